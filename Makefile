@@ -1,0 +1,42 @@
+# homatb: `make demo` installs, builds and runs the default scenario;
+# `make test` installs and runs every test (root-only tests skip without root).
+
+GO ?= go
+BIN := bin/homatb
+PKGS := ./...
+
+.PHONY: all deps build test vet fmt-check demo bench p4c clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/homatb
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# -p 1: the namespace and switch tests shape links and measure time; running
+# packages in parallel on two vCPUs would make them measure each other.
+test: deps build fmt-check vet
+	$(GO) test -p 1 -count=1 -timeout 25m $(PKGS)
+
+demo: deps build
+	./$(BIN) run scenarios/incast.yaml
+
+bench: build
+	./bench/run-all.sh
+
+# Compiles p4/tor.p4 for BMv2 where p4c is installed.
+p4c:
+	@if command -v p4c-bm2-ss >/dev/null; then \
+		mkdir -p build && p4c-bm2-ss --p4v 16 --p4runtime-files build/tor.p4info.txtpb -o build/tor.json p4/tor.p4; \
+	else echo "p4c-bm2-ss not installed: skipping the BMv2 compile (the embedded target needs none)"; fi
+
+clean:
+	rm -rf bin build

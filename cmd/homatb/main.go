@@ -1,0 +1,21 @@
+// Command homatb is the one binary of the testbed: it runs scenarios and
+// reports, and is also the switch, agent and controller processes that a run
+// starts inside Mininet.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "homatb:", err)
+		os.Exit(1)
+	}
+}

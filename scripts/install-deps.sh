@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test homatb:
+# Debian's Mininet and network tools, Chromium for the report browser test,
+# and the Go modules. Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 chromium)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "install-deps: missing Debian packages: ${missing[*]}; run as root: apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "install-deps: installing ${missing[*]}" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+go mod download
