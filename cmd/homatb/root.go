@@ -13,6 +13,16 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd())
+	root.AddCommand(
+		newRunCmd(),
+		newValidateCmd(),
+		newReportCmd(),
+		newCompareCmd(),
+		newSwitchCmd(),
+		newAgentCmd(),
+		newControllerCmd(),
+		newCleanCmd(),
+		newVersionCmd(),
+	)
 	return root
 }
