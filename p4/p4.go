@@ -1,0 +1,71 @@
+// Package p4 holds the homatb top-of-rack program, tor.p4 (P4-16, v1model),
+// and its P4Info, both embedded so the switch and the controller use the same
+// bytes, plus the P4Runtime ids of every object in it.
+package p4
+
+import (
+	_ "embed"
+	"fmt"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+)
+
+//go:embed tor.p4
+var source []byte
+
+//go:embed tor.p4info.txtpb
+var p4infoText []byte
+
+// P4Runtime ids of the tor.p4 objects (pinned with @id in the source).
+const (
+	TableIPv4LPM     uint32 = 0x02000001 // TorIngress.ipv4_lpm
+	TableDSCPToQueue uint32 = 0x02000002 // TorIngress.dscp_to_queue
+	TableARPProxy    uint32 = 0x02000003 // TorIngress.arp_proxy
+	TableECNConfig   uint32 = 0x02000004 // TorEgress.ecn_config
+
+	ActionNoAction        uint32 = 0x01445b37 // NoAction (p4c's hash id)
+	ActionDrop            uint32 = 0x01000001 // TorIngress.drop
+	ActionIPv4Forward     uint32 = 0x01000002 // TorIngress.ipv4_forward(port, dst_mac)
+	ActionSetQueue        uint32 = 0x01000003 // TorIngress.set_queue(queue)
+	ActionARPReply        uint32 = 0x01000004 // TorIngress.arp_reply(mac)
+	ActionSetECNThreshold uint32 = 0x01000005 // TorEgress.set_ecn_threshold(threshold_pkts)
+
+	CounterIngressQueue uint32 = 0x12000001 // TorIngress.ingress_queue_counter
+	CounterEgressQueue  uint32 = 0x12000002 // TorEgress.egress_queue_counter
+
+	RegisterQueueDepth uint32 = 0x16000001 // TorEgress.queue_depth
+	RegisterQueuePeak  uint32 = 0x16000002 // TorEgress.queue_peak
+	RegisterQueueDelay uint32 = 0x16000003 // TorEgress.queue_delay
+)
+
+// Shape of the per-(port, queue) counters and registers.
+const (
+	// QueuesPerPort is the number of strict-priority queues per egress port.
+	QueuesPerPort = 8
+	// MaxPort is the highest data port number; ports are 1..MaxPort.
+	MaxPort = 63
+	// QueueSlots is the size of every per-(port, queue) counter and register.
+	QueueSlots = 512
+)
+
+// QueueIndex is the counter and register index of (port, queue).
+func QueueIndex(port uint16, queue uint8) uint32 {
+	return uint32(port)*QueuesPerPort + uint32(queue)
+}
+
+// Source returns the P4-16 source of tor.p4.
+func Source() []byte { return append([]byte(nil), source...) }
+
+// P4InfoText returns tor.p4info.txtpb, the P4Info in protobuf text format.
+func P4InfoText() []byte { return append([]byte(nil), p4infoText...) }
+
+// P4Info parses the embedded P4Info. Each call returns a fresh message the
+// caller may modify.
+func P4Info() (*p4configv1.P4Info, error) {
+	info := &p4configv1.P4Info{}
+	if err := prototext.Unmarshal(p4infoText, info); err != nil {
+		return nil, fmt.Errorf("parse embedded tor.p4info.txtpb: %w", err)
+	}
+	return info, nil
+}

@@ -1,0 +1,285 @@
+/* tor.p4: the homatb top-of-rack switch (P4-16, v1model).
+ *
+ * Ingress parses Ethernet, ARP and IPv4, answers ARP requests for addresses
+ * the controller registered (arp_proxy), forwards IPv4 by longest prefix
+ * (ipv4_lpm: egress port, destination MAC, TTL - 1; drop on miss or on TTL
+ * expiry) and picks one of eight strict-priority egress queues from the DSCP
+ * (dscp_to_queue, default queue 0). Egress counts the packets that left each
+ * (port, queue), records its depth, peak depth and queueing delay in
+ * registers, and marks ECN CE above a per-port threshold (ecn_config).
+ *
+ * Every P4Runtime object carries a full 32-bit @id so that p4c emits exactly
+ * the ids of tor.p4info.txtpb, which the embedded target and the controller
+ * both rely on. Counter and register index: egress_port * 8 + queue, ports
+ * 1..63, so every index is below 512.
+ *
+ * Run on BMv2 with `-- --priority-queues 8`, otherwise every packet with a
+ * non-zero priority is dropped.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_ARP = 0x0806;
+const bit<16> ARP_OPER_REQUEST = 1;
+const bit<16> ARP_OPER_REPLY = 2;
+const bit<32> QUEUE_SLOTS = 512;
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+/* ARP for IPv4 over Ethernet only (htype 1, ptype 0x0800, hlen 6, plen 4). */
+header arp_t {
+    bit<16> htype;
+    bit<16> ptype;
+    bit<8>  hlen;
+    bit<8>  plen;
+    bit<16> oper;
+    bit<48> sha;
+    bit<32> spa;
+    bit<48> tha;
+    bit<32> tpa;
+}
+
+/* The diffserv byte is split into DSCP (6 bits) and ECN (2 bits). */
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<6>  dscp;
+    bit<2>  ecn;
+    bit<16> totalLen;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> fragOffset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdrChecksum;
+    bit<32> srcAddr;
+    bit<32> dstAddr;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+    arp_t      arp;
+    ipv4_t     ipv4;
+}
+
+struct metadata_t {
+    bit<19> ecn_threshold;
+    bit<1>  ecn_enabled;
+}
+
+parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_ARP: parse_arp;
+            default: accept;
+        }
+    }
+    state parse_arp {
+        packet.extract(hdr.arp);
+        transition accept;
+    }
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition accept;
+    }
+}
+
+control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control TorIngress(inout headers_t hdr, inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+    /* Packets offered to the traffic manager per (egress port, queue). */
+    @id(0x12000001)
+    counter(QUEUE_SLOTS, CounterType.packets_and_bytes) ingress_queue_counter;
+
+    @id(0x01000001)
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    @id(0x01000002)
+    action ipv4_forward(@id(1) bit<9> port, @id(2) bit<48> dst_mac) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.dstAddr = dst_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    @id(0x01000003)
+    action set_queue(@id(1) bit<3> queue) {
+        standard_metadata.priority = queue;
+    }
+
+    /* Turns the request into a reply from mac, back out the ingress port. */
+    @id(0x01000004)
+    action arp_reply(@id(1) bit<48> mac) {
+        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+        hdr.ethernet.srcAddr = mac;
+        hdr.arp.oper = ARP_OPER_REPLY;
+        hdr.arp.tha = hdr.arp.sha;
+        hdr.arp.sha = mac;
+        bit<32> asked = hdr.arp.tpa;
+        hdr.arp.tpa = hdr.arp.spa;
+        hdr.arp.spa = asked;
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+    }
+
+    @id(0x02000001)
+    table ipv4_lpm {
+        key = {
+            hdr.ipv4.dstAddr : lpm @id(1);
+        }
+        actions = {
+            ipv4_forward;
+            drop;
+        }
+        default_action = drop();
+        size = 1024;
+    }
+
+    @id(0x02000002)
+    table dscp_to_queue {
+        key = {
+            hdr.ipv4.dscp : exact @id(1);
+        }
+        actions = {
+            set_queue;
+        }
+        default_action = set_queue(0);
+        size = 64;
+    }
+
+    @id(0x02000003)
+    table arp_proxy {
+        key = {
+            hdr.arp.tpa : exact @id(1);
+        }
+        actions = {
+            arp_reply;
+            drop;
+        }
+        default_action = drop();
+        size = 1024;
+    }
+
+    apply {
+        if (hdr.arp.isValid()) {
+            if (hdr.arp.oper == ARP_OPER_REQUEST) {
+                arp_proxy.apply();
+            } else {
+                drop();
+            }
+        } else if (hdr.ipv4.isValid()) {
+            if (hdr.ipv4.ttl <= 1) {
+                drop();
+            } else if (ipv4_lpm.apply().hit) {
+                dscp_to_queue.apply();
+            }
+        } else {
+            drop();
+        }
+        if (standard_metadata.egress_spec != 511) {
+            ingress_queue_counter.count(
+                (bit<32>)standard_metadata.egress_spec * 8 +
+                (bit<32>)standard_metadata.priority);
+        }
+    }
+}
+
+control TorEgress(inout headers_t hdr, inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
+    /* Packets that left the queue per (egress port, queue). */
+    @id(0x12000002)
+    counter(QUEUE_SLOTS, CounterType.packets_and_bytes) egress_queue_counter;
+    /* enq_qdepth of the last packet, in packets. */
+    @id(0x16000001)
+    register<bit<32>>(QUEUE_SLOTS) queue_depth;
+    /* Largest enq_qdepth seen, in packets. */
+    @id(0x16000002)
+    register<bit<32>>(QUEUE_SLOTS) queue_peak;
+    /* deq_timedelta of the last packet, in microseconds. */
+    @id(0x16000003)
+    register<bit<32>>(QUEUE_SLOTS) queue_delay;
+
+    @id(0x01000005)
+    action set_ecn_threshold(@id(1) bit<19> threshold_pkts) {
+        meta.ecn_threshold = threshold_pkts;
+        meta.ecn_enabled = 1;
+    }
+
+    @id(0x02000004)
+    table ecn_config {
+        key = {
+            standard_metadata.egress_port : exact @id(1);
+        }
+        actions = {
+            set_ecn_threshold;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    apply {
+        bit<32> idx = (bit<32>)standard_metadata.egress_port * 8 +
+                      (bit<32>)standard_metadata.priority;
+        egress_queue_counter.count(idx);
+
+        bit<32> depth = (bit<32>)standard_metadata.enq_qdepth;
+        queue_depth.write(idx, depth);
+        bit<32> peak;
+        queue_peak.read(peak, idx);
+        if (depth > peak) {
+            queue_peak.write(idx, depth);
+        }
+        queue_delay.write(idx, standard_metadata.deq_timedelta);
+
+        if (hdr.ipv4.isValid()) {
+            ecn_config.apply();
+            /* ECT(0), ECT(1) or CE: the sender understands ECN. */
+            if (meta.ecn_enabled == 1 && hdr.ipv4.ecn != 0 &&
+                standard_metadata.enq_qdepth >= meta.ecn_threshold) {
+                hdr.ipv4.ecn = 3;
+            }
+        }
+    }
+}
+
+control TorComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        update_checksum(
+            hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
+              hdr.ipv4.totalLen, hdr.ipv4.identification, hdr.ipv4.flags,
+              hdr.ipv4.fragOffset, hdr.ipv4.ttl, hdr.ipv4.protocol,
+              hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum,
+            HashAlgorithm.csum16);
+    }
+}
+
+control TorDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.arp);
+        packet.emit(hdr.ipv4);
+    }
+}
+
+V1Switch(
+    TorParser(),
+    TorVerifyChecksum(),
+    TorIngress(),
+    TorEgress(),
+    TorComputeChecksum(),
+    TorDeparser()
+) main;
