@@ -1,0 +1,89 @@
+package wire
+
+// DataLen is the size of the DATA header (struct homa_data_hdr at HEAD),
+// common header included; payload follows.
+const DataLen = 56
+
+// dataDoff is DataLen in 4-byte words, in the high nibble, as Linux sets it.
+const dataDoff = (DataLen / 4) << 4
+
+// FlagIncast, in DATA's flags byte (the first pad byte in Linux), marks a
+// request from a client with many outstanding RPCs: the server should limit
+// the unscheduled bytes of the response (SIGCOMM 2018 §3.6). Linux never
+// sets it, so a Linux receiver ignores it.
+const FlagIncast = 0x01
+
+// Data is a DATA packet header.
+type Data struct {
+	Common
+	// MessageLength is the total length of the message.
+	MessageLength uint32
+	// Incoming is how far the sender will go without further grants.
+	Incoming uint32
+	// AckID and AckPort piggyback the ack of one earlier RPC (0: none).
+	AckID   uint64
+	AckPort uint16
+	// CutoffVersion is the receiver's CUTOFFS version the sender uses.
+	CutoffVersion uint16
+	// Retransmit is 1 when the packet answers a RESEND.
+	Retransmit uint8
+	// Flags carries FlagIncast (a departure: Linux pad byte).
+	Flags uint8
+	// Offset is the message offset of the payload's first byte.
+	Offset uint32
+}
+
+// Length returns the header length of d.
+func (d *Data) Length() int { return DataLen }
+
+// AppendData appends d's header to b; the caller appends the payload. It
+// sets the type and makes Sequence equal to Offset, as Linux does without GSO.
+func AppendData(b []byte, d *Data) []byte {
+	d.Type = TypeData
+	d.Sequence = d.Offset
+	b = appendCommon(b, &d.Common)
+	b = be.AppendUint32(b, d.MessageLength)
+	b = be.AppendUint32(b, d.Incoming)
+	b = be.AppendUint64(b, d.AckID)
+	b = be.AppendUint16(b, d.AckPort)
+	b = be.AppendUint16(b, d.CutoffVersion)
+	b = append(b, d.Retransmit, d.Flags, 0, 0)
+	return be.AppendUint32(b, d.Offset)
+}
+
+// ParseData decodes a DATA packet and returns its header and payload (a
+// sub-slice of b). The payload must be non-empty and lie inside the message.
+func ParseData(b []byte) (Data, []byte, error) {
+	var d Data
+	c, err := ParseCommon(b)
+	if err != nil {
+		return d, nil, err
+	}
+	if c.Type != TypeData {
+		return d, nil, invalid(c.Type, "not DATA")
+	}
+	if len(b) < DataLen {
+		return d, nil, truncated(TypeData, DataLen, len(b))
+	}
+	d.Common = c
+	d.MessageLength = be.Uint32(b[28:])
+	d.Incoming = be.Uint32(b[32:])
+	d.AckID = be.Uint64(b[36:])
+	d.AckPort = be.Uint16(b[44:])
+	d.CutoffVersion = be.Uint16(b[46:])
+	d.Retransmit = b[48]
+	d.Flags = b[49]
+	d.Offset = be.Uint32(b[52:])
+	payload := b[DataLen:]
+	switch {
+	case d.MessageLength == 0:
+		return d, nil, invalid(TypeData, "zero message length")
+	case len(payload) == 0:
+		return d, nil, invalid(TypeData, "no payload")
+	case uint64(d.Offset)+uint64(len(payload)) > uint64(d.MessageLength):
+		return d, nil, invalid(TypeData, "bytes %d+%d beyond length %d", d.Offset, len(payload), d.MessageLength)
+	case d.Retransmit > 1:
+		return d, nil, invalid(TypeData, "retransmit %d", d.Retransmit)
+	}
+	return d, payload, nil
+}
