@@ -1,0 +1,269 @@
+// Package pipeline executes tor.p4 natively: the parser, the TorIngress and
+// TorEgress controls with their tables, counters and registers, and the IPv4
+// checksum update. Tables are read through an atomically swapped immutable
+// snapshot that the P4Runtime server publishes, counters and registers are
+// atomics, so ports run Ingress and Egress concurrently without locks and
+// without allocating.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/homatb/homatb/p4"
+)
+
+// Verdict is what ingress decided for one packet.
+type Verdict struct {
+	EgressPort uint16 // valid when !Drop
+	Queue      uint8  // 0..7, 7 served first
+	Drop       bool
+}
+
+// EgressMeta is the v1model queueing metadata of a packet leaving the
+// traffic manager.
+type EgressMeta struct {
+	IngressPort, EgressPort uint16
+	Queue                   uint8
+	EnqDepthPkts            uint32 // depth of this (port, queue) when the packet arrived, before it
+	DeqDepthPkts            uint32 // depth after it left
+	DeqTimedeltaUs          uint32 // time spent queued, µs
+	Length                  int    // frame length in bytes
+}
+
+// DropPort is v1model's egress_spec after mark_to_drop (BMv2's default
+// --drop-port).
+const DropPort = 511
+
+// tableIndex is the position of each tor.p4 table in a Snapshot.
+const (
+	tblIPv4LPM = iota
+	tblDSCPToQueue
+	tblARPProxy
+	tblECNConfig
+	numTables
+)
+
+// Snapshot is one immutable set of table contents.
+type Snapshot struct {
+	tables [numTables]*Table
+}
+
+// TableContents is what the control plane wrote into one table.
+type TableContents struct {
+	Entries []Entry
+	// Default replaces the P4 default action when non-nil.
+	Default *ActionCall
+}
+
+// TableInfo describes one tor.p4 table as this target runs it.
+type TableInfo struct {
+	ID      uint32
+	Name    string
+	Actions []uint32 // actions an entry or the default may use
+	Default ActionCall
+	Size    int
+}
+
+// torTables is the table layout of tor.p4, in tableIndex order.
+func torTables() [numTables]TableInfo {
+	return [numTables]TableInfo{
+		{ID: p4.TableIPv4LPM, Name: "TorIngress.ipv4_lpm", Actions: []uint32{p4.ActionIPv4Forward, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
+		{ID: p4.TableDSCPToQueue, Name: "TorIngress.dscp_to_queue", Actions: []uint32{p4.ActionSetQueue}, Default: ActionCall{ID: p4.ActionSetQueue}, Size: 64},
+		{ID: p4.TableARPProxy, Name: "TorIngress.arp_proxy", Actions: []uint32{p4.ActionARPReply, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
+		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
+	}
+}
+
+// Tables describes the tables of tor.p4 as this target runs them.
+func Tables() []TableInfo {
+	t := torTables()
+	return t[:]
+}
+
+// ErrUnknownTable is returned for a table id tor.p4 does not have.
+var ErrUnknownTable = errors.New("unknown table")
+
+// ErrUnknownObject is returned for a counter or register id tor.p4 does not have.
+var ErrUnknownObject = errors.New("unknown counter or register")
+
+// ErrIndex is returned for a counter or register index out of range.
+var ErrIndex = errors.New("index out of range")
+
+// counterCell is one packets-and-bytes counter.
+type counterCell struct {
+	pkts, bytes atomic.Uint64
+}
+
+// Pipeline is the tor.p4 program with its state. The zero value is not
+// usable; call New.
+type Pipeline struct {
+	snap       atomic.Pointer[Snapshot]
+	ingressCtr [p4.QueueSlots]counterCell
+	egressCtr  [p4.QueueSlots]counterCell
+	depth      [p4.QueueSlots]atomic.Uint32
+	peak       [p4.QueueSlots]atomic.Uint32
+	delay      [p4.QueueSlots]atomic.Uint32
+}
+
+// New returns a pipeline with empty tables (every packet is dropped until the
+// control plane writes forwarding entries).
+func New() *Pipeline {
+	p := &Pipeline{}
+	if err := p.Install(nil); err != nil {
+		panic(fmt.Sprintf("pipeline: empty install failed: %v", err)) // cannot happen: nil contents
+	}
+	return p
+}
+
+// Install builds a snapshot from contents (by table id; missing tables are
+// empty with their P4 default action) and publishes it atomically: packets
+// see either the old tables or the new ones, never a mix.
+func (p *Pipeline) Install(contents map[uint32]TableContents) error {
+	infos := torTables()
+	snap := &Snapshot{}
+	for id := range contents {
+		if tableIndexOf(id) < 0 {
+			return fmt.Errorf("install table %#08x: %w", id, ErrUnknownTable)
+		}
+	}
+	for i, info := range infos {
+		c := contents[info.ID]
+		def := info.Default
+		if c.Default != nil {
+			def = *c.Default
+		}
+		if err := checkAction(info, def); err != nil {
+			return fmt.Errorf("install %s default: %w", info.Name, err)
+		}
+		for _, e := range c.Entries {
+			if err := checkAction(info, e.Action); err != nil {
+				return fmt.Errorf("install %s entry: %w", info.Name, err)
+			}
+		}
+		if len(c.Entries) > info.Size {
+			return fmt.Errorf("install %s: %d entries, size %d", info.Name, len(c.Entries), info.Size)
+		}
+		snap.tables[i] = NewTable(c.Entries, def)
+	}
+	p.snap.Store(snap)
+	return nil
+}
+
+func checkAction(info TableInfo, a ActionCall) error {
+	for _, id := range info.Actions {
+		if id == a.ID {
+			return nil
+		}
+	}
+	return fmt.Errorf("action %#08x not allowed in %s", a.ID, info.Name)
+}
+
+func tableIndexOf(id uint32) int {
+	for i, info := range torTables() {
+		if info.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Snapshot returns the tables packets currently see.
+func (p *Pipeline) Snapshot() *Snapshot { return p.snap.Load() }
+
+// Table returns the table with the given id in s, or nil.
+func (s *Snapshot) Table(id uint32) *Table {
+	i := tableIndexOf(id)
+	if i < 0 {
+		return nil
+	}
+	return s.tables[i]
+}
+
+func (p *Pipeline) counterArray(id uint32) *[p4.QueueSlots]counterCell {
+	switch id {
+	case p4.CounterIngressQueue:
+		return &p.ingressCtr
+	case p4.CounterEgressQueue:
+		return &p.egressCtr
+	}
+	return nil
+}
+
+func (p *Pipeline) registerArray(id uint32) *[p4.QueueSlots]atomic.Uint32 {
+	switch id {
+	case p4.RegisterQueueDepth:
+		return &p.depth
+	case p4.RegisterQueuePeak:
+		return &p.peak
+	case p4.RegisterQueueDelay:
+		return &p.delay
+	}
+	return nil
+}
+
+// Counter reads one cell of an indirect counter.
+func (p *Pipeline) Counter(id uint32, index int) (pkts, bytes uint64, err error) {
+	arr := p.counterArray(id)
+	if arr == nil {
+		return 0, 0, fmt.Errorf("counter %#08x: %w", id, ErrUnknownObject)
+	}
+	if index < 0 || index >= len(arr) {
+		return 0, 0, fmt.Errorf("counter %#08x index %d: %w", id, index, ErrIndex)
+	}
+	return arr[index].pkts.Load(), arr[index].bytes.Load(), nil
+}
+
+// SetCounter sets one cell of an indirect counter (P4Runtime MODIFY).
+func (p *Pipeline) SetCounter(id uint32, index int, pkts, bytes uint64) error {
+	arr := p.counterArray(id)
+	if arr == nil {
+		return fmt.Errorf("counter %#08x: %w", id, ErrUnknownObject)
+	}
+	if index < 0 || index >= len(arr) {
+		return fmt.Errorf("counter %#08x index %d: %w", id, index, ErrIndex)
+	}
+	arr[index].pkts.Store(pkts)
+	arr[index].bytes.Store(bytes)
+	return nil
+}
+
+// Register reads one cell of a register.
+func (p *Pipeline) Register(id uint32, index int) (uint32, error) {
+	arr := p.registerArray(id)
+	if arr == nil {
+		return 0, fmt.Errorf("register %#08x: %w", id, ErrUnknownObject)
+	}
+	if index < 0 || index >= len(arr) {
+		return 0, fmt.Errorf("register %#08x index %d: %w", id, index, ErrIndex)
+	}
+	return arr[index].Load(), nil
+}
+
+// SetRegister writes one cell of a register.
+func (p *Pipeline) SetRegister(id uint32, index int, v uint32) error {
+	arr := p.registerArray(id)
+	if arr == nil {
+		return fmt.Errorf("register %#08x: %w", id, ErrUnknownObject)
+	}
+	if index < 0 || index >= len(arr) {
+		return fmt.Errorf("register %#08x index %d: %w", id, index, ErrIndex)
+	}
+	arr[index].Store(v)
+	return nil
+}
+
+// ResetState clears every counter and register (a new pipeline config
+// clears forwarding state).
+func (p *Pipeline) ResetState() {
+	for i := range p.ingressCtr {
+		p.ingressCtr[i].pkts.Store(0)
+		p.ingressCtr[i].bytes.Store(0)
+		p.egressCtr[i].pkts.Store(0)
+		p.egressCtr[i].bytes.Store(0)
+		p.depth[i].Store(0)
+		p.peak[i].Store(0)
+		p.delay[i].Store(0)
+	}
+}

@@ -1,0 +1,178 @@
+package pipeline
+
+import (
+	"encoding/binary"
+
+	"github.com/homatb/homatb/p4"
+)
+
+// Frame layout (offsets from the start of the Ethernet header).
+const (
+	ethLen       = 14
+	etherTypeOff = 12
+	etherIPv4    = 0x0800
+	etherARP     = 0x0806
+
+	arpLen     = 28
+	arpOperOff = ethLen + 6
+	arpShaOff  = ethLen + 8
+	arpSpaOff  = ethLen + 14
+	arpThaOff  = ethLen + 18
+	arpTpaOff  = ethLen + 24
+	arpRequest = 1
+	arpReply   = 2
+
+	ipv4Len      = 20
+	ipTOSOff     = ethLen + 1
+	ipTTLOff     = ethLen + 8
+	ipCsumOff    = ethLen + 10
+	ipDstOff     = ethLen + 16
+	maxQdepthP4  = 1<<19 - 1 // enq_qdepth is bit<19> in v1model
+	macLen       = 6
+	ecnCE        = 3
+	ecnMask      = 3
+	queueMask    = 7
+	portMask     = 1<<9 - 1
+	dscpShift    = 2
+	macWidthMask = 1<<48 - 1
+)
+
+// Ingress runs TorParser and TorIngress on frame, received on inPort, and
+// rewrites it in place (MACs, TTL, checksum, ARP reply). It neither retains
+// frame nor allocates.
+func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
+	snap := p.snap.Load()
+	egressSpec, queue := uint16(DropPort), uint8(0)
+	if len(frame) >= ethLen {
+		switch binary.BigEndian.Uint16(frame[etherTypeOff:]) {
+		case etherARP:
+			if len(frame) >= ethLen+arpLen && binary.BigEndian.Uint16(frame[arpOperOff:]) == arpRequest {
+				key := Key{uint64(binary.BigEndian.Uint32(frame[arpTpaOff:]))}
+				a, _ := snap.tables[tblARPProxy].Lookup(&key)
+				egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
+			}
+		case etherIPv4:
+			if len(frame) >= ethLen+ipv4Len && frame[ipTTLOff] > 1 {
+				key := Key{uint64(binary.BigEndian.Uint32(frame[ipDstOff:]))}
+				a, hit := snap.tables[tblIPv4LPM].Lookup(&key)
+				egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
+				if hit {
+					key = Key{uint64(frame[ipTOSOff] >> dscpShift)}
+					a, _ = snap.tables[tblDSCPToQueue].Lookup(&key)
+					egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
+				}
+				updateIPv4Checksum(frame)
+			}
+		}
+	}
+	if egressSpec == DropPort {
+		*v = Verdict{Drop: true}
+		return
+	}
+	if idx := p4.QueueIndex(egressSpec, queue); idx < p4.QueueSlots {
+		c := &p.ingressCtr[idx]
+		c.pkts.Add(1)
+		c.bytes.Add(uint64(len(frame)))
+	}
+	*v = Verdict{EgressPort: egressSpec, Queue: queue}
+}
+
+// runIngressAction executes one TorIngress action and returns the new
+// egress_spec.
+func runIngressAction(a ActionCall, frame []byte, inPort, egressSpec uint16, queue *uint8) uint16 {
+	switch a.ID {
+	case p4.ActionDrop:
+		return DropPort
+	case p4.ActionIPv4Forward:
+		putMAC(frame[0:], a.Params[1])
+		frame[ipTTLOff]--
+		return uint16(a.Params[0] & portMask)
+	case p4.ActionSetQueue:
+		*queue = uint8(a.Params[0] & queueMask)
+	case p4.ActionARPReply:
+		mac := a.Params[0]
+		copy(frame[0:macLen], frame[macLen:2*macLen]) // dst = requester
+		putMAC(frame[macLen:], mac)
+		binary.BigEndian.PutUint16(frame[arpOperOff:], arpReply)
+		var spa [4]byte
+		copy(spa[:], frame[arpSpaOff:arpSpaOff+4])
+		copy(frame[arpThaOff:arpThaOff+macLen], frame[arpShaOff:arpShaOff+macLen])
+		putMAC(frame[arpShaOff:], mac)
+		copy(frame[arpSpaOff:arpSpaOff+4], frame[arpTpaOff:arpTpaOff+4])
+		copy(frame[arpTpaOff:arpTpaOff+4], spa[:])
+		return inPort
+	}
+	return egressSpec
+}
+
+// Egress runs TorEgress on a frame leaving the traffic manager: the egress
+// counter, the depth, peak and delay registers, and ECN marking. It may
+// rewrite frame in place; tor.p4's egress never drops, so it returns true.
+func (p *Pipeline) Egress(frame []byte, md *EgressMeta) bool {
+	idx := p4.QueueIndex(md.EgressPort, md.Queue&queueMask)
+	if idx < p4.QueueSlots {
+		c := &p.egressCtr[idx]
+		c.pkts.Add(1)
+		c.bytes.Add(uint64(md.Length))
+		depth := min(md.EnqDepthPkts, maxQdepthP4)
+		p.depth[idx].Store(depth)
+		for peak := &p.peak[idx]; ; {
+			old := peak.Load()
+			if depth <= old || peak.CompareAndSwap(old, depth) {
+				break
+			}
+		}
+		p.delay[idx].Store(md.DeqTimedeltaUs)
+	}
+	if len(frame) < ethLen+ipv4Len || binary.BigEndian.Uint16(frame[etherTypeOff:]) != etherIPv4 {
+		return true
+	}
+	key := Key{uint64(md.EgressPort & portMask)}
+	a, _ := p.snap.Load().tables[tblECNConfig].Lookup(&key)
+	if a.ID == p4.ActionSetECNThreshold {
+		tos := frame[ipTOSOff]
+		if tos&ecnMask != 0 && uint64(min(md.EnqDepthPkts, maxQdepthP4)) >= a.Params[0] && tos&ecnMask != ecnCE {
+			frame[ipTOSOff] = tos | ecnCE
+			updateIPv4Checksum(frame)
+		}
+	}
+	return true
+}
+
+func putMAC(b []byte, mac uint64) {
+	mac &= macWidthMask
+	b[0] = byte(mac >> 40)
+	b[1] = byte(mac >> 32)
+	b[2] = byte(mac >> 24)
+	b[3] = byte(mac >> 16)
+	b[4] = byte(mac >> 8)
+	b[5] = byte(mac)
+}
+
+// updateIPv4Checksum recomputes the header checksum over the header length
+// the IHL gives (20 bytes when it is too small or the frame too short), so
+// headers with options stay valid too.
+func updateIPv4Checksum(frame []byte) {
+	hl := int(frame[ethLen]&0x0f) * 4
+	if hl < ipv4Len || ethLen+hl > len(frame) {
+		hl = ipv4Len
+	}
+	frame[ipCsumOff], frame[ipCsumOff+1] = 0, 0
+	binary.BigEndian.PutUint16(frame[ipCsumOff:], Checksum(frame[ethLen:ethLen+hl]))
+}
+
+// Checksum is the Internet checksum (RFC 1071) of b.
+func Checksum(b []byte) uint16 {
+	var sum uint32
+	for len(b) >= 2 {
+		sum += uint32(b[0])<<8 | uint32(b[1])
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		sum += uint32(b[0]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}

@@ -1,0 +1,155 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+)
+
+// MaxKeyFields is the largest number of match fields a table key may have.
+const MaxKeyFields = 4
+
+// MaxParams is the largest number of parameters an action may take.
+const MaxParams = 4
+
+// Key is the value of every match field of a table key, in P4Info field
+// order (field id 1 first). Fields are at most 64 bits wide.
+type Key [MaxKeyFields]uint64
+
+// FieldMatch is one field of an entry: the packet matches when
+// key & Mask == Value. Exact fields have every bit of the field in Mask, LPM
+// fields the prefix, ternary fields any mask; Mask 0 means don't care.
+type FieldMatch struct {
+	Value, Mask uint64
+}
+
+// ActionCall is an action id with its parameters in P4Info order.
+type ActionCall struct {
+	ID     uint32
+	Params [MaxParams]uint64
+}
+
+// Entry is one table entry in the pipeline's form. Priority orders
+// overlapping entries, higher first; for a table whose only non-exact field
+// is LPM the caller sets it to the prefix length, so longest prefix wins.
+type Entry struct {
+	Match    [MaxKeyFields]FieldMatch
+	Priority int32
+	Action   ActionCall
+}
+
+// slot is the best entry for one masked key within a group.
+type slot struct {
+	priority int32
+	action   ActionCall
+}
+
+// group holds the entries sharing one mask tuple (tuple space search): a
+// lookup masks the key once and probes one map per group.
+type group struct {
+	mask        Key
+	maxPriority int32
+	entries     map[Key]slot
+}
+
+// Table is an immutable, lookup-ready table: built once per change by the
+// control plane and read concurrently by every port without locks.
+type Table struct {
+	groups []group
+	def    ActionCall
+}
+
+// NewTable builds a table from its entries and default action. Entries with
+// the same match and a lower priority are shadowed and never hit.
+func NewTable(entries []Entry, def ActionCall) *Table {
+	t := &Table{def: def}
+	byMask := map[Key]int{}
+	for _, e := range entries {
+		var mask, value Key
+		for i, f := range e.Match {
+			mask[i] = f.Mask
+			value[i] = f.Value & f.Mask
+		}
+		gi, ok := byMask[mask]
+		if !ok {
+			gi = len(t.groups)
+			byMask[mask] = gi
+			t.groups = append(t.groups, group{mask: mask, maxPriority: e.Priority, entries: map[Key]slot{}})
+		}
+		g := &t.groups[gi]
+		if old, dup := g.entries[value]; dup && old.priority >= e.Priority {
+			continue
+		}
+		g.entries[value] = slot{priority: e.Priority, action: e.Action}
+		g.maxPriority = max(g.maxPriority, e.Priority)
+	}
+	// Highest-priority groups first, so a lookup can stop at the first group
+	// that cannot beat the best hit so far.
+	slices.SortStableFunc(t.groups, func(a, b group) int {
+		switch {
+		case a.maxPriority > b.maxPriority:
+			return -1
+		case a.maxPriority < b.maxPriority:
+			return 1
+		}
+		return 0
+	})
+	return t
+}
+
+// Lookup returns the action of the highest-priority entry matching key, or
+// the default action with hit false.
+func (t *Table) Lookup(key *Key) (ActionCall, bool) {
+	var (
+		best     slot
+		found    bool
+		probeKey Key
+	)
+	for i := range t.groups {
+		g := &t.groups[i]
+		if found && g.maxPriority <= best.priority {
+			break
+		}
+		for f := range probeKey {
+			probeKey[f] = key[f] & g.mask[f]
+		}
+		if s, ok := g.entries[probeKey]; ok && (!found || s.priority > best.priority) {
+			best, found = s, true
+		}
+	}
+	if !found {
+		return t.def, false
+	}
+	return best.action, true
+}
+
+// Default returns the table's default action.
+func (t *Table) Default() ActionCall { return t.def }
+
+// Len returns the number of distinct entries that can hit.
+func (t *Table) Len() int {
+	n := 0
+	for _, g := range t.groups {
+		n += len(g.entries)
+	}
+	return n
+}
+
+// PrefixMask is the mask of an LPM prefix of length prefixLen on a field of
+// width bits.
+func PrefixMask(width, prefixLen int) (uint64, error) {
+	if width < 1 || width > 64 || prefixLen < 0 || prefixLen > width {
+		return 0, fmt.Errorf("prefix length %d on a %d-bit field", prefixLen, width)
+	}
+	if prefixLen == 0 {
+		return 0, nil
+	}
+	return FieldMask(width) &^ (FieldMask(width - prefixLen)), nil
+}
+
+// FieldMask is the all-ones mask of a field of width bits (1..64).
+func FieldMask(width int) uint64 {
+	if width >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(width) - 1
+}
