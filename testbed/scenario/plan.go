@@ -1,0 +1,362 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/homatb/homatb/workloads"
+)
+
+// Plan is a validated scenario expanded into the experiments to run, in the
+// order they run.
+type Plan struct {
+	File string
+	// Base is the scenario without sweep values: the network, switches and
+	// calibration of the whole run come from it.
+	Base        *Scenario
+	Experiments []Experiment
+}
+
+// Experiment is one measurement: one transport, one combination of sweep
+// values and one repetition.
+type Experiment struct {
+	Name      string
+	Transport Transport
+	// Params holds the sweep values by parameter path (as written in the
+	// sweep), plus "repetition" when there is more than one.
+	Params     map[string]string
+	ParamOrder []string
+	Repetition int
+	Seed       uint64
+	// Scenario is the resolved scenario with this experiment's sweep
+	// values applied.
+	Scenario *Scenario
+}
+
+// Options tunes validation.
+type Options struct {
+	// SizeSpec checks a phase's size spec and returns its mean length; nil
+	// means workloads.ParseSizeSpec. Tests replace it.
+	SizeSpec func(string) (float64, error)
+}
+
+func (o Options) sizeSpec() func(string) (float64, error) {
+	if o.SizeSpec != nil {
+		return o.SizeSpec
+	}
+	return MeanSize
+}
+
+// MeanSize parses a size spec with workloads.ParseSizeSpec and returns the
+// mean message length, which turns a load fraction into an RPC rate.
+func MeanSize(spec string) (float64, error) {
+	d, err := workloads.ParseSizeSpec(spec)
+	if err != nil {
+		return 0, err
+	}
+	return d.Mean(), nil
+}
+
+// Load reads, validates and expands a scenario file: the whole path that
+// `homatb validate`, `homatb run --dry-run` and `homatb run` share.
+func Load(path string, opt Options) (*Plan, error) {
+	src, err := LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return src.Plan(opt)
+}
+
+// sweepable lists the top-level sections a sweep may change. The network,
+// switch and calibration are built once per run, so sweeping them would need
+// one run per value.
+var sweepable = map[string]bool{
+	"transports": true, "phases": true, "duration": true, "warmup": true, "drain": true, "seed": true,
+}
+
+type resolvedSweep struct {
+	param string
+	canon string
+	line  int
+}
+
+// Plan validates the scenario and every sweep combination and returns the
+// experiments (stages two and three).
+func (src *Source) Plan(opt Options) (*Plan, error) {
+	base := src.Raw
+	applyDefaults(base)
+	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec()}
+	c.check(base)
+	sweeps := src.checkSweeps(c, base)
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	combos := 1
+	for _, sw := range base.Sweep {
+		combos *= len(sw.Values)
+	}
+	total := combos * len(base.Transports) * base.Repetitions
+	if total > MaxExperiments {
+		return nil, Errors{{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
+			Msg: fmt.Sprintf("expands to %d experiments; expected at most %d", total, MaxExperiments)}}
+	}
+	plan := &Plan{File: src.File, Base: base}
+	names := map[string]bool{}
+	var errs Errors
+	for k := 0; k < combos; k++ {
+		s, params, order, err := src.combination(base, sweeps, k, opt)
+		if err != nil {
+			errs = append(errs, err.(Errors)...)
+			continue
+		}
+		for _, t := range s.Transports {
+			for rep := 1; rep <= s.Repetitions; rep++ {
+				e := Experiment{
+					Transport: t, Params: map[string]string{}, ParamOrder: append([]string(nil), order...),
+					Repetition: rep, Scenario: s,
+					// Seeds differ by combination and repetition but not by
+					// transport, so the transports compared see the same arrivals.
+					Seed: s.Seed + uint64(k)*1000003 + uint64(rep-1),
+				}
+				for p, v := range params {
+					e.Params[p] = v
+				}
+				if s.Repetitions > 1 {
+					e.Params["repetition"] = strconv.Itoa(rep)
+					e.ParamOrder = append(e.ParamOrder, "repetition")
+				}
+				e.Name = experimentName(s.Name, t, e)
+				if names[e.Name] {
+					errs = append(errs, &Error{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
+						Msg: fmt.Sprintf("two experiments would be named %q; sweep values must differ", e.Name)})
+				}
+				names[e.Name] = true
+				plan.Experiments = append(plan.Experiments, e)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return plan, nil
+}
+
+// checkSweeps resolves every sweep parameter against the base scenario.
+func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
+	out := make([]resolvedSweep, len(base.Sweep))
+	seen := map[string]int{}
+	for i, sw := range base.Sweep {
+		p := fmt.Sprintf("sweep[%d]", i)
+		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param")}
+		top, _, _ := strings.Cut(sw.Param, ".")
+		if !sweepable[top] {
+			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
+				sw.Param, strings.Join(sortedKeys(sweepable), ", "))
+			continue
+		}
+		_, canon, err := resolvePath(reflect.ValueOf(base).Elem(), sw.Param)
+		if err != nil {
+			c.errorf(p+".param", "%v", err)
+			continue
+		}
+		if j, dup := seen[canon]; dup {
+			c.errorf(p+".param", "%q is already swept by sweep[%d]", sw.Param, j)
+		}
+		seen[canon] = i
+		out[i].canon = canon
+		if len(sw.Values) == 0 {
+			c.errorf(p+".values", "expected a non-empty list of values for %s", sw.Param)
+		}
+	}
+	return out
+}
+
+// combination builds the k-th combination of sweep values (mixed radix, the
+// last sweep varying fastest) from a fresh decode of the file, and validates it.
+func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, opt Options) (*Scenario, map[string]string, []string, error) {
+	s, err := src.decode()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c := &checker{file: src.File, idx: src.idx, overrides: map[string]int{}, sizeSpec: opt.sizeSpec()}
+	params := map[string]string{}
+	var order []string
+	idx := make([]int, len(base.Sweep))
+	for i, rem := len(base.Sweep)-1, k; i >= 0; i-- {
+		n := len(base.Sweep[i].Values)
+		idx[i], rem = rem%n, rem/n
+	}
+	for i, sw := range base.Sweep {
+		vn := &sw.Values[idx[i]]
+		field, canon, err := resolvePath(reflect.ValueOf(s).Elem(), sw.Param)
+		if err != nil {
+			return nil, nil, nil, Errors{{File: src.File, Line: sweeps[i].line, Field: fmt.Sprintf("sweep[%d].param", i), Msg: err.Error()}}
+		}
+		var errs Errors
+		checkKnown(src.File, vn, field.Type(), canon, &errs)
+		if len(errs) > 0 {
+			return nil, nil, nil, errs
+		}
+		fresh := reflect.New(field.Type())
+		if err := vn.Decode(fresh.Interface()); err != nil {
+			e := src.yamlErrors(err).(Errors)
+			for _, x := range e {
+				x.Field = fmt.Sprintf("sweep[%d].values[%d] (%s)", i, idx[i], sw.Param)
+			}
+			return nil, nil, nil, e
+		}
+		field.Set(fresh.Elem())
+		c.overrides[canon] = vn.Line
+		params[sw.Param] = scalarText(vn)
+		order = append(order, sw.Param)
+	}
+	s.Sweep = base.Sweep
+	applyDefaults(s)
+	c.check(s)
+	if err := c.errs.orNil(); err != nil {
+		return nil, nil, nil, err
+	}
+	return s, params, order, nil
+}
+
+// scalarText is a sweep value as it appears in experiment names and params.
+func scalarText(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	parts := make([]string, 0, len(n.Content))
+	for _, c := range n.Content {
+		parts = append(parts, scalarText(c))
+	}
+	return strings.Join(parts, "+")
+}
+
+// resolvePath finds the field a dotted sweep path names, returning it
+// (addressable) and its canonical path with list indexes.
+func resolvePath(v reflect.Value, path string) (reflect.Value, string, error) {
+	canon := ""
+	for _, seg := range strings.Split(path, ".") {
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		switch v.Kind() {
+		case reflect.Struct:
+			fields := yamlFields(v.Type())
+			fi, ok := fields[seg]
+			if !ok {
+				return reflect.Value{}, "", fmt.Errorf("no field %q at %s; expected one of: %s", seg, orTop(canon), strings.Join(sortedKeys(fields), ", "))
+			}
+			v = v.Field(fi)
+			canon = joinPath(canon, seg)
+		case reflect.Slice:
+			i, err := sliceIndex(v, seg)
+			if err != nil {
+				return reflect.Value{}, "", fmt.Errorf("%s: %w", orTop(canon), err)
+			}
+			v = v.Index(i)
+			canon = fmt.Sprintf("%s[%d]", canon, i)
+		default:
+			return reflect.Value{}, "", fmt.Errorf("%s is a single value; %q cannot go below it", orTop(canon), seg)
+		}
+	}
+	return v, canon, nil
+}
+
+// sliceIndex picks a list element by index or by its name (or transport ID).
+func sliceIndex(v reflect.Value, seg string) (int, error) {
+	if i, err := strconv.Atoi(strings.Trim(seg, "[]")); err == nil {
+		if i < 0 || i >= v.Len() {
+			return 0, fmt.Errorf("index %d out of range (the list has %d entries)", i, v.Len())
+		}
+		return i, nil
+	}
+	var names []string
+	for i := 0; i < v.Len(); i++ {
+		name := elementName(v.Index(i))
+		if name == seg {
+			return i, nil
+		}
+		names = append(names, name)
+	}
+	return 0, fmt.Errorf("no entry named %q; expected one of: %s", seg, strings.Join(names, ", "))
+}
+
+func elementName(v reflect.Value) string {
+	switch e := v.Interface().(type) {
+	case Transport:
+		return e.ID()
+	case Phase:
+		return e.Name
+	}
+	return ""
+}
+
+func orTop(p string) string {
+	if p == "" {
+		return "the top level"
+	}
+	return p
+}
+
+// experimentName builds a unique, file-name-safe experiment name such as
+// "overcommit-homa-overcommit4" or "load-tcp-w4-load0.5-r2".
+func experimentName(scenario string, t Transport, e Experiment) string {
+	parts := []string{scenario, t.ID()}
+	for _, p := range e.ParamOrder {
+		if p == "repetition" {
+			parts = append(parts, "r"+e.Params[p])
+			continue
+		}
+		last := p[strings.LastIndex(p, ".")+1:]
+		parts = append(parts, last+sanitize(e.Params[p]))
+	}
+	return strings.Join(parts, "-")
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '+':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// Describe writes the plan for people: the network, then one line per
+// experiment with its parameters (`homatb run --dry-run`).
+func (p *Plan) Describe(w io.Writer) error {
+	b := p.Base
+	topo := fmt.Sprintf("star, %d hosts", b.Topology.Hosts)
+	if b.Topology.Kind == KindLeafSpine {
+		topo = fmt.Sprintf("leaf-spine, %d leaves x %d hosts, %d spines", b.Topology.Leaves, b.Topology.HostsPerLeaf, b.Topology.Spines)
+	}
+	per := b.Warmup.D() + b.Duration.D() + b.Drain.D()
+	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%d experiments, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",
+		b.Name, p.File, topo, b.Link.Rate, b.Link.MTU, b.Switch.Target, b.Switch.QueueDepthPkts, b.DSCP.Policy,
+		len(p.Experiments), per, b.Warmup.D(), b.Duration.D(), b.Drain.D())
+	if err != nil {
+		return err
+	}
+	for i, e := range p.Experiments {
+		var kv []string
+		for _, k := range e.ParamOrder {
+			kv = append(kv, k+"="+e.Params[k])
+		}
+		if _, err := fmt.Fprintf(w, "  %3d  %-40s %s\n", i+1, e.Name, strings.Join(append([]string{"transport=" + e.Transport.ID(), fmt.Sprintf("seed=%d", e.Seed)}, kv...), " ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// good is a valid scenario that the bad cases below each break in one place.
+const good = `name: t
+topology:
+  kind: star
+  hosts: 4
+link:
+  rate: 100Mbit
+transports:
+  - name: homa
+    homa:
+      priorities: 8
+  - name: tcp
+phases:
+  - name: bulk
+    clients: [h2-h3]
+    servers: [h1]
+    sizes: fixed:1000
+    arrivals: closed
+    max_outstanding: 1
+duration: 2s
+`
+
+func TestGoodScenario(t *testing.T) {
+	src, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(plan.Experiments); got != 2 {
+		t.Fatalf("experiments = %d, want one per transport (2)", got)
+	}
+	if plan.Base.Link.Rate != 100e6 || plan.Base.Link.MTU != 1500 || plan.Base.Transports[1].TCP.Congestion != "cubic" {
+		t.Errorf("defaults not applied: %+v", plan.Base.Link)
+	}
+}
+
+func TestBadScenarios(t *testing.T) {
+	tests := []struct {
+		name      string
+		from, to  string // replace from with to in good
+		line      int
+		field     string
+		msgSubstr string
+	}{
+		{"unknown top key", "duration: 2s", "duraton: 2s", 19, "duraton", `unknown field "duraton"`},
+		{"unknown nested key", "  hosts: 4", "  hostz: 4", 4, "topology.hostz", "expected one of"},
+		{"wrong type", "  hosts: 4", "  hosts: four", 4, "topology.hosts", "expected an integer"},
+		{"bad rate", "rate: 100Mbit", "rate: fast", 6, "link.rate", "expected a rate"},
+		{"rate too high", "rate: 100Mbit", "rate: 10Gbit", 6, "link.rate", "up to 1000 Mbit/s"},
+		{"nine priorities", "priorities: 8", "priorities: 9", 10, "transports[0].homa.priorities", "1, 2, 4 or 8"},
+		{"unknown host", "servers: [h1]", "servers: [h7]", 15, "phases[0].servers", `host "h7" does not exist`},
+		{"host range past end", "clients: [h2-h3]", "clients: [h2-h9]", 14, "phases[0].clients", "h9"},
+		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `"homa" or "tcp"`},
+		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},
+		{"closed without outstanding", "    max_outstanding: 1\n", "", 13, "phases[0].max_outstanding", "at least 1"},
+		{"list expected", "clients: [h2-h3]", "clients: {a: b}", 14, "phases[0].clients", "expected a list"},
+		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star" or "leaf-spine"`},
+		{"load out of range", "    arrivals: closed\n    max_outstanding: 1", "    load: 2", 17, "phases[0].load", "between 0 and 1"},
+		{"duplicate key", "  hosts: 4", "  hosts: 4\n  hosts: 5", 5, "topology.hosts", "already defined at line 4"},
+		{"missing phases", "phases:", "phasez:", 12, "phasez", "unknown field"},
+		{"sweep of the network", "duration: 2s", "duration: 2s\nsweep:\n  - param: topology.hosts\n    values: [2, 3]", 21, "sweep[0].param", "cannot sweep"},
+		{"sweep of unknown field", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.bulk.lod\n    values: [1]", 21, "sweep[0].param", `no field "lod"`},
+		{"sweep of unknown phase", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.burst.load\n    values: [1]", 21, "sweep[0].param", `no entry named "burst"`},
+		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", "non-negative integer"},
+		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(good, tc.from, tc.to, 1)
+			if text == good {
+				t.Fatalf("replacement %q not found in the good scenario", tc.from)
+			}
+			err := parseAndPlan("bad.yaml", text)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 {
+				t.Fatalf("want exactly one *Error, got %T: %v", err, err)
+			}
+			e := es[0]
+			if e.File != "bad.yaml" || e.Line != tc.line || e.Field != tc.field || !strings.Contains(e.Msg, tc.msgSubstr) {
+				t.Errorf("got %s\nwant bad.yaml:%d: %s: ...%s...", e, tc.line, tc.field, tc.msgSubstr)
+			}
+			if !strings.HasPrefix(e.Error(), fmt.Sprintf("bad.yaml:%d: ", tc.line)) {
+				t.Errorf("message %q does not start with file:line", e.Error())
+			}
+		})
+	}
+}
+
+func parseAndPlan(file, text string) error {
+	src, err := Parse(file, []byte(text))
+	if err != nil {
+		return err
+	}
+	_, err = src.Plan(Options{SizeSpec: func(s string) (float64, error) {
+		if !strings.HasPrefix(s, "fixed:") && s != "w4" {
+			return 0, fmt.Errorf("unknown size spec %q", s)
+		}
+		return 1000, nil
+	}})
+	return err
+}
+
+func TestSizeSpecError(t *testing.T) {
+	err := parseAndPlan("s.yaml", strings.Replace(good, "sizes: fixed:1000", "sizes: huge", 1))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 || es[0].Line != 16 || es[0].Field != "phases[0].sizes" {
+		t.Fatalf("got %v, want one error at s.yaml:16 phases[0].sizes", err)
+	}
+}
+
+func TestSweepExpansion(t *testing.T) {
+	sweep := `sweep:
+  - param: transports.homa.homa.overcommit
+    values: [1, 2, 4]
+  - param: phases.bulk.sizes
+    values: [fixed:1000, w4]
+repetitions: 2
+`
+	src, err := Parse("sw.yaml", []byte(strings.Replace(good, "  - name: tcp\n", "", 1)+sweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(plan.Experiments), 3*2*2; got != want {
+		t.Fatalf("experiments = %d, want %d", got, want)
+	}
+	seen := map[string]bool{}
+	for _, e := range plan.Experiments {
+		if seen[e.Name] {
+			t.Errorf("duplicate experiment name %q", e.Name)
+		}
+		seen[e.Name] = true
+		oc := e.Params["transports.homa.homa.overcommit"]
+		if fmt.Sprint(e.Scenario.Transports[0].Homa.Overcommit) != oc {
+			t.Errorf("%s: overcommit %d, param says %s", e.Name, e.Scenario.Transports[0].Homa.Overcommit, oc)
+		}
+		if e.Scenario.Phases[0].Sizes != e.Params["phases.bulk.sizes"] {
+			t.Errorf("%s: sizes %q, param says %q", e.Name, e.Scenario.Phases[0].Sizes, e.Params["phases.bulk.sizes"])
+		}
+		if e.Params["repetition"] != fmt.Sprint(e.Repetition) {
+			t.Errorf("%s: repetition param %q, want %d", e.Name, e.Params["repetition"], e.Repetition)
+		}
+	}
+	// The first experiment has the first value of every sweep; the last
+	// sweep varies fastest.
+	first, second := plan.Experiments[0], plan.Experiments[2]
+	if first.Name != "t-homa-overcommit1-sizesfixed_1000-r1" || second.Name != "t-homa-overcommit1-sizesw4-r1" {
+		t.Errorf("order: %s, %s", first.Name, second.Name)
+	}
+	// Sweep values must not leak into the base scenario or each other.
+	if plan.Base.Transports[0].Homa.Overcommit != 0 {
+		t.Errorf("base scenario changed by the sweep: overcommit %d", plan.Base.Transports[0].Homa.Overcommit)
+	}
+	if first.Seed == plan.Experiments[1].Seed && first.Repetition != plan.Experiments[1].Repetition {
+		t.Errorf("repetitions share seed %d", first.Seed)
+	}
+}
+
+func TestSweepByIndexAndList(t *testing.T) {
+	sweep := `sweep:
+  - param: phases.0.clients
+    values: [[h2], [h2, h3, h4]]
+`
+	src, err := Parse("ix.yaml", []byte(good+sweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Experiments) != 4 {
+		t.Fatalf("experiments = %d, want 4", len(plan.Experiments))
+	}
+	if got := plan.Experiments[2].Scenario.Phases[0].Clients; len(got) != 3 {
+		t.Errorf("clients of the second combination = %v, want 3 hosts", got)
+	}
+	if name := plan.Experiments[2].Name; name != "t-homa-clientsh2+h3+h4" {
+		t.Errorf("name = %q", name)
+	}
+}
+
+func TestExpandHosts(t *testing.T) {
+	hosts := Topology{Kind: KindStar, Hosts: 5}.HostNames()
+	tests := []struct {
+		in      []string
+		want    string
+		wantErr bool
+	}{
+		{[]string{"all"}, "h1 h2 h3 h4 h5", false},
+		{[]string{"h2-h4", "h3", "h1"}, "h2 h3 h4 h1", false},
+		{[]string{"h6"}, "", true},
+		{[]string{"h4-h2"}, "", true},
+		{[]string{"x1-x2"}, "", true},
+	}
+	for _, tc := range tests {
+		got, err := ExpandHosts(tc.in, hosts)
+		if (err != nil) != tc.wantErr || strings.Join(got, " ") != tc.want {
+			t.Errorf("ExpandHosts(%v) = %v, %v; want %q (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Rate
+	}{
+		{"100Mbit", 100e6}, {"1Gbit", 1e9}, {"1gbps", 1e9}, {"250mbit/s", 250e6}, {"2.5Gbit", 2.5e9}, {"64000", 64000}, {"10k", 10e3},
+	}
+	for _, tc := range tests {
+		got, err := ParseRate(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if back, err := ParseRate(got.String()); err != nil || back != got {
+			t.Errorf("round trip of %q through %q = %v, %v", tc.in, got.String(), back, err)
+		}
+	}
+	for _, bad := range []string{"", "fast", "-1Mbit", "0"} {
+		if _, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) accepted", bad)
+		}
+	}
+}
+
+// TestShippedScenarios checks that every file in scenarios/ validates.
+func TestShippedScenarios(t *testing.T) {
+	files, err := filepath.Glob("../../scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios found: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			plan, err := Load(f, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Experiments) == 0 {
+				t.Fatal("no experiments")
+			}
+		})
+	}
+	if _, err := os.Stat("../../scenarios/incast.yaml"); err != nil {
+		t.Errorf("the default scenario is missing: %v", err)
+	}
+}

@@ -1,0 +1,272 @@
+// Package scenario reads homatb scenario files: strict YAML decoding into a raw
+// Scenario, named validation checks whose errors carry file, line and field,
+// and expansion of sweeps into a plan of experiments.
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is one scenario file as written by its author, with defaults
+// filled in. Field paths in error messages follow the yaml tags.
+type Scenario struct {
+	Name        string      `yaml:"name"`
+	Description string      `yaml:"description"`
+	Topology    Topology    `yaml:"topology"`
+	Link        Link        `yaml:"link"`
+	Switch      Switch      `yaml:"switch"`
+	DSCP        DSCPPolicy  `yaml:"dscp"`
+	Transports  []Transport `yaml:"transports"`
+	Phases      []Phase     `yaml:"phases"`
+	// Warmup runs before Duration; RPCs issued in it are recorded with phase
+	// "warmup" and left out of statistics.
+	Warmup   Duration `yaml:"warmup"`
+	Duration Duration `yaml:"duration"`
+	// Drain is how long outstanding RPCs get after the clients stop before
+	// they are recorded as in flight.
+	Drain       Duration    `yaml:"drain"`
+	Repetitions int         `yaml:"repetitions"`
+	Seed        uint64      `yaml:"seed"`
+	Calibration Calibration `yaml:"calibration"`
+	Telemetry   Telemetry   `yaml:"telemetry"`
+	Sweep       []Sweep     `yaml:"sweep"`
+}
+
+// Topology kinds.
+const (
+	KindStar      = "star"
+	KindLeafSpine = "leaf-spine"
+)
+
+// Topology describes the emulated rack: a star (one ToR, Hosts hosts) or a
+// leaf-spine fabric (Leaves ToRs with HostsPerLeaf hosts each, Spines spines).
+type Topology struct {
+	Kind         string `yaml:"kind"`
+	Hosts        int    `yaml:"hosts"`
+	Leaves       int    `yaml:"leaves"`
+	Spines       int    `yaml:"spines"`
+	HostsPerLeaf int    `yaml:"hosts_per_leaf"`
+}
+
+// Link holds the properties every link of the topology shares.
+type Link struct {
+	Rate Rate `yaml:"rate"`
+	MTU  int  `yaml:"mtu"`
+	// Shaper is the host-side kernel shaper: "htb" (Mininet's default) or "tbf".
+	Shaper string `yaml:"shaper"`
+}
+
+// Switch targets.
+const (
+	TargetEmbedded = "embedded"
+	TargetBMv2     = "bmv2"
+)
+
+// Switch configures every P4 switch of the topology.
+type Switch struct {
+	Target string `yaml:"target"`
+	// QueueDepthPkts is the depth of each of the eight egress queues.
+	QueueDepthPkts int `yaml:"queue_depth_pkts"`
+	// ECNThresholdPkts marks CE on ECT packets at this queue depth (0: off).
+	ECNThresholdPkts int  `yaml:"ecn_threshold_pkts"`
+	Pcap             bool `yaml:"pcap"`
+}
+
+// DSCP policies.
+const (
+	DSCPClassSelector = "class-selector" // CSp (DSCP p<<3) to queue p
+	DSCPSingleQueue   = "single-queue"   // everything to queue 0
+	DSCPMap           = "map"            // explicit DSCP -> queue entries
+)
+
+// DSCPPolicy says how the switch maps DSCP to its eight queues.
+type DSCPPolicy struct {
+	Policy string      `yaml:"policy"`
+	Map    map[int]int `yaml:"map"`
+}
+
+// Transport names.
+const (
+	TransportHoma = "homa"
+	TransportTCP  = "tcp"
+)
+
+// Transport is one transport to compare, with its parameters.
+type Transport struct {
+	Name string `yaml:"name"`
+	// Label tells apart two entries of the same transport (e.g. "basic").
+	Label string     `yaml:"label"`
+	Homa  HomaParams `yaml:"homa"`
+	TCP   TCPParams  `yaml:"tcp"`
+}
+
+// ID is the transport's name in experiment names: name, or name-label.
+func (t Transport) ID() string {
+	if t.Label == "" {
+		return t.Name
+	}
+	return t.Name + "-" + t.Label
+}
+
+// HomaParams mirrors agentpb.HomaParams; zero means the agent's default.
+type HomaParams struct {
+	// UnschedBytes 0 means link rate x calibrated unloaded RTT.
+	UnschedBytes      uint32            `yaml:"unsched_bytes"`
+	Overcommit        uint32            `yaml:"overcommit"`
+	Priorities        uint32            `yaml:"priorities"`
+	Basic             bool              `yaml:"basic"`
+	WindowBytes       uint32            `yaml:"window_bytes"`
+	MaxIncoming       uint32            `yaml:"max_incoming"`
+	FifoGrantPermille uint32            `yaml:"fifo_grant_permille"`
+	UnschedCutoffs    []uint32          `yaml:"unsched_cutoffs"`
+	ResendTicks       uint32            `yaml:"resend_ticks"`
+	TimeoutTicks      uint32            `yaml:"timeout_ticks"`
+	TickUS            uint32            `yaml:"tick_us"`
+	IncastControl     bool              `yaml:"incast_control"`
+	AtLeastOnce       bool              `yaml:"at_least_once"`
+	MaxMessageBytes   uint32            `yaml:"max_message_bytes"`
+	Extra             map[string]string `yaml:"extra"`
+}
+
+// TCPParams mirrors agentpb.TcpParams.
+type TCPParams struct {
+	Congestion         string `yaml:"congestion"`
+	ConnectionsPerPeer uint32 `yaml:"connections_per_peer"`
+}
+
+// Arrival processes.
+const (
+	ArrivalsPoisson = "poisson"
+	ArrivalsClosed  = "closed"
+)
+
+// Phase is one traffic class of the workload: a set of clients sending RPCs
+// to a set of servers. All phases of an experiment run at the same time.
+type Phase struct {
+	Name string `yaml:"name"`
+	// Clients and Servers are host names or ranges ("h2-h9"), or "all".
+	Clients []string `yaml:"clients"`
+	Servers []string `yaml:"servers"`
+	// Sizes is a size spec in the syntax of workloads.ParseSizeSpec.
+	Sizes    string `yaml:"sizes"`
+	Arrivals string `yaml:"arrivals"`
+	// Load is the offered load of each client as a fraction of its link rate
+	// (Poisson arrivals); RateRPS sets the rate directly instead.
+	Load           float64 `yaml:"load"`
+	RateRPS        float64 `yaml:"rate_rps"`
+	MaxOutstanding uint32  `yaml:"max_outstanding"`
+	// ResponseBytes 0 echoes the request's length.
+	ResponseBytes uint32  `yaml:"response_bytes"`
+	MaxRPCs       uint64  `yaml:"max_rpcs"`
+	Incast        *Incast `yaml:"incast"`
+}
+
+// Incast makes every client of a phase send at the same instants.
+type Incast struct {
+	Interval Duration `yaml:"interval"`
+	Jitter   Duration `yaml:"jitter"`
+}
+
+// Calibration sets the unloaded-RTT measurement done before the experiments.
+type Calibration struct {
+	Sizes   []uint32 `yaml:"sizes"`
+	Samples uint32   `yaml:"samples"`
+	// Skip leaves out calibration (slowdown is then unavailable).
+	Skip bool `yaml:"skip"`
+}
+
+// Telemetry sets the switch sampling during experiments.
+type Telemetry struct {
+	Interval Duration `yaml:"interval"`
+}
+
+// Sweep lists values for one parameter, addressed by a dotted path such as
+// "phases.bulk.load" or "transports.homa.homa.overcommit" (a list element is
+// picked by its name or by its index).
+type Sweep struct {
+	Param  string      `yaml:"param"`
+	Values []yaml.Node `yaml:"values"`
+}
+
+// Rate is a link rate in bits per second, written "100Mbit", "1Gbit",
+// "250mbps" or a plain number of bits per second.
+type Rate uint64
+
+// UnmarshalYAML reads a rate with a unit.
+func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseRate(n.Value)
+	if err != nil {
+		return typeError(n, err.Error())
+	}
+	*r = v
+	return nil
+}
+
+// MarshalYAML writes the rate back in the unit it reads best in.
+func (r Rate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// String formats the rate as "100Mbit" or "1Gbit".
+func (r Rate) String() string {
+	switch {
+	case r >= 1e9 && uint64(r)%1e9 == 0:
+		return fmt.Sprintf("%dGbit", uint64(r)/1e9)
+	case r >= 1e6 && uint64(r)%1e6 == 0:
+		return fmt.Sprintf("%dMbit", uint64(r)/1e6)
+	case r >= 1e3 && uint64(r)%1e3 == 0:
+		return fmt.Sprintf("%dKbit", uint64(r)/1e3)
+	}
+	return fmt.Sprintf("%dbit", uint64(r))
+}
+
+// ParseRate parses "100Mbit", "1gbps", "2.5Gbit/s" or "1000000".
+func ParseRate(s string) (Rate, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(t, "/s")
+	t = strings.TrimSuffix(t, "ps")
+	t = strings.TrimSuffix(t, "it")
+	t = strings.TrimSuffix(t, "b")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(t, "g"):
+		mult, t = 1e9, strings.TrimSuffix(t, "g")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, strings.TrimSuffix(t, "m")
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1e3, strings.TrimSuffix(t, "k")
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("expected a rate such as 100Mbit or 1Gbit, got %q", s)
+	}
+	return Rate(v * mult), nil
+}
+
+// Duration is a time.Duration written as "10s" or "500ms".
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return typeError(n, fmt.Sprintf("expected a duration such as 10s or 500ms, got %q", n.Value))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// typeError reports a bad scalar the way yaml.v3 reports its own type
+// errors, so the line survives decoding.
+func typeError(n *yaml.Node, msg string) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
+}

@@ -1,0 +1,438 @@
+package scenario
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits the checks enforce, with the reason for each in docs/scenarios.md.
+const (
+	MaxPorts        = 63   // switch ports 1..63 (counter index port*8+queue < 512)
+	MaxHosts        = 250  // one /24 of host addresses per leaf, and two vCPUs
+	MaxLinkRate     = 1e9  // Mininet's TCLink shapes up to 1000 Mbit/s
+	MinLinkRate     = 1e6  // below this the shapers' burst dominates
+	MaxExperiments  = 1000 // a sweep beyond this is almost surely a mistake
+	MaxMessageBytes = 10e6 // agents' message limit
+	MaxDuration     = time.Hour
+)
+
+var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
+
+// checker collects errors with the line of each field, honouring lines of
+// swept values (which come from the sweep section, not the field itself).
+type checker struct {
+	file      string
+	idx       lineIndex
+	overrides map[string]int
+	errs      Errors
+	// SizeSpec validates a size spec and returns its mean length.
+	sizeSpec func(string) (float64, error)
+}
+
+func (c *checker) errorf(path, format string, args ...any) {
+	line := c.idx.lineOf(path)
+	for p, l := range c.overrides {
+		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			line = l
+		}
+	}
+	c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// applyDefaults fills what an author may leave out.
+func applyDefaults(s *Scenario) {
+	if s.Topology.Kind == "" {
+		s.Topology.Kind = KindStar
+	}
+	if s.Topology.Kind == KindLeafSpine {
+		if s.Topology.Spines == 0 {
+			s.Topology.Spines = 1
+		}
+	}
+	if s.Link.Rate == 0 {
+		s.Link.Rate = 100e6
+	}
+	if s.Link.MTU == 0 {
+		s.Link.MTU = 1500
+	}
+	if s.Link.Shaper == "" {
+		s.Link.Shaper = "htb"
+	}
+	if s.Switch.Target == "" {
+		s.Switch.Target = TargetEmbedded
+	}
+	if s.Switch.QueueDepthPkts == 0 {
+		s.Switch.QueueDepthPkts = 512
+	}
+	if s.DSCP.Policy == "" {
+		s.DSCP.Policy = DSCPClassSelector
+	}
+	for i := range s.Transports {
+		t := &s.Transports[i]
+		if t.Name == TransportTCP && t.TCP.Congestion == "" {
+			t.TCP.Congestion = "cubic"
+		}
+		if t.Name == TransportTCP && t.TCP.ConnectionsPerPeer == 0 {
+			t.TCP.ConnectionsPerPeer = 1
+		}
+	}
+	for i := range s.Phases {
+		p := &s.Phases[i]
+		if p.Arrivals == "" {
+			p.Arrivals = ArrivalsPoisson
+		}
+	}
+	if s.Duration == 0 {
+		s.Duration = Duration(10 * time.Second)
+	}
+	if s.Drain == 0 {
+		s.Drain = Duration(time.Second)
+	}
+	if s.Repetitions == 0 {
+		s.Repetitions = 1
+	}
+	if s.Seed == 0 {
+		s.Seed = 1
+	}
+	if len(s.Calibration.Sizes) == 0 {
+		s.Calibration.Sizes = []uint32{100, 1000, 10000, 100000, 1000000}
+	}
+	if s.Calibration.Samples == 0 {
+		s.Calibration.Samples = 20
+	}
+	if s.Telemetry.Interval == 0 {
+		s.Telemetry.Interval = Duration(100 * time.Millisecond)
+	}
+}
+
+// check runs every named check over a defaulted scenario.
+func (c *checker) check(s *Scenario) {
+	for _, f := range []func(*Scenario){
+		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
+		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration,
+	} {
+		f(s)
+	}
+}
+
+func (c *checker) checkName(s *Scenario) {
+	if !nameRe.MatchString(s.Name) {
+		c.errorf("name", "expected a name of lower-case letters, digits, '-' and '_' (at most 40), got %q", s.Name)
+	}
+}
+
+func (c *checker) checkTopology(s *Scenario) {
+	t := s.Topology
+	switch t.Kind {
+	case KindStar:
+		if t.Hosts < 2 || t.Hosts > MaxPorts {
+			c.errorf("topology.hosts", "expected 2 to %d hosts on a star (one switch port each), got %d", MaxPorts, t.Hosts)
+		}
+		if t.Leaves != 0 || t.Spines != 0 || t.HostsPerLeaf != 0 {
+			c.errorf("topology.kind", "leaves, spines and hosts_per_leaf belong to kind leaf-spine, not star")
+		}
+	case KindLeafSpine:
+		if t.Hosts != 0 {
+			c.errorf("topology.hosts", "a leaf-spine topology takes hosts_per_leaf, not hosts")
+		}
+		if t.Leaves < 1 || t.Leaves > 16 {
+			c.errorf("topology.leaves", "expected 1 to 16 leaves, got %d", t.Leaves)
+		}
+		if t.Spines < 1 || t.Spines > 8 {
+			c.errorf("topology.spines", "expected 1 to 8 spines, got %d", t.Spines)
+		}
+		if t.HostsPerLeaf < 1 || t.HostsPerLeaf+t.Spines > MaxPorts {
+			c.errorf("topology.hosts_per_leaf", "expected 1 to %d hosts per leaf (ports 1..%d are shared with the %d spine uplinks), got %d",
+				MaxPorts-t.Spines, MaxPorts, t.Spines, t.HostsPerLeaf)
+		}
+		if t.Leaves*t.HostsPerLeaf > MaxHosts {
+			c.errorf("topology", "expected at most %d hosts in all, got %d", MaxHosts, t.Leaves*t.HostsPerLeaf)
+		}
+	default:
+		c.errorf("topology.kind", "expected %q or %q, got %q", KindStar, KindLeafSpine, t.Kind)
+	}
+}
+
+func (c *checker) checkLink(s *Scenario) {
+	if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxLinkRate {
+		c.errorf("link.rate", "expected a rate from 1Mbit to 1Gbit (Mininet's TCLink shapes hosts up to 1000 Mbit/s), got %s", s.Link.Rate)
+	}
+	if s.Link.MTU < 576 || s.Link.MTU > 9000 {
+		c.errorf("link.mtu", "expected an MTU from 576 to 9000 bytes, got %d", s.Link.MTU)
+	}
+	if s.Link.Shaper != "htb" && s.Link.Shaper != "tbf" {
+		c.errorf("link.shaper", "expected \"htb\" or \"tbf\" (no other shaper is in this kernel), got %q", s.Link.Shaper)
+	}
+}
+
+func (c *checker) checkSwitch(s *Scenario) {
+	if s.Switch.Target != TargetEmbedded && s.Switch.Target != TargetBMv2 {
+		c.errorf("switch.target", "expected %q or %q, got %q", TargetEmbedded, TargetBMv2, s.Switch.Target)
+	}
+	if s.Switch.QueueDepthPkts < 1 || s.Switch.QueueDepthPkts > 100000 {
+		c.errorf("switch.queue_depth_pkts", "expected 1 to 100000 packets per queue, got %d", s.Switch.QueueDepthPkts)
+	}
+	if s.Switch.ECNThresholdPkts < 0 || s.Switch.ECNThresholdPkts >= 1<<19 {
+		c.errorf("switch.ecn_threshold_pkts", "expected 0 (off) to %d packets, got %d", 1<<19-1, s.Switch.ECNThresholdPkts)
+	}
+}
+
+func (c *checker) checkDSCP(s *Scenario) {
+	switch s.DSCP.Policy {
+	case DSCPClassSelector, DSCPSingleQueue:
+		if len(s.DSCP.Map) > 0 {
+			c.errorf("dscp.map", "a map is used only with policy %q", DSCPMap)
+		}
+	case DSCPMap:
+		if len(s.DSCP.Map) == 0 {
+			c.errorf("dscp.map", "policy %q needs at least one DSCP: queue entry", DSCPMap)
+		}
+		for d, q := range s.DSCP.Map {
+			if d < 0 || d > 63 {
+				c.errorf("dscp.map."+strconv.Itoa(d), "expected a DSCP value from 0 to 63, got %d", d)
+			}
+			if q < 0 || q > 7 {
+				c.errorf("dscp.map."+strconv.Itoa(d), "expected a queue from 0 (lowest) to 7 (highest), got %d", q)
+			}
+		}
+	default:
+		c.errorf("dscp.policy", "expected %q, %q or %q, got %q", DSCPClassSelector, DSCPSingleQueue, DSCPMap, s.DSCP.Policy)
+	}
+}
+
+func (c *checker) checkTransports(s *Scenario) {
+	if len(s.Transports) == 0 {
+		c.errorf("transports", "expected at least one transport (homa or tcp)")
+	}
+	seen := map[string]int{}
+	for i, t := range s.Transports {
+		p := fmt.Sprintf("transports[%d]", i)
+		if j, dup := seen[t.ID()]; dup {
+			c.errorf(p+".name", "transport %q is listed twice (also transports[%d]); give one a label", t.ID(), j)
+		}
+		seen[t.ID()] = i
+		if t.Label != "" && !nameRe.MatchString(t.Label) {
+			c.errorf(p+".label", "expected lower-case letters, digits, '-' and '_', got %q", t.Label)
+		}
+		switch t.Name {
+		case TransportHoma:
+			c.checkHoma(p+".homa", t.Homa, s.Link.MTU)
+			if t.TCP != (TCPParams{}) {
+				c.errorf(p+".tcp", "tcp parameters on a homa transport")
+			}
+		case TransportTCP:
+			switch t.TCP.Congestion {
+			case "reno", "cubic", "bbr":
+			default:
+				c.errorf(p+".tcp.congestion", "expected reno, cubic or bbr (what this kernel offers; no DCTCP), got %q", t.TCP.Congestion)
+			}
+			if t.TCP.ConnectionsPerPeer > 64 {
+				c.errorf(p+".tcp.connections_per_peer", "expected 1 to 64, got %d", t.TCP.ConnectionsPerPeer)
+			}
+		default:
+			c.errorf(p+".name", "expected %q or %q, got %q", TransportHoma, TransportTCP, t.Name)
+		}
+	}
+}
+
+func (c *checker) checkHoma(p string, h HomaParams, mtu int) {
+	switch h.Priorities {
+	case 0, 1, 2, 4, 8:
+	default:
+		c.errorf(p+".priorities", "expected 1, 2, 4 or 8 priority levels (the switch has 8 queues), got %d", h.Priorities)
+	}
+	if h.Overcommit > 8 {
+		c.errorf(p+".overcommit", "expected an overcommitment degree from 1 to 8, got %d", h.Overcommit)
+	}
+	if h.FifoGrantPermille > 1000 {
+		c.errorf(p+".fifo_grant_permille", "expected 0 to 1000 permille, got %d", h.FifoGrantPermille)
+	}
+	if h.UnschedBytes != 0 && int(h.UnschedBytes) < mtu-40 {
+		c.errorf(p+".unsched_bytes", "expected 0 (link rate x RTT) or at least one packet (%d bytes), got %d", mtu-40, h.UnschedBytes)
+	}
+	if h.MaxMessageBytes > MaxMessageBytes {
+		c.errorf(p+".max_message_bytes", "expected at most %d bytes, got %d", int(MaxMessageBytes), h.MaxMessageBytes)
+	}
+	prev := uint32(0)
+	for i, v := range h.UnschedCutoffs {
+		if v <= prev && i > 0 {
+			c.errorf(fmt.Sprintf("%s.unsched_cutoffs[%d]", p, i), "expected increasing cutoffs, got %d after %d", v, prev)
+		}
+		prev = v
+	}
+}
+
+func (c *checker) checkPhases(s *Scenario) {
+	if len(s.Phases) == 0 {
+		c.errorf("phases", "expected at least one workload phase")
+	}
+	hosts := s.Topology.HostNames()
+	names := map[string]bool{}
+	for i, ph := range s.Phases {
+		p := fmt.Sprintf("phases[%d]", i)
+		if !nameRe.MatchString(ph.Name) {
+			c.errorf(p+".name", "expected a phase name of lower-case letters, digits, '-' and '_', got %q", ph.Name)
+		} else if names[ph.Name] {
+			c.errorf(p+".name", "phase %q is defined twice", ph.Name)
+		}
+		names[ph.Name] = true
+		clients, err := ExpandHosts(ph.Clients, hosts)
+		if err != nil {
+			c.errorf(p+".clients", "%v", err)
+		} else if len(clients) == 0 {
+			c.errorf(p+".clients", "expected at least one client host")
+		}
+		servers, err := ExpandHosts(ph.Servers, hosts)
+		if err != nil {
+			c.errorf(p+".servers", "%v", err)
+		} else if len(servers) == 0 {
+			c.errorf(p+".servers", "expected at least one server host")
+		} else if len(servers) == 1 && len(clients) == 1 && servers[0] == clients[0] {
+			c.errorf(p+".servers", "the only server is the only client (%s); a host does not send to itself", servers[0])
+		}
+		c.checkArrivals(p, ph)
+		if ph.Sizes == "" {
+			c.errorf(p+".sizes", "expected a size spec such as fixed:1000000, w4 or uniform:100:1000")
+		} else if c.sizeSpec != nil {
+			if _, err := c.sizeSpec(ph.Sizes); err != nil {
+				c.errorf(p+".sizes", "%v", err)
+			}
+		}
+		if ph.Incast != nil && ph.Incast.Interval <= 0 {
+			c.errorf(p+".incast.interval", "expected a positive burst interval such as 50ms")
+		}
+	}
+}
+
+func (c *checker) checkArrivals(p string, ph Phase) {
+	switch ph.Arrivals {
+	case ArrivalsPoisson:
+		switch {
+		case ph.Load > 0 && ph.RateRPS > 0:
+			c.errorf(p+".rate_rps", "give load or rate_rps, not both")
+		case ph.Load == 0 && ph.RateRPS == 0 && ph.Incast == nil:
+			c.errorf(p+".load", "Poisson arrivals need a load (fraction of the link rate, e.g. 0.5) or a rate_rps")
+		case ph.Load < 0 || ph.Load > 1:
+			c.errorf(p+".load", "expected a load between 0 and 1 (a fraction of the link rate), got %g", ph.Load)
+		case ph.RateRPS < 0:
+			c.errorf(p+".rate_rps", "expected a positive rate, got %g", ph.RateRPS)
+		}
+	case ArrivalsClosed:
+		if ph.MaxOutstanding == 0 {
+			c.errorf(p+".max_outstanding", "closed-loop arrivals need max_outstanding of at least 1")
+		}
+		if ph.Load != 0 || ph.RateRPS != 0 {
+			c.errorf(p+".arrivals", "closed-loop arrivals take max_outstanding, not load or rate_rps")
+		}
+	default:
+		c.errorf(p+".arrivals", "expected %q or %q, got %q", ArrivalsPoisson, ArrivalsClosed, ph.Arrivals)
+	}
+}
+
+func (c *checker) checkTimes(s *Scenario) {
+	if s.Duration <= 0 || s.Duration.D() > MaxDuration {
+		c.errorf("duration", "expected a measurement duration from 1ms to 1h, got %s", s.Duration.D())
+	}
+	if s.Warmup < 0 || s.Warmup.D() > MaxDuration {
+		c.errorf("warmup", "expected a warm-up from 0 to 1h, got %s", s.Warmup.D())
+	}
+	if s.Drain < 0 || s.Drain.D() > time.Minute {
+		c.errorf("drain", "expected a drain time from 0 to 1m, got %s", s.Drain.D())
+	}
+	if s.Repetitions < 1 || s.Repetitions > 100 {
+		c.errorf("repetitions", "expected 1 to 100 repetitions, got %d", s.Repetitions)
+	}
+	if s.Telemetry.Interval.D() < 10*time.Millisecond {
+		c.errorf("telemetry.interval", "expected a sampling interval of at least 10ms, got %s", s.Telemetry.Interval.D())
+	}
+}
+
+func (c *checker) checkCalibration(s *Scenario) {
+	for i, sz := range s.Calibration.Sizes {
+		if sz == 0 || sz > MaxMessageBytes {
+			c.errorf(fmt.Sprintf("calibration.sizes[%d]", i), "expected a message size from 1 to %d bytes, got %d", int(MaxMessageBytes), sz)
+		}
+	}
+	if s.Calibration.Samples > 10000 {
+		c.errorf("calibration.samples", "expected at most 10000 samples per size, got %d", s.Calibration.Samples)
+	}
+}
+
+// HostNames lists the topology's hosts in order: h1, h2, ...
+func (t Topology) HostNames() []string {
+	n := t.Hosts
+	if t.Kind == KindLeafSpine {
+		n = t.Leaves * t.HostsPerLeaf
+	}
+	out := make([]string, 0, max(n, 0))
+	for i := 1; i <= n; i++ {
+		out = append(out, "h"+strconv.Itoa(i))
+	}
+	return out
+}
+
+// ExpandHosts resolves a host set ("all", "h3", "h2-h9") against the
+// topology's hosts, keeping order and dropping repeats.
+func ExpandHosts(set []string, hosts []string) ([]string, error) {
+	known := map[string]bool{}
+	for _, h := range hosts {
+		known[h] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(h string) {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	for _, item := range set {
+		switch lo, hi, isRange := strings.Cut(item, "-"); {
+		case item == "all":
+			for _, h := range hosts {
+				add(h)
+			}
+		case isRange:
+			a, errA := hostIndex(lo)
+			b, errB := hostIndex(hi)
+			if errA != nil || errB != nil || a > b {
+				return nil, fmt.Errorf("expected a host range such as h2-h9, got %q", item)
+			}
+			if !known["h"+strconv.Itoa(b)] {
+				return nil, fmt.Errorf("host h%d (in %q) does not exist: the topology has %s", b, item, describeHosts(hosts))
+			}
+			for i := a; i <= b; i++ {
+				add("h" + strconv.Itoa(i))
+			}
+		case known[item]:
+			add(item)
+		default:
+			return nil, fmt.Errorf("host %q does not exist: the topology has %s", item, describeHosts(hosts))
+		}
+	}
+	return out, nil
+}
+
+func hostIndex(h string) (int, error) {
+	if !strings.HasPrefix(h, "h") {
+		return 0, fmt.Errorf("not a host name: %q", h)
+	}
+	n, err := strconv.Atoi(h[1:])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("not a host name: %q", h)
+	}
+	return n, nil
+}
+
+func describeHosts(hosts []string) string {
+	switch len(hosts) {
+	case 0:
+		return "no hosts"
+	case 1:
+		return hosts[0]
+	}
+	return fmt.Sprintf("%s to %s", hosts[0], hosts[len(hosts)-1])
+}
