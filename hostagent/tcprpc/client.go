@@ -1,0 +1,267 @@
+package tcprpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// dialTimeout bounds connection set-up to a peer.
+const dialTimeout = 3 * time.Second
+
+// Client issues RPCs to any number of servers.
+type Client struct {
+	cfg    Config
+	log    *slog.Logger
+	dialer net.Dialer
+
+	mu     sync.Mutex
+	peers  map[string]*peer
+	closed bool
+
+	dials, dialFailures, connFailures, calls atomic.Uint64
+}
+
+// NewClient returns a client; connections are opened on first use.
+// A nil logger discards logs.
+func NewClient(cfg Config, log *slog.Logger) (*Client, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{cfg: cfg, log: log, peers: map[string]*peer{}}
+	c.dialer = net.Dialer{Timeout: dialTimeout, Control: cfg.control}
+	return c, nil
+}
+
+// peer holds the connections to one server address.
+type peer struct {
+	addr  string
+	next  atomic.Uint32
+	slots []connSlot
+}
+
+// connSlot is one of a peer's connections, redialled after a failure.
+type connSlot struct {
+	mu sync.Mutex
+	cn *conn
+}
+
+// Call sends req to addr and waits for the response, returning its length.
+// The response bytes are read and discarded: the agent only times RPCs.
+func (c *Client) Call(ctx context.Context, addr string, req []byte) (int, error) {
+	p, err := c.peer(addr)
+	if err != nil {
+		return 0, err
+	}
+	c.calls.Add(1)
+	slot := &p.slots[int(p.next.Add(1)-1)%len(p.slots)]
+	cn, err := c.connect(ctx, p.addr, slot)
+	if err != nil {
+		return 0, err
+	}
+	pc, err := cn.send(req)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case res := <-pc.done:
+		return res.n, res.err
+	case <-ctx.Done():
+		// The call stays queued on the connection, whose reader drops its
+		// response when it arrives; the connection stays in order.
+		return 0, ctx.Err()
+	}
+}
+
+func (c *Client) peer(addr string) (*peer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, net.ErrClosed
+	}
+	p := c.peers[addr]
+	if p == nil {
+		p = &peer{addr: addr, slots: make([]connSlot, c.cfg.ConnsPerPeer)}
+		c.peers[addr] = p
+	}
+	return p, nil
+}
+
+// connect returns the slot's live connection, dialling it if needed.
+func (c *Client) connect(ctx context.Context, addr string, slot *connSlot) (*conn, error) {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.cn != nil && slot.cn.err() == nil {
+		return slot.cn, nil
+	}
+	c.dials.Add(1)
+	nc, err := c.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		c.dialFailures.Add(1)
+		return nil, fmt.Errorf("tcp dial %s: %w", addr, err)
+	}
+	cn := newConn(nc, func(err error) {
+		c.connFailures.Add(1)
+		c.log.Debug("tcp connection failed", "peer", addr, "err", err)
+	})
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		cn.close(net.ErrClosed)
+		return nil, net.ErrClosed
+	}
+	slot.cn = cn
+	return cn, nil
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() map[string]uint64 {
+	return map[string]uint64{
+		"tcp_calls":         c.calls.Load(),
+		"tcp_dials":         c.dials.Load(),
+		"tcp_dial_failures": c.dialFailures.Load(),
+		"tcp_conn_failures": c.connFailures.Load(),
+	}
+}
+
+// Close closes every connection; outstanding calls fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	peers := c.peers
+	c.peers = map[string]*peer{}
+	c.mu.Unlock()
+	for _, p := range peers {
+		for i := range p.slots {
+			s := &p.slots[i]
+			s.mu.Lock()
+			if s.cn != nil {
+				s.cn.close(net.ErrClosed)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+type result struct {
+	n   int
+	err error
+}
+
+type pendingCall struct {
+	done chan result
+}
+
+// conn is one client connection: writes are serialised by wmu, responses
+// arrive in request order and complete the oldest pending call.
+type conn struct {
+	nc     net.Conn
+	onFail func(error)
+
+	wmu sync.Mutex
+	bw  *bufio.Writer
+
+	pmu     sync.Mutex
+	pending []*pendingCall
+	failed  error
+}
+
+func newConn(nc net.Conn, onFail func(error)) *conn {
+	cn := &conn{nc: nc, onFail: onFail, bw: bufio.NewWriterSize(nc, 64<<10)}
+	go cn.readLoop()
+	return cn
+}
+
+func (cn *conn) err() error {
+	cn.pmu.Lock()
+	defer cn.pmu.Unlock()
+	return cn.failed
+}
+
+// send queues a call and writes its request.
+func (cn *conn) send(req []byte) (*pendingCall, error) {
+	pc := &pendingCall{done: make(chan result, 1)}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	cn.pmu.Lock()
+	if cn.failed != nil {
+		err := cn.failed
+		cn.pmu.Unlock()
+		return nil, fmt.Errorf("tcp connection to %s: %w", cn.nc.RemoteAddr(), err)
+	}
+	// Queued before the write, so the reader always finds it.
+	cn.pending = append(cn.pending, pc)
+	cn.pmu.Unlock()
+	err := writeMessage(cn.bw, req)
+	if err == nil {
+		err = cn.bw.Flush()
+	}
+	if err != nil {
+		err = fmt.Errorf("tcp send to %s: %w", cn.nc.RemoteAddr(), err)
+		cn.close(err)
+		// close failed every pending call including this one.
+		return pc, nil
+	}
+	return pc, nil
+}
+
+func (cn *conn) readLoop() {
+	br := bufio.NewReaderSize(cn.nc, 64<<10)
+	for {
+		n, err := readHeader(br)
+		if err == nil {
+			_, err = br.Discard(n)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			cn.close(fmt.Errorf("tcp receive from %s: %w", cn.nc.RemoteAddr(), err))
+			return
+		}
+		cn.pmu.Lock()
+		if len(cn.pending) == 0 {
+			cn.pmu.Unlock()
+			cn.close(fmt.Errorf("tcp receive from %s: response without a request", cn.nc.RemoteAddr()))
+			return
+		}
+		pc := cn.pending[0]
+		cn.pending[0] = nil
+		cn.pending = cn.pending[1:]
+		cn.pmu.Unlock()
+		pc.done <- result{n: n}
+	}
+}
+
+// close fails the connection once: every pending call gets err.
+func (cn *conn) close(err error) {
+	cn.pmu.Lock()
+	if cn.failed != nil {
+		cn.pmu.Unlock()
+		return
+	}
+	cn.failed = err
+	pending := cn.pending
+	cn.pending = nil
+	cn.pmu.Unlock()
+	cn.nc.Close()
+	if !errors.Is(err, net.ErrClosed) {
+		cn.onFail(err)
+	}
+	for _, pc := range pending {
+		pc.done <- result{err: err}
+	}
+}

@@ -1,0 +1,215 @@
+package tcprpc
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lengthServer answers each request with the length its first 4 bytes ask
+// for (as the agent does), or echoes the length.
+func lengthServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	zeros := make([]byte, 16<<20)
+	s, err := Listen(t.Context(), "127.0.0.1:0", cfg, func(req []byte) []byte {
+		if len(req) >= 4 {
+			if n := binary.BigEndian.Uint32(req); n > 0 {
+				return zeros[:n]
+			}
+		}
+		return zeros[:len(req)]
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func request(n, resp int) []byte {
+	b := make([]byte, n)
+	if n >= 4 {
+		binary.BigEndian.PutUint32(b, uint32(resp))
+	}
+	return b
+}
+
+func newClient(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	c, err := NewClient(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestCallResponseLengths(t *testing.T) {
+	s := lengthServer(t, Config{})
+	c := newClient(t, Config{})
+	tests := []struct{ req, resp, want int }{
+		{0, 0, 0}, {1, 0, 1}, {100, 0, 100}, {100, 7, 7}, {1 << 20, 0, 1 << 20}, {8, 3 << 20, 3 << 20},
+	}
+	for _, tc := range tests {
+		got, err := c.Call(t.Context(), s.Addr().String(), request(tc.req, tc.resp))
+		if err != nil {
+			t.Fatalf("req %d: %v", tc.req, err)
+		}
+		if got != tc.want {
+			t.Errorf("req %d asking %d: response %d bytes, want %d", tc.req, tc.resp, got, tc.want)
+		}
+	}
+	if s.Served() != uint64(len(tests)) {
+		t.Errorf("served %d, want %d", s.Served(), len(tests))
+	}
+}
+
+func TestConnectionsPerPeer(t *testing.T) {
+	for _, conns := range []int{1, 4} {
+		s := lengthServer(t, Config{})
+		c := newClient(t, Config{ConnsPerPeer: conns})
+		var wg sync.WaitGroup
+		errs := make(chan error, 200)
+		for range 200 {
+			wg.Go(func() {
+				if _, err := c.Call(t.Context(), s.Addr().String(), request(100, 0)); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if got := c.Stats()["tcp_dials"]; got != uint64(conns) {
+			t.Errorf("%d connections per peer: %d dials", conns, got)
+		}
+		if s.Served() != 200 {
+			t.Errorf("served %d of 200", s.Served())
+		}
+	}
+}
+
+// TestHeadOfLineBlocking shows that a short RPC queued behind a long one on
+// the same connection completes after it.
+func TestHeadOfLineBlocking(t *testing.T) {
+	s := lengthServer(t, Config{})
+	c := newClient(t, Config{ConnsPerPeer: 1})
+	var longDone time.Time
+	var wg sync.WaitGroup
+	long := request(16<<20, 0)
+	started := make(chan struct{})
+	wg.Go(func() {
+		close(started)
+		if _, err := c.Call(t.Context(), s.Addr().String(), long); err != nil {
+			t.Error(err)
+		}
+		longDone = time.Now()
+	})
+	<-started
+	waitPending(t, c, s.Addr().String())
+	if _, err := c.Call(t.Context(), s.Addr().String(), request(8, 0)); err != nil {
+		t.Fatal(err)
+	}
+	shortDone := time.Now()
+	wg.Wait()
+	if shortDone.Before(longDone) {
+		t.Errorf("short RPC finished before the long one it queued behind")
+	}
+}
+
+func TestCongestionControl(t *testing.T) {
+	if _, err := NewClient(Config{Congestion: "nosuchcc"}, nil); err == nil || !strings.Contains(err.Error(), "kernel offers") {
+		t.Errorf("unknown congestion control: error %v, want one listing what the kernel offers", err)
+	}
+	if _, err := NewClient(Config{ConnsPerPeer: -1}, nil); err == nil {
+		t.Error("negative connections per peer accepted")
+	}
+	avail, err := AvailableCongestion()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, cc := range []string{"reno", "cubic", "bbr"} {
+		if !slices.Contains(avail, cc) {
+			continue
+		}
+		s := lengthServer(t, Config{Congestion: cc})
+		c := newClient(t, Config{Congestion: cc})
+		if _, err := c.Call(t.Context(), s.Addr().String(), request(1000, 0)); err != nil {
+			t.Errorf("%s: %v", cc, err)
+		}
+	}
+}
+
+func TestServerGoneFailsCalls(t *testing.T) {
+	s := lengthServer(t, Config{})
+	c := newClient(t, Config{})
+	addr := s.Addr().String()
+	if _, err := c.Call(t.Context(), addr, request(10, 0)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	// The first call may be written before the reset is seen; it must still
+	// fail rather than hang, and the next one fails at dial.
+	for range 2 {
+		if _, err := c.Call(ctx, addr, request(10, 0)); err == nil {
+			t.Fatal("call to a closed server succeeded")
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("calls to a closed server hung until the deadline")
+	}
+}
+
+func TestCallHonoursContext(t *testing.T) {
+	block := make(chan struct{})
+	s, err := Listen(t.Context(), "127.0.0.1:0", Config{}, func(req []byte) []byte {
+		<-block
+		return req
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Call(ctx, s.Addr().String(), request(10, 0)); err != context.DeadlineExceeded {
+		t.Errorf("error %v, want the context's deadline", err)
+	}
+	close(block)
+	s.Close()
+}
+
+// waitPending waits until the client has a call queued on its connection
+// to addr.
+func waitPending(t *testing.T, c *Client, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		p := c.peers[addr]
+		c.mu.Unlock()
+		if p != nil {
+			p.slots[0].mu.Lock()
+			cn := p.slots[0].cn
+			p.slots[0].mu.Unlock()
+			if cn != nil {
+				cn.pmu.Lock()
+				n := len(cn.pending)
+				cn.pmu.Unlock()
+				if n > 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatal("the long request never got queued")
+}
