@@ -1,0 +1,113 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// FaultSetting is the fault injection of one port as the admin endpoint
+// reads and writes it. In a POST, an omitted field keeps its value.
+type FaultSetting struct {
+	Port      uint16   `json:"port"`
+	DropProb  *float64 `json:"drop_prob,omitempty"`
+	DropEvery *uint64  `json:"drop_every,omitempty"`
+}
+
+// AdminHandler serves the run-time control of the dataplane:
+//
+//	GET  /stats   the Stats JSON
+//	GET  /faults  the fault settings of every port
+//	POST /faults  {"port": 1, "drop_prob": 0.01, "drop_every": 0}
+func (d *Dataplane) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, d.Stats())
+	})
+	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, d.faultSettings())
+	})
+	mux.HandleFunc("POST /faults", func(w http.ResponseWriter, r *http.Request) {
+		var fs FaultSetting
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fs); err != nil {
+			http.Error(w, "bad fault setting: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		cur, err := d.Fault(fs.Port)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		if fs.DropProb != nil {
+			cur.DropProb = *fs.DropProb
+		}
+		if fs.DropEvery != nil {
+			cur.EveryN = *fs.DropEvery
+		}
+		if err := d.SetFault(fs.Port, cur.DropProb, cur.EveryN); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, http.StatusOK, d.faultSettings())
+	})
+	return mux
+}
+
+func (d *Dataplane) faultSettings() []FaultSetting {
+	out := make([]FaultSetting, 0, len(d.ports))
+	for _, ps := range d.ports {
+		f := ps.fault.get()
+		out = append(out, FaultSetting{Port: ps.num, DropProb: &f.DropProb, DropEvery: &f.EveryN})
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away; nothing to tell it
+}
+
+// ServeAdmin serves h on a Unix socket at path until ctx ends, then removes
+// the socket. A socket file left by a dead process is replaced; one that a
+// live process still answers on is an error.
+func ServeAdmin(ctx context.Context, path string, h http.Handler) error {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("admin socket %s: in use by another process", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx) // a slow client is cut off when Serve returns
+	}()
+	err = srv.Serve(ln)
+	cancel()
+	<-done
+	os.Remove(path)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("admin socket %s: %w", path, err)
+}

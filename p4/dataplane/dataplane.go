@@ -1,0 +1,437 @@
+// Package dataplane is the forwarding engine of the embedded P4 switch
+// target: ports as batched AF_PACKET sockets, a Pipeline called on every
+// frame, and a traffic manager with eight strict-priority queues per egress
+// port behind a shaper accurate to serialization time, with buffer limits,
+// telemetry, pcap capture and fault injection.
+//
+// Each port has two goroutines: a receiver that runs ingress and enqueues,
+// and a scheduler that dequeues in priority order at the shaped rate, runs
+// egress and sends. Frame buffers change hands instead of being copied and
+// are preallocated, so forwarding does not allocate.
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// portState is everything the dataplane keeps about one port.
+type portState struct {
+	num    uint16
+	iface  string
+	io     Port
+	tm     *tm
+	pool   *pool
+	fault  *faultInjector
+	capIn  *capture
+	capOut *capture
+	notify chan struct{} // one token: "a queue of this port got a packet"
+
+	rxPkts, rxBytes, txPkts, txBytes                 atomic.Uint64
+	pipelineDrops, egressDrops, badVerdict, oversize atomic.Uint64
+	txErrors, noBuffer                               atomic.Uint64
+}
+
+// Dataplane forwards frames between its ports through a Pipeline.
+type Dataplane struct {
+	cfg    Config
+	pl     Pipeline
+	log    *slog.Logger
+	epoch  time.Time
+	byNum  [MaxPort + 1]*portState
+	ports  []*portState // by port number
+	shared *sharedBuffer
+	ran    atomic.Bool
+}
+
+// New opens an AF_PACKET port on every interface in cfg.Ports and returns a
+// dataplane that forwards through pl once Run is called.
+func New(cfg Config, pl Pipeline) (*Dataplane, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	io := make(map[uint16]Port, len(c.Ports))
+	closeAll := func() {
+		for _, p := range io {
+			p.Close()
+		}
+	}
+	for num, iface := range c.Ports {
+		p, err := OpenAFPacket(iface, c.BatchSize, c.Spin)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("dataplane: port %d: %w", num, err)
+		}
+		io[num] = p
+	}
+	d, err := NewWithPorts(c, pl, io)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return d, nil
+}
+
+// NewWithPorts is New over ports that are already open (in-memory ports in
+// tests and benchmarks); io must have an entry for every port of cfg.Ports.
+// The dataplane closes them when Run ends.
+func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if pl == nil {
+		return nil, errors.New("dataplane: nil pipeline")
+	}
+	d := &Dataplane{cfg: c, pl: pl, log: c.Logger, epoch: time.Now()}
+	if c.SharedBufferBytes > 0 {
+		d.shared = &sharedBuffer{size: int64(c.SharedBufferBytes), alpha: c.SharedAlpha}
+	}
+	nums := make([]uint16, 0, len(c.Ports))
+	for num := range c.Ports {
+		if io[num] == nil {
+			return nil, fmt.Errorf("dataplane: port %d has no I/O", num)
+		}
+		nums = append(nums, num)
+	}
+	slices.Sort(nums)
+	held := 0 // most packets all traffic managers can hold together
+	for _, num := range nums {
+		ps := &portState{
+			num:    num,
+			iface:  c.Ports[num],
+			io:     io[num],
+			tm:     newTM(&c, num, d.shared),
+			fault:  newFaultInjector(num, c.Faults[num]),
+			notify: make(chan struct{}, 1),
+		}
+		held += ps.tm.capacityPkts()
+		d.byNum[num] = ps
+		d.ports = append(d.ports, ps)
+	}
+	// Any ingress port may fill every queue, plus its own receive slots
+	// and a send batch in flight at every scheduler.
+	perPort := held + c.BatchSize*(len(nums)+1)
+	for _, ps := range d.ports {
+		ps.pool = newPool(perPort, c.MaxFrame)
+	}
+	if c.PcapDir != "" {
+		if err := d.openCaptures(); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *Dataplane) openCaptures() error {
+	if err := os.MkdirAll(d.cfg.PcapDir, 0o755); err != nil {
+		return fmt.Errorf("dataplane: pcap dir: %w", err)
+	}
+	for _, ps := range d.ports {
+		var err error
+		if ps.capIn, err = newCapture(d.cfg.PcapDir, ps.iface+"_in.pcap", d.cfg.PcapRecords, d.cfg.MaxFrame); err != nil {
+			return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
+		}
+		if ps.capOut, err = newCapture(d.cfg.PcapDir, ps.iface+"_out.pcap", d.cfg.PcapRecords, d.cfg.MaxFrame); err != nil {
+			return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
+		}
+	}
+	return nil
+}
+
+// now is the dataplane clock: monotonic nanoseconds since New.
+func (d *Dataplane) now() int64 { return int64(time.Since(d.epoch)) }
+
+// Run forwards until ctx is cancelled or a port fails, then closes the
+// ports and the captures. It can be called once.
+func (d *Dataplane) Run(ctx context.Context) error {
+	if !d.ran.CompareAndSwap(false, true) {
+		return errors.New("dataplane: Run called twice")
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, ps := range d.ports {
+		g.Go(func() error { return d.receive(gctx, ps) })
+		g.Go(func() error { return d.transmit(gctx, ps) })
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		var errs []error
+		for _, ps := range d.ports {
+			errs = append(errs, ps.io.Close())
+		}
+		return errors.Join(errs...)
+	})
+	stop := make(chan struct{})
+	var caps sync.WaitGroup
+	capErrs := make(chan error, 2*len(d.ports))
+	for _, ps := range d.ports {
+		for _, c := range []*capture{ps.capIn, ps.capOut} {
+			if c != nil {
+				caps.Go(func() { capErrs <- c.run(stop) })
+			}
+		}
+	}
+	d.log.Info("dataplane running", "ports", len(d.ports), "batch", d.cfg.BatchSize, "spin", d.cfg.Spin)
+	err := g.Wait()
+	for _, ps := range d.ports {
+		ps.tm.drain(func(p *packet) { p.release() })
+	}
+	close(stop)
+	caps.Wait()
+	close(capErrs)
+	for e := range capErrs {
+		err = errors.Join(err, e)
+	}
+	d.log.Info("dataplane stopped", "err", err)
+	return err
+}
+
+// closed reports whether err means the port was closed on purpose.
+func closed(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
+}
+
+// receive is the port's ingress loop: receive a batch, run ingress on each
+// frame, and move accepted buffers into egress queues, refilling each slot
+// from the port's pool.
+func (d *Dataplane) receive(ctx context.Context, ps *portState) error {
+	batch := d.cfg.BatchSize
+	slots := make([]*packet, batch)
+	bufs := make([][]byte, batch)
+	sizes := make([]int, batch)
+	for i := range slots {
+		slots[i] = ps.pool.get()
+		bufs[i] = slots[i].buf
+	}
+	defer func() {
+		for _, p := range slots {
+			p.release()
+		}
+	}()
+	var v Verdict
+	for {
+		n, err := ps.io.Recv(bufs, sizes)
+		if err != nil {
+			if closed(ctx, err) {
+				return nil
+			}
+			return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
+		}
+		now := d.now()
+		var wall time.Time
+		if ps.capIn != nil {
+			wall = time.Now()
+		}
+		var notify uint64 // bit p: egress port p got a packet
+		var rxBytes uint64
+		for i := range n {
+			p := slots[i]
+			size := sizes[i]
+			rxBytes += uint64(size)
+			if size > len(p.buf) {
+				ps.oversize.Add(1)
+				continue
+			}
+			p.n, p.inPort = size, ps.num
+			if ps.capIn != nil {
+				ps.capIn.add(p.frame(), wall)
+			}
+			v = Verdict{}
+			d.pl.Ingress(p.frame(), ps.num, &v)
+			if v.Drop {
+				ps.pipelineDrops.Add(1)
+				continue
+			}
+			var eg *portState
+			if int(v.EgressPort) < len(d.byNum) {
+				eg = d.byNum[v.EgressPort]
+			}
+			if eg == nil || v.Queue >= NumQueues {
+				ps.badVerdict.Add(1)
+				continue
+			}
+			if !eg.tm.enqueue(p, v.Queue, now) {
+				continue // tail drop, counted by the queue
+			}
+			notify |= 1 << v.EgressPort
+			slots[i] = d.refill(ps)
+			bufs[i] = slots[i].buf
+		}
+		ps.rxPkts.Add(uint64(n))
+		ps.rxBytes.Add(rxBytes)
+		for notify != 0 {
+			num := bits.TrailingZeros64(notify)
+			notify &^= 1 << num
+			select {
+			case d.byNum[num].notify <- struct{}{}:
+			default: // already signalled
+			}
+		}
+	}
+}
+
+// refill takes a fresh buffer for a receive slot. The pool is sized so it
+// cannot run dry; if it does anyway, a buffer is allocated and counted.
+func (d *Dataplane) refill(ps *portState) *packet {
+	if p := ps.pool.get(); p != nil {
+		return p
+	}
+	ps.noBuffer.Add(1)
+	return &packet{buf: make([]byte, d.cfg.MaxFrame), home: ps.pool}
+}
+
+// transmit is the port's scheduler: it dequeues what the shaper lets leave,
+// runs egress, injects faults, sends the batch and recycles the buffers.
+func (d *Dataplane) transmit(ctx context.Context, ps *portState) error {
+	batch := d.cfg.BatchSize
+	out := make([]departure, batch)
+	frames := make([][]byte, 0, batch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var md EgressMeta
+	for {
+		now := d.now()
+		n, wake := ps.tm.dequeue(now, out)
+		if n == 0 {
+			if !d.wait(ctx, ps, timer, now, wake) {
+				return nil
+			}
+			continue
+		}
+		var wall time.Time
+		if ps.capOut != nil {
+			wall = time.Now()
+		}
+		frames = frames[:0]
+		var txBytes uint64
+		for i := range n {
+			dep := &out[i]
+			p := dep.pkt
+			md = EgressMeta{
+				IngressPort:    p.inPort,
+				EgressPort:     ps.num,
+				Queue:          p.queue,
+				EnqDepthPkts:   p.enqDepth,
+				DeqDepthPkts:   dep.deqDepth,
+				DeqTimedeltaUs: dep.delayUs,
+				Length:         p.n,
+			}
+			if !d.pl.Egress(p.frame(), &md) {
+				ps.egressDrops.Add(1)
+				continue
+			}
+			if ps.fault.drop() {
+				continue
+			}
+			if ps.capOut != nil {
+				ps.capOut.add(p.frame(), wall)
+			}
+			frames = append(frames, p.frame())
+			txBytes += uint64(p.n)
+		}
+		sent, err := 0, error(nil)
+		if len(frames) > 0 {
+			sent, err = ps.io.Send(frames)
+		}
+		ps.txPkts.Add(uint64(sent))
+		if sent == len(frames) {
+			ps.txBytes.Add(txBytes)
+		} else {
+			ps.txErrors.Add(uint64(len(frames) - sent))
+		}
+		for i := range n {
+			out[i].pkt.release()
+			out[i].pkt = nil
+		}
+		if err != nil {
+			if closed(ctx, err) {
+				return nil
+			}
+			return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
+		}
+	}
+}
+
+// wait blocks the scheduler until a packet arrives, wake passes (0: no
+// deadline) or ctx ends, in which case it returns false. With Spin set it
+// first polls for up to Spin, because waking a sleeping vCPU costs more
+// than a short frame's whole serialization time on this kind of machine.
+func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, now, wake int64) bool {
+	if spin := int64(d.cfg.Spin); spin > 0 {
+		end := now + spin
+		if wake != 0 && wake < end {
+			end = wake
+		}
+		for d.now() < end {
+			select {
+			case <-ps.notify:
+				return true
+			default:
+			}
+		}
+		if wake != 0 && wake <= d.now() {
+			return true
+		}
+	}
+	if wake == 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ps.notify:
+			return true
+		}
+	}
+	timer.Reset(time.Duration(wake - d.now()))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ps.notify:
+		return true
+	case <-timer.C:
+		return true
+	}
+}
+
+// SetFault changes the fault injection of port at run time.
+func (d *Dataplane) SetFault(port uint16, dropProb float64, everyN uint64) error {
+	ps := d.port(port)
+	if ps == nil {
+		return fmt.Errorf("dataplane: no port %d", port)
+	}
+	f := Fault{DropProb: dropProb, EveryN: everyN}
+	if err := f.check(); err != nil {
+		return fmt.Errorf("dataplane: port %d: %w", port, err)
+	}
+	ps.fault.set(f)
+	d.log.Info("fault set", "port", port, "drop_prob", dropProb, "drop_every", everyN)
+	return nil
+}
+
+// Fault returns the fault injection in force on port.
+func (d *Dataplane) Fault(port uint16) (Fault, error) {
+	ps := d.port(port)
+	if ps == nil {
+		return Fault{}, fmt.Errorf("dataplane: no port %d", port)
+	}
+	return ps.fault.get(), nil
+}
+
+func (d *Dataplane) port(num uint16) *portState {
+	if int(num) >= len(d.byNum) {
+		return nil
+	}
+	return d.byNum[num]
+}

@@ -1,0 +1,82 @@
+package dataplane
+
+// packet is one frame buffer. It changes hands instead of being copied: the
+// receive slot that filled it passes it to an egress queue, and the egress
+// scheduler returns it to the pool of the port that owns it after sending.
+type packet struct {
+	buf      []byte // full-capacity buffer
+	n        int    // frame length
+	inPort   uint16
+	queue    uint8
+	enqDepth uint32 // packets in its queue before it arrived
+	enqNs    int64  // arrival time on the dataplane clock
+	home     *pool
+}
+
+// frame is the received frame.
+func (p *packet) frame() []byte { return p.buf[:p.n] }
+
+// pool is a fixed free list of packets. A buffered channel keeps it lock-free
+// for the common one-producer one-consumer case and never allocates.
+type pool struct {
+	free chan *packet
+}
+
+// newPool preallocates n packets of size bytes each in two slabs, so memory
+// that is never touched is never committed by the kernel.
+func newPool(n, size int) *pool {
+	pl := &pool{free: make(chan *packet, n)}
+	slab := make([]byte, n*size)
+	pkts := make([]packet, n)
+	for i := range pkts {
+		pkts[i] = packet{buf: slab[i*size : (i+1)*size : (i+1)*size], home: pl}
+		pl.free <- &pkts[i]
+	}
+	return pl
+}
+
+// get returns a free packet or nil when the pool is empty.
+func (pl *pool) get() *packet {
+	select {
+	case p := <-pl.free:
+		return p
+	default:
+		return nil
+	}
+}
+
+// put returns p to the pool it came from.
+func (p *packet) release() {
+	p.n = 0
+	select {
+	case p.home.free <- p:
+	default:
+		// More packets than the pool was built with: only possible for
+		// packets allocated by the fallback in refill, which are let go.
+	}
+}
+
+// fifo is a fixed-capacity ring of packets.
+type fifo struct {
+	ring       []*packet
+	head, size int
+}
+
+func newFifo(capacity int) fifo { return fifo{ring: make([]*packet, capacity)} }
+
+func (f *fifo) full() bool { return f.size == len(f.ring) }
+
+func (f *fifo) push(p *packet) {
+	f.ring[(f.head+f.size)%len(f.ring)] = p
+	f.size++
+}
+
+func (f *fifo) peek() *packet { return f.ring[f.head] }
+
+func (f *fifo) pop() *packet {
+	p := f.ring[f.head]
+	f.ring[f.head] = nil
+	f.head = (f.head + 1) % len(f.ring)
+	f.size--
+	return p
+}

@@ -1,0 +1,30 @@
+package dataplane
+
+// Verdict is what ingress decided for one packet.
+type Verdict struct {
+	EgressPort uint16 // valid when !Drop
+	Queue      uint8  // 0..7, 7 served first
+	Drop       bool
+}
+
+// EgressMeta is the v1model queueing metadata of a packet leaving the traffic manager.
+type EgressMeta struct {
+	IngressPort, EgressPort uint16
+	Queue                   uint8
+	EnqDepthPkts            uint32 // depth of this (port, queue) when the packet arrived, before it
+	DeqDepthPkts            uint32 // depth after it left
+	DeqTimedeltaUs          uint32 // time spent queued, µs
+	Length                  int    // frame length in bytes
+}
+
+// Pipeline is the packet-processing program the dataplane runs around its
+// traffic manager. Implementations are called concurrently: Ingress from one
+// goroutine per ingress port, Egress from one goroutine per egress port.
+type Pipeline interface {
+	// Ingress parses frame, runs the ingress control and may rewrite frame in place
+	// (MACs, TTL, checksum, ARP reply). It must not retain frame or allocate.
+	Ingress(frame []byte, inPort uint16, v *Verdict)
+	// Egress runs the egress control (counters, registers, ECN marking) on a frame
+	// about to be transmitted; it may rewrite frame in place; false drops it.
+	Egress(frame []byte, md *EgressMeta) bool
+}

@@ -1,0 +1,40 @@
+package dataplane
+
+// wireOverhead is what a frame costs on the wire beyond its bytes as the
+// dataplane sees them: preamble and start delimiter 8 B, inter-frame gap
+// 12 B and FCS 4 B (AF_PACKET hands over frames without their FCS).
+const wireOverhead = 8 + 12 + 4
+
+// shaper books departures on one link at a fixed bit rate. Times are
+// nanoseconds on the dataplane clock. It is a pure function of the times it is
+// given, so tests drive it with a computed clock.
+type shaper struct {
+	rate   uint64 // bit/s; 0 means unshaped
+	lag    int64  // how far in the past a departure may be booked
+	freeAt int64  // when the link finishes the last booked frame
+	rem    uint64 // carry of bits*1e9 mod rate, so rounding never drifts
+}
+
+// ready reports whether a frame could start at now.
+func (s *shaper) ready(now int64) bool { return s.rate == 0 || s.freeAt <= now }
+
+// book schedules a frame of n bytes that arrived at arrival, at the earliest
+// when the link is free, and returns its start time. A scheduler that woke
+// late books frames back to back from up to lag before now, so the long-run
+// rate stays exact and the lateness shows up as a short burst.
+func (s *shaper) book(now, arrival int64, n int) int64 {
+	start := max(s.freeAt, now-s.lag, arrival)
+	if s.rate == 0 {
+		s.freeAt = start
+		return start
+	}
+	num := uint64(n+wireOverhead)*8*1_000_000_000 + s.rem
+	s.freeAt = start + int64(num/s.rate)
+	s.rem = num % s.rate
+	return start
+}
+
+// serializationNs is the wire time of an n-byte frame at rate bit/s.
+func serializationNs(n int, rate uint64) float64 {
+	return float64(n+wireOverhead) * 8 * 1e9 / float64(rate)
+}
