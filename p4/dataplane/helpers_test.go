@@ -128,11 +128,17 @@ type genPort struct {
 	window int64
 	made   atomic.Int64
 	sink   *sinkPort
+	start  chan struct{} // closed to begin generating
 	done   chan struct{}
 	once   sync.Once
 }
 
 func (g *genPort) Recv(bufs [][]byte, sizes []int) (int, error) {
+	select {
+	case <-g.start:
+	case <-g.done:
+		return 0, fmt.Errorf("gen port: %w", net.ErrClosed)
+	}
 	for {
 		made := g.made.Load()
 		room := min(g.window-(made-g.sink.got.Load()), g.total-made, int64(len(bufs)))
