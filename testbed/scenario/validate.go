@@ -271,6 +271,7 @@ func (c *checker) checkPhases(s *Scenario) {
 	}
 	hosts := s.Topology.HostNames()
 	names := map[string]bool{}
+	clientOf := map[string]string{}
 	for i, ph := range s.Phases {
 		p := fmt.Sprintf("phases[%d]", i)
 		if !nameRe.MatchString(ph.Name) {
@@ -284,6 +285,13 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.errorf(p+".clients", "%v", err)
 		} else if len(clients) == 0 {
 			c.errorf(p+".clients", "expected at least one client host")
+		}
+		for _, h := range clients {
+			if other, dup := clientOf[h]; dup {
+				c.errorf(p+".clients", "host %s is already a client in phase %q; an agent runs one client workload at a time", h, other)
+				break
+			}
+			clientOf[h] = ph.Name
 		}
 		servers, err := ExpandHosts(ph.Servers, hosts)
 		if err != nil {

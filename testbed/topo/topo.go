@@ -1,0 +1,156 @@
+// Package topo lays out the emulated network of a scenario: node names
+// carrying the run tag, interface names, addresses, MACs and switch ports.
+// Everything is derived from the scenario and the tag, so the Mininet side,
+// the controller and the cleaner agree without asking each other.
+package topo
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// TagPattern matches run tags: "hb" and five hex digits.
+var TagPattern = regexp.MustCompile(`^hb[0-9a-f]{5}$`)
+
+// IntfPattern matches the root-namespace interface names a run creates:
+// tag, node ("h3", "s1", "l2", "p1"), "e" and a port.
+var IntfPattern = regexp.MustCompile(`^(hb[0-9a-f]{5})[hslp][0-9]+e[0-9]+$`)
+
+// Host is one end host.
+type Host struct {
+	Name   string // h1, h2, ...
+	Node   string // Mininet node name: tag + name
+	Index  int    // 1-based
+	IP     netip.Addr
+	Prefix int
+	MAC    string
+	Switch string // the ToR it hangs off
+	Port   int    // its port on that ToR
+	Intf   string // its NIC (inside its namespace)
+	// SwitchIntf is the ToR side of its link (in the root namespace).
+	SwitchIntf string
+}
+
+// Switch is one P4 switch.
+type Switch struct {
+	Name     string
+	Node     string
+	DeviceID uint64
+	Ports    []int
+	// Intfs maps each port to its root-namespace interface.
+	Intfs map[int]string
+}
+
+// Link joins two switch ports.
+type Link struct {
+	A     string
+	APort int
+	B     string
+	BPort int
+}
+
+// Network is the layout of one run's network.
+type Network struct {
+	Tag      string
+	Hosts    []Host
+	Switches []Switch
+	Links    []Link
+}
+
+// Intf names a node's interface on port: tag + node + "e" + port, at most
+// 15 characters for every topology the scenario checks allow.
+func Intf(tag, node string, port int) string {
+	return tag + node + "e" + strconv.Itoa(port)
+}
+
+// HostMAC is host index's MAC (locally administered, unique per host).
+func HostMAC(index int) string {
+	return fmt.Sprintf("02:00:00:00:%02x:%02x", index>>8, index&0xff)
+}
+
+// Layout builds the network of a topology for the given run tag.
+func Layout(t scenario.Topology, tag string) (*Network, error) {
+	if !TagPattern.MatchString(tag) {
+		return nil, fmt.Errorf("topology: bad run tag %q", tag)
+	}
+	n := &Network{Tag: tag}
+	switch t.Kind {
+	case scenario.KindStar:
+		sw := n.addSwitch("s1", 1)
+		for i := 1; i <= t.Hosts; i++ {
+			n.addHost(sw, i, 0, i)
+		}
+	case scenario.KindLeafSpine:
+		spines := make([]*Switch, t.Spines)
+		for s := range t.Spines {
+			spines[s] = n.addSwitch("p"+strconv.Itoa(s+1), uint64(100+s+1))
+		}
+		for l := 1; l <= t.Leaves; l++ {
+			leaf := n.addSwitch("l"+strconv.Itoa(l), uint64(l))
+			for j := 1; j <= t.HostsPerLeaf; j++ {
+				n.addHost(leaf, (l-1)*t.HostsPerLeaf+j, l, j)
+			}
+			for s := 1; s <= t.Spines; s++ {
+				port := t.HostsPerLeaf + s
+				n.addPort(leaf, port)
+				n.addPort(n.switchByName("p"+strconv.Itoa(s)), l)
+				n.Links = append(n.Links, Link{A: leaf.Name, APort: port, B: "p" + strconv.Itoa(s), BPort: l})
+			}
+		}
+	default:
+		return nil, fmt.Errorf("topology: unknown kind %q", t.Kind)
+	}
+	for _, h := range n.Hosts {
+		if len(h.Intf) > 15 {
+			return nil, fmt.Errorf("topology: interface name %q longer than 15 characters", h.Intf)
+		}
+	}
+	return n, nil
+}
+
+func (n *Network) addSwitch(name string, id uint64) *Switch {
+	n.Switches = append(n.Switches, Switch{Name: name, Node: n.Tag + name, DeviceID: id, Intfs: map[int]string{}})
+	return &n.Switches[len(n.Switches)-1]
+}
+
+func (n *Network) switchByName(name string) *Switch {
+	for i := range n.Switches {
+		if n.Switches[i].Name == name {
+			return &n.Switches[i]
+		}
+	}
+	return nil
+}
+
+func (n *Network) addPort(sw *Switch, port int) {
+	sw.Ports = append(sw.Ports, port)
+	sw.Intfs[port] = Intf(n.Tag, sw.Name, port)
+}
+
+// addHost adds host index on port of sw; hosts are 10.0.<leaf>.<j>/16, one
+// subnet, so hosts reach each other on-link (static ARP) and the switches
+// route by /24 per leaf.
+func (n *Network) addHost(sw *Switch, index, leaf, j int) {
+	name := "h" + strconv.Itoa(index)
+	n.addPort(sw, j)
+	n.Hosts = append(n.Hosts, Host{
+		Name: name, Node: n.Tag + name, Index: index,
+		IP: netip.AddrFrom4([4]byte{10, 0, byte(leaf), byte(j)}), Prefix: 16,
+		MAC: HostMAC(index), Switch: sw.Name, Port: j,
+		Intf: Intf(n.Tag, name, 0), SwitchIntf: Intf(n.Tag, sw.Name, j),
+	})
+}
+
+// Host returns the named host.
+func (n *Network) Host(name string) (Host, bool) {
+	for _, h := range n.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
