@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -34,6 +35,8 @@ type AFPacket struct {
 	rerr, serr         error
 	recvFn             func(fd uintptr) bool
 	sendFn             func(fd uintptr) bool
+
+	kernelDrops atomic.Uint64 // PACKET_STATISTICS drops, summed (reading resets them)
 }
 
 // OpenAFPacket opens iface as a port that receives and sends up to batch
@@ -248,6 +251,17 @@ func (p *AFPacket) sendOnce(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// KernelDrops returns the frames the kernel dropped because the socket's
+// receive buffer was full: the switch fell behind its inputs.
+func (p *AFPacket) KernelDrops() uint64 {
+	_ = p.rc.Control(func(fd uintptr) {
+		if st, err := unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			p.kernelDrops.Add(uint64(st.Drops))
+		}
+	})
+	return p.kernelDrops.Load()
 }
 
 // Close implements Port.

@@ -303,9 +303,9 @@ func (d *Dataplane) transmit(ctx context.Context, ps *portState) error {
 	var md EgressMeta
 	for {
 		now := d.now()
-		n, wake := ps.tm.dequeue(now, out)
+		n, wake, link := ps.tm.dequeue(now, out)
 		if n == 0 {
-			if !d.wait(ctx, ps, timer, now, wake) {
+			if !d.wait(ctx, ps, timer, now, wake, link) {
 				return nil
 			}
 			continue
@@ -368,7 +368,7 @@ func (d *Dataplane) transmit(ctx context.Context, ps *portState) error {
 // deadline) or ctx ends, in which case it returns false. With Spin set it
 // first polls for up to Spin, because waking a sleeping vCPU costs more
 // than a short frame's whole serialization time on this kind of machine.
-func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, now, wake int64) bool {
+func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, now, wake int64, link bool) bool {
 	if spin := int64(d.cfg.Spin); spin > 0 {
 		end := now + spin
 		if wake != 0 && wake < end {
@@ -393,7 +393,16 @@ func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, 
 			return true
 		}
 	}
-	timer.Reset(time.Duration(wake - d.now()))
+	left := time.Duration(wake - d.now())
+	if link && left < preciseSleepMax {
+		// Go timers fire with millisecond granularity when the machine is
+		// idle (the netpoller's epoll timeout), longer than a frame at
+		// 1 Gbit/s. A link wait cannot be cut short by an arrival, so
+		// sleep in the kernel's high-resolution timer instead.
+		preciseSleep(left)
+		return ctx.Err() == nil
+	}
+	timer.Reset(left)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
@@ -404,6 +413,9 @@ func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, 
 		return true
 	}
 }
+
+// preciseSleepMax is the longest link wait slept with preciseSleep.
+const preciseSleepMax = 5 * time.Millisecond
 
 // SetFault changes the fault injection of port at run time.
 func (d *Dataplane) SetFault(port uint16, dropProb float64, everyN uint64) error {

@@ -28,6 +28,7 @@ type PortStats struct {
 	TxErrors      uint64  `json:"tx_errors"`      // refused by the device
 	PcapDrops     uint64  `json:"pcap_drops"`     // left out of the capture
 	NoBuffer      uint64  `json:"no_buffer"`      // pool ran dry (should stay 0)
+	KernelDrops   uint64  `json:"kernel_drops"`   // lost in the socket before the switch read them
 	DropProb      float64 `json:"drop_prob"`
 	DropEvery     uint64  `json:"drop_every"`
 }
@@ -80,6 +81,9 @@ func (d *Dataplane) Stats() Stats {
 			if c != nil {
 				p.PcapDrops += c.dropped.Load()
 			}
+		}
+		if kd, ok := ps.io.(interface{ KernelDrops() uint64 }); ok {
+			p.KernelDrops = kd.KernelDrops()
 		}
 		p.Queues = ps.tm.snapshot()
 		s.Ports = append(s.Ports, p)

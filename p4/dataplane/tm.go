@@ -139,17 +139,18 @@ type departure struct {
 
 // dequeue moves up to len(out) packets that may leave at now into out, the
 // highest eligible queue first, and books them on the shaper. When it
-// returns 0, wake is when to look again (link or a rate-limited queue busy)
-// or 0 when every queue is empty.
-func (t *tm) dequeue(now int64, out []departure) (n int, wake int64) {
+// returns 0, wake is when to look again, or 0 when every queue is empty;
+// link says that wake is when the link finishes its frame, which no
+// arrival can change (otherwise a rate-limited queue is waiting).
+func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for n < len(out) {
 		if t.busy == 0 {
-			return n, 0
+			return n, 0, false
 		}
 		if !t.shaper.ready(now) {
-			return n, t.shaper.freeAt
+			return n, t.shaper.freeAt, true
 		}
 		q := -1
 		wake = math.MaxInt64
@@ -163,7 +164,7 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64) {
 			wake = min(wake, t.nextAt[hi])
 		}
 		if q < 0 {
-			return n, wake
+			return n, wake, false
 		}
 		f := &t.q[q]
 		p := f.pop()
@@ -188,7 +189,7 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64) {
 		out[n] = departure{pkt: p, deqDepth: uint32(f.size), delayUs: us}
 		n++
 	}
-	return n, 0
+	return n, 0, false
 }
 
 // drain empties every queue, for shutdown, handing each packet to fn.

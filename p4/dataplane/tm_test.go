@@ -27,7 +27,7 @@ func drainAll(t *tm, start int64, jitter func() int64) (deps []departure, starts
 	now := start
 	out := make([]departure, 16)
 	for {
-		n, wake := t.dequeue(now, out)
+		n, wake, _ := t.dequeue(now, out)
 		for _, d := range out[:n] {
 			deps = append(deps, d)
 			starts = append(starts, now)
@@ -94,13 +94,16 @@ func TestPriorityPreemptsBacklog(t *testing.T) {
 		tmq.enqueue(pkt(1500), 0, 0)
 	}
 	out := make([]departure, 1)
-	if n, _ := tmq.dequeue(0, out); n != 1 || out[0].pkt.queue != 0 {
+	if n, _, _ := tmq.dequeue(0, out); n != 1 || out[0].pkt.queue != 0 {
 		t.Fatalf("first departure: n=%d", n)
 	}
 	hi := pkt(100)
 	tmq.enqueue(hi, 7, 1000)
-	_, wake := tmq.dequeue(1000, out)
-	if n, _ := tmq.dequeue(wake, out); n != 1 || out[0].pkt != hi {
+	_, wake, link := tmq.dequeue(1000, out)
+	if !link {
+		t.Error("wait for the frame on the wire not reported as a link wait")
+	}
+	if n, _, _ := tmq.dequeue(wake, out); n != 1 || out[0].pkt != hi {
 		t.Fatalf("after the frame on the wire, got queue %d, want the queue-7 packet", out[0].pkt.queue)
 	}
 	if want := uint32(wake-1000) / 1000; out[0].delayUs != want {
