@@ -1,18 +1,63 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/homatb/homatb/hostagent/agent"
 )
 
-// newAgentCmd is replaced by the hostagent work in progress.
+// agentFlags are the command-line settings of `homatb agent`.
+type agentFlags struct {
+	socket, listen, name, logFile, recordsDir string
+	debug                                     bool
+}
+
+// newAgentCmd is the host agent process the orchestrator starts inside a
+// host's network namespace.
 func newAgentCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "agent",
-		Short: "not built yet",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("homatb agent: not built yet")
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent --socket PATH --name HOST [--listen ADDR] [--log-file F] [--records-dir DIR]",
+		Short: "Run a host agent: RPC workloads over Homa or TCP, driven over gRPC",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgent(cmd, f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.socket, "socket", "", "Unix socket path of the control API")
+	fl.StringVar(&f.listen, "listen", "", "also serve the control API on this TCP address (host:port)")
+	fl.StringVar(&f.name, "name", "", "host name written into records (required)")
+	fl.StringVar(&f.logFile, "log-file", "", "append logs to this file (default stderr)")
+	fl.StringVar(&f.recordsDir, "records-dir", "", "directory for per-experiment records (default: the log file's directory, else the system temp directory)")
+	fl.BoolVar(&f.debug, "debug", false, "log at debug level")
+	return cmd
+}
+
+func runAgent(cmd *cobra.Command, f agentFlags) error {
+	out := cmd.ErrOrStderr()
+	if f.logFile != "" {
+		lf, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("agent: log file: %w", err)
+		}
+		defer lf.Close()
+		out = lf
+		if f.recordsDir == "" {
+			f.recordsDir = filepath.Dir(f.logFile)
+		}
+	}
+	level := slog.LevelInfo
+	if f.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
+	return agent.Run(cmd.Context(), agent.Options{
+		Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log,
+	})
 }

@@ -1,0 +1,360 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/homatb/homatb/workloads"
+)
+
+// experiment is one configured client workload and its books. Every
+// issued RPC is in exactly one of: outstanding, completed, failed, and at
+// Stop the outstanding ones are recorded as in flight.
+type experiment struct {
+	name, transport, phase, client string
+	spec                           *clientSpec
+	tr                             Transport
+	rec                            *recordWriter
+	log                            *slog.Logger
+	req                            []byte // shared request bytes
+
+	issued, completed, failed, inflight atomic.Uint64
+	slotWaits                           atomic.Uint64
+
+	mu          sync.Mutex
+	closedBooks bool
+	outstanding map[*rpcState]struct{}
+	failures    map[string]uint64
+	lag         *hdrhistogram.Histogram // microseconds
+
+	stopIssue   context.CancelFunc
+	cancelCalls context.CancelFunc
+	issuing     chan struct{} // closed when no more RPCs will be issued
+	stopOnce    sync.Once
+	stopErr     error
+}
+
+type rpcState struct{ rec Record }
+
+// lagMaxUs bounds the lag histogram (one minute); longer lags saturate.
+const lagMaxUs = 60_000_000
+
+func newExperiment(name, transport, phase, client string, spec *clientSpec, tr Transport, rec *recordWriter, log *slog.Logger) *experiment {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &experiment{
+		name: name, transport: transport, phase: phase, client: client,
+		spec: spec, tr: tr, rec: rec, log: log,
+		outstanding: map[*rpcState]struct{}{},
+		failures:    map[string]uint64{},
+		lag:         hdrhistogram.New(1, lagMaxUs, 3),
+		issuing:     make(chan struct{}),
+	}
+	if spec != nil {
+		e.req = requestBuffer(spec.sizes.Max(), spec.respBytes)
+	}
+	return e
+}
+
+// start begins issuing; ctx bounds the whole experiment.
+func (e *experiment) start(ctx context.Context) {
+	issueCtx, stopIssue := context.WithCancel(ctx)
+	callCtx, cancelCalls := context.WithCancel(ctx)
+	e.stopIssue, e.cancelCalls = stopIssue, cancelCalls
+	if e.spec == nil {
+		close(e.issuing)
+		return
+	}
+	go func() {
+		defer close(e.issuing)
+		start := e.spec.startAt
+		if start.IsZero() {
+			start = time.Now()
+		}
+		if e.spec.closed {
+			e.runClosed(issueCtx, callCtx, start)
+		} else {
+			e.runOpen(issueCtx, callCtx, start)
+		}
+	}()
+}
+
+// runOpen issues RPCs at the intended times of an open-loop schedule. When
+// the agent falls behind it still issues every RPC, late, and the lag is
+// recorded; max_outstanding, if set, holds issuing back and counts it.
+func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
+	s := e.spec
+	rng := rand.New(rand.NewPCG(s.seed, 0x5eed))
+	var sched workloads.Schedule
+	if s.burstInterval > 0 {
+		b, err := workloads.NewBursts(s.burstInterval, s.burstJitter)
+		if err != nil {
+			e.log.Error("burst schedule", "err", err)
+			return
+		}
+		sched = b
+	} else {
+		p, err := workloads.NewPoisson(s.rate)
+		if err != nil {
+			e.log.Error("poisson schedule", "err", err)
+			return
+		}
+		sched = p
+	}
+	var slots chan struct{}
+	if s.maxOutstanding > 0 {
+		slots = make(chan struct{}, s.maxOutstanding)
+	}
+	// RPC goroutines are not waited for: issuing is over when the loop is,
+	// and Stop accounts for whatever is still outstanding.
+	for n := uint64(0); s.maxRPCs == 0 || n < s.maxRPCs; n++ {
+		off := sched.Next(rng)
+		if s.duration > 0 && off >= s.duration {
+			return
+		}
+		intended := start.Add(off)
+		if !sleepUntil(ctx, intended) {
+			return
+		}
+		if slots != nil {
+			select {
+			case slots <- struct{}{}:
+			default:
+				e.slotWaits.Add(1)
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+		size := s.sizes.Sample(rng)
+		target := s.targets[rng.IntN(len(s.targets))]
+		phase := e.phaseAt(off)
+		go func() {
+			e.call(callCtx, intended, size, target, phase)
+			if slots != nil {
+				<-slots
+			}
+		}()
+	}
+}
+
+// runClosed keeps max_outstanding RPCs in flight: each worker issues the
+// next RPC when its previous one completes. Intended equals actual send
+// time here: a closed loop has no schedule to fall behind.
+func (e *experiment) runClosed(ctx, callCtx context.Context, start time.Time) {
+	s := e.spec
+	if !sleepUntil(ctx, start) {
+		return
+	}
+	var n atomic.Uint64
+	var wg sync.WaitGroup
+	for w := range s.maxOutstanding {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(s.seed, uint64(w)+1))
+			for ctx.Err() == nil {
+				if s.maxRPCs > 0 && n.Add(1) > s.maxRPCs {
+					return
+				}
+				now := time.Now()
+				off := now.Sub(start)
+				if s.duration > 0 && off >= s.duration {
+					return
+				}
+				size := s.sizes.Sample(rng)
+				target := s.targets[rng.IntN(len(s.targets))]
+				e.call(callCtx, now, size, target, e.phaseAt(off))
+			}
+		})
+	}
+	// Issuing is over when every worker is done or Stop was asked; workers
+	// blocked in a call are then Stop's to account for.
+	allDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allDone)
+	}()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+	}
+}
+
+func (e *experiment) phaseAt(off time.Duration) string {
+	if off < e.spec.warmup {
+		return "warmup"
+	}
+	return e.phase
+}
+
+// call issues one RPC and books it.
+func (e *experiment) call(ctx context.Context, intended time.Time, size int, target, phase string) {
+	sent := time.Now()
+	r := &rpcState{rec: Record{
+		Experiment: e.name, Transport: e.transport, Phase: phase, Client: e.client, Server: target,
+		ReqBytes: size, IntendedNs: intended.UnixNano(), SentNs: sent.UnixNano(),
+	}}
+	e.mu.Lock()
+	if e.closedBooks {
+		e.mu.Unlock()
+		return
+	}
+	e.issued.Add(1)
+	e.outstanding[r] = struct{}{}
+	e.lag.RecordValue(min(max(sent.Sub(intended).Microseconds(), 0), lagMaxUs))
+	e.mu.Unlock()
+
+	res, err := e.tr.Call(ctx, target, e.req[:size])
+	done := time.Now()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.outstanding[r]; !ok {
+		return // already recorded as in flight at Stop
+	}
+	delete(e.outstanding, r)
+	r.rec.Retries = res.Retries
+	if err != nil {
+		r.rec.Status, r.rec.Error = StatusFailed, err.Error()
+		e.failures[failureReason(err)]++
+		e.failed.Add(1)
+	} else {
+		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, res.RespBytes, done.UnixNano()
+		e.completed.Add(1)
+	}
+	// Under mu, so Stop cannot close the writer between the check and here.
+	e.rec.Write(r.rec)
+}
+
+// stop ends issuing, gives outstanding RPCs drain to finish, records the
+// rest as in flight and closes the records file. It is idempotent.
+func (e *experiment) stop(drain time.Duration) error {
+	e.stopOnce.Do(func() {
+		if e.stopIssue == nil { // never started
+			e.stopIssue, e.cancelCalls = func() {}, func() {}
+			close(e.issuing)
+		}
+		e.stopIssue()
+		<-e.issuing
+		deadline := time.Now().Add(drain)
+		for e.outstandingCount() > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		e.mu.Lock()
+		e.closedBooks = true
+		for r := range e.outstanding {
+			r.rec.Status = StatusInflight
+			if e.rec != nil {
+				e.rec.Write(r.rec)
+			}
+			e.inflight.Add(1)
+		}
+		clear(e.outstanding)
+		e.mu.Unlock()
+		e.cancelCalls()
+		if e.rec != nil {
+			e.stopErr = e.rec.Close()
+		}
+	})
+	return e.stopErr
+}
+
+func (e *experiment) outstandingCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.outstanding)
+}
+
+// counters is a snapshot of the books.
+type counters struct {
+	issued, completed, failed, inFlight uint64
+	lagP50, lagP99, lagMax              float64
+	failures                            map[string]uint64
+	slotWaits                           uint64
+}
+
+func (e *experiment) snapshot() counters {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := counters{
+		issued:    e.issued.Load(),
+		completed: e.completed.Load(),
+		failed:    e.failed.Load(),
+		failures:  make(map[string]uint64, len(e.failures)),
+		slotWaits: e.slotWaits.Load(),
+	}
+	c.inFlight = c.issued - c.completed - c.failed
+	for k, v := range e.failures {
+		c.failures[k] = v
+	}
+	if e.lag.TotalCount() > 0 {
+		c.lagP50 = float64(e.lag.ValueAtQuantile(50))
+		c.lagP99 = float64(e.lag.ValueAtQuantile(99))
+		c.lagMax = float64(e.lag.Max())
+	}
+	return c
+}
+
+// failureReason groups errors into a few stable names for the counters.
+func failureReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "reset"
+	case errors.Is(err, net.ErrClosed):
+		return "closed"
+	case errors.Is(err, ErrUnsupported):
+		return "unsupported"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:] // the innermost cause, without addresses
+	}
+	if len(msg) > 40 {
+		msg = msg[:40]
+	}
+	return msg
+}
+
+// spinWindow is how close to an intended time the issuer stops sleeping
+// and yields instead: timer wake-ups on an idle vCPU are late by tens of
+// microseconds, so the last stretch is waited out on the CPU.
+const spinWindow = 50 * time.Microsecond
+
+// sleepUntil waits for t; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	if d := time.Until(t) - spinWindow; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		}
+	}
+	for time.Now().Before(t) {
+		if ctx.Err() != nil {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
+}

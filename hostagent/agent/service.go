@@ -1,0 +1,314 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+)
+
+// Agent states reported by Status.
+const (
+	StateIdle       = "idle"
+	StateConfigured = "configured"
+	StateRunning    = "running"
+	StateStopped    = "stopped"
+)
+
+// maxDrain bounds Stop's drain_ms, so a typo cannot hang the orchestrator.
+const maxDrain = 5 * time.Minute
+
+// Service implements the agentpb.Agent control API for one host.
+type Service struct {
+	agentpb.UnimplementedAgentServer
+
+	name       string
+	recordsDir string
+	log        *slog.Logger
+	shutdown   func()
+	// ctx ends every experiment when the agent exits.
+	ctx context.Context
+
+	mu      sync.Mutex
+	state   string
+	expName string
+	tr      Transport
+	resp    *responder
+	exp     *experiment
+	records map[string]string // experiment -> records file
+	cpu0    syscall.Rusage
+}
+
+// NewService returns the control service of agent name, writing records
+// under recordsDir. shutdown is called (once, asynchronously) when a
+// Shutdown RPC arrives; ctx ends every experiment.
+func NewService(ctx context.Context, name, recordsDir string, log *slog.Logger, shutdown func()) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{
+		name: name, recordsDir: recordsDir, log: log, shutdown: shutdown, ctx: ctx,
+		state: StateIdle, records: map[string]string{},
+	}
+}
+
+// apiError maps an agent error to a gRPC status once, at the API edge.
+func apiError(err error) error {
+	var ce *ConfigError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrUnsupported):
+		return status.Error(codes.Unimplemented, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Configure sets up the transport, servers and next experiment.
+func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*agentpb.ConfigureReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateRunning {
+		return nil, status.Errorf(codes.FailedPrecondition, "experiment %q is running: Stop it before configuring another", s.expName)
+	}
+	if req.GetExperiment() == "" {
+		return nil, apiError(invalid("experiment", "", "expected a name"))
+	}
+	var spec *clientSpec
+	if req.GetClient() != nil {
+		var err error
+		if spec, err = parseWorkload(req.GetClient()); err != nil {
+			return nil, apiError(err)
+		}
+	}
+	for _, p := range req.GetServerPorts() {
+		if p == 0 || p > 65535 {
+			return nil, apiError(invalid("server_ports", p, "expected 1..65535"))
+		}
+	}
+	s.closeTransport()
+	tr, err := newTransport(req, s.log)
+	if err != nil {
+		if !errors.Is(err, ErrUnsupported) {
+			err = &ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
+		}
+		return nil, apiError(err)
+	}
+	resp := &responder{}
+	for _, p := range req.GetServerPorts() {
+		if err := tr.Serve(s.ctx, uint16(p), resp.handle); err != nil {
+			tr.Close()
+			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
+		}
+	}
+	phase := req.GetPhase()
+	if phase == "" {
+		phase = "measure"
+	}
+	host := req.GetHost()
+	if host == "" {
+		host = s.name
+	}
+	var rec *recordWriter
+	if spec != nil {
+		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".rpcs.csv")
+		if rec, err = newRecordWriter(path); err != nil {
+			tr.Close()
+			return nil, apiError(err)
+		}
+		s.records[req.GetExperiment()] = path
+	}
+	s.tr, s.resp, s.expName = tr, resp, req.GetExperiment()
+	s.exp = newExperiment(req.GetExperiment(), transportName(req.GetTransport()), phase, host, spec, tr, rec, s.log)
+	s.state = StateConfigured
+	syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
+	s.log.Info("configured", "experiment", s.expName, "transport", transportName(req.GetTransport()),
+		"server_ports", req.GetServerPorts(), "client", spec != nil)
+	return &agentpb.ConfigureReply{}, nil
+}
+
+// closeTransport stops the previous experiment and transport; s.mu held.
+func (s *Service) closeTransport() {
+	if s.exp != nil {
+		if err := s.exp.stop(0); err != nil {
+			s.log.Error("closing records", "experiment", s.expName, "err", err)
+		}
+	}
+	if s.tr != nil {
+		if err := s.tr.Close(); err != nil {
+			s.log.Warn("closing transport", "err", err)
+		}
+		s.tr = nil
+	}
+}
+
+// Start begins the configured client workload.
+func (s *Service) Start(context.Context, *agentpb.StartRequest) (*agentpb.StartReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateConfigured {
+		return nil, status.Errorf(codes.FailedPrecondition, "agent is %s: Configure before Start", s.state)
+	}
+	s.exp.start(s.ctx)
+	s.state = StateRunning
+	s.log.Info("started", "experiment", s.expName)
+	return &agentpb.StartReply{}, nil
+}
+
+// Stop ends the client workload and closes its books.
+func (s *Service) Stop(_ context.Context, req *agentpb.StopRequest) (*agentpb.StopReply, error) {
+	s.mu.Lock()
+	exp, state := s.exp, s.state
+	s.mu.Unlock()
+	if state == StateIdle {
+		return nil, status.Error(codes.FailedPrecondition, "agent is idle: nothing to stop")
+	}
+	drain := min(time.Duration(req.GetDrainMs())*time.Millisecond, maxDrain)
+	// Not under s.mu: draining takes time and Status must keep answering.
+	if err := exp.stop(drain); err != nil {
+		return nil, apiError(err)
+	}
+	s.mu.Lock()
+	if s.exp == exp {
+		s.state = StateStopped
+	}
+	c := s.countersLocked()
+	s.mu.Unlock()
+	s.log.Info("stopped", "experiment", exp.name, "issued", c.GetIssued(), "completed", c.GetCompleted(),
+		"failed", c.GetFailed(), "in_flight", c.GetInFlight())
+	return &agentpb.StopReply{Counters: c}, nil
+}
+
+// countersLocked builds the Counters message; s.mu held.
+func (s *Service) countersLocked() *agentpb.Counters {
+	c := &agentpb.Counters{Transport: map[string]uint64{}, Failures: map[string]uint64{}}
+	if s.exp == nil {
+		return c
+	}
+	snap := s.exp.snapshot()
+	c.Issued, c.Completed, c.Failed, c.InFlight = snap.issued, snap.completed, snap.failed, snap.inFlight
+	c.LagP50Us, c.LagP99Us, c.LagMaxUs = snap.lagP50, snap.lagP99, snap.lagMax
+	c.Failures = snap.failures
+	if s.resp != nil {
+		c.Served = s.resp.served.Load()
+	}
+	if s.tr != nil {
+		c.Transport = s.tr.Stats()
+	}
+	c.Transport["agent_outstanding_limit_waits"] = snap.slotWaits
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.CpuUserUs = uint64(max(tvUs(ru.Utime)-tvUs(s.cpu0.Utime), 0))
+		c.CpuSysUs = uint64(max(tvUs(ru.Stime)-tvUs(s.cpu0.Stime), 0))
+	}
+	return c
+}
+
+func tvUs(tv syscall.Timeval) int64 { return tv.Sec*1_000_000 + tv.Usec }
+
+// Status streams counters every interval_ms (once when 0).
+func (s *Service) Status(req *agentpb.StatusRequest, stream agentpb.Agent_StatusServer) error {
+	send := func() error {
+		s.mu.Lock()
+		r := &agentpb.StatusReply{Experiment: s.expName, State: s.state, Counters: s.countersLocked(), UnixNs: time.Now().UnixNano()}
+		s.mu.Unlock()
+		return stream.Send(r)
+	}
+	if err := send(); err != nil || req.GetIntervalMs() == 0 {
+		return err
+	}
+	t := time.NewTicker(time.Duration(req.GetIntervalMs()) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-s.ctx.Done():
+			return nil
+		case <-t.C:
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// recordChunk is the size of FetchRecords messages.
+const recordChunk = 256 << 10
+
+// FetchRecords streams an experiment's records file once it is stopped.
+func (s *Service) FetchRecords(req *agentpb.FetchRecordsRequest, stream agentpb.Agent_FetchRecordsServer) error {
+	s.mu.Lock()
+	name := req.GetExperiment()
+	if name == "" {
+		name = s.expName
+	}
+	path, ok := s.records[name]
+	busy := name == s.expName && (s.state == StateRunning || s.state == StateConfigured)
+	s.mu.Unlock()
+	if !ok {
+		return status.Errorf(codes.NotFound, "no records for experiment %q on %s", name, s.name)
+	}
+	if busy {
+		return status.Errorf(codes.FailedPrecondition, "experiment %q is not stopped yet", name)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return status.Errorf(codes.Internal, "opening records: %v", err)
+	}
+	defer f.Close()
+	buf := make([]byte, recordChunk)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if serr := stream.Send(&agentpb.RecordChunk{Data: buf[:n]}); serr != nil {
+				return serr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return status.Errorf(codes.Internal, "reading records: %v", err)
+		}
+	}
+}
+
+// Shutdown stops everything and makes the agent exit after replying.
+func (s *Service) Shutdown(context.Context, *agentpb.ShutdownRequest) (*agentpb.ShutdownReply, error) {
+	s.Close()
+	s.log.Info("shutdown requested")
+	if s.shutdown != nil {
+		go s.shutdown()
+	}
+	return &agentpb.ShutdownReply{}, nil
+}
+
+// Close stops the experiment and the transport.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeTransport()
+	if s.state == StateRunning || s.state == StateConfigured {
+		s.state = StateStopped
+	}
+}
+
+// String names the agent in logs.
+func (s *Service) String() string { return fmt.Sprintf("agent %s", s.name) }

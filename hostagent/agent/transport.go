@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/tcprpc"
+)
+
+// Transport is what the agent needs of an RPC transport; Homa and kernel
+// TCP both fit it.
+type Transport interface {
+	// Call sends req to target ("ip:port") and waits for the response.
+	// req is shared and read-only.
+	Call(ctx context.Context, target string, req []byte) (CallResult, error)
+	// Serve answers requests on port with h until Close.
+	Serve(ctx context.Context, port uint16, h Handler) error
+	// Stats returns transport counters by name.
+	Stats() map[string]uint64
+	// Close stops clients and servers; outstanding calls fail.
+	Close() error
+}
+
+// CallResult is what a transport reports about one completed RPC.
+type CallResult struct {
+	RespBytes int
+	// Retries counts transport-level resends seen by this RPC.
+	Retries int
+}
+
+// Handler turns a request into a response. It must not retain req and may
+// return a shared read-only slice.
+type Handler func(req []byte) []byte
+
+// ErrUnsupported is returned for a transport this build cannot run.
+var ErrUnsupported = errors.New("transport not supported by this agent")
+
+// Application header: the first 4 bytes of every request carry the
+// response length the client wants (big endian, 0 = echo the request's
+// length), as cp_node's short_response bit does. Requests shorter than the
+// header are always echoed.
+const appHeaderLen = 4
+
+// requestBuffer returns a read-only request buffer of maxLen bytes asking
+// for respBytes in the reply; an RPC of n bytes sends its first n bytes.
+func requestBuffer(maxLen int, respBytes uint32) []byte {
+	b := make([]byte, max(maxLen, appHeaderLen))
+	binary.BigEndian.PutUint32(b, respBytes)
+	return b
+}
+
+// responder answers requests with zero bytes of the length they ask for.
+// Its zero buffer grows to the largest response seen and is then shared.
+type responder struct {
+	mu     sync.Mutex
+	zeros  atomic.Pointer[[]byte]
+	served atomic.Uint64
+}
+
+func (r *responder) handle(req []byte) []byte {
+	n := len(req)
+	if n >= appHeaderLen {
+		if want := binary.BigEndian.Uint32(req); want > 0 {
+			n = int(want)
+		}
+	}
+	r.served.Add(1)
+	return r.buffer(n)[:n]
+}
+
+func (r *responder) buffer(n int) []byte {
+	if z := r.zeros.Load(); z != nil && len(*z) >= n {
+		return *z
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if z := r.zeros.Load(); z != nil && len(*z) >= n {
+		return *z
+	}
+	z := make([]byte, max(n, 64<<10))
+	r.zeros.Store(&z)
+	return z
+}
+
+// newTransport builds the transport a Configure request asks for.
+func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, error) {
+	switch req.GetTransport() {
+	case agentpb.Transport_TRANSPORT_TCP:
+		tp := req.GetTcp()
+		return newTCPTransport(tcprpc.Config{
+			Congestion:   tp.GetCongestion(),
+			ConnsPerPeer: int(tp.GetConnectionsPerPeer()),
+		}, req.GetAddress(), log)
+	case agentpb.Transport_TRANSPORT_HOMA:
+		return newHomaTransport(req, log)
+	}
+	return nil, fmt.Errorf("transport %v: expected TRANSPORT_TCP or TRANSPORT_HOMA", req.GetTransport())
+}
+
+// transportName is the records' name of a transport.
+func transportName(t agentpb.Transport) string {
+	switch t {
+	case agentpb.Transport_TRANSPORT_TCP:
+		return "tcp"
+	case agentpb.Transport_TRANSPORT_HOMA:
+		return "homa"
+	}
+	return "unknown"
+}
+
+// tcpTransport adapts tcprpc to Transport.
+type tcpTransport struct {
+	cfg     tcprpc.Config
+	address string
+	log     *slog.Logger
+	client  *tcprpc.Client
+
+	mu      sync.Mutex
+	servers []*tcprpc.Server
+}
+
+func newTCPTransport(cfg tcprpc.Config, address string, log *slog.Logger) (*tcpTransport, error) {
+	c, err := tcprpc.NewClient(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &tcpTransport{cfg: cfg, address: address, log: log, client: c}, nil
+}
+
+func (t *tcpTransport) Call(ctx context.Context, target string, req []byte) (CallResult, error) {
+	n, err := t.client.Call(ctx, target, req)
+	return CallResult{RespBytes: n}, err
+}
+
+func (t *tcpTransport) Serve(ctx context.Context, port uint16, h Handler) error {
+	s, err := tcprpc.Listen(ctx, net.JoinHostPort(t.address, strconv.Itoa(int(port))), t.cfg, tcprpc.Handler(h), t.log)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.servers = append(t.servers, s)
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *tcpTransport) Stats() map[string]uint64 {
+	out := t.client.Stats()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.servers {
+		for k, v := range s.Stats() {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+func (t *tcpTransport) Close() error {
+	err := t.client.Close()
+	t.mu.Lock()
+	servers := t.servers
+	t.servers = nil
+	t.mu.Unlock()
+	for _, s := range servers {
+		err = errors.Join(err, s.Close())
+	}
+	return err
+}
