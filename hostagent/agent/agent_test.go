@@ -112,6 +112,7 @@ func (fakeTransport) Call(ctx context.Context, target string, req []byte) (CallR
 func (fakeTransport) Serve(context.Context, uint16, Handler) error { return nil }
 func (fakeTransport) Stats() map[string]uint64                     { return map[string]uint64{} }
 func (fakeTransport) Close() error                                 { return nil }
+func (fakeTransport) MaxMessage() int                              { return 1 << 20 }
 
 // runFake runs a workload against fakeTransport and returns the counters
 // and records.

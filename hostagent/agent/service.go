@@ -102,13 +102,24 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 			return nil, apiError(invalid("server_ports", p, "expected 1..65535"))
 		}
 	}
+	// The previous experiment ends here even if this request fails: the
+	// agent is then idle, never half-configured.
 	s.closeTransport()
+	s.exp, s.resp, s.expName, s.state = nil, nil, "", StateIdle
 	tr, err := newTransport(req, s.log)
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) {
 			err = &ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
 		}
 		return nil, apiError(err)
+	}
+	if spec != nil {
+		if longest := max(spec.sizes.Max(), int(spec.respBytes)); longest > tr.MaxMessage() {
+			tr.Close()
+			return nil, apiError(invalid("client.sizes", req.GetClient().GetSizes(),
+				"messages up to %d bytes, but %s carries at most %d: truncate with \",max=%d\"",
+				longest, transportName(req.GetTransport()), tr.MaxMessage(), tr.MaxMessage()))
+		}
 	}
 	resp := &responder{}
 	for _, p := range req.GetServerPorts() {

@@ -25,6 +25,8 @@ type Transport interface {
 	Serve(ctx context.Context, port uint16, h Handler) error
 	// Stats returns transport counters by name.
 	Stats() map[string]uint64
+	// MaxMessage is the longest request or response the transport carries.
+	MaxMessage() int
 	// Close stops clients and servers; outstanding calls fail.
 	Close() error
 }
@@ -150,6 +152,8 @@ func (t *tcpTransport) Serve(ctx context.Context, port uint16, h Handler) error 
 	t.mu.Unlock()
 	return nil
 }
+
+func (t *tcpTransport) MaxMessage() int { return tcprpc.MaxMessage }
 
 func (t *tcpTransport) Stats() map[string]uint64 {
 	out := t.client.Stats()
