@@ -1,0 +1,126 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// NumQueues is the number of strict-priority queues per switch port.
+const NumQueues = 8
+
+// Policy is the switch behaviour the controller installs besides
+// forwarding: which queue each DSCP value goes to, and where ECN marks.
+type Policy struct {
+	// DSCPQueue maps DSCP values (0..63) to queues (0..7, 7 served first).
+	// DSCP values not in the map use the table default, queue 0. Nil means
+	// DefaultDSCPQueues.
+	DSCPQueue map[uint8]uint8
+	// ECNThresholdPkts marks ECN-capable packets CE on every switch port
+	// when their queue holds at least this many packets; 0 installs no
+	// marking.
+	ECNThresholdPkts uint32
+	// NoARPProxy leaves the arp_proxy table empty; by default every switch
+	// answers ARP for every host, so hosts need no static ARP entries.
+	NoARPProxy bool
+}
+
+// DefaultPolicy maps class selector CSp (DSCP p<<3) to queue p, answers
+// ARP, and does not mark ECN. The zero Policy means the same.
+func DefaultPolicy() Policy {
+	return Policy{DSCPQueue: DefaultDSCPQueues()}
+}
+
+// DefaultDSCPQueues maps CSp (DSCP p<<3, TOS p<<5 as Homa sets it) to queue p.
+func DefaultDSCPQueues() map[uint8]uint8 {
+	m := make(map[uint8]uint8, NumQueues)
+	for p := range uint8(NumQueues) {
+		m[p<<3] = p
+	}
+	return m
+}
+
+// CollapsedDSCPQueues maps Homa's eight priority levels (CS0..CS7) onto
+// queues 0..queues-1, keeping their order: level p goes to queue
+// p*queues/8, so with 2 queues levels 0-3 share queue 0 and 4-7 queue 1.
+// queues must be 1, 2, 4 or 8.
+func CollapsedDSCPQueues(queues int) (map[uint8]uint8, error) {
+	switch queues {
+	case 1, 2, 4, 8:
+	default:
+		return nil, fmt.Errorf("collapse onto %d queues: want 1, 2, 4 or 8", queues)
+	}
+	m := make(map[uint8]uint8, NumQueues)
+	for p := range NumQueues {
+		m[uint8(p<<3)] = uint8(p * queues / NumQueues)
+	}
+	return m, nil
+}
+
+// ParseDSCPPolicy reads a policy name as the CLI and scenarios spell it:
+// "default" (CSp -> p), "collapse:N" (N = 1, 2, 4, 8), or an explicit map
+// "dscp=queue,dscp=queue,...".
+func ParseDSCPPolicy(s string) (map[uint8]uint8, error) {
+	switch {
+	case s == "" || s == "default":
+		return DefaultDSCPQueues(), nil
+	case strings.HasPrefix(s, "collapse:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "collapse:"))
+		if err != nil {
+			return nil, fmt.Errorf("dscp policy %q: %w", s, err)
+		}
+		return CollapsedDSCPQueues(n)
+	}
+	m := map[uint8]uint8{}
+	for _, pair := range strings.Split(s, ",") {
+		d, q, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			return nil, fmt.Errorf("dscp policy %q: %q is not dscp=queue", s, pair)
+		}
+		dv, err := strconv.ParseUint(strings.TrimSpace(d), 0, 8)
+		if err != nil {
+			return nil, fmt.Errorf("dscp policy %q: dscp %q: %w", s, d, err)
+		}
+		qv, err := strconv.ParseUint(strings.TrimSpace(q), 0, 8)
+		if err != nil {
+			return nil, fmt.Errorf("dscp policy %q: queue %q: %w", s, q, err)
+		}
+		if _, dup := m[uint8(dv)]; dup {
+			return nil, fmt.Errorf("dscp policy %q: dscp %d mapped twice", s, dv)
+		}
+		m[uint8(dv)] = uint8(qv)
+	}
+	return m, validateDSCP(m)
+}
+
+func validateDSCP(m map[uint8]uint8) error {
+	for _, d := range slices.Sorted(maps.Keys(m)) {
+		if d > 63 {
+			return fmt.Errorf("dscp %d: outside 0..63", d)
+		}
+		if q := m[d]; q >= NumQueues {
+			return fmt.Errorf("dscp %d: queue %d outside 0..%d", d, q, NumQueues-1)
+		}
+	}
+	return nil
+}
+
+// Validate checks the DSCP map and the ECN threshold (a bit<19> in tor.p4).
+func (p Policy) Validate() error {
+	if err := validateDSCP(p.DSCPQueue); err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	if p.ECNThresholdPkts >= 1<<19 {
+		return fmt.Errorf("policy: ecn threshold %d packets does not fit in 19 bits", p.ECNThresholdPkts)
+	}
+	return nil
+}
+
+func (p Policy) dscpQueues() map[uint8]uint8 {
+	if p.DSCPQueue == nil {
+		return DefaultDSCPQueues()
+	}
+	return p.DSCPQueue
+}

@@ -1,0 +1,244 @@
+package controller
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Sample is the state of one (switch, port, queue) at one instant: the
+// cumulative tor.p4 counters and the depth, peak and delay registers. It is
+// one row of telemetry.csv (docs/formats.md).
+type Sample struct {
+	Switch    string
+	UnixNano  int64
+	Port      int
+	Queue     int
+	EnqPkts   int64 // ingress_queue_counter: offered to the traffic manager
+	EnqBytes  int64
+	SentPkts  int64 // egress_queue_counter: left the queue
+	SentBytes int64
+	DepthPkts uint64 // queue_depth: enq_qdepth of the last packet
+	PeakPkts  uint64 // queue_peak
+	DelayUS   uint64 // queue_delay: deq_timedelta of the last packet
+}
+
+// PollTarget is one switch a Poller reads.
+type PollTarget struct {
+	Name   string
+	Client *Client
+	// Ports to sample (all 8 queues of each).
+	Ports []int
+}
+
+// Poller samples switch counters and registers at a fixed interval into an
+// in-memory time series.
+type Poller struct {
+	targets  []PollTarget
+	interval time.Duration
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	samples []Sample
+	noRegs  map[string]bool // switches without register reads (BMv2)
+}
+
+// NewPoller returns a poller of the targets; interval must be positive.
+// The clients need a schema (SetPipeline or FetchPipeline).
+func NewPoller(targets []PollTarget, interval time.Duration, log *slog.Logger) (*Poller, error) {
+	if interval <= 0 {
+		return nil, fmt.Errorf("poller: interval %v must be positive", interval)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range targets {
+		for _, p := range t.Ports {
+			if p < 0 || QueueIndex(p, NumQueues-1) >= QueueIndex(MaxPort+1, 0) {
+				return nil, fmt.Errorf("poller: switch %q: port %d outside 0..%d", t.Name, p, MaxPort)
+			}
+		}
+	}
+	return &Poller{targets: targets, interval: interval, log: log, noRegs: map[string]bool{}}, nil
+}
+
+// NewPoller returns a poller of every switch of the fabric and its ports.
+func (f *Fabric) NewPoller(interval time.Duration) (*Poller, error) {
+	var targets []PollTarget
+	for _, sw := range f.topo.Switches {
+		targets = append(targets, PollTarget{Name: sw.Name, Client: f.clients[sw.Name], Ports: f.topo.SwitchPorts(sw.Name)})
+	}
+	return NewPoller(targets, interval, f.log)
+}
+
+// Run samples every interval until ctx ends, then takes one last sample (with
+// a short fresh deadline) so the series ends at the switches' final counts.
+// A failed sample is logged and skipped: a switch restarting mid-run must
+// not end the time series.
+func (p *Poller) Run(ctx context.Context) error {
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		if err := p.SampleOnce(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("telemetry sample failed", "err", err)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if err := p.SampleOnce(fctx); err != nil {
+				return fmt.Errorf("telemetry: final sample: %w", err)
+			}
+			return nil
+		}
+	}
+}
+
+// SampleOnce reads every target once and appends the rows. Targets are read
+// one after another; each row carries the time its switch was read.
+func (p *Poller) SampleOnce(ctx context.Context) error {
+	var rows []Sample
+	for _, t := range p.targets {
+		r, err := p.sampleTarget(ctx, t)
+		if err != nil {
+			return fmt.Errorf("switch %q: %w", t.Name, err)
+		}
+		rows = append(rows, r...)
+	}
+	p.mu.Lock()
+	p.samples = append(p.samples, rows...)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Poller) sampleTarget(ctx context.Context, t PollTarget) ([]Sample, error) {
+	now := time.Now().UnixNano()
+	enq, err := t.Client.ReadCounter(ctx, CounterIngressQueue)
+	if err != nil {
+		return nil, err
+	}
+	sent, err := t.Client.ReadCounter(ctx, CounterEgressQueue)
+	if err != nil {
+		return nil, err
+	}
+	regs := map[string]map[int64]uint64{}
+	p.mu.Lock()
+	skipRegs := p.noRegs[t.Name]
+	p.mu.Unlock()
+	for _, name := range []string{RegisterQueueDepth, RegisterQueuePeak, RegisterQueueDelay} {
+		if skipRegs {
+			break
+		}
+		vals, err := t.Client.ReadRegister(ctx, name)
+		if status.Code(err) == codes.Unimplemented {
+			// BMv2 cannot read registers over P4Runtime; keep the counters.
+			p.log.Warn("switch cannot read registers over P4Runtime: depth, peak and delay stay 0", "switch", t.Name)
+			p.mu.Lock()
+			p.noRegs[t.Name] = true
+			p.mu.Unlock()
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		regs[name] = map[int64]uint64{}
+		for _, v := range vals {
+			regs[name][v.Index] = v.Value
+		}
+	}
+	enqBy, sentBy := byIndex(enq), byIndex(sent)
+	rows := make([]Sample, 0, len(t.Ports)*NumQueues)
+	for _, port := range t.Ports {
+		for q := range NumQueues {
+			i := int64(QueueIndex(port, q))
+			rows = append(rows, Sample{
+				Switch: t.Name, UnixNano: now, Port: port, Queue: q,
+				EnqPkts: enqBy[i].Packets, EnqBytes: enqBy[i].Bytes,
+				SentPkts: sentBy[i].Packets, SentBytes: sentBy[i].Bytes,
+				DepthPkts: regs[RegisterQueueDepth][i], PeakPkts: regs[RegisterQueuePeak][i], DelayUS: regs[RegisterQueueDelay][i],
+			})
+		}
+	}
+	return rows, nil
+}
+
+func byIndex(vs []CounterValue) map[int64]CounterValue {
+	m := make(map[int64]CounterValue, len(vs))
+	for _, v := range vs {
+		m[v.Index] = v
+	}
+	return m
+}
+
+// Samples returns a copy of the time series so far.
+func (p *Poller) Samples() []Sample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Sample(nil), p.samples...)
+}
+
+// Last returns the most recent sample of each (switch, port, queue).
+func (p *Poller) Last() map[SampleKey]Sample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[SampleKey]Sample{}
+	for _, s := range p.samples {
+		out[SampleKey{s.Switch, s.Port, s.Queue}] = s
+	}
+	return out
+}
+
+// SampleKey identifies one queue of one switch.
+type SampleKey struct {
+	Switch      string
+	Port, Queue int
+}
+
+// WriteCSV writes the series as telemetry.csv rows for one experiment.
+func (p *Poller) WriteCSV(w io.Writer, experiment string) error {
+	return WriteTelemetryCSV(w, experiment, p.Samples())
+}
+
+// telemetryHeader is the telemetry.csv header (docs/formats.md).
+var telemetryHeader = []string{"experiment", "switch", "unix_ns", "port", "queue", "enq_pkts", "enq_bytes", "sent_pkts", "sent_bytes", "depth_pkts", "peak_pkts", "delay_us"}
+
+// WriteTelemetryCSV writes a header and one row per sample. Several
+// experiments can share a file: write the first with the header and the
+// rest with AppendTelemetryCSV.
+func WriteTelemetryCSV(w io.Writer, experiment string, samples []Sample) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(telemetryHeader); err != nil {
+		return fmt.Errorf("telemetry csv: %w", err)
+	}
+	return writeRows(cw, experiment, samples)
+}
+
+// AppendTelemetryCSV writes rows without a header.
+func AppendTelemetryCSV(w io.Writer, experiment string, samples []Sample) error {
+	return writeRows(csv.NewWriter(w), experiment, samples)
+}
+
+func writeRows(cw *csv.Writer, experiment string, samples []Sample) error {
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for _, s := range samples {
+		if err := cw.Write([]string{experiment, s.Switch, i64(s.UnixNano), strconv.Itoa(s.Port), strconv.Itoa(s.Queue),
+			i64(s.EnqPkts), i64(s.EnqBytes), i64(s.SentPkts), i64(s.SentBytes), u64(s.DepthPkts), u64(s.PeakPkts), u64(s.DelayUS)}); err != nil {
+			return fmt.Errorf("telemetry csv: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("telemetry csv: %w", err)
+	}
+	return nil
+}

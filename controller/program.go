@@ -1,0 +1,256 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/homatb/homatb/p4"
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+)
+
+// Fabric holds one primary Client per switch of a topology. It keeps them
+// open so they re-push their state when a switch restarts, and so a Poller
+// can read the switches during a run.
+type Fabric struct {
+	topo    *Topology
+	clients map[string]*Client
+	log     *slog.Logger
+}
+
+// Connect validates the topology, dials every switch (with the given client
+// options, e.g. WithElectionID) and waits until each client is primary.
+func Connect(ctx context.Context, topo *Topology, opts ...Option) (*Fabric, error) {
+	if err := topo.Validate(); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+	}
+	f := &Fabric{topo: topo, clients: map[string]*Client{}, log: o.log}
+	clients := make([]*Client, len(topo.Switches))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, sw := range topo.Switches {
+		g.Go(func() error {
+			c, err := Dial(gctx, sw.Address, sw.DeviceID, opts...)
+			if err != nil {
+				return fmt.Errorf("switch %q: %w", sw.Name, err)
+			}
+			clients[i] = c
+			wctx, cancel := context.WithTimeout(gctx, o.dialTimeout)
+			defer cancel()
+			if err := c.WaitPrimary(wctx); err != nil {
+				return fmt.Errorf("switch %q: %w", sw.Name, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	for i, c := range clients {
+		if c != nil {
+			f.clients[topo.Switches[i].Name] = c
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return f, nil
+}
+
+// Client returns the client of the named switch, or nil.
+func (f *Fabric) Client(name string) *Client { return f.clients[name] }
+
+// Topology returns the topology the fabric was connected with.
+func (f *Fabric) Topology() *Topology { return f.topo }
+
+// Close closes every client.
+func (f *Fabric) Close() error {
+	var errs []error
+	for _, c := range f.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Program pushes the pipeline to every switch, applies BMv2 queue settings,
+// installs every switch's entries (see Topology.SwitchEntries) and reads
+// them back to verify that each switch holds exactly those entries.
+func (f *Fabric) Program(ctx context.Context, policy Policy) error {
+	if err := policy.Validate(); err != nil {
+		return err
+	}
+	info, err := f.topo.Pipeline.loadP4Info()
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, sw := range f.topo.Switches {
+		g.Go(func() error {
+			if err := f.programSwitch(gctx, sw, info, policy); err != nil {
+				return fmt.Errorf("switch %q: %w", sw.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.P4Info, policy Policy) error {
+	c := f.clients[sw.Name]
+	var devConfig []byte
+	if sw.Target == TargetBMv2 {
+		var err error
+		if devConfig, err = f.topo.Pipeline.loadBMv2JSON(); err != nil {
+			return err
+		}
+	}
+	// Each switch gets its own copy: the client keeps it for re-pushing.
+	if err := c.SetPipeline(ctx, proto.Clone(info).(*p4configv1.P4Info), devConfig); err != nil {
+		return err
+	}
+	if sw.Target == TargetBMv2 {
+		if err := applyBMv2Queues(ctx, sw, f.topo.SwitchPorts(sw.Name), f.log); err != nil {
+			return err
+		}
+	}
+	entries, err := f.topo.SwitchEntries(sw.Name, policy)
+	if err != nil {
+		return err
+	}
+	if err := c.Insert(ctx, entries...); err != nil {
+		return err
+	}
+	f.log.Info("switch programmed", "switch", sw.Name, "addr", sw.Address, "entries", len(entries))
+	return f.verifySwitch(ctx, sw.Name, entries)
+}
+
+// Verify reads every switch's tables and checks they hold exactly the
+// entries the topology and policy call for.
+func (f *Fabric) Verify(ctx context.Context, policy Policy) error {
+	var errs []error
+	for _, sw := range f.topo.Switches {
+		entries, err := f.topo.SwitchEntries(sw.Name, policy)
+		if err == nil {
+			err = f.verifySwitch(ctx, sw.Name, entries)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("switch %q: %w", sw.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// VerifyError lists how a switch's tables differ from what was written.
+type VerifyError struct {
+	Switch     string
+	Missing    []Entry // written, not read back
+	Unexpected []Entry // read back, not written (or different)
+}
+
+func (e *VerifyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verify %s: %d entries missing, %d unexpected", e.Switch, len(e.Missing), len(e.Unexpected))
+	list := func(what string, es []Entry) {
+		for i, x := range es {
+			if i == 5 {
+				fmt.Fprintf(&b, "; ...")
+				return
+			}
+			fmt.Fprintf(&b, "; %s %v", what, x)
+		}
+	}
+	list("missing", e.Missing)
+	list("unexpected", e.Unexpected)
+	return b.String()
+}
+
+func (f *Fabric) verifySwitch(ctx context.Context, name string, want []Entry) error {
+	c := f.clients[name]
+	got, err := c.ReadEntries(ctx, "")
+	if err != nil {
+		return fmt.Errorf("read back: %w", err)
+	}
+	return DiffEntries(c.Schema(), name, want, got)
+}
+
+// DiffEntries compares two sets of entries by their canonical encoding (so
+// value padding, name aliases and field order do not matter) and returns a
+// *VerifyError naming each difference, or nil when they are equal.
+func DiffEntries(s *Schema, name string, want, got []Entry) error {
+	key := func(e Entry) (string, error) {
+		te, err := s.TableEntry(e)
+		if err != nil {
+			return "", err
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(te)
+		return string(b), err
+	}
+	count := map[string]int{}
+	byKey := map[string]Entry{}
+	for _, e := range want {
+		k, err := key(e)
+		if err != nil {
+			return err
+		}
+		count[k]++
+		byKey[k] = e
+	}
+	ve := &VerifyError{Switch: name}
+	for _, e := range got {
+		k, err := key(e)
+		if err != nil {
+			return fmt.Errorf("entry read back: %w", err)
+		}
+		if count[k] == 0 {
+			ve.Unexpected = append(ve.Unexpected, e)
+			continue
+		}
+		count[k]--
+	}
+	for _, k := range sortedKeys(count) {
+		for range count[k] {
+			ve.Missing = append(ve.Missing, byKey[k])
+		}
+	}
+	if len(ve.Missing)+len(ve.Unexpected) > 0 {
+		return ve
+	}
+	return nil
+}
+
+// Program connects to every switch of the topology, programs it with the
+// policy, verifies, and disconnects. Use Connect and Fabric.Program to keep
+// the switches under control (re-push on restart, telemetry) afterwards.
+func Program(ctx context.Context, topo *Topology, policy Policy, opts ...Option) error {
+	f, err := Connect(ctx, topo, opts...)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Program(ctx, policy), f.Close())
+}
+
+func (p Pipeline) loadP4Info() (*p4configv1.P4Info, error) {
+	if p.P4Info == "" {
+		return p4.P4Info()
+	}
+	return LoadP4Info(p.P4Info)
+}
+
+func (p Pipeline) loadBMv2JSON() ([]byte, error) {
+	if p.BMv2JSON == "" {
+		return nil, errors.New("target bmv2 needs pipeline.bmv2_json (p4c's output for p4/tor.p4: make p4c)")
+	}
+	b, err := os.ReadFile(p.BMv2JSON)
+	if err != nil {
+		return nil, fmt.Errorf("bmv2 json: %w", err)
+	}
+	return b, nil
+}
