@@ -1,18 +1,73 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 
+	"github.com/homatb/homatb/reports"
 	"github.com/spf13/cobra"
 )
 
-// newReportCmd is replaced by the reports work in progress.
+// newReportCmd is `homatb report DIR`: rebuild every statistic, export and
+// report.html of a run directory from its raw records.
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "report",
-		Short: "not built yet",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("homatb report: not built yet")
+	var (
+		out      string
+		maxExact int
+		minBin   int
+		shortMax int64
+		quiet    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Rebuild summary.json, by_size.csv, cperf .data files and report.html from a run directory",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			opts := []reports.Option{
+				reports.WithLogger(logger),
+				reports.WithMaxExactLengths(maxExact),
+				reports.WithMinBinSamples(minBin),
+				reports.WithShortMaxLength(shortMax),
+			}
+			if out != "" {
+				opts = append(opts, reports.WithOutputDir(out))
+			}
+			sum, err := reports.Build(cmd.Context(), args[0], opts...)
+			if err != nil {
+				return err
+			}
+			if quiet {
+				return nil
+			}
+			dir := out
+			if dir == "" {
+				dir = args[0]
+			}
+			w := cmd.OutOrStdout()
+			for _, e := range sum.Experiments {
+				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  short P50 %s µs  P99 %s µs  goodput %.3f Gbit/s\n",
+					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps)
+			}
+			fmt.Fprintln(w, filepath.Join(dir, "report.html"))
+			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "write the outputs here instead of into DIR")
+	f.IntVar(&maxExact, "max-exact-lengths", 100, "bin by exact request length when there are at most this many distinct lengths, else log-spaced bins")
+	f.IntVar(&minBin, "min-bin-samples", 1000, "fewest samples in a log-spaced size bin")
+	f.Int64Var(&shortMax, "short-max", 1000, "largest request (bytes) counted as a short message")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
+	return cmd
+}
+
+// optUs prints an optional microsecond value.
+func optUs(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *v)
 }

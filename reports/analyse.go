@@ -1,0 +1,395 @@
+package reports
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// percentileDefinition is stated in summary.json and the report.
+const percentileDefinition = "nearest rank on raw samples: the q-quantile of n sorted samples x(1)..x(n) is x(ceil(q*n)); " +
+	"intervals are distribution-free order-statistic intervals [x(j), x(k)] with j, k from Binomial(n, q), " +
+	"coverage at least the stated confidence; an open end (null) means too few samples to bound it"
+
+// hdrMaxNs bounds the values HdrHistogram tracks: one hour in nanoseconds.
+const hdrMaxNs = 3_600_000_000_000
+
+// analysis is a run directory's summary plus what the exporters need.
+type analysis struct {
+	dir     string
+	sum     *Summary
+	hists   map[string]*hdrhistogram.Histogram // experiment -> all RTTs (ns)
+	hasTel  bool
+	hasMan  bool
+	records string
+}
+
+// analyse reads a run directory and computes its statistics; it writes
+// nothing.
+func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
+	man, hasMan, err := readManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.logger.Info("reading records", "dir", dir)
+	rs, err := readRecords(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	tel, hasTel, err := readTelemetry(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	a := &analysis{dir: dir, hists: map[string]*hdrhistogram.Histogram{}, hasTel: hasTel, hasMan: hasMan, records: rs.file}
+	sum := &Summary{
+		Run:                  man.Run,
+		Records:              rs.file,
+		PercentileDefinition: percentileDefinition,
+		Confidence:           c.confidence,
+		manifest:             man,
+	}
+	a.sum = sum
+	sum.Fidelity = append(sum.Fidelity, man.Fidelity...)
+	if !hasMan {
+		sum.Fidelity = append(sum.Fidelity, "no manifest.json: experiments, parameters and fidelity checks of the run are unknown")
+	}
+	if man.Incomplete {
+		sum.Fidelity = append(sum.Fidelity, "the run is marked incomplete: it stopped before every experiment finished")
+	}
+
+	baselines := map[string]*baseline{}
+	for tr, byLen := range rs.calib {
+		baselines[tr] = newBaseline(byLen)
+	}
+	// Experiments in manifest order, then any found only in the records.
+	var metas []ManifestExperiment
+	seen := map[string]bool{}
+	for _, me := range man.Experiments {
+		metas = append(metas, me)
+		seen[me.Name] = true
+	}
+	for _, name := range rs.order {
+		if !seen[name] {
+			metas = append(metas, ManifestExperiment{Name: name, Transport: rs.exps[name].transport})
+		}
+	}
+	for _, me := range metas {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		er := rs.exps[me.Name]
+		if er == nil {
+			er = &expRecords{name: me.Name, transport: me.Transport}
+		}
+		if me.Transport == "" {
+			me.Transport = er.transport
+		}
+		exp, hist := computeExperiment(er, me, baselines[me.Transport], c)
+		if !seen[me.Name] && hasMan {
+			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
+		}
+		if er.issued == 0 {
+			exp.Fidelity = append(exp.Fidelity, "no measure-phase records for this experiment")
+		}
+		st, rates, err := readSwitchStats(dir, me.Name)
+		if err != nil {
+			return nil, err
+		}
+		exp.Switch = st
+		defRate := me.LinkBps
+		if defRate <= 0 {
+			defRate = man.LinkBps
+		}
+		if rows := tel[me.Name]; len(rows) > 0 {
+			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
+		}
+		counters := me.TransportCounters
+		if agent, err := readTransportCounters(dir, me.Name); err != nil {
+			return nil, err
+		} else if len(agent) > 0 {
+			counters = agent
+		}
+		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters}
+		sum.Experiments = append(sum.Experiments, exp)
+		if hist != nil {
+			a.hists[me.Name] = hist
+		}
+	}
+	sum.SweptParams = sweptParams(sum.Experiments)
+	return a, nil
+}
+
+// computeExperiment derives every statistic of one experiment's records.
+func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c config) (Experiment, *hdrhistogram.Histogram) {
+	e := Experiment{
+		Name:      me.Name,
+		Transport: me.Transport,
+		Params:    me.Params,
+		RPCs: RPCCounts{
+			Issued: er.issued, Completed: er.completed, Failed: er.failed,
+			InFlight: er.inFlight, Warmup: er.warmup,
+		},
+		Short: Short{MaxLength: c.shortMax},
+	}
+	if len(er.failures) > 0 {
+		e.RPCs.Failures = er.failures
+	}
+	if e.Params == nil {
+		e.Params = map[string]any{}
+	}
+	e.Fidelity = append(e.Fidelity, me.Fidelity...)
+	if me.Incomplete {
+		e.Fidelity = append(e.Fidelity, "experiment marked incomplete")
+	}
+	if er.inFlight > 0 {
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d RPCs were still in flight at the end; they enter no percentile, so tails are underestimated", er.inFlight))
+	}
+	if er.failed > 0 {
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d of %d RPCs failed (%.2f%%)", er.failed, er.issued, 100*float64(er.failed)/float64(er.issued)))
+	}
+	if base != nil {
+		e.Calibration = &Calibration{
+			Experiment: "calibrate-" + me.Transport,
+			Lengths:    len(base.lengths), Samples: base.samples,
+			MinLength: base.lengths[0], MaxLength: base.lengths[len(base.lengths)-1],
+		}
+	} else if er.completed > 0 {
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("no calibration rows (calibrate-%s): slowdown not computed", me.Transport))
+	}
+
+	// Durations and rates.
+	dur := me.DurationMs / 1e3
+	if dur <= 0 && er.last > er.first {
+		dur = float64(er.last-er.first) / 1e9
+	}
+	e.DurationS = dur
+	if dur > 0 {
+		e.GoodputGbps = float64(er.bytes) * 8 / dur / 1e9
+		e.OfferedGbps = float64(er.offered) * 8 / dur / 1e9
+	}
+	slices.Sort(er.lags)
+	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
+
+	s := er.samples
+	if len(s) == 0 {
+		return e, nil
+	}
+	slices.SortFunc(s, func(a, b sample) int {
+		if a.length != b.length {
+			return cmp.Compare(a.length, b.length)
+		}
+		return cmp.Compare(a.rtt, b.rtt)
+	})
+	n := len(s)
+	rtts := make([]int64, n)
+	hist := hdrhistogram.New(1, hdrMaxNs, 3)
+	for i, x := range s {
+		rtts[i] = x.rtt
+		_ = hist.RecordValue(min(max(x.rtt, 1), hdrMaxNs))
+	}
+	var slows []float64
+	if base != nil {
+		slows = make([]float64, n)
+		for i, x := range s {
+			slows[i] = base.slowdown(x)
+		}
+	}
+
+	// Buckets: sorting each bucket's slice in place keeps one copy.
+	bounds, binning := bucketBounds(s, c)
+	e.Binning = binning
+	for _, b := range bounds {
+		lo, hi := b[0], b[1]
+		slices.Sort(rtts[lo:hi])
+		row := SizeRow{
+			Length: s[hi-1].length, MinLength: s[lo].length,
+			CumFrac: float64(hi) / float64(n), Samples: hi - lo,
+		}
+		p50, p99, p999 := estimate(rtts[lo:hi], 0.5, c.confidence, 1e-3), estimate(rtts[lo:hi], 0.99, c.confidence, 1e-3), estimate(rtts[lo:hi], 0.999, c.confidence, 1e-3)
+		row.P50us, row.P50CI = p50.Value, p50.interval()
+		row.P99us, row.P99CI = p99.Value, p99.interval()
+		row.P999us, row.P999CI = p999.Value, p999.interval()
+		if slows != nil {
+			slices.Sort(slows[lo:hi])
+			s50, s99, s999 := estimate(slows[lo:hi], 0.5, c.confidence, 1), estimate(slows[lo:hi], 0.99, c.confidence, 1), estimate(slows[lo:hi], 0.999, c.confidence, 1)
+			row.S50, row.S50CI = fp(s50.Value), s50.interval()
+			row.S99, row.S99CI = fp(s99.Value), s99.interval()
+			row.S999, row.S999CI = fp(s999.Value), s999.interval()
+		}
+		e.BySize = append(e.BySize, row)
+	}
+
+	// Short messages: a prefix of the length-sorted samples.
+	nShort := sort.Search(n, func(i int) bool { return s[i].length > c.shortMax })
+	e.Short.Count = int64(nShort)
+	if nShort > 0 {
+		short := slices.Clone(rtts[:nShort])
+		slices.Sort(short)
+		p50, p99, p999 := estimate(short, 0.5, c.confidence, 1e-3), estimate(short, 0.99, c.confidence, 1e-3), estimate(short, 0.999, c.confidence, 1e-3)
+		e.Short.P50us, e.Short.P50CI = fp(p50.Value), p50.interval()
+		e.Short.P99us, e.Short.P99CI = fp(p99.Value), p99.interval()
+		e.Short.P999us, e.Short.P999CI = fp(p999.Value), p999.interval()
+		e.ccdf = ccdfPoints(short, 1e-3)
+		if slows != nil {
+			ss := slices.Clone(slows[:nShort])
+			slices.Sort(ss)
+			e.Short.S50 = fp(estimate(ss, 0.5, c.confidence, 1).Value)
+			e.Short.S99 = fp(estimate(ss, 0.99, c.confidence, 1).Value)
+		}
+		// A sender that falls behind by more than a short RPC takes shows
+		// the machine, not the network.
+		if p99lag := e.SendLag.P99; p99lag != nil && e.Short.P50us != nil && *p99lag > *e.Short.P50us {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("send lag P99 %.0f µs exceeds the short-message median RTT %.0f µs: the sender could not keep to its schedule", *p99lag, *e.Short.P50us))
+		}
+	}
+
+	// Whole experiment.
+	slices.Sort(rtts)
+	e.RTT = percentiles(rtts, c.confidence, 1e-3)
+	if slows != nil {
+		slices.Sort(slows)
+		p := percentiles(slows, c.confidence, 1)
+		e.Slowdown = &p
+	}
+	return e, hist
+}
+
+// bucketBounds splits length-sorted samples into [lo, hi) index ranges:
+// one per distinct length when there are at most maxExact, else log-spaced
+// bins (10 per decade) merged until each holds enough samples.
+func bucketBounds(s []sample, c config) ([][2]int, string) {
+	var exact [][2]int
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j].length == s[i].length {
+			j++
+		}
+		exact = append(exact, [2]int{i, j})
+		i = j
+	}
+	if len(exact) <= c.maxExact {
+		return exact, "exact"
+	}
+	minBin := min(c.minBinSamples, max(len(s)/20, 100))
+	bin := func(l int64) int { return int(math.Floor(10 * math.Log10(float64(max(l, 1))))) }
+	var out [][2]int
+	lo := 0
+	for i := 0; i < len(exact); i++ {
+		hi := exact[i][1]
+		// Close the bin at a log-bin edge once it is large enough.
+		atEdge := i+1 == len(exact) || bin(s[exact[i+1][0]].length) != bin(s[exact[i][0]].length)
+		if atEdge && hi-lo >= minBin {
+			out = append(out, [2]int{lo, hi})
+			lo = hi
+		}
+	}
+	if lo < len(s) {
+		if len(out) == 0 {
+			out = append(out, [2]int{lo, len(s)})
+		} else {
+			out[len(out)-1][1] = len(s)
+		}
+	}
+	return out, "log"
+}
+
+// ccdfPoints samples the complementary CDF P(X > x) of sorted values at up
+// to 50 tail levels per decade, down to 1/n; x is scaled by scale.
+func ccdfPoints(sorted []int64, scale float64) []point {
+	n := len(sorted)
+	var pts []point
+	lastIdx := -1
+	for k := 0; ; k++ {
+		p := math.Pow(10, -float64(k)/50)
+		if p < 1/float64(n) {
+			break
+		}
+		// The smallest index i with at most p*n samples above x(i).
+		i := min(max(n-int(math.Floor(p*float64(n))), 0), n-1)
+		if i == lastIdx {
+			continue
+		}
+		lastIdx = i
+		// Move to the last equal value so P(X > x) is exact.
+		for i+1 < n && sorted[i+1] == sorted[i] {
+			i++
+		}
+		tail := float64(n-1-i) / float64(n)
+		if tail <= 0 {
+			break
+		}
+		pts = append(pts, point{float64(sorted[i]) * scale, tail})
+	}
+	return pts
+}
+
+// percentiles summarises sorted samples, scaling values by scale.
+func percentiles[T int64 | float64](sorted []T, conf, scale float64) Percentiles {
+	p := Percentiles{Count: len(sorted)}
+	if len(sorted) == 0 {
+		return p
+	}
+	p50, p99, p999 := estimate(sorted, 0.5, conf, scale), estimate(sorted, 0.99, conf, scale), estimate(sorted, 0.999, conf, scale)
+	p.P50, p.P50CI = fp(p50.Value), p50.interval()
+	p.P99, p.P99CI = fp(p99.Value), p99.interval()
+	p.P999, p.P999CI = fp(p999.Value), p999.interval()
+	p.Max = fp(float64(sorted[len(sorted)-1]) * scale)
+	return p
+}
+
+func (e Estimate) interval() Interval { return Interval{e.Lo, e.Hi} }
+
+// fp returns a pointer to v, nil for NaN or infinities (JSON null).
+func fp(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// sweptParams lists params whose values differ between experiments.
+func sweptParams(exps []Experiment) []string {
+	values := map[string]map[string]bool{}
+	for _, e := range exps {
+		for k, v := range e.Params {
+			if values[k] == nil {
+				values[k] = map[string]bool{}
+			}
+			values[k][fmt.Sprint(v)] = true
+		}
+	}
+	var out []string
+	for k, vs := range values {
+		if len(vs) > 1 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// groupKey is an experiment's params without the transport, so the Homa and
+// TCP experiments of one configuration share a key.
+func groupKey(e Experiment) string {
+	keys := make([]string, 0, len(e.Params))
+	for k := range e.Params {
+		if k != "transport" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%v", k, e.Params[k])
+	}
+	return b.String()
+}

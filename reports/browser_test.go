@@ -1,0 +1,200 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// demoRun is a small but complete run: Homa and TCP at two loads (a sweep),
+// with calibration, telemetry and switch statistics.
+func demoRun() synthRun {
+	lengths := []int64{64, 100, 300, 1000, 3000, 10000, 30000, 100000, 300000, 1000000}
+	return synthRun{seed: 11, lengths: lengths, telSamples: 400, exps: []synthExp{
+		{name: "load50-homa", transport: "homa", n: 6000, meanNs: 15_000, params: map[string]any{"load": "0.5"}},
+		{name: "load50-tcp", transport: "tcp", n: 6000, meanNs: 150_000, params: map[string]any{"load": "0.5"}},
+		{name: "load80-homa", transport: "homa", n: 6000, meanNs: 30_000, params: map[string]any{"load": "0.8"}},
+		{name: "load80-tcp", transport: "tcp", n: 6000, meanNs: 600_000, failed: 4, params: map[string]any{"load": "0.8"}},
+	}}
+}
+
+// chromium finds Debian's headless browser.
+func chromium() (string, error) {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no chromium on PATH")
+}
+
+// runChromium runs headless Chromium with the network off. (JavaScript
+// stays on because --dump-dom needs it; the build test checks the report
+// holds no script.)
+func runChromium(ctx context.Context, t *testing.T, bin string, args ...string) (stdout, stderr []byte) {
+	t.Helper()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + t.TempDir(),
+		"--enable-logging=stderr", "--v=0",
+		// Any attempt to reach the network fails loudly instead of leaking.
+		"--host-resolver-rules=MAP * ~NOTFOUND"}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
+	}
+	return out.Bytes(), errb.Bytes()
+}
+
+// pageErrors picks the lines of Chromium's log about the page itself:
+// console messages and failed loads, not the browser's own start-up noise.
+func pageErrors(log []byte) []string {
+	var bad []string
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "CONSOLE") || strings.Contains(l, "Failed to load") ||
+			strings.Contains(l, "ERR_NAME_NOT_RESOLVED") || strings.Contains(l, "net::ERR") {
+			bad = append(bad, l)
+		}
+	}
+	return bad
+}
+
+// figures returns each chart figure's data-points and its SVG's path count.
+func figures(t *testing.T, dom []byte) map[string][2]int {
+	t.Helper()
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]int{}
+	var countPaths func(n *html.Node) int
+	countPaths = func(n *html.Node) int {
+		c := 0
+		if n.Type == html.ElementNode && n.Data == "path" {
+			for _, a := range n.Attr {
+				if a.Key == "d" && strings.Count(a.Val, "L") > 0 {
+					c++
+				}
+			}
+		}
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			c += countPaths(ch)
+		}
+		return c
+	}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "figure" {
+			var id string
+			pts := 0
+			for _, a := range n.Attr {
+				switch a.Key {
+				case "id":
+					id = a.Val
+				case "data-points":
+					pts, _ = strconv.Atoi(a.Val)
+				}
+			}
+			out[id] = [2]int{pts, countPaths(n)}
+			return
+		}
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			walk(ch)
+		}
+	}
+	walk(doc)
+	return out
+}
+
+// TestReportRendersInChromium renders report.html in headless Chromium
+// without JavaScript or network and checks every chart is there with data.
+// HOMATB_SCREENSHOT=path keeps the screenshot (docs/report-screenshot.png).
+func TestReportRendersInChromium(t *testing.T) {
+	bin, err := chromium()
+	if err != nil {
+		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
+	}
+	dir := t.TempDir()
+	demoRun().write(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := Build(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	// The charts the report should hold, from the same analysis.
+	a, err := analyse(ctx, dir, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := buildPage(a, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, g := range pg.Groups {
+		for _, c := range g.Charts {
+			want = append(want, c.ID)
+		}
+	}
+	for _, c := range pg.Sweeps {
+		want = append(want, c.ID)
+	}
+	// Per configuration: RTT, slowdown, CCDF, and per experiment queue and
+	// utilisation charts; plus two sweep charts for the load.
+	if len(want) != 2*(3+2*2)+2 {
+		t.Errorf("report plans %d charts: %v", len(want), want)
+	}
+	// Negative control: the log check must catch a page that does log.
+	bad := filepath.Join(dir, "bad.html")
+	if err := os.WriteFile(bad, []byte(`<html><body><script>console.error("planted")</script></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, log := runChromium(ctx, t, bin, "--dump-dom", "file://"+bad); len(pageErrors(log)) == 0 {
+		t.Fatal("the console check missed a planted console.error; Chromium's logging changed")
+	}
+	page := "file://" + filepath.Join(dir, "report.html")
+	dom, log := runChromium(ctx, t, bin, "--dump-dom", page)
+	if bad := pageErrors(log); len(bad) > 0 {
+		t.Errorf("page errors in Chromium's log:\n%s", strings.Join(bad, "\n"))
+	}
+	figs := figures(t, dom)
+	for _, id := range want {
+		f, ok := figs[id]
+		switch {
+		case !ok:
+			t.Errorf("chart %s missing from the rendered page", id)
+		case f[0] <= 0 || f[1] == 0:
+			t.Errorf("chart %s holds no data: %d points, %d drawn paths", id, f[0], f[1])
+		}
+	}
+	if len(figs) != len(want) {
+		t.Errorf("rendered page has %d charts, want %d", len(figs), len(want))
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	_, log = runChromium(ctx, t, bin, "--screenshot="+shot, "--window-size=1280,2400", "--hide-scrollbars", page)
+	if bad := pageErrors(log); len(bad) > 0 {
+		t.Errorf("page errors while taking the screenshot:\n%s", strings.Join(bad, "\n"))
+	}
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) || len(png) < 10_000 {
+		t.Errorf("screenshot is not a plausible PNG (%d bytes)", len(png))
+	}
+	if keep := os.Getenv("HOMATB_SCREENSHOT"); keep != "" {
+		if err := os.WriteFile(keep, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

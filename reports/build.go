@@ -1,0 +1,41 @@
+package reports
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+)
+
+// Build reads the run directory runDir and writes summary.json, by_size.csv,
+// <experiment>.data, <experiment>_cdf.data, <experiment>.hgrm and
+// report.html into it (or into WithOutputDir). It returns the summary.
+func Build(ctx context.Context, runDir string, opts ...Option) (*Summary, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	a, err := analyse(ctx, runDir, c)
+	if err != nil {
+		return nil, fmt.Errorf("report %s: %w", runDir, err)
+	}
+	out := c.outDir
+	if out == "" {
+		out = runDir
+	}
+	if err := writeOutputs(out, a); err != nil {
+		return nil, fmt.Errorf("report %s: %w", runDir, err)
+	}
+	pg, err := buildPage(a, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("report %s: %w", runDir, err)
+	}
+	html := filepath.Join(out, "report.html")
+	if err := writeFile(html, func(w io.Writer) error { return writeReport(w, pg) }); err != nil {
+		return nil, fmt.Errorf("report %s: %w", runDir, err)
+	}
+	c.logger.Info("report built", "dir", out, "experiments", len(a.sum.Experiments), "elapsed", time.Since(start))
+	return a.sum, nil
+}

@@ -1,0 +1,358 @@
+package reports
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// covers reports whether truth lies in an interval (an open end covers).
+func covers(iv Interval, truth float64) bool {
+	return (iv[0] == nil || *iv[0] <= truth) && (iv[1] == nil || truth <= *iv[1])
+}
+
+// mixtureQuantile inverts the CDF of an equal mixture of base_i + Exp(mean)
+// by bisection: the true quantile of short messages of several lengths.
+func mixtureQuantile(bases []float64, mean, q float64) float64 {
+	cdf := func(x float64) float64 {
+		s := 0.0
+		for _, b := range bases {
+			if x > b {
+				s += 1 - math.Exp(-(x-b)/mean)
+			}
+		}
+		return s / float64(len(bases))
+	}
+	lo, hi := 0.0, 1e12
+	for range 200 {
+		mid := (lo + hi) / 2
+		if cdf(mid) < q {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+func TestBuildRecoversKnownPercentiles(t *testing.T) {
+	lengths := []int64{100, 1000, 10000, 100000}
+	run := synthRun{seed: 42, lengths: lengths, telSamples: 200, exps: []synthExp{
+		{name: "mix-homa", transport: "homa", n: 40000, meanNs: 20_000, failed: 3, inFly: 2, params: map[string]any{"load": "0.5"}},
+		{name: "mix-tcp", transport: "tcp", n: 40000, meanNs: 200_000, params: map[string]any{"load": "0.5"}},
+	}}
+	dir := t.TempDir()
+	run.write(t, dir)
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Experiments) != 2 {
+		t.Fatalf("got %d experiments, want 2", len(sum.Experiments))
+	}
+	checks, covered := 0, 0
+	check := func(what string, iv Interval, truth float64) {
+		checks++
+		if covers(iv, truth) {
+			covered++
+		} else {
+			t.Logf("%s: true %.4g outside %s", what, truth, fmtCI(iv))
+		}
+	}
+	for i, e := range sum.Experiments {
+		se := run.exps[i]
+		if e.RPCs.Issued != int64(se.n+se.failed+se.inFly) || e.RPCs.Completed != int64(se.n) ||
+			e.RPCs.Failed != int64(se.failed) || e.RPCs.InFlight != int64(se.inFly) || e.RPCs.Warmup != 10 {
+			t.Errorf("%s: counts %+v do not match the generated rows", e.Name, e.RPCs)
+		}
+		if e.Binning != "exact" || len(e.BySize) != len(lengths) {
+			t.Fatalf("%s: binning %s with %d rows, want exact with %d", e.Name, e.Binning, len(e.BySize), len(lengths))
+		}
+		total := 0
+		for j, r := range e.BySize {
+			total += r.Samples
+			if r.Length != lengths[j] {
+				t.Errorf("%s row %d: length %d, want %d", e.Name, j, r.Length, lengths[j])
+			}
+			base := synthBase(r.Length)
+			for _, c := range []struct {
+				q      float64
+				iv, si Interval
+			}{{0.5, r.P50CI, r.S50CI}, {0.99, r.P99CI, r.S99CI}, {0.999, r.P999CI, r.S999CI}} {
+				rtt := trueQuantile(base, se.meanNs, c.q)
+				check(e.Name+" RTT", c.iv, rtt/1e3)
+				check(e.Name+" slowdown", c.si, rtt/base)
+			}
+		}
+		if total != se.n || e.BySize[len(e.BySize)-1].CumFrac != 1 {
+			t.Errorf("%s: buckets hold %d samples ending at cum_frac %g", e.Name, total, e.BySize[len(e.BySize)-1].CumFrac)
+		}
+		// Short messages are the 100- and 1000-byte requests, half the RPCs.
+		shortBases := []float64{synthBase(100), synthBase(1000)}
+		check(e.Name+" short P50", e.Short.P50CI, mixtureQuantile(shortBases, se.meanNs, 0.5)/1e3)
+		check(e.Name+" short P99", e.Short.P99CI, mixtureQuantile(shortBases, se.meanNs, 0.99)/1e3)
+		if math.Abs(float64(e.Short.Count)/float64(se.n)-0.5) > 0.02 {
+			t.Errorf("%s: %d short RPCs of %d, want about half", e.Name, e.Short.Count, se.n)
+		}
+		// Goodput: mean request length plus 100 response bytes, over 10 s.
+		meanLen := 0.0
+		for _, l := range lengths {
+			meanLen += float64(l) / float64(len(lengths))
+		}
+		want := float64(se.n) * (meanLen + 100) * 8 / 10 / 1e9
+		if math.Abs(e.GoodputGbps-want)/want > 0.05 {
+			t.Errorf("%s: goodput %.4f Gbit/s, want about %.4f", e.Name, e.GoodputGbps, want)
+		}
+		// Switch statistics: port 1 has queues 0..7 dropping q packets each,
+		// port 2 queues 0 and 1; fault drops 1 on port 1.
+		wantDrops := int64(0)
+		for q := 0; q < 8; q++ {
+			wantDrops += int64(q)
+		}
+		wantDrops += 1
+		if e.Switch.Drops != wantDrops || e.Switch.FaultDrops != 1 || len(e.Switch.MaxQueueBytes) != 8 || e.Switch.MaxQueueBytes[7] != 7*15000 {
+			t.Errorf("%s: switch %+v", e.Name, e.Switch)
+		}
+		for _, l := range e.Links {
+			want := map[int]float64{1: 0.6, 2: 0.2}[l.Port]
+			if math.Abs(l.MeanUtil-want) > 0.01 {
+				t.Errorf("%s port %d: mean utilisation %.3f, want %.2f", e.Name, l.Port, l.MeanUtil, want)
+			}
+		}
+		if len(e.series) != 1 || e.series[0].busiest != 1 || len(e.series[0].depth) != 8 {
+			t.Errorf("%s: telemetry series %d, busiest port %d", e.Name, len(e.series), e.series[0].busiest)
+		}
+	}
+	// With 95% intervals a few of the checks may miss; far fewer than 90%
+	// covering would mean the intervals or the estimates are wrong.
+	frac := float64(covered) / float64(checks)
+	t.Logf("%d of %d true values inside their intervals (%.1f%%)", covered, checks, 100*frac)
+	if frac < 0.9 {
+		t.Errorf("only %.1f%% of true percentiles inside their 95%% intervals", 100*frac)
+	}
+	checkOutputs(t, dir, sum)
+}
+
+// checkOutputs verifies the files Build writes against the contracts.
+func checkOutputs(t *testing.T, dir string, sum *Summary) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Experiments []map[string]json.RawMessage `json:"experiments"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range raw.Experiments {
+		for _, k := range []string{"name", "transport", "params", "rpcs", "short", "by_size", "goodput_gbps", "switch", "fidelity"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("summary.json experiment lacks %q", k)
+			}
+		}
+		var sub struct {
+			RPCs   map[string]json.RawMessage   `json:"rpcs"`
+			Short  map[string]json.RawMessage   `json:"short"`
+			BySize []map[string]json.RawMessage `json:"by_size"`
+			Switch map[string]json.RawMessage   `json:"switch"`
+		}
+		if err := json.Unmarshal(mustJSON(t, e), &sub); err != nil {
+			t.Fatal(err)
+		}
+		for obj, keys := range map[string][]string{"rpcs": {"issued", "completed", "failed"}, "short": {"max_length", "count", "p50_us", "p99_us"}, "switch": {"drops", "max_queue_bytes"}} {
+			m := map[string]map[string]json.RawMessage{"rpcs": sub.RPCs, "short": sub.Short, "switch": sub.Switch}[obj]
+			for _, k := range keys {
+				if _, ok := m[k]; !ok {
+					t.Errorf("summary.json %s lacks %q", obj, k)
+				}
+			}
+		}
+		for _, row := range sub.BySize {
+			for _, k := range []string{"length", "cum_frac", "samples", "p50_us", "p99_us", "p999_us", "s50", "s99", "s999"} {
+				if _, ok := row[k]; !ok {
+					t.Errorf("summary.json by_size row lacks %q", k)
+				}
+			}
+		}
+	}
+	for _, e := range sum.Experiments {
+		f, err := os.Open(filepath.Join(dir, fileStem(e.Name)+".data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		rows := 0
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			if n := len(strings.Fields(line)); n != 9 {
+				t.Errorf("%s.data: %d columns in %q, want 9", e.Name, n, line)
+			}
+			rows++
+		}
+		f.Close()
+		if rows != len(e.BySize) {
+			t.Errorf("%s.data: %d rows, want %d", e.Name, rows, len(e.BySize))
+		}
+		for _, ext := range []string{"_cdf.data", ".hgrm"} {
+			if _, err := os.Stat(filepath.Join(dir, fileStem(e.Name)+ext)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "by_size.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, e := range sum.Experiments {
+		rows += len(e.BySize)
+	}
+	if got := strings.Count(string(csv), "\n"); got != rows+1 {
+		t.Errorf("by_size.csv has %d lines, want %d", got, rows+1)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"http://", "https://", "<script"} {
+		// xmlns attributes name namespaces, they fetch nothing.
+		s := strings.ReplaceAll(string(html), `xmlns="http://www.w3.org/2000/svg"`, "")
+		s = strings.ReplaceAll(s, `xmlns:xlink="http://www.w3.org/1999/xlink"`, "")
+		if strings.Contains(s, bad) {
+			t.Errorf("report.html contains %q: it must be self-contained", bad)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBuildLogBins(t *testing.T) {
+	run := synthRun{seed: 3, telSamples: 2, exps: []synthExp{{name: "w-homa", transport: "homa", n: 30000, meanNs: 5000}}}
+	dir := t.TempDir()
+	run.write(t, dir)
+	sum, err := Build(context.Background(), dir, WithOutputDir(filepath.Join(dir, "out")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := sum.Experiments[0]
+	if e.Binning != "log" {
+		t.Fatalf("binning %q, want log", e.Binning)
+	}
+	total, prev := 0, 0.0
+	for i, r := range e.BySize {
+		total += r.Samples
+		if r.Samples < 1000 {
+			t.Errorf("bin %d holds %d samples, want at least 1000", i, r.Samples)
+		}
+		if r.CumFrac <= prev || r.MinLength > r.Length || (i > 0 && r.MinLength <= e.BySize[i-1].Length) {
+			t.Errorf("bin %d %+v out of order", i, r)
+		}
+		prev = r.CumFrac
+	}
+	if total != 30000 || prev != 1 || len(e.BySize) < 5 {
+		t.Errorf("%d bins hold %d samples, cum_frac ends at %g", len(e.BySize), total, prev)
+	}
+	checkOutputs(t, filepath.Join(dir, "out"), sum)
+}
+
+func TestBuildWithoutCalibrationOrTelemetry(t *testing.T) {
+	run := synthRun{seed: 5, lengths: []int64{200, 5000}, noCalib: true, noTel: true, noSwitch: true, gzip: true,
+		exps: []synthExp{{name: "bare-tcp", transport: "tcp", n: 500, meanNs: 1000}}}
+	dir := t.TempDir()
+	run.write(t, dir)
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := sum.Experiments[0]
+	if e.Slowdown != nil || e.BySize[0].S50 != nil || e.Calibration != nil {
+		t.Error("slowdown computed without calibration")
+	}
+	if !slices.ContainsFunc(e.Fidelity, func(s string) bool { return strings.Contains(s, "no calibration") }) {
+		t.Errorf("fidelity %q does not mention the missing calibration", e.Fidelity)
+	}
+	if e.Switch.Present || len(e.Links) != 0 {
+		t.Error("switch statistics reported without files")
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"no telemetry", "no calibration"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html does not say %q", want)
+		}
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	tests := []struct {
+		name, rpcs, want string
+	}{
+		{"no records", "", "neither rpcs.csv"},
+		{"missing column", "experiment,transport,phase\nx,homa,measure\n", "lacks columns"},
+		{"bad number", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12a,5,completed\n", "line 2"},
+		{"bad status", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12,5,lost\n", "unknown status"},
+		{"bad phase", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,later,12,5,completed\n", "unknown phase"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.rpcs != "" {
+				if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), []byte(tc.rpcs), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Build(context.Background(), dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCCDFPointsAgainstCounting(t *testing.T) {
+	x := []int64{5, 1, 3, 3, 3, 9, 2, 2, 8, 7, 7, 7, 7, 1, 4}
+	slices.Sort(x)
+	pts := ccdfPoints(x, 1)
+	if len(pts) == 0 {
+		t.Fatal("no CCDF points")
+	}
+	for _, p := range pts {
+		greater := 0
+		for _, v := range x {
+			if float64(v) > p.x {
+				greater++
+			}
+		}
+		if want := float64(greater) / float64(len(x)); math.Abs(p.y-want) > 1e-12 {
+			t.Errorf("CCDF at %g = %g, counting gives %g", p.x, p.y, want)
+		}
+	}
+}
+
+func TestOptionsRejectInvalid(t *testing.T) {
+	for _, o := range []Option{WithLogger(nil), WithMaxExactLengths(0), WithMinBinSamples(0), WithShortMaxLength(0)} {
+		if _, err := newConfig([]Option{o}); err == nil {
+			t.Error("invalid option accepted")
+		}
+	}
+}

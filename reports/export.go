@@ -1,0 +1,164 @@
+package reports
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// writeFile creates path, lets fill write it through a buffer, and reports
+// the first error of writing, flushing or closing.
+func writeFile(path string, fill func(w io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := fill(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
+}
+
+// fileStem makes an experiment name safe as a file name.
+func fileStem(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+func writeSummary(path string, s *Summary) error {
+	return writeFile(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	})
+}
+
+// num formats an optional value for CSV and .data files ("nan" when absent,
+// which Python's float() and numpy read).
+func num(v *float64, prec int) string {
+	if v == nil {
+		return "nan"
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
+}
+
+func writeBySizeCSV(path string, s *Summary) error {
+	return writeFile(path, func(w io.Writer) error {
+		fmt.Fprintln(w, "experiment,transport,length,min_length,cum_frac,samples,"+
+			"p50_us,p50_lo_us,p50_hi_us,p99_us,p99_lo_us,p99_hi_us,p999_us,p999_lo_us,p999_hi_us,"+
+			"s50,s50_lo,s50_hi,s99,s99_lo,s99_hi,s999,s999_lo,s999_hi")
+		for _, e := range s.Experiments {
+			for _, r := range e.BySize {
+				p50, p99, p999 := r.P50us, r.P99us, r.P999us
+				_, err := fmt.Fprintf(w, "%s,%s,%d,%d,%.6f,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+					csvField(e.Name), csvField(e.Transport), r.Length, r.MinLength, r.CumFrac, r.Samples,
+					num(&p50, 3), num(r.P50CI[0], 3), num(r.P50CI[1], 3),
+					num(&p99, 3), num(r.P99CI[0], 3), num(r.P99CI[1], 3),
+					num(&p999, 3), num(r.P999CI[0], 3), num(r.P999CI[1], 3),
+					num(r.S50, 4), num(r.S50CI[0], 4), num(r.S50CI[1], 4),
+					num(r.S99, 4), num(r.S99CI[0], 4), num(r.S99CI[1], 4),
+					num(r.S999, 4), num(r.S999CI[0], 4), num(r.S999CI[1], 4))
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// csvField quotes a field when CSV needs it.
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}
+
+// writeCperfData writes HomaModule cperf's digest columns, whitespace
+// separated, RTTs in microseconds.
+func writeCperfData(path string, e *Experiment) error {
+	return writeFile(path, func(w io.Writer) error {
+		fmt.Fprintf(w, "# Experiment %s (%s), %d completed RPCs, %s bins; RTT percentiles in usec, slowdown vs calibrated unloaded RTT\n",
+			e.Name, e.Transport, e.RPCs.Completed, e.Binning)
+		fmt.Fprintln(w, "# length cum_frac samples p50 p99 p999 s50 s99 s999")
+		for _, r := range e.BySize {
+			_, err := fmt.Fprintf(w, "%d %.6f %d %.1f %.1f %.1f %s %s %s\n",
+				r.Length, r.CumFrac, r.Samples, r.P50us, r.P99us, r.P999us,
+				num(r.S50, 2), num(r.S99, 2), num(r.S999, 2))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeCCDF writes the short-message CCDF as two columns.
+func writeCCDF(path string, e *Experiment) error {
+	return writeFile(path, func(w io.Writer) error {
+		fmt.Fprintf(w, "# Experiment %s: CCDF of RTT for requests <= %d bytes (%d RPCs)\n", e.Name, e.Short.MaxLength, e.Short.Count)
+		fmt.Fprintln(w, "# rtt_us frac_greater")
+		for _, p := range e.ccdf {
+			if _, err := fmt.Fprintf(w, "%.2f %.8f\n", p.x, p.y); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeOutputs writes every export of an analysis into dir.
+func writeOutputs(dir string, a *analysis) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	if err := writeSummary(filepath.Join(dir, "summary.json"), a.sum); err != nil {
+		return err
+	}
+	if err := writeBySizeCSV(filepath.Join(dir, "by_size.csv"), a.sum); err != nil {
+		return err
+	}
+	for i := range a.sum.Experiments {
+		e := &a.sum.Experiments[i]
+		stem := fileStem(e.Name)
+		if err := writeCperfData(filepath.Join(dir, stem+".data"), e); err != nil {
+			return err
+		}
+		if len(e.ccdf) > 0 {
+			if err := writeCCDF(filepath.Join(dir, stem+"_cdf.data"), e); err != nil {
+				return err
+			}
+		}
+		if h := a.hists[e.Name]; h != nil {
+			err := writeFile(filepath.Join(dir, stem+".hgrm"), func(w io.Writer) error {
+				// Values in µs; 5 ticks per half distance as HdrHistogram's tools do.
+				_, err := h.PercentilesPrint(w, 5, 1000)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

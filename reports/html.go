@@ -1,0 +1,336 @@
+package reports
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+// parseTemplates parses the report templates with their helper functions.
+func parseTemplates() (*template.Template, error) {
+	t, err := template.New("").Funcs(template.FuncMap{
+		"us":    fmtOpt,
+		"ci":    fmtCI,
+		"f":     func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) },
+		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
+		"bytes": func(v int64) string { return formatLength(float64(v)) },
+	}).ParseFS(templateFS, "templates/*.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("parse report templates: %w", err)
+	}
+	return t, nil
+}
+
+func fmtOpt(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmtNum(*v)
+}
+
+// fmtNum prints three significant digits, enough for latencies and ratios.
+func fmtNum(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func fmtCI(iv Interval) string {
+	end := func(p *float64, open string) string {
+		if p == nil {
+			return open
+		}
+		return fmtNum(*p)
+	}
+	return "[" + end(iv[0], "−∞") + ", " + end(iv[1], "open") + "]"
+}
+
+// warning is one fidelity warning with where it applies.
+type warning struct{ Scope, Msg string }
+
+// headline is one configuration's short-message numbers, Homa against TCP.
+type headline struct {
+	Config             string
+	Homa, TCP          *Experiment
+	RatioP50, RatioP99 *float64 // TCP over Homa
+}
+
+// group is the experiments sharing one configuration, with their charts.
+type group struct {
+	Config string
+	Charts []chart
+	Notes  []string
+}
+
+// reportPage is what report.html.tmpl renders.
+type reportPage struct {
+	Title       string
+	Generated   string
+	Summary     *Summary
+	Warnings    []warning
+	Headlines   []headline
+	Groups      []group
+	Sweeps      []chart
+	SweepNotes  []string
+	Manifest    string
+	ManifestKV  [][2]string
+	Experiments []*Experiment
+}
+
+// groupExperiments groups experiments by configuration, in first-seen order.
+func groupExperiments(exps []Experiment) ([]string, map[string][]*Experiment) {
+	var keys []string
+	by := map[string][]*Experiment{}
+	for i := range exps {
+		k := groupKey(exps[i])
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], &exps[i])
+	}
+	return keys, by
+}
+
+func ratio(a, b *float64) *float64 {
+	if a == nil || b == nil || *a == 0 {
+		return nil
+	}
+	return fp(*b / *a)
+}
+
+// buildPage computes every chart and table of a run's report.
+func buildPage(a *analysis, now time.Time) (*reportPage, error) {
+	s := a.sum
+	pg := &reportPage{Summary: s, Generated: now.UTC().Format(time.RFC3339)}
+	pg.Title = "homatb report"
+	if s.Run != "" {
+		pg.Title += ": " + s.Run
+	}
+	for _, w := range s.Fidelity {
+		pg.Warnings = append(pg.Warnings, warning{"run", w})
+	}
+	for i := range s.Experiments {
+		e := &s.Experiments[i]
+		pg.Experiments = append(pg.Experiments, e)
+		for _, w := range e.Fidelity {
+			pg.Warnings = append(pg.Warnings, warning{e.Name, w})
+		}
+	}
+	keys, by := groupExperiments(s.Experiments)
+	for gi, k := range keys {
+		exps := by[k]
+		h := headline{Config: k}
+		for _, e := range exps {
+			switch {
+			case e.Transport == "homa" && h.Homa == nil:
+				h.Homa = e
+			case e.Transport == "tcp" && h.TCP == nil:
+				h.TCP = e
+			}
+		}
+		if h.Homa != nil && h.TCP != nil {
+			h.RatioP50 = ratio(h.Homa.Short.P50us, h.TCP.Short.P50us)
+			h.RatioP99 = ratio(h.Homa.Short.P99us, h.TCP.Short.P99us)
+		}
+		pg.Headlines = append(pg.Headlines, h)
+
+		g := group{Config: k}
+		var rtt, slow, ccdf []series
+		var rows []SizeRow
+		for i, e := range exps {
+			c := transportColor(e.Transport, i)
+			rtt = append(rtt, rttSeries(e, e.Name, c)...)
+			if ss := slowdownSeries(e, e.Name, c); ss != nil {
+				slow = append(slow, ss...)
+				if rows == nil {
+					rows = e.BySize
+				}
+			} else if e.RPCs.Completed > 0 {
+				g.Notes = append(g.Notes, fmt.Sprintf("%s: no calibration, so no slowdown chart for it", e.Name))
+			}
+			ccdf = append(ccdf, ccdfSeries(e, e.Name, c, false)...)
+		}
+		title := func(t string) string {
+			if k == "" {
+				return t
+			}
+			return t + " (" + k + ")"
+		}
+		specs := []chartSpec{rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt)}
+		if len(slow) > 0 {
+			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-%d", gi), title("Slowdown vs cumulative fraction of messages"), rows, slow))
+		}
+		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title(fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes", s.ShortMax())), ccdf))
+		for i, e := range exps {
+			if len(e.series) == 0 {
+				g.Notes = append(g.Notes, fmt.Sprintf("%s: no telemetry, so no queue-occupancy or utilisation chart", e.Name))
+				continue
+			}
+			for j, ss := range e.series {
+				specs = append(specs, queueChart(fmt.Sprintf("queue-%d-%d-%d", gi, i, j), e, ss))
+				if len(ss.noRate) > 0 {
+					g.Notes = append(g.Notes, fmt.Sprintf("%s %s: ports %v have no known rate; utilisation omitted for them", e.Name, ss.sw, ss.noRate))
+				}
+				if len(ss.util) > 0 {
+					specs = append(specs, utilChart(fmt.Sprintf("util-%d-%d-%d", gi, i, j), e, ss))
+				}
+			}
+		}
+		for _, sp := range specs {
+			c, err := render(sp)
+			if err != nil {
+				return nil, err
+			}
+			g.Charts = append(g.Charts, c)
+		}
+		pg.Groups = append(pg.Groups, g)
+	}
+	if err := buildSweeps(pg, s); err != nil {
+		return nil, err
+	}
+	if err := manifestView(pg, s.manifest); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+// ShortMax is the short-message bound the summary was computed with.
+func (s *Summary) ShortMax() int64 {
+	if len(s.Experiments) > 0 {
+		return s.Experiments[0].Short.MaxLength
+	}
+	return 1000
+}
+
+// buildSweeps draws each headline metric against every numeric swept
+// parameter, one line per transport.
+func buildSweeps(pg *reportPage, s *Summary) error {
+	for pi, param := range s.SweptParams {
+		type line struct{ p50, p99, good []point }
+		lines := map[string]*line{}
+		var order []string
+		numeric := true
+		for i := range s.Experiments {
+			e := &s.Experiments[i]
+			v, ok := e.Params[param]
+			if !ok {
+				continue
+			}
+			x, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+			if err != nil {
+				numeric = false
+				break
+			}
+			l := lines[e.Transport]
+			if l == nil {
+				l = &line{}
+				lines[e.Transport] = l
+				order = append(order, e.Transport)
+			}
+			if e.Short.P50us != nil {
+				l.p50 = append(l.p50, point{x, *e.Short.P50us})
+				l.p99 = append(l.p99, point{x, *e.Short.P99us})
+			}
+			l.good = append(l.good, point{x, e.GoodputGbps})
+		}
+		if !numeric {
+			pg.SweepNotes = append(pg.SweepNotes, fmt.Sprintf("parameter %q is not numeric; see the headline table for its values", param))
+			continue
+		}
+		var lat, good []series
+		for i, tr := range order {
+			l := lines[tr]
+			byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
+			slices.SortFunc(l.p50, byX)
+			slices.SortFunc(l.p99, byX)
+			slices.SortFunc(l.good, byX)
+			c := transportColor(tr, i)
+			lat = append(lat, series{name: tr + " short P50", pts: l.p50, color: c},
+				series{name: tr + " short P99", pts: l.p99, color: c, dashed: true})
+			good = append(good, series{name: tr + " goodput", pts: l.good, color: c})
+		}
+		specs := []chartSpec{
+			{id: fmt.Sprintf("sweep-lat-%d", pi), title: "Short-message RTT vs " + param,
+				xLabel: param, yLabel: "RTT (µs)", logY: spansDecade(lat), series: lat},
+			{id: fmt.Sprintf("sweep-good-%d", pi), title: "Goodput vs " + param,
+				xLabel: param, yLabel: "goodput (Gbit/s)", series: good},
+		}
+		for _, sp := range specs {
+			c, err := render(sp)
+			if err != nil {
+				return err
+			}
+			pg.Sweeps = append(pg.Sweeps, c)
+		}
+	}
+	return nil
+}
+
+// spansDecade reports whether the positive y values cover a factor of 10.
+func spansDecade(ss []series) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range ss {
+		for _, p := range s.pts {
+			if p.y > 0 {
+				lo, hi = min(lo, p.y), max(hi, p.y)
+			}
+		}
+	}
+	return hi >= 10*lo
+}
+
+// manifestView pretty-prints the manifest and picks its key facts.
+func manifestView(pg *reportPage, m *Manifest) error {
+	if m == nil || len(m.Raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, m.Raw, "", "  "); err != nil {
+		return fmt.Errorf("format manifest: %w", err)
+	}
+	pg.Manifest = buf.String()
+	kv := [][2]string{{"run", m.Run}, {"scenario", m.ScenarioFile}, {"git commit", m.GitCommit}}
+	if m.Started > 0 {
+		kv = append(kv, [2]string{"started", time.Unix(0, m.Started).UTC().Format(time.RFC3339)})
+	}
+	if m.Ended > 0 {
+		kv = append(kv, [2]string{"ended", time.Unix(0, m.Ended).UTC().Format(time.RFC3339)})
+	}
+	if m.LinkBps > 0 {
+		kv = append(kv, [2]string{"link rate", fmt.Sprintf("%g Gbit/s", m.LinkBps/1e9)})
+	}
+	for _, k := range sortedKeys(m.Versions) {
+		kv = append(kv, [2]string{k + " version", m.Versions[k]})
+	}
+	pg.ManifestKV = kv
+	return nil
+}
+
+// writeReport renders report.html.
+func writeReport(w io.Writer, pg *reportPage) error {
+	t, err := parseTemplates()
+	if err != nil {
+		return err
+	}
+	if err := t.ExecuteTemplate(w, "report.html.tmpl", pg); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return nil
+}

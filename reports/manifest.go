@@ -1,0 +1,63 @@
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Manifest is the part of a run's manifest.json that reports read. Raw keeps
+// the whole file so the report can show it verbatim.
+type Manifest struct {
+	Run          string               `json:"run"`
+	ScenarioFile string               `json:"scenario_file"`
+	Started      int64                `json:"started_unix_ns"`
+	Ended        int64                `json:"ended_unix_ns"`
+	Incomplete   bool                 `json:"incomplete"`
+	Versions     map[string]string    `json:"versions"`
+	GitCommit    string               `json:"git_commit"`
+	LinkBps      float64              `json:"link_bps"`
+	Fidelity     []string             `json:"fidelity"`
+	Experiments  []ManifestExperiment `json:"experiments"`
+
+	Raw json.RawMessage `json:"-"`
+}
+
+// ManifestExperiment is one experiment entry of manifest.json.
+type ManifestExperiment struct {
+	Name       string         `json:"name"`
+	Transport  string         `json:"transport"`
+	Params     map[string]any `json:"params"`
+	LinkBps    float64        `json:"link_bps"`
+	Started    int64          `json:"started_unix_ns"`
+	Ended      int64          `json:"ended_unix_ns"`
+	WarmupMs   float64        `json:"warmup_ms"`
+	DurationMs float64        `json:"duration_ms"`
+	Receivers  []string       `json:"receivers"`
+	Fidelity   []string       `json:"fidelity"`
+	Incomplete bool           `json:"incomplete"`
+	// TransportCounters are agent transport counters summed over hosts
+	// (Homa internals), when the orchestrator records them here.
+	TransportCounters map[string]uint64 `json:"transport_counters"`
+}
+
+// readManifest loads manifest.json. A missing manifest is not an error: the
+// report is still built from the records, with a fidelity warning.
+func readManifest(dir string) (*Manifest, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Manifest{}, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, false, fmt.Errorf("parse %s: %w", filepath.Join(dir, "manifest.json"), err)
+	}
+	m.Raw = b
+	return &m, true, nil
+}

@@ -1,0 +1,150 @@
+package reports
+
+// Summary is the content of summary.json: what scripts read. The field names
+// of the contract in DESIGN.md ("summary.json") are kept as they are; the
+// rest are additions.
+type Summary struct {
+	Run     string `json:"run"`
+	Records string `json:"records"`
+	// PercentileDefinition states how every percentile here is computed.
+	PercentileDefinition string `json:"percentile_definition"`
+	// Confidence is the coverage of every interval (0.95).
+	Confidence float64 `json:"confidence"`
+	// SweptParams are the params whose values differ between experiments.
+	SweptParams []string     `json:"swept_params"`
+	Fidelity    []string     `json:"fidelity"`
+	Experiments []Experiment `json:"experiments"`
+
+	manifest *Manifest
+}
+
+// Interval is a confidence interval [lo, hi]; a nil end is open (too few
+// samples to bound the percentile on that side).
+type Interval [2]*float64
+
+// Experiment is the statistics of one experiment's measure phase.
+type Experiment struct {
+	Name      string         `json:"name"`
+	Transport string         `json:"transport"`
+	Params    map[string]any `json:"params"`
+	RPCs      RPCCounts      `json:"rpcs"`
+	Short     Short          `json:"short"`
+	// Binning is "exact" (one row per request length) or "log" (log-spaced
+	// bins of at least MinBinSamples samples each).
+	Binning string    `json:"binning"`
+	BySize  []SizeRow `json:"by_size"`
+	// RTT and Slowdown are over all completed RPCs of the experiment.
+	RTT         Percentiles  `json:"rtt_us"`
+	Slowdown    *Percentiles `json:"slowdown"`
+	GoodputGbps float64      `json:"goodput_gbps"`
+	OfferedGbps float64      `json:"offered_gbps"`
+	DurationS   float64      `json:"duration_s"`
+	// SendLag is sent_ns - intended_ns of the RPCs that were sent.
+	SendLag     Percentiles     `json:"send_lag_us"`
+	Calibration *Calibration    `json:"calibration"`
+	Switch      SwitchStats     `json:"switch"`
+	Links       []LinkStats     `json:"links"`
+	Homa        *TransportStats `json:"transport_internals"`
+	Fidelity    []string        `json:"fidelity"`
+
+	ccdf   []point
+	series []switchSeries
+}
+
+// RPCCounts counts measure-phase RPCs by final status.
+type RPCCounts struct {
+	Issued    int64 `json:"issued"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	InFlight  int64 `json:"in_flight"`
+	// Warmup counts warm-up RPCs, which enter no statistic.
+	Warmup   int64            `json:"warmup"`
+	Failures map[string]int64 `json:"failures,omitempty"`
+}
+
+// Short is RTT statistics of RPCs whose request is at most MaxLength bytes.
+type Short struct {
+	MaxLength int64    `json:"max_length"`
+	Count     int64    `json:"count"`
+	P50us     *float64 `json:"p50_us"`
+	P99us     *float64 `json:"p99_us"`
+	P999us    *float64 `json:"p999_us"`
+	P50CI     Interval `json:"p50_ci_us"`
+	P99CI     Interval `json:"p99_ci_us"`
+	P999CI    Interval `json:"p999_ci_us"`
+	S50       *float64 `json:"s50"`
+	S99       *float64 `json:"s99"`
+}
+
+// SizeRow is one message-size bucket, in cperf's columns plus intervals.
+// Length is the largest request length in the bucket, MinLength the smallest.
+type SizeRow struct {
+	Length    int64    `json:"length"`
+	MinLength int64    `json:"min_length"`
+	CumFrac   float64  `json:"cum_frac"`
+	Samples   int      `json:"samples"`
+	P50us     float64  `json:"p50_us"`
+	P99us     float64  `json:"p99_us"`
+	P999us    float64  `json:"p999_us"`
+	S50       *float64 `json:"s50"`
+	S99       *float64 `json:"s99"`
+	S999      *float64 `json:"s999"`
+	P50CI     Interval `json:"p50_ci_us"`
+	P99CI     Interval `json:"p99_ci_us"`
+	P999CI    Interval `json:"p999_ci_us"`
+	S50CI     Interval `json:"s50_ci"`
+	S99CI     Interval `json:"s99_ci"`
+	S999CI    Interval `json:"s999_ci"`
+}
+
+// Percentiles is P50/P99/P99.9 of a sample with intervals; Count is n.
+type Percentiles struct {
+	Count  int      `json:"count"`
+	P50    *float64 `json:"p50"`
+	P99    *float64 `json:"p99"`
+	P999   *float64 `json:"p999"`
+	Max    *float64 `json:"max"`
+	P50CI  Interval `json:"p50_ci"`
+	P99CI  Interval `json:"p99_ci"`
+	P999CI Interval `json:"p999_ci"`
+}
+
+// Calibration describes the unloaded RTTs slowdown was computed against.
+type Calibration struct {
+	Experiment string `json:"experiment"`
+	Lengths    int    `json:"lengths"`
+	Samples    int    `json:"samples"`
+	MinLength  int64  `json:"min_length"`
+	MaxLength  int64  `json:"max_length"`
+}
+
+// SwitchStats sums the experiment's switch statistics files. Slices are
+// indexed by queue number (priority).
+type SwitchStats struct {
+	Present       bool      `json:"present"`
+	Switches      []string  `json:"switches"`
+	Drops         int64     `json:"drops"`
+	FaultDrops    int64     `json:"fault_drops"`
+	DropsByQueue  []int64   `json:"drops_by_queue"`
+	MaxQueueBytes []int64   `json:"max_queue_bytes"`
+	MaxQueuePkts  []int64   `json:"max_queue_pkts"`
+	MaxDelayUs    []float64 `json:"max_queue_delay_us"`
+}
+
+// LinkStats is the utilisation of one switch egress port from telemetry.
+type LinkStats struct {
+	Switch   string  `json:"switch"`
+	Port     int     `json:"port"`
+	RateBps  float64 `json:"rate_bps"`
+	MeanUtil float64 `json:"mean_util"`
+	MaxUtil  float64 `json:"max_util"`
+	// MaxDepthPkts is the largest queue depth sampled on the port, any queue.
+	MaxDepthPkts int64 `json:"max_depth_pkts"`
+}
+
+// TransportStats is what is known of the transport's internals: retries
+// from the records and, when the run recorded them, agent counters.
+type TransportStats struct {
+	Retries  int64             `json:"retries"`
+	Counters map[string]uint64 `json:"counters,omitempty"`
+}

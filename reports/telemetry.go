@@ -1,0 +1,196 @@
+package reports
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// point is one (x, y) of a chart series.
+type point struct{ x, y float64 }
+
+// telemetryRow is one telemetry.csv line, reduced to what reports use.
+type telemetryRow struct {
+	t     int64
+	port  int
+	queue int
+	sent  int64 // cumulative sent bytes
+	depth int64 // packets queued at the sample
+}
+
+// telemetry holds telemetry.csv rows by experiment, then switch.
+type telemetry map[string]map[string][]telemetryRow
+
+// readTelemetry reads telemetry.csv; a missing file yields no telemetry.
+func readTelemetry(ctx context.Context, dir string) (telemetry, bool, error) {
+	name := filepath.Join(dir, "telemetry.csv")
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return telemetry{}, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open telemetry: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(bufio.NewReaderSize(f, 1<<16))
+	r.ReuseRecord = true
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return telemetry{}, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s header: %w", name, err)
+	}
+	idx := make(map[string]int)
+	for i, h := range header {
+		idx[h] = i
+	}
+	want := []string{"experiment", "switch", "unix_ns", "port", "queue", "sent_bytes", "depth_pkts"}
+	for _, w := range want {
+		if _, ok := idx[w]; !ok {
+			return nil, false, fmt.Errorf("%s: header lacks column %q", name, w)
+		}
+	}
+	r.FieldsPerRecord = len(header)
+	tel := telemetry{}
+	for n := 0; ; n++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read %s: %w", name, err)
+		}
+		if n&0xfff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, false, err
+			}
+		}
+		var row telemetryRow
+		var vals [5]int64
+		for i, col := range []string{"unix_ns", "port", "queue", "sent_bytes", "depth_pkts"} {
+			v, err := strconv.ParseInt(rec[idx[col]], 10, 64)
+			if err != nil {
+				line, _ := r.FieldPos(0)
+				return nil, false, fmt.Errorf("%s line %d: column %s: %w", name, line, col, err)
+			}
+			vals[i] = v
+		}
+		row.t, row.port, row.queue, row.sent, row.depth = vals[0], int(vals[1]), int(vals[2]), vals[3], vals[4]
+		exp, sw := rec[idx["experiment"]], rec[idx["switch"]]
+		if tel[exp] == nil {
+			tel[exp] = make(map[string][]telemetryRow)
+		}
+		tel[exp][sw] = append(tel[exp][sw], row)
+	}
+	return tel, true, nil
+}
+
+// switchSeries is the time series of one switch in one experiment.
+type switchSeries struct {
+	sw string
+	// busiest is the port whose queues held the most packets; depth is its
+	// occupancy per queue over time.
+	busiest int
+	depth   map[int][]point // queue -> (s, packets)
+	// util is utilisation (fraction of the port rate) per port over time.
+	util map[int][]point
+	// noRate lists ports whose rate is unknown (no utilisation).
+	noRate []int
+}
+
+// analyseTelemetry turns one experiment's rows into series and link stats.
+// defaultRate (bit/s) is used for ports the switch statistics do not rate.
+func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]float64, defaultRate float64) ([]switchSeries, []LinkStats) {
+	var out []switchSeries
+	var links []LinkStats
+	for _, sw := range sortedKeys(bySwitch) {
+		rows := bySwitch[sw]
+		slices.SortFunc(rows, func(a, b telemetryRow) int {
+			if a.t != b.t {
+				return cmp.Compare(a.t, b.t)
+			}
+			if a.port != b.port {
+				return a.port - b.port
+			}
+			return a.queue - b.queue
+		})
+		t0 := rows[0].t
+		ss := switchSeries{sw: sw, depth: map[int][]point{}, util: map[int][]point{}}
+		// Per port: total sent bytes per sample time and peak depth.
+		type portAcc struct {
+			times []int64
+			sent  []int64
+			peak  int64
+			qsum  int64
+		}
+		ports := map[int]*portAcc{}
+		for _, r := range rows {
+			p := ports[r.port]
+			if p == nil {
+				p = &portAcc{}
+				ports[r.port] = p
+			}
+			if n := len(p.times); n == 0 || p.times[n-1] != r.t {
+				p.times = append(p.times, r.t)
+				p.sent = append(p.sent, 0)
+			}
+			p.sent[len(p.sent)-1] += r.sent
+			p.peak = max(p.peak, r.depth)
+			p.qsum += r.depth
+		}
+		portIDs := sortedKeys(ports)
+		ss.busiest = portIDs[0]
+		for _, id := range portIDs {
+			if ports[id].qsum > ports[ss.busiest].qsum {
+				ss.busiest = id
+			}
+		}
+		for _, id := range portIDs {
+			p := ports[id]
+			rate := rates[portKey{sw, id}]
+			if rate <= 0 {
+				rate = defaultRate
+			}
+			ls := LinkStats{Switch: sw, Port: id, RateBps: rate, MaxDepthPkts: p.peak}
+			if rate <= 0 {
+				ss.noRate = append(ss.noRate, id)
+				links = append(links, ls)
+				continue
+			}
+			var sum, span float64
+			for i := 1; i < len(p.times); i++ {
+				dt := float64(p.times[i]-p.times[i-1]) / 1e9
+				if dt <= 0 {
+					continue
+				}
+				bits := float64(p.sent[i]-p.sent[i-1]) * 8
+				u := bits / dt / rate
+				ss.util[id] = append(ss.util[id], point{float64(p.times[i]-t0) / 1e9, u})
+				ls.MaxUtil = max(ls.MaxUtil, u)
+				sum += bits
+				span += dt
+			}
+			if span > 0 {
+				ls.MeanUtil = sum / span / rate
+			}
+			links = append(links, ls)
+		}
+		for _, r := range rows {
+			if r.port == ss.busiest {
+				ss.depth[r.queue] = append(ss.depth[r.queue], point{float64(r.t-t0) / 1e9, float64(r.depth)})
+			}
+		}
+		out = append(out, ss)
+	}
+	return out, links
+}

@@ -1,0 +1,105 @@
+package reports
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// sortedKeys returns a map's keys in ascending order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// Series builders shared by the run report and the comparison.
+
+// rttSeries is P50 (solid) and P99 (dashed) RTT against request length.
+func rttSeries(e *Experiment, label string, c color.Color) []series {
+	var p50, p99 []point
+	for _, r := range e.BySize {
+		p50 = append(p50, point{float64(r.Length), r.P50us})
+		p99 = append(p99, point{float64(r.Length), r.P99us})
+	}
+	return []series{
+		{name: label + " P50", pts: p50, color: c},
+		{name: label + " P99", pts: p99, color: c, dashed: true},
+	}
+}
+
+// slowdownSeries is the cperf chart: P50 and P99 slowdown as step lines
+// over the cumulative fraction of messages, each bucket as wide as its share.
+func slowdownSeries(e *Experiment, label string, c color.Color) []series {
+	if len(e.BySize) == 0 || e.BySize[0].S50 == nil {
+		return nil
+	}
+	var p50, p99 []point
+	prev := 0.0
+	for _, r := range e.BySize {
+		p50 = append(p50, point{prev, *r.S50})
+		p99 = append(p99, point{prev, *r.S99})
+		prev = r.CumFrac
+	}
+	last := e.BySize[len(e.BySize)-1]
+	p50 = append(p50, point{1, *last.S50})
+	p99 = append(p99, point{1, *last.S99})
+	return []series{
+		{name: label + " P50", pts: p50, color: c, step: true},
+		{name: label + " P99", pts: p99, color: c, dashed: true, step: true},
+	}
+}
+
+func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []series {
+	if len(e.ccdf) == 0 {
+		return nil
+	}
+	return []series{{name: label, pts: e.ccdf, color: c, dashed: dashed}}
+}
+
+// rttChart, slowdownChart and ccdfChart fix the axes of the three latency
+// charts so the report and the comparison draw them alike.
+func rttChart(id, title string, s []series) chartSpec {
+	return chartSpec{id: id, title: title, xLabel: "request length (bytes)", yLabel: "RTT (µs)",
+		logX: true, logY: true, legendLeft: true, series: s}
+}
+
+func slowdownChart(id, title string, rows []SizeRow, s []series) chartSpec {
+	zero, one := 0.0, 1.0
+	return chartSpec{id: id, title: title,
+		xLabel: "request length (bytes) at each 10% of messages (x: cumulative fraction of messages)",
+		yLabel: "slowdown (RTT / unloaded RTT)", logY: true, xTicks: cdfLengthTicks(rows),
+		xMin: &zero, xMax: &one, series: s}
+}
+
+func ccdfChart(id, title string, s []series) chartSpec {
+	return chartSpec{id: id, title: title, xLabel: "RTT (µs)", yLabel: "fraction of short RPCs with larger RTT",
+		logX: true, logY: true, legendLeft: true, legendBottom: true, series: s}
+}
+
+// queueChart draws the occupancy of each queue of the busiest port.
+func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
+	var s []series
+	for _, q := range sortedKeys(ss.depth) {
+		s = append(s, series{name: fmt.Sprintf("queue %d", q), pts: ss.depth[q], color: paletteColor(q)})
+	}
+	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.sw, ss.busiest),
+		xLabel: "time since first sample (s)", yLabel: "queue depth (packets)", series: s}
+}
+
+// utilChart draws utilisation of every port that carried traffic.
+func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
+	var s []series
+	for i, p := range sortedKeys(ss.util) {
+		busy := false
+		for _, pt := range ss.util[p] {
+			busy = busy || pt.y > 0
+		}
+		if busy {
+			s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
+		}
+	}
+	return chartSpec{id: id, title: fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw),
+		xLabel: "time since first sample (s)", yLabel: "utilisation (fraction of link rate)", series: s}
+}
