@@ -1,18 +1,175 @@
 package main
 
 import (
-	"errors"
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/homatb/homatb/testbed"
+	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/scenario"
 )
 
-// newRunCmd is replaced by the testbed work in progress.
+// runFlags are the settings of `homatb run`.
+type runFlags struct {
+	out, runDir, binary, registry string
+	dryRun, clean, quiet          bool
+}
+
+// newRunCmd runs a scenario end to end and writes a run directory.
 func newRunCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "run",
-		Short: "not built yet",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("homatb run: not built yet")
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO.yaml",
+		Short: "Run a scenario: build the network, calibrate, run every experiment, report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, args[0], f)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "results", "parent directory of run directories")
+	fl.StringVar(&f.runDir, "run-dir", "", "exact run directory (default OUT/<timestamp>-<scenario>)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
+	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
+	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
+	return cmd
+}
+
+func runRun(cmd *cobra.Command, file string, f runFlags) error {
+	plan, err := scenario.Load(file, scenario.Options{})
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.dryRun {
+		return plan.Describe(stdout)
+	}
+	bin := f.binary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("find the homatb binary: %w", err)
+		}
+	}
+	left, err := testbed.Preflight(plan, bin, f.registry)
+	if err != nil {
+		return err
+	}
+	if err := offerClean(cmd, left, f.clean); err != nil {
+		return err
+	}
+	var progress io.Writer = os.Stderr
+	if f.quiet {
+		progress = nil
+	}
+	res, runErr := testbed.Run(cmd.Context(), plan, testbed.Options{
+		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
+		Progress: progress, Registry: f.registry, Parts: parts(),
+	})
+	if res == nil {
+		return runErr
+	}
+	printHeadline(stdout, res)
+	if runErr != nil {
+		fmt.Fprintf(stderr, "run stopped early; what was measured is in %s (marked incomplete)\n", res.RunDir)
+	}
+	return runErr
+}
+
+// offerClean removes leftovers of crashed runs: at once with --clean, after
+// asking on a terminal, otherwise it says how.
+func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error {
+	if len(left) == 0 {
+		return nil
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintln(w, "leftovers of earlier runs found:")
+	for _, l := range left {
+		fmt.Fprintln(w, "  "+l.String())
+	}
+	if !force {
+		if !term.IsTerminal(int(os.Stdin.Fd())) {
+			fmt.Fprintln(w, "not removing them (no terminal to ask); run `homatb clean` or pass --clean")
+			return nil
+		}
+		fmt.Fprint(w, "remove them now? [y/N] ")
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
+			return nil
+		}
+	}
+	for _, l := range left {
+		if err := cleanup.Remove(cmd.Context(), l, 2*time.Second, false); err != nil {
+			return fmt.Errorf("clean %s: %w", l.Tag, err)
+		}
+	}
+	return nil
+}
+
+// printHeadline prints each experiment's books and, when the report was
+// built, the short-message tail latency and where report.html is.
+func printHeadline(w io.Writer, res *testbed.Result) {
+	fmt.Fprintf(w, "run %s: %s", res.Run, res.RunDir)
+	if res.Incomplete {
+		fmt.Fprint(w, " (incomplete)")
+	}
+	fmt.Fprintln(w)
+	short := readShortP99(filepath.Join(res.RunDir, "summary.json"))
+	for _, e := range res.Manifest.Experiments {
+		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
+		if p, ok := short[e.Name]; ok {
+			fmt.Fprintf(w, "; short-message P99 %.0f µs", p)
+		}
+		fmt.Fprintln(w)
+		for _, fw := range e.Fidelity {
+			fmt.Fprintf(w, "    fidelity: %s\n", fw)
+		}
+	}
+	for _, fw := range res.Manifest.Fidelity {
+		fmt.Fprintf(w, "  fidelity: %s\n", fw)
+	}
+	if _, err := os.Stat(filepath.Join(res.RunDir, "report.html")); err == nil {
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(res.RunDir, "report.html"))
+	}
+}
+
+// readShortP99 reads experiments[].short.p99_us from summary.json.
+func readShortP99(path string) map[string]float64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var s struct {
+		Experiments []struct {
+			Name  string `json:"name"`
+			Short struct {
+				P99 *float64 `json:"p99_us"`
+			} `json:"short"`
+		} `json:"experiments"`
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, e := range s.Experiments {
+		if e.Short.P99 != nil {
+			out[e.Name] = *e.Short.P99
+		}
+	}
+	return out
+}
+
+// parts wires the pieces other packages provide into the run lifecycle.
+func parts() testbed.Parts {
+	return testbed.Parts{}
 }

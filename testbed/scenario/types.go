@@ -4,6 +4,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -269,4 +270,16 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // errors, so the line survives decoding.
 func typeError(n *yaml.Node, msg string) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
+}
+
+// MarshalJSON writes a sweep with its values as text, for manifest.json.
+func (s Sweep) MarshalJSON() ([]byte, error) {
+	vals := make([]string, len(s.Values))
+	for i := range s.Values {
+		vals[i] = scalarText(&s.Values[i])
+	}
+	return json.Marshal(struct {
+		Param  string   `json:"param"`
+		Values []string `json:"values"`
+	}{s.Param, vals})
 }

@@ -1,0 +1,533 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// ServerPort is the port every agent serves RPCs on (Homa and TCP have
+// separate port spaces).
+const ServerPort = 4000
+
+func transportEnum(name string) agentpb.Transport {
+	if name == scenario.TransportHoma {
+		return agentpb.Transport_TRANSPORT_HOMA
+	}
+	return agentpb.Transport_TRANSPORT_TCP
+}
+
+// homaParams maps the scenario's Homa settings, with the calibrated
+// unscheduled bytes and RTT when the scenario leaves them open.
+func (r *run) homaParams(t scenario.Transport, s *scenario.Scenario) *agentpb.HomaParams {
+	h := t.Homa
+	p := &agentpb.HomaParams{
+		LinkBps: uint64(s.Link.Rate), UnschedBytes: h.UnschedBytes, Overcommit: h.Overcommit,
+		Priorities: h.Priorities, Basic: h.Basic, WindowBytes: h.WindowBytes, MaxIncoming: h.MaxIncoming,
+		FifoGrantPermille: h.FifoGrantPermille, UnschedCutoffs: h.UnschedCutoffs, Mtu: uint32(s.Link.MTU),
+		ResendTicks: h.ResendTicks, TimeoutTicks: h.TimeoutTicks, TickUs: h.TickUS,
+		IncastControl: h.IncastControl, AtLeastOnce: h.AtLeastOnce, MaxMessageBytes: h.MaxMessageBytes,
+		Extra: h.Extra,
+	}
+	if c, ok := r.calib[scenario.TransportHoma]; ok {
+		if p.UnschedBytes == 0 {
+			p.UnschedBytes = c.UnschedBytes
+		}
+		if rtt := c.RTTus[smallest(c.RTTus)]; rtt > 0 {
+			p.UnloadedRttUs = uint32(math.Ceil(rtt))
+		}
+	}
+	return p
+}
+
+func smallest(m map[uint32]float64) uint32 {
+	var keys []uint32
+	for k := range m {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return 0
+	}
+	return slices.Min(keys)
+}
+
+func (r *run) configure(t scenario.Transport, s *scenario.Scenario, exp, phase string, h topo.Host, serve bool, w *agentpb.Workload) *agentpb.ConfigureRequest {
+	req := &agentpb.ConfigureRequest{
+		Experiment: exp, Transport: transportEnum(t.Name), Host: h.Name, Address: h.IP.String(),
+		Client: w, Phase: phase,
+	}
+	if serve {
+		req.ServerPorts = []uint32{ServerPort}
+	}
+	if t.Name == scenario.TransportHoma {
+		req.Homa = r.homaParams(t, s)
+	} else {
+		req.Tcp = &agentpb.TcpParams{Congestion: t.TCP.Congestion, ConnectionsPerPeer: t.TCP.ConnectionsPerPeer}
+	}
+	return req
+}
+
+// calibrate measures the unloaded RTT of each calibration size for each
+// transport between the first two hosts, one RPC at a time. The records
+// enter rpcs.csv as experiment calibrate-<transport> (the slowdown
+// baseline), and Homa's unscheduled bytes become link rate x the smallest
+// size's RTT.
+func (r *run) calibrate(ctx context.Context) error {
+	s := r.plan.Base
+	hosts := r.net.Layout.Hosts
+	server, client := hosts[0], hosts[1]
+	target := fmt.Sprintf("%s:%d", server.IP, ServerPort)
+	for _, t := range distinctTransports(r.plan) {
+		name := "calibrate-" + t.Name
+		r.prog.begin(name)
+		cal := Calibrate{RTTus: map[uint32]float64{}}
+		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
+		if _, err := sa.api.Configure(ctx, r.configure(t, s, name+"-server", "calibrate", server, true, nil)); err != nil {
+			return fmt.Errorf("configure %s on %s: %w", name, server.Name, err)
+		}
+		for _, size := range s.Calibration.Sizes {
+			exp := fmt.Sprintf("%s-%d", name, size)
+			// Bound each size by time too, generously: samples x (RTT at
+			// the link rate + 20 ms of software) + 2 s.
+			perRPC := time.Duration(float64(size)*8/float64(s.Link.Rate)*float64(time.Second)) + 20*time.Millisecond
+			bound := time.Duration(s.Calibration.Samples)*perRPC + 2*time.Second
+			w := &agentpb.Workload{
+				Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
+				Targets: []string{target}, ResponseBytes: 0, Seed: s.Seed,
+				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
+			}
+			if _, err := ca.api.Configure(ctx, r.configure(t, s, exp, "calibrate", client, false, w)); err != nil {
+				return fmt.Errorf("configure %s on %s: %w", exp, client.Name, err)
+			}
+			if _, err := ca.api.Start(ctx, &agentpb.StartRequest{}); err != nil {
+				return fmt.Errorf("start %s: %w", exp, err)
+			}
+			if err := waitIssued(ctx, ca, uint64(s.Calibration.Samples), bound+time.Second); err != nil {
+				return fmt.Errorf("%s: %w", exp, err)
+			}
+			if _, err := ca.api.Stop(ctx, &agentpb.StopRequest{DrainMs: 500}); err != nil {
+				return fmt.Errorf("stop %s: %w", exp, err)
+			}
+			var buf bytes.Buffer
+			if err := ca.fetch(ctx, exp, &buf); err != nil {
+				return err
+			}
+			_, rtts, err := r.records.appendCSV(buf.Bytes(), name)
+			if err != nil {
+				return err
+			}
+			if len(rtts) == 0 {
+				return fmt.Errorf("%s: no RPC completed between %s and %s (is the switch forwarding? see logs/)", exp, client.Name, server.Name)
+			}
+			cal.RTTus[size] = median(rtts)
+		}
+		if t.Name == scenario.TransportHoma {
+			rtt := cal.RTTus[smallest(cal.RTTus)]
+			payload := float64(s.Link.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
+			bytes := float64(s.Link.Rate) / 8 * rtt / 1e6
+			cal.UnschedBytes = uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
+		}
+		r.calib[t.Name] = cal
+		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
+			return err
+		}
+		r.log.Info("calibrated", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
+		r.prog.step(name)
+	}
+	return nil
+}
+
+// waitIssued polls an agent until it has issued n RPCs and none is in
+// flight, or until timeout.
+func waitIssued(ctx context.Context, a *agent, n uint64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		st, err := a.status(ctx)
+		if err != nil {
+			return err
+		}
+		c := st.GetCounters()
+		if c.GetIssued() >= n && c.GetInFlight() == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil // the Stop that follows records what is still in flight
+}
+
+// roles works out each host's client workload and whether it serves.
+func (r *run) roles(e *scenario.Experiment) (map[string]*agentpb.Workload, map[string]bool, []string, error) {
+	s := e.Scenario
+	all := s.Topology.HostNames()
+	clients := map[string]*agentpb.Workload{}
+	servers := map[string]bool{}
+	start := time.Now().Add(500 * time.Millisecond).UnixNano()
+	for pi, ph := range s.Phases {
+		cs, err := scenario.ExpandHosts(ph.Clients, all)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ss, err := scenario.ExpandHosts(ph.Servers, all)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, sv := range ss {
+			servers[sv] = true
+		}
+		mean, err := scenario.MeanSize(ph.Sizes)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, c := range cs {
+			h, _ := r.net.Layout.Host(c)
+			var targets []string
+			for _, sv := range ss {
+				if sv == c {
+					continue // a host does not send to itself
+				}
+				sh, _ := r.net.Layout.Host(sv)
+				targets = append(targets, fmt.Sprintf("%s:%d", sh.IP, ServerPort))
+			}
+			if len(targets) == 0 {
+				continue
+			}
+			w := &agentpb.Workload{
+				Sizes: ph.Sizes, Arrivals: ph.Arrivals, RateRps: ph.RateRPS, MaxOutstanding: ph.MaxOutstanding,
+				Targets: targets, ResponseBytes: ph.ResponseBytes,
+				Seed:       e.Seed*7919 + uint64(pi)*131 + uint64(h.Index),
+				DurationMs: uint32((s.Warmup.D() + s.Duration.D()) / time.Millisecond),
+				WarmupMs:   uint32(s.Warmup.D() / time.Millisecond),
+				MaxRpcs:    ph.MaxRPCs, StartUnixNs: start,
+			}
+			if ph.Load > 0 {
+				// Offered load counts message bytes only, as cp_node does.
+				w.RateRps = ph.Load * float64(s.Link.Rate) / 8 / mean
+			}
+			if ph.Incast != nil {
+				w.BurstIntervalUs = uint32(ph.Incast.Interval.D() / time.Microsecond)
+				w.BurstJitterUs = uint32(ph.Incast.Jitter.D() / time.Microsecond)
+			}
+			clients[c] = w
+		}
+	}
+	var receivers []string
+	for _, h := range all {
+		if servers[h] {
+			receivers = append(receivers, h)
+		}
+	}
+	return clients, servers, receivers, nil
+}
+
+// experiment runs one experiment: configure every agent, sample the
+// switches, start the clients, wait warm-up + duration, stop with a drain,
+// collect books, records and switch statistics, and check fidelity.
+func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
+	r.prog.begin(e.Name)
+	s := e.Scenario
+	clients, servers, receivers, err := r.roles(e)
+	if err != nil {
+		return err
+	}
+	rec := ExperimentRecord{
+		Name: e.Name, Transport: e.Transport.Name, Params: e.Params, LinkBps: uint64(s.Link.Rate),
+		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
+		Receivers: receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
+	}
+	if e.Params == nil {
+		rec.Params = map[string]string{}
+	}
+	hosts := r.net.Layout.Hosts
+	var used []string
+	for _, h := range hosts {
+		if clients[h.Name] != nil || servers[h.Name] {
+			used = append(used, h.Name)
+		}
+	}
+	// Servers first, so no client reaches a port not yet served.
+	cfg := func(serverPass bool) error {
+		return r.agents.each(ctx, used, func(ctx context.Context, a *agent) error {
+			h, _ := r.net.Layout.Host(a.host)
+			if (clients[a.host] == nil) != serverPass {
+				return nil
+			}
+			_, err := a.api.Configure(ctx, r.configure(e.Transport, s, e.Name, "measure", h, servers[a.host], clients[a.host]))
+			if err != nil {
+				return fmt.Errorf("configure %s on %s: %w", e.Name, a.host, err)
+			}
+			return nil
+		})
+	}
+	if err := cfg(true); err != nil {
+		return err
+	}
+	if err := cfg(false); err != nil {
+		return err
+	}
+	startStats := r.switchStats(ctx)
+	cpu0 := readCPU()
+	telDone := r.startTelemetry(ctx, e.Name, s.Telemetry.Interval.D())
+	rec.Started = time.Now().UnixNano()
+	var clientHosts []string
+	for _, h := range used {
+		if clients[h] != nil {
+			clientHosts = append(clientHosts, h)
+		}
+	}
+	if err := r.agents.each(ctx, clientHosts, func(ctx context.Context, a *agent) error {
+		_, err := a.api.Start(ctx, &agentpb.StartRequest{})
+		return err
+	}); err != nil {
+		telDone()
+		return fmt.Errorf("start clients: %w", err)
+	}
+
+	wait := 500*time.Millisecond + s.Warmup.D() + s.Duration.D()
+	var waitErr error
+	select {
+	case <-ctx.Done():
+		waitErr = context.Cause(ctx)
+	case <-time.After(wait):
+	}
+	// Stop and collect even when interrupted: what was measured is kept.
+	// The drain is shortened when the run is being torn down.
+	drain := s.Drain.D()
+	stopCtx := context.WithoutCancel(ctx)
+	if waitErr != nil {
+		drain = 0
+	}
+	stopCtx, stopCancel := context.WithTimeout(stopCtx, drain+2*time.Second)
+	defer stopCancel()
+	var mu sync.Mutex
+	var lagWarnings []string
+	var cpuUs uint64
+	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
+		rep, err := a.api.Stop(ctx, &agentpb.StopRequest{DrainMs: uint32(drain / time.Millisecond)})
+		if err != nil {
+			return fmt.Errorf("stop %s: %w", a.host, err)
+		}
+		c := rep.GetCounters()
+		mu.Lock()
+		defer mu.Unlock()
+		rec.RPCs.Issued += c.GetIssued()
+		rec.RPCs.Completed += c.GetCompleted()
+		rec.RPCs.Failed += c.GetFailed()
+		rec.RPCs.InFlight += c.GetInFlight()
+		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
+		for k, v := range c.GetTransport() {
+			rec.TransportCounters[k] += v
+		}
+		if w := lagWarning(a.host, c, clients[a.host]); w != "" {
+			lagWarnings = append(lagWarnings, w)
+		}
+		return nil
+	})
+	rec.Ended = time.Now().UnixNano()
+	telDone()
+	cpuBusy := cpuBusyFraction(cpu0, readCPU())
+	rec.CPUBusy = cpuBusy
+	rec.AgentCPUMs = cpuUs / 1000
+	rec.Fidelity = append(rec.Fidelity, lagWarnings...)
+	if cpuBusy > 0.95 {
+		rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("CPU saturated: the machine was %.0f%% busy during the experiment; agents and switches competed for the vCPUs", cpuBusy*100))
+	}
+	rec.Fidelity = append(rec.Fidelity, r.collectSwitchStats(stopCtx, e.Name, startStats, time.Duration(rec.Ended-rec.Started))...)
+
+	fetchErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
+		var buf bytes.Buffer
+		if err := a.fetch(ctx, e.Name, &buf); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", a.host, "fetched-"+e.Name+".csv"), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		_, _, err := r.records.appendCSV(buf.Bytes(), "")
+		return err
+	})
+	rec.Incomplete = waitErr != nil || stopErr != nil || fetchErr != nil
+	if err := r.man.update(func(m *Manifest) { m.Experiments = append(m.Experiments, rec) }); err != nil {
+		return err
+	}
+	r.log.Info("experiment done", "name", e.Name, "issued", rec.RPCs.Issued, "completed", rec.RPCs.Completed,
+		"failed", rec.RPCs.Failed, "in_flight", rec.RPCs.InFlight, "cpu_busy", cpuBusy, "fidelity", rec.Fidelity)
+	r.prog.step(e.Name)
+	if waitErr != nil {
+		return waitErr
+	}
+	if stopErr != nil {
+		return stopErr
+	}
+	if fetchErr != nil {
+		return fetchErr
+	}
+	// State reset between experiments: let the switch queues drain.
+	return r.waitQueuesEmpty(ctx, 2*time.Second)
+}
+
+// lagWarning flags a client whose transport could not keep the open-loop
+// schedule: a P99 send lag above a millisecond and above a tenth of the mean
+// interarrival time means latencies include time the RPC waited to be sent.
+func lagWarning(host string, c *agentpb.Counters, w *agentpb.Workload) string {
+	if w == nil || w.GetArrivals() != scenario.ArrivalsPoisson || w.GetRateRps() <= 0 {
+		return ""
+	}
+	gapUs := 1e6 / w.GetRateRps()
+	if c.GetLagP99Us() > 1000 && c.GetLagP99Us() > gapUs/10 {
+		return fmt.Sprintf("agent %s send lag P99 %.0f µs (max %.0f µs) against a mean gap of %.0f µs: the host fell behind its schedule",
+			host, c.GetLagP99Us(), c.GetLagMaxUs(), gapUs)
+	}
+	return ""
+}
+
+// switchStats reads every switch's statistics (nil for those that fail).
+func (r *run) switchStats(ctx context.Context) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for name, c := range r.stats {
+		m, err := c.fetch(ctx)
+		if err != nil {
+			r.log.Warn("switch stats", "switch", name, "err", err)
+			continue
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// collectSwitchStats writes switch/<experiment>/<switch>.json as
+// differences over the experiment and returns fidelity warnings.
+func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]map[string]any, span time.Duration) []string {
+	var warn []string
+	end := r.switchStats(ctx)
+	for name := range r.stats {
+		e, ok := end[name]
+		if !ok {
+			warn = append(warn, fmt.Sprintf("switch %s: statistics unavailable for this experiment", name))
+			continue
+		}
+		d := diffStats(start[name], e)
+		if err := writeJSONFile(filepath.Join(r.dir, "switch", exp, name+".json"), d); err != nil {
+			warn = append(warn, fmt.Sprintf("switch %s: %v", name, err))
+			continue
+		}
+		t := totals(d)
+		if t.kernelDrops > 0 {
+			warn = append(warn, fmt.Sprintf("switch %s fell behind: %.0f packets were lost in its sockets before it read them", name, t.kernelDrops))
+		}
+		if t.noBuffer > 0 || t.txErrors > 0 {
+			warn = append(warn, fmt.Sprintf("switch %s: %.0f packets without buffer, %.0f transmit errors", name, t.noBuffer, t.txErrors))
+		}
+		// Departure check: a port whose queue was backlogged should have
+		// sent at close to its rate; well below means the switch could not
+		// serve the port on time.
+		for port, sent := range t.sentBytes {
+			rate := t.rateBps[port]
+			if rate <= 0 || span <= 0 || t.peakPkts[port] < 8 {
+				continue
+			}
+			util := sent * 8 / rate / span.Seconds()
+			if util < 0.5 {
+				warn = append(warn, fmt.Sprintf("switch %s port %d: queues backlogged (peak %.0f packets) yet the port sent at %.0f%% of its rate", name, port, t.peakPkts[port], util*100))
+			}
+		}
+	}
+	return warn
+}
+
+// waitQueuesEmpty waits until every switch queue is empty, so one
+// experiment's backlog does not spill into the next.
+func (r *run) waitQueuesEmpty(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		busy := false
+		for _, m := range r.switchStats(ctx) {
+			ports, _ := m["ports"].([]any)
+			for _, p := range ports {
+				pm, _ := p.(map[string]any)
+				qs, _ := pm["queues"].([]any)
+				for _, q := range qs {
+					qm, _ := q.(map[string]any)
+					busy = busy || num(qm["depth_pkts"]) > 0
+				}
+			}
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// startTelemetry runs the telemetry part for one experiment, appending to
+// telemetry.csv; the returned func stops it and waits.
+func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Duration) func() {
+	if r.opt.Parts.Telemetry == nil {
+		return func() {}
+	}
+	path := filepath.Join(r.dir, "telemetry.csv")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		r.log.Warn("telemetry file", "err", err)
+		return func() {}
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.opt.Parts.Telemetry(tctx, r.net, exp, interval, f); err != nil && tctx.Err() == nil {
+			r.log.Warn("telemetry", "experiment", exp, "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = f.Close()
+	}
+}
+
+// cpuTimes is a /proc/stat sample: busy and total jiffies of all CPUs.
+type cpuTimes struct{ busy, total uint64 }
+
+func readCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := bytes.Cut(b, []byte{'\n'})
+	fields := bytes.Fields(line)
+	var t cpuTimes
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseUint(string(f), 10, 64)
+		t.total += v
+		if i != 3 && i != 4 { // idle and iowait
+			t.busy += v
+		}
+	}
+	return t
+}
+
+func cpuBusyFraction(a, b cpuTimes) float64 {
+	if b.total <= a.total {
+		return 0
+	}
+	return float64(b.busy-a.busy) / float64(b.total-a.total)
+}

@@ -1,0 +1,97 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/mn"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// Problem is one preflight failure with the command that fixes it.
+type Problem struct {
+	What string
+	Fix  string
+}
+
+func (p Problem) String() string {
+	if p.Fix == "" {
+		return p.What
+	}
+	return p.What + " (fix: " + p.Fix + ")"
+}
+
+// PreflightError lists every problem found, so one attempt shows them all.
+type PreflightError struct{ Problems []Problem }
+
+func (e *PreflightError) Error() string {
+	lines := []string{"preflight failed:"}
+	for _, p := range e.Problems {
+		lines = append(lines, "  - "+p.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Preflight checks that this machine can run the plan: root, Debian's
+// Mininet, the tools it and the run use, the homatb binary, and the kernel
+// pieces (TCP congestion control). It returns the leftovers of earlier runs
+// separately: they are offered for cleaning, not fatal.
+func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.Leftovers, error) {
+	var ps []Problem
+	if os.Geteuid() != 0 {
+		ps = append(ps, Problem{"not running as root: Mininet needs root for namespaces and veths", "sudo homatb run ..."})
+	}
+	if _, err := os.Stat(mn.Python); err != nil {
+		ps = append(ps, Problem{"Debian's " + mn.Python + " is missing", "apt-get install python3"})
+	} else if err := exec.Command(mn.Python, "-c", "import mininet.net").Run(); err != nil {
+		ps = append(ps, Problem{"Mininet is not installed for " + mn.Python, "apt-get install mininet"})
+	}
+	for tool, pkg := range map[string]string{"ethtool": "ethtool", "tc": "iproute2", "ip": "iproute2", "mnexec": "mininet"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			ps = append(ps, Problem{tool + " not found on PATH", "apt-get install " + pkg})
+		}
+	}
+	if binary == "" {
+		ps = append(ps, Problem{"no homatb binary for the switch and agent processes", "make build"})
+	} else if st, err := os.Stat(binary); err != nil || st.Mode()&0o111 == 0 {
+		ps = append(ps, Problem{"homatb binary " + binary + " is not executable", "make build"})
+	}
+	if plan.Base.Switch.Target == scenario.TargetBMv2 {
+		if _, err := exec.LookPath("simple_switch_grpc"); err != nil {
+			ps = append(ps, Problem{"switch target bmv2 needs simple_switch_grpc, which Debian 12 does not package",
+				"build BMv2 from source, or use target: embedded"})
+		}
+	}
+	if cc, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); err == nil {
+		for _, t := range plan.Base.Transports {
+			if t.Name == scenario.TransportTCP && !strings.Contains(" "+string(cc)+" ", " "+t.TCP.Congestion+" ") {
+				ps = append(ps, Problem{"TCP congestion control " + t.TCP.Congestion + " is not available (have: " + strings.TrimSpace(string(cc)) + ")",
+					"modprobe tcp_" + t.TCP.Congestion})
+			}
+		}
+	}
+	left, err := cleanup.Find(registry, "")
+	if err != nil && os.Geteuid() == 0 {
+		ps = append(ps, Problem{fmt.Sprintf("cannot look for leftovers: %v", err), ""})
+	}
+	var dead []cleanup.Leftovers
+	for _, l := range left {
+		if !l.Alive && !l.Empty() {
+			dead = append(dead, l)
+		}
+	}
+	if len(ps) > 0 {
+		return dead, &PreflightError{Problems: ps}
+	}
+	return dead, nil
+}
+
+// IsPreflight reports whether err is a preflight failure.
+func IsPreflight(err error) bool {
+	var pe *PreflightError
+	return errors.As(err, &pe)
+}

@@ -1,0 +1,140 @@
+package testbed
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+)
+
+func TestDiffStats(t *testing.T) {
+	var start, end any
+	must := func(s string, v *any) {
+		if err := json.Unmarshal([]byte(s), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":10,"rate_bps":100,"queues":[{"queue":0,"sent_bytes":1000,"peak_pkts":5,"depth_pkts":2}]}]}`, &start)
+	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":25,"rate_bps":100,"new_counter":7,"queues":[{"queue":0,"sent_bytes":4000,"peak_pkts":9,"depth_pkts":0}]}]}`, &end)
+	d := diffStats(start, end).(map[string]any)
+	p := d["ports"].([]any)[0].(map[string]any)
+	q := p["queues"].([]any)[0].(map[string]any)
+	tests := []struct {
+		name string
+		got  any
+		want float64
+	}{
+		{"counter differenced", p["rx_pkts"], 15},
+		{"gauge kept", p["rate_bps"], 100},
+		{"port id kept", p["port"], 1},
+		{"unknown counter from zero", p["new_counter"], 7},
+		{"queue counter", q["sent_bytes"], 3000},
+		{"peak kept", q["peak_pkts"], 9},
+		{"depth kept", q["depth_pkts"], 0},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	tot := totals(d)
+	if tot.sentBytes[1] != 3000 || tot.peakPkts[1] != 9 {
+		t.Errorf("totals = %+v", tot)
+	}
+}
+
+func TestRecordsMerge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rpcs.csv")
+	r, err := createRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := "experiment,transport,phase,client,server,req_bytes,resp_bytes,intended_ns,sent_ns,done_ns,rtt_ns,status,error,retries\n"
+	a := hdr + "calibrate-homa-100,homa,calibrate,h2,10.0.0.1:4000,100,100,1,2,3001,3000,completed,,0\n" +
+		"calibrate-homa-100,homa,calibrate,h2,10.0.0.1:4000,100,100,5,6,0,0,failed,timeout,1\n"
+	b := hdr + "calibrate-homa-1000,homa,calibrate,h2,10.0.0.1:4000,1000,1000,1,2,5001,5000,completed,,0\n"
+	n, rtts, err := r.appendCSV([]byte(a), "calibrate-homa")
+	if err != nil || n != 2 || len(rtts) != 1 || rtts[0] != 3 {
+		t.Fatalf("first append: %d rows, rtts %v, %v", n, rtts, err)
+	}
+	if _, _, err := r.appendCSV([]byte(b), "calibrate-homa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.appendCSV([]byte("experiment,other\nx,y\n"), ""); err == nil {
+		t.Error("a file with a different header was merged")
+	}
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+	if len(lines) != 4 || strings.Count(string(got), "experiment,transport") != 1 {
+		t.Fatalf("merged file:\n%s", got)
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "calibrate-homa,") {
+			t.Errorf("row not renamed: %s", l)
+		}
+	}
+}
+
+func TestLagWarning(t *testing.T) {
+	poisson := &agentpb.Workload{Arrivals: "poisson", RateRps: 100} // 10 ms mean gap
+	tests := []struct {
+		name string
+		lag  float64
+		w    *agentpb.Workload
+		warn bool
+	}{
+		{"on schedule", 200, poisson, false},
+		{"over 1 ms and a tenth of the gap", 5000, poisson, true},
+		{"closed loop never warns", 5000, &agentpb.Workload{Arrivals: "closed"}, false},
+		{"server only", 5000, nil, false},
+	}
+	for _, tc := range tests {
+		got := lagWarning("h2", &agentpb.Counters{LagP99Us: tc.lag, LagMaxUs: tc.lag}, tc.w)
+		if (got != "") != tc.warn {
+			t.Errorf("%s: warning %q, want warning %v", tc.name, got, tc.warn)
+		}
+	}
+}
+
+func TestAgentSocketDir(t *testing.T) {
+	short := agentSocketDir("/tmp/r", "hb00001")
+	if short != "/tmp/r/agents" {
+		t.Errorf("short run dir: %s", short)
+	}
+	long := agentSocketDir("/"+strings.Repeat("x", 120), "hb00001")
+	if !strings.Contains(long, "hb00001") || len(filepath.Join(long, "h250.sock")) >= 108 {
+		t.Errorf("long run dir: socket dir %s", long)
+	}
+}
+
+func TestPlainProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := newProgress(&buf, []time.Duration{time.Second, time.Second, 2 * time.Second})
+	p.begin("a")
+	p.step("a")
+	out := buf.String()
+	if !strings.Contains(out, "[1/3] a ...") || !strings.Contains(out, "[1/3] a done") || !strings.Contains(out, "ETA") {
+		t.Errorf("progress lines:\n%s", out)
+	}
+}
+
+func TestNewTag(t *testing.T) {
+	a, b := NewTag("run"), NewTag("run")
+	if len(a) != 7 || a[:2] != "hb" {
+		t.Errorf("tag %q", a)
+	}
+	if a == b {
+		t.Errorf("two tags for the same run id collided: %s", a)
+	}
+}
