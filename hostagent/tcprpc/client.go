@@ -173,6 +173,10 @@ type conn struct {
 
 	wmu sync.Mutex
 	bw  *bufio.Writer
+	// writers counts senders waiting for or holding wmu: a sender that
+	// sees another one behind it leaves the flush to it, so requests queued
+	// together share one system call.
+	writers atomic.Int32
 
 	pmu     sync.Mutex
 	pending []*pendingCall
@@ -194,19 +198,24 @@ func (cn *conn) err() error {
 // send queues a call and writes its request.
 func (cn *conn) send(req []byte) (*pendingCall, error) {
 	pc := &pendingCall{done: make(chan result, 1)}
+	cn.writers.Add(1)
 	cn.wmu.Lock()
 	defer cn.wmu.Unlock()
+	last := func() bool { return cn.writers.Add(-1) == 0 }
 	cn.pmu.Lock()
 	if cn.failed != nil {
 		err := cn.failed
 		cn.pmu.Unlock()
+		if last() {
+			cn.bw.Flush() // what earlier senders left; fails on a dead connection anyway
+		}
 		return nil, fmt.Errorf("tcp connection to %s: %w", cn.nc.RemoteAddr(), err)
 	}
 	// Queued before the write, so the reader always finds it.
 	cn.pending = append(cn.pending, pc)
 	cn.pmu.Unlock()
 	err := writeMessage(cn.bw, req)
-	if err == nil {
+	if last() && err == nil {
 		err = cn.bw.Flush()
 	}
 	if err != nil {
