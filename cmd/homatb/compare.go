@@ -1,18 +1,34 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 
+	"github.com/homatb/homatb/reports"
 	"github.com/spf13/cobra"
 )
 
-// newCompareCmd is replaced by the reports work in progress.
+// newCompareCmd is `homatb compare DIR_A DIR_B`: two runs side by side.
 func newCompareCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "compare",
-		Short: "not built yet",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("homatb compare: not built yet")
+	var out string
+	cmd := &cobra.Command{
+		Use:   "compare DIR_A DIR_B",
+		Short: "Put two run directories side by side: compare.json and compare.html with overlaid charts",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				out = fmt.Sprintf("compare-%s-vs-%s", filepath.Base(filepath.Clean(args[0])), filepath.Base(filepath.Clean(args[1])))
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			if err := reports.Compare(cmd.Context(), args[0], args[1], out, reports.WithLogger(logger)); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(out, "compare.html"))
+			return nil
 		},
 	}
+	cmd.Flags().StringVar(&out, "out", "", "output directory (default compare-<A>-vs-<B> in the current directory)")
+	return cmd
 }
