@@ -480,7 +480,7 @@ func (r *run) waitQueuesEmpty(ctx context.Context, timeout time.Duration) error 
 // startTelemetry runs the telemetry part for one experiment, appending to
 // telemetry.csv; the returned func stops it and waits.
 func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Duration) func() {
-	if r.opt.Parts.Telemetry == nil {
+	if r.ctl == nil {
 		return func() {}
 	}
 	path := filepath.Join(r.dir, "telemetry.csv")
@@ -493,7 +493,7 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := r.opt.Parts.Telemetry(tctx, r.net, exp, interval, f); err != nil && tctx.Err() == nil {
+		if err := r.ctl.telemetry(tctx, exp, interval, f); err != nil {
 			r.log.Warn("telemetry", "experiment", exp, "err", err)
 		}
 	}()

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -41,27 +42,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry is where the run registers for `homatb clean`.
 	Registry string
-	// Parts are the pieces other packages provide.
-	Parts Parts
+	// NoReport skips building the report at the end.
+	NoReport bool
 	// TeardownTimeout bounds teardown (default 8s, so that with the
 	// signal's own delay everything is gone within 10s).
 	TeardownTimeout time.Duration
 }
 
-// Parts are the steps the testbed delegates: programming the switches,
-// sampling telemetry and building the report. A nil part is skipped and the
-// manifest says so.
-type Parts struct {
-	// Program installs forwarding, ARP and the DSCP policy on every switch.
-	Program func(ctx context.Context, n *Network) error
-	// Telemetry samples the switches for one experiment, writing rows of
-	// telemetry.csv to w, until ctx ends; it returns when it has stopped.
-	Telemetry func(ctx context.Context, n *Network, experiment string, interval time.Duration, w io.Writer) error
-	// Report builds summary.json and report.html from the run directory.
-	Report func(ctx context.Context, runDir string) error
-}
-
-// Network is what Parts see of a built network.
+// Network is a built network as the controller sees it.
 type Network struct {
 	Layout   *topo.Network
 	Scenario *scenario.Scenario
@@ -102,6 +90,7 @@ type run struct {
 	sockDir string
 	cancel  context.CancelCauseFunc
 	calib   map[string]Calibrate
+	ctl     *control
 }
 
 // Run executes a plan. It returns when the run has ended and its network
@@ -191,9 +180,9 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	res.Incomplete = incomplete
 	// The report is built from whatever was measured, but not after an
 	// interrupt: the user asked to stop, and `homatb report DIR` rebuilds it.
-	if opt.Parts.Report != nil && ctx.Err() == nil && len(r.man.Experiments) > 0 {
+	if !opt.NoReport && ctx.Err() == nil && len(r.man.Experiments) > 0 {
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
-		if err := opt.Parts.Report(rctx, absDir); err != nil {
+		if _, err := reports.Build(rctx, absDir, reports.WithLogger(r.log)); err != nil {
 			r.log.Error("report", "err", err)
 			runErr = errors.Join(runErr, fmt.Errorf("report: %w", err))
 		}
@@ -258,15 +247,11 @@ func (r *run) execute(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("build network (see logs/mininet.log): %w", err)
 	}
-	if r.opt.Parts.Program != nil {
-		pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
-		err := r.opt.Parts.Program(pctx, r.net)
-		pcancel()
-		if err != nil {
-			return fmt.Errorf("program switches: %w", err)
-		}
-	} else {
-		r.runFidelity("switches not programmed: no controller in this build")
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	r.ctl, err = connectAndProgram(pctx, r.net, r.log.With("part", "controller"))
+	pcancel()
+	if err != nil {
+		return fmt.Errorf("program switches (see logs/s*.log): %w", err)
 	}
 	if err := r.startAgents(ctx, layout); err != nil {
 		return err
@@ -425,6 +410,9 @@ func (r *run) teardown() error {
 	var errs []error
 	if r.records != nil {
 		errs = append(errs, r.records.close())
+	}
+	if err := r.ctl.close(); err != nil {
+		r.log.Warn("controller close", "err", err)
 	}
 	actx, acancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	r.agents.shutdown(actx)

@@ -20,8 +20,8 @@ import (
 
 // runFlags are the settings of `homatb run`.
 type runFlags struct {
-	out, runDir, binary, registry string
-	dryRun, clean, quiet          bool
+	out, runDir, binary, registry  string
+	dryRun, clean, quiet, noReport bool
 }
 
 // newRunCmd runs a scenario end to end and writes a run directory.
@@ -41,6 +41,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fl.BoolVar(&f.noReport, "no-report", false, "do not build the report (homatb report DIR builds it later)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
 	return cmd
@@ -74,7 +75,7 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	}
 	res, runErr := testbed.Run(cmd.Context(), plan, testbed.Options{
 		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
-		Progress: progress, Registry: f.registry, Parts: parts(),
+		Progress: progress, Registry: f.registry, NoReport: f.noReport,
 	})
 	if res == nil {
 		return runErr
@@ -167,9 +168,4 @@ func readShortP99(path string) map[string]float64 {
 		}
 	}
 	return out
-}
-
-// parts wires the pieces other packages provide into the run lifecycle.
-func parts() testbed.Parts {
-	return testbed.Parts{}
 }

@@ -1,0 +1,122 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// controllerTopology describes the layout to the controller.
+func controllerTopology(n *topo.Network, s *scenario.Scenario, addrs map[string]string) (*controller.Topology, error) {
+	t := &controller.Topology{}
+	target := controller.TargetEmbedded
+	if s.Switch.Target == scenario.TargetBMv2 {
+		target = controller.TargetBMv2
+	}
+	for _, sw := range n.Switches {
+		cs := controller.Switch{Name: sw.Name, DeviceID: sw.DeviceID, Address: addrs[sw.Name], Ports: sw.Ports, Target: target}
+		if target == controller.TargetBMv2 {
+			// BMv2 shapes queues in packets per second: the link rate in
+			// MTU-sized frames.
+			cs.BMv2 = controller.BMv2Queues{RatePPS: int(float64(s.Link.Rate) / 8 / float64(s.Link.MTU+38)), DepthPkts: s.Switch.QueueDepthPkts}
+		}
+		t.Switches = append(t.Switches, cs)
+	}
+	for _, h := range n.Hosts {
+		mac, err := controller.ParseMAC(h.MAC)
+		if err != nil {
+			return nil, err
+		}
+		t.Hosts = append(t.Hosts, controller.Host{Name: h.Name, IP: h.IP, MAC: mac, Switch: h.Switch, Port: h.Port})
+	}
+	for _, l := range n.Links {
+		t.Links = append(t.Links, controller.Link{A: l.A, APort: l.APort, B: l.B, BPort: l.BPort})
+	}
+	return t, nil
+}
+
+// policy turns the scenario's DSCP section into the controller's policy.
+func policy(s *scenario.Scenario) (controller.Policy, error) {
+	p := controller.DefaultPolicy()
+	switch s.DSCP.Policy {
+	case scenario.DSCPSingleQueue:
+		m, err := controller.CollapsedDSCPQueues(1)
+		if err != nil {
+			return p, err
+		}
+		p.DSCPQueue = m
+	case scenario.DSCPMap:
+		p.DSCPQueue = map[uint8]uint8{}
+		for d, q := range s.DSCP.Map {
+			p.DSCPQueue[uint8(d)] = uint8(q)
+		}
+	}
+	p.ECNThresholdPkts = uint32(s.Switch.ECNThresholdPkts)
+	return p, p.Validate()
+}
+
+// control keeps the controller's connections for the whole run: the
+// switches are programmed once and read for telemetry in every experiment.
+type control struct {
+	fabric *controller.Fabric
+	log    *slog.Logger
+
+	mu          sync.Mutex
+	wroteHeader bool
+}
+
+// connectAndProgram dials every switch, pushes tor.p4 and installs
+// forwarding, ARP proxy and the DSCP policy, verified by read-back.
+func connectAndProgram(ctx context.Context, n *Network, log *slog.Logger) (*control, error) {
+	t, err := controllerTopology(n.Layout, n.Scenario, n.SwitchAddr)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := policy(n.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	f, err := controller.Connect(ctx, t, controller.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Program(ctx, pol); err != nil {
+		return nil, fmt.Errorf("%w (also: %v)", err, f.Close())
+	}
+	return &control{fabric: f, log: log}, nil
+}
+
+// telemetry samples every switch until ctx ends and appends the series to
+// w as telemetry.csv rows.
+func (c *control) telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
+	p, err := c.fabric.NewPoller(interval)
+	if err != nil {
+		return err
+	}
+	runErr := p.Run(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	write := controller.AppendTelemetryCSV
+	if !c.wroteHeader {
+		write = controller.WriteTelemetryCSV
+		c.wroteHeader = true
+	}
+	if err := write(w, exp, p.Samples()); err != nil {
+		return err
+	}
+	return runErr
+}
+
+func (c *control) close() error {
+	if c == nil {
+		return nil
+	}
+	return c.fabric.Close()
+}
