@@ -72,6 +72,9 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 			if c.GetCompleted() == 0 || c.GetFailed() != 0 {
 				t.Errorf("counters %v: want completions and no failures over loopback", c)
 			}
+			if c.GetRttP50Us() <= 0 || c.GetRttP50Us() > c.GetRttP99Us() || c.GetRttP99Us() > c.GetRttMaxUs() {
+				t.Errorf("RTT p50 %v p99 %v max %v µs: want 0 < p50 <= p99 <= max", c.GetRttP50Us(), c.GetRttP99Us(), c.GetRttMaxUs())
+			}
 			if tc.w.MaxRpcs > 0 && c.GetIssued() != tc.w.MaxRpcs {
 				t.Errorf("issued %d, want max_rpcs %d", c.GetIssued(), tc.w.MaxRpcs)
 			}
@@ -149,6 +152,20 @@ func TestBooksBalanceWithFailuresAndInflight(t *testing.T) {
 	if c.failures["refused"] != c.failed {
 		t.Errorf("failure reasons %v, want every failure as \"refused\"", c.failures)
 	}
+}
+
+// TestOutstandingLimitHoldsIssuing: with max_outstanding RPCs stuck, an
+// open-loop client waits (and counts it) instead of issuing more.
+func TestOutstandingLimitHoldsIssuing(t *testing.T) {
+	c, rows := runFake(t, &agentpb.Workload{
+		Sizes: "fixed:100", RateRps: 2000, DurationMs: 200, MaxOutstanding: 2,
+		Targets: []string{"10.0.0.2:2"},
+	}, 100*time.Millisecond, 0)
+	if c.issued != 2 || c.slotWaits != 1 {
+		t.Errorf("issued %d, limit waits %d: want 2 issued and 1 wait", c.issued, c.slotWaits)
+	}
+	checkBooks(t, rows, &agentpb.Counters{Issued: c.issued, Completed: c.completed, Failed: c.failed,
+		InFlight: c.issued - c.completed - c.failed}, "tcp")
 }
 
 // TestLateStartIssuesEveryRPC starts a schedule 200 ms in the past: the

@@ -36,7 +36,8 @@ type experiment struct {
 	closedBooks bool
 	outstanding map[*rpcState]struct{}
 	failures    map[string]uint64
-	lag         *hdrhistogram.Histogram // microseconds
+	lag         *hdrhistogram.Histogram // send lag, microseconds
+	rtt         *hdrhistogram.Histogram // RTT of completed non-warmup RPCs, microseconds
 
 	stopIssue   context.CancelFunc
 	cancelCalls context.CancelFunc
@@ -60,6 +61,7 @@ func newExperiment(name, transport, phase, client string, spec *clientSpec, tr T
 		outstanding: map[*rpcState]struct{}{},
 		failures:    map[string]uint64{},
 		lag:         hdrhistogram.New(1, lagMaxUs, 3),
+		rtt:         hdrhistogram.New(1, lagMaxUs, 3),
 		issuing:     make(chan struct{}),
 	}
 	if spec != nil {
@@ -234,6 +236,9 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	} else {
 		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, res.RespBytes, done.UnixNano()
 		e.completed.Add(1)
+		if phase != "warmup" {
+			e.rtt.RecordValue(min(max(done.Sub(intended).Microseconds(), 1), lagMaxUs))
+		}
 	}
 	// Under mu, so Stop cannot close the writer between the check and here.
 	e.rec.Write(r.rec)
@@ -282,6 +287,7 @@ func (e *experiment) outstandingCount() int {
 type counters struct {
 	issued, completed, failed, inFlight uint64
 	lagP50, lagP99, lagMax              float64
+	rttP50, rttP99, rttMax              float64
 	failures                            map[string]uint64
 	slotWaits                           uint64
 }
@@ -304,6 +310,11 @@ func (e *experiment) snapshot() counters {
 		c.lagP50 = float64(e.lag.ValueAtQuantile(50))
 		c.lagP99 = float64(e.lag.ValueAtQuantile(99))
 		c.lagMax = float64(e.lag.Max())
+	}
+	if e.rtt.TotalCount() > 0 {
+		c.rttP50 = float64(e.rtt.ValueAtQuantile(50))
+		c.rttP99 = float64(e.rtt.ValueAtQuantile(99))
+		c.rttMax = float64(e.rtt.Max())
 	}
 	return c
 }

@@ -215,6 +215,8 @@ func (s *Service) countersLocked() *agentpb.Counters {
 	snap := s.exp.snapshot()
 	c.Issued, c.Completed, c.Failed, c.InFlight = snap.issued, snap.completed, snap.failed, snap.inFlight
 	c.LagP50Us, c.LagP99Us, c.LagMaxUs = snap.lagP50, snap.lagP99, snap.lagMax
+	c.RttP50Us, c.RttP99Us, c.RttMaxUs = snap.rttP50, snap.rttP99, snap.rttMax
+	c.OutstandingLimitWaits = snap.slotWaits
 	c.Failures = snap.failures
 	if s.resp != nil {
 		c.Served = s.resp.served.Load()
@@ -222,7 +224,6 @@ func (s *Service) countersLocked() *agentpb.Counters {
 	if s.tr != nil {
 		c.Transport = s.tr.Stats()
 	}
-	c.Transport["agent_outstanding_limit_waits"] = snap.slotWaits
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		c.CpuUserUs = uint64(max(tvUs(ru.Utime)-tvUs(s.cpu0.Utime), 0))

@@ -795,9 +795,18 @@ type Counters struct {
 	CpuUserUs uint64 `protobuf:"varint,10,opt,name=cpu_user_us,json=cpuUserUs,proto3" json:"cpu_user_us,omitempty"`
 	CpuSysUs  uint64 `protobuf:"varint,11,opt,name=cpu_sys_us,json=cpuSysUs,proto3" json:"cpu_sys_us,omitempty"`
 	// Failure reasons with counts.
-	Failures      map[string]uint64 `protobuf:"bytes,12,rep,name=failures,proto3" json:"failures,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Failures map[string]uint64 `protobuf:"bytes,12,rep,name=failures,proto3" json:"failures,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Round-trip time (from the intended send time) of the RPCs completed so
+	// far in the "measure" (or configured) phase, in microseconds. A live
+	// view only: statistics come from the records.
+	RttP50Us float64 `protobuf:"fixed64,13,opt,name=rtt_p50_us,json=rttP50Us,proto3" json:"rtt_p50_us,omitempty"`
+	RttP99Us float64 `protobuf:"fixed64,14,opt,name=rtt_p99_us,json=rttP99Us,proto3" json:"rtt_p99_us,omitempty"`
+	RttMaxUs float64 `protobuf:"fixed64,15,opt,name=rtt_max_us,json=rttMaxUs,proto3" json:"rtt_max_us,omitempty"`
+	// RPCs the open-loop schedule issued late because max_outstanding RPCs
+	// were already in flight (cp_node's "lag due to overload").
+	OutstandingLimitWaits uint64 `protobuf:"varint,16,opt,name=outstanding_limit_waits,json=outstandingLimitWaits,proto3" json:"outstanding_limit_waits,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -912,6 +921,34 @@ func (x *Counters) GetFailures() map[string]uint64 {
 		return x.Failures
 	}
 	return nil
+}
+
+func (x *Counters) GetRttP50Us() float64 {
+	if x != nil {
+		return x.RttP50Us
+	}
+	return 0
+}
+
+func (x *Counters) GetRttP99Us() float64 {
+	if x != nil {
+		return x.RttP99Us
+	}
+	return 0
+}
+
+func (x *Counters) GetRttMaxUs() float64 {
+	if x != nil {
+		return x.RttMaxUs
+	}
+	return 0
+}
+
+func (x *Counters) GetOutstandingLimitWaits() uint64 {
+	if x != nil {
+		return x.OutstandingLimitWaits
+	}
+	return 0
 }
 
 type StatusRequest struct {
@@ -1261,7 +1298,7 @@ const file_agent_proto_rawDesc = "" +
 	"\vStopRequest\x12\x19\n" +
 	"\bdrain_ms\x18\x01 \x01(\rR\adrainMs\"B\n" +
 	"\tStopReply\x125\n" +
-	"\bcounters\x18\x01 \x01(\v2\x19.homatb.agent.v1.CountersR\bcounters\"\xad\x04\n" +
+	"\bcounters\x18\x01 \x01(\v2\x19.homatb.agent.v1.CountersR\bcounters\"\xbf\x05\n" +
 	"\bCounters\x12\x16\n" +
 	"\x06issued\x18\x01 \x01(\x04R\x06issued\x12\x1c\n" +
 	"\tcompleted\x18\x02 \x01(\x04R\tcompleted\x12\x16\n" +
@@ -1279,7 +1316,14 @@ const file_agent_proto_rawDesc = "" +
 	" \x01(\x04R\tcpuUserUs\x12\x1c\n" +
 	"\n" +
 	"cpu_sys_us\x18\v \x01(\x04R\bcpuSysUs\x12C\n" +
-	"\bfailures\x18\f \x03(\v2'.homatb.agent.v1.Counters.FailuresEntryR\bfailures\x1a<\n" +
+	"\bfailures\x18\f \x03(\v2'.homatb.agent.v1.Counters.FailuresEntryR\bfailures\x12\x1c\n" +
+	"\n" +
+	"rtt_p50_us\x18\r \x01(\x01R\brttP50Us\x12\x1c\n" +
+	"\n" +
+	"rtt_p99_us\x18\x0e \x01(\x01R\brttP99Us\x12\x1c\n" +
+	"\n" +
+	"rtt_max_us\x18\x0f \x01(\x01R\brttMaxUs\x126\n" +
+	"\x17outstanding_limit_waits\x18\x10 \x01(\x04R\x15outstandingLimitWaits\x1a<\n" +
 	"\x0eTransportEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1a;\n" +
