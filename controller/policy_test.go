@@ -3,6 +3,8 @@ package controller
 import (
 	"reflect"
 	"testing"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
 func TestDSCPPolicies(t *testing.T) {
@@ -71,7 +73,7 @@ func TestSwitchEntriesFollowPolicy(t *testing.T) {
 			if got := count(es); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("entries per table = %v, want %v", got, tt.want)
 			}
-			if _, err := s.Updates(0, es...); err != nil {
+			if _, err := s.Updates(p4v1.Update_INSERT, es...); err != nil {
 				t.Fatalf("entries do not encode against tor.p4: %v", err)
 			}
 		})

@@ -1,18 +1,141 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
 
+	"github.com/homatb/homatb/controller"
 	"github.com/spf13/cobra"
 )
 
-// newControllerCmd is replaced by the controller work in progress.
+// controllerOpts are the flags of `homatb controller`.
+type controllerOpts struct {
+	topology     string
+	dscp         string
+	ecnThreshold uint32
+	noARPProxy   bool
+	electionID   uint64
+	dialTimeout  time.Duration
+	verifyOnly   bool
+	watch        bool
+	pollInterval time.Duration
+	telemetry    string
+	experiment   string
+	verbose      bool
+}
+
+// newControllerCmd is `homatb controller`: program the switches of a
+// topology over P4Runtime, verify, and optionally stay to re-push after
+// switch restarts and record queue telemetry.
 func newControllerCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "controller",
-		Short: "not built yet",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("homatb controller: not built yet")
+	o := &controllerOpts{}
+	cmd := &cobra.Command{
+		Use:   "controller --topology FILE",
+		Short: "Program the P4 switches of a topology over P4Runtime and sample their queues",
+		Long: `Pushes the tor.p4 pipeline to every switch of the topology, installs
+forwarding to every host, the DSCP-to-queue policy, ARP-proxy and ECN entries,
+then reads them back and verifies them. With --watch or --telemetry it keeps
+running until interrupted: it re-pushes the state of a switch that restarts and
+samples per-queue counters into a telemetry.csv file. See docs/controller.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd.Context(), o)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.topology, "topology", "", "topology file (YAML, see docs/controller.md)")
+	fl.StringVar(&o.dscp, "dscp", "default", `DSCP-to-queue policy: "default" (CSp -> queue p), "collapse:N" (N = 1, 2, 4, 8), or "dscp=queue,..."`)
+	fl.Uint32Var(&o.ecnThreshold, "ecn-threshold", 0, "mark ECN CE when a queue holds at least this many packets (0: off)")
+	fl.BoolVar(&o.noARPProxy, "no-arp-proxy", false, "do not install ARP-proxy entries")
+	fl.Uint64Var(&o.electionID, "election-id", 1, "P4Runtime election id (the highest wins primacy)")
+	fl.DurationVar(&o.dialTimeout, "dial-timeout", 10*time.Second, "how long to keep trying to reach each switch")
+	fl.BoolVar(&o.verifyOnly, "verify-only", false, "do not write: only check that the switches hold the expected entries")
+	fl.BoolVar(&o.watch, "watch", false, "stay running until interrupted, re-pushing state to restarted switches")
+	fl.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "telemetry sampling interval")
+	fl.StringVar(&o.telemetry, "telemetry", "", "sample queue counters until interrupted and write them to this CSV file (implies --watch)")
+	fl.StringVar(&o.experiment, "experiment", "controller", "experiment name written in the telemetry rows")
+	fl.BoolVarP(&o.verbose, "verbose", "v", false, "log debug detail")
+	_ = cmd.MarkFlagRequired("topology")
+	return cmd
+}
+
+func runController(ctx context.Context, o *controllerOpts) error {
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	topo, err := controller.LoadTopology(o.topology)
+	if err != nil {
+		return err
+	}
+	dscp, err := controller.ParseDSCPPolicy(o.dscp)
+	if err != nil {
+		return err
+	}
+	policy := controller.Policy{DSCPQueue: dscp, ECNThresholdPkts: o.ecnThreshold, NoARPProxy: o.noARPProxy}
+	if err := policy.Validate(); err != nil {
+		return err
+	}
+	fabric, err := controller.Connect(ctx, topo,
+		controller.WithElectionID(controller.ElectionID{Low: o.electionID}),
+		controller.WithDialTimeout(o.dialTimeout),
+		controller.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer fabric.Close()
+	if o.verifyOnly {
+		for _, sw := range topo.Switches {
+			if err := fabric.Client(sw.Name).FetchPipeline(ctx); err != nil {
+				return err
+			}
+		}
+		if err := fabric.Verify(ctx, policy); err != nil {
+			return err
+		}
+		log.Info("switches verified", "switches", len(topo.Switches))
+	} else {
+		if err := fabric.Program(ctx, policy); err != nil {
+			return err
+		}
+		log.Info("switches programmed and verified", "switches", len(topo.Switches), "hosts", len(topo.Hosts))
+	}
+	if !o.watch && o.telemetry == "" {
+		return nil
+	}
+	if o.telemetry == "" {
+		<-ctx.Done()
+		return nil
+	}
+	return recordTelemetry(ctx, fabric, o, log)
+}
+
+// recordTelemetry samples until ctx ends and writes the CSV. The file is
+// created first so a bad path fails before the run, not after it.
+func recordTelemetry(ctx context.Context, fabric *controller.Fabric, o *controllerOpts, log *slog.Logger) (err error) {
+	out, err := os.Create(o.telemetry)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		if cerr := out.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("telemetry: %w", cerr)
+		}
+	}()
+	poller, err := fabric.NewPoller(o.pollInterval)
+	if err != nil {
+		return err
+	}
+	log.Info("sampling telemetry until interrupted", "interval", o.pollInterval, "file", o.telemetry)
+	runErr := poller.Run(ctx)
+	if werr := poller.WriteCSV(out, o.experiment); werr != nil {
+		return errors.Join(runErr, werr)
+	}
+	log.Info("telemetry written", "rows", len(poller.Samples()), "file", o.telemetry)
+	return runErr
 }
