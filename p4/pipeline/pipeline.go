@@ -12,25 +12,17 @@ import (
 	"sync/atomic"
 
 	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/p4/dataplane"
 )
 
-// Verdict is what ingress decided for one packet.
-type Verdict struct {
-	EgressPort uint16 // valid when !Drop
-	Queue      uint8  // 0..7, 7 served first
-	Drop       bool
-}
+// Verdict and EgressMeta are the dataplane's types: the pipeline fills them
+// for the traffic manager.
+type (
+	Verdict    = dataplane.Verdict
+	EgressMeta = dataplane.EgressMeta
+)
 
-// EgressMeta is the v1model queueing metadata of a packet leaving the
-// traffic manager.
-type EgressMeta struct {
-	IngressPort, EgressPort uint16
-	Queue                   uint8
-	EnqDepthPkts            uint32 // depth of this (port, queue) when the packet arrived, before it
-	DeqDepthPkts            uint32 // depth after it left
-	DeqTimedeltaUs          uint32 // time spent queued, µs
-	Length                  int    // frame length in bytes
-}
+var _ dataplane.Pipeline = (*Pipeline)(nil)
 
 // DropPort is v1model's egress_spec after mark_to_drop (BMv2's default
 // --drop-port).
