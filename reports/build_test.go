@@ -356,3 +356,25 @@ func TestOptionsRejectInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestUtilisationStaggeredSamples feeds queues sampled a microsecond apart
+// with counters that do not start at zero: utilisation must still be the
+// port's rate share, with no start-up spike.
+func TestUtilisationStaggeredSamples(t *testing.T) {
+	var rows []telemetryRow
+	const start = int64(5_000_000) // bytes already counted before the run
+	for i := int64(0); i < 100; i++ {
+		for q := 0; q < 4; q++ {
+			// 0.5 of 1 Gbit/s split over 4 queues, sampled every ms.
+			sent := start + 0.5*1e9/8/4*i/1000
+			rows = append(rows, telemetryRow{t: i*1_000_000 + int64(q)*1000, port: 3, queue: q, sent: sent})
+		}
+	}
+	_, links := analyseTelemetry(map[string][]telemetryRow{"s1": rows}, nil, 1e9)
+	if len(links) != 1 {
+		t.Fatalf("%d links, want 1", len(links))
+	}
+	if l := links[0]; math.Abs(l.MeanUtil-0.5) > 0.01 || l.MaxUtil > 0.52 {
+		t.Errorf("utilisation mean %.3f max %.3f, want 0.5 without spikes", l.MeanUtil, l.MaxUtil)
+	}
+}

@@ -127,26 +127,48 @@ func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]floa
 		t0 := rows[0].t
 		ss := switchSeries{sw: sw, depth: map[int][]point{}, util: map[int][]point{}}
 		// Per port: total sent bytes per sample time and peak depth.
+		// A port's total is the sum of each queue's latest cumulative count.
+		// Rows are grouped into polling rounds (a round ends when a queue
+		// reports again), so queues sampled at slightly different times
+		// still add up; counters start at an arbitrary value, so a port's
+		// series begins with its first complete round.
 		type portAcc struct {
-			times []int64
-			sent  []int64
-			peak  int64
-			qsum  int64
+			times      []int64
+			sent       []int64
+			last       map[int]int64 // queue -> latest cumulative sent bytes
+			round      map[int]bool  // queues seen in the current round
+			roundStart int64
+			total      int64
+			peak, qsum int64
+		}
+		closeRound := func(p *portAcc) {
+			if len(p.round) > 0 {
+				p.times = append(p.times, p.roundStart)
+				p.sent = append(p.sent, p.total)
+			}
+			clear(p.round)
 		}
 		ports := map[int]*portAcc{}
 		for _, r := range rows {
 			p := ports[r.port]
 			if p == nil {
-				p = &portAcc{}
+				p = &portAcc{last: map[int]int64{}, round: map[int]bool{}}
 				ports[r.port] = p
 			}
-			if n := len(p.times); n == 0 || p.times[n-1] != r.t {
-				p.times = append(p.times, r.t)
-				p.sent = append(p.sent, 0)
+			if p.round[r.queue] {
+				closeRound(p)
 			}
-			p.sent[len(p.sent)-1] += r.sent
+			if len(p.round) == 0 {
+				p.roundStart = r.t
+			}
+			p.round[r.queue] = true
+			p.total += r.sent - p.last[r.queue]
+			p.last[r.queue] = r.sent
 			p.peak = max(p.peak, r.depth)
 			p.qsum += r.depth
+		}
+		for _, p := range ports {
+			closeRound(p)
 		}
 		portIDs := sortedKeys(ports)
 		ss.busiest = portIDs[0]
