@@ -1,0 +1,260 @@
+package homa
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// Config holds an Endpoint's parameters. It mirrors agentpb.HomaParams;
+// a zero field means the documented default.
+type Config struct {
+	// LinkBps is the host link rate in bit/s (default 1 Gbit/s). The pacer
+	// runs 1% below it; it also sizes the default UnschedBytes.
+	LinkBps uint64
+	// UnloadedRTT is the measured unloaded round-trip time (default 100 µs).
+	UnloadedRTT time.Duration
+	// UnschedBytes a sender sends without grants (default LinkBps x
+	// UnloadedRTT, rounded up to whole packets).
+	UnschedBytes uint32
+	// Overcommit is the number of inbound messages granted at once (1..8,
+	// default 8).
+	Overcommit int
+	// Priorities in use: 1, 2, 4 or 8 (default 8).
+	Priorities int
+	// Basic disables priorities and overcommitment limits: every message
+	// is active and gets a window of WindowBytes (or UnschedBytes).
+	Basic bool
+	// WindowBytes is a fixed grant window; 0 means MaxIncoming/(N+1) for N
+	// active messages.
+	WindowBytes uint32
+	// MaxIncoming bounds granted-but-unreceived bytes (default Overcommit x
+	// UnschedBytes).
+	MaxIncoming uint32
+	// FIFOGrantPermille is the share of grants given to the oldest message
+	// (default 50 = 5%); DisableFIFOGrants turns them off.
+	FIFOGrantPermille int
+	DisableFIFOGrants bool
+	// FIFOGrantBytes is the size of one FIFO grant (default 50,000, or the
+	// smaller MaxIncoming).
+	FIFOGrantBytes uint32
+	// UnschedCutoffs are static cutoffs in Linux order (index = priority,
+	// entry = largest length using it); empty means computed from the
+	// message sizes this host receives.
+	UnschedCutoffs []uint32
+	// CutoffSamples is how many new inbound messages trigger a
+	// recomputation of dynamic cutoffs (default 1000).
+	CutoffSamples int
+	// MTU of the link (default 1500): DATA payload = MTU-20-56.
+	MTU int
+	// Tick is the timer period (default 1 ms); the following are in ticks.
+	Tick time.Duration
+	// ResendTicks of silence before the first RESEND (default 5).
+	ResendTicks int
+	// ResendInterval between RESENDs (default ResendTicks).
+	ResendInterval int
+	// TimeoutTicks of silence before an RPC is aborted (default 100).
+	TimeoutTicks int
+	// RequestAckTicks after a response is sent before NEED_ACK (default 2).
+	RequestAckTicks int
+	// IncastControl marks requests of a client with more than
+	// IncastThreshold outstanding RPCs (default MaxIncoming/UnschedBytes)
+	// so servers send at most IncastUnschedBytes (default one packet) of
+	// the response unscheduled.
+	IncastControl      bool
+	IncastThreshold    int
+	IncastUnschedBytes uint32
+	// AtLeastOnce selects the 2018 semantics: no ACKs; a server forgets an
+	// RPC TimeoutTicks after its response was sent.
+	AtLeastOnce bool
+	// MaxMessageBytes bounds messages (default 1,000,000).
+	MaxMessageBytes uint32
+	// MaxNICBacklog is how far ahead of the link the pacer lets the host
+	// queue run (default the larger of 5 µs and two full packets).
+	MaxNICBacklog time.Duration
+	// BypassBytes: messages with at most this many bytes left skip the
+	// pacer (default 1000).
+	BypassBytes uint32
+	// ClientPort is the source port of Calls (default 0x8000).
+	ClientPort uint16
+	// ServerBacklog is the number of complete requests waiting for
+	// Server.Receive before new ones are dropped (default 4096).
+	ServerBacklog int
+}
+
+// Defaults of Config, as documented on its fields.
+const (
+	DefaultLinkBps         = 1_000_000_000
+	DefaultUnloadedRTT     = 100 * time.Microsecond
+	DefaultMTU             = 1500
+	DefaultMaxMessageBytes = 1_000_000
+	ipHeaderLen            = 20
+	ethOverhead            = 42 // preamble, SFD, Ethernet header, CRC, gap (HOMA_ETH_OVERHEAD)
+)
+
+// payloadPerPacket is the DATA payload of one MTU-sized packet.
+func (c *Config) payloadPerPacket() uint32 { return uint32(c.MTU - ipHeaderLen - wire.DataLen) }
+
+// withDefaults returns a copy of c with defaults filled in, or an error for
+// values out of range.
+func (c Config) withDefaults() (Config, error) {
+	if c.LinkBps == 0 {
+		c.LinkBps = DefaultLinkBps
+	}
+	if c.UnloadedRTT == 0 {
+		c.UnloadedRTT = DefaultUnloadedRTT
+	}
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.MTU < ipHeaderLen+wire.DataLen+64 || c.MTU > 65535 {
+		return c, fmt.Errorf("homa config: mtu %d out of range", c.MTU)
+	}
+	pkt := c.payloadPerPacket()
+	if c.UnschedBytes == 0 {
+		c.UnschedBytes = uint32(c.LinkBps * uint64(c.UnloadedRTT) / 8 / uint64(time.Second))
+	}
+	c.UnschedBytes = max(pkt, roundUp(c.UnschedBytes, pkt))
+	if c.Overcommit == 0 {
+		c.Overcommit = 8
+	}
+	if c.Overcommit < 1 || c.Overcommit > 8 {
+		return c, fmt.Errorf("homa config: overcommit %d not in 1..8", c.Overcommit)
+	}
+	if c.Priorities == 0 {
+		c.Priorities = 8
+	}
+	switch c.Priorities {
+	case 1, 2, 4, 8:
+	default:
+		return c, fmt.Errorf("homa config: priorities %d not 1, 2, 4 or 8", c.Priorities)
+	}
+	if c.Basic {
+		c.Priorities = 1
+	}
+	if c.MaxIncoming == 0 {
+		c.MaxIncoming = uint32(c.Overcommit) * c.UnschedBytes
+	}
+	if c.FIFOGrantPermille == 0 {
+		c.FIFOGrantPermille = 50
+	}
+	if c.FIFOGrantPermille < 0 || c.FIFOGrantPermille >= 1000 {
+		return c, fmt.Errorf("homa config: fifo grant permille %d not in 0..999", c.FIFOGrantPermille)
+	}
+	if c.DisableFIFOGrants {
+		c.FIFOGrantPermille = 0
+	}
+	if c.FIFOGrantBytes == 0 {
+		c.FIFOGrantBytes = min(50_000, c.MaxIncoming)
+	}
+	if len(c.UnschedCutoffs) > wire.MaxPriorities {
+		return c, fmt.Errorf("homa config: %d cutoffs, at most %d", len(c.UnschedCutoffs), wire.MaxPriorities)
+	}
+	if c.CutoffSamples == 0 {
+		c.CutoffSamples = 1000
+	}
+	if c.Tick == 0 {
+		c.Tick = time.Millisecond
+	}
+	if c.ResendTicks == 0 {
+		c.ResendTicks = 5
+	}
+	if c.ResendInterval == 0 {
+		c.ResendInterval = c.ResendTicks
+	}
+	if c.TimeoutTicks == 0 {
+		c.TimeoutTicks = 100
+	}
+	if c.TimeoutTicks <= c.ResendTicks {
+		return c, fmt.Errorf("homa config: timeout ticks %d must exceed resend ticks %d", c.TimeoutTicks, c.ResendTicks)
+	}
+	if c.RequestAckTicks == 0 {
+		c.RequestAckTicks = 2
+	}
+	if c.IncastThreshold == 0 {
+		c.IncastThreshold = max(1, int(c.MaxIncoming/c.UnschedBytes))
+	}
+	if c.IncastUnschedBytes == 0 {
+		c.IncastUnschedBytes = pkt
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.MaxNICBacklog == 0 {
+		c.MaxNICBacklog = max(5*time.Microsecond, 2*wireTime(c.MTU, c.LinkBps))
+	}
+	if c.BypassBytes == 0 {
+		c.BypassBytes = 1000
+	}
+	if c.ClientPort == 0 {
+		c.ClientPort = 0x8000
+	}
+	if c.ServerBacklog == 0 {
+		c.ServerBacklog = 4096
+	}
+	return c, nil
+}
+
+// wireTime is how long an IP packet of n bytes occupies a link of bps,
+// counting Ethernet overhead.
+func wireTime(n int, bps uint64) time.Duration {
+	return time.Duration(uint64(n+ethOverhead) * 8 * uint64(time.Second) / bps)
+}
+
+func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }
+
+// ConfigFromParams converts the agent's HomaParams into a Config. Extra
+// keys understood: "client_port", "resend_interval", "request_ack_ticks",
+// "fifo_grant_bytes", "incast_threshold", "incast_unsched_bytes",
+// "bypass_bytes", "max_nic_backlog_us", "cutoff_samples", and
+// "fifo_grants" = "off".
+func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
+	c := Config{
+		LinkBps:           p.GetLinkBps(),
+		UnloadedRTT:       time.Duration(p.GetUnloadedRttUs()) * time.Microsecond,
+		UnschedBytes:      p.GetUnschedBytes(),
+		Overcommit:        int(p.GetOvercommit()),
+		Priorities:        int(p.GetPriorities()),
+		Basic:             p.GetBasic(),
+		WindowBytes:       p.GetWindowBytes(),
+		MaxIncoming:       p.GetMaxIncoming(),
+		FIFOGrantPermille: int(p.GetFifoGrantPermille()),
+		UnschedCutoffs:    p.GetUnschedCutoffs(),
+		MTU:               int(p.GetMtu()),
+		ResendTicks:       int(p.GetResendTicks()),
+		TimeoutTicks:      int(p.GetTimeoutTicks()),
+		Tick:              time.Duration(p.GetTickUs()) * time.Microsecond,
+		IncastControl:     p.GetIncastControl(),
+		AtLeastOnce:       p.GetAtLeastOnce(),
+		MaxMessageBytes:   p.GetMaxMessageBytes(),
+	}
+	ints := map[string]*int{"resend_interval": &c.ResendInterval, "request_ack_ticks": &c.RequestAckTicks,
+		"incast_threshold": &c.IncastThreshold, "cutoff_samples": &c.CutoffSamples}
+	u32s := map[string]*uint32{"fifo_grant_bytes": &c.FIFOGrantBytes, "incast_unsched_bytes": &c.IncastUnschedBytes,
+		"bypass_bytes": &c.BypassBytes}
+	for k, v := range p.GetExtra() {
+		n, err := strconv.ParseUint(v, 10, 32)
+		switch {
+		case k == "fifo_grants":
+			c.DisableFIFOGrants = v == "off"
+			continue
+		case err != nil:
+			return c, fmt.Errorf("homa params: extra %s=%q: %w", k, v, err)
+		case ints[k] != nil:
+			*ints[k] = int(n)
+		case u32s[k] != nil:
+			*u32s[k] = uint32(n)
+		case k == "client_port":
+			c.ClientPort = uint16(n)
+		case k == "max_nic_backlog_us":
+			c.MaxNICBacklog = time.Duration(n) * time.Microsecond
+		default:
+			return c, fmt.Errorf("homa params: unknown extra key %q", k)
+		}
+	}
+	_, err := c.withDefaults() // validate now; NewEndpoint fills defaults itself
+	return c, err
+}

@@ -1,0 +1,36 @@
+package homa
+
+import "net/netip"
+
+// Packet is one IPv4 payload (a Homa packet) with its peer and TOS byte.
+type Packet struct {
+	// Buf holds the packet. For reads the Conn fills Buf[:cap(Buf)] and
+	// reslices Buf to the bytes received; for writes len(Buf) is sent.
+	Buf []byte
+	// Addr is the source address on reads and the destination on writes.
+	Addr netip.Addr
+	// TOS is the IPv4 TOS byte; Homa puts the priority in its top 3 bits.
+	TOS uint8
+}
+
+// Conn is the packet boundary of an Endpoint: a raw IPv4 protocol-146
+// socket or an in-memory network.
+type Conn interface {
+	// ReadBatch blocks until at least one packet arrives and returns how
+	// many of pkts it filled. After Close it returns net.ErrClosed.
+	ReadBatch(pkts []Packet) (int, error)
+	// WriteBatch sends every packet of pkts, or returns an error.
+	WriteBatch(pkts []Packet) error
+	// LocalAddr is the address packets are sent from.
+	LocalAddr() netip.Addr
+	// BatchSize is the largest batch worth passing to ReadBatch/WriteBatch.
+	BatchSize() int
+	// Close unblocks readers and releases the Conn.
+	Close() error
+}
+
+// TOS returns the TOS byte for Homa priority p (0 lowest, 7 highest).
+func TOS(p uint8) uint8 { return p << 5 }
+
+// Priority returns the Homa priority carried in a TOS byte.
+func Priority(tos uint8) uint8 { return tos >> 5 }

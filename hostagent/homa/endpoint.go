@@ -1,0 +1,529 @@
+package homa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// Endpoint is one host's Homa instance: client Calls, servers on ports,
+// and the single goroutine that owns all protocol state.
+type Endpoint struct {
+	cfg    Config
+	conn   Conn
+	log    *slog.Logger
+	local  netip.Addr
+	epoch  time.Time
+	nextID atomic.Uint64
+	c      counters
+
+	cmds    chan command
+	rxc     chan *rxBatch
+	rxFree  chan *rxBatch
+	closing chan struct{} // closed by Close
+	done    chan struct{} // closed when the loop has exited
+	once    sync.Once
+	wg      sync.WaitGroup
+
+	loop loopState // owned by the loop goroutine
+}
+
+// loopState is everything only the loop goroutine touches.
+type loopState struct {
+	clients  map[uint64]*rpc
+	servers  map[srvKey]*rpc
+	tombs    map[srvKey]uint64 // forgotten server RPCs -> tick they expire
+	ports    map[uint16]*Server
+	peers    map[netip.Addr]*peer
+	sendq    []*rpc
+	sched    grantSched
+	schedDue bool
+	cut      cutoffTable
+	dynamic  bool
+	sizes    []uint32 // ring of recent inbound message lengths
+	sizePos  int
+	sizeNew  int
+	scratch  []uint32
+	gaps     []span
+	ackPeers []*peer
+	tx       []Packet
+	txN      int
+	linkIdle time.Duration
+	pacer    *time.Timer
+	armed    bool
+	tick     uint64
+	picks    uint64
+	pkt      uint32 // DATA payload per packet
+	ctrlPrio uint8
+	prios    int
+}
+
+type rxBatch struct {
+	pkts []Packet
+	n    int
+}
+
+type cmdOp uint8
+
+const (
+	opCall cmdOp = iota
+	opCancel
+	opReply
+	opListen
+	opUnlisten
+)
+
+type command struct {
+	op   cmdOp
+	r    *rpc
+	srv  *Server
+	dest netip.AddrPort
+	data []byte
+	errc chan error
+}
+
+const rxBatches = 4
+
+// NewEndpoint starts an Endpoint on conn. It owns conn from now on and
+// closes it in Close. A nil logger discards logs.
+func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Endpoint{
+		cfg: cfg, conn: conn, log: logger, local: conn.LocalAddr(), epoch: time.Now(),
+		cmds: make(chan command, 256), rxc: make(chan *rxBatch, rxBatches), rxFree: make(chan *rxBatch, rxBatches),
+		closing: make(chan struct{}), done: make(chan struct{}),
+	}
+	bs := max(1, conn.BatchSize())
+	for range rxBatches {
+		b := &rxBatch{pkts: make([]Packet, bs)}
+		for i := range b.pkts {
+			b.pkts[i].Buf = make([]byte, cfg.MTU)
+		}
+		e.rxFree <- b
+	}
+	l := &e.loop
+	l.clients, l.servers, l.tombs = map[uint64]*rpc{}, map[srvKey]*rpc{}, map[srvKey]uint64{}
+	l.ports, l.peers = map[uint16]*Server{}, map[netip.Addr]*peer{}
+	l.tx = make([]Packet, bs)
+	for i := range l.tx {
+		l.tx[i].Buf = make([]byte, 0, cfg.MTU)
+	}
+	l.pkt = cfg.payloadPerPacket()
+	l.prios = cfg.Priorities
+	l.ctrlPrio = uint8(cfg.Priorities - 1)
+	l.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
+	if len(cfg.UnschedCutoffs) > 0 {
+		copy(l.cut.cut[:], cfg.UnschedCutoffs)
+	} else if !cfg.Basic && cfg.Priorities > 1 {
+		l.dynamic = true
+		l.sizes = make([]uint32, 0, 10*cfg.CutoffSamples)
+	}
+	e.c.cutoffVersion.Store(uint64(l.cut.version))
+	l.sched = grantSched{p: schedParams{
+		overcommit: cfg.Overcommit, window: cfg.WindowBytes, maxIncoming: cfg.MaxIncoming,
+		basic: cfg.Basic, basicWindow: cfg.UnschedBytes, fifoPermille: cfg.FIFOGrantPermille,
+		fifoBytes: roundUp(cfg.FIFOGrantBytes, l.pkt), packet: l.pkt, highPrio: uint8(max(0, cfg.Priorities-2)),
+	}}
+	l.sched.maxSchedPrio = maxSchedPriority(&l.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
+	l.pacer = time.NewTimer(time.Hour)
+	l.pacer.Stop()
+	e.wg.Add(2)
+	go e.reader()
+	go e.run()
+	return e, nil
+}
+
+// Config returns the Endpoint's configuration with defaults filled in.
+func (e *Endpoint) Config() Config { return e.cfg }
+
+// LocalAddr is the address the Endpoint sends from.
+func (e *Endpoint) LocalAddr() netip.Addr { return e.local }
+
+// Stats returns a snapshot of the Endpoint's counters.
+func (e *Endpoint) Stats() Stats { return e.c.snapshot() }
+
+// Close stops the Endpoint: outstanding Calls fail with ErrClosed and
+// Server.Receive returns ErrClosed. It closes the Conn.
+func (e *Endpoint) Close() error {
+	var err error
+	e.once.Do(func() {
+		close(e.closing)
+		err = e.conn.Close()
+		e.wg.Wait()
+	})
+	return err
+}
+
+// Call sends req to the server at dest and waits for its response. The
+// Endpoint reads req until Call returns; the caller owns resp. Failures
+// wrap ErrTimeout, ErrPeerUnknown, ErrAborted (ctx ended), ErrClosed or
+// ErrTooLarge; info is filled in either way.
+func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([]byte, CallInfo, error) {
+	id := e.nextID.Add(2)
+	info := CallInfo{ID: id, Sent: time.Now()}
+	if err := e.checkLength(len(req)); err != nil {
+		return nil, info, fmt.Errorf("homa: call %v: %w", dest, err)
+	}
+	r := &rpc{id: id, client: true, done: make(chan callResult, 1), info: info}
+	select {
+	case e.cmds <- command{op: opCall, r: r, dest: dest, data: req}:
+	case <-e.done:
+		return nil, info, fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
+	case <-ctx.Done():
+		return nil, info, fmt.Errorf("homa: call %v: %w: %w", dest, ErrAborted, ctx.Err())
+	}
+	select {
+	case res := <-r.done:
+		return res.resp, res.info, res.err
+	case <-e.done:
+		return e.closedResult(r, dest)
+	case <-ctx.Done():
+	}
+	select {
+	case e.cmds <- command{op: opCancel, r: r}:
+	case <-e.done:
+		return e.closedResult(r, dest)
+	}
+	var res callResult
+	select {
+	case res = <-r.done:
+	case <-e.done:
+		return e.closedResult(r, dest)
+	}
+	if errors.Is(res.err, ErrAborted) {
+		res.err = fmt.Errorf("%w: %w", res.err, ctx.Err())
+	}
+	return res.resp, res.info, res.err
+}
+
+// closedResult is the outcome of a Call when the loop has exited: the
+// loop's own answer if it gave one before exiting, else ErrClosed (the
+// command sat unread in the channel buffer).
+func (e *Endpoint) closedResult(r *rpc, dest netip.AddrPort) ([]byte, CallInfo, error) {
+	select {
+	case res := <-r.done:
+		return res.resp, res.info, res.err
+	default:
+		return nil, r.info, fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
+	}
+}
+
+func (e *Endpoint) checkLength(n int) error {
+	switch {
+	case n == 0:
+		return fmt.Errorf("%w: empty message", ErrTooLarge)
+	case uint64(n) > uint64(e.cfg.MaxMessageBytes):
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, e.cfg.MaxMessageBytes)
+	}
+	return nil
+}
+
+// Listen starts serving port. Requests are taken with Server.Receive.
+func (e *Endpoint) Listen(port uint16) (*Server, error) {
+	if port == e.cfg.ClientPort {
+		return nil, fmt.Errorf("homa: listen %d: port is the client port", port)
+	}
+	s := &Server{e: e, port: port, ch: make(chan *ServerRPC, e.cfg.ServerBacklog), closed: make(chan struct{})}
+	errc := make(chan error, 1)
+	select {
+	case e.cmds <- command{op: opListen, srv: s, errc: errc}:
+	case <-e.done:
+		return nil, fmt.Errorf("homa: listen %d: %w", port, ErrClosed)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case <-e.done:
+		return nil, fmt.Errorf("homa: listen %d: %w", port, ErrClosed)
+	}
+}
+
+// Server receives the requests sent to one port.
+type Server struct {
+	e      *Endpoint
+	port   uint16
+	ch     chan *ServerRPC
+	closed chan struct{}
+	once   sync.Once
+}
+
+// Port is the port s serves.
+func (s *Server) Port() uint16 { return s.port }
+
+// Receive waits for the next complete request.
+func (s *Server) Receive(ctx context.Context) (*ServerRPC, error) {
+	select {
+	case r := <-s.ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("homa: receive on %d: %w", s.port, ctx.Err())
+	case <-s.closed:
+	case <-s.e.done:
+	}
+	return nil, fmt.Errorf("homa: receive on %d: %w", s.port, ErrClosed)
+}
+
+// Close stops serving the port; requests not yet received are dropped.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		select {
+		case s.e.cmds <- command{op: opUnlisten, srv: s}:
+		case <-s.e.done:
+		}
+	})
+	return nil
+}
+
+// ServerRPC is one request handed to the application.
+type ServerRPC struct {
+	e       *Endpoint
+	r       *rpc
+	req     []byte
+	from    netip.AddrPort
+	replied atomic.Bool
+}
+
+// Request returns the request bytes; the application owns them.
+func (s *ServerRPC) Request() []byte { return s.req }
+
+// Peer is the client's address and port.
+func (s *ServerRPC) Peer() netip.AddrPort { return s.from }
+
+// Reply sends the response. The Endpoint owns resp from now on (it may
+// retransmit it until the client acknowledges).
+func (s *ServerRPC) Reply(resp []byte) error {
+	if err := s.e.checkLength(len(resp)); err != nil {
+		return fmt.Errorf("homa: reply to %v: %w", s.from, err)
+	}
+	if s.replied.Swap(true) {
+		return fmt.Errorf("homa: reply to %v: already replied", s.from)
+	}
+	select {
+	case s.e.cmds <- command{op: opReply, r: s.r, data: resp}:
+		return nil
+	case <-s.e.done:
+		return fmt.Errorf("homa: reply to %v: %w", s.from, ErrClosed)
+	}
+}
+
+// now is the loop's clock: time since the Endpoint started.
+func (e *Endpoint) now() time.Duration { return time.Since(e.epoch) }
+
+// at converts a loop time into a wall-clock time for CallInfo.
+func (e *Endpoint) at(d time.Duration) time.Time { return e.epoch.Add(d) }
+
+// reader moves batches of packets from the Conn to the loop.
+func (e *Endpoint) reader() {
+	defer e.wg.Done()
+	failures := 0
+	for {
+		var b *rxBatch
+		select {
+		case b = <-e.rxFree:
+		case <-e.closing:
+			return
+		}
+		for i := range b.pkts {
+			b.pkts[i].Buf = b.pkts[i].Buf[:cap(b.pkts[i].Buf)]
+		}
+		n, err := e.conn.ReadBatch(b.pkts)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Transient errors are retried a bounded number of times in a row.
+			failures++
+			e.log.Warn("homa: read failed", "err", err, "in_a_row", failures)
+			if failures > 10 {
+				return
+			}
+			e.rxFree <- b
+			continue
+		}
+		failures = 0
+		b.n = n
+		e.c.rxBatch.Add(1)
+		select {
+		case e.rxc <- b:
+		case <-e.closing:
+			return
+		}
+	}
+}
+
+// run is the loop goroutine: it owns every RPC, grant and timer.
+func (e *Endpoint) run() {
+	defer e.wg.Done()
+	defer close(e.done)
+	ticker := time.NewTicker(e.cfg.Tick)
+	defer ticker.Stop()
+	l := &e.loop
+	for {
+		select {
+		case b := <-e.rxc:
+			now := e.now()
+			for i := range b.n {
+				e.handlePacket(now, &b.pkts[i])
+			}
+			e.rxFree <- b
+		case c := <-e.cmds:
+			e.handleCommand(e.now(), c)
+		case <-ticker.C:
+			e.onTick(e.now())
+		case <-l.pacer.C:
+			l.armed = false
+		case <-e.closing:
+			e.shutdown()
+			return
+		}
+		if l.schedDue {
+			e.grantNow()
+		}
+		e.pump(e.now())
+		e.flush()
+	}
+}
+
+// shutdown fails every outstanding Call.
+func (e *Endpoint) shutdown() {
+	now := e.now()
+	for _, r := range e.loop.clients {
+		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d: %w", r.id, ErrClosed))
+	}
+}
+
+func (e *Endpoint) handleCommand(now time.Duration, c command) {
+	l := &e.loop
+	switch c.op {
+	case opCall:
+		r := c.r
+		r.peer = e.peer(c.dest.Addr())
+		r.lport, r.rport = e.cfg.ClientPort, c.dest.Port()
+		var flags uint8
+		if e.cfg.IncastControl && len(l.clients) >= e.cfg.IncastThreshold {
+			flags = wire.FlagIncast
+		}
+		e.startOut(now, r, c.data, e.cfg.UnschedBytes, flags)
+		l.clients[r.id] = r
+	case opCancel:
+		if l.clients[c.r.id] == c.r {
+			e.finishCall(now, c.r, nil, fmt.Errorf("homa: call %d: %w", c.r.id, ErrAborted))
+		}
+	case opReply:
+		r := c.r
+		if r.dead || r.state != srvServing {
+			e.c.unknownRPC.Add(1) // the RPC timed out or was forgotten meanwhile
+			return
+		}
+		unsched := e.cfg.UnschedBytes
+		if r.incast {
+			unsched = min(unsched, e.cfg.IncastUnschedBytes)
+		}
+		r.state = srvResponding
+		r.silent = 0
+		e.startOut(now, r, c.data, unsched, 0)
+	case opListen:
+		if l.ports[c.srv.port] != nil {
+			c.errc <- fmt.Errorf("homa: listen %d: port in use", c.srv.port)
+			return
+		}
+		l.ports[c.srv.port] = c.srv
+		c.errc <- nil
+	case opUnlisten:
+		if l.ports[c.srv.port] == c.srv {
+			delete(l.ports, c.srv.port)
+		}
+	}
+}
+
+// peer returns the state kept for addr, creating it on first use.
+func (e *Endpoint) peer(addr netip.Addr) *peer {
+	p := e.loop.peers[addr]
+	if p == nil {
+		p = &peer{addr: addr}
+		e.loop.peers[addr] = p
+	}
+	return p
+}
+
+// startOut begins sending data as r's outbound message.
+func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
+	n := uint32(len(data))
+	prio := uint8(e.loop.prios - 1)
+	if r.peer.cutoffs.version != 0 {
+		prio = unschedPriority(&r.peer.cutoffs.cut, e.loop.prios, n)
+	}
+	r.out = msgOut{data: data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
+		unschedPrio: prio, flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
+	e.enqueue(r)
+}
+
+func (e *Endpoint) enqueue(r *rpc) {
+	if !r.out.queued && r.out.sendable() {
+		r.out.queued = true
+		e.loop.sendq = append(e.loop.sendq, r)
+	}
+}
+
+// finishCall completes a client RPC with resp or err.
+func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error) {
+	l := &e.loop
+	delete(l.clients, r.id)
+	r.dead = true
+	if r.in.tracked {
+		l.sched.remove(&r.in)
+		l.schedDue = true
+	}
+	r.info.Done = e.at(now)
+	if err != nil {
+		e.c.callsFailed.Add(1)
+	} else {
+		e.c.callsDone.Add(1)
+		if !e.cfg.AtLeastOnce {
+			e.queueAck(r.peer, ackRef{id: r.id, port: r.rport})
+		}
+	}
+	r.done <- callResult{resp: resp, info: r.info, err: err}
+}
+
+// forgetServer drops a server RPC; a tombstone keeps late duplicates of an
+// executed request from running it again (at-most-once).
+func (e *Endpoint) forgetServer(r *rpc, executed bool) {
+	l := &e.loop
+	key := srvKey{r.peer.addr, r.id}
+	delete(l.servers, key)
+	r.dead = true
+	if r.in.tracked {
+		l.sched.remove(&r.in)
+		l.schedDue = true
+	}
+	if executed && !e.cfg.AtLeastOnce {
+		l.tombs[key] = l.tick + 2*uint64(e.cfg.TimeoutTicks)
+	}
+}
+
+// lookup finds the RPC a packet from addr belongs to.
+func (e *Endpoint) lookup(addr netip.Addr, c *wire.Common) *rpc {
+	if c.FromClient() {
+		return e.loop.servers[srvKey{addr, c.SenderID}]
+	}
+	return e.loop.clients[c.LocalID()]
+}

@@ -1,0 +1,230 @@
+package homa_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homatest"
+)
+
+var (
+	clientAddr = netip.MustParseAddr("10.0.0.1")
+	serverAddr = netip.MustParseAddr("10.0.0.2")
+)
+
+const serverPort = 99
+
+// fill writes a pattern derived from tag into b; the first 8 bytes (when
+// they fit) carry the tag itself so the server can count executions.
+func fill(b []byte, tag uint64) {
+	x := tag*0x9e3779b97f4a7c15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	if len(b) >= 8 {
+		binary.BigEndian.PutUint64(b, tag)
+	}
+}
+
+// echoServer replies to each request with the request itself and counts
+// how often each tag was executed.
+type echoServer struct {
+	mu   sync.Mutex
+	runs map[uint64]int
+}
+
+func serveEcho(ctx context.Context, t testing.TB, srv *homa.Server) *echoServer {
+	es := &echoServer{runs: map[uint64]int{}}
+	go func() {
+		for {
+			rpc, err := srv.Receive(ctx)
+			if err != nil {
+				return
+			}
+			req := rpc.Request()
+			if len(req) >= 8 {
+				es.mu.Lock()
+				es.runs[binary.BigEndian.Uint64(req)]++
+				es.mu.Unlock()
+			}
+			if err := rpc.Reply(req); err != nil && !errors.Is(err, homa.ErrClosed) {
+				t.Errorf("reply: %v", err)
+			}
+		}
+	}()
+	return es
+}
+
+func (es *echoServer) duplicates() int {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	n := 0
+	for _, c := range es.runs {
+		n += c - 1
+	}
+	return n
+}
+
+// pair builds a client and a server endpoint on one in-memory network.
+func pair(t *testing.T, lc homatest.LinkConfig, cfg homa.Config) (client *homa.Endpoint, server *homa.Server, network *homatest.Network) {
+	t.Helper()
+	network = homatest.NewNetwork(lc)
+	endpoint := func(a netip.Addr) *homa.Endpoint {
+		c, err := network.NewConn(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := homa.NewEndpoint(c, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	client, se := endpoint(clientAddr), endpoint(serverAddr)
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.Close()
+		se.Close()
+		network.Close()
+	})
+	return client, srv, network
+}
+
+func TestCallSizes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond}, homa.Config{})
+		serveEcho(ctx, t, srv)
+		dest := netip.AddrPortFrom(serverAddr, serverPort)
+		for i, n := range []int{1, 100, 1423, 1424, 1425, 20_000, 100_000, 1_000_000} {
+			req := make([]byte, n)
+			fill(req, uint64(i))
+			resp, info, err := client.Call(ctx, dest, req)
+			if err != nil {
+				t.Fatalf("%d bytes: %v", n, err)
+			}
+			if !bytes.Equal(resp, req) {
+				t.Fatalf("%d bytes: response differs", n)
+			}
+			if info.Done.Before(info.Sent) || info.FirstResponse.IsZero() {
+				t.Fatalf("%d bytes: info %+v", n, info)
+			}
+		}
+		s := client.Stats()
+		if s.CallsCompleted != 8 || s.Malformed != 0 {
+			t.Fatalf("stats: %+v", s)
+		}
+	})
+}
+
+func TestCallErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9}, homa.Config{TimeoutTicks: 20})
+		_ = srv // listening but never receiving: the request sits in the backlog
+		tests := []struct {
+			name string
+			dest netip.AddrPort
+			req  []byte
+			ctx  func() (context.Context, context.CancelFunc)
+			want error
+		}{
+			{"no server on port", netip.AddrPortFrom(serverAddr, 7), []byte("x"), nil, homa.ErrPeerUnknown},
+			{"no host", netip.AddrPortFrom(netip.MustParseAddr("10.9.9.9"), 7), []byte("x"), nil, homa.ErrTimeout},
+			{"too large", netip.AddrPortFrom(serverAddr, serverPort), make([]byte, 1_000_001), nil, homa.ErrTooLarge},
+			{"empty", netip.AddrPortFrom(serverAddr, serverPort), nil, nil, homa.ErrTooLarge},
+			{"cancelled", netip.AddrPortFrom(serverAddr, serverPort), []byte("x"), func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 3*time.Millisecond)
+			}, homa.ErrAborted},
+		}
+		for _, tt := range tests {
+			c, cancel := ctx, context.CancelFunc(func() {})
+			if tt.ctx != nil {
+				c, cancel = tt.ctx()
+			}
+			_, _, err := client.Call(c, tt.dest, tt.req)
+			cancel()
+			if !errors.Is(err, tt.want) {
+				t.Errorf("%s: err %v, want %v", tt.name, err, tt.want)
+			}
+		}
+		client.Close()
+		if _, _, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), []byte("x")); !errors.Is(err, homa.ErrClosed) {
+			t.Errorf("after close: err %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestLoss runs many concurrent RPCs of mixed sizes over a lossy,
+// reordering network: every one must complete with the right content and,
+// in at-most-once mode, no request may run twice.
+func TestLoss(t *testing.T) {
+	for _, tt := range []struct {
+		loss        float64
+		atLeastOnce bool
+	}{{0.01, false}, {0.10, false}, {0.10, true}} {
+		t.Run(fmt.Sprintf("loss=%v,at_least_once=%v", tt.loss, tt.atLeastOnce), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				lc := homatest.LinkConfig{Rate: 10e9, Delay: 5 * time.Microsecond, Loss: tt.loss, Reorder: 0.02, Seed: 7}
+				cfg := homa.Config{AtLeastOnce: tt.atLeastOnce, LinkBps: 10e9, Tick: 200 * time.Microsecond}
+				client, srv, network := pair(t, lc, cfg)
+				es := serveEcho(ctx, t, srv)
+				dest := netip.AddrPortFrom(serverAddr, serverPort)
+				rng := rand.New(rand.NewPCG(1, 2))
+				sizes := []int{10, 500, 3000, 15_000, 70_000, 300_000}
+				const rpcs, parallel = 300, 16
+				var wg sync.WaitGroup
+				errs := make(chan error, rpcs)
+				sem := make(chan struct{}, parallel)
+				for i := range rpcs {
+					req := make([]byte, sizes[rng.IntN(len(sizes))])
+					fill(req, uint64(i))
+					sem <- struct{}{}
+					wg.Go(func() {
+						defer func() { <-sem }()
+						resp, _, err := client.Call(ctx, dest, req)
+						switch {
+						case err != nil:
+							errs <- fmt.Errorf("rpc %d (%d bytes): %w", i, len(req), err)
+						case !bytes.Equal(resp, req):
+							errs <- fmt.Errorf("rpc %d (%d bytes): wrong response", i, len(req))
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Error(err)
+				}
+				if n := network.Stats().Lost; tt.loss > 0 && n == 0 {
+					t.Errorf("network lost no packets")
+				}
+				if d := es.duplicates(); !tt.atLeastOnce && d != 0 {
+					t.Errorf("%d requests executed twice in at-most-once mode", d)
+				}
+				st := client.Stats()
+				t.Logf("net %+v; client resends %d retransmits %d restarts %d; duplicates %d",
+					network.Stats(), st.ResendsSent, st.Retransmits, st.Restarts, es.duplicates())
+			})
+		})
+	}
+}

@@ -1,0 +1,283 @@
+package homa
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// maxRestarts bounds RPC_UNKNOWN restarts before a Call fails with
+// ErrPeerUnknown, so a Call to a port nobody serves ends quickly.
+const maxRestarts = 3
+
+// handlePacket decodes one packet and dispatches it by type. Malformed
+// packets are counted and dropped.
+func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
+	b := p.Buf
+	c, err := wire.ParseCommon(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	e.c.rxPkts[c.Type.Index()][Priority(p.TOS)].Add(1)
+	e.c.rxBytes.Add(uint64(len(b)))
+	r := e.lookup(p.Addr, &c)
+	if r != nil && c.Type != wire.TypeData && c.Type != wire.TypeAck {
+		r.silent = 0
+	}
+	switch c.Type {
+	case wire.TypeData:
+		e.onData(now, p.Addr, b, r)
+	case wire.TypeGrant:
+		e.onGrant(now, b, r)
+	case wire.TypeResend:
+		e.onResend(now, p.Addr, b, &c, r)
+	case wire.TypeRPCUnknown:
+		e.onUnknown(now, r)
+	case wire.TypeBusy:
+		// silent already reset: BUSY only says "alive".
+	case wire.TypeCutoffs:
+		e.onCutoffs(p.Addr, b)
+	case wire.TypeNeedAck:
+		if r == nil || r.dead { // we are the client and have finished it
+			a := wire.Ack{Common: wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID()}}
+			e.txCommit(now, wire.AppendAck(e.txBuf(), &a), p.Addr, wire.TypeAck, e.loop.ctrlPrio)
+		}
+	case wire.TypeAck:
+		e.onAck(p.Addr, b)
+	}
+}
+
+func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
+	l := &e.loop
+	d, payload, err := wire.ParseData(b)
+	if err != nil || d.MessageLength > e.cfg.MaxMessageBytes {
+		e.c.malformed.Add(1)
+		return
+	}
+	if d.AckID != 0 && d.FromClient() {
+		e.forgetAcked(addr, d.AckID)
+	}
+	if d.FromClient() && r == nil {
+		if r = e.newServerRPC(now, addr, &d); r == nil {
+			return
+		}
+	}
+	switch {
+	case r == nil:
+		e.c.unknownRPC.Add(1)
+		return
+	case !r.client && r.state != srvReceiving:
+		e.c.dupData.Add(1) // late copy of a request already complete
+		return
+	}
+	r.silent = 0
+	m := &r.in
+	if !m.started {
+		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
+		m.buf = make([]byte, d.MessageLength)
+		m.received, m.granted = 0, 0
+		e.observeLength(d.MessageLength)
+		if r.client {
+			r.info.FirstResponse = e.at(now)
+		}
+	} else if d.MessageLength != m.length {
+		e.c.malformed.Add(1)
+		return
+	}
+	if d.CutoffVersion != l.cut.version && l.prios > 1 {
+		e.sendCutoffs(now, r.peer, &d.Common)
+	}
+	m.granted = max(m.granted, min(d.Incoming, m.length))
+	fresh := m.got.add(d.Offset, d.Offset+uint32(len(payload)))
+	if fresh == 0 {
+		e.c.dupData.Add(1)
+		return
+	}
+	copy(m.buf[d.Offset:], payload)
+	m.received += fresh
+	l.schedDue = true
+	if m.received < m.length {
+		l.sched.add(m)
+		return
+	}
+	l.sched.remove(m)
+	if r.client {
+		e.finishCall(now, r, m.buf, nil)
+		return
+	}
+	e.deliver(r)
+}
+
+// newServerRPC creates the server side of an RPC on its first DATA packet,
+// or answers RPC_UNKNOWN when no server listens on the port.
+func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data) *rpc {
+	l := &e.loop
+	key := srvKey{addr, d.SenderID}
+	if _, ok := l.tombs[key]; ok {
+		e.c.dupData.Add(1)
+		return nil
+	}
+	if l.ports[d.DPort] == nil {
+		e.sendControl(now, addr, wire.Common{SPort: d.DPort, DPort: d.SPort, SenderID: d.LocalID(), Type: wire.TypeRPCUnknown})
+		e.c.unknownRPC.Add(1)
+		return nil
+	}
+	r := &rpc{id: d.SenderID, peer: e.peer(addr), lport: d.DPort, rport: d.SPort, state: srvReceiving,
+		incast: d.Flags&wire.FlagIncast != 0}
+	l.servers[key] = r
+	return r
+}
+
+// deliver hands a complete request to its server, or drops the RPC when
+// the server's backlog is full (the client will recover by restarting).
+func (e *Endpoint) deliver(r *rpc) {
+	srv := e.loop.ports[r.lport]
+	if srv != nil {
+		r.state = srvServing
+		sr := &ServerRPC{e: e, r: r, req: r.in.buf, from: netip.AddrPortFrom(r.peer.addr, r.rport)}
+		select {
+		case srv.ch <- sr:
+			r.in.buf = nil
+			return
+		default:
+		}
+	}
+	e.c.backlogDrops.Add(1)
+	e.forgetServer(r, false)
+}
+
+func (e *Endpoint) onGrant(now time.Duration, b []byte, r *rpc) {
+	g, err := wire.ParseGrant(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	if r == nil || r.out.data == nil {
+		e.c.unknownRPC.Add(1)
+		return
+	}
+	o := &r.out
+	o.schedPrio = g.Priority
+	if off := min(g.Offset, o.length); off > o.granted {
+		o.granted = off
+		e.enqueue(r)
+	}
+	r.info.GrantsReceived++
+	if r.info.FirstGrant.IsZero() {
+		r.info.FirstGrant = e.at(now)
+	}
+	r.info.LastGrant = e.at(now)
+}
+
+func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wire.Common, r *rpc) {
+	rs, err := wire.ParseResend(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	e.c.resendsRecv.Add(1)
+	if r == nil {
+		e.sendControl(now, addr, wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID(), Type: wire.TypeRPCUnknown})
+		return
+	}
+	r.info.Resends++
+	if !r.client && (r.state == srvReceiving || r.state == srvServing) {
+		e.sendControl(now, addr, r.header(wire.TypeBusy)) // the response is not ready yet
+		e.c.busySent.Add(1)
+		return
+	}
+	o := &r.out
+	end := o.length
+	if rs.Length != wire.ResendAll {
+		end = min(o.length, rs.Offset+rs.Length)
+	}
+	if rs.Offset >= end {
+		return
+	}
+	// A RESEND also grants: the GRANT that allowed these bytes may be lost.
+	o.granted = max(o.granted, end)
+	if sent := min(end, o.next); rs.Offset < sent {
+		o.rexmit = append(o.rexmit, resendReq{span{rs.Offset, sent}, rs.Priority})
+	}
+	e.enqueue(r)
+}
+
+// onUnknown handles RPC_UNKNOWN: a client restarts its request from the
+// first byte; a server forgets the RPC.
+func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
+	l := &e.loop
+	if r == nil {
+		return
+	}
+	if !r.client {
+		e.forgetServer(r, r.state != srvReceiving)
+		return
+	}
+	if r.restart == l.tick+1 { // at most one restart per tick
+		return
+	}
+	r.restart = l.tick + 1
+	r.restarts++
+	r.info.Restarts++
+	e.c.restarts.Add(1)
+	if r.restarts > maxRestarts && !r.in.started {
+		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrPeerUnknown))
+		return
+	}
+	if r.in.tracked {
+		l.sched.remove(&r.in)
+	}
+	r.in.got.reset()
+	r.in = msgIn{got: r.in.got}
+	e.startOut(now, r, r.out.data, r.out.unsched, r.out.flags)
+}
+
+func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {
+	c, err := wire.ParseCutoffs(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	p := e.peer(addr)
+	p.cutoffs = cutoffTable{cut: c.Cutoffs, version: c.Version}
+}
+
+func (e *Endpoint) onAck(addr netip.Addr, b []byte) {
+	a, err := wire.ParseAck(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	if a.SenderID != 0 && a.FromClient() {
+		e.forgetAcked(addr, a.SenderID)
+	}
+	for _, ack := range a.Acks[:a.NumAcks] {
+		e.forgetAcked(addr, ack.ClientID)
+	}
+}
+
+// forgetAcked frees a server RPC its client has acknowledged.
+func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
+	if r := e.loop.servers[srvKey{addr, id}]; r != nil && r.state == srvAwaitAck {
+		e.c.acked.Add(1)
+		e.forgetServer(r, true)
+	}
+}
+
+// observeLength records an inbound message length for dynamic cutoffs.
+func (e *Endpoint) observeLength(n uint32) {
+	l := &e.loop
+	if !l.dynamic {
+		return
+	}
+	if len(l.sizes) < cap(l.sizes) {
+		l.sizes = append(l.sizes, n)
+	} else {
+		l.sizes[l.sizePos] = n
+		l.sizePos = (l.sizePos + 1) % len(l.sizes)
+	}
+	l.sizeNew++
+}

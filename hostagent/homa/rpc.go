@@ -1,0 +1,118 @@
+package homa
+
+import (
+	"net/netip"
+	"time"
+)
+
+// rpcState is where an RPC is in its life.
+type rpcState uint8
+
+const (
+	clientActive  rpcState = iota // request going out, response coming in
+	srvReceiving                  // server: request coming in
+	srvServing                    // server: request handed to the application
+	srvResponding                 // server: response going out
+	srvAwaitAck                   // server: response fully sent, waiting for an ACK
+)
+
+// resendReq is a byte range to retransmit and the priority to use.
+type resendReq struct {
+	span
+	prio uint8
+}
+
+// msgOut is an outbound message as the sender sees it.
+type msgOut struct {
+	data        []byte
+	length      uint32
+	next        uint32 // next byte to send for the first time
+	granted     uint32 // bytes that may be sent
+	unsched     uint32
+	unschedPrio uint8
+	schedPrio   uint8 // from the latest GRANT
+	flags       uint8
+	rexmit      []resendReq
+	birth       time.Duration
+	queued      bool // in the endpoint's send queue
+}
+
+func (o *msgOut) sendable() bool {
+	return len(o.rexmit) > 0 || (o.next < o.granted && o.next < o.length)
+}
+
+// rpc is one RPC on either side. Both sides key it by the client's id.
+type rpc struct {
+	id       uint64 // client id (even)
+	client   bool
+	peer     *peer
+	lport    uint16
+	rport    uint16
+	state    rpcState
+	dead     bool // finished; stale references skip it
+	incast   bool // server: the client asked for a small unscheduled response
+	out      msgOut
+	in       msgIn
+	silent   int // ticks without a packet from the peer
+	restarts int
+	restart  uint64 // tick of the last restart
+	done     chan callResult
+	info     CallInfo
+}
+
+// senderID is the id this side writes into the common header.
+func (r *rpc) senderID() uint64 {
+	if r.client {
+		return r.id
+	}
+	return r.id | 1
+}
+
+type callResult struct {
+	resp []byte
+	info CallInfo
+	err  error
+}
+
+// CallInfo describes how one Call went, for per-RPC records.
+type CallInfo struct {
+	// ID is the RPC id (even, unique per Endpoint).
+	ID uint64
+	// Sent is when the Endpoint accepted the request; RequestSent when its
+	// last byte was first handed to the socket.
+	Sent, RequestSent time.Time
+	// FirstResponse is the arrival of the first response packet; Done the
+	// completion (or failure).
+	FirstResponse, Done time.Time
+	// GrantsReceived for the request and GrantsSent for the response, with
+	// the times of the first and last grant received.
+	GrantsReceived, GrantsSent int
+	FirstGrant, LastGrant      time.Time
+	// Resends counts RESENDs sent or answered for this RPC, Retransmits the
+	// DATA packets sent again, Restarts the RPC_UNKNOWN restarts.
+	Resends, Retransmits, Restarts int
+}
+
+// Retries is the transport-level retry count for records: resends plus
+// restarts.
+func (c CallInfo) Retries() int { return c.Resends + c.Restarts }
+
+// peer is what an Endpoint knows about another host.
+type peer struct {
+	addr       netip.Addr
+	cutoffs    cutoffTable // the peer's cutoffs, for our unscheduled bytes to it
+	cutoffTick uint64      // tick we last sent it our CUTOFFS
+	acks       []ackRef    // RPCs of the peer's servers we may ack
+	ackQueued  bool
+}
+
+type ackRef struct {
+	id   uint64
+	port uint16
+}
+
+// srvKey identifies a server RPC: client ids are unique per client host.
+type srvKey struct {
+	addr netip.Addr
+	id   uint64
+}

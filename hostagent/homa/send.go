@@ -1,0 +1,247 @@
+package homa
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// pacerFIFOEvery: one pick in this many serves the oldest outbound message
+// instead of the shortest (pacer_fifo_fraction 50‰).
+const pacerFIFOEvery = 20
+
+// txBuf returns an empty buffer of the next transmit slot, flushing the
+// batch first when it is full.
+func (e *Endpoint) txBuf() []byte {
+	l := &e.loop
+	if l.txN == len(l.tx) {
+		e.flush()
+	}
+	return l.tx[l.txN].Buf[:0]
+}
+
+// txCommit queues the packet built in buf for addr at priority prio.
+func (e *Endpoint) txCommit(now time.Duration, buf []byte, addr netip.Addr, t wire.Type, prio uint8) {
+	l := &e.loop
+	l.tx[l.txN] = Packet{Buf: buf, Addr: addr, TOS: TOS(prio)}
+	l.txN++
+	e.c.txPkts[t.Index()][prio].Add(1)
+	e.c.txBytes.Add(uint64(len(buf)))
+	// The pacer's estimate of when the link drains, at 99% of its rate.
+	l.linkIdle = max(l.linkIdle, now) + wireTime(len(buf)+ipHeaderLen, e.cfg.LinkBps*99/100)
+}
+
+// flush hands the queued packets to the Conn.
+func (e *Endpoint) flush() {
+	l := &e.loop
+	if l.txN == 0 {
+		return
+	}
+	if err := e.conn.WriteBatch(l.tx[:l.txN]); err != nil {
+		e.c.writeErrors.Add(1)
+		e.log.Debug("homa: write failed", "err", err, "packets", l.txN)
+	}
+	e.c.txBatch.Add(1)
+	l.txN = 0
+}
+
+// pump sends DATA while the pacer allows: SRPT among outbound messages,
+// with a FIFO share for the oldest; messages with few bytes left bypass
+// the pacer because they cannot build a queue.
+func (e *Endpoint) pump(now time.Duration) {
+	l := &e.loop
+	for {
+		r := e.pickSender()
+		if r == nil {
+			return
+		}
+		if r.out.length-r.out.next > e.cfg.BypassBytes && l.linkIdle > now+e.cfg.MaxNICBacklog {
+			if !l.armed {
+				l.armed = true
+				l.pacer.Reset(l.linkIdle - e.cfg.MaxNICBacklog - now)
+				e.c.pacerWaits.Add(1)
+			}
+			return
+		}
+		e.sendData(now, r)
+	}
+}
+
+// pickSender returns the outbound message to serve next, dropping queue
+// entries that have nothing to send.
+func (e *Endpoint) pickSender() *rpc {
+	l := &e.loop
+	var best, oldest *rpc
+	for i := 0; i < len(l.sendq); {
+		r := l.sendq[i]
+		if r.dead || !r.out.sendable() {
+			r.out.queued = false
+			last := len(l.sendq) - 1
+			l.sendq[i] = l.sendq[last]
+			l.sendq[last] = nil
+			l.sendq = l.sendq[:last]
+			continue
+		}
+		if best == nil || r.out.length-r.out.next < best.out.length-best.out.next {
+			best = r
+		}
+		if oldest == nil || r.out.birth < oldest.out.birth {
+			oldest = r
+		}
+		i++
+	}
+	if best == nil {
+		return nil
+	}
+	l.picks++
+	if l.picks%pacerFIFOEvery == 0 {
+		return oldest
+	}
+	return best
+}
+
+// sendData sends r's next packet: a requested retransmission first, else
+// the next new bytes below the grant.
+func (e *Endpoint) sendData(now time.Duration, r *rpc) {
+	l := &e.loop
+	o := &r.out
+	d := wire.Data{Common: wire.Common{SPort: r.lport, DPort: r.rport, SenderID: r.senderID()},
+		MessageLength: o.length, Incoming: o.granted, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
+	var n uint32
+	var prio uint8
+	if len(o.rexmit) > 0 {
+		q := &o.rexmit[0]
+		d.Offset, n, prio, d.Retransmit = q.start, min(l.pkt, q.end-q.start), q.prio, 1
+		q.start += n
+		if q.start >= q.end {
+			o.rexmit = append(o.rexmit[:0], o.rexmit[1:]...)
+		}
+		r.info.Retransmits++
+		e.c.retransmits.Add(1)
+	} else {
+		d.Offset, n = o.next, min(l.pkt, o.granted-o.next)
+		o.next += n
+		prio = o.schedPrio
+		if d.Offset < o.unsched {
+			prio = o.unschedPrio
+		}
+	}
+	if r.client && len(r.peer.acks) > 0 {
+		a := r.peer.acks[len(r.peer.acks)-1]
+		r.peer.acks = r.peer.acks[:len(r.peer.acks)-1]
+		d.AckID, d.AckPort = a.id, a.port
+	}
+	buf := wire.AppendData(e.txBuf(), &d)
+	buf = append(buf, o.data[d.Offset:d.Offset+n]...)
+	e.txCommit(now, buf, r.peer.addr, wire.TypeData, prio)
+	if d.Retransmit == 0 && o.next == o.length {
+		e.lastByteSent(now, r)
+	}
+}
+
+// lastByteSent notes that r's outbound message has been sent once.
+func (e *Endpoint) lastByteSent(now time.Duration, r *rpc) {
+	if r.client {
+		r.info.RequestSent = e.at(now)
+		return
+	}
+	if r.state == srvResponding {
+		r.state = srvAwaitAck
+		r.silent = 0
+		e.c.served.Add(1)
+	}
+}
+
+// sendControl sends a header-only packet (BUSY, RPC_UNKNOWN, NEED_ACK).
+func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common) {
+	e.txCommit(now, wire.AppendHeaderOnly(e.txBuf(), &c), addr, c.Type, e.loop.ctrlPrio)
+}
+
+// header returns the common header of a control packet about r.
+func (r *rpc) header(t wire.Type) wire.Common {
+	return wire.Common{SPort: r.lport, DPort: r.rport, SenderID: r.senderID(), Type: t}
+}
+
+// grantNow runs the grant scheduler and sends its GRANTs.
+func (e *Endpoint) grantNow() {
+	l := &e.loop
+	l.schedDue = false
+	now := e.now()
+	for _, g := range l.sched.schedule() {
+		r := g.m.rpc
+		gr := wire.Grant{Common: r.header(wire.TypeGrant), Offset: g.offset, Priority: g.prio}
+		e.txCommit(now, wire.AppendGrant(e.txBuf(), &gr), r.peer.addr, wire.TypeGrant, l.ctrlPrio)
+		e.c.grantsBy[g.prio].Add(1)
+		if g.fifo {
+			e.c.fifo.Add(1)
+		}
+		r.info.GrantsSent++
+	}
+	e.c.setActive(l.sched.numActive())
+	e.c.incomingBytes.Store(uint64(l.sched.incoming()))
+}
+
+// requestResend asks r's peer for the missing bytes of r's inbound message.
+func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
+	l := &e.loop
+	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: l.ctrlPrio}
+	m := &r.in
+	if !m.started {
+		rs.Length = wire.ResendAll
+		e.sendResend(now, r, &rs)
+		return
+	}
+	l.gaps = m.got.gaps(l.gaps[:0], m.granted, 16)
+	for _, g := range l.gaps {
+		rs.Offset, rs.Length = g.start, g.end-g.start
+		e.sendResend(now, r, &rs)
+	}
+}
+
+func (e *Endpoint) sendResend(now time.Duration, r *rpc, rs *wire.Resend) {
+	e.txCommit(now, wire.AppendResend(e.txBuf(), rs), r.peer.addr, wire.TypeResend, e.loop.ctrlPrio)
+	e.c.resendsSent.Add(1)
+	r.info.Resends++
+}
+
+// queueAck records that the server RPC ref at p may be forgotten; acks
+// ride on DATA to p or go out in ACK packets at the next tick.
+func (e *Endpoint) queueAck(p *peer, ref ackRef) {
+	p.acks = append(p.acks, ref)
+	if !p.ackQueued {
+		p.ackQueued = true
+		e.loop.ackPeers = append(e.loop.ackPeers, p)
+	}
+}
+
+// flushAcks sends ACK packets for every pending ack.
+func (e *Endpoint) flushAcks(now time.Duration) {
+	l := &e.loop
+	for _, p := range l.ackPeers {
+		for len(p.acks) > 0 {
+			a := wire.Ack{Common: wire.Common{SPort: e.cfg.ClientPort, DPort: p.acks[0].port}}
+			for a.NumAcks < wire.MaxAcks && len(p.acks) > 0 {
+				ref := p.acks[len(p.acks)-1]
+				p.acks = p.acks[:len(p.acks)-1]
+				a.Acks[a.NumAcks] = wire.AckEntry{ClientID: ref.id, ServerPort: ref.port}
+				a.NumAcks++
+			}
+			e.txCommit(now, wire.AppendAck(e.txBuf(), &a), p.addr, wire.TypeAck, l.ctrlPrio)
+		}
+		p.ackQueued = false
+	}
+	clear(l.ackPeers)
+	l.ackPeers = l.ackPeers[:0]
+}
+
+// sendCutoffs gives p our current cutoffs, at most once per tick.
+func (e *Endpoint) sendCutoffs(now time.Duration, p *peer, c *wire.Common) {
+	l := &e.loop
+	if p.cutoffTick == l.tick+1 {
+		return
+	}
+	p.cutoffTick = l.tick + 1 // +1 so that the zero value means "never"
+	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort}, Cutoffs: l.cut.cut, Version: l.cut.version}
+	e.txCommit(now, wire.AppendCutoffs(e.txBuf(), &cp), p.addr, wire.TypeCutoffs, l.ctrlPrio)
+}

@@ -1,0 +1,118 @@
+package homa
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// counters are written by the endpoint's loop and read by Stats from any
+// goroutine, hence atomics.
+type counters struct {
+	txPkts   [wire.NumTypes][wire.MaxPriorities]atomic.Uint64
+	rxPkts   [wire.NumTypes][wire.MaxPriorities]atomic.Uint64
+	txBytes  atomic.Uint64
+	rxBytes  atomic.Uint64
+	txBatch  atomic.Uint64
+	rxBatch  atomic.Uint64
+	grantsBy [wire.MaxPriorities]atomic.Uint64
+	fifo     atomic.Uint64
+
+	malformed, unknownRPC, dupData, retransmits atomic.Uint64
+	resendsSent, resendsRecv, busySent, restarts  atomic.Uint64
+	timeouts, backlogDrops, writeErrors, acked    atomic.Uint64
+	callsDone, callsFailed, served, cutoffVersion atomic.Uint64
+	active, activeMax, incomingBytes, pacerWaits  atomic.Uint64
+}
+
+func (c *counters) setActive(n int) {
+	c.active.Store(uint64(n))
+	if uint64(n) > c.activeMax.Load() {
+		c.activeMax.Store(uint64(n))
+	}
+}
+
+// Stats is a snapshot of an Endpoint's counters.
+type Stats struct {
+	// TxPackets and RxPackets count packets by type (index Type-TypeData)
+	// and priority.
+	TxPackets, RxPackets [wire.NumTypes][wire.MaxPriorities]uint64
+	TxBytes, RxBytes     uint64
+	// TxBatches and RxBatches count syscalls (or in-memory batches).
+	TxBatches, RxBatches uint64
+	// GrantsByPriority counts GRANTs sent, by priority; FIFOGrants those
+	// sent to the oldest message.
+	GrantsByPriority [wire.MaxPriorities]uint64
+	FIFOGrants       uint64
+	// Malformed packets were dropped by the decoder; UnknownRPC packets
+	// named no RPC; DuplicateData carried bytes already received.
+	Malformed, UnknownRPC, DuplicateData uint64
+	// Retransmits counts DATA packets sent again for a RESEND.
+	Retransmits                                         uint64
+	ResendsSent, ResendsReceived, BusySent, Restarts    uint64
+	Timeouts, BacklogDrops, WriteErrors, Acked          uint64
+	CallsCompleted, CallsFailed, Served, CutoffsVersion uint64
+	// ActiveMessages is the scheduler's active set now; ActiveMax its peak.
+	ActiveMessages, ActiveMax uint64
+	// IncomingBytes is granted-but-unreceived bytes now.
+	IncomingBytes uint64
+	// PacerWaits counts times the pacer held a packet for the link.
+	PacerWaits uint64
+}
+
+func (c *counters) snapshot() Stats {
+	var s Stats
+	for t := range wire.NumTypes {
+		for p := range wire.MaxPriorities {
+			s.TxPackets[t][p] = c.txPkts[t][p].Load()
+			s.RxPackets[t][p] = c.rxPkts[t][p].Load()
+		}
+	}
+	for p := range wire.MaxPriorities {
+		s.GrantsByPriority[p] = c.grantsBy[p].Load()
+	}
+	s.TxBytes, s.RxBytes = c.txBytes.Load(), c.rxBytes.Load()
+	s.TxBatches, s.RxBatches = c.txBatch.Load(), c.rxBatch.Load()
+	s.FIFOGrants = c.fifo.Load()
+	s.Malformed, s.UnknownRPC, s.DuplicateData = c.malformed.Load(), c.unknownRPC.Load(), c.dupData.Load()
+	s.Retransmits = c.retransmits.Load()
+	s.ResendsSent, s.ResendsReceived, s.BusySent, s.Restarts = c.resendsSent.Load(), c.resendsRecv.Load(), c.busySent.Load(), c.restarts.Load()
+	s.Timeouts, s.BacklogDrops, s.WriteErrors, s.Acked = c.timeouts.Load(), c.backlogDrops.Load(), c.writeErrors.Load(), c.acked.Load()
+	s.CallsCompleted, s.CallsFailed, s.Served, s.CutoffsVersion = c.callsDone.Load(), c.callsFailed.Load(), c.served.Load(), c.cutoffVersion.Load()
+	s.ActiveMessages, s.ActiveMax, s.IncomingBytes = c.active.Load(), c.activeMax.Load(), c.incomingBytes.Load()
+	s.PacerWaits = c.pacerWaits.Load()
+	return s
+}
+
+// Map flattens s into named counters for reports, e.g. "tx_data_p3",
+// "rx_grant_p7", "resends_sent". Zero per-priority counters are left out.
+func (s Stats) Map() map[string]uint64 {
+	m := map[string]uint64{
+		"tx_bytes": s.TxBytes, "rx_bytes": s.RxBytes, "tx_batches": s.TxBatches, "rx_batches": s.RxBatches,
+		"fifo_grants": s.FIFOGrants, "malformed": s.Malformed, "unknown_rpc": s.UnknownRPC,
+		"duplicate_data": s.DuplicateData, "retransmits": s.Retransmits, "resends_sent": s.ResendsSent,
+		"resends_received": s.ResendsReceived, "busy_sent": s.BusySent, "restarts": s.Restarts,
+		"timeouts": s.Timeouts, "backlog_drops": s.BacklogDrops, "write_errors": s.WriteErrors,
+		"acked": s.Acked, "calls_completed": s.CallsCompleted, "calls_failed": s.CallsFailed,
+		"served": s.Served, "cutoffs_version": s.CutoffsVersion, "active_messages": s.ActiveMessages,
+		"active_max": s.ActiveMax, "incoming_bytes": s.IncomingBytes, "pacer_waits": s.PacerWaits,
+	}
+	for t := range wire.NumTypes {
+		name := (wire.TypeData + wire.Type(t)).String()
+		for p := range wire.MaxPriorities {
+			if v := s.TxPackets[t][p]; v != 0 {
+				m[fmt.Sprintf("tx_%s_p%d", name, p)] = v
+			}
+			if v := s.RxPackets[t][p]; v != 0 {
+				m[fmt.Sprintf("rx_%s_p%d", name, p)] = v
+			}
+		}
+	}
+	for p, v := range s.GrantsByPriority {
+		if v != 0 {
+			m[fmt.Sprintf("grants_p%d", p)] = v
+		}
+	}
+	return m
+}

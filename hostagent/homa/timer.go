@@ -1,0 +1,108 @@
+package homa
+
+import (
+	"fmt"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+	"time"
+)
+
+// onTick runs the timers: silence detection, RESENDs, NEED_ACKs, aborts,
+// pending ACKs, tombstone expiry and dynamic cutoffs.
+func (e *Endpoint) onTick(now time.Duration) {
+	l := &e.loop
+	l.tick++
+	for _, r := range l.clients {
+		e.checkClient(now, r)
+	}
+	for _, r := range l.servers {
+		e.checkServer(now, r)
+	}
+	if len(l.ackPeers) > 0 {
+		e.flushAcks(now)
+	}
+	if l.tick%16 == 0 {
+		for k, exp := range l.tombs {
+			if exp <= l.tick {
+				delete(l.tombs, k)
+			}
+		}
+	}
+	if l.dynamic && l.sizeNew >= e.cfg.CutoffSamples {
+		e.updateCutoffs()
+	}
+}
+
+// waitingOnUs reports whether r's silence is this host's own doing: it is
+// still transmitting, or every byte it granted of a message it is
+// receiving has arrived (its own scheduler is holding the sender back).
+func (e *Endpoint) waitingOnUs(r *rpc) bool {
+	if r.out.data != nil && r.out.next < r.out.granted {
+		return true
+	}
+	m := &r.in
+	receiving := r.client || r.state == srvReceiving
+	return receiving && m.started && m.received >= m.granted
+}
+
+// resendDue reports whether a RESEND is due after silent ticks.
+func (e *Endpoint) resendDue(silent int) bool {
+	return silent >= e.cfg.ResendTicks && (silent-e.cfg.ResendTicks)%e.cfg.ResendInterval == 0
+}
+
+func (e *Endpoint) checkClient(now time.Duration, r *rpc) {
+	if e.waitingOnUs(r) {
+		r.silent = 0
+		return
+	}
+	r.silent++
+	switch {
+	case r.silent >= e.cfg.TimeoutTicks:
+		e.c.timeouts.Add(1)
+		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrTimeout))
+	case e.resendDue(r.silent):
+		e.requestResend(now, r)
+	}
+}
+
+func (e *Endpoint) checkServer(now time.Duration, r *rpc) {
+	switch r.state {
+	case srvServing:
+		return // the application holds it
+	case srvReceiving, srvResponding:
+		if e.waitingOnUs(r) {
+			r.silent = 0
+			return
+		}
+	}
+	r.silent++
+	switch {
+	case r.silent >= e.cfg.TimeoutTicks:
+		e.c.timeouts.Add(1)
+		e.forgetServer(r, r.state != srvReceiving)
+	case r.state == srvReceiving && e.resendDue(r.silent):
+		e.requestResend(now, r)
+	case r.state == srvAwaitAck && !e.cfg.AtLeastOnce && r.silent >= e.cfg.RequestAckTicks &&
+		(r.silent-e.cfg.RequestAckTicks)%e.cfg.ResendInterval == 0:
+		e.sendControl(now, r.peer.addr, r.header(wire.TypeNeedAck))
+	}
+}
+
+// updateCutoffs recomputes the unscheduled cutoffs from recent inbound
+// message lengths and bumps the version when they change; senders learn
+// them from CUTOFFS packets sent when their DATA carries an old version.
+func (e *Endpoint) updateCutoffs() {
+	l := &e.loop
+	l.sizeNew = 0
+	l.scratch = append(l.scratch[:0], l.sizes...)
+	cut := computeCutoffs(l.scratch, e.cfg.UnschedBytes, l.prios, e.cfg.MaxMessageBytes)
+	if cut == l.cut.cut {
+		return
+	}
+	l.cut.cut = cut
+	l.cut.version++
+	if l.cut.version == 0 {
+		l.cut.version = 1 // 0 means "no cutoffs" on the wire
+	}
+	l.sched.maxSchedPrio = maxSchedPriority(&cut, l.prios, e.cfg.MaxMessageBytes)
+	e.c.cutoffVersion.Store(uint64(l.cut.version))
+}
