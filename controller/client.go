@@ -349,15 +349,27 @@ func (c *Client) onArbitration(u *p4v1.MasterArbitrationUpdate) {
 // another controller replaced it), push it and every entry written since.
 func (c *Client) resync() {
 	defer c.wg.Done()
-	err := c.resyncOnce()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.syncing = false
-	if err != nil && c.ctx.Err() == nil {
+	backoff := c.o.backoffMin
+	for {
+		err := c.resyncOnce()
+		c.mu.Lock()
+		if err == nil || c.ctx.Err() != nil || !c.primary {
+			// Done, closed, or no longer primary: the next primacy gain
+			// starts a new resync.
+			c.syncing = false
+			c.notifyLocked()
+			c.mu.Unlock()
+			return
+		}
 		c.lastErr = err
-		c.o.log.Error("p4runtime re-push failed", "addr", c.addr, "device", c.device, "err", err)
+		c.mu.Unlock()
+		c.o.log.Error("p4runtime re-push failed, retrying", "addr", c.addr, "device", c.device, "err", err, "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-c.ctx.Done():
+		}
+		backoff = min(2*backoff, c.o.backoffMax)
 	}
-	c.notifyLocked()
 }
 
 func (c *Client) resyncOnce() error {
