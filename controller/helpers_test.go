@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/p4/p4rt"
+	"github.com/homatb/homatb/p4/pipeline"
+)
+
+// testSwitch is the embedded target's P4Runtime server on a loopback port.
+type testSwitch struct {
+	addr   string
+	device uint64
+	srv    *p4rt.Server
+	pl     *pipeline.Pipeline
+	served chan error
+}
+
+// startSwitch serves P4Runtime for device on addr ("127.0.0.1:0" for any
+// port). Stopping is registered with t.Cleanup.
+func startSwitch(t testing.TB, addr string, device uint64) *testSwitch {
+	t.Helper()
+	var lis net.Listener
+	var err error
+	// A restarted switch reuses its port; the old listener may take a moment
+	// to release it.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		lis, err = net.Listen("tcp", addr)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("listen %s: %v", addr, err)
+	}
+	pl := pipeline.New()
+	s := &testSwitch{addr: lis.Addr().String(), device: device, pl: pl, served: make(chan error, 1),
+		srv: p4rt.NewServer(p4rt.Config{DeviceID: device, Pipeline: pl})}
+	go func() { s.served <- s.srv.Serve(lis) }()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *testSwitch) stop() {
+	s.srv.Stop()
+	<-s.served
+	s.served <- nil // later stops return at once
+}
+
+func testContext(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func dial(t testing.TB, s *testSwitch, opts ...Option) *Client {
+	t.Helper()
+	c, err := Dial(testContext(t), s.addr, s.device, append([]Option{WithDialTimeout(5 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// waitFor polls cond every few milliseconds until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func mustMAC(t testing.TB, s string) MAC {
+	t.Helper()
+	m, err := ParseMAC(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// oneSwitchTopology is a switch with three hosts on ports 1..3.
+func oneSwitchTopology(t testing.TB, sw *testSwitch) *Topology {
+	t.Helper()
+	topo := &Topology{Switches: []Switch{{Name: "s1", DeviceID: sw.device, Address: sw.addr}}}
+	for i := 1; i <= 3; i++ {
+		topo.Hosts = append(topo.Hosts, Host{
+			Name: "h" + string(rune('0'+i)), IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}),
+			MAC: MAC{2, 0, 0, 0, 0, byte(i)}, Switch: "s1", Port: i,
+		})
+	}
+	return topo
+}
+
+// ipv4Frame builds an Ethernet+IPv4 frame to dst with the given TOS byte.
+func ipv4Frame(dst netip.Addr, tos byte, payload int) []byte {
+	f := make([]byte, 14+20+payload)
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:]
+	ip[0] = 0x45
+	ip[1] = tos
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+payload))
+	ip[8] = 64
+	ip[9] = 17
+	copy(ip[12:16], []byte{10, 0, 0, 99})
+	d := dst.As4()
+	copy(ip[16:20], d[:])
+	binary.BigEndian.PutUint16(ip[10:], pipeline.Checksum(ip[:20]))
+	return f
+}
+
+// programmed connects to the topology's switches and programs them; the
+// fabric is closed by t.Cleanup.
+func programmed(t testing.TB, topo *Topology, policy Policy) *Fabric {
+	t.Helper()
+	ctx := testContext(t)
+	f, err := Connect(ctx, topo, WithDialTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	if err := f.Program(ctx, policy); err != nil {
+		t.Fatalf("Program: %v", err)
+	}
+	return f
+}

@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/p4/pipeline"
+)
+
+func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
+	sw := startSwitch(t, "127.0.0.1:0", 1)
+	topo := oneSwitchTopology(t, sw)
+	f := programmed(t, topo, DefaultPolicy())
+	poller, err := f.NewPoller(5 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(testContext(t))
+	done := make(chan error, 1)
+	go func() { done <- poller.Run(ctx) }()
+	grown := func(n int) func() bool { return func() bool { return len(poller.Samples()) > n } }
+	waitFor(t, 5*time.Second, "the first sample", grown(0))
+
+	// Traffic through the programmed pipeline: random hosts and priorities,
+	// ingress then egress with a made-up queue depth, while the poller runs.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		h := topo.Hosts[rng.IntN(len(topo.Hosts))]
+		prio := rng.IntN(NumQueues)
+		frame := ipv4Frame(h.IP, byte(prio<<5), rng.IntN(1400))
+		var v pipeline.Verdict
+		sw.pl.Ingress(frame, 1, &v)
+		if v.Drop || int(v.EgressPort) != h.Port || int(v.Queue) != prio {
+			t.Fatalf("packet %d to %s prio %d: verdict %+v", i, h.Name, prio, v)
+		}
+		if i%7 != 0 { // some packets stay "queued": ingress > egress
+			sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue,
+				EnqDepthPkts: uint32(rng.IntN(50)), DeqTimedeltaUs: uint32(rng.IntN(900)), Length: len(frame)})
+		}
+		if i == 1500 { // a sample mid-traffic, so the series has a middle
+			waitFor(t, 5*time.Second, "a sample mid-traffic", grown(len(poller.Samples())))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	last := poller.Last()
+	if len(last) != len(topo.Hosts)*NumQueues {
+		t.Fatalf("last samples cover %d queues, want %d", len(last), len(topo.Hosts)*NumQueues)
+	}
+	var total int64
+	for k, s := range last {
+		idx := QueueIndex(k.Port, k.Queue)
+		inP, inB, err1 := sw.pl.Counter(p4.CounterIngressQueue, idx)
+		outP, outB, err2 := sw.pl.Counter(p4.CounterEgressQueue, idx)
+		depth, err3 := sw.pl.Register(p4.RegisterQueueDepth, idx)
+		peak, err4 := sw.pl.Register(p4.RegisterQueuePeak, idx)
+		delay, err5 := sw.pl.Register(p4.RegisterQueueDelay, idx)
+		for _, err := range []error{err1, err2, err3, err4, err5} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if uint64(s.EnqPkts) != inP || uint64(s.EnqBytes) != inB || uint64(s.SentPkts) != outP || uint64(s.SentBytes) != outB ||
+			s.DepthPkts != uint64(depth) || s.PeakPkts != uint64(peak) || s.DelayUS != uint64(delay) {
+			t.Errorf("%v: poller %+v, switch in %d/%d out %d/%d depth %d peak %d delay %d", k, s, inP, inB, outP, outB, depth, peak, delay)
+		}
+		total += s.EnqPkts
+	}
+	if total != 3000 {
+		t.Errorf("poller's final ingress counts sum to %d, want the 3000 packets sent", total)
+	}
+	samples := poller.Samples()
+	if len(samples) < 3*len(last) {
+		t.Errorf("%d samples: want at least a first, a middle and a final one of %d rows", len(samples), len(last))
+	}
+
+	var buf bytes.Buffer
+	if err := poller.WriteCSV(&buf, "exp1"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(samples)+1 || rows[0][0] != "experiment" || len(rows[0]) != 12 {
+		t.Fatalf("csv has %d rows (header %v), want header + %d", len(rows), rows[0], len(samples))
+	}
+	last0 := samples[len(samples)-1]
+	row := rows[len(rows)-1]
+	if row[0] != "exp1" || row[1] != last0.Switch || row[3] != strconv.Itoa(last0.Port) || row[7] != strconv.FormatInt(last0.SentPkts, 10) {
+		t.Errorf("last csv row %v does not match sample %+v", row, last0)
+	}
+}
