@@ -19,7 +19,7 @@ type counters struct {
 	grantsBy [wire.MaxPriorities]atomic.Uint64
 	fifo     atomic.Uint64
 
-	malformed, unknownRPC, dupData, retransmits atomic.Uint64
+	malformed, unknownRPC, dupData, retransmits   atomic.Uint64
 	resendsSent, resendsRecv, busySent, restarts  atomic.Uint64
 	timeouts, backlogDrops, writeErrors, acked    atomic.Uint64
 	callsDone, callsFailed, served, cutoffVersion atomic.Uint64

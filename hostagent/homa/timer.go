@@ -12,10 +12,10 @@ func (e *Endpoint) onTick(now time.Duration) {
 	l := &e.loop
 	l.tick++
 	for _, r := range l.clients {
-		e.checkClient(now, r)
+		e.checkRPC(now, r)
 	}
 	for _, r := range l.servers {
-		e.checkServer(now, r)
+		e.checkRPC(now, r)
 	}
 	if len(l.ackPeers) > 0 {
 		e.flushAcks(now)
@@ -49,37 +49,25 @@ func (e *Endpoint) resendDue(silent int) bool {
 	return silent >= e.cfg.ResendTicks && (silent-e.cfg.ResendTicks)%e.cfg.ResendInterval == 0
 }
 
-func (e *Endpoint) checkClient(now time.Duration, r *rpc) {
-	if e.waitingOnUs(r) {
+// checkRPC advances r's silence timer: RESEND when due on the side
+// receiving a message, NEED_ACK for a sent response, abort on timeout.
+func (e *Endpoint) checkRPC(now time.Duration, r *rpc) {
+	switch {
+	case r.state == srvServing:
+		return // the application holds it
+	case r.state != srvAwaitAck && e.waitingOnUs(r):
 		r.silent = 0
 		return
 	}
 	r.silent++
 	switch {
-	case r.silent >= e.cfg.TimeoutTicks:
+	case r.silent >= e.cfg.TimeoutTicks && r.client:
 		e.c.timeouts.Add(1)
 		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrTimeout))
-	case e.resendDue(r.silent):
-		e.requestResend(now, r)
-	}
-}
-
-func (e *Endpoint) checkServer(now time.Duration, r *rpc) {
-	switch r.state {
-	case srvServing:
-		return // the application holds it
-	case srvReceiving, srvResponding:
-		if e.waitingOnUs(r) {
-			r.silent = 0
-			return
-		}
-	}
-	r.silent++
-	switch {
 	case r.silent >= e.cfg.TimeoutTicks:
 		e.c.timeouts.Add(1)
 		e.forgetServer(r, r.state != srvReceiving)
-	case r.state == srvReceiving && e.resendDue(r.silent):
+	case (r.client || r.state == srvReceiving) && e.resendDue(r.silent):
 		e.requestResend(now, r)
 	case r.state == srvAwaitAck && !e.cfg.AtLeastOnce && r.silent >= e.cfg.RequestAckTicks &&
 		(r.silent-e.cfg.RequestAckTicks)%e.cfg.ResendInterval == 0:

@@ -1,0 +1,209 @@
+//go:build linux
+
+package homa
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// IPProtoHoma is Homa's IANA-assigned IP protocol number.
+const IPProtoHoma = 146
+
+// rawBatch is the batch size of raw sockets: recvmmsg/sendmmsg vectors.
+const rawBatch = 64
+
+// cmsgTOSSpace is the control buffer of one IP_TOS cmsg carrying an int.
+var cmsgTOSSpace = unix.CmsgSpace(4)
+
+// RawConn is a raw IPv4 protocol-146 socket. Reads use recvmmsg and take
+// the TOS byte from the IP header the kernel delivers with each packet;
+// writes use sendmmsg with a per-packet IP_TOS control message. Both go
+// through Go's netpoller, so a waiting reader parks instead of holding a
+// thread. One goroutine may read while another writes.
+type RawConn struct {
+	f      *os.File
+	rc     syscall.RawConn
+	local  netip.Addr
+	closed atomic.Bool
+
+	// Read side, used only by the reading goroutine.
+	rh     []unix.Mmsghdr
+	riov   []unix.Iovec
+	rn     int
+	rgot   int
+	rerr   syscall.Errno
+	readFn func(uintptr) bool
+
+	// Write side, used only by the writing goroutine.
+	wh      []unix.Mmsghdr
+	wiov    []unix.Iovec
+	wname   []unix.RawSockaddrInet4
+	woob    []byte
+	wn      int
+	wdone   int
+	werr    syscall.Errno
+	writeFn func(uintptr) bool
+}
+
+var _ Conn = (*RawConn)(nil)
+
+// ListenRaw opens a raw socket for protocol 146 bound to local, so it
+// receives only Homa packets addressed to local. It needs CAP_NET_RAW.
+func ListenRaw(local netip.Addr) (*RawConn, error) {
+	if !local.Is4() {
+		return nil, fmt.Errorf("homa: listen raw %v: not an IPv4 address", local)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, IPProtoHoma)
+	if err != nil {
+		return nil, fmt.Errorf("homa: raw socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: local.As4()}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("homa: bind raw socket to %v: %w", local, err)
+	}
+	// Large buffers absorb bursts of unscheduled packets; FORCE needs
+	// CAP_NET_ADMIN, so fall back to the capped option.
+	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], 8<<20) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], 8<<20)
+		}
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("homa-raw-%v", local))
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("homa: raw socket: %w", err)
+	}
+	c := &RawConn{f: f, rc: rc, local: local,
+		rh: make([]unix.Mmsghdr, rawBatch), riov: make([]unix.Iovec, rawBatch),
+		wh: make([]unix.Mmsghdr, rawBatch), wiov: make([]unix.Iovec, rawBatch),
+		wname: make([]unix.RawSockaddrInet4, rawBatch), woob: make([]byte, rawBatch*cmsgTOSSpace)}
+	for i := range rawBatch {
+		c.rh[i].Hdr.Iov, c.rh[i].Hdr.Iovlen = &c.riov[i], 1
+		w := &c.wh[i].Hdr
+		w.Iov, w.Iovlen = &c.wiov[i], 1
+		w.Name, w.Namelen = (*byte)(unsafe.Pointer(&c.wname[i])), unix.SizeofSockaddrInet4
+		oob := c.woob[i*cmsgTOSSpace : (i+1)*cmsgTOSSpace]
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		h.Level, h.Type = unix.IPPROTO_IP, unix.IP_TOS
+		h.SetLen(unix.CmsgLen(4))
+		w.Control = &oob[0]
+		w.SetControllen(cmsgTOSSpace)
+		c.wname[i].Family = unix.AF_INET
+	}
+	// Method values allocate once here, not per syscall.
+	c.readFn, c.writeFn = c.doRead, c.doWrite
+	return c, nil
+}
+
+// LocalAddr implements Conn.
+func (c *RawConn) LocalAddr() netip.Addr { return c.local }
+
+// BatchSize implements Conn.
+func (c *RawConn) BatchSize() int { return rawBatch }
+
+// Close implements Conn.
+func (c *RawConn) Close() error {
+	c.closed.Store(true)
+	return c.f.Close()
+}
+
+func (c *RawConn) doRead(fd uintptr) bool {
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.rh[0])), uintptr(c.rn), unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EINTR {
+		return false
+	}
+	c.rgot, c.rerr = int(r), e
+	return true
+}
+
+// ReadBatch implements Conn. The kernel delivers each packet with its IP
+// header; the header is stripped after its TOS and source are read.
+func (c *RawConn) ReadBatch(pkts []Packet) (int, error) {
+	c.rn = min(len(pkts), rawBatch)
+	for i := range c.rn {
+		b := pkts[i].Buf[:cap(pkts[i].Buf)]
+		c.riov[i].Base = &b[0]
+		c.riov[i].SetLen(len(b))
+	}
+	if err := c.rc.Read(c.readFn); err != nil {
+		return 0, c.wrap("read", err)
+	}
+	if c.rerr != 0 {
+		return 0, c.wrap("recvmmsg", c.rerr)
+	}
+	n := 0
+	for i := range c.rgot {
+		b := pkts[i].Buf[:c.rh[i].Len]
+		if len(b) < 20 || b[0]>>4 != 4 {
+			continue
+		}
+		ihl := int(b[0]&0x0f) * 4
+		if ihl < 20 || len(b) < ihl {
+			continue
+		}
+		p := &pkts[n]
+		p.TOS = b[1]
+		p.Addr = netip.AddrFrom4([4]byte(b[12:16]))
+		p.Buf = pkts[n].Buf[:copy(pkts[n].Buf[:cap(pkts[n].Buf)], b[ihl:])]
+		n++
+	}
+	return n, nil
+}
+
+func (c *RawConn) doWrite(fd uintptr) bool {
+	for c.wdone < c.wn {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&c.wh[c.wdone])), uintptr(c.wn-c.wdone), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			c.wdone += int(r)
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR:
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
+}
+
+// WriteBatch implements Conn.
+func (c *RawConn) WriteBatch(pkts []Packet) error {
+	for len(pkts) > 0 {
+		c.wn = min(len(pkts), rawBatch)
+		for i := range c.wn {
+			p := &pkts[i]
+			c.wiov[i].Base = &p.Buf[0]
+			c.wiov[i].SetLen(len(p.Buf))
+			c.wname[i].Addr = p.Addr.As4()
+			*(*int32)(unsafe.Pointer(&c.woob[i*cmsgTOSSpace+unix.CmsgLen(0)])) = int32(p.TOS)
+		}
+		c.wdone, c.werr = 0, 0
+		if err := c.rc.Write(c.writeFn); err != nil {
+			return c.wrap("write", err)
+		}
+		if c.werr != 0 {
+			return c.wrap("sendmmsg", c.werr)
+		}
+		pkts = pkts[c.wn:]
+	}
+	return nil
+}
+
+// wrap turns errors after Close into net.ErrClosed, which ends readers.
+func (c *RawConn) wrap(op string, err error) error {
+	if c.closed.Load() || errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("homa: raw %s: %w", op, net.ErrClosed)
+	}
+	return fmt.Errorf("homa: raw %s: %w", op, err)
+}
