@@ -486,3 +486,13 @@ func (c *Client) needSchema() (*Schema, error) {
 	}
 	return nil, errors.New(c.addr + ": no pipeline: call SetPipeline or FetchPipeline first")
 }
+
+// APIVersion asks the switch which P4Runtime version it implements (BMv2
+// says "1.3.0" whatever it runs; do not branch on it).
+func (c *Client) APIVersion(ctx context.Context) (string, error) {
+	resp, err := c.rpc.Capabilities(ctx, &p4v1.CapabilitiesRequest{})
+	if err != nil {
+		return "", fmt.Errorf("%s: capabilities: %w", c.addr, err)
+	}
+	return resp.GetP4RuntimeApiVersion(), nil
+}

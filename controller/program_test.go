@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -97,6 +98,9 @@ func TestBackupControllerTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := dial(t, sw, WithElectionID(ElectionID{Low: 5}))
+	if v, err := second.APIVersion(ctx); err != nil || v == "" {
+		t.Errorf("APIVersion = %q, %v", v, err)
+	}
 	if second.IsPrimary() {
 		t.Fatal("a controller with a lower election id became primary")
 	}
@@ -241,4 +245,50 @@ func TestClientCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "client and server stream goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
+	sw := startSwitch(t, "127.0.0.1:0", 1)
+	topo := oneSwitchTopology(t, sw)
+	ctx := testContext(t)
+	f := programmed(t, topo, Policy{DSCPQueue: map[uint8]uint8{46: 7, 8: 1}})
+	var v pipeline.Verdict
+	sw.pl.Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.1"), 46<<2, 0), 2, &v)
+	if v.Queue != 7 {
+		t.Fatalf("EF before sync went to queue %d, want 7", v.Queue)
+	}
+
+	// collapse:2 keeps DSCP 8 (CS1) but moves it to queue 0, drops 46, adds
+	// the other class selectors; ECN entries appear on every port.
+	next, err := CollapsedDSCPQueues(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := Policy{DSCPQueue: next, ECNThresholdPkts: 15}
+	want, err := topo.SwitchEntries("s1", policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Client("s1").ReadEntries(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanSync(f.Client("s1").Schema(), want, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Delete) != 1 || len(plan.Modify) != 1 || len(plan.Insert) != 7+3 {
+		t.Fatalf("plan: %d deletes, %d modifies, %d inserts; want 1, 1 (CS1), 10 (7 DSCP + 3 ECN)", len(plan.Delete), len(plan.Modify), len(plan.Insert))
+	}
+	if err := f.Sync(ctx, policy); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	sw.pl.Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.1"), 7<<5, 0), 2, &v)
+	if v.Queue != 1 {
+		t.Fatalf("CS7 after collapse:2 went to queue %d, want 1", v.Queue)
+	}
+	// The EF packet counted before the sync is still counted: no pipeline push.
+	if pkts, _, err := sw.pl.Counter(p4.CounterIngressQueue, QueueIndex(1, 7)); err != nil || pkts != 1 {
+		t.Fatalf("ingress counter of port 1 queue 7 = %d, %v; want 1 kept across Sync", pkts, err)
+	}
 }

@@ -127,6 +127,9 @@ func (c *Client) SetDefault(ctx context.Context, e Entry) error {
 }
 
 func (c *Client) writeEntries(ctx context.Context, typ p4v1.Update_Type, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
 	updates, err := c.Updates(typ, entries...)
 	if err != nil {
 		return err
