@@ -21,6 +21,7 @@ type controllerOpts struct {
 	electionID   uint64
 	dialTimeout  time.Duration
 	verifyOnly   bool
+	sync         bool
 	watch        bool
 	pollInterval time.Duration
 	telemetry    string
@@ -54,6 +55,7 @@ samples per-queue counters into a telemetry.csv file. See docs/controller.md.`,
 	fl.Uint64Var(&o.electionID, "election-id", 1, "P4Runtime election id (the highest wins primacy)")
 	fl.DurationVar(&o.dialTimeout, "dial-timeout", 10*time.Second, "how long to keep trying to reach each switch")
 	fl.BoolVar(&o.verifyOnly, "verify-only", false, "do not write: only check that the switches hold the expected entries")
+	fl.BoolVar(&o.sync, "sync", false, "change the switches' entries in place to match, without re-pushing the pipeline (counters keep counting)")
 	fl.BoolVar(&o.watch, "watch", false, "stay running until interrupted, re-pushing state to restarted switches")
 	fl.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "telemetry sampling interval")
 	fl.StringVar(&o.telemetry, "telemetry", "", "sample queue counters until interrupted and write them to this CSV file (implies --watch)")
@@ -89,17 +91,25 @@ func runController(ctx context.Context, o *controllerOpts) error {
 		return err
 	}
 	defer fabric.Close()
-	if o.verifyOnly {
+	if o.verifyOnly || o.sync {
 		for _, sw := range topo.Switches {
 			if err := fabric.Client(sw.Name).FetchPipeline(ctx); err != nil {
 				return err
 			}
 		}
+	}
+	switch {
+	case o.verifyOnly:
 		if err := fabric.Verify(ctx, policy); err != nil {
 			return err
 		}
 		log.Info("switches verified", "switches", len(topo.Switches))
-	} else {
+	case o.sync:
+		if err := fabric.Sync(ctx, policy); err != nil {
+			return err
+		}
+		log.Info("switches synced and verified", "switches", len(topo.Switches))
+	default:
 		if err := fabric.Program(ctx, policy); err != nil {
 			return err
 		}
