@@ -7,6 +7,7 @@ import (
 
 	"github.com/homatb/homatb/p4"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // CheckP4Info reports whether this target can run a pipeline with info: its
@@ -42,6 +43,9 @@ func CheckP4Info(info *p4configv1.P4Info) error {
 			wa, ga := actionRefIDs(w), actionRefIDs(g)
 			if !slices.Equal(wa, ga) {
 				add("%s: actions %#08x, this target runs %#08x", where, ga, wa)
+			}
+			if wd, gd := w.GetInitialDefaultAction(), g.GetInitialDefaultAction(); gd != nil && !proto.Equal(wd, gd) {
+				add("%s: initial default action %v, this target runs %v", where, gd, wd)
 			}
 			if w.GetConstDefaultActionId() != g.GetConstDefaultActionId() {
 				add("%s: const default action %#08x, this target has %#08x", where, g.GetConstDefaultActionId(), w.GetConstDefaultActionId())

@@ -357,6 +357,9 @@ func TestCheckP4Info(t *testing.T) {
 		{"counter size", func(i *p4configv1.P4Info) { i.Counters[0].Size = 8 }, "size 8, this target runs 512"},
 		{"register width", func(i *p4configv1.P4Info) { i.Registers[1].TypeSpec.GetBitstring().GetBit().Bitwidth = 64 }, "bit<64>"},
 		{"table size", func(i *p4configv1.P4Info) { i.Tables[3].Size = 4 }, "size 4"},
+		{"initial default", func(i *p4configv1.P4Info) {
+			i.Tables[1].InitialDefaultAction.Arguments[0].Value = []byte{5}
+		}, "initial default action"},
 		{"meter", func(i *p4configv1.P4Info) { i.Meters = append(i.Meters, &p4configv1.Meter{}) }, "1 meter object(s)"},
 	}
 	for _, tc := range tests {
