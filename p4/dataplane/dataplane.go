@@ -37,6 +37,7 @@ type portState struct {
 	capIn  *capture
 	capOut *capture
 	notify chan struct{} // one token: "a queue of this port got a packet"
+	tx     txState
 
 	rxPkts, rxBytes, txPkts, txBytes                 atomic.Uint64
 	pipelineDrops, egressDrops, badVerdict, oversize atomic.Uint64
@@ -117,6 +118,8 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 			fault:  newFaultInjector(num, c.Faults[num]),
 			notify: make(chan struct{}, 1),
 		}
+		ps.tx.out = make([]departure, c.BatchSize)
+		ps.tx.frames = make([][]byte, 0, c.BatchSize)
 		held += ps.tm.capacityPkts()
 		d.byNum[num] = ps
 		d.ports = append(d.ports, ps)
@@ -274,12 +277,33 @@ func (d *Dataplane) receive(ctx context.Context, ps *portState) error {
 		for notify != 0 {
 			num := bits.TrailingZeros64(notify)
 			notify &^= 1 << num
-			select {
-			case d.byNum[num].notify <- struct{}{}:
-			default: // already signalled
+			if err := d.kick(d.byNum[num]); err != nil && !closed(ctx, err) {
+				return err
 			}
 		}
 	}
+}
+
+// kick forwards what egress port eg may send now, from the calling ingress
+// goroutine if no one else is sending on eg, and leaves the rest (a shaper
+// wait, or a busy port) to eg's scheduler.
+func (d *Dataplane) kick(eg *portState) error {
+	wake := true
+	if eg.tx.mu.TryLock() {
+		_, w, _, err := d.pump(eg)
+		eg.tx.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		wake = w != 0
+	}
+	if wake {
+		select {
+		case eg.notify <- struct{}{}:
+		default: // already signalled
+		}
+	}
+	return nil
 }
 
 // refill takes a fresh buffer for a receive slot. The pool is sized so it
@@ -292,76 +316,111 @@ func (d *Dataplane) refill(ps *portState) *packet {
 	return &packet{buf: make([]byte, d.cfg.MaxFrame), home: ps.pool}
 }
 
-// transmit is the port's scheduler: it dequeues what the shaper lets leave,
-// runs egress, injects faults, sends the batch and recycles the buffers.
+// txState is the egress side of a port, used by whoever holds its lock:
+// the port's scheduler, or an ingress goroutine that forwards the packets
+// it just queued without waking the scheduler (run to completion, so the
+// common case costs no goroutine hand-off).
+type txState struct {
+	mu     sync.Mutex
+	out    []departure
+	frames [][]byte
+	md     EgressMeta
+}
+
+// transmit is the port's scheduler: it sends what the shaper lets leave
+// and sleeps until the link is free or a packet arrives.
 func (d *Dataplane) transmit(ctx context.Context, ps *portState) error {
-	batch := d.cfg.BatchSize
-	out := make([]departure, batch)
-	frames := make([][]byte, 0, batch)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var md EgressMeta
 	for {
-		now := d.now()
-		n, wake, link := ps.tm.dequeue(now, out)
-		if n == 0 {
-			if !d.wait(ctx, ps, timer, now, wake, link) {
-				return nil
-			}
-			continue
-		}
-		var wall time.Time
-		if ps.capOut != nil {
-			wall = time.Now()
-		}
-		frames = frames[:0]
-		var txBytes uint64
-		for i := range n {
-			dep := &out[i]
-			p := dep.pkt
-			md = EgressMeta{
-				IngressPort:    p.inPort,
-				EgressPort:     ps.num,
-				Queue:          p.queue,
-				EnqDepthPkts:   p.enqDepth,
-				DeqDepthPkts:   dep.deqDepth,
-				DeqTimedeltaUs: dep.delayUs,
-				Length:         p.n,
-			}
-			if !d.pl.Egress(p.frame(), &md) {
-				ps.egressDrops.Add(1)
-				continue
-			}
-			if ps.fault.drop() {
-				continue
-			}
-			if ps.capOut != nil {
-				ps.capOut.add(p.frame(), wall)
-			}
-			frames = append(frames, p.frame())
-			txBytes += uint64(p.n)
-		}
-		sent, err := 0, error(nil)
-		if len(frames) > 0 {
-			sent, err = ps.io.Send(frames)
-		}
-		ps.txPkts.Add(uint64(sent))
-		if sent == len(frames) {
-			ps.txBytes.Add(txBytes)
-		} else {
-			ps.txErrors.Add(uint64(len(frames) - sent))
-		}
-		for i := range n {
-			out[i].pkt.release()
-			out[i].pkt = nil
-		}
+		ps.tx.mu.Lock()
+		now, wake, link, err := d.pump(ps)
+		ps.tx.mu.Unlock()
 		if err != nil {
 			if closed(ctx, err) {
 				return nil
 			}
-			return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
+			return err
+		}
+		if !d.wait(ctx, ps, timer, now, wake, link) {
+			return nil
 		}
 	}
+}
+
+// pump sends batches from the port's queues until none may leave now, and
+// returns when to look again (see tm.dequeue). The caller holds ps.tx.mu.
+func (d *Dataplane) pump(ps *portState) (now, wake int64, link bool, err error) {
+	tx := &ps.tx
+	for {
+		now = d.now()
+		var n int
+		n, wake, link = ps.tm.dequeue(now, tx.out)
+		if n == 0 {
+			return now, wake, link, nil
+		}
+		if err := d.send(ps, tx.out[:n]); err != nil {
+			return now, 0, false, err
+		}
+	}
+}
+
+// send runs egress and fault injection on departing packets, transmits the
+// survivors in one batch and recycles every buffer.
+func (d *Dataplane) send(ps *portState, deps []departure) error {
+	tx := &ps.tx
+	var wall time.Time
+	if ps.capOut != nil {
+		wall = time.Now()
+	}
+	frames := tx.frames[:0]
+	var txBytes uint64
+	for i := range deps {
+		dep := &deps[i]
+		p := dep.pkt
+		tx.md = EgressMeta{
+			IngressPort:    p.inPort,
+			EgressPort:     ps.num,
+			Queue:          p.queue,
+			EnqDepthPkts:   p.enqDepth,
+			DeqDepthPkts:   dep.deqDepth,
+			DeqTimedeltaUs: dep.delayUs,
+			Length:         p.n,
+		}
+		if !d.pl.Egress(p.frame(), &tx.md) {
+			ps.egressDrops.Add(1)
+			continue
+		}
+		if ps.fault.drop() {
+			continue
+		}
+		if ps.capOut != nil {
+			ps.capOut.add(p.frame(), wall)
+		}
+		frames = append(frames, p.frame())
+		txBytes += uint64(p.n)
+	}
+	sent, err := 0, error(nil)
+	if len(frames) > 0 {
+		sent, err = ps.io.Send(frames)
+	}
+	ps.txPkts.Add(uint64(sent))
+	if sent == len(frames) {
+		ps.txBytes.Add(txBytes)
+	} else {
+		ps.txErrors.Add(uint64(len(frames) - sent))
+	}
+	for i := range frames {
+		frames[i] = nil
+	}
+	for i := range deps {
+		deps[i].pkt.release()
+		deps[i].pkt = nil
+	}
+	if err != nil {
+		return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
+	}
+	return nil
 }
 
 // wait blocks the scheduler until a packet arrives, wake passes (0: no

@@ -73,7 +73,7 @@ func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
 		portLimBytes: cfg.PortBufferBytes,
 		shared:       shared,
 		lag:          int64(cfg.ShaperLag),
-		shaper:       shaper{rate: cfg.portRate(port), lag: int64(cfg.ShaperLag)},
+		shaper:       shaper{rate: cfg.portRate(port), lag: int64(cfg.ShaperLag), early: shaperEarly},
 	}
 	for q := range NumQueues {
 		t.q[q] = newFifo(cfg.queueLimitPkts(port, q))
@@ -150,7 +150,7 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 			return n, 0, false
 		}
 		if !t.shaper.ready(now) {
-			return n, t.shaper.freeAt, true
+			return n, t.shaper.readyAt(), true
 		}
 		q := -1
 		wake = math.MaxInt64

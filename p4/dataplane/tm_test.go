@@ -88,7 +88,7 @@ func TestStrictPriorityOrder(t *testing.T) {
 // A packet arriving on a higher queue while a lower one is backlogged
 // leaves next, once the frame on the wire has finished.
 func TestPriorityPreemptsBacklog(t *testing.T) {
-	cfg := testConfig(func(c *Config) { c.LinkRateBps = 1e9 })
+	cfg := testConfig(func(c *Config) { c.LinkRateBps = 100e6 }) // 123 µs per frame
 	tmq := newTM(&cfg, 1, nil)
 	for range 10 {
 		tmq.enqueue(pkt(1500), 0, 0)
@@ -106,7 +106,7 @@ func TestPriorityPreemptsBacklog(t *testing.T) {
 	if n, _, _ := tmq.dequeue(wake, out); n != 1 || out[0].pkt != hi {
 		t.Fatalf("after the frame on the wire, got queue %d, want the queue-7 packet", out[0].pkt.queue)
 	}
-	if want := uint32(wake-1000) / 1000; out[0].delayUs != want {
+	if want := uint32(tmq.shaper.freeAt-int64(serializationNs(100, 100e6))-1000) / 1000; out[0].delayUs != want {
 		t.Errorf("queue-7 delay %d µs, want %d (rest of one 1500 B frame)", out[0].delayUs, want)
 	}
 }

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# bench/switch/run.sh: the embedded switch target against a kernel Linux
+# bridge, in one run, on the same two network namespaces and veth pairs,
+# with the same batched UDP sender (sendmmsg) and receiver (recvmmsg).
+#
+# Measures, for each target: forwarding rate of 64 B and 1500 B frames
+# (sender as fast as it can), RTT of 64 B UDP probes when idle and under a
+# steady 1500 B load, and, for the switch, its CPU share while idle, with
+# and without spin-before-sleep. Prints a table with ratios to the bridge.
+#
+# Needs root. Environment: DUR (sender time per rate test, default 3s),
+# PROBES (default 2000), LOAD_PPS (steady load, default 20000),
+# SPIN (spin-before-sleep for the spinning variant, default 50us),
+# LINK_RATE (switch port shaping, default 10Gbit so the shaper never limits
+# the rate test), OUT (keep the raw results here), VARIANTS (default
+# "bridge switch switch+spin"), FWD_ARGS (more swbench fwd flags).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [ "$(id -u)" != 0 ]; then
+	echo "bench/switch: needs root (network namespaces, AF_PACKET)" >&2
+	exit 1
+fi
+export PATH=$PATH:/usr/local/go/bin
+DUR=${DUR:-3s}
+PROBES=${PROBES:-2000}
+LOAD_PPS=${LOAD_PPS:-20000}
+SPIN=${SPIN:-50us}
+LINK_RATE=${LINK_RATE:-10Gbit}
+
+WORK=$(mktemp -d)
+BIN=$WORK/swbench
+RES=$WORK/results.jsonl
+go build -o "$BIN" ./bench/switch
+
+TAG=swb$$
+NA=${TAG}A NB=${TAG}B VA=${TAG}a VB=${TAG}b BR=${TAG}br
+NET=10.198.$(($$ % 250))
+IPA=$NET.1 IPB=$NET.2
+PIDS=()
+
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	ip link del "$BR" 2>/dev/null || true
+	ip link del "$VA" 2>/dev/null || true
+	ip link del "$VB" 2>/dev/null || true
+	ip netns del "$NA" 2>/dev/null || true
+	ip netns del "$NB" 2>/dev/null || true
+	if [ -n "${OUT:-}" ]; then cp "$RES" "$OUT"; fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Two hosts; offloads off on every end so every frame is one wire packet.
+i=0
+for side in A B; do
+	ns=${TAG}$side v=${TAG}$(echo $side | tr AB ab)
+	ip=$NET.$((++i))
+	ip netns add "$ns"
+	ip link add "$v" type veth peer name "${v}h"
+	ip link set "${v}h" netns "$ns"
+	ip -n "$ns" link set "${v}h" name eth0
+	ip -n "$ns" link set eth0 address "02:5b:00:00:00:0$i"
+	ip -n "$ns" addr add "$ip/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" link set lo up
+	ip link set "$v" up
+	ip netns exec "$ns" ethtool -K eth0 tx off tso off gso off gro off >/dev/null 2>&1 || true
+	ethtool -K "$v" tx off tso off gso off gro off >/dev/null 2>&1 || true
+	# No IPv6 chatter (router solicitations) during the measurements.
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+done
+ip -n "$NA" neigh add "$IPB" lladdr 02:5b:00:00:00:02 dev eth0
+ip -n "$NB" neigh add "$IPA" lladdr 02:5b:00:00:00:01 dev eth0
+
+rec() { # target test json
+	printf '{"target":"%s","test":"%s","result":%s}\n' "$1" "$2" "$3" >>"$RES"
+}
+
+# measure TARGET [SWITCH_PID]
+measure() {
+	local target=$1 cpupid=${2:-0}
+	for size in 64 1500; do
+		ip netns exec "$NB" "$BIN" sink --listen "$IPB:9000" --duration 30s >"$WORK/sink" &
+		local sink=$!
+		sleep 0.3
+		rec "$target" "rate$size" "$(ip netns exec "$NA" "$BIN" blast --dst "$IPB:9000" --size "$size" --duration "$DUR")"
+		wait "$sink"
+		rec "$target" "rate$size" "$(cat "$WORK/sink")"
+	done
+	ip netns exec "$NB" "$BIN" echo --listen "$IPB:9001" --duration 10m &
+	local echo=$!
+	sleep 0.3
+	rec "$target" idle "$(ip netns exec "$NA" "$BIN" probe --dst "$IPB:9001" --count "$PROBES" --interval 1ms --cpu-pid "$cpupid")"
+	ip netns exec "$NB" "$BIN" sink --listen "$IPB:9000" --duration 10m >/dev/null &
+	local sink=$!
+	ip netns exec "$NA" "$BIN" blast --dst "$IPB:9000" --size 1500 --pps "$LOAD_PPS" --duration 10m >/dev/null &
+	local blast=$!
+	sleep 0.5
+	rec "$target" loaded "$(ip netns exec "$NA" "$BIN" probe --dst "$IPB:9001" --count "$PROBES" --interval 1ms)"
+	kill -INT "$blast" "$sink" "$echo" 2>/dev/null || true
+	wait "$blast" "$sink" "$echo" 2>/dev/null || true
+	echo "bench/switch: $target done" >&2
+}
+
+VARIANTS=${VARIANTS:-bridge switch switch+spin}
+for variant in $VARIANTS; do
+	if [ "$variant" = bridge ]; then
+		ip link add "$BR" type bridge
+		ip link set "$BR" type bridge stp_state 0 forward_delay 0
+		ip link set "$VA" master "$BR"
+		ip link set "$VB" master "$BR"
+		ip link set "$BR" up
+		sleep 0.5
+		measure bridge
+		ip link del "$BR"
+		continue
+	fi
+	spin=0
+	[ "$variant" = switch+spin ] && spin=$SPIN
+	"$BIN" fwd -i "1@$VA" -i "2@$VB" --link-rate "$LINK_RATE" --spin "$spin" \
+		--stats-file "$WORK/stats-$variant.json" ${FWD_ARGS:-} 2>"$WORK/fwd.log" &
+	sw=$!
+	PIDS+=("$sw")
+	sleep 0.5
+	measure "$variant" "$sw"
+	kill -INT "$sw"
+	wait "$sw" || { cat "$WORK/fwd.log" >&2; exit 1; }
+	python3 - "$WORK/stats-$variant.json" <<'PY' >&2 || true
+import json, sys
+s = json.load(open(sys.argv[1]))
+for p in s["ports"]:
+    drops = sum(q["drop_pkts"] for q in p["queues"])
+    print(f"  port {p['port']}: rx {p['rx_pkts']} tx {p['tx_pkts']} queue drops {drops} kernel drops {p.get('kernel_drops', 0)}")
+PY
+done
+
+echo
+echo "bench/switch: $(nproc) vCPUs, kernel $(uname -r), DUR=$DUR PROBES=$PROBES LOAD_PPS=$LOAD_PPS SPIN=$SPIN LINK_RATE=$LINK_RATE"
+"$BIN" report "$RES"
