@@ -44,6 +44,7 @@ func TestTableLookup(t *testing.T) {
 		{"default route /0", []Entry{fwd(lpm(0, 0), 9), fwd(lpm(0x0a010100, 24), 3)}, 0xc0a80001, true, 9},
 		{"ternary higher priority wins", []Entry{ternary(0x10, 0xf0, 1, 1), ternary(0x12, 0xff, 5, 2)}, 0x12, true, 2},
 		{"ternary lower priority when higher misses", []Entry{ternary(0x10, 0xf0, 1, 1), ternary(0x12, 0xff, 5, 2)}, 0x13, true, 1},
+		{"direct-indexed value beyond every entry misses", []Entry{ternary(0x10, 0xf0, 1, 1)}, 0x2ff, false, 0},
 		{"ternary same mask keeps highest priority", []Entry{ternary(0x10, 0xf0, 7, 7), ternary(0x10, 0xf0, 3, 3)}, 0x1f, true, 7},
 	}
 	for _, tc := range tests {
@@ -64,6 +65,38 @@ func TestTableLookup(t *testing.T) {
 				t.Errorf("port %d, want %d", a.Params[0], tc.wantPort)
 			}
 		})
+	}
+}
+
+// TestTableLookupMultiField covers keys of several fields (the generic
+// probe, as opposed to the one-field fast paths tor.p4 uses).
+func TestTableLookupMultiField(t *testing.T) {
+	two := func(a, am, b, bm uint64, prio int32, port uint64) Entry {
+		return Entry{Match: [MaxKeyFields]FieldMatch{{Value: a, Mask: am}, {Value: b, Mask: bm}}, Priority: prio,
+			Action: ActionCall{ID: p4.ActionIPv4Forward, Params: [MaxParams]uint64{port}}}
+	}
+	tbl := NewTable([]Entry{
+		two(0x0a000000, 0xff000000, 6, 0xff, 10, 1), // 10/8 and TCP
+		two(0x0a000000, 0xff000000, 0, 0, 5, 2),     // 10/8, any protocol
+		two(0, 0, 17, 0xff, 7, 3),                   // any address, UDP
+	}, ActionCall{ID: p4.ActionDrop})
+	tests := []struct {
+		addr, proto uint64
+		hit         bool
+		port        uint64
+	}{
+		{0x0a010203, 6, true, 1},
+		{0x0a010203, 17, true, 3},
+		{0x0a010203, 1, true, 2},
+		{0x0b010203, 17, true, 3},
+		{0x0b010203, 6, false, 0},
+	}
+	for _, tc := range tests {
+		key := Key{tc.addr, tc.proto}
+		a, hit := tbl.Lookup(&key)
+		if hit != tc.hit || (hit && a.Params[0] != tc.port) {
+			t.Errorf("Lookup(%#x, %d) = port %d hit %v, want port %d hit %v", tc.addr, tc.proto, a.Params[0], hit, tc.port, tc.hit)
+		}
 	}
 }
 

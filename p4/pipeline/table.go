@@ -44,12 +44,22 @@ type slot struct {
 }
 
 // group holds the entries sharing one mask tuple (tuple space search): a
-// lookup masks the key once and probes one map per group.
+// lookup masks the key once and probes one map per group. Groups that mask
+// only the first field (every tor.p4 table) are re-indexed by that field
+// alone: a direct array when the values are small (DSCP, ports), else a map
+// with a one-word key, which hashes far faster than the full Key.
 type group struct {
 	mask        Key
 	maxPriority int32
 	entries     map[Key]slot
+	single      bool // only field 0 is masked
+	byWord      map[uint64]slot
+	direct      []slot // by field-0 value, when single and values < maxDirect
+	present     []bool
 }
+
+// maxDirect bounds the direct-array index of a single-field group.
+const maxDirect = 1024
 
 // Table is an immutable, lookup-ready table: built once per change by the
 // control plane and read concurrently by every port without locks.
@@ -82,6 +92,9 @@ func NewTable(entries []Entry, def ActionCall) *Table {
 		g.entries[value] = slot{priority: e.Priority, action: e.Action}
 		g.maxPriority = max(g.maxPriority, e.Priority)
 	}
+	for i := range t.groups {
+		t.groups[i].index()
+	}
 	// Highest-priority groups first, so a lookup can stop at the first group
 	// that cannot beat the best hit so far.
 	slices.SortStableFunc(t.groups, func(a, b group) int {
@@ -94,6 +107,32 @@ func NewTable(entries []Entry, def ActionCall) *Table {
 		return 0
 	})
 	return t
+}
+
+// index builds the single-field forms of g.
+func (g *group) index() {
+	for _, m := range g.mask[1:] {
+		if m != 0 {
+			return
+		}
+	}
+	g.single = true
+	top := uint64(0)
+	for k := range g.entries {
+		top = max(top, k[0])
+	}
+	if top < maxDirect {
+		g.direct = make([]slot, top+1)
+		g.present = make([]bool, top+1)
+		for k, s := range g.entries {
+			g.direct[k[0]], g.present[k[0]] = s, true
+		}
+		return
+	}
+	g.byWord = make(map[uint64]slot, len(g.entries))
+	for k, s := range g.entries {
+		g.byWord[k[0]] = s
+	}
 }
 
 // Lookup returns the action of the highest-priority entry matching key, or
@@ -109,10 +148,24 @@ func (t *Table) Lookup(key *Key) (ActionCall, bool) {
 		if found && g.maxPriority <= best.priority {
 			break
 		}
-		for f := range probeKey {
-			probeKey[f] = key[f] & g.mask[f]
+		var (
+			s  slot
+			ok bool
+		)
+		switch {
+		case g.direct != nil:
+			if v := key[0] & g.mask[0]; v < uint64(len(g.direct)) && g.present[v] {
+				s, ok = g.direct[v], true
+			}
+		case g.single:
+			s, ok = g.byWord[key[0]&g.mask[0]]
+		default:
+			for f := range probeKey {
+				probeKey[f] = key[f] & g.mask[f]
+			}
+			s, ok = g.entries[probeKey]
 		}
-		if s, ok := g.entries[probeKey]; ok && (!found || s.priority > best.priority) {
+		if ok && (!found || s.priority > best.priority) {
 			best, found = s, true
 		}
 	}
