@@ -3,6 +3,7 @@ package p4rt
 import (
 	"context"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	leakCheck(t)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +46,22 @@ func newHarness(t *testing.T) *harness {
 		}
 	})
 	return &harness{t: t, srv: srv, client: p4v1.NewP4RuntimeClient(conn)}
+}
+
+// leakCheck fails the test if goroutines started during it outlive it
+// (stream senders and receivers must end with their stream). Registered
+// first, it runs after every other cleanup.
+func leakCheck(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			t.Errorf("%d goroutines leaked", n-before)
+		}
+	})
 }
 
 func ctx(t *testing.T) context.Context {

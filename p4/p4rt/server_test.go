@@ -559,3 +559,65 @@ func TestPacketOutAnsweredWithStreamError(t *testing.T) {
 		t.Errorf("PacketOut answer %v, want a StreamError INVALID_ARGUMENT", m)
 	}
 }
+
+// TestWritesWhileForwarding: packets forwarded during Writes see either the
+// old or the new tables, never a torn state (run with -race to also check
+// the snapshot publication).
+func TestWritesWhileForwarding(t *testing.T) {
+	h := newHarness(t)
+	ctl := h.primary()
+	pl := h.srv.Pipeline()
+	stop := make(chan struct{})
+	bad := make(chan pipeline.Verdict, 1)
+	forwarded := make(chan int, 1)
+	go func() {
+		n := 0
+		var v pipeline.Verdict
+		for {
+			select {
+			case <-stop:
+				forwarded <- n
+				return
+			default:
+			}
+			pl.Ingress(testFrame(), 1, &v)
+			// Routes only ever point at port 2 (queue 7) or 3 (queue 7).
+			if !v.Drop && (v.Queue != 7 || (v.EgressPort != 2 && v.EgressPort != 3)) {
+				select {
+				case bad <- v:
+				default:
+				}
+			}
+			n++
+		}
+	}()
+	q := &p4v1.TableEntry{TableId: p4.TableDSCPToQueue, Match: []*p4v1.FieldMatch{exact(1, []byte{56})}, Action: action(p4.ActionSetQueue, []byte{7})}
+	if err := h.write(ctl.id, update(p4v1.Update_INSERT, q)); err != nil {
+		t.Fatal(err)
+	}
+	r := route([]byte{10, 0, 0, 2}, 32, []byte{2})
+	if err := h.write(ctl.id, update(p4v1.Update_INSERT, r)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		r.Action = action(p4.ActionIPv4Forward, []byte{byte(2 + i%2)}, []byte{2, 0, 0, 0, 0, 2})
+		typ := p4v1.Update_MODIFY
+		if i%10 == 9 {
+			typ = p4v1.Update_DELETE
+		} else if i%10 == 0 && i > 0 {
+			typ = p4v1.Update_INSERT
+		}
+		if err := h.write(ctl.id, update(typ, r)); err != nil {
+			t.Fatalf("write %d (%v): %v", i, typ, err)
+		}
+	}
+	close(stop)
+	if n := <-forwarded; n == 0 {
+		t.Error("no packet went through during the writes")
+	}
+	select {
+	case v := <-bad:
+		t.Errorf("torn verdict %+v", v)
+	default:
+	}
+}
