@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/p4"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -428,30 +429,32 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkForward reports the per-packet cost of Ingress+Egress; compare
-// its ns/op with BenchmarkChecksumBaseline, the cost of just verifying one
-// IPv4 header, from the same run.
+// BenchmarkForward is the per-packet cost of Ingress+Egress on tor.p4 with
+// a route, a DSCP entry and an ECN threshold installed. It also reports
+// x-copy: that cost as a multiple of copying the 1042-byte frame once,
+// timed in the same run, so the figure survives a noisy machine. -benchmem
+// shows 0 allocs/op.
 func BenchmarkForward(b *testing.B) {
 	p := newTor(b)
 	f := ipv4Frame(0x0a000002, 7<<5, 64, 1000)
 	md := EgressMeta{EgressPort: 2, Queue: 7, Length: len(f)}
+	dst := make([]byte, len(f))
+	const copies = 1 << 16
+	t0 := time.Now()
+	for range copies {
+		copy(dst, f)
+	}
+	copyNs := float64(time.Since(t0).Nanoseconds()) / copies
 	var v Verdict
 	b.ReportAllocs()
+	b.ResetTimer()
 	for b.Loop() {
 		f[ipTTLOff] = 64
 		p.Ingress(f, 1, &v)
 		p.Egress(f, &md)
 	}
-}
-
-func BenchmarkChecksumBaseline(b *testing.B) {
-	f := ipv4Frame(0x0a000002, 7<<5, 64, 1000)
-	b.ReportAllocs()
-	var s uint16
-	for b.Loop() {
-		s += Checksum(f[ethLen : ethLen+ipv4Len])
-	}
-	_ = s
+	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perOp/copyNs, "x-copy")
 }
 
 func FuzzIngressEgress(f *testing.F) {
