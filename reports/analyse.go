@@ -55,9 +55,17 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		manifest:             man,
 	}
 	a.sum = sum
+	// Empty lists stay [] in JSON so scripts can iterate without checks.
+	sum.Experiments, sum.Fidelity = []Experiment{}, []string{}
 	sum.Fidelity = append(sum.Fidelity, man.Fidelity...)
+	if man.Error != "" {
+		sum.Fidelity = append(sum.Fidelity, "the run ended with an error: "+man.Error)
+	}
 	if !hasMan {
 		sum.Fidelity = append(sum.Fidelity, "no manifest.json: experiments, parameters and fidelity checks of the run are unknown")
+	}
+	if rs.empty {
+		sum.Fidelity = append(sum.Fidelity, rs.file+" is empty: the run recorded no RPC")
 	}
 	if man.Incomplete {
 		sum.Fidelity = append(sum.Fidelity, "the run is marked incomplete: it stopped before every experiment finished")
@@ -122,6 +130,9 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		}
 	}
 	sum.SweptParams = sweptParams(sum.Experiments)
+	if sum.SweptParams == nil {
+		sum.SweptParams = []string{}
+	}
 	return a, nil
 }
 
@@ -135,7 +146,10 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 			Issued: er.issued, Completed: er.completed, Failed: er.failed,
 			InFlight: er.inFlight, Warmup: er.warmup,
 		},
-		Short: Short{MaxLength: c.shortMax},
+		Short:    Short{MaxLength: c.shortMax},
+		BySize:   []SizeRow{},
+		Fidelity: []string{},
+		Links:    []LinkStats{},
 	}
 	if len(er.failures) > 0 {
 		e.RPCs.Failures = er.failures

@@ -273,6 +273,27 @@ func TestBuildLogBins(t *testing.T) {
 	checkOutputs(t, filepath.Join(dir, "out"), sum)
 }
 
+func TestBuildEmptyRecords(t *testing.T) {
+	dir := t.TempDir()
+	man := `{"run": "stopped", "incomplete": true, "experiments": [{"name": "e-homa", "transport": "homa", "incomplete": true}]}`
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(man), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Experiments) != 1 || sum.Experiments[0].RPCs.Issued != 0 || len(sum.Fidelity) < 2 {
+		t.Errorf("summary of an empty run: %d experiments, fidelity %q", len(sum.Experiments), sum.Fidelity)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestBuildWithoutCalibrationOrTelemetry(t *testing.T) {
 	run := synthRun{seed: 5, lengths: []int64{200, 5000}, noCalib: true, noTel: true, noSwitch: true, gzip: true,
 		exps: []synthExp{{name: "bare-tcp", transport: "tcp", n: 500, meanNs: 1000}}}
@@ -307,7 +328,7 @@ func TestBuildErrors(t *testing.T) {
 	tests := []struct {
 		name, rpcs, want string
 	}{
-		{"no records", "", "neither rpcs.csv"},
+		{"no records", "-", "neither rpcs.csv"},
 		{"missing column", "experiment,transport,phase\nx,homa,measure\n", "lacks columns"},
 		{"bad number", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12a,5,completed\n", "line 2"},
 		{"bad status", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12,5,lost\n", "unknown status"},
@@ -316,7 +337,7 @@ func TestBuildErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if tc.rpcs != "" {
+			if tc.rpcs != "-" {
 				if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), []byte(tc.rpcs), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -17,6 +17,7 @@ type Manifest struct {
 	Started      int64                `json:"started_unix_ns"`
 	Ended        int64                `json:"ended_unix_ns"`
 	Incomplete   bool                 `json:"incomplete"`
+	Error        string               `json:"error"`
 	Versions     map[string]string    `json:"versions"`
 	GitCommit    string               `json:"git_commit"`
 	LinkBps      float64              `json:"link_bps"`

@@ -46,6 +46,7 @@ type recordSet struct {
 	// calib maps transport -> request length -> unloaded RTTs (ns).
 	calib map[string]map[int64][]int64
 	rows  int64
+	empty bool // the file had not even a header
 }
 
 // maxFailureReasons bounds the distinct error strings kept per experiment.
@@ -138,6 +139,11 @@ func readRecords(ctx context.Context, dir string) (*recordSet, error) {
 	r := csv.NewReader(bufio.NewReaderSize(rc, 1<<20))
 	r.ReuseRecord = true
 	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		// An empty file: a run that stopped before any RPC was recorded.
+		rs.empty = true
+		return rs, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s header: %w", name, err)
 	}

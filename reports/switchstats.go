@@ -38,7 +38,8 @@ type portKey struct {
 // readSwitchStats sums switch/<experiment>/*.json. It also returns the
 // configured rate of every port, which telemetry utilisation divides by.
 func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
-	var st SwitchStats
+	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
+		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}}
 	rates := make(map[portKey]float64)
 	files, err := filepath.Glob(filepath.Join(dir, "switch", experiment, "*.json"))
 	if err != nil {
