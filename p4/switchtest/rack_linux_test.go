@@ -269,3 +269,51 @@ func udp(t *testing.T, h host, port, tos int) *net.UDPConn {
 	}
 	return c
 }
+
+// setECNThreshold installs ecn_config for port: CE above threshold packets.
+func (r *rack) setECNThreshold(t *testing.T, port uint16, threshold uint32) {
+	t.Helper()
+	a := &p4v1.Action{ActionId: p4.ActionSetECNThreshold, Params: []*p4v1.Action_Param{
+		{ParamId: 1, Value: []byte{byte(threshold >> 16), byte(threshold >> 8), byte(threshold)}}}}
+	te := &p4v1.TableEntry{TableId: p4.TableECNConfig,
+		Match:  []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{byte(port >> 8), byte(port)}}}}},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}}
+	if _, err := r.client.Write(timeout(t), &p4v1.WriteRequest{DeviceId: 1, ElectionId: r.elect, Updates: []*p4v1.Update{
+		{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}}}}); err != nil {
+		t.Fatalf("ecn_config: %v", err)
+	}
+}
+
+// recvTOS asks the kernel to report each datagram's TOS byte.
+func recvTOS(c *net.UDPConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// tosOf finds the IP_TOS control message of a received datagram.
+func tosOf(oob []byte) (byte, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) > 0 {
+			return m.Data[0], true
+		}
+	}
+	return 0, false
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

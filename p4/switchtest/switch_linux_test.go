@@ -80,8 +80,9 @@ func TestPingAndUDPFlow(t *testing.T) {
 // queues and floods it from host A with queue-0 traffic at twice that rate,
 // while CS7-marked probes (queue 7 by the DSCP table) cross it. Queue 7's
 // one-way delay stays within a few frame times, queue 0's grows to its
-// buffer limit, and what host B lost equals the switch's drop counters read
-// over P4Runtime.
+// buffer limit, what host B lost equals the switch's drop counters read
+// over P4Runtime, and the ECT(0) bulk traffic is CE-marked once queue 0
+// holds more than the ecn_config threshold.
 func TestPriorityUnderOverload(t *testing.T) {
 	hs := newHosts(t)
 	const rate = 20e6
@@ -92,9 +93,14 @@ func TestPriorityUnderOverload(t *testing.T) {
 		c.QueueDepthPkts = depth
 	})
 	r.program(t)
-	bulk := udp(t, hs[0], 7400, 0)
-	probe := udp(t, hs[0], 7401, 7<<5) // TOS 0xe0: DSCP 56 = CS7
+	const ecnThreshold = 16
+	r.setECNThreshold(t, hs[1].port, ecnThreshold)
+	bulk := udp(t, hs[0], 7400, 0x02)  // DSCP 0, ECT(0)
+	probe := udp(t, hs[0], 7401, 7<<5) // TOS 0xe0: DSCP 56 = CS7, not ECT
 	sink := udp(t, hs[1], 7402, 0)
+	if err := recvTOS(sink); err != nil {
+		t.Fatal(err)
+	}
 	to := &net.UDPAddr{IP: hs[1].ip, Port: 7402}
 
 	// Resolve the ARP entry before the flood so no datagram waits for it.
@@ -111,21 +117,23 @@ func TestPriorityUnderOverload(t *testing.T) {
 
 	type arrival struct {
 		probe   bool
+		ce      bool
 		delayUs float64
 	}
 	arrivals := make(chan arrival, 1<<15)
 	go func() {
 		defer close(arrivals)
-		buf := make([]byte, 2048)
+		buf, oob := make([]byte, 2048), make([]byte, 128)
 		for {
 			sink.SetReadDeadline(time.Now().Add(400 * time.Millisecond))
-			k, from, err := sink.ReadFromUDP(buf)
+			k, oobn, _, from, err := sink.ReadMsgUDP(buf, oob)
 			if err != nil {
 				return
 			}
 			if k >= 8 {
 				sent := int64(binary.BigEndian.Uint64(buf[:8]))
-				arrivals <- arrival{probe: from.Port == 7401, delayUs: float64(time.Now().UnixNano()-sent) / 1e3}
+				tos, _ := tosOf(oob[:oobn])
+				arrivals <- arrival{probe: from.Port == 7401, ce: tos&3 == 3, delayUs: float64(time.Now().UnixNano()-sent) / 1e3}
 			}
 		}
 	}()
@@ -156,11 +164,14 @@ func TestPriorityUnderOverload(t *testing.T) {
 		time.Sleep(time.Until(start.Add(time.Duration(tick+1) * 2 * time.Millisecond)))
 	}
 	var probeUs, bulkUs []float64
+	var probeCE, bulkCE int
 	for a := range arrivals {
 		if a.probe {
 			probeUs = append(probeUs, a.delayUs)
+			probeCE += btoi(a.ce)
 		} else {
 			bulkUs = append(bulkUs, a.delayUs)
+			bulkCE += btoi(a.ce)
 		}
 	}
 	if len(probeUs) != probesSent || len(bulkUs) == 0 {
@@ -178,6 +189,16 @@ func TestPriorityUnderOverload(t *testing.T) {
 	}
 	if median(bulkUs) < 0.7*depth*frameUs {
 		t.Errorf("queue 0 p50 one-way delay %.0f µs, want near its %d-packet limit (%.0f µs)", median(bulkUs), depth, depth*frameUs)
+	}
+
+	// The queue stays near its 32-packet limit, above the threshold of 16,
+	// for all but the first few dozen frames; probes are not ECN-capable.
+	t.Logf("CE-marked: %d of %d bulk, %d of %d probes", bulkCE, len(bulkUs), probeCE, len(probeUs))
+	if probeCE != 0 {
+		t.Errorf("%d not-ECT probes carry CE", probeCE)
+	}
+	if bulkCE < len(bulkUs)*9/10 {
+		t.Errorf("%d of %d bulk datagrams CE-marked, want at least 90%%", bulkCE, len(bulkUs))
 	}
 
 	// Drops as the P4 program sees them: offered to the traffic manager
