@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -72,11 +73,15 @@ func runFwd(ctx context.Context, args []string, log *slog.Logger) (any, error) {
 	batch := fs.Int("batch", 0, "receive/send batch (0: dataplane default)")
 	statsFile := fs.String("stats-file", "", "write the switch statistics JSON here at exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
+	procs := fs.Int("procs", 0, "GOMAXPROCS for the forwarder (0: Go's default, one per vCPU)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if _, ok := ports[1]; !ok || len(ports) != 2 || ports[2] == "" {
 		return nil, fmt.Errorf("need -i 1@IFACE -i 2@IFACE")
+	}
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
 	}
 	bps, err := parseRate(*rate)
 	if err != nil {

@@ -12,8 +12,15 @@
 # PROBES (default 2000), LOAD_PPS (steady load, default 20000),
 # SPIN (spin-before-sleep for the spinning variant, default 50us),
 # LINK_RATE (switch port shaping, default 10Gbit so the shaper never limits
-# the rate test), OUT (keep the raw results here), VARIANTS (default
-# "bridge switch switch+spin"), FWD_ARGS (more swbench fwd flags).
+# the rate test), SWITCH_PROCS (GOMAXPROCS of the switch process, default
+# 1), OUT (keep the raw results here), FWD_ARGS (more swbench fwd flags),
+# VARIANTS (default "bridge homatb homatb+spin switch"):
+#   bridge       kernel Linux bridge between the two veths
+#   homatb       `homatb switch` (tor.p4 pipeline), programmed over P4Runtime
+#                by `homatb controller`, as a run uses it
+#   switch       the dataplane with a two-port cross-connect pipeline (swbench
+#                fwd): the dataplane's own cost without the P4 tables
+#   X+spin       X with --spin $SPIN
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" != 0 ]; then
@@ -26,11 +33,15 @@ PROBES=${PROBES:-2000}
 LOAD_PPS=${LOAD_PPS:-20000}
 SPIN=${SPIN:-50us}
 LINK_RATE=${LINK_RATE:-10Gbit}
+SWITCH_PROCS=${SWITCH_PROCS:-1}
+VARIANTS=${VARIANTS:-bridge homatb homatb+spin switch}
 
 WORK=$(mktemp -d)
 BIN=$WORK/swbench
 RES=$WORK/results.jsonl
+HOMATB=$WORK/homatb
 go build -o "$BIN" ./bench/switch
+go build -o "$HOMATB" ./cmd/homatb
 
 TAG=swb$$
 NA=${TAG}A NB=${TAG}B VA=${TAG}a VB=${TAG}b BR=${TAG}br
@@ -103,7 +114,41 @@ measure() {
 	echo "bench/switch: $target done" >&2
 }
 
-VARIANTS=${VARIANTS:-bridge switch switch+spin}
+# start_target VARIANT: start the switch process of VARIANT on the veths and
+# set SW to its pid.
+GRPC=127.0.0.1:$((20000 + $$ % 10000))
+start_target() {
+	local variant=$1 spin=0
+	case $variant in *+spin) spin=$SPIN ;; esac
+	case $variant in
+	homatb*)
+		GOMAXPROCS=$SWITCH_PROCS "$HOMATB" switch -i "1@$VA" -i "2@$VB" --link-rate "$LINK_RATE" \
+			--spin "$spin" --grpc-server-addr "$GRPC" --device-id 1 \
+			--stats-file "$WORK/stats-$variant.json" 2>"$WORK/fwd.log" &
+		SW=$!
+		PIDS+=("$SW")
+		# Program it over P4Runtime like a run does: routes, DSCP policy, ARP.
+		"$HOMATB" controller --topology "$WORK/topo.yaml" --dial-timeout 20s >"$WORK/ctl.log" 2>&1 ||
+			{ cat "$WORK/ctl.log" "$WORK/fwd.log" >&2; exit 1; }
+		;;
+	*)
+		GOMAXPROCS=$SWITCH_PROCS "$BIN" fwd -i "1@$VA" -i "2@$VB" --link-rate "$LINK_RATE" --spin "$spin" \
+			--stats-file "$WORK/stats-$variant.json" ${FWD_ARGS:-} 2>"$WORK/fwd.log" &
+		SW=$!
+		PIDS+=("$SW")
+		;;
+	esac
+	sleep 0.5
+}
+
+cat >"$WORK/topo.yaml" <<YAML
+switches:
+  - {name: s1, device_id: 1, address: "$GRPC", ports: [1, 2]}
+hosts:
+  - {name: ha, ip: $IPA, mac: "02:5b:00:00:00:01", switch: s1, port: 1}
+  - {name: hb, ip: $IPB, mac: "02:5b:00:00:00:02", switch: s1, port: 2}
+YAML
+
 for variant in $VARIANTS; do
 	if [ "$variant" = bridge ]; then
 		ip link add "$BR" type bridge
@@ -116,16 +161,10 @@ for variant in $VARIANTS; do
 		ip link del "$BR"
 		continue
 	fi
-	spin=0
-	[ "$variant" = switch+spin ] && spin=$SPIN
-	"$BIN" fwd -i "1@$VA" -i "2@$VB" --link-rate "$LINK_RATE" --spin "$spin" \
-		--stats-file "$WORK/stats-$variant.json" ${FWD_ARGS:-} 2>"$WORK/fwd.log" &
-	sw=$!
-	PIDS+=("$sw")
-	sleep 0.5
-	measure "$variant" "$sw"
-	kill -INT "$sw"
-	wait "$sw" || { cat "$WORK/fwd.log" >&2; exit 1; }
+	start_target "$variant"
+	measure "$variant" "$SW"
+	kill -INT "$SW"
+	wait "$SW" || { cat "$WORK/fwd.log" >&2; exit 1; }
 	python3 - "$WORK/stats-$variant.json" <<'PY' >&2 || true
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -136,5 +175,5 @@ PY
 done
 
 echo
-echo "bench/switch: $(nproc) vCPUs, kernel $(uname -r), DUR=$DUR PROBES=$PROBES LOAD_PPS=$LOAD_PPS SPIN=$SPIN LINK_RATE=$LINK_RATE"
+echo "bench/switch: $(nproc) vCPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg), DUR=$DUR PROBES=$PROBES LOAD_PPS=$LOAD_PPS SPIN=$SPIN LINK_RATE=$LINK_RATE SWITCH_PROCS=$SWITCH_PROCS"
 "$BIN" report "$RES"
