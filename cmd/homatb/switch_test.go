@@ -1,11 +1,24 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/p4rt"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 func TestParseRate(t *testing.T) {
@@ -89,5 +102,99 @@ func TestSwitchFlagsRejected(t *testing.T) {
 		if _, err := f.dataplaneConfig(slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
+	}
+}
+
+// TestRunSwitch starts the whole switch command on a veth pair, checks that
+// P4Runtime answers and the admin socket serves statistics, then stops it
+// like SIGTERM would and checks the stats file it leaves behind.
+func TestRunSwitch(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for veths and AF_PACKET")
+	}
+	pid := os.Getpid()
+	a, b := fmt.Sprintf("hsw%da", pid), fmt.Sprintf("hsw%db", pid)
+	if out, err := exec.Command("ip", "link", "add", a, "type", "veth", "peer", "name", b).CombinedOutput(); err != nil {
+		t.Skipf("cannot create veths: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", a).Run() })
+	for _, l := range []string{a, b} {
+		if out, err := exec.Command("ip", "link", "set", l, "up").CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // runSwitch binds it again
+
+	dir := t.TempDir()
+	f := &switchFlags{
+		interfaces: []string{"1@" + a, "2@" + b}, deviceID: 5, grpcAddr: addr, linkRate: "100Mbit",
+		queueDepthPkts: 64, batch: 16, logLevel: "warn", sharedAlpha: 1,
+		statsFile: filepath.Join(dir, "stats.json"), adminSocket: filepath.Join(dir, "admin.sock"),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runSwitch(ctx, f) }()
+	t.Cleanup(cancel)
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var caps *p4v1.CapabilitiesResponse
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Second)
+		caps, err = p4v1.NewP4RuntimeClient(conn).Capabilities(cctx, &p4v1.CapabilitiesRequest{})
+		ccancel()
+		if err == nil {
+			break
+		}
+	}
+	if err != nil || caps.GetP4RuntimeApiVersion() != p4rt.APIVersion {
+		t.Fatalf("Capabilities: %v %v", caps, err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", f.adminSocket)
+	}}, Timeout: 5 * time.Second}
+	var live dataplane.Stats
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := hc.Get("http://switch/stats")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&live)
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin socket: %v", err)
+		}
+	}
+	if live.DeviceID != 5 || len(live.Ports) != 2 {
+		t.Errorf("admin stats %+v", live)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runSwitch: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("runSwitch did not stop")
+	}
+	b2, err := os.ReadFile(f.statsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var final dataplane.Stats
+	if err := json.Unmarshal(b2, &final); err != nil {
+		t.Fatal(err)
+	}
+	if final.DeviceID != 5 || len(final.Ports) != 2 || final.Ports[0].Iface != a || final.Ports[1].RateBps != 100_000_000 {
+		t.Errorf("stats file %s", b2)
 	}
 }
