@@ -12,6 +12,7 @@ import (
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -78,7 +79,15 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}
 	}
-	gopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.grpcOpts...)
+	gopts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// gRPC's default reconnect backoff grows to two minutes; a switch
+		// that restarts should be found again within about a second.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: o.backoffMin, Multiplier: 1.6, Jitter: 0.2, MaxDelay: o.backoffMax},
+			MinConnectTimeout: 2 * time.Second,
+		}),
+	}, o.grpcOpts...)
 	conn, err := grpc.NewClient(addr, gopts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
@@ -100,7 +109,7 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 	select {
 	case err = <-c.dialed:
 	case <-t.C:
-		err = fmt.Errorf("no arbitration answer within %v (last error: %v)", o.dialTimeout, c.LastError())
+		err = fmt.Errorf("no arbitration answer within %v (connection %v, last error: %v)", o.dialTimeout, c.conn.GetState(), c.LastError())
 	case <-ctx.Done():
 		err = ctx.Err()
 	}

@@ -43,7 +43,7 @@ func defaultOptions() options {
 		election:       ElectionID{Low: 1},
 		dialTimeout:    10 * time.Second,
 		backoffMin:     50 * time.Millisecond,
-		backoffMax:     2 * time.Second,
+		backoffMax:     time.Second,
 		batchSize:      1000,
 		log:            slog.New(slog.DiscardHandler),
 		pipelineAction: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,

@@ -292,3 +292,42 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 		t.Fatalf("ingress counter of port 1 queue 7 = %d, %v; want 1 kept across Sync", pkts, err)
 	}
 }
+
+func TestDialWaitsForALateSwitch(t *testing.T) {
+	// Reserve a port, then start the switch on it only after Dial began.
+	probe := startSwitch(t, "127.0.0.1:0", 1)
+	addr := probe.addr
+	probe.stop()
+	type dialed struct {
+		c   *Client
+		err error
+	}
+	result := make(chan dialed, 1)
+	go func() {
+		c, err := Dial(testContext(t), addr, 1, WithDialTimeout(10*time.Second))
+		result <- dialed{c, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // Dial is retrying meanwhile
+	sw := startSwitch(t, addr, 1)
+	r := <-result
+	if r.err != nil {
+		t.Fatalf("Dial of a switch that starts late: %v", r.err)
+	}
+	c := r.c
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.WaitPrimary(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetPipeline(testContext(t), torSchema(t).P4Info(), nil); err != nil {
+		t.Fatalf("SetPipeline on %s: %v", sw.addr, err)
+	}
+}
+
+func TestDialTimesOutWithoutSwitch(t *testing.T) {
+	probe := startSwitch(t, "127.0.0.1:0", 1)
+	probe.stop()
+	_, err := Dial(testContext(t), probe.addr, 1, WithDialTimeout(300*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "no arbitration answer") || !strings.Contains(err.Error(), probe.addr) {
+		t.Fatalf("Dial of a dead address: %v, want a timeout naming %s", err, probe.addr)
+	}
+}
