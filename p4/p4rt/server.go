@@ -235,7 +235,7 @@ func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetFor
 	fc, _, err := s.current()
 	if err != nil {
 		// Spec: the config is left unset when the target has none.
-		return &p4v1.GetForwardingPipelineConfigResponse{}, nil //nolint:nilerr
+		return &p4v1.GetForwardingPipelineConfigResponse{}, nil
 	}
 	out := &p4v1.ForwardingPipelineConfig{Cookie: fc.msg.GetCookie()}
 	switch req.GetResponseType() {

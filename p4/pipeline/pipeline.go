@@ -28,7 +28,7 @@ var _ dataplane.Pipeline = (*Pipeline)(nil)
 // --drop-port).
 const DropPort = 511
 
-// tableIndex is the position of each tor.p4 table in a Snapshot.
+// tableIndex is the position of each tor.p4 table in a snapshot.
 const (
 	tblIPv4LPM = iota
 	tblDSCPToQueue
@@ -37,8 +37,8 @@ const (
 	numTables
 )
 
-// Snapshot is one immutable set of table contents.
-type Snapshot struct {
+// snapshot is one immutable set of table contents, swapped in whole.
+type snapshot struct {
 	tables [numTables]*Table
 }
 
@@ -49,8 +49,8 @@ type TableContents struct {
 	Default *ActionCall
 }
 
-// TableInfo describes one tor.p4 table as this target runs it.
-type TableInfo struct {
+// tableInfo describes one tor.p4 table as this target runs it.
+type tableInfo struct {
 	ID      uint32
 	Name    string
 	Actions []uint32 // actions an entry or the default may use
@@ -59,19 +59,13 @@ type TableInfo struct {
 }
 
 // torTables is the table layout of tor.p4, in tableIndex order.
-func torTables() [numTables]TableInfo {
-	return [numTables]TableInfo{
+func torTables() [numTables]tableInfo {
+	return [numTables]tableInfo{
 		{ID: p4.TableIPv4LPM, Name: "TorIngress.ipv4_lpm", Actions: []uint32{p4.ActionIPv4Forward, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableDSCPToQueue, Name: "TorIngress.dscp_to_queue", Actions: []uint32{p4.ActionSetQueue}, Default: ActionCall{ID: p4.ActionSetQueue}, Size: 64},
 		{ID: p4.TableARPProxy, Name: "TorIngress.arp_proxy", Actions: []uint32{p4.ActionARPReply, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
 	}
-}
-
-// Tables describes the tables of tor.p4 as this target runs them.
-func Tables() []TableInfo {
-	t := torTables()
-	return t[:]
 }
 
 // ErrUnknownTable is returned for a table id tor.p4 does not have.
@@ -91,7 +85,7 @@ type counterCell struct {
 // Pipeline is the tor.p4 program with its state. The zero value is not
 // usable; call New.
 type Pipeline struct {
-	snap       atomic.Pointer[Snapshot]
+	snap       atomic.Pointer[snapshot]
 	ingressCtr [p4.QueueSlots]counterCell
 	egressCtr  [p4.QueueSlots]counterCell
 	depth      [p4.QueueSlots]atomic.Uint32
@@ -114,7 +108,7 @@ func New() *Pipeline {
 // see either the old tables or the new ones, never a mix.
 func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 	infos := torTables()
-	snap := &Snapshot{}
+	snap := &snapshot{}
 	for id := range contents {
 		if tableIndexOf(id) < 0 {
 			return fmt.Errorf("install table %#08x: %w", id, ErrUnknownTable)
@@ -143,7 +137,7 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 	return nil
 }
 
-func checkAction(info TableInfo, a ActionCall) error {
+func checkAction(info tableInfo, a ActionCall) error {
 	for _, id := range info.Actions {
 		if id == a.ID {
 			return nil
@@ -159,18 +153,6 @@ func tableIndexOf(id uint32) int {
 		}
 	}
 	return -1
-}
-
-// Snapshot returns the tables packets currently see.
-func (p *Pipeline) Snapshot() *Snapshot { return p.snap.Load() }
-
-// Table returns the table with the given id in s, or nil.
-func (s *Snapshot) Table(id uint32) *Table {
-	i := tableIndexOf(id)
-	if i < 0 {
-		return nil
-	}
-	return s.tables[i]
 }
 
 func (p *Pipeline) counterArray(id uint32) *[p4.QueueSlots]counterCell {

@@ -175,18 +175,6 @@ func (t *Table) Lookup(key *Key) (ActionCall, bool) {
 	return best.action, true
 }
 
-// Default returns the table's default action.
-func (t *Table) Default() ActionCall { return t.def }
-
-// Len returns the number of distinct entries that can hit.
-func (t *Table) Len() int {
-	n := 0
-	for _, g := range t.groups {
-		n += len(g.entries)
-	}
-	return n
-}
-
 // PrefixMask is the mask of an LPM prefix of length prefixLen on a field of
 // width bits.
 func PrefixMask(width, prefixLen int) (uint64, error) {
