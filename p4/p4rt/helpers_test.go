@@ -26,12 +26,17 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, Config{DeviceID: testDevice})
+}
+
+func newHarnessWith(t *testing.T, cfg Config) *harness {
+	t.Helper()
 	leakCheck(t)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(Config{DeviceID: testDevice})
+	srv := NewServer(cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

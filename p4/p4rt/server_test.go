@@ -621,3 +621,28 @@ func TestWritesWhileForwarding(t *testing.T) {
 	default:
 	}
 }
+
+func TestArbitrationLimits(t *testing.T) {
+	h := newHarnessWith(t, Config{DeviceID: testDevice, MaxStreams: 2})
+	h.connect(eid(1)).expect(codes.OK)
+	h.connect(eid(2)).expect(codes.OK)
+	third := h.connect(eid(3))
+	if _, err := third.next(); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("third stream with a limit of 2: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	st, err := h.client.StreamChannel(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+		DeviceId: testDevice, ElectionId: eid(9), Role: &p4v1.Role{Name: "telemetry"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("named role: %v, want INVALID_ARGUMENT", err)
+	}
+	_, err = h.client.Write(ctx(t), &p4v1.WriteRequest{DeviceId: testDevice, Role: "telemetry", ElectionId: eid(2)})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("write in a named role: %v, want NOT_FOUND", err)
+	}
+}
