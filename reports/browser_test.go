@@ -118,13 +118,20 @@ func figures(t *testing.T, dom []byte) map[string][2]int {
 
 // TestReportRendersInChromium renders report.html in headless Chromium
 // without JavaScript or network and checks every chart is there with data.
-// HOMATB_SCREENSHOT=path keeps the screenshot (docs/report-screenshot.png).
+// HOMATB_SCREENSHOT=path keeps the screenshot (docs/report-screenshot.png);
+// HOMATB_DEMO_RUN=dir keeps the run directory and its report.
 func TestReportRendersInChromium(t *testing.T) {
 	bin, err := chromium()
 	if err != nil {
 		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
 	}
 	dir := t.TempDir()
+	if keep := os.Getenv("HOMATB_DEMO_RUN"); keep != "" {
+		if err := os.MkdirAll(keep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir = keep
+	}
 	demoRun().write(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -181,7 +188,7 @@ func TestReportRendersInChromium(t *testing.T) {
 		t.Errorf("rendered page has %d charts, want %d", len(figs), len(want))
 	}
 	shot := filepath.Join(t.TempDir(), "report.png")
-	_, log = runChromium(ctx, t, bin, "--screenshot="+shot, "--window-size=1280,2400", "--hide-scrollbars", page)
+	_, log = runChromium(ctx, t, bin, "--screenshot="+shot, "--window-size=1280,3200", "--hide-scrollbars", page)
 	if bad := pageErrors(log); len(bad) > 0 {
 		t.Errorf("page errors while taking the screenshot:\n%s", strings.Join(bad, "\n"))
 	}

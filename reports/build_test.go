@@ -125,6 +125,9 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 				t.Errorf("%s port %d: mean utilisation %.3f, want %.2f", e.Name, l.Port, l.MeanUtil, want)
 			}
 		}
+		if got := e.Homa.Counters["grants_prio_7"]; (e.Transport == "homa") != (got == synthCounters("homa")["grants_prio_7"]) {
+			t.Errorf("%s: transport counters %v", e.Name, e.Homa.Counters)
+		}
 		if len(e.series) != 1 || e.series[0].busiest != 1 || len(e.series[0].depth) != 8 {
 			t.Errorf("%s: telemetry series %d, busiest port %d", e.Name, len(e.series), e.series[0].busiest)
 		}

@@ -28,6 +28,7 @@ type chartSpec struct {
 	logX, logY     bool
 	xTicks         plot.Ticker // nil: default for the scale
 	xMin, xMax     *float64
+	yMin, yMax     *float64 // with yMax, the axis reaches at least yMax
 	// legendLeft and legendBottom move the legend off where curves run.
 	legendLeft, legendBottom bool
 	series                   []series
@@ -169,6 +170,12 @@ func render(spec chartSpec) (chart, error) {
 	if spec.xMax != nil {
 		p.X.Max = *spec.xMax
 	}
+	if spec.yMin != nil {
+		p.Y.Min = *spec.yMin
+	}
+	if spec.yMax != nil {
+		p.Y.Max = max(p.Y.Max, *spec.yMax)
+	}
 	wt, err := p.WriterTo(8*vg.Inch, 4.5*vg.Inch, "svg")
 	if err != nil {
 		return c, fmt.Errorf("chart %s: %w", spec.id, err)
@@ -197,6 +204,19 @@ func formatLength(l float64) string {
 		return fmt.Sprintf("%.0fK", l/1e3)
 	}
 	return fmt.Sprintf("%.1fM", l/1e6)
+}
+
+// lengthTicks labels a logarithmic byte axis as 100, 1K, 1.0M.
+func lengthTicks() plot.Ticker {
+	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ticks := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+		for i := range ticks {
+			if ticks[i].Label != "" {
+				ticks[i].Label = formatLength(ticks[i].Value)
+			}
+		}
+		return ticks
+	})
 }
 
 // cdfLengthTicks labels the cumulative-fraction axis with the message length

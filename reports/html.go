@@ -25,11 +25,27 @@ func parseTemplates() (*template.Template, error) {
 		"f":     func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) },
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
+		"peakq": peakQueue,
+		"gbps":  func(bps float64) string { return strconv.FormatFloat(bps/1e9, 'g', 4, 64) },
 	}).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {
 		return nil, fmt.Errorf("parse report templates: %w", err)
 	}
 	return t, nil
+}
+
+// peakQueue names the queue that held the most bytes and how many.
+func peakQueue(st SwitchStats) string {
+	best := -1
+	for q, b := range st.MaxQueueBytes {
+		if b > 0 && (best < 0 || b > st.MaxQueueBytes[best]) {
+			best = q
+		}
+	}
+	if best < 0 {
+		return "0"
+	}
+	return formatLength(float64(st.MaxQueueBytes[best])) + " (q" + strconv.Itoa(best) + ")"
 }
 
 func fmtOpt(v *float64) string {

@@ -66,7 +66,7 @@ func (s synthRun) write(tb testing.TB, dir string) {
 	for _, e := range s.exps {
 		exps = append(exps, map[string]any{"name": e.name, "transport": e.transport, "params": e.params,
 			"link_bps": 1e9, "started_unix_ns": t0, "ended_unix_ns": t0 + 10e9, "duration_ms": 10000,
-			"receivers": []string{"h1"}, "fidelity": []string{}})
+			"receivers": []string{"h1"}, "fidelity": []string{}, "transport_counters": synthCounters(e.transport)})
 	}
 	man["experiments"] = exps
 	b, err := json.Marshal(man)
@@ -196,9 +196,12 @@ func (s synthRun) writeTelemetry(tb testing.TB, dir string, r *rand.Rand, t0 int
 				for q := 0; q < 8; q++ {
 					// Port bytes split evenly over queues.
 					sent := int64(share * 1e9 / 8 * float64(int64(i)*interval) / 1e9 / 8)
-					depth := int64((i + q*7) % 20)
-					if port == 2 {
-						depth = int64(r.IntN(3))
+					// Low priorities (long messages) queue deep in bursts,
+					// high priorities stay short.
+					depth := int64(r.IntN(3))
+					if port == 1 {
+						burst := math.Max(0, math.Sin(float64(i)/15+float64(q)))
+						depth = int64(burst * 60 / float64(1+2*q))
 					}
 					fmt.Fprintf(bw, "%s,s1,%d,%d,%d,0,0,0,%d,%d,%d,%d\n", e.name, t, port, q, sent, depth, depth, depth*12)
 				}
@@ -211,4 +214,13 @@ func (s synthRun) writeTelemetry(tb testing.TB, dir string, r *rand.Rand, t0 int
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// synthCounters stands in for the agents' transport counters.
+func synthCounters(transport string) map[string]uint64 {
+	if transport != "homa" {
+		return nil
+	}
+	return map[string]uint64{"resends_sent": 12, "timeouts": 1, "active_messages_max": 6,
+		"grants_prio_6": 3400, "grants_prio_7": 9100}
 }

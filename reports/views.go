@@ -62,7 +62,7 @@ func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []serie
 // charts so the report and the comparison draw them alike.
 func rttChart(id, title string, s []series) chartSpec {
 	return chartSpec{id: id, title: title, xLabel: "request length (bytes)", yLabel: "RTT (µs)",
-		logX: true, logY: true, legendLeft: true, series: s}
+		logX: true, logY: true, xTicks: lengthTicks(), legendLeft: true, series: s}
 }
 
 func slowdownChart(id, title string, rows []SizeRow, s []series) chartSpec {
@@ -84,8 +84,9 @@ func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
 	for _, q := range sortedKeys(ss.depth) {
 		s = append(s, series{name: fmt.Sprintf("queue %d", q), pts: ss.depth[q], color: paletteColor(q)})
 	}
+	zero := 0.0
 	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.sw, ss.busiest),
-		xLabel: "time since first sample (s)", yLabel: "queue depth (packets)", series: s}
+		xLabel: "time since first sample (s)", yLabel: "queue depth (packets)", yMin: &zero, series: s}
 }
 
 // utilChart draws utilisation of every port that carried traffic.
@@ -100,6 +101,8 @@ func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
 			s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
 		}
 	}
+	zero, one := 0.0, 1.0
 	return chartSpec{id: id, title: fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw),
-		xLabel: "time since first sample (s)", yLabel: "utilisation (fraction of link rate)", series: s}
+		xLabel: "time since first sample (s)", yLabel: "utilisation (fraction of link rate)",
+		yMin: &zero, yMax: &one, series: s}
 }
