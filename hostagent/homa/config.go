@@ -75,6 +75,10 @@ type Config struct {
 	// MaxNICBacklog is how far ahead of the link the pacer lets the host
 	// queue run (default the larger of 5 µs and two full packets).
 	MaxNICBacklog time.Duration
+	// PacerSpin: pacer waits shorter than this poll instead of sleeping on
+	// a timer, because Go timers are about 1 ms coarse (default 1 ms;
+	// negative never polls).
+	PacerSpin time.Duration
 	// BypassBytes: messages with at most this many bytes left skip the
 	// pacer (default 1000).
 	BypassBytes uint32
@@ -186,6 +190,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxNICBacklog == 0 {
 		c.MaxNICBacklog = max(5*time.Microsecond, 2*wireTime(c.MTU, c.LinkBps))
 	}
+	if c.PacerSpin == 0 {
+		c.PacerSpin = time.Millisecond
+	}
 	if c.BypassBytes == 0 {
 		c.BypassBytes = 1000
 	}
@@ -209,7 +216,7 @@ func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }
 // ConfigFromParams converts the agent's HomaParams into a Config. Extra
 // keys understood: "client_port", "resend_interval", "request_ack_ticks",
 // "fifo_grant_bytes", "incast_threshold", "incast_unsched_bytes",
-// "bypass_bytes", "max_nic_backlog_us", "cutoff_samples", and
+// "bypass_bytes", "max_nic_backlog_us", "pacer_spin_us", "cutoff_samples", and
 // "fifo_grants" = "off".
 func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 	c := Config{
@@ -251,6 +258,8 @@ func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 			c.ClientPort = uint16(n)
 		case k == "max_nic_backlog_us":
 			c.MaxNICBacklog = time.Duration(n) * time.Microsecond
+		case k == "pacer_spin_us":
+			c.PacerSpin = time.Duration(n) * time.Microsecond
 		default:
 			return c, fmt.Errorf("homa params: unknown extra key %q", k)
 		}

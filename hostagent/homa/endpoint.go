@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,8 @@ type loopState struct {
 	linkIdle time.Duration
 	pacer    *time.Timer
 	armed    bool
+	spinning bool
+	spunAt   time.Duration // clock reading of the last pacer poll
 	tick     uint64
 	picks    uint64
 	pkt      uint32 // DATA payload per packet
@@ -95,6 +98,19 @@ const rxBatches = 4
 // NewEndpoint starts an Endpoint on conn. It owns conn from now on and
 // closes it in Close. A nil logger discards logs.
 func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
+	e, err := newEndpoint(conn, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	e.wg.Add(2)
+	go e.reader()
+	go e.run()
+	return e, nil
+}
+
+// newEndpoint builds an Endpoint without starting its goroutines, so
+// benchmarks can drive the loop's handlers directly.
+func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -141,9 +157,6 @@ func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	l.sched.maxSchedPrio = maxSchedPriority(&l.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
 	l.pacer = time.NewTimer(time.Hour)
 	l.pacer.Stop()
-	e.wg.Add(2)
-	go e.reader()
-	go e.run()
 	return e, nil
 }
 
@@ -376,7 +389,17 @@ func (e *Endpoint) run() {
 	ticker := time.NewTicker(e.cfg.Tick)
 	defer ticker.Stop()
 	l := &e.loop
+	spin := make(chan time.Time)
+	close(spin)
 	for {
+		// Go timers are only about 1 ms precise when the process is idle,
+		// far coarser than one packet time, so a pacer wait shorter than
+		// PacerSpin polls instead: a closed channel makes the select return
+		// at once, other ready cases still win half the time or more.
+		pacerC := l.pacer.C
+		if l.spinning {
+			pacerC = spin
+		}
 		select {
 		case b := <-e.rxc:
 			now := e.now()
@@ -388,8 +411,11 @@ func (e *Endpoint) run() {
 			e.handleCommand(e.now(), c)
 		case <-ticker.C:
 			e.onTick(e.now())
-		case <-l.pacer.C:
-			l.armed = false
+		case <-pacerC:
+			if l.spinning {
+				runtime.Gosched()
+			}
+			l.armed, l.spinning = false, false
 		case <-e.closing:
 			e.shutdown()
 			return

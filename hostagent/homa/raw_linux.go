@@ -30,14 +30,16 @@ var cmsgTOSSpace = unix.CmsgSpace(4)
 // through Go's netpoller, so a waiting reader parks instead of holding a
 // thread. One goroutine may read while another writes.
 type RawConn struct {
-	f      *os.File
-	rc     syscall.RawConn
-	local  netip.Addr
-	closed atomic.Bool
+	f       *os.File
+	rc      syscall.RawConn
+	local   netip.Addr
+	udpPort uint16 // 0: raw Homa socket
+	closed  atomic.Bool
 
 	// Read side, used only by the reading goroutine.
 	rh     []unix.Mmsghdr
 	riov   []unix.Iovec
+	rname  []unix.RawSockaddrInet4
 	rn     int
 	rgot   int
 	rerr   syscall.Errno
@@ -58,15 +60,24 @@ var _ Conn = (*RawConn)(nil)
 
 // ListenRaw opens a raw socket for protocol 146 bound to local, so it
 // receives only Homa packets addressed to local. It needs CAP_NET_RAW.
-func ListenRaw(local netip.Addr) (*RawConn, error) {
+func ListenRaw(local netip.Addr) (*RawConn, error) { return listenBatch(local, 0) }
+
+// listenBatch opens the raw socket, or with udpPort != 0 a UDP socket on
+// that port whose peers use the same port: the baseline the benchmarks
+// compare Homa with, through the very same batched code.
+func listenBatch(local netip.Addr, udpPort uint16) (*RawConn, error) {
 	if !local.Is4() {
 		return nil, fmt.Errorf("homa: listen raw %v: not an IPv4 address", local)
 	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, IPProtoHoma)
+	typ, proto := unix.SOCK_RAW, IPProtoHoma
+	if udpPort != 0 {
+		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
+	}
+	fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return nil, fmt.Errorf("homa: raw socket: %w", err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: local.As4()}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: local.As4(), Port: int(udpPort)}); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("homa: bind raw socket to %v: %w", local, err)
 	}
@@ -83,7 +94,7 @@ func ListenRaw(local netip.Addr) (*RawConn, error) {
 		f.Close()
 		return nil, fmt.Errorf("homa: raw socket: %w", err)
 	}
-	c := &RawConn{f: f, rc: rc, local: local,
+	c := &RawConn{f: f, rc: rc, local: local, udpPort: udpPort, rname: make([]unix.RawSockaddrInet4, rawBatch),
 		rh: make([]unix.Mmsghdr, rawBatch), riov: make([]unix.Iovec, rawBatch),
 		wh: make([]unix.Mmsghdr, rawBatch), wiov: make([]unix.Iovec, rawBatch),
 		wname: make([]unix.RawSockaddrInet4, rawBatch), woob: make([]byte, rawBatch*cmsgTOSSpace)}
@@ -99,6 +110,9 @@ func ListenRaw(local netip.Addr) (*RawConn, error) {
 		w.Control = &oob[0]
 		w.SetControllen(cmsgTOSSpace)
 		c.wname[i].Family = unix.AF_INET
+		port := (*[2]byte)(unsafe.Pointer(&c.wname[i].Port))
+		port[0], port[1] = byte(udpPort>>8), byte(udpPort) // network byte order
+		c.rh[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.rname[i]))
 	}
 	// Method values allocate once here, not per syscall.
 	c.readFn, c.writeFn = c.doRead, c.doWrite
@@ -134,12 +148,20 @@ func (c *RawConn) ReadBatch(pkts []Packet) (int, error) {
 		b := pkts[i].Buf[:cap(pkts[i].Buf)]
 		c.riov[i].Base = &b[0]
 		c.riov[i].SetLen(len(b))
+		c.rh[i].Hdr.Namelen = unix.SizeofSockaddrInet4 // the kernel overwrites it
 	}
 	if err := c.rc.Read(c.readFn); err != nil {
 		return 0, c.wrap("read", err)
 	}
 	if c.rerr != 0 {
 		return 0, c.wrap("recvmmsg", c.rerr)
+	}
+	if c.udpPort != 0 {
+		for i := range c.rgot {
+			pkts[i].Buf = pkts[i].Buf[:c.rh[i].Len]
+			pkts[i].Addr, pkts[i].TOS = netip.AddrFrom4(c.rname[i].Addr), 0
+		}
+		return c.rgot, nil
 	}
 	n := 0
 	for i := range c.rgot {

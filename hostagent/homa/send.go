@@ -57,11 +57,16 @@ func (e *Endpoint) pump(now time.Duration) {
 			return
 		}
 		if r.out.length-r.out.next > e.cfg.BypassBytes && l.linkIdle > now+e.cfg.MaxNICBacklog {
-			if !l.armed {
+			wait := l.linkIdle - e.cfg.MaxNICBacklog - now
+			// A clock that did not move since the last poll is a fake one
+			// (testing/synctest): polling would never let it advance.
+			if wait < e.cfg.PacerSpin && now != l.spunAt {
+				l.spinning, l.spunAt = true, now
+			} else if !l.armed {
 				l.armed = true
-				l.pacer.Reset(l.linkIdle - e.cfg.MaxNICBacklog - now)
-				e.c.pacerWaits.Add(1)
+				l.pacer.Reset(wait)
 			}
+			e.c.pacerWaits.Add(1)
 			return
 		}
 		e.sendData(now, r)

@@ -1,0 +1,173 @@
+//go:build linux
+
+package homa_test
+
+import (
+	"context"
+	"net/netip"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
+)
+
+const udpPort = 9146
+
+// median of ds in microseconds.
+func medianUs(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2]) / float64(time.Microsecond)
+}
+
+// udpPingPong measures n round trips of a 100-byte UDP datagram between
+// the namespaces of v, through the same batched socket code Homa uses.
+func udpPingPong(b *testing.B, v *vethPair, n int) []time.Duration {
+	var conns [2]*homa.RawConn
+	for i := range 2 {
+		if err := inNetns(v.ns[i], func() (err error) {
+			conns[i], err = homa.ListenUDPBatch(v.addr[i], udpPort)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	go func() { // echo server
+		pkts := []homa.Packet{{Buf: make([]byte, 2048)}}
+		for {
+			pkts[0].Buf = pkts[0].Buf[:cap(pkts[0].Buf)]
+			if _, err := conns[1].ReadBatch(pkts); err != nil {
+				return
+			}
+			if err := conns[1].WriteBatch(pkts); err != nil {
+				return
+			}
+		}
+	}()
+	out := []homa.Packet{{Buf: make([]byte, 100), Addr: v.addr[1]}}
+	in := []homa.Packet{{Buf: make([]byte, 2048)}}
+	rtts := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		if err := conns[0].WriteBatch(out); err != nil {
+			b.Fatal(err)
+		}
+		in[0].Buf = in[0].Buf[:cap(in[0].Buf)]
+		if _, err := conns[0].ReadBatch(in); err != nil {
+			b.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	return rtts
+}
+
+// homaPingPong measures n Calls of 100 bytes each way.
+func homaPingPong(b *testing.B, v *vethPair, n int) []time.Duration {
+	client, se := rawPair(b, v, homa.Config{LinkBps: 10e9})
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	serveEcho(ctx, b, srv)
+	dest := netip.AddrPortFrom(v.addr[1], serverPort)
+	req := make([]byte, 100)
+	rtts := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		if _, _, err := client.Call(ctx, dest, req); err != nil {
+			b.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	return rtts
+}
+
+// BenchmarkUnloadedRTT compares a 100-byte Homa RPC with a UDP ping-pong
+// between the same two namespaces (unshaped veth), in the same run.
+// ns/op is the sum of one Homa and one UDP round trip; the metrics are
+// medians and their ratio (target homa/udp <= 1.5).
+func BenchmarkUnloadedRTT(b *testing.B) {
+	v := newVethPair(b, "rtt", 0)
+	udpPingPong(b, v, 200) // warm up caches and the scheduler
+	b.ResetTimer()
+	udp := udpPingPong(b, v, b.N)
+	hm := homaPingPong(b, v, b.N)
+	u, h := medianUs(udp), medianUs(hm)
+	b.ReportMetric(u, "udp_p50_us")
+	b.ReportMetric(h, "homa_p50_us")
+	b.ReportMetric(h/u, "homa/udp")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkGoodput1MB sends one 1 MB request (1-byte response) per op
+// over a veth link shaped to 1 Gbit/s with htb at both ends. It reports
+// goodput as a fraction of the link rate, process CPU time per packet
+// (both endpoints and the kernel work charged to them) and heap
+// allocations per packet.
+func BenchmarkGoodput1MB(b *testing.B) {
+	const link, size = 1e9, 1_000_000
+	v := newVethPair(b, "gput", link)
+	client, se := rawPair(b, v, homa.Config{LinkBps: link})
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	go func() {
+		one := []byte{1}
+		for {
+			rpc, err := srv.Receive(ctx)
+			if err != nil {
+				return
+			}
+			_ = rpc.Reply(one)
+		}
+	}()
+	dest := netip.AddrPortFrom(v.addr[1], serverPort)
+	req := make([]byte, size)
+	if _, _, err := client.Call(ctx, dest, req); err != nil { // warm-up
+		b.Fatal(err)
+	}
+	pkts := func() uint64 {
+		var n uint64
+		for _, e := range []*homa.Endpoint{client, se} {
+			s := e.Stats()
+			for _, byPrio := range s.TxPackets {
+				for _, c := range byPrio {
+					n += c
+				}
+			}
+		}
+		return n
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	p0, cpu0 := pkts(), cpuTime()
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, _, err := client.Call(ctx, dest, req); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
+	p := float64(pkts() - p0)
+	b.ReportMetric(float64(size*8*b.N)/total.Seconds()/link, "goodput/link")
+	b.ReportMetric(float64(cpuTime()-cpu0)/p, "cpu_ns/pkt")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/p, "allocs/pkt")
+	b.ReportMetric(p/float64(b.N), "pkts/op")
+}
