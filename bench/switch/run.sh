@@ -37,11 +37,11 @@ SWITCH_PROCS=${SWITCH_PROCS:-1}
 VARIANTS=${VARIANTS:-bridge homatb homatb+spin switch}
 
 WORK=$(mktemp -d)
-BIN=$WORK/swbench
+BIN=${SWBENCH:-$WORK/swbench} # SWBENCH: use this prebuilt helper
 RES=$WORK/results.jsonl
 HOMATB=$WORK/homatb
-go build -o "$BIN" ./bench/switch
-go build -o "$HOMATB" ./cmd/homatb
+[ -n "${SWBENCH:-}" ] || go build -o "$BIN" ./bench/switch
+case " $VARIANTS " in *" homatb"*) go build -o "$HOMATB" ./cmd/homatb ;; esac
 
 TAG=swb$$
 NA=${TAG}A NB=${TAG}B VA=${TAG}a VB=${TAG}b BR=${TAG}br

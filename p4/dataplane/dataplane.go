@@ -38,6 +38,7 @@ type portState struct {
 	capOut *capture
 	notify chan struct{} // one token: "a queue of this port got a packet"
 	tx     txState
+	sleep  *sleeper // link waits of the scheduler
 
 	rxPkts, rxBytes, txPkts, txBytes                 atomic.Uint64
 	pipelineDrops, egressDrops, badVerdict, oversize atomic.Uint64
@@ -118,12 +119,18 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 			fault:  newFaultInjector(num, c.Faults[num]),
 			notify: make(chan struct{}, 1),
 		}
+		if ps.sleep, err = newSleeper(); err != nil {
+			d.closeSleepers()
+			return nil, fmt.Errorf("dataplane: port %d: %w", num, err)
+		}
 		ps.tx.out = make([]departure, c.BatchSize)
 		ps.tx.frames = make([][]byte, 0, c.BatchSize)
 		held += ps.tm.capacityPkts()
 		d.byNum[num] = ps
 		d.ports = append(d.ports, ps)
 	}
+	// Run closes the sleepers; a dataplane that never runs leaks two fds
+	// per port, as it leaves its ports open.
 	// Any ingress port may fill every queue, plus its own receive slots
 	// and a send batch in flight at every scheduler.
 	perPort := held + c.BatchSize*(len(nums)+1)
@@ -132,6 +139,7 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 	}
 	if c.PcapDir != "" {
 		if err := d.openCaptures(); err != nil {
+			d.closeSleepers()
 			return nil, err
 		}
 	}
@@ -154,6 +162,14 @@ func (d *Dataplane) openCaptures() error {
 	return nil
 }
 
+func (d *Dataplane) closeSleepers() {
+	for _, ps := range d.ports {
+		if ps.sleep != nil {
+			ps.sleep.close()
+		}
+	}
+}
+
 // now is the dataplane clock: monotonic nanoseconds since New.
 func (d *Dataplane) now() int64 { return int64(time.Since(d.epoch)) }
 
@@ -174,6 +190,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		for _, ps := range d.ports {
 			errs = append(errs, ps.io.Close())
 		}
+		d.closeSleepers()
 		return errors.Join(errs...)
 	})
 	stop := make(chan struct{})
@@ -454,11 +471,9 @@ func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, 
 	}
 	left := time.Duration(wake - d.now())
 	if link && left < preciseSleepMax {
-		// Go timers fire with millisecond granularity when the machine is
-		// idle (the netpoller's epoll timeout), longer than a frame at
-		// 1 Gbit/s. A link wait cannot be cut short by an arrival, so
-		// sleep in the kernel's high-resolution timer instead.
-		preciseSleep(left)
+		// A link wait cannot be cut short by an arrival: sleep exactly
+		// (see sleeper).
+		ps.sleep.sleep(left)
 		return ctx.Err() == nil
 	}
 	timer.Reset(left)
