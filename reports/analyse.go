@@ -390,10 +390,14 @@ func sweptParams(exps []Experiment) []string {
 
 // groupKey is an experiment's params without the transport, so the Homa and
 // TCP experiments of one configuration share a key.
-func groupKey(e Experiment) string {
+func groupKey(e Experiment) string { return paramsKey(e, "") }
+
+// paramsKey formats an experiment's params, sorted, without the transport
+// and without the param named except.
+func paramsKey(e Experiment, except string) string {
 	keys := make([]string, 0, len(e.Params))
 	for k := range e.Params {
-		if k != "transport" {
+		if k != "transport" && k != except {
 			keys = append(keys, k)
 		}
 	}

@@ -69,7 +69,8 @@ func pageErrors(log []byte) []string {
 	return bad
 }
 
-// figures returns each chart figure's data-points and its SVG's path count.
+// figures returns each chart figure's data-points and how many series paths
+// its SVG draws.
 func figures(t *testing.T, dom []byte) map[string][2]int {
 	t.Helper()
 	doc, err := html.Parse(bytes.NewReader(dom))
@@ -80,9 +81,11 @@ func figures(t *testing.T, dom []byte) map[string][2]int {
 	var countPaths func(n *html.Node) int
 	countPaths = func(n *html.Node) int {
 		c := 0
+		// Series are drawn 1.5 pt wide (a line plus its legend sample);
+		// axes and grid are thinner, so these paths are data.
 		if n.Type == html.ElementNode && n.Data == "path" {
 			for _, a := range n.Attr {
-				if a.Key == "d" && strings.Count(a.Val, "L") > 0 {
+				if a.Key == "style" && strings.Contains(a.Val, "stroke-width:1.5") {
 					c++
 				}
 			}
@@ -180,13 +183,37 @@ func TestReportRendersInChromium(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("chart %s missing from the rendered page", id)
-		case f[0] <= 0 || f[1] == 0:
+		case f[0] <= 0 || f[1] < 2:
 			t.Errorf("chart %s holds no data: %d points, %d drawn paths", id, f[0], f[1])
 		}
 	}
 	if len(figs) != len(want) {
 		t.Errorf("rendered page has %d charts, want %d", len(figs), len(want))
 	}
+	// The comparison page renders the same way: every overlaid chart holds
+	// data from both runs.
+	other := demoRun()
+	other.seed = 12
+	dirB, cmpDir := t.TempDir(), t.TempDir()
+	other.write(t, dirB)
+	if err := Compare(ctx, dir, dirB, cmpDir); err != nil {
+		t.Fatal(err)
+	}
+	cdom, clog := runChromium(ctx, t, bin, "--dump-dom", "file://"+filepath.Join(cmpDir, "compare.html"))
+	if bad := pageErrors(clog); len(bad) > 0 {
+		t.Errorf("page errors in Chromium's log for compare.html:\n%s", strings.Join(bad, "\n"))
+	}
+	cfigs := figures(t, cdom)
+	if len(cfigs) != 3*len(demoRun().exps) {
+		t.Errorf("compare.html renders %d charts, want %d", len(cfigs), 3*len(demoRun().exps))
+	}
+	for id, f := range cfigs {
+		// Each overlaid chart draws a line and a legend sample per run.
+		if f[0] <= 0 || f[1] < 4 {
+			t.Errorf("compare chart %s: %d points, %d drawn paths", id, f[0], f[1])
+		}
+	}
+
 	shot := filepath.Join(t.TempDir(), "report.png")
 	_, log = runChromium(ctx, t, bin, "--screenshot="+shot, "--window-size=1280,3200", "--hide-scrollbars", page)
 	if bad := pageErrors(log); len(bad) > 0 {

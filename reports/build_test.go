@@ -402,3 +402,83 @@ func TestUtilisationStaggeredSamples(t *testing.T) {
 		t.Errorf("utilisation mean %.3f max %.3f, want 0.5 without spikes", l.MeanUtil, l.MaxUtil)
 	}
 }
+
+// TestSweepLines checks a two-parameter sweep: the numeric param gets one
+// line per transport and value of the other param, the other is named.
+func TestSweepLines(t *testing.T) {
+	var exps []synthExp
+	for _, sizes := range []string{"w3", "w4"} {
+		for _, load := range []string{"0.5", "0.8"} {
+			for _, tr := range []string{"homa", "tcp"} {
+				exps = append(exps, synthExp{name: sizes + "-" + load + "-" + tr, transport: tr, n: 300, meanNs: 1000,
+					params: map[string]any{"phases.all.sizes": sizes, "phases.all.load": load}})
+			}
+		}
+	}
+	dir := t.TempDir()
+	synthRun{seed: 4, lengths: []int64{100, 2000}, noTel: true, exps: exps}.write(t, dir)
+	a, err := analyse(context.Background(), dir, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"phases.all.load", "phases.all.sizes"}; !slices.Equal(a.sum.SweptParams, want) {
+		t.Fatalf("swept params %v, want %v", a.sum.SweptParams, want)
+	}
+	pg := &reportPage{}
+	if err := buildSweeps(pg, a.sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Sweeps) != 2 || len(pg.SweepNotes) != 1 {
+		t.Fatalf("%d sweep charts and notes %q, want 2 charts and a note on sizes", len(pg.Sweeps), pg.SweepNotes)
+	}
+	// 2 transports x 2 sizes = 4 lines of 2 loads, P50 and P99: 16 points.
+	if got := pg.Sweeps[0].Points; got != 16 {
+		t.Errorf("latency sweep plots %d points, want 16", got)
+	}
+	if !strings.Contains(string(pg.Sweeps[0].SVG), "homa phases.all.sizes=w4 short P99") {
+		t.Error("sweep legend does not name the line by transport and the other param")
+	}
+	// The headline pairs Homa with TCP in each of the four configurations.
+	keys, by := groupExperiments(a.sum.Experiments)
+	if len(keys) != 4 {
+		t.Fatalf("%d configurations, want 4", len(keys))
+	}
+	for _, k := range keys {
+		if len(by[k]) != 2 || by[k][0].Transport == by[k][1].Transport {
+			t.Errorf("configuration %q groups %d experiments", k, len(by[k]))
+		}
+	}
+}
+
+func TestRenderEdgeCases(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       chartSpec
+		wantPoints int
+		wantSVG    bool
+	}{
+		{"no series", chartSpec{id: "a"}, 0, false},
+		{"only non-positive on log axes", chartSpec{id: "b", logX: true, logY: true,
+			series: []series{{name: "s", pts: []point{{0, 1}, {1, 0}, {-1, -1}}}}}, 0, false},
+		{"NaN and Inf dropped", chartSpec{id: "c",
+			series: []series{{name: "s", pts: []point{{1, math.NaN()}, {math.Inf(1), 1}, {1, 2}, {2, 3}}}}}, 2, true},
+		{"single point", chartSpec{id: "d", logX: true, logY: true, series: []series{{name: "s", pts: []point{{10, 10}}}}}, 1, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := render(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Points != tc.wantPoints || (c.SVG != "") != tc.wantSVG {
+				t.Errorf("points %d svg %v, want %d %v", c.Points, c.SVG != "", tc.wantPoints, tc.wantSVG)
+			}
+			if !tc.wantSVG && c.Note == "" {
+				t.Error("an empty chart carries no note")
+			}
+			if tc.wantSVG && !strings.HasPrefix(string(c.SVG), "<svg") {
+				t.Error("inline SVG does not start at <svg")
+			}
+		})
+	}
+}

@@ -239,7 +239,10 @@ func (s *Summary) ShortMax() int64 {
 // parameter, one line per transport.
 func buildSweeps(pg *reportPage, s *Summary) error {
 	for pi, param := range s.SweptParams {
-		type line struct{ p50, p99, good []point }
+		type line struct {
+			transport       string
+			p50, p99, good []point
+		}
 		lines := map[string]*line{}
 		var order []string
 		numeric := true
@@ -254,11 +257,17 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				numeric = false
 				break
 			}
-			l := lines[e.Transport]
+			// One line per transport and value of the other params, so a
+			// second swept param does not zigzag into this one's line.
+			key := e.Transport
+			if rest := paramsKey(*e, param); rest != "" {
+				key += " " + rest
+			}
+			l := lines[key]
 			if l == nil {
-				l = &line{}
-				lines[e.Transport] = l
-				order = append(order, e.Transport)
+				l = &line{transport: e.Transport}
+				lines[key] = l
+				order = append(order, key)
 			}
 			if e.Short.P50us != nil {
 				l.p50 = append(l.p50, point{x, *e.Short.P50us})
@@ -271,16 +280,24 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			continue
 		}
 		var lat, good []series
-		for i, tr := range order {
-			l := lines[tr]
+		transports := map[string]bool{}
+		for _, l := range lines {
+			transports[l.transport] = true
+		}
+		for i, name := range order {
+			l := lines[name]
 			byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
 			slices.SortFunc(l.p50, byX)
 			slices.SortFunc(l.p99, byX)
 			slices.SortFunc(l.good, byX)
-			c := transportColor(tr, i)
-			lat = append(lat, series{name: tr + " short P50", pts: l.p50, color: c},
-				series{name: tr + " short P99", pts: l.p99, color: c, dashed: true})
-			good = append(good, series{name: tr + " goodput", pts: l.good, color: c})
+			// Transport colours only while they tell the lines apart.
+			c := transportColor(l.transport, i)
+			if len(order) > len(transports) {
+				c = paletteColor(i)
+			}
+			lat = append(lat, series{name: name + " short P50", pts: l.p50, color: c},
+				series{name: name + " short P99", pts: l.p99, color: c, dashed: true})
+			good = append(good, series{name: name + " goodput", pts: l.good, color: c})
 		}
 		specs := []chartSpec{
 			{id: fmt.Sprintf("sweep-lat-%d", pi), title: "Short-message RTT vs " + param,
