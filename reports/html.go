@@ -240,7 +240,7 @@ func (s *Summary) ShortMax() int64 {
 func buildSweeps(pg *reportPage, s *Summary) error {
 	for pi, param := range s.SweptParams {
 		type line struct {
-			transport       string
+			transport      string
 			p50, p99, good []point
 		}
 		lines := map[string]*line{}
