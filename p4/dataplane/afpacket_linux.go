@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,7 +21,6 @@ type AFPacket struct {
 	fd    int
 	file  *os.File
 	rc    syscall.RawConn
-	spin  time.Duration
 
 	rmsgs []unix.Mmsghdr
 	riovs []unix.Iovec
@@ -33,8 +31,8 @@ type AFPacket struct {
 	// are made once so that passing them to RawConn does not allocate.
 	rn, sn, sdone, sok int
 	rerr, serr         error
-	recvFn             func(fd uintptr) bool
-	sendFn             func(fd uintptr) bool
+	recvFn, sendFn     func(fd uintptr) bool
+	tryFn              func(fd uintptr)
 
 	kernelDrops atomic.Uint64 // PACKET_STATISTICS drops, summed (reading resets them)
 }
@@ -42,9 +40,8 @@ type AFPacket struct {
 // OpenAFPacket opens iface as a port that receives and sends up to batch
 // frames per system call. The interface is put in promiscuous mode, frames
 // the socket itself sent are not received back, and GRO/GSO/TSO are turned
-// off on it so frames arrive one wire packet at a time. spin is how long
-// Recv polls before it parks.
-func OpenAFPacket(iface string, batch int, spin time.Duration) (*AFPacket, error) {
+// off on it so frames arrive one wire packet at a time.
+func OpenAFPacket(iface string, batch int) (*AFPacket, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("af_packet %s: %w", iface, err)
@@ -66,7 +63,6 @@ func OpenAFPacket(iface string, batch int, spin time.Duration) (*AFPacket, error
 	p := &AFPacket{
 		iface: iface,
 		fd:    fd,
-		spin:  spin,
 		rmsgs: make([]unix.Mmsghdr, batch),
 		riovs: make([]unix.Iovec, batch),
 		smsgs: make([]unix.Mmsghdr, batch),
@@ -86,6 +82,7 @@ func OpenAFPacket(iface string, batch int, spin time.Duration) (*AFPacket, error
 	}
 	p.recvFn = p.recvOnce
 	p.sendFn = p.sendOnce
+	p.tryFn = func(fd uintptr) { p.recvOnce(fd) }
 	return p, nil
 }
 
@@ -155,29 +152,16 @@ func disableOffloads(fd int, iface string) error {
 
 // Recv implements Port.
 func (p *AFPacket) Recv(bufs [][]byte, sizes []int) (int, error) {
-	n := min(len(bufs), len(p.rmsgs))
-	for i := range n {
-		p.riovs[i].Base = &bufs[i][0]
-		p.riovs[i].SetLen(len(bufs[i]))
-		p.rmsgs[i].Hdr.Flags = 0
-	}
+	n := p.setRecv(bufs)
 	p.rn, p.rerr = n, nil
 	if err := p.rc.Read(p.recvFn); err != nil {
 		return 0, fmt.Errorf("af_packet %s: recv: %w", p.iface, err)
 	}
-	if p.rerr != nil {
-		return 0, p.rerr
-	}
-	for i := range p.rn {
-		sizes[i] = int(p.rmsgs[i].Len)
-	}
-	return p.rn, nil
+	return p.finishRecv(sizes)
 }
 
-// recvOnce runs inside RawConn.Read: it returns false to park on the
-// poller, after spinning for p.spin if set.
+// recvOnce runs inside RawConn.Read; false parks on the poller.
 func (p *AFPacket) recvOnce(fd uintptr) bool {
-	var deadline time.Time
 	for {
 		// MSG_TRUNC makes Len the frame's real length, so callers can
 		// tell a truncated frame by its size.
@@ -190,19 +174,46 @@ func (p *AFPacket) recvOnce(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			if p.spin <= 0 {
-				return false
-			}
-			if deadline.IsZero() {
-				deadline = time.Now().Add(p.spin)
-			} else if time.Now().After(deadline) {
-				return false
-			}
+			p.rn = 0
+			return false
 		default:
 			p.rerr = fmt.Errorf("af_packet %s: recvmmsg: %w", p.iface, errno)
 			return true
 		}
 	}
+}
+
+// TryRecv is Recv without waiting: it returns 0 when no frame is queued.
+func (p *AFPacket) TryRecv(bufs [][]byte, sizes []int) (int, error) {
+	n := p.setRecv(bufs)
+	p.rn, p.rerr = n, nil
+	if err := p.rc.Control(p.tryFn); err != nil {
+		return 0, fmt.Errorf("af_packet %s: recv: %w", p.iface, err)
+	}
+	return p.finishRecv(sizes)
+}
+
+// Fd returns the socket, for a poller that waits on several ports.
+func (p *AFPacket) Fd() int { return p.fd }
+
+func (p *AFPacket) setRecv(bufs [][]byte) int {
+	n := min(len(bufs), len(p.rmsgs))
+	for i := range n {
+		p.riovs[i].Base = &bufs[i][0]
+		p.riovs[i].SetLen(len(bufs[i]))
+		p.rmsgs[i].Hdr.Flags = 0
+	}
+	return n
+}
+
+func (p *AFPacket) finishRecv(sizes []int) (int, error) {
+	if p.rerr != nil {
+		return 0, p.rerr
+	}
+	for i := range p.rn {
+		sizes[i] = int(p.rmsgs[i].Len)
+	}
+	return p.rn, nil
 }
 
 // Send implements Port. It returns when every frame was handed to the

@@ -90,8 +90,9 @@ type Config struct {
 	// MaxFrame is the receive buffer size; longer frames are dropped and
 	// counted as oversize (offloads left on produce them).
 	MaxFrame int
-	// Spin is how long a port goroutine polls for work before it sleeps;
-	// it trades CPU for the cost of waking an idle vCPU.
+	// Spin, when positive, receives on every port from one goroutine that
+	// keeps polling all sockets for Spin after the last frame before it
+	// sleeps: it trades CPU for the cost of waking an idle vCPU.
 	Spin time.Duration
 	// ShaperLag bounds how far the shaper lets a port catch up after the
 	// scheduler woke late: departures are never scheduled further than this

@@ -71,7 +71,7 @@ func New(cfg Config, pl Pipeline) (*Dataplane, error) {
 		}
 	}
 	for num, iface := range c.Ports {
-		p, err := OpenAFPacket(iface, c.BatchSize, c.Spin)
+		p, err := OpenAFPacket(iface, c.BatchSize)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("dataplane: port %d: %w", num, err)
@@ -180,8 +180,17 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		return errors.New("dataplane: Run called twice")
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	poll, err := d.newPoller()
+	if err != nil {
+		return err
+	}
+	if poll != nil {
+		g.Go(func() error { return d.pollReceive(gctx, poll) })
+	}
 	for _, ps := range d.ports {
-		g.Go(func() error { return d.receive(gctx, ps) })
+		if poll == nil {
+			g.Go(func() error { return d.receive(gctx, ps) })
+		}
 		g.Go(func() error { return d.transmit(gctx, ps) })
 	}
 	g.Go(func() error {
@@ -191,6 +200,9 @@ func (d *Dataplane) Run(ctx context.Context) error {
 			errs = append(errs, ps.io.Close())
 		}
 		d.closeSleepers()
+		if poll != nil {
+			errs = append(errs, poll.close())
+		}
 		return errors.Join(errs...)
 	})
 	stop := make(chan struct{})
@@ -204,7 +216,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		}
 	}
 	d.log.Info("dataplane running", "ports", len(d.ports), "batch", d.cfg.BatchSize, "spin", d.cfg.Spin)
-	err := g.Wait()
+	err = g.Wait()
 	for _, ps := range d.ports {
 		ps.tm.drain(func(p *packet) { p.release() })
 	}
@@ -223,82 +235,102 @@ func closed(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
 }
 
-// receive is the port's ingress loop: receive a batch, run ingress on each
-// frame, and move accepted buffers into egress queues, refilling each slot
-// from the port's pool.
-func (d *Dataplane) receive(ctx context.Context, ps *portState) error {
-	batch := d.cfg.BatchSize
-	slots := make([]*packet, batch)
-	bufs := make([][]byte, batch)
-	sizes := make([]int, batch)
-	for i := range slots {
-		slots[i] = ps.pool.get()
-		bufs[i] = slots[i].buf
+// rxState is a receive batch: slots hold the buffers the next frames land
+// in; a slot whose buffer moved into a queue gets a fresh one.
+type rxState struct {
+	slots []*packet
+	bufs  [][]byte
+	sizes []int
+	v     Verdict
+}
+
+func newRxState(ps *portState, batch int) *rxState {
+	rs := &rxState{slots: make([]*packet, batch), bufs: make([][]byte, batch), sizes: make([]int, batch)}
+	for i := range rs.slots {
+		rs.slots[i] = ps.pool.get()
+		rs.bufs[i] = rs.slots[i].buf
 	}
-	defer func() {
-		for _, p := range slots {
-			p.release()
-		}
-	}()
-	var v Verdict
+	return rs
+}
+
+func (rs *rxState) release() {
+	for _, p := range rs.slots {
+		p.release()
+	}
+}
+
+// receive is the port's ingress loop: receive a batch, then ingest it.
+func (d *Dataplane) receive(ctx context.Context, ps *portState) error {
+	rs := newRxState(ps, d.cfg.BatchSize)
+	defer rs.release()
 	for {
-		n, err := ps.io.Recv(bufs, sizes)
+		n, err := ps.io.Recv(rs.bufs, rs.sizes)
 		if err != nil {
 			if closed(ctx, err) {
 				return nil
 			}
 			return fmt.Errorf("dataplane: port %d: %w", ps.num, err)
 		}
-		now := d.now()
-		var wall time.Time
-		if ps.capIn != nil {
-			wall = time.Now()
-		}
-		var notify uint64 // bit p: egress port p got a packet
-		var rxBytes uint64
-		for i := range n {
-			p := slots[i]
-			size := sizes[i]
-			rxBytes += uint64(size)
-			if size > len(p.buf) {
-				ps.oversize.Add(1)
-				continue
-			}
-			p.n, p.inPort = size, ps.num
-			if ps.capIn != nil {
-				ps.capIn.add(p.frame(), wall)
-			}
-			v = Verdict{}
-			d.pl.Ingress(p.frame(), ps.num, &v)
-			if v.Drop {
-				ps.pipelineDrops.Add(1)
-				continue
-			}
-			var eg *portState
-			if int(v.EgressPort) < len(d.byNum) {
-				eg = d.byNum[v.EgressPort]
-			}
-			if eg == nil || v.Queue >= NumQueues {
-				ps.badVerdict.Add(1)
-				continue
-			}
-			if !eg.tm.enqueue(p, v.Queue, now) {
-				continue // tail drop, counted by the queue
-			}
-			notify |= 1 << v.EgressPort
-			slots[i] = d.refill(ps)
-			bufs[i] = slots[i].buf
-		}
-		ps.rxPkts.Add(uint64(n))
-		ps.rxBytes.Add(rxBytes)
-		for notify != 0 {
-			num := bits.TrailingZeros64(notify)
-			notify &^= 1 << num
-			if err := d.kick(d.byNum[num]); err != nil && !closed(ctx, err) {
-				return err
-			}
+		if err := d.ingest(ps, rs, n); err != nil && !closed(ctx, err) {
+			return err
 		}
 	}
+}
+
+// ingest runs ingress on the n frames received in rs, moves accepted
+// buffers into egress queues, refilling their slots from the port's pool,
+// and forwards what may leave now.
+func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
+	now := d.now()
+	var wall time.Time
+	if ps.capIn != nil {
+		wall = time.Now()
+	}
+	var notify uint64 // bit p: egress port p got a packet
+	var rxBytes uint64
+	for i := range n {
+		p := rs.slots[i]
+		size := rs.sizes[i]
+		rxBytes += uint64(size)
+		if size > len(p.buf) {
+			ps.oversize.Add(1)
+			continue
+		}
+		p.n, p.inPort = size, ps.num
+		if ps.capIn != nil {
+			ps.capIn.add(p.frame(), wall)
+		}
+		rs.v = Verdict{}
+		d.pl.Ingress(p.frame(), ps.num, &rs.v)
+		if rs.v.Drop {
+			ps.pipelineDrops.Add(1)
+			continue
+		}
+		var eg *portState
+		if int(rs.v.EgressPort) < len(d.byNum) {
+			eg = d.byNum[rs.v.EgressPort]
+		}
+		if eg == nil || rs.v.Queue >= NumQueues {
+			ps.badVerdict.Add(1)
+			continue
+		}
+		if !eg.tm.enqueue(p, rs.v.Queue, now) {
+			continue // tail drop, counted by the queue
+		}
+		notify |= 1 << rs.v.EgressPort
+		rs.slots[i] = d.refill(ps)
+		rs.bufs[i] = rs.slots[i].buf
+	}
+	ps.rxPkts.Add(uint64(n))
+	ps.rxBytes.Add(rxBytes)
+	for notify != 0 {
+		num := bits.TrailingZeros64(notify)
+		notify &^= 1 << num
+		if err := d.kick(d.byNum[num]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kick forwards what egress port eg may send now, from the calling ingress
@@ -351,7 +383,7 @@ func (d *Dataplane) transmit(ctx context.Context, ps *portState) error {
 	timer.Stop()
 	for {
 		ps.tx.mu.Lock()
-		now, wake, link, err := d.pump(ps)
+		_, wake, link, err := d.pump(ps)
 		ps.tx.mu.Unlock()
 		if err != nil {
 			if closed(ctx, err) {
@@ -359,7 +391,7 @@ func (d *Dataplane) transmit(ctx context.Context, ps *portState) error {
 			}
 			return err
 		}
-		if !d.wait(ctx, ps, timer, now, wake, link) {
+		if !d.wait(ctx, ps, timer, wake, link) {
 			return nil
 		}
 	}
@@ -441,26 +473,8 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 }
 
 // wait blocks the scheduler until a packet arrives, wake passes (0: no
-// deadline) or ctx ends, in which case it returns false. With Spin set it
-// first polls for up to Spin, because waking a sleeping vCPU costs more
-// than a short frame's whole serialization time on this kind of machine.
-func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, now, wake int64, link bool) bool {
-	if spin := int64(d.cfg.Spin); spin > 0 {
-		end := now + spin
-		if wake != 0 && wake < end {
-			end = wake
-		}
-		for d.now() < end {
-			select {
-			case <-ps.notify:
-				return true
-			default:
-			}
-		}
-		if wake != 0 && wake <= d.now() {
-			return true
-		}
-	}
+// deadline) or ctx ends, in which case it returns false.
+func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, wake int64, link bool) bool {
 	if wake == 0 {
 		select {
 		case <-ctx.Done():

@@ -18,8 +18,9 @@ type EgressMeta struct {
 }
 
 // Pipeline is the packet-processing program the dataplane runs around its
-// traffic manager. Implementations are called concurrently: Ingress from one
-// goroutine per ingress port, Egress from one goroutine per egress port.
+// traffic manager. Implementations are called concurrently from several
+// goroutines: Ingress for different ingress ports, Egress for different
+// egress ports (one frame of a port at a time).
 type Pipeline interface {
 	// Ingress parses frame, runs the ingress control and may rewrite frame in place
 	// (MACs, TTL, checksum, ARP reply). It must not retain frame or allocate.
