@@ -27,6 +27,8 @@ type Client struct {
 	closed bool
 
 	dials, dialFailures, connFailures, calls atomic.Uint64
+	// closedRetrans keeps the retransmissions of connections already gone.
+	closedRetrans atomic.Uint64
 }
 
 // NewClient returns a client; connections are opened on first use.
@@ -114,7 +116,7 @@ func (c *Client) connect(ctx context.Context, addr string, slot *connSlot) (*con
 	cn := newConn(nc, func(err error) {
 		c.connFailures.Add(1)
 		c.log.Debug("tcp connection failed", "peer", addr, "err", err)
-	})
+	}, &c.closedRetrans)
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
@@ -126,13 +128,34 @@ func (c *Client) connect(ctx context.Context, addr string, slot *connSlot) (*con
 	return cn, nil
 }
 
-// Stats returns the client's counters.
+// Stats returns the client's counters; tcp_retrans_segs is the kernel's
+// count of retransmitted segments on the client's connections.
 func (c *Client) Stats() map[string]uint64 {
+	retrans := c.closedRetrans.Load()
+	// Slots are locked without c.mu held: connect takes them in the
+	// opposite order.
+	c.mu.Lock()
+	peers := make([]*peer, 0, len(c.peers))
+	for _, p := range c.peers {
+		peers = append(peers, p)
+	}
+	c.mu.Unlock()
+	for _, p := range peers {
+		for i := range p.slots {
+			s := &p.slots[i]
+			s.mu.Lock()
+			if s.cn != nil && s.cn.err() == nil {
+				retrans += retransmits(s.cn.nc)
+			}
+			s.mu.Unlock()
+		}
+	}
 	return map[string]uint64{
 		"tcp_calls":         c.calls.Load(),
 		"tcp_dials":         c.dials.Load(),
 		"tcp_dial_failures": c.dialFailures.Load(),
 		"tcp_conn_failures": c.connFailures.Load(),
+		"tcp_retrans_segs":  retrans,
 	}
 }
 
@@ -168,8 +191,9 @@ type pendingCall struct {
 // conn is one client connection: writes are serialised by wmu, responses
 // arrive in request order and complete the oldest pending call.
 type conn struct {
-	nc     net.Conn
-	onFail func(error)
+	nc      net.Conn
+	onFail  func(error)
+	retrans *atomic.Uint64 // receives the connection's retransmissions at close
 
 	wmu sync.Mutex
 	bw  *bufio.Writer
@@ -183,8 +207,8 @@ type conn struct {
 	failed  error
 }
 
-func newConn(nc net.Conn, onFail func(error)) *conn {
-	cn := &conn{nc: nc, onFail: onFail, bw: bufio.NewWriterSize(nc, 64<<10)}
+func newConn(nc net.Conn, onFail func(error), retrans *atomic.Uint64) *conn {
+	cn := &conn{nc: nc, onFail: onFail, retrans: retrans, bw: bufio.NewWriterSize(nc, 64<<10)}
 	go cn.readLoop()
 	return cn
 }
@@ -266,6 +290,7 @@ func (cn *conn) close(err error) {
 	pending := cn.pending
 	cn.pending = nil
 	cn.pmu.Unlock()
+	cn.retrans.Add(retransmits(cn.nc))
 	cn.nc.Close()
 	if !errors.Is(err, net.ErrClosed) {
 		cn.onFail(err)

@@ -3,6 +3,7 @@ package tcprpc
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -73,7 +74,19 @@ func TestConnectionsPerPeer(t *testing.T) {
 		s := lengthServer(t, Config{})
 		c := newClient(t, Config{ConnsPerPeer: conns})
 		var wg sync.WaitGroup
-		errs := make(chan error, 200)
+		errs := make(chan error, 201)
+		// Stats runs alongside the calls that dial: they lock the same
+		// structures (a lock-order regression once deadlocked here).
+		statsDone := make(chan struct{})
+		go func() {
+			defer close(statsDone)
+			for range 200 {
+				if _, ok := c.Stats()["tcp_retrans_segs"]; !ok {
+					errs <- errors.New("no tcp_retrans_segs counter")
+					return
+				}
+			}
+		}()
 		for range 200 {
 			wg.Go(func() {
 				if _, err := c.Call(t.Context(), s.Addr().String(), request(100, 0)); err != nil {
@@ -82,6 +95,7 @@ func TestConnectionsPerPeer(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		<-statsDone
 		close(errs)
 		for err := range errs {
 			t.Fatal(err)
