@@ -58,16 +58,59 @@ func dialAgent(ctx context.Context, host, socket string, exited <-chan struct{})
 	}
 }
 
+// Every call to an agent is bounded: an agent that stops answering must
+// end the run (and be reported), not hang it.
+const (
+	agentCallTimeout  = 10 * time.Second
+	agentFetchTimeout = time.Minute
+)
+
 func (a *agent) status(ctx context.Context) (*agentpb.StatusReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
 	st, err := a.api.Status(ctx, &agentpb.StatusRequest{})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("agent %s status: %w", a.host, err)
 	}
-	return st.Recv()
+	rep, err := st.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("agent %s status: %w", a.host, err)
+	}
+	return rep, nil
+}
+
+func (a *agent) configure(ctx context.Context, req *agentpb.ConfigureRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+	defer cancel()
+	if _, err := a.api.Configure(ctx, req); err != nil {
+		return fmt.Errorf("configure %s on %s: %w", req.GetExperiment(), a.host, err)
+	}
+	return nil
+}
+
+func (a *agent) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+	defer cancel()
+	if _, err := a.api.Start(ctx, &agentpb.StartRequest{}); err != nil {
+		return fmt.Errorf("start on %s: %w", a.host, err)
+	}
+	return nil
+}
+
+func (a *agent) stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error) {
+	ctx, cancel := context.WithTimeout(ctx, drain+agentCallTimeout)
+	defer cancel()
+	rep, err := a.api.Stop(ctx, &agentpb.StopRequest{DrainMs: uint32(drain / time.Millisecond)})
+	if err != nil {
+		return nil, fmt.Errorf("stop on %s: %w", a.host, err)
+	}
+	return rep.GetCounters(), nil
 }
 
 // fetch streams an experiment's records into w.
 func (a *agent) fetch(ctx context.Context, exp string, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, agentFetchTimeout)
+	defer cancel()
 	st, err := a.api.FetchRecords(ctx, &agentpb.FetchRecordsRequest{Experiment: exp})
 	if err != nil {
 		return fmt.Errorf("agent %s: fetch %s: %w", a.host, exp, err)

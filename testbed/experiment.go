@@ -93,8 +93,8 @@ func (r *run) calibrate(ctx context.Context) error {
 		r.prog.begin(name)
 		cal := Calibrate{RTTus: map[uint32]float64{}}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
-		if _, err := sa.api.Configure(ctx, r.configure(t, s, name+"-server", "calibrate", server, true, nil)); err != nil {
-			return fmt.Errorf("configure %s on %s: %w", name, server.Name, err)
+		if err := sa.configure(ctx, r.configure(t, s, name+"-server", "calibrate", server, true, nil)); err != nil {
+			return err
 		}
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)
@@ -107,17 +107,17 @@ func (r *run) calibrate(ctx context.Context) error {
 				Targets: []string{target}, ResponseBytes: 0, Seed: s.Seed,
 				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
 			}
-			if _, err := ca.api.Configure(ctx, r.configure(t, s, exp, "calibrate", client, false, w)); err != nil {
-				return fmt.Errorf("configure %s on %s: %w", exp, client.Name, err)
+			if err := ca.configure(ctx, r.configure(t, s, exp, "calibrate", client, false, w)); err != nil {
+				return err
 			}
-			if _, err := ca.api.Start(ctx, &agentpb.StartRequest{}); err != nil {
-				return fmt.Errorf("start %s: %w", exp, err)
+			if err := ca.start(ctx); err != nil {
+				return fmt.Errorf("%s: %w", exp, err)
 			}
 			if err := waitIssued(ctx, ca, uint64(s.Calibration.Samples), bound+time.Second); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
-			if _, err := ca.api.Stop(ctx, &agentpb.StopRequest{DrainMs: 500}); err != nil {
-				return fmt.Errorf("stop %s: %w", exp, err)
+			if _, err := ca.stop(ctx, 500*time.Millisecond); err != nil {
+				return fmt.Errorf("%s: %w", exp, err)
 			}
 			var buf bytes.Buffer
 			if err := ca.fetch(ctx, exp, &buf); err != nil {
@@ -266,11 +266,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 			if (clients[a.host] == nil) != serverPass {
 				return nil
 			}
-			_, err := a.api.Configure(ctx, r.configure(e.Transport, s, e.Name, "measure", h, servers[a.host], clients[a.host]))
-			if err != nil {
-				return fmt.Errorf("configure %s on %s: %w", e.Name, a.host, err)
-			}
-			return nil
+			return a.configure(ctx, r.configure(e.Transport, s, e.Name, "measure", h, servers[a.host], clients[a.host]))
 		})
 	}
 	if err := cfg(true); err != nil {
@@ -290,8 +286,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		}
 	}
 	if err := r.agents.each(ctx, clientHosts, func(ctx context.Context, a *agent) error {
-		_, err := a.api.Start(ctx, &agentpb.StartRequest{})
-		return err
+		return a.start(ctx)
 	}); err != nil {
 		telDone()
 		return fmt.Errorf("start clients: %w", err)
@@ -311,17 +306,22 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if waitErr != nil {
 		drain = 0
 	}
-	stopCtx, stopCancel := context.WithTimeout(stopCtx, drain+2*time.Second)
+	budget := drain + agentCallTimeout + agentFetchTimeout
+	if waitErr != nil {
+		// Interrupted: keep what the agents can hand over at once, within
+		// the ten seconds a user waits after Ctrl-C.
+		budget = 2 * time.Second
+	}
+	stopCtx, stopCancel := context.WithTimeout(stopCtx, budget)
 	defer stopCancel()
 	var mu sync.Mutex
 	var lagWarnings []string
 	var cpuUs uint64
 	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
-		rep, err := a.api.Stop(ctx, &agentpb.StopRequest{DrainMs: uint32(drain / time.Millisecond)})
+		c, err := a.stop(ctx, drain)
 		if err != nil {
-			return fmt.Errorf("stop %s: %w", a.host, err)
+			return err
 		}
-		c := rep.GetCounters()
 		mu.Lock()
 		defer mu.Unlock()
 		rec.RPCs.Issued += c.GetIssued()
@@ -346,7 +346,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if cpuBusy > 0.95 {
 		rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("CPU saturated: the machine was %.0f%% busy during the experiment; agents and switches competed for the vCPUs", cpuBusy*100))
 	}
-	rec.Fidelity = append(rec.Fidelity, r.collectSwitchStats(stopCtx, e.Name, startStats, time.Duration(rec.Ended-rec.Started))...)
+	rec.Fidelity = append(rec.Fidelity, r.collectSwitchStats(stopCtx, e.Name, startStats)...)
 
 	fetchErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
 		var buf bytes.Buffer
@@ -410,7 +410,7 @@ func (r *run) switchStats(ctx context.Context) map[string]map[string]any {
 
 // collectSwitchStats writes switch/<experiment>/<switch>.json as
 // differences over the experiment and returns fidelity warnings.
-func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]map[string]any, span time.Duration) []string {
+func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]map[string]any) []string {
 	var warn []string
 	end := r.switchStats(ctx)
 	for name := range r.stats {
@@ -430,19 +430,6 @@ func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[stri
 		}
 		if t.noBuffer > 0 || t.txErrors > 0 {
 			warn = append(warn, fmt.Sprintf("switch %s: %.0f packets without buffer, %.0f transmit errors", name, t.noBuffer, t.txErrors))
-		}
-		// Departure check: a port whose queue was backlogged should have
-		// sent at close to its rate; well below means the switch could not
-		// serve the port on time.
-		for port, sent := range t.sentBytes {
-			rate := t.rateBps[port]
-			if rate <= 0 || span <= 0 || t.peakPkts[port] < 8 {
-				continue
-			}
-			util := sent * 8 / rate / span.Seconds()
-			if util < 0.5 {
-				warn = append(warn, fmt.Sprintf("switch %s port %d: queues backlogged (peak %.0f packets) yet the port sent at %.0f%% of its rate", name, port, t.peakPkts[port], util*100))
-			}
 		}
 	}
 	return warn

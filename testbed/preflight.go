@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -68,7 +69,7 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 	}
 	if cc, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); err == nil {
 		for _, t := range plan.Base.Transports {
-			if t.Name == scenario.TransportTCP && !strings.Contains(" "+string(cc)+" ", " "+t.TCP.Congestion+" ") {
+			if t.Name == scenario.TransportTCP && !slices.Contains(strings.Fields(string(cc)), t.TCP.Congestion) {
 				ps = append(ps, Problem{"TCP congestion control " + t.TCP.Congestion + " is not available (have: " + strings.TrimSpace(string(cc)) + ")",
 					"modprobe tcp_" + t.TCP.Congestion})
 			}

@@ -44,8 +44,9 @@ type Options struct {
 	Registry string
 	// NoReport skips building the report at the end.
 	NoReport bool
-	// TeardownTimeout bounds teardown (default 8s, so that with the
-	// signal's own delay everything is gone within 10s).
+	// TeardownTimeout bounds teardown (default 6s: with the 2s an
+	// interrupted experiment gets to hand over its records, everything is
+	// gone within 10s of a signal).
 	TeardownTimeout time.Duration
 }
 
@@ -104,7 +105,7 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 		opt.Registry = cleanup.DefaultRegistry
 	}
 	if opt.TeardownTimeout == 0 {
-		opt.TeardownTimeout = 8 * time.Second
+		opt.TeardownTimeout = 6 * time.Second
 	}
 	runID := time.Now().UTC().Format("20060102-150405") + "-" + plan.Base.Name
 	dir := opt.RunDir

@@ -109,32 +109,21 @@ func writeJSONFile(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// switchTotals extracts what the fidelity checks need from a diffed stats
-// document: packets lost before the switch read them, per-port sent bytes.
+// switchTotals is what the fidelity checks need from a diffed statistics
+// document: packets the switch lost or could not send.
 type switchTotals struct {
 	kernelDrops, noBuffer, txErrors float64
-	sentBytes                       map[int]float64 // by port
-	rateBps                         map[int]float64
-	peakPkts                        map[int]float64 // largest queue peak per port
 }
 
 func totals(doc any) switchTotals {
-	t := switchTotals{sentBytes: map[int]float64{}, rateBps: map[int]float64{}, peakPkts: map[int]float64{}}
+	var t switchTotals
 	m, _ := doc.(map[string]any)
 	ports, _ := m["ports"].([]any)
 	for _, p := range ports {
 		pm, _ := p.(map[string]any)
-		port := int(num(pm["port"]))
 		t.kernelDrops += num(pm["kernel_drops"])
 		t.noBuffer += num(pm["no_buffer"])
 		t.txErrors += num(pm["tx_errors"])
-		t.rateBps[port] = num(pm["rate_bps"])
-		qs, _ := pm["queues"].([]any)
-		for _, q := range qs {
-			qm, _ := q.(map[string]any)
-			t.sentBytes[port] += num(qm["sent_bytes"])
-			t.peakPkts[port] = max(t.peakPkts[port], num(qm["peak_pkts"]))
-		}
 	}
 	return t
 }

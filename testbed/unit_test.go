@@ -20,7 +20,7 @@ func TestDiffStats(t *testing.T) {
 		}
 	}
 	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":10,"rate_bps":100,"queues":[{"queue":0,"sent_bytes":1000,"peak_pkts":5,"depth_pkts":2}]}]}`, &start)
-	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":25,"rate_bps":100,"new_counter":7,"queues":[{"queue":0,"sent_bytes":4000,"peak_pkts":9,"depth_pkts":0}]}]}`, &end)
+	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":25,"rate_bps":100,"new_counter":7,"kernel_drops":3,"queues":[{"queue":0,"sent_bytes":4000,"peak_pkts":9,"depth_pkts":0}]}]}`, &end)
 	d := diffStats(start, end).(map[string]any)
 	p := d["ports"].([]any)[0].(map[string]any)
 	q := p["queues"].([]any)[0].(map[string]any)
@@ -43,7 +43,7 @@ func TestDiffStats(t *testing.T) {
 		}
 	}
 	tot := totals(d)
-	if tot.sentBytes[1] != 3000 || tot.peakPkts[1] != 9 {
+	if tot.kernelDrops != 3 || tot.noBuffer != 0 {
 		t.Errorf("totals = %+v", tot)
 	}
 }
