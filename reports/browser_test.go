@@ -160,8 +160,8 @@ func TestReportRendersInChromium(t *testing.T) {
 		want = append(want, c.ID)
 	}
 	// Per configuration: RTT, slowdown, CCDF, and per experiment queue and
-	// utilisation charts; plus two sweep charts for the load.
-	if len(want) != 2*(3+2*2)+2 {
+	// utilisation charts; plus three sweep charts for the load.
+	if len(want) != 2*(3+2*2)+3 {
 		t.Errorf("report plans %d charts: %v", len(want), want)
 	}
 	// Negative control: the log check must catch a page that does log.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // covers reports whether truth lies in an interval (an open end covers).
@@ -138,6 +139,22 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 	t.Logf("%d of %d true values inside their intervals (%.1f%%)", covered, checks, 100*frac)
 	if frac < 0.9 {
 		t.Errorf("only %.1f%% of true percentiles inside their 95%% intervals", 100*frac)
+	}
+	// The headline pairs the two and divides TCP by Homa.
+	a, err := analyse(context.Background(), dir, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := buildPage(a, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Headlines) != 1 || pg.Headlines[0].RatioP99 == nil {
+		t.Fatalf("headlines %+v", pg.Headlines)
+	}
+	h := pg.Headlines[0]
+	if want := *h.TCP.Short.P99us / *h.Homa.Short.P99us; *h.RatioP99 != want || want <= 1 {
+		t.Errorf("headline TCP/Homa P99 %.3f, want %.3f (> 1: TCP waits longer here)", *h.RatioP99, want)
 	}
 	checkOutputs(t, dir, sum)
 }
@@ -424,12 +441,16 @@ func TestSweepLines(t *testing.T) {
 	if want := []string{"phases.all.load", "phases.all.sizes"}; !slices.Equal(a.sum.SweptParams, want) {
 		t.Fatalf("swept params %v, want %v", a.sum.SweptParams, want)
 	}
-	pg := &reportPage{}
-	if err := buildSweeps(pg, a.sum); err != nil {
+	pg, err := buildPage(a, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pg.Sweeps) != 2 || len(pg.SweepNotes) != 1 {
-		t.Fatalf("%d sweep charts and notes %q, want 2 charts and a note on sizes", len(pg.Sweeps), pg.SweepNotes)
+	if len(pg.Sweeps) != 3 || len(pg.SweepNotes) != 1 {
+		t.Fatalf("%d sweep charts and notes %q, want 3 charts and a note on sizes", len(pg.Sweeps), pg.SweepNotes)
+	}
+	// The ratio chart: one P50 and one P99 line per size, two loads each.
+	if got := pg.Sweeps[2].Points; got != 8 {
+		t.Errorf("ratio sweep plots %d points, want 8", got)
 	}
 	// 2 transports x 2 sizes = 4 lines of 2 loads, P50 and P99: 16 points.
 	if got := pg.Sweeps[0].Points; got != 16 {

@@ -305,6 +305,10 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			{id: fmt.Sprintf("sweep-good-%d", pi), title: "Goodput vs " + param,
 				xLabel: param, yLabel: "goodput (Gbit/s)", series: good},
 		}
+		if rs := ratioSweep(pg.Headlines, param); len(rs) > 0 {
+			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-ratio-%d", pi), title: "TCP/Homa short-message RTT ratio vs " + param,
+				xLabel: param, yLabel: "TCP RTT / Homa RTT", series: rs})
+		}
 		for _, sp := range specs {
 			c, err := render(sp)
 			if err != nil {
@@ -314,6 +318,46 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 		}
 	}
 	return nil
+}
+
+// ratioSweep draws the headline ratio TCP/Homa (P50 solid, P99 dashed)
+// against a numeric param, one pair of lines per value of the other params.
+func ratioSweep(hs []headline, param string) []series {
+	type pair struct{ p50, p99 []point }
+	lines := map[string]*pair{}
+	var order []string
+	for _, h := range hs {
+		if h.Homa == nil || h.RatioP50 == nil || h.RatioP99 == nil {
+			continue
+		}
+		x, err := strconv.ParseFloat(fmt.Sprint(h.Homa.Params[param]), 64)
+		if err != nil {
+			continue
+		}
+		key := paramsKey(*h.Homa, param)
+		l := lines[key]
+		if l == nil {
+			l = &pair{}
+			lines[key] = l
+			order = append(order, key)
+		}
+		l.p50 = append(l.p50, point{x, *h.RatioP50})
+		l.p99 = append(l.p99, point{x, *h.RatioP99})
+	}
+	var out []series
+	for i, key := range order {
+		l := lines[key]
+		byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
+		slices.SortFunc(l.p50, byX)
+		slices.SortFunc(l.p99, byX)
+		name := "TCP/Homa"
+		if key != "" {
+			name += " " + key
+		}
+		out = append(out, series{name: name + " P50", pts: l.p50, color: paletteColor(i)},
+			series{name: name + " P99", pts: l.p99, color: paletteColor(i), dashed: true})
+	}
+	return out
 }
 
 // spansDecade reports whether the positive y values cover a factor of 10.
