@@ -24,8 +24,11 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	e.c.rxPkts[c.Type.Index()][Priority(p.TOS)].Add(1)
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
-	if r != nil && c.Type != wire.TypeData && c.Type != wire.TypeAck {
-		r.silent = 0
+	if r != nil {
+		r.peer.heard = e.loop.tick + 1
+		if c.Type != wire.TypeData && c.Type != wire.TypeAck {
+			r.silent = 0
+		}
 	}
 	switch c.Type {
 	case wire.TypeData:

@@ -11,6 +11,9 @@ import (
 // instead of the shortest (pacer_fifo_fraction 50‰).
 const pacerFIFOEvery = 20
 
+// resendGaps bounds the gaps one RESEND round asks for.
+const resendGaps = 4
+
 // txBuf returns an empty buffer of the next transmit slot, flushing the
 // batch first when it is full.
 func (e *Endpoint) txBuf() []byte {
@@ -187,19 +190,34 @@ func (e *Endpoint) grantNow() {
 	e.c.incomingBytes.Store(uint64(l.sched.incoming()))
 }
 
-// requestResend asks r's peer for the missing bytes of r's inbound message.
+// requestResend asks r's peer for the missing bytes of r's inbound
+// message.
 func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 	l := &e.loop
-	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: l.ctrlPrio}
 	m := &r.in
+	// Retransmissions go at the message's scheduled priority, not Linux's
+	// highest: after a false alarm (bytes delayed behind higher priorities,
+	// not lost) copies at the top level would jump ahead of the very queue
+	// that delays them and double it.
+	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio}
 	if !m.started {
-		rs.Length = wire.ResendAll
+		rs.Priority = l.ctrlPrio
+	}
+	if !m.started {
+		// Ask for the first packet only: ResendAll would also grant the
+		// sender its whole message.
+		rs.Length = l.pkt
 		e.sendResend(now, r, &rs)
 		return
 	}
-	l.gaps = m.got.gaps(l.gaps[:0], m.granted, 16)
+	// At most resendGaps gaps, one packet each: a lost packet is repaired
+	// all the same, and when the bytes were only delayed (queued behind
+	// higher priorities) the duplicates stay few. Lost GRANTs are covered
+	// too: the probe implies a grant, and its arrival makes the scheduler
+	// grant again.
+	l.gaps = m.got.gaps(l.gaps[:0], m.granted, resendGaps)
 	for _, g := range l.gaps {
-		rs.Offset, rs.Length = g.start, g.end-g.start
+		rs.Offset, rs.Length = g.start, min(g.end-g.start, l.pkt)
 		e.sendResend(now, r, &rs)
 	}
 }

@@ -58,6 +58,11 @@ func (e *Endpoint) checkRPC(now time.Duration, r *rpc) {
 	case r.state != srvAwaitAck && e.waitingOnUs(r):
 		r.silent = 0
 		return
+	case r.state == srvResponding && r.peer.heard+uint64(e.cfg.ResendTicks) > e.loop.tick:
+		// Waiting for grants from a client that is alive: its scheduler
+		// may hold this response back behind others for a long time.
+		r.silent = 0
+		return
 	}
 	r.silent++
 	switch {
