@@ -121,7 +121,7 @@ func figures(t *testing.T, dom []byte) map[string][2]int {
 
 // TestReportRendersInChromium renders report.html in headless Chromium
 // without JavaScript or network and checks every chart is there with data.
-// HOMATB_SCREENSHOT=path keeps the screenshot (docs/report-screenshot.png);
+// HOMATB_SCREENSHOT=path keeps the screenshot (docs/report-screenshot-synthetic.png);
 // HOMATB_DEMO_RUN=dir keeps the run directory and its report.
 func TestReportRendersInChromium(t *testing.T) {
 	bin, err := chromium()

@@ -503,3 +503,30 @@ func TestRenderEdgeCases(t *testing.T) {
 		})
 	}
 }
+
+func TestLogTicks(t *testing.T) {
+	tests := []struct {
+		lo, hi     float64
+		wantLabels []string
+	}{
+		{3, 900, []string{"10", "100"}},
+		{150, 12000, []string{"200", "500", "1000", "2000", "5000", "10000"}},
+		{0.002, 0.15, []string{"0.002", "0.005", "0.01", "0.02", "0.05", "0.1"}},
+		{0.002, 0.3, []string{"0.01", "0.1"}},
+		{1, 1e7, []string{"1", "10", "100", "1000", "10000", "100000", "1e+06", "1e+07"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, tk := range logTicks(formatNumber).Ticks(tc.lo, tc.hi) {
+			if tk.Value < tc.lo || tk.Value > tc.hi*(1+1e-9) {
+				t.Errorf("[%g, %g]: tick %g outside the axis", tc.lo, tc.hi, tk.Value)
+			}
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, tc.wantLabels) {
+			t.Errorf("[%g, %g]: labels %v, want %v", tc.lo, tc.hi, got, tc.wantLabels)
+		}
+	}
+}

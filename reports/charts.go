@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -111,11 +112,11 @@ func render(spec chartSpec) (chart, error) {
 	p.Y.Label.Text = spec.yLabel
 	if spec.logX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = logTicks(formatNumber)
 	}
 	if spec.logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks(formatNumber)
 	}
 	if spec.xTicks != nil {
 		p.X.Tick.Marker = spec.xTicks
@@ -207,16 +208,42 @@ func formatLength(l float64) string {
 }
 
 // lengthTicks labels a logarithmic byte axis as 100, 1K, 1.0M.
-func lengthTicks() plot.Ticker {
+func lengthTicks() plot.Ticker { return logTicks(formatLength) }
+
+// logTicks marks a log axis at every power of ten, and also at 2 and 5
+// times each when the axis spans less than two decades, so a narrow range
+// still gets several labels; label formats each labelled value.
+func logTicks(label func(float64) string) plot.Ticker {
 	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-		ticks := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
-		for i := range ticks {
-			if ticks[i].Label != "" {
-				ticks[i].Label = formatLength(ticks[i].Value)
+		if lo <= 0 || hi <= lo {
+			return nil
+		}
+		narrow := hi/lo < 100
+		var ticks []plot.Tick
+		for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+			base := math.Pow(10, e)
+			for m := 1.0; m < 10; m++ {
+				v := base * m
+				if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+					continue
+				}
+				t := plot.Tick{Value: v}
+				if m == 1 || (narrow && (m == 2 || m == 5)) {
+					t.Label = label(v)
+				}
+				ticks = append(ticks, t)
 			}
 		}
 		return ticks
 	})
+}
+
+// formatNumber prints an axis value compactly: 0.001, 20, 5000, 1e+06.
+func formatNumber(v float64) string {
+	if v >= 1e6 || v < 1e-3 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // cdfLengthTicks labels the cumulative-fraction axis with the message length
