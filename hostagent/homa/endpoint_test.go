@@ -82,28 +82,28 @@ func (es *echoServer) duplicates() int {
 func pair(t *testing.T, lc homatest.LinkConfig, cfg homa.Config) (client *homa.Endpoint, server *homa.Server, network *homatest.Network) {
 	t.Helper()
 	network = homatest.NewNetwork(lc)
-	endpoint := func(a netip.Addr) *homa.Endpoint {
-		c, err := network.NewConn(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := homa.NewEndpoint(c, cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	client, se := endpoint(clientAddr), endpoint(serverAddr)
+	client, se := attach(t, network, clientAddr, cfg), attach(t, network, serverAddr, cfg)
 	srv, err := se.Listen(serverPort)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		client.Close()
-		se.Close()
-		network.Close()
-	})
+	t.Cleanup(network.Close)
 	return client, srv, network
+}
+
+// attach starts an endpoint at address a of network, closed in t.Cleanup.
+func attach(t *testing.T, network *homatest.Network, a netip.Addr, cfg homa.Config) *homa.Endpoint {
+	t.Helper()
+	c, err := network.NewConn(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := homa.NewEndpoint(c, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 func TestCallSizes(t *testing.T) {

@@ -24,25 +24,13 @@ func incastPeak(t *testing.T, cfg homa.Config) (uint64, homa.Stats) {
 		defer cancel()
 		network := homatest.NewNetwork(homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond})
 		defer network.Close()
-		newEP := func(a netip.Addr) *homa.Endpoint {
-			c, err := network.NewConn(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := homa.NewEndpoint(c, cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { e.Close() })
-			return e
-		}
-		client := newEP(clientAddr)
+		client := attach(t, network, clientAddr, cfg)
 		resp := make([]byte, 100_000)
 		fill(resp, 99)
 		var dests []netip.AddrPort
 		for i := range 8 {
 			a := netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 1)})
-			srv, err := newEP(a).Listen(serverPort)
+			srv, err := attach(t, network, a, cfg).Listen(serverPort)
 			if err != nil {
 				t.Fatal(err)
 			}
