@@ -1,0 +1,84 @@
+package reports
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestRealSmokeRun builds the report of a real run directory written by
+// `homatb run` (scenarios/smoke.yaml with TCP only, testdata/smoke-tcp), and
+// checks it against the orchestrator's own books in the manifest: the
+// agents' RPC counts and the calibration medians.
+func TestRealSmokeRun(t *testing.T) {
+	const dir = "testdata/smoke-tcp"
+	out := t.TempDir()
+	sum, err := Build(context.Background(), dir, WithOutputDir(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man struct {
+		Calibration map[string]struct {
+			RTTus map[string]float64 `json:"rtt_us"`
+		} `json:"calibration"`
+		Experiments []struct {
+			Name string `json:"name"`
+			RPCs struct {
+				Issued, Completed, Failed uint64
+			} `json:"rpcs"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Experiments) != len(man.Experiments) {
+		t.Fatalf("%d experiments, manifest has %d", len(sum.Experiments), len(man.Experiments))
+	}
+	for i, e := range sum.Experiments {
+		m := man.Experiments[i]
+		// The agents count every RPC they issued, warm-up included.
+		if got := uint64(e.RPCs.Issued + e.RPCs.Warmup); got != m.RPCs.Issued {
+			t.Errorf("%s: %d measure + warm-up RPCs in the records, the agents issued %d", e.Name, got, m.RPCs.Issued)
+		}
+		if e.RPCs.Failed != int64(m.RPCs.Failed) {
+			t.Errorf("%s: %d failed, the agents say %d", e.Name, e.RPCs.Failed, m.RPCs.Failed)
+		}
+		if !e.Switch.Present || len(e.Links) == 0 || len(e.series) == 0 {
+			t.Errorf("%s: switch statistics or telemetry not picked up", e.Name)
+		}
+		if e.Slowdown == nil || e.Short.Count == 0 {
+			t.Errorf("%s: no slowdown or no short messages", e.Name)
+		}
+		if e.Homa == nil || len(e.Homa.Counters) == 0 {
+			t.Errorf("%s: transport counters from the manifest missing", e.Name)
+		}
+	}
+	// The report's unloaded RTTs are the calibration medians the testbed
+	// computed independently.
+	rs, err := readRecords(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tr, cal := range man.Calibration {
+		base := newBaseline(rs.calib[tr])
+		if base == nil {
+			t.Fatalf("no calibration rows for %s", tr)
+		}
+		for size, us := range cal.RTTus {
+			var l int64
+			if err := json.Unmarshal([]byte(size), &l); err != nil {
+				t.Fatal(err)
+			}
+			if got := base.at(l) / 1e3; math.Abs(got-us) > 1 {
+				t.Errorf("%s %d B: unloaded RTT %.1f µs, the testbed's median %.1f µs", tr, l, got, us)
+			}
+		}
+	}
+}
