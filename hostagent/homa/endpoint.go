@@ -95,8 +95,9 @@ type command struct {
 
 const rxBatches = 4
 
-// NewEndpoint starts an Endpoint on conn. It owns conn from now on and
-// closes it in Close. A nil logger discards logs.
+// NewEndpoint starts an Endpoint on conn. On success it owns conn and
+// closes it in Close; on error the caller still owns it. A nil logger
+// discards logs.
 func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
 	e, err := newEndpoint(conn, cfg, logger)
 	if err != nil {
