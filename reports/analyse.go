@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -123,7 +124,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		} else if len(agent) > 0 {
 			counters = agent
 		}
-		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters}
+		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters)}
 		sum.Experiments = append(sum.Experiments, exp)
 		if hist != nil {
 			a.hists[me.Name] = hist
@@ -410,4 +411,29 @@ func paramsKey(e Experiment, except string) string {
 		fmt.Fprintf(&b, "%s=%v", k, e.Params[k])
 	}
 	return b.String()
+}
+
+// byPriority picks the counters named <name>_p<N> (N a priority 0..7) and
+// lays them out by priority; nil when there are none.
+func byPriority(counters map[string]uint64) map[string][]uint64 {
+	var out map[string][]uint64
+	for k, v := range counters {
+		i := strings.LastIndex(k, "_p")
+		if i <= 0 {
+			continue
+		}
+		p, err := strconv.Atoi(k[i+2:])
+		if err != nil || p < 0 || p > 7 {
+			continue
+		}
+		if out == nil {
+			out = map[string][]uint64{}
+		}
+		name := k[:i]
+		if out[name] == nil {
+			out[name] = make([]uint64, 8)
+		}
+		out[name][p] += v
+	}
+	return out
 }

@@ -159,9 +159,10 @@ func TestReportRendersInChromium(t *testing.T) {
 	for _, c := range pg.Sweeps {
 		want = append(want, c.ID)
 	}
-	// Per configuration: RTT, slowdown, CCDF, and per experiment queue and
-	// utilisation charts; plus three sweep charts for the load.
-	if len(want) != 2*(3+2*2)+3 {
+	// Per configuration: RTT, slowdown, CCDF, Homa's counters by priority,
+	// and per experiment queue and utilisation charts; plus three sweep
+	// charts for the load.
+	if len(want) != 2*(3+1+2*2)+3 {
 		t.Errorf("report plans %d charts: %v", len(want), want)
 	}
 	// Negative control: the log check must catch a page that does log.

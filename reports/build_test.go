@@ -126,8 +126,14 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 				t.Errorf("%s port %d: mean utilisation %.3f, want %.2f", e.Name, l.Port, l.MeanUtil, want)
 			}
 		}
-		if got := e.Homa.Counters["grants_prio_7"]; (e.Transport == "homa") != (got == synthCounters("homa")["grants_prio_7"]) {
+		if got := e.Homa.Counters["grants_p7"]; (e.Transport == "homa") != (got == synthCounters("homa")["grants_p7"]) {
 			t.Errorf("%s: transport counters %v", e.Name, e.Homa.Counters)
+		}
+		if e.Transport == "homa" {
+			bp := e.Homa.ByPriority
+			if len(bp) != 2 || bp["grants"][7] != 9100 || bp["grants"][0] != 0 || bp["tx_data"][3] != 20000>>3 {
+				t.Errorf("%s: counters by priority %v", e.Name, bp)
+			}
 		}
 		if len(e.series) != 1 || e.series[0].busiest != 1 || len(e.series[0].depth) != 8 {
 			t.Errorf("%s: telemetry series %d, busiest port %d", e.Name, len(e.series), e.series[0].busiest)

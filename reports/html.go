@@ -26,6 +26,13 @@ func parseTemplates() (*template.Template, error) {
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
 		"peakq": peakQueue,
+		"seq": func(n int) []int {
+			s := make([]int, n)
+			for i := range s {
+				s[i] = i
+			}
+			return s
+		},
 		"gbps":  func(bps float64) string { return strconv.FormatFloat(bps/1e9, 'g', 4, 64) },
 	}).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {
@@ -194,6 +201,11 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-%d", gi), title("Slowdown vs cumulative fraction of messages"), rows, slow))
 		}
 		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title(fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes", s.ShortMax())), ccdf))
+		for i, e := range exps {
+			if e.Homa != nil && len(e.Homa.ByPriority) > 0 {
+				specs = append(specs, priorityChart(fmt.Sprintf("prio-%d-%d", gi, i), e))
+			}
+		}
 		for i, e := range exps {
 			if len(e.series) == 0 {
 				g.Notes = append(g.Notes, fmt.Sprintf("%s: no telemetry, so no queue-occupancy or utilisation chart", e.Name))

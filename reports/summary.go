@@ -147,4 +147,7 @@ type LinkStats struct {
 type TransportStats struct {
 	Retries  int64             `json:"retries"`
 	Counters map[string]uint64 `json:"counters,omitempty"`
+	// ByPriority gathers the per-priority counters ("<name>_p<N>", such as
+	// tx_data_p3 or grants_p7) as name -> count indexed by priority.
+	ByPriority map[string][]uint64 `json:"by_priority,omitempty"`
 }

@@ -221,6 +221,10 @@ func synthCounters(transport string) map[string]uint64 {
 	if transport != "homa" {
 		return nil
 	}
-	return map[string]uint64{"resends_sent": 12, "timeouts": 1, "active_messages_max": 6,
-		"grants_prio_6": 3400, "grants_prio_7": 9100}
+	c := map[string]uint64{"resends_sent": 12, "timeouts": 1, "active_max": 6, "grants_p6": 3400, "grants_p7": 9100}
+	// SRPT: more data packets at the low (scheduled) priorities.
+	for p := 0; p < 8; p++ {
+		c[fmt.Sprintf("tx_data_p%d", p)] = uint64(20000 >> p)
+	}
+	return c
 }

@@ -106,3 +106,20 @@ func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
 		xLabel: "time since first sample (s)", yLabel: "utilisation (fraction of link rate)",
 		yMin: &zero, yMax: &one, series: s}
 }
+
+// priorityChart draws the per-priority transport counters of an experiment
+// (packets sent and received by type, grants), one line per counter.
+func priorityChart(id string, e *Experiment) chartSpec {
+	var s []series
+	for i, name := range sortedKeys(e.Homa.ByPriority) {
+		var pts []point
+		for p, v := range e.Homa.ByPriority[name] {
+			pts = append(pts, point{float64(p), float64(v)})
+		}
+		s = append(s, series{name: name, pts: pts, color: paletteColor(i), dashed: i >= 10})
+	}
+	zero, seven := 0.0, 7.0
+	return chartSpec{id: id, title: e.Name + ": transport counters by priority",
+		xLabel: "priority (0 lowest, 7 highest)", yLabel: "count", logY: true,
+		xMin: &zero, xMax: &seven, legendLeft: true, series: s}
+}
