@@ -33,7 +33,7 @@ func parseTemplates() (*template.Template, error) {
 			}
 			return s
 		},
-		"gbps":  func(bps float64) string { return strconv.FormatFloat(bps/1e9, 'g', 4, 64) },
+		"gbps": func(bps float64) string { return strconv.FormatFloat(bps/1e9, 'g', 4, 64) },
 	}).ParseFS(templateFS, "templates/*.tmpl")
 	if err != nil {
 		return nil, fmt.Errorf("parse report templates: %w", err)
