@@ -79,3 +79,35 @@ func TestPrioritiesMatter(t *testing.T) {
 		t.Errorf("8 priorities gave %v, not below half of the %v with one level", eight, one)
 	}
 }
+
+// TestDynamicCutoffs: a server learns cutoffs from the request sizes it
+// receives, sends them to the client in CUTOFFS packets, and the client
+// then spreads its unscheduled bytes over several priority levels.
+func TestDynamicCutoffs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 10e9}, homa.Config{LinkBps: 10e9, CutoffSamples: 200})
+		serveEcho(ctx, t, srv)
+		dest := netip.AddrPortFrom(serverAddr, serverPort)
+		for i := range 1000 {
+			// Sizes spread over 20 B .. 10 KB, so equal-byte levels exist.
+			if _, _, err := client.Call(ctx, dest, make([]byte, 20+(i*7919)%10_000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := client.Stats()
+		if st.RxPackets[5][7] == 0 { // index 5: CUTOFFS
+			t.Fatalf("client received no CUTOFFS")
+		}
+		levels := 0
+		for _, n := range st.TxPackets[0] { // index 0: DATA
+			if n > 0 {
+				levels++
+			}
+		}
+		if levels < 3 {
+			t.Errorf("client DATA used %d priority levels (%v), want at least 3", levels, st.TxPackets[0])
+		}
+	})
+}

@@ -1,0 +1,68 @@
+package homa
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := Config{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkt := uint32(DefaultMTU - 20 - 56)
+	// 1 Gbit/s x 100 µs = 12,500 B, rounded up to whole 1424-byte packets.
+	if want := 9 * pkt; c.UnschedBytes != want {
+		t.Errorf("unsched bytes %d, want %d", c.UnschedBytes, want)
+	}
+	if c.Overcommit != 8 || c.Priorities != 8 || c.MaxIncoming != 8*c.UnschedBytes || c.FIFOGrantPermille != 50 ||
+		c.Tick != time.Millisecond || c.ResendTicks != 5 || c.TimeoutTicks != 100 || c.MaxMessageBytes != 1_000_000 {
+		t.Errorf("defaults %+v", c)
+	}
+	basic, _ := Config{Basic: true}.withDefaults()
+	if basic.Priorities != 1 {
+		t.Errorf("basic mode keeps %d priorities", basic.Priorities)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Overcommit: 9}, "overcommit"},
+		{Config{Priorities: 3}, "priorities"},
+		{Config{MTU: 100}, "mtu"},
+		{Config{FIFOGrantPermille: 1000}, "fifo"},
+		{Config{UnschedCutoffs: make([]uint32, 9)}, "cutoffs"},
+		{Config{ResendTicks: 10, TimeoutTicks: 10}, "timeout"},
+	} {
+		if _, err := tt.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: err %v, want one about %s", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+func TestConfigFromParams(t *testing.T) {
+	p := &agentpb.HomaParams{LinkBps: 10e9, Overcommit: 2, Priorities: 4, TickUs: 250, UnloadedRttUs: 20,
+		Extra: map[string]string{"fifo_grants": "off", "resend_interval": "3", "max_nic_backlog_us": "40"}}
+	c, err := ConfigFromParams(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LinkBps != 10e9 || c.Overcommit != 2 || c.Priorities != 4 || c.Tick != 250*time.Microsecond ||
+		c.UnloadedRTT != 20*time.Microsecond || !c.DisableFIFOGrants || c.ResendInterval != 3 || c.MaxNICBacklog != 40*time.Microsecond {
+		t.Errorf("config %+v", c)
+	}
+	if d, _ := c.withDefaults(); d.FIFOGrantPermille != 0 {
+		t.Errorf("fifo_grants=off left permille %d", d.FIFOGrantPermille)
+	}
+	for _, extra := range []map[string]string{{"nope": "1"}, {"resend_interval": "x"}} {
+		if _, err := ConfigFromParams(&agentpb.HomaParams{Extra: extra}); err == nil {
+			t.Errorf("extra %v accepted", extra)
+		}
+	}
+}
