@@ -23,12 +23,8 @@ const hdrMaxNs = 3_600_000_000_000
 
 // analysis is a run directory's summary plus what the exporters need.
 type analysis struct {
-	dir     string
-	sum     *Summary
-	hists   map[string]*hdrhistogram.Histogram // experiment -> all RTTs (ns)
-	hasTel  bool
-	hasMan  bool
-	records string
+	sum   *Summary
+	hists map[string]*hdrhistogram.Histogram // experiment -> all RTTs (ns)
 }
 
 // analyse reads a run directory and computes its statistics; it writes
@@ -43,11 +39,11 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	tel, hasTel, err := readTelemetry(ctx, dir)
+	tel, err := readTelemetry(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	a := &analysis{dir: dir, hists: map[string]*hdrhistogram.Histogram{}, hasTel: hasTel, hasMan: hasMan, records: rs.file}
+	a := &analysis{hists: map[string]*hdrhistogram.Histogram{}}
 	sum := &Summary{
 		Run:                  man.Run,
 		Records:              rs.file,

@@ -351,20 +351,35 @@ func TestBuildWithoutCalibrationOrTelemetry(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
+	const okRPCs = "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12,5,completed\n"
 	tests := []struct {
-		name, rpcs, want string
+		name, rpcs, telemetry, want string
+		manifest                    string
 	}{
-		{"no records", "-", "neither rpcs.csv"},
-		{"missing column", "experiment,transport,phase\nx,homa,measure\n", "lacks columns"},
-		{"bad number", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12a,5,completed\n", "line 2"},
-		{"bad status", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12,5,lost\n", "unknown status"},
-		{"bad phase", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,later,12,5,completed\n", "unknown phase"},
+		{"telemetry lacks a column", okRPCs, "experiment,switch,unix_ns,port,queue\n", `lacks column "sent_bytes"`, ""},
+		{"telemetry bad number", okRPCs, "experiment,switch,unix_ns,port,queue,sent_bytes,depth_pkts\nx,s1,1,1,0,zz,0\n", "column sent_bytes", ""},
+		{name: "bad manifest", rpcs: okRPCs, manifest: "{not json", want: "parse"},
+		{"no records", "-", "", "neither rpcs.csv", ""},
+		{"missing column", "experiment,transport,phase\nx,homa,measure\n", "", "lacks columns", ""},
+		{"bad number", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12a,5,completed\n", "", "line 2", ""},
+		{"bad status", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12,5,lost\n", "", "unknown status", ""},
+		{"bad phase", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,later,12,5,completed\n", "", "unknown phase", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if tc.rpcs != "-" {
 				if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), []byte(tc.rpcs), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.telemetry != "" {
+				if err := os.WriteFile(filepath.Join(dir, "telemetry.csv"), []byte(tc.telemetry), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.manifest != "" {
+				if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(tc.manifest), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -31,24 +31,24 @@ type telemetryRow struct {
 type telemetry map[string]map[string][]telemetryRow
 
 // readTelemetry reads telemetry.csv; a missing file yields no telemetry.
-func readTelemetry(ctx context.Context, dir string) (telemetry, bool, error) {
+func readTelemetry(ctx context.Context, dir string) (telemetry, error) {
 	name := filepath.Join(dir, "telemetry.csv")
 	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return telemetry{}, false, nil
+		return telemetry{}, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("open telemetry: %w", err)
+		return nil, fmt.Errorf("open telemetry: %w", err)
 	}
 	defer f.Close()
 	r := csv.NewReader(bufio.NewReaderSize(f, 1<<16))
 	r.ReuseRecord = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return telemetry{}, true, nil
+		return telemetry{}, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s header: %w", name, err)
+		return nil, fmt.Errorf("read %s header: %w", name, err)
 	}
 	idx := make(map[string]int)
 	for i, h := range header {
@@ -57,7 +57,7 @@ func readTelemetry(ctx context.Context, dir string) (telemetry, bool, error) {
 	want := []string{"experiment", "switch", "unix_ns", "port", "queue", "sent_bytes", "depth_pkts"}
 	for _, w := range want {
 		if _, ok := idx[w]; !ok {
-			return nil, false, fmt.Errorf("%s: header lacks column %q", name, w)
+			return nil, fmt.Errorf("%s: header lacks column %q", name, w)
 		}
 	}
 	r.FieldsPerRecord = len(header)
@@ -68,11 +68,11 @@ func readTelemetry(ctx context.Context, dir string) (telemetry, bool, error) {
 			break
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("read %s: %w", name, err)
+			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		if n&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 		}
 		var row telemetryRow
@@ -81,7 +81,7 @@ func readTelemetry(ctx context.Context, dir string) (telemetry, bool, error) {
 			v, err := strconv.ParseInt(rec[idx[col]], 10, 64)
 			if err != nil {
 				line, _ := r.FieldPos(0)
-				return nil, false, fmt.Errorf("%s line %d: column %s: %w", name, line, col, err)
+				return nil, fmt.Errorf("%s line %d: column %s: %w", name, line, col, err)
 			}
 			vals[i] = v
 		}
@@ -92,7 +92,7 @@ func readTelemetry(ctx context.Context, dir string) (telemetry, bool, error) {
 		}
 		tel[exp][sw] = append(tel[exp][sw], row)
 	}
-	return tel, true, nil
+	return tel, nil
 }
 
 // switchSeries is the time series of one switch in one experiment.
