@@ -206,6 +206,12 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 	}
 	var slows []float64
 	if base != nil {
+		// Outside the calibrated lengths the nearest one stands in, which
+		// overstates slowdown far above it; say so.
+		lo, hi := base.lengths[0], base.lengths[len(base.lengths)-1]
+		if s[n-1].length > 2*hi || 2*s[0].length < lo {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("requests span %d–%d bytes but calibration only %d–%d: slowdown outside that range divides by the nearest calibrated length", s[0].length, s[n-1].length, lo, hi))
+		}
 		slows = make([]float64, n)
 		for i, x := range s {
 			slows[i] = base.slowdown(x)

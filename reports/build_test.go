@@ -282,6 +282,9 @@ func TestBuildLogBins(t *testing.T) {
 	if e.Binning != "log" {
 		t.Fatalf("binning %q, want log", e.Binning)
 	}
+	if slices.ContainsFunc(e.Fidelity, func(s string) bool { return strings.Contains(s, "calibration only") }) {
+		t.Errorf("calibration covering 64 B–1 MB reported as too narrow: %q", e.Fidelity)
+	}
 	total, prev := 0, 0.0
 	for i, r := range e.BySize {
 		total += r.Samples
@@ -549,5 +552,24 @@ func TestLogTicks(t *testing.T) {
 		if !slices.Equal(got, tc.wantLabels) {
 			t.Errorf("[%g, %g]: labels %v, want %v", tc.lo, tc.hi, got, tc.wantLabels)
 		}
+	}
+}
+
+func TestNarrowCalibrationWarns(t *testing.T) {
+	dir := t.TempDir()
+	synthRun{seed: 8, lengths: []int64{100, 1000, 100000}, calLengths: []int64{100, 1000}, noTel: true,
+		exps: []synthExp{{name: "n-homa", transport: "homa", n: 300, meanNs: 1000}}}.write(t, dir)
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := sum.Experiments[0]
+	if !slices.ContainsFunc(e.Fidelity, func(s string) bool { return strings.Contains(s, "calibration only 100–1000") }) {
+		t.Errorf("no warning for requests beyond the calibrated lengths: %q", e.Fidelity)
+	}
+	// The 100 KB bucket divides by the 1000-byte unloaded RTT.
+	last := e.BySize[len(e.BySize)-1]
+	if want := trueQuantile(synthBase(100000), 1000, 0.5) / synthBase(1000); math.Abs(*last.S50-want)/want > 0.01 {
+		t.Errorf("100 KB slowdown P50 %.2f, want about %.2f (nearest calibrated length)", *last.S50, want)
 	}
 }

@@ -31,6 +31,7 @@ type synthRun struct {
 	exps       []synthExp
 	lengths    []int64 // drawn uniformly; nil: log-uniform over [64, 1e6]
 	noCalib    bool
+	calLengths []int64 // calibrated lengths; nil: the workload's
 	noTel      bool
 	noSwitch   bool
 	gzip       bool
@@ -111,6 +112,9 @@ func (s synthRun) write(tb testing.TB, dir string) {
 			}
 			seen[e.transport] = true
 			calLens := s.lengths
+			if s.calLengths != nil {
+				calLens = s.calLengths
+			}
 			if calLens == nil {
 				calLens = []int64{64, 1000, 10000, 100000, 1000000}
 			}
