@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -104,4 +105,27 @@ func BenchmarkRPC100TCP(b *testing.B) {
 	}
 	defer ln.Close()
 	benchTransport(b, tr, ln.Addr().String())
+}
+
+// BenchmarkRPC100Homa runs the same measurement over Homa: two endpoints
+// on raw sockets bound to 127.0.0.1 and 127.0.0.2 (root only).
+func BenchmarkRPC100Homa(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("Homa uses raw IP sockets: needs root")
+	}
+	mk := func(addr string) Transport {
+		tr, err := newHomaTransport(&agentpb.ConfigureRequest{Address: addr,
+			Homa: &agentpb.HomaParams{LinkBps: 10_000_000_000}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	client, server := mk("127.0.0.1"), mk("127.0.0.2")
+	resp := &responder{}
+	if err := server.Serve(b.Context(), 4000, resp.handle); err != nil {
+		b.Fatal(err)
+	}
+	benchTransport(b, client, "127.0.0.2:4000")
 }

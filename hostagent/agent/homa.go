@@ -1,13 +1,105 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"sync"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/homa"
 )
 
-// newHomaTransport builds the Homa transport (hostagent/homa).
-func newHomaTransport(_ *agentpb.ConfigureRequest, _ *slog.Logger) (Transport, error) {
-	return nil, fmt.Errorf("homa: %w: hostagent/homa is not integrated yet", ErrUnsupported)
+// homaTransport adapts a hostagent/homa Endpoint on a raw IP-protocol-146
+// socket to Transport.
+type homaTransport struct {
+	ep  *homa.Endpoint
+	log *slog.Logger
+
+	mu      sync.Mutex
+	servers []*homa.Server
+	wg      sync.WaitGroup
+}
+
+// newHomaTransport builds the Homa transport on the host's address.
+func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, error) {
+	cfg, err := homa.ConfigFromParams(req.GetHoma())
+	if err != nil {
+		return nil, &ConfigError{Field: "homa", Value: fmt.Sprintf("%v", req.GetHoma()), Msg: err.Error()}
+	}
+	addr, err := netip.ParseAddr(req.GetAddress())
+	if err != nil {
+		return nil, invalid("address", req.GetAddress(), "Homa needs this host's IPv4 address")
+	}
+	conn, err := homa.ListenRaw(addr)
+	if err != nil {
+		return nil, fmt.Errorf("homa raw socket on %v: %w", addr, err)
+	}
+	ep, err := homa.NewEndpoint(conn, cfg, log)
+	if err != nil {
+		conn.Close()
+		return nil, &ConfigError{Field: "homa", Value: fmt.Sprintf("%v", req.GetHoma()), Msg: err.Error()}
+	}
+	return &homaTransport{ep: ep, log: log}, nil
+}
+
+func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (CallResult, error) {
+	dest, err := netip.ParseAddrPort(target)
+	if err != nil {
+		return CallResult{}, fmt.Errorf("homa: target %q: %w", target, err)
+	}
+	resp, info, err := t.ep.Call(ctx, dest, req)
+	return CallResult{RespBytes: len(resp), Retries: info.Retries()}, err
+}
+
+// Serve answers port's requests from one goroutine: Reply only queues the
+// response to the Endpoint's loop, so it never blocks on the network.
+func (t *homaTransport) Serve(ctx context.Context, port uint16, h Handler) error {
+	s, err := t.ep.Listen(port)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.servers = append(t.servers, s)
+	t.mu.Unlock()
+	t.wg.Go(func() {
+		for {
+			rpc, err := s.Receive(ctx)
+			if err != nil {
+				if !errors.Is(err, homa.ErrClosed) && ctx.Err() == nil {
+					t.log.Warn("homa receive failed", "port", port, "err", err)
+				}
+				return
+			}
+			if err := rpc.Reply(h(rpc.Request())); err != nil {
+				t.log.Debug("homa reply failed", "peer", rpc.Peer(), "err", err)
+			}
+		}
+	})
+	return nil
+}
+
+func (t *homaTransport) MaxMessage() int { return int(t.ep.Config().MaxMessageBytes) }
+
+func (t *homaTransport) Stats() map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range t.ep.Stats().Map() {
+		out["homa_"+k] = v
+	}
+	return out
+}
+
+func (t *homaTransport) Close() error {
+	t.mu.Lock()
+	servers := t.servers
+	t.servers = nil
+	t.mu.Unlock()
+	for _, s := range servers {
+		s.Close()
+	}
+	err := t.ep.Close()
+	t.wg.Wait()
+	return err
 }
