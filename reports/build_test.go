@@ -508,6 +508,8 @@ func TestRenderEdgeCases(t *testing.T) {
 		{"NaN and Inf dropped", chartSpec{id: "c",
 			series: []series{{name: "s", pts: []point{{1, math.NaN()}, {math.Inf(1), 1}, {1, 2}, {2, 3}}}}}, 2, true},
 		{"single point", chartSpec{id: "d", logX: true, logY: true, series: []series{{name: "s", pts: []point{{10, 10}}}}}, 1, true},
+		{"markup in names is escaped", chartSpec{id: "e", title: "<script>x</script>",
+			series: []series{{name: "<b>&", pts: []point{{1, 1}, {2, 2}}}}}, 2, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -523,6 +525,9 @@ func TestRenderEdgeCases(t *testing.T) {
 			}
 			if tc.wantSVG && !strings.HasPrefix(string(c.SVG), "<svg") {
 				t.Error("inline SVG does not start at <svg")
+			}
+			if strings.Contains(string(c.SVG), "<script") || strings.Contains(string(c.SVG), "<b>") {
+				t.Error("a title or series name reached the SVG unescaped")
 			}
 		})
 	}
