@@ -165,50 +165,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 // process or interface of the run is left, and the run directory is marked
 // incomplete.
 func TestInterruptTearsDown(t *testing.T) {
-	needRunPrereqs(t)
-	bin := buildHomatb(t)
-	dir, reg := runDirs(t)
-	// A TCP-only run long enough to be interrupted in its measurement.
-	scen := filepath.Join(t.TempDir(), "interrupt.yaml")
-	if err := os.WriteFile(scen, []byte(interruptScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "run", scen, "--run-dir", dir, "--registry", reg, "--binary", bin)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	// Wait until the first experiment is under way: its switch statistics
-	// directory does not exist yet, but the experiment's agents are
-	// configured once calibration has been recorded in the manifest.
-	deadline := time.Now().Add(90 * time.Second)
-	var tag string
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil {
-			m := &Manifest{}
-			if json.Unmarshal(b, m) == nil {
-				tag = m.Tag
-				if len(m.Calibration) == 1 {
-					break
-				}
-			}
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("run ended before it could be interrupted: %v\n%s", err, out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run did not reach its experiments in 90s\n%s", out.String())
-		}
-	}
-	time.Sleep(1500 * time.Millisecond) // into the measurement
+	cmd, dir, reg, tag, exited, out := startMeasuring(t)
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -229,6 +186,84 @@ func TestInterruptTearsDown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rpcs.csv")); err != nil {
 		t.Errorf("interrupted run kept no records: %v", err)
+	}
+}
+
+// startMeasuring starts a TCP-only run long enough to be disturbed and
+// returns once its first experiment is under way.
+func startMeasuring(t *testing.T) (cmd *exec.Cmd, dir, reg, tag string, exited chan error, out *bytes.Buffer) {
+	t.Helper()
+	needRunPrereqs(t)
+	bin := buildHomatb(t)
+	dir, reg = runDirs(t)
+	scen := filepath.Join(t.TempDir(), "interrupt.yaml")
+	if err := os.WriteFile(scen, []byte(interruptScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	t.Cleanup(cancel)
+	out = &bytes.Buffer{}
+	cmd = exec.CommandContext(ctx, bin, "run", scen, "--run-dir", dir, "--registry", reg, "--binary", bin)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The experiment starts once calibration is in the manifest.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil {
+			m := &Manifest{}
+			if json.Unmarshal(b, m) == nil {
+				tag = m.Tag
+				if len(m.Calibration) == 1 {
+					break
+				}
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended before its experiment: %v\n%s", err, out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run did not reach its experiment in 90s\n%s", out.String())
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // into the measurement
+	return cmd, dir, reg, tag, exited, out
+}
+
+// TestCrashedSwitchEndsRun kills the switch in the middle of a run: the run
+// must end by itself, say which process died, and leave nothing behind.
+func TestCrashedSwitchEndsRun(t *testing.T) {
+	_, dir, reg, tag, exited, out := startMeasuring(t)
+	left, err := cleanup.Find(reg, tag)
+	if err != nil || len(left) != 1 {
+		t.Fatalf("find the run's processes: %v %v", left, err)
+	}
+	killed := false
+	for _, p := range left[0].Procs {
+		if strings.Contains(p.Cmd, " switch ") {
+			killed = syscall.Kill(p.PID, syscall.SIGKILL) == nil
+		}
+	}
+	if !killed {
+		t.Fatalf("no switch process among %+v", left[0].Procs)
+	}
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Errorf("run succeeded although its switch was killed\n%s", out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("run still going 15s after its switch died\n%s", out.String())
+	}
+	assertNothingLeft(t, reg, tag)
+	m := readManifest(t, dir)
+	if !m.Incomplete || !strings.Contains(m.Error, "s1 exited") {
+		t.Errorf("manifest: incomplete %v, error %q; want incomplete naming s1", m.Incomplete, m.Error)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 type runFlags struct {
 	out, runDir, binary, registry  string
 	dryRun, clean, quiet, noReport bool
+	timeout                        time.Duration
 }
 
 // newRunCmd runs a scenario end to end and writes a run directory.
@@ -41,6 +43,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (0: no limit); what was measured is kept")
 	fl.BoolVar(&f.noReport, "no-report", false, "do not build the report (homatb report DIR builds it later)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
@@ -73,7 +76,13 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.quiet {
 		progress = nil
 	}
-	res, runErr := testbed.Run(cmd.Context(), plan, testbed.Options{
+	ctx := cmd.Context()
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
+		defer cancel()
+	}
+	res, runErr := testbed.Run(ctx, plan, testbed.Options{
 		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
 		Progress: progress, Registry: f.registry, NoReport: f.noReport,
 	})
