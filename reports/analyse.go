@@ -70,7 +70,23 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 
 	baselines := map[string]*baseline{}
 	for tr, byLen := range rs.calib {
-		baselines[tr] = newBaseline(byLen)
+		if b := newBaseline(byLen); b != nil {
+			b.source = "calibrate-" + tr
+			baselines[tr] = b
+		}
+	}
+	// Without calibration rows, the manifest's digest of them will do.
+	for tr, cal := range man.Calibration {
+		if baselines[tr] != nil {
+			continue
+		}
+		b, err := manifestBaseline(cal.RTTus)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			baselines[tr] = b
+		}
 	}
 	// Experiments in manifest order, then any found only in the records.
 	var metas []ManifestExperiment
@@ -166,7 +182,7 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 	}
 	if base != nil {
 		e.Calibration = &Calibration{
-			Experiment: "calibrate-" + me.Transport,
+			Experiment: base.source,
 			Lengths:    len(base.lengths), Samples: base.samples,
 			MinLength: base.lengths[0], MaxLength: base.lengths[len(base.lengths)-1],
 		}

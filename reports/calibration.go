@@ -1,9 +1,12 @@
 package reports
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 )
 
 // baseline is the unloaded RTT of each calibrated request length for one
@@ -11,7 +14,8 @@ import (
 type baseline struct {
 	lengths []int64   // ascending
 	rtts    []float64 // ns, median per length
-	samples int
+	samples int       // calibration RPCs; 0 when taken from the manifest
+	source  string    // where the values come from
 }
 
 // newBaseline builds a baseline from calibration RTTs by length; nil when
@@ -62,4 +66,28 @@ func (b *baseline) slowdown(s sample) float64 {
 		return math.NaN()
 	}
 	return max(float64(s.rtt)/base, 1)
+}
+
+// manifestBaseline builds a baseline from manifest.json's calibration
+// digest (length -> median RTT in µs); nil when it has no usable entry.
+func manifestBaseline(rttUs map[string]float64) (*baseline, error) {
+	byLen := map[int64]float64{}
+	for k, us := range rttUs {
+		l, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("manifest calibration length %q: %w", k, err)
+		}
+		if us > 0 {
+			byLen[l] = us * 1e3
+		}
+	}
+	if len(byLen) == 0 {
+		return nil, nil
+	}
+	b := &baseline{source: "manifest.json calibration"}
+	b.lengths = slices.Sorted(maps.Keys(byLen))
+	for _, l := range b.lengths {
+		b.rtts = append(b.rtts, byLen[l])
+	}
+	return b, nil
 }

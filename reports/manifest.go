@@ -23,6 +23,12 @@ type Manifest struct {
 	LinkBps      float64              `json:"link_bps"`
 	Fidelity     []string             `json:"fidelity"`
 	Experiments  []ManifestExperiment `json:"experiments"`
+	// Calibration is the testbed's own digest of the calibration phase:
+	// transport -> request length -> median unloaded RTT (µs). Reports use
+	// it only when rpcs.csv has no calibration rows for a transport.
+	Calibration map[string]struct {
+		RTTus map[string]float64 `json:"rtt_us"`
+	} `json:"calibration"`
 
 	Raw json.RawMessage `json:"-"`
 }

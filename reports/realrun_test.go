@@ -3,9 +3,11 @@ package reports
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +82,55 @@ func TestRealSmokeRun(t *testing.T) {
 				t.Errorf("%s %d B: unloaded RTT %.1f µs, the testbed's median %.1f µs", tr, l, got, us)
 			}
 		}
+	}
+}
+
+// TestManifestCalibrationFallback drops the calibration rows of the real
+// run: slowdown must then come from the manifest's calibration digest and
+// agree with the one computed from the rows.
+func TestManifestCalibrationFallback(t *testing.T) {
+	const src = "testdata/smoke-tcp"
+	withRows, err := Build(context.Background(), src, WithOutputDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"manifest.json", "telemetry.csv"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc, _, err := openRecords(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	all, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(strings.TrimSpace(string(all)), "\n") {
+		if !strings.Contains(line, ",calibrate,") {
+			kept = append(kept, line)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, w := sum.Experiments[0], withRows.Experiments[0]
+	if e.Calibration == nil || e.Calibration.Experiment != "manifest.json calibration" || e.Slowdown == nil {
+		t.Fatalf("calibration %+v, slowdown %v: the manifest digest was not used", e.Calibration, e.Slowdown)
+	}
+	if math.Abs(*e.Slowdown.P50 / *w.Slowdown.P50 - 1) > 0.01 {
+		t.Errorf("slowdown P50 %.3f from the manifest, %.3f from the rows", *e.Slowdown.P50, *w.Slowdown.P50)
 	}
 }
