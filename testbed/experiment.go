@@ -93,11 +93,13 @@ func (r *run) calibrate(ctx context.Context) error {
 		r.prog.begin(name)
 		cal := Calibrate{RTTus: map[uint32]float64{}}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
-		if err := sa.configure(ctx, r.configure(t, s, name+"-server", "calibrate", server, true, nil)); err != nil {
-			return err
-		}
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)
+			// A fresh server per size, like the fresh client: no transport
+			// state (RPC ids) carries over from the previous size.
+			if err := sa.configure(ctx, r.configure(t, s, exp+"-server", "calibrate", server, true, nil)); err != nil {
+				return err
+			}
 			// Bound each size by time too, generously: samples x (RTT at
 			// the link rate + 20 ms of software) + 2 s.
 			perRPC := time.Duration(float64(size)*8/float64(s.Link.Rate)*float64(time.Second)) + 20*time.Millisecond
