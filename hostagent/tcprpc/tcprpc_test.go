@@ -109,31 +109,65 @@ func TestConnectionsPerPeer(t *testing.T) {
 	}
 }
 
-// TestHeadOfLineBlocking shows that a short RPC queued behind a long one on
-// the same connection completes after it.
+// TestHeadOfLineBlocking holds the server on a long request: a short RPC
+// queued behind it on the same connection cannot complete until it is
+// released, while with a second connection it completes at once.
 func TestHeadOfLineBlocking(t *testing.T) {
-	s := lengthServer(t, Config{})
-	c := newClient(t, Config{ConnsPerPeer: 1})
-	var longDone time.Time
-	var wg sync.WaitGroup
-	long := request(16<<20, 0)
-	started := make(chan struct{})
-	wg.Go(func() {
-		close(started)
-		if _, err := c.Call(t.Context(), s.Addr().String(), long); err != nil {
-			t.Error(err)
+	for _, conns := range []int{1, 2} {
+		release := make(chan struct{})
+		zeros := make([]byte, 1<<20)
+		s, err := Listen(t.Context(), "127.0.0.1:0", Config{}, func(req []byte) []byte {
+			if len(req) > 1000 {
+				<-release
+			}
+			return zeros[:len(req)]
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		longDone = time.Now()
-	})
-	<-started
-	waitPending(t, c, s.Addr().String())
-	if _, err := c.Call(t.Context(), s.Addr().String(), request(8, 0)); err != nil {
-		t.Fatal(err)
-	}
-	shortDone := time.Now()
-	wg.Wait()
-	if shortDone.Before(longDone) {
-		t.Errorf("short RPC finished before the long one it queued behind")
+		c := newClient(t, Config{ConnsPerPeer: conns})
+		addr := s.Addr().String()
+		longDone := make(chan error, 1)
+		go func() {
+			_, err := c.Call(t.Context(), addr, request(1<<20, 0))
+			longDone <- err
+		}()
+		waitPending(t, c, addr)
+		shortDone := make(chan error, 1)
+		go func() {
+			_, err := c.Call(t.Context(), addr, request(8, 0))
+			shortDone <- err
+		}()
+		// One connection: the short RPC must still be waiting after 100 ms.
+		// Two: it must complete, within a generous 5 s on a busy machine.
+		wait := 100 * time.Millisecond
+		if conns == 2 {
+			wait = 5 * time.Second
+		}
+		shortSeen := false
+		select {
+		case err := <-shortDone:
+			shortSeen = true
+			if conns == 1 {
+				t.Errorf("one connection: short RPC completed (err %v) while the long one ahead of it was held", err)
+			} else if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(wait):
+			if conns == 2 {
+				t.Errorf("two connections: short RPC waited for the long one on the other connection")
+			}
+		}
+		close(release)
+		if err := <-longDone; err != nil {
+			t.Fatal(err)
+		}
+		if !shortSeen {
+			if err := <-shortDone; err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
 	}
 }
 
