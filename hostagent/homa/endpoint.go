@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"runtime"
@@ -124,6 +125,10 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 		cmds: make(chan command, 256), rxc: make(chan *rxBatch, rxBatches), rxFree: make(chan *rxBatch, rxBatches),
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
+	// A random even base: a restarted client on the same host must not reuse
+	// ids its peers still hold tombstones for (they would drop the new request
+	// as a duplicate and answer RPC_UNKNOWN).
+	e.nextID.Store((rand.Uint64() >> 2) << 1)
 	bs := max(1, conn.BatchSize())
 	for range rxBatches {
 		b := &rxBatch{pkts: make([]Packet, bs)}
