@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ import (
 type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
 	debug                                     bool
+	procs                                     int
 }
 
 // newAgentCmd is the host agent process the orchestrator starts inside a
@@ -36,10 +38,18 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.logFile, "log-file", "", "append logs to this file (default stderr)")
 	fl.StringVar(&f.recordsDir, "records-dir", "", "directory for per-experiment records (default: the log file's directory, else the system temp directory)")
 	fl.BoolVar(&f.debug, "debug", false, "log at debug level")
+	// One P by default: an agent is one host's network stack, and with one
+	// P the socket reader hands packets to the protocol loop on the same
+	// thread instead of waking another, which on a shared 2-vCPU machine
+	// with ten agents costs more than the work (docs/homa.md, incast runs).
+	fl.IntVar(&f.procs, "procs", 1, "GOMAXPROCS of the agent (0: Go's default, one per vCPU)")
 	return cmd
 }
 
 func runAgent(cmd *cobra.Command, f agentFlags) error {
+	if f.procs > 0 {
+		runtime.GOMAXPROCS(f.procs)
+	}
 	out := cmd.ErrOrStderr()
 	if f.logFile != "" {
 		lf, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

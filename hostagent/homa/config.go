@@ -50,7 +50,12 @@ type Config struct {
 	CutoffSamples int
 	// MTU of the link (default 1500): DATA payload = MTU-20-56.
 	MTU int
-	// Tick is the timer period (default 1 ms); the following are in ticks.
+	// Tick is the timer period; the following are in ticks. The default is
+	// Linux's 1 ms at 1 Gbit/s and above, stretched in proportion on slower
+	// links (10 ms at 100 Mbit/s, at most 20 ms): the same silence then
+	// covers the same number of packet times, and an emulation's CPU is
+	// not spent on ticks and RESENDs that Linux's timers would make ten
+	// times as often, relative to the traffic, as they do on real links.
 	Tick time.Duration
 	// ResendTicks of silence before the first RESEND (default 5).
 	ResendTicks int
@@ -73,11 +78,13 @@ type Config struct {
 	// MaxMessageBytes bounds messages (default 1,000,000).
 	MaxMessageBytes uint32
 	// MaxNICBacklog is how far ahead of the link the pacer lets the host
-	// queue run (default the larger of 5 µs and two full packets).
+	// queue run (default the larger of 10 µs and four full packets); it
+	// sleeps until half of it has drained.
 	MaxNICBacklog time.Duration
-	// PacerSpin: pacer waits shorter than this poll instead of sleeping on
-	// a timer, because Go timers are about 1 ms coarse (default 1 ms;
-	// negative never polls).
+	// PacerSpin: pacer waits shorter than this poll instead of sleeping
+	// (default 0: never poll). On raw sockets the pacer sleeps on a
+	// timerfd, exact to microseconds; polling only trades CPU, which the
+	// other hosts of an emulation need, for less wake-up latency.
 	PacerSpin time.Duration
 	// BypassBytes: messages with at most this many bytes left skip the
 	// pacer (default 1000).
@@ -161,7 +168,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.CutoffSamples = 1000
 	}
 	if c.Tick == 0 {
-		c.Tick = time.Millisecond
+		c.Tick = min(20*time.Millisecond, max(time.Millisecond, time.Duration(uint64(time.Millisecond)*1e9/c.LinkBps)))
 	}
 	if c.ResendTicks == 0 {
 		c.ResendTicks = 5
@@ -188,10 +195,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if c.MaxNICBacklog == 0 {
-		c.MaxNICBacklog = max(5*time.Microsecond, 2*wireTime(c.MTU, c.LinkBps))
-	}
-	if c.PacerSpin == 0 {
-		c.PacerSpin = time.Millisecond
+		c.MaxNICBacklog = max(10*time.Microsecond, 4*wireTime(c.MTU, c.LinkBps))
 	}
 	if c.BypassBytes == 0 {
 		c.BypassBytes = 1000

@@ -59,7 +59,7 @@ type loopState struct {
 	tx       []Packet
 	txN      int
 	linkIdle time.Duration
-	pacer    *time.Timer
+	pacer    pacerTimer
 	armed    bool
 	spinning bool
 	spunAt   time.Duration // clock reading of the last pacer poll
@@ -161,8 +161,7 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 		fifoBytes: roundUp(cfg.FIFOGrantBytes, l.pkt), packet: l.pkt, highPrio: uint8(max(0, cfg.Priorities-2)),
 	}}
 	l.sched.maxSchedPrio = maxSchedPriority(&l.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
-	l.pacer = time.NewTimer(time.Hour)
-	l.pacer.Stop()
+	l.pacer = newPacer(conn)
 	return e, nil
 }
 
@@ -392,17 +391,17 @@ func (e *Endpoint) reader() {
 func (e *Endpoint) run() {
 	defer e.wg.Done()
 	defer close(e.done)
+	defer e.loop.pacer.Close()
 	ticker := time.NewTicker(e.cfg.Tick)
 	defer ticker.Stop()
 	l := &e.loop
 	spin := make(chan time.Time)
 	close(spin)
 	for {
-		// Go timers are only about 1 ms precise when the process is idle,
-		// far coarser than one packet time, so a pacer wait shorter than
-		// PacerSpin polls instead: a closed channel makes the select return
-		// at once, other ready cases still win half the time or more.
-		pacerC := l.pacer.C
+		// With PacerSpin set, a pacer wait shorter than it polls instead of
+		// sleeping: a closed channel makes the select return at once, other
+		// ready cases still win half the time or more.
+		pacerC := l.pacer.C()
 		if l.spinning {
 			pacerC = spin
 		}

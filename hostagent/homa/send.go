@@ -60,7 +60,9 @@ func (e *Endpoint) pump(now time.Duration) {
 			return
 		}
 		if r.out.length-r.out.next > e.cfg.BypassBytes && l.linkIdle > now+e.cfg.MaxNICBacklog {
-			wait := l.linkIdle - e.cfg.MaxNICBacklog - now
+			// Sleep until half the backlog has drained, so each wake-up
+			// sends several packets rather than one.
+			wait := l.linkIdle - e.cfg.MaxNICBacklog/2 - now
 			// A clock that did not move since the last poll is a fake one
 			// (testing/synctest): polling would never let it advance.
 			if wait < e.cfg.PacerSpin && now != l.spunAt {
