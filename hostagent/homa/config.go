@@ -41,6 +41,12 @@ type Config struct {
 	// FIFOGrantBytes is the size of one FIFO grant (default 50,000, or the
 	// smaller MaxIncoming).
 	FIFOGrantBytes uint32
+	// GrantIncrement is the smallest step by which a GRANT advances a
+	// message's granted offset, except the grant of its last bytes
+	// (default one packet, as Linux). Larger steps send fewer GRANTs,
+	// each a packet through the emulated switch, when the window holds
+	// several packets.
+	GrantIncrement uint32
 	// UnschedCutoffs are static cutoffs in Linux order (index = priority,
 	// entry = largest length using it); empty means computed from the
 	// message sizes this host receives.
@@ -220,7 +226,7 @@ func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }
 // ConfigFromParams converts the agent's HomaParams into a Config. Extra
 // keys understood: "client_port", "resend_interval", "request_ack_ticks",
 // "fifo_grant_bytes", "incast_threshold", "incast_unsched_bytes",
-// "bypass_bytes", "max_nic_backlog_us", "pacer_spin_us", "cutoff_samples", and
+// "bypass_bytes", "grant_increment", "max_nic_backlog_us", "pacer_spin_us", "cutoff_samples", and
 // "fifo_grants" = "off".
 func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 	c := Config{
@@ -245,7 +251,7 @@ func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 	ints := map[string]*int{"resend_interval": &c.ResendInterval, "request_ack_ticks": &c.RequestAckTicks,
 		"incast_threshold": &c.IncastThreshold, "cutoff_samples": &c.CutoffSamples}
 	u32s := map[string]*uint32{"fifo_grant_bytes": &c.FIFOGrantBytes, "incast_unsched_bytes": &c.IncastUnschedBytes,
-		"bypass_bytes": &c.BypassBytes}
+		"bypass_bytes": &c.BypassBytes, "grant_increment": &c.GrantIncrement}
 	for k, v := range p.GetExtra() {
 		n, err := strconv.ParseUint(v, 10, 32)
 		switch {

@@ -158,7 +158,7 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	l.sched = grantSched{p: schedParams{
 		overcommit: cfg.Overcommit, window: cfg.WindowBytes, maxIncoming: cfg.MaxIncoming,
 		basic: cfg.Basic, basicWindow: cfg.UnschedBytes, fifoPermille: cfg.FIFOGrantPermille,
-		fifoBytes: roundUp(cfg.FIFOGrantBytes, l.pkt), packet: l.pkt, highPrio: uint8(max(0, cfg.Priorities-2)),
+		fifoBytes: roundUp(cfg.FIFOGrantBytes, l.pkt), packet: l.pkt, increment: roundUp(cfg.GrantIncrement, l.pkt), highPrio: uint8(max(0, cfg.Priorities-2)),
 	}}
 	l.sched.maxSchedPrio = maxSchedPriority(&l.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
 	l.pacer = newPacer(conn)

@@ -42,6 +42,7 @@ type schedParams struct {
 	fifoPermille int
 	fifoBytes    uint32
 	packet       uint32 // grants are rounded up to whole packets
+	increment    uint32 // smallest grant that is not the message's last
 	highPrio     uint8  // priority of FIFO grants
 }
 
@@ -136,9 +137,9 @@ func (s *grantSched) schedule() []grant {
 		if !s.p.basic && inc > headroom {
 			inc = headroom
 		}
-		// Skip grants smaller than a packet unless they finish the message:
-		// they would cost a control packet per data packet.
-		if inc <= 0 || (inc < int64(s.p.packet) && m.granted+uint32(inc) < m.length) {
+		// Skip grants smaller than the increment (at least a packet) unless
+		// they finish the message: each costs a control packet.
+		if inc <= 0 || (inc < int64(max(s.p.packet, s.p.increment)) && m.granted+uint32(inc) < m.length) {
 			continue
 		}
 		m.granted += uint32(inc)

@@ -307,3 +307,32 @@ func TestComputeCutoffs(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedGrantIncrement: with an increment of four packets every SRPT
+// grant but a message's last advances its offset by at least four packets,
+// so a message needs about a quarter of the grants, and still completes.
+func TestSchedGrantIncrement(t *testing.T) {
+	count := func(inc uint32) (int, []uint32) {
+		p := params(1)
+		p.increment = inc
+		sim := newSchedSim(t, p, 3, 5*testPkt)
+		m := sim.add(200_000, 1, 0)
+		sim.run()
+		last := min(m.length, 5*testPkt)
+		for _, g := range sim.grants {
+			if step := g.offset - last; !g.fifo && g.offset < m.length && step < max(inc, testPkt) {
+				t.Errorf("increment %d: grant advanced %d bytes", inc, step)
+			}
+			last = g.offset
+		}
+		return len(sim.grants), sim.done
+	}
+	one, done1 := count(0)
+	four, done4 := count(4 * testPkt)
+	if len(done1) != 1 || len(done4) != 1 {
+		t.Fatalf("messages completed: %v and %v, want one each", done1, done4)
+	}
+	if four*3 > one {
+		t.Errorf("%d grants with an increment of 4 packets, %d with 1: want at most a third", four, one)
+	}
+}
