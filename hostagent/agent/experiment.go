@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/homatb/homatb/internal/hrtime"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -115,6 +117,12 @@ func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
 		}
 		sched = p
 	}
+	tm, err := issueTimer(ctx)
+	if err != nil {
+		e.log.Error("open loop", "err", err)
+		return
+	}
+	defer tm.Close()
 	var slots chan struct{}
 	if s.maxOutstanding > 0 {
 		slots = make(chan struct{}, s.maxOutstanding)
@@ -127,7 +135,7 @@ func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
 			return
 		}
 		intended := start.Add(off)
-		if !sleepUntil(ctx, intended) {
+		if !sleepUntil(ctx, tm, intended) {
 			return
 		}
 		if slots != nil {
@@ -159,7 +167,13 @@ func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
 // time here: a closed loop has no schedule to fall behind.
 func (e *experiment) runClosed(ctx, callCtx context.Context, start time.Time) {
 	s := e.spec
-	if !sleepUntil(ctx, start) {
+	tm, err := issueTimer(ctx)
+	if err != nil {
+		e.log.Error("closed loop", "err", err)
+		return
+	}
+	defer tm.Close()
+	if !sleepUntil(ctx, tm, start) {
 		return
 	}
 	var n atomic.Uint64
@@ -346,18 +360,27 @@ func failureReason(err error) string {
 }
 
 // spinWindow is how close to an intended time the issuer stops sleeping
-// and yields instead: timer wake-ups on an idle vCPU are late by tens of
-// microseconds, so the last stretch is waited out on the CPU.
+// and yields instead: even a timerfd wake-up on an idle vCPU is late by
+// tens of microseconds, so the last stretch is waited out on the CPU.
 const spinWindow = 50 * time.Microsecond
 
-// sleepUntil waits for t; false if ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
+// issueTimer is the timer an issuing loop sleeps on: an hrtime.Timer,
+// because a Go timer rounds sub-millisecond waits up to a millisecond on an
+// idle host and that lag would land in every open-loop RPC's latency. It is
+// closed when ctx ends, which wakes a sleeping issuer.
+func issueTimer(ctx context.Context) (*hrtime.Timer, error) {
+	tm, err := hrtime.NewTimer()
+	if err != nil {
+		return nil, fmt.Errorf("agent: issue timer: %w", err)
+	}
+	context.AfterFunc(ctx, func() { tm.Close() })
+	return tm, nil
+}
+
+// sleepUntil waits for t on tm; false if ctx ended first.
+func sleepUntil(ctx context.Context, tm *hrtime.Timer, t time.Time) bool {
 	if d := time.Until(t) - spinWindow; d > 0 {
-		timer := time.NewTimer(d)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if tm.Sleep(d) != nil {
 			return false
 		}
 	}

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/homatb/homatb/internal/hrtime"
 )
 
 // portState is everything the dataplane keeps about one port.
@@ -38,7 +40,7 @@ type portState struct {
 	capOut *capture
 	notify chan struct{} // one token: "a queue of this port got a packet"
 	tx     txState
-	sleep  *sleeper // link waits of the scheduler
+	sleep  *hrtime.Timer // link waits of the scheduler
 
 	rxPkts, rxBytes, txPkts, txBytes                 atomic.Uint64
 	pipelineDrops, egressDrops, badVerdict, oversize atomic.Uint64
@@ -119,7 +121,7 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 			fault:  newFaultInjector(num, c.Faults[num]),
 			notify: make(chan struct{}, 1),
 		}
-		if ps.sleep, err = newSleeper(); err != nil {
+		if ps.sleep, err = hrtime.NewTimer(); err != nil {
 			d.closeSleepers()
 			return nil, fmt.Errorf("dataplane: port %d: %w", num, err)
 		}
@@ -165,7 +167,7 @@ func (d *Dataplane) openCaptures() error {
 func (d *Dataplane) closeSleepers() {
 	for _, ps := range d.ports {
 		if ps.sleep != nil {
-			ps.sleep.close()
+			ps.sleep.Close()
 		}
 	}
 }
@@ -486,8 +488,8 @@ func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, 
 	left := time.Duration(wake - d.now())
 	if link && left < preciseSleepMax {
 		// A link wait cannot be cut short by an arrival: sleep exactly
-		// (see sleeper).
-		ps.sleep.sleep(left)
+		// (a Go timer would round it up to a millisecond; see hrtime).
+		_ = ps.sleep.Sleep(left) // an error means closed: the dataplane is stopping
 		return ctx.Err() == nil
 	}
 	timer.Reset(left)
