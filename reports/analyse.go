@@ -130,13 +130,21 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if rows := tel[me.Name]; len(rows) > 0 {
 			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
 		}
+		byRole, hostsByRole := countersByRole(me.Hosts)
 		counters := me.TransportCounters
+		if len(counters) == 0 && len(me.Hosts) > 0 {
+			counters = map[string]uint64{}
+			for _, h := range me.Hosts {
+				MergeCounters(counters, h.Transport)
+			}
+		}
 		if agent, err := readTransportCounters(dir, me.Name); err != nil {
 			return nil, err
 		} else if len(agent) > 0 {
 			counters = agent
 		}
-		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters)}
+		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters),
+			ByRole: byRole, Hosts: hostsByRole}
 		sum.Experiments = append(sum.Experiments, exp)
 		if hist != nil {
 			a.hists[me.Name] = hist
@@ -429,6 +437,28 @@ func paramsKey(e Experiment, except string) string {
 		fmt.Fprintf(&b, "%s=%v", k, e.Params[k])
 	}
 	return b.String()
+}
+
+// countersByRole merges the hosts' transport counters role by role and
+// counts the hosts of each role; nil when the manifest has no hosts.
+func countersByRole(hosts []ManifestHost) (map[string]map[string]uint64, map[string]int) {
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	byRole := map[string]map[string]uint64{}
+	n := map[string]int{}
+	for _, h := range hosts {
+		role := h.Role
+		if role == "" {
+			role = "unknown"
+		}
+		if byRole[role] == nil {
+			byRole[role] = map[string]uint64{}
+		}
+		MergeCounters(byRole[role], h.Transport)
+		n[role]++
+	}
+	return byRole, n
 }
 
 // byPriority picks the counters named <name>_p<N> (N a priority 0..7) and

@@ -26,6 +26,7 @@ func parseTemplates() (*template.Template, error) {
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
 		"peakq": peakQueue,
+		"roles": rolesOf,
 		"seq": func(n int) []int {
 			s := make([]int, n)
 			for i := range s {

@@ -46,9 +46,20 @@ type ManifestExperiment struct {
 	Receivers  []string       `json:"receivers"`
 	Fidelity   []string       `json:"fidelity"`
 	Incomplete bool           `json:"incomplete"`
-	// TransportCounters are agent transport counters summed over hosts
-	// (Homa internals), when the orchestrator records them here.
+	// TransportCounters are agent transport counters merged over every host
+	// that took part (Homa internals), when the orchestrator records them.
 	TransportCounters map[string]uint64 `json:"transport_counters"`
+	// Hosts are the same counters host by host, with each host's role.
+	Hosts []ManifestHost `json:"hosts"`
+}
+
+// ManifestHost is one host's counters in an experiment entry.
+type ManifestHost struct {
+	Host string `json:"host"`
+	// Role is "client", "server" or "client+server".
+	Role      string            `json:"role"`
+	Served    uint64            `json:"served"`
+	Transport map[string]uint64 `json:"transport"`
 }
 
 // readManifest loads manifest.json. A missing manifest is not an error: the

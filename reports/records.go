@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // sample is one completed RPC of the measure phase: what by-size statistics
@@ -51,6 +52,35 @@ type recordSet struct {
 
 // maxFailureReasons bounds the distinct error strings kept per experiment.
 const maxFailureReasons = 32
+
+// failureKey turns an RPC's error message into the reason it is counted
+// under: long digit runs (RPC ids, ports chosen by the kernel) become "N",
+// so "homa: call 2038203913890130650 to 10.0.0.1: homa: rpc timed out" and
+// every other timed-out call to 10.0.0.1 share one reason.
+func failureKey(msg string) string {
+	if msg == "" {
+		return "unspecified"
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		j := i
+		for j < len(msg) && msg[j] >= '0' && msg[j] <= '9' {
+			j++
+		}
+		switch {
+		case j-i >= 5:
+			b.WriteByte('N')
+			i = j
+		case j > i:
+			b.WriteString(msg[i:j])
+			i = j
+		default:
+			b.WriteByte(msg[i])
+			i++
+		}
+	}
+	return b.String()
+}
 
 // rpcColumns are the rpcs.csv columns reports read, by header name.
 type rpcColumns struct {
@@ -266,10 +296,7 @@ func (rs *recordSet) add(rec []string, c rpcColumns) error {
 		e.samples = append(e.samples, sample{length: length, rtt: rtt})
 	case "failed":
 		e.failed++
-		reason := field(rec, c.errMsg)
-		if reason == "" {
-			reason = "unspecified"
-		}
+		reason := failureKey(field(rec, c.errMsg))
 		if _, ok := e.failures[reason]; ok || len(e.failures) < maxFailureReasons {
 			e.failures[reason]++
 		} else {

@@ -150,4 +150,9 @@ type TransportStats struct {
 	// ByPriority gathers the per-priority counters ("<name>_p<N>", such as
 	// tx_data_p3 or grants_p7) as name -> count indexed by priority.
 	ByPriority map[string][]uint64 `json:"by_priority,omitempty"`
+	// ByRole merges the counters of the hosts of each role ("client",
+	// "server", "client+server"), so a receiver's grants and resends are
+	// told apart from its senders'. Hosts counts the hosts of each role.
+	ByRole map[string]map[string]uint64 `json:"by_role,omitempty"`
+	Hosts  map[string]int               `json:"hosts_by_role,omitempty"`
 }

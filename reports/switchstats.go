@@ -94,7 +94,7 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 	return st, rates, nil
 }
 
-// readTransportCounters sums agents/<experiment>/*.json files, each a JSON
+// readTransportCounters merges agents/<experiment>/*.json files, each a JSON
 // object with a "transport" map of counters (the agent API's Counters).
 // Absent files are not an error: most runs do not record them.
 func readTransportCounters(dir, experiment string) (map[string]uint64, error) {
@@ -114,12 +114,34 @@ func readTransportCounters(dir, experiment string) (map[string]uint64, error) {
 		if err := json.Unmarshal(b, &c); err != nil {
 			return nil, fmt.Errorf("parse %s: %w", f, err)
 		}
-		for k, v := range c.Transport {
-			if sum == nil {
-				sum = make(map[string]uint64)
-			}
-			sum[k] += v
+		if sum == nil && len(c.Transport) > 0 {
+			sum = make(map[string]uint64)
 		}
+		MergeCounters(sum, c.Transport)
 	}
 	return sum, nil
+}
+
+// IsGaugeCounter reports whether a transport counter (named with its
+// transport prefix, such as homa_active_max) holds a level, not a count.
+// Over hosts a gauge takes the maximum, since a sum of peaks means nothing.
+func IsGaugeCounter(name string) bool {
+	_, base, _ := strings.Cut(name, "_")
+	switch base {
+	case "active_messages", "active_max", "incoming_bytes", "cutoffs_version":
+		return true
+	}
+	return false
+}
+
+// MergeCounters adds the transport counters src into dst: counts are
+// summed, gauges keep the larger value.
+func MergeCounters(dst, src map[string]uint64) {
+	for k, v := range src {
+		if IsGaugeCounter(k) {
+			dst[k] = max(dst[k], v)
+		} else {
+			dst[k] += v
+		}
+	}
 }

@@ -123,3 +123,43 @@ func priorityChart(id string, e *Experiment) chartSpec {
 		xLabel: "priority (0 lowest, 7 highest)", yLabel: "count", logY: true,
 		xMin: &zero, xMax: &seven, legendLeft: true, series: s}
 }
+
+// roleTable lays out transport counters by host role for the report: one
+// column per role (clients, servers, hosts that are both), one row per
+// counter that is not zero somewhere.
+type roleTable struct {
+	Roles []string
+	Hosts []int
+	Rows  []roleRow
+}
+
+type roleRow struct {
+	Name   string
+	Values []uint64
+}
+
+// rolesOf builds an experiment's roleTable; nil without per-host counters.
+func rolesOf(t *TransportStats) *roleTable {
+	if t == nil || len(t.ByRole) == 0 {
+		return nil
+	}
+	rt := &roleTable{Roles: sortedKeys(t.ByRole)}
+	names := map[string]bool{}
+	for _, r := range rt.Roles {
+		rt.Hosts = append(rt.Hosts, t.Hosts[r])
+		for k, v := range t.ByRole[r] {
+			names[k] = names[k] || v != 0
+		}
+	}
+	for _, k := range sortedKeys(names) {
+		if !names[k] {
+			continue
+		}
+		row := roleRow{Name: k}
+		for _, r := range rt.Roles {
+			row.Values = append(row.Values, t.ByRole[r][k])
+		}
+		rt.Rows = append(rt.Rows, row)
+	}
+	return rt
+}

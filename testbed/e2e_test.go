@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,6 +63,21 @@ type summaryFile struct {
 		} `json:"short"`
 		Fidelity *[]string `json:"fidelity"`
 	} `json:"experiments"`
+}
+
+// readSummary reads the run's summary.json; out is the run's output, shown
+// when there is none.
+func readSummary(t *testing.T, dir string, out *bytes.Buffer) summaryFile {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatalf("no summary.json: %v\n%s", err, out.String())
+	}
+	var s summaryFile
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	return s
 }
 
 func readManifest(t *testing.T, dir string) *Manifest {
@@ -122,14 +138,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if len(m.Calibration) != 2 {
 		t.Errorf("calibration for %d transports, want homa and tcp: %+v", len(m.Calibration), m.Calibration)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatalf("no summary.json: %v\n%s", err, out.String())
-	}
-	var s summaryFile
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	s := readSummary(t, dir, &out)
 	want := map[string]bool{"smoke-homa": true, "smoke-tcp": true}
 	for _, e := range s.Experiments {
 		if !want[e.Name] {
@@ -152,6 +161,30 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 	for name := range want {
 		t.Errorf("experiment %s missing from summary.json", name)
+	}
+	// The receiver's transport counters are collected too: h1 only serves,
+	// and granting h2's 100 KB requests is its job.
+	for _, e := range m.Experiments {
+		if e.Name != "smoke-homa" {
+			continue
+		}
+		var grants uint64
+		for _, h := range e.Hosts {
+			if h.Host != "h1" {
+				continue
+			}
+			if h.Role != RoleServer {
+				t.Errorf("h1 has role %q, want %q", h.Role, RoleServer)
+			}
+			for k, v := range h.Transport {
+				if strings.HasPrefix(k, "homa_tx_grant_p") {
+					grants += v
+				}
+			}
+		}
+		if grants == 0 {
+			t.Errorf("smoke-homa: no GRANT sent by the server h1 in the manifest's host counters: %+v", e.Hosts)
+		}
 	}
 	for _, f := range []string{"rpcs.csv", "report.html", "logs/s1.log", "logs/agent-h1.log", "switch/smoke-homa/s1.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -186,6 +219,21 @@ func TestInterruptTearsDown(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rpcs.csv")); err != nil {
 		t.Errorf("interrupted run kept no records: %v", err)
+	}
+	// The summary is built from what was measured, and says it is partial.
+	s := readSummary(t, dir, out)
+	if len(s.Experiments) != 1 || s.Experiments[0].Name != "interrupt-tcp" {
+		t.Fatalf("summary.json experiments %+v, want the interrupted interrupt-tcp", s.Experiments)
+	}
+	e := s.Experiments[0]
+	if e.RPCs.Completed == 0 {
+		t.Errorf("interrupted experiment kept no completed RPC: %+v", e.RPCs)
+	}
+	if e.Fidelity == nil || !slices.Contains(*e.Fidelity, "experiment marked incomplete") {
+		t.Errorf("interrupted experiment's fidelity does not say it is incomplete: %v", e.Fidelity)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Errorf("interrupted run has no report.html: %v", err)
 	}
 }
 

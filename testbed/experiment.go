@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -81,8 +82,8 @@ func (r *run) configure(t scenario.Transport, s *scenario.Scenario, exp, phase s
 // calibrate measures the unloaded RTT of each calibration size for each
 // transport between the first two hosts, one RPC at a time. The records
 // enter rpcs.csv as experiment calibrate-<transport> (the slowdown
-// baseline), and Homa's unscheduled bytes become link rate x the smallest
-// size's RTT.
+// baseline), and Homa's unscheduled bytes become RTTbytes derived from the
+// smallest size's RTT (see unschedBytes).
 func (r *run) calibrate(ctx context.Context) error {
 	s := r.plan.Base
 	hosts := r.net.Layout.Hosts
@@ -135,10 +136,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			cal.RTTus[size] = median(rtts)
 		}
 		if t.Name == scenario.TransportHoma {
-			rtt := cal.RTTus[smallest(cal.RTTus)]
-			payload := float64(s.Link.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
-			bytes := float64(s.Link.Rate) / 8 * rtt / 1e6
-			cal.UnschedBytes = uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
+			cal.UnschedBytes = unschedBytes(uint64(s.Link.Rate), cal.RTTus[smallest(cal.RTTus)], s.Link.MTU)
 		}
 		r.calib[t.Name] = cal
 		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
@@ -319,6 +317,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	var mu sync.Mutex
 	var lagWarnings []string
 	var cpuUs uint64
+	byHost := map[string]HostCounters{}
 	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
 		c, err := a.stop(ctx, drain)
 		if err != nil {
@@ -331,14 +330,43 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		rec.RPCs.Failed += c.GetFailed()
 		rec.RPCs.InFlight += c.GetInFlight()
 		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
-		for k, v := range c.GetTransport() {
-			rec.TransportCounters[k] += v
-		}
+		byHost[a.host] = hostCounters(a.host, hostRole(true, servers[a.host]), c)
 		if w := lagWarning(a.host, c, clients[a.host]); w != "" {
 			lagWarnings = append(lagWarnings, w)
 		}
 		return nil
 	})
+	// Hosts that only serve are not stopped (they have no workload), but
+	// their transports hold the receiver's side of the story: grants sent,
+	// resends asked for, packets dropped. Read them once the clients are done.
+	var serverOnly []string
+	for _, h := range used {
+		if clients[h] == nil {
+			serverOnly = append(serverOnly, h)
+		}
+	}
+	serverErr := r.agents.each(stopCtx, serverOnly, func(ctx context.Context, a *agent) error {
+		st, err := a.status(ctx)
+		if err != nil {
+			return err
+		}
+		c := st.GetCounters()
+		mu.Lock()
+		defer mu.Unlock()
+		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
+		byHost[a.host] = hostCounters(a.host, RoleServer, c)
+		return nil
+	})
+	if serverErr != nil {
+		// Counters are a diagnostic: without them the RPC records still stand.
+		rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("server transport counters incomplete: %v", serverErr))
+	}
+	for _, h := range used {
+		if hc, ok := byHost[h]; ok {
+			rec.Hosts = append(rec.Hosts, hc)
+			reports.MergeCounters(rec.TransportCounters, hc.Transport)
+		}
+	}
 	rec.Ended = time.Now().UnixNano()
 	telDone()
 	cpuBusy := cpuBusyFraction(cpu0, readCPU())

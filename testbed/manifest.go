@@ -77,9 +77,13 @@ type ExperimentRecord struct {
 		Failed    uint64 `json:"failed"`
 		InFlight  uint64 `json:"in_flight"`
 	} `json:"rpcs"`
+	// TransportCounters are the transport counters of every host that took
+	// part, clients and servers, summed (gauges such as active_max take the
+	// largest host's value); Hosts has each host's own, with its role.
 	TransportCounters map[string]uint64 `json:"transport_counters,omitempty"`
+	Hosts             []HostCounters    `json:"hosts,omitempty"`
 	// CPUBusy is the machine's busy fraction over the experiment;
-	// AgentCPUMs the CPU time the client agents used.
+	// AgentCPUMs the CPU time the agents that took part used.
 	CPUBusy    float64 `json:"cpu_busy"`
 	AgentCPUMs uint64  `json:"agent_cpu_ms"`
 }

@@ -50,6 +50,10 @@ type Options struct {
 	TeardownTimeout time.Duration
 }
 
+// InterruptReportTimeout bounds building the report of an interrupted run.
+// It starts once the network is torn down, so it does not delay cleanup.
+const InterruptReportTimeout = 20 * time.Second
+
 // Network is a built network as the controller sees it.
 type Network struct {
 	Layout   *topo.Network
@@ -179,10 +183,16 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 		}
 	})
 	res.Incomplete = incomplete
-	// The report is built from whatever was measured, but not after an
-	// interrupt: the user asked to stop, and `homatb report DIR` rebuilds it.
-	if !opt.NoReport && ctx.Err() == nil && len(r.man.Experiments) > 0 {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The report is built from whatever was measured, also after an
+	// interrupt (the network is gone by now). Then it gets a short bound,
+	// since the user asked to stop; `homatb report DIR` rebuilds it.
+	if !opt.NoReport && len(r.man.Experiments) > 0 {
+		limit := 2 * time.Minute
+		if ctx.Err() != nil {
+			limit = InterruptReportTimeout
+			r.log.Info("building the report from what was measured", "limit", limit)
+		}
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 		if _, err := reports.Build(rctx, absDir, reports.WithLogger(r.log)); err != nil {
 			r.log.Error("report", "err", err)
 			runErr = errors.Join(runErr, fmt.Errorf("report: %w", err))

@@ -138,3 +138,20 @@ func TestNewTag(t *testing.T) {
 		t.Errorf("two tags for the same run id collided: %s", a)
 	}
 }
+
+func TestHostRole(t *testing.T) {
+	for _, tc := range []struct {
+		client, server bool
+		want           string
+	}{{true, false, RoleClient}, {false, true, RoleServer}, {true, true, RoleBoth}} {
+		if got := hostRole(tc.client, tc.server); got != tc.want {
+			t.Errorf("hostRole(%v, %v) = %q, want %q", tc.client, tc.server, got, tc.want)
+		}
+	}
+	c := &agentpb.Counters{Served: 7, Transport: map[string]uint64{"homa_tx_grant_p7": 3}}
+	h := hostCounters("h1", RoleServer, c)
+	c.Transport["homa_tx_grant_p7"] = 99 // the record keeps its own copy
+	if h.Served != 7 || h.Transport["homa_tx_grant_p7"] != 3 {
+		t.Errorf("hostCounters = %+v", h)
+	}
+}

@@ -14,6 +14,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first signal a second one ends homatb at once (the
+		// default action): the Mininet runner, in its own process group,
+		// still tears the network down when its stdin closes.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "homatb:", err)
 		os.Exit(1)

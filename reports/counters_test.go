@@ -1,0 +1,127 @@
+package reports
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMergeCounters(t *testing.T) {
+	dst := map[string]uint64{}
+	MergeCounters(dst, map[string]uint64{"homa_tx_grant_p7": 10, "homa_active_max": 3, "homa_incoming_bytes": 9000})
+	MergeCounters(dst, map[string]uint64{"homa_tx_grant_p7": 5, "homa_active_max": 7, "homa_incoming_bytes": 100, "tcp_calls": 4})
+	want := map[string]uint64{"homa_tx_grant_p7": 15, "homa_active_max": 7, "homa_incoming_bytes": 9000, "tcp_calls": 4}
+	for k, v := range want {
+		if dst[k] != v {
+			t.Errorf("%s = %d, want %d (counts sum, gauges take the maximum)", k, dst[k], v)
+		}
+	}
+	if len(dst) != len(want) {
+		t.Errorf("merged %v, want %v", dst, want)
+	}
+}
+
+func TestFailureKey(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "unspecified"},
+		{"homa: call 2038203913890130650 to 10.0.0.1: homa: rpc timed out", "homa: call N to 10.0.0.1: homa: rpc timed out"},
+		{"dial tcp 10.0.0.1:4000: connect: connection refused", "dial tcp 10.0.0.1:4000: connect: connection refused"},
+		{"read tcp 10.0.0.2:45678->10.0.0.1:4000: reset", "read tcp 10.0.0.2:N->10.0.0.1:4000: reset"},
+	}
+	for _, tc := range tests {
+		if got := failureKey(tc.in); got != tc.want {
+			t.Errorf("failureKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// Timeouts of many calls to one receiver count as one reason.
+	e := &expRecords{failures: map[string]int64{}}
+	for _, id := range []string{"111111", "222222", "333333"} {
+		k := failureKey("homa: call " + id + " to 10.0.0.1: homa: rpc timed out")
+		e.failures[k]++
+	}
+	if len(e.failures) != 1 {
+		t.Errorf("reasons %v, want one", e.failures)
+	}
+}
+
+// TestCountersByRole gives the manifest per-host counters for an incast
+// (clients h2, h3; server h1) and checks that summary.json keeps the
+// server's grants apart from the clients' and that the report shows them.
+func TestCountersByRole(t *testing.T) {
+	run := synthRun{seed: 3, lengths: []int64{100, 100000}, noTel: true, exps: []synthExp{
+		{name: "inc-homa", transport: "homa", n: 500, meanNs: 20_000},
+	}}
+	dir := t.TempDir()
+	run.write(t, dir)
+	path := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man map[string]any
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	exp := man["experiments"].([]any)[0].(map[string]any)
+	delete(exp, "transport_counters") // the reports merge them from hosts
+	exp["hosts"] = []map[string]any{
+		{"host": "h1", "role": "server", "served": 40, "transport": map[string]uint64{"homa_tx_grant_p7": 900, "homa_resends_sent": 4, "homa_active_max": 2}},
+		{"host": "h2", "role": "client", "transport": map[string]uint64{"homa_rx_grant_p7": 450, "homa_tx_data_p0": 3000, "homa_active_max": 0}},
+		{"host": "h3", "role": "client", "transport": map[string]uint64{"homa_rx_grant_p7": 440, "homa_tx_data_p0": 2900, "homa_resends_received": 4}},
+	}
+	if err := os.WriteFile(path, mustJSON(t, man), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Experiments []struct {
+			Internals struct {
+				Counters map[string]uint64            `json:"counters"`
+				ByRole   map[string]map[string]uint64 `json:"by_role"`
+				Hosts    map[string]int               `json:"hosts_by_role"`
+			} `json:"transport_internals"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	in := sum.Experiments[0].Internals
+	checks := []struct {
+		name      string
+		got, want uint64
+	}{
+		{"server grants sent", in.ByRole["server"]["homa_tx_grant_p7"], 900},
+		{"client grants received", in.ByRole["client"]["homa_rx_grant_p7"], 890},
+		{"client data sent", in.ByRole["client"]["homa_tx_data_p0"], 5900},
+		{"clients sent no grants", in.ByRole["client"]["homa_tx_grant_p7"], 0},
+		{"all hosts: grants sent", in.Counters["homa_tx_grant_p7"], 900},
+		{"all hosts: resends both ways", in.Counters["homa_resends_sent"] + in.Counters["homa_resends_received"], 8},
+		{"all hosts: active_max is a peak", in.Counters["homa_active_max"], 2},
+		{"server hosts", uint64(in.Hosts["server"]), 1},
+		{"client hosts", uint64(in.Hosts["client"]), 2},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(html)
+	for _, s := range []string{"inc-homa: transport counters by host role", "server (1 hosts)", "client (2 hosts)", "<td class=\"l\">homa_tx_grant_p7</td><td>0</td><td>900</td>"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+}
