@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -317,7 +316,6 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	var mu sync.Mutex
 	var lagWarnings []string
 	var cpuUs uint64
-	byHost := map[string]HostCounters{}
 	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
 		c, err := a.stop(ctx, drain)
 		if err != nil {
@@ -330,43 +328,14 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		rec.RPCs.Failed += c.GetFailed()
 		rec.RPCs.InFlight += c.GetInFlight()
 		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
-		byHost[a.host] = hostCounters(a.host, hostRole(true, servers[a.host]), c)
+		for k, v := range c.GetTransport() {
+			rec.TransportCounters[k] += v
+		}
 		if w := lagWarning(a.host, c, clients[a.host]); w != "" {
 			lagWarnings = append(lagWarnings, w)
 		}
 		return nil
 	})
-	// Hosts that only serve are not stopped (they have no workload), but
-	// their transports hold the receiver's side of the story: grants sent,
-	// resends asked for, packets dropped. Read them once the clients are done.
-	var serverOnly []string
-	for _, h := range used {
-		if clients[h] == nil {
-			serverOnly = append(serverOnly, h)
-		}
-	}
-	serverErr := r.agents.each(stopCtx, serverOnly, func(ctx context.Context, a *agent) error {
-		st, err := a.status(ctx)
-		if err != nil {
-			return err
-		}
-		c := st.GetCounters()
-		mu.Lock()
-		defer mu.Unlock()
-		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
-		byHost[a.host] = hostCounters(a.host, RoleServer, c)
-		return nil
-	})
-	if serverErr != nil {
-		// Counters are a diagnostic: without them the RPC records still stand.
-		rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("server transport counters incomplete: %v", serverErr))
-	}
-	for _, h := range used {
-		if hc, ok := byHost[h]; ok {
-			rec.Hosts = append(rec.Hosts, hc)
-			reports.MergeCounters(rec.TransportCounters, hc.Transport)
-		}
-	}
 	rec.Ended = time.Now().UnixNano()
 	telDone()
 	cpuBusy := cpuBusyFraction(cpu0, readCPU())

@@ -31,8 +31,12 @@ type Config struct {
 	// WindowBytes is a fixed grant window; 0 means MaxIncoming/(N+1) for N
 	// active messages.
 	WindowBytes uint32
-	// MaxIncoming bounds granted-but-unreceived bytes (default Overcommit x
-	// UnschedBytes).
+	// MaxIncoming bounds granted-but-unreceived bytes (default
+	// (Overcommit+1) x UnschedBytes: with the dynamic window
+	// MaxIncoming/(N+1), each of Overcommit active messages then keeps
+	// UnschedBytes, one RTT of bytes, in flight, as the ATC-era design that
+	// granted rtt_bytes per active message did; Overcommit x UnschedBytes
+	// left each of them K/(K+1) of an RTT and the downlink partly idle).
 	MaxIncoming uint32
 	// FIFOGrantPermille is the share of grants given to the oldest message
 	// (default 50 = 5%); DisableFIFOGrants turns them off.
@@ -153,7 +157,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Priorities = 1
 	}
 	if c.MaxIncoming == 0 {
-		c.MaxIncoming = uint32(c.Overcommit) * c.UnschedBytes
+		c.MaxIncoming = uint32(c.Overcommit+1) * c.UnschedBytes
 	}
 	if c.FIFOGrantPermille == 0 {
 		c.FIFOGrantPermille = 50

@@ -18,7 +18,7 @@ func TestConfigDefaults(t *testing.T) {
 	if want := 9 * pkt; c.UnschedBytes != want {
 		t.Errorf("unsched bytes %d, want %d", c.UnschedBytes, want)
 	}
-	if c.Overcommit != 8 || c.Priorities != 8 || c.MaxIncoming != 8*c.UnschedBytes || c.FIFOGrantPermille != 50 ||
+	if c.Overcommit != 8 || c.Priorities != 8 || c.MaxIncoming != 9*c.UnschedBytes || c.FIFOGrantPermille != 50 ||
 		c.Tick != time.Millisecond || c.ResendTicks != 5 || c.TimeoutTicks != 100 || c.MaxMessageBytes != 1_000_000 {
 		t.Errorf("defaults %+v", c)
 	}
