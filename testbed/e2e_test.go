@@ -186,6 +186,10 @@ func TestSmokeEndToEnd(t *testing.T) {
 			t.Errorf("smoke-homa: no GRANT sent by the server h1 in the manifest's host counters: %+v", e.Hosts)
 		}
 	}
+	// The scenario's switch buffer reached the switch process.
+	if slog, err := os.ReadFile(filepath.Join(dir, "logs", "s1.log")); err != nil || !bytes.Contains(slog, []byte("shared_buffer_bytes=4000000")) {
+		t.Errorf("logs/s1.log does not show smoke.yaml's 4MB shared buffer (%v)", err)
+	}
 	for _, f := range []string{"rpcs.csv", "report.html", "logs/s1.log", "logs/agent-h1.log", "switch/smoke-homa/s1.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)

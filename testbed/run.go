@@ -343,6 +343,7 @@ func (r *run) buildSpec(n *topo.Network) (mn.Spec, error) {
 			LinkBps: uint64(s.Link.Rate), QueueDepthPkts: s.Switch.QueueDepthPkts,
 			StatsFile: filepath.Join(r.dir, "switch", sw.Name+"-final.json"),
 			LogFile:   filepath.Join(r.dir, "logs", sw.Name+".log"), AdminSocket: admin,
+			ExtraArgs: switchBufferArgs(s.Switch),
 		}
 		if s.Switch.Pcap {
 			ss.PcapDir = filepath.Join(r.dir, "pcap")
@@ -358,6 +359,26 @@ func (r *run) buildSpec(n *topo.Network) (mn.Spec, error) {
 		r.stats[sw.Name] = newStatsClient(sw.Name, admin)
 	}
 	return spec, nil
+}
+
+// switchBufferArgs turns the scenario's byte limits and buffer into the
+// embedded switch's flags (validation keeps them off BMv2).
+func switchBufferArgs(sw scenario.Switch) []string {
+	var args []string
+	add := func(flag string, v int64) {
+		if v > 0 {
+			args = append(args, flag, strconv.FormatInt(v, 10))
+		}
+	}
+	b := sw.Buffer
+	add("--queue-depth-bytes", int64(sw.QueueDepthBytes))
+	add("--shared-buffer-bytes", int64(b.SharedBytes))
+	if b.Alpha > 0 {
+		args = append(args, "--shared-alpha", strconv.FormatFloat(b.Alpha, 'g', -1, 64))
+	}
+	add("--port-buffer-bytes", int64(b.PortBytes))
+	add("--port-buffer-pkts", int64(b.PortPkts))
+	return args
 }
 
 func switchIndex(n *topo.Network, name string) int {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/testbed/scenario"
 )
 
 func TestDiffStats(t *testing.T) {
@@ -153,5 +154,17 @@ func TestHostRole(t *testing.T) {
 	c.Transport["homa_tx_grant_p7"] = 99 // the record keeps its own copy
 	if h.Served != 7 || h.Transport["homa_tx_grant_p7"] != 3 {
 		t.Errorf("hostCounters = %+v", h)
+	}
+}
+
+func TestSwitchBufferArgs(t *testing.T) {
+	sw := scenario.Switch{QueueDepthBytes: 64000, Buffer: scenario.Buffer{SharedBytes: 2e6, Alpha: 0.5, PortPkts: 300}}
+	got := strings.Join(switchBufferArgs(sw), " ")
+	want := "--queue-depth-bytes 64000 --shared-buffer-bytes 2000000 --shared-alpha 0.5 --port-buffer-pkts 300"
+	if got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	if args := switchBufferArgs(scenario.Switch{QueueDepthPkts: 128}); len(args) != 0 {
+		t.Errorf("no buffer gave args %v", args)
 	}
 }

@@ -142,7 +142,10 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 			}
 		})
 	}
-	log.Info("switch running", "device_id", f.deviceID, "grpc", lis.Addr().String(), "ports", len(cfg.Ports))
+	log.Info("switch running", "device_id", f.deviceID, "grpc", lis.Addr().String(), "ports", len(cfg.Ports),
+		"queue_depth_pkts", cfg.QueueDepthPkts, "queue_depth_bytes", cfg.QueueDepthBytes,
+		"shared_buffer_bytes", cfg.SharedBufferBytes, "shared_alpha", cfg.SharedAlpha,
+		"port_buffer_bytes", cfg.PortBufferBytes, "port_buffer_pkts", cfg.PortBufferPkts)
 	err = g.Wait()
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = nil // SIGINT/SIGTERM: a clean stop

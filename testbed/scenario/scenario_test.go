@@ -76,6 +76,12 @@ func TestBadScenarios(t *testing.T) {
 		{"sweep of unknown field", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.bulk.lod\n    values: [1]", 21, "sweep[0].param", `no field "lod"`},
 		{"sweep of unknown phase", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.burst.load\n    values: [1]", 21, "sweep[0].param", `no entry named "burst"`},
 		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", "non-negative integer"},
+		{"buffer below one packet", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 100", 22, "switch.buffer.shared_bytes", "at least one MTU"},
+		{"buffer size not a size", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    port_bytes: lots", 22, "switch.buffer.port_bytes", "expected a size"},
+		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},
+		{"alpha out of range", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 1MB\n    alpha: 100", 23, "switch.buffer.alpha", "1/64 to 64"},
+		{"buffer on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  buffer:\n    shared_bytes: 1MB", 22, "switch.buffer", "per-queue depths only"},
+		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}
 	for _, tc := range tests {
@@ -263,5 +269,39 @@ func TestShippedScenarios(t *testing.T) {
 	}
 	if _, err := os.Stat("../../scenarios/incast.yaml"); err != nil {
 		t.Errorf("the default scenario is missing: %v", err)
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want ByteSize
+	}{{"1500", 1500}, {"64KB", 64000}, {"2MB", 2e6}, {"1MiB", 1 << 20}, {"512k", 512000}, {"1.5GB", 1.5e9}, {"100 B", 100}}
+	for _, tc := range tests {
+		if got, err := ParseByteSize(tc.in); err != nil || got != tc.want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-1KB", "2TB"} {
+		if _, err := ParseByteSize(bad); err == nil {
+			t.Errorf("ParseByteSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSwitchBuffer(t *testing.T) {
+	text := good + "switch:\n  queue_depth_bytes: 64KB\n  buffer:\n    shared_bytes: 2MB\n    alpha: 0.5\n    port_pkts: 300\n"
+	src, err := Parse("buf.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := plan.Base.Switch
+	want := Buffer{SharedBytes: 2e6, Alpha: 0.5, PortPkts: 300}
+	if sw.Buffer != want || sw.QueueDepthBytes != 64000 {
+		t.Errorf("switch = %+v, want buffer %+v and queue_depth_bytes 64000", sw, want)
 	}
 }

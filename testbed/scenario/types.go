@@ -73,9 +73,62 @@ type Switch struct {
 	Target string `yaml:"target"`
 	// QueueDepthPkts is the depth of each of the eight egress queues.
 	QueueDepthPkts int `yaml:"queue_depth_pkts"`
+	// QueueDepthBytes also limits each queue by bytes (0: packets only).
+	QueueDepthBytes ByteSize `yaml:"queue_depth_bytes"`
+	// Buffer is the packet memory the queues share (embedded target only).
+	Buffer Buffer `yaml:"buffer"`
 	// ECNThresholdPkts marks CE on ECT packets at this queue depth (0: off).
 	ECNThresholdPkts int  `yaml:"ecn_threshold_pkts"`
 	Pcap             bool `yaml:"pcap"`
+}
+
+// Buffer is a switch's packet memory beyond the per-queue depths, as
+// commodity switches have it: one buffer shared by every queue of the
+// switch with dynamic thresholds, and/or a limit per port over its eight
+// queues. Zero values mean no such limit.
+type Buffer struct {
+	// SharedBytes puts every queue of the switch in one shared buffer of
+	// this size; a queue may grow while its bytes stay below Alpha times
+	// the free buffer (dynamic thresholds, Choudhury-Hahne).
+	SharedBytes ByteSize `yaml:"shared_bytes"`
+	Alpha       float64  `yaml:"alpha"`
+	// PortBytes and PortPkts limit the sum over one port's queues.
+	PortBytes ByteSize `yaml:"port_bytes"`
+	PortPkts  int      `yaml:"port_pkts"`
+}
+
+// ByteSize is a size in bytes, written 1500, "64KB", "2MB" or "1MiB" (KB,
+// MB and GB are powers of ten, KiB, MiB and GiB powers of two).
+type ByteSize int64
+
+// UnmarshalYAML reads a size with an optional unit.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return typeError(n, err.Error())
+	}
+	*b = v
+	return nil
+}
+
+// ParseByteSize parses "1500", "64KB", "2MB", "1MiB" or "512k".
+func ParseByteSize(s string) (ByteSize, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || v*float64(mult) > 1<<40 {
+		return 0, fmt.Errorf("expected a size such as 1500, 64KB or 2MB, got %q", s)
+	}
+	return ByteSize(v * float64(mult)), nil
 }
 
 // DSCP policies.

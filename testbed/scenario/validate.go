@@ -178,6 +178,39 @@ func (c *checker) checkSwitch(s *Scenario) {
 	if s.Switch.ECNThresholdPkts < 0 || s.Switch.ECNThresholdPkts >= 1<<19 {
 		c.errorf("switch.ecn_threshold_pkts", "expected 0 (off) to %d packets, got %d", 1<<19-1, s.Switch.ECNThresholdPkts)
 	}
+	if d := s.Switch.QueueDepthBytes; d != 0 && int(d) < s.Link.MTU {
+		c.errorf("switch.queue_depth_bytes", "expected 0 (packets only) or at least one MTU (%d bytes), got %d", s.Link.MTU, d)
+	}
+	c.checkBuffer(s)
+}
+
+// checkBuffer checks switch.buffer: each limit holds at least one packet,
+// alpha goes with a shared buffer, and only the embedded target has one.
+func (c *checker) checkBuffer(s *Scenario) {
+	b := s.Switch.Buffer
+	if b == (Buffer{}) {
+		return
+	}
+	if s.Switch.Target == TargetBMv2 {
+		c.errorf("switch.buffer", "BMv2's simple_switch has per-queue depths only (queue_depth_pkts); buffer needs target %q", TargetEmbedded)
+		return
+	}
+	mtu := ByteSize(s.Link.MTU)
+	if b.SharedBytes != 0 && b.SharedBytes < mtu {
+		c.errorf("switch.buffer.shared_bytes", "expected 0 (no shared buffer) or at least one MTU (%d bytes), got %d", mtu, b.SharedBytes)
+	}
+	if b.PortBytes != 0 && b.PortBytes < mtu {
+		c.errorf("switch.buffer.port_bytes", "expected 0 (no port limit) or at least one MTU (%d bytes), got %d", mtu, b.PortBytes)
+	}
+	if b.PortPkts < 0 {
+		c.errorf("switch.buffer.port_pkts", "expected 0 (no port limit) or a positive number of packets, got %d", b.PortPkts)
+	}
+	switch {
+	case b.Alpha != 0 && b.SharedBytes == 0:
+		c.errorf("switch.buffer.alpha", "alpha sets the dynamic thresholds of a shared buffer: give shared_bytes too")
+	case b.Alpha < 0 || b.Alpha > 64 || (b.Alpha != 0 && b.Alpha < 1.0/64):
+		c.errorf("switch.buffer.alpha", "expected a dynamic-threshold alpha from 1/64 to 64 (1 is usual), got %g", b.Alpha)
+	}
 }
 
 func (c *checker) checkDSCP(s *Scenario) {
