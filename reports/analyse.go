@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -20,6 +21,10 @@ const percentileDefinition = "nearest rank on raw samples: the q-quantile of n s
 
 // hdrMaxNs bounds the values HdrHistogram tracks: one hour in nanoseconds.
 const hdrMaxNs = 3_600_000_000_000
+
+// unfinished is the failure reason of RPCs still in flight when their
+// experiment ended.
+const unfinished = "unfinished: still in flight when the experiment ended"
 
 // analysis is a run directory's summary plus what the exporters need.
 type analysis struct {
@@ -164,7 +169,7 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 		Transport: me.Transport,
 		Params:    me.Params,
 		RPCs: RPCCounts{
-			Issued: er.issued, Completed: er.completed, Failed: er.failed,
+			Issued: er.issued, Completed: er.completed, Failed: er.failed + er.inFlight,
 			InFlight: er.inFlight, Warmup: er.warmup,
 		},
 		Short:    Short{MaxLength: c.shortMax},
@@ -172,8 +177,14 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 		Fidelity: []string{},
 		Links:    []LinkStats{},
 	}
-	if len(er.failures) > 0 {
-		e.RPCs.Failures = er.failures
+	if len(er.failures) > 0 || er.inFlight > 0 {
+		e.RPCs.Failures = maps.Clone(er.failures)
+		if e.RPCs.Failures == nil {
+			e.RPCs.Failures = map[string]int64{}
+		}
+		if er.inFlight > 0 {
+			e.RPCs.Failures[unfinished] = er.inFlight
+		}
 	}
 	if e.Params == nil {
 		e.Params = map[string]any{}
@@ -207,6 +218,20 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 	if dur > 0 {
 		e.GoodputGbps = float64(er.bytes) * 8 / dur / 1e9
 		e.OfferedGbps = float64(er.offered) * 8 / dur / 1e9
+		e.OfferedRequestGbps = float64(er.reqBytes) * 8 / dur / 1e9
+	}
+	if me.ConfiguredBps > 0 {
+		e.ConfiguredGbps = fp(me.ConfiguredBps / 1e9)
+	}
+	// Counts, not bytes, are compared: heavy-tailed sizes make the bytes of
+	// a short run vary far more than the number of RPCs. A Poisson count
+	// varies by about its square root.
+	if want := me.ConfiguredRPS * dur; want >= 20 {
+		got := float64(er.issued)
+		if got < want-max(4*math.Sqrt(want), 0.05*want) {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("the clients issued %d measured RPCs where the configured rate (%.0f/s over %.1f s) asks for about %.0f (%.0f%%): the machine could not keep up with the configured load",
+				er.issued, me.ConfiguredRPS, dur, want, 100*got/want))
+		}
 	}
 	slices.Sort(er.lags)
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)

@@ -69,7 +69,7 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 	for i, e := range sum.Experiments {
 		se := run.exps[i]
 		if e.RPCs.Issued != int64(se.n+se.failed+se.inFly) || e.RPCs.Completed != int64(se.n) ||
-			e.RPCs.Failed != int64(se.failed) || e.RPCs.InFlight != int64(se.inFly) || e.RPCs.Warmup != 10 {
+			e.RPCs.Failed != int64(se.failed+se.inFly) || e.RPCs.InFlight != int64(se.inFly) || e.RPCs.Warmup != 10 {
 			t.Errorf("%s: counts %+v do not match the generated rows", e.Name, e.RPCs)
 		}
 		if e.Binning != "exact" || len(e.BySize) != len(lengths) {

@@ -125,3 +125,48 @@ func TestCountersByRole(t *testing.T) {
 		}
 	}
 }
+
+// TestConfiguredLoadShortfall checks the fidelity warning for clients that
+// issued clearly fewer RPCs than the configured rate asks for, and its
+// absence when they kept up.
+func TestConfiguredLoadShortfall(t *testing.T) {
+	for _, tc := range []struct {
+		rps  float64
+		warn bool
+	}{{100, false}, {200, true}} {
+		run := synthRun{seed: 5, lengths: []int64{100}, noTel: true, exps: []synthExp{
+			{name: "p-homa", transport: "homa", n: 1000, meanNs: 10_000},
+		}}
+		dir := t.TempDir()
+		run.write(t, dir)
+		path := filepath.Join(dir, "manifest.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var man map[string]any
+		if err := json.Unmarshal(b, &man); err != nil {
+			t.Fatal(err)
+		}
+		exp := man["experiments"].([]any)[0].(map[string]any)
+		exp["configured_rps"], exp["configured_bps"] = tc.rps, tc.rps*100*8
+		if err := os.WriteFile(path, mustJSON(t, man), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := Build(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := sum.Experiments[0]
+		warned := false
+		for _, f := range e.Fidelity {
+			warned = warned || strings.Contains(f, "could not keep up with the configured load")
+		}
+		if warned != tc.warn {
+			t.Errorf("configured %g/s for 1000 RPCs in 10 s: warned %v, want %v (%q)", tc.rps, warned, tc.warn, e.Fidelity)
+		}
+		if e.ConfiguredGbps == nil || *e.ConfiguredGbps != tc.rps*100*8/1e9 {
+			t.Errorf("configured_gbps = %v, want %g", e.ConfiguredGbps, tc.rps*100*8/1e9)
+		}
+	}
+}

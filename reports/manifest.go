@@ -44,8 +44,13 @@ type ManifestExperiment struct {
 	WarmupMs   float64        `json:"warmup_ms"`
 	DurationMs float64        `json:"duration_ms"`
 	Receivers  []string       `json:"receivers"`
-	Fidelity   []string       `json:"fidelity"`
-	Incomplete bool           `json:"incomplete"`
+	// ConfiguredBps is the request load the open-loop clients were set to
+	// offer (bits/s); 0 when unknown or closed-loop.
+	ConfiguredBps float64 `json:"configured_bps"`
+	// ConfiguredRPS is the sum of those clients' rates (RPCs/s).
+	ConfiguredRPS float64  `json:"configured_rps"`
+	Fidelity      []string `json:"fidelity"`
+	Incomplete    bool     `json:"incomplete"`
 	// TransportCounters are agent transport counters merged over every host
 	// that took part (Homa internals), when the orchestrator records them.
 	TransportCounters map[string]uint64 `json:"transport_counters"`

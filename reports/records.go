@@ -33,6 +33,7 @@ type expRecords struct {
 	lags     []int64 // send lag (sent - intended), ns, of rows that were sent
 	bytes    int64   // request + response bytes of completed RPCs
 	offered  int64   // request + response bytes of every issued RPC
+	reqBytes int64   // request bytes of every issued RPC
 	retries  int64
 	first    int64 // earliest intended_ns
 	last     int64 // latest done_ns
@@ -273,6 +274,7 @@ func (rs *recordSet) add(rec []string, c rpcColumns) error {
 		return err
 	} else {
 		e.offered += length + resp
+		e.reqBytes += length
 	}
 	if intended > 0 && (e.first == 0 || intended < e.first) {
 		e.first = intended

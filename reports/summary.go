@@ -38,7 +38,12 @@ type Experiment struct {
 	Slowdown    *Percentiles `json:"slowdown"`
 	GoodputGbps float64      `json:"goodput_gbps"`
 	OfferedGbps float64      `json:"offered_gbps"`
-	DurationS   float64      `json:"duration_s"`
+	// ConfiguredGbps is the request load the scenario asked the open-loop
+	// clients for (request bytes only; absent for closed loops), and
+	// OfferedRequestGbps the request bytes actually issued, to compare.
+	ConfiguredGbps     *float64 `json:"configured_gbps"`
+	OfferedRequestGbps float64  `json:"offered_request_gbps"`
+	DurationS          float64  `json:"duration_s"`
 	// SendLag is sent_ns - intended_ns of the RPCs that were sent.
 	SendLag     Percentiles     `json:"send_lag_us"`
 	Calibration *Calibration    `json:"calibration"`
@@ -51,7 +56,10 @@ type Experiment struct {
 	series []switchSeries
 }
 
-// RPCCounts counts measure-phase RPCs by final status.
+// RPCCounts counts measure-phase RPCs by final status. The books balance
+// as the contract has them: issued = completed + failed, an RPC still in
+// flight when the experiment ended (after its drain) counting as failed;
+// InFlight says how many of the failed ones those were.
 type RPCCounts struct {
 	Issued    int64 `json:"issued"`
 	Completed int64 `json:"completed"`

@@ -111,7 +111,8 @@ func assertNothingLeft(t *testing.T, registry, tag string) {
 
 // TestSmokeEndToEnd runs scenarios/smoke.yaml through the homatb binary and
 // checks summary.json: every experiment is there, its books balance
-// (issued = completed + failed + in flight) and it carries fidelity.
+// (issued = completed + failed, the contract's books) and it carries
+// fidelity.
 func TestSmokeEndToEnd(t *testing.T) {
 	needRunPrereqs(t)
 	bin := buildHomatb(t)
@@ -149,8 +150,8 @@ func TestSmokeEndToEnd(t *testing.T) {
 		if r.Issued == 0 || r.Completed == 0 {
 			t.Errorf("%s: issued %d, completed %d: no traffic got through", e.Name, r.Issued, r.Completed)
 		}
-		if r.Issued != r.Completed+r.Failed+r.InFlight {
-			t.Errorf("%s: books do not balance: issued %d != completed %d + failed %d + in flight %d", e.Name, r.Issued, r.Completed, r.Failed, r.InFlight)
+		if r.Issued != r.Completed+r.Failed || r.InFlight > r.Failed {
+			t.Errorf("%s: books do not balance: issued %d != completed %d + failed %d (of which in flight %d)", e.Name, r.Issued, r.Completed, r.Failed, r.InFlight)
 		}
 		if e.Fidelity == nil {
 			t.Errorf("%s: summary has no fidelity field", e.Name)

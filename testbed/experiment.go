@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -170,27 +171,28 @@ func waitIssued(ctx context.Context, a *agent, n uint64, timeout time.Duration) 
 }
 
 // roles works out each host's client workload and whether it serves.
-func (r *run) roles(e *scenario.Experiment) (map[string]*agentpb.Workload, map[string]bool, []string, error) {
+func (r *run) roles(e *scenario.Experiment) (map[string]*agentpb.Workload, map[string]bool, []string, map[string]float64, error) {
 	s := e.Scenario
 	all := s.Topology.HostNames()
 	clients := map[string]*agentpb.Workload{}
+	meanSize := map[string]float64{}
 	servers := map[string]bool{}
 	start := time.Now().Add(500 * time.Millisecond).UnixNano()
 	for pi, ph := range s.Phases {
 		cs, err := scenario.ExpandHosts(ph.Clients, all)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		ss, err := scenario.ExpandHosts(ph.Servers, all)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		for _, sv := range ss {
 			servers[sv] = true
 		}
 		mean, err := scenario.MeanSize(ph.Sizes)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		for _, c := range cs {
 			h, _ := r.net.Layout.Host(c)
@@ -222,6 +224,7 @@ func (r *run) roles(e *scenario.Experiment) (map[string]*agentpb.Workload, map[s
 				w.BurstJitterUs = uint32(ph.Incast.Jitter.D() / time.Microsecond)
 			}
 			clients[c] = w
+			meanSize[c] = mean
 		}
 	}
 	var receivers []string
@@ -230,7 +233,7 @@ func (r *run) roles(e *scenario.Experiment) (map[string]*agentpb.Workload, map[s
 			receivers = append(receivers, h)
 		}
 	}
-	return clients, servers, receivers, nil
+	return clients, servers, receivers, meanSize, nil
 }
 
 // experiment runs one experiment: configure every agent, sample the
@@ -239,7 +242,7 @@ func (r *run) roles(e *scenario.Experiment) (map[string]*agentpb.Workload, map[s
 func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	r.prog.begin(e.Name)
 	s := e.Scenario
-	clients, servers, receivers, err := r.roles(e)
+	clients, servers, receivers, meanSize, err := r.roles(e)
 	if err != nil {
 		return err
 	}
@@ -251,6 +254,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if e.Params == nil {
 		rec.Params = map[string]string{}
 	}
+	rec.ConfiguredBps, rec.ConfiguredRPS = configuredLoad(clients, meanSize)
 	hosts := r.net.Layout.Hosts
 	var used []string
 	for _, h := range hosts {
@@ -316,6 +320,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	var mu sync.Mutex
 	var lagWarnings []string
 	var cpuUs uint64
+	byHost := map[string]HostCounters{}
 	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
 		c, err := a.stop(ctx, drain)
 		if err != nil {
@@ -328,14 +333,46 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		rec.RPCs.Failed += c.GetFailed()
 		rec.RPCs.InFlight += c.GetInFlight()
 		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
-		for k, v := range c.GetTransport() {
-			rec.TransportCounters[k] += v
-		}
+		byHost[a.host] = hostCounters(a.host, hostRole(true, servers[a.host]), c)
 		if w := lagWarning(a.host, c, clients[a.host]); w != "" {
+			lagWarnings = append(lagWarnings, w)
+		}
+		if w := loadWarning(a.host, c, clients[a.host]); w != "" && waitErr == nil {
 			lagWarnings = append(lagWarnings, w)
 		}
 		return nil
 	})
+	// Hosts that only serve are not stopped (they have no workload), but
+	// their transports hold the receiver's side of the story: grants sent,
+	// resends asked for, packets dropped. Read them once the clients are done.
+	var serverOnly []string
+	for _, h := range used {
+		if clients[h] == nil {
+			serverOnly = append(serverOnly, h)
+		}
+	}
+	serverErr := r.agents.each(stopCtx, serverOnly, func(ctx context.Context, a *agent) error {
+		st, err := a.status(ctx)
+		if err != nil {
+			return err
+		}
+		c := st.GetCounters()
+		mu.Lock()
+		defer mu.Unlock()
+		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
+		byHost[a.host] = hostCounters(a.host, RoleServer, c)
+		return nil
+	})
+	if serverErr != nil {
+		// Counters are a diagnostic: without them the RPC records still stand.
+		rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("server transport counters incomplete: %v", serverErr))
+	}
+	for _, h := range used {
+		if hc, ok := byHost[h]; ok {
+			rec.Hosts = append(rec.Hosts, hc)
+			reports.MergeCounters(rec.TransportCounters, hc.Transport)
+		}
+	}
 	rec.Ended = time.Now().UnixNano()
 	telDone()
 	cpuBusy := cpuBusyFraction(cpu0, readCPU())
@@ -391,6 +428,39 @@ func lagWarning(host string, c *agentpb.Counters, w *agentpb.Workload) string {
 			host, c.GetLagP99Us(), c.GetLagMaxUs(), gapUs)
 	}
 	return ""
+}
+
+// loadWarning flags a client that issued clearly fewer RPCs than its
+// open-loop rate asks for over warm-up and measurement: the RPCs it was too
+// late to send before it was stopped never ran, so the load the network
+// carried was below the configured one.
+func loadWarning(host string, c *agentpb.Counters, w *agentpb.Workload) string {
+	if w == nil || w.GetArrivals() != scenario.ArrivalsPoisson || w.GetRateRps() <= 0 ||
+		w.GetBurstIntervalUs() > 0 || w.GetMaxRpcs() > 0 {
+		return ""
+	}
+	want := w.GetRateRps() * float64(w.GetDurationMs()) / 1e3
+	got := float64(c.GetIssued())
+	// A Poisson count varies by about its square root: flag only a
+	// shortfall well beyond that, and beyond 5%.
+	if want < 20 || got >= want-max(4*math.Sqrt(want), 0.05*want) {
+		return ""
+	}
+	return fmt.Sprintf("agent %s issued %d RPCs where its configured rate (%.0f/s over %.1f s) asks for about %.0f (%.0f%%): it could not keep to the configured load",
+		host, c.GetIssued(), w.GetRateRps(), float64(w.GetDurationMs())/1e3, want, 100*got/want)
+}
+
+// configuredLoad is the request load the open-loop clients are configured
+// to offer, in bits per second (message bytes only, as the scenario's load
+// counts them) and in RPCs per second; 0 when no client has a constant rate.
+func configuredLoad(clients map[string]*agentpb.Workload, mean map[string]float64) (bps, rps float64) {
+	for h, w := range clients {
+		if w.GetArrivals() == scenario.ArrivalsPoisson && w.GetBurstIntervalUs() == 0 && w.GetMaxRpcs() == 0 {
+			bps += w.GetRateRps() * mean[h] * 8
+			rps += w.GetRateRps()
+		}
+	}
+	return bps, rps
 }
 
 // switchStats reads every switch's statistics (nil for those that fail).

@@ -68,8 +68,13 @@ type ExperimentRecord struct {
 	DurationMs int64             `json:"duration_ms"`
 	Seed       uint64            `json:"seed"`
 	Receivers  []string          `json:"receivers"`
-	Fidelity   []string          `json:"fidelity"`
-	Incomplete bool              `json:"incomplete"`
+	// ConfiguredBps is the request load the open-loop clients were
+	// configured to offer (bits/s, message bytes only); 0 for closed loops.
+	ConfiguredBps float64 `json:"configured_bps"`
+	// ConfiguredRPS is the sum of those clients' rates (RPCs/s).
+	ConfiguredRPS float64  `json:"configured_rps"`
+	Fidelity      []string `json:"fidelity"`
+	Incomplete    bool     `json:"incomplete"`
 	// Counters are the agents' books summed over hosts.
 	RPCs struct {
 		Issued    uint64 `json:"issued"`

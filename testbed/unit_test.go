@@ -168,3 +168,37 @@ func TestSwitchBufferArgs(t *testing.T) {
 		t.Errorf("no buffer gave args %v", args)
 	}
 }
+
+func TestLoadWarning(t *testing.T) {
+	w := &agentpb.Workload{Arrivals: scenario.ArrivalsPoisson, RateRps: 200, DurationMs: 10_000}
+	tests := []struct {
+		name   string
+		w      *agentpb.Workload
+		issued uint64
+		warn   bool
+	}{
+		{"on schedule", w, 2000, false},
+		{"Poisson spread", w, 1900, false},
+		{"fell behind", w, 1500, true},
+		{"closed loop", &agentpb.Workload{Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1, DurationMs: 10_000}, 3, false},
+		{"bounded by max_rpcs", &agentpb.Workload{Arrivals: scenario.ArrivalsPoisson, RateRps: 200, DurationMs: 10_000, MaxRpcs: 50}, 50, false},
+		{"server only", nil, 0, false},
+	}
+	for _, tc := range tests {
+		got := loadWarning("h2", &agentpb.Counters{Issued: tc.issued}, tc.w)
+		if (got != "") != tc.warn {
+			t.Errorf("%s: warning %q, want one: %v", tc.name, got, tc.warn)
+		}
+		if tc.warn && !strings.Contains(got, "h2 issued 1500") {
+			t.Errorf("%s: %q does not name the host and count", tc.name, got)
+		}
+	}
+	bps, rps := configuredLoad(map[string]*agentpb.Workload{
+		"h2": {Arrivals: scenario.ArrivalsPoisson, RateRps: 100},
+		"h3": {Arrivals: scenario.ArrivalsPoisson, RateRps: 50},
+		"h4": {Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1},
+	}, map[string]float64{"h2": 1000, "h3": 2000, "h4": 1e6})
+	if bps != 100*1000*8+50*2000*8 || rps != 150 {
+		t.Errorf("configuredLoad = %g bit/s, %g RPC/s; want 1.6e6, 150", bps, rps)
+	}
+}
