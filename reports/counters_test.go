@@ -56,25 +56,14 @@ func TestCountersByRole(t *testing.T) {
 	}}
 	dir := t.TempDir()
 	run.write(t, dir)
-	path := filepath.Join(dir, "manifest.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man map[string]any
-	if err := json.Unmarshal(b, &man); err != nil {
-		t.Fatal(err)
-	}
-	exp := man["experiments"].([]any)[0].(map[string]any)
-	delete(exp, "transport_counters") // the reports merge them from hosts
-	exp["hosts"] = []map[string]any{
-		{"host": "h1", "role": "server", "served": 40, "transport": map[string]uint64{"homa_tx_grant_p7": 900, "homa_resends_sent": 4, "homa_active_max": 2}},
-		{"host": "h2", "role": "client", "transport": map[string]uint64{"homa_rx_grant_p7": 450, "homa_tx_data_p0": 3000, "homa_active_max": 0}},
-		{"host": "h3", "role": "client", "transport": map[string]uint64{"homa_rx_grant_p7": 440, "homa_tx_data_p0": 2900, "homa_resends_received": 4}},
-	}
-	if err := os.WriteFile(path, mustJSON(t, man), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editFirstExperiment(t, dir, func(exp map[string]any) {
+		delete(exp, "transport_counters") // the reports merge them from hosts
+		exp["hosts"] = []map[string]any{
+			{"host": "h1", "role": "server", "served": 40, "transport": map[string]uint64{"homa_tx_grant_p7": 900, "homa_resends_sent": 4, "homa_active_max": 2}},
+			{"host": "h2", "role": "client", "transport": map[string]uint64{"homa_rx_grant_p7": 450, "homa_tx_data_p0": 3000, "homa_active_max": 0}},
+			{"host": "h3", "role": "client", "transport": map[string]uint64{"homa_rx_grant_p7": 440, "homa_tx_data_p0": 2900, "homa_resends_received": 4}},
+		}
+	})
 	if _, err := Build(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
@@ -139,20 +128,9 @@ func TestConfiguredLoadShortfall(t *testing.T) {
 		}}
 		dir := t.TempDir()
 		run.write(t, dir)
-		path := filepath.Join(dir, "manifest.json")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var man map[string]any
-		if err := json.Unmarshal(b, &man); err != nil {
-			t.Fatal(err)
-		}
-		exp := man["experiments"].([]any)[0].(map[string]any)
-		exp["configured_rps"], exp["configured_bps"] = tc.rps, tc.rps*100*8
-		if err := os.WriteFile(path, mustJSON(t, man), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		editFirstExperiment(t, dir, func(exp map[string]any) {
+			exp["configured_rps"], exp["configured_bps"] = tc.rps, tc.rps*100*8
+		})
 		sum, err := Build(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
@@ -168,5 +146,24 @@ func TestConfiguredLoadShortfall(t *testing.T) {
 		if e.ConfiguredGbps == nil || *e.ConfiguredGbps != tc.rps*100*8/1e9 {
 			t.Errorf("configured_gbps = %v, want %g", e.ConfiguredGbps, tc.rps*100*8/1e9)
 		}
+	}
+}
+
+// editFirstExperiment rewrites the first experiment entry of a run
+// directory's manifest.json with f.
+func editFirstExperiment(t *testing.T, dir string, f func(map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man map[string]any
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	f(man["experiments"].([]any)[0].(map[string]any))
+	if err := os.WriteFile(path, mustJSON(t, man), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
