@@ -139,16 +139,7 @@ func goodput(b *testing.B, cfg homa.Config) {
 	}
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	go func() {
-		one := []byte{1}
-		for {
-			rpc, err := srv.Receive(ctx)
-			if err != nil {
-				return
-			}
-			_ = rpc.Reply(one)
-		}
-	}()
+	serveFixed(ctx, srv, []byte{1})
 	dest := netip.AddrPortFrom(v.addr[1], serverPort)
 	req := make([]byte, size)
 	if _, _, err := client.Call(ctx, dest, req); err != nil { // warm-up

@@ -228,3 +228,16 @@ func TestLoss(t *testing.T) {
 		})
 	}
 }
+
+// serveFixed answers every request on srv with resp until ctx ends.
+func serveFixed(ctx context.Context, srv *homa.Server, resp []byte) {
+	go func() {
+		for {
+			rpc, err := srv.Receive(ctx)
+			if err != nil {
+				return
+			}
+			_ = rpc.Reply(resp)
+		}
+	}()
+}

@@ -34,15 +34,7 @@ func incastPeak(t *testing.T, cfg homa.Config) (uint64, homa.Stats) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go func() {
-				for {
-					rpc, err := srv.Receive(ctx)
-					if err != nil {
-						return
-					}
-					_ = rpc.Reply(resp)
-				}
-			}()
+			serveFixed(ctx, srv, resp)
 			dests = append(dests, netip.AddrPortFrom(a, serverPort))
 		}
 		var wg sync.WaitGroup

@@ -29,15 +29,7 @@ func shortUnderLoad(t *testing.T, cfg homa.Config) time.Duration {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			for {
-				rpc, err := srv.Receive(ctx)
-				if err != nil {
-					return
-				}
-				_ = rpc.Reply([]byte{1})
-			}
-		}()
+		serveFixed(ctx, srv, []byte{1})
 		dest := netip.AddrPortFrom(serverAddr, serverPort)
 		big := make([]byte, 1_000_000)
 		var wg sync.WaitGroup
