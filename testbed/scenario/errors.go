@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -43,6 +45,21 @@ func (es Errors) Unwrap() []error {
 	for i, e := range es {
 		out[i] = e
 	}
+	return out
+}
+
+// unique drops repeated errors (same line, field and message), keeping the
+// first of each, and puts the rest in line order.
+func (es Errors) unique() Errors {
+	seen := map[Error]bool{}
+	var out Errors
+	for _, e := range es {
+		if !seen[*e] {
+			seen[*e] = true
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
 	return out
 }
 

@@ -94,7 +94,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)
 	if len(c.errs) > 0 {
-		return nil, c.errs
+		return nil, c.errs.unique()
 	}
 	combos := 1
 	for _, sw := range base.Sweep {
@@ -141,7 +141,8 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		// A bad swept value fails every combination it is part of: say so once.
+		return nil, errs.unique()
 	}
 	return plan, nil
 }

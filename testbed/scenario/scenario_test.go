@@ -123,6 +123,30 @@ func parseAndPlan(file, text string) error {
 	return err
 }
 
+// TestSweptErrorOnce: a bad value in one sweep fails every combination it
+// is part of, yet is reported once, at the value's line.
+func TestSweptErrorOnce(t *testing.T) {
+	sweep := "sweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]\n  - param: transports.homa.homa.overcommit\n    values: [1, 2, 3]\n"
+	err := parseAndPlan("once.yaml", good+sweep)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 || es[0].Line != 22 || es[0].Field != "transports[0].homa.priorities" {
+		t.Fatalf("got %v, want one error at once.yaml:22 transports[0].homa.priorities", err)
+	}
+}
+
+// TestErrorsInLineOrder: several problems come back sorted by line.
+func TestErrorsInLineOrder(t *testing.T) {
+	text := strings.Replace(good, "priorities: 8", "priorities: 3", 1) + "switch:\n  queue_depth_pkts: -1\n"
+	err := parseAndPlan("order.yaml", text)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 2 {
+		t.Fatalf("got %v, want two errors", err)
+	}
+	if es[0].Line != 10 || es[1].Line != 21 {
+		t.Errorf("lines %d, %d; want 10 then 21", es[0].Line, es[1].Line)
+	}
+}
+
 func TestSizeSpecError(t *testing.T) {
 	err := parseAndPlan("s.yaml", strings.Replace(good, "sizes: fixed:1000", "sizes: huge", 1))
 	var es Errors
