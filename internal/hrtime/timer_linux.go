@@ -18,7 +18,9 @@ type Timer struct {
 	f      *os.File
 	rc     syscall.RawConn
 	buf    [8]byte
-	readFn func(fd uintptr) bool // preallocated: Wait runs on hot paths
+	spec   unix.ItimerSpec
+	readFn func(fd uintptr) bool // preallocated, as is setFn: Reset and
+	setFn  func(fd uintptr)      // Wait run on hot paths
 }
 
 // NewTimer returns a disarmed Timer.
@@ -36,14 +38,16 @@ func NewTimer() (*Timer, error) {
 		_, err := unix.Read(int(fd), t.buf[:])
 		return err != unix.EAGAIN
 	}
+	t.setFn = func(fd uintptr) { _ = unix.TimerfdSettime(int(fd), 0, &t.spec, nil) }
 	return t, nil
 }
 
 // Reset arms the timer to expire after d (at least a microsecond, since a
-// zero timerfd value disarms it), replacing any earlier setting.
+// zero timerfd value disarms it), replacing any earlier setting. Only one
+// goroutine may call Reset or Sleep at a time.
 func (t *Timer) Reset(d time.Duration) {
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, time.Microsecond)))}
-	_ = t.rc.Control(func(fd uintptr) { _ = unix.TimerfdSettime(int(fd), 0, &spec, nil) })
+	t.spec.Value = unix.NsecToTimespec(int64(max(d, time.Microsecond)))
+	_ = t.rc.Control(t.setFn)
 }
 
 // Wait blocks until the armed timer expires; it returns ErrClosed once the

@@ -98,3 +98,14 @@ func BenchmarkLateness(b *testing.B) {
 		b.ReportMetric(float64(late.Microseconds())/float64(b.N), "late_us")
 	})
 }
+
+func TestResetAndWaitDoNotAllocate(t *testing.T) {
+	tm, err := NewTimer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	if n := testing.AllocsPerRun(100, func() { _ = tm.Sleep(time.Microsecond) }); n != 0 {
+		t.Errorf("Sleep allocates %v times per call, want 0 (it runs per pacer wake-up)", n)
+	}
+}
