@@ -1,0 +1,146 @@
+package switchtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/p4"
+)
+
+// TestHomaThroughSwitch runs 10,000 Homa RPCs of mixed sizes between the
+// rack's two hosts over raw sockets, through the embedded switch
+// programmed only over P4Runtime, and checks every response byte, that no
+// request ran twice, and that the switch queued Homa's packets by the
+// priority in their DSCP: control and unscheduled packets in queue 7,
+// scheduled ones lower. (A test-only use of the host stack: p4 itself
+// imports nothing of it.)
+func TestHomaThroughSwitch(t *testing.T) {
+	hs := newHosts(t)
+	r := newRack(t, hs, nil)
+	r.program(t)
+
+	cfg := homa.Config{LinkBps: 1e9, UnloadedRTT: 100 * time.Microsecond}
+	var eps [2]*homa.Endpoint
+	for i, h := range hs {
+		var conn *homa.RawConn
+		if err := ns.WithNetNSPath("/var/run/netns/"+h.netns, func(ns.NetNS) (err error) {
+			conn, err = homa.ListenRaw(netip.AddrFrom4([4]byte(h.ip)))
+			return err
+		}); err != nil {
+			t.Fatalf("raw socket in %s: %v", h.netns, err)
+		}
+		ep, err := homa.NewEndpoint(conn, cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		eps[i] = ep
+	}
+	const port = 700
+	srv, err := eps[1].Listen(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var executed sync.Map // request tag -> true; a second run is a duplicate
+	var dups int
+	var dupMu sync.Mutex
+	go func() {
+		for {
+			rpc, err := srv.Receive(ctx)
+			if err != nil {
+				return
+			}
+			req := rpc.Request()
+			if len(req) >= 8 {
+				if _, seen := executed.LoadOrStore(string(req[:8]), true); seen {
+					dupMu.Lock()
+					dups++
+					dupMu.Unlock()
+				}
+			}
+			_ = rpc.Reply(req)
+		}
+	}()
+
+	dest := netip.AddrPortFrom(netip.AddrFrom4([4]byte(hs[1].ip)), port)
+	sizes := []int{64, 100, 500, 1000, 1500, 3000, 10_000, 50_000, 200_000}
+	weights := []int{20, 20, 15, 10, 10, 10, 8, 5, 2} // percent
+	rng := rand.New(rand.NewPCG(11, 12))
+	pick := func() int {
+		x := rng.IntN(100)
+		for i, w := range weights {
+			if x < w {
+				return sizes[i]
+			}
+			x -= w
+		}
+		return sizes[0]
+	}
+	const rpcs, parallel = 10_000, 16
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	sem := make(chan struct{}, parallel)
+	for i := range rpcs {
+		req := make([]byte, pick())
+		for j := range req {
+			req[j] = byte(i*31 + j*7)
+		}
+		copy(req, fmt.Sprintf("%08d", i)) // the tag the server checks for duplicates
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			resp, _, err := eps[0].Call(ctx, dest, req)
+			if err == nil && !bytes.Equal(resp, req) {
+				err = fmt.Errorf("response differs from the request")
+			}
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("rpc %d (%d bytes): %v", i, len(req), err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, f := range failed {
+		if i < 10 {
+			t.Error(f)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d RPCs failed", len(failed), rpcs)
+	}
+	dupMu.Lock()
+	if dups != 0 {
+		t.Errorf("%d requests executed twice", dups)
+	}
+	dupMu.Unlock()
+
+	// Towards the server: requests' unscheduled bytes and the client's
+	// control packets in queue 7, granted bytes of long requests lower.
+	var top, below int64
+	for q := range uint8(8) {
+		pkts, _ := r.counter(t, p4.CounterEgressQueue, hs[1].port, q)
+		if q == 7 {
+			top = pkts
+		} else {
+			below += pkts
+		}
+	}
+	if top == 0 || below == 0 {
+		t.Errorf("egress port %d: %d packets in queue 7, %d below it; want both (priorities from DSCP)", hs[1].port, top, below)
+	}
+	st := eps[0].Stats()
+	t.Logf("%d RPCs; port %d: %d packets in queue 7, %d below; client resends %d, malformed %d", rpcs, hs[1].port, top, below, st.ResendsSent, st.Malformed)
+}
