@@ -255,6 +255,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		rec.Params = map[string]string{}
 	}
 	rec.ConfiguredBps, rec.ConfiguredRPS = configuredLoad(clients, meanSize)
+	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	hosts := r.net.Layout.Hosts
 	var used []string
 	for _, h := range hosts {

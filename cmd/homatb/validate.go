@@ -27,6 +27,9 @@ func newValidateCmd() *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d experiments\n", f, len(plan.Experiments))
+				for _, w := range plan.Warnings() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", f, w)
+				}
 				if verbose {
 					if err := plan.Describe(cmd.OutOrStdout()); err != nil {
 						return err

@@ -62,6 +62,28 @@ func MeanSize(spec string) (float64, error) {
 	return d.Mean(), nil
 }
 
+// Warnings lists, once each, what is valid but will not measure what the
+// author likely meant (links loaded beyond their rate), with the
+// experiments it applies to.
+func (p *Plan) Warnings() []string {
+	var out []string
+	count := map[string]int{}
+	for i := range p.Experiments {
+		for _, w := range OverloadWarnings(p.Experiments[i].Scenario) {
+			if count[w] == 0 {
+				out = append(out, w)
+			}
+			count[w]++
+		}
+	}
+	for i, w := range out {
+		if n := count[w]; n < len(p.Experiments) {
+			out[i] = fmt.Sprintf("%s (%d of %d experiments)", w, n, len(p.Experiments))
+		}
+	}
+	return out
+}
+
 // Load reads, validates and expands a scenario file: the whole path that
 // `homatb validate`, `homatb run --dry-run` and `homatb run` share.
 func Load(path string, opt Options) (*Plan, error) {

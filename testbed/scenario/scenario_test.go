@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,6 +290,9 @@ func TestShippedScenarios(t *testing.T) {
 			if len(plan.Experiments) == 0 {
 				t.Fatal("no experiments")
 			}
+			for _, w := range plan.Warnings() {
+				t.Errorf("warning: %s", w)
+			}
 		})
 	}
 	if _, err := os.Stat("../../scenarios/incast.yaml"); err != nil {
@@ -328,4 +332,52 @@ func TestSwitchBuffer(t *testing.T) {
 	if sw.Buffer != want || sw.QueueDepthBytes != 64000 {
 		t.Errorf("switch = %+v, want buffer %+v and queue_depth_bytes 64000", sw, want)
 	}
+}
+
+func TestOfferedLinkLoad(t *testing.T) {
+	// h1..h4 all to all at 60% with echoed responses: each host sends 60%
+	// of requests and receives its share of everyone's requests (60%) plus
+	// the responses to its own (60%).
+	text := strings.Replace(good, "    arrivals: closed\n    max_outstanding: 1\n", "    load: 0.6\n", 1)
+	text = strings.Replace(text, "clients: [h2-h3]", "clients: [all]", 1)
+	text = strings.Replace(text, "servers: [h1]", "servers: [all]", 1)
+	plan := mustPlan(t, text)
+	ll, err := OfferedLinkLoad(plan.Experiments[0].Scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"h1", "h4"} {
+		if d, u := ll.Down[h], ll.Up[h]; math.Abs(d-1.2) > 1e-9 || math.Abs(u-1.2) > 1e-9 {
+			t.Errorf("%s: down %.3f, up %.3f; want 1.2 each (requests + echoed responses)", h, d, u)
+		}
+	}
+	if w := plan.Warnings(); len(w) != 2 || !strings.Contains(w[0], "4 host downlinks (h1, h2, h3, h4) at up to 120%") {
+		t.Errorf("warnings %q", w)
+	}
+	// With 100-byte responses the same load fits.
+	plan = mustPlan(t, strings.Replace(text, "    load: 0.6\n", "    load: 0.6\n    response_bytes: 100\n", 1))
+	ll, _ = OfferedLinkLoad(plan.Experiments[0].Scenario)
+	if d := ll.Down["h1"]; math.Abs(d-0.66) > 1e-9 {
+		t.Errorf("h1 down %.4f, want 0.6 + 0.6*100/1000", d)
+	}
+	if w := plan.Warnings(); len(w) != 0 {
+		t.Errorf("warnings %q for a load that fits", w)
+	}
+	// Closed loops are left out: they carry what the network allows.
+	if ll, _ := OfferedLinkLoad(mustPlan(t, good).Base); len(ll.Down) != 0 {
+		t.Errorf("closed-loop load counted: %v", ll.Down)
+	}
+}
+
+func mustPlan(t *testing.T, text string) *Plan {
+	t.Helper()
+	src, err := Parse("t.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }

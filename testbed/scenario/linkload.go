@@ -1,0 +1,114 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LinkLoad is the load a scenario's open-loop phases put on each host's
+// links, as fractions of the link rate: requests and their responses
+// (message bytes only, as `load` counts them). Closed-loop phases adapt to
+// what the network carries and are left out.
+type LinkLoad struct {
+	Up, Down map[string]float64
+}
+
+// OfferedLinkLoad works out the LinkLoad of a validated scenario. Each
+// client spreads its requests evenly over its servers (the agents pick one
+// at random per RPC); a response is response_bytes long, or as long as its
+// request when that is 0 (echo).
+func OfferedLinkLoad(s *Scenario) (LinkLoad, error) {
+	ll := LinkLoad{Up: map[string]float64{}, Down: map[string]float64{}}
+	all := s.Topology.HostNames()
+	rate := float64(s.Link.Rate) / 8 // bytes per second
+	for _, ph := range s.Phases {
+		if ph.Arrivals != ArrivalsPoisson || ph.Incast != nil || (ph.Load == 0 && ph.RateRPS == 0) {
+			continue
+		}
+		mean, err := MeanSize(ph.Sizes)
+		if err != nil {
+			return ll, err
+		}
+		clients, err := ExpandHosts(ph.Clients, all)
+		if err != nil {
+			return ll, err
+		}
+		servers, err := ExpandHosts(ph.Servers, all)
+		if err != nil {
+			return ll, err
+		}
+		resp := float64(ph.ResponseBytes)
+		if resp == 0 {
+			resp = mean
+		}
+		for _, c := range clients {
+			var targets []string
+			for _, sv := range servers {
+				if sv != c {
+					targets = append(targets, sv)
+				}
+			}
+			if len(targets) == 0 {
+				continue
+			}
+			rps := ph.RateRPS
+			if ph.Load > 0 {
+				rps = ph.Load * rate / mean
+			}
+			ll.Up[c] += rps * mean / rate
+			ll.Down[c] += rps * resp / rate
+			for _, t := range targets {
+				share := rps / float64(len(targets))
+				ll.Down[t] += share * mean / rate
+				ll.Up[t] += share * resp / rate
+			}
+		}
+	}
+	return ll, nil
+}
+
+// OverloadWarnings names the links an experiment's open-loop phases load
+// beyond their rate: no transport can carry that, so RPCs pile up and the
+// run measures the backlog. Often the cause is echoed responses
+// (response_bytes 0) doubling the load on every host that is client and
+// server at once.
+func OverloadWarnings(s *Scenario) []string {
+	ll, err := OfferedLinkLoad(s)
+	if err != nil {
+		return nil // validation has reported it
+	}
+	var out []string
+	for _, dir := range []struct {
+		name string
+		m    map[string]float64
+	}{{"downlink", ll.Down}, {"uplink", ll.Up}} {
+		var over []string
+		worst := 0.0
+		for h, v := range dir.m {
+			if v > 1 {
+				over = append(over, h)
+				worst = max(worst, v)
+			}
+		}
+		if len(over) == 0 {
+			continue
+		}
+		slices.SortFunc(over, func(a, b string) int {
+			i, _ := hostIndex(a)
+			j, _ := hostIndex(b)
+			return i - j
+		})
+		out = append(out, fmt.Sprintf("the configured load puts %d host %ss (%s) at up to %.0f%% of the link rate, requests and responses together: beyond what any transport carries (responses echo the request when response_bytes is 0)",
+			len(over), dir.name, hostList(over), 100*worst))
+	}
+	return out
+}
+
+// hostList names a few hosts, or the first and last of many.
+func hostList(hosts []string) string {
+	if len(hosts) <= 4 {
+		return strings.Join(hosts, ", ")
+	}
+	return fmt.Sprintf("%s ... %s", hosts[0], hosts[len(hosts)-1])
+}
