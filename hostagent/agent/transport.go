@@ -34,7 +34,9 @@ type Transport interface {
 // CallResult is what a transport reports about one completed RPC.
 type CallResult struct {
 	RespBytes int
-	// Retries counts transport-level resends seen by this RPC.
+	// Retries counts transport-level resends seen by this RPC: Homa's
+	// resend requests and restarts; for TCP the segments the client
+	// retransmitted on the RPC's connection while it was outstanding.
 	Retries int
 }
 
@@ -138,8 +140,8 @@ func newTCPTransport(cfg tcprpc.Config, address string, log *slog.Logger) (*tcpT
 }
 
 func (t *tcpTransport) Call(ctx context.Context, target string, req []byte) (CallResult, error) {
-	n, err := t.client.Call(ctx, target, req)
-	return CallResult{RespBytes: n}, err
+	res, err := t.client.Call(ctx, target, req)
+	return CallResult{RespBytes: res.Bytes, Retries: res.Retrans}, err
 }
 
 func (t *tcpTransport) Serve(ctx context.Context, port uint16, h Handler) error {

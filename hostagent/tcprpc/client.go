@@ -59,30 +59,46 @@ type connSlot struct {
 	cn *conn
 }
 
-// Call sends req to addr and waits for the response, returning its length.
-// The response bytes are read and discarded: the agent only times RPCs.
-func (c *Client) Call(ctx context.Context, addr string, req []byte) (int, error) {
+// Result is what Call reports of one RPC.
+type Result struct {
+	// Bytes is the response's length.
+	Bytes int
+	// Retrans is the number of segments the kernel retransmitted on the
+	// RPC's connection between the request's write and the response's
+	// arrival (or the connection's failure): the growth of TCP_INFO
+	// tcpi_total_retrans over the RPC. Requests pipelined on one
+	// connection share its byte stream, so a retransmission while several
+	// are outstanding counts for each of them: each waited for it. The
+	// server's retransmissions of the response are counted on its own
+	// socket, not here.
+	Retrans int
+}
+
+// Call sends req to addr and waits for the response. The response bytes
+// are read and discarded: the agent only times RPCs. A failed RPC still
+// reports the retransmissions it saw.
+func (c *Client) Call(ctx context.Context, addr string, req []byte) (Result, error) {
 	p, err := c.peer(addr)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	c.calls.Add(1)
 	slot := &p.slots[int(p.next.Add(1)-1)%len(p.slots)]
 	cn, err := c.connect(ctx, p.addr, slot)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	pc, err := cn.send(req)
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	select {
 	case res := <-pc.done:
-		return res.n, res.err
+		return Result{Bytes: res.n, Retrans: res.retrans}, res.err
 	case <-ctx.Done():
 		// The call stays queued on the connection, whose reader drops its
 		// response when it arrives; the connection stays in order.
-		return 0, ctx.Err()
+		return Result{}, ctx.Err()
 	}
 }
 
@@ -113,7 +129,7 @@ func (c *Client) connect(ctx context.Context, addr string, slot *connSlot) (*con
 		c.dialFailures.Add(1)
 		return nil, fmt.Errorf("tcp dial %s: %w", addr, err)
 	}
-	cn := newConn(nc, func(err error) {
+	cn := newConn(nc, func() uint64 { return retransmits(nc) }, func(err error) {
 		c.connFailures.Add(1)
 		c.log.Debug("tcp connection failed", "peer", addr, "err", err)
 	}, &c.closedRetrans)
@@ -145,7 +161,7 @@ func (c *Client) Stats() map[string]uint64 {
 			s := &p.slots[i]
 			s.mu.Lock()
 			if s.cn != nil && s.cn.err() == nil {
-				retrans += retransmits(s.cn.nc)
+				retrans += s.cn.retransNow()
 			}
 			s.mu.Unlock()
 		}
@@ -180,12 +196,16 @@ func (c *Client) Close() error {
 }
 
 type result struct {
-	n   int
-	err error
+	n       int
+	retrans int
+	err     error
 }
 
 type pendingCall struct {
 	done chan result
+	// base is the connection's retransmission count when the request was
+	// queued, set before the call is visible to the reader.
+	base uint64
 }
 
 // conn is one client connection: writes are serialised by wmu, responses
@@ -194,6 +214,9 @@ type conn struct {
 	nc      net.Conn
 	onFail  func(error)
 	retrans *atomic.Uint64 // receives the connection's retransmissions at close
+	// retransNow reads the connection's retransmission count (TCP_INFO;
+	// a fake counter in tests).
+	retransNow func() uint64
 
 	wmu sync.Mutex
 	bw  *bufio.Writer
@@ -205,12 +228,30 @@ type conn struct {
 	pmu     sync.Mutex
 	pending []*pendingCall
 	failed  error
+	// lastRetrans is the count read when the last response arrived.
+	// While nothing is pending every byte sent has been acknowledged (each
+	// response acknowledges its request), so the kernel retransmits
+	// nothing and the count stays put: an RPC sent on an idle connection
+	// takes it as its base without a system call.
+	lastRetrans uint64
 }
 
-func newConn(nc net.Conn, onFail func(error), retrans *atomic.Uint64) *conn {
-	cn := &conn{nc: nc, onFail: onFail, retrans: retrans, bw: bufio.NewWriterSize(nc, 64<<10)}
+func newConn(nc net.Conn, retransNow func() uint64, onFail func(error), retrans *atomic.Uint64) *conn {
+	cn := &conn{nc: nc, onFail: onFail, retrans: retrans, retransNow: retransNow,
+		bw: bufio.NewWriterSize(nc, 64<<10)}
+	// SYN retransmissions belong to the dial, not to the first RPC.
+	cn.lastRetrans = retransNow()
 	go cn.readLoop()
 	return cn
+}
+
+// retransSince is the growth of the retransmission count from base to now;
+// a failed read (0) gives 0 rather than a wrapped difference.
+func retransSince(base, now uint64) int {
+	if now < base {
+		return 0
+	}
+	return int(now - base)
 }
 
 func (cn *conn) err() error {
@@ -234,6 +275,12 @@ func (cn *conn) send(req []byte) (*pendingCall, error) {
 			cn.bw.Flush() // what earlier senders left; fails on a dead connection anyway
 		}
 		return nil, fmt.Errorf("tcp connection to %s: %w", cn.nc.RemoteAddr(), err)
+	}
+	pc.base = cn.lastRetrans
+	if len(cn.pending) > 0 {
+		// Earlier requests are unacknowledged, so the count may have moved
+		// since the last response.
+		pc.base = max(pc.base, cn.retransNow())
 	}
 	// Queued before the write, so the reader always finds it.
 	cn.pending = append(cn.pending, pc)
@@ -265,6 +312,8 @@ func (cn *conn) readLoop() {
 			cn.close(fmt.Errorf("tcp receive from %s: %w", cn.nc.RemoteAddr(), err))
 			return
 		}
+		// Read outside pmu so senders are not held up by the system call.
+		now := cn.retransNow()
 		cn.pmu.Lock()
 		if len(cn.pending) == 0 {
 			cn.pmu.Unlock()
@@ -274,8 +323,9 @@ func (cn *conn) readLoop() {
 		pc := cn.pending[0]
 		cn.pending[0] = nil
 		cn.pending = cn.pending[1:]
+		cn.lastRetrans = max(cn.lastRetrans, now)
 		cn.pmu.Unlock()
-		pc.done <- result{n: n}
+		pc.done <- result{n: n, retrans: retransSince(pc.base, now)}
 	}
 }
 
@@ -290,12 +340,13 @@ func (cn *conn) close(err error) {
 	pending := cn.pending
 	cn.pending = nil
 	cn.pmu.Unlock()
-	cn.retrans.Add(retransmits(cn.nc))
+	now := cn.retransNow()
+	cn.retrans.Add(now)
 	cn.nc.Close()
 	if !errors.Is(err, net.ErrClosed) {
 		cn.onFail(err)
 	}
 	for _, pc := range pending {
-		pc.done <- result{err: err}
+		pc.done <- result{retrans: retransSince(pc.base, now), err: err}
 	}
 }

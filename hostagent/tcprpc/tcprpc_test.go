@@ -55,14 +55,21 @@ func TestCallResponseLengths(t *testing.T) {
 	tests := []struct{ req, resp, want int }{
 		{0, 0, 0}, {1, 0, 1}, {100, 0, 100}, {100, 7, 7}, {1 << 20, 0, 1 << 20}, {8, 3 << 20, 3 << 20},
 	}
+	retrans := 0
 	for _, tc := range tests {
 		got, err := c.Call(t.Context(), s.Addr().String(), request(tc.req, tc.resp))
 		if err != nil {
 			t.Fatalf("req %d: %v", tc.req, err)
 		}
-		if got != tc.want {
-			t.Errorf("req %d asking %d: response %d bytes, want %d", tc.req, tc.resp, got, tc.want)
+		if got.Bytes != tc.want {
+			t.Errorf("req %d asking %d: response %d bytes, want %d", tc.req, tc.resp, got.Bytes, tc.want)
 		}
+		retrans += got.Retrans
+	}
+	// One RPC at a time on one connection: every retransmission (rare on
+	// loopback, but a loaded host sees spurious ones) belongs to one RPC.
+	if total := c.Stats()["tcp_retrans_segs"]; uint64(retrans) != total {
+		t.Errorf("per-RPC retransmissions sum to %d, the connection counted %d", retrans, total)
 	}
 	if s.Served() != uint64(len(tests)) {
 		t.Errorf("served %d, want %d", s.Served(), len(tests))
