@@ -239,7 +239,7 @@ func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }
 // ConfigFromParams converts the agent's HomaParams into a Config. Extra
 // keys understood: "client_port", "resend_interval", "request_ack_ticks",
 // "fifo_grant_bytes", "incast_threshold", "incast_unsched_bytes",
-// "bypass_bytes", "grant_increment", "max_nic_backlog_us", "pacer_spin_us", "cutoff_samples", and
+// "bypass_bytes", "grant_increment", "max_nic_backlog_us", "pacer_spin_us" (or "off"), "cutoff_samples", and
 // "fifo_grants" = "off".
 func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 	c := Config{
@@ -270,6 +270,9 @@ func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 		switch {
 		case k == "fifo_grants":
 			c.DisableFIFOGrants = v == "off"
+			continue
+		case k == "pacer_spin_us" && v == "off":
+			c.PacerSpin = -1 // never poll
 			continue
 		case err != nil:
 			return c, fmt.Errorf("homa params: extra %s=%q: %w", k, v, err)

@@ -7,6 +7,7 @@
 //
 // An Endpoint owns all Homa traffic of one host. It reads and writes packets
 // through a Conn: ListenRaw for a raw socket, or homatest for an in-memory
-// network. One goroutine owns every RPC, grant and timer; the API methods
-// talk to it over channels.
+// network. The protocol state sits behind one mutex, and the goroutine
+// with the event (the reader with packets, a caller with its Call or Reply,
+// the timer goroutine with a tick) runs the protocol code itself.
 package homa

@@ -17,7 +17,15 @@ import (
 )
 
 // Endpoint is one host's Homa instance: client Calls, servers on ports,
-// and the single goroutine that owns all protocol state.
+// and the protocol state they share.
+//
+// The state is guarded by one mutex, and whichever goroutine has an event
+// runs the protocol code itself: the reader for packets it has just read,
+// a caller for its Call or Reply, the timer goroutine for ticks and pacer
+// wake-ups. An earlier design gave the state to one loop goroutine fed by
+// channels; that cost six goroutine hand-offs per round trip (each a futex
+// wake-up of another thread) where this costs two: the request to the
+// server application and the response to the caller.
 type Endpoint struct {
 	cfg    Config
 	conn   Conn
@@ -27,18 +35,17 @@ type Endpoint struct {
 	nextID atomic.Uint64
 	c      counters
 
-	cmds    chan command
-	rxc     chan *rxBatch
-	rxFree  chan *rxBatch
-	closing chan struct{} // closed by Close
-	done    chan struct{} // closed when the loop has exited
-	once    sync.Once
-	wg      sync.WaitGroup
+	mu   sync.Mutex    // guards loop and closed
+	done chan struct{} // closed by Close, under mu, once closed is set
+	kick chan struct{} // wakes the timer goroutine to poll the pacer
+	once sync.Once
+	wg   sync.WaitGroup
 
-	loop loopState // owned by the loop goroutine
+	closed bool
+	loop   loopState // guarded by mu
 }
 
-// loopState is everything only the loop goroutine touches.
+// loopState is the protocol state; only code holding Endpoint.mu touches it.
 type loopState struct {
 	clients  map[uint64]*rpc
 	servers  map[srvKey]*rpc
@@ -81,20 +88,14 @@ const (
 	opCall cmdOp = iota
 	opCancel
 	opReply
-	opListen
-	opUnlisten
 )
 
 type command struct {
 	op   cmdOp
 	r    *rpc
-	srv  *Server
 	dest netip.AddrPort
 	data []byte
-	errc chan error
 }
-
-const rxBatches = 4
 
 // NewEndpoint starts an Endpoint on conn. On success it owns conn and
 // closes it in Close; on error the caller still owns it. A nil logger
@@ -106,12 +107,12 @@ func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	}
 	e.wg.Add(2)
 	go e.reader()
-	go e.run()
+	go e.timers()
 	return e, nil
 }
 
 // newEndpoint builds an Endpoint without starting its goroutines, so
-// benchmarks can drive the loop's handlers directly.
+// benchmarks can drive the protocol handlers directly.
 func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -122,21 +123,13 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	}
 	e := &Endpoint{
 		cfg: cfg, conn: conn, log: logger, local: conn.LocalAddr(), epoch: time.Now(),
-		cmds: make(chan command, 256), rxc: make(chan *rxBatch, rxBatches), rxFree: make(chan *rxBatch, rxBatches),
-		closing: make(chan struct{}), done: make(chan struct{}),
+		done: make(chan struct{}), kick: make(chan struct{}, 1),
 	}
 	// A random even base: a restarted client on the same host must not reuse
 	// ids its peers still hold tombstones for (they would drop the new request
 	// as a duplicate and answer RPC_UNKNOWN).
 	e.nextID.Store((rand.Uint64() >> 2) << 1)
 	bs := max(1, conn.BatchSize())
-	for range rxBatches {
-		b := &rxBatch{pkts: make([]Packet, bs)}
-		for i := range b.pkts {
-			b.pkts[i].Buf = make([]byte, cfg.MTU)
-		}
-		e.rxFree <- b
-	}
 	l := &e.loop
 	l.clients, l.servers, l.tombs = map[uint64]*rpc{}, map[srvKey]*rpc{}, map[srvKey]uint64{}
 	l.ports, l.peers = map[uint16]*Server{}, map[netip.Addr]*peer{}
@@ -179,11 +172,44 @@ func (e *Endpoint) Stats() Stats { return e.c.snapshot() }
 func (e *Endpoint) Close() error {
 	var err error
 	e.once.Do(func() {
-		close(e.closing)
-		err = e.conn.Close()
+		e.mu.Lock()
+		e.closed = true
+		e.shutdown()
+		close(e.done)
+		e.mu.Unlock()
+		err = e.conn.Close() // ends the reader's ReadBatch
 		e.wg.Wait()
+		e.loop.pacer.Close()
 	})
 	return err
+}
+
+// lock takes the state for a caller's event; false, with the state not
+// held, once the Endpoint is closed.
+func (e *Endpoint) lock() bool {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// unlock ends an event: grants the scheduler asked for, DATA the pacer
+// allows, and the transmit batch go out before the state is released.
+func (e *Endpoint) unlock() {
+	if e.loop.schedDue {
+		e.grantNow()
+	}
+	e.pump(e.now())
+	e.flush()
+	if e.loop.spinning {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+	e.mu.Unlock()
 }
 
 // Call sends req to the server at dest and waits for its response. The
@@ -197,47 +223,29 @@ func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([
 		return nil, info, fmt.Errorf("homa: call %v: %w", dest, err)
 	}
 	r := &rpc{id: id, client: true, done: make(chan callResult, 1), info: info}
-	select {
-	case e.cmds <- command{op: opCall, r: r, dest: dest, data: req}:
-	case <-e.done:
+	if !e.lock() {
 		return nil, info, fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
-	case <-ctx.Done():
-		return nil, info, fmt.Errorf("homa: call %v: %w: %w", dest, ErrAborted, ctx.Err())
 	}
+	e.handleCommand(e.now(), command{op: opCall, r: r, dest: dest, data: req})
+	e.unlock()
 	select {
 	case res := <-r.done:
 		return res.resp, res.info, res.err
-	case <-e.done:
-		return e.closedResult(r, dest)
 	case <-ctx.Done():
 	}
-	select {
-	case e.cmds <- command{op: opCancel, r: r}:
-	case <-e.done:
-		return e.closedResult(r, dest)
+	// Abort unless the RPC finished meanwhile; either way, and also when
+	// Close got there first, exactly one result is waiting in r.done.
+	if e.lock() {
+		if e.loop.clients[r.id] == r {
+			e.finishCall(e.now(), r, nil, fmt.Errorf("homa: call %d: %w", r.id, ErrAborted))
+		}
+		e.unlock()
 	}
-	var res callResult
-	select {
-	case res = <-r.done:
-	case <-e.done:
-		return e.closedResult(r, dest)
-	}
+	res := <-r.done
 	if errors.Is(res.err, ErrAborted) {
 		res.err = fmt.Errorf("%w: %w", res.err, ctx.Err())
 	}
 	return res.resp, res.info, res.err
-}
-
-// closedResult is the outcome of a Call when the loop has exited: the
-// loop's own answer if it gave one before exiting, else ErrClosed (the
-// command sat unread in the channel buffer).
-func (e *Endpoint) closedResult(r *rpc, dest netip.AddrPort) ([]byte, CallInfo, error) {
-	select {
-	case res := <-r.done:
-		return res.resp, res.info, res.err
-	default:
-		return nil, r.info, fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
-	}
 }
 
 func (e *Endpoint) checkLength(n int) error {
@@ -256,21 +264,15 @@ func (e *Endpoint) Listen(port uint16) (*Server, error) {
 		return nil, fmt.Errorf("homa: listen %d: port is the client port", port)
 	}
 	s := &Server{e: e, port: port, ch: make(chan *ServerRPC, e.cfg.ServerBacklog), closed: make(chan struct{})}
-	errc := make(chan error, 1)
-	select {
-	case e.cmds <- command{op: opListen, srv: s, errc: errc}:
-	case <-e.done:
+	if !e.lock() {
 		return nil, fmt.Errorf("homa: listen %d: %w", port, ErrClosed)
 	}
-	select {
-	case err := <-errc:
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case <-e.done:
-		return nil, fmt.Errorf("homa: listen %d: %w", port, ErrClosed)
+	defer e.mu.Unlock()
+	if e.loop.ports[port] != nil {
+		return nil, fmt.Errorf("homa: listen %d: port in use", port)
 	}
+	e.loop.ports[port] = s
+	return s, nil
 }
 
 // Server receives the requests sent to one port.
@@ -302,9 +304,11 @@ func (s *Server) Receive(ctx context.Context) (*ServerRPC, error) {
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		close(s.closed)
-		select {
-		case s.e.cmds <- command{op: opUnlisten, srv: s}:
-		case <-s.e.done:
+		if s.e.lock() {
+			if s.e.loop.ports[s.port] == s {
+				delete(s.e.loop.ports, s.port)
+			}
+			s.e.mu.Unlock()
 		}
 	})
 	return nil
@@ -334,12 +338,12 @@ func (s *ServerRPC) Reply(resp []byte) error {
 	if s.replied.Swap(true) {
 		return fmt.Errorf("homa: reply to %v: already replied", s.from)
 	}
-	select {
-	case s.e.cmds <- command{op: opReply, r: s.r, data: resp}:
-		return nil
-	case <-s.e.done:
+	if !s.e.lock() {
 		return fmt.Errorf("homa: reply to %v: %w", s.from, ErrClosed)
 	}
+	s.e.handleCommand(s.e.now(), command{op: opReply, r: s.r, data: resp})
+	s.e.unlock()
+	return nil
 }
 
 // now is the loop's clock: time since the Endpoint started.
@@ -348,17 +352,15 @@ func (e *Endpoint) now() time.Duration { return time.Since(e.epoch) }
 // at converts a loop time into a wall-clock time for CallInfo.
 func (e *Endpoint) at(d time.Duration) time.Time { return e.epoch.Add(d) }
 
-// reader moves batches of packets from the Conn to the loop.
+// reader reads batches of packets from the Conn and handles them itself.
 func (e *Endpoint) reader() {
 	defer e.wg.Done()
+	b := &rxBatch{pkts: make([]Packet, len(e.loop.tx))}
+	for i := range b.pkts {
+		b.pkts[i].Buf = make([]byte, e.cfg.MTU)
+	}
 	failures := 0
 	for {
-		var b *rxBatch
-		select {
-		case b = <-e.rxFree:
-		case <-e.closing:
-			return
-		}
 		for i := range b.pkts {
 			b.pkts[i].Buf = b.pkts[i].Buf[:cap(b.pkts[i].Buf)]
 		}
@@ -373,63 +375,54 @@ func (e *Endpoint) reader() {
 			if failures > 10 {
 				return
 			}
-			e.rxFree <- b
 			continue
 		}
 		failures = 0
-		b.n = n
 		e.c.rxBatch.Add(1)
-		select {
-		case e.rxc <- b:
-		case <-e.closing:
+		if !e.lock() {
 			return
 		}
+		now := e.now()
+		for i := range n {
+			e.handlePacket(now, &b.pkts[i])
+		}
+		e.unlock()
 	}
 }
 
-// run is the loop goroutine: it owns every RPC, grant and timer.
-func (e *Endpoint) run() {
+// timers runs the ticks (silence detection, RESENDs, ACKs, cutoffs) and
+// the pacer's wake-ups.
+func (e *Endpoint) timers() {
 	defer e.wg.Done()
-	defer close(e.done)
-	defer e.loop.pacer.Close()
 	ticker := time.NewTicker(e.cfg.Tick)
 	defer ticker.Stop()
 	l := &e.loop
-	spin := make(chan time.Time)
-	close(spin)
 	for {
-		// With PacerSpin set, a pacer wait shorter than it polls instead of
-		// sleeping: a closed channel makes the select return at once, other
-		// ready cases still win half the time or more.
-		pacerC := l.pacer.C()
-		if l.spinning {
-			pacerC = spin
-		}
 		select {
-		case b := <-e.rxc:
-			now := e.now()
-			for i := range b.n {
-				e.handlePacket(now, &b.pkts[i])
-			}
-			e.rxFree <- b
-		case c := <-e.cmds:
-			e.handleCommand(e.now(), c)
 		case <-ticker.C:
-			e.onTick(e.now())
-		case <-pacerC:
-			if l.spinning {
-				runtime.Gosched()
+			if !e.lock() {
+				return
 			}
-			l.armed, l.spinning = false, false
-		case <-e.closing:
-			e.shutdown()
+			e.onTick(e.now())
+			e.unlock()
+		case <-l.pacer.C():
+			if !e.lock() {
+				return
+			}
+			l.armed = false
+			e.unlock()
+		case <-e.kick:
+			// A pacer wait shorter than PacerSpin is polled: yield, then
+			// look again (unlock kicks again while it is still short).
+			runtime.Gosched()
+			if !e.lock() {
+				return
+			}
+			l.spinning = false
+			e.unlock()
+		case <-e.done:
 			return
 		}
-		if l.schedDue {
-			e.grantNow()
-		}
-		e.pump(e.now())
-		e.flush()
 	}
 }
 
@@ -471,17 +464,6 @@ func (e *Endpoint) handleCommand(now time.Duration, c command) {
 		r.state = srvResponding
 		r.silent = 0
 		e.startOut(now, r, c.data, unsched, 0)
-	case opListen:
-		if l.ports[c.srv.port] != nil {
-			c.errc <- fmt.Errorf("homa: listen %d: port in use", c.srv.port)
-			return
-		}
-		l.ports[c.srv.port] = c.srv
-		c.errc <- nil
-	case opUnlisten:
-		if l.ports[c.srv.port] == c.srv {
-			delete(l.ports, c.srv.port)
-		}
 	}
 }
 
