@@ -161,14 +161,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	for gi, k := range keys {
 		exps := by[k]
 		h := headline{Config: k}
-		for _, e := range exps {
-			switch {
-			case e.Transport == "homa" && h.Homa == nil:
-				h.Homa = e
-			case e.Transport == "tcp" && h.TCP == nil:
-				h.TCP = e
-			}
-		}
+		h.Homa, h.TCP = homaAndTCP(exps)
 		if h.Homa != nil && h.TCP != nil {
 			h.RatioP50 = ratio(h.Homa.Short.P50us, h.TCP.Short.P50us)
 			h.RatioP99 = ratio(h.Homa.Short.P99us, h.TCP.Short.P99us)

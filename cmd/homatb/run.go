@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -127,14 +128,21 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 }
 
 // printHeadline prints each experiment's books and, when the report was
-// built, the short-message tail latency and where report.html is.
+// built, the short-message tail latency, Homa against TCP in each
+// configuration, and where report.html is.
 func printHeadline(w io.Writer, res *testbed.Result) {
 	fmt.Fprintf(w, "run %s: %s", res.Run, res.RunDir)
 	if res.Incomplete {
 		fmt.Fprint(w, " (incomplete)")
 	}
 	fmt.Fprintln(w)
-	short := readShortP99(filepath.Join(res.RunDir, "summary.json"))
+	sum := readSummary(filepath.Join(res.RunDir, "summary.json"))
+	short := map[string]float64{}
+	for _, e := range sum.Experiments {
+		if e.Short.P99us != nil {
+			short[e.Name] = *e.Short.P99us
+		}
+	}
 	for _, e := range res.Manifest.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
@@ -148,33 +156,42 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 	for _, fw := range res.Manifest.Fidelity {
 		fmt.Fprintf(w, "  fidelity: %s\n", fw)
 	}
+	for _, v := range sum.Versus() {
+		if line := versusLine(v); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(res.RunDir, "report.html")); err == nil {
 		fmt.Fprintf(w, "report: %s\n", filepath.Join(res.RunDir, "report.html"))
 	}
 }
 
-// readShortP99 reads experiments[].short.p99_us from summary.json.
-func readShortP99(path string) map[string]float64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
+// versusLine is the headline of one configuration: short-message P50 and
+// P99 with Homa and TCP and how many times lower Homa's are; "" without
+// both P99s.
+func versusLine(v reports.Versus) string {
+	h, t := v.Homa, v.TCP
+	if h.ShortP99us == nil || t.ShortP99us == nil || v.RatioP99 == nil {
+		return ""
 	}
-	var s struct {
-		Experiments []struct {
-			Name  string `json:"name"`
-			Short struct {
-				P99 *float64 `json:"p99_us"`
-			} `json:"short"`
-		} `json:"experiments"`
+	cfg := ""
+	if v.Config != "" {
+		cfg = " (" + v.Config + ")"
 	}
-	if json.Unmarshal(b, &s) != nil {
-		return nil
+	line := fmt.Sprintf("headline%s: short-message P99 Homa %.0f µs, TCP %.0f µs: %.1fx lower with Homa",
+		cfg, *h.ShortP99us, *t.ShortP99us, *v.RatioP99)
+	if h.ShortP50us != nil && t.ShortP50us != nil && v.RatioP50 != nil {
+		line += fmt.Sprintf("; P50 %.0f vs %.0f µs (%.1fx)", *h.ShortP50us, *t.ShortP50us, *v.RatioP50)
 	}
-	out := map[string]float64{}
-	for _, e := range s.Experiments {
-		if e.Short.P99 != nil {
-			out[e.Name] = *e.Short.P99
-		}
+	return line
+}
+
+// readSummary reads summary.json; an unreadable one reads as empty (the
+// run's own books are printed from the manifest either way).
+func readSummary(path string) *reports.Summary {
+	var s reports.Summary
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &s)
 	}
-	return out
+	return &s
 }
