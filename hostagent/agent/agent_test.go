@@ -132,7 +132,14 @@ func runFake(t *testing.T, w *agentpb.Workload, run, drain time.Duration) (count
 	}
 	e := newExperiment("fake", "tcp", "measure", "h1", spec, fakeTransport{}, rec, nil)
 	e.start(t.Context())
-	time.Sleep(run)
+	// The books balance at every moment, not only after Stop: in_flight is
+	// counted, so a snapshot between an issue and its booking would show.
+	for end := time.Now().Add(run); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if c := e.snapshot(); c.issued != c.completed+c.failed+c.inFlight {
+			t.Fatalf("while running: issued %d != completed %d + failed %d + in flight %d",
+				c.issued, c.completed, c.failed, c.inFlight)
+		}
+	}
 	if err := e.stop(drain); err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +151,10 @@ func TestBooksBalanceWithFailuresAndInflight(t *testing.T) {
 		Sizes: "w2", RateRps: 5000, DurationMs: 100, Seed: 3,
 		Targets: []string{"10.0.0.1:1", "10.0.0.2:2", "10.0.0.3:3"},
 	}, 150*time.Millisecond, 20*time.Millisecond)
-	inflight := c.issued - c.completed - c.failed
-	if c.completed == 0 || c.failed == 0 || inflight == 0 {
-		t.Errorf("completed %d failed %d in flight %d: want all three", c.completed, c.failed, inflight)
+	if c.completed == 0 || c.failed == 0 || c.inFlight == 0 {
+		t.Errorf("completed %d failed %d in flight %d: want all three", c.completed, c.failed, c.inFlight)
 	}
-	checkBooks(t, rows, &agentpb.Counters{Issued: c.issued, Completed: c.completed, Failed: c.failed, InFlight: inflight}, "tcp")
+	checkBooks(t, rows, &agentpb.Counters{Issued: c.issued, Completed: c.completed, Failed: c.failed, InFlight: c.inFlight}, "tcp")
 	if c.failures["refused"] != c.failed {
 		t.Errorf("failure reasons %v, want every failure as \"refused\"", c.failures)
 	}
@@ -165,7 +171,7 @@ func TestOutstandingLimitHoldsIssuing(t *testing.T) {
 		t.Errorf("issued %d, limit waits %d: want 2 issued and 1 wait", c.issued, c.slotWaits)
 	}
 	checkBooks(t, rows, &agentpb.Counters{Issued: c.issued, Completed: c.completed, Failed: c.failed,
-		InFlight: c.issued - c.completed - c.failed}, "tcp")
+		InFlight: c.inFlight}, "tcp")
 }
 
 // TestLateStartIssuesEveryRPC starts a schedule 200 ms in the past: the

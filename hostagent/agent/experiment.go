@@ -316,7 +316,9 @@ func (e *experiment) snapshot() counters {
 		failures:  make(map[string]uint64, len(e.failures)),
 		slotWaits: e.slotWaits.Load(),
 	}
-	c.inFlight = c.issued - c.completed - c.failed
+	// Counted, not derived from the others, so that issued = completed +
+	// failed + in flight is a check on the books rather than an identity.
+	c.inFlight = e.inflight.Load() + uint64(len(e.outstanding))
 	for k, v := range e.failures {
 		c.failures[k] = v
 	}

@@ -168,18 +168,24 @@ func waitIssued(t *testing.T, c agentpb.AgentClient, n uint64, limit time.Durati
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		st, err := c.Status(t.Context(), &agentpb.StatusRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := st.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.GetCounters().GetIssued() >= n {
+		if statusOnce(t, c).GetIssued() >= n {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("fewer than %d RPCs issued after %v", n, limit)
+}
+
+// statusOnce reads one Status report.
+func statusOnce(t *testing.T, api agentpb.AgentClient) *agentpb.Counters {
+	t.Helper()
+	st, err := api.Status(t.Context(), &agentpb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetCounters()
 }

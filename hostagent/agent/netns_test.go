@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -129,28 +131,51 @@ func TestTwoAgentsInNamespaces(t *testing.T) {
 	startInNamespace(t, b, dir)
 	ctx := t.Context()
 	const port = 4000
+	tcp := &agentpb.TcpParams{Congestion: "cubic", ConnectionsPerPeer: 2}
 	transports := []struct {
 		name string
 		tr   agentpb.Transport
 		tcp  *agentpb.TcpParams
 		homa *agentpb.HomaParams
+		// lossy puts a 20 Mbit/s token bucket with a 12 KB queue on a's
+		// veth, so a's 64 KB requests lose segments and TCP's retries column
+		// must show it. The bucket holds one packet: the bucket splits
+		// larger GSO packets and drops some of the pieces, a loss the
+		// sending TCP only learns of from the peer (a whole packet dropped
+		// by its own host's qdisc is just sent again, not retransmitted).
+		lossy bool
 	}{
-		{"tcp", agentpb.Transport_TRANSPORT_TCP, &agentpb.TcpParams{Congestion: "cubic", ConnectionsPerPeer: 2}, nil},
-		{"homa", agentpb.Transport_TRANSPORT_HOMA, nil, &agentpb.HomaParams{LinkBps: 10_000_000_000}},
+		{"tcp", agentpb.Transport_TRANSPORT_TCP, tcp, nil, false},
+		{"homa", agentpb.Transport_TRANSPORT_HOMA, nil, &agentpb.HomaParams{LinkBps: 10_000_000_000}, false},
+		{"tcp-lossy", agentpb.Transport_TRANSPORT_TCP, tcp, nil, true},
 	}
 	for _, tp := range transports {
 		t.Run(tp.name, func(t *testing.T) {
 			exp := "ns-" + tp.name
+			w := func() *agentpb.Workload {
+				return &agentpb.Workload{Sizes: "w3,max=100000", Arrivals: "poisson", RateRps: 1000,
+					DurationMs: 400, WarmupMs: 50, Seed: 11}
+			}
+			if tp.lossy {
+				if out, err := exec.Command("ip", "netns", "exec", a.ns, "tc", "qdisc", "add", "dev", a.ns, "root",
+					"tbf", "rate", "20mbit", "burst", "1600", "limit", "12kb").CombinedOutput(); err != nil {
+					t.Skipf("tc tbf on %s: %v: %s", a.ns, err, out)
+				}
+				t.Cleanup(func() { exec.Command("ip", "netns", "exec", a.ns, "tc", "qdisc", "del", "dev", a.ns, "root").Run() })
+				w = func() *agentpb.Workload {
+					return &agentpb.Workload{Sizes: "fixed:65536", ResponseBytes: 8, Arrivals: "poisson", RateRps: 30,
+						DurationMs: 400, Seed: 12}
+				}
+			}
 			// Each agent serves and is a client of the other, so both
 			// directions cross the veth in the same experiment.
 			peers := map[*nsHost]*nsHost{a: b, b: a}
 			for _, h := range []*nsHost{b, a} {
+				cw := w()
+				cw.Targets = []string{fmt.Sprintf("%s:%d", peers[h].addr, port)}
 				_, err := h.api.Configure(ctx, &agentpb.ConfigureRequest{
 					Experiment: exp, Transport: tp.tr, Tcp: tp.tcp, Homa: tp.homa,
-					Host: h.ns, Address: h.addr, ServerPorts: []uint32{port},
-					Client: &agentpb.Workload{Sizes: "w3,max=100000", Arrivals: "poisson", RateRps: 1000,
-						DurationMs: 400, WarmupMs: 50, Seed: 11,
-						Targets: []string{fmt.Sprintf("%s:%d", peers[h].addr, port)}},
+					Host: h.ns, Address: h.addr, ServerPorts: []uint32{port}, Client: cw,
 				})
 				if status.Code(err) == codes.Unimplemented {
 					t.Skipf("transport %s not available in this build: %v", tp.name, err)
@@ -164,7 +189,16 @@ func TestTwoAgentsInNamespaces(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			time.Sleep(500 * time.Millisecond)
+			// The books balance while RPCs are under way too.
+			time.Sleep(200 * time.Millisecond)
+			for _, h := range []*nsHost{a, b} {
+				c := statusOnce(t, h.api)
+				if c.GetIssued() == 0 || c.GetIssued() != c.GetCompleted()+c.GetFailed()+c.GetInFlight() {
+					t.Errorf("%s while running: issued %d, completed %d + failed %d + in flight %d",
+						h.ns, c.GetIssued(), c.GetCompleted(), c.GetFailed(), c.GetInFlight())
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
 			got := map[*nsHost]*agentpb.Counters{}
 			for _, h := range []*nsHost{a, b} {
 				stop, err := h.api.Stop(ctx, &agentpb.StopRequest{DrainMs: 2000})
@@ -175,7 +209,11 @@ func TestTwoAgentsInNamespaces(t *testing.T) {
 			}
 			for _, h := range []*nsHost{a, b} {
 				c := got[h]
-				checkBooks(t, fetchRecords(t, h.api, exp), c, tp.name)
+				rows := fetchRecords(t, h.api, exp)
+				checkBooks(t, rows, c, transportName(tp.tr))
+				if tp.lossy && h == a {
+					checkRetries(t, rows, c)
+				}
 				if c.GetCompleted() == 0 {
 					t.Errorf("%s: no RPC completed across the veth: %v", h.ns, c)
 				}
@@ -191,5 +229,36 @@ func TestTwoAgentsInNamespaces(t *testing.T) {
 		if _, err := h.api.Shutdown(ctx, &agentpb.ShutdownRequest{}); err != nil {
 			t.Errorf("shutdown %s: %v", h.ns, err)
 		}
+	}
+}
+
+// checkRetries checks a TCP client's retries column against its
+// connections' retransmission counter: some RPCs saw retransmissions, and
+// none saw more than all its connections together.
+func checkRetries(t *testing.T, rows [][]string, c *agentpb.Counters) {
+	t.Helper()
+	col := slices.Index(rows[0], "retries")
+	total := c.GetTransport()["tcp_retrans_segs"]
+	var sum, hit uint64
+	for _, row := range rows[1:] {
+		r, err := strconv.ParseUint(row[col], 10, 64)
+		if err != nil {
+			t.Fatalf("retries %q: %v", row[col], err)
+		}
+		if r > total {
+			t.Errorf("an RPC records %d retries, its client's connections retransmitted %d segments", r, total)
+		}
+		sum += r
+		if r > 0 {
+			hit++
+		}
+	}
+	t.Logf("%d of %d RPCs saw retransmissions (%d over RPCs); connections retransmitted %d segments",
+		hit, len(rows)-1, sum, total)
+	if total == 0 {
+		t.Fatal("the token bucket forced no retransmissions: the lossy case proves nothing")
+	}
+	if hit == 0 {
+		t.Errorf("connections retransmitted %d segments but no record shows a retry", total)
 	}
 }
