@@ -44,6 +44,52 @@ func TestPoissonInterArrivalsAreExponential(t *testing.T) {
 	}
 }
 
+// TestPoissonCountsPerWindow checks what the gap test cannot: that gaps
+// are independent, so the number of arrivals in a fixed window is
+// Poisson(rate·window). Pearson's chi-square over the counts 0..12 and 13+
+// (13 degrees of freedom; 1% critical value 27.69) for windows holding 5
+// arrivals on average.
+func TestPoissonCountsPerWindow(t *testing.T) {
+	const (
+		rate    = 10_000.0
+		windows = 20_000
+		lambda  = 5.0
+		bins    = 14
+	)
+	window := time.Duration(lambda / rate * float64(time.Second))
+	p, err := NewPoisson(rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 9))
+	var observed [bins]float64
+	at := p.Next(r)
+	for w := range windows {
+		end := time.Duration(w+1) * window
+		k := 0
+		for ; at < end; at = p.Next(r) {
+			k++
+		}
+		observed[min(k, bins-1)]++
+	}
+	var chi2, cum float64
+	pk := math.Exp(-lambda)
+	for k := range bins {
+		prob := pk
+		if k == bins-1 {
+			prob = 1 - cum
+		}
+		cum += pk
+		pk *= lambda / float64(k+1)
+		want := windows * prob
+		chi2 += (observed[k] - want) * (observed[k] - want) / want
+	}
+	t.Logf("chi-square %.1f (13 degrees of freedom)", chi2)
+	if chi2 > 27.69 {
+		t.Errorf("chi-square %.1f of counts per window against Poisson(%.0f) above the 1%% critical value 27.69; counts %v", chi2, lambda, observed)
+	}
+}
+
 func TestBurstsShareInstants(t *testing.T) {
 	b1, err := NewBursts(100*time.Microsecond, 10*time.Microsecond)
 	if err != nil {

@@ -71,13 +71,13 @@ func parseCDF(spec string, r io.Reader) (*piecewise, error) {
 		if length < 0 || length != math.Trunc(length) || length > math.MaxInt32 {
 			return nil, fmt.Errorf("line %d: length %v is not a non-negative whole number of bytes", line, fields[0])
 		}
-		if math.IsNaN(c) || c < 0 {
-			return nil, fmt.Errorf("line %d: cdf %v is negative", line, fields[1])
+		if math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+			return nil, fmt.Errorf("line %d: cdf %v: expected a fraction in [0, 1] or a percent in [0, 100]", line, fields[1])
 		}
 		pts = append(pts, cdfPoint{length: int(length), cdf: c, line: line})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading: %w", err)
+		return nil, fmt.Errorf("reading the CDF: %w", err)
 	}
 	if len(pts) == 0 {
 		return nil, fmt.Errorf("no CDF points")

@@ -53,11 +53,16 @@ func TestSampleMeanMatchesExactMean(t *testing.T) {
 		minSamples = 1_000_000
 		maxSamples = 40_000_000
 	)
+	cdf := filepath.Join(t.TempDir(), "pct.txt")
+	if err := os.WriteFile(cdf, []byte("# size percent\n64 10\n500 45\n4000 80\n60000 97\n700000 100\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	specs := []string{
 		"w1", "w2", "w3", "w4", "w5",
 		"fixed:100", "uniform:1:1000", "uniform:500:501", "loguniform:8:1000000",
 		"loguniform:1:2", "mix:fixed:100@0.9,w4@0.1", "w5,max=100000", "w4,max=1K",
 		"loguniform:10:100000,max=5000", "uniform:1:100,max=50",
+		"file:" + cdf, "file:" + cdf + ",max=5000",
 	}
 	for i, spec := range specs {
 		t.Run(spec, func(t *testing.T) {
@@ -242,6 +247,11 @@ func TestBadSizeSpecs(t *testing.T) {
 		{"file:" + write("garbage", "10 0.5\nabc def\n"), "line 2"},
 		{"file:" + write("empty", "length cdf\n"), "no CDF points"},
 		{"file:" + write("zero", "0 0.5\n10 1\n"), "length 0"},
+		{"file:" + write("nan", "10 0.5\n20 nan\n30 1\n"), "line 2: cdf nan: expected a fraction"},
+		{"file:" + write("negcdf", "10 -0.5\n20 1\n"), "line 1: cdf -0.5: expected a fraction"},
+		{"file:" + write("pct", "10 50\n20 120\n"), "ends at 120"},
+		// A folder cannot be read as a file, even by root.
+		{"file:" + dir, "is a directory"},
 	}
 	if os.Geteuid() != 0 {
 		// Root reads any file, so only an unprivileged run can check this.
@@ -253,8 +263,9 @@ func TestBadSizeSpecs(t *testing.T) {
 			if err == nil {
 				t.Fatalf("ParseSizeSpec(%q) succeeded, want an error containing %q", tc.spec, tc.want)
 			}
-			if !strings.Contains(err.Error(), tc.want) || strings.Count(err.Error(), "size spec") < 1 {
-				t.Errorf("error %q: want it to name the spec and contain %q", err, tc.want)
+			// One error, on one line, naming the spec once.
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Count(msg, "size spec") != 1 || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line naming the spec once and containing %q", msg, tc.want)
 			}
 		})
 	}
