@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -225,7 +226,9 @@ func TestBadConfigureGivesOneClearError(t *testing.T) {
 		{"closed without outstanding", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Arrivals = "closed" }), "client.max_outstanding"},
 		{"bad sizes", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Sizes = "w9" }), "client.sizes"},
 		{"non-monotone file", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Sizes = "file:" + nonMonotone }), "not a monotone CDF"},
-		{"unreadable file", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Sizes = "file:/nonexistent/w.tsv" }), "no such file"},
+		{"absent file", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Sizes = "file:/nonexistent/w.tsv" }), "no such file"},
+		{"unreadable file", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Sizes = "file:" + t.TempDir() }), "is a directory"},
+		{"NaN rate", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.RateRps = math.NaN() }), "client.rate_rps"},
 		{"no targets", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Targets = nil }), "client.targets"},
 		{"bad target", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.Targets = []string{"h2"} }), "ip:port"},
 		{"jitter above interval", agentpb.Transport_TRANSPORT_TCP, nil, with(func(w *agentpb.Workload) { w.BurstIntervalUs, w.BurstJitterUs = 100, 200 }), "client.burst_jitter_us"},
