@@ -116,6 +116,11 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	if dir == "" {
 		dir = filepath.Join(opt.OutDir, runID)
 	}
+	// A run appends to its CSV files as it goes: in a directory an earlier
+	// run left, the two would mix and the report would fail on it.
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("run directory %s is not empty (an earlier run's files would mix with this one's): choose another --run-dir or remove it", dir)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}

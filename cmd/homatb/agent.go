@@ -16,7 +16,7 @@ import (
 type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
 	debug                                     bool
-	procs                                     int
+	procs, nice                               int
 }
 
 // newAgentCmd is the host agent process the orchestrator starts inside a
@@ -43,6 +43,7 @@ func newAgentCmd() *cobra.Command {
 	// thread instead of waking another, which on a shared 2-vCPU machine
 	// with ten agents costs more than the work (docs/homa.md, incast runs).
 	fl.IntVar(&f.procs, "procs", 1, "GOMAXPROCS of the agent (0: Go's default, one per vCPU)")
+	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the agent's threads; 0 leaves it")
 	return cmd
 }
 
@@ -67,6 +68,12 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
+	if f.nice != 0 {
+		if err := setNice(f.nice); err != nil {
+			// Not fatal: the run's fidelity checks report what it costs.
+			log.Warn("scheduling priority unchanged", "err", err)
+		}
+	}
 	return agent.Run(cmd.Context(), agent.Options{
 		Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log,
 	})

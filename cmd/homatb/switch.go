@@ -44,6 +44,7 @@ type switchFlags struct {
 	dropEvery       []string
 	spin            time.Duration
 	batch           int
+	nice            int
 	logLevel        string
 	noP4            bool
 }
@@ -89,6 +90,7 @@ GET /stats, GET /faults and POST /faults over HTTP on a Unix socket.`,
 	fl.StringArrayVar(&f.dropEvery, "drop-every", nil, "PORT:N drop every Nth frame leaving PORT, repeatable")
 	fl.DurationVar(&f.spin, "spin", 0, "poll this long before sleeping when idle (trades CPU for wake-up latency)")
 	fl.IntVar(&f.batch, "batch", dataplane.DefaultBatchSize, "receive and send batch size")
+	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the switch's threads; 0 leaves it")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.noP4, "no-p4", true, "start without a pipeline config (always the case; accepted for BMv2 compatibility)")
 	return cmd
@@ -98,6 +100,11 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	log, err := newLogger(f.logLevel)
 	if err != nil {
 		return err
+	}
+	if f.nice != 0 {
+		if err := setNice(f.nice); err != nil {
+			log.Warn("scheduling priority unchanged", "err", err)
+		}
 	}
 	cfg, err := f.dataplaneConfig(log)
 	if err != nil {
