@@ -134,6 +134,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		}
 		if rows := tel[me.Name]; len(rows) > 0 {
 			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
+			exp.MeanLinkUtil = meanUtil(exp.Links)
 		}
 		byRole, hostsByRole := countersByRole(me.Hosts)
 		counters := me.TransportCounters
@@ -462,6 +463,22 @@ func paramsKey(e Experiment, except string) string {
 		fmt.Fprintf(&b, "%s=%v", k, e.Params[k])
 	}
 	return b.String()
+}
+
+// meanUtil averages the mean utilisation of the links with a known rate.
+func meanUtil(links []LinkStats) *float64 {
+	var sum float64
+	n := 0
+	for _, l := range links {
+		if l.RateBps > 0 {
+			sum += l.MeanUtil
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fp(sum / float64(n))
 }
 
 // countersByRole merges the hosts' transport counters role by role and

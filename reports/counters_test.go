@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,15 +127,9 @@ func TestConfiguredLoadShortfall(t *testing.T) {
 		run := synthRun{seed: 5, lengths: []int64{100}, noTel: true, exps: []synthExp{
 			{name: "p-homa", transport: "homa", n: 1000, meanNs: 10_000},
 		}}
-		dir := t.TempDir()
-		run.write(t, dir)
-		editFirstExperiment(t, dir, func(exp map[string]any) {
+		sum, _ := buildSynth(t, run, func(exp map[string]any) {
 			exp["configured_rps"], exp["configured_bps"] = tc.rps, tc.rps*100*8
 		})
-		sum, err := Build(context.Background(), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
 		e := sum.Experiments[0]
 		warned := false
 		for _, f := range e.Fidelity {
@@ -166,4 +161,46 @@ func editFirstExperiment(t *testing.T, dir string, f func(map[string]any)) {
 	if err := os.WriteFile(path, mustJSON(t, man), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMeanLinkUtil: mean_link_util is the mean of the rated links' mean
+// utilisation, and null without telemetry.
+func TestMeanLinkUtil(t *testing.T) {
+	for _, noTel := range []bool{false, true} {
+		run := synthRun{seed: 9, lengths: []int64{1000}, noTel: noTel, telSamples: 50, exps: []synthExp{
+			{name: "u-homa", transport: "homa", n: 200, meanNs: 10_000},
+		}}
+		sum, _ := buildSynth(t, run, nil)
+		e := sum.Experiments[0]
+		if noTel {
+			if e.MeanLinkUtil != nil {
+				t.Errorf("no telemetry, yet mean_link_util %v", *e.MeanLinkUtil)
+			}
+			continue
+		}
+		var total float64
+		for _, l := range e.Links {
+			total += l.MeanUtil
+		}
+		if len(e.Links) == 0 || e.MeanLinkUtil == nil || math.Abs(*e.MeanLinkUtil-total/float64(len(e.Links))) > 1e-12 || *e.MeanLinkUtil <= 0 {
+			t.Errorf("mean_link_util %v over links %+v", e.MeanLinkUtil, e.Links)
+		}
+	}
+}
+
+// buildSynth writes a synthetic run, lets edit change its first manifest
+// experiment (when not nil), builds the report and returns the summary and
+// the run directory.
+func buildSynth(t *testing.T, run synthRun, edit func(map[string]any)) (*Summary, string) {
+	t.Helper()
+	dir := t.TempDir()
+	run.write(t, dir)
+	if edit != nil {
+		editFirstExperiment(t, dir, edit)
+	}
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, dir
 }

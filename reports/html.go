@@ -246,8 +246,8 @@ func (s *Summary) ShortMax() int64 {
 func buildSweeps(pg *reportPage, s *Summary) error {
 	for pi, param := range s.SweptParams {
 		type line struct {
-			transport      string
-			p50, p99, good []point
+			transport            string
+			p50, p99, good, util []point
 		}
 		lines := map[string]*line{}
 		var order []string
@@ -280,12 +280,15 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				l.p99 = append(l.p99, point{x, *e.Short.P99us})
 			}
 			l.good = append(l.good, point{x, e.GoodputGbps})
+			if e.MeanLinkUtil != nil {
+				l.util = append(l.util, point{x, *e.MeanLinkUtil})
+			}
 		}
 		if !numeric {
 			pg.SweepNotes = append(pg.SweepNotes, fmt.Sprintf("parameter %q is not numeric; see the headline table for its values", param))
 			continue
 		}
-		var lat, good []series
+		var lat, good, util []series
 		transports := map[string]bool{}
 		for _, l := range lines {
 			transports[l.transport] = true
@@ -296,6 +299,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			slices.SortFunc(l.p50, byX)
 			slices.SortFunc(l.p99, byX)
 			slices.SortFunc(l.good, byX)
+			slices.SortFunc(l.util, byX)
 			// Transport colours only while they tell the lines apart.
 			c := transportColor(l.transport, i)
 			if len(order) > len(transports) {
@@ -304,12 +308,20 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			lat = append(lat, series{name: name + " short P50", pts: l.p50, color: c},
 				series{name: name + " short P99", pts: l.p99, color: c, dashed: true})
 			good = append(good, series{name: name + " goodput", pts: l.good, color: c})
+			if len(l.util) > 0 {
+				util = append(util, series{name: name + " mean link utilisation", pts: l.util, color: c})
+			}
 		}
 		specs := []chartSpec{
 			{id: fmt.Sprintf("sweep-lat-%d", pi), title: "Short-message RTT vs " + param,
 				xLabel: param, yLabel: "RTT (µs)", logY: spansDecade(lat), series: lat},
 			{id: fmt.Sprintf("sweep-good-%d", pi), title: "Goodput vs " + param,
 				xLabel: param, yLabel: "goodput (Gbit/s)", series: good},
+		}
+		if len(util) > 0 {
+			zero, one := 0.0, 1.0
+			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-util-%d", pi), title: "Mean switch egress (downlink) utilisation vs " + param,
+				xLabel: param, yLabel: "utilisation (fraction of link rate)", yMin: &zero, yMax: &one, series: util})
 		}
 		if rs := ratioSweep(pg.Headlines, param); len(rs) > 0 {
 			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-ratio-%d", pi), title: "TCP/Homa short-message RTT ratio vs " + param,

@@ -45,12 +45,15 @@ type Experiment struct {
 	OfferedRequestGbps float64  `json:"offered_request_gbps"`
 	DurationS          float64  `json:"duration_s"`
 	// SendLag is sent_ns - intended_ns of the RPCs that were sent.
-	SendLag     Percentiles     `json:"send_lag_us"`
-	Calibration *Calibration    `json:"calibration"`
-	Switch      SwitchStats     `json:"switch"`
-	Links       []LinkStats     `json:"links"`
-	Homa        *TransportStats `json:"transport_internals"`
-	Fidelity    []string        `json:"fidelity"`
+	SendLag     Percentiles  `json:"send_lag_us"`
+	Calibration *Calibration `json:"calibration"`
+	Switch      SwitchStats  `json:"switch"`
+	Links       []LinkStats  `json:"links"`
+	// MeanLinkUtil is the mean of links[].mean_util over the ports with a
+	// known rate: on a star, the hosts' downlinks. Null without telemetry.
+	MeanLinkUtil *float64        `json:"mean_link_util"`
+	Homa         *TransportStats `json:"transport_internals"`
+	Fidelity     []string        `json:"fidelity"`
 
 	ccdf   []point
 	series []switchSeries

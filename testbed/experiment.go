@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -320,6 +321,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	defer stopCancel()
 	var mu sync.Mutex
 	var lagWarnings []string
+	var lags []lag
 	var cpuUs uint64
 	byHost := map[string]HostCounters{}
 	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
@@ -335,8 +337,8 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		rec.RPCs.InFlight += c.GetInFlight()
 		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
 		byHost[a.host] = hostCounters(a.host, hostRole(true, servers[a.host]), c)
-		if w := lagWarning(a.host, c, clients[a.host]); w != "" {
-			lagWarnings = append(lagWarnings, w)
+		if l, behind := lagOf(a.host, c, clients[a.host]); behind {
+			lags = append(lags, l)
 		}
 		if w := loadWarning(a.host, c, clients[a.host]); w != "" && waitErr == nil {
 			lagWarnings = append(lagWarnings, w)
@@ -379,6 +381,9 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	cpuBusy := cpuBusyFraction(cpu0, readCPU())
 	rec.CPUBusy = cpuBusy
 	rec.AgentCPUMs = cpuUs / 1000
+	if w := lagWarning(lags, len(clientHosts)); w != "" {
+		rec.Fidelity = append(rec.Fidelity, w)
+	}
 	rec.Fidelity = append(rec.Fidelity, lagWarnings...)
 	if cpuBusy > 0.95 {
 		rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("CPU saturated: the machine was %.0f%% busy during the experiment; agents and switches competed for the vCPUs", cpuBusy*100))
@@ -416,19 +421,54 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	return r.waitQueuesEmpty(ctx, 2*time.Second)
 }
 
-// lagWarning flags a client whose transport could not keep the open-loop
-// schedule: a P99 send lag above a millisecond and above a tenth of the mean
+// lag is a client whose transport could not keep the open-loop schedule:
+// a P99 send lag above a millisecond and above a tenth of the mean
 // interarrival time means latencies include time the RPC waited to be sent.
-func lagWarning(host string, c *agentpb.Counters, w *agentpb.Workload) string {
+type lag struct {
+	host           string
+	p99, max, gapU float64 // µs
+}
+
+// lagOf reports whether a client fell behind, and by how much.
+func lagOf(host string, c *agentpb.Counters, w *agentpb.Workload) (lag, bool) {
 	if w == nil || w.GetArrivals() != scenario.ArrivalsPoisson || w.GetRateRps() <= 0 {
+		return lag{}, false
+	}
+	l := lag{host: host, p99: c.GetLagP99Us(), max: c.GetLagMaxUs(), gapU: 1e6 / w.GetRateRps()}
+	return l, l.p99 > 1000 && l.p99 > l.gapU/10
+}
+
+// lagWarning says which clients fell behind, in one line however many
+// (one line per host drowned the other warnings of a busy run).
+func lagWarning(ls []lag, clients int) string {
+	if len(ls) == 0 {
 		return ""
 	}
-	gapUs := 1e6 / w.GetRateRps()
-	if c.GetLagP99Us() > 1000 && c.GetLagP99Us() > gapUs/10 {
+	// h2 before h10: shorter names first, then in order.
+	slices.SortFunc(ls, func(a, b lag) int {
+		if len(a.host) != len(b.host) {
+			return len(a.host) - len(b.host)
+		}
+		return strings.Compare(a.host, b.host)
+	})
+	if len(ls) == 1 {
+		l := ls[0]
 		return fmt.Sprintf("agent %s send lag P99 %.0f µs (max %.0f µs) against a mean gap of %.0f µs: the host fell behind its schedule",
-			host, c.GetLagP99Us(), c.GetLagMaxUs(), gapUs)
+			l.host, l.p99, l.max, l.gapU)
 	}
-	return ""
+	lo, hi, worst, gLo, gHi := ls[0].p99, ls[0].p99, ls[0].max, ls[0].gapU, ls[0].gapU
+	var hosts []string
+	for _, l := range ls {
+		lo, hi, worst = min(lo, l.p99), max(hi, l.p99), max(worst, l.max)
+		gLo, gHi = min(gLo, l.gapU), max(gHi, l.gapU)
+		hosts = append(hosts, l.host)
+	}
+	gap := fmt.Sprintf("%.0f µs", gLo)
+	if gHi > gLo*1.01 {
+		gap = fmt.Sprintf("%.0f–%.0f µs", gLo, gHi)
+	}
+	return fmt.Sprintf("%d of %d clients fell behind their schedule (%s): send lag P99 %.0f–%.0f µs (max %.0f µs) against a mean gap of %s",
+		len(ls), clients, strings.Join(hosts, " "), lo, hi, worst, gap)
 }
 
 // loadWarning flags a client that issued clearly fewer RPCs than its

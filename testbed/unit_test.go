@@ -101,10 +101,21 @@ func TestLagWarning(t *testing.T) {
 		{"server only", 5000, nil, false},
 	}
 	for _, tc := range tests {
-		got := lagWarning("h2", &agentpb.Counters{LagP99Us: tc.lag, LagMaxUs: tc.lag}, tc.w)
-		if (got != "") != tc.warn {
-			t.Errorf("%s: warning %q, want warning %v", tc.name, got, tc.warn)
+		_, behind := lagOf("h2", &agentpb.Counters{LagP99Us: tc.lag, LagMaxUs: tc.lag}, tc.w)
+		if behind != tc.warn {
+			t.Errorf("%s: behind %v, want %v", tc.name, behind, tc.warn)
 		}
+	}
+	one := lagWarning([]lag{{"h2", 5000, 9000, 10000}}, 3)
+	if !strings.Contains(one, "agent h2 send lag P99 5000 µs (max 9000 µs)") {
+		t.Errorf("one host: %q", one)
+	}
+	many := lagWarning([]lag{{"h3", 7000, 20000, 10000}, {"h2", 5000, 9000, 10000}}, 3)
+	if want := "2 of 3 clients fell behind their schedule (h2 h3): send lag P99 5000–7000 µs (max 20000 µs) against a mean gap of 10000 µs"; many != want {
+		t.Errorf("two hosts:\n got %q\nwant %q", many, want)
+	}
+	if lagWarning(nil, 3) != "" {
+		t.Error("warning with no lagging host")
 	}
 }
 
