@@ -298,8 +298,26 @@ func (cn *conn) send(req []byte) (*pendingCall, error) {
 	return pc, nil
 }
 
+// countingReader counts the reads that reach the socket.
+type countingReader struct {
+	r     io.Reader
+	reads uint64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
 func (cn *conn) readLoop() {
-	br := bufio.NewReaderSize(cn.nc, 64<<10)
+	sock := &countingReader{r: cn.nc}
+	br := bufio.NewReaderSize(sock, 64<<10)
+	// now is the retransmission count read after the socket read that
+	// brought in the responses still buffered: every one of them had
+	// arrived by then, so it stands for all of them, and responses that
+	// come in together cost one system call.
+	var now uint64
+	readAt := ^uint64(0)
 	for {
 		n, err := readHeader(br)
 		if err == nil {
@@ -313,7 +331,9 @@ func (cn *conn) readLoop() {
 			return
 		}
 		// Read outside pmu so senders are not held up by the system call.
-		now := cn.retransNow()
+		if sock.reads != readAt {
+			now, readAt = cn.retransNow(), sock.reads
+		}
 		cn.pmu.Lock()
 		if len(cn.pending) == 0 {
 			cn.pmu.Unlock()
