@@ -19,6 +19,8 @@ func TestSetNiceCoversEveryThread(t *testing.T) {
 	go func() { // a goroutine blocked in a syscall makes the runtime start a thread
 		var p [2]int
 		if err := unix.Pipe(p[:]); err == nil {
+			defer unix.Close(p[0])
+			defer unix.Close(p[1])
 			go func() { _, _ = unix.Write(p[1], []byte{1}) }()
 			var b [1]byte
 			_, _ = unix.Read(p[0], b[:])
