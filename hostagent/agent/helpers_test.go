@@ -36,17 +36,7 @@ func startAgent(t *testing.T, name string) (agentpb.AgentClient, string) {
 	dir := t.TempDir()
 	socket := filepath.Join(dir, name+".sock")
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Socket: socket, Name: name, RecordsDir: dir, Ready: func() { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("agent %s: %v", name, err)
-	}
+	done := runAgent(t, ctx, Options{Socket: socket, Name: name, RecordsDir: dir})
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
