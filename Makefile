@@ -29,8 +29,11 @@ test: deps build fmt-check vet
 demo: deps build
 	./$(BIN) run scenarios/incast.yaml
 
+# The Go benchmarks of every part, then the switch against the kernel bridge
+# (root). Results and methods: docs/homa.md, docs/agent.md, docs/bench-switch.md.
 bench: build
-	./bench/run-all.sh
+	$(GO) test -p 1 -run '^$$' -bench . ./internal/hrtime ./p4/dataplane ./controller ./hostagent/homa ./hostagent/agent ./reports
+	./bench/switch/run.sh
 
 # Compiles p4/tor.p4 for BMv2 where p4c is installed.
 p4c:

@@ -190,17 +190,22 @@ class BMv2Switch(HomatbSwitch):
     BMv2 (not packaged for Debian 12). Queue rates are set in packets per
     second by the controller side, as BMv2 takes no bit rate."""
 
-    def __init__(self, name, json_path='build/tor.json', **params):
+    def __init__(self, name, json_path='build/tor.json', thrift_port=9090,
+                 **params):
         HomatbSwitch.__init__(self, name, **params)
         self.json_path = json_path
+        self.thrift_port = int(thrift_port)
 
     def command(self):
+        # Options after "--" belong to the simple_switch_grpc target,
+        # --priority-queues among them.
         cmd = ['simple_switch_grpc'] + self.ports_args() + [
-            '--device-id', str(self.device_id), '--priority-queues', '8']
+            '--device-id', str(self.device_id),
+            '--thrift-port', str(self.thrift_port)]
         if self.pcap_dir:
             cmd += ['--pcap', self.pcap_dir]
         cmd += [self.json_path, '--', '--grpc-server-addr',
-                '127.0.0.1:%d' % self.grpc_port]
+                '127.0.0.1:%d' % self.grpc_port, '--priority-queues', '8']
         return cmd
 
 

@@ -73,7 +73,12 @@ class Runner:
                                                 mac=h['mac'])
         env = dict(spec.get('env') or {})
         for s in spec.get('switches') or []:
-            cls = BMv2Switch if s.get('kind') == 'bmv2' else HomatbSwitch
+            extra = {}
+            cls = HomatbSwitch
+            if s.get('kind') == 'bmv2':
+                cls = BMv2Switch
+                extra = dict(json_path=s['bmv2_json'],
+                             thrift_port=s['thrift_port'])
             self.switches[s['name']] = net.addSwitch(
                 s['node'], cls=cls, binary=s['binary'],
                 device_id=s['device_id'], grpc_port=s['grpc_port'],
@@ -82,7 +87,7 @@ class Runner:
                 stats_file=s.get('stats_file'), log_file=s.get('log_file'),
                 pcap_dir=s.get('pcap_dir'),
                 admin_socket=s.get('admin_socket'), env=env,
-                extra_args=s.get('extra_args'))
+                extra_args=s.get('extra_args'), **extra)
         bw = spec.get('bw_mbit') or 0
         shaper = spec.get('shaper', 'htb')
         for l in spec.get('links') or []:

@@ -14,8 +14,8 @@ import (
 )
 
 // controllerTopology describes the layout to the controller.
-func controllerTopology(n *topo.Network, s *scenario.Scenario, addrs map[string]string) (*controller.Topology, error) {
-	t := &controller.Topology{}
+func controllerTopology(n *topo.Network, s *scenario.Scenario, addrs map[string]string, bmv2JSON string, thrift map[string]int) (*controller.Topology, error) {
+	t := &controller.Topology{Pipeline: controller.Pipeline{BMv2JSON: bmv2JSON}}
 	target := controller.TargetEmbedded
 	if s.Switch.Target == scenario.TargetBMv2 {
 		target = controller.TargetBMv2
@@ -25,7 +25,8 @@ func controllerTopology(n *topo.Network, s *scenario.Scenario, addrs map[string]
 		if target == controller.TargetBMv2 {
 			// BMv2 shapes queues in packets per second: the link rate in
 			// MTU-sized frames.
-			cs.BMv2 = controller.BMv2Queues{RatePPS: int(float64(s.Link.Rate) / 8 / float64(s.Link.MTU+38)), DepthPkts: s.Switch.QueueDepthPkts}
+			cs.BMv2 = controller.BMv2Queues{RatePPS: int(float64(s.Link.Rate) / 8 / float64(s.Link.MTU+38)), DepthPkts: s.Switch.QueueDepthPkts,
+				ThriftPort: thrift[sw.Name]}
 		}
 		t.Switches = append(t.Switches, cs)
 	}
@@ -75,7 +76,7 @@ type control struct {
 // connectAndProgram dials every switch, pushes tor.p4 and installs
 // forwarding, ARP proxy and the DSCP policy, verified by read-back.
 func connectAndProgram(ctx context.Context, n *Network, log *slog.Logger) (*control, error) {
-	t, err := controllerTopology(n.Layout, n.Scenario, n.SwitchAddr)
+	t, err := controllerTopology(n.Layout, n.Scenario, n.SwitchAddr, n.BMv2JSON, n.ThriftPort)
 	if err != nil {
 		return nil, err
 	}

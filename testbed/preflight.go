@@ -66,6 +66,9 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 			ps = append(ps, Problem{"switch target bmv2 needs simple_switch_grpc, which Debian 12 does not package",
 				"build BMv2 from source, or use target: embedded"})
 		}
+		if _, err := os.Stat(BMv2JSONPath); err != nil {
+			ps = append(ps, Problem{"switch target bmv2 needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", "make p4c (needs p4c-bm2-ss)"})
+		}
 	}
 	if cc, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); err == nil {
 		for _, t := range plan.Base.Transports {
@@ -96,3 +99,7 @@ func IsPreflight(err error) bool {
 	var pe *PreflightError
 	return errors.As(err, &pe)
 }
+
+// BMv2JSONPath is where `make p4c` writes p4c's BMv2 output for tor.p4,
+// relative to the directory homatb runs in (the repository).
+const BMv2JSONPath = "build/tor.json"

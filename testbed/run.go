@@ -60,6 +60,9 @@ type Network struct {
 	Scenario *scenario.Scenario
 	// SwitchAddr maps switch names to their P4Runtime addresses.
 	SwitchAddr map[string]string
+	// BMv2 only: the tor.json the switches load and their Thrift ports.
+	BMv2JSON   string
+	ThriftPort map[string]int
 }
 
 // Result describes a finished (or stopped) run.
@@ -251,7 +254,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	go r.watch(ctx)
 
-	r.net = &Network{Layout: layout, Scenario: s, SwitchAddr: map[string]string{}}
+	r.net = &Network{Layout: layout, Scenario: s, SwitchAddr: map[string]string{}, ThriftPort: map[string]int{}}
 	spec, err := r.buildSpec(layout)
 	if err != nil {
 		return err
@@ -358,6 +361,16 @@ func (r *run) buildSpec(n *topo.Network) (mn.Spec, error) {
 		}
 		if err := os.MkdirAll(filepath.Join(r.dir, "switch"), 0o755); err != nil {
 			return spec, err
+		}
+		if kind == "bmv2" {
+			if ss.BMv2JSON, err = filepath.Abs(BMv2JSONPath); err != nil {
+				return spec, err
+			}
+			if ss.ThriftPort, err = freePort(); err != nil {
+				return spec, err
+			}
+			r.net.BMv2JSON = ss.BMv2JSON
+			r.net.ThriftPort[sw.Name] = ss.ThriftPort
 		}
 		spec.Switches = append(spec.Switches, ss)
 		r.net.SwitchAddr[sw.Name] = "127.0.0.1:" + strconv.Itoa(port)

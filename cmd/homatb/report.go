@@ -25,7 +25,12 @@ func newReportCmd() *cobra.Command {
 		Short: "Rebuild summary.json, by_size.csv, cperf .data files and report.html from a run directory",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			// Quiet keeps warnings: they say the report may mislead.
+			level := slog.LevelInfo
+			if quiet {
+				level = slog.LevelWarn
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			opts := []reports.Option{
 				reports.WithLogger(logger),
 				reports.WithMaxExactLengths(maxExact),

@@ -62,6 +62,10 @@ type SwitchSpec struct {
 	PcapDir        string   `json:"pcap_dir,omitempty"`
 	AdminSocket    string   `json:"admin_socket,omitempty"`
 	ExtraArgs      []string `json:"extra_args,omitempty"`
+	// BMv2 only: p4c's tor.json and the switch's Thrift port (one per
+	// switch, so that two BMv2 switches do not both take 9090).
+	BMv2JSON   string `json:"bmv2_json,omitempty"`
+	ThriftPort int    `json:"thrift_port,omitempty"`
 }
 
 // LinkSpec is one veth pair; ShapeA shapes side A (a host NIC) to the link

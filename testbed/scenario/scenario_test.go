@@ -82,6 +82,7 @@ func TestBadScenarios(t *testing.T) {
 		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},
 		{"alpha out of range", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 1MB\n    alpha: 100", 23, "switch.buffer.alpha", "1/64 to 64"},
 		{"buffer on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  buffer:\n    shared_bytes: 1MB", 22, "switch.buffer", "per-queue depths only"},
+		{"byte depth on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  queue_depth_bytes: 64KB", 22, "switch.queue_depth_bytes", "packets only"},
 		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}

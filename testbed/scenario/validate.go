@@ -181,6 +181,9 @@ func (c *checker) checkSwitch(s *Scenario) {
 	if d := s.Switch.QueueDepthBytes; d != 0 && int(d) < s.Link.MTU {
 		c.errorf("switch.queue_depth_bytes", "expected 0 (packets only) or at least one MTU (%d bytes), got %d", s.Link.MTU, d)
 	}
+	if s.Switch.QueueDepthBytes != 0 && s.Switch.Target == TargetBMv2 {
+		c.errorf("switch.queue_depth_bytes", "BMv2's simple_switch limits queues in packets only (queue_depth_pkts); queue_depth_bytes needs target %q", TargetEmbedded)
+	}
 	c.checkBuffer(s)
 }
 

@@ -1,0 +1,39 @@
+package testbed
+
+import (
+	"testing"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// TestControllerTopologyBMv2: with the bmv2 target every switch gets its own
+// Thrift port and the pipeline carries tor.json, without which the
+// controller refuses to program BMv2.
+func TestControllerTopologyBMv2(t *testing.T) {
+	l, err := topo.Layout(scenario.Topology{Kind: scenario.KindLeafSpine, Leaves: 2, Spines: 1, HostsPerLeaf: 2}, "hb12345")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scenario.Scenario{Switch: scenario.Switch{Target: scenario.TargetBMv2, QueueDepthPkts: 64},
+		Link: scenario.Link{Rate: 100e6, MTU: 1500}}
+	thrift := map[string]int{}
+	for i, sw := range l.Switches {
+		thrift[sw.Name] = 9100 + i
+	}
+	ct, err := controllerTopology(l, s, map[string]string{}, "/abs/build/tor.json", thrift)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct.Pipeline.BMv2JSON != "/abs/build/tor.json" {
+		t.Errorf("pipeline bmv2_json %q", ct.Pipeline.BMv2JSON)
+	}
+	seen := map[int]bool{}
+	for _, sw := range ct.Switches {
+		if sw.Target != controller.TargetBMv2 || sw.BMv2.ThriftPort != thrift[sw.Name] || seen[sw.BMv2.ThriftPort] {
+			t.Errorf("switch %s: target %v thrift port %d (want %d, distinct)", sw.Name, sw.Target, sw.BMv2.ThriftPort, thrift[sw.Name])
+		}
+		seen[sw.BMv2.ThriftPort] = true
+	}
+}
