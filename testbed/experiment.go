@@ -280,6 +280,12 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err := cfg(false); err != nil {
 		return err
 	}
+	for name, c := range r.stats {
+		if err := c.resetWindow(ctx); err != nil {
+			// Without it the peaks include earlier experiments': say so.
+			rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("switch %s: queue peaks and delays cover the run so far, not this experiment: %v", name, err))
+		}
+	}
 	startStats := r.switchStats(ctx)
 	cpu0 := readCPU()
 	telDone := r.startTelemetry(ctx, e.Name, s.Telemetry.Interval.D())

@@ -28,6 +28,25 @@ func newStatsClient(name, socket string) *statsClient {
 	return &statsClient{name: name, socket: socket, http: &http.Client{Transport: tr, Timeout: 3 * time.Second}}
 }
 
+// resetWindow restarts the switch's peaks and delay percentiles, which
+// cannot be differenced, so an experiment's file holds only its own.
+func (c *statsClient) resetWindow(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switch/stats/reset-window", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("switch %s reset window: %w", c.name, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("switch %s reset window: %s", c.name, resp.Status)
+	}
+	return nil
+}
+
 // fetch returns the switch's current statistics as generic JSON, so fields
 // the switch adds later are carried through untouched.
 func (c *statsClient) fetch(ctx context.Context) (map[string]any, error) {

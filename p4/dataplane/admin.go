@@ -21,12 +21,17 @@ type FaultSetting struct {
 
 // AdminHandler serves the run-time control of the dataplane:
 //
-//	GET  /stats   the Stats JSON
-//	GET  /faults  the fault settings of every port
+//	GET  /stats               the Stats JSON
+//	POST /stats/reset-window  restart peaks and delay percentiles (ResetWindow)
+//	GET  /faults              the fault settings of every port
 //	POST /faults  {"port": 1, "drop_prob": 0.01, "drop_every": 0}
 func (d *Dataplane) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, d.Stats())
+	})
+	mux.HandleFunc("POST /stats/reset-window", func(w http.ResponseWriter, _ *http.Request) {
+		d.ResetWindow()
 		writeJSON(w, http.StatusOK, d.Stats())
 	})
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, _ *http.Request) {

@@ -294,6 +294,20 @@ func TestPriorityUnderOverload(t *testing.T) {
 	if q0.DropPkts == 0 || q0.PeakPkts != 16 {
 		t.Errorf("queue 0 dropped %d peak %d, want drops and a peak of 16", q0.DropPkts, q0.PeakPkts)
 	}
+	defer func() {
+		// Once queue 0 has drained, a new window forgets the overload's
+		// peak and delays but keeps the counters.
+		for end := time.Now().Add(5 * time.Second); r.d.Stats().Ports[1].Queues[0].DepthPkts > 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		rec := httptest.NewRecorder()
+		r.d.AdminHandler().ServeHTTP(rec, httptest.NewRequest("POST", "/stats/reset-window", nil))
+		after := r.d.Stats().Ports[1].Queues[0]
+		if rec.Code != 200 || after.PeakPkts != 0 || after.DelayMaxUs != 0 || after.SentPkts < q0.SentPkts {
+			t.Errorf("after reset-window (%d): queue 0 peak %d max delay %d sent %d (was %d), want 0, 0 and the count kept",
+				rec.Code, after.PeakPkts, after.DelayMaxUs, after.SentPkts, q0.SentPkts)
+		}
+	}()
 	ser := uint32(serializationNs(1514, 10e6) / 1000)
 	if q7.DelayMaxUs > 3*ser {
 		t.Errorf("queue 7 max delay %d µs, more than 3 frame times (%d µs)", q7.DelayMaxUs, ser)

@@ -53,6 +53,16 @@ type QueueStats struct {
 	DelayMaxUs uint32 `json:"delay_max_us"`
 }
 
+// ResetWindow restarts the statistics that cannot be differenced, the
+// queues' peaks and delay percentiles, so that they describe what comes
+// next (an experiment) rather than everything since the switch started.
+// Counters are untouched; it is safe to call while Run is forwarding.
+func (d *Dataplane) ResetWindow() {
+	for _, ps := range d.ports {
+		ps.tm.resetWindow()
+	}
+}
+
 // Stats returns a snapshot of every counter; it is safe to call while Run
 // is forwarding.
 func (d *Dataplane) Stats() Stats {

@@ -130,6 +130,18 @@ func (t *tm) enqueue(p *packet, q uint8, now int64) bool {
 	return true
 }
 
+// resetWindow starts a new window for the statistics that are not
+// counters: peaks restart from the current depth, delays from nothing.
+func (t *tm) resetWindow() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for q := range t.st {
+		st := &t.st[q]
+		st.peakPkts, st.peakBytes = t.q[q].size, st.depthBytes
+		st.delay = histogram{}
+	}
+}
+
 // departure describes a dequeued packet for the egress pipeline.
 type departure struct {
 	pkt      *packet
