@@ -236,9 +236,7 @@ func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([
 	// Abort unless the RPC finished meanwhile; either way, and also when
 	// Close got there first, exactly one result is waiting in r.done.
 	if e.lock() {
-		if e.loop.clients[r.id] == r {
-			e.finishCall(e.now(), r, nil, fmt.Errorf("homa: call %d: %w", r.id, ErrAborted))
-		}
+		e.handleCommand(e.now(), command{op: opCancel, r: r})
 		e.unlock()
 	}
 	res := <-r.done

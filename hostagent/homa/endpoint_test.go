@@ -3,7 +3,6 @@ package homa_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -24,58 +23,13 @@ var (
 
 const serverPort = 99
 
-// fill writes a pattern derived from tag into b; the first 8 bytes (when
-// they fit) carry the tag itself so the server can count executions.
-func fill(b []byte, tag uint64) {
-	x := tag*0x9e3779b97f4a7c15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = byte(x)
-	}
-	if len(b) >= 8 {
-		binary.BigEndian.PutUint64(b, tag)
-	}
-}
+// fill, echoServer and serveEcho are homatest's, named short for the tests here.
+func fill(b []byte, tag uint64) { homatest.Fill(b, tag) }
 
-// echoServer replies to each request with the request itself and counts
-// how often each tag was executed.
-type echoServer struct {
-	mu   sync.Mutex
-	runs map[uint64]int
-}
+type echoServer = homatest.EchoServer
 
 func serveEcho(ctx context.Context, t testing.TB, srv *homa.Server) *echoServer {
-	es := &echoServer{runs: map[uint64]int{}}
-	go func() {
-		for {
-			rpc, err := srv.Receive(ctx)
-			if err != nil {
-				return
-			}
-			req := rpc.Request()
-			if len(req) >= 8 {
-				es.mu.Lock()
-				es.runs[binary.BigEndian.Uint64(req)]++
-				es.mu.Unlock()
-			}
-			if err := rpc.Reply(req); err != nil && !errors.Is(err, homa.ErrClosed) {
-				t.Errorf("reply: %v", err)
-			}
-		}
-	}()
-	return es
-}
-
-func (es *echoServer) duplicates() int {
-	es.mu.Lock()
-	defer es.mu.Unlock()
-	n := 0
-	for _, c := range es.runs {
-		n += c - 1
-	}
-	return n
+	return homatest.ServeEcho(ctx, t, srv)
 }
 
 // pair builds a client and a server endpoint on one in-memory network.
@@ -218,12 +172,12 @@ func TestLoss(t *testing.T) {
 				if n := network.Stats().Lost; tt.loss > 0 && n == 0 {
 					t.Errorf("network lost no packets")
 				}
-				if d := es.duplicates(); !tt.atLeastOnce && d != 0 {
+				if d := es.Duplicates(); !tt.atLeastOnce && d != 0 {
 					t.Errorf("%d requests executed twice in at-most-once mode", d)
 				}
 				st := client.Stats()
 				t.Logf("net %+v; client resends %d retransmits %d restarts %d; duplicates %d",
-					network.Stats(), st.ResendsSent, st.Retransmits, st.Restarts, es.duplicates())
+					network.Stats(), st.ResendsSent, st.Retransmits, st.Restarts, es.Duplicates())
 			})
 		})
 	}

@@ -3,16 +3,13 @@
 package homa_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homatest"
 )
 
 // rawPair starts a Homa endpoint in each namespace of v.
@@ -50,43 +47,9 @@ func TestRawNamespaces(t *testing.T) {
 	defer cancel()
 	es := serveEcho(ctx, t, srv)
 	dest := netip.AddrPortFrom(v.addr[1], serverPort)
-	sizes := []int{64, 100, 500, 1000, 1500, 3000, 10_000, 50_000, 200_000}
-	weights := []int{20, 20, 15, 10, 10, 10, 8, 5, 2}
-	rng := rand.New(rand.NewPCG(3, 4))
-	pick := func() int {
-		x := rng.IntN(100)
-		for i, w := range weights {
-			if x < w {
-				return sizes[i]
-			}
-			x -= w
-		}
-		return sizes[0]
-	}
 	const rpcs, parallel = 10_000, 16
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
-	sem := make(chan struct{}, parallel)
 	start := time.Now()
-	for i := range rpcs {
-		req := make([]byte, pick())
-		fill(req, uint64(i))
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			resp, _, err := client.Call(ctx, dest, req)
-			if err == nil && !bytes.Equal(resp, req) {
-				err = fmt.Errorf("wrong response")
-			}
-			if err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Sprintf("rpc %d (%d bytes): %v", i, len(req), err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	failed := homatest.MixedRPCs(ctx, client, dest, rpcs, parallel, 3)
 	for i, f := range failed {
 		if i < 10 {
 			t.Error(f)
@@ -95,7 +58,7 @@ func TestRawNamespaces(t *testing.T) {
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d RPCs failed", len(failed), rpcs)
 	}
-	if d := es.duplicates(); d != 0 {
+	if d := es.Duplicates(); d != 0 {
 		t.Errorf("%d requests executed twice", d)
 	}
 	st := client.Stats()

@@ -1,18 +1,15 @@
 package switchtest
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homatest"
 	"github.com/homatb/homatb/p4"
 )
 
@@ -52,67 +49,10 @@ func TestHomaThroughSwitch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	var executed sync.Map // request tag -> true; a second run is a duplicate
-	var dups int
-	var dupMu sync.Mutex
-	go func() {
-		for {
-			rpc, err := srv.Receive(ctx)
-			if err != nil {
-				return
-			}
-			req := rpc.Request()
-			if len(req) >= 8 {
-				if _, seen := executed.LoadOrStore(string(req[:8]), true); seen {
-					dupMu.Lock()
-					dups++
-					dupMu.Unlock()
-				}
-			}
-			_ = rpc.Reply(req)
-		}
-	}()
-
+	es := homatest.ServeEcho(ctx, t, srv)
 	dest := netip.AddrPortFrom(netip.AddrFrom4([4]byte(hs[1].ip)), port)
-	sizes := []int{64, 100, 500, 1000, 1500, 3000, 10_000, 50_000, 200_000}
-	weights := []int{20, 20, 15, 10, 10, 10, 8, 5, 2} // percent
-	rng := rand.New(rand.NewPCG(11, 12))
-	pick := func() int {
-		x := rng.IntN(100)
-		for i, w := range weights {
-			if x < w {
-				return sizes[i]
-			}
-			x -= w
-		}
-		return sizes[0]
-	}
 	const rpcs, parallel = 10_000, 16
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
-	sem := make(chan struct{}, parallel)
-	for i := range rpcs {
-		req := make([]byte, pick())
-		for j := range req {
-			req[j] = byte(i*31 + j*7)
-		}
-		copy(req, fmt.Sprintf("%08d", i)) // the tag the server checks for duplicates
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			resp, _, err := eps[0].Call(ctx, dest, req)
-			if err == nil && !bytes.Equal(resp, req) {
-				err = fmt.Errorf("response differs from the request")
-			}
-			if err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Sprintf("rpc %d (%d bytes): %v", i, len(req), err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	failed := homatest.MixedRPCs(ctx, eps[0], dest, rpcs, parallel, 11)
 	for i, f := range failed {
 		if i < 10 {
 			t.Error(f)
@@ -121,11 +61,9 @@ func TestHomaThroughSwitch(t *testing.T) {
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d RPCs failed", len(failed), rpcs)
 	}
-	dupMu.Lock()
-	if dups != 0 {
-		t.Errorf("%d requests executed twice", dups)
+	if d := es.Duplicates(); d != 0 {
+		t.Errorf("%d requests executed twice", d)
 	}
-	dupMu.Unlock()
 
 	// Towards the server: requests' unscheduled bytes and the client's
 	// control packets in queue 7, granted bytes of long requests lower.
