@@ -39,6 +39,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{FIFOGrantPermille: 1000}, "fifo"},
 		{Config{UnschedCutoffs: make([]uint32, 9)}, "cutoffs"},
 		{Config{ResendTicks: 10, TimeoutTicks: 10}, "timeout"},
+		{Config{Poll: -time.Microsecond}, "poll"},
+		{Config{Poll: time.Second}, "poll"},
 	} {
 		if _, err := tt.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: err %v, want one about %s", tt.cfg, err, tt.want)
@@ -48,13 +50,14 @@ func TestConfigErrors(t *testing.T) {
 
 func TestConfigFromParams(t *testing.T) {
 	p := &agentpb.HomaParams{LinkBps: 10e9, Overcommit: 2, Priorities: 4, TickUs: 250, UnloadedRttUs: 20,
-		Extra: map[string]string{"fifo_grants": "off", "resend_interval": "3", "max_nic_backlog_us": "40"}}
+		Extra: map[string]string{"fifo_grants": "off", "resend_interval": "3", "max_nic_backlog_us": "40", "poll_us": "50"}}
 	c, err := ConfigFromParams(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.LinkBps != 10e9 || c.Overcommit != 2 || c.Priorities != 4 || c.Tick != 250*time.Microsecond ||
-		c.UnloadedRTT != 20*time.Microsecond || !c.DisableFIFOGrants || c.ResendInterval != 3 || c.MaxNICBacklog != 40*time.Microsecond {
+		c.UnloadedRTT != 20*time.Microsecond || !c.DisableFIFOGrants || c.ResendInterval != 3 || c.MaxNICBacklog != 40*time.Microsecond ||
+		c.Poll != 50*time.Microsecond {
 		t.Errorf("config %+v", c)
 	}
 	if d, _ := c.withDefaults(); d.FIFOGrantPermille != 0 {

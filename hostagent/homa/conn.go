@@ -29,6 +29,14 @@ type Conn interface {
 	Close() error
 }
 
+// TryReader is a Conn that can also be read without waiting, which lets
+// a goroutine waiting for a message fetch it itself (Config.Poll).
+type TryReader interface {
+	// TryReadBatch is ReadBatch returning 0 at once when nothing is
+	// queued. It may run concurrently with a blocked ReadBatch.
+	TryReadBatch(pkts []Packet) (int, error)
+}
+
 // TOS returns the TOS byte for Homa priority p (0 lowest, 7 highest).
 func TOS(p uint8) uint8 { return p << 5 }
 

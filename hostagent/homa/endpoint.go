@@ -41,6 +41,12 @@ type Endpoint struct {
 	once sync.Once
 	wg   sync.WaitGroup
 
+	// try is the Conn read by waiting goroutines when Config.Poll is on
+	// (nil otherwise); polling marks the one that holds pollRx.
+	try     TryReader
+	polling atomic.Bool
+	pollRx  *rxBatch
+
 	closed bool
 	loop   loopState // guarded by mu
 }
@@ -50,6 +56,8 @@ type loopState struct {
 	clients  map[uint64]*rpc
 	servers  map[srvKey]*rpc
 	tombs    map[srvKey]uint64 // forgotten server RPCs -> tick they expire
+	tombQ    []tomb            // the same in expiry order, from tombHead on
+	tombHead int
 	ports    map[uint16]*Server
 	peers    map[netip.Addr]*peer
 	sendq    []*rpc
@@ -79,7 +87,71 @@ type loopState struct {
 
 type rxBatch struct {
 	pkts []Packet
-	n    int
+}
+
+func newRxBatch(n, mtu int) *rxBatch {
+	b := &rxBatch{pkts: make([]Packet, n)}
+	for i := range b.pkts {
+		b.pkts[i].Buf = make([]byte, mtu)
+	}
+	return b
+}
+
+// reset readies b's buffers for the next read.
+func (b *rxBatch) reset() {
+	for i := range b.pkts {
+		b.pkts[i].Buf = b.pkts[i].Buf[:cap(b.pkts[i].Buf)]
+	}
+}
+
+// handle runs the protocol for the first n packets of b; false once the
+// Endpoint is closed.
+func (e *Endpoint) handle(b *rxBatch, n int) bool {
+	e.c.rxBatch.Add(1)
+	if !e.lock() {
+		return false
+	}
+	now := e.now()
+	for i := range n {
+		e.handlePacket(now, &b.pkts[i])
+	}
+	e.unlock()
+	return true
+}
+
+// poll reads and handles packets in the calling goroutine until ready
+// reports true, ctx ends or Config.Poll has passed, so that a Call or
+// Receive about to sleep gets its packet without waking another thread.
+// It returns at once when polling is off or another goroutine polls.
+func (e *Endpoint) poll(ctx context.Context, ready func() bool) {
+	if e.try == nil || ready() || !e.polling.CompareAndSwap(false, true) {
+		return
+	}
+	defer e.polling.Store(false)
+	b := e.pollRx
+	deadline := e.now() + e.cfg.Poll
+	for empty := 0; !ready() && ctx.Err() == nil; {
+		b.reset()
+		n, err := e.try.TryReadBatch(b.pkts)
+		switch {
+		case err != nil:
+			return // the reader reports and handles errors
+		case n > 0:
+			e.c.polled.Add(1)
+			if !e.handle(b, n) {
+				return
+			}
+			continue
+		}
+		// An empty read is a syscall, about 1 µs: the clock and the
+		// other goroutines of this P are looked at every few of them.
+		if empty++; empty%8 == 0 {
+			if e.now() > deadline {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 type cmdOp uint8
@@ -155,6 +227,11 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	}}
 	l.sched.maxSchedPrio = maxSchedPriority(&l.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
 	l.pacer = newPacer(conn)
+	if tr, ok := conn.(TryReader); ok && cfg.Poll > 0 {
+		// A waiter wants a packet or two, and an empty poll re-arms
+		// every buffer of its batch: a small batch keeps the spin cheap.
+		e.try, e.pollRx = tr, newRxBatch(min(bs, 8), cfg.MTU)
+	}
 	return e, nil
 }
 
@@ -228,6 +305,11 @@ func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([
 	}
 	e.handleCommand(e.now(), command{op: opCall, r: r, dest: dest, data: req})
 	e.unlock()
+	e.poll(ctx, func() bool { return len(r.done) > 0 })
+	if len(r.done) > 0 { // polled: skip the select
+		res := <-r.done
+		return res.resp, res.info, res.err
+	}
 	select {
 	case res := <-r.done:
 		return res.resp, res.info, res.err
@@ -287,6 +369,7 @@ func (s *Server) Port() uint16 { return s.port }
 
 // Receive waits for the next complete request.
 func (s *Server) Receive(ctx context.Context) (*ServerRPC, error) {
+	s.e.poll(ctx, func() bool { return len(s.ch) > 0 })
 	select {
 	case r := <-s.ch:
 		return r, nil
@@ -353,15 +436,10 @@ func (e *Endpoint) at(d time.Duration) time.Time { return e.epoch.Add(d) }
 // reader reads batches of packets from the Conn and handles them itself.
 func (e *Endpoint) reader() {
 	defer e.wg.Done()
-	b := &rxBatch{pkts: make([]Packet, len(e.loop.tx))}
-	for i := range b.pkts {
-		b.pkts[i].Buf = make([]byte, e.cfg.MTU)
-	}
+	b := newRxBatch(len(e.loop.tx), e.cfg.MTU)
 	failures := 0
 	for {
-		for i := range b.pkts {
-			b.pkts[i].Buf = b.pkts[i].Buf[:cap(b.pkts[i].Buf)]
-		}
+		b.reset()
 		n, err := e.conn.ReadBatch(b.pkts)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -376,15 +454,9 @@ func (e *Endpoint) reader() {
 			continue
 		}
 		failures = 0
-		e.c.rxBatch.Add(1)
-		if !e.lock() {
+		if !e.handle(b, n) {
 			return
 		}
-		now := e.now()
-		for i := range n {
-			e.handlePacket(now, &b.pkts[i])
-		}
-		e.unlock()
 	}
 }
 
@@ -527,7 +599,9 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 		l.schedDue = true
 	}
 	if executed && !e.cfg.AtLeastOnce {
-		l.tombs[key] = l.tick + 2*uint64(e.cfg.TimeoutTicks)
+		exp := l.tick + 2*uint64(e.cfg.TimeoutTicks)
+		l.tombs[key] = exp
+		l.tombQ = append(l.tombQ, tomb{key, exp})
 	}
 }
 

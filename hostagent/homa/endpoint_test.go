@@ -183,6 +183,28 @@ func TestLoss(t *testing.T) {
 	}
 }
 
+// TestPoll runs RPCs over a lossy in-memory network with waiters polling
+// the Conn (Config.Poll), so packets are handled by the reader and by
+// waiting Calls and Receives at once: every response must still be right,
+// no request may run twice, and waiters must have read some batches. It
+// runs on the real clock: a polling waiter never blocks, so the fake
+// clock of testing/synctest would not advance past its budget.
+func TestPoll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	lc := homatest.LinkConfig{Rate: 10e9, Delay: 5 * time.Microsecond, Loss: 0.01, Reorder: 0.02, Seed: 3}
+	cfg := homa.Config{LinkBps: 10e9, Tick: time.Millisecond, Poll: 200 * time.Microsecond}
+	client, srv, network := pair(t, lc, cfg)
+	es := serveEcho(ctx, t, srv)
+	homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(serverAddr, serverPort), 500, 4, 5)
+	if n := network.Stats().Lost; n == 0 {
+		t.Error("network lost no packets")
+	}
+	if st := client.Stats(); st.PolledBatches == 0 {
+		t.Errorf("no batch was read by a waiting Call: %+v", st)
+	}
+}
+
 // serveFixed answers every request on srv with resp until ctx ends.
 func serveFixed(ctx context.Context, srv *homa.Server, resp []byte) {
 	go func() {

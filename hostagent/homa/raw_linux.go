@@ -28,7 +28,8 @@ var cmsgTOSSpace = unix.CmsgSpace(4)
 // the TOS byte from the IP header the kernel delivers with each packet;
 // writes use sendmmsg with a per-packet IP_TOS control message. Both go
 // through Go's netpoller, so a waiting reader parks instead of holding a
-// thread. One goroutine may read while another writes.
+// thread. One goroutine may read while another writes, and a third may
+// poll with TryReadBatch.
 type RawConn struct {
 	f       *os.File
 	rc      syscall.RawConn
@@ -36,14 +37,9 @@ type RawConn struct {
 	udpPort uint16 // 0: raw Homa socket
 	closed  atomic.Bool
 
-	// Read side, used only by the reading goroutine.
-	rh     []unix.Mmsghdr
-	riov   []unix.Iovec
-	rname  []unix.RawSockaddrInet4
-	rn     int
-	rgot   int
-	rerr   syscall.Errno
-	readFn func(uintptr) bool
+	rd, try rxVec // ReadBatch's and TryReadBatch's
+	readFn  func(uintptr) bool
+	tryFn   func(uintptr)
 
 	// Write side, used only by the writing goroutine.
 	wh      []unix.Mmsghdr
@@ -54,6 +50,43 @@ type RawConn struct {
 	wdone   int
 	werr    syscall.Errno
 	writeFn func(uintptr) bool
+}
+
+// rxVec is the recvmmsg state of one reading goroutine.
+type rxVec struct {
+	h    []unix.Mmsghdr
+	iov  []unix.Iovec
+	name []unix.RawSockaddrInet4
+	n    int
+	got  int
+	err  syscall.Errno
+	// wait: fn reports EAGAIN as "not done" so the netpoller parks the
+	// reader; otherwise as zero packets.
+	wait bool
+}
+
+func newRxVec(wait bool) rxVec {
+	v := rxVec{h: make([]unix.Mmsghdr, rawBatch), iov: make([]unix.Iovec, rawBatch),
+		name: make([]unix.RawSockaddrInet4, rawBatch), wait: wait}
+	for i := range rawBatch {
+		v.h[i].Hdr.Iov, v.h[i].Hdr.Iovlen = &v.iov[i], 1
+		v.h[i].Hdr.Name = (*byte)(unsafe.Pointer(&v.name[i]))
+	}
+	return v
+}
+
+func (v *rxVec) recv(fd uintptr) bool {
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&v.h[0])), uintptr(v.n), unix.MSG_DONTWAIT, 0, 0)
+	switch {
+	case e == unix.EAGAIN || e == unix.EINTR:
+		if v.wait {
+			return false
+		}
+		v.got, v.err = 0, 0
+	default:
+		v.got, v.err = int(r), e
+	}
+	return true
 }
 
 var _ Conn = (*RawConn)(nil)
@@ -94,12 +127,10 @@ func listenBatch(local netip.Addr, udpPort uint16) (*RawConn, error) {
 		f.Close()
 		return nil, fmt.Errorf("homa: raw socket: %w", err)
 	}
-	c := &RawConn{f: f, rc: rc, local: local, udpPort: udpPort, rname: make([]unix.RawSockaddrInet4, rawBatch),
-		rh: make([]unix.Mmsghdr, rawBatch), riov: make([]unix.Iovec, rawBatch),
+	c := &RawConn{f: f, rc: rc, local: local, udpPort: udpPort, rd: newRxVec(true), try: newRxVec(false),
 		wh: make([]unix.Mmsghdr, rawBatch), wiov: make([]unix.Iovec, rawBatch),
 		wname: make([]unix.RawSockaddrInet4, rawBatch), woob: make([]byte, rawBatch*cmsgTOSSpace)}
 	for i := range rawBatch {
-		c.rh[i].Hdr.Iov, c.rh[i].Hdr.Iovlen = &c.riov[i], 1
 		w := &c.wh[i].Hdr
 		w.Iov, w.Iovlen = &c.wiov[i], 1
 		w.Name, w.Namelen = (*byte)(unsafe.Pointer(&c.wname[i])), unix.SizeofSockaddrInet4
@@ -112,10 +143,10 @@ func listenBatch(local netip.Addr, udpPort uint16) (*RawConn, error) {
 		c.wname[i].Family = unix.AF_INET
 		port := (*[2]byte)(unsafe.Pointer(&c.wname[i].Port))
 		port[0], port[1] = byte(udpPort>>8), byte(udpPort) // network byte order
-		c.rh[i].Hdr.Name = (*byte)(unsafe.Pointer(&c.rname[i]))
 	}
 	// Method values allocate once here, not per syscall.
-	c.readFn, c.writeFn = c.doRead, c.doWrite
+	c.readFn, c.writeFn = c.rd.recv, c.doWrite
+	c.tryFn = func(fd uintptr) { c.try.recv(fd) }
 	return c, nil
 }
 
@@ -131,41 +162,53 @@ func (c *RawConn) Close() error {
 	return c.f.Close()
 }
 
-func (c *RawConn) doRead(fd uintptr) bool {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.rh[0])), uintptr(c.rn), unix.MSG_DONTWAIT, 0, 0)
-	if e == unix.EAGAIN || e == unix.EINTR {
-		return false
-	}
-	c.rgot, c.rerr = int(r), e
-	return true
-}
-
 // ReadBatch implements Conn. The kernel delivers each packet with its IP
 // header; the header is stripped after its TOS and source are read.
 func (c *RawConn) ReadBatch(pkts []Packet) (int, error) {
-	c.rn = min(len(pkts), rawBatch)
-	for i := range c.rn {
-		b := pkts[i].Buf[:cap(pkts[i].Buf)]
-		c.riov[i].Base = &b[0]
-		c.riov[i].SetLen(len(b))
-		c.rh[i].Hdr.Namelen = unix.SizeofSockaddrInet4 // the kernel overwrites it
-	}
+	c.rd.prepare(pkts)
 	if err := c.rc.Read(c.readFn); err != nil {
 		return 0, c.wrap("read", err)
 	}
-	if c.rerr != 0 {
-		return 0, c.wrap("recvmmsg", c.rerr)
+	return c.finish(&c.rd, pkts)
+}
+
+// TryReadBatch is ReadBatch without waiting: 0 packets when none is
+// queued. It runs outside the read lock that a parked ReadBatch holds
+// (Control only pins the descriptor), so it can fetch packets while the
+// Endpoint's reader sleeps.
+func (c *RawConn) TryReadBatch(pkts []Packet) (int, error) {
+	c.try.prepare(pkts)
+	if err := c.rc.Control(c.tryFn); err != nil {
+		return 0, c.wrap("read", err)
+	}
+	return c.finish(&c.try, pkts)
+}
+
+func (v *rxVec) prepare(pkts []Packet) {
+	v.n = min(len(pkts), rawBatch)
+	for i := range v.n {
+		b := pkts[i].Buf[:cap(pkts[i].Buf)]
+		v.iov[i].Base = &b[0]
+		v.iov[i].SetLen(len(b))
+		v.h[i].Hdr.Namelen = unix.SizeofSockaddrInet4 // the kernel overwrites it
+	}
+}
+
+// finish reslices pkts to what v's recvmmsg delivered.
+func (c *RawConn) finish(v *rxVec, pkts []Packet) (int, error) {
+	if v.err != 0 {
+		return 0, c.wrap("recvmmsg", v.err)
 	}
 	if c.udpPort != 0 {
-		for i := range c.rgot {
-			pkts[i].Buf = pkts[i].Buf[:c.rh[i].Len]
-			pkts[i].Addr, pkts[i].TOS = netip.AddrFrom4(c.rname[i].Addr), 0
+		for i := range v.got {
+			pkts[i].Buf = pkts[i].Buf[:v.h[i].Len]
+			pkts[i].Addr, pkts[i].TOS = netip.AddrFrom4(v.name[i].Addr), 0
 		}
-		return c.rgot, nil
+		return v.got, nil
 	}
 	n := 0
-	for i := range c.rgot {
-		b := pkts[i].Buf[:c.rh[i].Len]
+	for i := range v.got {
+		b := pkts[i].Buf[:v.h[i].Len]
 		if len(b) < 20 || b[0]>>4 != 4 {
 			continue
 		}

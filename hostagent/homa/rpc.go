@@ -113,6 +113,12 @@ type ackRef struct {
 }
 
 // srvKey identifies a server RPC: client ids are unique per client host.
+// tomb is a tombstone's place in the expiry queue.
+type tomb struct {
+	key srvKey
+	exp uint64
+}
+
 type srvKey struct {
 	addr netip.Addr
 	id   uint64

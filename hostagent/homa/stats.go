@@ -24,6 +24,7 @@ type counters struct {
 	timeouts, backlogDrops, writeErrors, acked    atomic.Uint64
 	callsDone, callsFailed, served, cutoffVersion atomic.Uint64
 	active, activeMax, incomingBytes, pacerWaits  atomic.Uint64
+	polled                                        atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -39,8 +40,10 @@ type Stats struct {
 	// and priority.
 	TxPackets, RxPackets [wire.NumTypes][wire.MaxPriorities]uint64
 	TxBytes, RxBytes     uint64
-	// TxBatches and RxBatches count syscalls (or in-memory batches).
-	TxBatches, RxBatches uint64
+	// TxBatches and RxBatches count syscalls (or in-memory batches);
+	// PolledBatches are the receive batches a waiting Call or Receive
+	// read itself (Config.Poll).
+	TxBatches, RxBatches, PolledBatches uint64
 	// GrantsByPriority counts GRANTs sent, by priority; FIFOGrants those
 	// sent to the oldest message.
 	GrantsByPriority [wire.MaxPriorities]uint64
@@ -73,7 +76,7 @@ func (c *counters) snapshot() Stats {
 		s.GrantsByPriority[p] = c.grantsBy[p].Load()
 	}
 	s.TxBytes, s.RxBytes = c.txBytes.Load(), c.rxBytes.Load()
-	s.TxBatches, s.RxBatches = c.txBatch.Load(), c.rxBatch.Load()
+	s.TxBatches, s.RxBatches, s.PolledBatches = c.txBatch.Load(), c.rxBatch.Load(), c.polled.Load()
 	s.FIFOGrants = c.fifo.Load()
 	s.Malformed, s.UnknownRPC, s.DuplicateData = c.malformed.Load(), c.unknownRPC.Load(), c.dupData.Load()
 	s.Retransmits = c.retransmits.Load()
@@ -89,7 +92,7 @@ func (c *counters) snapshot() Stats {
 // "rx_grant_p7", "resends_sent". Zero per-priority counters are left out.
 func (s Stats) Map() map[string]uint64 {
 	m := map[string]uint64{
-		"tx_bytes": s.TxBytes, "rx_bytes": s.RxBytes, "tx_batches": s.TxBatches, "rx_batches": s.RxBatches,
+		"tx_bytes": s.TxBytes, "rx_bytes": s.RxBytes, "tx_batches": s.TxBatches, "rx_batches": s.RxBatches, "polled_batches": s.PolledBatches,
 		"fifo_grants": s.FIFOGrants, "malformed": s.Malformed, "unknown_rpc": s.UnknownRPC,
 		"duplicate_data": s.DuplicateData, "retransmits": s.Retransmits, "resends_sent": s.ResendsSent,
 		"resends_received": s.ResendsReceived, "busy_sent": s.BusySent, "restarts": s.Restarts,

@@ -20,15 +20,30 @@ func (e *Endpoint) onTick(now time.Duration) {
 	if len(l.ackPeers) > 0 {
 		e.flushAcks(now)
 	}
-	if l.tick%16 == 0 {
-		for k, exp := range l.tombs {
-			if exp <= l.tick {
-				delete(l.tombs, k)
-			}
-		}
-	}
+	e.expireTombs()
 	if l.dynamic && l.sizeNew >= e.cfg.CutoffSamples {
 		e.updateCutoffs()
+	}
+}
+
+// expireTombs drops the tombstones due by now. They all live equally
+// long, so they expire in the order they were made: a queue, not a scan
+// of the map, which at tens of thousands of RPCs a second held the lock
+// for hundreds of µs.
+func (e *Endpoint) expireTombs() {
+	l := &e.loop
+	for l.tombHead < len(l.tombQ) && l.tombQ[l.tombHead].exp <= l.tick {
+		t := l.tombQ[l.tombHead]
+		if l.tombs[t.key] == t.exp {
+			delete(l.tombs, t.key)
+		}
+		l.tombQ[l.tombHead] = tomb{}
+		l.tombHead++
+	}
+	if l.tombHead > 64 && l.tombHead >= len(l.tombQ)/2 {
+		n := copy(l.tombQ, l.tombQ[l.tombHead:])
+		clear(l.tombQ[n:])
+		l.tombQ, l.tombHead = l.tombQ[:n], 0
 	}
 }
 

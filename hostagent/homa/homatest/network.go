@@ -154,7 +154,10 @@ type Conn struct {
 	once   sync.Once
 }
 
-var _ homa.Conn = (*Conn)(nil)
+var (
+	_ homa.Conn      = (*Conn)(nil)
+	_ homa.TryReader = (*Conn)(nil)
+)
 
 // LocalAddr implements homa.Conn.
 func (c *Conn) LocalAddr() netip.Addr { return c.addr }
@@ -183,18 +186,40 @@ func (c *Conn) ReadBatch(pkts []homa.Packet) (int, error) {
 	case <-c.n.done:
 		return 0, net.ErrClosed
 	}
+	return c.drain(pkts, p), nil
+}
+
+// TryReadBatch implements homa.TryReader.
+func (c *Conn) TryReadBatch(pkts []homa.Packet) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	case <-c.n.done:
+		return 0, net.ErrClosed
+	default:
+	}
+	select {
+	case p := <-c.rx:
+		return c.drain(pkts, p), nil
+	default:
+		return 0, nil
+	}
+}
+
+// drain fills pkts with p and whatever else is queued.
+func (c *Conn) drain(pkts []homa.Packet, p homa.Packet) int {
 	i := 0
 	for {
 		pkts[i].Buf = pkts[i].Buf[:copy(pkts[i].Buf[:cap(pkts[i].Buf)], p.Buf)]
 		pkts[i].Addr, pkts[i].TOS = p.Addr, p.TOS
 		i++
 		if i == len(pkts) {
-			return i, nil
+			return i
 		}
 		select {
 		case p = <-c.rx:
 		default:
-			return i, nil
+			return i
 		}
 	}
 }

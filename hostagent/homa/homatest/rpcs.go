@@ -111,3 +111,21 @@ func MixedRPCs(ctx context.Context, client *homa.Endpoint, dest netip.AddrPort, 
 	wg.Wait()
 	return failed
 }
+
+// CheckMixedRPCs runs MixedRPCs against the echo server es and fails t
+// for any failed RPC (listing up to ten) or any request es ran twice.
+func CheckMixedRPCs(ctx context.Context, t testing.TB, client *homa.Endpoint, es *EchoServer, dest netip.AddrPort, n, parallel int, seed uint64) {
+	t.Helper()
+	failed := MixedRPCs(ctx, client, dest, n, parallel, seed)
+	for i, f := range failed {
+		if i < 10 {
+			t.Error(f)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d RPCs failed", len(failed), n)
+	}
+	if d := es.Duplicates(); d != 0 {
+		t.Errorf("%d requests executed twice", d)
+	}
+}
