@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 var (
@@ -203,6 +205,32 @@ func TestPoll(t *testing.T) {
 	if st := client.Stats(); st.PolledBatches == 0 {
 		t.Errorf("no batch was read by a waiting Call: %+v", st)
 	}
+}
+
+// TestRequestLostRepeatedly loses a request five times before the server
+// sees it: each time the client's RESEND meets RPC_UNKNOWN and it starts
+// again, and the Call must still succeed; such restarts do not count as the
+// refusals that end a Call to a port nobody serves.
+func TestRequestLostRepeatedly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var lost atomic.Int32
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 5 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			c, err := wire.ParseCommon(p.Buf)
+			return err == nil && src == clientAddr && c.Type == wire.TypeData && lost.Add(1) <= 5
+		}}
+		client, srv, _ := pair(t, lc, homa.Config{})
+		serveEcho(ctx, t, srv)
+		req := []byte("lost five times")
+		resp, info, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), req)
+		if err != nil || !bytes.Equal(resp, req) {
+			t.Fatalf("call: %q, %v", resp, err)
+		}
+		if info.Restarts != 5 {
+			t.Errorf("%d restarts, want 5 (one per lost request)", info.Restarts)
+		}
+	})
 }
 
 // serveFixed answers every request on srv with resp until ctx ends.

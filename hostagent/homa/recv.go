@@ -8,9 +8,16 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// maxRestarts bounds RPC_UNKNOWN restarts before a Call fails with
-// ErrPeerUnknown, so a Call to a port nobody serves ends quickly.
-const maxRestarts = 3
+// A Call fails with ErrPeerUnknown after maxRefusals restarts on an
+// RPC_UNKNOWN that answered its DATA (nobody serves the port: end
+// quickly), or after maxRestarts in all. An RPC_UNKNOWN that answers a
+// RESEND means the request was lost before the server saw it, which at
+// 10% loss happens three times in a row to one RPC in a thousand, so
+// those restarts only count towards the larger bound.
+const (
+	maxRefusals = 3
+	maxRestarts = 16
+)
 
 // handlePacket decodes one packet and dispatches it by type. Malformed
 // packets are counted and dropped.
@@ -224,9 +231,13 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	r.restart = l.tick + 1
 	r.restarts++
+	if !r.resent {
+		r.refusals++
+	}
+	r.resent = false
 	r.info.Restarts++
 	e.c.restarts.Add(1)
-	if r.restarts > maxRestarts && !r.in.started {
+	if (r.refusals > maxRefusals || r.restarts > maxRestarts) && !r.in.started {
 		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrPeerUnknown))
 		return
 	}

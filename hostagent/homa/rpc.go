@@ -55,6 +55,8 @@ type rpc struct {
 	in       msgIn
 	silent   int // ticks without a packet from the peer
 	restarts int
+	refusals int    // restarts on an RPC_UNKNOWN that answered DATA
+	resent   bool   // a RESEND went out since the request (re)started
 	restart  uint64 // tick of the last restart
 	done     chan callResult
 	info     CallInfo

@@ -228,6 +228,7 @@ func (e *Endpoint) sendResend(now time.Duration, r *rpc, rs *wire.Resend) {
 	e.txCommit(now, wire.AppendResend(e.txBuf(), rs), r.peer.addr, wire.TypeResend, e.loop.ctrlPrio)
 	e.c.resendsSent.Add(1)
 	r.info.Resends++
+	r.resent = true
 }
 
 // queueAck records that the server RPC ref at p may be forgotten; acks

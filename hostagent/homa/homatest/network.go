@@ -33,6 +33,10 @@ type LinkConfig struct {
 	ReorderDelay time.Duration
 	// Seed makes loss and reordering repeatable.
 	Seed uint64
+	// Drop, when set, sees every packet (Addr is its destination) from
+	// src and drops it by returning true: for tests that lose chosen
+	// packets. It is called from the network's goroutines.
+	Drop func(src netip.Addr, p homa.Packet) bool
 	// BatchSize reported by each Conn (default 32).
 	BatchSize int
 }
@@ -113,8 +117,9 @@ func (n *Network) toDownlink(src netip.Addr, p homa.Packet) {
 	n.mu.Lock()
 	dst := n.hosts[p.Addr]
 	n.mu.Unlock()
+	drop := n.cfg.Drop != nil && n.cfg.Drop(src, p)
 	p.Addr = src
-	if dst == nil || n.chance(n.cfg.Loss) {
+	if dst == nil || drop || n.chance(n.cfg.Loss) {
 		n.lost.Add(1)
 		return
 	}
