@@ -144,7 +144,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			return err
 		}
 		r.log.Info("calibrated", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
-		r.prog.step(name)
+		r.prog.step(name, false)
 	}
 	return nil
 }
@@ -413,7 +413,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	r.log.Info("experiment done", "name", e.Name, "issued", rec.RPCs.Issued, "completed", rec.RPCs.Completed,
 		"failed", rec.RPCs.Failed, "in_flight", rec.RPCs.InFlight, "cpu_busy", cpuBusy, "fidelity", rec.Fidelity)
-	r.prog.step(e.Name)
+	r.prog.step(e.Name, rec.Incomplete || ctx.Err() != nil)
 	if waitErr != nil {
 		return waitErr
 	}

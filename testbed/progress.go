@@ -50,11 +50,20 @@ func (p *progress) begin(name string) {
 	}
 }
 
-// step marks a step done. The plain ETA scales the steps still planned by
-// how long the finished ones took against their plan.
-func (p *progress) step(name string) {
+// step marks a step finished, "done" or, when incomplete (interrupted,
+// or its records could not all be stopped and fetched), "incomplete". The
+// plain ETA scales the steps still planned by how long the finished ones
+// took against their plan.
+func (p *progress) step(name string, incomplete bool) {
 	p.done++
+	outcome := "done"
+	if incomplete {
+		outcome = "incomplete"
+	}
 	if p.bar != nil {
+		if incomplete {
+			p.message("%s incomplete", name)
+		}
 		_ = p.bar.Add(1)
 		return
 	}
@@ -74,7 +83,7 @@ func (p *progress) step(name string) {
 	if plannedDone > 0 {
 		eta = time.Duration(float64(plannedLeft) * float64(elapsed) / float64(plannedDone))
 	}
-	fmt.Fprintf(p.w, "[%d/%d] %s done (elapsed %s, ETA %s)\n", p.done, p.total, name, elapsed.Round(time.Second), eta.Round(time.Second))
+	fmt.Fprintf(p.w, "[%d/%d] %s %s (elapsed %s, ETA %s)\n", p.done, p.total, name, outcome, elapsed.Round(time.Second), eta.Round(time.Second))
 }
 
 // message prints a line without disturbing the bar.

@@ -134,10 +134,14 @@ func TestPlainProgress(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgress(&buf, []time.Duration{time.Second, time.Second, 2 * time.Second})
 	p.begin("a")
-	p.step("a")
+	p.step("a", false)
+	p.begin("b")
+	p.step("b", true)
 	out := buf.String()
-	if !strings.Contains(out, "[1/3] a ...") || !strings.Contains(out, "[1/3] a done") || !strings.Contains(out, "ETA") {
-		t.Errorf("progress lines:\n%s", out)
+	for _, want := range []string{"[1/3] a ...", "[1/3] a done", "ETA", "[2/3] b incomplete"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lines lack %q:\n%s", want, out)
+		}
 	}
 }
 
