@@ -100,3 +100,36 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 		t.Errorf("last csv row %v does not match sample %+v", row, last0)
 	}
 }
+
+func TestResetQueuePeaks(t *testing.T) {
+	sw := startSwitch(t, "127.0.0.1:0", 1)
+	topo := oneSwitchTopology(t, sw)
+	f := programmed(t, topo, DefaultPolicy())
+	h := topo.Hosts[0]
+	frame := ipv4Frame(h.IP, 5<<5, 100)
+	var v pipeline.Verdict
+	sw.pl.Ingress(frame, 1, &v)
+	sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: 37, Length: len(frame)})
+	idx := QueueIndex(h.Port, int(v.Queue))
+	if peak, err := sw.pl.Register(p4.RegisterQueuePeak, idx); err != nil || peak != 37 {
+		t.Fatalf("peak before the reset: %d, %v; want 37", peak, err)
+	}
+	if err := f.ResetQueuePeaks(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := f.Client(topo.Switches[0].Name).ReadRegister(testContext(t), RegisterQueuePeak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rv := range vals {
+		if rv.Value != 0 {
+			t.Errorf("queue_peak[%d] = %d after the reset", rv.Index, rv.Value)
+		}
+	}
+	if len(vals) == 0 {
+		t.Error("read no queue_peak entries")
+	}
+	if err := f.Client(topo.Switches[0].Name).ResetRegister(testContext(t), "TorEgress.nope"); err == nil {
+		t.Error("reset of an unknown register succeeded")
+	}
+}

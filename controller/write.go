@@ -160,3 +160,35 @@ func (s *Schema) Updates(typ p4v1.Update_Type, entries ...Entry) ([]*p4v1.Update
 	}
 	return out, nil
 }
+
+// ResetRegister sets every entry of the named register to zero with one
+// wildcard MODIFY: the queue peaks at the start of an experiment, so they
+// cover that experiment only.
+func (c *Client) ResetRegister(ctx context.Context, name string) error {
+	s, err := c.needSchema()
+	if err != nil {
+		return err
+	}
+	reg, err := s.Register(name)
+	if err != nil {
+		return err
+	}
+	zero := &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{0}}}
+	return c.Write(ctx, &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{
+		RegisterEntry: &p4v1.RegisterEntry{RegisterId: reg.GetPreamble().GetId(), Data: zero}}}})
+}
+
+// ResetQueuePeaks zeroes tor.p4's queue_peak register on every switch
+// whose target reads registers over P4Runtime (the embedded one).
+func (f *Fabric) ResetQueuePeaks(ctx context.Context) error {
+	var errs []error
+	for _, sw := range f.topo.Switches {
+		if sw.Target == TargetBMv2 {
+			continue // telemetry does not read its registers either
+		}
+		if err := f.clients[sw.Name].ResetRegister(ctx, RegisterQueuePeak); err != nil {
+			errs = append(errs, fmt.Errorf("switch %s: reset %s: %w", sw.Name, RegisterQueuePeak, err))
+		}
+	}
+	return errors.Join(errs...)
+}

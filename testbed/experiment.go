@@ -286,6 +286,11 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 			rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("switch %s: queue peaks and delays cover the run so far, not this experiment: %v", name, err))
 		}
 	}
+	if r.ctl != nil {
+		if err := r.ctl.fabric.ResetQueuePeaks(ctx); err != nil {
+			rec.Fidelity = append(rec.Fidelity, fmt.Sprintf("telemetry peak_pkts covers the run so far, not this experiment: %v", err))
+		}
+	}
 	startStats := r.switchStats(ctx)
 	cpu0 := readCPU()
 	telDone := r.startTelemetry(ctx, e.Name, s.Telemetry.Interval.D())
