@@ -24,8 +24,10 @@ func medianUs(ds []time.Duration) float64 {
 }
 
 // udpPingPong measures n round trips of a 100-byte UDP datagram between
-// the namespaces of v, through the same batched socket code Homa uses.
-func udpPingPong(b *testing.B, v *vethPair, n int) []time.Duration {
+// the namespaces of v, through the same batched socket code Homa uses:
+// waiting in the netpoller, or with poll spinning on TryReadBatch as
+// Homa's Config.Poll does.
+func udpPingPong(b *testing.B, v *vethPair, n int, poll bool) []time.Duration {
 	var conns [2]*homa.RawConn
 	for i := range 2 {
 		if err := inNetns(v.ns[i], func() (err error) {
@@ -36,11 +38,22 @@ func udpPingPong(b *testing.B, v *vethPair, n int) []time.Duration {
 		}
 		defer conns[i].Close()
 	}
+	read := func(c *homa.RawConn, pkts []homa.Packet) error {
+		for {
+			pkts[0].Buf = pkts[0].Buf[:cap(pkts[0].Buf)]
+			if !poll {
+				_, err := c.ReadBatch(pkts)
+				return err
+			}
+			if n, err := c.TryReadBatch(pkts); n > 0 || err != nil {
+				return err
+			}
+		}
+	}
 	go func() { // echo server
 		pkts := []homa.Packet{{Buf: make([]byte, 2048)}}
 		for {
-			pkts[0].Buf = pkts[0].Buf[:cap(pkts[0].Buf)]
-			if _, err := conns[1].ReadBatch(pkts); err != nil {
+			if err := read(conns[1], pkts); err != nil {
 				return
 			}
 			if err := conns[1].WriteBatch(pkts); err != nil {
@@ -56,8 +69,7 @@ func udpPingPong(b *testing.B, v *vethPair, n int) []time.Duration {
 		if err := conns[0].WriteBatch(out); err != nil {
 			b.Fatal(err)
 		}
-		in[0].Buf = in[0].Buf[:cap(in[0].Buf)]
-		if _, err := conns[0].ReadBatch(in); err != nil {
+		if err := read(conns[0], in); err != nil {
 			b.Fatal(err)
 		}
 		rtts = append(rtts, time.Since(start))
@@ -92,21 +104,25 @@ func homaPingPong(b *testing.B, v *vethPair, n int, cfg homa.Config) []time.Dura
 // BenchmarkUnloadedRTT compares a 100-byte Homa RPC with a UDP ping-pong
 // between the same two namespaces (unshaped veth), in the same run, with
 // Homa's default configuration and with Config.Poll at Linux Homa's
-// poll_usecs default of 50 µs. ns/op is the sum of the three round
-// trips; the metrics are medians and their ratios (target homa/udp <= 1.5).
+// poll_usecs default of 50 µs, and the UDP ping-pong waiting in the
+// netpoller and spinning. ns/op is the sum of the four round trips; the
+// metrics are medians and their ratios (target homa/udp <= 1.5).
 func BenchmarkUnloadedRTT(b *testing.B) {
 	v := newVethPair(b, "rtt", 0)
-	udpPingPong(b, v, 200) // warm up caches and the scheduler
+	udpPingPong(b, v, 200, false) // warm up caches and the scheduler
 	b.ResetTimer()
-	udp := udpPingPong(b, v, b.N)
+	udp := udpPingPong(b, v, b.N, false)
+	udpPoll := udpPingPong(b, v, b.N, true)
 	hm := homaPingPong(b, v, b.N, homa.Config{LinkBps: 10e9})
 	hp := homaPingPong(b, v, b.N, homa.Config{LinkBps: 10e9, Poll: 50 * time.Microsecond})
-	u, h, p := medianUs(udp), medianUs(hm), medianUs(hp)
+	u, up, h, p := medianUs(udp), medianUs(udpPoll), medianUs(hm), medianUs(hp)
 	b.ReportMetric(u, "udp_p50_us")
+	b.ReportMetric(up, "udp_poll_p50_us")
 	b.ReportMetric(h, "homa_p50_us")
 	b.ReportMetric(p, "poll_p50_us")
 	b.ReportMetric(h/u, "homa/udp")
 	b.ReportMetric(p/u, "poll/udp")
+	b.ReportMetric(p/up, "poll/udp_poll")
 }
 
 func cpuTime() time.Duration {

@@ -591,7 +591,7 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 // executed request from running it again (at-most-once).
 func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	l := &e.loop
-	key := srvKey{r.peer.addr, r.id}
+	key := keyOf(r.peer.addr, r.id)
 	delete(l.servers, key)
 	r.dead = true
 	if r.in.tracked {
@@ -608,7 +608,7 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 // lookup finds the RPC a packet from addr belongs to.
 func (e *Endpoint) lookup(addr netip.Addr, c *wire.Common) *rpc {
 	if c.FromClient() {
-		return e.loop.servers[srvKey{addr, c.SenderID}]
+		return e.loop.servers[keyOf(addr, c.SenderID)]
 	}
 	return e.loop.clients[c.LocalID()]
 }

@@ -125,7 +125,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 // or answers RPC_UNKNOWN when no server listens on the port.
 func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data) *rpc {
 	l := &e.loop
-	key := srvKey{addr, d.SenderID}
+	key := keyOf(addr, d.SenderID)
 	if _, ok := l.tombs[key]; ok {
 		e.c.dupData.Add(1)
 		return nil
@@ -275,7 +275,7 @@ func (e *Endpoint) onAck(addr netip.Addr, b []byte) {
 
 // forgetAcked frees a server RPC its client has acknowledged.
 func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
-	if r := e.loop.servers[srvKey{addr, id}]; r != nil && r.state == srvAwaitAck {
+	if r := e.loop.servers[keyOf(addr, id)]; r != nil && r.state == srvAwaitAck {
 		e.c.acked.Add(1)
 		e.forgetServer(r, true)
 	}
