@@ -115,7 +115,7 @@ func (e *Endpoint) handle(b *rxBatch, n int) bool {
 	for i := range n {
 		e.handlePacket(now, &b.pkts[i])
 	}
-	e.unlock()
+	e.unlock(now)
 	return true
 }
 
@@ -272,13 +272,15 @@ func (e *Endpoint) lock() bool {
 	return true
 }
 
-// unlock ends an event: grants the scheduler asked for, DATA the pacer
-// allows, and the transmit batch go out before the state is released.
-func (e *Endpoint) unlock() {
+// unlock ends an event that happened at now: grants the scheduler asked
+// for, DATA the pacer allows, and the transmit batch go out before the
+// state is released. The event's own clock reading serves the pacer too
+// (it is a few µs old at most, which errs towards a longer queue wait).
+func (e *Endpoint) unlock(now time.Duration) {
 	if e.loop.schedDue {
 		e.grantNow()
 	}
-	e.pump(e.now())
+	e.pump(now)
 	e.flush()
 	if e.loop.spinning {
 		select {
@@ -303,8 +305,9 @@ func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([
 	if !e.lock() {
 		return nil, info, fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
 	}
-	e.handleCommand(e.now(), command{op: opCall, r: r, dest: dest, data: req})
-	e.unlock()
+	now := e.now()
+	e.handleCommand(now, command{op: opCall, r: r, dest: dest, data: req})
+	e.unlock(now)
 	e.poll(ctx, func() bool { return len(r.done) > 0 })
 	if len(r.done) > 0 { // polled: skip the select
 		res := <-r.done
@@ -318,8 +321,9 @@ func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([
 	// Abort unless the RPC finished meanwhile; either way, and also when
 	// Close got there first, exactly one result is waiting in r.done.
 	if e.lock() {
-		e.handleCommand(e.now(), command{op: opCancel, r: r})
-		e.unlock()
+		now := e.now()
+		e.handleCommand(now, command{op: opCancel, r: r})
+		e.unlock(now)
 	}
 	res := <-r.done
 	if errors.Is(res.err, ErrAborted) {
@@ -422,8 +426,9 @@ func (s *ServerRPC) Reply(resp []byte) error {
 	if !s.e.lock() {
 		return fmt.Errorf("homa: reply to %v: %w", s.from, ErrClosed)
 	}
-	s.e.handleCommand(s.e.now(), command{op: opReply, r: s.r, data: resp})
-	s.e.unlock()
+	now := s.e.now()
+	s.e.handleCommand(now, command{op: opReply, r: s.r, data: resp})
+	s.e.unlock(now)
 	return nil
 }
 
@@ -473,14 +478,15 @@ func (e *Endpoint) timers() {
 			if !e.lock() {
 				return
 			}
-			e.onTick(e.now())
-			e.unlock()
+			now := e.now()
+			e.onTick(now)
+			e.unlock(now)
 		case <-l.pacer.C():
 			if !e.lock() {
 				return
 			}
 			l.armed = false
-			e.unlock()
+			e.unlock(e.now())
 		case <-e.kick:
 			// A pacer wait shorter than PacerSpin is polled: yield, then
 			// look again (unlock kicks again while it is still short).
@@ -489,7 +495,7 @@ func (e *Endpoint) timers() {
 				return
 			}
 			l.spinning = false
-			e.unlock()
+			e.unlock(e.now())
 		case <-e.done:
 			return
 		}

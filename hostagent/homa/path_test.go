@@ -149,7 +149,7 @@ func BenchmarkRPCPath(b *testing.B) {
 			to.handlePacket(now, &from.q[i])
 		}
 		from.q = from.q[:0]
-		to.unlock()
+		to.unlock(now)
 	}
 	b.ReportAllocs()
 	n := 0
@@ -165,13 +165,15 @@ func BenchmarkRPCPath(b *testing.B) {
 		id := c.nextID.Add(2)
 		r := &rpc{id: id, client: true, done: make(chan callResult, 1)}
 		c.mu.Lock()
-		c.handleCommand(c.now(), command{op: opCall, r: r, dest: netip.AddrPortFrom(sa, 99), data: req})
-		c.unlock()
+		now := c.now()
+		c.handleCommand(now, command{op: opCall, r: r, dest: netip.AddrPortFrom(sa, 99), data: req})
+		c.unlock(now)
 		deliver(cc, s)
 		sr := <-srv.ch
 		s.mu.Lock()
-		s.handleCommand(s.now(), command{op: opReply, r: sr.r, data: sr.req})
-		s.unlock()
+		now = s.now()
+		s.handleCommand(now, command{op: opReply, r: sr.r, data: sr.req})
+		s.unlock(now)
 		deliver(sc, c)
 		<-r.done
 	}

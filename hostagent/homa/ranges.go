@@ -3,23 +3,42 @@ package homa
 // span is the byte range [start, end) of a message.
 type span struct{ start, end uint32 }
 
-// rangeSet records which bytes of an inbound message have arrived, as
-// sorted, disjoint, non-adjacent spans. Packets arrive mostly in order, so
-// the set is usually one span and add is O(1).
-type rangeSet struct{ spans []span }
+// rangeSet records which bytes of an inbound message have arrived: every
+// byte below prefix, and beyond it sorted, disjoint, non-adjacent spans
+// that all start above prefix. Packets arrive mostly in order, so the
+// spans are usually empty and add only moves prefix, allocating nothing.
+type rangeSet struct {
+	prefix uint32
+	spans  []span
+}
 
 // add records [start, end) and returns how many of its bytes were new.
 func (r *rangeSet) add(start, end uint32) uint32 {
+	start = max(start, r.prefix)
+	if end <= start {
+		return 0
+	}
+	if start == r.prefix && len(r.spans) == 0 { // the common in-order case
+		r.prefix = end
+		return end - start
+	}
+	fresh := r.insert(start, end)
+	// Spans the prefix now reaches join it.
+	k := 0
+	for k < len(r.spans) && r.spans[k].start <= r.prefix {
+		r.prefix = max(r.prefix, r.spans[k].end)
+		k++
+	}
+	if k > 0 {
+		r.spans = r.spans[:copy(r.spans, r.spans[k:])]
+	}
+	return fresh
+}
+
+// insert merges [start, end) into spans, every span that overlaps or
+// touches it included, and returns how many of its bytes were new.
+func (r *rangeSet) insert(start, end uint32) uint32 {
 	n := len(r.spans)
-	if n == 0 || start > r.spans[n-1].end {
-		r.spans = append(r.spans, span{start, end})
-		return end - start
-	}
-	if start == r.spans[n-1].end { // the common in-order case
-		r.spans[n-1].end = end
-		return end - start
-	}
-	// General case: merge every span that overlaps or touches [start,end).
 	i := 0
 	for i < n && r.spans[i].end < start {
 		i++
@@ -29,7 +48,7 @@ func (r *rangeSet) add(start, end uint32) uint32 {
 	ns, ne := start, end
 	for j < n && r.spans[j].start <= end {
 		s := r.spans[j]
-		covered += min(s.end, end) - max(s.start, start)
+		covered += min(s.end, end) - max(s.start, start) // >= 0: s overlaps or touches
 		ns, ne = min(ns, s.start), max(ne, s.end)
 		j++
 	}
@@ -46,7 +65,7 @@ func (r *rangeSet) add(start, end uint32) uint32 {
 
 // gaps appends to dst the missing ranges below limit, at most maxGaps.
 func (r *rangeSet) gaps(dst []span, limit uint32, maxGaps int) []span {
-	next := uint32(0)
+	next := r.prefix
 	for _, s := range r.spans {
 		if len(dst) >= maxGaps || next >= limit {
 			return dst
@@ -63,4 +82,4 @@ func (r *rangeSet) gaps(dst []span, limit uint32, maxGaps int) []span {
 }
 
 // reset forgets every range but keeps the storage.
-func (r *rangeSet) reset() { r.spans = r.spans[:0] }
+func (r *rangeSet) reset() { r.prefix, r.spans = 0, r.spans[:0] }

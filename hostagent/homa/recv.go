@@ -147,7 +147,8 @@ func (e *Endpoint) deliver(r *rpc) {
 	srv := e.loop.ports[r.lport]
 	if srv != nil {
 		r.state = srvServing
-		sr := &ServerRPC{e: e, r: r, req: r.in.buf, from: netip.AddrPortFrom(r.peer.addr, r.rport)}
+		sr := &r.handle // part of r: one allocation less per request
+		sr.e, sr.r, sr.req, sr.from = e, r, r.in.buf, netip.AddrPortFrom(r.peer.addr, r.rport)
 		select {
 		case srv.ch <- sr:
 			r.in.buf = nil

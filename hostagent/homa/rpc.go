@@ -60,6 +60,7 @@ type rpc struct {
 	restart  uint64 // tick of the last restart
 	done     chan callResult
 	info     CallInfo
+	handle   ServerRPC // server: what the application gets
 }
 
 // senderID is the id this side writes into the common header.
