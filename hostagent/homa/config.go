@@ -102,8 +102,8 @@ type Config struct {
 	// Poll is how long a Call or Server.Receive about to wait reads the
 	// Conn itself first (Linux Homa's poll_usecs, 50 µs there), so the
 	// packet it waits for is handled by the goroutine that needs it and
-	// no other thread has to be woken: the 100 B RTT falls from 17-18 µs
-	// to 13-14 µs here (docs/homa.md). One goroutine per
+	// no other thread has to be woken: the 100 B RTT falls by 3-4 µs here,
+	// to about 13 µs (docs/homa.md). One goroutine per
 	// Endpoint polls at a time, and only Conns that are TryReaders can be
 	// polled. Default 0, off: the testbed runs many hosts on few cores,
 	// where a spinning waiter takes a core from the switch and the other
