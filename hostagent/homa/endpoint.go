@@ -297,39 +297,53 @@ func (e *Endpoint) unlock(now time.Duration) {
 // ErrTooLarge; info is filled in either way.
 func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([]byte, CallInfo, error) {
 	id := e.nextID.Add(2)
-	info := CallInfo{ID: id, Sent: time.Now()}
+	r := &rpc{id: id, client: true, info: callInfo{sent: e.now()}}
 	if err := e.checkLength(len(req)); err != nil {
-		return nil, info, fmt.Errorf("homa: call %v: %w", dest, err)
+		return nil, e.callInfo(r), fmt.Errorf("homa: call %v: %w", dest, err)
 	}
-	r := &rpc{id: id, client: true, done: make(chan callResult, 1), info: info}
+	r.done = make(chan struct{}, 1)
 	if !e.lock() {
-		return nil, info, fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
+		return nil, e.callInfo(r), fmt.Errorf("homa: call %v: %w", dest, ErrClosed)
 	}
 	now := e.now()
 	e.handleCommand(now, command{op: opCall, r: r, dest: dest, data: req})
 	e.unlock(now)
 	e.poll(ctx, func() bool { return len(r.done) > 0 })
-	if len(r.done) > 0 { // polled: skip the select
-		res := <-r.done
-		return res.resp, res.info, res.err
+	if len(r.done) == 0 { // not polled in: wait
+		select {
+		case <-r.done:
+			return r.resp, e.callInfo(r), r.err
+		case <-ctx.Done():
+		}
+		// Abort unless the RPC finished meanwhile; either way, and also when
+		// Close got there first, the result is set and signalled exactly once.
+		if e.lock() {
+			now := e.now()
+			e.handleCommand(now, command{op: opCancel, r: r})
+			e.unlock(now)
+		}
 	}
-	select {
-	case res := <-r.done:
-		return res.resp, res.info, res.err
-	case <-ctx.Done():
+	<-r.done
+	if errors.Is(r.err, ErrAborted) {
+		r.err = fmt.Errorf("%w: %w", r.err, ctx.Err())
 	}
-	// Abort unless the RPC finished meanwhile; either way, and also when
-	// Close got there first, exactly one result is waiting in r.done.
-	if e.lock() {
-		now := e.now()
-		e.handleCommand(now, command{op: opCancel, r: r})
-		e.unlock(now)
+	return r.resp, e.callInfo(r), r.err
+}
+
+// callInfo converts r's record for the caller; r is finished (or never
+// started), so nothing writes it any more.
+func (e *Endpoint) callInfo(r *rpc) CallInfo {
+	at := func(d time.Duration) time.Time {
+		if d == 0 {
+			return time.Time{}
+		}
+		return e.at(d)
 	}
-	res := <-r.done
-	if errors.Is(res.err, ErrAborted) {
-		res.err = fmt.Errorf("%w: %w", res.err, ctx.Err())
-	}
-	return res.resp, res.info, res.err
+	i := &r.info
+	return CallInfo{ID: r.id, Sent: at(i.sent), RequestSent: at(i.requestSent), FirstResponse: at(i.firstResponse),
+		Done: at(i.done), GrantsReceived: int(i.grantsReceived), GrantsSent: int(i.grantsSent),
+		FirstGrant: at(i.firstGrant), LastGrant: at(i.lastGrant), Resends: int(i.resends),
+		Retransmits: int(i.retransmits), Restarts: int(i.restarts)}
 }
 
 func (e *Endpoint) checkLength(n int) error {
@@ -581,7 +595,7 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 		l.sched.remove(&r.in)
 		l.schedDue = true
 	}
-	r.info.Done = e.at(now)
+	r.info.done = now
 	if err != nil {
 		e.c.callsFailed.Add(1)
 	} else {
@@ -590,7 +604,8 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 			e.queueAck(r.peer, ackRef{id: r.id, port: r.rport})
 		}
 	}
-	r.done <- callResult{resp: resp, info: r.info, err: err}
+	r.resp, r.err = resp, err
+	r.done <- struct{}{}
 }
 
 // forgetServer drops a server RPC; a tombstone keeps late duplicates of an

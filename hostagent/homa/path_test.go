@@ -163,7 +163,7 @@ func BenchmarkRPCPath(b *testing.B) {
 			c.mu.Unlock()
 		}
 		id := c.nextID.Add(2)
-		r := &rpc{id: id, client: true, done: make(chan callResult, 1)}
+		r := &rpc{id: id, client: true, done: make(chan struct{}, 1)}
 		c.mu.Lock()
 		now := c.now()
 		c.handleCommand(now, command{op: opCall, r: r, dest: netip.AddrPortFrom(sa, 99), data: req})

@@ -91,7 +91,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 		m.received, m.granted = 0, 0
 		e.observeLength(d.MessageLength)
 		if r.client {
-			r.info.FirstResponse = e.at(now)
+			r.info.firstResponse = now
 		}
 	} else if d.MessageLength != m.length {
 		e.c.malformed.Add(1)
@@ -176,11 +176,11 @@ func (e *Endpoint) onGrant(now time.Duration, b []byte, r *rpc) {
 		o.granted = off
 		e.enqueue(r)
 	}
-	r.info.GrantsReceived++
-	if r.info.FirstGrant.IsZero() {
-		r.info.FirstGrant = e.at(now)
+	r.info.grantsReceived++
+	if r.info.firstGrant == 0 {
+		r.info.firstGrant = now
 	}
-	r.info.LastGrant = e.at(now)
+	r.info.lastGrant = now
 }
 
 func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wire.Common, r *rpc) {
@@ -194,7 +194,7 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 		e.sendControl(now, addr, wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID(), Type: wire.TypeRPCUnknown})
 		return
 	}
-	r.info.Resends++
+	r.info.resends++
 	if !r.client && (r.state == srvReceiving || r.state == srvServing) {
 		e.sendControl(now, addr, r.header(wire.TypeBusy)) // the response is not ready yet
 		e.c.busySent.Add(1)
@@ -236,7 +236,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 		r.refusals++
 	}
 	r.resent = false
-	r.info.Restarts++
+	r.info.restarts++
 	e.c.restarts.Add(1)
 	if (r.refusals > maxRefusals || r.restarts > maxRestarts) && !r.in.started {
 		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrPeerUnknown))

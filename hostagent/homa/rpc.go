@@ -55,11 +55,13 @@ type rpc struct {
 	in       msgIn
 	silent   int // ticks without a packet from the peer
 	restarts int
-	refusals int    // restarts on an RPC_UNKNOWN that answered DATA
-	resent   bool   // a RESEND went out since the request (re)started
-	restart  uint64 // tick of the last restart
-	done     chan callResult
-	info     CallInfo
+	refusals int           // restarts on an RPC_UNKNOWN that answered DATA
+	resent   bool          // a RESEND went out since the request (re)started
+	restart  uint64        // tick of the last restart
+	done     chan struct{} // client: signalled once resp and err are set
+	resp     []byte
+	err      error
+	info     callInfo
 	handle   ServerRPC // server: what the application gets
 }
 
@@ -71,10 +73,12 @@ func (r *rpc) senderID() uint64 {
 	return r.id | 1
 }
 
-type callResult struct {
-	resp []byte
-	info CallInfo
-	err  error
+// callInfo is CallInfo as the protocol keeps it: loop-clock times (0:
+// not yet) and small counters, a third of CallInfo's size, converted once
+// when the Call returns.
+type callInfo struct {
+	sent, requestSent, firstResponse, done, firstGrant, lastGrant time.Duration
+	grantsReceived, grantsSent, resends, retransmits, restarts    int32
 }
 
 // CallInfo describes how one Call went, for per-RPC records.

@@ -127,7 +127,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		if q.start >= q.end {
 			o.rexmit = append(o.rexmit[:0], o.rexmit[1:]...)
 		}
-		r.info.Retransmits++
+		r.info.retransmits++
 		e.c.retransmits.Add(1)
 	} else {
 		d.Offset, n = o.next, min(l.pkt, o.granted-o.next)
@@ -153,7 +153,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 // lastByteSent notes that r's outbound message has been sent once.
 func (e *Endpoint) lastByteSent(now time.Duration, r *rpc) {
 	if r.client {
-		r.info.RequestSent = e.at(now)
+		r.info.requestSent = now
 		return
 	}
 	if r.state == srvResponding {
@@ -186,7 +186,7 @@ func (e *Endpoint) grantNow() {
 		if g.fifo {
 			e.c.fifo.Add(1)
 		}
-		r.info.GrantsSent++
+		r.info.grantsSent++
 	}
 	e.c.setActive(l.sched.numActive())
 	e.c.incomingBytes.Store(uint64(l.sched.incoming()))
@@ -227,7 +227,7 @@ func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 func (e *Endpoint) sendResend(now time.Duration, r *rpc, rs *wire.Resend) {
 	e.txCommit(now, wire.AppendResend(e.txBuf(), rs), r.peer.addr, wire.TypeResend, e.loop.ctrlPrio)
 	e.c.resendsSent.Add(1)
-	r.info.Resends++
+	r.info.resends++
 	r.resent = true
 }
 
