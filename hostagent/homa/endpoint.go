@@ -54,12 +54,10 @@ type Endpoint struct {
 // loopState is the protocol state; only code holding Endpoint.mu touches it.
 type loopState struct {
 	clients  map[uint64]*rpc
-	servers  map[srvKey]*rpc
-	tombs    map[srvKey]uint64 // forgotten server RPCs -> tick they expire
-	tombQ    []tomb            // the same in expiry order, from tombHead on
+	tombQ    []tomb // every peer's tombstones in expiry order, from tombHead on
 	tombHead int
 	ports    map[uint16]*Server
-	peers    map[netip.Addr]*peer
+	peers    map[uint32]*peer // by v4(address)
 	sendq    []*rpc
 	sched    grantSched
 	schedDue bool
@@ -203,8 +201,7 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	e.nextID.Store((rand.Uint64() >> 2) << 1)
 	bs := max(1, conn.BatchSize())
 	l := &e.loop
-	l.clients, l.servers, l.tombs = map[uint64]*rpc{}, map[srvKey]*rpc{}, map[srvKey]uint64{}
-	l.ports, l.peers = map[uint16]*Server{}, map[netip.Addr]*peer{}
+	l.clients, l.ports, l.peers = map[uint64]*rpc{}, map[uint16]*Server{}, map[uint32]*peer{}
 	l.tx = make([]Packet, bs)
 	for i := range l.tx {
 		l.tx[i].Buf = make([]byte, 0, cfg.MTU)
@@ -559,12 +556,20 @@ func (e *Endpoint) handleCommand(now time.Duration, c command) {
 
 // peer returns the state kept for addr, creating it on first use.
 func (e *Endpoint) peer(addr netip.Addr) *peer {
-	p := e.loop.peers[addr]
+	k := v4(addr)
+	p := e.loop.peers[k]
 	if p == nil {
-		p = &peer{addr: addr}
-		e.loop.peers[addr] = p
+		p = &peer{addr: addr, servers: map[uint64]*rpc{}, tombs: map[uint64]uint64{}}
+		e.loop.peers[k] = p
 	}
 	return p
+}
+
+// v4 is an IPv4 address as the key of the peer map (Go's maps take a fast
+// path for 32- and 64-bit keys).
+func v4(addr netip.Addr) uint32 {
+	b := addr.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
 // startOut begins sending data as r's outbound message.
@@ -612,8 +617,8 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 // executed request from running it again (at-most-once).
 func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	l := &e.loop
-	key := keyOf(r.peer.addr, r.id)
-	delete(l.servers, key)
+	p := r.peer
+	delete(p.servers, r.id)
 	r.dead = true
 	if r.in.tracked {
 		l.sched.remove(&r.in)
@@ -621,15 +626,18 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	}
 	if executed && !e.cfg.AtLeastOnce {
 		exp := l.tick + 2*uint64(e.cfg.TimeoutTicks)
-		l.tombs[key] = exp
-		l.tombQ = append(l.tombQ, tomb{key, exp})
+		p.tombs[r.id] = exp
+		l.tombQ = append(l.tombQ, tomb{p, r.id, exp})
 	}
 }
 
 // lookup finds the RPC a packet from addr belongs to.
 func (e *Endpoint) lookup(addr netip.Addr, c *wire.Common) *rpc {
 	if c.FromClient() {
-		return e.loop.servers[keyOf(addr, c.SenderID)]
+		if p := e.loop.peers[v4(addr)]; p != nil {
+			return p.servers[c.SenderID]
+		}
+		return nil
 	}
 	return e.loop.clients[c.LocalID()]
 }

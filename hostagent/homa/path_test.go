@@ -44,7 +44,7 @@ func newDataPath(tb testing.TB) *dataPath {
 	e.loop.clients[dp.out.id] = dp.out
 	// An inbound request from the peer, already fully granted.
 	dp.in = &rpc{id: 4, peer: e.peer(peerAddr), lport: 99, rport: 0x8000, state: srvReceiving}
-	e.loop.servers[keyOf(peerAddr, 4)] = dp.in
+	dp.in.peer.servers[4] = dp.in
 	e.loop.ports[99] = &Server{}
 	pkt := e.loop.pkt
 	for off := uint32(0); off < n; off += pkt {
@@ -72,7 +72,7 @@ func (dp *dataPath) step(now time.Duration) {
 		dp.in.in.got.reset()
 		dp.in.in.received, dp.in.in.started = 0, false
 		dp.in.dead = false
-		e.loop.servers[keyOf(dp.in.peer.addr, 4)] = dp.in
+		dp.in.peer.servers[4] = dp.in
 		e.loop.ports[99] = &Server{ch: make(chan *ServerRPC, 1)}
 	}
 	e.handlePacket(now, &dp.pkts[dp.next])

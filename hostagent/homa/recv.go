@@ -125,8 +125,8 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 // or answers RPC_UNKNOWN when no server listens on the port.
 func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data) *rpc {
 	l := &e.loop
-	key := keyOf(addr, d.SenderID)
-	if _, ok := l.tombs[key]; ok {
+	p := e.peer(addr)
+	if _, ok := p.tombs[d.SenderID]; ok {
 		e.c.dupData.Add(1)
 		return nil
 	}
@@ -135,9 +135,9 @@ func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data
 		e.c.unknownRPC.Add(1)
 		return nil
 	}
-	r := &rpc{id: d.SenderID, peer: e.peer(addr), lport: d.DPort, rport: d.SPort, state: srvReceiving,
+	r := &rpc{id: d.SenderID, peer: p, lport: d.DPort, rport: d.SPort, state: srvReceiving,
 		incast: d.Flags&wire.FlagIncast != 0}
-	l.servers[key] = r
+	p.servers[d.SenderID] = r
 	return r
 }
 
@@ -276,7 +276,11 @@ func (e *Endpoint) onAck(addr netip.Addr, b []byte) {
 
 // forgetAcked frees a server RPC its client has acknowledged.
 func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
-	if r := e.loop.servers[keyOf(addr, id)]; r != nil && r.state == srvAwaitAck {
+	p := e.loop.peers[v4(addr)]
+	if p == nil {
+		return
+	}
+	if r := p.servers[id]; r != nil && r.state == srvAwaitAck {
 		e.c.acked.Add(1)
 		e.forgetServer(r, true)
 	}

@@ -112,6 +112,10 @@ type peer struct {
 	heard      uint64      // tick+1 of the last packet of a known RPC from it
 	acks       []ackRef    // RPCs of the peer's servers we may ack
 	ackQueued  bool
+	// servers are the peer's RPCs to our servers, by client id, and tombs
+	// the ones forgotten after they ran -> tick the tombstone expires.
+	servers map[uint64]*rpc
+	tombs   map[uint64]uint64
 }
 
 type ackRef struct {
@@ -119,19 +123,9 @@ type ackRef struct {
 	port uint16
 }
 
-// srvKey identifies a server RPC: client ids are unique per client host.
-// It holds no pointer (a netip.Addr does), so the garbage collector need
-// not scan the maps keyed by it: the tombstones alone are 10^4 entries at
-// tens of thousands of RPCs a second.
-type srvKey struct {
-	addr [4]byte // the client's IPv4 address
-	id   uint64
-}
-
-func keyOf(addr netip.Addr, id uint64) srvKey { return srvKey{addr.As4(), id} }
-
 // tomb is a tombstone's place in the expiry queue.
 type tomb struct {
-	key srvKey
+	p   *peer
+	id  uint64
 	exp uint64
 }

@@ -14,8 +14,10 @@ func (e *Endpoint) onTick(now time.Duration) {
 	for _, r := range l.clients {
 		e.checkRPC(now, r)
 	}
-	for _, r := range l.servers {
-		e.checkRPC(now, r)
+	for _, p := range l.peers {
+		for _, r := range p.servers {
+			e.checkRPC(now, r)
+		}
 	}
 	if len(l.ackPeers) > 0 {
 		e.flushAcks(now)
@@ -34,8 +36,8 @@ func (e *Endpoint) expireTombs() {
 	l := &e.loop
 	for l.tombHead < len(l.tombQ) && l.tombQ[l.tombHead].exp <= l.tick {
 		t := l.tombQ[l.tombHead]
-		if l.tombs[t.key] == t.exp {
-			delete(l.tombs, t.key)
+		if t.p.tombs[t.id] == t.exp {
+			delete(t.p.tombs, t.id)
 		}
 		l.tombQ[l.tombHead] = tomb{}
 		l.tombHead++
