@@ -149,7 +149,7 @@ func BenchmarkRPCPath(b *testing.B) {
 			to.handlePacket(now, &from.q[i])
 		}
 		from.q = from.q[:0]
-		to.unlock(now)
+		to.unlock()
 	}
 	b.ReportAllocs()
 	n := 0
@@ -167,13 +167,13 @@ func BenchmarkRPCPath(b *testing.B) {
 		c.mu.Lock()
 		now := c.now()
 		c.handleCommand(now, command{op: opCall, r: r, dest: netip.AddrPortFrom(sa, 99), data: req})
-		c.unlock(now)
+		c.unlock()
 		deliver(cc, s)
 		sr := <-srv.ch
 		s.mu.Lock()
 		now = s.now()
 		s.handleCommand(now, command{op: opReply, r: sr.r, data: sr.req})
-		s.unlock(now)
+		s.unlock()
 		deliver(sc, c)
 		<-r.done
 	}
