@@ -308,9 +308,13 @@ func TestPriorityUnderOverload(t *testing.T) {
 				rec.Code, after.PeakPkts, after.DelayMaxUs, after.SentPkts, q0.SentPkts)
 		}
 	}()
+	// Queue 7's median, not its maximum, against frame times: one stall of
+	// this shared VM (4.5 ms, seen in CI) is enough to move a maximum of 20
+	// samples. Its maximum must still stay well under queue 0's.
 	ser := uint32(serializationNs(1514, 10e6) / 1000)
-	if q7.DelayMaxUs > 3*ser {
-		t.Errorf("queue 7 max delay %d µs, more than 3 frame times (%d µs)", q7.DelayMaxUs, ser)
+	if q7.DelayP50Us > 3*ser || q7.DelayMaxUs > q0.DelayMaxUs/2 {
+		t.Errorf("queue 7 delay median %d µs, max %d µs: want the median within 3 frame times (%d µs each) and the max under half of queue 0's %d µs",
+			q7.DelayP50Us, q7.DelayMaxUs, ser, q0.DelayMaxUs)
 	}
 	if q0.DelayMaxUs < 10*ser {
 		t.Errorf("queue 0 max delay %d µs, want near 16 frame times (%d µs each)", q0.DelayMaxUs, ser)
