@@ -77,14 +77,18 @@ func udpPingPong(b *testing.B, v *vethPair, n int, poll bool) []time.Duration {
 	return rtts
 }
 
-// homaPingPong measures n Calls of 100 bytes each way.
+// homaPingPong measures n Calls of 100 bytes each way. It closes its
+// endpoints before it returns: raw sockets on the same address each get
+// every Homa packet, so endpoints left open would answer the next pair's
+// requests with RPC_UNKNOWN and spend CPU on all its packets.
 func homaPingPong(b *testing.B, v *vethPair, n int, cfg homa.Config) []time.Duration {
 	client, se := rawPair(b, v, cfg)
+	defer client.Close()
+	defer se.Close()
 	srv, err := se.Listen(serverPort)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	serveEcho(ctx, b, srv)
