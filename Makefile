@@ -23,8 +23,11 @@ fmt-check:
 
 # -p 1: the namespace and switch tests shape links and measure time; running
 # packages in parallel on two vCPUs would make them measure each other.
+# The second line runs the packages where goroutines share protocol state
+# (Homa's endpoint, the P4Runtime client) again under the race detector.
 test: deps build fmt-check vet
 	$(GO) test -p 1 -count=1 -timeout 25m $(PKGS)
+	$(GO) test -race -p 1 -count=1 -timeout 10m ./hostagent/homa/... ./controller
 
 demo: deps build
 	./$(BIN) run scenarios/incast.yaml
