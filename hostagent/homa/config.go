@@ -2,7 +2,10 @@ package homa
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
@@ -249,11 +252,9 @@ func wireTime(n int, bps uint64) time.Duration {
 
 func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }
 
-// ConfigFromParams converts the agent's HomaParams into a Config. Extra
-// keys understood: "client_port", "resend_interval", "request_ack_ticks",
-// "fifo_grant_bytes", "incast_threshold", "incast_unsched_bytes",
-// "bypass_bytes", "grant_increment", "max_nic_backlog_us", "pacer_spin_us" (or "off"), "poll_us", "cutoff_samples", and
-// "fifo_grants" = "off".
+// ConfigFromParams converts the agent's HomaParams into a Config. The
+// extra keys are those of extraSetters: numbers, except "pacer_spin_us"
+// (also "off") and "fifo_grants" ("on" or "off").
 func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 	c := Config{
 		LinkBps:           p.GetLinkBps(),
@@ -274,37 +275,93 @@ func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
 		AtLeastOnce:       p.GetAtLeastOnce(),
 		MaxMessageBytes:   p.GetMaxMessageBytes(),
 	}
-	ints := map[string]*int{"resend_interval": &c.ResendInterval, "request_ack_ticks": &c.RequestAckTicks,
-		"incast_threshold": &c.IncastThreshold, "cutoff_samples": &c.CutoffSamples}
-	u32s := map[string]*uint32{"fifo_grant_bytes": &c.FIFOGrantBytes, "incast_unsched_bytes": &c.IncastUnschedBytes,
-		"bypass_bytes": &c.BypassBytes, "grant_increment": &c.GrantIncrement}
-	for k, v := range p.GetExtra() {
-		n, err := strconv.ParseUint(v, 10, 32)
-		switch {
-		case k == "fifo_grants":
-			c.DisableFIFOGrants = v == "off"
-			continue
-		case k == "pacer_spin_us" && v == "off":
-			c.PacerSpin = -1 // never poll
-			continue
-		case err != nil:
-			return c, fmt.Errorf("homa params: extra %s=%q: %w", k, v, err)
-		case ints[k] != nil:
-			*ints[k] = int(n)
-		case u32s[k] != nil:
-			*u32s[k] = uint32(n)
-		case k == "client_port":
-			c.ClientPort = uint16(n)
-		case k == "max_nic_backlog_us":
-			c.MaxNICBacklog = time.Duration(n) * time.Microsecond
-		case k == "pacer_spin_us":
-			c.PacerSpin = time.Duration(n) * time.Microsecond
-		case k == "poll_us":
-			c.Poll = time.Duration(n) * time.Microsecond
-		default:
-			return c, fmt.Errorf("homa params: unknown extra key %q", k)
-		}
+	if err := applyExtra(&c, p.GetExtra()); err != nil {
+		return c, fmt.Errorf("homa params: extra: %w", err)
 	}
 	_, err := c.withDefaults() // validate now; NewEndpoint fills defaults itself
 	return c, err
+}
+
+// extraSetters are the keys HomaParams.extra understands, each setting a
+// field of c from its value.
+func extraSetters(c *Config) map[string]func(string) error {
+	num := func(v string, bits int) (uint64, error) { return strconv.ParseUint(v, 10, bits) }
+	u32 := func(dst *uint32) func(string) error {
+		return func(v string) error {
+			n, err := num(v, 32)
+			*dst = uint32(n)
+			return err
+		}
+	}
+	integer := func(dst *int) func(string) error {
+		return func(v string) error {
+			n, err := num(v, 31)
+			*dst = int(n)
+			return err
+		}
+	}
+	micros := func(dst *time.Duration, off time.Duration) func(string) error {
+		return func(v string) error {
+			if v == "off" && off != 0 {
+				*dst = off
+				return nil
+			}
+			n, err := num(v, 32)
+			*dst = time.Duration(n) * time.Microsecond
+			return err
+		}
+	}
+	return map[string]func(string) error{
+		"resend_interval":      integer(&c.ResendInterval),
+		"request_ack_ticks":    integer(&c.RequestAckTicks),
+		"incast_threshold":     integer(&c.IncastThreshold),
+		"cutoff_samples":       integer(&c.CutoffSamples),
+		"fifo_grant_bytes":     u32(&c.FIFOGrantBytes),
+		"incast_unsched_bytes": u32(&c.IncastUnschedBytes),
+		"bypass_bytes":         u32(&c.BypassBytes),
+		"grant_increment":      u32(&c.GrantIncrement),
+		"max_nic_backlog_us":   micros(&c.MaxNICBacklog, 0),
+		"pacer_spin_us":        micros(&c.PacerSpin, -1), // "off": never poll
+		"poll_us":              micros(&c.Poll, 0),
+		"client_port": func(v string) error {
+			n, err := num(v, 16)
+			c.ClientPort = uint16(n)
+			return err
+		},
+		"fifo_grants": func(v string) error {
+			if v != "on" && v != "off" {
+				return fmt.Errorf("expected on or off")
+			}
+			c.DisableFIFOGrants = v == "off"
+			return nil
+		},
+	}
+}
+
+// applyExtra sets c's fields from extra, in key order so that the first
+// error is always the same one.
+func applyExtra(c *Config, extra map[string]string) error {
+	set := extraSetters(c)
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		f := set[k]
+		if f == nil {
+			return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(set)), ", "))
+		}
+		if err := f(extra[k]); err != nil {
+			return fmt.Errorf("%s=%q: %w", k, extra[k], err)
+		}
+	}
+	return nil
+}
+
+// CheckExtra reports the first unknown key or invalid value of a
+// HomaParams.extra map, so that scenario validation can name it before a
+// run starts.
+func CheckExtra(extra map[string]string) error {
+	var c Config
+	if err := applyExtra(&c, extra); err != nil {
+		return err
+	}
+	_, err := c.withDefaults()
+	return err
 }

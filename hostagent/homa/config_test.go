@@ -69,3 +69,26 @@ func TestConfigFromParams(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckExtra(t *testing.T) {
+	for _, tt := range []struct {
+		extra map[string]string
+		want  string // "" for valid
+	}{
+		{map[string]string{"poll_us": "50", "pacer_spin_us": "off", "fifo_grants": "off", "client_port": "40000"}, ""},
+		{map[string]string{"poll_uz": "50"}, `unknown key "poll_uz"`},
+		{map[string]string{"poll_us": "x"}, `poll_us="x"`},
+		{map[string]string{"poll_us": "20000"}, "poll 20ms not in 0..10ms"},
+		{map[string]string{"client_port": "70000"}, `client_port="70000"`},
+		{map[string]string{"fifo_grants": "no"}, "expected on or off"},
+		{map[string]string{"b_unknown": "1", "a_unknown": "1"}, `unknown key "a_unknown"`}, // first in key order
+	} {
+		err := CheckExtra(tt.extra)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: %v", tt.extra, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: err %v, want one containing %q", tt.extra, err, tt.want)
+		}
+	}
+}

@@ -63,6 +63,8 @@ func TestBadScenarios(t *testing.T) {
 		{"bad rate", "rate: 100Mbit", "rate: fast", 6, "link.rate", "expected a rate"},
 		{"rate too high", "rate: 100Mbit", "rate: 10Gbit", 6, "link.rate", "up to 1000 Mbit/s"},
 		{"nine priorities", "priorities: 8", "priorities: 9", 10, "transports[0].homa.priorities", "1, 2, 4 or 8"},
+		{"unknown homa extra", "priorities: 8", "priorities: 8\n      extra: {poll_uz: \"50\"}", 11, "transports[0].homa.extra", `unknown key "poll_uz" (known: `},
+		{"bad homa extra value", "priorities: 8", "priorities: 8\n      extra: {poll_us: \"1s\"}", 11, "transports[0].homa.extra", `poll_us="1s"`},
 		{"unknown host", "servers: [h1]", "servers: [h7]", 15, "phases[0].servers", `host "h7" does not exist`},
 		{"host range past end", "clients: [h2-h3]", "clients: [h2-h9]", 14, "phases[0].clients", "h9"},
 		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `"homa" or "tcp"`},

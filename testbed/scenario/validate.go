@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
 )
 
 // Limits the checks enforce, with the reason for each in docs/scenarios.md.
@@ -291,6 +293,9 @@ func (c *checker) checkHoma(p string, h HomaParams, mtu int) {
 	}
 	if h.MaxMessageBytes > MaxMessageBytes {
 		c.errorf(p+".max_message_bytes", "expected at most %d bytes, got %d", int(MaxMessageBytes), h.MaxMessageBytes)
+	}
+	if err := homa.CheckExtra(h.Extra); err != nil {
+		c.errorf(p+".extra", "%v", err)
 	}
 	prev := uint32(0)
 	for i, v := range h.UnschedCutoffs {
