@@ -28,8 +28,8 @@ var cmsgTOSSpace = unix.CmsgSpace(4)
 // the TOS byte from the IP header the kernel delivers with each packet;
 // writes use sendmmsg with a per-packet IP_TOS control message. Both go
 // through Go's netpoller, so a waiting reader parks instead of holding a
-// thread. One goroutine may read while another writes, and a third may
-// poll with TryReadBatch.
+// thread. One goroutine may read while another writes, and one more at a
+// time may poll with TryReadBatch.
 type RawConn struct {
 	f       *os.File
 	rc      syscall.RawConn
@@ -60,8 +60,8 @@ type rxVec struct {
 	n    int
 	got  int
 	err  syscall.Errno
-	// wait: fn reports EAGAIN as "not done" so the netpoller parks the
-	// reader; otherwise as zero packets.
+	// wait: recv reports EAGAIN as "not done", so that the netpoller
+	// parks the reader; otherwise as zero packets.
 	wait bool
 }
 
