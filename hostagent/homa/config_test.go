@@ -19,7 +19,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("unsched bytes %d, want %d", c.UnschedBytes, want)
 	}
 	if c.Overcommit != 8 || c.Priorities != 8 || c.MaxIncoming != 9*c.UnschedBytes || c.FIFOGrantPermille != 50 ||
-		c.Tick != time.Millisecond || c.ResendTicks != 5 || c.TimeoutTicks != 100 || c.MaxMessageBytes != 1_000_000 {
+		c.Tick != time.Millisecond || c.ResendTicks != 5 || c.TimeoutTicks != 100 || c.MaxMessageBytes != 1_000_000 ||
+		c.FrameOverhead != 42 {
 		t.Errorf("defaults %+v", c)
 	}
 	basic, _ := Config{Basic: true}.withDefaults()
@@ -41,6 +42,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{ResendTicks: 10, TimeoutTicks: 10}, "timeout"},
 		{Config{Poll: -time.Microsecond}, "poll"},
 		{Config{Poll: time.Second}, "poll"},
+		{Config{FrameOverhead: -14}, "frame overhead"},
 	} {
 		if _, err := tt.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: err %v, want one about %s", tt.cfg, err, tt.want)
@@ -50,14 +52,14 @@ func TestConfigErrors(t *testing.T) {
 
 func TestConfigFromParams(t *testing.T) {
 	p := &agentpb.HomaParams{LinkBps: 10e9, Overcommit: 2, Priorities: 4, TickUs: 250, UnloadedRttUs: 20,
-		Extra: map[string]string{"fifo_grants": "off", "resend_interval": "3", "max_nic_backlog_us": "40", "poll_us": "50"}}
+		Extra: map[string]string{"fifo_grants": "off", "resend_interval": "3", "max_nic_backlog_us": "40", "poll_us": "50", "frame_overhead": "14"}}
 	c, err := ConfigFromParams(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.LinkBps != 10e9 || c.Overcommit != 2 || c.Priorities != 4 || c.Tick != 250*time.Microsecond ||
 		c.UnloadedRTT != 20*time.Microsecond || !c.DisableFIFOGrants || c.ResendInterval != 3 || c.MaxNICBacklog != 40*time.Microsecond ||
-		c.Poll != 50*time.Microsecond {
+		c.Poll != 50*time.Microsecond || c.FrameOverhead != 14 {
 		t.Errorf("config %+v", c)
 	}
 	if d, _ := c.withDefaults(); d.FIFOGrantPermille != 0 {
@@ -81,6 +83,7 @@ func TestCheckExtra(t *testing.T) {
 		{map[string]string{"poll_us": "20000"}, "poll 20ms not in 0..10ms"},
 		{map[string]string{"client_port": "70000"}, `client_port="70000"`},
 		{map[string]string{"fifo_grants": "no"}, "expected on or off"},
+		{map[string]string{"frame_overhead": "2000"}, "frame overhead 2000 bytes not in 1..1000"},
 		{map[string]string{"b_unknown": "1", "a_unknown": "1"}, `unknown key "a_unknown"`}, // first in key order
 	} {
 		err := CheckExtra(tt.extra)

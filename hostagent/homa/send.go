@@ -32,7 +32,7 @@ func (e *Endpoint) txCommit(now time.Duration, buf []byte, addr netip.Addr, t wi
 	e.c.txPkts[t.Index()][prio].Add(1)
 	e.c.txBytes.Add(uint64(len(buf)))
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	l.linkIdle = max(l.linkIdle, now) + wireTime(len(buf)+ipHeaderLen, e.cfg.LinkBps*99/100)
+	l.linkIdle = max(l.linkIdle, now) + wireTime(len(buf)+ipHeaderLen+e.cfg.FrameOverhead, e.cfg.LinkBps*99/100)
 }
 
 // flush hands the queued packets to the Conn.

@@ -21,6 +21,10 @@ import (
 type LinkConfig struct {
 	// Rate in bit/s; 0 means packets take no time on the link.
 	Rate uint64
+	// FrameOverhead is what a packet costs on a link beyond its IP
+	// packet: 0 means 42 (an Ethernet wire); 14 models a veth shaped by
+	// htb.
+	FrameOverhead int
 	// Delay is the propagation delay of a host's downlink.
 	Delay time.Duration
 	// QueueBytes bounds each link's queue (all priorities); 0 means 4 MB.
@@ -71,6 +75,9 @@ func NewNetwork(cfg LinkConfig) *Network {
 	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 32
+	}
+	if cfg.FrameOverhead == 0 {
+		cfg.FrameOverhead = 42
 	}
 	return &Network{cfg: cfg, hosts: map[netip.Addr]*Conn{}, rng: rand.New(rand.NewPCG(cfg.Seed, 146)), done: make(chan struct{})}
 }
@@ -312,8 +319,8 @@ func (l *link) serve() {
 			}
 		}
 		if r := l.n.cfg.Rate; r > 0 {
-			// 20 B IP header + 42 B Ethernet overhead per packet.
-			time.Sleep(time.Duration(uint64(len(p.Buf)+62) * 8 * uint64(time.Second) / r))
+			n := len(p.Buf) + 20 + l.n.cfg.FrameOverhead // Buf holds no IP header
+			time.Sleep(time.Duration(uint64(n) * 8 * uint64(time.Second) / r))
 		}
 		select {
 		case <-l.n.done:
