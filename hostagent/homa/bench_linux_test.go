@@ -160,40 +160,48 @@ func BenchmarkGoodput1MB(b *testing.B) {
 		{"htb", homa.Config{LinkBps: link, FrameOverhead: 14}},
 		{"tuned", homa.Config{LinkBps: link, FrameOverhead: 14, MaxNICBacklog: 100 * time.Microsecond, MaxIncoming: 200_000}},
 	} {
-		for _, procs := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/procs=%d", tt.name, procs), func(b *testing.B) {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-				goodput(b, tt.cfg)
+		for _, procs := range []string{"1", "2", "1x2"} {
+			b.Run(fmt.Sprintf("%s/procs=%s", tt.name, procs), func(b *testing.B) {
+				n := 1
+				if procs == "2" {
+					n = 2
+				}
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+				goodput(b, tt.cfg, procs == "1x2")
 			})
 		}
 	}
 }
 
-func goodput(b *testing.B, cfg homa.Config) {
+// goodput measures b.N Calls of 1 MB, with the server in this process or,
+// with apart, in a process of its own.
+func goodput(b *testing.B, cfg homa.Config, apart bool) {
 	const link, size = 1e9, 1_000_000
 	v := newVethPair(b, "gput", link)
-	client, se := rawPair(b, v, cfg)
-	srv, err := se.Listen(serverPort)
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := rawEndpoint(b, v, 0, cfg)
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
-	serveFixed(ctx, srv, []byte{1})
+	var proc *serverProcess
+	var server *homa.Endpoint
+	if apart {
+		proc = startServerProcess(b, v, cfg)
+	} else {
+		server = rawEndpoint(b, v, 1, cfg)
+		srv, err := server.Listen(serverPort)
+		if err != nil {
+			b.Fatal(err)
+		}
+		serveFixed(ctx, srv, []byte{1})
+	}
 	dest := netip.AddrPortFrom(v.addr[1], serverPort)
 	req := make([]byte, size)
 	if _, _, err := client.Call(ctx, dest, req); err != nil { // warm-up
 		b.Fatal(err)
 	}
 	pkts := func() uint64 {
-		var n uint64
-		for _, e := range []*homa.Endpoint{client, se} {
-			s := e.Stats()
-			for _, byPrio := range s.TxPackets {
-				for _, c := range byPrio {
-					n += c
-				}
-			}
+		n := txPackets(client)
+		if server != nil {
+			n += txPackets(server)
 		}
 		return n
 	}
@@ -211,9 +219,14 @@ func goodput(b *testing.B, cfg homa.Config) {
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
-	p := float64(pkts() - p0)
+	p, cpu := float64(pkts()-p0), cpuTime()-cpu0
+	if proc != nil {
+		// The server's whole life, its start and the warm-up Call too.
+		sp, scpu := proc.stop()
+		p, cpu = p+float64(sp), cpu+scpu
+	}
 	b.ReportMetric(float64(size*8*b.N)/total.Seconds()/link, "goodput/link")
-	b.ReportMetric(float64(cpuTime()-cpu0)/p, "cpu_ns/pkt")
+	b.ReportMetric(float64(cpu)/p, "cpu_ns/pkt")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/p, "allocs/pkt")
 	b.ReportMetric(p/float64(b.N), "pkts/op")
 	if s := client.Stats(); s.Retransmits > 0 {

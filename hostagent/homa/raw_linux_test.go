@@ -15,23 +15,26 @@ import (
 // rawPair starts a Homa endpoint in each namespace of v.
 func rawPair(t testing.TB, v *vethPair, cfg homa.Config) (client, server *homa.Endpoint) {
 	t.Helper()
-	var eps [2]*homa.Endpoint
-	for i := range 2 {
-		var conn *homa.RawConn
-		if err := inNetns(v.ns[i], func() (err error) {
-			conn, err = homa.ListenRaw(v.addr[i])
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		e, err := homa.NewEndpoint(conn, cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		eps[i] = e
+	return rawEndpoint(t, v, 0, cfg), rawEndpoint(t, v, 1, cfg)
+}
+
+// rawEndpoint opens an Endpoint on a raw socket at v.addr[i] in v.ns[i],
+// closed in t.Cleanup.
+func rawEndpoint(t testing.TB, v *vethPair, i int, cfg homa.Config) *homa.Endpoint {
+	t.Helper()
+	var conn *homa.RawConn
+	if err := inNetns(v.ns[i], func() (err error) {
+		conn, err = homa.ListenRaw(v.addr[i])
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
-	return eps[0], eps[1]
+	e, err := homa.NewEndpoint(conn, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 // TestRawNamespaces runs 10,000 RPCs of mixed sizes between two namespaces

@@ -1,0 +1,145 @@
+//go:build linux
+
+package homa_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
+)
+
+// serverProcessEnv carries a serverSpec to the test binary run again as a
+// server process.
+const serverProcessEnv = "HOMA_TEST_SERVER_PROCESS"
+
+// serverSpec is what a server process needs: its address and Config.
+type serverSpec struct {
+	Addr netip.Addr
+	Cfg  homa.Config
+}
+
+// TestServerProcess is the server half of the two-process benchmarks, not
+// a test of its own: startServerProcess runs the test binary again in the
+// server's namespace with only this test selected. It serves 1-byte
+// responses with GOMAXPROCS 1, as an agent does, prints "ready", and on
+// end of stdin the number of packets it sent.
+func TestServerProcess(t *testing.T) {
+	raw := os.Getenv(serverProcessEnv)
+	if raw == "" {
+		t.Skip("the server process of BenchmarkGoodput1MB/…/procs=1x2, started by it")
+	}
+	var spec serverSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		t.Fatalf("%s: %v", serverProcessEnv, err)
+	}
+	runtime.GOMAXPROCS(1)
+	conn, err := homa.ListenRaw(spec.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := homa.NewEndpoint(conn, spec.Cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	srv, err := ep.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	serveFixed(ctx, srv, []byte{1})
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	fmt.Println("tx", txPackets(ep))
+}
+
+// txPackets counts the packets e sent, of every type and priority.
+func txPackets(e *homa.Endpoint) uint64 {
+	var n uint64
+	for _, byPrio := range e.Stats().TxPackets {
+		for _, c := range byPrio {
+			n += c
+		}
+	}
+	return n
+}
+
+// serverProcess is a running TestServerProcess.
+type serverProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// startServerProcess runs a server at v.addr[1] in its own process inside
+// v.ns[1] and waits until it serves; t.Cleanup stops it.
+func startServerProcess(t testing.TB, v *vethPair, cfg homa.Config) *serverProcess {
+	t.Helper()
+	spec, err := json.Marshal(serverSpec{Addr: v.addr[1], Cfg: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", v.ns[1], os.Args[0], "-test.run=^TestServerProcess$", "-test.v=false")
+	cmd.Env = append(os.Environ(), serverProcessEnv+"="+string(spec))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("server process: %v", err)
+	}
+	p := &serverProcess{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	t.Cleanup(func() { p.stop() })
+	if !p.out.Scan() || p.out.Text() != "ready" {
+		t.Fatalf("server process did not start: %q", p.out.Text())
+	}
+	return p
+}
+
+// stop ends the process and returns the packets it sent and its CPU time
+// (user + system).
+func (p *serverProcess) stop() (pkts uint64, cpu time.Duration) {
+	if p.stdin == nil {
+		return 0, 0
+	}
+	_ = p.stdin.Close()
+	p.stdin = nil
+	for p.out.Scan() {
+		if n, ok := strings.CutPrefix(p.out.Text(), "tx "); ok {
+			_, _ = fmt.Sscan(n, &pkts)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return pkts, cpu
+}
