@@ -70,6 +70,7 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 			c := stop.GetCounters()
 			rows := fetchRecords(t, client, tc.name)
 			checkBooks(t, rows, c, "tcp")
+			checkTransportTimes(t, rows, "tcp")
 			if c.GetCompleted() == 0 || c.GetFailed() != 0 {
 				t.Errorf("counters %v: want completions and no failures over loopback", c)
 			}

@@ -209,6 +209,16 @@ func (e *experiment) runClosed(ctx, callCtx context.Context, start time.Time) {
 	}
 }
 
+// sinceSent places a transport's time t on the record's clock: sent_ns
+// plus the monotonic time from sent to t, so a wall clock stepped or
+// slewed during the run cannot reorder them; 0 for an unknown t.
+func sinceSent(sent, t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return sent.UnixNano() + t.Sub(sent).Nanoseconds()
+}
+
 func (e *experiment) phaseAt(off time.Duration) string {
 	if off < e.spec.warmup {
 		return "warmup"
@@ -243,6 +253,8 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	}
 	delete(e.outstanding, r)
 	r.rec.Retries = res.Retries
+	r.rec.ReqOutNs, r.rec.FirstRespNs = sinceSent(sent, res.RequestOut), sinceSent(sent, res.FirstResponse)
+	r.rec.GrantsIn, r.rec.GrantsOut = res.GrantsIn, res.GrantsOut
 	if err != nil {
 		r.rec.Status, r.rec.Error = StatusFailed, err.Error()
 		e.failures[failureReason(err)]++

@@ -153,6 +153,45 @@ func checkBooks(t *testing.T, rows [][]string, c *agentpb.Counters, transport st
 	}
 }
 
+// checkTransportTimes verifies the transport's own times of completed
+// RPCs: the response's first byte between sent and done, for Homa the
+// request's last byte out between sent and that; TCP cannot tell when its
+// buffered request left, and says 0.
+func checkTransportTimes(t *testing.T, rows [][]string, transport string) {
+	t.Helper()
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	num := func(row []string, name string) int64 {
+		v, err := strconv.ParseInt(row[col[name]], 10, 64)
+		if err != nil {
+			t.Fatalf("column %s = %q: %v", name, row[col[name]], err)
+		}
+		return v
+	}
+	checked := 0
+	for _, row := range rows[1:] {
+		if row[col["status"]] != StatusCompleted {
+			continue
+		}
+		sent, done, out, first := num(row, "sent_ns"), num(row, "done_ns"), num(row, "req_out_ns"), num(row, "first_resp_ns")
+		if first < sent || first > done {
+			t.Fatalf("first response byte at %d, outside sent %d .. done %d: %v", first, sent, done, row)
+		}
+		switch {
+		case transport == "tcp" && out != 0:
+			t.Fatalf("tcp row with a request-out time: %v", row)
+		case transport == "homa" && (out < sent || out > first):
+			t.Fatalf("request out at %d, outside sent %d .. first response byte %d: %v", out, sent, first, row)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no completed RPC to check")
+	}
+}
+
 // waitIssued polls Status until the agent has issued at least n RPCs.
 func waitIssued(t *testing.T, c agentpb.AgentClient, n uint64, limit time.Duration) {
 	t.Helper()

@@ -51,7 +51,8 @@ func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (Ca
 		return CallResult{}, fmt.Errorf("homa: target %q: %w", target, err)
 	}
 	resp, info, err := t.ep.Call(ctx, dest, req)
-	return CallResult{RespBytes: len(resp), Retries: info.Retries()}, err
+	return CallResult{RespBytes: len(resp), Retries: info.Retries(), RequestOut: info.RequestSent,
+		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent}, err
 }
 
 // Serve answers port's requests from one goroutine: Reply only queues the

@@ -211,6 +211,7 @@ func TestTwoAgentsInNamespaces(t *testing.T) {
 				c := got[h]
 				rows := fetchRecords(t, h.api, exp)
 				checkBooks(t, rows, c, transportName(tp.tr))
+				checkTransportTimes(t, rows, transportName(tp.tr))
 				if tp.lossy && h == a {
 					checkRetries(t, rows, c)
 				}

@@ -12,7 +12,8 @@ import (
 // RecordHeader is the column list of rpcs.csv (docs/formats.md).
 func RecordHeader() []string {
 	return []string{"experiment", "transport", "phase", "client", "server", "req_bytes", "resp_bytes",
-		"intended_ns", "sent_ns", "done_ns", "rtt_ns", "status", "error", "retries"}
+		"intended_ns", "sent_ns", "done_ns", "rtt_ns", "status", "error", "retries",
+		"req_out_ns", "first_resp_ns", "grants_in", "grants_out"}
 }
 
 // RPC statuses in records.
@@ -29,6 +30,11 @@ type Record struct {
 	IntendedNs, SentNs, DoneNs                   int64
 	Status, Error                                string
 	Retries                                      int
+	// ReqOutNs and FirstRespNs are the transport's times of the request's
+	// last byte leaving and the response's first byte arriving, 0 when
+	// it does not say; GrantsIn and GrantsOut its GRANT counts.
+	ReqOutNs, FirstRespNs int64
+	GrantsIn, GrantsOut   int
 }
 
 // fields renders the record as rpcs.csv columns.
@@ -41,7 +47,9 @@ func (r *Record) fields(buf []string) []string {
 		strconv.Itoa(r.ReqBytes), strconv.Itoa(r.RespBytes),
 		strconv.FormatInt(r.IntendedNs, 10), strconv.FormatInt(r.SentNs, 10),
 		strconv.FormatInt(r.DoneNs, 10), strconv.FormatInt(rtt, 10),
-		r.Status, r.Error, strconv.Itoa(r.Retries))
+		r.Status, r.Error, strconv.Itoa(r.Retries),
+		strconv.FormatInt(r.ReqOutNs, 10), strconv.FormatInt(r.FirstRespNs, 10),
+		strconv.Itoa(r.GrantsIn), strconv.Itoa(r.GrantsOut))
 }
 
 // recordQueue bounds the records waiting for the disk: a full queue makes

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/tcprpc"
@@ -38,6 +39,14 @@ type CallResult struct {
 	// resend requests and restarts; for TCP the segments the client
 	// retransmitted on the RPC's connection while it was outstanding.
 	Retries int
+	// RequestOut is when the request's last byte was first handed to the
+	// network (Homa; zero where the transport cannot tell, as TCP, whose
+	// writes are buffered and shared), FirstResponse when the first byte
+	// of the response arrived; both zero when unknown.
+	RequestOut, FirstResponse time.Time
+	// GrantsIn counts the GRANTs received for the request, GrantsOut
+	// those sent for the response (Homa).
+	GrantsIn, GrantsOut int
 }
 
 // Handler turns a request into a response. It must not retain req and may
@@ -141,7 +150,7 @@ func newTCPTransport(cfg tcprpc.Config, address string, log *slog.Logger) (*tcpT
 
 func (t *tcpTransport) Call(ctx context.Context, target string, req []byte) (CallResult, error) {
 	res, err := t.client.Call(ctx, target, req)
-	return CallResult{RespBytes: res.Bytes, Retries: res.Retrans}, err
+	return CallResult{RespBytes: res.Bytes, Retries: res.Retrans, FirstResponse: res.FirstByte}, err
 }
 
 func (t *tcpTransport) Serve(ctx context.Context, port uint16, h Handler) error {

@@ -72,6 +72,8 @@ type Result struct {
 	// server's retransmissions of the response are counted on its own
 	// socket, not here.
 	Retrans int
+	// FirstByte is when the response's header was read (zero on failure).
+	FirstByte time.Time
 }
 
 // Call sends req to addr and waits for the response. The response bytes
@@ -94,7 +96,7 @@ func (c *Client) Call(ctx context.Context, addr string, req []byte) (Result, err
 	}
 	select {
 	case res := <-pc.done:
-		return Result{Bytes: res.n, Retrans: res.retrans}, res.err
+		return Result{Bytes: res.n, Retrans: res.retrans, FirstByte: res.first}, res.err
 	case <-ctx.Done():
 		// The call stays queued on the connection, whose reader drops its
 		// response when it arrives; the connection stays in order.
@@ -198,6 +200,7 @@ func (c *Client) Close() error {
 type result struct {
 	n       int
 	retrans int
+	first   time.Time // the response's header was read
 	err     error
 }
 
@@ -320,6 +323,7 @@ func (cn *conn) readLoop() {
 	readAt := ^uint64(0)
 	for {
 		n, err := readHeader(br)
+		first := time.Now()
 		if err == nil {
 			_, err = br.Discard(n)
 		}
@@ -345,7 +349,7 @@ func (cn *conn) readLoop() {
 		cn.pending = cn.pending[1:]
 		cn.lastRetrans = max(cn.lastRetrans, now)
 		cn.pmu.Unlock()
-		pc.done <- result{n: n, retrans: retransSince(pc.base, now)}
+		pc.done <- result{n: n, retrans: retransSince(pc.base, now), first: first}
 	}
 }
 
