@@ -271,6 +271,7 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 	// Buckets: sorting each bucket's slice in place keeps one copy.
 	bounds, binning := bucketBounds(s, c)
 	e.Binning = binning
+	var scratch []int64
 	for _, b := range bounds {
 		lo, hi := b[0], b[1]
 		slices.Sort(rtts[lo:hi])
@@ -289,6 +290,10 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 			row.S99, row.S99CI = fp(s99.Value), s99.interval()
 			row.S999, row.S999CI = fp(s999.Value), s999.interval()
 		}
+		scratch = phase(scratch, s[lo:hi], func(x sample) int64 { return x.reqOut })
+		row.ReqOutP50us, row.ReqOutP99us = medianAndP99(scratch, c.confidence)
+		scratch = phase(scratch, s[lo:hi], func(x sample) int64 { return x.firstResp })
+		row.FirstRespP50us, row.FirstRespP99us = medianAndP99(scratch, c.confidence)
 		e.BySize = append(e.BySize, row)
 	}
 
@@ -325,6 +330,27 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 		e.Slowdown = &p
 	}
 	return e, hist
+}
+
+// phase collects, sorted into buf, the nonzero (reported) values of one
+// transport time of s.
+func phase(buf []int64, s []sample, of func(sample) int64) []int64 {
+	buf = buf[:0]
+	for _, x := range s {
+		if v := of(x); v > 0 {
+			buf = append(buf, v)
+		}
+	}
+	slices.Sort(buf)
+	return buf
+}
+
+// medianAndP99 of sorted ns values, in µs; nil for none.
+func medianAndP99(sorted []int64, conf float64) (p50, p99 *float64) {
+	if len(sorted) == 0 {
+		return nil, nil
+	}
+	return fp(estimate(sorted, 0.5, conf, 1e-3).Value), fp(estimate(sorted, 0.99, conf, 1e-3).Value)
 }
 
 // bucketBounds splits length-sorted samples into [lo, hi) index ranges:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -367,6 +368,8 @@ func TestBuildErrors(t *testing.T) {
 		{"bad number", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12a,5,completed\n", "", "line 2", ""},
 		{"bad status", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,measure,12,5,lost\n", "", "unknown status", ""},
 		{"bad phase", "experiment,transport,phase,req_bytes,rtt_ns,status\nx,homa,later,12,5,completed\n", "", "unknown phase", ""},
+		{"first response after done", "experiment,transport,phase,req_bytes,intended_ns,done_ns,rtt_ns,status,first_resp_ns\nx,homa,measure,12,100,150,50,completed,151\n",
+			"", "first_resp_ns: 151 outside intended_ns 100 .. done_ns 150", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,6 +394,73 @@ func TestBuildErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTransportTimesBySize: the by-size rows carry the medians and P99s of
+// the transport's request-out and first-response times, over the RPCs that
+// report them, and none for a transport that reports neither.
+func TestTransportTimesBySize(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("experiment,transport,phase,req_bytes,intended_ns,sent_ns,done_ns,rtt_ns,status,req_out_ns,first_resp_ns\n")
+	const t0 = 1_000_000_000
+	for i := range 100 {
+		// Homa: request out after 10+i µs, first response byte after
+		// 20+2i µs, done after 30+3i µs.
+		at := int64(t0 + i*1_000_000)
+		fmt.Fprintf(&b, "h,homa,measure,100,%d,%d,%d,%d,completed,%d,%d\n", at, at, at+int64(30+3*i)*1000, (30+3*i)*1000,
+			at+int64(10+i)*1000, at+int64(20+2*i)*1000)
+		// TCP: no request-out time; a first byte for even i only.
+		first := 0
+		if i%2 == 0 {
+			first = int(at) + 5000
+		}
+		fmt.Fprintf(&b, "t,tcp,measure,100,%d,%d,%d,%d,completed,0,%d\n", at, at, at+8000, 8000, first)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]SizeRow{}
+	for _, e := range sum.Experiments {
+		if len(e.BySize) != 1 {
+			t.Fatalf("%s: %d by-size rows, want 1", e.Name, len(e.BySize))
+		}
+		byName[e.Name] = e.BySize[0]
+	}
+	val := func(p *float64) float64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	h, tc := byName["h"], byName["t"]
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{
+		// Nearest rank over 100 values: the 50th and the 99th.
+		{"homa request out P50", val(h.ReqOutP50us), 10 + 49},
+		{"homa request out P99", val(h.ReqOutP99us), 10 + 98},
+		{"homa first response P50", val(h.FirstRespP50us), 20 + 2*49},
+		{"homa first response P99", val(h.FirstRespP99us), 20 + 2*98},
+		{"tcp request out P50", val(tc.ReqOutP50us), -1},
+		{"tcp first response P50 (50 reported)", val(tc.FirstRespP50us), 5},
+	} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %v µs, want %v", c.what, c.got, c.want)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "by_size.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(csv), ",59.000,108.000,118.000,216.000\n") {
+		t.Errorf("by_size.csv lacks the homa row's transport times:\n%s", csv)
 	}
 }
 

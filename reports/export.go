@@ -65,18 +65,20 @@ func writeBySizeCSV(path string, s *Summary) error {
 	return writeFile(path, func(w io.Writer) error {
 		fmt.Fprintln(w, "experiment,transport,length,min_length,cum_frac,samples,"+
 			"p50_us,p50_lo_us,p50_hi_us,p99_us,p99_lo_us,p99_hi_us,p999_us,p999_lo_us,p999_hi_us,"+
-			"s50,s50_lo,s50_hi,s99,s99_lo,s99_hi,s999,s999_lo,s999_hi")
+			"s50,s50_lo,s50_hi,s99,s99_lo,s99_hi,s999,s999_lo,s999_hi,"+
+			"req_out_p50_us,req_out_p99_us,first_resp_p50_us,first_resp_p99_us")
 		for _, e := range s.Experiments {
 			for _, r := range e.BySize {
 				p50, p99, p999 := r.P50us, r.P99us, r.P999us
-				_, err := fmt.Fprintf(w, "%s,%s,%d,%d,%.6f,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+				_, err := fmt.Fprintf(w, "%s,%s,%d,%d,%.6f,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
 					csvField(e.Name), csvField(e.Transport), r.Length, r.MinLength, r.CumFrac, r.Samples,
 					num(&p50, 3), num(r.P50CI[0], 3), num(r.P50CI[1], 3),
 					num(&p99, 3), num(r.P99CI[0], 3), num(r.P99CI[1], 3),
 					num(&p999, 3), num(r.P999CI[0], 3), num(r.P999CI[1], 3),
 					num(r.S50, 4), num(r.S50CI[0], 4), num(r.S50CI[1], 4),
 					num(r.S99, 4), num(r.S99CI[0], 4), num(r.S99CI[1], 4),
-					num(r.S999, 4), num(r.S999CI[0], 4), num(r.S999CI[1], 4))
+					num(r.S999, 4), num(r.S999CI[0], 4), num(r.S999CI[1], 4),
+					num(r.ReqOutP50us, 3), num(r.ReqOutP99us, 3), num(r.FirstRespP50us, 3), num(r.FirstRespP99us, 3))
 				if err != nil {
 					return err
 				}

@@ -16,10 +16,14 @@ import (
 )
 
 // sample is one completed RPC of the measure phase: what by-size statistics
-// need, 16 bytes, so a million-RPC run stays small in memory.
+// need, 32 bytes, so a million-RPC run stays small in memory.
 type sample struct {
 	length int64 // request bytes
 	rtt    int64 // ns
+	// reqOut and firstResp are the ns from the intended time to the
+	// request's last byte out and to the response's first byte, as the
+	// transport reported them (req_out_ns, first_resp_ns); 0 when it did not.
+	reqOut, firstResp int64
 }
 
 // expRecords accumulates the measure-phase rows of one experiment.
@@ -87,6 +91,7 @@ func failureKey(msg string) string {
 type rpcColumns struct {
 	experiment, transport, phase, reqBytes, respBytes,
 	intended, sent, done, rtt, status, errMsg, retries int
+	reqOut, firstResp int
 }
 
 func findColumns(header []string) (rpcColumns, error) {
@@ -118,6 +123,8 @@ func findColumns(header []string) (rpcColumns, error) {
 		status:     get("status", false),
 		errMsg:     get("error", true),
 		retries:    get("retries", true),
+		reqOut:     get("req_out_ns", true),
+		firstResp:  get("first_resp_ns", true),
 	}
 	if len(missing) > 0 {
 		return c, fmt.Errorf("rpcs.csv header lacks columns %v", missing)
@@ -224,6 +231,20 @@ func intField(rec []string, i int, what string) (int64, error) {
 	return v, nil
 }
 
+// sinceIntended reads a transport time column as ns since intended: 0
+// when absent or 0 (the transport did not say), an error when it lies
+// outside intended..done.
+func sinceIntended(rec []string, i int, what string, intended, done int64) (int64, error) {
+	t, err := intField(rec, i, what)
+	if err != nil || t == 0 || intended <= 0 {
+		return 0, err
+	}
+	if t < intended || t > done {
+		return 0, fmt.Errorf("column %s: %d outside intended_ns %d .. done_ns %d", what, t, intended, done)
+	}
+	return max(t-intended, 1), nil
+}
+
 // add folds one row into the set.
 func (rs *recordSet) add(rec []string, c rpcColumns) error {
 	length, err := intField(rec, c.reqBytes, "req_bytes")
@@ -295,7 +316,14 @@ func (rs *recordSet) add(rec []string, c rpcColumns) error {
 		e.completed++
 		e.bytes += length + resp
 		e.last = max(e.last, done)
-		e.samples = append(e.samples, sample{length: length, rtt: rtt})
+		x := sample{length: length, rtt: rtt}
+		if x.reqOut, err = sinceIntended(rec, c.reqOut, "req_out_ns", intended, done); err != nil {
+			return err
+		}
+		if x.firstResp, err = sinceIntended(rec, c.firstResp, "first_resp_ns", intended, done); err != nil {
+			return err
+		}
+		e.samples = append(e.samples, x)
 	case "failed":
 		e.failed++
 		reason := failureKey(field(rec, c.errMsg))

@@ -106,6 +106,15 @@ type SizeRow struct {
 	S50CI     Interval `json:"s50_ci"`
 	S99CI     Interval `json:"s99_ci"`
 	S999CI    Interval `json:"s999_ci"`
+	// ReqOut is the time from the intended send to the request's last
+	// byte leaving (Homa: after its grants), FirstResp to the response's
+	// first byte arriving, in µs, over the bucket's RPCs whose transport
+	// reported them (null when none did). RTT minus FirstResp is the
+	// response's transfer.
+	ReqOutP50us    *float64 `json:"req_out_p50_us"`
+	ReqOutP99us    *float64 `json:"req_out_p99_us"`
+	FirstRespP50us *float64 `json:"first_resp_p50_us"`
+	FirstRespP99us *float64 `json:"first_resp_p99_us"`
 }
 
 // Percentiles is P50/P99/P99.9 of a sample with intervals; Count is n.

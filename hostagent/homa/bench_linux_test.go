@@ -18,9 +18,12 @@ import (
 const udpPort = 9146
 
 // median of ds in microseconds.
-func medianUs(ds []time.Duration) float64 {
+func medianUs(ds []time.Duration) float64 { return quantileUs(ds, 0.5) }
+
+// quantileUs is the q-quantile of ds in microseconds (nearest rank).
+func quantileUs(ds []time.Duration, q float64) float64 {
 	slices.Sort(ds)
-	return float64(ds[len(ds)/2]) / float64(time.Microsecond)
+	return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))]) / float64(time.Microsecond)
 }
 
 // udpPingPong measures n round trips of a 100-byte UDP datagram between
@@ -127,6 +130,9 @@ func BenchmarkUnloadedRTT(b *testing.B) {
 	b.ReportMetric(h/u, "homa/udp")
 	b.ReportMetric(p/u, "poll/udp")
 	b.ReportMetric(p/up, "poll/udp_poll")
+	b.ReportMetric(quantileUs(udp, 0.99), "udp_p99_us")
+	b.ReportMetric(quantileUs(hm, 0.99), "homa_p99_us")
+	b.ReportMetric(quantileUs(hp, 0.99), "poll_p99_us")
 }
 
 func cpuTime() time.Duration {
