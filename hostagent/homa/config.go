@@ -125,6 +125,12 @@ type Config struct {
 	BypassBytes uint32
 	// ClientPort is the source port of Calls (default 0x8000).
 	ClientPort uint16
+	// TraceGrants records every GRANT of each Call in CallInfo.Grants
+	// (time, offset, priority, direction): an allocation per Call and a
+	// few per message of many grants, so off by default. The agent's
+	// records keep counts and first/last times only, so scenarios have no
+	// key for it; programs using the package do.
+	TraceGrants bool
 	// ServerBacklog is the number of complete requests waiting for
 	// Server.Receive before new ones are dropped (default 4096).
 	ServerBacklog int

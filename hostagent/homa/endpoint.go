@@ -295,6 +295,9 @@ func (e *Endpoint) unlock() {
 func (e *Endpoint) Call(ctx context.Context, dest netip.AddrPort, req []byte) ([]byte, CallInfo, error) {
 	id := e.nextID.Add(2)
 	r := &rpc{id: id, client: true, info: callInfo{sent: e.now()}}
+	if e.cfg.TraceGrants {
+		r.info.grants = new([]grantEvent)
+	}
 	if err := e.checkLength(len(req)); err != nil {
 		return nil, e.callInfo(r), fmt.Errorf("homa: call %v: %w", dest, err)
 	}
@@ -337,10 +340,17 @@ func (e *Endpoint) callInfo(r *rpc) CallInfo {
 		return e.at(d)
 	}
 	i := &r.info
-	return CallInfo{ID: r.id, Sent: at(i.sent), RequestSent: at(i.requestSent), FirstResponse: at(i.firstResponse),
+	ci := CallInfo{ID: r.id, Sent: at(i.sent), RequestSent: at(i.requestSent), FirstResponse: at(i.firstResponse),
 		Done: at(i.done), GrantsReceived: int(i.grantsReceived), GrantsSent: int(i.grantsSent),
 		FirstGrant: at(i.firstGrant), LastGrant: at(i.lastGrant), Resends: int(i.resends),
 		Retransmits: int(i.retransmits), Restarts: int(i.restarts)}
+	if i.grants != nil {
+		ci.Grants = make([]GrantEvent, len(*i.grants))
+		for k, g := range *i.grants {
+			ci.Grants[k] = GrantEvent{At: at(g.at), Offset: g.offset, Priority: g.prio, Sent: g.sent}
+		}
+	}
+	return ci
 }
 
 func (e *Endpoint) checkLength(n int) error {

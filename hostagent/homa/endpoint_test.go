@@ -245,3 +245,61 @@ func serveFixed(ctx context.Context, srv *homa.Server, resp []byte) {
 		}
 	}()
 }
+
+// TestCallInfoGrants: a 1 MB request and a 1 MB response each need grants;
+// CallInfo counts them and, with TraceGrants, lists each one in order:
+// offsets growing to the message's length, times within the Call, the
+// received ones for the request and the sent ones for the response.
+func TestCallInfoGrants(t *testing.T) {
+	const size = 1_000_000
+	for _, trace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trace=%v", trace), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond}, homa.Config{TraceGrants: trace})
+				resp := make([]byte, size)
+				serveFixed(ctx, srv, resp)
+				_, info, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, size))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.GrantsReceived == 0 || info.GrantsSent == 0 || info.FirstGrant.IsZero() || info.LastGrant.Before(info.FirstGrant) {
+					t.Fatalf("grants received %d sent %d, first %v last %v", info.GrantsReceived, info.GrantsSent, info.FirstGrant, info.LastGrant)
+				}
+				if !trace {
+					if info.Grants != nil {
+						t.Errorf("%d grants traced without TraceGrants", len(info.Grants))
+					}
+					return
+				}
+				var last [2]uint32 // by direction: received, sent
+				var n [2]int
+				var firstIn, lastIn time.Time
+				for i, g := range info.Grants {
+					d := 0
+					if g.Sent {
+						d = 1
+					} else {
+						if firstIn.IsZero() {
+							firstIn = g.At
+						}
+						lastIn = g.At
+					}
+					if g.Offset < last[d] || g.At.Before(info.Sent) || g.At.After(info.Done) || g.Priority > 7 {
+						t.Fatalf("grant %d %+v after offset %d, outside the call %v .. %v", i, g, last[d], info.Sent, info.Done)
+					}
+					last[d] = g.Offset
+					n[d]++
+				}
+				if n[0] != info.GrantsReceived || n[1] != info.GrantsSent || last[0] != size || last[1] != size {
+					t.Errorf("traced %d received (to offset %d) and %d sent (to %d); counted %d and %d of %d-byte messages",
+						n[0], last[0], n[1], last[1], info.GrantsReceived, info.GrantsSent, size)
+				}
+				if !firstIn.Equal(info.FirstGrant) || !lastIn.Equal(info.LastGrant) {
+					t.Errorf("received grants traced %v .. %v, counted first %v last %v", firstIn, lastIn, info.FirstGrant, info.LastGrant)
+				}
+			})
+		})
+	}
+}

@@ -177,6 +177,7 @@ func (e *Endpoint) onGrant(now time.Duration, b []byte, r *rpc) {
 		e.enqueue(r)
 	}
 	r.info.grantsReceived++
+	r.traceGrant(now, g.Offset, g.Priority, false)
 	if r.info.firstGrant == 0 {
 		r.info.firstGrant = now
 	}

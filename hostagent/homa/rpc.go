@@ -79,6 +79,24 @@ func (r *rpc) senderID() uint64 {
 type callInfo struct {
 	sent, requestSent, firstResponse, done, firstGrant, lastGrant time.Duration
 	grantsReceived, grantsSent, resends, retransmits, restarts    int32
+	// grants is every GRANT of the Call with Config.TraceGrants (a
+	// pointer: untraced RPCs stay within Go's 512 B size class).
+	grants *[]grantEvent
+}
+
+// grantEvent is a GrantEvent on the loop clock.
+type grantEvent struct {
+	at     time.Duration
+	offset uint32
+	prio   uint8
+	sent   bool
+}
+
+// traceGrant records a GRANT of r's when the Call's grants are traced.
+func (r *rpc) traceGrant(now time.Duration, offset uint32, prio uint8, sent bool) {
+	if r.info.grants != nil {
+		*r.info.grants = append(*r.info.grants, grantEvent{at: now, offset: offset, prio: prio, sent: sent})
+	}
 }
 
 // CallInfo describes how one Call went, for per-RPC records.
@@ -98,6 +116,21 @@ type CallInfo struct {
 	// Resends counts RESENDs sent or answered for this RPC, Retransmits the
 	// DATA packets sent again, Restarts the RPC_UNKNOWN restarts.
 	Resends, Retransmits, Restarts int
+	// Grants lists every GRANT of the Call in the order they were sent or
+	// received, with Config.TraceGrants; nil without.
+	Grants []GrantEvent
+}
+
+// GrantEvent is one GRANT of a traced Call.
+type GrantEvent struct {
+	At time.Time
+	// Offset is the message's granted bytes after it; Priority the level
+	// it asked for.
+	Offset   uint32
+	Priority uint8
+	// Sent: this host sent it, for the response; else it came in, for the
+	// request.
+	Sent bool
 }
 
 // Retries is the transport-level retry count for records: resends plus

@@ -187,6 +187,7 @@ func (e *Endpoint) grantNow() {
 			e.c.fifo.Add(1)
 		}
 		r.info.grantsSent++
+		r.traceGrant(now, g.offset, g.prio, true)
 	}
 	e.c.setActive(l.sched.numActive())
 	e.c.incomingBytes.Store(uint64(l.sched.incoming()))
