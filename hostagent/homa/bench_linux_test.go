@@ -151,7 +151,7 @@ func cpuTime() time.Duration {
 // thread does all the work and wakes no other; procs=2 adds cross-thread
 // wake-ups and leaves the kernel's veth and htb work no free vCPU on this
 // machine. "default" paces for an Ethernet wire (42 B a packet beyond the
-// IP packet), which leaves this link, where htb charges 14 B, idle 1.9% of
+// IP packet), which leaves this link, where htb charges 14 B, idle 1.8% of
 // the time by construction; "htb" sets the pacer's FrameOverhead to the
 // 14 B htb charges; "tuned" also lets the pacer keep 100 µs in the host
 // queue and allows 200 KB in flight, to ride over this machine's

@@ -68,7 +68,7 @@ type Config struct {
 	// (header, CRC, preamble, SFD, gap: Linux's HOMA_ETH_OVERHEAD, the
 	// default), 14 on a veth shaped by htb or tbf, which charge the
 	// Ethernet header only. Too high a value leaves the link idle part of
-	// the time (42 on htb: 1.9% of it with full packets), too low a value
+	// the time (42 on htb: 1.8% of it with full packets), too low a value
 	// lets the host queue grow.
 	FrameOverhead int
 	// Tick is the timer period; the following are in ticks. The default is
