@@ -48,6 +48,10 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostTel, err := readHostTelemetry(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
 	a := &analysis{hists: map[string]*hdrhistogram.Histogram{}}
 	sum := &Summary{
 		Run:                  man.Run,
@@ -135,6 +139,10 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if rows := tel[me.Name]; len(rows) > 0 {
 			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
 			exp.MeanLinkUtil = meanUtil(exp.Links)
+		}
+		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name])
+		if exp.HostGauges == nil {
+			exp.HostGauges = []HostGauges{}
 		}
 		byRole, hostsByRole := countersByRole(me.Hosts)
 		counters := me.TransportCounters

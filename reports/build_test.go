@@ -648,3 +648,51 @@ func TestNarrowCalibrationWarns(t *testing.T) {
 		t.Errorf("100 KB slowdown P50 %.2f, want about %.2f (nearest calibrated length)", *last.S50, want)
 	}
 }
+
+// TestHostGauges: hosts.csv gives each receiver's active messages and
+// granted bytes over time; hosts that never had one stay out, the report
+// charts the rest, and a bad number is named by line and column.
+func TestHostGauges(t *testing.T) {
+	rpcs := "experiment,transport,phase,req_bytes,rtt_ns,status\nh,homa,measure,100,5000,completed\n"
+	hosts := "experiment,host,unix_ns,active_messages,incoming_bytes\n" +
+		"h,h1,1000000000,0,0\nh,h1,1050000000,2,1000\nh,h1,1100000000,4,3000\nh,h1,1150000000,2,1000\n" +
+		"h,h2,1000000000,0,0\nh,h2,1050000000,0,0\n"
+	for _, tc := range []struct {
+		name, hosts, wantErr string
+	}{
+		{"good", hosts, ""},
+		{"bad number", "experiment,host,unix_ns,active_messages,incoming_bytes\nh,h1,1,x,0\n", "hosts.csv line 2: column active_messages"},
+		{"missing column", "experiment,host,unix_ns,active_messages\n", `lacks column "incoming_bytes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range map[string]string{"rpcs.csv": rpcs, "hosts.csv": tc.hosts} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sum, err := Build(context.Background(), dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sum.Experiments[0].HostGauges
+			want := []HostGauges{{Host: "h1", Samples: 4, MeanActive: 2, MaxActive: 4, MeanIncomingKB: 1.25, MaxIncomingBytes: 3000}}
+			if !slices.Equal(got, want) {
+				t.Errorf("host gauges %+v, want %+v", got, want)
+			}
+			html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(html), "h: active (granted) inbound messages per receiver") {
+				t.Error("report.html has no active-messages chart")
+			}
+		})
+	}
+}

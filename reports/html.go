@@ -201,6 +201,11 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			}
 		}
 		for i, e := range exps {
+			if len(e.active) > 0 {
+				specs = append(specs, activeChart(fmt.Sprintf("active-%d-%d", gi, i), e))
+			}
+		}
+		for i, e := range exps {
 			if len(e.series) == 0 {
 				g.Notes = append(g.Notes, fmt.Sprintf("%s: no telemetry, so no queue-occupancy or utilisation chart", e.Name))
 				continue

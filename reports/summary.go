@@ -51,12 +51,16 @@ type Experiment struct {
 	Links       []LinkStats  `json:"links"`
 	// MeanLinkUtil is the mean of links[].mean_util over the ports with a
 	// known rate: on a star, the hosts' downlinks. Null without telemetry.
-	MeanLinkUtil *float64        `json:"mean_link_util"`
-	Homa         *TransportStats `json:"transport_internals"`
-	Fidelity     []string        `json:"fidelity"`
+	MeanLinkUtil *float64 `json:"mean_link_util"`
+	// HostGauges are the Homa receivers' active messages and granted
+	// bytes over the experiment, from hosts.csv (empty without it).
+	HostGauges []HostGauges    `json:"host_gauges"`
+	Homa       *TransportStats `json:"transport_internals"`
+	Fidelity   []string        `json:"fidelity"`
 
 	ccdf   []point
 	series []switchSeries
+	active map[string][]point // host -> active messages over time
 }
 
 // RPCCounts counts measure-phase RPCs by final status. The books balance

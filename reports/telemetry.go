@@ -1,18 +1,9 @@
 package reports
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/csv"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 )
 
 // point is one (x, y) of a chart series.
@@ -32,67 +23,16 @@ type telemetry map[string]map[string][]telemetryRow
 
 // readTelemetry reads telemetry.csv; a missing file yields no telemetry.
 func readTelemetry(ctx context.Context, dir string) (telemetry, error) {
-	name := filepath.Join(dir, "telemetry.csv")
-	f, err := os.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return telemetry{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open telemetry: %w", err)
-	}
-	defer f.Close()
-	r := csv.NewReader(bufio.NewReaderSize(f, 1<<16))
-	r.ReuseRecord = true
-	header, err := r.Read()
-	if errors.Is(err, io.EOF) {
-		return telemetry{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s header: %w", name, err)
-	}
-	idx := make(map[string]int)
-	for i, h := range header {
-		idx[h] = i
-	}
-	want := []string{"experiment", "switch", "unix_ns", "port", "queue", "sent_bytes", "depth_pkts"}
-	for _, w := range want {
-		if _, ok := idx[w]; !ok {
-			return nil, fmt.Errorf("%s: header lacks column %q", name, w)
-		}
-	}
-	r.FieldsPerRecord = len(header)
 	tel := telemetry{}
-	for n := 0; ; n++ {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
-		}
-		if n&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	err := readSeriesCSV(ctx, dir, "telemetry.csv", []string{"experiment", "switch"},
+		[]string{"unix_ns", "port", "queue", "sent_bytes", "depth_pkts"}, func(k []string, v []int64) {
+			exp, sw := k[0], k[1]
+			if tel[exp] == nil {
+				tel[exp] = make(map[string][]telemetryRow)
 			}
-		}
-		var row telemetryRow
-		var vals [5]int64
-		for i, col := range []string{"unix_ns", "port", "queue", "sent_bytes", "depth_pkts"} {
-			v, err := strconv.ParseInt(rec[idx[col]], 10, 64)
-			if err != nil {
-				line, _ := r.FieldPos(0)
-				return nil, fmt.Errorf("%s line %d: column %s: %w", name, line, col, err)
-			}
-			vals[i] = v
-		}
-		row.t, row.port, row.queue, row.sent, row.depth = vals[0], int(vals[1]), int(vals[2]), vals[3], vals[4]
-		exp, sw := rec[idx["experiment"]], rec[idx["switch"]]
-		if tel[exp] == nil {
-			tel[exp] = make(map[string][]telemetryRow)
-		}
-		tel[exp][sw] = append(tel[exp][sw], row)
-	}
-	return tel, nil
+			tel[exp][sw] = append(tel[exp][sw], telemetryRow{t: v[0], port: int(v[1]), queue: int(v[2]), sent: v[3], depth: v[4]})
+		})
+	return tel, err
 }
 
 // switchSeries is the time series of one switch in one experiment.

@@ -107,6 +107,18 @@ func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
 		yMin: &zero, yMax: &one, series: s}
 }
 
+// activeChart draws each Homa receiver's active inbound messages over
+// time (hosts.csv): the overcommitment actually in use.
+func activeChart(id string, e *Experiment) chartSpec {
+	var s []series
+	for i, h := range sortedKeys(e.active) {
+		s = append(s, series{name: h, pts: e.active[h], color: paletteColor(i)})
+	}
+	zero := 0.0
+	return chartSpec{id: id, title: e.Name + ": active (granted) inbound messages per receiver",
+		xLabel: "time since first sample (s)", yLabel: "active messages", yMin: &zero, series: s}
+}
+
 // priorityChart draws the per-priority transport counters of an experiment
 // (packets sent and received by type, grants), one line per counter.
 func priorityChart(id string, e *Experiment) chartSpec {

@@ -3,6 +3,7 @@ package testbed
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -191,6 +192,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if slog, err := os.ReadFile(filepath.Join(dir, "logs", "s1.log")); err != nil || !bytes.Contains(slog, []byte("shared_buffer_bytes=4000000")) {
 		t.Errorf("logs/s1.log does not show smoke.yaml's 4MB shared buffer (%v)", err)
 	}
+	checkHostsCSV(t, filepath.Join(dir, "hosts.csv"))
 	for _, f := range []string{"rpcs.csv", "report.html", "logs/s1.log", "logs/agent-h1.log", "switch/smoke-homa/s1.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
@@ -345,4 +347,37 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// checkHostsCSV: the smoke run's hosts.csv follows every host of the Homa
+// experiment over time, and the server h1, granting h2's 100 KB requests,
+// had an active message at some sample.
+func checkHostsCSV(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("hosts.csv: %v", err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("hosts.csv: %d rows, %v", len(rows), err)
+	}
+	if want := "experiment,host,unix_ns,active_messages,incoming_bytes"; strings.Join(rows[0], ",") != want {
+		t.Fatalf("hosts.csv header %v, want %s", rows[0], want)
+	}
+	samples, h1Active := map[string]int{}, false
+	for _, r := range rows[1:] {
+		if r[0] != "smoke-homa" {
+			t.Errorf("hosts.csv row of experiment %q: only Homa experiments have these gauges", r[0])
+			continue
+		}
+		samples[r[1]]++
+		if r[1] == "h1" && r[3] != "0" {
+			h1Active = true
+		}
+	}
+	if len(samples) < 2 || !h1Active {
+		t.Errorf("hosts.csv: samples by host %v, h1 active at some sample: %v", samples, h1Active)
+	}
 }

@@ -294,6 +294,10 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	startStats := r.switchStats(ctx)
 	cpu0 := readCPU()
 	telDone := r.startTelemetry(ctx, e.Name, s.Telemetry.Interval.D())
+	hostsDone := func() {}
+	if e.Transport.Name == scenario.TransportHoma {
+		hostsDone = r.startHostTelemetry(ctx, e.Name, used, s.Telemetry.Interval.D())
+	}
 	rec.Started = time.Now().UnixNano()
 	var clientHosts []string
 	for _, h := range used {
@@ -305,6 +309,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return a.start(ctx)
 	}); err != nil {
 		telDone()
+		hostsDone()
 		return fmt.Errorf("start clients: %w", err)
 	}
 
@@ -389,6 +394,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	rec.Ended = time.Now().UnixNano()
 	telDone()
+	hostsDone()
 	cpuBusy := cpuBusyFraction(cpu0, readCPU())
 	rec.CPUBusy = cpuBusy
 	rec.AgentCPUMs = cpuUs / 1000
