@@ -41,8 +41,9 @@ type Endpoint struct {
 	once sync.Once
 	wg   sync.WaitGroup
 
-	// try is the Conn read by waiting goroutines when Config.Poll is on
-	// (nil otherwise); polling marks the one that holds pollRx.
+	// try is the Conn when it can be read without blocking (nil
+	// otherwise): by waiting goroutines when Config.Poll is on, and by the
+	// pacer while it spins. polling marks the one that holds pollRx.
 	try     TryReader
 	polling atomic.Bool
 	pollRx  *rxBatch
@@ -122,7 +123,7 @@ func (e *Endpoint) handle(b *rxBatch, n int) bool {
 // Receive about to sleep gets its packet without waking another thread.
 // It returns at once when polling is off or another goroutine polls.
 func (e *Endpoint) poll(ctx context.Context, ready func() bool) {
-	if e.try == nil || ready() || !e.polling.CompareAndSwap(false, true) {
+	if e.try == nil || e.cfg.Poll == 0 || ready() || !e.polling.CompareAndSwap(false, true) {
 		return
 	}
 	defer e.polling.Store(false)
@@ -149,6 +150,21 @@ func (e *Endpoint) poll(ctx context.Context, ready func() bool) {
 			}
 			runtime.Gosched()
 		}
+	}
+}
+
+// spinRead reads what the socket holds and runs the protocol for it, for
+// the spinning pacer, unless a waiter is polling already.
+func (e *Endpoint) spinRead() {
+	if e.try == nil || !e.polling.CompareAndSwap(false, true) {
+		return
+	}
+	defer e.polling.Store(false)
+	b := e.pollRx
+	b.reset()
+	if n, err := e.try.TryReadBatch(b.pkts); err == nil && n > 0 {
+		e.c.spinRead.Add(1)
+		e.handle(b, n)
 	}
 }
 
@@ -224,7 +240,7 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	}}
 	l.sched.maxSchedPrio = maxSchedPriority(&l.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
 	l.pacer = newPacer(conn)
-	if tr, ok := conn.(TryReader); ok && cfg.Poll > 0 {
+	if tr, ok := conn.(TryReader); ok {
 		// A waiter wants a packet or two, and an empty poll re-arms
 		// every buffer of its batch: a small batch keeps the spin cheap.
 		e.try, e.pollRx = tr, newRxBatch(min(bs, 8), cfg.MTU)
@@ -509,8 +525,15 @@ func (e *Endpoint) timers() {
 			l.armed = false
 			e.unlock()
 		case <-e.kick:
-			// A pacer wait shorter than PacerSpin is polled: yield, then
-			// look again (unlock kicks again while it is still short).
+			// A pacer wait shorter than PacerSpin is polled: read the
+			// socket, yield, then look again (unlock kicks again while it
+			// is still short). Go does not poll the network while a
+			// goroutine spins like this, so without the read this host's
+			// reader would wait for the spin to end: a 100 B Call from a
+			// host sending 1 MB messages at 1 Gbit/s took 304-315 µs at the
+			// median without it and 43-122 µs with it
+			// (BenchmarkProbeDuringBulk).
+			e.spinRead()
 			runtime.Gosched()
 			if !e.lock() {
 				return

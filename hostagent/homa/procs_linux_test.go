@@ -143,3 +143,57 @@ func (p *serverProcess) stop() (pkts uint64, cpu time.Duration) {
 	}
 	return pkts, cpu
 }
+
+// BenchmarkProbeDuringBulk measures 100-byte Calls from a host that is
+// sending 1 MB messages at the same time, to a server in its own process
+// over a veth shaped to 1 Gbit/s, the client at GOMAXPROCS 1 as an agent
+// runs: the probes' responses arrive while the client's pacer is busy.
+// It reports the probes' P50 and P99 RTT and the bulk goodput.
+func BenchmarkProbeDuringBulk(b *testing.B) {
+	const link = 1e9
+	cfg := homa.Config{LinkBps: link, FrameOverhead: 14}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	v := newVethPair(b, "probe", link)
+	client := rawEndpoint(b, v, 0, cfg)
+	startServerProcess(b, v, cfg)
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	dest := netip.AddrPortFrom(v.addr[1], serverPort)
+	bulk := make([]byte, 1_000_000)
+	if _, _, err := client.Call(ctx, dest, bulk); err != nil { // warm-up
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	var bulkBytes int64
+	var bulkTime time.Duration
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			start := time.Now()
+			if _, _, err := client.Call(ctx, dest, bulk); err != nil {
+				return
+			}
+			bulkTime += time.Since(start)
+			bulkBytes += int64(len(bulk))
+		}
+	}()
+	probe := make([]byte, 100)
+	rtts := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, _, err := client.Call(ctx, dest, probe); err != nil {
+			b.Fatal(err)
+		}
+		rtts = append(rtts, time.Since(start))
+		time.Sleep(200 * time.Microsecond) // a probe stream, not a second bulk flow
+	}
+	b.StopTimer()
+	cancel()
+	<-done
+	b.ReportMetric(quantileUs(rtts, 0.5), "probe_p50_us")
+	b.ReportMetric(quantileUs(rtts, 0.99), "probe_p99_us")
+	if bulkTime > 0 {
+		b.ReportMetric(float64(bulkBytes*8)/bulkTime.Seconds()/link, "bulk_goodput/link")
+	}
+}

@@ -24,7 +24,7 @@ type counters struct {
 	timeouts, backlogDrops, writeErrors, acked    atomic.Uint64
 	callsDone, callsFailed, served, cutoffVersion atomic.Uint64
 	active, activeMax, incomingBytes, pacerWaits  atomic.Uint64
-	polled                                        atomic.Uint64
+	polled, spinRead                              atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -42,8 +42,9 @@ type Stats struct {
 	TxBytes, RxBytes     uint64
 	// TxBatches and RxBatches count syscalls (or in-memory batches);
 	// PolledBatches are the receive batches a waiting Call or Receive
-	// read itself (Config.Poll).
-	TxBatches, RxBatches, PolledBatches uint64
+	// read itself (Config.Poll), SpinBatches those the pacer read while
+	// it spun.
+	TxBatches, RxBatches, PolledBatches, SpinBatches uint64
 	// GrantsByPriority counts GRANTs sent, by priority; FIFOGrants those
 	// sent to the oldest message.
 	GrantsByPriority [wire.MaxPriorities]uint64
@@ -76,7 +77,7 @@ func (c *counters) snapshot() Stats {
 		s.GrantsByPriority[p] = c.grantsBy[p].Load()
 	}
 	s.TxBytes, s.RxBytes = c.txBytes.Load(), c.rxBytes.Load()
-	s.TxBatches, s.RxBatches, s.PolledBatches = c.txBatch.Load(), c.rxBatch.Load(), c.polled.Load()
+	s.TxBatches, s.RxBatches, s.PolledBatches, s.SpinBatches = c.txBatch.Load(), c.rxBatch.Load(), c.polled.Load(), c.spinRead.Load()
 	s.FIFOGrants = c.fifo.Load()
 	s.Malformed, s.UnknownRPC, s.DuplicateData = c.malformed.Load(), c.unknownRPC.Load(), c.dupData.Load()
 	s.Retransmits = c.retransmits.Load()
@@ -93,7 +94,8 @@ func (c *counters) snapshot() Stats {
 func (s Stats) Map() map[string]uint64 {
 	m := map[string]uint64{
 		"tx_bytes": s.TxBytes, "rx_bytes": s.RxBytes, "tx_batches": s.TxBatches, "rx_batches": s.RxBatches, "polled_batches": s.PolledBatches,
-		"fifo_grants": s.FIFOGrants, "malformed": s.Malformed, "unknown_rpc": s.UnknownRPC,
+		"spin_batches": s.SpinBatches,
+		"fifo_grants":  s.FIFOGrants, "malformed": s.Malformed, "unknown_rpc": s.UnknownRPC,
 		"duplicate_data": s.DuplicateData, "retransmits": s.Retransmits, "resends_sent": s.ResendsSent,
 		"resends_received": s.ResendsReceived, "busy_sent": s.BusySent, "restarts": s.Restarts,
 		"timeouts": s.Timeouts, "backlog_drops": s.BacklogDrops, "write_errors": s.WriteErrors,
