@@ -124,3 +124,31 @@ func TestTryReadBatch(t *testing.T) {
 		t.Error("ReadBatch after Close returned no error")
 	}
 }
+
+// TestSpinningPacerReadsSocket: a client pacing 1 MB requests onto a veth
+// shaped to 1 Gbit/s spins on its short pacer waits, and while it spins it
+// reads its own socket (the grants), since Go does not poll the network
+// for a spinning goroutine; the reads show in SpinBatches.
+func TestSpinningPacerReadsSocket(t *testing.T) {
+	const link = 1e9
+	v := newVethPair(t, "spin", link)
+	client, se := rawPair(t, v, homa.Config{LinkBps: link, FrameOverhead: 14})
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	serveFixed(ctx, srv, []byte{1})
+	req := make([]byte, 1_000_000)
+	for range 5 {
+		if _, _, err := client.Call(ctx, netip.AddrPortFrom(v.addr[1], serverPort), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := client.Stats()
+	t.Logf("pacer waits %d, batches read by the spinning pacer %d of %d", st.PacerWaits, st.SpinBatches, st.RxBatches)
+	if st.SpinBatches == 0 {
+		t.Errorf("the pacer waited %d times and never read the socket while it spun", st.PacerWaits)
+	}
+}
