@@ -54,6 +54,9 @@ type Endpoint struct {
 
 // loopState is the protocol state; only code holding Endpoint.mu touches it.
 type loopState struct {
+	// handoffs counts results handed to waiting goroutines (requests to
+	// servers, finished Calls), so the reader knows to yield to them.
+	handoffs uint64
 	clients  map[uint64]*rpc
 	tombQ    []tomb // every peer's tombstones in expiry order, from tombHead on
 	tombHead int
@@ -103,19 +106,22 @@ func (b *rxBatch) reset() {
 	}
 }
 
-// handle runs the protocol for the first n packets of b; false once the
-// Endpoint is closed.
-func (e *Endpoint) handle(b *rxBatch, n int) bool {
+// handle runs the protocol for the first n packets of b; open is false
+// once the Endpoint is closed, handedOff tells whether a request or a
+// Call's result went to a waiting goroutine.
+func (e *Endpoint) handle(b *rxBatch, n int) (open, handedOff bool) {
 	e.c.rxBatch.Add(1)
 	if !e.lock() {
-		return false
+		return false, false
 	}
+	h0 := e.loop.handoffs
 	now := e.now()
 	for i := range n {
 		e.handlePacket(now, &b.pkts[i])
 	}
+	handedOff = e.loop.handoffs != h0
 	e.unlock()
-	return true
+	return true, handedOff
 }
 
 // poll reads and handles packets in the calling goroutine until ready
@@ -137,7 +143,7 @@ func (e *Endpoint) poll(ctx context.Context, ready func() bool) {
 			return // the reader reports and handles errors
 		case n > 0:
 			e.c.polled.Add(1)
-			if !e.handle(b, n) {
+			if open, _ := e.handle(b, n); !open {
 				return
 			}
 			continue
@@ -496,8 +502,17 @@ func (e *Endpoint) reader() {
 			continue
 		}
 		failures = 0
-		if !e.handle(b, n) {
+		open, handedOff := e.handle(b, n)
+		if !open {
 			return
+		}
+		// With one P (how agents run) a goroutine readied by a channel
+		// send waits until the running one blocks, and under load this
+		// reader finds the socket never empty: yield to the server or
+		// caller it just handed a result to. With more Ps an idle one
+		// takes it, and the yield would only cost.
+		if handedOff && runtime.GOMAXPROCS(0) == 1 {
+			runtime.Gosched()
 		}
 	}
 }
@@ -644,6 +659,7 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 	}
 	r.resp, r.err = resp, err
 	r.done <- struct{}{}
+	l.handoffs++
 }
 
 // forgetServer drops a server RPC; a tombstone keeps late duplicates of an

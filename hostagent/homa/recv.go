@@ -152,6 +152,7 @@ func (e *Endpoint) deliver(r *rpc) {
 		select {
 		case srv.ch <- sr:
 			r.in.buf = nil
+			e.loop.handoffs++
 			return
 		default:
 		}
