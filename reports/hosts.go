@@ -70,7 +70,7 @@ func analyseHosts(byHost map[string][]hostRow) ([]HostGauges, map[string][]point
 			g.MaxIncomingBytes = max(g.MaxIncomingBytes, r.incoming)
 			pts = append(pts, point{float64(r.t-t0) / 1e9, float64(r.active)})
 		}
-		if g.MaxActive == 0 || len(rows) == 0 {
+		if g.MaxActive == 0 {
 			continue
 		}
 		g.MeanActive = float64(active) / float64(len(rows))

@@ -15,20 +15,17 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 )
 
-// hostGauges are the transport gauges hosts.csv follows over time: Homa's
-// active (granted) inbound messages and its granted-but-unreceived bytes,
-// as the agent names them (Counters.transport).
-var hostGauges = []string{"homa_active_messages", "homa_incoming_bytes"}
-
-// hostSample is one host's gauges at one time.
+// hostSample is one host's Homa gauges at one time: its active (granted)
+// inbound messages and its granted-but-unreceived bytes, the agent's
+// homa_active_messages and homa_incoming_bytes counters.
 type hostSample struct {
-	host   string
-	unixNs int64
-	values []uint64 // by hostGauges
+	host             string
+	unixNs           int64
+	active, incoming uint64
 }
 
-// maxHostSamples bounds what one experiment keeps per host (10 minutes at
-// the default 50 ms).
+// maxHostSamples bounds what one experiment keeps per host (20 minutes at
+// the default 100 ms).
 const maxHostSamples = 12_000
 
 // startHostTelemetry follows the Homa gauges of hosts through their
@@ -81,11 +78,8 @@ func (a *agent) followGauges(ctx context.Context, interval time.Duration) ([]hos
 			return out, err
 		}
 		tr := rep.GetCounters().GetTransport()
-		s := hostSample{host: a.host, unixNs: rep.GetUnixNs(), values: make([]uint64, len(hostGauges))}
-		for i, g := range hostGauges {
-			s.values[i] = tr[g]
-		}
-		out = append(out, s)
+		out = append(out, hostSample{host: a.host, unixNs: rep.GetUnixNs(),
+			active: tr["homa_active_messages"], incoming: tr["homa_incoming_bytes"]})
 	}
 	return out, nil
 }
@@ -101,13 +95,10 @@ func appendHostsCSV(path, exp string, samples [][]hostSample) error {
 	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
 		_ = w.Write([]string{"experiment", "host", "unix_ns", "active_messages", "incoming_bytes"})
 	}
-	row := make([]string, 3+len(hostGauges))
 	for _, hs := range samples {
 		for _, s := range hs {
-			row = append(row[:0], exp, s.host, strconv.FormatInt(s.unixNs, 10))
-			for _, v := range s.values {
-				row = append(row, strconv.FormatUint(v, 10))
-			}
+			row := []string{exp, s.host, strconv.FormatInt(s.unixNs, 10),
+				strconv.FormatUint(s.active, 10), strconv.FormatUint(s.incoming, 10)}
 			if err := w.Write(row); err != nil {
 				f.Close()
 				return err

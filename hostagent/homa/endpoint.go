@@ -485,6 +485,7 @@ func (e *Endpoint) at(d time.Duration) time.Time { return e.epoch.Add(d) }
 func (e *Endpoint) reader() {
 	defer e.wg.Done()
 	b := newRxBatch(len(e.loop.tx), e.cfg.MTU)
+	oneP := runtime.GOMAXPROCS(0) == 1 // read once: agents set it at start
 	failures := 0
 	for {
 		b.reset()
@@ -511,7 +512,7 @@ func (e *Endpoint) reader() {
 		// reader finds the socket never empty: yield to the server or
 		// caller it just handed a result to. With more Ps an idle one
 		// takes it, and the yield would only cost.
-		if handedOff && runtime.GOMAXPROCS(0) == 1 {
+		if handedOff && oneP {
 			runtime.Gosched()
 		}
 	}
