@@ -2,35 +2,22 @@ package controller
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/homatb/homatb/runfmt"
 )
 
-// Sample is the state of one (switch, port, queue) at one instant: the
-// cumulative tor.p4 counters and the depth, peak and delay registers. It is
-// one row of telemetry.csv (docs/formats.md).
-type Sample struct {
-	Switch    string
-	UnixNano  int64
-	Port      int
-	Queue     int
-	EnqPkts   int64 // ingress_queue_counter: offered to the traffic manager
-	EnqBytes  int64
-	SentPkts  int64 // egress_queue_counter: left the queue
-	SentBytes int64
-	DepthPkts uint64 // queue_depth: enq_qdepth of the last packet
-	PeakPkts  uint64 // queue_peak
-	DelayUS   uint64 // queue_delay: deq_timedelta of the last packet
-}
+// Sample is the state of one (switch, port, queue) at one instant: one row
+// of telemetry.csv without its experiment.
+type Sample = runfmt.TelemetrySample
 
 // PollTarget is one switch a Poller reads.
 type PollTarget struct {
@@ -239,42 +226,8 @@ type SampleKey struct {
 	Port, Queue int
 }
 
-// WriteCSV writes the series as telemetry.csv rows for one experiment.
+// WriteCSV writes the series as telemetry.csv rows for one experiment,
+// with the header.
 func (p *Poller) WriteCSV(w io.Writer, experiment string) error {
-	return WriteTelemetryCSV(w, experiment, p.Samples())
-}
-
-// telemetryHeader is the telemetry.csv header (docs/formats.md).
-var telemetryHeader = []string{"experiment", "switch", "unix_ns", "port", "queue", "enq_pkts", "enq_bytes", "sent_pkts", "sent_bytes", "depth_pkts", "peak_pkts", "delay_us"}
-
-// WriteTelemetryCSV writes a header and one row per sample. Several
-// experiments can share a file: write the first with the header and the
-// rest with AppendTelemetryCSV.
-func WriteTelemetryCSV(w io.Writer, experiment string, samples []Sample) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(telemetryHeader); err != nil {
-		return fmt.Errorf("telemetry csv: %w", err)
-	}
-	return writeRows(cw, experiment, samples)
-}
-
-// AppendTelemetryCSV writes rows without a header.
-func AppendTelemetryCSV(w io.Writer, experiment string, samples []Sample) error {
-	return writeRows(csv.NewWriter(w), experiment, samples)
-}
-
-func writeRows(cw *csv.Writer, experiment string, samples []Sample) error {
-	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	for _, s := range samples {
-		if err := cw.Write([]string{experiment, s.Switch, i64(s.UnixNano), strconv.Itoa(s.Port), strconv.Itoa(s.Queue),
-			i64(s.EnqPkts), i64(s.EnqBytes), i64(s.SentPkts), i64(s.SentBytes), u64(s.DepthPkts), u64(s.PeakPkts), u64(s.DelayUS)}); err != nil {
-			return fmt.Errorf("telemetry csv: %w", err)
-		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("telemetry csv: %w", err)
-	}
-	return nil
+	return runfmt.WriteTelemetry(w, experiment, p.Samples(), true)
 }

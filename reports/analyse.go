@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/homatb/homatb/runfmt"
 )
 
 // percentileDefinition is stated in summary.json and the report.
@@ -80,7 +82,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	baselines := map[string]*baseline{}
 	for tr, byLen := range rs.calib {
 		if b := newBaseline(byLen); b != nil {
-			b.source = "calibrate-" + tr
+			b.source = runfmt.CalibrationExperiment(tr)
 			baselines[tr] = b
 		}
 	}
@@ -89,16 +91,12 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if baselines[tr] != nil {
 			continue
 		}
-		b, err := manifestBaseline(cal.RTTus)
-		if err != nil {
-			return nil, err
-		}
-		if b != nil {
+		if b := manifestBaseline(cal.RTTus); b != nil {
 			baselines[tr] = b
 		}
 	}
 	// Experiments in manifest order, then any found only in the records.
-	var metas []ManifestExperiment
+	var metas []runfmt.Experiment
 	seen := map[string]bool{}
 	for _, me := range man.Experiments {
 		metas = append(metas, me)
@@ -106,7 +104,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	}
 	for _, name := range rs.order {
 		if !seen[name] {
-			metas = append(metas, ManifestExperiment{Name: name, Transport: rs.exps[name].transport})
+			metas = append(metas, runfmt.Experiment{Name: name, Transport: rs.exps[name].transport})
 		}
 	}
 	for _, me := range metas {
@@ -132,9 +130,9 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			return nil, err
 		}
 		exp.Switch = st
-		defRate := me.LinkBps
+		defRate := float64(me.LinkBps)
 		if defRate <= 0 {
-			defRate = man.LinkBps
+			defRate = float64(man.LinkBps)
 		}
 		if rows := tel[me.Name]; len(rows) > 0 {
 			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
@@ -149,13 +147,8 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if len(counters) == 0 && len(me.Hosts) > 0 {
 			counters = map[string]uint64{}
 			for _, h := range me.Hosts {
-				MergeCounters(counters, h.Transport)
+				runfmt.MergeCounters(counters, h.Transport)
 			}
-		}
-		if agent, err := readTransportCounters(dir, me.Name); err != nil {
-			return nil, err
-		} else if len(agent) > 0 {
-			counters = agent
 		}
 		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters),
 			ByRole: byRole, Hosts: hostsByRole}
@@ -172,11 +165,11 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 }
 
 // computeExperiment derives every statistic of one experiment's records.
-func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c config) (Experiment, *hdrhistogram.Histogram) {
+func computeExperiment(er *expRecords, me runfmt.Experiment, base *baseline, c config) (Experiment, *hdrhistogram.Histogram) {
 	e := Experiment{
 		Name:      me.Name,
 		Transport: me.Transport,
-		Params:    me.Params,
+		Params:    make(map[string]any, len(me.Params)),
 		RPCs: RPCCounts{
 			Issued: er.issued, Completed: er.completed, Failed: er.failed + er.inFlight,
 			InFlight: er.inFlight, Warmup: er.warmup,
@@ -195,8 +188,8 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 			e.RPCs.Failures[unfinished] = er.inFlight
 		}
 	}
-	if e.Params == nil {
-		e.Params = map[string]any{}
+	for k, v := range me.Params {
+		e.Params[k] = v
 	}
 	e.Fidelity = append(e.Fidelity, me.Fidelity...)
 	if me.Incomplete {
@@ -215,11 +208,11 @@ func computeExperiment(er *expRecords, me ManifestExperiment, base *baseline, c 
 			MinLength: base.lengths[0], MaxLength: base.lengths[len(base.lengths)-1],
 		}
 	} else if er.completed > 0 {
-		e.Fidelity = append(e.Fidelity, fmt.Sprintf("no calibration rows (calibrate-%s): slowdown not computed", me.Transport))
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("no calibration rows (%s): slowdown not computed", runfmt.CalibrationExperiment(me.Transport)))
 	}
 
 	// Durations and rates.
-	dur := me.DurationMs / 1e3
+	dur := float64(me.DurationMs) / 1e3
 	if dur <= 0 && er.last > er.first {
 		dur = float64(er.last-er.first) / 1e9
 	}
@@ -517,7 +510,7 @@ func meanUtil(links []LinkStats) *float64 {
 
 // countersByRole merges the hosts' transport counters role by role and
 // counts the hosts of each role; nil when the manifest has no hosts.
-func countersByRole(hosts []ManifestHost) (map[string]map[string]uint64, map[string]int) {
+func countersByRole(hosts []runfmt.HostCounters) (map[string]map[string]uint64, map[string]int) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
@@ -531,7 +524,7 @@ func countersByRole(hosts []ManifestHost) (map[string]map[string]uint64, map[str
 		if byRole[role] == nil {
 			byRole[role] = map[string]uint64{}
 		}
-		MergeCounters(byRole[role], h.Transport)
+		runfmt.MergeCounters(byRole[role], h.Transport)
 		n[role]++
 	}
 	return byRole, n

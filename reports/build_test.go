@@ -360,7 +360,7 @@ func TestBuildErrors(t *testing.T) {
 		name, rpcs, telemetry, want string
 		manifest                    string
 	}{
-		{"telemetry lacks a column", okRPCs, "experiment,switch,unix_ns,port,queue\n", `lacks column "sent_bytes"`, ""},
+		{"telemetry lacks a column", okRPCs, "experiment,switch,unix_ns,port,queue\n", `lacks columns [sent_bytes depth_pkts]`, ""},
 		{"telemetry bad number", okRPCs, "experiment,switch,unix_ns,port,queue,sent_bytes,depth_pkts\nx,s1,1,1,0,zz,0\n", "column sent_bytes", ""},
 		{name: "bad manifest", rpcs: okRPCs, manifest: "{not json", want: "parse"},
 		{"no records", "-", "", "neither rpcs.csv", ""},
@@ -662,7 +662,7 @@ func TestHostGauges(t *testing.T) {
 	}{
 		{"good", hosts, ""},
 		{"bad number", "experiment,host,unix_ns,active_messages,incoming_bytes\nh,h1,1,x,0\n", "hosts.csv line 2: column active_messages"},
-		{"missing column", "experiment,host,unix_ns,active_messages\n", `lacks column "incoming_bytes"`},
+		{"missing column", "experiment,host,unix_ns,active_messages\n", `lacks columns [incoming_bytes]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -1,12 +1,10 @@
 package reports
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 )
 
 // baseline is the unloaded RTT of each calibrated request length for one
@@ -70,24 +68,20 @@ func (b *baseline) slowdown(s sample) float64 {
 
 // manifestBaseline builds a baseline from manifest.json's calibration
 // digest (length -> median RTT in µs); nil when it has no usable entry.
-func manifestBaseline(rttUs map[string]float64) (*baseline, error) {
+func manifestBaseline(rttUs map[uint32]float64) *baseline {
 	byLen := map[int64]float64{}
-	for k, us := range rttUs {
-		l, err := strconv.ParseInt(k, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("manifest calibration length %q: %w", k, err)
-		}
+	for l, us := range rttUs {
 		if us > 0 {
-			byLen[l] = us * 1e3
+			byLen[int64(l)] = us * 1e3
 		}
 	}
 	if len(byLen) == 0 {
-		return nil, nil
+		return nil
 	}
 	b := &baseline{source: "manifest.json calibration"}
 	b.lengths = slices.Sorted(maps.Keys(byLen))
 	for _, l := range b.lengths {
 		b.rtts = append(b.rtts, byLen[l])
 	}
-	return b, nil
+	return b
 }

@@ -10,21 +10,6 @@ import (
 	"testing"
 )
 
-func TestMergeCounters(t *testing.T) {
-	dst := map[string]uint64{}
-	MergeCounters(dst, map[string]uint64{"homa_tx_grant_p7": 10, "homa_active_max": 3, "homa_incoming_bytes": 9000})
-	MergeCounters(dst, map[string]uint64{"homa_tx_grant_p7": 5, "homa_active_max": 7, "homa_incoming_bytes": 100, "tcp_calls": 4})
-	want := map[string]uint64{"homa_tx_grant_p7": 15, "homa_active_max": 7, "homa_incoming_bytes": 9000, "tcp_calls": 4}
-	for k, v := range want {
-		if dst[k] != v {
-			t.Errorf("%s = %d, want %d (counts sum, gauges take the maximum)", k, dst[k], v)
-		}
-	}
-	if len(dst) != len(want) {
-		t.Errorf("merged %v, want %v", dst, want)
-	}
-}
-
 func TestFailureKey(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", "unspecified"},

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"slices"
+
+	"github.com/homatb/homatb/runfmt"
 )
 
 // hostRow is one hosts.csv line: a host's Homa gauges at one time.
@@ -19,14 +21,13 @@ type hostTelemetry map[string]map[string][]hostRow
 // yields none.
 func readHostTelemetry(ctx context.Context, dir string) (hostTelemetry, error) {
 	tel := hostTelemetry{}
-	err := readSeriesCSV(ctx, dir, "hosts.csv", []string{"experiment", "host"},
-		[]string{"unix_ns", "active_messages", "incoming_bytes"}, func(k []string, v []int64) {
-			exp, host := k[0], k[1]
-			if tel[exp] == nil {
-				tel[exp] = map[string][]hostRow{}
-			}
-			tel[exp][host] = append(tel[exp][host], hostRow{t: v[0], active: v[1], incoming: v[2]})
-		})
+	err := readSeries(ctx, dir, runfmt.Hosts(), func(r *runfmt.HostSample) {
+		if tel[r.Experiment] == nil {
+			tel[r.Experiment] = map[string][]hostRow{}
+		}
+		tel[r.Experiment][r.Host] = append(tel[r.Experiment][r.Host], hostRow{
+			t: r.UnixNs, active: int64(r.Active), incoming: int64(r.Incoming)})
+	})
 	return tel, err
 }
 

@@ -397,12 +397,12 @@ func spansDecade(ss []series) bool {
 }
 
 // manifestView pretty-prints the manifest and picks its key facts.
-func manifestView(pg *reportPage, m *Manifest) error {
-	if m == nil || len(m.Raw) == 0 {
+func manifestView(pg *reportPage, m *manifest) error {
+	if m == nil || len(m.raw) == 0 {
 		return nil
 	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, m.Raw, "", "  "); err != nil {
+	if err := json.Indent(&buf, m.raw, "", "  "); err != nil {
 		return fmt.Errorf("format manifest: %w", err)
 	}
 	pg.Manifest = buf.String()
@@ -414,7 +414,7 @@ func manifestView(pg *reportPage, m *Manifest) error {
 		kv = append(kv, [2]string{"ended", time.Unix(0, m.Ended).UTC().Format(time.RFC3339)})
 	}
 	if m.LinkBps > 0 {
-		kv = append(kv, [2]string{"link rate", fmt.Sprintf("%g Gbit/s", m.LinkBps/1e9)})
+		kv = append(kv, [2]string{"link rate", fmt.Sprintf("%g Gbit/s", float64(m.LinkBps)/1e9)})
 	}
 	for _, k := range sortedKeys(m.Versions) {
 		kv = append(kv, [2]string{k + " version", m.Versions[k]})

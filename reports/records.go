@@ -4,15 +4,15 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/homatb/homatb/runfmt"
 )
 
 // sample is one completed RPC of the measure phase: what by-size statistics
@@ -87,54 +87,9 @@ func failureKey(msg string) string {
 	return b.String()
 }
 
-// rpcColumns are the rpcs.csv columns reports read, by header name.
-type rpcColumns struct {
-	experiment, transport, phase, reqBytes, respBytes,
-	intended, sent, done, rtt, status, errMsg, retries int
-	reqOut, firstResp int
-}
-
-func findColumns(header []string) (rpcColumns, error) {
-	idx := make(map[string]int, len(header))
-	for i, h := range header {
-		idx[h] = i
-	}
-	var missing []string
-	get := func(name string, optional bool) int {
-		i, ok := idx[name]
-		if !ok {
-			if !optional {
-				missing = append(missing, name)
-			}
-			return -1
-		}
-		return i
-	}
-	c := rpcColumns{
-		experiment: get("experiment", false),
-		transport:  get("transport", false),
-		phase:      get("phase", false),
-		reqBytes:   get("req_bytes", false),
-		respBytes:  get("resp_bytes", true),
-		intended:   get("intended_ns", true),
-		sent:       get("sent_ns", true),
-		done:       get("done_ns", true),
-		rtt:        get("rtt_ns", false),
-		status:     get("status", false),
-		errMsg:     get("error", true),
-		retries:    get("retries", true),
-		reqOut:     get("req_out_ns", true),
-		firstResp:  get("first_resp_ns", true),
-	}
-	if len(missing) > 0 {
-		return c, fmt.Errorf("rpcs.csv header lacks columns %v", missing)
-	}
-	return c, nil
-}
-
 // openRecords opens rpcs.csv, or rpcs.csv.gz when the plain file is absent.
 func openRecords(dir string) (io.ReadCloser, string, error) {
-	plain := filepath.Join(dir, "rpcs.csv")
+	plain := filepath.Join(dir, runfmt.RPCs().File)
 	f, err := os.Open(plain)
 	if err == nil {
 		return f, plain, nil
@@ -174,29 +129,18 @@ func readRecords(ctx context.Context, dir string) (*recordSet, error) {
 		exps:  make(map[string]*expRecords),
 		calib: make(map[string]map[int64][]int64),
 	}
-	r := csv.NewReader(bufio.NewReaderSize(rc, 1<<20))
-	r.ReuseRecord = true
-	header, err := r.Read()
-	if errors.Is(err, io.EOF) {
-		// An empty file: a run that stopped before any RPC was recorded.
-		rs.empty = true
-		return rs, nil
-	}
+	r, err := runfmt.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
 	if err != nil {
-		return nil, fmt.Errorf("read %s header: %w", name, err)
+		return nil, err
 	}
-	cols, err := findColumns(header)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	r.FieldsPerRecord = len(header)
+	// An empty file: a run that stopped before any RPC was recorded.
+	rs.empty = r.Empty()
+	var rec runfmt.RPC
 	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
+		if err := r.Read(&rec); errors.Is(err, io.EOF) {
 			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+		} else if err != nil {
+			return nil, err
 		}
 		rs.rows++
 		if rs.rows&0xffff == 0 {
@@ -204,40 +148,18 @@ func readRecords(ctx context.Context, dir string) (*recordSet, error) {
 				return nil, err
 			}
 		}
-		if err := rs.add(rec, cols); err != nil {
-			line, _ := r.FieldPos(0)
-			return nil, fmt.Errorf("%s line %d: %w", name, line, err)
+		if err := rs.add(&rec); err != nil {
+			return nil, fmt.Errorf("%s row %d: %w", name, rs.rows, err)
 		}
 	}
 	return rs, nil
 }
 
-func field(rec []string, i int) string {
-	if i < 0 {
-		return ""
-	}
-	return rec[i]
-}
-
-func intField(rec []string, i int, what string) (int64, error) {
-	s := field(rec, i)
-	if s == "" {
+// sinceIntended turns a transport time into ns since intended: 0 when the
+// transport did not say, an error when it lies outside intended..done.
+func sinceIntended(t int64, what string, intended, done int64) (int64, error) {
+	if t == 0 || intended <= 0 {
 		return 0, nil
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("column %s: %w", what, err)
-	}
-	return v, nil
-}
-
-// sinceIntended reads a transport time column as ns since intended: 0
-// when absent or 0 (the transport did not say), an error when it lies
-// outside intended..done.
-func sinceIntended(rec []string, i int, what string, intended, done int64) (int64, error) {
-	t, err := intField(rec, i, what)
-	if err != nil || t == 0 || intended <= 0 {
-		return 0, err
 	}
 	if t < intended || t > done {
 		return 0, fmt.Errorf("column %s: %d outside intended_ns %d .. done_ns %d", what, t, intended, done)
@@ -246,96 +168,66 @@ func sinceIntended(rec []string, i int, what string, intended, done int64) (int6
 }
 
 // add folds one row into the set.
-func (rs *recordSet) add(rec []string, c rpcColumns) error {
-	length, err := intField(rec, c.reqBytes, "req_bytes")
-	if err != nil {
-		return err
-	}
-	rtt, err := intField(rec, c.rtt, "rtt_ns")
-	if err != nil {
-		return err
-	}
-	status := rec[c.status]
-	switch rec[c.phase] {
-	case "calibrate":
-		if status != "completed" || rtt <= 0 {
+func (rs *recordSet) add(rec *runfmt.RPC) error {
+	length, rtt := rec.ReqBytes, rec.RTTNs
+	switch rec.Phase {
+	case runfmt.PhaseCalibrate:
+		if rec.Status != runfmt.StatusCompleted || rtt <= 0 {
 			return nil
 		}
-		tr := rec[c.transport]
-		m := rs.calib[tr]
+		m := rs.calib[rec.Transport]
 		if m == nil {
 			m = make(map[int64][]int64)
-			rs.calib[tr] = m
+			rs.calib[rec.Transport] = m
 		}
 		m[length] = append(m[length], rtt)
 		return nil
-	case "warmup":
-		rs.exp(rec[c.experiment], rec[c.transport]).warmup++
+	case runfmt.PhaseWarmup:
+		rs.exp(rec.Experiment, rec.Transport).warmup++
 		return nil
-	case "measure":
+	case runfmt.PhaseMeasure:
 	default:
-		return fmt.Errorf("unknown phase %q", rec[c.phase])
+		return fmt.Errorf("unknown phase %q", rec.Phase)
 	}
-	e := rs.exp(rec[c.experiment], rec[c.transport])
+	e := rs.exp(rec.Experiment, rec.Transport)
 	e.issued++
-	intended, err := intField(rec, c.intended, "intended_ns")
-	if err != nil {
-		return err
-	}
-	sent, err := intField(rec, c.sent, "sent_ns")
-	if err != nil {
-		return err
-	}
-	retries, err := intField(rec, c.retries, "retries")
-	if err != nil {
-		return err
-	}
-	e.retries += retries
-	if resp, err := intField(rec, c.respBytes, "resp_bytes"); err != nil {
-		return err
-	} else {
-		e.offered += length + resp
-		e.reqBytes += length
-	}
+	intended := rec.IntendedNs
+	e.retries += rec.Retries
+	e.offered += length + rec.RespBytes
+	e.reqBytes += length
 	if intended > 0 && (e.first == 0 || intended < e.first) {
 		e.first = intended
 	}
-	if sent > 0 && intended > 0 {
-		e.lags = append(e.lags, sent-intended)
+	if rec.SentNs > 0 && intended > 0 {
+		e.lags = append(e.lags, rec.SentNs-intended)
 	}
-	switch status {
-	case "completed":
-		done, err := intField(rec, c.done, "done_ns")
-		if err != nil {
-			return err
-		}
-		resp, err := intField(rec, c.respBytes, "resp_bytes")
-		if err != nil {
-			return err
-		}
+	switch rec.Status {
+	case runfmt.StatusCompleted:
+		done := rec.DoneNs
 		e.completed++
-		e.bytes += length + resp
+		e.bytes += length + rec.RespBytes
 		e.last = max(e.last, done)
 		x := sample{length: length, rtt: rtt}
-		if x.reqOut, err = sinceIntended(rec, c.reqOut, "req_out_ns", intended, done); err != nil {
+		var err error
+		if x.reqOut, err = sinceIntended(rec.ReqOutNs, "req_out_ns", intended, done); err != nil {
 			return err
 		}
-		if x.firstResp, err = sinceIntended(rec, c.firstResp, "first_resp_ns", intended, done); err != nil {
+		if x.firstResp, err = sinceIntended(rec.FirstRespNs, "first_resp_ns", intended, done); err != nil {
 			return err
 		}
 		e.samples = append(e.samples, x)
-	case "failed":
+	case runfmt.StatusFailed:
 		e.failed++
-		reason := failureKey(field(rec, c.errMsg))
+		reason := failureKey(rec.Error)
 		if _, ok := e.failures[reason]; ok || len(e.failures) < maxFailureReasons {
 			e.failures[reason]++
 		} else {
 			e.failures["other"]++
 		}
-	case "inflight":
+	case runfmt.StatusInflight:
 		e.inFlight++
 	default:
-		return fmt.Errorf("unknown status %q", status)
+		return fmt.Errorf("unknown status %q", rec.Status)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ type Summary struct {
 	Fidelity    []string     `json:"fidelity"`
 	Experiments []Experiment `json:"experiments"`
 
-	manifest *Manifest
+	manifest *manifest
 }
 
 // Interval is a confidence interval [lo, hi]; a nil end is open (too few

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"slices"
+
+	"github.com/homatb/homatb/runfmt"
 )
 
 // point is one (x, y) of a chart series.
@@ -24,14 +26,13 @@ type telemetry map[string]map[string][]telemetryRow
 // readTelemetry reads telemetry.csv; a missing file yields no telemetry.
 func readTelemetry(ctx context.Context, dir string) (telemetry, error) {
 	tel := telemetry{}
-	err := readSeriesCSV(ctx, dir, "telemetry.csv", []string{"experiment", "switch"},
-		[]string{"unix_ns", "port", "queue", "sent_bytes", "depth_pkts"}, func(k []string, v []int64) {
-			exp, sw := k[0], k[1]
-			if tel[exp] == nil {
-				tel[exp] = make(map[string][]telemetryRow)
-			}
-			tel[exp][sw] = append(tel[exp][sw], telemetryRow{t: v[0], port: int(v[1]), queue: int(v[2]), sent: v[3], depth: v[4]})
-		})
+	err := readSeries(ctx, dir, runfmt.Telemetry(), func(r *runfmt.TelemetryRow) {
+		if tel[r.Experiment] == nil {
+			tel[r.Experiment] = make(map[string][]telemetryRow)
+		}
+		tel[r.Experiment][r.Switch] = append(tel[r.Experiment][r.Switch], telemetryRow{
+			t: r.UnixNano, port: r.Port, queue: r.Queue, sent: r.SentBytes, depth: int64(r.DepthPkts)})
+	})
 	return tel, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -104,12 +105,9 @@ func (c *control) telemetry(ctx context.Context, exp string, interval time.Durat
 	runErr := p.Run(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	write := controller.AppendTelemetryCSV
-	if !c.wroteHeader {
-		write = controller.WriteTelemetryCSV
-		c.wroteHeader = true
-	}
-	if err := write(w, exp, p.Samples()); err != nil {
+	header := !c.wroteHeader
+	c.wroteHeader = true
+	if err := runfmt.WriteTelemetry(w, exp, p.Samples(), header); err != nil {
 		return err
 	}
 	return runErr

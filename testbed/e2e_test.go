@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 )
@@ -175,8 +176,8 @@ func TestSmokeEndToEnd(t *testing.T) {
 			if h.Host != "h1" {
 				continue
 			}
-			if h.Role != RoleServer {
-				t.Errorf("h1 has role %q, want %q", h.Role, RoleServer)
+			if h.Role != runfmt.RoleServer {
+				t.Errorf("h1 has role %q, want %q", h.Role, runfmt.RoleServer)
 			}
 			for k, v := range h.Transport {
 				if strings.HasPrefix(k, "homa_tx_grant_p") {

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -91,9 +92,9 @@ func (r *run) calibrate(ctx context.Context) error {
 	server, client := hosts[0], hosts[1]
 	target := fmt.Sprintf("%s:%d", server.IP, ServerPort)
 	for _, t := range distinctTransports(r.plan) {
-		name := "calibrate-" + t.Name
+		name := runfmt.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
-		cal := Calibrate{RTTus: map[uint32]float64{}}
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)
@@ -247,7 +248,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
-	rec := ExperimentRecord{
+	rec := runfmt.Experiment{
 		Name: e.Name, Transport: e.Transport.Name, Params: e.Params, LinkBps: uint64(s.Link.Rate),
 		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Receivers: receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
@@ -339,7 +340,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	var lagWarnings []string
 	var lags []lag
 	var cpuUs uint64
-	byHost := map[string]HostCounters{}
+	byHost := map[string]runfmt.HostCounters{}
 	stopErr := r.agents.each(stopCtx, clientHosts, func(ctx context.Context, a *agent) error {
 		c, err := a.stop(ctx, drain)
 		if err != nil {
@@ -379,7 +380,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		mu.Lock()
 		defer mu.Unlock()
 		cpuUs += c.GetCpuUserUs() + c.GetCpuSysUs()
-		byHost[a.host] = hostCounters(a.host, RoleServer, c)
+		byHost[a.host] = hostCounters(a.host, runfmt.RoleServer, c)
 		return nil
 	})
 	if serverErr != nil {
@@ -389,7 +390,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	for _, h := range used {
 		if hc, ok := byHost[h]; ok {
 			rec.Hosts = append(rec.Hosts, hc)
-			reports.MergeCounters(rec.TransportCounters, hc.Transport)
+			runfmt.MergeCounters(rec.TransportCounters, hc.Transport)
 		}
 	}
 	rec.Ended = time.Now().UnixNano()
@@ -521,9 +522,9 @@ func configuredLoad(clients map[string]*agentpb.Workload, mean map[string]float6
 	return bps, rps
 }
 
-// switchStats reads every switch's statistics (nil for those that fail).
-func (r *run) switchStats(ctx context.Context) map[string]map[string]any {
-	out := map[string]map[string]any{}
+// switchStats reads every switch's statistics (none for those that fail).
+func (r *run) switchStats(ctx context.Context) map[string]runfmt.SwitchStats {
+	out := map[string]runfmt.SwitchStats{}
 	for name, c := range r.stats {
 		m, err := c.fetch(ctx)
 		if err != nil {
@@ -537,7 +538,7 @@ func (r *run) switchStats(ctx context.Context) map[string]map[string]any {
 
 // collectSwitchStats writes switch/<experiment>/<switch>.json as
 // differences over the experiment and returns fidelity warnings.
-func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]map[string]any) []string {
+func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]runfmt.SwitchStats) []string {
 	var warn []string
 	end := r.switchStats(ctx)
 	for name := range r.stats {
@@ -546,17 +547,17 @@ func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[stri
 			warn = append(warn, fmt.Sprintf("switch %s: statistics unavailable for this experiment", name))
 			continue
 		}
-		d := diffStats(start[name], e)
-		if err := writeJSONFile(filepath.Join(r.dir, "switch", exp, name+".json"), d); err != nil {
+		d := switchstats.Diff(start[name], e)
+		if err := runfmt.WriteSwitchStats(r.dir, exp, name, d); err != nil {
 			warn = append(warn, fmt.Sprintf("switch %s: %v", name, err))
 			continue
 		}
 		t := totals(d)
 		if t.kernelDrops > 0 {
-			warn = append(warn, fmt.Sprintf("switch %s fell behind: %.0f packets were lost in its sockets before it read them", name, t.kernelDrops))
+			warn = append(warn, fmt.Sprintf("switch %s fell behind: %d packets were lost in its sockets before it read them", name, t.kernelDrops))
 		}
 		if t.noBuffer > 0 || t.txErrors > 0 {
-			warn = append(warn, fmt.Sprintf("switch %s: %.0f packets without buffer, %.0f transmit errors", name, t.noBuffer, t.txErrors))
+			warn = append(warn, fmt.Sprintf("switch %s: %d packets without buffer, %d transmit errors", name, t.noBuffer, t.txErrors))
 		}
 	}
 	return warn
@@ -568,14 +569,10 @@ func (r *run) waitQueuesEmpty(ctx context.Context, timeout time.Duration) error 
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		busy := false
-		for _, m := range r.switchStats(ctx) {
-			ports, _ := m["ports"].([]any)
-			for _, p := range ports {
-				pm, _ := p.(map[string]any)
-				qs, _ := pm["queues"].([]any)
-				for _, q := range qs {
-					qm, _ := q.(map[string]any)
-					busy = busy || num(qm["depth_pkts"]) > 0
+		for _, st := range r.switchStats(ctx) {
+			for _, p := range st.Ports {
+				for _, q := range p.Queues {
+					busy = busy || q.DepthPkts > 0
 				}
 			}
 		}

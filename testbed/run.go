@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -97,7 +98,7 @@ type run struct {
 	prog    *progress
 	sockDir string
 	cancel  context.CancelCauseFunc
-	calib   map[string]Calibrate
+	calib   map[string]runfmt.Calibration
 	ctl     *control
 }
 
@@ -143,7 +144,7 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	r := &run{
 		opt: opt, plan: plan, dir: absDir, tag: NewTag(runID),
 		log:   slog.New(handler).With("run", runID),
-		stats: map[string]*statsClient{}, calib: map[string]Calibrate{},
+		stats: map[string]*statsClient{}, calib: map[string]runfmt.Calibration{},
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
 	if err := r.man.save(); err != nil {

@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,42 +9,15 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
-func TestDiffStats(t *testing.T) {
-	var start, end any
-	must := func(s string, v *any) {
-		if err := json.Unmarshal([]byte(s), v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":10,"rate_bps":100,"queues":[{"queue":0,"sent_bytes":1000,"peak_pkts":5,"depth_pkts":2}]}]}`, &start)
-	must(`{"device_id":1,"ports":[{"port":1,"rx_pkts":25,"rate_bps":100,"new_counter":7,"kernel_drops":3,"queues":[{"queue":0,"sent_bytes":4000,"peak_pkts":9,"depth_pkts":0}]}]}`, &end)
-	d := diffStats(start, end).(map[string]any)
-	p := d["ports"].([]any)[0].(map[string]any)
-	q := p["queues"].([]any)[0].(map[string]any)
-	tests := []struct {
-		name string
-		got  any
-		want float64
-	}{
-		{"counter differenced", p["rx_pkts"], 15},
-		{"gauge kept", p["rate_bps"], 100},
-		{"port id kept", p["port"], 1},
-		{"unknown counter from zero", p["new_counter"], 7},
-		{"queue counter", q["sent_bytes"], 3000},
-		{"peak kept", q["peak_pkts"], 9},
-		{"depth kept", q["depth_pkts"], 0},
-	}
-	for _, tc := range tests {
-		if tc.got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
-		}
-	}
-	tot := totals(d)
-	if tot.kernelDrops != 3 || tot.noBuffer != 0 {
-		t.Errorf("totals = %+v", tot)
+func TestSwitchTotals(t *testing.T) {
+	st := runfmt.SwitchStats{Ports: []switchstats.Port{{KernelDrops: 3, TxErrors: 1}, {KernelDrops: 2, NoBuffer: 4}}}
+	if got, want := totals(st), (switchTotals{kernelDrops: 5, noBuffer: 4, txErrors: 1}); got != want {
+		t.Errorf("totals = %+v, want %+v", got, want)
 	}
 }
 
@@ -159,13 +131,13 @@ func TestHostRole(t *testing.T) {
 	for _, tc := range []struct {
 		client, server bool
 		want           string
-	}{{true, false, RoleClient}, {false, true, RoleServer}, {true, true, RoleBoth}} {
+	}{{true, false, runfmt.RoleClient}, {false, true, runfmt.RoleServer}, {true, true, runfmt.RoleBoth}} {
 		if got := hostRole(tc.client, tc.server); got != tc.want {
 			t.Errorf("hostRole(%v, %v) = %q, want %q", tc.client, tc.server, got, tc.want)
 		}
 	}
 	c := &agentpb.Counters{Served: 7, Transport: map[string]uint64{"homa_tx_grant_p7": 3}}
-	h := hostCounters("h1", RoleServer, c)
+	h := hostCounters("h1", runfmt.RoleServer, c)
 	c.Transport["homa_tx_grant_p7"] = 99 // the record keeps its own copy
 	if h.Served != 7 || h.Transport["homa_tx_grant_p7"] != 3 {
 		t.Errorf("hostCounters = %+v", h)

@@ -18,6 +18,7 @@ import (
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/p4rt"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -333,7 +334,7 @@ func parseRate(s string) (uint64, error) {
 
 // writeStats writes the statistics JSON atomically (temp file, rename), so
 // a reader never sees half a file.
-func writeStats(path string, st dataplane.Stats) error {
+func writeStats(path string, st switchstats.Stats) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("stats: %w", err)

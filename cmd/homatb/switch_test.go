@@ -16,6 +16,7 @@ import (
 
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/p4rt"
+	"github.com/homatb/homatb/p4/switchstats"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -161,7 +162,7 @@ func TestRunSwitch(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", f.adminSocket)
 	}}, Timeout: 5 * time.Second}
-	var live dataplane.Stats
+	var live switchstats.Stats
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := hc.Get("http://switch/stats")
 		if err == nil {
@@ -190,7 +191,7 @@ func TestRunSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var final dataplane.Stats
+	var final switchstats.Stats
 	if err := json.Unmarshal(b2, &final); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/homatb/homatb/internal/hrtime"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -221,7 +222,7 @@ func sinceSent(sent, t time.Time) int64 {
 
 func (e *experiment) phaseAt(off time.Duration) string {
 	if off < e.spec.warmup {
-		return "warmup"
+		return runfmt.PhaseWarmup
 	}
 	return e.phase
 }
@@ -231,7 +232,7 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	sent := time.Now()
 	r := &rpcState{rec: Record{
 		Experiment: e.name, Transport: e.transport, Phase: phase, Client: e.client, Server: target,
-		ReqBytes: size, IntendedNs: intended.UnixNano(), SentNs: sent.UnixNano(),
+		ReqBytes: int64(size), IntendedNs: intended.UnixNano(), SentNs: sent.UnixNano(),
 	}}
 	e.mu.Lock()
 	if e.closedBooks {
@@ -252,17 +253,17 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 		return // already recorded as in flight at Stop
 	}
 	delete(e.outstanding, r)
-	r.rec.Retries = res.Retries
+	r.rec.Retries = int64(res.Retries)
 	r.rec.ReqOutNs, r.rec.FirstRespNs = sinceSent(sent, res.RequestOut), sinceSent(sent, res.FirstResponse)
-	r.rec.GrantsIn, r.rec.GrantsOut = res.GrantsIn, res.GrantsOut
+	r.rec.GrantsIn, r.rec.GrantsOut = int64(res.GrantsIn), int64(res.GrantsOut)
 	if err != nil {
 		r.rec.Status, r.rec.Error = StatusFailed, err.Error()
 		e.failures[failureReason(err)]++
 		e.failed.Add(1)
 	} else {
-		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, res.RespBytes, done.UnixNano()
+		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, int64(res.RespBytes), done.UnixNano()
 		e.completed.Add(1)
-		if phase != "warmup" {
+		if phase != runfmt.PhaseWarmup {
 			e.rtt.RecordValue(min(max(done.Sub(intended).Microseconds(), 1), lagMaxUs))
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // dialAgent connects to an agent's control socket.
@@ -98,7 +99,7 @@ func checkBooks(t *testing.T, rows [][]string, c *agentpb.Counters, transport st
 		t.Errorf("books: issued %d != completed %d + failed %d + in flight %d",
 			c.GetIssued(), c.GetCompleted(), c.GetFailed(), c.GetInFlight())
 	}
-	header := RecordHeader()
+	header := runfmt.RPCs().Header()
 	if len(rows[0]) != len(header) {
 		t.Fatalf("header %v, want %v", rows[0], header)
 	}

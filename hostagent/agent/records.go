@@ -2,55 +2,22 @@ package agent
 
 import (
 	"bufio"
-	"encoding/csv"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
+
+	"github.com/homatb/homatb/runfmt"
 )
 
-// RecordHeader is the column list of rpcs.csv (docs/formats.md).
-func RecordHeader() []string {
-	return []string{"experiment", "transport", "phase", "client", "server", "req_bytes", "resp_bytes",
-		"intended_ns", "sent_ns", "done_ns", "rtt_ns", "status", "error", "retries",
-		"req_out_ns", "first_resp_ns", "grants_in", "grants_out"}
-}
+// Record is one issued RPC, exactly one per RPC: a row of rpcs.csv.
+type Record = runfmt.RPC
 
 // RPC statuses in records.
 const (
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusInflight  = "inflight"
+	StatusCompleted = runfmt.StatusCompleted
+	StatusFailed    = runfmt.StatusFailed
+	StatusInflight  = runfmt.StatusInflight
 )
-
-// Record is one issued RPC, exactly one per RPC.
-type Record struct {
-	Experiment, Transport, Phase, Client, Server string
-	ReqBytes, RespBytes                          int
-	IntendedNs, SentNs, DoneNs                   int64
-	Status, Error                                string
-	Retries                                      int
-	// ReqOutNs and FirstRespNs are the transport's times of the request's
-	// last byte leaving and the response's first byte arriving, 0 when
-	// it does not say; GrantsIn and GrantsOut its GRANT counts.
-	ReqOutNs, FirstRespNs int64
-	GrantsIn, GrantsOut   int
-}
-
-// fields renders the record as rpcs.csv columns.
-func (r *Record) fields(buf []string) []string {
-	var rtt int64
-	if r.Status == StatusCompleted {
-		rtt = r.DoneNs - r.IntendedNs
-	}
-	return append(buf[:0], r.Experiment, r.Transport, r.Phase, r.Client, r.Server,
-		strconv.Itoa(r.ReqBytes), strconv.Itoa(r.RespBytes),
-		strconv.FormatInt(r.IntendedNs, 10), strconv.FormatInt(r.SentNs, 10),
-		strconv.FormatInt(r.DoneNs, 10), strconv.FormatInt(rtt, 10),
-		r.Status, r.Error, strconv.Itoa(r.Retries),
-		strconv.FormatInt(r.ReqOutNs, 10), strconv.FormatInt(r.FirstRespNs, 10),
-		strconv.Itoa(r.GrantsIn), strconv.Itoa(r.GrantsOut))
-}
 
 // recordQueue bounds the records waiting for the disk: a full queue makes
 // completions wait rather than drop a record or grow memory.
@@ -83,29 +50,24 @@ func (w *recordWriter) Write(r Record) { w.ch <- r }
 
 func (w *recordWriter) loop() {
 	bw := bufio.NewWriterSize(w.f, 256<<10)
-	cw := csv.NewWriter(bw)
-	err := cw.Write(RecordHeader())
-	var buf []string
+	cw, err := runfmt.RPCs().NewWriter(bw, true)
 	lastFlush := time.Now()
 	for r := range w.ch {
 		if err == nil {
-			buf = r.fields(buf)
-			err = cw.Write(buf)
+			err = cw.Write(&r)
 		}
 		// Flush to the file when the queue runs dry, at most every
 		// flushEvery, so the file follows the run and a crash loses little
 		// without a system call per record.
 		if err == nil && len(w.ch) == 0 && time.Since(lastFlush) > flushEvery {
-			cw.Flush()
-			if err = cw.Error(); err == nil {
+			if err = cw.Flush(); err == nil {
 				err = bw.Flush()
 			}
 			lastFlush = time.Now()
 		}
 	}
-	cw.Flush()
 	if err == nil {
-		err = cw.Error()
+		err = cw.Flush()
 	}
 	if err == nil {
 		err = bw.Flush()

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // Agent states reported by Status.
@@ -130,7 +131,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	phase := req.GetPhase()
 	if phase == "" {
-		phase = "measure"
+		phase = runfmt.PhaseMeasure
 	}
 	host := req.GetHost()
 	if host == "" {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/homatb/homatb/p4/switchstats"
 )
 
 // rig is a running dataplane over two in-memory ports: port 1 reaches
@@ -351,7 +353,7 @@ func TestAdminEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s Stats
+	var s switchstats.Stats
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || len(s.Ports) != 2 {
 		t.Fatalf("GET /stats: %v, %d ports", err, len(s.Ports))
 	}

@@ -1,57 +1,6 @@
 package dataplane
 
-// Stats is a snapshot of the dataplane's counters. It marshals to the
-// "Switch statistics" JSON of docs/formats.md; fields after RateBps and
-// Queues are additions to that format.
-type Stats struct {
-	DeviceID uint64      `json:"device_id"`
-	Ports    []PortStats `json:"ports"`
-}
-
-// PortStats are the counters of one port. Drops are split by cause: queue
-// tail drops are per queue, the rest are per port.
-type PortStats struct {
-	Port       uint16       `json:"port"`
-	Iface      string       `json:"iface"`
-	RxPkts     uint64       `json:"rx_pkts"`
-	TxPkts     uint64       `json:"tx_pkts"`
-	FaultDrops uint64       `json:"fault_drops"`
-	RateBps    uint64       `json:"rate_bps"` // 0: unshaped
-	Queues     []QueueStats `json:"queues"`
-
-	RxBytes       uint64  `json:"rx_bytes"`
-	TxBytes       uint64  `json:"tx_bytes"`
-	PipelineDrops uint64  `json:"pipeline_drops"` // ingress verdict Drop
-	BadVerdicts   uint64  `json:"bad_verdicts"`   // unknown egress port or queue > 7
-	EgressDrops   uint64  `json:"egress_drops"`   // egress control dropped
-	OversizeDrops uint64  `json:"oversize_drops"` // frame longer than MaxFrame
-	TxErrors      uint64  `json:"tx_errors"`      // refused by the device
-	PcapDrops     uint64  `json:"pcap_drops"`     // left out of the capture
-	NoBuffer      uint64  `json:"no_buffer"`      // pool ran dry (should stay 0)
-	KernelDrops   uint64  `json:"kernel_drops"`   // lost in the socket before the switch read them
-	DropProb      float64 `json:"drop_prob"`
-	DropEvery     uint64  `json:"drop_every"`
-}
-
-// QueueStats are the counters of one (port, queue). Delays are µs from
-// arrival to the start of transmission, from a histogram with 1 µs buckets
-// below 64 µs and about 3% resolution above.
-type QueueStats struct {
-	Queue      int    `json:"queue"`
-	EnqPkts    uint64 `json:"enq_pkts"`
-	EnqBytes   uint64 `json:"enq_bytes"`
-	SentPkts   uint64 `json:"sent_pkts"`
-	SentBytes  uint64 `json:"sent_bytes"`
-	DropPkts   uint64 `json:"drop_pkts"`
-	DropBytes  uint64 `json:"drop_bytes"`
-	DepthPkts  int    `json:"depth_pkts"`
-	DepthBytes int    `json:"depth_bytes"`
-	PeakPkts   int    `json:"peak_pkts"`
-	PeakBytes  int    `json:"peak_bytes"`
-	DelayP50Us uint32 `json:"delay_p50_us"`
-	DelayP99Us uint32 `json:"delay_p99_us"`
-	DelayMaxUs uint32 `json:"delay_max_us"`
-}
+import "github.com/homatb/homatb/p4/switchstats"
 
 // ResetWindow restarts the statistics that cannot be differenced, the
 // queues' peaks and delay percentiles, so that they describe what comes
@@ -63,13 +12,13 @@ func (d *Dataplane) ResetWindow() {
 	}
 }
 
-// Stats returns a snapshot of every counter; it is safe to call while Run
-// is forwarding.
-func (d *Dataplane) Stats() Stats {
-	s := Stats{DeviceID: d.cfg.DeviceID, Ports: make([]PortStats, 0, len(d.ports))}
+// Stats returns a snapshot of every counter, in the switch statistics
+// format of package switchstats; it is safe to call while Run is forwarding.
+func (d *Dataplane) Stats() switchstats.Stats {
+	s := switchstats.Stats{DeviceID: d.cfg.DeviceID, Ports: make([]switchstats.Port, 0, len(d.ports))}
 	for _, ps := range d.ports {
 		f := ps.fault.get()
-		p := PortStats{
+		p := switchstats.Port{
 			Port:          ps.num,
 			Iface:         ps.iface,
 			RxPkts:        ps.rxPkts.Load(),
@@ -102,13 +51,13 @@ func (d *Dataplane) Stats() Stats {
 }
 
 // snapshot copies the per-queue counters under the port's lock.
-func (t *tm) snapshot() []QueueStats {
-	qs := make([]QueueStats, NumQueues)
+func (t *tm) snapshot() []switchstats.Queue {
+	qs := make([]switchstats.Queue, NumQueues)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for q := range NumQueues {
 		st := &t.st[q]
-		qs[q] = QueueStats{
+		qs[q] = switchstats.Queue{
 			Queue:      q,
 			EnqPkts:    st.enqPkts,
 			EnqBytes:   st.enqBytes,

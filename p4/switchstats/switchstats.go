@@ -1,0 +1,125 @@
+// Package switchstats declares the embedded switch's statistics document:
+// what its admin socket serves at GET /stats, what `homatb switch
+// --stats-file` writes, and what a run directory keeps per experiment as
+// switch/<experiment>/<switch>.json (docs/formats.md). The switch fills it;
+// the orchestrator differences two of them; reports read it. It imports
+// nothing, so p4 stays standalone and readers need not link the dataplane.
+package switchstats
+
+// Stats is a snapshot of one switch's counters.
+type Stats struct {
+	DeviceID uint64 `json:"device_id"`
+	Ports    []Port `json:"ports"`
+}
+
+// Port holds the counters of one port. Drops are split by cause: queue tail
+// drops are per queue, the rest are per port.
+type Port struct {
+	Port       uint16  `json:"port"`
+	Iface      string  `json:"iface"`
+	RxPkts     uint64  `json:"rx_pkts"`
+	TxPkts     uint64  `json:"tx_pkts"`
+	FaultDrops uint64  `json:"fault_drops"`
+	RateBps    uint64  `json:"rate_bps"` // 0: unshaped
+	Queues     []Queue `json:"queues"`
+
+	RxBytes       uint64  `json:"rx_bytes"`
+	TxBytes       uint64  `json:"tx_bytes"`
+	PipelineDrops uint64  `json:"pipeline_drops"` // ingress verdict Drop
+	BadVerdicts   uint64  `json:"bad_verdicts"`   // unknown egress port or queue > 7
+	EgressDrops   uint64  `json:"egress_drops"`   // egress control dropped
+	OversizeDrops uint64  `json:"oversize_drops"` // frame longer than MaxFrame
+	TxErrors      uint64  `json:"tx_errors"`      // refused by the device
+	PcapDrops     uint64  `json:"pcap_drops"`     // left out of the capture
+	NoBuffer      uint64  `json:"no_buffer"`      // pool ran dry (should stay 0)
+	KernelDrops   uint64  `json:"kernel_drops"`   // lost in the socket before the switch read them
+	DropProb      float64 `json:"drop_prob"`      // gauge: the fault injector's setting
+	DropEvery     uint64  `json:"drop_every"`     // gauge: the fault injector's setting
+}
+
+// Queue holds the counters of one (port, queue). Depth, peak and delay
+// fields are gauges; the rest count. Delays are µs from arrival to the start
+// of transmission, from a histogram with 1 µs buckets below 64 µs and about
+// 3% resolution above.
+type Queue struct {
+	Queue      int    `json:"queue"`
+	EnqPkts    uint64 `json:"enq_pkts"`
+	EnqBytes   uint64 `json:"enq_bytes"`
+	SentPkts   uint64 `json:"sent_pkts"`
+	SentBytes  uint64 `json:"sent_bytes"`
+	DropPkts   uint64 `json:"drop_pkts"`
+	DropBytes  uint64 `json:"drop_bytes"`
+	DepthPkts  int    `json:"depth_pkts"`
+	DepthBytes int    `json:"depth_bytes"`
+	PeakPkts   int    `json:"peak_pkts"`
+	PeakBytes  int    `json:"peak_bytes"`
+	DelayP50Us uint32 `json:"delay_p50_us"`
+	DelayP99Us uint32 `json:"delay_p99_us"`
+	DelayMaxUs uint32 `json:"delay_max_us"`
+}
+
+// Diff returns what happened between two snapshots of the same switch:
+// counters as end minus start, gauges (identity, rate, fault settings,
+// depths, peaks, delays) as at end. Ports and queues are matched by
+// position, as the switch lists them in a fixed order; a counter that went
+// backwards (the switch restarted) is taken from end alone.
+func Diff(start, end Stats) Stats {
+	out := Stats{DeviceID: end.DeviceID, Ports: make([]Port, len(end.Ports))}
+	for i, e := range end.Ports {
+		var s Port
+		if i < len(start.Ports) {
+			s = start.Ports[i]
+		}
+		p := e // gauges as at end; counters replaced below
+		p.RxPkts = sub(s.RxPkts, e.RxPkts)
+		p.TxPkts = sub(s.TxPkts, e.TxPkts)
+		p.FaultDrops = sub(s.FaultDrops, e.FaultDrops)
+		p.RxBytes = sub(s.RxBytes, e.RxBytes)
+		p.TxBytes = sub(s.TxBytes, e.TxBytes)
+		p.PipelineDrops = sub(s.PipelineDrops, e.PipelineDrops)
+		p.BadVerdicts = sub(s.BadVerdicts, e.BadVerdicts)
+		p.EgressDrops = sub(s.EgressDrops, e.EgressDrops)
+		p.OversizeDrops = sub(s.OversizeDrops, e.OversizeDrops)
+		p.TxErrors = sub(s.TxErrors, e.TxErrors)
+		p.PcapDrops = sub(s.PcapDrops, e.PcapDrops)
+		p.NoBuffer = sub(s.NoBuffer, e.NoBuffer)
+		p.KernelDrops = sub(s.KernelDrops, e.KernelDrops)
+		p.Queues = make([]Queue, len(e.Queues))
+		for j, eq := range e.Queues {
+			var sq Queue
+			if j < len(s.Queues) {
+				sq = s.Queues[j]
+			}
+			q := eq
+			q.EnqPkts = sub(sq.EnqPkts, eq.EnqPkts)
+			q.EnqBytes = sub(sq.EnqBytes, eq.EnqBytes)
+			q.SentPkts = sub(sq.SentPkts, eq.SentPkts)
+			q.SentBytes = sub(sq.SentBytes, eq.SentBytes)
+			q.DropPkts = sub(sq.DropPkts, eq.DropPkts)
+			q.DropBytes = sub(sq.DropBytes, eq.DropBytes)
+			p.Queues[j] = q
+		}
+		out.Ports[i] = p
+	}
+	return out
+}
+
+// sub is end - start for a counter, or end when the counter restarted.
+func sub(start, end uint64) uint64 {
+	if start <= end {
+		return end - start
+	}
+	return end
+}
+
+// IsGauge reports whether the statistics field with this JSON name is a
+// level or a setting rather than a count, so Diff keeps its end value.
+func IsGauge(field string) bool {
+	switch field {
+	case "device_id", "port", "iface", "queue", "rate_bps", "drop_prob", "drop_every",
+		"depth_pkts", "depth_bytes", "peak_pkts", "peak_bytes",
+		"delay_p50_us", "delay_p99_us", "delay_max_us":
+		return true
+	}
+	return false
+}

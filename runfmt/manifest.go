@@ -1,0 +1,180 @@
+package runfmt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ManifestFile is the manifest's name in the run directory.
+const ManifestFile = "manifest.json"
+
+// Manifest is manifest.json (docs/formats.md): what ran, on what, and how
+// far it got. The orchestrator rewrites it after every experiment, so an
+// interrupted run keeps what it measured; reports read it.
+type Manifest struct {
+	Run          string `json:"run"`
+	Tag          string `json:"tag"`
+	ScenarioFile string `json:"scenario_file"`
+	// Scenario is the resolved scenario as the orchestrator marshalled it;
+	// readers get it as generic JSON.
+	Scenario   any   `json:"scenario"`
+	Started    int64 `json:"started_unix_ns"`
+	Ended      int64 `json:"ended_unix_ns"`
+	Incomplete bool  `json:"incomplete"`
+	// Error says why the run stopped early, when it did.
+	Error     string            `json:"error,omitempty"`
+	Versions  map[string]string `json:"versions"`
+	GitCommit string            `json:"git_commit"`
+	Machine   Machine           `json:"machine"`
+	LinkBps   uint64            `json:"link_bps"`
+	Seeds     []uint64          `json:"seeds"`
+	// Calibration maps a transport to the outcome of its calibration.
+	Calibration map[string]Calibration `json:"calibration,omitempty"`
+	Fidelity    []string               `json:"fidelity"`
+	Experiments []Experiment           `json:"experiments"`
+}
+
+// Machine describes the host the run used.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	MemBytes uint64 `json:"mem_bytes"`
+	Hostname string `json:"hostname"`
+}
+
+// Calibration is the outcome of one transport's calibration.
+type Calibration struct {
+	// RTTus maps request length to the median unloaded RTT in µs.
+	RTTus map[uint32]float64 `json:"rtt_us"`
+	// UnschedBytes is link rate x the smallest size's unloaded RTT (Homa).
+	UnschedBytes uint32 `json:"unsched_bytes,omitempty"`
+}
+
+// Experiment is one experiment's entry in the manifest.
+type Experiment struct {
+	Name       string            `json:"name"`
+	Transport  string            `json:"transport"`
+	Params     map[string]string `json:"params"`
+	LinkBps    uint64            `json:"link_bps"`
+	Started    int64             `json:"started_unix_ns"`
+	Ended      int64             `json:"ended_unix_ns"`
+	WarmupMs   int64             `json:"warmup_ms"`
+	DurationMs int64             `json:"duration_ms"`
+	Seed       uint64            `json:"seed"`
+	Receivers  []string          `json:"receivers"`
+	// ConfiguredBps is the request load the open-loop clients were
+	// configured to offer (bits/s, message bytes only); 0 for closed loops.
+	ConfiguredBps float64 `json:"configured_bps"`
+	// ConfiguredRPS is the sum of those clients' rates (RPCs/s).
+	ConfiguredRPS float64  `json:"configured_rps"`
+	Fidelity      []string `json:"fidelity"`
+	Incomplete    bool     `json:"incomplete"`
+	// RPCs are the agents' books summed over hosts, warm-up included.
+	RPCs Books `json:"rpcs"`
+	// TransportCounters are the transport counters of every host that took
+	// part, clients and servers, merged by MergeCounters; Hosts has each
+	// host's own, with its role.
+	TransportCounters map[string]uint64 `json:"transport_counters,omitempty"`
+	Hosts             []HostCounters    `json:"hosts,omitempty"`
+	// CPUBusy is the machine's busy fraction over the experiment;
+	// AgentCPUMs the CPU time the agents that took part used.
+	CPUBusy    float64 `json:"cpu_busy"`
+	AgentCPUMs uint64  `json:"agent_cpu_ms"`
+}
+
+// Books count an experiment's RPCs: Issued = Completed + Failed + InFlight.
+type Books struct {
+	Issued    uint64 `json:"issued"`
+	Completed uint64 `json:"completed"`
+	Failed    uint64 `json:"failed"`
+	InFlight  uint64 `json:"in_flight"`
+}
+
+// Host roles in an experiment.
+const (
+	RoleClient = "client"
+	RoleServer = "server"
+	// RoleBoth is a host that sends RPCs and serves them (all-to-all
+	// traffic): one transport instance carries both, so its counters cannot
+	// be split between the two.
+	RoleBoth = "client+server"
+)
+
+// HostCounters is one host's share of an experiment: its role and its
+// agent's counters at the end of the measurement.
+type HostCounters struct {
+	Host string `json:"host"`
+	Role string `json:"role"`
+	// Served counts RPCs this host's servers answered.
+	Served uint64 `json:"served"`
+	// Transport is the host's transport counters over the experiment (the
+	// agent builds a fresh transport per experiment).
+	Transport map[string]uint64 `json:"transport"`
+}
+
+// IsGaugeCounter reports whether a transport counter (named with its
+// transport prefix, such as homa_active_max) holds a level, not a count.
+// Over hosts a gauge takes the maximum, since a sum of peaks means nothing.
+func IsGaugeCounter(name string) bool {
+	_, base, _ := strings.Cut(name, "_")
+	switch base {
+	case "active_messages", "active_max", "incoming_bytes", "cutoffs_version":
+		return true
+	}
+	return false
+}
+
+// MergeCounters adds the transport counters src into dst: counts are
+// summed, gauges keep the larger value.
+func MergeCounters(dst, src map[string]uint64) {
+	for k, v := range src {
+		if IsGaugeCounter(k) {
+			dst[k] = max(dst[k], v)
+		} else {
+			dst[k] += v
+		}
+	}
+}
+
+// WriteManifest writes dir/manifest.json atomically (write, then rename),
+// so a reader never sees half a file even when the run is killed mid-write.
+func WriteManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	return writeAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
+}
+
+// ReadManifest loads dir/manifest.json and also returns its bytes. A
+// missing manifest returns an error that matches fs.ErrNotExist.
+func ReadManifest(dir string) (*Manifest, []byte, error) {
+	path := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return &m, b, nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// isNotExist reports whether err means a file is absent.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

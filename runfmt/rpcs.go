@@ -1,0 +1,77 @@
+package runfmt
+
+// RPC statuses: every issued RPC ends in exactly one.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusInflight  = "inflight"
+)
+
+// Phases of an RPC: only measured RPCs enter statistics.
+const (
+	PhaseCalibrate = "calibrate"
+	PhaseWarmup    = "warmup"
+	PhaseMeasure   = "measure"
+)
+
+// CalibrationExperiment is the experiment name under which the run
+// directory keeps a transport's calibration RPCs.
+func CalibrationExperiment(transport string) string { return "calibrate-" + transport }
+
+// RPC is one row of rpcs.csv: one issued RPC (docs/formats.md). Times are
+// Unix ns on the client's clock.
+type RPC struct {
+	Experiment, Transport, Phase string
+	// Client is the client host's name; Server the server's ip:port.
+	Client, Server      string
+	ReqBytes, RespBytes int64
+	IntendedNs, SentNs  int64
+	DoneNs              int64 // 0 unless completed
+	// RTTNs is DoneNs - IntendedNs for a completed RPC, else 0; the
+	// writer derives it.
+	RTTNs         int64
+	Status, Error string
+	Retries       int64
+	// ReqOutNs and FirstRespNs are the transport's times of the request's
+	// last byte leaving and the response's first byte arriving, 0 when it
+	// does not say; GrantsIn and GrantsOut its GRANT counts.
+	ReqOutNs, FirstRespNs int64
+	GrantsIn, GrantsOut   int64
+}
+
+// RPCs is the rpcs.csv format: written by each agent per experiment,
+// merged by the orchestrator, read by reports. A reader needs only the
+// columns statistics cannot do without (experiment, transport, phase,
+// req_bytes, rtt_ns, status); files written before the transport times
+// existed lack the last four.
+func RPCs() *CSVFormat[RPC] {
+	return &CSVFormat[RPC]{
+		File: "rpcs.csv",
+		columns: []column[RPC]{
+			strCol("experiment", func(r *RPC) *string { return &r.Experiment }),
+			strCol("transport", func(r *RPC) *string { return &r.Transport }),
+			strCol("phase", func(r *RPC) *string { return &r.Phase }),
+			strCol("client", func(r *RPC) *string { return &r.Client }).opt(),
+			strCol("server", func(r *RPC) *string { return &r.Server }).opt(),
+			i64Col("req_bytes", func(r *RPC) *int64 { return &r.ReqBytes }),
+			i64Col("resp_bytes", func(r *RPC) *int64 { return &r.RespBytes }).opt(),
+			i64Col("intended_ns", func(r *RPC) *int64 { return &r.IntendedNs }).opt(),
+			i64Col("sent_ns", func(r *RPC) *int64 { return &r.SentNs }).opt(),
+			i64Col("done_ns", func(r *RPC) *int64 { return &r.DoneNs }).opt(),
+			i64Col("rtt_ns", func(r *RPC) *int64 { return &r.RTTNs }),
+			strCol("status", func(r *RPC) *string { return &r.Status }),
+			strCol("error", func(r *RPC) *string { return &r.Error }).opt(),
+			i64Col("retries", func(r *RPC) *int64 { return &r.Retries }).opt(),
+			i64Col("req_out_ns", func(r *RPC) *int64 { return &r.ReqOutNs }).opt(),
+			i64Col("first_resp_ns", func(r *RPC) *int64 { return &r.FirstRespNs }).opt(),
+			i64Col("grants_in", func(r *RPC) *int64 { return &r.GrantsIn }).opt(),
+			i64Col("grants_out", func(r *RPC) *int64 { return &r.GrantsOut }).opt(),
+		},
+		prepare: func(r *RPC) {
+			r.RTTNs = 0
+			if r.Status == StatusCompleted {
+				r.RTTNs = r.DoneNs - r.IntendedNs
+			}
+		},
+	}
+}
