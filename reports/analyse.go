@@ -42,7 +42,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		return nil, err
 	}
 	c.logger.Info("reading records", "dir", dir)
-	rs, err := readRecords(ctx, dir)
+	rs, err := readRecords(ctx, dir, man.Fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +79,13 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		sum.Fidelity = append(sum.Fidelity, "the run is marked incomplete: it stopped before every experiment finished")
 	}
 
-	baselines := map[string]*baseline{}
+	ideal, note := newIdeal(rs.calib, man)
+	if note != "" {
+		sum.Fidelity = append(sum.Fidelity, note)
+	}
+	baselines := map[string]*ownBaseline{}
 	for tr, byLen := range rs.calib {
-		if b := newBaseline(byLen); b != nil {
+		if b := newOwnBaseline(byLen); b != nil {
 			b.source = runfmt.CalibrationExperiment(tr)
 			baselines[tr] = b
 		}
@@ -118,7 +122,11 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if me.Transport == "" {
 			me.Transport = er.transport
 		}
-		exp, hist := computeExperiment(er, me, baselines[me.Transport], c)
+		var id *idealRTT
+		if ideal != nil {
+			id = ideal.withRate(float64(me.LinkBps))
+		}
+		exp, hist := computeExperiment(er, me, id, baselines[me.Transport], c)
 		if !seen[me.Name] && hasMan {
 			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
 		}
@@ -165,7 +173,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 }
 
 // computeExperiment derives every statistic of one experiment's records.
-func computeExperiment(er *expRecords, me runfmt.Experiment, base *baseline, c config) (Experiment, *hdrhistogram.Histogram) {
+func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, base *ownBaseline, c config) (Experiment, *hdrhistogram.Histogram) {
 	e := Experiment{
 		Name:      me.Name,
 		Transport: me.Transport,
@@ -207,8 +215,13 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, base *baseline, c c
 			Lengths:    len(base.lengths), Samples: base.samples,
 			MinLength: base.lengths[0], MaxLength: base.lengths[len(base.lengths)-1],
 		}
+	}
+	if ideal != nil {
+		e.Ideal = &Ideal{BaseRTTus: ideal.baseNs / 1e3, BaseRequest: ideal.baseReq, BaseResponse: ideal.baseResp,
+			BaseLinks: ideal.baseLinks, Source: ideal.source, LinkBps: ideal.rateBps, MTU: ideal.mtu,
+			FrameOverhead: ideal.overhead, HeaderBytes: headerBytes}
 	} else if er.completed > 0 {
-		e.Fidelity = append(e.Fidelity, fmt.Sprintf("no calibration rows (%s): slowdown not computed", runfmt.CalibrationExperiment(me.Transport)))
+		e.Fidelity = append(e.Fidelity, "no calibration and link rate: slowdown not computed")
 	}
 
 	// Durations and rates.
@@ -255,17 +268,23 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, base *baseline, c c
 		rtts[i] = x.rtt
 		_ = hist.RecordValue(min(max(x.rtt, 1), hdrMaxNs))
 	}
-	var slows []float64
-	if base != nil {
-		// Outside the calibrated lengths the nearest one stands in, which
-		// overstates slowdown far above it; say so.
-		lo, hi := base.lengths[0], base.lengths[len(base.lengths)-1]
-		if s[n-1].length > 2*hi || 2*s[0].length < lo {
-			e.Fidelity = append(e.Fidelity, fmt.Sprintf("requests span %d–%d bytes but calibration only %d–%d: slowdown outside that range divides by the nearest calibrated length", s[0].length, s[n-1].length, lo, hi))
-		}
+	var slows, own []float64
+	if ideal != nil {
 		slows = make([]float64, n)
 		for i, x := range s {
-			slows[i] = base.slowdown(x)
+			slows[i] = float64(x.rtt) / ideal.at(x.length, int64(x.resp), int(x.links))
+		}
+	}
+	if base != nil {
+		// Outside the calibrated lengths the baseline is extrapolated;
+		// say so.
+		lo, hi := base.lengths[0], base.lengths[len(base.lengths)-1]
+		if s[n-1].length > 2*hi || 2*s[0].length < lo {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("requests span %d–%d bytes but calibration only %d–%d: the transport's own unloaded RTT is extrapolated outside that range", s[0].length, s[n-1].length, lo, hi))
+		}
+		own = make([]float64, n)
+		for i, x := range s {
+			own[i] = float64(x.rtt) / base.at(x.length)
 		}
 	}
 
@@ -290,6 +309,11 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, base *baseline, c c
 			row.S50, row.S50CI = fp(s50.Value), s50.interval()
 			row.S99, row.S99CI = fp(s99.Value), s99.interval()
 			row.S999, row.S999CI = fp(s999.Value), s999.interval()
+		}
+		if own != nil {
+			slices.Sort(own[lo:hi])
+			row.OwnS50 = fp(estimate(own[lo:hi], 0.5, c.confidence, 1).Value)
+			row.OwnS99 = fp(estimate(own[lo:hi], 0.99, c.confidence, 1).Value)
 		}
 		scratch = phase(scratch, s[lo:hi], func(x sample) int64 { return x.reqOut })
 		row.ReqOutP50us, row.ReqOutP99us = medianAndP99(scratch, c.confidence)

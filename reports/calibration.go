@@ -1,74 +1,157 @@
 package reports
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 )
 
-// baseline is the unloaded RTT of each calibrated request length for one
-// transport: the median of the calibrate-phase RTTs of that length.
-type baseline struct {
+// Slowdown divides an RPC's RTT by the ideal RTT of that RPC on this fabric
+// (idealRTT), the same for every transport, as cperf and the Homa papers
+// do. A transport's own unloaded RTT (ownBaseline) is kept as a second,
+// separately named baseline. Neither is clipped: a slowdown below 1 means
+// the RPC beat the baseline (docs/reports.md).
+
+// headerBytes is what the ideal transport adds to each packet: an IPv4
+// header and a minimal 20-byte transport header.
+const headerBytes = 40
+
+// defaultFrameOverhead is the Ethernet framing the embedded switch's shaper
+// charges beyond the IP packet, for runs whose manifest has no fabric.
+const defaultFrameOverhead = 38
+
+// idealRTT is the ideal RTT of an RPC: the fabric's measured unloaded RTT of
+// its smallest RPC (the base), plus the time the request and the response
+// take beyond the base's on the wire, at the link rate, stored and forwarded
+// on every link they cross. A message of n bytes crossing k links takes
+// wire(n)/rate on its slowest link plus one first packet's time on each of
+// the k-1 others (the packets pipeline).
+type idealRTT struct {
+	baseNs            float64
+	baseReq, baseResp int64
+	baseLinks         int
+	rateBps           float64
+	mtu, overhead     int
+	source            string
+}
+
+// wire is the bytes a message of n bytes takes on a link, and those of its
+// first packet; an empty message is one packet.
+func (id *idealRTT) wire(n int64) (all, first float64) {
+	payload := int64(max(id.mtu-headerBytes, 1))
+	pkts := max((n+payload-1)/payload, 1)
+	per := float64(headerBytes + id.overhead)
+	return float64(n) + float64(pkts)*per, float64(min(n, payload)) + per
+}
+
+// transfer is the ns a message of n bytes takes over links links.
+func (id *idealRTT) transfer(n int64, links int) float64 {
+	all, first := id.wire(n)
+	return (all + float64(max(links-1, 0))*first) * 8 / id.rateBps * 1e9
+}
+
+// at returns the ideal RTT (ns) of an RPC; links 0 (unknown) is taken as
+// the base's path.
+func (id *idealRTT) at(req, resp int64, links int) float64 {
+	if links == 0 {
+		links = id.baseLinks
+	}
+	return id.baseNs + id.transfer(req, links) + id.transfer(resp, links) -
+		id.transfer(id.baseReq, id.baseLinks) - id.transfer(id.baseResp, id.baseLinks)
+}
+
+// withRate returns the ideal at another link rate (a swept rate), keeping
+// the base.
+func (id *idealRTT) withRate(bps float64) *idealRTT {
+	if bps <= 0 || bps == id.rateBps {
+		return id
+	}
+	c := *id
+	c.rateBps = bps
+	return &c
+}
+
+// newIdeal picks the base, the smallest calibrated RPC's median RTT of the
+// transport that was fastest at it, and the fabric. It returns nil without
+// calibration or link rate; note says what was assumed, if anything.
+func newIdeal(calib map[string]map[int64]*calibPoint, man *manifest) (id *idealRTT, note string) {
+	id = &idealRTT{baseNs: math.Inf(1)}
+	if f := man.Fabric; f != nil {
+		id.rateBps, id.mtu, id.overhead = float64(f.LinkBps), f.MTU, f.FrameOverhead
+	} else {
+		id.rateBps, id.mtu, id.overhead = float64(man.LinkBps), 1500, defaultFrameOverhead
+		note = fmt.Sprintf("manifest.json describes no fabric: the ideal RTT assumes MTU %d, %d B framing and 2 links each way", id.mtu, id.overhead)
+	}
+	for _, tr := range slices.Sorted(maps.Keys(calib)) {
+		byLen := calib[tr]
+		l := slices.Min(slices.Collect(maps.Keys(byLen)))
+		p := byLen[l]
+		if med := medianNs(p.rtts); med < id.baseNs {
+			id.baseNs, id.baseReq, id.baseResp, id.baseLinks = med, l, p.resp, int(p.links)
+			id.source = fmt.Sprintf("median unloaded RTT of %s's %d B requests with %d B responses (%d RPCs), the fastest transport's smallest calibrated RPC",
+				tr, l, p.resp, len(p.rtts))
+		}
+	}
+	if math.IsInf(id.baseNs, 1) {
+		// No calibration rows: the manifest's digest of them, whose
+		// responses echoed the requests.
+		for _, tr := range slices.Sorted(maps.Keys(man.Calibration)) {
+			rtt := man.Calibration[tr].RTTus
+			if len(rtt) == 0 {
+				continue
+			}
+			l := slices.Min(slices.Collect(maps.Keys(rtt)))
+			if us := rtt[l]; us > 0 && us*1e3 < id.baseNs {
+				id.baseNs, id.baseReq, id.baseResp = us*1e3, int64(l), int64(l)
+				id.source = fmt.Sprintf("median unloaded RTT of %s's %d B calibration RPCs (manifest.json)", tr, l)
+			}
+		}
+	}
+	if math.IsInf(id.baseNs, 1) || id.rateBps <= 0 {
+		return nil, note
+	}
+	if id.baseLinks == 0 {
+		id.baseLinks = 2
+	}
+	return id, note
+}
+
+func medianNs(v []int64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return float64(s[Rank(len(s), 0.5)-1])
+}
+
+// ownBaseline is one transport's own unloaded RTT by request length: the
+// median of its calibration RPCs of each length (with the calibration's
+// response sizes), linear in length in between, since time grows linearly
+// with length.
+type ownBaseline struct {
 	lengths []int64   // ascending
 	rtts    []float64 // ns, median per length
 	samples int       // calibration RPCs; 0 when taken from the manifest
 	source  string    // where the values come from
 }
 
-// newBaseline builds a baseline from calibration RTTs by length; nil when
-// there is no calibration data.
-func newBaseline(byLen map[int64][]int64) *baseline {
+// newOwnBaseline builds a baseline from calibration RPCs by length; nil
+// when there are none.
+func newOwnBaseline(byLen map[int64]*calibPoint) *ownBaseline {
 	if len(byLen) == 0 {
 		return nil
 	}
-	b := &baseline{}
-	for l := range byLen {
-		b.lengths = append(b.lengths, l)
-	}
-	slices.Sort(b.lengths)
+	b := &ownBaseline{lengths: slices.Sorted(maps.Keys(byLen))}
 	for _, l := range b.lengths {
-		v := byLen[l]
-		slices.Sort(v)
-		b.rtts = append(b.rtts, float64(v[Rank(len(v), 0.5)-1]))
-		b.samples += len(v)
+		b.rtts = append(b.rtts, medianNs(byLen[l].rtts))
+		b.samples += len(byLen[l].rtts)
 	}
 	return b
 }
 
-// at returns the unloaded RTT (ns) for a request length: the calibrated
-// value of that length, else interpolated linearly in log(length) between the
-// nearest calibrated lengths, else the nearest one outside their range.
-func (b *baseline) at(length int64) float64 {
-	i := sort.Search(len(b.lengths), func(i int) bool { return b.lengths[i] >= length })
-	switch {
-	case i < len(b.lengths) && b.lengths[i] == length:
-		return b.rtts[i]
-	case i == 0:
-		return b.rtts[0]
-	case i == len(b.lengths):
-		return b.rtts[len(b.rtts)-1]
-	}
-	l0, l1 := float64(b.lengths[i-1]), float64(b.lengths[i])
-	x := float64(max(length, 1))
-	f := (math.Log(x) - math.Log(max(l0, 1))) / (math.Log(l1) - math.Log(max(l0, 1)))
-	return b.rtts[i-1] + f*(b.rtts[i]-b.rtts[i-1])
-}
-
-// slowdown is RTT over the unloaded RTT of that length, clipped at 1 as HPCC
-// does: a loaded RPC cannot beat the unloaded median by more than noise, and
-// clipping keeps log axes meaningful.
-func (b *baseline) slowdown(s sample) float64 {
-	base := b.at(s.length)
-	if base <= 0 {
-		return math.NaN()
-	}
-	return max(float64(s.rtt)/base, 1)
-}
-
 // manifestBaseline builds a baseline from manifest.json's calibration
 // digest (length -> median RTT in µs); nil when it has no usable entry.
-func manifestBaseline(rttUs map[uint32]float64) *baseline {
+func manifestBaseline(rttUs map[uint32]float64) *ownBaseline {
 	byLen := map[int64]float64{}
 	for l, us := range rttUs {
 		if us > 0 {
@@ -78,10 +161,32 @@ func manifestBaseline(rttUs map[uint32]float64) *baseline {
 	if len(byLen) == 0 {
 		return nil
 	}
-	b := &baseline{source: "manifest.json calibration"}
+	b := &ownBaseline{source: "manifest.json calibration"}
 	b.lengths = slices.Sorted(maps.Keys(byLen))
 	for _, l := range b.lengths {
 		b.rtts = append(b.rtts, byLen[l])
 	}
 	return b
+}
+
+// at returns the unloaded RTT (ns) for a request length: the calibrated
+// value of that length, else linear between the nearest calibrated lengths,
+// else the nearest one below the range and the last segment's line above
+// it.
+func (b *ownBaseline) at(length int64) float64 {
+	i := sort.Search(len(b.lengths), func(i int) bool { return b.lengths[i] >= length })
+	switch {
+	case i < len(b.lengths) && b.lengths[i] == length:
+		return b.rtts[i]
+	case i == 0:
+		return b.rtts[0]
+	case i == len(b.lengths):
+		if i < 2 {
+			return b.rtts[i-1]
+		}
+		i-- // extend the last segment
+	}
+	l0, l1 := float64(b.lengths[i-1]), float64(b.lengths[i])
+	f := (float64(length) - l0) / (l1 - l0)
+	return b.rtts[i-1] + f*(b.rtts[i]-b.rtts[i-1])
 }

@@ -64,12 +64,12 @@ func TestRealSmokeRun(t *testing.T) {
 	}
 	// The report's unloaded RTTs are the calibration medians the testbed
 	// computed independently.
-	rs, err := readRecords(context.Background(), dir)
+	rs, err := readRecords(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for tr, cal := range man.Calibration {
-		base := newBaseline(rs.calib[tr])
+		base := newOwnBaseline(rs.calib[tr])
 		if base == nil {
 			t.Fatalf("no calibration rows for %s", tr)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 )
 
 // sample is one completed RPC of the measure phase: what by-size statistics
-// need, 32 bytes, so a million-RPC run stays small in memory.
+// need, 40 bytes, so a million-RPC run stays small in memory.
 type sample struct {
 	length int64 // request bytes
 	rtt    int64 // ns
@@ -24,6 +25,17 @@ type sample struct {
 	// request's last byte out and to the response's first byte, as the
 	// transport reported them (req_out_ns, first_resp_ns); 0 when it did not.
 	reqOut, firstResp int64
+	resp              int32 // response bytes
+	// links is how many links the request crosses to its server (0:
+	// unknown); the response crosses as many back.
+	links uint8
+}
+
+// calibPoint is one transport's calibration RPCs of one request length.
+type calibPoint struct {
+	rtts  []int64 // ns
+	resp  int64   // response bytes (of the last row; they are all the same)
+	links uint8
 }
 
 // expRecords accumulates the measure-phase rows of one experiment.
@@ -49,10 +61,14 @@ type recordSet struct {
 	file  string
 	exps  map[string]*expRecords
 	order []string // experiment names in first-seen order
-	// calib maps transport -> request length -> unloaded RTTs (ns).
-	calib map[string]map[int64][]int64
-	rows  int64
-	empty bool // the file had not even a header
+	// calib maps transport -> request length -> its calibration RPCs.
+	calib map[string]map[int64]*calibPoint
+	// switchOf maps host names and addresses to their switch (from the
+	// manifest's fabric), so each RPC knows how many links it crosses.
+	switchOf map[string]string
+	fabric   *runfmt.Fabric
+	rows     int64
+	empty    bool // the file had not even a header
 }
 
 // maxFailureReasons bounds the distinct error strings kept per experiment.
@@ -118,7 +134,8 @@ type gzipFile struct {
 func (g gzipFile) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }
 
 // readRecords streams rpcs.csv once, keeping only compact per-RPC samples.
-func readRecords(ctx context.Context, dir string) (*recordSet, error) {
+// fabric, when known, tells each RPC's path length.
+func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric) (*recordSet, error) {
 	rc, name, err := openRecords(dir)
 	if err != nil {
 		return nil, err
@@ -127,7 +144,10 @@ func readRecords(ctx context.Context, dir string) (*recordSet, error) {
 	rs := &recordSet{
 		file:  filepath.Base(name),
 		exps:  make(map[string]*expRecords),
-		calib: make(map[string]map[int64][]int64),
+		calib: make(map[string]map[int64]*calibPoint),
+	}
+	if fabric != nil {
+		rs.fabric, rs.switchOf = fabric, fabric.SwitchOf()
 	}
 	r, err := runfmt.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
 	if err != nil {
@@ -177,10 +197,16 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		}
 		m := rs.calib[rec.Transport]
 		if m == nil {
-			m = make(map[int64][]int64)
+			m = make(map[int64]*calibPoint)
 			rs.calib[rec.Transport] = m
 		}
-		m[length] = append(m[length], rtt)
+		p := m[length]
+		if p == nil {
+			p = &calibPoint{}
+			m[length] = p
+		}
+		p.rtts = append(p.rtts, rtt)
+		p.resp, p.links = rec.RespBytes, rs.links(rec)
 		return nil
 	case runfmt.PhaseWarmup:
 		rs.exp(rec.Experiment, rec.Transport).warmup++
@@ -207,7 +233,7 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		e.completed++
 		e.bytes += length + rec.RespBytes
 		e.last = max(e.last, done)
-		x := sample{length: length, rtt: rtt}
+		x := sample{length: length, rtt: rtt, resp: int32(min(rec.RespBytes, math.MaxInt32)), links: rs.links(rec)}
 		var err error
 		if x.reqOut, err = sinceIntended(rec.ReqOutNs, "req_out_ns", intended, done); err != nil {
 			return err
@@ -230,6 +256,15 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		return fmt.Errorf("unknown status %q", rec.Status)
 	}
 	return nil
+}
+
+// links is how many links the RPC's request crosses, 0 when unknown.
+func (rs *recordSet) links(rec *runfmt.RPC) uint8 {
+	if rs.fabric == nil {
+		return 0
+	}
+	server, _, _ := strings.Cut(rec.Server, ":")
+	return uint8(rs.fabric.LinksBetween(rs.switchOf[rec.Client], rs.switchOf[server]))
 }
 
 func (rs *recordSet) exp(name, transport string) *expRecords {

@@ -47,6 +47,8 @@ type Experiment struct {
 	// SendLag is sent_ns - intended_ns of the RPCs that were sent.
 	SendLag     Percentiles  `json:"send_lag_us"`
 	Calibration *Calibration `json:"calibration"`
+	// Ideal is the baseline of every slowdown but own_s50/own_s99.
+	Ideal *Ideal `json:"ideal"`
 	Switch      SwitchStats  `json:"switch"`
 	Links       []LinkStats  `json:"links"`
 	// MeanLinkUtil is the mean of links[].mean_util over the ports with a
@@ -110,6 +112,10 @@ type SizeRow struct {
 	S50CI     Interval `json:"s50_ci"`
 	S99CI     Interval `json:"s99_ci"`
 	S999CI    Interval `json:"s999_ci"`
+	// OwnS50 and OwnS99 are slowdown against the transport's own unloaded
+	// RTT (its calibration), where S50 and S99 use the ideal RTT.
+	OwnS50 *float64 `json:"own_s50"`
+	OwnS99 *float64 `json:"own_s99"`
 	// ReqOut is the time from the intended send to the request's last
 	// byte leaving (Homa: after its grants), FirstResp to the response's
 	// first byte arriving, in µs, over the bucket's RPCs whose transport
@@ -133,7 +139,25 @@ type Percentiles struct {
 	P999CI Interval `json:"p999_ci"`
 }
 
-// Calibration describes the unloaded RTTs slowdown was computed against.
+// Ideal describes the ideal RTT that slowdown divides by: BaseRTTus, the
+// unloaded RTT of a BaseRequest-byte request with a BaseResponse-byte
+// response over BaseLinks links each way, plus each message's time on the
+// wire beyond the base's at LinkBps, with HeaderBytes of headers and
+// FrameOverhead of framing per packet of at most MTU bytes.
+type Ideal struct {
+	BaseRTTus     float64 `json:"base_rtt_us"`
+	BaseRequest   int64   `json:"base_request_bytes"`
+	BaseResponse  int64   `json:"base_response_bytes"`
+	BaseLinks     int     `json:"base_links"`
+	Source        string  `json:"source"`
+	LinkBps       float64 `json:"link_bps"`
+	MTU           int     `json:"mtu"`
+	FrameOverhead int     `json:"frame_overhead_bytes"`
+	HeaderBytes   int     `json:"header_bytes"`
+}
+
+// Calibration describes the transport's own unloaded RTTs (the second
+// baseline, own_s50 and own_s99).
 type Calibration struct {
 	Experiment string `json:"experiment"`
 	Lengths    int    `json:"lengths"`

@@ -42,6 +42,19 @@ type synthRun struct {
 // plus 8 ns per byte (1 Gbit/s).
 func synthBase(length int64) float64 { return 10_000 + 8*float64(length) }
 
+// synthIdeal is the ideal RTT of a request of l bytes with the synthetic
+// 100-byte response, computed by hand from docs/reports.md: the base is the
+// smallest calibrated RPC (calMin bytes), every message crosses 2 links at
+// 1 Gbit/s (8 ns a byte), packets carry at most 1460 bytes and 78 bytes of
+// headers and framing, and the second link adds one first packet.
+func synthIdeal(l, calMin int64) float64 {
+	onWire := func(n int64) float64 {
+		pkts := max((n+1459)/1460, 1)
+		return float64(n+78*pkts) + float64(min(n, 1460)+78)
+	}
+	return synthBase(calMin) + 8*(onWire(l)-onWire(calMin))
+}
+
 // trueQuantile is the q-quantile of base + Exp(mean).
 func trueQuantile(base, mean, q float64) float64 { return base + mean*(-math.Log1p(-q)) }
 

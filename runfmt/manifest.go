@@ -32,11 +32,58 @@ type Manifest struct {
 	GitCommit string            `json:"git_commit"`
 	Machine   Machine           `json:"machine"`
 	LinkBps   uint64            `json:"link_bps"`
-	Seeds     []uint64          `json:"seeds"`
+	// Fabric describes the emulated network for the ideal RTT slowdown
+	// divides by; nil in runs written before it existed.
+	Fabric *Fabric  `json:"fabric,omitempty"`
+	Seeds  []uint64 `json:"seeds"`
 	// Calibration maps a transport to the outcome of its calibration.
 	Calibration map[string]Calibration `json:"calibration,omitempty"`
 	Fidelity    []string               `json:"fidelity"`
 	Experiments []Experiment           `json:"experiments"`
+}
+
+// Fabric is the network as an ideal transport would see it: link rate,
+// packet sizes and who is behind which switch.
+type Fabric struct {
+	LinkBps uint64 `json:"link_bps"`
+	MTU     int    `json:"mtu"`
+	// FrameOverhead is what a packet takes on a link beyond its IP packet
+	// (Ethernet header, FCS, preamble and gap: what the switch's shaper
+	// charges).
+	FrameOverhead int `json:"frame_overhead_bytes"`
+	// Hosts lists every host with its address and its top-of-rack switch.
+	Hosts []FabricHost `json:"hosts"`
+	// InterSwitchLinks is how many links a packet crosses between two
+	// top-of-rack switches (2 in a leaf-spine: leaf, spine, leaf).
+	InterSwitchLinks int `json:"inter_switch_links"`
+}
+
+// FabricHost is one host of the fabric.
+type FabricHost struct {
+	Name   string `json:"name"`
+	IP     string `json:"ip"`
+	Switch string `json:"switch"`
+}
+
+// SwitchOf maps each host's name and its address to its switch.
+func (f *Fabric) SwitchOf() map[string]string {
+	m := make(map[string]string, 2*len(f.Hosts))
+	for _, h := range f.Hosts {
+		m[h.Name], m[h.IP] = h.Switch, h.Switch
+	}
+	return m
+}
+
+// LinksBetween returns how many links a packet crosses from a host behind
+// switch sa to one behind sb, or 0 when either is unknown.
+func (f *Fabric) LinksBetween(sa, sb string) int {
+	switch {
+	case sa == "" || sb == "":
+		return 0
+	case sa == sb:
+		return 2
+	}
+	return 2 + f.InterSwitchLinks
 }
 
 // Machine describes the host the run used.
