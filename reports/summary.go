@@ -48,9 +48,9 @@ type Experiment struct {
 	SendLag     Percentiles  `json:"send_lag_us"`
 	Calibration *Calibration `json:"calibration"`
 	// Ideal is the baseline of every slowdown but own_s50/own_s99.
-	Ideal *Ideal `json:"ideal"`
-	Switch      SwitchStats  `json:"switch"`
-	Links       []LinkStats  `json:"links"`
+	Ideal  *Ideal      `json:"ideal"`
+	Switch SwitchStats `json:"switch"`
+	Links  []LinkStats `json:"links"`
 	// MeanLinkUtil is the mean of links[].mean_util over the ports with a
 	// known rate: on a star, the hosts' downlinks. Null without telemetry.
 	MeanLinkUtil *float64 `json:"mean_link_util"`
