@@ -288,6 +288,9 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 		}
 	}
 
+	e.digest = cperfDigest(s, slows)
+	e.samples, e.clients = s, er.clients
+
 	// Buckets: sorting each bucket's slice in place keeps one copy.
 	bounds, binning := bucketBounds(s, c)
 	e.Binning = binning

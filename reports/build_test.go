@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -211,26 +210,7 @@ func checkOutputs(t *testing.T, dir string, sum *Summary) {
 		}
 	}
 	for _, e := range sum.Experiments {
-		f, err := os.Open(filepath.Join(dir, fileStem(e.Name)+".data"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		rows := 0
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "#") {
-				continue
-			}
-			if n := len(strings.Fields(line)); n != 9 {
-				t.Errorf("%s.data: %d columns in %q, want 9", e.Name, n, line)
-			}
-			rows++
-		}
-		f.Close()
-		if rows != len(e.BySize) {
-			t.Errorf("%s.data: %d rows, want %d", e.Name, rows, len(e.BySize))
-		}
+		checkCperf(t, dir, e)
 		for _, ext := range []string{"_cdf.data", ".hgrm"} {
 			if _, err := os.Stat(filepath.Join(dir, fileStem(e.Name)+ext)); err != nil {
 				t.Error(err)

@@ -96,39 +96,6 @@ func csvField(s string) string {
 	return s
 }
 
-// writeCperfData writes HomaModule cperf's digest columns, whitespace
-// separated, RTTs in microseconds.
-func writeCperfData(path string, e *Experiment) error {
-	return writeFile(path, func(w io.Writer) error {
-		fmt.Fprintf(w, "# Experiment %s (%s), %d completed RPCs, %s bins; RTT percentiles in usec, slowdown vs calibrated unloaded RTT\n",
-			e.Name, e.Transport, e.RPCs.Completed, e.Binning)
-		fmt.Fprintln(w, "# length cum_frac samples p50 p99 p999 s50 s99 s999")
-		for _, r := range e.BySize {
-			_, err := fmt.Fprintf(w, "%d %.6f %d %.1f %.1f %.1f %s %s %s\n",
-				r.Length, r.CumFrac, r.Samples, r.P50us, r.P99us, r.P999us,
-				num(r.S50, 2), num(r.S99, 2), num(r.S999, 2))
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// writeCCDF writes the short-message CCDF as two columns.
-func writeCCDF(path string, e *Experiment) error {
-	return writeFile(path, func(w io.Writer) error {
-		fmt.Fprintf(w, "# Experiment %s: CCDF of RTT for requests <= %d bytes (%d RPCs)\n", e.Name, e.Short.MaxLength, e.Short.Count)
-		fmt.Fprintln(w, "# rtt_us frac_greater")
-		for _, p := range e.ccdf {
-			if _, err := fmt.Fprintf(w, "%.2f %.8f\n", p.x, p.y); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // writeOutputs writes every export of an analysis into dir.
 func writeOutputs(dir string, a *analysis) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -150,6 +117,9 @@ func writeOutputs(dir string, a *analysis) error {
 			if err := writeCCDF(filepath.Join(dir, stem+"_cdf.data"), e); err != nil {
 				return err
 			}
+		}
+		if err := writeRTTs(dir, e); err != nil {
+			return err
 		}
 		if h := a.hists[e.Name]; h != nil {
 			err := writeFile(filepath.Join(dir, stem+".hgrm"), func(w io.Writer) error {

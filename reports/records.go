@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/homatb/homatb/runfmt"
@@ -25,7 +26,8 @@ type sample struct {
 	// request's last byte out and to the response's first byte, as the
 	// transport reported them (req_out_ns, first_resp_ns); 0 when it did not.
 	reqOut, firstResp int64
-	resp              int32 // response bytes
+	resp              int32  // response bytes
+	client            uint16 // index into the experiment's clients
 	// links is how many links the request crosses to its server (0:
 	// unknown); the response crosses as many back.
 	links uint8
@@ -54,6 +56,7 @@ type expRecords struct {
 	first    int64 // earliest intended_ns
 	last     int64 // latest done_ns
 	failures map[string]int64
+	clients  []string // client hosts, in first-seen order
 }
 
 // recordSet is everything read from rpcs.csv.
@@ -233,7 +236,8 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		e.completed++
 		e.bytes += length + rec.RespBytes
 		e.last = max(e.last, done)
-		x := sample{length: length, rtt: rtt, resp: int32(min(rec.RespBytes, math.MaxInt32)), links: rs.links(rec)}
+		x := sample{length: length, rtt: rtt, resp: int32(min(rec.RespBytes, math.MaxInt32)), links: rs.links(rec),
+			client: e.clientIndex(rec.Client)}
 		var err error
 		if x.reqOut, err = sinceIntended(rec.ReqOutNs, "req_out_ns", intended, done); err != nil {
 			return err
@@ -265,6 +269,19 @@ func (rs *recordSet) links(rec *runfmt.RPC) uint8 {
 	}
 	server, _, _ := strings.Cut(rec.Server, ":")
 	return uint8(rs.fabric.LinksBetween(rs.switchOf[rec.Client], rs.switchOf[server]))
+}
+
+// clientIndex returns the index of a client host in e.clients, adding it
+// when new; past 65,535 clients every further one shares the last index.
+func (e *expRecords) clientIndex(host string) uint16 {
+	if i := slices.Index(e.clients, host); i >= 0 {
+		return uint16(i)
+	}
+	if len(e.clients) == math.MaxUint16 {
+		return math.MaxUint16 - 1
+	}
+	e.clients = append(e.clients, host)
+	return uint16(len(e.clients) - 1)
 }
 
 func (rs *recordSet) exp(name, transport string) *expRecords {

@@ -63,6 +63,11 @@ type Experiment struct {
 	ccdf   []point
 	series []switchSeries
 	active map[string][]point // host -> active messages over time
+	// digest is the cperf-style digest (<experiment>.data); samples and
+	// clients the completed RPCs for the cperf .rtts files.
+	digest  []cperfRow
+	samples []sample
+	clients []string
 }
 
 // RPCCounts counts measure-phase RPCs by final status. The books balance
