@@ -1,6 +1,107 @@
 package testbed
 
-import "math"
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// calibrate measures the unloaded RTT of each calibration size for each
+// transport between the first two hosts, one RPC at a time. The records
+// enter rpcs.csv as experiment calibrate-<transport> (the slowdown
+// baseline), and Homa's unscheduled bytes become RTTbytes derived from the
+// smallest size's RTT (see unschedBytes).
+func (r *run) calibrate(ctx context.Context) error {
+	s := r.plan.Base
+	hosts := r.layout.Hosts
+	server, client := hosts[0], hosts[1]
+	target := fmt.Sprintf("%s:%d", server.IP, ServerPort)
+	for _, t := range distinctTransports(r.plan) {
+		name := runfmt.CalibrationExperiment(t.Name)
+		r.prog.begin(name)
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}}
+		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
+		for _, size := range s.Calibration.Sizes {
+			exp := fmt.Sprintf("%s-%d", name, size)
+			// A fresh server per size, like the fresh client: no transport
+			// state (RPC ids) carries over from the previous size.
+			if err := sa.configure(ctx, r.configureRequest(t, s, exp+"-server", "calibrate", server, true, nil)); err != nil {
+				return err
+			}
+			// Bound each size by time too, generously: samples x (RTT at
+			// the link rate + 20 ms of software) + 2 s.
+			perRPC := time.Duration(float64(size)*8/float64(s.Link.Rate)*float64(time.Second)) + 20*time.Millisecond
+			bound := time.Duration(s.Calibration.Samples)*perRPC + 2*time.Second
+			w := &agentpb.Workload{
+				Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
+				Targets: []string{target}, ResponseBytes: 0, Seed: s.Seed,
+				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
+			}
+			if err := ca.configure(ctx, r.configureRequest(t, s, exp, "calibrate", client, false, w)); err != nil {
+				return err
+			}
+			if err := ca.start(ctx); err != nil {
+				return fmt.Errorf("%s: %w", exp, err)
+			}
+			if err := waitIssued(ctx, ca, uint64(s.Calibration.Samples), bound+time.Second); err != nil {
+				return fmt.Errorf("%s: %w", exp, err)
+			}
+			if _, err := ca.stop(ctx, 500*time.Millisecond); err != nil {
+				return fmt.Errorf("%s: %w", exp, err)
+			}
+			var buf bytes.Buffer
+			if err := ca.fetch(ctx, exp, &buf); err != nil {
+				return err
+			}
+			_, rtts, err := r.records.appendCSV(buf.Bytes(), name)
+			if err != nil {
+				return err
+			}
+			if len(rtts) == 0 {
+				return fmt.Errorf("%s: no RPC completed between %s and %s (is the switch forwarding? see logs/)", exp, client.Name, server.Name)
+			}
+			cal.RTTus[size] = median(rtts)
+		}
+		if t.Name == scenario.TransportHoma {
+			cal.UnschedBytes = unschedBytes(uint64(s.Link.Rate), cal.RTTus[smallest(cal.RTTus)], s.Link.MTU)
+		}
+		r.calib[t.Name] = cal
+		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
+			return err
+		}
+		r.log.Info("calibrated", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
+		r.prog.step(name, false)
+	}
+	return nil
+}
+
+// waitIssued polls an agent until it has issued n RPCs and none is in
+// flight, or until timeout.
+func waitIssued(ctx context.Context, a agentAPI, n uint64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		st, err := a.status(ctx)
+		if err != nil {
+			return err
+		}
+		c := st.GetCounters()
+		if c.GetIssued() >= n && c.GetInFlight() == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil // the Stop that follows records what is still in flight
+}
 
 // unschedBytes is Homa's RTTbytes for a link: what the link carries while
 // a full-size DATA packet travels to the receiver and its grant comes back

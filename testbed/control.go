@@ -14,20 +14,21 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// controllerTopology describes the layout to the controller.
-func controllerTopology(n *topo.Network, s *scenario.Scenario, addrs map[string]string, bmv2JSON string, thrift map[string]int) (*controller.Topology, error) {
+// controllerTopology describes the layout, with its switches' assigned
+// ports, to the controller.
+func controllerTopology(n *topo.Network, s *scenario.Scenario, bmv2JSON string) (*controller.Topology, error) {
 	t := &controller.Topology{Pipeline: controller.Pipeline{BMv2JSON: bmv2JSON}}
 	target := controller.TargetEmbedded
 	if s.Switch.Target == scenario.TargetBMv2 {
 		target = controller.TargetBMv2
 	}
 	for _, sw := range n.Switches {
-		cs := controller.Switch{Name: sw.Name, DeviceID: sw.DeviceID, Address: addrs[sw.Name], Ports: sw.Ports, Target: target}
+		cs := controller.Switch{Name: sw.Name, DeviceID: sw.DeviceID, Address: sw.Address(), Ports: sw.Ports, Target: target}
 		if target == controller.TargetBMv2 {
 			// BMv2 shapes queues in packets per second: the link rate in
 			// MTU-sized frames.
 			cs.BMv2 = controller.BMv2Queues{RatePPS: int(float64(s.Link.Rate) / 8 / float64(s.Link.MTU+38)), DepthPkts: s.Switch.QueueDepthPkts,
-				ThriftPort: thrift[sw.Name]}
+				ThriftPort: sw.ThriftPort}
 		}
 		t.Switches = append(t.Switches, cs)
 	}
@@ -76,12 +77,12 @@ type control struct {
 
 // connectAndProgram dials every switch, pushes tor.p4 and installs
 // forwarding, ARP proxy and the DSCP policy, verified by read-back.
-func connectAndProgram(ctx context.Context, n *Network, log *slog.Logger) (*control, error) {
-	t, err := controllerTopology(n.Layout, n.Scenario, n.SwitchAddr, n.BMv2JSON, n.ThriftPort)
+func connectAndProgram(ctx context.Context, n *topo.Network, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (*control, error) {
+	t, err := controllerTopology(n, s, bmv2JSON)
 	if err != nil {
 		return nil, err
 	}
-	pol, err := policy(n.Scenario)
+	pol, err := policy(s)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +114,10 @@ func (c *control) telemetry(ctx context.Context, exp string, interval time.Durat
 	return runErr
 }
 
+func (c *control) resetQueuePeaks(ctx context.Context) error {
+	return c.fabric.ResetQueuePeaks(ctx)
+}
+
 func (c *control) close() error {
-	if c == nil {
-		return nil
-	}
 	return c.fabric.Close()
 }

@@ -19,10 +19,11 @@ func TestControllerTopologyBMv2(t *testing.T) {
 	s := &scenario.Scenario{Switch: scenario.Switch{Target: scenario.TargetBMv2, QueueDepthPkts: 64},
 		Link: scenario.Link{Rate: 100e6, MTU: 1500}}
 	thrift := map[string]int{}
-	for i, sw := range l.Switches {
-		thrift[sw.Name] = 9100 + i
+	for i := range l.Switches {
+		l.Switches[i].ThriftPort = 9100 + i
+		thrift[l.Switches[i].Name] = 9100 + i
 	}
-	ct, err := controllerTopology(l, s, map[string]string{}, "/abs/build/tor.json", thrift)
+	ct, err := controllerTopology(l, s, "/abs/build/tor.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +21,6 @@ import (
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/cleanup"
-	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -55,17 +53,6 @@ type Options struct {
 // It starts once the network is torn down, so it does not delay cleanup.
 const InterruptReportTimeout = 20 * time.Second
 
-// Network is a built network as the controller sees it.
-type Network struct {
-	Layout   *topo.Network
-	Scenario *scenario.Scenario
-	// SwitchAddr maps switch names to their P4Runtime addresses.
-	SwitchAddr map[string]string
-	// BMv2 only: the tor.json the switches load and their Thrift ports.
-	BMv2JSON   string
-	ThriftPort map[string]int
-}
-
 // Result describes a finished (or stopped) run.
 type Result struct {
 	RunDir     string
@@ -85,81 +72,50 @@ func NewTag(runID string) string {
 // run is the state of one run.
 type run struct {
 	opt     Options
+	parts   parts
 	plan    *scenario.Plan
 	dir     string
 	tag     string
 	log     *slog.Logger
 	man     *Manifest
-	runner  *mn.Runner
-	net     *Network
+	runner  network
+	layout  *topo.Network
 	agents  agents
-	stats   map[string]*statsClient
+	stats   map[string]switchStats
 	records *recordsFile
 	prog    *progress
 	sockDir string
 	cancel  context.CancelCauseFunc
 	calib   map[string]runfmt.Calibration
-	ctl     *control
+	ctl     fabric
 }
 
 // Run executes a plan. It returns when the run has ended and its network
 // is gone; the error says why a run stopped early (the run directory then
 // holds what was measured, marked incomplete).
 func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
-	if opt.OutDir == "" {
-		opt.OutDir = "results"
-	}
-	if opt.Registry == "" {
-		opt.Registry = cleanup.DefaultRegistry
-	}
-	if opt.TeardownTimeout == 0 {
-		opt.TeardownTimeout = 6 * time.Second
-	}
-	runID := time.Now().UTC().Format("20060102-150405") + "-" + plan.Base.Name
-	dir := opt.RunDir
-	if dir == "" {
-		dir = filepath.Join(opt.OutDir, runID)
-	}
-	// A run appends to its CSV files as it goes: in a directory an earlier
-	// run left, the two would mix and the report would fail on it.
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return nil, fmt.Errorf("run directory %s is not empty (an earlier run's files would mix with this one's): choose another --run-dir or remove it", dir)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
-	}
-	absDir, err := filepath.Abs(dir)
+	return runWith(ctx, plan, opt, realParts())
+}
+
+// runWith is Run with the given parts. Its steps: prepare the run
+// directory and registration, execute (network, switches, agents,
+// calibration, experiments), tear down, mark the manifest, build the report.
+func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*Result, error) {
+	opt = opt.withDefaults()
+	r, logFile, err := newRun(plan, opt, p)
 	if err != nil {
 		return nil, err
-	}
-	logFile, err := os.Create(filepath.Join(absDir, "logs", "homatb.log"))
-	if err != nil {
-		return nil, fmt.Errorf("run log: %w", err)
 	}
 	defer logFile.Close()
-	var handler slog.Handler = slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})
-	if opt.Logger != nil {
-		handler = teeHandler{handler, opt.Logger.Handler()}
-	}
-	r := &run{
-		opt: opt, plan: plan, dir: absDir, tag: NewTag(runID),
-		log:   slog.New(handler).With("run", runID),
-		stats: map[string]*statsClient{}, calib: map[string]runfmt.Calibration{},
-	}
-	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
-	if err := r.man.save(); err != nil {
-		return nil, err
-	}
-	r.sockDir = agentSocketDir(absDir, r.tag)
-	reg := cleanup.Registration{Tag: r.tag, Run: runID, RunDir: absDir}
-	if r.sockDir != filepath.Join(absDir, "agents") {
+	reg := cleanup.Registration{Tag: r.tag, Run: r.man.Run, RunDir: r.dir}
+	if r.sockDir != filepath.Join(r.dir, "agents") {
 		reg.Dirs = []string{r.sockDir}
 	}
 	regPath, err := cleanup.Register(opt.Registry, reg)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{RunDir: absDir, Run: runID, Tag: r.tag, Manifest: r.man}
+	res := &Result{RunDir: r.dir, Run: r.man.Run, Tag: r.tag, Manifest: r.man}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	r.cancel = cancel
@@ -174,13 +130,80 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	tdErr := r.teardown()
 	_ = os.Remove(regPath)
 
+	res.Incomplete = r.markEnd(runErr, tdErr)
+	if !opt.NoReport && len(r.man.Experiments) > 0 {
+		if err := r.report(ctx); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	return res, errors.Join(runErr, tdErr)
+}
+
+func (opt Options) withDefaults() Options {
+	if opt.OutDir == "" {
+		opt.OutDir = "results"
+	}
+	if opt.Registry == "" {
+		opt.Registry = cleanup.DefaultRegistry
+	}
+	if opt.TeardownTimeout == 0 {
+		opt.TeardownTimeout = 6 * time.Second
+	}
+	return opt
+}
+
+// newRun creates the run directory, its log (returned for the caller to
+// close) and its first manifest.
+func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
+	runID := time.Now().UTC().Format("20060102-150405") + "-" + plan.Base.Name
+	dir := opt.RunDir
+	if dir == "" {
+		dir = filepath.Join(opt.OutDir, runID)
+	}
+	// A run appends to its CSV files as it goes: in a directory an earlier
+	// run left, the two would mix and the report would fail on it.
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, nil, fmt.Errorf("run directory %s is not empty (an earlier run's files would mix with this one's): choose another --run-dir or remove it", dir)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("run directory: %w", err)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	logFile, err := os.Create(filepath.Join(absDir, "logs", "homatb.log"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("run log: %w", err)
+	}
+	var handler slog.Handler = slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})
+	if opt.Logger != nil {
+		handler = teeHandler{handler, opt.Logger.Handler()}
+	}
+	r := &run{
+		opt: opt, parts: p, plan: plan, dir: absDir, tag: NewTag(runID),
+		log:   slog.New(handler).With("run", runID),
+		stats: map[string]switchStats{}, calib: map[string]runfmt.Calibration{},
+	}
+	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
+	if err := r.man.save(); err != nil {
+		_ = logFile.Close()
+		return nil, nil, err
+	}
+	r.sockDir = agentSocketDir(absDir, r.tag)
+	return r, logFile, nil
+}
+
+// markEnd records in the manifest how the run ended and returns whether it
+// is incomplete: stopped early, an experiment incomplete or not run.
+func (r *run) markEnd(runErr, tdErr error) bool {
 	incomplete := runErr != nil
 	_ = r.man.update(func(m *Manifest) {
 		m.Ended = time.Now().UnixNano()
 		for _, e := range m.Experiments {
 			incomplete = incomplete || e.Incomplete
 		}
-		if len(m.Experiments) < len(plan.Experiments) {
+		if len(m.Experiments) < len(r.plan.Experiments) {
 			incomplete = true
 		}
 		m.Incomplete = incomplete
@@ -191,24 +214,25 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 			m.Fidelity = append(m.Fidelity, "teardown: "+tdErr.Error())
 		}
 	})
-	res.Incomplete = incomplete
-	// The report is built from whatever was measured, also after an
-	// interrupt (the network is gone by now). Then it gets a short bound,
-	// since the user asked to stop; `homatb report DIR` rebuilds it.
-	if !opt.NoReport && len(r.man.Experiments) > 0 {
-		limit := 2 * time.Minute
-		if ctx.Err() != nil {
-			limit = InterruptReportTimeout
-			r.log.Info("building the report from what was measured", "limit", limit)
-		}
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
-		if _, err := reports.Build(rctx, absDir, reports.WithLogger(r.log)); err != nil {
-			r.log.Error("report", "err", err)
-			runErr = errors.Join(runErr, fmt.Errorf("report: %w", err))
-		}
-		rcancel()
+	return incomplete
+}
+
+// report builds the report from whatever was measured, also after an
+// interrupt (the network is gone by now). Then it gets a short bound,
+// since the user asked to stop; `homatb report DIR` rebuilds it.
+func (r *run) report(ctx context.Context) error {
+	limit := 2 * time.Minute
+	if ctx.Err() != nil {
+		limit = InterruptReportTimeout
+		r.log.Info("building the report from what was measured", "limit", limit)
 	}
-	return res, errors.Join(runErr, tdErr)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer rcancel()
+	if _, err := reports.Build(rctx, r.dir, reports.WithLogger(r.log)); err != nil {
+		r.log.Error("report", "err", err)
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
 }
 
 // agentSocketDir is where agents' control sockets live: in the run
@@ -222,22 +246,17 @@ func agentSocketDir(runDir, tag string) string {
 	return filepath.Join(os.TempDir(), "homatb-"+tag)
 }
 
-// execute is the part of the run that teardown undoes.
+// execute is the part of the run that teardown undoes: lay out and build
+// the network, program the switches, start the agents, calibrate and run
+// every experiment in turn.
 func (r *run) execute(ctx context.Context) error {
 	s := r.plan.Base
 	layout, err := topo.Layout(s.Topology, r.tag)
 	if err != nil {
 		return err
 	}
-	planned := []time.Duration{}
-	for range distinctTransports(r.plan) {
-		planned = append(planned, time.Duration(len(s.Calibration.Sizes))*2*time.Second)
-	}
-	for _, e := range r.plan.Experiments {
-		sc := e.Scenario
-		planned = append(planned, sc.Warmup.D()+sc.Duration.D()+sc.Drain.D()+2*time.Second)
-	}
-	r.prog = newProgress(r.opt.Progress, planned)
+	r.layout = layout
+	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))
 	defer r.prog.finish()
 
 	r.prog.message("run %s (tag %s): %s", r.man.Run, r.tag, r.dir)
@@ -246,29 +265,15 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	defer mlog.Close()
-	r.runner, err = mn.Start(ctx, mn.Options{
-		Dir: filepath.Join(r.dir, "mininet"), Log: mlog,
-		Env: []string{cleanup.EnvTag + "=" + r.tag, "HOMATB_OWNER=" + strconv.Itoa(os.Getpid())},
-	})
-	if err != nil {
+	if err := r.startNetwork(ctx, mlog); err != nil {
 		return err
 	}
-	go r.watch(ctx)
-
-	r.net = &Network{Layout: layout, Scenario: s, SwitchAddr: map[string]string{}, ThriftPort: map[string]int{}}
-	spec, err := r.buildSpec(layout)
+	bmv2JSON, err := r.buildNetwork(ctx)
 	if err != nil {
 		return err
-	}
-	r.log.Info("building network", "hosts", len(layout.Hosts), "switches", len(layout.Switches))
-	bctx, bcancel := context.WithTimeout(ctx, 90*time.Second)
-	_, err = r.runner.Build(bctx, spec)
-	bcancel()
-	if err != nil {
-		return fmt.Errorf("build network (see logs/mininet.log): %w", err)
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
-	r.ctl, err = connectAndProgram(pctx, r.net, r.log.With("part", "controller"))
+	r.ctl, err = r.parts.program(pctx, layout, s, bmv2JSON, r.log.With("part", "controller"))
 	pcancel()
 	if err != nil {
 		return fmt.Errorf("program switches (see logs/s*.log): %w", err)
@@ -276,7 +281,7 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.startAgents(ctx, layout); err != nil {
 		return err
 	}
-	if err := r.records0(); err != nil {
+	if r.records, err = createRecords(filepath.Join(r.dir, "rpcs.csv")); err != nil {
 		return err
 	}
 	if !s.Calibration.Skip {
@@ -295,212 +300,18 @@ func (r *run) execute(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) records0() error {
-	var err error
-	r.records, err = createRecords(filepath.Join(r.dir, "rpcs.csv"))
-	return err
-}
-
-// watch turns an unexpected process exit into the end of the run.
-func (r *run) watch(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-r.runner.Events():
-			if !ok {
-				r.cancel(errors.New("mininet runner ended unexpectedly (see logs/mininet.log)"))
-				return
-			}
-			if ev.Event == "exit" && !ev.Stopping {
-				r.log.Error("process exited", "name", ev.Name, "rc", ev.RC)
-				r.cancel(fmt.Errorf("%s exited with code %d during the run (see logs/%s.log)", ev.Name, ev.RC, ev.Name))
-				return
-			}
-		}
+// plannedDurations are the expected lengths of the run's steps, for the
+// progress bar's ETA: one per calibrated transport, one per experiment.
+func plannedDurations(p *scenario.Plan) []time.Duration {
+	planned := []time.Duration{}
+	for range distinctTransports(p) {
+		planned = append(planned, time.Duration(len(p.Base.Calibration.Sizes))*2*time.Second)
 	}
-}
-
-// buildSpec turns the layout into the runner's build request.
-func (r *run) buildSpec(n *topo.Network) (mn.Spec, error) {
-	s := r.plan.Base
-	spec := mn.Spec{Tag: n.Tag, MTU: s.Link.MTU, Shaper: s.Link.Shaper, BWMbit: float64(s.Link.Rate) / 1e6,
-		Env: map[string]string{cleanup.EnvTag: n.Tag}}
-	for _, h := range n.Hosts {
-		spec.Hosts = append(spec.Hosts, mn.HostSpec{Name: h.Name, Node: h.Node, IP: fmt.Sprintf("%s/%d", h.IP, h.Prefix), MAC: h.MAC})
-		spec.Links = append(spec.Links, mn.LinkSpec{A: h.Name, APort: 0, AIntf: h.Intf, B: h.Switch, BPort: h.Port, BIntf: h.SwitchIntf, ShapeA: true})
+	for _, e := range p.Experiments {
+		sc := e.Scenario
+		planned = append(planned, sc.Warmup.D()+sc.Duration.D()+sc.Drain.D()+2*time.Second)
 	}
-	for _, l := range n.Links {
-		a, b := n.Switches[switchIndex(n, l.A)], n.Switches[switchIndex(n, l.B)]
-		spec.Links = append(spec.Links, mn.LinkSpec{A: l.A, APort: l.APort, AIntf: a.Intfs[l.APort], B: l.B, BPort: l.BPort, BIntf: b.Intfs[l.BPort]})
-	}
-	kind := "homatb"
-	if s.Switch.Target == scenario.TargetBMv2 {
-		kind = "bmv2"
-	}
-	for _, sw := range n.Switches {
-		port, err := freePort()
-		if err != nil {
-			return spec, err
-		}
-		admin := filepath.Join(r.sockDir, sw.Name+"-admin.sock")
-		if err := os.MkdirAll(r.sockDir, 0o755); err != nil {
-			return spec, err
-		}
-		ss := mn.SwitchSpec{
-			Name: sw.Name, Node: sw.Node, Kind: kind, Binary: r.opt.Binary, DeviceID: sw.DeviceID, GRPCPort: port,
-			LinkBps: uint64(s.Link.Rate), QueueDepthPkts: s.Switch.QueueDepthPkts,
-			StatsFile: filepath.Join(r.dir, "switch", sw.Name+"-final.json"),
-			LogFile:   filepath.Join(r.dir, "logs", sw.Name+".log"), AdminSocket: admin,
-			ExtraArgs: switchBufferArgs(s.Switch),
-		}
-		if s.Switch.Pcap {
-			ss.PcapDir = filepath.Join(r.dir, "pcap")
-			if err := os.MkdirAll(ss.PcapDir, 0o755); err != nil {
-				return spec, err
-			}
-		}
-		if err := os.MkdirAll(filepath.Join(r.dir, "switch"), 0o755); err != nil {
-			return spec, err
-		}
-		if kind == "bmv2" {
-			if ss.BMv2JSON, err = filepath.Abs(BMv2JSONPath); err != nil {
-				return spec, err
-			}
-			if ss.ThriftPort, err = freePort(); err != nil {
-				return spec, err
-			}
-			r.net.BMv2JSON = ss.BMv2JSON
-			r.net.ThriftPort[sw.Name] = ss.ThriftPort
-		}
-		spec.Switches = append(spec.Switches, ss)
-		r.net.SwitchAddr[sw.Name] = "127.0.0.1:" + strconv.Itoa(port)
-		r.stats[sw.Name] = newStatsClient(sw.Name, admin)
-	}
-	return spec, nil
-}
-
-// switchBufferArgs turns the scenario's byte limits and buffer into the
-// embedded switch's flags (validation keeps them off BMv2).
-func switchBufferArgs(sw scenario.Switch) []string {
-	var args []string
-	add := func(flag string, v int64) {
-		if v > 0 {
-			args = append(args, flag, strconv.FormatInt(v, 10))
-		}
-	}
-	b := sw.Buffer
-	add("--queue-depth-bytes", int64(sw.QueueDepthBytes))
-	add("--shared-buffer-bytes", int64(b.SharedBytes))
-	if b.Alpha > 0 {
-		args = append(args, "--shared-alpha", strconv.FormatFloat(b.Alpha, 'g', -1, 64))
-	}
-	add("--port-buffer-bytes", int64(b.PortBytes))
-	add("--port-buffer-pkts", int64(b.PortPkts))
-	return args
-}
-
-func switchIndex(n *topo.Network, name string) int {
-	for i, s := range n.Switches {
-		if s.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// freePort asks the kernel for an unused loopback port. Another process
-// could take it before the switch binds; the switch then fails to start and
-// the build says so.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (r *run) startAgents(ctx context.Context, n *topo.Network) error {
-	if err := os.MkdirAll(r.sockDir, 0o755); err != nil {
-		return err
-	}
-	hosts := make([]string, 0, len(n.Hosts))
-	for _, h := range n.Hosts {
-		sock := filepath.Join(r.sockDir, h.Name+".sock")
-		_ = os.Remove(sock)
-		recDir := filepath.Join(r.dir, "agents", "records", h.Name)
-		if err := os.MkdirAll(recDir, 0o755); err != nil {
-			return err
-		}
-		name := "agent-" + h.Name
-		_, err := r.runner.Popen(ctx, name, h.Name, filepath.Join(r.dir, "logs", name+".log"), nil,
-			r.opt.Binary, "agent", "--socket", sock, "--name", h.Name, "--records-dir", recDir)
-		if err != nil {
-			return fmt.Errorf("start agent on %s: %w", h.Name, err)
-		}
-		hosts = append(hosts, h.Name)
-	}
-	for _, h := range hosts {
-		a, err := dialAgent(ctx, h, filepath.Join(r.sockDir, h+".sock"), r.runner.Exited())
-		if err != nil {
-			return fmt.Errorf("%w (see logs/agent-%s.log)", err, h)
-		}
-		r.agents.add(a)
-	}
-	r.log.Info("agents up", "hosts", len(hosts))
-	return nil
-}
-
-// teardown stops agents, the network and every process, and then checks by
-// tag that nothing is left, removing what is. It is bounded by
-// TeardownTimeout however the run ended.
-func (r *run) teardown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), r.opt.TeardownTimeout)
-	defer cancel()
-	var errs []error
-	if r.records != nil {
-		errs = append(errs, r.records.close())
-	}
-	if err := r.ctl.close(); err != nil {
-		r.log.Warn("controller close", "err", err)
-	}
-	actx, acancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-	r.agents.shutdown(actx)
-	acancel()
-	if r.runner != nil {
-		// Leave two seconds of the budget for the sweep below.
-		sctx, scancel := context.WithTimeout(ctx, max(r.opt.TeardownTimeout-3500*time.Millisecond, time.Second))
-		if err := r.runner.Stop(sctx); err != nil {
-			r.log.Warn("runner stop", "err", err)
-		}
-		scancel()
-	}
-	left, err := cleanup.Find(r.opt.Registry, r.tag)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, l := range left {
-		l.Alive = false // ours: the owner is this process
-		l.Files = nil   // the registration is removed by Run
-		if l.Empty() {
-			continue
-		}
-		r.log.Warn("removing leftovers", "what", l.String())
-		if err := cleanup.Remove(ctx, l, 500*time.Millisecond, true); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if r.sockDir != filepath.Join(r.dir, "agents") {
-		_ = os.RemoveAll(r.sockDir)
-	}
-	return errors.Join(errs...)
-}
-
-// runFidelity records a run-wide fidelity warning.
-func (r *run) runFidelity(msg string) {
-	r.log.Warn("fidelity", "msg", msg)
-	_ = r.man.update(func(m *Manifest) { m.Fidelity = append(m.Fidelity, msg) })
+	return planned
 }
 
 func distinctTransports(p *scenario.Plan) []scenario.Transport {
@@ -513,30 +324,4 @@ func distinctTransports(p *scenario.Plan) []scenario.Transport {
 		}
 	}
 	return out
-}
-
-// teeHandler sends records to two handlers.
-type teeHandler struct{ a, b slog.Handler }
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
-}
-
-func (t teeHandler) Handle(ctx context.Context, rec slog.Record) error {
-	var errs []error
-	if t.a.Enabled(ctx, rec.Level) {
-		errs = append(errs, t.a.Handle(ctx, rec.Clone()))
-	}
-	if t.b.Enabled(ctx, rec.Level) {
-		errs = append(errs, t.b.Handle(ctx, rec))
-	}
-	return errors.Join(errs...)
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
-}
-
-func (t teeHandler) WithGroup(name string) slog.Handler {
-	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
 }

@@ -1,7 +1,10 @@
 // Package topo lays out the emulated network of a scenario: node names
 // carrying the run tag, interface names, addresses, MACs and switch ports.
 // Everything is derived from the scenario and the tag, so the Mininet side,
-// the controller and the cleaner agree without asking each other.
+// the controller and the cleaner agree without asking each other. A run
+// adds the loopback ports its switch processes serve on (Switch.GRPCPort,
+// Switch.ThriftPort) and then derives the Mininet build request and the
+// controller's topology from this one description.
 package topo
 
 import (
@@ -43,6 +46,16 @@ type Switch struct {
 	Ports    []int
 	// Intfs maps each port to its root-namespace interface.
 	Intfs map[int]string
+	// GRPCPort is the loopback port of the switch's P4Runtime server and
+	// ThriftPort BMv2's simple_switch Thrift port (0 for the embedded
+	// switch). Layout leaves both 0; the run assigns free ports.
+	GRPCPort   int
+	ThriftPort int
+}
+
+// Address is the switch's P4Runtime server, host:port.
+func (s Switch) Address() string {
+	return "127.0.0.1:" + strconv.Itoa(s.GRPCPort)
 }
 
 // Link joins two switch ports.
@@ -124,6 +137,14 @@ func (n *Network) switchByName(name string) *Switch {
 		}
 	}
 	return nil
+}
+
+// Switch returns the named switch.
+func (n *Network) Switch(name string) (Switch, bool) {
+	if sw := n.switchByName(name); sw != nil {
+		return *sw, true
+	}
+	return Switch{}, false
 }
 
 func (n *Network) addPort(sw *Switch, port int) {

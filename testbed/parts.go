@@ -1,0 +1,104 @@
+package testbed
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/mn"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// The run drives four parts through the small interfaces below: the
+// emulated network (the Mininet runner), the agent in each host, each
+// switch's statistics and the controller. Run uses the real ones;
+// lifecycle_test.go drives a whole run through fakes, without root.
+
+// network is the Mininet runner as a run uses it (*mn.Runner).
+type network interface {
+	Build(ctx context.Context, s mn.Spec) (*mn.Built, error)
+	Popen(ctx context.Context, name, host, log string, env map[string]string, args ...string) (int, error)
+	// Events delivers process exits; it is closed when the runner ends.
+	Events() <-chan mn.Event
+	// Exited is closed when the runner process has ended.
+	Exited() <-chan struct{}
+	Stop(ctx context.Context) error
+}
+
+// agentAPI is one host's agent, the control API of hostagent (*agent).
+// Every method bounds its own call and names the host in its errors.
+type agentAPI interface {
+	status(ctx context.Context) (*agentpb.StatusReply, error)
+	configure(ctx context.Context, req *agentpb.ConfigureRequest) error
+	start(ctx context.Context) error
+	// stop ends the client workload after drain and returns its books.
+	stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error)
+	// fetch streams an experiment's records (rpcs.csv rows) into w.
+	fetch(ctx context.Context, exp string, w io.Writer) error
+	// followGauges samples the host's Homa gauges every interval until
+	// ctx ends.
+	followGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error)
+	// shutdown asks the agent to exit and closes the connection.
+	shutdown(ctx context.Context)
+}
+
+// switchStats is one switch's statistics endpoint (*statsClient).
+type switchStats interface {
+	// resetWindow restarts the peaks and delay percentiles.
+	resetWindow(ctx context.Context) error
+	// fetch returns the statistics document.
+	fetch(ctx context.Context) (runfmt.SwitchStats, error)
+}
+
+// fabric is the controller's side of the programmed switches (*control).
+type fabric interface {
+	// resetQueuePeaks restarts the queue peaks telemetry reports.
+	resetQueuePeaks(ctx context.Context) error
+	// telemetry samples every switch until ctx ends and appends the
+	// series to w as telemetry.csv rows.
+	telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error
+	close() error
+}
+
+// parts makes the parts of one run.
+type parts struct {
+	startNetwork func(ctx context.Context, opt mn.Options) (network, error)
+	// program connects to the built switches and programs them.
+	program func(ctx context.Context, n *topo.Network, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error)
+	// dialAgent waits for a started agent to serve on socket.
+	dialAgent func(ctx context.Context, host, socket string, exited <-chan struct{}) (agentAPI, error)
+	// switchStats reaches a switch's admin socket.
+	switchStats func(name, socket string) switchStats
+}
+
+// realParts are the processes and sockets of a real run.
+func realParts() parts {
+	return parts{
+		startNetwork: func(ctx context.Context, opt mn.Options) (network, error) {
+			r, err := mn.Start(ctx, opt)
+			if err != nil {
+				return nil, err // not a typed nil inside the interface
+			}
+			return r, nil
+		},
+		program: func(ctx context.Context, n *topo.Network, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error) {
+			c, err := connectAndProgram(ctx, n, s, bmv2JSON, log)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+		dialAgent: func(ctx context.Context, host, socket string, exited <-chan struct{}) (agentAPI, error) {
+			a, err := dialAgent(ctx, host, socket, exited)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
+		switchStats: func(name, socket string) switchStats { return newStatsClient(name, socket) },
+	}
+}

@@ -1,0 +1,105 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
+)
+
+// readSwitchStats reads every switch's statistics (none for those that fail).
+func (r *run) readSwitchStats(ctx context.Context) map[string]runfmt.SwitchStats {
+	out := map[string]runfmt.SwitchStats{}
+	for name, c := range r.stats {
+		m, err := c.fetch(ctx)
+		if err != nil {
+			r.log.Warn("switch stats", "switch", name, "err", err)
+			continue
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// collectSwitchStats writes switch/<experiment>/<switch>.json as
+// differences over the experiment and returns fidelity warnings.
+func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]runfmt.SwitchStats) []string {
+	var warn []string
+	end := r.readSwitchStats(ctx)
+	for name := range r.stats {
+		e, ok := end[name]
+		if !ok {
+			warn = append(warn, fmt.Sprintf("switch %s: statistics unavailable for this experiment", name))
+			continue
+		}
+		d := switchstats.Diff(start[name], e)
+		if err := runfmt.WriteSwitchStats(r.dir, exp, name, d); err != nil {
+			warn = append(warn, fmt.Sprintf("switch %s: %v", name, err))
+			continue
+		}
+		t := totals(d)
+		if t.kernelDrops > 0 {
+			warn = append(warn, fmt.Sprintf("switch %s fell behind: %d packets were lost in its sockets before it read them", name, t.kernelDrops))
+		}
+		if t.noBuffer > 0 || t.txErrors > 0 {
+			warn = append(warn, fmt.Sprintf("switch %s: %d packets without buffer, %d transmit errors", name, t.noBuffer, t.txErrors))
+		}
+	}
+	return warn
+}
+
+// waitQueuesEmpty waits until every switch queue is empty, so one
+// experiment's backlog does not spill into the next.
+func (r *run) waitQueuesEmpty(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		busy := false
+		for _, st := range r.readSwitchStats(ctx) {
+			for _, p := range st.Ports {
+				for _, q := range p.Queues {
+					busy = busy || q.DepthPkts > 0
+				}
+			}
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// startTelemetry runs the telemetry part for one experiment, appending to
+// telemetry.csv; the returned func stops it and waits.
+func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Duration) func() {
+	if r.ctl == nil {
+		return func() {}
+	}
+	path := filepath.Join(r.dir, runfmt.Telemetry().File)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		r.log.Warn("telemetry file", "err", err)
+		return func() {}
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.ctl.telemetry(tctx, exp, interval, f); err != nil {
+			r.log.Warn("telemetry", "experiment", exp, "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = f.Close()
+	}
+}
