@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
@@ -27,7 +28,7 @@ import (
 // wake-up of another thread) where this costs two: the request to the
 // server application and the response to the caller.
 type Endpoint struct {
-	cfg    Config
+	cfg    homaconf.Config
 	conn   Conn
 	log    *slog.Logger
 	local  netip.Addr
@@ -42,7 +43,7 @@ type Endpoint struct {
 	wg   sync.WaitGroup
 
 	// try is the Conn when it can be read without blocking (nil
-	// otherwise): by waiting goroutines when Config.Poll is on, and by the
+	// otherwise): by waiting goroutines when homaconf.Config.Poll is on, and by the
 	// pacer while it spins. polling marks the one that holds pollRx.
 	try     TryReader
 	polling atomic.Bool
@@ -125,7 +126,7 @@ func (e *Endpoint) handle(b *rxBatch, n int) (open, handedOff bool) {
 }
 
 // poll reads and handles packets in the calling goroutine until ready
-// reports true, ctx ends or Config.Poll has passed, so that a Call or
+// reports true, ctx ends or homaconf.Config.Poll has passed, so that a Call or
 // Receive about to sleep gets its packet without waking another thread.
 // It returns at once when polling is off or another goroutine polls.
 func (e *Endpoint) poll(ctx context.Context, ready func() bool) {
@@ -192,7 +193,7 @@ type command struct {
 // NewEndpoint starts an Endpoint on conn. On success it owns conn and
 // closes it in Close; on error the caller still owns it. A nil logger
 // discards logs.
-func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
+func NewEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint, error) {
 	e, err := newEndpoint(conn, cfg, logger)
 	if err != nil {
 		return nil, err
@@ -205,8 +206,8 @@ func NewEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 
 // newEndpoint builds an Endpoint without starting its goroutines, so
 // benchmarks can drive the protocol handlers directly.
-func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) {
-	cfg, err := cfg.withDefaults()
+func newEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint, error) {
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 	for i := range l.tx {
 		l.tx[i].Buf = make([]byte, 0, cfg.MTU)
 	}
-	l.pkt = cfg.payloadPerPacket()
+	l.pkt = cfg.PayloadPerPacket()
 	l.prios = cfg.Priorities
 	l.ctrlPrio = uint8(cfg.Priorities - 1)
 	l.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
@@ -255,7 +256,7 @@ func newEndpoint(conn Conn, cfg Config, logger *slog.Logger) (*Endpoint, error) 
 }
 
 // Config returns the Endpoint's configuration with defaults filled in.
-func (e *Endpoint) Config() Config { return e.cfg }
+func (e *Endpoint) Config() homaconf.Config { return e.cfg }
 
 // LocalAddr is the address the Endpoint sends from.
 func (e *Endpoint) LocalAddr() netip.Addr { return e.local }

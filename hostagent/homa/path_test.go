@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
@@ -32,7 +33,7 @@ type dataPath struct {
 }
 
 func newDataPath(tb testing.TB) *dataPath {
-	e, err := newEndpoint(&sinkConn{}, Config{}, nil)
+	e, err := newEndpoint(&sinkConn{}, homaconf.Config{}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -131,11 +132,11 @@ func (c *pipeConn) Close() error          { return nil }
 func BenchmarkRPCPath(b *testing.B) {
 	ca, sa := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	cc, sc := &pipeConn{addr: ca}, &pipeConn{addr: sa}
-	c, err := newEndpoint(cc, Config{LinkBps: 10e9}, nil)
+	c, err := newEndpoint(cc, homaconf.Config{LinkBps: 10e9}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := newEndpoint(sc, Config{LinkBps: 10e9}, nil)
+	s, err := newEndpoint(sc, homaconf.Config{LinkBps: 10e9}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

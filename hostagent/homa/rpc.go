@@ -79,7 +79,7 @@ func (r *rpc) senderID() uint64 {
 type callInfo struct {
 	sent, requestSent, firstResponse, done, firstGrant, lastGrant time.Duration
 	grantsReceived, grantsSent, resends, retransmits, restarts    int32
-	// grants is every GRANT of the Call with Config.TraceGrants (a
+	// grants is every GRANT of the Call with homaconf.Config.TraceGrants (a
 	// pointer: untraced RPCs stay within Go's 512 B size class).
 	grants *[]grantEvent
 }
@@ -117,7 +117,7 @@ type CallInfo struct {
 	// DATA packets sent again, Restarts the RPC_UNKNOWN restarts.
 	Resends, Retransmits, Restarts int
 	// Grants lists every GRANT of the Call in the order they were sent or
-	// received, with Config.TraceGrants; nil without.
+	// received, with homaconf.Config.TraceGrants; nil without.
 	Grants []GrantEvent
 }
 

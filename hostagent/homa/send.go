@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
@@ -32,7 +33,7 @@ func (e *Endpoint) txCommit(now time.Duration, buf []byte, addr netip.Addr, t wi
 	e.c.txPkts[t.Index()][prio].Add(1)
 	e.c.txBytes.Add(uint64(len(buf)))
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	l.linkIdle = max(l.linkIdle, now) + wireTime(len(buf)+ipHeaderLen+e.cfg.FrameOverhead, e.cfg.LinkBps*99/100)
+	l.linkIdle = max(l.linkIdle, now) + wireTime(len(buf)+homaconf.IPHeaderLen+e.cfg.FrameOverhead, e.cfg.LinkBps*99/100)
 }
 
 // flush hands the queued packets to the Conn.
@@ -271,4 +272,9 @@ func (e *Endpoint) sendCutoffs(now time.Duration, p *peer, c *wire.Common) {
 	p.cutoffTick = l.tick + 1 // +1 so that the zero value means "never"
 	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort}, Cutoffs: l.cut.cut, Version: l.cut.version}
 	e.txCommit(now, wire.AppendCutoffs(e.txBuf(), &cp), p.addr, wire.TypeCutoffs, l.ctrlPrio)
+}
+
+// wireTime is how long n bytes occupy a link of bps.
+func wireTime(n int, bps uint64) time.Duration {
+	return time.Duration(uint64(n) * 8 * uint64(time.Second) / bps)
 }

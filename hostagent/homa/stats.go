@@ -42,7 +42,7 @@ type Stats struct {
 	TxBytes, RxBytes     uint64
 	// TxBatches and RxBatches count syscalls (or in-memory batches);
 	// PolledBatches are the receive batches a waiting Call or Receive
-	// read itself (Config.Poll), SpinBatches those the pacer read while
+	// read itself (homaconf.Config.Poll), SpinBatches those the pacer read while
 	// it spun.
 	TxBatches, RxBatches, PolledBatches, SpinBatches uint64
 	// GrantsByPriority counts GRANTs sent, by priority; FIFOGrants those
