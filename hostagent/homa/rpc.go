@@ -73,9 +73,9 @@ func (r *rpc) senderID() uint64 {
 	return r.id | 1
 }
 
-// callInfo is CallInfo as the protocol keeps it: loop-clock times (0:
-// not yet) and small counters, a third of CallInfo's size, converted once
-// when the Call returns.
+// callInfo is CallInfo as the protocol keeps it: times on the Endpoint's
+// clock (0: not yet) and small counters, a third of CallInfo's size,
+// converted once when the Call returns.
 type callInfo struct {
 	sent, requestSent, firstResponse, done, firstGrant, lastGrant time.Duration
 	grantsReceived, grantsSent, resends, retransmits, restarts    int32
@@ -84,7 +84,7 @@ type callInfo struct {
 	grants *[]grantEvent
 }
 
-// grantEvent is a GrantEvent on the loop clock.
+// grantEvent is a GrantEvent on the Endpoint's clock.
 type grantEvent struct {
 	at     time.Duration
 	offset uint32

@@ -7,8 +7,8 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// counters are written by the endpoint's loop and read by Stats from any
-// goroutine, hence atomics.
+// counters are written by whichever goroutine runs the protocol and read
+// by Stats from any goroutine, hence atomics.
 type counters struct {
 	txPkts   [wire.NumTypes][wire.MaxPriorities]atomic.Uint64
 	rxPkts   [wire.NumTypes][wire.MaxPriorities]atomic.Uint64
