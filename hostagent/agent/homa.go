@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 )
 
 // homaTransport adapts a hostagent/homa Endpoint on a raw IP-protocol-146
@@ -25,7 +27,7 @@ type homaTransport struct {
 
 // newHomaTransport builds the Homa transport on the host's address.
 func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, error) {
-	cfg, err := homa.ConfigFromParams(req.GetHoma())
+	cfg, err := homaConfig(req.GetHoma())
 	if err != nil {
 		return nil, &ConfigError{Field: "homa", Value: fmt.Sprintf("%v", req.GetHoma()), Msg: err.Error()}
 	}
@@ -45,6 +47,36 @@ func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transpor
 	return &homaTransport{ep: ep, log: log}, nil
 }
 
+// homaConfig converts the control API's HomaParams into an Endpoint's
+// configuration and checks it. The extra keys are homaconf's (see
+// Config.SetExtra).
+func homaConfig(p *agentpb.HomaParams) (homaconf.Config, error) {
+	c := homaconf.Config{
+		LinkBps:           p.GetLinkBps(),
+		UnloadedRTT:       time.Duration(p.GetUnloadedRttUs()) * time.Microsecond,
+		UnschedBytes:      p.GetUnschedBytes(),
+		Overcommit:        int(p.GetOvercommit()),
+		Priorities:        int(p.GetPriorities()),
+		Basic:             p.GetBasic(),
+		WindowBytes:       p.GetWindowBytes(),
+		MaxIncoming:       p.GetMaxIncoming(),
+		FIFOGrantPermille: int(p.GetFifoGrantPermille()),
+		UnschedCutoffs:    p.GetUnschedCutoffs(),
+		MTU:               int(p.GetMtu()),
+		ResendTicks:       int(p.GetResendTicks()),
+		TimeoutTicks:      int(p.GetTimeoutTicks()),
+		Tick:              time.Duration(p.GetTickUs()) * time.Microsecond,
+		IncastControl:     p.GetIncastControl(),
+		AtLeastOnce:       p.GetAtLeastOnce(),
+		MaxMessageBytes:   p.GetMaxMessageBytes(),
+	}
+	if err := c.SetExtra(p.GetExtra()); err != nil {
+		return c, fmt.Errorf("homa params: extra: %w", err)
+	}
+	_, err := c.WithDefaults() // validate now; NewEndpoint fills defaults itself
+	return c, err
+}
+
 func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (CallResult, error) {
 	dest, err := netip.ParseAddrPort(target)
 	if err != nil {
@@ -55,8 +87,9 @@ func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (Ca
 		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent}, err
 }
 
-// Serve answers port's requests from one goroutine: Reply only queues the
-// response to the Endpoint's loop, so it never blocks on the network.
+// Serve answers port's requests from one goroutine: Reply hands the
+// response to the Endpoint and returns without waiting for it to go out
+// (the pacer sends what the link takes now, the rest on later events).
 func (t *homaTransport) Serve(ctx context.Context, port uint16, h Handler) error {
 	s, err := t.ep.Listen(port)
 	if err != nil {

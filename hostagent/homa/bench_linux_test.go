@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 )
 
 const udpPort = 9146
@@ -84,7 +85,7 @@ func udpPingPong(b *testing.B, v *vethPair, n int, poll bool) []time.Duration {
 // endpoints before it returns: raw sockets on the same address each get
 // every Homa packet, so endpoints left open would answer the next pair's
 // requests with RPC_UNKNOWN and spend CPU on all its packets.
-func homaPingPong(b *testing.B, v *vethPair, n int, cfg homa.Config) []time.Duration {
+func homaPingPong(b *testing.B, v *vethPair, n int, cfg homaconf.Config) []time.Duration {
 	client, se := rawPair(b, v, cfg)
 	defer client.Close()
 	defer se.Close()
@@ -120,8 +121,8 @@ func BenchmarkUnloadedRTT(b *testing.B) {
 	b.ResetTimer()
 	udp := udpPingPong(b, v, b.N, false)
 	udpPoll := udpPingPong(b, v, b.N, true)
-	hm := homaPingPong(b, v, b.N, homa.Config{LinkBps: 10e9})
-	hp := homaPingPong(b, v, b.N, homa.Config{LinkBps: 10e9, Poll: 50 * time.Microsecond})
+	hm := homaPingPong(b, v, b.N, homaconf.Config{LinkBps: 10e9})
+	hp := homaPingPong(b, v, b.N, homaconf.Config{LinkBps: 10e9, Poll: 50 * time.Microsecond})
 	u, up, h, p := medianUs(udp), medianUs(udpPoll), medianUs(hm), medianUs(hp)
 	b.ReportMetric(u, "udp_p50_us")
 	b.ReportMetric(up, "udp_poll_p50_us")
@@ -162,12 +163,12 @@ func BenchmarkGoodput1MB(b *testing.B) {
 	const link = 1e9
 	for _, tt := range []struct {
 		name string
-		cfg  homa.Config
+		cfg  homaconf.Config
 	}{
-		{"default", homa.Config{LinkBps: link}},
-		{"htb", homa.Config{LinkBps: link, FrameOverhead: 14}},
-		{"tuned", homa.Config{LinkBps: link, FrameOverhead: 14, MaxNICBacklog: 100 * time.Microsecond, MaxIncoming: 200_000}},
-		{"jumbo", homa.Config{LinkBps: link, FrameOverhead: 14, MTU: 9000}},
+		{"default", homaconf.Config{LinkBps: link}},
+		{"htb", homaconf.Config{LinkBps: link, FrameOverhead: 14}},
+		{"tuned", homaconf.Config{LinkBps: link, FrameOverhead: 14, MaxNICBacklog: 100 * time.Microsecond, MaxIncoming: 200_000}},
+		{"jumbo", homaconf.Config{LinkBps: link, FrameOverhead: 14, MTU: 9000}},
 	} {
 		for _, procs := range []string{"1", "2", "1x2"} {
 			b.Run(fmt.Sprintf("%s/procs=%s", tt.name, procs), func(b *testing.B) {
@@ -184,7 +185,7 @@ func BenchmarkGoodput1MB(b *testing.B) {
 
 // goodput measures b.N Calls of 1 MB, with the server in this process or,
 // with apart, in a process of its own.
-func goodput(b *testing.B, cfg homa.Config, apart bool) {
+func goodput(b *testing.B, cfg homaconf.Config, apart bool) {
 	const link, size = 1e9, 1_000_000
 	v := newVethPair(b, "gput", link)
 	if cfg.MTU != 0 {

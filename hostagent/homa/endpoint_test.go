@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
@@ -35,7 +36,7 @@ func serveEcho(ctx context.Context, t testing.TB, srv *homa.Server) *echoServer 
 }
 
 // pair builds a client and a server endpoint on one in-memory network.
-func pair(t *testing.T, lc homatest.LinkConfig, cfg homa.Config) (client *homa.Endpoint, server *homa.Server, network *homatest.Network) {
+func pair(t *testing.T, lc homatest.LinkConfig, cfg homaconf.Config) (client *homa.Endpoint, server *homa.Server, network *homatest.Network) {
 	t.Helper()
 	network = homatest.NewNetwork(lc)
 	client, se := attach(t, network, clientAddr, cfg), attach(t, network, serverAddr, cfg)
@@ -48,7 +49,7 @@ func pair(t *testing.T, lc homatest.LinkConfig, cfg homa.Config) (client *homa.E
 }
 
 // attach starts an endpoint at address a of network, closed in t.Cleanup.
-func attach(t *testing.T, network *homatest.Network, a netip.Addr, cfg homa.Config) *homa.Endpoint {
+func attach(t *testing.T, network *homatest.Network, a netip.Addr, cfg homaconf.Config) *homa.Endpoint {
 	t.Helper()
 	c, err := network.NewConn(a)
 	if err != nil {
@@ -66,7 +67,7 @@ func TestCallSizes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond}, homa.Config{})
+		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond}, homaconf.Config{})
 		serveEcho(ctx, t, srv)
 		dest := netip.AddrPortFrom(serverAddr, serverPort)
 		for i, n := range []int{1, 100, 1423, 1424, 1425, 20_000, 100_000, 1_000_000} {
@@ -93,7 +94,7 @@ func TestCallSizes(t *testing.T) {
 func TestCallErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9}, homa.Config{TimeoutTicks: 20})
+		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9}, homaconf.Config{TimeoutTicks: 20})
 		_ = srv // listening but never receiving: the request sits in the backlog
 		tests := []struct {
 			name string
@@ -141,7 +142,7 @@ func TestLoss(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
 				lc := homatest.LinkConfig{Rate: 10e9, Delay: 5 * time.Microsecond, Loss: tt.loss, Reorder: 0.02, Seed: 7}
-				cfg := homa.Config{AtLeastOnce: tt.atLeastOnce, LinkBps: 10e9, Tick: 200 * time.Microsecond}
+				cfg := homaconf.Config{AtLeastOnce: tt.atLeastOnce, LinkBps: 10e9, Tick: 200 * time.Microsecond}
 				client, srv, network := pair(t, lc, cfg)
 				es := serveEcho(ctx, t, srv)
 				dest := netip.AddrPortFrom(serverAddr, serverPort)
@@ -195,7 +196,7 @@ func TestPoll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	lc := homatest.LinkConfig{Rate: 10e9, Delay: 5 * time.Microsecond, Loss: 0.01, Reorder: 0.02, Seed: 3}
-	cfg := homa.Config{LinkBps: 10e9, Tick: time.Millisecond, Poll: 200 * time.Microsecond}
+	cfg := homaconf.Config{LinkBps: 10e9, Tick: time.Millisecond, Poll: 200 * time.Microsecond}
 	client, srv, network := pair(t, lc, cfg)
 	es := serveEcho(ctx, t, srv)
 	homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(serverAddr, serverPort), 500, 4, 5)
@@ -220,7 +221,7 @@ func TestRequestLostRepeatedly(t *testing.T) {
 			c, err := wire.ParseCommon(p.Buf)
 			return err == nil && src == clientAddr && c.Type == wire.TypeData && lost.Add(1) <= 5
 		}}
-		client, srv, _ := pair(t, lc, homa.Config{})
+		client, srv, _ := pair(t, lc, homaconf.Config{})
 		serveEcho(ctx, t, srv)
 		req := []byte("lost five times")
 		resp, info, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), req)
@@ -257,7 +258,7 @@ func TestCallInfoGrants(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond}, homa.Config{TraceGrants: trace})
+				client, srv, _ := pair(t, homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond}, homaconf.Config{TraceGrants: trace})
 				resp := make([]byte, size)
 				serveFixed(ctx, srv, resp)
 				_, info, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, size))

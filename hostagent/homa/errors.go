@@ -5,7 +5,7 @@ import "errors"
 // Errors a Call or Reply can return, wrapped with the RPC's context. Use
 // errors.Is to test them and Reason to turn one into a record field.
 var (
-	// ErrTimeout: the peer was silent for Config.TimeoutTicks.
+	// ErrTimeout: the peer was silent for homaconf.Config.TimeoutTicks.
 	ErrTimeout = errors.New("homa: rpc timed out")
 	// ErrPeerUnknown: the peer repeatedly answered RPC_UNKNOWN before any
 	// response byte arrived (no server on that port, or it keeps forgetting).
@@ -14,7 +14,7 @@ var (
 	ErrAborted = errors.New("homa: rpc aborted")
 	// ErrClosed: the Endpoint or Server was closed.
 	ErrClosed = errors.New("homa: endpoint closed")
-	// ErrTooLarge: the message exceeds Config.MaxMessageBytes.
+	// ErrTooLarge: the message exceeds homaconf.Config.MaxMessageBytes.
 	ErrTooLarge = errors.New("homa: message too large")
 )
 

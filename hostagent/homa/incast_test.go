@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 )
 
 // incastPeak runs one client with 32 outstanding RPCs to 8 servers that
 // each answer with 100 KB, and returns the deepest link queue seen.
-func incastPeak(t *testing.T, cfg homa.Config) (uint64, homa.Stats) {
+func incastPeak(t *testing.T, cfg homaconf.Config) (uint64, homa.Stats) {
 	var peak uint64
 	var stats homa.Stats
 	synctest.Test(t, func(t *testing.T) {
@@ -57,7 +58,7 @@ func incastPeak(t *testing.T, cfg homa.Config) (uint64, homa.Stats) {
 // and the client's grants pace the rest, so the queue at the client's
 // downlink stays far below the burst of every server's unscheduled bytes.
 func TestIncastControl(t *testing.T) {
-	cfg := homa.Config{LinkBps: 1e9, UnschedBytes: 20_000, IncastThreshold: 4}
+	cfg := homaconf.Config{LinkBps: 1e9, UnschedBytes: 20_000, IncastThreshold: 4}
 	off, _ := incastPeak(t, cfg)
 	cfg.IncastControl = true
 	on, st := incastPeak(t, cfg)

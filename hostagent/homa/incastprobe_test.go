@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 )
 
@@ -30,7 +30,7 @@ func TestIncastProbesOvertakeBulk(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		cfg := homa.Config{LinkBps: rate, UnloadedRTT: 400 * time.Microsecond, Overcommit: 2, MaxIncoming: 300_000}
+		cfg := homaconf.Config{LinkBps: rate, UnloadedRTT: 400 * time.Microsecond, Overcommit: 2, MaxIncoming: 300_000}
 		network := homatest.NewNetwork(homatest.LinkConfig{Rate: rate, Delay: 20 * time.Microsecond, QueueBytes: queueBytes})
 		t.Cleanup(network.Close)
 		srv, err := attach(t, network, serverAddr, cfg).Listen(serverPort)

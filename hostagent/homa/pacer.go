@@ -2,7 +2,8 @@ package homa
 
 import "time"
 
-// pacerTimer wakes the loop when the pacer lets the next DATA packet go.
+// pacerTimer wakes the timer goroutine when the pacer lets the next DATA
+// packet go.
 type pacerTimer interface {
 	// Reset arms the timer to fire once after d, replacing any earlier arm.
 	Reset(d time.Duration)

@@ -33,7 +33,7 @@ func (p *hrPacer) forward() {
 	for p.t.Wait() == nil {
 		select {
 		case p.c <- time.Time{}:
-		default: // the loop has a wake-up pending already
+		default: // the timer goroutine has a wake-up pending already
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 )
 
@@ -40,7 +40,7 @@ func TestPacerFraming(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				cfg := homa.Config{LinkBps: link, FrameOverhead: tt.pacer}
+				cfg := homaconf.Config{LinkBps: link, FrameOverhead: tt.pacer}
 				client, srv, network := pair(t, homatest.LinkConfig{Rate: link, FrameOverhead: tt.link,
 					Delay: 2 * time.Microsecond}, cfg)
 				serveFixed(ctx, srv, []byte{1})

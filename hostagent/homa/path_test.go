@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
@@ -22,7 +23,7 @@ func (c *sinkConn) BatchSize() int        { return 64 }
 func (c *sinkConn) Close() error          { return nil }
 
 // dataPath is one endpoint with a 1 MB message going out and one coming
-// in, for measuring the per-packet work of the loop without syscalls.
+// in, for measuring the per-packet work of the protocol without syscalls.
 type dataPath struct {
 	e    *Endpoint
 	out  *rpc
@@ -32,7 +33,7 @@ type dataPath struct {
 }
 
 func newDataPath(tb testing.TB) *dataPath {
-	e, err := newEndpoint(&sinkConn{}, Config{}, nil)
+	e, err := newEndpoint(&sinkConn{}, homaconf.Config{}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -41,15 +42,15 @@ func newDataPath(tb testing.TB) *dataPath {
 	dp := &dataPath{e: e}
 	dp.out = &rpc{id: 2, client: true, peer: e.peer(peerAddr), lport: 0x8000, rport: 99}
 	e.startOut(0, dp.out, make([]byte, n), n, 0)
-	e.loop.clients[dp.out.id] = dp.out
+	e.state.clients[dp.out.id] = dp.out
 	// An inbound request from the peer, already fully granted.
 	dp.in = &rpc{id: 4, peer: e.peer(peerAddr), lport: 99, rport: 0x8000, state: srvReceiving}
 	dp.in.peer.servers[4] = dp.in
-	e.loop.ports[99] = &Server{}
-	pkt := e.loop.pkt
+	e.state.ports[99] = &Server{}
+	pkt := e.state.pkt
 	for off := uint32(0); off < n; off += pkt {
 		d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: n,
-			Incoming: n, CutoffVersion: e.loop.cut.version, Offset: off}
+			Incoming: n, CutoffVersion: e.state.cut.version, Offset: off}
 		b := wire.AppendData(nil, &d)
 		b = append(b, make([]byte, min(pkt, n-off))...)
 		dp.pkts = append(dp.pkts, Packet{Buf: b, Addr: peerAddr, TOS: TOS(3)})
@@ -73,11 +74,11 @@ func (dp *dataPath) step(now time.Duration) {
 		dp.in.in.received, dp.in.in.started = 0, false
 		dp.in.dead = false
 		dp.in.peer.servers[4] = dp.in
-		e.loop.ports[99] = &Server{ch: make(chan *ServerRPC, 1)}
+		e.state.ports[99] = &Server{ch: make(chan *ServerRPC, 1)}
 	}
 	e.handlePacket(now, &dp.pkts[dp.next])
 	dp.next++
-	if e.loop.schedDue {
+	if e.state.schedDue {
 		e.grantNow()
 	}
 	e.flush()
@@ -93,13 +94,13 @@ func TestDataPathAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkDataPath reports the loop's CPU time for one DATA packet sent
+// BenchmarkDataPath reports the protocol's CPU time for one DATA packet sent
 // plus one received (no syscalls); allocs/op covers both packets, and
 // includes the 1 MB inbound buffer once every 703 packets.
 func BenchmarkDataPath(b *testing.B) {
 	dp := newDataPath(b)
 	b.ReportAllocs()
-	b.SetBytes(int64(2 * dp.e.loop.pkt))
+	b.SetBytes(int64(2 * dp.e.state.pkt))
 	for b.Loop() {
 		dp.step(time.Microsecond)
 	}
@@ -131,16 +132,16 @@ func (c *pipeConn) Close() error          { return nil }
 func BenchmarkRPCPath(b *testing.B) {
 	ca, sa := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	cc, sc := &pipeConn{addr: ca}, &pipeConn{addr: sa}
-	c, err := newEndpoint(cc, Config{LinkBps: 10e9}, nil)
+	c, err := newEndpoint(cc, homaconf.Config{LinkBps: 10e9}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := newEndpoint(sc, Config{LinkBps: 10e9}, nil)
+	s, err := newEndpoint(sc, homaconf.Config{LinkBps: 10e9}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	srv := &Server{e: s, port: 99, ch: make(chan *ServerRPC, 16), closed: make(chan struct{})}
-	s.loop.ports[99] = srv
+	s.state.ports[99] = srv
 	req := make([]byte, 100)
 	deliver := func(from *pipeConn, to *Endpoint) {
 		to.mu.Lock()
@@ -166,13 +167,13 @@ func BenchmarkRPCPath(b *testing.B) {
 		r := &rpc{id: id, client: true, done: make(chan struct{}, 1)}
 		c.mu.Lock()
 		now := c.now()
-		c.handleCommand(now, command{op: opCall, r: r, dest: netip.AddrPortFrom(sa, 99), data: req})
+		c.startCall(now, r, netip.AddrPortFrom(sa, 99), req)
 		c.unlock()
 		deliver(cc, s)
 		sr := <-srv.ch
 		s.mu.Lock()
 		now = s.now()
-		s.handleCommand(now, command{op: opReply, r: sr.r, data: sr.req})
+		s.startReply(now, sr.r, sr.req)
 		s.unlock()
 		deliver(sc, c)
 		<-r.done

@@ -9,14 +9,14 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 )
 
 // shortUnderLoad returns the median RTT of 100-byte RPCs from one client
 // while another client keeps four 1 MB requests in flight to the same
 // server, so the server's downlink is the bottleneck.
-func shortUnderLoad(t *testing.T, cfg homa.Config) time.Duration {
+func shortUnderLoad(t *testing.T, cfg homaconf.Config) time.Duration {
 	var median time.Duration
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -64,8 +64,8 @@ func shortUnderLoad(t *testing.T, cfg homa.Config) time.Duration {
 // unscheduled level and overtake the scheduled bulk bytes queued at the
 // server's downlink; with one level they wait behind them.
 func TestPrioritiesMatter(t *testing.T) {
-	eight := shortUnderLoad(t, homa.Config{LinkBps: 1e9})
-	one := shortUnderLoad(t, homa.Config{LinkBps: 1e9, Priorities: 1})
+	eight := shortUnderLoad(t, homaconf.Config{LinkBps: 1e9})
+	one := shortUnderLoad(t, homaconf.Config{LinkBps: 1e9, Priorities: 1})
 	t.Logf("median short RTT under load: %v with 8 priorities, %v with 1", eight, one)
 	if eight*2 > one {
 		t.Errorf("8 priorities gave %v, not below half of the %v with one level", eight, one)
@@ -79,7 +79,7 @@ func TestDynamicCutoffs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 10e9}, homa.Config{LinkBps: 10e9, CutoffSamples: 200})
+		client, srv, _ := pair(t, homatest.LinkConfig{Rate: 10e9}, homaconf.Config{LinkBps: 10e9, CutoffSamples: 200})
 		serveEcho(ctx, t, srv)
 		dest := netip.AddrPortFrom(serverAddr, serverPort)
 		for i := range 1000 {

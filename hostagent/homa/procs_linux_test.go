@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 )
 
 // serverProcessEnv carries a serverSpec to the test binary run again as a
@@ -27,7 +28,7 @@ const serverProcessEnv = "HOMA_TEST_SERVER_PROCESS"
 // serverSpec is what a server process needs: its address and Config.
 type serverSpec struct {
 	Addr netip.Addr
-	Cfg  homa.Config
+	Cfg  homaconf.Config
 }
 
 // TestServerProcess is the server half of the two-process benchmarks, not
@@ -86,7 +87,7 @@ type serverProcess struct {
 
 // startServerProcess runs a server at v.addr[1] in its own process inside
 // v.ns[1] and waits until it serves; t.Cleanup stops it.
-func startServerProcess(t testing.TB, v *vethPair, cfg homa.Config) *serverProcess {
+func startServerProcess(t testing.TB, v *vethPair, cfg homaconf.Config) *serverProcess {
 	t.Helper()
 	spec, err := json.Marshal(serverSpec{Addr: v.addr[1], Cfg: cfg})
 	if err != nil {
@@ -151,7 +152,7 @@ func (p *serverProcess) stop() (pkts uint64, cpu time.Duration) {
 // It reports the probes' P50 and P99 RTT and the bulk goodput.
 func BenchmarkProbeDuringBulk(b *testing.B) {
 	const link = 1e9
-	cfg := homa.Config{LinkBps: link, FrameOverhead: 14}
+	cfg := homaconf.Config{LinkBps: link, FrameOverhead: 14}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	v := newVethPair(b, "probe", link)
 	client := rawEndpoint(b, v, 0, cfg)

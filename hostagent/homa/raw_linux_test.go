@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 )
 
 // rawPair starts a Homa endpoint in each namespace of v.
-func rawPair(t testing.TB, v *vethPair, cfg homa.Config) (client, server *homa.Endpoint) {
+func rawPair(t testing.TB, v *vethPair, cfg homaconf.Config) (client, server *homa.Endpoint) {
 	t.Helper()
 	return rawEndpoint(t, v, 0, cfg), rawEndpoint(t, v, 1, cfg)
 }
 
 // rawEndpoint opens an Endpoint on a raw socket at v.addr[i] in v.ns[i],
 // closed in t.Cleanup.
-func rawEndpoint(t testing.TB, v *vethPair, i int, cfg homa.Config) *homa.Endpoint {
+func rawEndpoint(t testing.TB, v *vethPair, i int, cfg homaconf.Config) *homa.Endpoint {
 	t.Helper()
 	var conn *homa.RawConn
 	if err := inNetns(v.ns[i], func() (err error) {
@@ -48,7 +49,7 @@ func TestRawNamespaces(t *testing.T) {
 		poll time.Duration
 	}{{"default", 0}, {"poll", 50 * time.Microsecond}} {
 		t.Run(tt.name, func(t *testing.T) {
-			client, se := rawPair(t, v, homa.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, Poll: tt.poll})
+			client, se := rawPair(t, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, Poll: tt.poll})
 			srv, err := se.Listen(serverPort)
 			if err != nil {
 				t.Fatal(err)
@@ -132,7 +133,7 @@ func TestTryReadBatch(t *testing.T) {
 func TestSpinningPacerReadsSocket(t *testing.T) {
 	const link = 1e9
 	v := newVethPair(t, "spin", link)
-	client, se := rawPair(t, v, homa.Config{LinkBps: link, FrameOverhead: 14})
+	client, se := rawPair(t, v, homaconf.Config{LinkBps: link, FrameOverhead: 14})
 	srv, err := se.Listen(serverPort)
 	if err != nil {
 		t.Fatal(err)

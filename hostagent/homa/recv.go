@@ -32,7 +32,7 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
 	if r != nil {
-		r.peer.heard = e.loop.tick + 1
+		r.peer.heard = e.state.tick + 1
 		if c.Type != wire.TypeData && c.Type != wire.TypeAck {
 			r.silent = 0
 		}
@@ -53,7 +53,7 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	case wire.TypeNeedAck:
 		if r == nil || r.dead { // we are the client and have finished it
 			a := wire.Ack{Common: wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID()}}
-			e.txCommit(now, wire.AppendAck(e.txBuf(), &a), p.Addr, wire.TypeAck, e.loop.ctrlPrio)
+			e.txCommit(now, wire.AppendAck(e.txBuf(), &a), p.Addr, wire.TypeAck, e.state.ctrlPrio)
 		}
 	case wire.TypeAck:
 		e.onAck(p.Addr, b)
@@ -61,7 +61,7 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 }
 
 func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
-	l := &e.loop
+	st := &e.state
 	d, payload, err := wire.ParseData(b)
 	if err != nil || d.MessageLength > e.cfg.MaxMessageBytes {
 		e.c.malformed.Add(1)
@@ -97,7 +97,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 		e.c.malformed.Add(1)
 		return
 	}
-	if d.CutoffVersion != l.cut.version && l.prios > 1 {
+	if d.CutoffVersion != st.cut.version && st.prios > 1 {
 		e.sendCutoffs(now, r.peer, &d.Common)
 	}
 	m.granted = max(m.granted, min(d.Incoming, m.length))
@@ -108,12 +108,12 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 	}
 	copy(m.buf[d.Offset:], payload)
 	m.received += fresh
-	l.schedDue = true
+	st.schedDue = true
 	if m.received < m.length {
-		l.sched.add(m)
+		st.sched.add(m)
 		return
 	}
-	l.sched.remove(m)
+	st.sched.remove(m)
 	if r.client {
 		e.finishCall(now, r, m.buf, nil)
 		return
@@ -124,13 +124,13 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 // newServerRPC creates the server side of an RPC on its first DATA packet,
 // or answers RPC_UNKNOWN when no server listens on the port.
 func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data) *rpc {
-	l := &e.loop
+	st := &e.state
 	p := e.peer(addr)
 	if _, ok := p.tombs[d.SenderID]; ok {
 		e.c.dupData.Add(1)
 		return nil
 	}
-	if l.ports[d.DPort] == nil {
+	if st.ports[d.DPort] == nil {
 		e.sendControl(now, addr, wire.Common{SPort: d.DPort, DPort: d.SPort, SenderID: d.LocalID(), Type: wire.TypeRPCUnknown})
 		e.c.unknownRPC.Add(1)
 		return nil
@@ -144,7 +144,7 @@ func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data
 // deliver hands a complete request to its server, or drops the RPC when
 // the server's backlog is full (the client will recover by restarting).
 func (e *Endpoint) deliver(r *rpc) {
-	srv := e.loop.ports[r.lport]
+	srv := e.state.ports[r.lport]
 	if srv != nil {
 		r.state = srvServing
 		sr := &r.handle // part of r: one allocation less per request
@@ -152,7 +152,7 @@ func (e *Endpoint) deliver(r *rpc) {
 		select {
 		case srv.ch <- sr:
 			r.in.buf = nil
-			e.loop.handoffs++
+			e.state.handoffs++
 			return
 		default:
 		}
@@ -221,7 +221,7 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 // onUnknown handles RPC_UNKNOWN: a client restarts its request from the
 // first byte; a server forgets the RPC.
 func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
-	l := &e.loop
+	st := &e.state
 	if r == nil {
 		return
 	}
@@ -229,10 +229,10 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 		e.forgetServer(r, r.state != srvReceiving)
 		return
 	}
-	if r.restart == l.tick+1 { // at most one restart per tick
+	if r.restart == st.tick+1 { // at most one restart per tick
 		return
 	}
-	r.restart = l.tick + 1
+	r.restart = st.tick + 1
 	r.restarts++
 	if !r.resent {
 		r.refusals++
@@ -245,7 +245,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 		return
 	}
 	if r.in.tracked {
-		l.sched.remove(&r.in)
+		st.sched.remove(&r.in)
 	}
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
@@ -278,7 +278,7 @@ func (e *Endpoint) onAck(addr netip.Addr, b []byte) {
 
 // forgetAcked frees a server RPC its client has acknowledged.
 func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
-	p := e.loop.peers[v4(addr)]
+	p := e.state.peers[v4(addr)]
 	if p == nil {
 		return
 	}
@@ -290,15 +290,15 @@ func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
 
 // observeLength records an inbound message length for dynamic cutoffs.
 func (e *Endpoint) observeLength(n uint32) {
-	l := &e.loop
-	if !l.dynamic {
+	st := &e.state
+	if !st.dynamic {
 		return
 	}
-	if len(l.sizes) < cap(l.sizes) {
-		l.sizes = append(l.sizes, n)
+	if len(st.sizes) < cap(st.sizes) {
+		st.sizes = append(st.sizes, n)
 	} else {
-		l.sizes[l.sizePos] = n
-		l.sizePos = (l.sizePos + 1) % len(l.sizes)
+		st.sizes[st.sizePos] = n
+		st.sizePos = (st.sizePos + 1) % len(st.sizes)
 	}
-	l.sizeNew++
+	st.sizeNew++
 }

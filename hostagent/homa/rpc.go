@@ -73,18 +73,18 @@ func (r *rpc) senderID() uint64 {
 	return r.id | 1
 }
 
-// callInfo is CallInfo as the protocol keeps it: loop-clock times (0:
-// not yet) and small counters, a third of CallInfo's size, converted once
-// when the Call returns.
+// callInfo is CallInfo as the protocol keeps it: times on the Endpoint's
+// clock (0: not yet) and small counters, a third of CallInfo's size,
+// converted once when the Call returns.
 type callInfo struct {
 	sent, requestSent, firstResponse, done, firstGrant, lastGrant time.Duration
 	grantsReceived, grantsSent, resends, retransmits, restarts    int32
-	// grants is every GRANT of the Call with Config.TraceGrants (a
+	// grants is every GRANT of the Call with homaconf.Config.TraceGrants (a
 	// pointer: untraced RPCs stay within Go's 512 B size class).
 	grants *[]grantEvent
 }
 
-// grantEvent is a GrantEvent on the loop clock.
+// grantEvent is a GrantEvent on the Endpoint's clock.
 type grantEvent struct {
 	at     time.Duration
 	offset uint32
@@ -117,7 +117,7 @@ type CallInfo struct {
 	// DATA packets sent again, Restarts the RPC_UNKNOWN restarts.
 	Resends, Retransmits, Restarts int
 	// Grants lists every GRANT of the Call in the order they were sent or
-	// received, with Config.TraceGrants; nil without.
+	// received, with homaconf.Config.TraceGrants; nil without.
 	Grants []GrantEvent
 }
 

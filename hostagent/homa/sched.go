@@ -227,3 +227,6 @@ func (s *grantSched) fifoGrant() {
 	s.fifoBytes += uint64(inc)
 	s.out = append(s.out, grant{m: oldest, offset: oldest.granted, prio: s.p.highPrio, fifo: true})
 }
+
+// roundUp rounds n up to a multiple of unit.
+func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
@@ -17,59 +18,59 @@ const resendGaps = 4
 // txBuf returns an empty buffer of the next transmit slot, flushing the
 // batch first when it is full.
 func (e *Endpoint) txBuf() []byte {
-	l := &e.loop
-	if l.txN == len(l.tx) {
+	st := &e.state
+	if st.txN == len(st.tx) {
 		e.flush()
 	}
-	return l.tx[l.txN].Buf[:0]
+	return st.tx[st.txN].Buf[:0]
 }
 
 // txCommit queues the packet built in buf for addr at priority prio.
 func (e *Endpoint) txCommit(now time.Duration, buf []byte, addr netip.Addr, t wire.Type, prio uint8) {
-	l := &e.loop
-	l.tx[l.txN] = Packet{Buf: buf, Addr: addr, TOS: TOS(prio)}
-	l.txN++
+	st := &e.state
+	st.tx[st.txN] = Packet{Buf: buf, Addr: addr, TOS: TOS(prio)}
+	st.txN++
 	e.c.txPkts[t.Index()][prio].Add(1)
 	e.c.txBytes.Add(uint64(len(buf)))
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	l.linkIdle = max(l.linkIdle, now) + wireTime(len(buf)+ipHeaderLen+e.cfg.FrameOverhead, e.cfg.LinkBps*99/100)
+	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+homaconf.IPHeaderLen+e.cfg.FrameOverhead, e.cfg.LinkBps*99/100)
 }
 
 // flush hands the queued packets to the Conn.
 func (e *Endpoint) flush() {
-	l := &e.loop
-	if l.txN == 0 {
+	st := &e.state
+	if st.txN == 0 {
 		return
 	}
-	if err := e.conn.WriteBatch(l.tx[:l.txN]); err != nil {
+	if err := e.conn.WriteBatch(st.tx[:st.txN]); err != nil {
 		e.c.writeErrors.Add(1)
-		e.log.Debug("homa: write failed", "err", err, "packets", l.txN)
+		e.log.Debug("homa: write failed", "err", err, "packets", st.txN)
 	}
 	e.c.txBatch.Add(1)
-	l.txN = 0
+	st.txN = 0
 }
 
 // pump sends DATA while the pacer allows: SRPT among outbound messages,
 // with a FIFO share for the oldest; messages with few bytes left bypass
 // the pacer because they cannot build a queue.
 func (e *Endpoint) pump(now time.Duration) {
-	l := &e.loop
+	st := &e.state
 	for {
 		r := e.pickSender()
 		if r == nil {
 			return
 		}
-		if r.out.length-r.out.next > e.cfg.BypassBytes && l.linkIdle > now+e.cfg.MaxNICBacklog {
+		if r.out.length-r.out.next > e.cfg.BypassBytes && st.linkIdle > now+e.cfg.MaxNICBacklog {
 			// Sleep until half the backlog has drained, so each wake-up
 			// sends several packets rather than one.
-			wait := l.linkIdle - e.cfg.MaxNICBacklog/2 - now
+			wait := st.linkIdle - e.cfg.MaxNICBacklog/2 - now
 			// A clock that did not move since the last poll is a fake one
 			// (testing/synctest): polling would never let it advance.
-			if wait < e.cfg.PacerSpin && now != l.spunAt {
-				l.spinning, l.spunAt = true, now
-			} else if !l.armed {
-				l.armed = true
-				l.pacer.Reset(wait)
+			if wait < e.cfg.PacerSpin && now != st.spunAt {
+				st.spinning, st.spunAt = true, now
+			} else if !st.armed {
+				st.armed = true
+				st.pacer.Reset(wait)
 			}
 			e.c.pacerWaits.Add(1)
 			return
@@ -81,16 +82,16 @@ func (e *Endpoint) pump(now time.Duration) {
 // pickSender returns the outbound message to serve next, dropping queue
 // entries that have nothing to send.
 func (e *Endpoint) pickSender() *rpc {
-	l := &e.loop
+	st := &e.state
 	var best, oldest *rpc
-	for i := 0; i < len(l.sendq); {
-		r := l.sendq[i]
+	for i := 0; i < len(st.sendq); {
+		r := st.sendq[i]
 		if r.dead || !r.out.sendable() {
 			r.out.queued = false
-			last := len(l.sendq) - 1
-			l.sendq[i] = l.sendq[last]
-			l.sendq[last] = nil
-			l.sendq = l.sendq[:last]
+			last := len(st.sendq) - 1
+			st.sendq[i] = st.sendq[last]
+			st.sendq[last] = nil
+			st.sendq = st.sendq[:last]
 			continue
 		}
 		if best == nil || r.out.length-r.out.next < best.out.length-best.out.next {
@@ -104,8 +105,8 @@ func (e *Endpoint) pickSender() *rpc {
 	if best == nil {
 		return nil
 	}
-	l.picks++
-	if l.picks%pacerFIFOEvery == 0 {
+	st.picks++
+	if st.picks%pacerFIFOEvery == 0 {
 		return oldest
 	}
 	return best
@@ -114,7 +115,7 @@ func (e *Endpoint) pickSender() *rpc {
 // sendData sends r's next packet: a requested retransmission first, else
 // the next new bytes below the grant.
 func (e *Endpoint) sendData(now time.Duration, r *rpc) {
-	l := &e.loop
+	st := &e.state
 	o := &r.out
 	d := wire.Data{Common: wire.Common{SPort: r.lport, DPort: r.rport, SenderID: r.senderID()},
 		MessageLength: o.length, Incoming: o.granted, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
@@ -122,7 +123,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 	var prio uint8
 	if len(o.rexmit) > 0 {
 		q := &o.rexmit[0]
-		d.Offset, n, prio, d.Retransmit = q.start, min(l.pkt, q.end-q.start), q.prio, 1
+		d.Offset, n, prio, d.Retransmit = q.start, min(st.pkt, q.end-q.start), q.prio, 1
 		q.start += n
 		if q.start >= q.end {
 			o.rexmit = append(o.rexmit[:0], o.rexmit[1:]...)
@@ -130,7 +131,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		r.info.retransmits++
 		e.c.retransmits.Add(1)
 	} else {
-		d.Offset, n = o.next, min(l.pkt, o.granted-o.next)
+		d.Offset, n = o.next, min(st.pkt, o.granted-o.next)
 		o.next += n
 		prio = o.schedPrio
 		if d.Offset < o.unsched {
@@ -165,7 +166,7 @@ func (e *Endpoint) lastByteSent(now time.Duration, r *rpc) {
 
 // sendControl sends a header-only packet (BUSY, RPC_UNKNOWN, NEED_ACK).
 func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common) {
-	e.txCommit(now, wire.AppendHeaderOnly(e.txBuf(), &c), addr, c.Type, e.loop.ctrlPrio)
+	e.txCommit(now, wire.AppendHeaderOnly(e.txBuf(), &c), addr, c.Type, e.state.ctrlPrio)
 }
 
 // header returns the common header of a control packet about r.
@@ -175,13 +176,13 @@ func (r *rpc) header(t wire.Type) wire.Common {
 
 // grantNow runs the grant scheduler and sends its GRANTs.
 func (e *Endpoint) grantNow() {
-	l := &e.loop
-	l.schedDue = false
+	st := &e.state
+	st.schedDue = false
 	now := e.now()
-	for _, g := range l.sched.schedule() {
+	for _, g := range st.sched.schedule() {
 		r := g.m.rpc
 		gr := wire.Grant{Common: r.header(wire.TypeGrant), Offset: g.offset, Priority: g.prio}
-		e.txCommit(now, wire.AppendGrant(e.txBuf(), &gr), r.peer.addr, wire.TypeGrant, l.ctrlPrio)
+		e.txCommit(now, wire.AppendGrant(e.txBuf(), &gr), r.peer.addr, wire.TypeGrant, st.ctrlPrio)
 		e.c.grantsBy[g.prio].Add(1)
 		if g.fifo {
 			e.c.fifo.Add(1)
@@ -189,14 +190,14 @@ func (e *Endpoint) grantNow() {
 		r.info.grantsSent++
 		r.traceGrant(now, g.offset, g.prio, true)
 	}
-	e.c.setActive(l.sched.numActive())
-	e.c.incomingBytes.Store(uint64(l.sched.incoming()))
+	e.c.setActive(st.sched.numActive())
+	e.c.incomingBytes.Store(uint64(st.sched.incoming()))
 }
 
 // requestResend asks r's peer for the missing bytes of r's inbound
 // message.
 func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
-	l := &e.loop
+	st := &e.state
 	m := &r.in
 	// Retransmissions go at the message's scheduled priority, not Linux's
 	// highest: after a false alarm (bytes delayed behind higher priorities,
@@ -204,12 +205,12 @@ func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 	// that delays them and double it.
 	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio}
 	if !m.started {
-		rs.Priority = l.ctrlPrio
+		rs.Priority = st.ctrlPrio
 	}
 	if !m.started {
 		// Ask for the first packet only: ResendAll would also grant the
 		// sender its whole message.
-		rs.Length = l.pkt
+		rs.Length = st.pkt
 		e.sendResend(now, r, &rs)
 		return
 	}
@@ -218,15 +219,15 @@ func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 	// higher priorities) the duplicates stay few. Lost GRANTs are covered
 	// too: the probe implies a grant, and its arrival makes the scheduler
 	// grant again.
-	l.gaps = m.got.gaps(l.gaps[:0], m.granted, resendGaps)
-	for _, g := range l.gaps {
-		rs.Offset, rs.Length = g.start, min(g.end-g.start, l.pkt)
+	st.gaps = m.got.gaps(st.gaps[:0], m.granted, resendGaps)
+	for _, g := range st.gaps {
+		rs.Offset, rs.Length = g.start, min(g.end-g.start, st.pkt)
 		e.sendResend(now, r, &rs)
 	}
 }
 
 func (e *Endpoint) sendResend(now time.Duration, r *rpc, rs *wire.Resend) {
-	e.txCommit(now, wire.AppendResend(e.txBuf(), rs), r.peer.addr, wire.TypeResend, e.loop.ctrlPrio)
+	e.txCommit(now, wire.AppendResend(e.txBuf(), rs), r.peer.addr, wire.TypeResend, e.state.ctrlPrio)
 	e.c.resendsSent.Add(1)
 	r.info.resends++
 	r.resent = true
@@ -238,14 +239,14 @@ func (e *Endpoint) queueAck(p *peer, ref ackRef) {
 	p.acks = append(p.acks, ref)
 	if !p.ackQueued {
 		p.ackQueued = true
-		e.loop.ackPeers = append(e.loop.ackPeers, p)
+		e.state.ackPeers = append(e.state.ackPeers, p)
 	}
 }
 
 // flushAcks sends ACK packets for every pending ack.
 func (e *Endpoint) flushAcks(now time.Duration) {
-	l := &e.loop
-	for _, p := range l.ackPeers {
+	st := &e.state
+	for _, p := range st.ackPeers {
 		for len(p.acks) > 0 {
 			a := wire.Ack{Common: wire.Common{SPort: e.cfg.ClientPort, DPort: p.acks[0].port}}
 			for a.NumAcks < wire.MaxAcks && len(p.acks) > 0 {
@@ -254,21 +255,26 @@ func (e *Endpoint) flushAcks(now time.Duration) {
 				a.Acks[a.NumAcks] = wire.AckEntry{ClientID: ref.id, ServerPort: ref.port}
 				a.NumAcks++
 			}
-			e.txCommit(now, wire.AppendAck(e.txBuf(), &a), p.addr, wire.TypeAck, l.ctrlPrio)
+			e.txCommit(now, wire.AppendAck(e.txBuf(), &a), p.addr, wire.TypeAck, st.ctrlPrio)
 		}
 		p.ackQueued = false
 	}
-	clear(l.ackPeers)
-	l.ackPeers = l.ackPeers[:0]
+	clear(st.ackPeers)
+	st.ackPeers = st.ackPeers[:0]
 }
 
 // sendCutoffs gives p our current cutoffs, at most once per tick.
 func (e *Endpoint) sendCutoffs(now time.Duration, p *peer, c *wire.Common) {
-	l := &e.loop
-	if p.cutoffTick == l.tick+1 {
+	st := &e.state
+	if p.cutoffTick == st.tick+1 {
 		return
 	}
-	p.cutoffTick = l.tick + 1 // +1 so that the zero value means "never"
-	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort}, Cutoffs: l.cut.cut, Version: l.cut.version}
-	e.txCommit(now, wire.AppendCutoffs(e.txBuf(), &cp), p.addr, wire.TypeCutoffs, l.ctrlPrio)
+	p.cutoffTick = st.tick + 1 // +1 so that the zero value means "never"
+	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort}, Cutoffs: st.cut.cut, Version: st.cut.version}
+	e.txCommit(now, wire.AppendCutoffs(e.txBuf(), &cp), p.addr, wire.TypeCutoffs, st.ctrlPrio)
+}
+
+// wireTime is how long n bytes occupy a link of bps.
+func wireTime(n int, bps uint64) time.Duration {
+	return time.Duration(uint64(n) * 8 * uint64(time.Second) / bps)
 }

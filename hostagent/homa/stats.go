@@ -7,8 +7,8 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// counters are written by the endpoint's loop and read by Stats from any
-// goroutine, hence atomics.
+// counters are written by whichever goroutine runs the protocol and read
+// by Stats from any goroutine, hence atomics.
 type counters struct {
 	txPkts   [wire.NumTypes][wire.MaxPriorities]atomic.Uint64
 	rxPkts   [wire.NumTypes][wire.MaxPriorities]atomic.Uint64
@@ -42,7 +42,7 @@ type Stats struct {
 	TxBytes, RxBytes     uint64
 	// TxBatches and RxBatches count syscalls (or in-memory batches);
 	// PolledBatches are the receive batches a waiting Call or Receive
-	// read itself (Config.Poll), SpinBatches those the pacer read while
+	// read itself (homaconf.Config.Poll), SpinBatches those the pacer read while
 	// it spun.
 	TxBatches, RxBatches, PolledBatches, SpinBatches uint64
 	// GrantsByPriority counts GRANTs sent, by priority; FIFOGrants those

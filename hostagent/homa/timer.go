@@ -9,21 +9,21 @@ import (
 // onTick runs the timers: silence detection, RESENDs, NEED_ACKs, aborts,
 // pending ACKs, tombstone expiry and dynamic cutoffs.
 func (e *Endpoint) onTick(now time.Duration) {
-	l := &e.loop
-	l.tick++
-	for _, r := range l.clients {
+	st := &e.state
+	st.tick++
+	for _, r := range st.clients {
 		e.checkRPC(now, r)
 	}
-	for _, p := range l.peers {
+	for _, p := range st.peers {
 		for _, r := range p.servers {
 			e.checkRPC(now, r)
 		}
 	}
-	if len(l.ackPeers) > 0 {
+	if len(st.ackPeers) > 0 {
 		e.flushAcks(now)
 	}
 	e.expireTombs()
-	if l.dynamic && l.sizeNew >= e.cfg.CutoffSamples {
+	if st.dynamic && st.sizeNew >= e.cfg.CutoffSamples {
 		e.updateCutoffs()
 	}
 }
@@ -33,19 +33,19 @@ func (e *Endpoint) onTick(now time.Duration) {
 // of the map, which at 60,000 RPCs a second (12,000 tombstones) held the
 // lock for about 140 µs every 16 ticks.
 func (e *Endpoint) expireTombs() {
-	l := &e.loop
-	for l.tombHead < len(l.tombQ) && l.tombQ[l.tombHead].exp <= l.tick {
-		t := l.tombQ[l.tombHead]
+	st := &e.state
+	for st.tombHead < len(st.tombQ) && st.tombQ[st.tombHead].exp <= st.tick {
+		t := st.tombQ[st.tombHead]
 		if t.p.tombs[t.id] == t.exp {
 			delete(t.p.tombs, t.id)
 		}
-		l.tombQ[l.tombHead] = tomb{}
-		l.tombHead++
+		st.tombQ[st.tombHead] = tomb{}
+		st.tombHead++
 	}
-	if l.tombHead > 64 && l.tombHead >= len(l.tombQ)/2 {
-		n := copy(l.tombQ, l.tombQ[l.tombHead:])
-		clear(l.tombQ[n:])
-		l.tombQ, l.tombHead = l.tombQ[:n], 0
+	if st.tombHead > 64 && st.tombHead >= len(st.tombQ)/2 {
+		n := copy(st.tombQ, st.tombQ[st.tombHead:])
+		clear(st.tombQ[n:])
+		st.tombQ, st.tombHead = st.tombQ[:n], 0
 	}
 }
 
@@ -75,7 +75,7 @@ func (e *Endpoint) checkRPC(now time.Duration, r *rpc) {
 	case r.state != srvAwaitAck && e.waitingOnUs(r):
 		r.silent = 0
 		return
-	case r.state == srvResponding && r.peer.heard+uint64(e.cfg.ResendTicks) > e.loop.tick:
+	case r.state == srvResponding && r.peer.heard+uint64(e.cfg.ResendTicks) > e.state.tick:
 		// Waiting for grants from a client that is alive: its scheduler
 		// may hold this response back behind others for a long time.
 		r.silent = 0
@@ -101,18 +101,18 @@ func (e *Endpoint) checkRPC(now time.Duration, r *rpc) {
 // message lengths and bumps the version when they change; senders learn
 // them from CUTOFFS packets sent when their DATA carries an old version.
 func (e *Endpoint) updateCutoffs() {
-	l := &e.loop
-	l.sizeNew = 0
-	l.scratch = append(l.scratch[:0], l.sizes...)
-	cut := computeCutoffs(l.scratch, e.cfg.UnschedBytes, l.prios, e.cfg.MaxMessageBytes)
-	if cut == l.cut.cut {
+	st := &e.state
+	st.sizeNew = 0
+	st.scratch = append(st.scratch[:0], st.sizes...)
+	cut := computeCutoffs(st.scratch, e.cfg.UnschedBytes, st.prios, e.cfg.MaxMessageBytes)
+	if cut == st.cut.cut {
 		return
 	}
-	l.cut.cut = cut
-	l.cut.version++
-	if l.cut.version == 0 {
-		l.cut.version = 1 // 0 means "no cutoffs" on the wire
+	st.cut.cut = cut
+	st.cut.version++
+	if st.cut.version == 0 {
+		st.cut.version = 1 // 0 means "no cutoffs" on the wire
 	}
-	l.sched.maxSchedPrio = maxSchedPriority(&cut, l.prios, e.cfg.MaxMessageBytes)
-	e.c.cutoffVersion.Store(uint64(l.cut.version))
+	st.sched.maxSchedPrio = maxSchedPriority(&cut, st.prios, e.cfg.MaxMessageBytes)
+	e.c.cutoffVersion.Store(uint64(st.cut.version))
 }

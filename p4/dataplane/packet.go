@@ -1,8 +1,9 @@
 package dataplane
 
 // packet is one frame buffer. It changes hands instead of being copied: the
-// receive slot that filled it passes it to an egress queue, and the egress
-// scheduler returns it to the pool of the port that owns it after sending.
+// receive slot that filled it passes it to an egress queue, and whoever sends
+// it (the egress port's scheduler, or an ingress goroutine forwarding inline)
+// returns it to the pool of the port that owns it.
 type packet struct {
 	buf      []byte // full-capacity buffer
 	n        int    // frame length
@@ -45,7 +46,7 @@ func (pl *pool) get() *packet {
 	}
 }
 
-// put returns p to the pool it came from.
+// release returns p to the pool it came from.
 func (p *packet) release() {
 	p.n = 0
 	select {

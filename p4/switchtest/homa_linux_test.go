@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
 	"github.com/homatb/homatb/p4"
 )
@@ -25,7 +26,7 @@ func TestHomaThroughSwitch(t *testing.T) {
 	r := newRack(t, hs, nil)
 	r.program(t)
 
-	cfg := homa.Config{LinkBps: 1e9, UnloadedRTT: 100 * time.Microsecond}
+	cfg := homaconf.Config{LinkBps: 1e9, UnloadedRTT: 100 * time.Microsecond}
 	var eps [2]*homa.Endpoint
 	for i, h := range hs {
 		var conn *homa.RawConn

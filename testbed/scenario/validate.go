@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 )
 
 // Limits the checks enforce, with the reason for each in docs/scenarios.md.
@@ -294,7 +294,7 @@ func (c *checker) checkHoma(p string, h HomaParams, mtu int) {
 	if h.MaxMessageBytes > MaxMessageBytes {
 		c.errorf(p+".max_message_bytes", "expected at most %d bytes, got %d", int(MaxMessageBytes), h.MaxMessageBytes)
 	}
-	if err := homa.CheckExtra(h.Extra); err != nil {
+	if err := homaconf.CheckExtra(h.Extra); err != nil {
 		c.errorf(p+".extra", "%v", err)
 	}
 	prev := uint32(0)

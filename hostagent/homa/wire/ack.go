@@ -39,19 +39,18 @@ func AppendAck(b []byte, a *Ack) []byte {
 
 // ParseAck decodes an ACK packet.
 func ParseAck(b []byte) (Ack, error) {
-	var a Ack
 	c, err := parseTyped(b, TypeAck, AckLen)
 	if err != nil {
-		return a, err
+		return Ack{}, err
 	}
-	a.Common = c
-	a.NumAcks = be.Uint16(b[28:])
+	h := (*[AckLen]byte)(b)
+	a := Ack{Common: c, NumAcks: be.Uint16(h[28:])}
 	if a.NumAcks > MaxAcks {
 		return a, invalid(TypeAck, "%d acks", a.NumAcks)
 	}
 	for i := range int(a.NumAcks) {
-		o := 30 + 10*i
-		a.Acks[i] = AckEntry{ClientID: be.Uint64(b[o:]), ServerPort: be.Uint16(b[o+8:])}
+		o := 30 + 10*i // entries of 10 bytes: client id, server port
+		a.Acks[i] = AckEntry{ClientID: be.Uint64(h[o:]), ServerPort: be.Uint16(h[o+8:])}
 	}
 	return a, nil
 }

@@ -25,40 +25,61 @@ func (c *Common) LocalID() uint64 { return c.SenderID ^ 1 }
 // FromClient reports whether the packet was sent by the RPC's client.
 func (c *Common) FromClient() bool { return c.SenderID&1 == 0 }
 
+// doff is the doff byte of packets of type t.
+func doff(t Type) byte {
+	if t == TypeData {
+		return dataDoff
+	}
+	return controlDoff
+}
+
 // ParseCommon decodes the common header of b and checks its type and doff.
 func ParseCommon(b []byte) (Common, error) {
-	var c Common
 	if len(b) < CommonLen {
-		return c, truncated(Type(0), CommonLen, len(b))
+		return Common{}, truncated(Type(0), CommonLen, len(b))
 	}
-	c.SPort = be.Uint16(b[0:])
-	c.DPort = be.Uint16(b[2:])
-	c.Sequence = be.Uint32(b[4:])
-	c.Type = Type(b[11])
-	c.SenderID = be.Uint64(b[20:])
+	h := (*[CommonLen]byte)(b)
+	c := Common{
+		SPort:    be.Uint16(h[0:]),
+		DPort:    be.Uint16(h[2:]),
+		Sequence: be.Uint32(h[4:]),
+		Type:     Type(h[11]),       // 8-10 unused
+		SenderID: be.Uint64(h[20:]), // 12 doff, 13-19 unused
+	}
 	if !c.Type.Valid() {
 		return c, invalid(c.Type, "unknown type")
 	}
-	want := byte(controlDoff)
-	if c.Type == TypeData {
-		want = dataDoff
+	if want := doff(c.Type); h[12] != want {
+		return c, invalid(c.Type, "doff 0x%02x, want 0x%02x", h[12], want)
 	}
-	if b[12] != want {
-		return c, invalid(c.Type, "doff 0x%02x, want 0x%02x", b[12], want)
+	return c, nil
+}
+
+// parseTyped is the first step of every typed decoder: it decodes the
+// common header of a packet that must be of type t and checks that b holds
+// the n bytes of the type's fixed part. The decoder then views those bytes
+// as an array, (*[n]byte)(b), and reads each field at its offset without a
+// bounds check per field.
+func parseTyped(b []byte, t Type, n int) (Common, error) {
+	c, err := ParseCommon(b)
+	if err != nil {
+		return c, err
+	}
+	if c.Type != t {
+		return c, invalid(c.Type, "not %v", t)
+	}
+	if len(b) < n {
+		return c, truncated(t, n, len(b))
 	}
 	return c, nil
 }
 
 // appendCommon appends c with the doff of its type.
 func appendCommon(b []byte, c *Common) []byte {
-	doff := byte(controlDoff)
-	if c.Type == TypeData {
-		doff = dataDoff
-	}
 	b = be.AppendUint16(b, c.SPort)
 	b = be.AppendUint16(b, c.DPort)
 	b = be.AppendUint32(b, c.Sequence)
-	b = append(b, 0, 0, 0, byte(c.Type), doff, 0, 0, 0, 0, 0, 0, 0)
+	b = append(b, 0, 0, 0, byte(c.Type), doff(c.Type), 0, 0, 0, 0, 0, 0, 0)
 	return be.AppendUint64(b, c.SenderID)
 }
 

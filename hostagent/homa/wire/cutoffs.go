@@ -27,16 +27,15 @@ func AppendCutoffs(b []byte, c *Cutoffs) []byte {
 // ParseCutoffs decodes a CUTOFFS packet. Version 0 means "no cutoffs" in
 // DATA and is therefore invalid here.
 func ParseCutoffs(b []byte) (Cutoffs, error) {
-	var c Cutoffs
-	h, err := parseTyped(b, TypeCutoffs, CutoffsLen)
+	hdr, err := parseTyped(b, TypeCutoffs, CutoffsLen)
 	if err != nil {
-		return c, err
+		return Cutoffs{}, err
 	}
-	c.Common = h
+	h := (*[CutoffsLen]byte)(b)
+	c := Cutoffs{Common: hdr, Version: be.Uint16(h[60:])}
 	for i := range c.Cutoffs {
-		c.Cutoffs[i] = be.Uint32(b[28+4*i:])
+		c.Cutoffs[i] = be.Uint32(h[28+4*i:])
 	}
-	c.Version = be.Uint16(b[60:])
 	if c.Version == 0 {
 		return c, invalid(TypeCutoffs, "version 0")
 	}

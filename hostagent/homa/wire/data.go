@@ -54,26 +54,22 @@ func AppendData(b []byte, d *Data) []byte {
 // ParseData decodes a DATA packet and returns its header and payload (a
 // sub-slice of b). The payload must be non-empty and lie inside the message.
 func ParseData(b []byte) (Data, []byte, error) {
-	var d Data
-	c, err := ParseCommon(b)
+	c, err := parseTyped(b, TypeData, DataLen)
 	if err != nil {
-		return d, nil, err
+		return Data{}, nil, err
 	}
-	if c.Type != TypeData {
-		return d, nil, invalid(c.Type, "not DATA")
+	h := (*[DataLen]byte)(b)
+	d := Data{
+		Common:        c,
+		MessageLength: be.Uint32(h[28:]),
+		Incoming:      be.Uint32(h[32:]),
+		AckID:         be.Uint64(h[36:]),
+		AckPort:       be.Uint16(h[44:]),
+		CutoffVersion: be.Uint16(h[46:]),
+		Retransmit:    h[48],
+		Flags:         h[49],
+		Offset:        be.Uint32(h[52:]), // 50-51: pad
 	}
-	if len(b) < DataLen {
-		return d, nil, truncated(TypeData, DataLen, len(b))
-	}
-	d.Common = c
-	d.MessageLength = be.Uint32(b[28:])
-	d.Incoming = be.Uint32(b[32:])
-	d.AckID = be.Uint64(b[36:])
-	d.AckPort = be.Uint16(b[44:])
-	d.CutoffVersion = be.Uint16(b[46:])
-	d.Retransmit = b[48]
-	d.Flags = b[49]
-	d.Offset = be.Uint32(b[52:])
 	payload := b[DataLen:]
 	switch {
 	case d.MessageLength == 0:

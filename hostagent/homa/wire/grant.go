@@ -23,31 +23,14 @@ func AppendGrant(b []byte, g *Grant) []byte {
 
 // ParseGrant decodes a GRANT packet.
 func ParseGrant(b []byte) (Grant, error) {
-	var g Grant
 	c, err := parseTyped(b, TypeGrant, GrantLen)
 	if err != nil {
-		return g, err
+		return Grant{}, err
 	}
-	g.Common = c
-	g.Offset = be.Uint32(b[28:])
-	g.Priority = b[32]
+	h := (*[GrantLen]byte)(b)
+	g := Grant{Common: c, Offset: be.Uint32(h[28:]), Priority: h[32]}
 	if g.Priority >= MaxPriorities {
 		return g, invalid(TypeGrant, "priority %d", g.Priority)
 	}
 	return g, nil
-}
-
-// parseTyped decodes the common header and checks the type and length.
-func parseTyped(b []byte, t Type, length int) (Common, error) {
-	c, err := ParseCommon(b)
-	if err != nil {
-		return c, err
-	}
-	if c.Type != t {
-		return c, invalid(c.Type, "not %v", t)
-	}
-	if len(b) < length {
-		return c, truncated(t, length, len(b))
-	}
-	return c, nil
 }

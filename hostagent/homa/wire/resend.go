@@ -28,15 +28,12 @@ func AppendResend(b []byte, r *Resend) []byte {
 
 // ParseResend decodes a RESEND packet.
 func ParseResend(b []byte) (Resend, error) {
-	var r Resend
 	c, err := parseTyped(b, TypeResend, ResendLen)
 	if err != nil {
-		return r, err
+		return Resend{}, err
 	}
-	r.Common = c
-	r.Offset = be.Uint32(b[28:])
-	r.Length = be.Uint32(b[32:])
-	r.Priority = b[36]
+	h := (*[ResendLen]byte)(b)
+	r := Resend{Common: c, Offset: be.Uint32(h[28:]), Length: be.Uint32(h[32:]), Priority: h[36]}
 	if r.Priority >= MaxPriorities {
 		return r, invalid(TypeResend, "priority %d", r.Priority)
 	}

@@ -1,15 +1,13 @@
-package homa
+package homaconf
 
 import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/homatb/homatb/hostagent/agentpb"
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c, err := Config{}.withDefaults()
+	c, err := Config{}.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.FrameOverhead != 42 {
 		t.Errorf("defaults %+v", c)
 	}
-	basic, _ := Config{Basic: true}.withDefaults()
+	basic, _ := Config{Basic: true}.WithDefaults()
 	if basic.Priorities != 1 {
 		t.Errorf("basic mode keeps %d priorities", basic.Priorities)
 	}
@@ -44,30 +42,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Poll: time.Second}, "poll"},
 		{Config{FrameOverhead: -14}, "frame overhead"},
 	} {
-		if _, err := tt.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := tt.cfg.WithDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: err %v, want one about %s", tt.cfg, err, tt.want)
-		}
-	}
-}
-
-func TestConfigFromParams(t *testing.T) {
-	p := &agentpb.HomaParams{LinkBps: 10e9, Overcommit: 2, Priorities: 4, TickUs: 250, UnloadedRttUs: 20,
-		Extra: map[string]string{"fifo_grants": "off", "resend_interval": "3", "max_nic_backlog_us": "40", "poll_us": "50", "frame_overhead": "14"}}
-	c, err := ConfigFromParams(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.LinkBps != 10e9 || c.Overcommit != 2 || c.Priorities != 4 || c.Tick != 250*time.Microsecond ||
-		c.UnloadedRTT != 20*time.Microsecond || !c.DisableFIFOGrants || c.ResendInterval != 3 || c.MaxNICBacklog != 40*time.Microsecond ||
-		c.Poll != 50*time.Microsecond || c.FrameOverhead != 14 {
-		t.Errorf("config %+v", c)
-	}
-	if d, _ := c.withDefaults(); d.FIFOGrantPermille != 0 {
-		t.Errorf("fifo_grants=off left permille %d", d.FIFOGrantPermille)
-	}
-	for _, extra := range []map[string]string{{"nope": "1"}, {"resend_interval": "x"}} {
-		if _, err := ConfigFromParams(&agentpb.HomaParams{Extra: extra}); err == nil {
-			t.Errorf("extra %v accepted", extra)
 		}
 	}
 }

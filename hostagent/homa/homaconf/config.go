@@ -1,19 +1,20 @@
-package homa
+// Package homaconf holds the configuration of a Homa endpoint: its
+// fields, their defaults and limits, and the string keys a scenario or
+// the agent's control API may set beyond the named parameters. It imports
+// neither the protocol engine (package homa) nor the agent's API, so
+// scenario validation can check a configuration without linking either.
+package homaconf
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// Config holds an Endpoint's parameters. It mirrors agentpb.HomaParams;
-// a zero field means the documented default.
+// Config holds the parameters of a homa.Endpoint; a zero field means the
+// documented default. The agent fills it from its control API's
+// HomaParams.
 type Config struct {
 	// LinkBps is the host link rate in bit/s (default 1 Gbit/s). The pacer
 	// runs 1% below it; it also sizes the default UnschedBytes.
@@ -110,8 +111,8 @@ type Config struct {
 	// At 100 Mbit/s and below the waits are hundreds of µs and sleep, so
 	// the polling costs no CPU there.
 	PacerSpin time.Duration
-	// Poll is how long a Call or Server.Receive about to wait reads the
-	// Conn itself first (Linux Homa's poll_usecs, 50 µs there), so the
+	// Poll is how long a homa Call or Server.Receive about to wait reads
+	// the Conn itself first (Linux Homa's poll_usecs, 50 µs there), so the
 	// packet it waits for is handled by the goroutine that needs it and
 	// no other thread has to be woken: the 100 B RTT falls by 3-4 µs here,
 	// to about 13 µs (docs/homa.md). One goroutine per
@@ -125,7 +126,7 @@ type Config struct {
 	BypassBytes uint32
 	// ClientPort is the source port of Calls (default 0x8000).
 	ClientPort uint16
-	// TraceGrants records every GRANT of each Call in CallInfo.Grants
+	// TraceGrants records every GRANT of each Call in homa.CallInfo.Grants
 	// (time, offset, priority, direction): an allocation per Call and a
 	// few per message of many grants, so off by default. The agent's
 	// records keep counts and first/last times only, so scenarios have no
@@ -142,16 +143,19 @@ const (
 	DefaultUnloadedRTT     = 100 * time.Microsecond
 	DefaultMTU             = 1500
 	DefaultMaxMessageBytes = 1_000_000
-	ipHeaderLen            = 20
 	DefaultFrameOverhead   = 42 // Ethernet header, CRC, preamble, SFD, gap (HOMA_ETH_OVERHEAD)
 )
 
-// payloadPerPacket is the DATA payload of one MTU-sized packet.
-func (c *Config) payloadPerPacket() uint32 { return uint32(c.MTU - ipHeaderLen - wire.DataLen) }
+// IPHeaderLen is the IPv4 header in front of every Homa packet (no
+// options).
+const IPHeaderLen = 20
 
-// withDefaults returns a copy of c with defaults filled in, or an error for
+// PayloadPerPacket is the DATA payload of one MTU-sized packet.
+func (c *Config) PayloadPerPacket() uint32 { return uint32(c.MTU - IPHeaderLen - wire.DataLen) }
+
+// WithDefaults returns a copy of c with defaults filled in, or an error for
 // values out of range.
-func (c Config) withDefaults() (Config, error) {
+func (c Config) WithDefaults() (Config, error) {
 	if c.LinkBps == 0 {
 		c.LinkBps = DefaultLinkBps
 	}
@@ -161,7 +165,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MTU == 0 {
 		c.MTU = DefaultMTU
 	}
-	if c.MTU < ipHeaderLen+wire.DataLen+64 || c.MTU > 65535 {
+	if c.MTU < IPHeaderLen+wire.DataLen+64 || c.MTU > 65535 {
 		return c, fmt.Errorf("homa config: mtu %d out of range", c.MTU)
 	}
 	if c.FrameOverhead == 0 {
@@ -170,7 +174,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FrameOverhead < 0 || c.FrameOverhead > 1000 {
 		return c, fmt.Errorf("homa config: frame overhead %d bytes not in 1..1000 (0: the default %d)", c.FrameOverhead, DefaultFrameOverhead)
 	}
-	pkt := c.payloadPerPacket()
+	pkt := c.PayloadPerPacket()
 	if c.UnschedBytes == 0 {
 		c.UnschedBytes = uint32(c.LinkBps * uint64(c.UnloadedRTT) / 8 / uint64(time.Second))
 	}
@@ -270,118 +274,3 @@ func wireTime(n int, bps uint64) time.Duration {
 }
 
 func roundUp(n, unit uint32) uint32 { return (n + unit - 1) / unit * unit }
-
-// ConfigFromParams converts the agent's HomaParams into a Config. The
-// extra keys are those of extraSetters: numbers, except "pacer_spin_us"
-// (also "off") and "fifo_grants" ("on" or "off").
-func ConfigFromParams(p *agentpb.HomaParams) (Config, error) {
-	c := Config{
-		LinkBps:           p.GetLinkBps(),
-		UnloadedRTT:       time.Duration(p.GetUnloadedRttUs()) * time.Microsecond,
-		UnschedBytes:      p.GetUnschedBytes(),
-		Overcommit:        int(p.GetOvercommit()),
-		Priorities:        int(p.GetPriorities()),
-		Basic:             p.GetBasic(),
-		WindowBytes:       p.GetWindowBytes(),
-		MaxIncoming:       p.GetMaxIncoming(),
-		FIFOGrantPermille: int(p.GetFifoGrantPermille()),
-		UnschedCutoffs:    p.GetUnschedCutoffs(),
-		MTU:               int(p.GetMtu()),
-		ResendTicks:       int(p.GetResendTicks()),
-		TimeoutTicks:      int(p.GetTimeoutTicks()),
-		Tick:              time.Duration(p.GetTickUs()) * time.Microsecond,
-		IncastControl:     p.GetIncastControl(),
-		AtLeastOnce:       p.GetAtLeastOnce(),
-		MaxMessageBytes:   p.GetMaxMessageBytes(),
-	}
-	if err := applyExtra(&c, p.GetExtra()); err != nil {
-		return c, fmt.Errorf("homa params: extra: %w", err)
-	}
-	_, err := c.withDefaults() // validate now; NewEndpoint fills defaults itself
-	return c, err
-}
-
-// extraSetters are the keys HomaParams.extra understands, each setting a
-// field of c from its value.
-func extraSetters(c *Config) map[string]func(string) error {
-	num := func(v string, bits int) (uint64, error) { return strconv.ParseUint(v, 10, bits) }
-	u32 := func(dst *uint32) func(string) error {
-		return func(v string) error {
-			n, err := num(v, 32)
-			*dst = uint32(n)
-			return err
-		}
-	}
-	integer := func(dst *int) func(string) error {
-		return func(v string) error {
-			n, err := num(v, 31)
-			*dst = int(n)
-			return err
-		}
-	}
-	micros := func(dst *time.Duration, off time.Duration) func(string) error {
-		return func(v string) error {
-			if v == "off" && off != 0 {
-				*dst = off
-				return nil
-			}
-			n, err := num(v, 32)
-			*dst = time.Duration(n) * time.Microsecond
-			return err
-		}
-	}
-	return map[string]func(string) error{
-		"resend_interval":      integer(&c.ResendInterval),
-		"request_ack_ticks":    integer(&c.RequestAckTicks),
-		"incast_threshold":     integer(&c.IncastThreshold),
-		"cutoff_samples":       integer(&c.CutoffSamples),
-		"fifo_grant_bytes":     u32(&c.FIFOGrantBytes),
-		"incast_unsched_bytes": u32(&c.IncastUnschedBytes),
-		"bypass_bytes":         u32(&c.BypassBytes),
-		"grant_increment":      u32(&c.GrantIncrement),
-		"frame_overhead":       integer(&c.FrameOverhead),
-		"max_nic_backlog_us":   micros(&c.MaxNICBacklog, 0),
-		"pacer_spin_us":        micros(&c.PacerSpin, -1), // "off": never poll
-		"poll_us":              micros(&c.Poll, 0),
-		"client_port": func(v string) error {
-			n, err := num(v, 16)
-			c.ClientPort = uint16(n)
-			return err
-		},
-		"fifo_grants": func(v string) error {
-			if v != "on" && v != "off" {
-				return fmt.Errorf("expected on or off")
-			}
-			c.DisableFIFOGrants = v == "off"
-			return nil
-		},
-	}
-}
-
-// applyExtra sets c's fields from extra, in key order so that the first
-// error is always the same one.
-func applyExtra(c *Config, extra map[string]string) error {
-	set := extraSetters(c)
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		f := set[k]
-		if f == nil {
-			return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(set)), ", "))
-		}
-		if err := f(extra[k]); err != nil {
-			return fmt.Errorf("%s=%q: %w", k, extra[k], err)
-		}
-	}
-	return nil
-}
-
-// CheckExtra reports the first unknown key or invalid value of a
-// HomaParams.extra map, so that scenario validation can name it before a
-// run starts.
-func CheckExtra(extra map[string]string) error {
-	var c Config
-	if err := applyExtra(&c, extra); err != nil {
-		return err
-	}
-	_, err := c.withDefaults()
-	return err
-}

@@ -1,0 +1,246 @@
+package homa
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// endpointState is the protocol state of an Endpoint: its RPCs, peers,
+// grant scheduler, cutoffs, pacer and transmit batch. Only code holding
+// Endpoint.mu touches it.
+type endpointState struct {
+	// handoffs counts results handed to waiting goroutines (requests to
+	// servers, finished Calls), so the reader knows to yield to them.
+	handoffs uint64
+	clients  map[uint64]*rpc
+	tombQ    []tomb // every peer's tombstones in expiry order, from tombHead on
+	tombHead int
+	ports    map[uint16]*Server
+	peers    map[uint32]*peer // by v4(address)
+	sendq    []*rpc
+	sched    grantSched
+	schedDue bool
+	cut      cutoffTable
+	dynamic  bool
+	sizes    []uint32 // ring of recent inbound message lengths
+	sizePos  int
+	sizeNew  int
+	scratch  []uint32
+	gaps     []span
+	ackPeers []*peer
+	tx       []Packet
+	txN      int
+	linkIdle time.Duration
+	pacer    pacerTimer
+	armed    bool
+	spinning bool
+	spunAt   time.Duration // clock reading of the last pacer poll
+	tick     uint64
+	picks    uint64
+	pkt      uint32 // DATA payload per packet
+	ctrlPrio uint8
+	prios    int
+}
+
+// init readies st for an Endpoint with configuration cfg (defaults filled
+// in) on conn, which reads and writes batches of up to batch packets.
+func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
+	st.clients, st.ports, st.peers = map[uint64]*rpc{}, map[uint16]*Server{}, map[uint32]*peer{}
+	st.tx = make([]Packet, batch)
+	for i := range st.tx {
+		st.tx[i].Buf = make([]byte, 0, cfg.MTU)
+	}
+	st.pkt = cfg.PayloadPerPacket()
+	st.prios = cfg.Priorities
+	st.ctrlPrio = uint8(cfg.Priorities - 1)
+	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
+	if len(cfg.UnschedCutoffs) > 0 {
+		copy(st.cut.cut[:], cfg.UnschedCutoffs)
+	} else if !cfg.Basic && cfg.Priorities > 1 {
+		st.dynamic = true
+		st.sizes = make([]uint32, 0, 10*cfg.CutoffSamples)
+	}
+	st.sched = grantSched{p: schedParams{
+		overcommit: cfg.Overcommit, window: cfg.WindowBytes, maxIncoming: cfg.MaxIncoming,
+		basic: cfg.Basic, basicWindow: cfg.UnschedBytes, fifoPermille: cfg.FIFOGrantPermille,
+		fifoBytes: roundUp(cfg.FIFOGrantBytes, st.pkt), packet: st.pkt, increment: roundUp(cfg.GrantIncrement, st.pkt), highPrio: uint8(max(0, cfg.Priorities-2)),
+	}}
+	st.sched.maxSchedPrio = maxSchedPriority(&st.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
+	st.pacer = newPacer(conn)
+}
+
+// lock takes the state for a caller's event; false, with the state not
+// held, once the Endpoint is closed.
+func (e *Endpoint) lock() bool {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// unlock ends an event: grants the scheduler asked for, DATA the pacer
+// allows, and the transmit batch go out before the state is released. The
+// pacer reads the clock afresh: the event's reading is a few µs old, and at
+// 1 Gbit/s that is a third of a packet it would leave unsent.
+func (e *Endpoint) unlock() {
+	if e.state.schedDue {
+		e.grantNow()
+	}
+	e.pump(e.now())
+	e.flush()
+	if e.state.spinning {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+	e.mu.Unlock()
+}
+
+// now reads the Endpoint's clock, the time since it started: the
+// protocol keeps its times on it.
+func (e *Endpoint) now() time.Duration { return time.Since(e.epoch) }
+
+// at converts a reading of the Endpoint's clock into a wall-clock time,
+// for CallInfo.
+func (e *Endpoint) at(d time.Duration) time.Time { return e.epoch.Add(d) }
+
+// startCall registers the client RPC r and starts sending req, its
+// request, to dest.
+func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req []byte) {
+	st := &e.state
+	r.peer = e.peer(dest.Addr())
+	r.lport, r.rport = e.cfg.ClientPort, dest.Port()
+	var flags uint8
+	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold {
+		flags = wire.FlagIncast
+	}
+	e.startOut(now, r, req, e.cfg.UnschedBytes, flags)
+	st.clients[r.id] = r
+}
+
+// cancelCall aborts the client RPC r for its caller, unless it has
+// finished meanwhile.
+func (e *Endpoint) cancelCall(now time.Duration, r *rpc) {
+	if e.state.clients[r.id] == r {
+		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d: %w", r.id, ErrAborted))
+	}
+}
+
+// startReply starts sending resp as the response of the server RPC r.
+func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) {
+	if r.dead || r.state != srvServing {
+		e.c.unknownRPC.Add(1) // the RPC timed out or was forgotten meanwhile
+		return
+	}
+	unsched := e.cfg.UnschedBytes
+	if r.incast {
+		unsched = min(unsched, e.cfg.IncastUnschedBytes)
+	}
+	r.state = srvResponding
+	r.silent = 0
+	e.startOut(now, r, resp, unsched, 0)
+}
+
+// shutdown fails every outstanding Call.
+func (e *Endpoint) shutdown() {
+	now := e.now()
+	for _, r := range e.state.clients {
+		e.finishCall(now, r, nil, fmt.Errorf("homa: call %d: %w", r.id, ErrClosed))
+	}
+}
+
+// peer returns the state kept for addr, creating it on first use.
+func (e *Endpoint) peer(addr netip.Addr) *peer {
+	k := v4(addr)
+	p := e.state.peers[k]
+	if p == nil {
+		p = &peer{addr: addr, servers: map[uint64]*rpc{}, tombs: map[uint64]uint64{}}
+		e.state.peers[k] = p
+	}
+	return p
+}
+
+// v4 is an IPv4 address as the key of the peer map (Go's maps take a fast
+// path for 32- and 64-bit keys).
+func v4(addr netip.Addr) uint32 {
+	b := addr.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// startOut begins sending data as r's outbound message.
+func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
+	n := uint32(len(data))
+	prio := uint8(e.state.prios - 1)
+	if r.peer.cutoffs.version != 0 {
+		prio = unschedPriority(&r.peer.cutoffs.cut, e.state.prios, n)
+	}
+	r.out = msgOut{data: data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
+		unschedPrio: prio, flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
+	e.enqueue(r)
+}
+
+func (e *Endpoint) enqueue(r *rpc) {
+	if !r.out.queued && r.out.sendable() {
+		r.out.queued = true
+		e.state.sendq = append(e.state.sendq, r)
+	}
+}
+
+// finishCall completes a client RPC with resp or err.
+func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error) {
+	st := &e.state
+	delete(st.clients, r.id)
+	r.dead = true
+	if r.in.tracked {
+		st.sched.remove(&r.in)
+		st.schedDue = true
+	}
+	r.info.done = now
+	if err != nil {
+		e.c.callsFailed.Add(1)
+	} else {
+		e.c.callsDone.Add(1)
+		if !e.cfg.AtLeastOnce {
+			e.queueAck(r.peer, ackRef{id: r.id, port: r.rport})
+		}
+	}
+	r.resp, r.err = resp, err
+	r.done <- struct{}{}
+	st.handoffs++
+}
+
+// forgetServer drops a server RPC; a tombstone keeps late duplicates of an
+// executed request from running it again (at-most-once).
+func (e *Endpoint) forgetServer(r *rpc, executed bool) {
+	st := &e.state
+	p := r.peer
+	delete(p.servers, r.id)
+	r.dead = true
+	if r.in.tracked {
+		st.sched.remove(&r.in)
+		st.schedDue = true
+	}
+	if executed && !e.cfg.AtLeastOnce {
+		exp := st.tick + 2*uint64(e.cfg.TimeoutTicks)
+		p.tombs[r.id] = exp
+		st.tombQ = append(st.tombQ, tomb{p, r.id, exp})
+	}
+}
+
+// lookup finds the RPC a packet from addr belongs to.
+func (e *Endpoint) lookup(addr netip.Addr, c *wire.Common) *rpc {
+	if c.FromClient() {
+		if p := e.state.peers[v4(addr)]; p != nil {
+			return p.servers[c.SenderID]
+		}
+		return nil
+	}
+	return e.state.clients[c.LocalID()]
+}
