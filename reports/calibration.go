@@ -95,16 +95,19 @@ func newIdeal(calib map[string]map[int64]*calibPoint, man *manifest) (id *idealR
 		}
 	}
 	if math.IsInf(id.baseNs, 1) {
-		// No calibration rows: the manifest's digest of them, whose
-		// responses echoed the requests.
+		// No calibration rows: the manifest's digest of them.
 		for _, tr := range slices.Sorted(maps.Keys(man.Calibration)) {
 			rtt := man.Calibration[tr].RTTus
 			if len(rtt) == 0 {
 				continue
 			}
 			l := slices.Min(slices.Collect(maps.Keys(rtt)))
+			resp := int64(man.Calibration[tr].ResponseBytes)
+			if resp == 0 {
+				resp = int64(l) // echoed
+			}
 			if us := rtt[l]; us > 0 && us*1e3 < id.baseNs {
-				id.baseNs, id.baseReq, id.baseResp = us*1e3, int64(l), int64(l)
+				id.baseNs, id.baseReq, id.baseResp = us*1e3, int64(l), resp
 				id.source = fmt.Sprintf("median unloaded RTT of %s's %d B calibration RPCs (manifest.json)", tr, l)
 			}
 		}

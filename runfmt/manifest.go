@@ -99,6 +99,9 @@ type Calibration struct {
 	RTTus map[uint32]float64 `json:"rtt_us"`
 	// UnschedBytes is link rate x the smallest size's unloaded RTT (Homa).
 	UnschedBytes uint32 `json:"unsched_bytes,omitempty"`
+	// ResponseBytes is the calibration RPCs' response length; 0 echoed
+	// the request.
+	ResponseBytes uint32 `json:"response_bytes"`
 }
 
 // Experiment is one experiment's entry in the manifest.

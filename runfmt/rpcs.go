@@ -22,8 +22,10 @@ func CalibrationExperiment(transport string) string { return "calibrate-" + tran
 // Unix ns on the client's clock.
 type RPC struct {
 	Experiment, Transport, Phase string
-	// Client is the client host's name; Server the server's ip:port.
+	// Client is the client host's name; Server the server's ip:port and
+	// ServerHost its host's name.
 	Client, Server      string
+	ServerHost          string
 	ReqBytes, RespBytes int64
 	IntendedNs, SentNs  int64
 	DoneNs              int64 // 0 unless completed
@@ -66,6 +68,7 @@ func RPCs() *CSVFormat[RPC] {
 			i64Col("first_resp_ns", func(r *RPC) *int64 { return &r.FirstRespNs }).opt(),
 			i64Col("grants_in", func(r *RPC) *int64 { return &r.GrantsIn }).opt(),
 			i64Col("grants_out", func(r *RPC) *int64 { return &r.GrantsOut }).opt(),
+		strCol("server_host", func(r *RPC) *string { return &r.ServerHost }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0

@@ -25,7 +25,7 @@ func (r *run) calibrate(ctx context.Context) error {
 	for _, t := range distinctTransports(r.plan) {
 		name := runfmt.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
-		cal := runfmt.Calibration{RTTus: map[uint32]float64{}}
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: calibrationResponse(s)}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)
@@ -36,11 +36,15 @@ func (r *run) calibrate(ctx context.Context) error {
 			}
 			// Bound each size by time too, generously: samples x (RTT at
 			// the link rate + 20 ms of software) + 2 s.
-			perRPC := time.Duration(float64(size)*8/float64(s.Link.Rate)*float64(time.Second)) + 20*time.Millisecond
+			resp := uint32(cal.ResponseBytes)
+			if resp == 0 {
+				resp = size
+			}
+			perRPC := time.Duration(float64(size+resp)*8/float64(s.Link.Rate)*float64(time.Second)) + 20*time.Millisecond
 			bound := time.Duration(s.Calibration.Samples)*perRPC + 2*time.Second
 			w := &agentpb.Workload{
 				Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
-				Targets: []string{target}, ResponseBytes: 0, Seed: s.Seed,
+				Targets: []string{target}, ResponseBytes: cal.ResponseBytes, Seed: s.Seed,
 				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
 			}
 			if err := ca.configure(ctx, r.configureRequest(t, s, exp, "calibrate", client, false, w)); err != nil {
@@ -79,6 +83,24 @@ func (r *run) calibrate(ctx context.Context) error {
 		r.prog.step(name, false)
 	}
 	return nil
+}
+
+// calibrationResponse is the response length calibration RPCs ask for:
+// the one most of the scenario's phases use (the smaller on a tie; 0
+// echoes the request), so that each transport's own unloaded RTT is
+// measured with the workload's responses.
+func calibrationResponse(s *scenario.Scenario) uint32 {
+	count := map[uint32]int{}
+	for _, ph := range s.Phases {
+		count[ph.ResponseBytes]++
+	}
+	best, n := uint32(0), 0
+	for r, c := range count {
+		if c > n || (c == n && r < best) {
+			best, n = r, c
+		}
+	}
+	return best
 }
 
 // waitIssued polls an agent until it has issued n RPCs and none is in

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
 )
 
 // Manifest is the run's manifest.json (runfmt.Manifest), kept up to date
@@ -89,6 +91,23 @@ func machine() runfmt.Machine {
 	return m
 }
 
+// ethernetFraming is what a packet takes on a link beyond its IP packet as
+// the embedded switch's shaper charges it (p4/dataplane/shaper.go):
+// Ethernet header 14, FCS 4, preamble 8 and inter-frame gap 12.
+const ethernetFraming = 38
+
+// fabricOf describes the laid-out network for the ideal RTT (reports).
+func fabricOf(n *topo.Network, s *scenario.Scenario) *runfmt.Fabric {
+	f := &runfmt.Fabric{LinkBps: uint64(s.Link.Rate), MTU: s.Link.MTU, FrameOverhead: ethernetFraming}
+	if s.Topology.Kind == scenario.KindLeafSpine {
+		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
+	}
+	for _, h := range n.Hosts {
+		f.Hosts = append(f.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP.String(), Switch: h.Switch})
+	}
+	return f
+}
+
 func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	v, commit := versions()
 	abs, err := filepath.Abs(file)
@@ -96,7 +115,7 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 		abs = file
 	}
 	m := &Manifest{Manifest: runfmt.Manifest{
-		Run: run, Tag: tag, ScenarioFile: abs, Scenario: plan.Base, Incomplete: true,
+		Run: run, Tag: tag, ScenarioFile: abs, Scenario: plan.Base, Incomplete: true, Started: time.Now().UnixNano(),
 		Versions: v, GitCommit: commit, Machine: machine(), LinkBps: uint64(plan.Base.Link.Rate),
 		Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
 	}, dir: runDir}

@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/topo"
 )
 
 // recordsFile is the run's rpcs.csv, appended to as each experiment's
@@ -18,9 +20,14 @@ type recordsFile struct {
 	mu sync.Mutex
 	f  *os.File
 	w  *runfmt.CSVWriter[runfmt.RPC]
+	// hostOf names the host of each address, for the server_host column
+	// (agents know their servers by address only).
+	hostOf map[string]string
 }
 
-func createRecords(path string) (*recordsFile, error) {
+// createRecords creates path; hosts are the network's, so that every row
+// names its server's host.
+func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
@@ -30,7 +37,11 @@ func createRecords(path string) (*recordsFile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &recordsFile{f: f, w: w}, nil
+	r := &recordsFile{f: f, w: w, hostOf: make(map[string]string, len(hosts))}
+	for _, h := range hosts {
+		r.hostOf[h.IP.String()] = h.Name
+	}
+	return r, nil
 }
 
 // appendCSV adds one agent's records (an rpcs.csv of its own). rename,
@@ -56,6 +67,9 @@ func (r *recordsFile) appendCSV(data []byte, rename string) (int, []float64, err
 		}
 		if rename != "" {
 			rec.Experiment = rename
+		}
+		if ip, _, ok := strings.Cut(rec.Server, ":"); ok && rec.ServerHost == "" {
+			rec.ServerHost = r.hostOf[ip]
 		}
 		if err := r.w.Write(&rec); err != nil {
 			return n, rtts, err

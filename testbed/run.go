@@ -256,6 +256,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.layout = layout
+	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricOf(layout, s) }); err != nil {
+		return err
+	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))
 	defer r.prog.finish()
 
@@ -281,7 +284,7 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.startAgents(ctx, layout); err != nil {
 		return err
 	}
-	if r.records, err = createRecords(filepath.Join(r.dir, "rpcs.csv")); err != nil {
+	if r.records, err = createRecords(filepath.Join(r.dir, runfmt.RPCs().File), layout.Hosts); err != nil {
 		return err
 	}
 	if !s.Calibration.Skip {

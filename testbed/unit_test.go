@@ -12,6 +12,7 @@ import (
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
 )
 
 func TestSwitchTotals(t *testing.T) {
@@ -23,7 +24,7 @@ func TestSwitchTotals(t *testing.T) {
 
 func TestRecordsMerge(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rpcs.csv")
-	r, err := createRecords(path)
+	r, err := createRecords(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +188,57 @@ func TestLoadWarning(t *testing.T) {
 	}, map[string]float64{"h2": 1000, "h3": 2000, "h4": 1e6})
 	if bps != 100*1000*8+50*2000*8 || rps != 150 {
 		t.Errorf("configuredLoad = %g bit/s, %g RPC/s; want 1.6e6, 150", bps, rps)
+	}
+}
+
+func TestCalibrationResponse(t *testing.T) {
+	phase := func(resp uint32) scenario.Phase { return scenario.Phase{ResponseBytes: resp} }
+	tests := []struct {
+		name   string
+		phases []scenario.Phase
+		want   uint32
+	}{
+		{"one phase", []scenario.Phase{phase(100)}, 100},
+		{"echo", []scenario.Phase{phase(0)}, 0},
+		{"the most used", []scenario.Phase{phase(100), phase(0), phase(100)}, 100},
+		{"a tie takes the smaller", []scenario.Phase{phase(500), phase(100)}, 100},
+		{"no phases echo", nil, 0},
+	}
+	for _, tc := range tests {
+		if got := calibrationResponse(&scenario.Scenario{Phases: tc.phases}); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFabricOf(t *testing.T) {
+	for _, tc := range []struct {
+		topo      scenario.Topology
+		interLink int
+		pairs     [][2]string // hosts whose path we check
+		links     []int
+	}{
+		{scenario.Topology{Kind: scenario.KindStar, Hosts: 3}, 0, [][2]string{{"h1", "h3"}}, []int{2}},
+		{scenario.Topology{Kind: scenario.KindLeafSpine, Leaves: 2, Spines: 1, HostsPerLeaf: 2}, 2,
+			[][2]string{{"h1", "h2"}, {"h1", "h3"}}, []int{2, 4}},
+	} {
+		n, err := topo.Layout(tc.topo, "hb00001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &scenario.Scenario{Topology: tc.topo, Link: scenario.Link{Rate: 50e6, MTU: 1500}}
+		f := fabricOf(n, s)
+		if f.LinkBps != 50e6 || f.MTU != 1500 || f.FrameOverhead != 38 || f.InterSwitchLinks != tc.interLink || len(f.Hosts) != len(n.Hosts) {
+			t.Errorf("%s: fabric %+v", tc.topo.Kind, f)
+		}
+		sw := f.SwitchOf()
+		for i, p := range tc.pairs {
+			if got := f.LinksBetween(sw[p[0]], sw[p[1]]); got != tc.links[i] {
+				t.Errorf("%s: %s to %s crosses %d links, want %d", tc.topo.Kind, p[0], p[1], got, tc.links[i])
+			}
+		}
+		if ip := n.Hosts[0].IP.String(); sw[ip] != n.Hosts[0].Switch {
+			t.Errorf("%s: address %s maps to switch %q", tc.topo.Kind, ip, sw[ip])
+		}
 	}
 }
