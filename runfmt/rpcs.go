@@ -68,7 +68,7 @@ func RPCs() *CSVFormat[RPC] {
 			i64Col("first_resp_ns", func(r *RPC) *int64 { return &r.FirstRespNs }).opt(),
 			i64Col("grants_in", func(r *RPC) *int64 { return &r.GrantsIn }).opt(),
 			i64Col("grants_out", func(r *RPC) *int64 { return &r.GrantsOut }).opt(),
-		strCol("server_host", func(r *RPC) *string { return &r.ServerHost }).opt(),
+			strCol("server_host", func(r *RPC) *string { return &r.ServerHost }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0
