@@ -165,6 +165,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			a.hists[me.Name] = hist
 		}
 	}
+	sum.Headline, sum.Ratios = headlines(sum.Experiments)
 	sum.SweptParams = sweptParams(sum.Experiments)
 	if sum.SweptParams == nil {
 		sum.SweptParams = []string{}

@@ -20,7 +20,13 @@ var templateFS embed.FS
 // parseTemplates parses the report templates with their helper functions.
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"us":    fmtOpt,
+		"us": fmtOpt,
+		"spread": func(s *Spread, prec int) string {
+			if s == nil {
+				return "—"
+			}
+			return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Median, prec, s.Min, prec, s.Max)
+		},
 		"ci":    fmtCI,
 		"f":     func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) },
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
@@ -96,6 +102,32 @@ type headline struct {
 	RatioP50, RatioP99 *float64 // TCP over Homa
 }
 
+// repeated is one transport's headline over the repetitions of a
+// configuration, with its P99 over Homa's.
+type repeated struct {
+	Config string
+	Row    HeadlineRow
+	Ratio  *Spread
+}
+
+// repeatedRows pairs each repeated headline row with its ratio to Homa.
+func repeatedRows(s *Summary) []repeated {
+	var out []repeated
+	for _, h := range s.Headline {
+		if h.Repetitions < 2 {
+			continue
+		}
+		r := repeated{Config: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
+		for _, rr := range s.Ratios {
+			if paramsKey(Experiment{Params: rr.Params}, "") == r.Config {
+				r.Ratio = rr.OverHomaP99[h.Transport]
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // group is the experiments sharing one configuration, with their charts.
 type group struct {
 	Config string
@@ -105,11 +137,14 @@ type group struct {
 
 // reportPage is what report.html.tmpl renders.
 type reportPage struct {
-	Title       string
-	Generated   string
-	Summary     *Summary
-	Warnings    []warning
-	Headlines   []headline
+	Title     string
+	Generated string
+	Summary   *Summary
+	Warnings  []warning
+	Headlines []headline
+	// Repeated has the headline over repetitions, when a configuration
+	// ran more than once.
+	Repeated    []repeated
 	Groups      []group
 	Sweeps      []chart
 	SweepNotes  []string
@@ -157,6 +192,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			pg.Warnings = append(pg.Warnings, warning{e.Name, w})
 		}
 	}
+	pg.Repeated = repeatedRows(s)
 	keys, by := groupExperiments(s.Experiments)
 	for gi, k := range keys {
 		exps := by[k]

@@ -14,6 +14,11 @@ type Summary struct {
 	SweptParams []string     `json:"swept_params"`
 	Fidelity    []string     `json:"fidelity"`
 	Experiments []Experiment `json:"experiments"`
+	// Headline has, per configuration and transport, the short-message
+	// P50 and P99 over the repetitions; Ratios each transport's P99 over
+	// Homa's, repetition by repetition.
+	Headline []HeadlineRow `json:"headline"`
+	Ratios   []RatioRow    `json:"ratios"`
 
 	manifest *manifest
 }

@@ -29,3 +29,27 @@ func TestVersusLine(t *testing.T) {
 		})
 	}
 }
+
+func TestRepetitionLines(t *testing.T) {
+	sp := func(med, lo, hi float64) *reports.Spread {
+		return &reports.Spread{Median: med, Min: lo, Max: hi, Values: []float64{lo, med, hi}}
+	}
+	params := map[string]any{"load": "0.5"}
+	sum := &reports.Summary{
+		Headline: []reports.HeadlineRow{
+			{Transport: "homa", Params: params, Repetitions: 3, ShortP50us: sp(558, 500, 700), ShortP99us: sp(4741, 2700, 13800)},
+			{Transport: "tcp", Params: params, Repetitions: 3, ShortP50us: sp(57931, 57000, 59000), ShortP99us: sp(118007, 113600, 143600)},
+		},
+		Ratios: []reports.RatioRow{{Params: params, Repetitions: 3, TCPOverHomaP99: sp(24.9, 10.4, 41.5)}},
+	}
+	want := "headline (load=0.5), median of 3 repetitions (range): short-message P99 Homa 4741 (2700–13800) µs, " +
+		"TCP 118007 (113600–143600) µs; TCP/Homa 24.9 (10.4–41.5)x; P50 Homa 558 (500–700) µs, TCP 57931 (57000–59000) µs"
+	got := repetitionLines(sum)
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("repetitionLines = %q\nwant %q", got, want)
+	}
+	sum.Ratios[0].Repetitions = 1
+	if got := repetitionLines(sum); len(got) != 0 {
+		t.Errorf("one repetition: %q, want the single-run headline instead", got)
+	}
+}

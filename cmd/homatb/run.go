@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,9 +158,15 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 	for _, fw := range res.Manifest.Fidelity {
 		fmt.Fprintf(w, "  fidelity: %s\n", fw)
 	}
-	for _, v := range sum.Versus() {
-		if line := versusLine(v); line != "" {
-			fmt.Fprintln(w, line)
+	if lines := repetitionLines(sum); len(lines) > 0 {
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	} else {
+		for _, v := range sum.Versus() {
+			if line := versusLine(v); line != "" {
+				fmt.Fprintln(w, line)
+			}
 		}
 	}
 	if _, err := os.Stat(filepath.Join(res.RunDir, "report.html")); err == nil {
@@ -184,6 +192,58 @@ func versusLine(v reports.Versus) string {
 		line += fmt.Sprintf("; P50 %.0f vs %.0f µs (%.1fx)", *h.ShortP50us, *t.ShortP50us, *v.RatioP50)
 	}
 	return line
+}
+
+// repetitionLines is the headline of a run with repetitions: per
+// configuration, the median short-message P99 and P50 of Homa and TCP over
+// the repetitions with their range, and the median TCP/Homa P99 ratio with
+// its range; none when no configuration was repeated.
+func repetitionLines(sum *reports.Summary) []string {
+	var lines []string
+	for _, r := range sum.Ratios {
+		if r.Repetitions < 2 || r.TCPOverHomaP99 == nil {
+			continue
+		}
+		var homa, tcp *reports.HeadlineRow
+		for i := range sum.Headline {
+			h := &sum.Headline[i]
+			if maps.EqualFunc(h.Params, r.Params, func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+				switch h.Transport {
+				case "homa":
+					homa = h
+				case "tcp":
+					tcp = h
+				}
+			}
+		}
+		if homa == nil || tcp == nil || homa.ShortP99us == nil || tcp.ShortP99us == nil {
+			continue
+		}
+		cfg := paramsString(r.Params)
+		rng := func(s *reports.Spread, f string) string {
+			return fmt.Sprintf(f+" ("+f+"–"+f+")", s.Median, s.Min, s.Max)
+		}
+		line := fmt.Sprintf("headline%s, median of %d repetitions (range): short-message P99 Homa %s µs, TCP %s µs; TCP/Homa %sx",
+			cfg, r.Repetitions, rng(homa.ShortP99us, "%.0f"), rng(tcp.ShortP99us, "%.0f"), rng(r.TCPOverHomaP99, "%.1f"))
+		if homa.ShortP50us != nil && tcp.ShortP50us != nil {
+			line += fmt.Sprintf("; P50 Homa %s µs, TCP %s µs", rng(homa.ShortP50us, "%.0f"), rng(tcp.ShortP50us, "%.0f"))
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// paramsString formats a configuration's params as " (k=v, ...)", "" for
+// none.
+func paramsString(p map[string]any) string {
+	if len(p) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, p[k]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // readSummary reads summary.json; an unreadable one reads as empty (the
