@@ -134,6 +134,13 @@ type Experiment struct {
 	// AgentCPUMs the CPU time the agents that took part used.
 	CPUBusy    float64 `json:"cpu_busy"`
 	AgentCPUMs uint64  `json:"agent_cpu_ms"`
+	// LoadAvg1 is the machine's 1-minute load average as the experiment
+	// started; CPUSteal the fraction of CPU time the hypervisor took during
+	// it; OtherCPUs how many CPUs processes outside the run kept busy on
+	// average.
+	LoadAvg1  float64 `json:"load_avg_1m"`
+	CPUSteal  float64 `json:"cpu_steal"`
+	OtherCPUs float64 `json:"other_cpus"`
 }
 
 // Books count an experiment's RPCs: Issued = Completed + Failed + InFlight.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ type experimentRun struct {
 	rec   runfmt.Experiment
 
 	startStats    map[string]runfmt.SwitchStats
-	cpu0          cpuTimes
+	load          *load
 	stopTelemetry func()
 
 	mu          sync.Mutex
@@ -118,7 +119,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	r := x.r
 	x.resetWindows(ctx)
 	x.startStats = r.readSwitchStats(ctx)
-	x.cpu0 = readCPU()
+	x.load = startLoad(runtime.NumCPU(), os.Getpid())
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
@@ -247,14 +248,19 @@ func (x *experimentRun) addHost(host, role string, c *agentpb.Counters) {
 func (x *experimentRun) endMeasurement(ctx context.Context) {
 	x.rec.Ended = time.Now().UnixNano()
 	x.stopTelemetry()
-	cpuBusy := cpuBusyFraction(x.cpu0, readCPU())
+	x.load.end()
+	cpuBusy := cpuBusyFraction(x.load.t0, x.load.t1)
 	x.rec.CPUBusy = cpuBusy
+	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.before1, x.load.steal(), x.load.otherCPUs()
 	x.rec.AgentCPUMs = x.cpuUs / 1000
 	if w := lagWarning(x.lags, len(x.roles.clientHosts())); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.rec.Fidelity = append(x.rec.Fidelity, x.lagWarnings...)
 	if w := cpuWarning(cpuBusy); w != "" {
+		x.rec.Fidelity = append(x.rec.Fidelity, w)
+	}
+	if w := x.load.warning(); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.rec.Fidelity = append(x.rec.Fidelity, x.r.collectSwitchStats(ctx, x.e.Name, x.startStats)...)
