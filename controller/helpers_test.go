@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4"
+
 	"github.com/homatb/homatb/p4/p4rt"
 	"github.com/homatb/homatb/p4/pipeline"
 )
@@ -60,9 +63,9 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
-func dial(t testing.TB, s *testSwitch, opts ...Option) *Client {
+func dial(t testing.TB, s *testSwitch, opts ...p4rtclient.Option) *p4rtclient.Client {
 	t.Helper()
-	c, err := Dial(testContext(t), s.addr, s.device, append([]Option{WithDialTimeout(5 * time.Second)}, opts...)...)
+	c, err := p4rtclient.Dial(testContext(t), s.addr, s.device, append([]p4rtclient.Option{p4rtclient.WithDialTimeout(5 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -125,7 +128,7 @@ func ipv4Frame(dst netip.Addr, tos byte, payload int) []byte {
 func programmed(t testing.TB, topo *Topology, policy Policy) *Fabric {
 	t.Helper()
 	ctx := testContext(t)
-	f, err := Connect(ctx, topo, WithDialTimeout(5*time.Second))
+	f, err := Connect(ctx, topo, p4rtclient.WithDialTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +137,18 @@ func programmed(t testing.TB, topo *Topology, policy Policy) *Fabric {
 		t.Fatalf("Program: %v", err)
 	}
 	return f
+}
+
+// torSchema is the name resolver of the embedded tor.p4 P4Info.
+func torSchema(t testing.TB) *p4rtclient.Schema {
+	t.Helper()
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p4rtclient.NewSchema(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

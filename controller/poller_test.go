@@ -32,7 +32,7 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 3000 {
 		h := topo.Hosts[rng.IntN(len(topo.Hosts))]
-		prio := rng.IntN(NumQueues)
+		prio := rng.IntN(p4.QueuesPerPort)
 		frame := ipv4Frame(h.IP, byte(prio<<5), rng.IntN(1400))
 		var v pipeline.Verdict
 		sw.pl.Ingress(frame, 1, &v)
@@ -52,13 +52,13 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	last := poller.Last()
-	if len(last) != len(topo.Hosts)*NumQueues {
-		t.Fatalf("last samples cover %d queues, want %d", len(last), len(topo.Hosts)*NumQueues)
+	last := poller.last()
+	if len(last) != len(topo.Hosts)*p4.QueuesPerPort {
+		t.Fatalf("last samples cover %d queues, want %d", len(last), len(topo.Hosts)*p4.QueuesPerPort)
 	}
 	var total int64
 	for k, s := range last {
-		idx := QueueIndex(k.Port, k.Queue)
+		idx := int(p4.QueueIndex(uint16(k.Port), uint8(k.Queue)))
 		inP, inB, err1 := sw.pl.Counter(p4.CounterIngressQueue, idx)
 		outP, outB, err2 := sw.pl.Counter(p4.CounterEgressQueue, idx)
 		depth, err3 := sw.pl.Register(p4.RegisterQueueDepth, idx)
@@ -110,14 +110,14 @@ func TestResetQueuePeaks(t *testing.T) {
 	var v pipeline.Verdict
 	sw.pl.Ingress(frame, 1, &v)
 	sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: 37, Length: len(frame)})
-	idx := QueueIndex(h.Port, int(v.Queue))
+	idx := int(p4.QueueIndex(uint16(h.Port), uint8(v.Queue)))
 	if peak, err := sw.pl.Register(p4.RegisterQueuePeak, idx); err != nil || peak != 37 {
 		t.Fatalf("peak before the reset: %d, %v; want 37", peak, err)
 	}
 	if err := f.ResetQueuePeaks(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
-	vals, err := f.Client(topo.Switches[0].Name).ReadRegister(testContext(t), RegisterQueuePeak)
+	vals, err := f.Client(topo.Switches[0].Name).ReadRegister(testContext(t), registerQueuePeak)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
+
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -21,13 +23,13 @@ func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
 	ctx := testContext(t)
 	policy := Policy{ECNThresholdPkts: 20}
 	f := programmed(t, topo, policy)
-	want, err := topo.SwitchEntries("s1", policy)
+	want, err := topo.switchEntries("s1", policy)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 3 routes, 8 DSCP classes, 3 ARP answers, 3 ECN ports.
-	if len(want) != 3+NumQueues+3+3 {
-		t.Fatalf("SwitchEntries = %d entries, want %d", len(want), 3+NumQueues+3+3)
+	if len(want) != 3+p4.QueuesPerPort+3+3 {
+		t.Fatalf("switchEntries = %d entries, want %d", len(want), 3+p4.QueuesPerPort+3+3)
 	}
 	got, err := f.Client("s1").ReadEntries(ctx, "")
 	if err != nil {
@@ -36,7 +38,7 @@ func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("read back %d entries, wrote %d", len(got), len(want))
 	}
-	if err := DiffEntries(f.Client("s1").Schema(), "s1", want, got); err != nil {
+	if err := diffEntries(f.Client("s1").Schema(), "s1", want, got); err != nil {
 		t.Fatal(err)
 	}
 
@@ -65,7 +67,7 @@ func TestProgramMultiSwitchPaths(t *testing.T) {
 			MAC: MAC{2, 0, 0, 0, 0, byte(i + 1)}, Switch: name, Port: 1})
 	}
 	ctx := testContext(t)
-	if err := Program(ctx, topo, DefaultPolicy(), WithDialTimeout(5*time.Second)); err != nil {
+	if err := program(ctx, topo, DefaultPolicy(), p4rtclient.WithDialTimeout(5*time.Second)); err != nil {
 		t.Fatalf("Program: %v", err)
 	}
 	tests := []struct {
@@ -89,7 +91,7 @@ func TestProgramMultiSwitchPaths(t *testing.T) {
 func TestBackupControllerTakesOver(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 7)
 	ctx := testContext(t)
-	first := dial(t, sw, WithElectionID(ElectionID{Low: 10}))
+	first := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 10}))
 	if err := first.WaitPrimary(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestBackupControllerTakesOver(t *testing.T) {
 	if err := first.SetPipeline(ctx, info, nil); err != nil {
 		t.Fatal(err)
 	}
-	second := dial(t, sw, WithElectionID(ElectionID{Low: 5}))
+	second := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 5}))
 	if v, err := second.APIVersion(ctx); err != nil || v == "" {
 		t.Errorf("APIVersion = %q, %v", v, err)
 	}
@@ -110,7 +112,7 @@ func TestBackupControllerTakesOver(t *testing.T) {
 	if err := second.FetchPipeline(ctx); err != nil {
 		t.Fatal(err)
 	}
-	entry := Entry{Table: TableDSCPToQueue, Match: []Match{Exact(FieldDSCP, Uint(46))}, Action: ActionSetQueue, Params: map[string]Value{"queue": Uint(7)}}
+	entry := p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(46))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(7)}}
 	if err := second.Insert(ctx, entry); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("backup Write error = %v, want PERMISSION_DENIED", err)
 	}
@@ -118,7 +120,7 @@ func TestBackupControllerTakesOver(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.SetElectionID(ElectionID{Low: 11}); err != nil {
+	if err := second.SetElectionID(p4rtclient.ElectionID{Low: 11}); err != nil {
 		t.Fatal(err)
 	}
 	if err := second.WaitPrimary(ctx); err != nil {
@@ -127,11 +129,11 @@ func TestBackupControllerTakesOver(t *testing.T) {
 	if err := second.Insert(ctx, entry); err != nil {
 		t.Fatalf("Write after taking over: %v", err)
 	}
-	got, err := second.ReadEntries(ctx, TableDSCPToQueue)
+	got, err := second.ReadEntries(ctx, tableDSCPToQueue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := DiffEntries(second.Schema(), "s", []Entry{entry}, got); err != nil {
+	if err := diffEntries(second.Schema(), "s", []p4rtclient.Entry{entry}, got); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,7 +145,7 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 	f := programmed(t, topo, DefaultPolicy())
 	c := f.Client("s1")
 	// One more entry written after Program must come back too.
-	extra := Entry{Table: TableDSCPToQueue, Match: []Match{Exact(FieldDSCP, Uint(46))}, Action: ActionSetQueue, Params: map[string]Value{"queue": Uint(7)}}
+	extra := p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(46))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(7)}}
 	if err := c.Insert(ctx, extra); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 	if err := c.WaitPrimary(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want, err := topo.SwitchEntries("s1", DefaultPolicy())
+	want, err := topo.switchEntries("s1", DefaultPolicy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := DiffEntries(c.Schema(), "s1", append(want, extra), got); err != nil {
+	if err := diffEntries(c.Schema(), "s1", append(want, extra), got); err != nil {
 		t.Fatal(err)
 	}
 	var v pipeline.Verdict
@@ -184,25 +186,25 @@ func TestInvalidEntriesNameTableFieldValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Caught before the wire: a 6-bit DSCP of 64.
-	err := c.Insert(ctx, Entry{Table: TableDSCPToQueue, Match: []Match{Exact(FieldDSCP, Uint(64))}, Action: ActionSetQueue, Params: map[string]Value{"queue": Uint(1)}})
-	var ee *EntryError
-	if !errors.As(err, &ee) || ee.Table != TableDSCPToQueue || ee.Field != FieldDSCP || !strings.Contains(err.Error(), "0x40") {
-		t.Fatalf("error = %v, want an EntryError naming %s, %s and 0x40", err, TableDSCPToQueue, FieldDSCP)
+	err := c.Insert(ctx, p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(64))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(1)}})
+	var ee *p4rtclient.EntryError
+	if !errors.As(err, &ee) || ee.Table != tableDSCPToQueue || ee.Field != fieldDSCP || !strings.Contains(err.Error(), "0x40") {
+		t.Fatalf("error = %v, want an p4rtclient.EntryError naming %s, %s and 0x40", err, tableDSCPToQueue, fieldDSCP)
 	}
 	// Caught by the switch: inserting the same key twice in one batch; the
 	// first applies, the second fails and is named.
-	e := Entry{Table: TableARPProxy, Match: []Match{Exact(FieldARPTarget, IPv4(netip.MustParseAddr("10.0.0.9")))}, Action: ActionARPReply, Params: map[string]Value{"mac": Uint(9)}}
+	e := p4rtclient.Entry{Table: tableARPProxy, Match: []p4rtclient.Match{p4rtclient.Exact(fieldARPTarget, p4rtclient.IPv4(netip.MustParseAddr("10.0.0.9")))}, Action: actionARPReply, Params: map[string]p4rtclient.Value{"mac": p4rtclient.Uint(9)}}
 	err = c.Insert(ctx, e, e)
-	var we *WriteError
+	var we *p4rtclient.WriteError
 	if !errors.As(err, &we) || len(we.Failed) != 1 || we.Failed[0].Index != 1 || we.Failed[0].Code != codes.AlreadyExists {
 		t.Fatalf("error = %v, want one ALREADY_EXISTS failure at index 1", err)
 	}
-	for _, want := range []string{TableARPProxy, FieldARPTarget + "=0x0a000009"} {
+	for _, want := range []string{tableARPProxy, fieldARPTarget + "=0x0a000009"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
-	got, err := c.ReadEntries(ctx, TableARPProxy)
+	got, err := c.ReadEntries(ctx, tableARPProxy)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("read back %v, %v; want the one applied entry", got, err)
 	}
@@ -211,7 +213,7 @@ func TestInvalidEntriesNameTableFieldValue(t *testing.T) {
 func TestWriteBeforePipelineKeepsStatus(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 1)
 	c := dial(t, sw)
-	te, err := torSchema(t).TableEntry(Entry{Table: TableDSCPToQueue, Match: []Match{Exact(FieldDSCP, Uint(8))}, Action: ActionSetQueue, Params: map[string]Value{"queue": Uint(1)}})
+	te, err := torSchema(t).TableEntry(p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(8))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(1)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestDialFailsFastOnWrongDevice(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 1)
 	// Retrying until the timeout would end in a timeout error, not the
 	// switch's NOT_FOUND.
-	_, err := Dial(testContext(t), sw.addr, 99, WithDialTimeout(10*time.Second))
+	_, err := p4rtclient.Dial(testContext(t), sw.addr, 99, p4rtclient.WithDialTimeout(10*time.Second))
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("Dial of an unknown device: %v, want NOT_FOUND", err)
 	}
@@ -234,7 +236,7 @@ func TestDialFailsFastOnWrongDevice(t *testing.T) {
 func TestClientCloseLeavesNoGoroutines(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 1)
 	before := runtime.NumGoroutine()
-	c, err := Dial(testContext(t), sw.addr, sw.device)
+	c, err := p4rtclient.Dial(testContext(t), sw.addr, sw.device)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +267,7 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := Policy{DSCPQueue: next, ECNThresholdPkts: 15}
-	want, err := topo.SwitchEntries("s1", policy)
+	want, err := topo.switchEntries("s1", policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +275,7 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := PlanSync(f.Client("s1").Schema(), want, got)
+	plan, err := planSync(f.Client("s1").Schema(), want, got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +290,7 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 		t.Fatalf("CS7 after collapse:2 went to queue %d, want 1", v.Queue)
 	}
 	// The EF packet counted before the sync is still counted: no pipeline push.
-	if pkts, _, err := sw.pl.Counter(p4.CounterIngressQueue, QueueIndex(1, 7)); err != nil || pkts != 1 {
+	if pkts, _, err := sw.pl.Counter(p4.CounterIngressQueue, int(p4.QueueIndex(1, 7))); err != nil || pkts != 1 {
 		t.Fatalf("ingress counter of port 1 queue 7 = %d, %v; want 1 kept across Sync", pkts, err)
 	}
 }
@@ -299,15 +301,15 @@ func TestDialWaitsForALateSwitch(t *testing.T) {
 	addr := probe.addr
 	probe.stop()
 	type dialed struct {
-		c   *Client
+		c   *p4rtclient.Client
 		err error
 	}
 	result := make(chan dialed, 1)
 	go func() {
-		c, err := Dial(testContext(t), addr, 1, WithDialTimeout(10*time.Second))
+		c, err := p4rtclient.Dial(testContext(t), addr, 1, p4rtclient.WithDialTimeout(10*time.Second))
 		result <- dialed{c, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // Dial is retrying meanwhile
+	time.Sleep(300 * time.Millisecond) // p4rtclient.Dial is retrying meanwhile
 	sw := startSwitch(t, addr, 1)
 	r := <-result
 	if r.err != nil {
@@ -326,7 +328,7 @@ func TestDialWaitsForALateSwitch(t *testing.T) {
 func TestDialTimesOutWithoutSwitch(t *testing.T) {
 	probe := startSwitch(t, "127.0.0.1:0", 1)
 	probe.stop()
-	_, err := Dial(testContext(t), probe.addr, 1, WithDialTimeout(300*time.Millisecond))
+	_, err := p4rtclient.Dial(testContext(t), probe.addr, 1, p4rtclient.WithDialTimeout(300*time.Millisecond))
 	if err == nil || !strings.Contains(err.Error(), "no arbitration answer") || !strings.Contains(err.Error(), probe.addr) {
 		t.Fatalf("Dial of a dead address: %v, want a timeout naming %s", err, probe.addr)
 	}

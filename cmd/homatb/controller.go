@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/spf13/cobra"
 )
 
@@ -84,9 +85,9 @@ func runController(ctx context.Context, o *controllerOpts) error {
 		return err
 	}
 	fabric, err := controller.Connect(ctx, topo,
-		controller.WithElectionID(controller.ElectionID{Low: o.electionID}),
-		controller.WithDialTimeout(o.dialTimeout),
-		controller.WithLogger(log))
+		p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: o.electionID}),
+		p4rtclient.WithDialTimeout(o.dialTimeout),
+		p4rtclient.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -489,7 +490,16 @@ func (c *Client) FetchPipeline(ctx context.Context) error {
 	return nil
 }
 
-func (c *Client) needSchema() (*Schema, error) {
+// Logger is the logger the client was given (WithLogger), so code that
+// drives several clients logs to the same place.
+func (c *Client) Logger() *slog.Logger { return c.o.log }
+
+// DialTimeout is the configured dial timeout (WithDialTimeout), which also
+// bounds how long callers wait for primacy after Dial.
+func (c *Client) DialTimeout() time.Duration { return c.o.dialTimeout }
+
+// NeedSchema is Schema, or an error when no pipeline has been set or fetched.
+func (c *Client) NeedSchema() (*Schema, error) {
 	if s := c.Schema(); s != nil {
 		return s, nil
 	}

@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (c *Client) Read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.En
 // ReadEntries reads the entries of a table ("" for every table), decoded
 // into names. Default entries are not included (see ReadDefault).
 func (c *Client) ReadEntries(ctx context.Context, table string) ([]Entry, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (c *Client) ReadEntries(ctx context.Context, table string) ([]Entry, error)
 
 // ReadDefault reads a table's default entry.
 func (c *Client) ReadDefault(ctx context.Context, table string) (Entry, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return Entry{}, err
 	}
@@ -142,7 +142,7 @@ func (c *Client) ReadRegister(ctx context.Context, name string) ([]RegisterValue
 
 // readIndexed resolves a wildcard read of every index of one named object.
 func (c *Client) readIndexed(ctx context.Context, name string, wildcard func(*Schema) (*p4v1.Entity, error)) ([]*p4v1.Entity, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return nil, err
 	}
