@@ -104,7 +104,7 @@ func readTable(sc *schema, ts *tableState, q *p4v1.TableEntry) ([]*p4v1.Entity, 
 	for _, id := range ids {
 		t := ts.tables[id]
 		if q.GetIsDefaultAction() {
-			te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true, Action: p4Default(sc.tables[id].info)}
+			te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true, Action: sc.p4Default(sc.tables[id].info)}
 			if t != nil && t.def != nil {
 				te = t.def.te
 			}
