@@ -11,7 +11,9 @@ import (
 
 // Read sends one ReadRequest and gathers every streamed response. Wildcards
 // follow the spec: table_id 0 reads all tables, an unset match all entries,
-// counter_id 0 all counters, an unset index all indices.
+// counter_id 0 all counters, an unset index all indices. When some entities
+// fail, a server that follows the spec streams the others first: they are
+// returned with the error, whose status details say which entity failed.
 func (c *Client) Read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.Entity, error) {
 	stream, err := c.rpc.Read(ctx, &p4v1.ReadRequest{DeviceId: c.device, Entities: entities})
 	if err != nil {
@@ -24,7 +26,7 @@ func (c *Client) Read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.En
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: read: %w", c.addr, err)
+			return out, fmt.Errorf("%s: read: %w", c.addr, err)
 		}
 		out = append(out, resp.GetEntities()...)
 	}
