@@ -333,3 +333,32 @@ func TestDialTimesOutWithoutSwitch(t *testing.T) {
 		t.Fatalf("Dial of a dead address: %v, want a timeout naming %s", err, probe.addr)
 	}
 }
+
+// After a controller used a higher election id, a later one with a lower id
+// can never be primary on a switch that follows the spec: WaitPrimary must
+// say so at once instead of waiting out its deadline.
+func TestWaitPrimaryFailsFastBelowTheSwitchsElectionID(t *testing.T) {
+	sw := startSwitch(t, "127.0.0.1:0", 7)
+	high := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 100}))
+	if err := high.WaitPrimary(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := high.Close(); err != nil {
+		t.Fatal(err)
+	}
+	low := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 5}))
+	start := time.Now()
+	err := low.WaitPrimary(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "switch has seen election id 100; use an id of at least 100") {
+		t.Fatalf("WaitPrimary = %v, want the switch's election id named", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("WaitPrimary took %v to fail", d)
+	}
+	if err := low.SetElectionID(p4rtclient.ElectionID{Low: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := low.WaitPrimary(testContext(t)); err != nil {
+		t.Fatalf("WaitPrimary after taking the id the switch asked for: %v", err)
+	}
+}

@@ -16,6 +16,11 @@ type ElectionID struct{ High, Low uint64 }
 
 func (e ElectionID) proto() *p4v1.Uint128 { return &p4v1.Uint128{High: e.High, Low: e.Low} }
 
+// less orders ids as the 128-bit numbers they are.
+func (e ElectionID) less(o ElectionID) bool {
+	return e.High < o.High || (e.High == o.High && e.Low < o.Low)
+}
+
 func (e ElectionID) String() string {
 	if e.High == 0 {
 		return fmt.Sprint(e.Low)
