@@ -6,11 +6,15 @@ import (
 	"encoding/csv"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
 )
 
 func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
@@ -131,5 +135,59 @@ func TestResetQueuePeaks(t *testing.T) {
 	}
 	if err := f.Client(topo.Switches[0].Name).ResetRegister(testContext(t), "TorEgress.nope"); err == nil {
 		t.Error("reset of an unknown register succeeded")
+	}
+}
+
+// countReadEntities is a gRPC stream interceptor that adds up the entities
+// of every ReadResponse the client receives.
+type countReadEntities struct{ n atomic.Int64 }
+
+func (c *countReadEntities) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	return &countingStream{ClientStream: s, c: c}, err
+}
+
+type countingStream struct {
+	grpc.ClientStream
+	c *countReadEntities
+}
+
+func (s *countingStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if r, ok := m.(*p4v1.ReadResponse); ok && err == nil {
+		s.c.n.Add(int64(len(r.GetEntities())))
+	}
+	return err
+}
+
+// A sample reads the five queue objects at the indices of the switch's
+// ports only, not all 512 indices of each.
+func TestPollerReadsOnlyExistingPorts(t *testing.T) {
+	sw := startSwitch(t, "127.0.0.1:0", 1)
+	topo := oneSwitchTopology(t, sw)
+	ctx := testContext(t)
+	var count countReadEntities
+	f, err := Connect(ctx, topo, p4rtclient.WithDialTimeout(5*time.Second), p4rtclient.WithGRPCOptions(grpc.WithChainStreamInterceptor(count.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	if err := f.Program(ctx, DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	poller, err := f.NewPoller(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := count.n.Load()
+	if err := poller.sampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len(topo.Hosts) * p4.QueuesPerPort * 5) // 2 counters + 3 registers
+	if got := count.n.Load() - before; got != want {
+		t.Errorf("one sample read %d entities, want %d", got, want)
+	}
+	if got := len(poller.Samples()); got != len(topo.Hosts)*p4.QueuesPerPort {
+		t.Errorf("one sample has %d rows, want %d", got, len(topo.Hosts)*p4.QueuesPerPort)
 	}
 }
