@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/p4rt"
 	"github.com/homatb/homatb/p4/pipeline"
@@ -202,7 +203,7 @@ func (f *switchFlags) dataplaneConfig(log *slog.Logger) (dataplane.Config, error
 		}
 		cfg.Ports[port] = iface
 	}
-	rate, err := parseRate(f.linkRate)
+	rate, err := parseLinkRate(f.linkRate)
 	if err != nil {
 		return cfg, fmt.Errorf("--link-rate: %w", err)
 	}
@@ -305,30 +306,14 @@ func parsePortQueueValue(s string) (port uint16, queue int, n uint64, err error)
 	return port, queue, n, nil
 }
 
-// parseRate parses a tc-style bit rate: a number of bits/s with an optional
-// bit/kbit/mbit/gbit/tbit suffix (case-insensitive, decimal multiples).
-// "unlimited" and 0 turn the shaper off. "bps" is refused: tc reads it as
-// bytes per second, which is easy to get wrong by a factor of eight.
-func parseRate(s string) (uint64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "unlimited" || t == "none" {
+// parseLinkRate reads --link-rate: "unlimited", "none" or 0 turn the
+// shaper off (0 returned); anything else is a rate as scenarios write it.
+func parseLinkRate(s string) (uint64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "unlimited", "none", "0":
 		return 0, nil
 	}
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("rate %q: want e.g. 100Mbit, 1Gbit or bits/s", s)
-	}
-	return uint64(v*mult + 0.5), nil
+	return units.ParseRate(s)
 }
 
 // writeStats writes the statistics JSON atomically (temp file, rename), so
