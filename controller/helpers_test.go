@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/binary"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -11,49 +10,49 @@ import (
 	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
 
-	"github.com/homatb/homatb/p4/p4rt"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target"
 )
 
-// testSwitch is the embedded target's P4Runtime server on a loopback port.
+// testSwitch is the embedded target without a dataplane (tests hand frames
+// to its pipeline) on a loopback port.
 type testSwitch struct {
 	addr   string
 	device uint64
-	srv    *p4rt.Server
 	pl     *pipeline.Pipeline
-	served chan error
+	cancel context.CancelFunc
+	ran    chan error
 }
 
 // startSwitch serves P4Runtime for device on addr ("127.0.0.1:0" for any
 // port). Stopping is registered with t.Cleanup.
 func startSwitch(t testing.TB, addr string, device uint64) *testSwitch {
 	t.Helper()
-	var lis net.Listener
+	var sw *target.Switch
 	var err error
 	// A restarted switch reuses its port; the old listener may take a moment
 	// to release it.
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		lis, err = net.Listen("tcp", addr)
+		sw, err = target.New(target.Config{DeviceID: device, Addr: addr})
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("listen %s: %v", addr, err)
+		t.Fatalf("start switch on %s: %v", addr, err)
 	}
-	pl := pipeline.New()
-	s := &testSwitch{addr: lis.Addr().String(), device: device, pl: pl, served: make(chan error, 1),
-		srv: p4rt.NewServer(p4rt.Config{DeviceID: device, Pipeline: pl})}
-	go func() { s.served <- s.srv.Serve(lis) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &testSwitch{addr: sw.Addr(), device: device, pl: sw.Pipeline(), cancel: cancel, ran: make(chan error, 1)}
+	go func() { s.ran <- sw.Run(ctx) }()
 	t.Cleanup(s.stop)
 	return s
 }
 
 func (s *testSwitch) stop() {
-	s.srv.Stop()
-	<-s.served
-	s.served <- nil // later stops return at once
+	s.cancel()
+	<-s.ran
+	s.ran <- nil // later stops return at once
 }
 
 func testContext(t testing.TB) context.Context {

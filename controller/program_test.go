@@ -235,7 +235,14 @@ func TestDialFailsFastOnWrongDevice(t *testing.T) {
 
 func TestClientCloseLeavesNoGoroutines(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 1)
+	// The switch's own goroutines start asynchronously: count once they have.
 	before := runtime.NumGoroutine()
+	for settled := 0; settled < 5; settled++ {
+		time.Sleep(10 * time.Millisecond)
+		if n := runtime.NumGoroutine(); n != before {
+			before, settled = n, 0
+		}
+	}
 	c, err := p4rtclient.Dial(testContext(t), sw.addr, sw.device)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,8 +16,7 @@ import (
 
 	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/p4/dataplane"
-	"github.com/homatb/homatb/p4/p4rt"
-	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -111,25 +109,14 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	if err != nil {
 		return err
 	}
-	pl := pipeline.New()
-	dp, err := dataplane.New(cfg, pl)
+	sw, err := target.New(target.Config{DeviceID: f.deviceID, Addr: f.grpcAddr, Dataplane: &cfg, Logger: log.With("part", "p4runtime")})
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", f.grpcAddr)
-	if err != nil {
-		return fmt.Errorf("p4runtime listen: %w", err)
-	}
-	srv := p4rt.NewServer(p4rt.Config{DeviceID: f.deviceID, Pipeline: pl, Logger: log.With("part", "p4runtime")})
+	dp := sw.Dataplane()
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return dp.Run(gctx) })
-	g.Go(func() error { return srv.Serve(lis) })
-	g.Go(func() error {
-		<-gctx.Done()
-		srv.Stop()
-		return nil
-	})
+	g.Go(func() error { return sw.Run(gctx) })
 	if f.adminSocket != "" {
 		g.Go(func() error { return dataplane.ServeAdmin(gctx, f.adminSocket, dp.AdminHandler()) })
 	}
@@ -150,7 +137,7 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 			}
 		})
 	}
-	log.Info("switch running", "device_id", f.deviceID, "grpc", lis.Addr().String(), "ports", len(cfg.Ports),
+	log.Info("switch running", "device_id", f.deviceID, "grpc", sw.Addr(), "ports", len(cfg.Ports),
 		"queue_depth_pkts", cfg.QueueDepthPkts, "queue_depth_bytes", cfg.QueueDepthBytes,
 		"shared_buffer_bytes", cfg.SharedBufferBytes, "shared_alpha", cfg.SharedAlpha,
 		"port_buffer_bytes", cfg.PortBufferBytes, "port_buffer_pkts", cfg.PortBufferPkts)
