@@ -62,16 +62,6 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
-func dial(t testing.TB, s *testSwitch, opts ...p4rtclient.Option) *p4rtclient.Client {
-	t.Helper()
-	c, err := p4rtclient.Dial(testContext(t), s.addr, s.device, append([]p4rtclient.Option{p4rtclient.WithDialTimeout(5 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // waitFor polls cond every few milliseconds until it holds or d passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -1,10 +1,7 @@
 package controller
 
 import (
-	"errors"
 	"net/netip"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +9,6 @@ import (
 
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
-	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
@@ -88,56 +82,6 @@ func TestProgramMultiSwitchPaths(t *testing.T) {
 	}
 }
 
-func TestBackupControllerTakesOver(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 7)
-	ctx := testContext(t)
-	first := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 10}))
-	if err := first.WaitPrimary(ctx); err != nil {
-		t.Fatal(err)
-	}
-	info := torSchema(t).P4Info()
-	if err := first.SetPipeline(ctx, info, nil); err != nil {
-		t.Fatal(err)
-	}
-	second := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 5}))
-	if v, err := second.APIVersion(ctx); err != nil || v == "" {
-		t.Errorf("APIVersion = %q, %v", v, err)
-	}
-	if second.IsPrimary() {
-		t.Fatal("a controller with a lower election id became primary")
-	}
-	if err := second.SetPipeline(ctx, info, nil); status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("backup SetPipeline error = %v, want PERMISSION_DENIED", err)
-	}
-	if err := second.FetchPipeline(ctx); err != nil {
-		t.Fatal(err)
-	}
-	entry := p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(46))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(7)}}
-	if err := second.Insert(ctx, entry); status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("backup Write error = %v, want PERMISSION_DENIED", err)
-	}
-
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.SetElectionID(p4rtclient.ElectionID{Low: 11}); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.WaitPrimary(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.Insert(ctx, entry); err != nil {
-		t.Fatalf("Write after taking over: %v", err)
-	}
-	got, err := second.ReadEntries(ctx, tableDSCPToQueue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := diffEntries(second.Schema(), "s", []p4rtclient.Entry{entry}, got); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestRepushAfterSwitchRestart(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
@@ -176,84 +120,6 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 	if s := c.Stats(); s.Streams != 2 || s.PrimaryLost != 1 {
 		t.Errorf("stats = %+v, want 2 streams and 1 primacy loss", s)
 	}
-}
-
-func TestInvalidEntriesNameTableFieldValue(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
-	ctx := testContext(t)
-	c := dial(t, sw)
-	if err := c.SetPipeline(ctx, torSchema(t).P4Info(), nil); err != nil {
-		t.Fatal(err)
-	}
-	// Caught before the wire: a 6-bit DSCP of 64.
-	err := c.Insert(ctx, p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(64))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(1)}})
-	var ee *p4rtclient.EntryError
-	if !errors.As(err, &ee) || ee.Table != tableDSCPToQueue || ee.Field != fieldDSCP || !strings.Contains(err.Error(), "0x40") {
-		t.Fatalf("error = %v, want an p4rtclient.EntryError naming %s, %s and 0x40", err, tableDSCPToQueue, fieldDSCP)
-	}
-	// Caught by the switch: inserting the same key twice in one batch; the
-	// first applies, the second fails and is named.
-	e := p4rtclient.Entry{Table: tableARPProxy, Match: []p4rtclient.Match{p4rtclient.Exact(fieldARPTarget, p4rtclient.IPv4(netip.MustParseAddr("10.0.0.9")))}, Action: actionARPReply, Params: map[string]p4rtclient.Value{"mac": p4rtclient.Uint(9)}}
-	err = c.Insert(ctx, e, e)
-	var we *p4rtclient.WriteError
-	if !errors.As(err, &we) || len(we.Failed) != 1 || we.Failed[0].Index != 1 || we.Failed[0].Code != codes.AlreadyExists {
-		t.Fatalf("error = %v, want one ALREADY_EXISTS failure at index 1", err)
-	}
-	for _, want := range []string{tableARPProxy, fieldARPTarget + "=0x0a000009"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %q", err, want)
-		}
-	}
-	got, err := c.ReadEntries(ctx, tableARPProxy)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("read back %v, %v; want the one applied entry", got, err)
-	}
-}
-
-func TestWriteBeforePipelineKeepsStatus(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
-	c := dial(t, sw)
-	te, err := torSchema(t).TableEntry(p4rtclient.Entry{Table: tableDSCPToQueue, Match: []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(8))}, Action: actionSetQueue, Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Write(testContext(t), &p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}})
-	if status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("Write before any pipeline: %v, want FAILED_PRECONDITION", err)
-	}
-}
-
-func TestDialFailsFastOnWrongDevice(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
-	// Retrying until the timeout would end in a timeout error, not the
-	// switch's NOT_FOUND.
-	_, err := p4rtclient.Dial(testContext(t), sw.addr, 99, p4rtclient.WithDialTimeout(10*time.Second))
-	if status.Code(err) != codes.NotFound {
-		t.Fatalf("Dial of an unknown device: %v, want NOT_FOUND", err)
-	}
-}
-
-func TestClientCloseLeavesNoGoroutines(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
-	// The switch's own goroutines start asynchronously: count once they have.
-	before := runtime.NumGoroutine()
-	for settled := 0; settled < 5; settled++ {
-		time.Sleep(10 * time.Millisecond)
-		if n := runtime.NumGoroutine(); n != before {
-			before, settled = n, 0
-		}
-	}
-	c, err := p4rtclient.Dial(testContext(t), sw.addr, sw.device)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetPipeline(testContext(t), torSchema(t).P4Info(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "client and server stream goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
@@ -299,73 +165,5 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 	// The EF packet counted before the sync is still counted: no pipeline push.
 	if pkts, _, err := sw.pl.Counter(p4.CounterIngressQueue, int(p4.QueueIndex(1, 7))); err != nil || pkts != 1 {
 		t.Fatalf("ingress counter of port 1 queue 7 = %d, %v; want 1 kept across Sync", pkts, err)
-	}
-}
-
-func TestDialWaitsForALateSwitch(t *testing.T) {
-	// Reserve a port, then start the switch on it only after Dial began.
-	probe := startSwitch(t, "127.0.0.1:0", 1)
-	addr := probe.addr
-	probe.stop()
-	type dialed struct {
-		c   *p4rtclient.Client
-		err error
-	}
-	result := make(chan dialed, 1)
-	go func() {
-		c, err := p4rtclient.Dial(testContext(t), addr, 1, p4rtclient.WithDialTimeout(10*time.Second))
-		result <- dialed{c, err}
-	}()
-	time.Sleep(300 * time.Millisecond) // p4rtclient.Dial is retrying meanwhile
-	sw := startSwitch(t, addr, 1)
-	r := <-result
-	if r.err != nil {
-		t.Fatalf("Dial of a switch that starts late: %v", r.err)
-	}
-	c := r.c
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.WaitPrimary(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetPipeline(testContext(t), torSchema(t).P4Info(), nil); err != nil {
-		t.Fatalf("SetPipeline on %s: %v", sw.addr, err)
-	}
-}
-
-func TestDialTimesOutWithoutSwitch(t *testing.T) {
-	probe := startSwitch(t, "127.0.0.1:0", 1)
-	probe.stop()
-	_, err := p4rtclient.Dial(testContext(t), probe.addr, 1, p4rtclient.WithDialTimeout(300*time.Millisecond))
-	if err == nil || !strings.Contains(err.Error(), "no arbitration answer") || !strings.Contains(err.Error(), probe.addr) {
-		t.Fatalf("Dial of a dead address: %v, want a timeout naming %s", err, probe.addr)
-	}
-}
-
-// After a controller used a higher election id, a later one with a lower id
-// can never be primary on a switch that follows the spec: WaitPrimary must
-// say so at once instead of waiting out its deadline.
-func TestWaitPrimaryFailsFastBelowTheSwitchsElectionID(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 7)
-	high := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 100}))
-	if err := high.WaitPrimary(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := high.Close(); err != nil {
-		t.Fatal(err)
-	}
-	low := dial(t, sw, p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 5}))
-	start := time.Now()
-	err := low.WaitPrimary(testContext(t))
-	if err == nil || !strings.Contains(err.Error(), "switch has seen election id 100; use an id of at least 100") {
-		t.Fatalf("WaitPrimary = %v, want the switch's election id named", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("WaitPrimary took %v to fail", d)
-	}
-	if err := low.SetElectionID(p4rtclient.ElectionID{Low: 100}); err != nil {
-		t.Fatal(err)
-	}
-	if err := low.WaitPrimary(testContext(t)); err != nil {
-		t.Fatalf("WaitPrimary after taking the id the switch asked for: %v", err)
 	}
 }

@@ -1,11 +1,9 @@
-package controller
+package p4rtclient
 
 import (
 	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/homatb/homatb/controller/p4rtclient"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
@@ -17,13 +15,13 @@ import (
 func BenchmarkInstallEntries(b *testing.B) {
 	const n = 1000
 	sw := startSwitch(b, "127.0.0.1:0", 1)
-	batched := dial(b, sw, p4rtclient.WithBatchSize(1000), p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: 2}))
+	batched := dial(b, sw, WithBatchSize(1000), WithElectionID(ElectionID{Low: 2}))
 	info := torSchema(b).P4Info()
-	entries := make([]p4rtclient.Entry, n)
+	entries := make([]Entry, n)
 	for i := range entries {
 		ip := netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
-		entries[i] = p4rtclient.Entry{Table: tableIPv4LPM, Match: []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(ip), 32)},
-			Action: actionIPv4Forward, Params: map[string]p4rtclient.Value{"port": p4rtclient.Uint(uint64(1 + i%8)), "dst_mac": p4rtclient.Uint(uint64(i + 1))}}
+		entries[i] = Entry{Table: "TorIngress.ipv4_lpm", Match: []Match{LPM("hdr.ipv4.dstAddr", IPv4(ip), 32)},
+			Action: "TorIngress.ipv4_forward", Params: map[string]Value{"port": Uint(uint64(1 + i%8)), "dst_mac": Uint(uint64(i + 1))}}
 	}
 	ctx := testContext(b)
 	// install pushes a fresh pipeline (emptying the table, untimed), then
