@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -140,4 +141,15 @@ func torSchema(t testing.TB) *p4rtclient.Schema {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// program connects to every switch of the topology, programs it with the
+// policy, verifies, and disconnects. Use Connect and Fabric.Program to keep
+// the switches under control (re-push on restart, telemetry) afterwards.
+func program(ctx context.Context, topo *Topology, policy Policy, opts ...p4rtclient.Option) error {
+	f, err := Connect(ctx, topo, opts...)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Program(ctx, policy), f.Close())
 }

@@ -55,7 +55,7 @@ type Poller struct {
 	noRegs  map[string]bool // switches without register reads (BMv2)
 }
 
-// NewPoller returns a poller of the targets; interval must be positive.
+// newPoller returns a poller of the targets; interval must be positive.
 // The clients need a schema (SetPipeline or FetchPipeline).
 func newPoller(targets []pollTarget, interval time.Duration, log *slog.Logger) (*Poller, error) {
 	if interval <= 0 {
@@ -235,23 +235,6 @@ func (p *Poller) Samples() []Sample {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Sample(nil), p.samples...)
-}
-
-// Last returns the most recent sample of each (switch, port, queue).
-func (p *Poller) last() map[sampleKey]Sample {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[sampleKey]Sample{}
-	for _, s := range p.samples {
-		out[sampleKey{s.Switch, s.Port, s.Queue}] = s
-	}
-	return out
-}
-
-// sampleKey identifies one queue of one switch.
-type sampleKey struct {
-	Switch      string
-	Port, Queue int
 }
 
 // WriteCSV writes the series as telemetry.csv rows for one experiment.

@@ -191,3 +191,20 @@ func TestPollerReadsOnlyExistingPorts(t *testing.T) {
 		t.Errorf("one sample has %d rows, want %d", got, len(topo.Hosts)*p4.QueuesPerPort)
 	}
 }
+
+// last returns the most recent sample of each (switch, port, queue).
+func (p *Poller) last() map[sampleKey]Sample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[sampleKey]Sample{}
+	for _, s := range p.samples {
+		out[sampleKey{s.Switch, s.Port, s.Queue}] = s
+	}
+	return out
+}
+
+// sampleKey identifies one queue of one switch.
+type sampleKey struct {
+	Switch      string
+	Port, Queue int
+}

@@ -78,7 +78,7 @@ func (f *Fabric) Close() error {
 }
 
 // Program pushes the pipeline to every switch, applies BMv2 queue settings,
-// installs every switch's entries (see Topology.SwitchEntries) and reads
+// installs every switch's entries (see Topology.switchEntries) and reads
 // them back to verify that each switch holds exactly those entries.
 func (f *Fabric) Program(ctx context.Context, policy Policy) error {
 	if err := policy.Validate(); err != nil {
@@ -221,17 +221,6 @@ func diffEntries(s *p4rtclient.Schema, name string, want, got []p4rtclient.Entry
 		return ve
 	}
 	return nil
-}
-
-// Program connects to every switch of the topology, programs it with the
-// policy, verifies, and disconnects. Use Connect and Fabric.Program to keep
-// the switches under control (re-push on restart, telemetry) afterwards.
-func program(ctx context.Context, topo *Topology, policy Policy, opts ...p4rtclient.Option) error {
-	f, err := Connect(ctx, topo, opts...)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Program(ctx, policy), f.Close())
 }
 
 func (p Pipeline) loadP4Info() (*p4configv1.P4Info, error) {

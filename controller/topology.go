@@ -116,7 +116,7 @@ func (m *MAC) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Value returns the address as a P4 value.
+// value returns the address as a P4 value.
 func (m MAC) value() p4rtclient.Value { return p4rtclient.Value(m[:]) }
 
 // LoadTopology reads a YAML (or JSON) topology file; unknown keys are
@@ -148,7 +148,7 @@ func (t *Topology) findSwitch(name string) *Switch {
 	return nil
 }
 
-// Validate checks the topology: unique names, device ids, addresses, IPs and
+// validate checks the topology: unique names, device ids, addresses, IPs and
 // MACs; ports in 1..p4.MaxPort used once per switch; hosts and links attached
 // to declared switches and ports; and every host reachable from every
 // switch. All problems are reported together.
