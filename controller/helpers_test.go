@@ -12,48 +12,14 @@ import (
 	"github.com/homatb/homatb/p4"
 
 	"github.com/homatb/homatb/p4/pipeline"
-	"github.com/homatb/homatb/p4/target"
+	"github.com/homatb/homatb/p4/target/targettest"
 )
 
-// testSwitch is the embedded target without a dataplane (tests hand frames
-// to its pipeline) on a loopback port.
-type testSwitch struct {
-	addr   string
-	device uint64
-	pl     *pipeline.Pipeline
-	cancel context.CancelFunc
-	ran    chan error
-}
-
 // startSwitch serves P4Runtime for device on addr ("127.0.0.1:0" for any
-// port). Stopping is registered with t.Cleanup.
-func startSwitch(t testing.TB, addr string, device uint64) *testSwitch {
+// port) until the test ends.
+func startSwitch(t testing.TB, addr string, device uint64) *targettest.Switch {
 	t.Helper()
-	var sw *target.Switch
-	var err error
-	// A restarted switch reuses its port; the old listener may take a moment
-	// to release it.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		sw, err = target.New(target.Config{DeviceID: device, Addr: addr})
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("start switch on %s: %v", addr, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &testSwitch{addr: sw.Addr(), device: device, pl: sw.Pipeline(), cancel: cancel, ran: make(chan error, 1)}
-	go func() { s.ran <- sw.Run(ctx) }()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *testSwitch) stop() {
-	s.cancel()
-	<-s.ran
-	s.ran <- nil // later stops return at once
+	return targettest.Start(t, addr, device)
 }
 
 func testContext(t testing.TB) context.Context {
@@ -84,9 +50,9 @@ func mustMAC(t testing.TB, s string) MAC {
 }
 
 // oneSwitchTopology is a switch with three hosts on ports 1..3.
-func oneSwitchTopology(t testing.TB, sw *testSwitch) *Topology {
+func oneSwitchTopology(t testing.TB, sw *targettest.Switch) *Topology {
 	t.Helper()
-	topo := &Topology{Switches: []Switch{{Name: "s1", DeviceID: sw.device, Address: sw.addr}}}
+	topo := &Topology{Switches: []Switch{{Name: "s1", DeviceID: sw.DeviceID(), Address: sw.Addr()}}}
 	for i := 1; i <= 3; i++ {
 		topo.Hosts = append(topo.Hosts, Host{
 			Name: "h" + string(rune('0'+i)), IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}),

@@ -39,12 +39,12 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 		prio := rng.IntN(p4.QueuesPerPort)
 		frame := ipv4Frame(h.IP, byte(prio<<5), rng.IntN(1400))
 		var v pipeline.Verdict
-		sw.pl.Ingress(frame, 1, &v)
+		sw.Pipeline().Ingress(frame, 1, &v)
 		if v.Drop || int(v.EgressPort) != h.Port || int(v.Queue) != prio {
 			t.Fatalf("packet %d to %s prio %d: verdict %+v", i, h.Name, prio, v)
 		}
 		if i%7 != 0 { // some packets stay "queued": ingress > egress
-			sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue,
+			sw.Pipeline().Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue,
 				EnqDepthPkts: uint32(rng.IntN(50)), DeqTimedeltaUs: uint32(rng.IntN(900)), Length: len(frame)})
 		}
 		if i == 1500 { // a sample mid-traffic, so the series has a middle
@@ -63,11 +63,11 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 	var total int64
 	for k, s := range last {
 		idx := int(p4.QueueIndex(uint16(k.Port), uint8(k.Queue)))
-		inP, inB, err1 := sw.pl.Counter(p4.CounterIngressQueue, idx)
-		outP, outB, err2 := sw.pl.Counter(p4.CounterEgressQueue, idx)
-		depth, err3 := sw.pl.Register(p4.RegisterQueueDepth, idx)
-		peak, err4 := sw.pl.Register(p4.RegisterQueuePeak, idx)
-		delay, err5 := sw.pl.Register(p4.RegisterQueueDelay, idx)
+		inP, inB, err1 := sw.Pipeline().Counter(p4.CounterIngressQueue, idx)
+		outP, outB, err2 := sw.Pipeline().Counter(p4.CounterEgressQueue, idx)
+		depth, err3 := sw.Pipeline().Register(p4.RegisterQueueDepth, idx)
+		peak, err4 := sw.Pipeline().Register(p4.RegisterQueuePeak, idx)
+		delay, err5 := sw.Pipeline().Register(p4.RegisterQueueDelay, idx)
 		for _, err := range []error{err1, err2, err3, err4, err5} {
 			if err != nil {
 				t.Fatal(err)
@@ -112,10 +112,10 @@ func TestResetQueuePeaks(t *testing.T) {
 	h := topo.Hosts[0]
 	frame := ipv4Frame(h.IP, 5<<5, 100)
 	var v pipeline.Verdict
-	sw.pl.Ingress(frame, 1, &v)
-	sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: 37, Length: len(frame)})
+	sw.Pipeline().Ingress(frame, 1, &v)
+	sw.Pipeline().Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: 37, Length: len(frame)})
 	idx := int(p4.QueueIndex(uint16(h.Port), uint8(v.Queue)))
-	if peak, err := sw.pl.Register(p4.RegisterQueuePeak, idx); err != nil || peak != 37 {
+	if peak, err := sw.Pipeline().Register(p4.RegisterQueuePeak, idx); err != nil || peak != 37 {
 		t.Fatalf("peak before the reset: %d, %v; want 37", peak, err)
 	}
 	if err := f.ResetQueuePeaks(testContext(t)); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target/targettest"
 )
 
 func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
@@ -40,7 +41,7 @@ func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
 	// h2's MAC as destination.
 	frame := ipv4Frame(netip.MustParseAddr("10.0.0.2"), 5<<5, 10)
 	var v pipeline.Verdict
-	sw.pl.Ingress(frame, 1, &v)
+	sw.Pipeline().Ingress(frame, 1, &v)
 	if v.Drop || v.EgressPort != 2 || v.Queue != 5 {
 		t.Fatalf("verdict = %+v, want port 2 queue 5", v)
 	}
@@ -52,11 +53,11 @@ func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
 func TestProgramMultiSwitchPaths(t *testing.T) {
 	// s1 - s2 - s3 in a line, one host on port 1 of each: the middle
 	// switch routes both ways, the ends send everything else to s2.
-	sws := []*testSwitch{startSwitch(t, "127.0.0.1:0", 1), startSwitch(t, "127.0.0.1:0", 2), startSwitch(t, "127.0.0.1:0", 3)}
+	sws := []*targettest.Switch{startSwitch(t, "127.0.0.1:0", 1), startSwitch(t, "127.0.0.1:0", 2), startSwitch(t, "127.0.0.1:0", 3)}
 	topo := &Topology{Links: []Link{{A: "s1", APort: 4, B: "s2", BPort: 4}, {A: "s2", APort: 5, B: "s3", BPort: 4}}}
 	for i, sw := range sws {
 		name := "s" + string(rune('1'+i))
-		topo.Switches = append(topo.Switches, Switch{Name: name, DeviceID: sw.device, Address: sw.addr})
+		topo.Switches = append(topo.Switches, Switch{Name: name, DeviceID: sw.DeviceID(), Address: sw.Addr()})
 		topo.Hosts = append(topo.Hosts, Host{Name: "h" + string(rune('1'+i)), IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}),
 			MAC: MAC{2, 0, 0, 0, 0, byte(i + 1)}, Switch: name, Port: 1})
 	}
@@ -75,7 +76,7 @@ func TestProgramMultiSwitchPaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var v pipeline.Verdict
-		sws[tt.sw].pl.Ingress(ipv4Frame(netip.MustParseAddr(tt.dst), 0, 0), 9, &v)
+		sws[tt.sw].Pipeline().Ingress(ipv4Frame(netip.MustParseAddr(tt.dst), 0, 0), 9, &v)
 		if v.Drop || v.EgressPort != tt.wantPort {
 			t.Errorf("s%d to %s: verdict %+v, want port %d", tt.sw+1, tt.dst, v, tt.wantPort)
 		}
@@ -94,9 +95,11 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sw.stop()
+	if err := sw.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 5*time.Second, "the client to notice the stream broke", func() bool { return !c.IsPrimary() })
-	restarted := startSwitch(t, sw.addr, sw.device)
+	restarted := startSwitch(t, sw.Addr(), sw.DeviceID())
 	waitFor(t, 10*time.Second, "the re-push", func() bool { return c.Stats().Repushes == 1 })
 	if err := c.WaitPrimary(ctx); err != nil {
 		t.Fatal(err)
@@ -113,7 +116,7 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v pipeline.Verdict
-	restarted.pl.Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.3"), 46<<2, 0), 1, &v)
+	restarted.Pipeline().Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.3"), 46<<2, 0), 1, &v)
 	if v.Drop || v.EgressPort != 3 || v.Queue != 7 {
 		t.Fatalf("restarted switch verdict = %+v, want port 3 queue 7", v)
 	}
@@ -128,7 +131,7 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 	ctx := testContext(t)
 	f := programmed(t, topo, Policy{DSCPQueue: map[uint8]uint8{46: 7, 8: 1}})
 	var v pipeline.Verdict
-	sw.pl.Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.1"), 46<<2, 0), 2, &v)
+	sw.Pipeline().Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.1"), 46<<2, 0), 2, &v)
 	if v.Queue != 7 {
 		t.Fatalf("EF before sync went to queue %d, want 7", v.Queue)
 	}
@@ -158,12 +161,12 @@ func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
 	if err := f.Sync(ctx, policy); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	sw.pl.Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.1"), 7<<5, 0), 2, &v)
+	sw.Pipeline().Ingress(ipv4Frame(netip.MustParseAddr("10.0.0.1"), 7<<5, 0), 2, &v)
 	if v.Queue != 1 {
 		t.Fatalf("CS7 after collapse:2 went to queue %d, want 1", v.Queue)
 	}
 	// The EF packet counted before the sync is still counted: no pipeline push.
-	if pkts, _, err := sw.pl.Counter(p4.CounterIngressQueue, int(p4.QueueIndex(1, 7))); err != nil || pkts != 1 {
+	if pkts, _, err := sw.Pipeline().Counter(p4.CounterIngressQueue, int(p4.QueueIndex(1, 7))); err != nil || pkts != 1 {
 		t.Fatalf("ingress counter of port 1 queue 7 = %d, %v; want 1 kept across Sync", pkts, err)
 	}
 }

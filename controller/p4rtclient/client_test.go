@@ -112,7 +112,7 @@ func TestDialFailsFastOnWrongDevice(t *testing.T) {
 	sw := startSwitch(t, "127.0.0.1:0", 1)
 	// Retrying until the timeout would end in a timeout error, not the
 	// switch's NOT_FOUND.
-	_, err := Dial(testContext(t), sw.addr, 99, WithDialTimeout(10*time.Second))
+	_, err := Dial(testContext(t), sw.Addr(), 99, WithDialTimeout(10*time.Second))
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("Dial of an unknown device: %v, want NOT_FOUND", err)
 	}
@@ -128,7 +128,7 @@ func TestClientCloseLeavesNoGoroutines(t *testing.T) {
 			before, settled = n, 0
 		}
 	}
-	c, err := Dial(testContext(t), sw.addr, sw.device)
+	c, err := Dial(testContext(t), sw.Addr(), sw.DeviceID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,10 @@ func TestClientCloseLeavesNoGoroutines(t *testing.T) {
 func TestDialWaitsForALateSwitch(t *testing.T) {
 	// Reserve a port, then start the switch on it only after Dial began.
 	probe := startSwitch(t, "127.0.0.1:0", 1)
-	addr := probe.addr
-	probe.stop()
+	addr := probe.Addr()
+	if err := probe.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	type dialed struct {
 		c   *Client
 		err error
@@ -167,16 +169,18 @@ func TestDialWaitsForALateSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.SetPipeline(testContext(t), torSchema(t).P4Info(), nil); err != nil {
-		t.Fatalf("SetPipeline on %s: %v", sw.addr, err)
+		t.Fatalf("SetPipeline on %s: %v", sw.Addr(), err)
 	}
 }
 
 func TestDialTimesOutWithoutSwitch(t *testing.T) {
 	probe := startSwitch(t, "127.0.0.1:0", 1)
-	probe.stop()
-	_, err := Dial(testContext(t), probe.addr, 1, WithDialTimeout(300*time.Millisecond))
-	if err == nil || !strings.Contains(err.Error(), "no arbitration answer") || !strings.Contains(err.Error(), probe.addr) {
-		t.Fatalf("Dial of a dead address: %v, want a timeout naming %s", err, probe.addr)
+	if err := probe.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Dial(testContext(t), probe.Addr(), 1, WithDialTimeout(300*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "no arbitration answer") || !strings.Contains(err.Error(), probe.Addr()) {
+		t.Fatalf("Dial of a dead address: %v, want a timeout naming %s", err, probe.Addr())
 	}
 }
 
