@@ -10,17 +10,9 @@ import (
 
 	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
-
 	"github.com/homatb/homatb/p4/pipeline"
 	"github.com/homatb/homatb/p4/target/targettest"
 )
-
-// startSwitch serves P4Runtime for device on addr ("127.0.0.1:0" for any
-// port) until the test ends.
-func startSwitch(t testing.TB, addr string, device uint64) *targettest.Switch {
-	t.Helper()
-	return targettest.Start(t, addr, device)
-}
 
 func testContext(t testing.TB) context.Context {
 	t.Helper()

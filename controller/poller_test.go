@@ -13,12 +13,13 @@ import (
 	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target/targettest"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 )
 
 func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	f := programmed(t, topo, DefaultPolicy())
 	poller, err := f.NewPoller(5 * time.Millisecond)
@@ -106,7 +107,7 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 }
 
 func TestResetQueuePeaks(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	f := programmed(t, topo, DefaultPolicy())
 	h := topo.Hosts[0]
@@ -163,7 +164,7 @@ func (s *countingStream) RecvMsg(m any) error {
 // A sample reads the five queue objects at the indices of the switch's
 // ports only, not all 512 indices of each.
 func TestPollerReadsOnlyExistingPorts(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	ctx := testContext(t)
 	var count countReadEntities

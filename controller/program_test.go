@@ -13,7 +13,7 @@ import (
 )
 
 func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	ctx := testContext(t)
 	policy := Policy{ECNThresholdPkts: 20}
@@ -53,7 +53,7 @@ func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
 func TestProgramMultiSwitchPaths(t *testing.T) {
 	// s1 - s2 - s3 in a line, one host on port 1 of each: the middle
 	// switch routes both ways, the ends send everything else to s2.
-	sws := []*targettest.Switch{startSwitch(t, "127.0.0.1:0", 1), startSwitch(t, "127.0.0.1:0", 2), startSwitch(t, "127.0.0.1:0", 3)}
+	sws := []*targettest.Switch{targettest.Start(t, "127.0.0.1:0", 1), targettest.Start(t, "127.0.0.1:0", 2), targettest.Start(t, "127.0.0.1:0", 3)}
 	topo := &Topology{Links: []Link{{A: "s1", APort: 4, B: "s2", BPort: 4}, {A: "s2", APort: 5, B: "s3", BPort: 4}}}
 	for i, sw := range sws {
 		name := "s" + string(rune('1'+i))
@@ -84,7 +84,7 @@ func TestProgramMultiSwitchPaths(t *testing.T) {
 }
 
 func TestRepushAfterSwitchRestart(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	ctx := testContext(t)
 	f := programmed(t, topo, DefaultPolicy())
@@ -99,7 +99,7 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the client to notice the stream broke", func() bool { return !c.IsPrimary() })
-	restarted := startSwitch(t, sw.Addr(), sw.DeviceID())
+	restarted := targettest.Start(t, sw.Addr(), sw.DeviceID())
 	waitFor(t, 10*time.Second, "the re-push", func() bool { return c.Stats().Repushes == 1 })
 	if err := c.WaitPrimary(ctx); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestRepushAfterSwitchRestart(t *testing.T) {
 }
 
 func TestSyncChangesPolicyAndKeepsCounters(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	ctx := testContext(t)
 	f := programmed(t, topo, Policy{DSCPQueue: map[uint8]uint8{46: 7, 8: 1}})

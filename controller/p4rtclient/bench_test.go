@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/p4/target/targettest"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
@@ -14,7 +15,7 @@ import (
 // run. It reports entries/s for both and their ratio.
 func BenchmarkInstallEntries(b *testing.B) {
 	const n = 1000
-	sw := startSwitch(b, "127.0.0.1:0", 1)
+	sw := targettest.Start(b, "127.0.0.1:0", 1)
 	batched := dial(b, sw, WithBatchSize(1000), WithElectionID(ElectionID{Low: 2}))
 	info := torSchema(b).P4Info()
 	entries := make([]Entry, n)

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/p4/target/targettest"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 func TestBackupControllerTakesOver(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 7)
+	sw := targettest.Start(t, "127.0.0.1:0", 7)
 	ctx := testContext(t)
 	first := dial(t, sw, WithElectionID(ElectionID{Low: 10}))
 	if err := first.WaitPrimary(ctx); err != nil {
@@ -64,7 +65,7 @@ func TestBackupControllerTakesOver(t *testing.T) {
 }
 
 func TestInvalidEntriesNameTableFieldValue(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	ctx := testContext(t)
 	c := dial(t, sw)
 	if err := c.SetPipeline(ctx, torSchema(t).P4Info(), nil); err != nil {
@@ -96,7 +97,7 @@ func TestInvalidEntriesNameTableFieldValue(t *testing.T) {
 }
 
 func TestWriteBeforePipelineKeepsStatus(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	c := dial(t, sw)
 	te, err := torSchema(t).TableEntry(Entry{Table: "TorIngress.dscp_to_queue", Match: []Match{Exact("hdr.ipv4.dscp", Uint(8))}, Action: "TorIngress.set_queue", Params: map[string]Value{"queue": Uint(1)}})
 	if err != nil {
@@ -109,7 +110,7 @@ func TestWriteBeforePipelineKeepsStatus(t *testing.T) {
 }
 
 func TestDialFailsFastOnWrongDevice(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	// Retrying until the timeout would end in a timeout error, not the
 	// switch's NOT_FOUND.
 	_, err := Dial(testContext(t), sw.Addr(), 99, WithDialTimeout(10*time.Second))
@@ -119,7 +120,7 @@ func TestDialFailsFastOnWrongDevice(t *testing.T) {
 }
 
 func TestClientCloseLeavesNoGoroutines(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	// The switch's own goroutines start asynchronously: count once they have.
 	before := runtime.NumGoroutine()
 	for settled := 0; settled < 5; settled++ {
@@ -143,7 +144,7 @@ func TestClientCloseLeavesNoGoroutines(t *testing.T) {
 
 func TestDialWaitsForALateSwitch(t *testing.T) {
 	// Reserve a port, then start the switch on it only after Dial began.
-	probe := startSwitch(t, "127.0.0.1:0", 1)
+	probe := targettest.Start(t, "127.0.0.1:0", 1)
 	addr := probe.Addr()
 	if err := probe.Stop(); err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestDialWaitsForALateSwitch(t *testing.T) {
 		result <- dialed{c, err}
 	}()
 	time.Sleep(300 * time.Millisecond) // Dial is retrying meanwhile
-	sw := startSwitch(t, addr, 1)
+	sw := targettest.Start(t, addr, 1)
 	r := <-result
 	if r.err != nil {
 		t.Fatalf("Dial of a switch that starts late: %v", r.err)
@@ -174,7 +175,7 @@ func TestDialWaitsForALateSwitch(t *testing.T) {
 }
 
 func TestDialTimesOutWithoutSwitch(t *testing.T) {
-	probe := startSwitch(t, "127.0.0.1:0", 1)
+	probe := targettest.Start(t, "127.0.0.1:0", 1)
 	if err := probe.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestDialTimesOutWithoutSwitch(t *testing.T) {
 // can never be primary on a switch that follows the spec: WaitPrimary must
 // say so at once instead of waiting out its deadline.
 func TestWaitPrimaryFailsFastBelowTheSwitchsElectionID(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 7)
+	sw := targettest.Start(t, "127.0.0.1:0", 7)
 	high := dial(t, sw, WithElectionID(ElectionID{Low: 100}))
 	if err := high.WaitPrimary(testContext(t)); err != nil {
 		t.Fatal(err)
