@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// SimpleSwitchCLI drives BMv2's simple_switch_CLI, the only way to set queue
+// simpleSwitchCLI drives BMv2's simple_switch_CLI, the only way to set queue
 // rates and depths (they are not part of P4Runtime).
-type SimpleSwitchCLI struct {
+type simpleSwitchCLI struct {
 	// Path of simple_switch_CLI (default: looked up on PATH).
 	Path string
 	// Host and ThriftPort of the switch's Thrift server (default
@@ -23,7 +23,7 @@ type SimpleSwitchCLI struct {
 }
 
 // Run sends commands, one a line, and fails if the CLI reports an error.
-func (s SimpleSwitchCLI) Run(ctx context.Context, commands ...string) (string, error) {
+func (s simpleSwitchCLI) Run(ctx context.Context, commands ...string) (string, error) {
 	path := s.Path
 	if path == "" {
 		p, err := exec.LookPath("simple_switch_CLI")
@@ -57,10 +57,10 @@ func (s SimpleSwitchCLI) Run(ctx context.Context, commands ...string) (string, e
 	return text, nil
 }
 
-// QueueCommands returns the CLI commands that set rate and depth on every
+// queueCommands returns the CLI commands that set rate and depth on every
 // priority queue of the given ports (BMv2 applies a port-level setting to
 // all its priority queues). Zero leaves a setting alone.
-func QueueCommands(ports []int, ratePPS, depthPkts int) []string {
+func queueCommands(ports []int, ratePPS, depthPkts int) []string {
 	var cmds []string
 	for _, p := range ports {
 		if depthPkts > 0 {
@@ -77,7 +77,7 @@ func QueueCommands(ports []int, ratePPS, depthPkts int) []string {
 // simple_switch_CLI is installed; without it the settings are skipped with a
 // warning, since the switch still forwards (with BMv2's defaults).
 func applyBMv2Queues(ctx context.Context, sw Switch, ports []int, log *slog.Logger) error {
-	cmds := QueueCommands(ports, sw.BMv2.RatePPS, sw.BMv2.DepthPkts)
+	cmds := queueCommands(ports, sw.BMv2.RatePPS, sw.BMv2.DepthPkts)
 	if len(cmds) == 0 {
 		return nil
 	}
@@ -92,7 +92,7 @@ func applyBMv2Queues(ctx context.Context, sw Switch, ports []int, log *slog.Logg
 	if host == "" || host == "0.0.0.0" {
 		host = "127.0.0.1"
 	}
-	if _, err := (SimpleSwitchCLI{Host: host, ThriftPort: sw.BMv2.ThriftPort}).Run(ctx, cmds...); err != nil {
+	if _, err := (simpleSwitchCLI{Host: host, ThriftPort: sw.BMv2.ThriftPort}).Run(ctx, cmds...); err != nil {
 		return fmt.Errorf("bmv2 queues: %w", err)
 	}
 	return nil

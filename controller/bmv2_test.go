@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/controller/p4rtclient"
 )
 
 func TestQueueCommands(t *testing.T) {
@@ -26,8 +28,8 @@ func TestQueueCommands(t *testing.T) {
 		{"nothing", []int{3}, 0, 0, nil},
 	}
 	for _, tt := range tests {
-		if got := QueueCommands(tt.ports, tt.rate, tt.depth); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: QueueCommands = %q, want %q", tt.name, got, tt.want)
+		if got := queueCommands(tt.ports, tt.rate, tt.depth); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: queueCommands = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
@@ -42,7 +44,7 @@ func TestSimpleSwitchCLIRun(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cli := SimpleSwitchCLI{Path: script, ThriftPort: 9091}
+	cli := simpleSwitchCLI{Path: script, ThriftPort: 9091}
 	out, err := cli.Run(testContext(t), "set_queue_depth 64 1")
 	if err != nil || !strings.Contains(out, "--thrift-port 9091") || !strings.Contains(out, "ok: set_queue_depth 64 1") {
 		t.Fatalf("Run = %q, %v", out, err)
@@ -91,7 +93,7 @@ func TestBMv2Program(t *testing.T) {
 			MAC: MAC{2, 0, 0, 0, 0, byte(i)}, Switch: "s1", Port: i})
 	}
 	// Program verifies by reading back every entry it wrote.
-	if err := Program(testContext(t), topo, Policy{ECNThresholdPkts: 10}, WithDialTimeout(20*time.Second)); err != nil {
+	if err := program(testContext(t), topo, Policy{ECNThresholdPkts: 10}, p4rtclient.WithDialTimeout(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,10 +1,10 @@
-// Package controller is homatb's P4Runtime controller: a client library for
-// one switch (connect, arbitrate, push a pipeline, write and read entities by
-// name) and the topology controller that turns a rack description and a
-// priority policy into switch state, verifies it, and samples the switch's
-// queue counters while an experiment runs.
+// Package controller is homatb's ToR fabric controller: it turns a rack
+// description (Topology) and a priority policy (Policy) into the table
+// entries of every tor.p4 switch, programs and verifies them, syncs them
+// when the policy changes, applies BMv2 queue settings, and samples the
+// switches' queue counters and registers while an experiment runs (Poller).
 //
-// Everything is addressed by the names in the P4Info; numeric ids are
-// resolved through it, so the same code drives BMv2 simple_switch_grpc and
-// homatb's embedded target.
+// The P4Runtime work itself (connect, arbitrate, push a pipeline, read and
+// write entities by name) is done by package p4rtclient; the shape of the
+// per-(port, queue) state comes from package p4.
 package controller

@@ -3,71 +3,22 @@ package controller
 import (
 	"context"
 	"encoding/binary"
-	"net"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/homatb/homatb/p4/p4rt"
+	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target/targettest"
 )
-
-// testSwitch is the embedded target's P4Runtime server on a loopback port.
-type testSwitch struct {
-	addr   string
-	device uint64
-	srv    *p4rt.Server
-	pl     *pipeline.Pipeline
-	served chan error
-}
-
-// startSwitch serves P4Runtime for device on addr ("127.0.0.1:0" for any
-// port). Stopping is registered with t.Cleanup.
-func startSwitch(t testing.TB, addr string, device uint64) *testSwitch {
-	t.Helper()
-	var lis net.Listener
-	var err error
-	// A restarted switch reuses its port; the old listener may take a moment
-	// to release it.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		lis, err = net.Listen("tcp", addr)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("listen %s: %v", addr, err)
-	}
-	pl := pipeline.New()
-	s := &testSwitch{addr: lis.Addr().String(), device: device, pl: pl, served: make(chan error, 1),
-		srv: p4rt.NewServer(p4rt.Config{DeviceID: device, Pipeline: pl})}
-	go func() { s.served <- s.srv.Serve(lis) }()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *testSwitch) stop() {
-	s.srv.Stop()
-	<-s.served
-	s.served <- nil // later stops return at once
-}
 
 func testContext(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func dial(t testing.TB, s *testSwitch, opts ...Option) *Client {
-	t.Helper()
-	c, err := Dial(testContext(t), s.addr, s.device, append([]Option{WithDialTimeout(5 * time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 // waitFor polls cond every few milliseconds until it holds or d passes.
@@ -91,9 +42,9 @@ func mustMAC(t testing.TB, s string) MAC {
 }
 
 // oneSwitchTopology is a switch with three hosts on ports 1..3.
-func oneSwitchTopology(t testing.TB, sw *testSwitch) *Topology {
+func oneSwitchTopology(t testing.TB, sw *targettest.Switch) *Topology {
 	t.Helper()
-	topo := &Topology{Switches: []Switch{{Name: "s1", DeviceID: sw.device, Address: sw.addr}}}
+	topo := &Topology{Switches: []Switch{{Name: "s1", DeviceID: sw.DeviceID(), Address: sw.Addr()}}}
 	for i := 1; i <= 3; i++ {
 		topo.Hosts = append(topo.Hosts, Host{
 			Name: "h" + string(rune('0'+i)), IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}),
@@ -125,7 +76,7 @@ func ipv4Frame(dst netip.Addr, tos byte, payload int) []byte {
 func programmed(t testing.TB, topo *Topology, policy Policy) *Fabric {
 	t.Helper()
 	ctx := testContext(t)
-	f, err := Connect(ctx, topo, WithDialTimeout(5*time.Second))
+	f, err := Connect(ctx, topo, p4rtclient.WithDialTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +85,29 @@ func programmed(t testing.TB, topo *Topology, policy Policy) *Fabric {
 		t.Fatalf("Program: %v", err)
 	}
 	return f
+}
+
+// torSchema is the name resolver of the embedded tor.p4 P4Info.
+func torSchema(t testing.TB) *p4rtclient.Schema {
+	t.Helper()
+	info, err := p4.P4Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p4rtclient.NewSchema(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// program connects to every switch of the topology, programs it with the
+// policy, verifies, and disconnects. Use Connect and Fabric.Program to keep
+// the switches under control (re-push on restart, telemetry) afterwards.
+func program(ctx context.Context, topo *Topology, policy Policy, opts ...p4rtclient.Option) error {
+	f, err := Connect(ctx, topo, opts...)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Program(ctx, policy), f.Close())
 }

@@ -6,17 +6,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-)
 
-// NumQueues is the number of strict-priority queues per switch port.
-const NumQueues = 8
+	"github.com/homatb/homatb/p4"
+)
 
 // Policy is the switch behaviour the controller installs besides
 // forwarding: which queue each DSCP value goes to, and where ECN marks.
 type Policy struct {
 	// DSCPQueue maps DSCP values (0..63) to queues (0..7, 7 served first).
 	// DSCP values not in the map use the table default, queue 0. Nil means
-	// DefaultDSCPQueues.
+	// defaultDSCPQueues.
 	DSCPQueue map[uint8]uint8
 	// ECNThresholdPkts marks ECN-capable packets CE on every switch port
 	// when their queue holds at least this many packets; 0 installs no
@@ -30,13 +29,13 @@ type Policy struct {
 // DefaultPolicy maps class selector CSp (DSCP p<<3) to queue p, answers
 // ARP, and does not mark ECN. The zero Policy means the same.
 func DefaultPolicy() Policy {
-	return Policy{DSCPQueue: DefaultDSCPQueues()}
+	return Policy{DSCPQueue: defaultDSCPQueues()}
 }
 
-// DefaultDSCPQueues maps CSp (DSCP p<<3, TOS p<<5 as Homa sets it) to queue p.
-func DefaultDSCPQueues() map[uint8]uint8 {
-	m := make(map[uint8]uint8, NumQueues)
-	for p := range uint8(NumQueues) {
+// defaultDSCPQueues maps CSp (DSCP p<<3, TOS p<<5 as Homa sets it) to queue p.
+func defaultDSCPQueues() map[uint8]uint8 {
+	m := make(map[uint8]uint8, p4.QueuesPerPort)
+	for p := range uint8(p4.QueuesPerPort) {
 		m[p<<3] = p
 	}
 	return m
@@ -52,9 +51,9 @@ func CollapsedDSCPQueues(queues int) (map[uint8]uint8, error) {
 	default:
 		return nil, fmt.Errorf("collapse onto %d queues: want 1, 2, 4 or 8", queues)
 	}
-	m := make(map[uint8]uint8, NumQueues)
-	for p := range NumQueues {
-		m[uint8(p<<3)] = uint8(p * queues / NumQueues)
+	m := make(map[uint8]uint8, p4.QueuesPerPort)
+	for p := range p4.QueuesPerPort {
+		m[uint8(p<<3)] = uint8(p * queues / p4.QueuesPerPort)
 	}
 	return m, nil
 }
@@ -65,7 +64,7 @@ func CollapsedDSCPQueues(queues int) (map[uint8]uint8, error) {
 func ParseDSCPPolicy(s string) (map[uint8]uint8, error) {
 	switch {
 	case s == "" || s == "default":
-		return DefaultDSCPQueues(), nil
+		return defaultDSCPQueues(), nil
 	case strings.HasPrefix(s, "collapse:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(s, "collapse:"))
 		if err != nil {
@@ -100,8 +99,8 @@ func validateDSCP(m map[uint8]uint8) error {
 		if d > 63 {
 			return fmt.Errorf("dscp %d: outside 0..63", d)
 		}
-		if q := m[d]; q >= NumQueues {
-			return fmt.Errorf("dscp %d: queue %d outside 0..%d", d, q, NumQueues-1)
+		if q := m[d]; q >= p4.QueuesPerPort {
+			return fmt.Errorf("dscp %d: queue %d outside 0..%d", d, q, p4.QueuesPerPort-1)
 		}
 	}
 	return nil
@@ -120,7 +119,7 @@ func (p Policy) Validate() error {
 
 func (p Policy) dscpQueues() map[uint8]uint8 {
 	if p.DSCPQueue == nil {
-		return DefaultDSCPQueues()
+		return defaultDSCPQueues()
 	}
 	return p.DSCPQueue
 }

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
@@ -47,7 +49,7 @@ func TestDSCPPolicies(t *testing.T) {
 
 func TestSwitchEntriesFollowPolicy(t *testing.T) {
 	topo := &Topology{Switches: []Switch{sw("s1", 1)}, Hosts: []Host{host("h1", "s1", 1, 1), host("h2", "s1", 2, 2)}}
-	count := func(es []Entry) map[string]int {
+	count := func(es []p4rtclient.Entry) map[string]int {
 		m := map[string]int{}
 		for _, e := range es {
 			m[e.Table]++
@@ -59,14 +61,14 @@ func TestSwitchEntriesFollowPolicy(t *testing.T) {
 		policy Policy
 		want   map[string]int
 	}{
-		{"zero policy is the default", Policy{}, map[string]int{TableIPv4LPM: 2, TableDSCPToQueue: 8, TableARPProxy: 2}},
-		{"ecn and no arp", Policy{ECNThresholdPkts: 30, NoARPProxy: true}, map[string]int{TableIPv4LPM: 2, TableDSCPToQueue: 8, TableECNConfig: 2}},
-		{"explicit map", Policy{DSCPQueue: map[uint8]uint8{46: 7}}, map[string]int{TableIPv4LPM: 2, TableDSCPToQueue: 1, TableARPProxy: 2}},
+		{"zero policy is the default", Policy{}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 8, tableARPProxy: 2}},
+		{"ecn and no arp", Policy{ECNThresholdPkts: 30, NoARPProxy: true}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 8, tableECNConfig: 2}},
+		{"explicit map", Policy{DSCPQueue: map[uint8]uint8{46: 7}}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 1, tableARPProxy: 2}},
 	}
 	s := torSchema(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			es, err := topo.SwitchEntries("s1", tt.policy)
+			es, err := topo.switchEntries("s1", tt.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +80,7 @@ func TestSwitchEntriesFollowPolicy(t *testing.T) {
 			}
 		})
 	}
-	if _, err := topo.SwitchEntries("s1", Policy{ECNThresholdPkts: 1 << 19}); err == nil {
+	if _, err := topo.switchEntries("s1", Policy{ECNThresholdPkts: 1 << 19}); err == nil {
 		t.Error("an ECN threshold wider than 19 bits was accepted")
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4"
+
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,10 +22,10 @@ import (
 // of telemetry.csv without its experiment.
 type Sample = runfmt.TelemetrySample
 
-// PollTarget is one switch a Poller reads.
-type PollTarget struct {
+// pollTarget is one switch a Poller reads.
+type pollTarget struct {
 	Name   string
-	Client *Client
+	Client *p4rtclient.Client
 	// Ports to sample (all 8 queues of each).
 	Ports []int
 }
@@ -30,7 +33,7 @@ type PollTarget struct {
 // Poller samples switch counters and registers at a fixed interval into an
 // in-memory time series.
 type Poller struct {
-	targets  []PollTarget
+	targets  []pollTarget
 	interval time.Duration
 	log      *slog.Logger
 
@@ -39,9 +42,9 @@ type Poller struct {
 	noRegs  map[string]bool // switches without register reads (BMv2)
 }
 
-// NewPoller returns a poller of the targets; interval must be positive.
+// newPoller returns a poller of the targets; interval must be positive.
 // The clients need a schema (SetPipeline or FetchPipeline).
-func NewPoller(targets []PollTarget, interval time.Duration, log *slog.Logger) (*Poller, error) {
+func newPoller(targets []pollTarget, interval time.Duration, log *slog.Logger) (*Poller, error) {
 	if interval <= 0 {
 		return nil, fmt.Errorf("poller: interval %v must be positive", interval)
 	}
@@ -50,8 +53,8 @@ func NewPoller(targets []PollTarget, interval time.Duration, log *slog.Logger) (
 	}
 	for _, t := range targets {
 		for _, p := range t.Ports {
-			if p < 0 || QueueIndex(p, NumQueues-1) >= QueueIndex(MaxPort+1, 0) {
-				return nil, fmt.Errorf("poller: switch %q: port %d outside 0..%d", t.Name, p, MaxPort)
+			if p < 0 || p > p4.MaxPort {
+				return nil, fmt.Errorf("poller: switch %q: port %d outside 0..%d", t.Name, p, p4.MaxPort)
 			}
 		}
 	}
@@ -60,11 +63,11 @@ func NewPoller(targets []PollTarget, interval time.Duration, log *slog.Logger) (
 
 // NewPoller returns a poller of every switch of the fabric and its ports.
 func (f *Fabric) NewPoller(interval time.Duration) (*Poller, error) {
-	var targets []PollTarget
+	var targets []pollTarget
 	for _, sw := range f.topo.Switches {
-		targets = append(targets, PollTarget{Name: sw.Name, Client: f.clients[sw.Name], Ports: f.topo.SwitchPorts(sw.Name)})
+		targets = append(targets, pollTarget{Name: sw.Name, Client: f.clients[sw.Name], Ports: f.topo.switchPorts(sw.Name)})
 	}
-	return NewPoller(targets, interval, f.log)
+	return newPoller(targets, interval, f.log)
 }
 
 // Run samples every interval until ctx ends, then takes one last sample (with
@@ -75,7 +78,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
-		if err := p.SampleOnce(ctx); err != nil && ctx.Err() == nil {
+		if err := p.sampleOnce(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("telemetry sample failed", "err", err)
 		}
 		select {
@@ -83,7 +86,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			if err := p.SampleOnce(fctx); err != nil {
+			if err := p.sampleOnce(fctx); err != nil {
 				return fmt.Errorf("telemetry: final sample: %w", err)
 			}
 			return nil
@@ -91,9 +94,9 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 }
 
-// SampleOnce reads every target once and appends the rows. Targets are read
+// sampleOnce reads every target once and appends the rows. Targets are read
 // one after another; each row carries the time its switch was read.
-func (p *Poller) SampleOnce(ctx context.Context) error {
+func (p *Poller) sampleOnce(ctx context.Context) error {
 	var rows []Sample
 	for _, t := range p.targets {
 		r, err := p.sampleTarget(ctx, t)
@@ -108,12 +111,12 @@ func (p *Poller) SampleOnce(ctx context.Context) error {
 	return nil
 }
 
-func (p *Poller) sampleTarget(ctx context.Context, t PollTarget) ([]Sample, error) {
+func (p *Poller) sampleTarget(ctx context.Context, t pollTarget) ([]Sample, error) {
 	p.mu.Lock()
 	withRegs := !p.noRegs[t.Name]
 	p.mu.Unlock()
 	now := time.Now().UnixNano()
-	st, err := readQueueState(ctx, t.Client, withRegs)
+	st, err := readQueueState(ctx, t.Client, t.Ports, withRegs)
 	if withRegs && status.Code(err) == codes.Unimplemented {
 		// BMv2 cannot read registers over P4Runtime; keep the counters.
 		p.log.Warn("switch cannot read registers over P4Runtime: depth, peak and delay stay 0", "switch", t.Name)
@@ -121,21 +124,21 @@ func (p *Poller) sampleTarget(ctx context.Context, t PollTarget) ([]Sample, erro
 		p.noRegs[t.Name] = true
 		p.mu.Unlock()
 		now = time.Now().UnixNano()
-		st, err = readQueueState(ctx, t.Client, false)
+		st, err = readQueueState(ctx, t.Client, t.Ports, false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	enqBy, sentBy, regs := st.counters[CounterIngressQueue], st.counters[CounterEgressQueue], st.registers
-	rows := make([]Sample, 0, len(t.Ports)*NumQueues)
+	enqBy, sentBy, regs := st.counters[counterIngressQueue], st.counters[counterEgressQueue], st.registers
+	rows := make([]Sample, 0, len(t.Ports)*p4.QueuesPerPort)
 	for _, port := range t.Ports {
-		for q := range NumQueues {
-			i := int64(QueueIndex(port, q))
+		for q := range p4.QueuesPerPort {
+			i := int64(p4.QueueIndex(uint16(port), uint8(q)))
 			rows = append(rows, Sample{
 				Switch: t.Name, UnixNano: now, Port: port, Queue: q,
 				EnqPkts: enqBy[i].Packets, EnqBytes: enqBy[i].Bytes,
 				SentPkts: sentBy[i].Packets, SentBytes: sentBy[i].Bytes,
-				DepthPkts: regs[RegisterQueueDepth][i], PeakPkts: regs[RegisterQueuePeak][i], DelayUS: regs[RegisterQueueDelay][i],
+				DepthPkts: regs[registerQueueDepth][i], PeakPkts: regs[registerQueuePeak][i], DelayUS: regs[registerQueueDelay][i],
 			})
 		}
 	}
@@ -145,54 +148,66 @@ func (p *Poller) sampleTarget(ctx context.Context, t PollTarget) ([]Sample, erro
 // queueState is one read of the per-(port, queue) counters and registers,
 // by object name and index.
 type queueState struct {
-	counters  map[string]map[int64]CounterValue
+	counters  map[string]map[int64]p4rtclient.CounterValue
 	registers map[string]map[int64]uint64
 }
 
 // readQueueState reads both queue counters and (withRegs) the three queue
-// registers, every index, in one Read request: one round trip per sample
-// keeps the poller's share of two shared vCPUs small.
-func readQueueState(ctx context.Context, c *Client, withRegs bool) (queueState, error) {
-	s, err := c.needSchema()
+// registers at the indices of the given ports' queues, in one Read request:
+// one round trip per sample, and only the cells that exist (a 4-port switch
+// uses 32 of the 512 indices), keep the poller's share of two shared vCPUs
+// small.
+func readQueueState(ctx context.Context, c *p4rtclient.Client, ports []int, withRegs bool) (queueState, error) {
+	s, err := c.NeedSchema()
 	if err != nil {
 		return queueState{}, err
 	}
+	var indices []*p4v1.Index
+	for _, port := range ports {
+		for q := range p4.QueuesPerPort {
+			indices = append(indices, &p4v1.Index{Index: int64(p4.QueueIndex(uint16(port), uint8(q)))})
+		}
+	}
 	names := map[uint32]string{}
 	var ents []*p4v1.Entity
-	for _, name := range []string{CounterIngressQueue, CounterEgressQueue} {
+	for _, name := range []string{counterIngressQueue, counterEgressQueue} {
 		ctr, err := s.Counter(name)
 		if err != nil {
 			return queueState{}, err
 		}
 		names[ctr.GetPreamble().GetId()] = name
-		ents = append(ents, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: ctr.GetPreamble().GetId()}}})
+		for _, i := range indices {
+			ents = append(ents, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: ctr.GetPreamble().GetId(), Index: i}}})
+		}
 	}
 	if withRegs {
-		for _, name := range []string{RegisterQueueDepth, RegisterQueuePeak, RegisterQueueDelay} {
+		for _, name := range []string{registerQueueDepth, registerQueuePeak, registerQueueDelay} {
 			reg, err := s.Register(name)
 			if err != nil {
 				return queueState{}, err
 			}
 			names[reg.GetPreamble().GetId()] = name
-			ents = append(ents, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{RegisterId: reg.GetPreamble().GetId()}}})
+			for _, i := range indices {
+				ents = append(ents, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{RegisterId: reg.GetPreamble().GetId(), Index: i}}})
+			}
 		}
 	}
 	got, err := c.Read(ctx, ents...)
 	if err != nil {
 		return queueState{}, err
 	}
-	st := queueState{counters: map[string]map[int64]CounterValue{}, registers: map[string]map[int64]uint64{}}
+	st := queueState{counters: map[string]map[int64]p4rtclient.CounterValue{}, registers: map[string]map[int64]uint64{}}
 	for _, name := range names {
-		st.counters[name] = map[int64]CounterValue{}
+		st.counters[name] = map[int64]p4rtclient.CounterValue{}
 		st.registers[name] = map[int64]uint64{}
 	}
 	for _, ent := range got {
 		if ce := ent.GetCounterEntry(); ce != nil {
 			i := ce.GetIndex().GetIndex()
-			st.counters[names[ce.GetCounterId()]][i] = CounterValue{Index: i, Packets: ce.GetData().GetPacketCount(), Bytes: ce.GetData().GetByteCount()}
+			st.counters[names[ce.GetCounterId()]][i] = p4rtclient.CounterValue{Index: i, Packets: ce.GetData().GetPacketCount(), Bytes: ce.GetData().GetByteCount()}
 		}
 		if re := ent.GetRegisterEntry(); re != nil {
-			v, err := Value(re.GetData().GetBitstring()).Uint64()
+			v, err := p4rtclient.Value(re.GetData().GetBitstring()).Uint64()
 			if err != nil {
 				return queueState{}, fmt.Errorf("register %q[%d]: %w", names[re.GetRegisterId()], re.GetIndex().GetIndex(), err)
 			}
@@ -207,23 +222,6 @@ func (p *Poller) Samples() []Sample {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Sample(nil), p.samples...)
-}
-
-// Last returns the most recent sample of each (switch, port, queue).
-func (p *Poller) Last() map[SampleKey]Sample {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[SampleKey]Sample{}
-	for _, s := range p.samples {
-		out[SampleKey{s.Switch, s.Port, s.Queue}] = s
-	}
-	return out
-}
-
-// SampleKey identifies one queue of one switch.
-type SampleKey struct {
-	Switch      string
-	Port, Queue int
 }
 
 // WriteCSV writes the series as telemetry.csv rows for one experiment,

@@ -6,15 +6,20 @@ import (
 	"encoding/csv"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target/targettest"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
 )
 
 func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	f := programmed(t, topo, DefaultPolicy())
 	poller, err := f.NewPoller(5 * time.Millisecond)
@@ -32,15 +37,15 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 3000 {
 		h := topo.Hosts[rng.IntN(len(topo.Hosts))]
-		prio := rng.IntN(NumQueues)
+		prio := rng.IntN(p4.QueuesPerPort)
 		frame := ipv4Frame(h.IP, byte(prio<<5), rng.IntN(1400))
 		var v pipeline.Verdict
-		sw.pl.Ingress(frame, 1, &v)
+		sw.Pipeline().Ingress(frame, 1, &v)
 		if v.Drop || int(v.EgressPort) != h.Port || int(v.Queue) != prio {
 			t.Fatalf("packet %d to %s prio %d: verdict %+v", i, h.Name, prio, v)
 		}
 		if i%7 != 0 { // some packets stay "queued": ingress > egress
-			sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue,
+			sw.Pipeline().Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue,
 				EnqDepthPkts: uint32(rng.IntN(50)), DeqTimedeltaUs: uint32(rng.IntN(900)), Length: len(frame)})
 		}
 		if i == 1500 { // a sample mid-traffic, so the series has a middle
@@ -52,18 +57,18 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	last := poller.Last()
-	if len(last) != len(topo.Hosts)*NumQueues {
-		t.Fatalf("last samples cover %d queues, want %d", len(last), len(topo.Hosts)*NumQueues)
+	last := poller.last()
+	if len(last) != len(topo.Hosts)*p4.QueuesPerPort {
+		t.Fatalf("last samples cover %d queues, want %d", len(last), len(topo.Hosts)*p4.QueuesPerPort)
 	}
 	var total int64
 	for k, s := range last {
-		idx := QueueIndex(k.Port, k.Queue)
-		inP, inB, err1 := sw.pl.Counter(p4.CounterIngressQueue, idx)
-		outP, outB, err2 := sw.pl.Counter(p4.CounterEgressQueue, idx)
-		depth, err3 := sw.pl.Register(p4.RegisterQueueDepth, idx)
-		peak, err4 := sw.pl.Register(p4.RegisterQueuePeak, idx)
-		delay, err5 := sw.pl.Register(p4.RegisterQueueDelay, idx)
+		idx := int(p4.QueueIndex(uint16(k.Port), uint8(k.Queue)))
+		inP, inB, err1 := sw.Pipeline().Counter(p4.CounterIngressQueue, idx)
+		outP, outB, err2 := sw.Pipeline().Counter(p4.CounterEgressQueue, idx)
+		depth, err3 := sw.Pipeline().Register(p4.RegisterQueueDepth, idx)
+		peak, err4 := sw.Pipeline().Register(p4.RegisterQueuePeak, idx)
+		delay, err5 := sw.Pipeline().Register(p4.RegisterQueueDelay, idx)
 		for _, err := range []error{err1, err2, err3, err4, err5} {
 			if err != nil {
 				t.Fatal(err)
@@ -102,22 +107,22 @@ func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
 }
 
 func TestResetQueuePeaks(t *testing.T) {
-	sw := startSwitch(t, "127.0.0.1:0", 1)
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
 	topo := oneSwitchTopology(t, sw)
 	f := programmed(t, topo, DefaultPolicy())
 	h := topo.Hosts[0]
 	frame := ipv4Frame(h.IP, 5<<5, 100)
 	var v pipeline.Verdict
-	sw.pl.Ingress(frame, 1, &v)
-	sw.pl.Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: 37, Length: len(frame)})
-	idx := QueueIndex(h.Port, int(v.Queue))
-	if peak, err := sw.pl.Register(p4.RegisterQueuePeak, idx); err != nil || peak != 37 {
+	sw.Pipeline().Ingress(frame, 1, &v)
+	sw.Pipeline().Egress(frame, &pipeline.EgressMeta{IngressPort: 1, EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: 37, Length: len(frame)})
+	idx := int(p4.QueueIndex(uint16(h.Port), uint8(v.Queue)))
+	if peak, err := sw.Pipeline().Register(p4.RegisterQueuePeak, idx); err != nil || peak != 37 {
 		t.Fatalf("peak before the reset: %d, %v; want 37", peak, err)
 	}
 	if err := f.ResetQueuePeaks(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
-	vals, err := f.Client(topo.Switches[0].Name).ReadRegister(testContext(t), RegisterQueuePeak)
+	vals, err := f.Client(topo.Switches[0].Name).ReadRegister(testContext(t), registerQueuePeak)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,4 +137,75 @@ func TestResetQueuePeaks(t *testing.T) {
 	if err := f.Client(topo.Switches[0].Name).ResetRegister(testContext(t), "TorEgress.nope"); err == nil {
 		t.Error("reset of an unknown register succeeded")
 	}
+}
+
+// countReadEntities is a gRPC stream interceptor that adds up the entities
+// of every ReadResponse the client receives.
+type countReadEntities struct{ n atomic.Int64 }
+
+func (c *countReadEntities) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	return &countingStream{ClientStream: s, c: c}, err
+}
+
+type countingStream struct {
+	grpc.ClientStream
+	c *countReadEntities
+}
+
+func (s *countingStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if r, ok := m.(*p4v1.ReadResponse); ok && err == nil {
+		s.c.n.Add(int64(len(r.GetEntities())))
+	}
+	return err
+}
+
+// A sample reads the five queue objects at the indices of the switch's
+// ports only, not all 512 indices of each.
+func TestPollerReadsOnlyExistingPorts(t *testing.T) {
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
+	topo := oneSwitchTopology(t, sw)
+	ctx := testContext(t)
+	var count countReadEntities
+	f, err := Connect(ctx, topo, p4rtclient.WithDialTimeout(5*time.Second), p4rtclient.WithGRPCOptions(grpc.WithChainStreamInterceptor(count.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	if err := f.Program(ctx, DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	poller, err := f.NewPoller(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := count.n.Load()
+	if err := poller.sampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len(topo.Hosts) * p4.QueuesPerPort * 5) // 2 counters + 3 registers
+	if got := count.n.Load() - before; got != want {
+		t.Errorf("one sample read %d entities, want %d", got, want)
+	}
+	if got := len(poller.Samples()); got != len(topo.Hosts)*p4.QueuesPerPort {
+		t.Errorf("one sample has %d rows, want %d", got, len(topo.Hosts)*p4.QueuesPerPort)
+	}
+}
+
+// last returns the most recent sample of each (switch, port, queue).
+func (p *Poller) last() map[sampleKey]Sample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[sampleKey]Sample{}
+	for _, s := range p.samples {
+		out[sampleKey{s.Switch, s.Port, s.Queue}] = s
+	}
+	return out
+}
+
+// sampleKey identifies one queue of one switch.
+type sampleKey struct {
+	Switch      string
+	Port, Queue int
 }

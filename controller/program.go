@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/homatb/homatb/controller/p4rtclient"
 
 	"github.com/homatb/homatb/p4"
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -19,33 +23,28 @@ import (
 // can read the switches during a run.
 type Fabric struct {
 	topo    *Topology
-	clients map[string]*Client
+	clients map[string]*p4rtclient.Client
 	log     *slog.Logger
 }
 
 // Connect validates the topology, dials every switch (with the given client
-// options, e.g. WithElectionID) and waits until each client is primary.
-func Connect(ctx context.Context, topo *Topology, opts ...Option) (*Fabric, error) {
-	if err := topo.Validate(); err != nil {
+// options, e.g. p4rtclient.WithElectionID) and waits until each client is
+// primary, at most the dial timeout.
+func Connect(ctx context.Context, topo *Topology, opts ...p4rtclient.Option) (*Fabric, error) {
+	if err := topo.validate(); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, fmt.Errorf("connect: %w", err)
-		}
-	}
-	f := &Fabric{topo: topo, clients: map[string]*Client{}, log: o.log}
-	clients := make([]*Client, len(topo.Switches))
+	f := &Fabric{topo: topo, clients: map[string]*p4rtclient.Client{}, log: slog.New(slog.DiscardHandler)}
+	clients := make([]*p4rtclient.Client, len(topo.Switches))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, sw := range topo.Switches {
 		g.Go(func() error {
-			c, err := Dial(gctx, sw.Address, sw.DeviceID, opts...)
+			c, err := p4rtclient.Dial(gctx, sw.Address, sw.DeviceID, opts...)
 			if err != nil {
 				return fmt.Errorf("switch %q: %w", sw.Name, err)
 			}
 			clients[i] = c
-			wctx, cancel := context.WithTimeout(gctx, o.dialTimeout)
+			wctx, cancel := context.WithTimeout(gctx, c.DialTimeout())
 			defer cancel()
 			if err := c.WaitPrimary(wctx); err != nil {
 				return fmt.Errorf("switch %q: %w", sw.Name, err)
@@ -57,6 +56,7 @@ func Connect(ctx context.Context, topo *Topology, opts ...Option) (*Fabric, erro
 	for i, c := range clients {
 		if c != nil {
 			f.clients[topo.Switches[i].Name] = c
+			f.log = c.Logger() // every client got the same options
 		}
 	}
 	if err != nil {
@@ -66,10 +66,7 @@ func Connect(ctx context.Context, topo *Topology, opts ...Option) (*Fabric, erro
 }
 
 // Client returns the client of the named switch, or nil.
-func (f *Fabric) Client(name string) *Client { return f.clients[name] }
-
-// Topology returns the topology the fabric was connected with.
-func (f *Fabric) Topology() *Topology { return f.topo }
+func (f *Fabric) Client(name string) *p4rtclient.Client { return f.clients[name] }
 
 // Close closes every client.
 func (f *Fabric) Close() error {
@@ -81,7 +78,7 @@ func (f *Fabric) Close() error {
 }
 
 // Program pushes the pipeline to every switch, applies BMv2 queue settings,
-// installs every switch's entries (see Topology.SwitchEntries) and reads
+// installs every switch's entries (see Topology.switchEntries) and reads
 // them back to verify that each switch holds exactly those entries.
 func (f *Fabric) Program(ctx context.Context, policy Policy) error {
 	if err := policy.Validate(); err != nil {
@@ -117,11 +114,11 @@ func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.
 		return err
 	}
 	if sw.Target == TargetBMv2 {
-		if err := applyBMv2Queues(ctx, sw, f.topo.SwitchPorts(sw.Name), f.log); err != nil {
+		if err := applyBMv2Queues(ctx, sw, f.topo.switchPorts(sw.Name), f.log); err != nil {
 			return err
 		}
 	}
-	entries, err := f.topo.SwitchEntries(sw.Name, policy)
+	entries, err := f.topo.switchEntries(sw.Name, policy)
 	if err != nil {
 		return err
 	}
@@ -137,7 +134,7 @@ func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.
 func (f *Fabric) Verify(ctx context.Context, policy Policy) error {
 	var errs []error
 	for _, sw := range f.topo.Switches {
-		entries, err := f.topo.SwitchEntries(sw.Name, policy)
+		entries, err := f.topo.switchEntries(sw.Name, policy)
 		if err == nil {
 			err = f.verifySwitch(ctx, sw.Name, entries)
 		}
@@ -148,17 +145,17 @@ func (f *Fabric) Verify(ctx context.Context, policy Policy) error {
 	return errors.Join(errs...)
 }
 
-// VerifyError lists how a switch's tables differ from what was written.
-type VerifyError struct {
+// verifyError lists how a switch's tables differ from what was written.
+type verifyError struct {
 	Switch     string
-	Missing    []Entry // written, not read back
-	Unexpected []Entry // read back, not written (or different)
+	Missing    []p4rtclient.Entry // written, not read back
+	Unexpected []p4rtclient.Entry // read back, not written (or different)
 }
 
-func (e *VerifyError) Error() string {
+func (e *verifyError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "verify %s: %d entries missing, %d unexpected", e.Switch, len(e.Missing), len(e.Unexpected))
-	list := func(what string, es []Entry) {
+	list := func(what string, es []p4rtclient.Entry) {
 		for i, x := range es {
 			if i == 5 {
 				fmt.Fprintf(&b, "; ...")
@@ -172,20 +169,20 @@ func (e *VerifyError) Error() string {
 	return b.String()
 }
 
-func (f *Fabric) verifySwitch(ctx context.Context, name string, want []Entry) error {
+func (f *Fabric) verifySwitch(ctx context.Context, name string, want []p4rtclient.Entry) error {
 	c := f.clients[name]
 	got, err := c.ReadEntries(ctx, "")
 	if err != nil {
 		return fmt.Errorf("read back: %w", err)
 	}
-	return DiffEntries(c.Schema(), name, want, got)
+	return diffEntries(c.Schema(), name, want, got)
 }
 
-// DiffEntries compares two sets of entries by their canonical encoding (so
+// diffEntries compares two sets of entries by their canonical encoding (so
 // value padding, name aliases and field order do not matter) and returns a
-// *VerifyError naming each difference, or nil when they are equal.
-func DiffEntries(s *Schema, name string, want, got []Entry) error {
-	key := func(e Entry) (string, error) {
+// *verifyError naming each difference, or nil when they are equal.
+func diffEntries(s *p4rtclient.Schema, name string, want, got []p4rtclient.Entry) error {
+	key := func(e p4rtclient.Entry) (string, error) {
 		te, err := s.TableEntry(e)
 		if err != nil {
 			return "", err
@@ -194,7 +191,7 @@ func DiffEntries(s *Schema, name string, want, got []Entry) error {
 		return string(b), err
 	}
 	count := map[string]int{}
-	byKey := map[string]Entry{}
+	byKey := map[string]p4rtclient.Entry{}
 	for _, e := range want {
 		k, err := key(e)
 		if err != nil {
@@ -203,7 +200,7 @@ func DiffEntries(s *Schema, name string, want, got []Entry) error {
 		count[k]++
 		byKey[k] = e
 	}
-	ve := &VerifyError{Switch: name}
+	ve := &verifyError{Switch: name}
 	for _, e := range got {
 		k, err := key(e)
 		if err != nil {
@@ -215,7 +212,7 @@ func DiffEntries(s *Schema, name string, want, got []Entry) error {
 		}
 		count[k]--
 	}
-	for _, k := range sortedKeys(count) {
+	for _, k := range slices.Sorted(maps.Keys(count)) {
 		for range count[k] {
 			ve.Missing = append(ve.Missing, byKey[k])
 		}
@@ -226,22 +223,11 @@ func DiffEntries(s *Schema, name string, want, got []Entry) error {
 	return nil
 }
 
-// Program connects to every switch of the topology, programs it with the
-// policy, verifies, and disconnects. Use Connect and Fabric.Program to keep
-// the switches under control (re-push on restart, telemetry) afterwards.
-func Program(ctx context.Context, topo *Topology, policy Policy, opts ...Option) error {
-	f, err := Connect(ctx, topo, opts...)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Program(ctx, policy), f.Close())
-}
-
 func (p Pipeline) loadP4Info() (*p4configv1.P4Info, error) {
 	if p.P4Info == "" {
 		return p4.P4Info()
 	}
-	return LoadP4Info(p.P4Info)
+	return p4rtclient.LoadP4Info(p.P4Info)
 }
 
 func (p Pipeline) loadBMv2JSON() ([]byte, error) {
@@ -253,4 +239,19 @@ func (p Pipeline) loadBMv2JSON() ([]byte, error) {
 		return nil, fmt.Errorf("bmv2 json: %w", err)
 	}
 	return b, nil
+}
+
+// ResetQueuePeaks zeroes tor.p4's queue_peak register on every switch
+// whose target reads registers over P4Runtime (the embedded one).
+func (f *Fabric) ResetQueuePeaks(ctx context.Context) error {
+	var errs []error
+	for _, sw := range f.topo.Switches {
+		if sw.Target == TargetBMv2 {
+			continue // telemetry does not read its registers either
+		}
+		if err := f.clients[sw.Name].ResetRegister(ctx, registerQueuePeak); err != nil {
+			errs = append(errs, fmt.Errorf("switch %s: reset %s: %w", sw.Name, registerQueuePeak, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
+
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 )
@@ -29,7 +31,7 @@ func (f *Fabric) Sync(ctx context.Context, policy Policy) error {
 
 func (f *Fabric) syncSwitch(ctx context.Context, name string, policy Policy) error {
 	c := f.clients[name]
-	want, err := f.topo.SwitchEntries(name, policy)
+	want, err := f.topo.switchEntries(name, policy)
 	if err != nil {
 		return err
 	}
@@ -37,7 +39,7 @@ func (f *Fabric) syncSwitch(ctx context.Context, name string, policy Policy) err
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
-	plan, err := PlanSync(c.Schema(), want, got)
+	plan, err := planSync(c.Schema(), want, got)
 	if err != nil {
 		return err
 	}
@@ -56,20 +58,20 @@ func (f *Fabric) syncSwitch(ctx context.Context, name string, policy Policy) err
 	return f.verifySwitch(ctx, name, want)
 }
 
-// SyncPlan is what turns one set of table entries into another.
-type SyncPlan struct {
-	Delete, Modify, Insert []Entry
+// syncPlan is what turns one set of table entries into another.
+type syncPlan struct {
+	Delete, Modify, Insert []p4rtclient.Entry
 }
 
-// PlanSync compares entries by key (table, match, priority): keys only in got
+// planSync compares entries by key (table, match, priority): keys only in got
 // are deleted, keys only in want inserted, and keys in both whose action or
 // parameters differ modified.
-func PlanSync(s *Schema, want, got []Entry) (SyncPlan, error) {
+func planSync(s *p4rtclient.Schema, want, got []p4rtclient.Entry) (syncPlan, error) {
 	type encoded struct {
-		e    Entry
+		e    p4rtclient.Entry
 		full []byte
 	}
-	index := func(es []Entry) (map[string]encoded, []string, error) {
+	index := func(es []p4rtclient.Entry) (map[string]encoded, []string, error) {
 		m := map[string]encoded{}
 		var order []string
 		for _, e := range es {
@@ -81,7 +83,7 @@ func PlanSync(s *Schema, want, got []Entry) (SyncPlan, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("marshal %v: %w", e, err)
 			}
-			k := entryKey(te)
+			k := p4rtclient.EntryKey(te)
 			if _, dup := m[k]; !dup {
 				order = append(order, k)
 			}
@@ -91,13 +93,13 @@ func PlanSync(s *Schema, want, got []Entry) (SyncPlan, error) {
 	}
 	w, worder, err := index(want)
 	if err != nil {
-		return SyncPlan{}, err
+		return syncPlan{}, err
 	}
 	g, gorder, err := index(got)
 	if err != nil {
-		return SyncPlan{}, fmt.Errorf("entry read back: %w", err)
+		return syncPlan{}, fmt.Errorf("entry read back: %w", err)
 	}
-	var p SyncPlan
+	var p syncPlan
 	for _, k := range gorder {
 		if _, keep := w[k]; !keep {
 			p.Delete = append(p.Delete, g[k].e)

@@ -9,12 +9,11 @@ import (
 	"os"
 	"slices"
 
+	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4"
+
 	"gopkg.in/yaml.v3"
 )
-
-// MaxPort is the highest data port of a tor.p4 switch: counter and register
-// indices are port*8+queue and must stay below 512.
-const MaxPort = 63
 
 // Topology is the rack the controller programs: switches, the hosts on their
 // ports and the links between switches. docs/controller.md shows the YAML
@@ -117,8 +116,8 @@ func (m *MAC) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Value returns the address as a P4 value.
-func (m MAC) Value() Value { return Value(m[:]) }
+// value returns the address as a P4 value.
+func (m MAC) value() p4rtclient.Value { return p4rtclient.Value(m[:]) }
 
 // LoadTopology reads a YAML (or JSON) topology file; unknown keys are
 // errors. The result is validated.
@@ -133,14 +132,14 @@ func LoadTopology(path string) (*Topology, error) {
 	if err := dec.Decode(&t); err != nil {
 		return nil, fmt.Errorf("topology %s: %w", path, err)
 	}
-	if err := t.Validate(); err != nil {
+	if err := t.validate(); err != nil {
 		return nil, fmt.Errorf("topology %s: %w", path, err)
 	}
 	return &t, nil
 }
 
 // Switch returns the named switch, or nil.
-func (t *Topology) Switch(name string) *Switch {
+func (t *Topology) findSwitch(name string) *Switch {
 	for i := range t.Switches {
 		if t.Switches[i].Name == name {
 			return &t.Switches[i]
@@ -149,11 +148,11 @@ func (t *Topology) Switch(name string) *Switch {
 	return nil
 }
 
-// Validate checks the topology: unique names, device ids, addresses, IPs and
-// MACs; ports in 1..MaxPort used once per switch; hosts and links attached
+// validate checks the topology: unique names, device ids, addresses, IPs and
+// MACs; ports in 1..p4.MaxPort used once per switch; hosts and links attached
 // to declared switches and ports; and every host reachable from every
 // switch. All problems are reported together.
-func (t *Topology) Validate() error {
+func (t *Topology) validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(t.Switches) == 0 {
@@ -188,8 +187,8 @@ func (t *Topology) Validate() error {
 		}
 		declared[s.Name] = map[int]bool{}
 		for _, p := range s.Ports {
-			if p < 1 || p > MaxPort {
-				add("%s: port %d outside 1..%d", where, p, MaxPort)
+			if p < 1 || p > p4.MaxPort {
+				add("%s: port %d outside 1..%d", where, p, p4.MaxPort)
 			}
 			if declared[s.Name][p] {
 				add("%s: port %d listed twice", where, p)
@@ -203,11 +202,11 @@ func (t *Topology) Validate() error {
 			add("%s: switch %q is not declared", where, sw)
 			return
 		}
-		if port < 1 || port > MaxPort {
-			add("%s: port %d outside 1..%d", where, port, MaxPort)
+		if port < 1 || port > p4.MaxPort {
+			add("%s: port %d outside 1..%d", where, port, p4.MaxPort)
 			return
 		}
-		if len(t.Switch(sw).Ports) > 0 && !declared[sw][port] {
+		if len(t.findSwitch(sw).Ports) > 0 && !declared[sw][port] {
 			add("%s: port %d is not in switch %q's ports", where, port, sw)
 		}
 		if used[sw] == nil {
@@ -316,10 +315,10 @@ func (t *Topology) nextHops(from string) map[string][]int {
 	return out
 }
 
-// SwitchPorts returns a switch's data ports: the declared list, or the ports
+// switchPorts returns a switch's data ports: the declared list, or the ports
 // its hosts and links use, sorted.
-func (t *Topology) SwitchPorts(name string) []int {
-	if s := t.Switch(name); s != nil && len(s.Ports) > 0 {
+func (t *Topology) switchPorts(name string) []int {
+	if s := t.findSwitch(name); s != nil && len(s.Ports) > 0 {
 		return slices.Sorted(slices.Values(s.Ports))
 	}
 	var ports []int

@@ -60,7 +60,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.topo.Validate()
+			err := tt.topo.validate()
 			if err == nil {
 				t.Fatal("Validate accepted a bad topology")
 			}
@@ -96,11 +96,11 @@ links:
 	if topo.Hosts[1].MAC != (MAC{2, 0, 0, 0, 0, 2}) || topo.Hosts[1].IP != netip.MustParseAddr("10.0.0.2") {
 		t.Errorf("host h2 = %+v", topo.Hosts[1])
 	}
-	if got := topo.SwitchPorts("s1"); !reflect.DeepEqual(got, []int{1, 9}) {
-		t.Errorf("SwitchPorts(s1) = %v, want derived [1 9]", got)
+	if got := topo.switchPorts("s1"); !reflect.DeepEqual(got, []int{1, 9}) {
+		t.Errorf("switchPorts(s1) = %v, want derived [1 9]", got)
 	}
-	if got := topo.SwitchPorts("s2"); !reflect.DeepEqual(got, []int{1, 2, 9}) {
-		t.Errorf("SwitchPorts(s2) = %v, want declared [1 2 9]", got)
+	if got := topo.switchPorts("s2"); !reflect.DeepEqual(got, []int{1, 2, 9}) {
+		t.Errorf("switchPorts(s2) = %v, want declared [1 2 9]", got)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte(strings.Replace(doc, "device_id: 2", "device_id: 2, colour: red", 1)), 0o644); err != nil {

@@ -4,43 +4,42 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/homatb/homatb/controller/p4rtclient"
 )
 
 // Names of the tor.p4 objects the controller programs and reads (the P4
 // object contract; ids come from the P4Info).
 const (
-	TableIPv4LPM     = "TorIngress.ipv4_lpm"
-	TableDSCPToQueue = "TorIngress.dscp_to_queue"
-	TableARPProxy    = "TorIngress.arp_proxy"
-	TableECNConfig   = "TorEgress.ecn_config"
+	tableIPv4LPM     = "TorIngress.ipv4_lpm"
+	tableDSCPToQueue = "TorIngress.dscp_to_queue"
+	tableARPProxy    = "TorIngress.arp_proxy"
+	tableECNConfig   = "TorEgress.ecn_config"
 
-	ActionIPv4Forward     = "TorIngress.ipv4_forward"
-	ActionSetQueue        = "TorIngress.set_queue"
-	ActionARPReply        = "TorIngress.arp_reply"
-	ActionSetECNThreshold = "TorEgress.set_ecn_threshold"
+	actionIPv4Forward     = "TorIngress.ipv4_forward"
+	actionSetQueue        = "TorIngress.set_queue"
+	actionARPReply        = "TorIngress.arp_reply"
+	actionSetECNThreshold = "TorEgress.set_ecn_threshold"
 
-	FieldIPv4Dst    = "hdr.ipv4.dstAddr"
-	FieldDSCP       = "hdr.ipv4.dscp"
-	FieldARPTarget  = "hdr.arp.tpa"
-	FieldEgressPort = "standard_metadata.egress_port"
+	fieldIPv4Dst    = "hdr.ipv4.dstAddr"
+	fieldDSCP       = "hdr.ipv4.dscp"
+	fieldARPTarget  = "hdr.arp.tpa"
+	fieldEgressPort = "standard_metadata.egress_port"
 
-	CounterIngressQueue = "TorIngress.ingress_queue_counter"
-	CounterEgressQueue  = "TorEgress.egress_queue_counter"
-	RegisterQueueDepth  = "TorEgress.queue_depth"
-	RegisterQueuePeak   = "TorEgress.queue_peak"
-	RegisterQueueDelay  = "TorEgress.queue_delay"
+	counterIngressQueue = "TorIngress.ingress_queue_counter"
+	counterEgressQueue  = "TorEgress.egress_queue_counter"
+	registerQueueDepth  = "TorEgress.queue_depth"
+	registerQueuePeak   = "TorEgress.queue_peak"
+	registerQueueDelay  = "TorEgress.queue_delay"
 )
 
-// QueueIndex is the counter and register index of (port, queue) in tor.p4.
-func QueueIndex(port, queue int) int { return port*NumQueues + queue }
-
-// SwitchEntries lists the table entries one switch gets from the topology
+// switchEntries lists the table entries one switch gets from the topology
 // and policy: an ipv4_lpm /32 route to every host (its own port for local
 // hosts, the first port of a shortest path otherwise, rewriting the
 // destination MAC to the host's), the DSCP-to-queue map, an ARP-proxy entry
 // per host, and an ECN threshold on every port. The order is stable.
-func (t *Topology) SwitchEntries(name string, p Policy) ([]Entry, error) {
-	sw := t.Switch(name)
+func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, error) {
+	sw := t.findSwitch(name)
 	if sw == nil {
 		return nil, fmt.Errorf("switch %q is not in the topology", name)
 	}
@@ -48,7 +47,7 @@ func (t *Topology) SwitchEntries(name string, p Policy) ([]Entry, error) {
 		return nil, err
 	}
 	hops := t.nextHops(name)
-	var out []Entry
+	var out []p4rtclient.Entry
 	for _, h := range t.Hosts {
 		port := h.Port
 		if h.Switch != name {
@@ -60,39 +59,39 @@ func (t *Topology) SwitchEntries(name string, p Policy) ([]Entry, error) {
 			// lowest port carries the traffic.
 			port = ports[0]
 		}
-		out = append(out, Entry{
-			Table:  TableIPv4LPM,
-			Match:  []Match{LPM(FieldIPv4Dst, IPv4(h.IP), 32)},
-			Action: ActionIPv4Forward,
-			Params: map[string]Value{"port": Uint(uint64(port)), "dst_mac": h.MAC.Value()},
+		out = append(out, p4rtclient.Entry{
+			Table:  tableIPv4LPM,
+			Match:  []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(h.IP), 32)},
+			Action: actionIPv4Forward,
+			Params: map[string]p4rtclient.Value{"port": p4rtclient.Uint(uint64(port)), "dst_mac": h.MAC.value()},
 		})
 	}
 	dscp := p.dscpQueues()
 	for _, d := range slices.Sorted(maps.Keys(dscp)) {
-		out = append(out, Entry{
-			Table:  TableDSCPToQueue,
-			Match:  []Match{Exact(FieldDSCP, Uint(uint64(d)))},
-			Action: ActionSetQueue,
-			Params: map[string]Value{"queue": Uint(uint64(dscp[d]))},
+		out = append(out, p4rtclient.Entry{
+			Table:  tableDSCPToQueue,
+			Match:  []p4rtclient.Match{p4rtclient.Exact(fieldDSCP, p4rtclient.Uint(uint64(d)))},
+			Action: actionSetQueue,
+			Params: map[string]p4rtclient.Value{"queue": p4rtclient.Uint(uint64(dscp[d]))},
 		})
 	}
 	if !p.NoARPProxy {
 		for _, h := range t.Hosts {
-			out = append(out, Entry{
-				Table:  TableARPProxy,
-				Match:  []Match{Exact(FieldARPTarget, IPv4(h.IP))},
-				Action: ActionARPReply,
-				Params: map[string]Value{"mac": h.MAC.Value()},
+			out = append(out, p4rtclient.Entry{
+				Table:  tableARPProxy,
+				Match:  []p4rtclient.Match{p4rtclient.Exact(fieldARPTarget, p4rtclient.IPv4(h.IP))},
+				Action: actionARPReply,
+				Params: map[string]p4rtclient.Value{"mac": h.MAC.value()},
 			})
 		}
 	}
 	if p.ECNThresholdPkts > 0 {
-		for _, port := range t.SwitchPorts(name) {
-			out = append(out, Entry{
-				Table:  TableECNConfig,
-				Match:  []Match{Exact(FieldEgressPort, Uint(uint64(port)))},
-				Action: ActionSetECNThreshold,
-				Params: map[string]Value{"threshold_pkts": Uint(uint64(p.ECNThresholdPkts))},
+		for _, port := range t.switchPorts(name) {
+			out = append(out, p4rtclient.Entry{
+				Table:  tableECNConfig,
+				Match:  []p4rtclient.Match{p4rtclient.Exact(fieldEgressPort, p4rtclient.Uint(uint64(port)))},
+				Action: actionSetECNThreshold,
+				Params: map[string]p4rtclient.Value{"threshold_pkts": p4rtclient.Uint(uint64(p.ECNThresholdPkts))},
 			})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -86,7 +87,7 @@ func connectAndProgram(ctx context.Context, n *topo.Network, s *scenario.Scenari
 	if err != nil {
 		return nil, err
 	}
-	f, err := controller.Connect(ctx, t, controller.WithLogger(log))
+	f, err := controller.Connect(ctx, t, p4rtclient.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}

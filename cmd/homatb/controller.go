@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/spf13/cobra"
 )
 
@@ -52,7 +53,7 @@ samples per-queue counters into a telemetry.csv file. See docs/controller.md.`,
 	fl.StringVar(&o.dscp, "dscp", "default", `DSCP-to-queue policy: "default" (CSp -> queue p), "collapse:N" (N = 1, 2, 4, 8), or "dscp=queue,..."`)
 	fl.Uint32Var(&o.ecnThreshold, "ecn-threshold", 0, "mark ECN CE when a queue holds at least this many packets (0: off)")
 	fl.BoolVar(&o.noARPProxy, "no-arp-proxy", false, "do not install ARP-proxy entries")
-	fl.Uint64Var(&o.electionID, "election-id", 1, "P4Runtime election id (the highest wins primacy)")
+	fl.Uint64Var(&o.electionID, "election-id", 1, "P4Runtime election id: the embedded switch makes a controller primary only with an id at least the highest it has seen since it started (BMv2: the highest of the connected controllers); a lower id fails at once and names the id to use")
 	fl.DurationVar(&o.dialTimeout, "dial-timeout", 10*time.Second, "how long to keep trying to reach each switch")
 	fl.BoolVar(&o.verifyOnly, "verify-only", false, "do not write: only check that the switches hold the expected entries")
 	fl.BoolVar(&o.sync, "sync", false, "change the switches' entries in place to match, without re-pushing the pipeline (counters keep counting)")
@@ -84,9 +85,9 @@ func runController(ctx context.Context, o *controllerOpts) error {
 		return err
 	}
 	fabric, err := controller.Connect(ctx, topo,
-		controller.WithElectionID(controller.ElectionID{Low: o.electionID}),
-		controller.WithDialTimeout(o.dialTimeout),
-		controller.WithLogger(log))
+		p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: o.electionID}),
+		p4rtclient.WithDialTimeout(o.dialTimeout),
+		p4rtclient.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,12 +14,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homatb/homatb/p4/dataplane"
-	"github.com/homatb/homatb/p4/p4rt"
-	"github.com/homatb/homatb/p4/pipeline"
-	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/homatb/homatb/internal/units"
+	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/p4/target"
 )
 
 // switchFlags are the command-line settings of `homatb switch`, named like
@@ -111,25 +111,14 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	if err != nil {
 		return err
 	}
-	pl := pipeline.New()
-	dp, err := dataplane.New(cfg, pl)
+	sw, err := target.New(target.Config{DeviceID: f.deviceID, Addr: f.grpcAddr, Dataplane: &cfg, Logger: log.With("part", "p4runtime")})
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", f.grpcAddr)
-	if err != nil {
-		return fmt.Errorf("p4runtime listen: %w", err)
-	}
-	srv := p4rt.NewServer(p4rt.Config{DeviceID: f.deviceID, Pipeline: pl, Logger: log.With("part", "p4runtime")})
+	dp := sw.Dataplane()
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return dp.Run(gctx) })
-	g.Go(func() error { return srv.Serve(lis) })
-	g.Go(func() error {
-		<-gctx.Done()
-		srv.Stop()
-		return nil
-	})
+	g.Go(func() error { return sw.Run(gctx) })
 	if f.adminSocket != "" {
 		g.Go(func() error { return dataplane.ServeAdmin(gctx, f.adminSocket, dp.AdminHandler()) })
 	}
@@ -150,7 +139,7 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 			}
 		})
 	}
-	log.Info("switch running", "device_id", f.deviceID, "grpc", lis.Addr().String(), "ports", len(cfg.Ports),
+	log.Info("switch running", "device_id", f.deviceID, "grpc", sw.Addr(), "ports", len(cfg.Ports),
 		"queue_depth_pkts", cfg.QueueDepthPkts, "queue_depth_bytes", cfg.QueueDepthBytes,
 		"shared_buffer_bytes", cfg.SharedBufferBytes, "shared_alpha", cfg.SharedAlpha,
 		"port_buffer_bytes", cfg.PortBufferBytes, "port_buffer_pkts", cfg.PortBufferPkts)
@@ -203,7 +192,7 @@ func (f *switchFlags) dataplaneConfig(log *slog.Logger) (dataplane.Config, error
 		}
 		cfg.Ports[port] = iface
 	}
-	rate, err := parseRate(f.linkRate)
+	rate, err := parseLinkRate(f.linkRate)
 	if err != nil {
 		return cfg, fmt.Errorf("--link-rate: %w", err)
 	}
@@ -306,30 +295,14 @@ func parsePortQueueValue(s string) (port uint16, queue int, n uint64, err error)
 	return port, queue, n, nil
 }
 
-// parseRate parses a tc-style bit rate: a number of bits/s with an optional
-// bit/kbit/mbit/gbit/tbit suffix (case-insensitive, decimal multiples).
-// "unlimited" and 0 turn the shaper off. "bps" is refused: tc reads it as
-// bytes per second, which is easy to get wrong by a factor of eight.
-func parseRate(s string) (uint64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "unlimited" || t == "none" {
+// parseLinkRate reads --link-rate: "unlimited", "none" or 0 turn the
+// shaper off (0 returned); anything else is a rate as scenarios write it.
+func parseLinkRate(s string) (uint64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "unlimited", "none", "0":
 		return 0, nil
 	}
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("rate %q: want e.g. 100Mbit, 1Gbit or bits/s", s)
-	}
-	return uint64(v*mult + 0.5), nil
+	return units.ParseRate(s)
 }
 
 // writeStats writes the statistics JSON atomically (temp file, rename), so

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-func TestParseRate(t *testing.T) {
+func TestParseLinkRate(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    uint64
@@ -34,15 +34,17 @@ func TestParseRate(t *testing.T) {
 		{"64kbit", 64_000, false},
 		{"1000000", 1_000_000, false},
 		{"unlimited", 0, false},
+		{"none", 0, false},
 		{"0", 0, false},
-		{"1Gbps", 0, true},
+		{"1Gbps", 1_000_000_000, false}, // read as bits, like a scenario's link_rate
+		{"", 0, true},
 		{"fast", 0, true},
 		{"-1Mbit", 0, true},
 	}
 	for _, tc := range tests {
-		got, err := parseRate(tc.in)
+		got, err := parseLinkRate(tc.in)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("parseRate(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			t.Errorf("parseLinkRate(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
@@ -91,7 +93,7 @@ func TestSwitchFlagsRejected(t *testing.T) {
 		{"port 64", func(f *switchFlags) { f.interfaces = []string{"64@a"} }},
 		{"no iface", func(f *switchFlags) { f.interfaces = []string{"1@"} }},
 		{"duplicate port", func(f *switchFlags) { f.interfaces = []string{"1@a", "1@b"} }},
-		{"bad rate", func(f *switchFlags) { f.linkRate = "1GB" }},
+		{"bad rate", func(f *switchFlags) { f.linkRate = "fast" }},
 		{"queue 8", func(f *switchFlags) { f.queueRates = []string{"1:8:100"} }},
 		{"queue depth shape", func(f *switchFlags) { f.queueDepths = []string{"1:2"} }},
 		{"probability above 1", func(f *switchFlags) { f.dropProb = []string{"1:1.5"} }},

@@ -6,11 +6,13 @@ import (
 
 // canonical checks a P4Runtime bytestring for a field of width bits and
 // returns its canonical form (the shortest big-endian string, zero as
-// "\x00"). Padded input is accepted as the spec requires; the empty string
-// is INVALID_ARGUMENT and a value that does not fit is OUT_OF_RANGE.
+// "\x00"). Padded input is accepted as the spec requires. The empty string
+// and a value that does not fit are both OUT_OF_RANGE: the spec (1.4.1,
+// 8.3) names that code for a bytestring that is not a valid value of the
+// field, and a zero-length one is such a value, not a malformed request.
 func canonical(b []byte, width int, what string) ([]byte, error) {
 	if len(b) == 0 {
-		return nil, errorf(codes.InvalidArgument, "%s: empty bytestring", what)
+		return nil, errorf(codes.OutOfRange, "%s: empty bytestring", what)
 	}
 	i := 0
 	for i < len(b)-1 && b[i] == 0 {

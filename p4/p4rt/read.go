@@ -14,8 +14,9 @@ const readChunk = 1000
 
 // Read answers table, counter and register reads, including the spec's
 // wildcards (table_id 0, counter_id 0, register_id 0, unset match, unset
-// index). If any entity is malformed the whole Read fails with UNKNOWN and
-// one p4.v1.Error per requested entity.
+// index). If any entity is malformed, the entities of the others are still
+// streamed, and then the Read fails with UNKNOWN and one p4.v1.Error per
+// requested entity, as in the spec's batch example.
 func (s *Server) Read(req *p4v1.ReadRequest, srv p4v1.P4Runtime_ReadServer) error {
 	if err := s.checkDevice(req.GetDeviceId(), req.GetRole()); err != nil {
 		return err
@@ -34,9 +35,6 @@ func (s *Server) Read(req *p4v1.ReadRequest, srv p4v1.P4Runtime_ReadServer) erro
 		out = append(out, got...)
 	}
 	s.mu.Unlock()
-	if err := batchError("entities", errs); err != nil {
-		return err
-	}
 	for len(out) > 0 {
 		n := min(len(out), readChunk)
 		if err := srv.Send(&p4v1.ReadResponse{Entities: out[:n]}); err != nil {
@@ -44,7 +42,7 @@ func (s *Server) Read(req *p4v1.ReadRequest, srv p4v1.P4Runtime_ReadServer) erro
 		}
 		out = out[n:]
 	}
-	return nil
+	return batchError("entities", errs)
 }
 
 func (s *Server) readEntity(sc *schema, ts *tableState, ent *p4v1.Entity) ([]*p4v1.Entity, error) {
@@ -104,7 +102,7 @@ func readTable(sc *schema, ts *tableState, q *p4v1.TableEntry) ([]*p4v1.Entity, 
 	for _, id := range ids {
 		t := ts.tables[id]
 		if q.GetIsDefaultAction() {
-			te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true, Action: p4Default(sc.tables[id].info)}
+			te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true, Action: sc.p4Default(sc.tables[id].info)}
 			if t != nil && t.def != nil {
 				te = t.def.te
 			}

@@ -292,12 +292,18 @@ func (ts *tableState) contents() map[uint32]pipeline.TableContents {
 	return out
 }
 
-// p4Default is the P4 default action of table ts as a canonical TableAction.
-func p4Default(t *p4configv1.Table) *p4v1.TableAction {
+// p4Default is the P4 default action of table t as a canonical TableAction:
+// the P4Info's initial (or const) default action when it names one, and
+// otherwise the program's own default, which P4Infos from p4c before
+// 2024-08 leave out.
+func (sc *schema) p4Default(t *p4configv1.Table) *p4v1.TableAction {
 	init := t.GetInitialDefaultAction()
 	id := init.GetActionId()
 	if id == 0 {
 		id = t.GetConstDefaultActionId()
+	}
+	if id == 0 {
+		return sc.programDefault(t.GetPreamble().GetId())
 	}
 	a := &p4v1.Action{ActionId: id}
 	for _, arg := range init.GetArguments() {
@@ -306,6 +312,19 @@ func p4Default(t *p4configv1.Table) *p4v1.TableAction {
 			v = v[1:]
 		}
 		a.Params = append(a.Params, &p4v1.Action_Param{ParamId: arg.GetParamId(), Value: append([]byte(nil), v...)})
+	}
+	return &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}
+}
+
+// programDefault is the pipeline's default action of a table, with its
+// parameters named by the pushed P4Info's ids.
+func (sc *schema) programDefault(table uint32) *p4v1.TableAction {
+	call, _ := pipeline.DefaultAction(table) // CheckP4Info admitted only tor.p4's tables
+	a := &p4v1.Action{ActionId: call.ID}
+	if as := sc.actions[call.ID]; as != nil {
+		for i, p := range as.params[:min(len(as.params), len(call.Params))] {
+			a.Params = append(a.Params, &p4v1.Action_Param{ParamId: p.GetId(), Value: fromUint64(call.Params[i])})
+		}
 	}
 	return &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}
 }

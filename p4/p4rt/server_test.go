@@ -151,10 +151,10 @@ func TestErrorCodes(t *testing.T) {
 		}, codes.InvalidArgument, "prefix length 33"},
 		{"empty match bytestring", func(h *harness, ctl *controller) error {
 			return h.write(ctl.id, update(p4v1.Update_INSERT, dscp([]byte{}, []byte{1})))
-		}, codes.InvalidArgument, "empty bytestring"},
+		}, codes.OutOfRange, "empty bytestring"},
 		{"empty param bytestring", func(h *harness, ctl *controller) error {
 			return h.write(ctl.id, update(p4v1.Update_INSERT, dscp([]byte{8}, []byte{})))
-		}, codes.InvalidArgument, "empty bytestring"},
+		}, codes.OutOfRange, "empty bytestring"},
 		{"oversized match value", func(h *harness, ctl *controller) error {
 			return h.write(ctl.id, update(p4v1.Update_INSERT, dscp([]byte{0x40}, []byte{1})))
 		}, codes.OutOfRange, "needs 7 bits, field is 6 bits"},

@@ -23,7 +23,7 @@ func TestCanonical(t *testing.T) {
 		{[]byte{0, 0x01, 0xff}, 9, []byte{0x01, 0xff}, codes.OK},
 		{[]byte{0x0a, 0, 0, 1}, 32, []byte{0x0a, 0, 0, 1}, codes.OK},
 		{[]byte{0, 0, 0, 0, 0x0a, 0, 0, 1}, 32, []byte{0x0a, 0, 0, 1}, codes.OK},
-		{[]byte{}, 8, nil, codes.InvalidArgument},
+		{[]byte{}, 8, nil, codes.OutOfRange}, // spec 1.4.1, 8.3
 		{[]byte{0x02, 0x00}, 9, nil, codes.OutOfRange},
 		{[]byte{0x10, 0x63}, 12, nil, codes.OutOfRange}, // the spec's example
 		{[]byte{0x01, 0x63}, 8, nil, codes.OutOfRange},  // the spec's example

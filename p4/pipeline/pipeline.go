@@ -68,6 +68,18 @@ func torTables() [numTables]tableInfo {
 	}
 }
 
+// DefaultAction is the P4 default action of a tor.p4 table, the one the
+// program runs while the control plane has not replaced it. ok is false for
+// a table tor.p4 does not have.
+func DefaultAction(table uint32) (a ActionCall, ok bool) {
+	for _, t := range torTables() {
+		if t.ID == table {
+			return t.Default, true
+		}
+	}
+	return ActionCall{}, false
+}
+
 // ErrUnknownTable is returned for a table id tor.p4 does not have.
 var ErrUnknownTable = errors.New("unknown table")
 

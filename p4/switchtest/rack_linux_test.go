@@ -13,8 +13,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
-	"github.com/homatb/homatb/p4/p4rt"
-	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
@@ -97,21 +96,6 @@ func newHosts(t *testing.T) [2]host {
 // the dataplane on the hosts' veths, then becomes primary and pushes tor.p4.
 func newRack(t *testing.T, hs [2]host, tune func(*dataplane.Config)) *rack {
 	t.Helper()
-	pl := pipeline.New()
-	srv := p4rt.NewServer(p4rt.Config{DeviceID: 1, Pipeline: pl})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		if err := <-served; err != nil {
-			t.Errorf("p4runtime Serve: %v", err)
-		}
-	})
-
 	cfg := dataplane.Config{DeviceID: 1, Ports: map[uint16]string{}, Unshaped: true}
 	for _, h := range hs {
 		cfg.Ports[h.port] = h.veth
@@ -119,21 +103,22 @@ func newRack(t *testing.T, hs [2]host, tune func(*dataplane.Config)) *rack {
 	if tune != nil {
 		tune(&cfg)
 	}
-	dp, err := dataplane.New(cfg, pl)
+	sw, err := target.New(target.Config{DeviceID: 1, Addr: "127.0.0.1:0", Dataplane: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
+	dp := sw.Dataplane()
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- dp.Run(ctx) }()
+	go func() { ran <- sw.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-ran; err != nil {
-			t.Errorf("dataplane Run: %v", err)
+			t.Errorf("switch Run: %v", err)
 		}
 	})
 
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(sw.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homatb/homatb/internal/units"
 	"gopkg.in/yaml.v3"
 )
 
@@ -279,25 +280,8 @@ func (r Rate) String() string {
 
 // ParseRate parses "100Mbit", "1gbps", "2.5Gbit/s" or "1000000".
 func ParseRate(s string) (Rate, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(t, "/s")
-	t = strings.TrimSuffix(t, "ps")
-	t = strings.TrimSuffix(t, "it")
-	t = strings.TrimSuffix(t, "b")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "g"):
-		mult, t = 1e9, strings.TrimSuffix(t, "g")
-	case strings.HasSuffix(t, "m"):
-		mult, t = 1e6, strings.TrimSuffix(t, "m")
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1e3, strings.TrimSuffix(t, "k")
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("expected a rate such as 100Mbit or 1Gbit, got %q", s)
-	}
-	return Rate(v * mult), nil
+	v, err := units.ParseRate(s)
+	return Rate(v), err
 }
 
 // Duration is a time.Duration written as "10s" or "500ms".

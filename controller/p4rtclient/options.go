@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"errors"
@@ -15,6 +15,11 @@ import (
 type ElectionID struct{ High, Low uint64 }
 
 func (e ElectionID) proto() *p4v1.Uint128 { return &p4v1.Uint128{High: e.High, Low: e.Low} }
+
+// less orders ids as the 128-bit numbers they are.
+func (e ElectionID) less(o ElectionID) bool {
+	return e.High < o.High || (e.High == o.High && e.Low < o.Low)
+}
 
 func (e ElectionID) String() string {
 	if e.High == 0 {

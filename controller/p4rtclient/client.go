@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -43,6 +44,9 @@ type Client struct {
 	mu       sync.Mutex
 	election ElectionID
 	primary  bool
+	// seen is the election id in the switch's last arbitration answer on
+	// this stream (the highest it has seen, or the primary's), if any.
+	seen     *ElectionID
 	syncing  bool // a re-push is pending or running
 	streamOK bool
 	lastErr  error
@@ -174,14 +178,25 @@ func (c *Client) Schema() *Schema {
 }
 
 // WaitPrimary blocks until the client is primary and any re-push after a
-// switch restart has finished, or ctx ends.
+// switch restart has finished, or ctx ends. It fails at once when the
+// switch's arbitration answer carries an election id above the client's:
+// a switch that follows the spec makes primary only an id at least the
+// highest it has seen, so waiting could not help (see SetElectionID).
 func (c *Client) WaitPrimary(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		ok, ch := c.primary && !c.syncing, c.changed
+		var above *ElectionID
+		if !c.primary && c.seen != nil && c.election.less(*c.seen) {
+			above = c.seen
+		}
+		mine := c.election
 		c.mu.Unlock()
 		if ok {
 			return nil
+		}
+		if above != nil {
+			return fmt.Errorf("%s: not primary with election id %v: switch has seen election id %v; use an id of at least %v", c.addr, mine, *above, *above)
 		}
 		select {
 		case <-ch:
@@ -327,6 +342,7 @@ func (c *Client) streamDown(err error) {
 		c.stats.PrimaryLost++
 	}
 	c.primary, c.streamOK = false, false
+	c.seen = nil // a restarted switch has forgotten the ids it saw
 	c.lastErr = err
 	c.notifyLocked()
 	c.o.log.Warn("p4runtime stream lost", "addr", c.addr, "device", c.device, "err", err)
@@ -338,6 +354,10 @@ func (c *Client) onArbitration(u *p4v1.MasterArbitrationUpdate) {
 	was := c.primary
 	c.primary = codes.Code(u.GetStatus().GetCode()) == codes.OK
 	c.streamOK = true
+	c.seen = nil
+	if id := u.GetElectionId(); id != nil {
+		c.seen = &ElectionID{High: id.GetHigh(), Low: id.GetLow()}
+	}
 	switch {
 	case c.primary && !was:
 		c.o.log.Info("p4runtime primary", "addr", c.addr, "device", c.device, "election_id", c.election)
@@ -489,7 +509,16 @@ func (c *Client) FetchPipeline(ctx context.Context) error {
 	return nil
 }
 
-func (c *Client) needSchema() (*Schema, error) {
+// Logger is the logger the client was given (WithLogger), so code that
+// drives several clients logs to the same place.
+func (c *Client) Logger() *slog.Logger { return c.o.log }
+
+// DialTimeout is the configured dial timeout (WithDialTimeout), which also
+// bounds how long callers wait for primacy after Dial.
+func (c *Client) DialTimeout() time.Duration { return c.o.dialTimeout }
+
+// NeedSchema is Schema, or an error when no pipeline has been set or fetched.
+func (c *Client) NeedSchema() (*Schema, error) {
 	if s := c.Schema(); s != nil {
 		return s, nil
 	}

@@ -1,10 +1,11 @@
-package controller
+package p4rtclient
 
 import (
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/p4/target/targettest"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
@@ -14,14 +15,14 @@ import (
 // run. It reports entries/s for both and their ratio.
 func BenchmarkInstallEntries(b *testing.B) {
 	const n = 1000
-	sw := startSwitch(b, "127.0.0.1:0", 1)
+	sw := targettest.Start(b, "127.0.0.1:0", 1)
 	batched := dial(b, sw, WithBatchSize(1000), WithElectionID(ElectionID{Low: 2}))
 	info := torSchema(b).P4Info()
 	entries := make([]Entry, n)
 	for i := range entries {
 		ip := netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)})
-		entries[i] = Entry{Table: TableIPv4LPM, Match: []Match{LPM(FieldIPv4Dst, IPv4(ip), 32)},
-			Action: ActionIPv4Forward, Params: map[string]Value{"port": Uint(uint64(1 + i%8)), "dst_mac": Uint(uint64(i + 1))}}
+		entries[i] = Entry{Table: "TorIngress.ipv4_lpm", Match: []Match{LPM("hdr.ipv4.dstAddr", IPv4(ip), 32)},
+			Action: "TorIngress.ipv4_forward", Params: map[string]Value{"port": Uint(uint64(1 + i%8)), "dst_mac": Uint(uint64(i + 1))}}
 	}
 	ctx := testContext(b)
 	// install pushes a fresh pipeline (emptying the table, untimed), then

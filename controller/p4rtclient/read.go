@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 
 // Read sends one ReadRequest and gathers every streamed response. Wildcards
 // follow the spec: table_id 0 reads all tables, an unset match all entries,
-// counter_id 0 all counters, an unset index all indices.
+// counter_id 0 all counters, an unset index all indices. When some entities
+// fail, a server that follows the spec streams the others first: they are
+// returned with the error, whose status details say which entity failed.
 func (c *Client) Read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.Entity, error) {
 	stream, err := c.rpc.Read(ctx, &p4v1.ReadRequest{DeviceId: c.device, Entities: entities})
 	if err != nil {
@@ -24,7 +26,7 @@ func (c *Client) Read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.En
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: read: %w", c.addr, err)
+			return out, fmt.Errorf("%s: read: %w", c.addr, err)
 		}
 		out = append(out, resp.GetEntities()...)
 	}
@@ -33,7 +35,7 @@ func (c *Client) Read(ctx context.Context, entities ...*p4v1.Entity) ([]*p4v1.En
 // ReadEntries reads the entries of a table ("" for every table), decoded
 // into names. Default entries are not included (see ReadDefault).
 func (c *Client) ReadEntries(ctx context.Context, table string) ([]Entry, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func (c *Client) ReadEntries(ctx context.Context, table string) ([]Entry, error)
 
 // ReadDefault reads a table's default entry.
 func (c *Client) ReadDefault(ctx context.Context, table string) (Entry, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return Entry{}, err
 	}
@@ -142,7 +144,7 @@ func (c *Client) ReadRegister(ctx context.Context, name string) ([]RegisterValue
 
 // readIndexed resolves a wildcard read of every index of one named object.
 func (c *Client) readIndexed(ctx context.Context, name string, wildcard func(*Schema) (*p4v1.Entity, error)) ([]*p4v1.Entity, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package controller
+package p4rtclient
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func (c *Client) remember(batch []*p4v1.Update, ok []bool) {
 		if te == nil || (ok != nil && !ok[i]) {
 			continue
 		}
-		k := entryKey(te)
+		k := EntryKey(te)
 		switch u.GetType() {
 		case p4v1.Update_INSERT, p4v1.Update_MODIFY:
 			c.written[k] = te
@@ -87,9 +87,10 @@ func (c *Client) remember(batch []*p4v1.Update, ok []bool) {
 	}
 }
 
-// entryKey identifies a table entry by what the spec makes its key: the
-// table, the match fields (in field-id order) and the priority.
-func entryKey(te *p4v1.TableEntry) string {
+// EntryKey identifies a table entry by what the spec makes its key: the
+// table, the match fields (in field-id order) and the priority. Two entries
+// with the same key are the same entry to the switch.
+func EntryKey(te *p4v1.TableEntry) string {
 	key := &p4v1.TableEntry{TableId: te.GetTableId(), Priority: te.GetPriority(), IsDefaultAction: te.GetIsDefaultAction()}
 	key.Match = slices.Clone(te.GetMatch())
 	slices.SortFunc(key.Match, func(a, b *p4v1.FieldMatch) int { return int(a.GetFieldId()) - int(b.GetFieldId()) })
@@ -141,7 +142,7 @@ func (c *Client) writeEntries(ctx context.Context, typ p4v1.Update_Type, entries
 // mix types in one Write. An encoding error names the entry's index, table,
 // field or parameter, and value.
 func (c *Client) Updates(typ p4v1.Update_Type, entries ...Entry) ([]*p4v1.Update, error) {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +166,7 @@ func (s *Schema) Updates(typ p4v1.Update_Type, entries ...Entry) ([]*p4v1.Update
 // wildcard MODIFY: the queue peaks at the start of an experiment, so they
 // cover that experiment only.
 func (c *Client) ResetRegister(ctx context.Context, name string) error {
-	s, err := c.needSchema()
+	s, err := c.NeedSchema()
 	if err != nil {
 		return err
 	}
@@ -176,19 +177,4 @@ func (c *Client) ResetRegister(ctx context.Context, name string) error {
 	zero := &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: []byte{0}}}
 	return c.Write(ctx, &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{
 		RegisterEntry: &p4v1.RegisterEntry{RegisterId: reg.GetPreamble().GetId(), Data: zero}}}})
-}
-
-// ResetQueuePeaks zeroes tor.p4's queue_peak register on every switch
-// whose target reads registers over P4Runtime (the embedded one).
-func (f *Fabric) ResetQueuePeaks(ctx context.Context) error {
-	var errs []error
-	for _, sw := range f.topo.Switches {
-		if sw.Target == TargetBMv2 {
-			continue // telemetry does not read its registers either
-		}
-		if err := f.clients[sw.Name].ResetRegister(ctx, RegisterQueuePeak); err != nil {
-			errs = append(errs, fmt.Errorf("switch %s: reset %s: %w", sw.Name, RegisterQueuePeak, err))
-		}
-	}
-	return errors.Join(errs...)
 }
