@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/homatb/homatb/internal/units"
 )
 
 // ParseSizeSpec parses a message-size distribution:
@@ -128,22 +130,14 @@ func parseMix(spec, arg string) (*piecewise, error) {
 	return d, nil
 }
 
-// parseLength parses a positive byte count; k/K, m/M suffixes (decimal,
-// 1K = 1000) are accepted because workload tables use them.
+// parseLength parses a positive byte count in the units sizes are written
+// in everywhere (units.ParseSize: 1K = 1000, 1KiB = 1024).
 func parseLength(v string) (int, error) {
-	v = strings.TrimSpace(v)
-	mult := 1
-	switch {
-	case strings.HasSuffix(v, "k") || strings.HasSuffix(v, "K"):
-		mult, v = 1_000, v[:len(v)-1]
-	case strings.HasSuffix(v, "m") || strings.HasSuffix(v, "M"):
-		mult, v = 1_000_000, v[:len(v)-1]
+	n, err := units.ParseSize(v)
+	if err != nil || n <= 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%q is not a positive length in bytes", strings.TrimSpace(v))
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 || n > math.MaxInt32/mult {
-		return 0, fmt.Errorf("%q is not a positive length in bytes", v)
-	}
-	return n * mult, nil
+	return int(n), nil
 }
 
 func parseRange(arg string) (int, int, error) {

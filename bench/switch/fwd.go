@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/p4/dataplane"
 )
 
@@ -45,25 +46,6 @@ func (p portFlags) Set(s string) error {
 	return nil
 }
 
-// parseRate reads "10Gbit", "500Mbit", "64Kbit" or a plain bit/s number.
-func parseRate(s string) (uint64, error) {
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"Kbit", 1e3}, {"bit", 1}} {
-		if v, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = v, u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad rate %q", s)
-	}
-	return uint64(v * mult), nil
-}
-
 func runFwd(ctx context.Context, args []string, log *slog.Logger) (any, error) {
 	fs := flag.NewFlagSet("fwd", flag.ContinueOnError)
 	ports := portFlags{}
@@ -83,7 +65,7 @@ func runFwd(ctx context.Context, args []string, log *slog.Logger) (any, error) {
 	if *procs > 0 {
 		runtime.GOMAXPROCS(*procs)
 	}
-	bps, err := parseRate(*rate)
+	bps, err := units.ParseRate(*rate)
 	if err != nil {
 		return nil, err
 	}

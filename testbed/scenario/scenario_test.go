@@ -62,6 +62,8 @@ func TestBadScenarios(t *testing.T) {
 		{"wrong type", "  hosts: 4", "  hosts: four", 4, "topology.hosts", "expected an integer"},
 		{"bad rate", "rate: 100Mbit", "rate: fast", 6, "link.rate", "expected a rate"},
 		{"rate too high", "rate: 100Mbit", "rate: 10Gbit", 6, "link.rate", "up to 1000 Mbit/s"},
+		{"rate in bytes without /s", "rate: 100Mbit", "rate: 50MB", 6, "link.rate", `"50MB" is a size in bytes, not a rate: write 400Mbit (bits per second) or 50MB/s (bytes per second)`},
+		{"bytes per second read as bytes", "rate: 100Mbit", "rate: 150MB/s", 6, "link.rate", "up to 1000 Mbit/s"},
 		{"nine priorities", "priorities: 8", "priorities: 9", 10, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 		{"unknown homa extra", "priorities: 8", "priorities: 8\n      extra: {poll_uz: \"50\"}", 11, "transports[0].homa.extra", `unknown key "poll_uz" (known: `},
 		{"bad homa extra value", "priorities: 8", "priorities: 8\n      extra: {poll_us: \"1s\"}", 11, "transports[0].homa.extra", `poll_us="1s"`},

@@ -6,12 +6,12 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/homatb/homatb/internal/units"
 	"gopkg.in/yaml.v3"
+
+	"github.com/homatb/homatb/internal/units"
 )
 
 // Scenario is one scenario file as written by its author, with defaults
@@ -112,24 +112,11 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseByteSize parses "1500", "64KB", "2MB", "1MiB" or "512k".
+// ParseByteSize parses "1500", "64KB", "2MB", "1MiB" or "512k"
+// (units.ParseSize).
 func ParseByteSize(s string) (ByteSize, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*float64(mult) > 1<<40 {
-		return 0, fmt.Errorf("expected a size such as 1500, 64KB or 2MB, got %q", s)
-	}
-	return ByteSize(v * float64(mult)), nil
+	v, err := units.ParseSize(s)
+	return ByteSize(v), err
 }
 
 // DSCP policies.
@@ -278,7 +265,8 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%dbit", uint64(r))
 }
 
-// ParseRate parses "100Mbit", "1gbps", "2.5Gbit/s" or "1000000".
+// ParseRate parses "100Mbit", "1gbps", "2.5Gbit/s", "1000000" (bits per
+// second) or "12.5MB/s" (bytes per second): units.ParseRate.
 func ParseRate(s string) (Rate, error) {
 	v, err := units.ParseRate(s)
 	return Rate(v), err
