@@ -145,6 +145,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if rows := tel[me.Name]; len(rows) > 0 {
 			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
 			exp.MeanLinkUtil = meanUtil(exp.Links)
+			exp.BusiestLinkUtil = busiestUtil(exp.Links)
 		}
 		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name])
 		if exp.HostGauges == nil {
@@ -237,6 +238,9 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 		e.OfferedRequestGbps = float64(er.reqBytes) * 8 / dur / 1e9
 	}
 	if me.ConfiguredBps > 0 {
+		e.ConfiguredOpenGbps = fp(me.ConfiguredBps / 1e9)
+	}
+	if me.ConfiguredBps > 0 && me.UnratedClients == 0 {
 		e.ConfiguredGbps = fp(me.ConfiguredBps / 1e9)
 	}
 	// Counts, not bytes, are compared: heavy-tailed sizes make the bytes of
@@ -518,6 +522,18 @@ func paramsKey(e Experiment, except string) string {
 		fmt.Fprintf(&b, "%s=%v", k, e.Params[k])
 	}
 	return b.String()
+}
+
+// busiestUtil is the largest mean utilisation of a rated link; nil for
+// none.
+func busiestUtil(links []LinkStats) *float64 {
+	var best *float64
+	for _, l := range links {
+		if l.RateBps > 0 && (best == nil || l.MeanUtil > *best) {
+			best = fp(l.MeanUtil)
+		}
+	}
+	return best
 }
 
 // meanUtil averages the mean utilisation of the links with a known rate.

@@ -127,6 +127,15 @@ func TestConfiguredLoadShortfall(t *testing.T) {
 			t.Errorf("configured_gbps = %v, want %g", e.ConfiguredGbps, tc.rps*100*8/1e9)
 		}
 	}
+	// With a closed-loop client besides, the experiment's configured load
+	// is unknown: only the open-loop part is given.
+	run := synthRun{seed: 5, lengths: []int64{100}, noTel: true, exps: []synthExp{{name: "c-homa", transport: "homa", n: 100, meanNs: 10_000}}}
+	sum, _ := buildSynth(t, run, func(exp map[string]any) {
+		exp["configured_rps"], exp["configured_bps"], exp["unrated_clients"] = 10.0, 8000.0, 1
+	})
+	if e := sum.Experiments[0]; e.ConfiguredGbps != nil || e.ConfiguredOpenGbps == nil || *e.ConfiguredOpenGbps != 8e-6 {
+		t.Errorf("with a closed loop: configured_gbps %v, open-loop part %v; want null and 8e-06", e.ConfiguredGbps, e.ConfiguredOpenGbps)
+	}
 }
 
 // editFirstExperiment rewrites the first experiment entry of a run
@@ -163,9 +172,13 @@ func TestMeanLinkUtil(t *testing.T) {
 			}
 			continue
 		}
-		var total float64
+		var total, busiest float64
 		for _, l := range e.Links {
 			total += l.MeanUtil
+			busiest = max(busiest, l.MeanUtil)
+		}
+		if e.BusiestLinkUtil == nil || *e.BusiestLinkUtil != busiest || busiest <= *e.MeanLinkUtil {
+			t.Errorf("busiest_link_util %v, want %g, above the mean", e.BusiestLinkUtil, busiest)
 		}
 		if len(e.Links) == 0 || e.MeanLinkUtil == nil || math.Abs(*e.MeanLinkUtil-total/float64(len(e.Links))) > 1e-12 || *e.MeanLinkUtil <= 0 {
 			t.Errorf("mean_link_util %v over links %+v", e.MeanLinkUtil, e.Links)

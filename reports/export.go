@@ -44,11 +44,19 @@ func fileStem(name string) string {
 	}, name)
 }
 
+// writeSummary writes summary.json with its fractional numbers rounded
+// to significant digits.
 func writeSummary(path string, s *Summary) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	if b, err = roundJSON(b); err != nil {
+		return err
+	}
 	return writeFile(path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		_, err := w.Write(b)
+		return err
 	})
 }
 

@@ -43,10 +43,13 @@ type Experiment struct {
 	Slowdown    *Percentiles `json:"slowdown"`
 	GoodputGbps float64      `json:"goodput_gbps"`
 	OfferedGbps float64      `json:"offered_gbps"`
-	// ConfiguredGbps is the request load the scenario asked the open-loop
-	// clients for (request bytes only; absent for closed loops), and
-	// OfferedRequestGbps the request bytes actually issued, to compare.
+	// ConfiguredGbps is the request load the scenario asked the clients
+	// for (request bytes only), null when some client's load no rate fixes
+	// (a closed loop); ConfiguredOpenGbps is the part of the open-loop
+	// clients with a rate. OfferedRequestGbps is the request bytes actually
+	// issued, to compare.
 	ConfiguredGbps     *float64 `json:"configured_gbps"`
+	ConfiguredOpenGbps *float64 `json:"configured_open_loop_gbps"`
 	OfferedRequestGbps float64  `json:"offered_request_gbps"`
 	DurationS          float64  `json:"duration_s"`
 	// SendLag is sent_ns - intended_ns of the RPCs that were sent.
@@ -59,6 +62,9 @@ type Experiment struct {
 	// MeanLinkUtil is the mean of links[].mean_util over the ports with a
 	// known rate: on a star, the hosts' downlinks. Null without telemetry.
 	MeanLinkUtil *float64 `json:"mean_link_util"`
+	// BusiestLinkUtil is the largest links[].mean_util: in an incast the
+	// bottleneck, which idle ports would average away.
+	BusiestLinkUtil *float64 `json:"busiest_link_util"`
 	// HostGauges are the Homa receivers' active messages and granted
 	// bytes over the experiment, from hosts.csv (empty without it).
 	HostGauges []HostGauges    `json:"host_gauges"`

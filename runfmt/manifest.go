@@ -120,9 +120,13 @@ type Experiment struct {
 	// configured to offer (bits/s, message bytes only); 0 for closed loops.
 	ConfiguredBps float64 `json:"configured_bps"`
 	// ConfiguredRPS is the sum of those clients' rates (RPCs/s).
-	ConfiguredRPS float64  `json:"configured_rps"`
-	Fidelity      []string `json:"fidelity"`
-	Incomplete    bool     `json:"incomplete"`
+	ConfiguredRPS float64 `json:"configured_rps"`
+	// UnratedClients counts the clients whose load no rate fixes (closed
+	// loops, bursts, bounded counts): with any, the configured load of the
+	// experiment as a whole is unknown.
+	UnratedClients int      `json:"unrated_clients"`
+	Fidelity       []string `json:"fidelity"`
+	Incomplete     bool     `json:"incomplete"`
 	// RPCs are the agents' books summed over hosts, warm-up included.
 	RPCs Books `json:"rpcs"`
 	// TransportCounters are the transport counters of every host that took

@@ -90,7 +90,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 	if e.Params == nil {
 		rec.Params = map[string]string{}
 	}
-	rec.ConfiguredBps, rec.ConfiguredRPS = configuredLoad(ro.clients, ro.meanSize)
+	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = configuredLoad(ro.clients, ro.meanSize)
 	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]runfmt.HostCounters{}}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
+	"gopkg.in/yaml.v3"
 )
 
 // Manifest is the run's manifest.json (runfmt.Manifest), kept up to date
@@ -115,7 +116,7 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 		abs = file
 	}
 	m := &Manifest{Manifest: runfmt.Manifest{
-		Run: run, Tag: tag, ScenarioFile: abs, Scenario: plan.Base, Incomplete: true, Started: time.Now().UnixNano(),
+		Run: run, Tag: tag, ScenarioFile: abs, Scenario: scenarioDoc(plan.Base), Incomplete: true, Started: time.Now().UnixNano(),
 		Versions: v, GitCommit: commit, Machine: machine(), LinkBps: uint64(plan.Base.Link.Rate),
 		Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
 	}, dir: runDir}
@@ -127,4 +128,18 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 		}
 	}
 	return m
+}
+
+// scenarioDoc is the scenario as its YAML schema names it (keys and
+// units as a scenario file is written), for manifest.json.
+func scenarioDoc(s *scenario.Scenario) any {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return doc
 }

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,13 +182,13 @@ func TestLoadWarning(t *testing.T) {
 			t.Errorf("%s: %q does not name the host and count", tc.name, got)
 		}
 	}
-	bps, rps := configuredLoad(map[string]*agentpb.Workload{
+	bps, rps, unrated := configuredLoad(map[string]*agentpb.Workload{
 		"h2": {Arrivals: scenario.ArrivalsPoisson, RateRps: 100},
 		"h3": {Arrivals: scenario.ArrivalsPoisson, RateRps: 50},
 		"h4": {Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1},
 	}, map[string]float64{"h2": 1000, "h3": 2000, "h4": 1e6})
-	if bps != 100*1000*8+50*2000*8 || rps != 150 {
-		t.Errorf("configuredLoad = %g bit/s, %g RPC/s; want 1.6e6, 150", bps, rps)
+	if bps != 100*1000*8+50*2000*8 || rps != 150 || unrated != 1 {
+		t.Errorf("configuredLoad = %g bit/s, %g RPC/s, %d unrated; want 1.6e6, 150, 1 (the closed loop)", bps, rps, unrated)
 	}
 }
 
@@ -240,5 +241,23 @@ func TestFabricOf(t *testing.T) {
 		if ip := n.Hosts[0].IP.String(); sw[ip] != n.Hosts[0].Switch {
 			t.Errorf("%s: address %s maps to switch %q", tc.topo.Kind, ip, sw[ip])
 		}
+	}
+}
+
+// TestScenarioDoc: manifest.json's scenario uses the YAML schema's keys and
+// units, not Go's field names and nanoseconds.
+func TestScenarioDoc(t *testing.T) {
+	s := &scenario.Scenario{Name: "x", Link: scenario.Link{Rate: 50e6, MTU: 1500}, Warmup: scenario.Duration(2 * time.Second)}
+	b, err := json.Marshal(scenarioDoc(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name":"x"`, `"rate":"50Mbit"`, `"mtu":1500`, `"warmup":"2s"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("scenario %s lacks %s", b, want)
+		}
+	}
+	if strings.Contains(string(b), "QueueDepthPkts") || strings.Contains(string(b), "Warmup") {
+		t.Errorf("Go field names in %s", b)
 	}
 }
