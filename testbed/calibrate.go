@@ -86,17 +86,27 @@ func (r *run) calibrate(ctx context.Context) error {
 }
 
 // calibrationResponse is the response length calibration RPCs ask for:
-// the one most of the scenario's phases use (the smaller on a tie; 0
-// echoes the request), so that each transport's own unloaded RTT is
-// measured with the workload's responses.
+// the one most of the scenario's phases use (0 echoes the request), so
+// that each transport's own unloaded RTT is measured with the workload's
+// responses. On a tie a fixed length wins over echoing, since an echo
+// doubles a long calibration RPC, then the smaller length.
 func calibrationResponse(s *scenario.Scenario) uint32 {
 	count := map[uint32]int{}
 	for _, ph := range s.Phases {
 		count[ph.ResponseBytes]++
 	}
+	better := func(r uint32, c int, best uint32, n int) bool {
+		switch {
+		case c != n:
+			return c > n
+		case (r == 0) != (best == 0):
+			return best == 0
+		}
+		return r < best
+	}
 	best, n := uint32(0), 0
 	for r, c := range count {
-		if c > n || (c == n && r < best) {
+		if better(r, c, best, n) {
 			best, n = r, c
 		}
 	}

@@ -203,6 +203,7 @@ func TestCalibrationResponse(t *testing.T) {
 		{"echo", []scenario.Phase{phase(0)}, 0},
 		{"the most used", []scenario.Phase{phase(100), phase(0), phase(100)}, 100},
 		{"a tie takes the smaller", []scenario.Phase{phase(500), phase(100)}, 100},
+		{"a tie takes a fixed length over echo", []scenario.Phase{phase(0), phase(100)}, 100},
 		{"no phases echo", nil, 0},
 	}
 	for _, tc := range tests {
