@@ -5,14 +5,19 @@ GO ?= go
 BIN := bin/homatb
 PKGS := ./...
 
-.PHONY: all deps build test vet fmt-check demo bench p4c clean
+.PHONY: all deps bpf build test vet fmt-check demo bench p4c clean
 
 all: build
 
 deps:
 	./scripts/install-deps.sh
 
-build:
+# Compiles the BPF congestion controls (hostagent/tcpcc/bpf/*.c) with clang
+# against the running kernel's BTF and regenerates their Go bindings (bpf2go).
+bpf:
+	$(GO) generate ./hostagent/tcpcc
+
+build: bpf
 	$(GO) build -o $(BIN) ./cmd/homatb
 
 vet:

@@ -1,0 +1,59 @@
+package tcpcc
+
+import (
+	"os"
+	"slices"
+	"testing"
+)
+
+// needRoot skips tests that load BPF programs without the privilege to.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF congestion controls needs root")
+	}
+}
+
+func TestRegisterAndClose(t *testing.T) {
+	needRoot(t)
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			r, err := Register(name)
+			if err != nil {
+				t.Fatalf("Register(%q): %v", name, err)
+			}
+			avail, err := Available()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(avail, KernelName(name)) {
+				t.Errorf("after Register: available %v, want %s in it", avail, KernelName(name))
+			}
+			if err := r.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if avail, _ = Available(); slices.Contains(avail, KernelName(name)) {
+				t.Errorf("after Close: %s still available (%v)", KernelName(name), avail)
+			}
+		})
+	}
+}
+
+func TestNames(t *testing.T) {
+	tests := []struct{ name, kernel string }{
+		{"dctcp", "homatb_dctcp"},
+		{"cubic", "cubic"},
+		{"reno", "reno"},
+	}
+	for _, tt := range tests {
+		if got := KernelName(tt.name); got != tt.kernel {
+			t.Errorf("KernelName(%q) = %q, want %q", tt.name, got, tt.kernel)
+		}
+		if got, want := IsBPF(tt.name), tt.kernel != tt.name; got != want {
+			t.Errorf("IsBPF(%q) = %v, want %v", tt.name, got, want)
+		}
+	}
+	if _, err := Register("nosuch"); err == nil {
+		t.Error("Register(nosuch): no error")
+	}
+}
