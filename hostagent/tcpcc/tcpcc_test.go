@@ -57,3 +57,34 @@ func TestNames(t *testing.T) {
 		t.Error("Register(nosuch): no error")
 	}
 }
+
+func TestFindAndUnregisterLeftover(t *testing.T) {
+	needRoot(t)
+	r, err := Register("dctcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	found, err := FindRegistered()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine *Leftover
+	for i := range found {
+		if found[i].KernelName == "homatb_dctcp" {
+			mine = &found[i]
+		}
+	}
+	if mine == nil {
+		t.Fatalf("FindRegistered = %v, want homatb_dctcp in it", found)
+	}
+	if err := mine.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if avail, _ := Available(); slices.Contains(avail, "homatb_dctcp") {
+		t.Errorf("after Unregister: still available (%v)", avail)
+	}
+	if found, _ := FindRegistered(); len(found) != 0 {
+		t.Errorf("after Unregister: FindRegistered = %v", found)
+	}
+}
