@@ -10,6 +10,7 @@ package tcpcc
 
 //go:generate sh -c "bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h"
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -no-global-types dctcp bpf/dctcp.c
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -no-global-types nv bpf/nv.c
 
 import (
 	"errors"
@@ -38,6 +39,7 @@ type control struct {
 func controls() map[string]control {
 	return map[string]control{
 		"dctcp": {Prefix + "dctcp", loadDctcp},
+		"nv":    {Prefix + "nv", loadNv},
 	}
 }
 

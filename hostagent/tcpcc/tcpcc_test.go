@@ -42,6 +42,7 @@ func TestRegisterAndClose(t *testing.T) {
 func TestNames(t *testing.T) {
 	tests := []struct{ name, kernel string }{
 		{"dctcp", "homatb_dctcp"},
+		{"nv", "homatb_nv"},
 		{"cubic", "cubic"},
 		{"reno", "reno"},
 	}

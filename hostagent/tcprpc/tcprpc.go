@@ -34,8 +34,8 @@ const headerLen = 4
 // Config configures both ends.
 type Config struct {
 	// Congestion is the TCP congestion control ("reno", "cubic", "bbr", ...,
-	// or one of package tcpcc's BPF controls by its scenario name, "dctcp",
-	// which must be registered); empty keeps the kernel default.
+	// or one of package tcpcc's BPF controls by its scenario name, "dctcp" or
+	// "nv", which must be registered); empty keeps the kernel default.
 	Congestion string
 	// ConnsPerPeer is the number of connections a client opens to each
 	// server (default 1).

@@ -193,3 +193,43 @@ func TestDCTCPKeepsQueueNearThreshold(t *testing.T) {
 		t.Errorf("cubic: queue peak %d packets, want near the %d-packet buffer", c.peak, depth)
 	}
 }
+
+// TestNVKeepsQueueShort sends one bulk TCP flow with homatb's BPF TCP-NV
+// through the same 50 Mbit/s port and 256-packet queue, without ECN: NV
+// infers the queue from RTT and rate and keeps it near its 10-packet pad,
+// far below the buffer cubic fills (TestDCTCPKeepsQueueNearThreshold).
+func TestNVKeepsQueueShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of bulk TCP")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: BPF congestion controls, namespaces, veths")
+	}
+	reg, err := tcpcc.Register("nv")
+	if err != nil {
+		t.Skipf("cannot register the BPF TCP-NV on this kernel: %v", err)
+	}
+	defer reg.Close()
+	const (
+		rate  = 50e6
+		depth = 256
+		dur   = 4 * time.Second
+	)
+	q := bulkThroughSwitch(t, "nv", rate, depth, 0, dur)
+	if len(q.samples) == 0 {
+		t.Fatal("no queue samples")
+	}
+	slices.Sort(q.samples)
+	med, p95 := q.samples[len(q.samples)/2], q.samples[len(q.samples)*95/100]
+	mbps := float64(q.received) * 8 / dur.Seconds() / 1e6
+	t.Logf("nv: queue median %d, p95 %d, peak %d packets; ECN %v, cwnd %d, srtt %d µs; %.1f Mbit/s", med, p95, q.peak, q.ecn, q.cwnd, q.rttUs, mbps)
+	if q.ecn {
+		t.Error("nv negotiated ECN: the test is of delay alone")
+	}
+	if p95 > 40 {
+		t.Errorf("nv: queue p95 %d packets, want at most 40 (NV's pad is 10)", p95)
+	}
+	if mbps < 0.5*rate/1e6 {
+		t.Errorf("nv moved %.1f Mbit/s, less than half the %v Mbit/s port", mbps, rate/1e6)
+	}
+}
