@@ -101,7 +101,14 @@ func (r *run) registerCongestion() error {
 		r.log.Info("registered congestion control", "name", reg.KernelName)
 		r.ccs = append(r.ccs, reg)
 	}
-	return nil
+	if len(r.ccs) == 0 {
+		return nil
+	}
+	return r.man.update(func(m *Manifest) {
+		for _, reg := range r.ccs {
+			m.Congestion = append(m.Congestion, reg.KernelName)
+		}
+	})
 }
 
 // closeCongestion unregisters what registerCongestion registered.

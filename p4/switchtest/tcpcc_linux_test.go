@@ -133,29 +133,42 @@ func bulkThroughSwitch(t *testing.T, cc string, rate uint64, depth, ecn int, dur
 	return run
 }
 
+// The bottleneck of the queue tests: a 50 Mbit/s port with a 256-packet
+// queue, and each flow's length.
+const (
+	rate  = 50e6
+	depth = 256
+	dur   = 4 * time.Second
+)
+
+// registerOrSkip registers the BPF congestion control for the test, or
+// skips it without root, in -short mode, or on a kernel that refuses.
+func registerOrSkip(t *testing.T, name string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("seconds of bulk TCP")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: BPF congestion controls, namespaces, veths")
+	}
+	reg, err := tcpcc.Register(name)
+	if err != nil {
+		t.Skipf("cannot register the BPF %s on this kernel: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := reg.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // TestDCTCPKeepsQueueNearThreshold sends one bulk TCP flow through a
 // 50 Mbit/s switch port with a 256-packet queue that marks CE above 20
 // packets: homatb's BPF DCTCP keeps the queue near the threshold, while
 // cubic (no ECN) fills the buffer until it drops.
 func TestDCTCPKeepsQueueNearThreshold(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a few seconds of bulk TCP per control")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF congestion controls, namespaces, veths")
-	}
-	reg, err := tcpcc.Register("dctcp")
-	if err != nil {
-		t.Skipf("cannot register the BPF DCTCP on this kernel: %v", err)
-	}
-	defer reg.Close()
-
-	const (
-		rate      = 50e6
-		depth     = 256
-		threshold = 20
-		dur       = 4 * time.Second
-	)
+	registerOrSkip(t, "dctcp")
+	const threshold = 20
 	runs := map[string]queueRun{}
 	for _, cc := range []string{"dctcp", "cubic"} {
 		t.Run(cc, func(t *testing.T) {
@@ -199,22 +212,7 @@ func TestDCTCPKeepsQueueNearThreshold(t *testing.T) {
 // infers the queue from RTT and rate and keeps it near its 10-packet pad,
 // far below the buffer cubic fills (TestDCTCPKeepsQueueNearThreshold).
 func TestNVKeepsQueueShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a few seconds of bulk TCP")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF congestion controls, namespaces, veths")
-	}
-	reg, err := tcpcc.Register("nv")
-	if err != nil {
-		t.Skipf("cannot register the BPF TCP-NV on this kernel: %v", err)
-	}
-	defer reg.Close()
-	const (
-		rate  = 50e6
-		depth = 256
-		dur   = 4 * time.Second
-	)
+	registerOrSkip(t, "nv")
 	q := bulkThroughSwitch(t, "nv", rate, depth, 0, dur)
 	if len(q.samples) == 0 {
 		t.Fatal("no queue samples")
