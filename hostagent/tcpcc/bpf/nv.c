@@ -60,6 +60,7 @@ struct nv_state {
 	u16 eval_calls;       /* RTT samples since the last verdict */
 	u8 rtt_rounds;        /* RTT rounds since the last verdict */
 	u8 growth_rounds;     /* RTT rounds cwnd may still grow */
+	u8 ca_state;          /* the TCP_CA_* state last set */
 };
 
 static __always_inline struct nv_state *nv_of(struct sock *sk)
@@ -96,6 +97,7 @@ void BPF_PROG(homatb_nv_init, struct sock *sk)
 	st->avg_rtt = 0;
 	/* Grow (slow start) until the first verdict. */
 	st->growth_rounds = 0xff;
+	st->ca_state = TCP_CA_Open;
 	reset_verdicts(sk, st);
 }
 
@@ -173,7 +175,7 @@ void BPF_PROG(homatb_nv_pkts_acked, struct sock *sk, const struct ack_sample *sa
 	u64 now, rate;
 
 	/* Recovery's RTTs and rates say little about the queue. */
-	if (as_csk(sk)->icsk_ca_state >= TCP_CA_Recovery || rtt <= 0)
+	if (st->ca_state >= TCP_CA_Recovery || rtt <= 0)
 		return;
 	avg = st->avg_rtt ? (u32)(((u64)st->avg_rtt * (256 - NV_RTT_FACTOR) +
 				   (u64)rtt * NV_RTT_FACTOR) >> 8)
@@ -227,13 +229,14 @@ __u32 BPF_PROG(homatb_nv_ssthresh, struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(homatb_nv_set_state, struct sock *sk, __u8 new_state)
 {
+	struct nv_state *st = nv_of(sk);
+
 	/* A timeout starts the measurements over (the window restarts). */
 	if (new_state == TCP_CA_Loss) {
-		struct nv_state *st = nv_of(sk);
-
 		st->growth_rounds = 0xff;
 		reset_verdicts(sk, st);
 	}
+	st->ca_state = new_state;
 }
 
 SEC("struct_ops")
