@@ -8,7 +8,7 @@
 // vmlinux.h dumped from the running kernel's BTF); see docs/tcp.md.
 package tcpcc
 
-//go:generate sh -c "bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h"
+//go:generate sh -c "PATH=$PATH:/usr/sbin:/sbin; bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h"
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -no-global-types dctcp bpf/dctcp.c
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -no-global-types nv bpf/nv.c
 
