@@ -5,14 +5,21 @@ GO ?= go
 BIN := bin/homatb
 PKGS := ./...
 
-.PHONY: all deps build test vet fmt-check demo bench p4c clean
+.PHONY: all deps bpf build test vet fmt-check demo bench p4c clean
 
 all: build
 
 deps:
 	./scripts/install-deps.sh
 
-build:
+# Compiles the BPF congestion controls (hostagent/tcpcc/bpf/*.c) with clang
+# against the running kernel's BTF and regenerates their Go bindings (bpf2go).
+# Without kernel BTF the committed objects are kept (docs/tcp.md).
+bpf:
+	@if [ -r /sys/kernel/btf/vmlinux ]; then echo "$(GO) generate ./hostagent/tcpcc"; $(GO) generate ./hostagent/tcpcc; \
+	else echo "no /sys/kernel/btf/vmlinux: keeping the committed BPF objects in hostagent/tcpcc"; fi
+
+build: bpf
 	$(GO) build -o $(BIN) ./cmd/homatb
 
 vet:

@@ -40,6 +40,9 @@ type Manifest struct {
 	Calibration map[string]Calibration `json:"calibration,omitempty"`
 	Fidelity    []string               `json:"fidelity"`
 	Experiments []Experiment           `json:"experiments"`
+	// Congestion lists the BPF TCP congestion controls the run registered
+	// (kernel names, e.g. homatb_dctcp; docs/tcp.md).
+	Congestion []string `json:"bpf_congestion,omitempty"`
 }
 
 // Fabric is the network as an ideal transport would see it: link rate,

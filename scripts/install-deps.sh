@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build and test homatb:
 # Debian's Mininet and network tools, Chromium for the report browser test,
+# clang, LLVM, libbpf's headers and bpftool for the BPF congestion controls,
 # and the Go modules. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 chromium)
+pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 chromium clang llvm libbpf-dev bpftool)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

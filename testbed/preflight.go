@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -70,14 +69,7 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 			ps = append(ps, Problem{"switch target bmv2 needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", "make p4c (needs p4c-bm2-ss)"})
 		}
 	}
-	if cc, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); err == nil {
-		for _, t := range plan.Base.Transports {
-			if t.Name == scenario.TransportTCP && !slices.Contains(strings.Fields(string(cc)), t.TCP.Congestion) {
-				ps = append(ps, Problem{"TCP congestion control " + t.TCP.Congestion + " is not available (have: " + strings.TrimSpace(string(cc)) + ")",
-					"modprobe tcp_" + t.TCP.Congestion})
-			}
-		}
-	}
+	ps = append(ps, congestionProblems(plan)...)
 	left, err := cleanup.Find(registry, "")
 	if err != nil && os.Geteuid() == 0 {
 		ps = append(ps, Problem{fmt.Sprintf("cannot look for leftovers: %v", err), ""})

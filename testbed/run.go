@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/tcpcc"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -88,6 +89,7 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	calib   map[string]runfmt.Calibration
 	ctl     fabric
+	ccs     []*tcpcc.Registration // BPF congestion controls this run registered
 }
 
 // Run executes a plan. It returns when the run has ended and its network
@@ -280,6 +282,9 @@ func (r *run) execute(ctx context.Context) error {
 	pcancel()
 	if err != nil {
 		return fmt.Errorf("program switches (see logs/s*.log): %w", err)
+	}
+	if err := r.registerCongestion(); err != nil {
+		return err
 	}
 	if err := r.startAgents(ctx, layout); err != nil {
 		return err

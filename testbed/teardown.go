@@ -36,6 +36,10 @@ func (r *run) teardown() error {
 		}
 		scancel()
 	}
+	// After the agents: their sockets keep a control until they close.
+	if err := r.closeCongestion(); err != nil {
+		errs = append(errs, err)
+	}
 	left, err := cleanup.Find(r.opt.Registry, r.tag)
 	if err != nil {
 		errs = append(errs, err)

@@ -147,9 +147,12 @@ func (c *Client) connect(ctx context.Context, addr string, slot *connSlot) (*con
 }
 
 // Stats returns the client's counters; tcp_retrans_segs is the kernel's
-// count of retransmitted segments on the client's connections.
+// count of retransmitted segments on the client's connections. Of its open
+// connections, tcp_ecn_conns negotiated ECN and tcp_delivered_ce counts the
+// segments they delivered that the network had marked CE (TCP_INFO).
 func (c *Client) Stats() map[string]uint64 {
 	retrans := c.closedRetrans.Load()
+	var ecnConns, deliveredCE uint64
 	// Slots are locked without c.mu held: connect takes them in the
 	// opposite order.
 	c.mu.Lock()
@@ -164,6 +167,9 @@ func (c *Client) Stats() map[string]uint64 {
 			s.mu.Lock()
 			if s.cn != nil && s.cn.err() == nil {
 				retrans += s.cn.retransNow()
+				e := ecnOf(s.cn.nc)
+				ecnConns += btou(e.negotiated)
+				deliveredCE += e.deliveredCE
 			}
 			s.mu.Unlock()
 		}
@@ -174,6 +180,8 @@ func (c *Client) Stats() map[string]uint64 {
 		"tcp_dial_failures": c.dialFailures.Load(),
 		"tcp_conn_failures": c.connFailures.Load(),
 		"tcp_retrans_segs":  retrans,
+		"tcp_ecn_conns":     ecnConns,
+		"tcp_delivered_ce":  deliveredCE,
 	}
 }
 

@@ -25,3 +25,39 @@ func retransmits(c net.Conn) uint64 {
 	})
 	return n
 }
+
+// tcpiOptECN is TCP_INFO's tcpi_options bit for a connection that
+// negotiated ECN (include/uapi/linux/tcp.h; x/sys/unix lacks it).
+const tcpiOptECN = 8
+
+// ecnState is what TCP_INFO says about a connection's ECN.
+type ecnState struct {
+	negotiated  bool
+	deliveredCE uint64 // tcpi_delivered_ce: segments delivered with CE marks
+}
+
+// ecnOf reads c's ECN state; zero when unavailable.
+func ecnOf(c net.Conn) ecnState {
+	var e ecnState
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return e
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return e
+	}
+	rc.Control(func(fd uintptr) {
+		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			e = ecnState{negotiated: info.Options&tcpiOptECN != 0, deliveredCE: uint64(info.Delivered_ce)}
+		}
+	})
+	return e
+}
+
+func btou(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}

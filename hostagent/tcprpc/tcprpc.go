@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/homatb/homatb/hostagent/tcpcc"
 )
 
 // MaxMessage bounds one message, so a corrupt length cannot make a peer
@@ -31,8 +33,9 @@ const headerLen = 4
 
 // Config configures both ends.
 type Config struct {
-	// Congestion is the TCP congestion control ("reno", "cubic", "bbr", ...);
-	// empty keeps the kernel default.
+	// Congestion is the TCP congestion control ("reno", "cubic", "bbr", ...,
+	// or one of package tcpcc's BPF controls by its scenario name, "dctcp" or
+	// "nv", which must be registered); empty keeps the kernel default.
 	Congestion string
 	// ConnsPerPeer is the number of connections a client opens to each
 	// server (default 1).
@@ -61,7 +64,10 @@ func (c Config) validate() (Config, error) {
 		if err != nil {
 			return c, err
 		}
-		if !slices.Contains(avail, c.Congestion) {
+		if k := tcpcc.KernelName(c.Congestion); !slices.Contains(avail, k) {
+			if k != c.Congestion {
+				return c, fmt.Errorf("tcp congestion control %q: %s is not registered (homatb run registers it at run start); the kernel offers %s", c.Congestion, k, strings.Join(avail, ", "))
+			}
 			return c, fmt.Errorf("tcp congestion control %q: the kernel offers %s", c.Congestion, strings.Join(avail, ", "))
 		}
 	}
@@ -69,14 +75,16 @@ func (c Config) validate() (Config, error) {
 }
 
 // control sets the congestion control on a socket before connect/listen;
-// accepted sockets inherit it from the listener.
+// accepted sockets inherit it from the listener. Setting it on the listener
+// matters for DCTCP: the kernel accepts ECN from a SYN only when the
+// listener's control asks for it (TCP_CONG_NEEDS_ECN).
 func (c Config) control(_, _ string, rc syscall.RawConn) error {
 	if c.Congestion == "" {
 		return nil
 	}
 	var serr error
 	err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CONGESTION, c.Congestion)
+		serr = syscall.SetsockoptString(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CONGESTION, tcpcc.KernelName(c.Congestion))
 	})
 	if err != nil {
 		return fmt.Errorf("setting TCP_CONGESTION: %w", err)

@@ -88,6 +88,8 @@ func TestBadScenarios(t *testing.T) {
 		{"buffer on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  buffer:\n    shared_bytes: 1MB", 22, "switch.buffer", "per-queue depths only"},
 		{"byte depth on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  queue_depth_bytes: 64KB", 22, "switch.queue_depth_bytes", "packets only"},
 		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
+		{"dctcp without ecn marking", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: dctcp}", 12, "transports[1].tcp.congestion", "switch.ecn_threshold_pkts > 0"},
+		{"unknown congestion control", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: vegas}", 12, "transports[1].tcp.congestion", `dctcp or nv (homatb's BPF DCTCP and TCP-NV), got "vegas"`},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}
 	for _, tc := range tests {

@@ -263,9 +263,14 @@ func (c *checker) checkTransports(s *Scenario) {
 			}
 		case TransportTCP:
 			switch t.TCP.Congestion {
-			case "reno", "cubic", "bbr":
+			case "reno", "cubic", "bbr", "nv":
+			case "dctcp":
+				// DCTCP reacts only to CE marks, which only the switch sets.
+				if s.Switch.ECNThresholdPkts <= 0 {
+					c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20)")
+				}
 			default:
-				c.errorf(p+".tcp.congestion", "expected reno, cubic or bbr (what this kernel offers; no DCTCP), got %q", t.TCP.Congestion)
+				c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)
 			}
 			if t.TCP.ConnectionsPerPeer > 64 {
 				c.errorf(p+".tcp.connections_per_peer", "expected 1 to 64, got %d", t.TCP.ConnectionsPerPeer)
