@@ -88,6 +88,8 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	calib   map[string]runfmt.Calibration
 	ctl     fabric
+	// killed are the processes fault injection killed on purpose.
+	killed killedSet
 }
 
 // Run executes a plan. It returns when the run has ended and its network
