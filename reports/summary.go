@@ -189,6 +189,9 @@ type SwitchStats struct {
 	Switches      []string  `json:"switches"`
 	Drops         int64     `json:"drops"`
 	FaultDrops    int64     `json:"fault_drops"`
+	// FaultDropsByPort splits FaultDrops by "switch/port", the ports a
+	// scenario's faults were on (those with none are left out).
+	FaultDropsByPort map[string]int64 `json:"fault_drops_by_port"`
 	DropsByQueue  []int64   `json:"drops_by_queue"`
 	MaxQueueBytes []int64   `json:"max_queue_bytes"`
 	MaxQueuePkts  []int64   `json:"max_queue_pkts"`
