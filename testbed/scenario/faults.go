@@ -21,15 +21,15 @@ type Fault struct {
 	Link string `yaml:"link"`
 	// Loss drops each frame with this probability for the whole experiment
 	// (warm-up, measurement and drain), in Direction.
-	Loss *float64 `yaml:"loss"`
+	Loss *float64 `yaml:"loss,omitempty"`
 	// Direction is "both" (the default), "to_host" or "from_host"; loss only.
-	Direction string `yaml:"direction"`
+	Direction string `yaml:"direction,omitempty"`
 	// Down drops everything on the link, both ways, for a time.
-	Down *DownWindow `yaml:"down"`
+	Down *DownWindow `yaml:"down,omitempty"`
 	// KillAgent kills the host's agent process (SIGKILL).
-	KillAgent *KillAgent `yaml:"kill_agent"`
+	KillAgent *KillAgent `yaml:"kill_agent,omitempty"`
 	// Restart starts a killed agent again (kill_agent only).
-	Restart *bool `yaml:"restart"`
+	Restart *bool `yaml:"restart,omitempty"`
 }
 
 // DownWindow is when a link is down: For from At.
