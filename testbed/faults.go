@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -123,9 +124,18 @@ func (x *experimentRun) startFaults(ctx context.Context) error {
 		}
 	}
 	for _, h := range x.roles.used {
-		if r.agents.isGone(h) {
-			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("agent %s is down (killed by fault injection in an earlier experiment, restart: false): it takes no part, and RPCs to it fail", h))
+		if !r.agents.isGone(h) {
+			continue
 		}
+		var does []string
+		if x.roles.clients[h] != nil {
+			does = append(does, "issues none of its RPCs")
+		}
+		if x.roles.servers[h] {
+			does = append(does, "answers none, so RPCs to it fail")
+		}
+		x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("agent %s is down (killed by fault injection in an earlier experiment, restart: false): it %s",
+			h, strings.Join(does, " and ")))
 	}
 	slices.SortStableFunc(timed, func(a, b timedFault) int { return int(a.at - b.at) })
 	measure := time.Unix(0, x.roles.start).Add(x.e.Scenario.Warmup.D())
@@ -312,10 +322,14 @@ func (fr *faultRun) accountKilled() {
 		x.mu.Unlock()
 		msg := fmt.Sprintf("agent %s killed by fault injection at %s into the measurement: rpcs.csv has the %d RPCs it had recorded (%d completed, %d failed)",
 			host, k.at, rows, completed, failed)
-		if k.last != nil {
+		switch last := k.last; {
+		case last != nil && lost > 0:
 			msg += fmt.Sprintf(" and %d more counted failed with reason %q; its last Status before the kill had issued %d (%d completed, %d failed, %d in flight), so those were in flight at the kill or finished unrecorded",
-				lost, AgentKilledReason, k.last.GetIssued(), k.last.GetCompleted(), k.last.GetFailed(), k.last.GetInFlight())
-		} else {
+				lost, AgentKilledReason, last.GetIssued(), last.GetCompleted(), last.GetFailed(), last.GetInFlight())
+		case last != nil:
+			msg += fmt.Sprintf("; its last Status before the kill had issued %d (%d completed, %d failed, %d in flight), all recorded since; RPCs it issued after that Status and had not finished at the kill are not counted",
+				last.GetIssued(), last.GetCompleted(), last.GetFailed(), last.GetInFlight())
+		default:
 			msg += fmt.Sprintf("; its Status did not answer before the kill (%v), so RPCs it issued beyond those are unaccounted", k.lastErr)
 		}
 		fr.warnings = append(fr.warnings, msg+"; the rest of the experiment ran without it")

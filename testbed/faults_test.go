@@ -97,7 +97,7 @@ func TestLifecycleFaults(t *testing.T) {
 				}
 				killed := `agent h2 killed by fault injection at 20ms into the measurement: rpcs.csv has the 0 RPCs it had recorded (0 completed, 0 failed) and 10 more counted failed with reason "agent killed by fault injection"`
 				if i == 1 && !restart {
-					killed = "agent h2 is down (killed by fault injection in an earlier experiment, restart: false)"
+					killed = "agent h2 is down (killed by fault injection in an earlier experiment, restart: false): it issues none of its RPCs"
 				}
 				if !strings.Contains(fid, killed) {
 					t.Errorf("%s: fidelity lacks %q:\n%s", e.Name, killed, fid)
