@@ -236,6 +236,9 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 // schedule (the load check only when the experiment ran its full length).
 func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted bool) {
 	x.addHost(host, hostRole(true, x.roles.servers[host]), c)
+	// A restarted agent's books cover only its new life; the fault's
+	// warning says what it issued before.
+	restarted := x.faults.restarted(host)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.rec.RPCs.Issued += c.GetIssued()
@@ -246,7 +249,7 @@ func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted 
 	if l, behind := lagOf(host, c, w); behind {
 		x.lags = append(x.lags, l)
 	}
-	if warn := loadWarning(host, c, w); warn != "" && !interrupted {
+	if warn := loadWarning(host, c, w); warn != "" && !interrupted && !restarted {
 		x.lagWarnings = append(x.lagWarnings, warn)
 	}
 }

@@ -16,30 +16,37 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
-// AgentKilledReason is the error recorded for an RPC whose client agent
-// fault injection killed before the RPC's record was written.
-const AgentKilledReason = "agent killed by fault injection"
+// The errors recorded for the RPCs of a client agent that fault injection
+// killed before their records were written: in flight at the kill (as far
+// as its last Status tells), or finished by then with the record lost.
+const (
+	AgentKilledReason           = "agent killed by fault injection"
+	AgentKilledUnrecordedReason = "agent killed by fault injection: finished, record lost"
+)
 
 // killedSet names the processes fault injection killed on purpose, so that
-// their exit does not end the run.
+// their exit does not end the run; each name's channel is closed when the
+// runner reports the exit.
 type killedSet struct {
 	mu    sync.Mutex
-	names map[string]bool
+	names map[string]chan struct{}
 }
 
 func (k *killedSet) add(name string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.names == nil {
-		k.names = map[string]bool{}
+		k.names = map[string]chan struct{}{}
 	}
-	k.names[name] = true
+	k.names[name] = make(chan struct{})
 }
 
 func (k *killedSet) forget(name string) {
@@ -48,10 +55,36 @@ func (k *killedSet) forget(name string) {
 	delete(k.names, name)
 }
 
+// expected reports whether name's exit was caused on purpose, and notes
+// that it happened.
 func (k *killedSet) expected(name string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.names[name]
+	ch, ok := k.names[name]
+	if ok {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+	return ok
+}
+
+// waitExit waits until name's exit is reported, at most timeout.
+func (k *killedSet) waitExit(name string, timeout time.Duration) bool {
+	k.mu.Lock()
+	ch := k.names[name]
+	k.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
 // faultRun is the fault injection of one experiment: loss set on the
@@ -82,9 +115,15 @@ type killedAgent struct {
 	// did not answer, lastErr says why).
 	last    *agentpb.Counters
 	lastErr error
-	// records are the rows the agent had written to its records file and
-	// the rows standing for its RPCs without one, for rpcs.csv.
-	records, lost []byte
+	// records are the whole rows the agent had written to its records file
+	// (read once it had exited), counted by outcome, and lost the rows
+	// standing for its RPCs without one, for rpcs.csv.
+	records           []byte
+	completed, failed uint64
+	recordsErr        error
+	lost              [][]byte
+	restartedAfter    time.Duration // how long it was down; 0: not restarted
+	restartErr        error
 }
 
 // timedFault is a down window or a kill at its time in the measurement.
@@ -201,11 +240,70 @@ func (fr *faultRun) kill(ctx context.Context, host string, at time.Duration, res
 	fr.mu.Lock()
 	fr.killed[host] = k
 	fr.mu.Unlock()
+	killed := time.Now()
 	if err := r.runner.Signal(context.WithoutCancel(ctx), name, syscall.SIGKILL); err != nil {
 		fr.warn("agent %s: SIGKILL at %s failed: %v", host, at, err)
 	}
 	r.log.Info("fault: agent killed", "host", host, "at", at, "restart", restart)
 	a.shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
+	// Its records file is final once it has exited; a restarted agent
+	// would start it anew.
+	exited := r.killed.waitExit(name, 3*time.Second)
+	if !exited {
+		fr.warn("agent %s: no exit reported within 3s of SIGKILL; not restarted within the experiment", host)
+	}
+	if fr.x.roles.clients[host] != nil {
+		path := filepath.Join(r.dir, "agents", "records", host, agentRecordsFile(fr.x.e.Name, host))
+		data, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			k.recordsErr = err
+		}
+		k.records, k.completed, k.failed = salvageRecords(data, path)
+	}
+	if restart && exited && ctx.Err() == nil {
+		k.restartErr = fr.restartNow(ctx, host)
+		if k.restartErr == nil {
+			k.restartedAfter = time.Since(killed)
+		}
+	}
+}
+
+// restartNow starts host's agent again in the middle of the experiment
+// and gives it the rest of it: its servers as before and, for a client, a
+// workload from now to the end of the measurement with a new seed (so it
+// does not replay the arrivals it already made).
+func (fr *faultRun) restartNow(ctx context.Context, host string) error {
+	x, r := fr.x, fr.x.r
+	if err := r.startAgent(ctx, host); err != nil {
+		return err
+	}
+	a := r.agents.get(host)
+	h, _ := r.layout.Host(host)
+	var w *agentpb.Workload
+	if orig := x.roles.clients[host]; orig != nil {
+		w = proto.Clone(orig).(*agentpb.Workload)
+		s := x.e.Scenario
+		end := time.Unix(0, orig.GetStartUnixNs()).Add(s.Warmup.D() + s.Duration.D())
+		start := time.Now().Add(200 * time.Millisecond)
+		if left := end.Sub(start); left > 0 {
+			w.StartUnixNs, w.WarmupMs, w.DurationMs = start.UnixNano(), 0, uint32(left/time.Millisecond)
+			w.Seed++
+		} else {
+			w = nil // nothing left to send
+		}
+	}
+	err := a.configure(ctx, r.configureRequest(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.servers[host], w))
+	if err == nil && w != nil {
+		err = a.start(ctx)
+	}
+	if err != nil {
+		r.agents.remove(host)
+		a.shutdown(context.WithoutCancel(ctx))
+		return err
+	}
+	r.killed.forget("agent-" + host)
+	r.log.Info("fault: agent restarted", "host", host, "client", w != nil)
+	return nil
 }
 
 // endSchedule stops applying timed faults (an interrupted experiment ends
@@ -231,6 +329,18 @@ func (fr *faultRun) clear(ctx context.Context) {
 			fr.warn("switch %s port %d: fault not cleared, later experiments may see it: %v", p.sw, p.port, err)
 		}
 	}
+}
+
+// restarted reports whether host's agent was killed and restarted in this
+// experiment: its books then cover only its new life.
+func (fr *faultRun) restarted(host string) bool {
+	if fr == nil {
+		return false
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	k := fr.killed[host]
+	return k != nil && k.restartedAfter > 0
 }
 
 func (fr *faultRun) warn(format string, args ...any) {
@@ -295,26 +405,38 @@ func (fr *faultRun) accountKilled() {
 	for _, host := range hosts {
 		k := fr.killed[host]
 		client := x.roles.clients[host] != nil
-		if k.last != nil {
+		if k.last != nil && k.restartedAfter == 0 {
+			// A restarted agent's own counters stand for the host.
 			x.addHost(host, hostRole(client, x.roles.servers[host]), k.last)
 		}
+		after := "; the rest of the experiment ran without it"
+		switch {
+		case k.restartedAfter > 0:
+			after = fmt.Sprintf("; it was restarted %s after the kill and ran the rest of the measurement (its new RPCs are counted as any client's)", k.restartedAfter.Round(time.Millisecond))
+		case k.restartErr != nil:
+			after = fmt.Sprintf("; it could not be restarted (%v), so the rest of the experiment ran without it", k.restartErr)
+		}
 		if !client {
-			fr.warnings = append(fr.warnings, fmt.Sprintf("agent %s (a server) killed by fault injection at %s into the measurement; RPCs to it fail with their clients' reasons", host, k.at))
+			fr.warnings = append(fr.warnings, fmt.Sprintf("agent %s (a server) killed by fault injection at %s into the measurement; RPCs to it failed with their clients' reasons%s", host, k.at, after))
 			continue
 		}
-		path := filepath.Join(x.r.dir, "agents", "records", host, agentRecordsFile(x.e.Name, host))
-		data, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			fr.warnings = append(fr.warnings, fmt.Sprintf("agent %s killed: its records: %v", host, err))
+		if k.recordsErr != nil {
+			fr.warnings = append(fr.warnings, fmt.Sprintf("agent %s killed: its records: %v", host, k.recordsErr))
 		}
-		var completed, failed uint64
-		k.records, completed, failed = salvageRecords(data, path)
+		completed, failed := k.completed, k.failed
 		rows := completed + failed
-		var lost uint64
-		if k.last != nil && k.last.GetIssued() > rows {
-			lost = k.last.GetIssued() - rows
+		// Of the RPCs its Status had issued beyond its records, those
+		// the Status had seen finish lost their record with the agent;
+		// the rest were in flight.
+		var lost, unrecorded uint64
+		if last := k.last; last != nil && last.GetIssued() > rows {
+			lost = last.GetIssued() - rows
+			if done := last.GetCompleted() + last.GetFailed(); done > rows {
+				unrecorded = min(done-rows, lost)
+			}
 		}
-		k.lost = lostRows(x.e.Name, x.e.Transport.Name, host, lost)
+		k.lost = [][]byte{lostRows(x.e.Name, x.e.Transport.Name, host, unrecorded, AgentKilledUnrecordedReason),
+			lostRows(x.e.Name, x.e.Transport.Name, host, lost-unrecorded, AgentKilledReason)}
 		x.mu.Lock()
 		x.rec.RPCs.Issued += rows + lost
 		x.rec.RPCs.Completed += completed
@@ -324,15 +446,16 @@ func (fr *faultRun) accountKilled() {
 			host, k.at, rows, completed, failed)
 		switch last := k.last; {
 		case last != nil && lost > 0:
-			msg += fmt.Sprintf(" and %d more counted failed with reason %q; its last Status before the kill had issued %d (%d completed, %d failed, %d in flight), so those were in flight at the kill or finished unrecorded",
-				lost, AgentKilledReason, last.GetIssued(), last.GetCompleted(), last.GetFailed(), last.GetInFlight())
+			msg += fmt.Sprintf(" and %d more counted failed: its last Status before the kill had issued %d (%d completed, %d failed, %d in flight), so %d had finished without a record yet (reason %q) and %d were in flight (reason %q)",
+				lost, last.GetIssued(), last.GetCompleted(), last.GetFailed(), last.GetInFlight(),
+				unrecorded, AgentKilledUnrecordedReason, lost-unrecorded, AgentKilledReason)
 		case last != nil:
 			msg += fmt.Sprintf("; its last Status before the kill had issued %d (%d completed, %d failed, %d in flight), all recorded since; RPCs it issued after that Status and had not finished at the kill are not counted",
 				last.GetIssued(), last.GetCompleted(), last.GetFailed(), last.GetInFlight())
 		default:
 			msg += fmt.Sprintf("; its Status did not answer before the kill (%v), so RPCs it issued beyond those are unaccounted", k.lastErr)
 		}
-		fr.warnings = append(fr.warnings, msg+"; the rest of the experiment ran without it")
+		fr.warnings = append(fr.warnings, msg+after)
 	}
 }
 
@@ -370,9 +493,10 @@ func salvageRecords(data []byte, name string) (kept []byte, completed, failed ui
 	}
 }
 
-// lostRows are n rpcs.csv rows of failed RPCs whose client was killed:
-// what they were is unknown, so sizes and times are 0.
-func lostRows(exp, transport, host string, n uint64) []byte {
+// lostRows are n rpcs.csv rows of RPCs whose client was killed, failed
+// with reason: what they were is unknown, so sizes and times are 0. Each
+// batch has its own header, as appendCSV reads it.
+func lostRows(exp, transport, host string, n uint64, reason string) []byte {
 	if n == 0 {
 		return nil
 	}
@@ -382,7 +506,7 @@ func lostRows(exp, transport, host string, n uint64) []byte {
 		return nil
 	}
 	rec := runfmt.RPC{Experiment: exp, Transport: transport, Phase: runfmt.PhaseMeasure, Client: host,
-		Status: runfmt.StatusFailed, Error: AgentKilledReason}
+		Status: runfmt.StatusFailed, Error: reason}
 	for range n {
 		if w.Write(&rec) != nil {
 			return nil
@@ -399,7 +523,7 @@ func (fr *faultRun) appendKilled() error {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	for host, k := range fr.killed {
-		for _, data := range [][]byte{k.records, k.lost} {
+		for _, data := range append([][]byte{k.records}, k.lost...) {
 			if len(data) == 0 {
 				continue
 			}
@@ -411,13 +535,14 @@ func (fr *faultRun) appendKilled() error {
 	return nil
 }
 
-// restart starts the killed agents that are to come back, for the next
-// experiments.
+// restart starts the killed agents that are to come back and did not
+// within the experiment (it was interrupted, or restarting failed), for
+// the next experiments.
 func (fr *faultRun) restart(ctx context.Context) {
 	fr.mu.Lock()
 	var hosts []string
 	for h, k := range fr.killed {
-		if k.restart {
+		if k.restart && k.restartedAfter == 0 {
 			hosts = append(hosts, h)
 		}
 	}

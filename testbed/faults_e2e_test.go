@@ -48,8 +48,8 @@ type faultSummary struct {
 // TestFaultsEndToEnd runs small Homa scenarios with faults through the
 // homatb binary: with 10% loss on h1's link every RPC completes and the
 // switch counts the injected drops apart; with the link down for 500 ms
-// every RPC completes or fails with a reason; with h3's agent killed the
-// run completes and its RPCs are accounted for.
+// every RPC completes or fails with a reason; with h3's agent killed and
+// restarted the run completes and its RPCs are accounted for.
 func TestFaultsEndToEnd(t *testing.T) {
 	needRunPrereqs(t)
 	bin := buildHomatb(t)
@@ -84,7 +84,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 				t.Error("no fault drops while the link was down")
 			}
 		}},
-		{"kill", "  - {link: h3, kill_agent: {at: 500ms}}\n", func(t *testing.T, s faultSummary, m *Manifest) {
+		{"kill", "  - {link: h3, kill_agent: {at: 200ms}, restart: true}\n", func(t *testing.T, s faultSummary, m *Manifest) {
 			e := s.Experiments[0]
 			if e.RPCs.Issued == 0 || e.RPCs.Completed+e.RPCs.Failed != e.RPCs.Issued {
 				t.Errorf("agent killed: issued %d, completed %d, failed %d %v", e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.Failures)
@@ -93,8 +93,9 @@ func TestFaultsEndToEnd(t *testing.T) {
 			if b.Issued != b.Completed+b.Failed+b.InFlight {
 				t.Errorf("manifest books do not balance: %+v", b)
 			}
-			if !strings.Contains(strings.Join(m.Experiments[0].Fidelity, "\n"), "agent h3 killed by fault injection at 500ms") {
-				t.Errorf("no fidelity warning for the killed agent: %q", m.Experiments[0].Fidelity)
+			fid := strings.Join(m.Experiments[0].Fidelity, "\n")
+			if !strings.Contains(fid, "agent h3 killed by fault injection at 200ms") || !strings.Contains(fid, "; it was restarted ") {
+				t.Errorf("no fidelity warning for the killed and restarted agent: %q", m.Experiments[0].Fidelity)
 			}
 		}},
 	}

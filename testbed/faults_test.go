@@ -20,7 +20,9 @@ func TestLifecycleFaults(t *testing.T) {
 	const exp1, exp2 = "lc-homa", "lc-tcp"
 	for _, restart := range []bool{true, false} {
 		t.Run(map[bool]string{true: "restart", false: "no restart"}[restart], func(t *testing.T) {
-			text := lifecycleScenario + `faults:
+			// Long enough for a restarted client to get some of the
+			// measurement (it starts 200 ms after its restart).
+			text := strings.Replace(lifecycleScenario, "duration: 40ms", "duration: 500ms", 1) + `faults:
   - {link: h1, loss: 0.1, direction: to_host}
   - {link: h1, down: {at: 5ms, for: 10ms}}
   - {link: h2, kill_agent: {at: 20ms}, restart: ` + map[bool]string{true: "true", false: "false"}[restart] + "}\n"
@@ -41,8 +43,8 @@ func TestLifecycleFaults(t *testing.T) {
 			calls := j.list()
 			part := segment(calls, exp1)
 			for _, o := range [][2]string{
-				{"fault s1 1 drop_prob=0.1 direction=egress", "start * " + exp1},
-				{"start * " + exp1, "fault s1 1 down_for=10ms"},
+				{"fault s1 1 drop_prob=0.1 direction=egress", "start h3 " + exp1},
+				{"start h3 " + exp1, "fault s1 1 down_for=10ms"},
 				{"fault s1 1 down_for=10ms", "status h2 " + exp1},
 				{"status h2 " + exp1, "signal agent-h2 9"},
 				{"signal agent-h2 9", "stop h3 " + exp1 + " *"},
@@ -51,19 +53,28 @@ func TestLifecycleFaults(t *testing.T) {
 			} {
 				assertBefore(t, part, o[0], o[1])
 			}
-			for _, absent := range []string{"stop h2 " + exp1 + " *", "fetch h2 " + exp1} {
-				if i := find(part, absent); i >= 0 {
-					t.Errorf("killed agent called: %q", part[i])
-				}
-			}
 			if restart {
-				assertBefore(t, part, "fetch h3 "+exp1, "popen agent-h2")
-				assertBefore(t, part, "popen agent-h2", "dial h2")
+				// Restarted at once and given the rest of the experiment.
+				after := part[find(part, "signal agent-h2 9"):]
+				for _, o := range [][2]string{
+					{"popen agent-h2", "dial h2"},
+					{"dial h2", "configure h2 " + exp1},
+					{"configure h2 " + exp1, "start h2 " + exp1},
+					{"start h2 " + exp1, "stop h2 " + exp1 + " *"},
+					{"stop h2 " + exp1 + " *", "fetch h2 " + exp1},
+				} {
+					assertBefore(t, after, o[0], o[1])
+				}
 				if find(calls, "configure h2 "+exp2) < 0 {
 					t.Error("restarted agent not configured for the next experiment")
 				}
 				assertBefore(t, segment(calls, exp2), "status h2 "+exp2, "signal agent-h2 9")
 			} else {
+				for _, absent := range []string{"stop h2 " + exp1 + " *", "fetch h2 " + exp1} {
+					if i := find(part, absent); i >= 0 {
+						t.Errorf("killed agent called: %q", part[i])
+					}
+				}
 				for _, absent := range []string{"configure h2 " + exp2, "start h2 " + exp2} {
 					if i := find(calls, absent); i >= 0 {
 						t.Errorf("agent killed without restart called: %q", calls[i])
@@ -83,7 +94,11 @@ func TestLifecycleFaults(t *testing.T) {
 				// h3 reports 10 issued, 7 completed, 2 failed, 1 in flight;
 				// h2's last Status the same, with no records written.
 				want := runfmt.Books{Issued: 20, Completed: 7, Failed: 12, InFlight: 1}
-				if i == 1 && !restart {
+				switch {
+				case restart:
+					// and the restarted h2 the same again.
+					want = runfmt.Books{Issued: 30, Completed: 14, Failed: 14, InFlight: 2}
+				case i == 1:
 					want = runfmt.Books{Issued: 10, Completed: 7, Failed: 2, InFlight: 1}
 				}
 				if b != want {
@@ -95,23 +110,26 @@ func TestLifecycleFaults(t *testing.T) {
 						t.Errorf("%s: fidelity lacks %q:\n%s", e.Name, s, fid)
 					}
 				}
-				killed := `agent h2 killed by fault injection at 20ms into the measurement: rpcs.csv has the 0 RPCs it had recorded (0 completed, 0 failed) and 10 more counted failed with reason "agent killed by fault injection"`
+				killed := `agent h2 killed by fault injection at 20ms into the measurement: rpcs.csv has the 0 RPCs it had recorded (0 completed, 0 failed) and 10 more counted failed: its last Status before the kill had issued 10 (7 completed, 2 failed, 1 in flight), so 9 had finished without a record yet (reason "agent killed by fault injection: finished, record lost") and 1 were in flight (reason "agent killed by fault injection")`
 				if i == 1 && !restart {
 					killed = "agent h2 is down (killed by fault injection in an earlier experiment, restart: false): it issues none of its RPCs"
 				}
 				if !strings.Contains(fid, killed) {
 					t.Errorf("%s: fidelity lacks %q:\n%s", e.Name, killed, fid)
 				}
+				if restarted := strings.Contains(fid, "; it was restarted "); restarted != restart {
+					t.Errorf("%s: fidelity says restarted %v, want %v:\n%s", e.Name, restarted, restart, fid)
+				}
 			}
 			lost := killedRows(t, filepath.Join(dir, "rpcs.csv"))
 			if lost[exp1] != 10 || (restart && lost[exp2] != 10) || (!restart && lost[exp2] != 0) {
-				t.Errorf("rows failed with %q by experiment: %v", AgentKilledReason, lost)
+				t.Errorf("rows failed as killed by experiment: %v", lost)
 			}
 		})
 	}
 }
 
-// killedRows counts rpcs.csv's rows of RPCs lost with a killed agent.
+// killedRows counts rpcs.csv's rows of RPCs lost with the killed agent h2.
 func killedRows(t *testing.T, path string) map[string]int {
 	t.Helper()
 	f, err := os.Open(path)
@@ -129,7 +147,7 @@ func killedRows(t *testing.T, path string) map[string]int {
 	}
 	out := map[string]int{}
 	for _, r := range rows[1:] {
-		if r[col["error"]] == AgentKilledReason && r[col["status"]] == runfmt.StatusFailed && r[col["client"]] == "h2" {
+		if reason := r[col["error"]]; (reason == AgentKilledReason || reason == AgentKilledUnrecordedReason) && r[col["status"]] == runfmt.StatusFailed && r[col["client"]] == "h2" {
 			out[r[col["experiment"]]]++
 		}
 	}
