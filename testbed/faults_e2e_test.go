@@ -3,7 +3,6 @@ package testbed
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,24 +26,6 @@ calibration: {skip: true}
 faults:
 `
 
-// faultSummary is what the fault tests read from summary.json.
-type faultSummary struct {
-	Experiments []struct {
-		Name string `json:"name"`
-		RPCs struct {
-			Issued    int64            `json:"issued"`
-			Completed int64            `json:"completed"`
-			Failed    int64            `json:"failed"`
-			InFlight  int64            `json:"in_flight"`
-			Failures  map[string]int64 `json:"failures"`
-		} `json:"rpcs"`
-		Switch struct {
-			FaultDrops       int64            `json:"fault_drops"`
-			FaultDropsByPort map[string]int64 `json:"fault_drops_by_port"`
-		} `json:"switch"`
-	} `json:"experiments"`
-}
-
 // TestFaultsEndToEnd runs small Homa scenarios with faults through the
 // homatb binary: with 10% loss on h1's link every RPC completes and the
 // switch counts the injected drops apart; with the link down for 500 ms
@@ -56,9 +37,9 @@ func TestFaultsEndToEnd(t *testing.T) {
 	tests := []struct {
 		name   string
 		faults string
-		check  func(t *testing.T, s faultSummary, m *Manifest)
+		check  func(t *testing.T, s summaryFile, m *Manifest)
 	}{
-		{"loss", "  - {link: h1, loss: 0.1}\n", func(t *testing.T, s faultSummary, _ *Manifest) {
+		{"loss", "  - {link: h1, loss: 0.1}\n", func(t *testing.T, s summaryFile, _ *Manifest) {
 			e := s.Experiments[0]
 			if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued || e.RPCs.Failed != 0 {
 				t.Errorf("with 10%% loss: issued %d, completed %d, failed %d %v; want every RPC completed",
@@ -68,7 +49,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 				t.Errorf("fault drops %d by port %v; want all on s1/1 (h1's port)", e.Switch.FaultDrops, e.Switch.FaultDropsByPort)
 			}
 		}},
-		{"down", "  - {link: h1, down: {at: 300ms, for: 500ms}}\n", func(t *testing.T, s faultSummary, _ *Manifest) {
+		{"down", "  - {link: h1, down: {at: 300ms, for: 500ms}}\n", func(t *testing.T, s summaryFile, _ *Manifest) {
 			e := s.Experiments[0]
 			reasons := int64(0)
 			for k, v := range e.RPCs.Failures {
@@ -84,7 +65,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 				t.Error("no fault drops while the link was down")
 			}
 		}},
-		{"kill", "  - {link: h3, kill_agent: {at: 200ms}, restart: true}\n", func(t *testing.T, s faultSummary, m *Manifest) {
+		{"kill", "  - {link: h3, kill_agent: {at: 200ms}, restart: true}\n", func(t *testing.T, s summaryFile, m *Manifest) {
 			e := s.Experiments[0]
 			if e.RPCs.Issued == 0 || e.RPCs.Completed+e.RPCs.Failed != e.RPCs.Issued {
 				t.Errorf("agent killed: issued %d, completed %d, failed %d %v", e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.Failures)
@@ -120,13 +101,9 @@ func TestFaultsEndToEnd(t *testing.T) {
 				t.Fatalf("homatb run: %v (incomplete %v)\n%s\n--- logs/homatb.log ---\n%s", err, m.Incomplete, out.String(), tail(logs, 4000))
 			}
 			t.Logf("%s: run took %v\n%s", tc.name, time.Since(start).Round(time.Millisecond), out.String())
-			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var s faultSummary
-			if err := json.Unmarshal(b, &s); err != nil || len(s.Experiments) != 1 {
-				t.Fatalf("summary.json: %v, %d experiments", err, len(s.Experiments))
+			s := readSummary(t, dir, &out)
+			if len(s.Experiments) != 1 {
+				t.Fatalf("summary.json: %d experiments, want 1", len(s.Experiments))
 			}
 			t.Logf("books %+v, fault drops %d %v", s.Experiments[0].RPCs, s.Experiments[0].Switch.FaultDrops, s.Experiments[0].Switch.FaultDropsByPort)
 			tc.check(t, s, m)

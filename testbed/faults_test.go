@@ -1,7 +1,8 @@
 package testbed
 
 import (
-	"encoding/csv"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,21 +138,23 @@ func killedRows(t *testing.T, path string) map[string]int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
+	rd, err := runfmt.RPCs().NewReader(f, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
 	out := map[string]int{}
-	for _, r := range rows[1:] {
-		if reason := r[col["error"]]; (reason == AgentKilledReason || reason == AgentKilledUnrecordedReason) && r[col["status"]] == runfmt.StatusFailed && r[col["client"]] == "h2" {
-			out[r[col["experiment"]]]++
+	var rec runfmt.RPC
+	for {
+		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		killed := rec.Error == AgentKilledReason || rec.Error == AgentKilledUnrecordedReason
+		if killed && rec.Status == runfmt.StatusFailed && rec.Client == "h2" {
+			out[rec.Experiment]++
 		}
 	}
-	return out
 }
 
 // TestSalvageRecords keeps the whole rows of a records file cut mid-row.
