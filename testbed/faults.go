@@ -108,6 +108,8 @@ type portRef struct {
 }
 
 // killedAgent is what is known of an agent killed in this experiment.
+// The scheduling goroutine fills it; the experiment's steps read it only
+// after endSchedule has waited for that goroutine.
 type killedAgent struct {
 	at      time.Duration // into the measurement
 	restart bool
