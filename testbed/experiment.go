@@ -62,8 +62,8 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer stopCancel()
 	stopErr := x.stop(stopCtx, drain, interrupted)
-	x.faults.clear(stopCtx)
 	x.endMeasurement(stopCtx)
+	x.faults.clear(stopCtx) // after the statistics, whose gauges show the faults in force
 	fetchErr := x.collect(stopCtx)
 	if !interrupted {
 		x.faults.restart(ctx)
