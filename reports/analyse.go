@@ -179,6 +179,7 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	e := Experiment{
 		Name:      me.Name,
 		Transport: me.Transport,
+		Label:     me.Label,
 		Params:    make(map[string]any, len(me.Params)),
 		RPCs: RPCCounts{
 			Issued: er.issued, Completed: er.completed, Failed: er.failed + er.inFlight,

@@ -20,7 +20,8 @@ var templateFS embed.FS
 // parseTemplates parses the report templates with their helper functions.
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"us": fmtOpt,
+		"us":   fmtOpt,
+		"mbit": func(bps float64) float64 { return bps / 1e6 },
 		"spread": func(s *Spread, prec int) string {
 			if s == nil {
 				return "—"

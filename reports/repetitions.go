@@ -37,6 +37,8 @@ func newSpread(values []float64) *Spread {
 // HeadlineRow is one transport in one configuration over its repetitions:
 // the short-message P50 and P99 (µs) of each.
 type HeadlineRow struct {
+	// Transport is the transport's name, with its label when it has one
+	// ("homa-basic").
 	Transport string `json:"transport"`
 	// Params are the configuration's parameters, without the transport
 	// and the repetition.
@@ -77,7 +79,7 @@ func headlines(exps []Experiment) ([]HeadlineRow, []RatioRow) {
 	byKey := map[key][]*Experiment{}
 	for i := range exps {
 		e := &exps[i]
-		k := key{paramsKey(*e, "repetition"), e.Transport}
+		k := key{paramsKey(*e, "repetition"), transportID(e)}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 			if !slices.Contains(configs, k.config) {
@@ -132,6 +134,15 @@ func headlines(exps []Experiment) ([]HeadlineRow, []RatioRow) {
 		ratios = append(ratios, row)
 	}
 	return heads, ratios
+}
+
+// transportID names an experiment's transport with its label, so two
+// configurations of one transport stay apart ("homa-basic").
+func transportID(e *Experiment) string {
+	if e.Label == "" {
+		return e.Transport
+	}
+	return e.Transport + "-" + e.Label
 }
 
 // configParams are an experiment's params without the repetition.

@@ -108,3 +108,19 @@ func TestRepetitionsHeadline(t *testing.T) {
 		t.Error("report.html has no table over repetitions")
 	}
 }
+
+// TestHeadlinesKeepLabelsApart: two configurations of one transport (a
+// label) are two rows, not two repetitions of one.
+func TestHeadlinesKeepLabelsApart(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	exp := func(tr, label string, p99 float64) Experiment {
+		return Experiment{Transport: tr, Label: label, Params: map[string]any{}, Short: Short{P50us: f(p99 / 10), P99us: f(p99)}}
+	}
+	heads, ratios := headlines([]Experiment{exp("homa", "", 100), exp("homa", "ic", 50), exp("tcp", "", 1000)})
+	if len(heads) != 3 || heads[1].Transport != "homa-ic" || heads[1].Repetitions != 1 {
+		t.Fatalf("headline rows %+v", heads)
+	}
+	if len(ratios) != 1 || ratios[0].TCPOverHomaP99.Median != 10 || ratios[0].OverHomaP99["homa-ic"].Median != 0.5 {
+		t.Errorf("ratios %+v", ratios)
+	}
+}

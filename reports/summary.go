@@ -29,11 +29,13 @@ type Interval [2]*float64
 
 // Experiment is the statistics of one experiment's measure phase.
 type Experiment struct {
-	Name      string         `json:"name"`
-	Transport string         `json:"transport"`
-	Params    map[string]any `json:"params"`
-	RPCs      RPCCounts      `json:"rpcs"`
-	Short     Short          `json:"short"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	// Label tells apart two configurations of one transport.
+	Label  string         `json:"label,omitempty"`
+	Params map[string]any `json:"params"`
+	RPCs   RPCCounts      `json:"rpcs"`
+	Short  Short          `json:"short"`
 	// Binning is "exact" (one row per request length) or "log" (log-spaced
 	// bins of at least MinBinSamples samples each).
 	Binning string    `json:"binning"`

@@ -69,7 +69,7 @@ func slowdownChart(id, title string, rows []SizeRow, s []series) chartSpec {
 	zero, one := 0.0, 1.0
 	return chartSpec{id: id, title: title,
 		xLabel: "request length (bytes) at each 10% of messages (x: cumulative fraction of messages)",
-		yLabel: "slowdown (RTT / unloaded RTT)", logY: true, xTicks: cdfLengthTicks(rows),
+		yLabel: "slowdown (RTT / ideal RTT)", logY: true, xTicks: cdfLengthTicks(rows),
 		xMin: &zero, xMax: &one, series: s}
 }
 

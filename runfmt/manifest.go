@@ -106,8 +106,11 @@ type Calibration struct {
 
 // Experiment is one experiment's entry in the manifest.
 type Experiment struct {
-	Name       string            `json:"name"`
-	Transport  string            `json:"transport"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	// Label tells apart two configurations of one transport (the
+	// scenario's transports[].label).
+	Label      string            `json:"label,omitempty"`
 	Params     map[string]string `json:"params"`
 	LinkBps    uint64            `json:"link_bps"`
 	Started    int64             `json:"started_unix_ns"`

@@ -27,6 +27,7 @@ type runFlags struct {
 	out, runDir, binary, registry  string
 	dryRun, clean, quiet, noReport bool
 	timeout                        time.Duration
+	repetitions                    int
 }
 
 // newRunCmd runs a scenario end to end and writes a run directory.
@@ -46,6 +47,7 @@ func newRunCmd() *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	fl.IntVar(&f.repetitions, "repetitions", 0, "run every configuration this many times with other seeds, whatever the scenario says (1-100; 0: as the scenario says); the headline is then the median with its range")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (0: no limit); what was measured is kept")
 	fl.BoolVar(&f.noReport, "no-report", false, "do not build the report (homatb report DIR builds it later)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
@@ -54,7 +56,10 @@ func newRunCmd() *cobra.Command {
 }
 
 func runRun(cmd *cobra.Command, file string, f runFlags) error {
-	plan, err := scenario.Load(file, scenario.Options{})
+	if f.repetitions < 0 || f.repetitions > 100 {
+		return fmt.Errorf("--repetitions: expected 1 to 100, got %d", f.repetitions)
+	}
+	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions})
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	// SizeSpec checks a phase's size spec and returns its mean length; nil
 	// means workloads.ParseSizeSpec. Tests replace it.
 	SizeSpec func(string) (float64, error)
+	// Repetitions, when positive, replaces the scenario's repetitions
+	// (homatb run --repetitions).
+	Repetitions int
 }
 
 func (o Options) sizeSpec() func(string) (float64, error) {
@@ -112,6 +115,9 @@ type resolvedSweep struct {
 func (src *Source) Plan(opt Options) (*Plan, error) {
 	base := src.Raw
 	applyDefaults(base)
+	if opt.Repetitions > 0 {
+		base.Repetitions = opt.Repetitions
+	}
 	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec()}
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)
@@ -240,6 +246,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
+	s.Repetitions = base.Repetitions // the command line may have changed it
 	c.check(s)
 	if err := c.errs.orNil(); err != nil {
 		return nil, nil, nil, err

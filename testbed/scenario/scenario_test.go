@@ -386,3 +386,24 @@ func mustPlan(t *testing.T, text string) *Plan {
 	}
 	return plan
 }
+
+func TestRepetitionsOption(t *testing.T) {
+	src, err := Parse("r.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{Repetitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := map[int]bool{}
+	for _, e := range plan.Experiments {
+		reps[e.Repetition] = true
+		if e.Params["repetition"] == "" {
+			t.Errorf("%s has no repetition param", e.Name)
+		}
+	}
+	if len(reps) != 3 || plan.Base.Repetitions != 3 {
+		t.Errorf("repetitions %v, base %d; want 3", reps, plan.Base.Repetitions)
+	}
+}
