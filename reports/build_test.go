@@ -117,7 +117,8 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 			wantDrops += int64(q)
 		}
 		wantDrops += 1
-		if e.Switch.Drops != wantDrops || e.Switch.FaultDrops != 1 || len(e.Switch.MaxQueueBytes) != 8 || e.Switch.MaxQueueBytes[7] != 7*15000 {
+		if e.Switch.Drops != wantDrops || e.Switch.FaultDrops != 1 || len(e.Switch.FaultDropsByPort) != 1 || e.Switch.FaultDropsByPort["s1/1"] != 1 ||
+			len(e.Switch.MaxQueueBytes) != 8 || e.Switch.MaxQueueBytes[7] != 7*15000 {
 			t.Errorf("%s: switch %+v", e.Name, e.Switch)
 		}
 		for _, l := range e.Links {

@@ -187,14 +187,17 @@ type Calibration struct {
 // SwitchStats sums the experiment's switch statistics files. Slices are
 // indexed by queue number (priority).
 type SwitchStats struct {
-	Present       bool      `json:"present"`
-	Switches      []string  `json:"switches"`
-	Drops         int64     `json:"drops"`
-	FaultDrops    int64     `json:"fault_drops"`
-	DropsByQueue  []int64   `json:"drops_by_queue"`
-	MaxQueueBytes []int64   `json:"max_queue_bytes"`
-	MaxQueuePkts  []int64   `json:"max_queue_pkts"`
-	MaxDelayUs    []float64 `json:"max_queue_delay_us"`
+	Present    bool     `json:"present"`
+	Switches   []string `json:"switches"`
+	Drops      int64    `json:"drops"`
+	FaultDrops int64    `json:"fault_drops"`
+	// FaultDropsByPort splits FaultDrops by "switch/port", the ports a
+	// scenario's faults were on (those with none are left out).
+	FaultDropsByPort map[string]int64 `json:"fault_drops_by_port"`
+	DropsByQueue     []int64          `json:"drops_by_queue"`
+	MaxQueueBytes    []int64          `json:"max_queue_bytes"`
+	MaxQueuePkts     []int64          `json:"max_queue_pkts"`
+	MaxDelayUs       []float64        `json:"max_queue_delay_us"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

@@ -17,7 +17,7 @@ type portKey struct {
 // port, which telemetry utilisation divides by.
 func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
 	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
-		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}}
+		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}}
 	rates := make(map[portKey]float64)
 	files, err := runfmt.ReadSwitchStats(dir, experiment)
 	if err != nil {
@@ -28,6 +28,9 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 		st.Switches = append(st.Switches, sf.Switch)
 		for _, p := range sf.Stats.Ports {
 			st.FaultDrops += int64(p.FaultDrops)
+			if p.FaultDrops > 0 {
+				st.FaultDropsByPort[fmt.Sprintf("%s/%d", sf.Switch, p.Port)] += int64(p.FaultDrops)
+			}
 			if p.RateBps > 0 {
 				rates[portKey{sf.Switch, int(p.Port)}] = float64(p.RateBps)
 			}

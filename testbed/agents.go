@@ -12,10 +12,12 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// agents is the set of a run's agents by host name.
+// agents is the set of a run's agents by host name. An agent that fault
+// injection killed is gone: each leaves it out until it is added again.
 type agents struct {
-	mu sync.Mutex
-	m  map[string]agentAPI
+	mu   sync.Mutex
+	m    map[string]agentAPI
+	gone map[string]bool
 }
 
 func (as *agents) add(host string, a agentAPI) {
@@ -25,6 +27,28 @@ func (as *agents) add(host string, a agentAPI) {
 		as.m = map[string]agentAPI{}
 	}
 	as.m[host] = a
+	delete(as.gone, host)
+}
+
+// remove forgets host's agent and marks it gone; it returns the agent (nil
+// if there was none).
+func (as *agents) remove(host string) agentAPI {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	a := as.m[host]
+	delete(as.m, host)
+	if as.gone == nil {
+		as.gone = map[string]bool{}
+	}
+	as.gone[host] = true
+	return a
+}
+
+// isGone reports whether host's agent was killed and not started again.
+func (as *agents) isGone(host string) bool {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.gone[host]
 }
 
 func (as *agents) get(host string) agentAPI {
@@ -38,6 +62,9 @@ func (as *agents) each(ctx context.Context, hosts []string, f func(ctx context.C
 	g, gctx := errgroup.WithContext(ctx)
 	for _, h := range hosts {
 		a := as.get(h)
+		if a == nil && as.isGone(h) {
+			continue // killed by fault injection: accounted for apart
+		}
 		if a == nil {
 			return fmt.Errorf("no agent on %s", h)
 		}
@@ -71,27 +98,53 @@ func (r *run) startAgents(ctx context.Context, n *topo.Network) error {
 	}
 	hosts := make([]string, 0, len(n.Hosts))
 	for _, h := range n.Hosts {
-		sock := filepath.Join(r.sockDir, h.Name+".sock")
-		_ = os.Remove(sock)
-		recDir := filepath.Join(r.dir, "agents", "records", h.Name)
-		if err := os.MkdirAll(recDir, 0o755); err != nil {
+		if err := r.popenAgent(ctx, h.Name); err != nil {
 			return err
-		}
-		name := "agent-" + h.Name
-		_, err := r.runner.Popen(ctx, name, h.Name, filepath.Join(r.dir, "logs", name+".log"), nil,
-			r.opt.Binary, "agent", "--socket", sock, "--name", h.Name, "--records-dir", recDir)
-		if err != nil {
-			return fmt.Errorf("start agent on %s: %w", h.Name, err)
 		}
 		hosts = append(hosts, h.Name)
 	}
 	for _, h := range hosts {
-		a, err := r.parts.dialAgent(ctx, h, filepath.Join(r.sockDir, h+".sock"), r.runner.Exited())
-		if err != nil {
-			return fmt.Errorf("%w (see logs/agent-%s.log)", err, h)
+		if err := r.connectAgent(ctx, h); err != nil {
+			return err
 		}
-		r.agents.add(h, a)
 	}
 	r.log.Info("agents up", "hosts", len(hosts))
+	return nil
+}
+
+// startAgent starts host's agent again (after fault injection killed it)
+// and waits until it answers.
+func (r *run) startAgent(ctx context.Context, host string) error {
+	if err := r.popenAgent(ctx, host); err != nil {
+		return err
+	}
+	return r.connectAgent(ctx, host)
+}
+
+// popenAgent starts `homatb agent` in host, logging to logs/agent-HOST.log
+// and recording under agents/records/HOST/.
+func (r *run) popenAgent(ctx context.Context, host string) error {
+	sock := filepath.Join(r.sockDir, host+".sock")
+	_ = os.Remove(sock)
+	recDir := filepath.Join(r.dir, "agents", "records", host)
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		return err
+	}
+	name := "agent-" + host
+	_, err := r.runner.Popen(ctx, name, host, filepath.Join(r.dir, "logs", name+".log"), nil,
+		r.opt.Binary, "agent", "--socket", sock, "--name", host, "--records-dir", recDir)
+	if err != nil {
+		return fmt.Errorf("start agent on %s: %w", host, err)
+	}
+	return nil
+}
+
+// connectAgent waits for host's started agent and adds it to the run's.
+func (r *run) connectAgent(ctx context.Context, host string) error {
+	a, err := r.parts.dialAgent(ctx, host, filepath.Join(r.sockDir, host+".sock"), r.runner.Exited())
+	if err != nil {
+		return fmt.Errorf("%w (see logs/agent-%s.log)", err, host)
+	}
+	r.agents.add(host, a)
 	return nil
 }

@@ -54,11 +54,16 @@ type summaryFile struct {
 	Experiments []struct {
 		Name string `json:"name"`
 		RPCs struct {
-			Issued    int64 `json:"issued"`
-			Completed int64 `json:"completed"`
-			Failed    int64 `json:"failed"`
-			InFlight  int64 `json:"in_flight"`
+			Issued    int64            `json:"issued"`
+			Completed int64            `json:"completed"`
+			Failed    int64            `json:"failed"`
+			InFlight  int64            `json:"in_flight"`
+			Failures  map[string]int64 `json:"failures"`
 		} `json:"rpcs"`
+		Switch struct {
+			FaultDrops       int64            `json:"fault_drops"`
+			FaultDropsByPort map[string]int64 `json:"fault_drops_by_port"`
+		} `json:"switch"`
 		Short struct {
 			Count int64    `json:"count"`
 			P99   *float64 `json:"p99_us"`

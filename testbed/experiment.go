@@ -3,6 +3,7 @@ package testbed
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ type experimentRun struct {
 	startStats    map[string]runfmt.SwitchStats
 	load          *load
 	stopTelemetry func()
+	faults        *faultRun
 
 	mu          sync.Mutex
 	cpuUs       uint64
@@ -54,13 +56,19 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	waitErr := x.wait(ctx)
+	x.faults.endSchedule()
 	interrupted := waitErr != nil
 	drain, budget := stopBudget(e.Scenario, interrupted)
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer stopCancel()
 	stopErr := x.stop(stopCtx, drain, interrupted)
 	x.endMeasurement(stopCtx)
+	x.faults.clear(stopCtx) // after the statistics, whose gauges show the faults in force
 	fetchErr := x.collect(stopCtx)
+	if !interrupted {
+		x.faults.restart(ctx)
+	}
+	x.rec.Fidelity = append(x.rec.Fidelity, x.faults.warnings...)
 	x.rec.Incomplete = interrupted || stopErr != nil || fetchErr != nil
 	if err := x.record(ctx); err != nil {
 		return err
@@ -130,10 +138,17 @@ func (x *experimentRun) start(ctx context.Context) error {
 		telDone()
 		hostsDone()
 	}
+	if err := x.startFaults(ctx); err != nil {
+		x.faults.clear(ctx)
+		x.stopTelemetry()
+		return err
+	}
 	x.rec.Started = time.Now().UnixNano()
 	if err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
 		return a.start(ctx)
 	}); err != nil {
+		x.faults.endSchedule()
+		x.faults.clear(ctx)
 		x.stopTelemetry()
 		return fmt.Errorf("start clients: %w", err)
 	}
@@ -207,6 +222,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	if serverErr != nil {
 		x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("server transport counters incomplete: %v", serverErr))
 	}
+	x.faults.accountKilled()
 	for _, h := range x.roles.used {
 		if hc, ok := x.byHost[h]; ok {
 			x.rec.Hosts = append(x.rec.Hosts, hc)
@@ -220,6 +236,9 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 // schedule (the load check only when the experiment ran its full length).
 func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted bool) {
 	x.addHost(host, hostRole(true, x.roles.servers[host]), c)
+	// A restarted agent's books cover only its new life; the fault's
+	// warning says what it issued before.
+	restarted := x.faults.restarted(host)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.rec.RPCs.Issued += c.GetIssued()
@@ -230,7 +249,7 @@ func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted 
 	if l, behind := lagOf(host, c, w); behind {
 		x.lags = append(x.lags, l)
 	}
-	if warn := loadWarning(host, c, w); warn != "" && !interrupted {
+	if warn := loadWarning(host, c, w); warn != "" && !interrupted && !restarted {
 		x.lagWarnings = append(x.lagWarnings, warn)
 	}
 }
@@ -270,7 +289,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 // agents/records/<host>/ and appends the rows to rpcs.csv.
 func (x *experimentRun) collect(ctx context.Context) error {
 	r := x.r
-	return r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
+	err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
 		var buf bytes.Buffer
 		if err := a.fetch(ctx, x.e.Name, &buf); err != nil {
 			return err
@@ -281,6 +300,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		_, _, err := r.records.appendCSV(buf.Bytes(), "")
 		return err
 	})
+	return errors.Join(err, x.faults.appendKilled())
 }
 
 // record writes the experiment's entry into the manifest and reports it.

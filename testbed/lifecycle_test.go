@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/mn"
@@ -87,6 +89,21 @@ func (n *fakeNetwork) Build(_ context.Context, s mn.Spec) (*mn.Built, error) {
 
 func (n *fakeNetwork) Popen(_ context.Context, name, _, _ string, _ map[string]string, _ ...string) (int, error) {
 	return 1, n.j.add("popen %s", name)
+}
+
+// Signal notes the signal and reports the process's exit, as the runner
+// does, unless the run is stopping.
+func (n *fakeNetwork) Signal(_ context.Context, name string, sig syscall.Signal) error {
+	if err := n.j.add("signal %s %d", name, sig); err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case n.events <- mn.Event{Event: "exit", Name: name, RC: -int(sig)}:
+		case <-n.exited:
+		}
+	}()
+	return nil
 }
 
 func (n *fakeNetwork) Events() <-chan mn.Event { return n.events }
@@ -217,6 +234,21 @@ func (s *fakeSwitch) fetch(context.Context) (runfmt.SwitchStats, error) {
 	defer s.mu.Unlock()
 	s.rx += 100
 	return runfmt.SwitchStats{Ports: []switchstats.Port{{Port: 1, RxPkts: s.rx, Queues: []switchstats.Queue{{Queue: 0}}}}}, nil
+}
+
+// setFault notes the setting as "fault SWITCH PORT key=value ...".
+func (s *fakeSwitch) setFault(_ context.Context, fs dataplane.FaultSetting) error {
+	call := fmt.Sprintf("fault %s %d", s.name, fs.Port)
+	if fs.DropProb != nil {
+		call += fmt.Sprintf(" drop_prob=%g", *fs.DropProb)
+	}
+	if fs.Direction != nil {
+		call += " direction=" + *fs.Direction
+	}
+	if fs.DownFor != nil {
+		call += " down_for=" + *fs.DownFor
+	}
+	return s.j.add("%s", call)
 }
 
 type fakeFabric struct{ j *journal }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -26,6 +28,8 @@ type network interface {
 	Events() <-chan mn.Event
 	// Exited is closed when the runner process has ended.
 	Exited() <-chan struct{}
+	// Signal sends sig to a process Popen started (fault injection).
+	Signal(ctx context.Context, name string, sig syscall.Signal) error
 	Stop(ctx context.Context) error
 }
 
@@ -52,6 +56,8 @@ type switchStats interface {
 	resetWindow(ctx context.Context) error
 	// fetch returns the statistics document.
 	fetch(ctx context.Context) (runfmt.SwitchStats, error)
+	// setFault changes a port's fault injection (POST /faults).
+	setFault(ctx context.Context, fs dataplane.FaultSetting) error
 }
 
 // fabric is the controller's side of the programmed switches (*control).

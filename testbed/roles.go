@@ -20,6 +20,9 @@ type roles struct {
 	// used are the hosts taking part, clients or servers, in the layout's
 	// order.
 	used []string
+	// start is when the clients begin (Unix ns); the measurement begins a
+	// warm-up later.
+	start int64
 }
 
 // roles works out each host's client workload and whether it serves. The
@@ -29,6 +32,7 @@ func (r *run) roles(e *scenario.Experiment) (roles, error) {
 	all := s.Topology.HostNames()
 	ro := roles{clients: map[string]*agentpb.Workload{}, meanSize: map[string]float64{}, servers: map[string]bool{}}
 	start := time.Now().Add(500 * time.Millisecond).UnixNano()
+	ro.start = start
 	for pi, ph := range s.Phases {
 		cs, err := scenario.ExpandHosts(ph.Clients, all)
 		if err != nil {

@@ -90,6 +90,8 @@ type run struct {
 	calib   map[string]runfmt.Calibration
 	ctl     fabric
 	ccs     []*tcpcc.Registration // BPF congestion controls this run registered
+	// killed are the processes fault injection killed on purpose.
+	killed killedSet
 }
 
 // Run executes a plan. It returns when the run has ended and its network

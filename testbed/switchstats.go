@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/runfmt"
 )
 
@@ -86,4 +88,27 @@ func totals(st runfmt.SwitchStats) switchTotals {
 		t.txErrors += p.TxErrors
 	}
 	return t
+}
+
+// setFault changes one port's fault injection (POST /faults).
+func (c *statsClient) setFault(ctx context.Context, fs dataplane.FaultSetting) error {
+	body, err := json.Marshal(fs)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switch/faults", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("switch %s fault: %w", c.name, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("switch %s fault on port %d: %s: %s", c.name, fs.Port, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
 }

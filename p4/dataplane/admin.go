@@ -17,6 +17,12 @@ type FaultSetting struct {
 	Port      uint16   `json:"port"`
 	DropProb  *float64 `json:"drop_prob,omitempty"`
 	DropEvery *uint64  `json:"drop_every,omitempty"`
+	// Direction is what the loss rules apply to: "egress" (frames the port
+	// sends, towards its host), "ingress" (frames it receives) or "both".
+	Direction *string `json:"direction,omitempty"`
+	// DownFor takes the link down for that long from now, both ways, as a
+	// Go duration ("500ms"); "0s" brings it up. GET shows what is left.
+	DownFor *string `json:"down_for,omitempty"`
 }
 
 // AdminHandler serves the run-time control of the dataplane:
@@ -24,7 +30,7 @@ type FaultSetting struct {
 //	GET  /stats               the Stats JSON
 //	POST /stats/reset-window  restart peaks and delay percentiles (ResetWindow)
 //	GET  /faults              the fault settings of every port
-//	POST /faults  {"port": 1, "drop_prob": 0.01, "drop_every": 0}
+//	POST /faults  {"port": 1, "drop_prob": 0.01, "drop_every": 0, "direction": "both", "down_for": "500ms"}
 func (d *Dataplane) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
@@ -50,13 +56,14 @@ func (d *Dataplane) AdminHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
-		if fs.DropProb != nil {
-			cur.DropProb = *fs.DropProb
+		down, err := fs.apply(&cur)
+		if err == nil {
+			err = d.SetFault(fs.Port, cur)
 		}
-		if fs.DropEvery != nil {
-			cur.EveryN = *fs.DropEvery
+		if err == nil && fs.DownFor != nil {
+			err = d.SetLinkDown(fs.Port, down)
 		}
-		if err := d.SetFault(fs.Port, cur.DropProb, cur.EveryN); err != nil {
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -65,11 +72,40 @@ func (d *Dataplane) AdminHandler() http.Handler {
 	return mux
 }
 
+// apply writes the setting's loss fields into f and returns the down time
+// it asks for; it checks them all before anything changes.
+func (fs FaultSetting) apply(f *Fault) (time.Duration, error) {
+	if fs.DropProb != nil {
+		f.DropProb = *fs.DropProb
+	}
+	if fs.DropEvery != nil {
+		f.EveryN = *fs.DropEvery
+	}
+	if fs.Direction != nil {
+		dir, err := ParseDirection(*fs.Direction)
+		if err != nil {
+			return 0, err
+		}
+		f.Direction = dir
+	}
+	var down time.Duration
+	if fs.DownFor != nil {
+		var err error
+		if down, err = time.ParseDuration(*fs.DownFor); err != nil || down < 0 {
+			return 0, fmt.Errorf("down_for %q: expected a duration such as 500ms, or 0s to bring the link up", *fs.DownFor)
+		}
+	}
+	return down, f.check()
+}
+
 func (d *Dataplane) faultSettings() []FaultSetting {
 	out := make([]FaultSetting, 0, len(d.ports))
 	for _, ps := range d.ports {
 		f := ps.fault.get()
-		out = append(out, FaultSetting{Port: ps.num, DropProb: &f.DropProb, DropEvery: &f.EveryN})
+		dir := f.Direction.String()
+		left, _ := d.LinkDown(ps.num)
+		down := left.String()
+		out = append(out, FaultSetting{Port: ps.num, DropProb: &f.DropProb, DropEvery: &f.EveryN, Direction: &dir, DownFor: &down})
 	}
 	return out
 }

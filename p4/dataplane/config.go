@@ -45,11 +45,13 @@ type QueueRate struct {
 	PPS   uint64
 }
 
-// Fault is the loss injected on one egress port, after the traffic manager, as
-// if the frame were lost on the wire. Both rules apply when both are set.
+// Fault is the loss injected on one port, as if the frame were lost on the
+// wire: on egress after the traffic manager, on ingress before the
+// pipeline. Both rules apply when both are set.
 type Fault struct {
-	DropProb float64 // probability in [0, 1] of dropping each frame
-	EveryN   uint64  // drop every Nth frame; 0 disables
+	DropProb  float64   // probability in [0, 1] of dropping each frame
+	EveryN    uint64    // drop every Nth frame; 0 disables
+	Direction Direction // which frames the rules apply to (default Egress)
 }
 
 // Config configures a Dataplane. Zero values mean the documented default.
@@ -195,6 +197,9 @@ func (c *Config) checkPortQueue(port uint16, queue int) error {
 func (f Fault) check() error {
 	if !(f.DropProb >= 0 && f.DropProb <= 1) {
 		return fmt.Errorf("drop probability %v not in [0, 1]", f.DropProb)
+	}
+	if f.Direction > Both {
+		return fmt.Errorf("fault %v: expected egress, ingress or both", f.Direction)
 	}
 	return nil
 }

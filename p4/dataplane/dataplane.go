@@ -298,6 +298,9 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 			ps.oversize.Add(1)
 			continue
 		}
+		if ps.fault.dropIngress(now) {
+			continue // lost on the wire before the switch saw it
+		}
 		p.n, p.inPort = size, ps.num
 		if ps.capIn != nil {
 			ps.capIn.add(p.frame(), wall)
@@ -426,6 +429,7 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 	}
 	frames := tx.frames[:0]
 	var txBytes uint64
+	now := d.now()
 	for i := range deps {
 		dep := &deps[i]
 		p := dep.pkt
@@ -442,7 +446,7 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 			ps.egressDrops.Add(1)
 			continue
 		}
-		if ps.fault.drop() {
+		if ps.fault.dropEgress(now) {
 			continue
 		}
 		if ps.capOut != nil {
@@ -508,18 +512,43 @@ func (d *Dataplane) wait(ctx context.Context, ps *portState, timer *time.Timer, 
 const preciseSleepMax = 5 * time.Millisecond
 
 // SetFault changes the fault injection of port at run time.
-func (d *Dataplane) SetFault(port uint16, dropProb float64, everyN uint64) error {
+func (d *Dataplane) SetFault(port uint16, f Fault) error {
 	ps := d.port(port)
 	if ps == nil {
 		return fmt.Errorf("dataplane: no port %d", port)
 	}
-	f := Fault{DropProb: dropProb, EveryN: everyN}
 	if err := f.check(); err != nil {
 		return fmt.Errorf("dataplane: port %d: %w", port, err)
 	}
 	ps.fault.set(f)
-	d.log.Info("fault set", "port", port, "drop_prob", dropProb, "drop_every", everyN)
+	d.log.Info("fault set", "port", port, "drop_prob", f.DropProb, "drop_every", f.EveryN, "direction", f.Direction)
 	return nil
+}
+
+// SetLinkDown takes port's link down for dur from now: every frame it
+// receives or sends is dropped and counted as a fault drop, and it comes
+// back up by itself. A dur of 0 or less brings it up at once.
+func (d *Dataplane) SetLinkDown(port uint16, dur time.Duration) error {
+	ps := d.port(port)
+	if ps == nil {
+		return fmt.Errorf("dataplane: no port %d", port)
+	}
+	until := int64(0)
+	if dur > 0 {
+		until = d.now() + int64(dur)
+	}
+	ps.fault.setDown(until)
+	d.log.Info("link down", "port", port, "for", dur)
+	return nil
+}
+
+// LinkDown returns how long port's link stays down (0: it is up).
+func (d *Dataplane) LinkDown(port uint16) (time.Duration, error) {
+	ps := d.port(port)
+	if ps == nil {
+		return 0, fmt.Errorf("dataplane: no port %d", port)
+	}
+	return max(0, time.Duration(ps.fault.downUntil.Load()-d.now())), nil
 }
 
 // Fault returns the fault injection in force on port.

@@ -235,10 +235,10 @@ func TestRuntimeFaults(t *testing.T) {
 			t.Errorf("frame %d passed, every 4th should be dropped", seq)
 		}
 	}
-	if err := r.d.SetFault(2, 1, 0); err != nil {
+	if err := r.d.SetFault(2, Fault{DropProb: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.d.SetFault(9, 0, 0); err == nil {
+	if err := r.d.SetFault(9, Fault{}); err == nil {
 		t.Error("fault on a missing port accepted")
 	}
 	for i := range 10 {
@@ -248,7 +248,7 @@ func TestRuntimeFaults(t *testing.T) {
 	for r.d.Stats().Ports[1].FaultDrops < 20 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if err := r.d.SetFault(2, 0, 0); err != nil {
+	if err := r.d.SetFault(2, Fault{}); err != nil {
 		t.Fatal(err)
 	}
 	r.ports[1].in <- makeFrame(100, 2, 0, 999)

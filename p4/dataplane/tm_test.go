@@ -372,7 +372,7 @@ func TestFaultInjection(t *testing.T) {
 			fi := newFaultInjector(1, tc.f)
 			var dropped []int
 			for i := range tc.n {
-				if fi.drop() {
+				if fi.dropEgress(0) {
 					dropped = append(dropped, i)
 				}
 			}

@@ -37,6 +37,8 @@ type Scenario struct {
 	Calibration Calibration `yaml:"calibration"`
 	Telemetry   Telemetry   `yaml:"telemetry"`
 	Sweep       []Sweep     `yaml:"sweep"`
+	// Faults are injected into every experiment (faults.go).
+	Faults []Fault `yaml:"faults"`
 }
 
 // Topology kinds.

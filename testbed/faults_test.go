@@ -1,0 +1,191 @@
+package testbed
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// TestLifecycleFaults runs the lifecycle scenario with faults through the
+// fakes: loss is set on h1's port before the clients start and cleared
+// after they stop, the link goes down in the measurement, h2's agent is
+// killed (its exit does not end the run) and accounted for, and it comes
+// back for the next experiment only with restart.
+func TestLifecycleFaults(t *testing.T) {
+	const exp1, exp2 = "lc-homa", "lc-tcp"
+	for _, restart := range []bool{true, false} {
+		t.Run(map[bool]string{true: "restart", false: "no restart"}[restart], func(t *testing.T) {
+			// Long enough for a restarted client to get some of the
+			// measurement (it starts 200 ms after its restart).
+			text := strings.Replace(lifecycleScenario, "duration: 40ms", "duration: 500ms", 1) + `faults:
+  - {link: h1, loss: 0.1, direction: to_host}
+  - {link: h1, down: {at: 5ms, for: 10ms}}
+  - {link: h2, kill_agent: {at: 20ms}, restart: ` + map[bool]string{true: "true", false: "false"}[restart] + "}\n"
+			src, err := scenario.Parse("lcf.yaml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(scenario.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := newJournal()
+			base := t.TempDir()
+			dir := filepath.Join(base, "run")
+			if _, err := runWith(t.Context(), plan, Options{RunDir: dir, Registry: filepath.Join(base, "reg"), NoReport: true, Binary: "/bin/false"}, fakeParts(j)); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			calls := j.list()
+			part := segment(calls, exp1)
+			for _, o := range [][2]string{
+				{"fault s1 1 drop_prob=0.1 direction=egress", "start h3 " + exp1},
+				{"start h3 " + exp1, "fault s1 1 down_for=10ms"},
+				{"fault s1 1 down_for=10ms", "status h2 " + exp1},
+				{"status h2 " + exp1, "signal agent-h2 9"},
+				{"signal agent-h2 9", "stop h3 " + exp1 + " *"},
+				{"stop h3 " + exp1 + " *", "fault s1 1 drop_prob=0 direction=egress down_for=0s"},
+				{"fault s1 1 drop_prob=0 direction=egress down_for=0s", "fetch h3 " + exp1},
+			} {
+				assertBefore(t, part, o[0], o[1])
+			}
+			if restart {
+				// Restarted at once and given the rest of the experiment.
+				after := part[find(part, "signal agent-h2 9"):]
+				for _, o := range [][2]string{
+					{"popen agent-h2", "dial h2"},
+					{"dial h2", "configure h2 " + exp1},
+					{"configure h2 " + exp1, "start h2 " + exp1},
+					{"start h2 " + exp1, "stop h2 " + exp1 + " *"},
+					{"stop h2 " + exp1 + " *", "fetch h2 " + exp1},
+				} {
+					assertBefore(t, after, o[0], o[1])
+				}
+				if find(calls, "configure h2 "+exp2) < 0 {
+					t.Error("restarted agent not configured for the next experiment")
+				}
+				assertBefore(t, segment(calls, exp2), "status h2 "+exp2, "signal agent-h2 9")
+			} else {
+				for _, absent := range []string{"stop h2 " + exp1 + " *", "fetch h2 " + exp1} {
+					if i := find(part, absent); i >= 0 {
+						t.Errorf("killed agent called: %q", part[i])
+					}
+				}
+				for _, absent := range []string{"configure h2 " + exp2, "start h2 " + exp2} {
+					if i := find(calls, absent); i >= 0 {
+						t.Errorf("agent killed without restart called: %q", calls[i])
+					}
+				}
+			}
+
+			m := readManifest(t, dir)
+			if m.Incomplete || len(m.Experiments) != 2 {
+				t.Fatalf("incomplete %v (%s), %d experiments", m.Incomplete, m.Error, len(m.Experiments))
+			}
+			for i, e := range m.Experiments {
+				b := e.RPCs
+				if b.Issued != b.Completed+b.Failed+b.InFlight {
+					t.Errorf("%s: books do not balance: %+v", e.Name, b)
+				}
+				// h3 reports 10 issued, 7 completed, 2 failed, 1 in flight;
+				// h2's last Status the same, with no records written.
+				want := runfmt.Books{Issued: 20, Completed: 7, Failed: 12, InFlight: 1}
+				switch {
+				case restart:
+					// and the restarted h2 the same again.
+					want = runfmt.Books{Issued: 30, Completed: 14, Failed: 14, InFlight: 2}
+				case i == 1:
+					want = runfmt.Books{Issued: 10, Completed: 7, Failed: 2, InFlight: 1}
+				}
+				if b != want {
+					t.Errorf("%s: books %+v, want %+v", e.Name, b, want)
+				}
+				fid := strings.Join(e.Fidelity, "\n")
+				for _, s := range []string{"fault injected: loss 0.1 towards the host on h1's link", "fault injected: h1's link down at 5ms"} {
+					if !strings.Contains(fid, s) {
+						t.Errorf("%s: fidelity lacks %q:\n%s", e.Name, s, fid)
+					}
+				}
+				killed := `agent h2 killed by fault injection at 20ms into the measurement: rpcs.csv has the 0 RPCs it had recorded (0 completed, 0 failed) and 10 more counted failed: its last Status before the kill had issued 10 (7 completed, 2 failed, 1 in flight), so 9 had finished without a record yet (reason "agent killed by fault injection: finished, record lost") and 1 were in flight (reason "agent killed by fault injection")`
+				if i == 1 && !restart {
+					killed = "agent h2 is down (killed by fault injection in an earlier experiment, restart: false): it issues none of its RPCs"
+				}
+				if !strings.Contains(fid, killed) {
+					t.Errorf("%s: fidelity lacks %q:\n%s", e.Name, killed, fid)
+				}
+				if restarted := strings.Contains(fid, "; it was restarted "); restarted != restart {
+					t.Errorf("%s: fidelity says restarted %v, want %v:\n%s", e.Name, restarted, restart, fid)
+				}
+			}
+			lost := killedRows(t, filepath.Join(dir, "rpcs.csv"))
+			if lost[exp1] != 10 || (restart && lost[exp2] != 10) || (!restart && lost[exp2] != 0) {
+				t.Errorf("rows failed as killed by experiment: %v", lost)
+			}
+		})
+	}
+}
+
+// killedRows counts rpcs.csv's rows of RPCs lost with the killed agent h2.
+func killedRows(t *testing.T, path string) map[string]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := runfmt.RPCs().NewReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	var rec runfmt.RPC
+	for {
+		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		killed := rec.Error == AgentKilledReason || rec.Error == AgentKilledUnrecordedReason
+		if killed && rec.Status == runfmt.StatusFailed && rec.Client == "h2" {
+			out[rec.Experiment]++
+		}
+	}
+}
+
+// TestSalvageRecords keeps the whole rows of a records file cut mid-row.
+func TestSalvageRecords(t *testing.T) {
+	head := strings.Join(runfmt.RPCs().Header(), ",")
+	row := func(status string) string {
+		return "e,homa,measure,h2,10.0.0.1:4000,100,100,1,2,3,2," + status + ",,0,0,0,0,0,h1\n"
+	}
+	tests := []struct {
+		name              string
+		data              string
+		completed, failed uint64
+	}{
+		{"empty", "", 0, 0},
+		{"header only", head + "\n", 0, 0},
+		{"whole rows", head + "\n" + row("completed") + row("failed"), 1, 1},
+		{"cut last row", head + "\n" + row("completed") + row("completed") + "e,homa,meas", 2, 0},
+		{"cut header", head[:10], 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, c, f := salvageRecords([]byte(tc.data), "x.csv")
+			if c != tc.completed || f != tc.failed {
+				t.Errorf("completed %d failed %d, want %d %d", c, f, tc.completed, tc.failed)
+			}
+			if n := strings.Count(string(kept), "\n"); c+f > 0 && n != int(c+f)+1 {
+				t.Errorf("kept %d lines for %d rows", n, c+f)
+			}
+		})
+	}
+	if got := agentRecordsFile("lc-homa", "h2"); got != "lc-homa-h2.rpcs.csv" {
+		t.Errorf("records file %q", got)
+	}
+}

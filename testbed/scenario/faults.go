@@ -1,0 +1,150 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Directions of a loss fault, seen from the host whose link it is.
+const (
+	DirectionBoth     = "both"
+	DirectionToHost   = "to_host"
+	DirectionFromHost = "from_host"
+)
+
+// Fault is one entry of the scenario's faults list: a host's link (the
+// switch port the host hangs off) and exactly one of Loss, Down or
+// KillAgent. Faults apply to every experiment of the scenario, and their
+// times count from the start of the measurement (after the warm-up).
+type Fault struct {
+	// Link names the host whose link the fault is on ("h1").
+	Link string `yaml:"link"`
+	// Loss drops each frame with this probability for the whole experiment
+	// (warm-up, measurement and drain), in Direction.
+	Loss *float64 `yaml:"loss,omitempty"`
+	// Direction is "both" (the default), "to_host" or "from_host"; loss only.
+	Direction string `yaml:"direction,omitempty"`
+	// Down drops everything on the link, both ways, for a time.
+	Down *DownWindow `yaml:"down,omitempty"`
+	// KillAgent kills the host's agent process (SIGKILL).
+	KillAgent *KillAgent `yaml:"kill_agent,omitempty"`
+	// Restart starts a killed agent again (kill_agent only).
+	Restart *bool `yaml:"restart,omitempty"`
+}
+
+// DownWindow is when a link is down: For from At.
+type DownWindow struct {
+	At  Duration `yaml:"at"`
+	For Duration `yaml:"for"`
+}
+
+// KillAgent is when an agent is killed.
+type KillAgent struct {
+	At Duration `yaml:"at"`
+}
+
+// Kind names the fault's one action: "loss", "down" or "kill_agent" ("" if
+// it has none or several, which validation rejects).
+func (f Fault) Kind() string {
+	kinds := f.kinds()
+	if len(kinds) != 1 {
+		return ""
+	}
+	return kinds[0]
+}
+
+func (f Fault) kinds() []string {
+	var out []string
+	if f.Loss != nil {
+		out = append(out, "loss")
+	}
+	if f.Down != nil {
+		out = append(out, "down")
+	}
+	if f.KillAgent != nil {
+		out = append(out, "kill_agent")
+	}
+	return out
+}
+
+// LossDirection is the loss fault's direction with the default applied.
+func (f Fault) LossDirection() string {
+	if f.Direction == "" {
+		return DirectionBoth
+	}
+	return f.Direction
+}
+
+// RestartAgent reports whether a killed agent is started again.
+func (f Fault) RestartAgent() bool { return f.Restart != nil && *f.Restart }
+
+// checkFaults checks the faults list: a host's link each, exactly one
+// action, times inside the measurement, and no two loss rules or kills on
+// one link (they would overwrite each other).
+func (c *checker) checkFaults(s *Scenario) {
+	if len(s.Faults) == 0 {
+		return
+	}
+	if s.Switch.Target != TargetEmbedded {
+		c.errorf("faults", "faults are injected by the embedded switch; expected switch.target %q, got %q", TargetEmbedded, s.Switch.Target)
+	}
+	hosts := s.Topology.HostNames()
+	known := map[string]bool{}
+	for _, h := range hosts {
+		known[h] = true
+	}
+	dur := s.Duration.D()
+	lossOn, killOn := map[string]int{}, map[string]int{}
+	for i, f := range s.Faults {
+		p := fmt.Sprintf("faults[%d]", i)
+		if !known[f.Link] {
+			c.errorf(p+".link", "expected a host whose link the fault is on (%s), got %q", describeHosts(hosts), f.Link)
+		}
+		switch kinds := f.kinds(); len(kinds) {
+		case 0:
+			c.errorf(p, "expected exactly one of loss, down or kill_agent, got none")
+		case 1:
+		default:
+			c.errorf(p+"."+kinds[1], "expected exactly one of loss, down or kill_agent, got %s", strings.Join(kinds, " and "))
+		}
+		if f.Loss != nil {
+			if l := *f.Loss; !(l > 0 && l <= 1) {
+				c.errorf(p+".loss", "expected a drop probability above 0 and at most 1, got %g", l)
+			}
+			if j, dup := lossOn[f.Link]; dup {
+				c.errorf(p+".loss", "link %s already has a loss fault (faults[%d]); give one entry per link", f.Link, j)
+			}
+			lossOn[f.Link] = i
+		}
+		switch f.Direction {
+		case "", DirectionBoth, DirectionToHost, DirectionFromHost:
+			if f.Direction != "" && f.Loss == nil {
+				c.errorf(p+".direction", "direction applies to loss only (a link that is down drops both ways)")
+			}
+		default:
+			c.errorf(p+".direction", "expected %q, %q or %q, got %q", DirectionBoth, DirectionToHost, DirectionFromHost, f.Direction)
+		}
+		if d := f.Down; d != nil {
+			if d.At < 0 || d.At.D() >= dur {
+				c.errorf(p+".down.at", "expected a time from 0 to below the measurement's duration (%s), got %s", dur, d.At.D())
+			}
+			if d.For <= 0 {
+				c.errorf(p+".down.for", "expected a positive time such as 500ms, got %s", d.For.D())
+			} else if end := d.At.D() + d.For.D(); d.At >= 0 && d.At.D() < dur && end > dur {
+				c.errorf(p+".down.for", "the link would be down until %s, after the measurement ends (duration %s)", end, dur)
+			}
+		}
+		if k := f.KillAgent; k != nil {
+			if k.At < 0 || k.At.D() >= dur {
+				c.errorf(p+".kill_agent.at", "expected a time from 0 to below the measurement's duration (%s), got %s", dur, k.At.D())
+			}
+			if j, dup := killOn[f.Link]; dup {
+				c.errorf(p+".kill_agent", "the agent of %s is already killed by faults[%d]", f.Link, j)
+			}
+			killOn[f.Link] = i
+		}
+		if f.Restart != nil && f.KillAgent == nil {
+			c.errorf(p+".restart", "restart applies to kill_agent only")
+		}
+	}
+}
