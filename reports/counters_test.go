@@ -202,3 +202,14 @@ func buildSynth(t *testing.T, run synthRun, edit func(map[string]any)) (*Summary
 	}
 	return sum, dir
 }
+
+// TestECNMarks: the switch's CE marks are summed per queue over ports
+// (synthRun gives queue q of port 1 and, for q < 2, of port 2 2q marks).
+func TestECNMarks(t *testing.T) {
+	run := synthRun{seed: 4, lengths: []int64{100}, noTel: true, exps: []synthExp{{name: "e-tcp", transport: "tcp", n: 100, meanNs: 10_000}}}
+	sum, _ := buildSynth(t, run, nil)
+	sw := sum.Experiments[0].Switch
+	if sw.CEMarks != 58 || len(sw.CEMarksByQueue) != 8 || sw.CEMarksByQueue[1] != 4 || sw.CEMarksByQueue[7] != 14 {
+		t.Errorf("ce_marks %d by queue %v; want 58 with q1 4 and q7 14", sw.CEMarks, sw.CEMarksByQueue)
+	}
+}

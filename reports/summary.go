@@ -198,6 +198,10 @@ type SwitchStats struct {
 	MaxQueueBytes    []int64          `json:"max_queue_bytes"`
 	MaxQueuePkts     []int64          `json:"max_queue_pkts"`
 	MaxDelayUs       []float64        `json:"max_queue_delay_us"`
+	// CEMarks and CEMarksByQueue count the packets the switch marked CE
+	// (ECN) over the experiment.
+	CEMarks        int64   `json:"ce_marks"`
+	CEMarksByQueue []int64 `json:"ce_marks_by_queue"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

@@ -17,7 +17,7 @@ type portKey struct {
 // port, which telemetry utilisation divides by.
 func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
 	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
-		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}}
+		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}, CEMarksByQueue: []int64{}}
 	rates := make(map[portKey]float64)
 	files, err := runfmt.ReadSwitchStats(dir, experiment)
 	if err != nil {
@@ -44,7 +44,10 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 					st.MaxQueueBytes = append(st.MaxQueueBytes, 0)
 					st.MaxQueuePkts = append(st.MaxQueuePkts, 0)
 					st.MaxDelayUs = append(st.MaxDelayUs, 0)
+					st.CEMarksByQueue = append(st.CEMarksByQueue, 0)
 				}
+				st.CEMarks += int64(q.CEMarkedPkts)
+				st.CEMarksByQueue[q.Queue] += int64(q.CEMarkedPkts)
 				st.Drops += int64(q.DropPkts)
 				st.DropsByQueue[q.Queue] += int64(q.DropPkts)
 				st.MaxQueueBytes[q.Queue] = max(st.MaxQueueBytes[q.Queue], int64(q.PeakBytes))

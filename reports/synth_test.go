@@ -177,7 +177,7 @@ func (s synthRun) write(tb testing.TB, dir string) {
 			}
 			var queues []map[string]any
 			for q := 0; q < 8; q++ {
-				queues = append(queues, map[string]any{"queue": q, "drop_pkts": q, "peak_pkts": 10 * q, "peak_bytes": 15000 * q, "delay_max_us": 12 * q})
+				queues = append(queues, map[string]any{"queue": q, "drop_pkts": q, "peak_pkts": 10 * q, "peak_bytes": 15000 * q, "delay_max_us": 12 * q, "ce_marked_pkts": 2 * q})
 			}
 			sw := map[string]any{"device_id": 1, "ports": []map[string]any{
 				{"port": 1, "iface": "s1-eth1", "fault_drops": 1, "rate_bps": 1e9, "queues": queues},

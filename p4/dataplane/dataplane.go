@@ -45,7 +45,18 @@ type portState struct {
 	rxPkts, rxBytes, txPkts, txBytes                 atomic.Uint64
 	pipelineDrops, egressDrops, badVerdict, oversize atomic.Uint64
 	txErrors, noBuffer                               atomic.Uint64
+	// ceMarks counts, per queue, the frames the egress control turned
+	// CE (tor.p4's ECN marking), seen around the Egress call.
+	ceMarks [NumQueues]atomic.Uint64
 }
+
+// ipTOSOffset is where an IPv4 frame's TOS byte sits (after the 14-byte
+// Ethernet header); its low two bits are ECN, ecnCE when congestion was
+// experienced.
+const (
+	ipTOSOffset = 15
+	ecnCE       = 3
+)
 
 // Dataplane forwards frames between its ports through a Pipeline.
 type Dataplane struct {
@@ -442,9 +453,14 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 			DeqTimedeltaUs: dep.delayUs,
 			Length:         p.n,
 		}
-		if !d.pl.Egress(p.frame(), &tx.md) {
+		f := p.frame()
+		ect := len(f) > ipTOSOffset && f[12] == 0x08 && f[13] == 0x00 && f[ipTOSOffset]&ecnCE != ecnCE
+		if !d.pl.Egress(f, &tx.md) {
 			ps.egressDrops.Add(1)
 			continue
+		}
+		if ect && f[ipTOSOffset]&ecnCE == ecnCE {
+			ps.ceMarks[p.queue&(NumQueues-1)].Add(1)
 		}
 		if ps.fault.dropEgress(now) {
 			continue

@@ -45,6 +45,9 @@ func (d *Dataplane) Stats() switchstats.Stats {
 			p.KernelDrops = kd.KernelDrops()
 		}
 		p.Queues = ps.tm.snapshot()
+		for q := range p.Queues {
+			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
+		}
 		s.Ports = append(s.Ports, p)
 	}
 	return s

@@ -42,20 +42,22 @@ type Port struct {
 // of transmission, from a histogram with 1 µs buckets below 64 µs and about
 // 3% resolution above.
 type Queue struct {
-	Queue      int    `json:"queue"`
-	EnqPkts    uint64 `json:"enq_pkts"`
-	EnqBytes   uint64 `json:"enq_bytes"`
-	SentPkts   uint64 `json:"sent_pkts"`
-	SentBytes  uint64 `json:"sent_bytes"`
-	DropPkts   uint64 `json:"drop_pkts"`
-	DropBytes  uint64 `json:"drop_bytes"`
-	DepthPkts  int    `json:"depth_pkts"`
-	DepthBytes int    `json:"depth_bytes"`
-	PeakPkts   int    `json:"peak_pkts"`
-	PeakBytes  int    `json:"peak_bytes"`
-	DelayP50Us uint32 `json:"delay_p50_us"`
-	DelayP99Us uint32 `json:"delay_p99_us"`
-	DelayMaxUs uint32 `json:"delay_max_us"`
+	Queue     int    `json:"queue"`
+	EnqPkts   uint64 `json:"enq_pkts"`
+	EnqBytes  uint64 `json:"enq_bytes"`
+	SentPkts  uint64 `json:"sent_pkts"`
+	SentBytes uint64 `json:"sent_bytes"`
+	DropPkts  uint64 `json:"drop_pkts"`
+	DropBytes uint64 `json:"drop_bytes"`
+	// CEMarkedPkts counts the frames the egress control marked CE.
+	CEMarkedPkts uint64 `json:"ce_marked_pkts"`
+	DepthPkts    int    `json:"depth_pkts"`
+	DepthBytes   int    `json:"depth_bytes"`
+	PeakPkts     int    `json:"peak_pkts"`
+	PeakBytes    int    `json:"peak_bytes"`
+	DelayP50Us   uint32 `json:"delay_p50_us"`
+	DelayP99Us   uint32 `json:"delay_p99_us"`
+	DelayMaxUs   uint32 `json:"delay_max_us"`
 }
 
 // Diff returns what happened between two snapshots of the same switch:
@@ -97,6 +99,7 @@ func Diff(start, end Stats) Stats {
 			q.SentBytes = sub(sq.SentBytes, eq.SentBytes)
 			q.DropPkts = sub(sq.DropPkts, eq.DropPkts)
 			q.DropBytes = sub(sq.DropBytes, eq.DropBytes)
+			q.CEMarkedPkts = sub(sq.CEMarkedPkts, eq.CEMarkedPkts)
 			p.Queues[j] = q
 		}
 		out.Ports[i] = p

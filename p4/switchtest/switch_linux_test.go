@@ -229,6 +229,14 @@ func TestPriorityUnderOverload(t *testing.T) {
 		if q.Queue == 0 && int64(q.DropPkts) < tmDrops {
 			t.Errorf("dataplane counted %d tail drops on queue 0, the P4 counters %d", q.DropPkts, tmDrops)
 		}
+		// The switch counts the CE marks it made; the receiver saw bulkCE
+		// of them on queue 0 and none on queue 7.
+		if q.Queue == 0 && q.CEMarkedPkts < uint64(bulkCE) {
+			t.Errorf("switch counted %d CE marks on queue 0, the receiver saw %d", q.CEMarkedPkts, bulkCE)
+		}
+		if q.Queue == 7 && q.CEMarkedPkts != 0 {
+			t.Errorf("switch counted %d CE marks on the probes' queue 7", q.CEMarkedPkts)
+		}
 	}
 	peak := r.register(t, p4.RegisterQueuePeak, hs[1].port, 0)
 	if peak < depth-1 || peak > depth {
