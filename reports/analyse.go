@@ -54,6 +54,10 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
+	tcpConns, err := readTCPConns(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
 	a := &analysis{hists: map[string]*hdrhistogram.Histogram{}}
 	sum := &Summary{
 		Run:                  man.Run,
@@ -148,6 +152,10 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			exp.BusiestLinkUtil = busiestUtil(exp.Links)
 		}
 		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name])
+		exp.TCPConns = tcpConns[me.Name]
+		if exp.TCPConns == nil {
+			exp.TCPConns = []TCPConn{}
+		}
 		if exp.HostGauges == nil {
 			exp.HostGauges = []HostGauges{}
 		}

@@ -69,9 +69,12 @@ type Experiment struct {
 	BusiestLinkUtil *float64 `json:"busiest_link_util"`
 	// HostGauges are the Homa receivers' active messages and granted
 	// bytes over the experiment, from hosts.csv (empty without it).
-	HostGauges []HostGauges    `json:"host_gauges"`
-	Homa       *TransportStats `json:"transport_internals"`
-	Fidelity   []string        `json:"fidelity"`
+	HostGauges []HostGauges `json:"host_gauges"`
+	// TCPConns are the TCP client connections' windows and RTTs, from
+	// tcp.csv (empty without it).
+	TCPConns []TCPConn       `json:"tcp_conns"`
+	Homa     *TransportStats `json:"transport_internals"`
+	Fidelity []string        `json:"fidelity"`
 
 	ccdf   []point
 	series []switchSeries

@@ -74,6 +74,42 @@ func Hosts() *CSVFormat[HostSample] {
 	}
 }
 
+// TCPSample is one row of tcp.csv: what TCP_INFO said of one client
+// connection at one time.
+type TCPSample struct {
+	Experiment, Host string
+	// Peer is the server's ip:port, Conn the connection's index to it.
+	Peer   string
+	Conn   int
+	UnixNs int64
+	// CwndSegs is the congestion window in segments; SRTTus and RTTVarUs
+	// the kernel's smoothed RTT and its variation; Retrans and DeliveredCE
+	// the connection's totals so far.
+	CwndSegs, SRTTus, RTTVarUs uint64
+	Retrans, DeliveredCE       uint64
+}
+
+// TCPConns is the tcp.csv format: each TCP client connection's congestion
+// window and RTT over time, sampled by the agents, merged by the
+// orchestrator, read by reports.
+func TCPConns() *CSVFormat[TCPSample] {
+	return &CSVFormat[TCPSample]{
+		File: "tcp.csv",
+		columns: []column[TCPSample]{
+			strCol("experiment", func(r *TCPSample) *string { return &r.Experiment }),
+			strCol("host", func(r *TCPSample) *string { return &r.Host }),
+			strCol("peer", func(r *TCPSample) *string { return &r.Peer }),
+			intCol("conn", func(r *TCPSample) *int { return &r.Conn }),
+			i64Col("unix_ns", func(r *TCPSample) *int64 { return &r.UnixNs }),
+			u64Col("cwnd_segs", func(r *TCPSample) *uint64 { return &r.CwndSegs }),
+			u64Col("srtt_us", func(r *TCPSample) *uint64 { return &r.SRTTus }),
+			u64Col("rttvar_us", func(r *TCPSample) *uint64 { return &r.RTTVarUs }),
+			u64Col("retrans", func(r *TCPSample) *uint64 { return &r.Retrans }),
+			u64Col("delivered_ce", func(r *TCPSample) *uint64 { return &r.DeliveredCE }),
+		},
+	}
+}
+
 // The agent transport counters that hosts.csv samples.
 const (
 	CounterActiveMessages = "homa_active_messages"

@@ -107,10 +107,10 @@ func (a *agent) stop(ctx context.Context, drain time.Duration) (*agentpb.Counter
 }
 
 // fetch streams an experiment's records into w.
-func (a *agent) fetch(ctx context.Context, exp string, w io.Writer) error {
+func (a *agent) fetch(ctx context.Context, exp, file string, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, agentFetchTimeout)
 	defer cancel()
-	st, err := a.api.FetchRecords(ctx, &agentpb.FetchRecordsRequest{Experiment: exp})
+	st, err := a.api.FetchRecords(ctx, &agentpb.FetchRecordsRequest{Experiment: exp, File: file})
 	if err != nil {
 		return fmt.Errorf("agent %s: fetch %s: %w", a.host, exp, err)
 	}

@@ -60,7 +60,7 @@ func (r *run) calibrate(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
 			var buf bytes.Buffer
-			if err := ca.fetch(ctx, exp, &buf); err != nil {
+			if err := ca.fetch(ctx, exp, agentpb.FileRecords, &buf); err != nil {
 				return err
 			}
 			_, rtts, err := r.records.appendCSV(buf.Bytes(), name)

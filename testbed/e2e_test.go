@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,6 +201,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 		t.Errorf("logs/s1.log does not show smoke.yaml's 4MB shared buffer (%v)", err)
 	}
 	checkHostsCSV(t, filepath.Join(dir, "hosts.csv"))
+	checkTCPCSV(t, filepath.Join(dir, "tcp.csv"))
 	for _, f := range []string{"rpcs.csv", "report.html", "logs/s1.log", "logs/agent-h1.log", "switch/smoke-homa/s1.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
@@ -385,5 +388,37 @@ func checkHostsCSV(t *testing.T, path string) {
 	}
 	if len(samples) < 2 || !h1Active {
 		t.Errorf("hosts.csv: samples by host %v, h1 active at some sample: %v", samples, h1Active)
+	}
+}
+
+// checkTCPCSV: the smoke run's tcp.csv follows the TCP experiment's client
+// connections (h2's and h3's to h1) with a window and an RTT.
+func checkTCPCSV(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("tcp.csv: %v", err)
+	}
+	defer f.Close()
+	r, err := runfmt.TCPConns().NewReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]int{}
+	for {
+		var row runfmt.TCPSample
+		if err := r.Read(&row); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if row.Experiment != "smoke-tcp" || row.CwndSegs == 0 || row.SRTTus == 0 {
+			t.Errorf("tcp.csv row %+v: want smoke-tcp's connections with a window and an RTT", row)
+			continue
+		}
+		hosts[row.Host]++
+	}
+	if hosts["h2"] == 0 || hosts["h3"] == 0 {
+		t.Errorf("tcp.csv: samples by client %v, want h2 and h3", hosts)
 	}
 }

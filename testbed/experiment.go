@@ -291,14 +291,26 @@ func (x *experimentRun) collect(ctx context.Context) error {
 	r := x.r
 	err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
 		var buf bytes.Buffer
-		if err := a.fetch(ctx, x.e.Name, &buf); err != nil {
+		if err := a.fetch(ctx, x.e.Name, agentpb.FileRecords, &buf); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+x.e.Name+".csv"), buf.Bytes(), 0o644); err != nil {
 			return err
 		}
-		_, _, err := r.records.appendCSV(buf.Bytes(), "")
-		return err
+		if _, _, err := r.records.appendCSV(buf.Bytes(), ""); err != nil {
+			return err
+		}
+		if x.e.Transport.Name == scenario.TransportTCP {
+			// The connections' windows and RTTs are a diagnostic: without
+			// them the records still stand.
+			buf.Reset()
+			if err := a.fetch(ctx, x.e.Name, agentpb.FileTCPSamples, &buf); err != nil {
+				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
+			} else if err := appendTCPSamples(filepath.Join(r.dir, runfmt.TCPConns().File), buf.Bytes()); err != nil {
+				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
+			}
+		}
+		return nil
 	})
 	return errors.Join(err, x.faults.appendKilled())
 }

@@ -1,8 +1,10 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -76,6 +78,43 @@ func (a *agent) followGauges(ctx context.Context, exp string, interval time.Dura
 // appendHostsCSV appends samples to path (runfmt.Hosts), writing the
 // header when the file is new.
 func appendHostsCSV(path string, samples [][]runfmt.HostSample) error {
+	return appendRows(path, runfmt.Hosts(), func(w *runfmt.CSVWriter[runfmt.HostSample]) error {
+		for _, hs := range samples {
+			for i := range hs {
+				if err := w.Write(&hs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// appendTCPSamples appends an agent's tcp.csv rows (data, with its own
+// header) to the run's tcp.csv at path.
+func appendTCPSamples(path string, data []byte) error {
+	rd, err := runfmt.TCPConns().NewReader(bytes.NewReader(data), "agent tcp samples")
+	if err != nil {
+		return err
+	}
+	return appendRows(path, runfmt.TCPConns(), func(w *runfmt.CSVWriter[runfmt.TCPSample]) error {
+		var row runfmt.TCPSample
+		for {
+			if err := rd.Read(&row); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if err := w.Write(&row); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// appendRows opens the run-directory file path for appending, writes its
+// header when the file is new, and lets fill write rows.
+func appendRows[T any](path string, format *runfmt.CSVFormat[T], fill func(*runfmt.CSVWriter[T]) error) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -85,18 +124,14 @@ func appendHostsCSV(path string, samples [][]runfmt.HostSample) error {
 		f.Close()
 		return err
 	}
-	w, err := runfmt.Hosts().NewWriter(f, fi.Size() == 0)
+	w, err := format.NewWriter(f, fi.Size() == 0)
 	if err != nil {
 		f.Close()
 		return err
 	}
-	for _, hs := range samples {
-		for i := range hs {
-			if err := w.Write(&hs[i]); err != nil {
-				f.Close()
-				return err
-			}
-		}
+	if err := fill(w); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return errors.Join(w.Flush(), f.Close())
 }

@@ -41,8 +41,10 @@ type agentAPI interface {
 	start(ctx context.Context) error
 	// stop ends the client workload after drain and returns its books.
 	stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error)
-	// fetch streams an experiment's records (rpcs.csv rows) into w.
-	fetch(ctx context.Context, exp string, w io.Writer) error
+	// fetch streams an experiment's records (rpcs.csv rows) or its TCP
+	// connection samples (tcp.csv rows) into w; file is
+	// agentpb.FileRecords or agentpb.FileTCPSamples.
+	fetch(ctx context.Context, exp, file string, w io.Writer) error
 	// followGauges samples the host's Homa gauges every interval until
 	// ctx ends.
 	followGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error)

@@ -29,6 +29,7 @@ type experiment struct {
 	spec                           *clientSpec
 	tr                             Transport
 	rec                            *recordWriter
+	conns                          *connSampler // TCP clients' connections over time; nil for others
 	log                            *slog.Logger
 	req                            []byte // shared request bytes
 
@@ -299,6 +300,9 @@ func (e *experiment) stop(drain time.Duration) error {
 		e.cancelCalls()
 		if e.rec != nil {
 			e.stopErr = e.rec.Close()
+		}
+		if e.conns != nil {
+			e.stopErr = errors.Join(e.stopErr, e.conns.Close())
 		}
 	})
 	return e.stopErr

@@ -49,7 +49,9 @@ type Service struct {
 	resp    *responder
 	exp     *experiment
 	records map[string]string // experiment -> records file
-	cpu0    syscall.Rusage
+	// tcpSamples maps an experiment to its TCP connection samples file.
+	tcpSamples map[string]string
+	cpu0       syscall.Rusage
 }
 
 // NewService returns the control service of agent name, writing records
@@ -61,7 +63,7 @@ func NewService(ctx context.Context, name, recordsDir string, log *slog.Logger, 
 	}
 	return &Service{
 		name: name, recordsDir: recordsDir, log: log, shutdown: shutdown, ctx: ctx,
-		state: StateIdle, records: map[string]string{},
+		state: StateIdle, records: map[string]string{}, tcpSamples: map[string]string{},
 	}
 }
 
@@ -146,8 +148,18 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 		s.records[req.GetExperiment()] = path
 	}
+	var conns *connSampler
+	if cl, ok := tr.(connLister); ok && spec != nil {
+		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".tcp.csv")
+		if conns, err = startConnSampler(path, req.GetExperiment(), host, cl); err != nil {
+			tr.Close()
+			return nil, apiError(err)
+		}
+		s.tcpSamples[req.GetExperiment()] = path
+	}
 	s.tr, s.resp, s.expName = tr, resp, req.GetExperiment()
 	s.exp = newExperiment(req.GetExperiment(), transportName(req.GetTransport()), phase, host, spec, tr, rec, s.log)
+	s.exp.conns = conns
 	s.state = StateConfigured
 	syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
 	s.log.Info("configured", "experiment", s.expName, "transport", transportName(req.GetTransport()),
@@ -272,7 +284,11 @@ func (s *Service) FetchRecords(req *agentpb.FetchRecordsRequest, stream agentpb.
 	if name == "" {
 		name = s.expName
 	}
-	path, ok := s.records[name]
+	files := s.records
+	if req.GetFile() == agentpb.FileTCPSamples {
+		files = s.tcpSamples
+	}
+	path, ok := files[name]
 	busy := name == s.expName && (s.state == StateRunning || s.state == StateConfigured)
 	s.mu.Unlock()
 	if !ok {

@@ -1065,8 +1065,11 @@ func (x *StatusReply) GetUnixNs() int64 {
 }
 
 type FetchRecordsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Experiment    string                 `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Experiment string                 `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
+	// file is "" (or "rpcs") for the experiment's records (rpcs.csv rows), or
+	// "tcp" for its TCP client connections' samples (tcp.csv rows).
+	File          string `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1104,6 +1107,13 @@ func (*FetchRecordsRequest) Descriptor() ([]byte, []int) {
 func (x *FetchRecordsRequest) GetExperiment() string {
 	if x != nil {
 		return x.Experiment
+	}
+	return ""
+}
+
+func (x *FetchRecordsRequest) GetFile() string {
+	if x != nil {
+		return x.File
 	}
 	return ""
 }
@@ -1339,11 +1349,12 @@ const file_agent_proto_rawDesc = "" +
 	"experiment\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x125\n" +
 	"\bcounters\x18\x03 \x01(\v2\x19.homatb.agent.v1.CountersR\bcounters\x12\x17\n" +
-	"\aunix_ns\x18\x04 \x01(\x03R\x06unixNs\"5\n" +
+	"\aunix_ns\x18\x04 \x01(\x03R\x06unixNs\"I\n" +
 	"\x13FetchRecordsRequest\x12\x1e\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\tR\n" +
-	"experiment\"!\n" +
+	"experiment\x12\x12\n" +
+	"\x04file\x18\x02 \x01(\tR\x04file\"!\n" +
 	"\vRecordChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x11\n" +
 	"\x0fShutdownRequest\"\x0f\n" +

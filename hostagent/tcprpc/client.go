@@ -185,6 +185,30 @@ func (c *Client) Stats() map[string]uint64 {
 	}
 }
 
+// Conns appends to buf what TCP_INFO says of each open connection.
+func (c *Client) Conns(buf []ConnInfo) []ConnInfo {
+	c.mu.Lock()
+	peers := make([]*peer, 0, len(c.peers))
+	for _, p := range c.peers {
+		peers = append(peers, p)
+	}
+	c.mu.Unlock()
+	for _, p := range peers {
+		for i := range p.slots {
+			s := &p.slots[i]
+			s.mu.Lock()
+			if s.cn != nil && s.cn.err() == nil {
+				ci := ConnInfo{Peer: p.addr, Slot: i}
+				if connInfo(s.cn.nc, &ci) {
+					buf = append(buf, ci)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+	return buf
+}
+
 // Close closes every connection; outstanding calls fail.
 func (c *Client) Close() error {
 	c.mu.Lock()

@@ -55,6 +55,39 @@ func ecnOf(c net.Conn) ecnState {
 	return e
 }
 
+// ConnInfo is what TCP_INFO says of one client connection at one time.
+type ConnInfo struct {
+	// Peer is the server's address; Slot tells its connections apart.
+	Peer string
+	Slot int
+	// CwndSegs is the congestion window (segments), SRTTus and RTTVarUs
+	// the smoothed RTT and its variation, Retrans the segments
+	// retransmitted so far, DeliveredCE those delivered with CE marks.
+	CwndSegs, SRTTus, RTTVarUs uint32
+	Retrans, DeliveredCE       uint64
+}
+
+// connInfo reads TCP_INFO of c into i; false when unavailable.
+func connInfo(c net.Conn, i *ConnInfo) bool {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return false
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = false
+	rc.Control(func(fd uintptr) {
+		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			i.CwndSegs, i.SRTTus, i.RTTVarUs = info.Snd_cwnd, info.Rtt, info.Rttvar
+			i.Retrans, i.DeliveredCE = uint64(info.Total_retrans), uint64(info.Delivered_ce)
+			ok = true
+		}
+	})
+	return ok
+}
+
 func btou(b bool) uint64 {
 	if b {
 		return 1

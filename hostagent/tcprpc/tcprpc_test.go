@@ -276,3 +276,29 @@ func waitPending(t *testing.T, c *Client, addr string) {
 	}
 	t.Fatal("the long request never got queued")
 }
+
+// TestConns reads TCP_INFO of every open client connection.
+func TestConns(t *testing.T) {
+	s := lengthServer(t, Config{})
+	c := newClient(t, Config{ConnsPerPeer: 2})
+	if got := c.Conns(nil); len(got) != 0 {
+		t.Fatalf("before any call: %+v", got)
+	}
+	for range 4 {
+		if _, err := c.Call(t.Context(), s.Addr().String(), request(100000, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := c.Conns(nil)
+	if len(got) != 2 {
+		t.Fatalf("%d connections, want 2: %+v", len(got), got)
+	}
+	for _, ci := range got {
+		if ci.Peer != s.Addr().String() || ci.CwndSegs == 0 || ci.SRTTus == 0 {
+			t.Errorf("connection %+v: want the server's address, a window and an RTT", ci)
+		}
+	}
+	if got[0].Slot == got[1].Slot {
+		t.Errorf("two connections in one slot: %+v", got)
+	}
+}
