@@ -74,8 +74,10 @@ func (sim *schedSim) step() bool {
 			sim.prio[g.m] = int(g.prio)
 			continue
 		}
+		// Messages a window and two FIFO grants behind are passed over.
+		deaf := sim.s.window() + 2*sim.s.p.fifoBytes
 		for _, m := range sim.s.order {
-			if m.birth < g.m.birth && m.granted < m.length && m != g.m {
+			if m.birth < g.m.birth && m.granted < m.length && m != g.m && m.incoming() < deaf {
 				sim.fifoNotOldest = true
 			}
 		}

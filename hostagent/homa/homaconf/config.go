@@ -46,8 +46,8 @@ type Config struct {
 	// (default 50 = 5%); DisableFIFOGrants turns them off.
 	FIFOGrantPermille int
 	DisableFIFOGrants bool
-	// FIFOGrantBytes is the size of one FIFO grant (default 50,000, or the
-	// smaller MaxIncoming).
+	// FIFOGrantBytes is the size of one FIFO grant (default MaxIncoming/8,
+	// Linux's 50,000 of its 400,000; rounded up to whole packets).
 	FIFOGrantBytes uint32
 	// GrantIncrement is the smallest step by which a GRANT advances a
 	// message's granted offset, except the grant of its last bytes
@@ -209,7 +209,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.FIFOGrantPermille = 0
 	}
 	if c.FIFOGrantBytes == 0 {
-		c.FIFOGrantBytes = min(50_000, c.MaxIncoming)
+		c.FIFOGrantBytes = max(1, c.MaxIncoming/8)
 	}
 	if len(c.UnschedCutoffs) > wire.MaxPriorities {
 		return c, fmt.Errorf("homa config: %d cutoffs, at most %d", len(c.UnschedCutoffs), wire.MaxPriorities)

@@ -1,0 +1,65 @@
+package homa_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/homatest"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// Tests of the departures from HomaModule that issue #17 found, each on
+// the in-memory network under testing/synctest.
+
+var thirdAddr = netip.MustParseAddr("10.0.0.3")
+
+// packetType is the Homa type of p, or 0 for a malformed packet.
+func packetType(p homa.Packet) wire.Type {
+	c, err := wire.ParseCommon(p.Buf)
+	if err != nil {
+		return 0
+	}
+	return c.Type
+}
+
+// TestFIFOGrantUnansweredDoesNotStall: the oldest inbound message comes
+// from a sender that never hears the receiver (its GRANTs and RESENDs are
+// lost), so every FIFO grant to it stays unanswered. A younger sender's
+// messages must still be granted at the link's pace: FIFO grants skip a
+// message that far behind (homa_grant.c), and their bytes do not take
+// the SRPT headroom.
+func TestFIFOGrantUnansweredDoesNotStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			ty := packetType(p)
+			return src == serverAddr && p.Addr == clientAddr && (ty == wire.TypeGrant || ty == wire.TypeResend)
+		}}
+		cfg := homaconf.Config{FIFOGrantPermille: 200}
+		deaf, srv, network := pair(t, lc, cfg)
+		serveFixed(ctx, srv, []byte("ok"))
+		other := attach(t, network, thirdAddr, cfg)
+		dest := netip.AddrPortFrom(serverAddr, serverPort)
+		go func() { _, _, _ = deaf.Call(ctx, dest, make([]byte, 1_000_000)) }()
+		time.Sleep(time.Millisecond)
+		start := time.Now()
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		defer ccancel()
+		for i := range 3 {
+			if _, _, err := other.Call(cctx, dest, make([]byte, 1_000_000)); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		// Three 1 MB messages take 26 ms at 1 Gbit/s; the deaf message
+		// times out at the receiver after 100 ms.
+		if d := time.Since(start); d > 40*time.Millisecond {
+			t.Errorf("three 1 MB requests took %v behind a deaf sender's message, want under 40 ms", d)
+		}
+	})
+}
