@@ -3,6 +3,7 @@ package homa_test
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,6 +61,70 @@ func TestFIFOGrantUnansweredDoesNotStall(t *testing.T) {
 		// times out at the receiver after 100 ms.
 		if d := time.Since(start); d > 40*time.Millisecond {
 			t.Errorf("three 1 MB requests took %v behind a deaf sender's message, want under 40 ms", d)
+		}
+	})
+}
+
+// TestResendOfUnsentBytesGetsBusy: a sender's SRPT holds back a granted
+// message (neither its shortest nor its oldest) while it sends a stream of
+// shorter ones elsewhere, for longer than the receiver's timeout. The
+// sender answers the receiver's RESENDs for the bytes it has not sent yet
+// with BUSY, as Linux does, so the receiver, hearing it alive, keeps the
+// request instead of timing it out.
+func TestResendOfUnsentBytesGetsBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		network := homatest.NewNetwork(homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond})
+		t.Cleanup(network.Close)
+		cfg := homaconf.Config{MaxMessageBytes: 4_000_000}
+		listen := func(a netip.Addr) (*homa.Endpoint, netip.AddrPort) {
+			e := attach(t, network, a, cfg)
+			srv, err := e.Listen(serverPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveFixed(ctx, srv, []byte("ok"))
+			return e, netip.AddrPortFrom(a, serverPort)
+		}
+		held, heldDest := listen(serverAddr)
+		_, oldDest := listen(thirdAddr)
+		_, shortDest := listen(netip.MustParseAddr("10.0.0.4"))
+		sender := attach(t, network, clientAddr, cfg)
+		// The oldest message, longer than the held one: the pacer's FIFO
+		// share goes to it.
+		go func() { _, _, _ = sender.Call(ctx, oldDest, make([]byte, 4_000_000)) }()
+		time.Sleep(100 * time.Microsecond)
+		heldErr := make(chan error, 1)
+		go func() {
+			_, _, err := sender.Call(ctx, heldDest, make([]byte, 1_000_000))
+			heldErr <- err
+		}()
+		time.Sleep(200 * time.Microsecond)
+		// 150 ms of shorter, fully unscheduled messages, four at a time so
+		// that one is always ready: SRPT sends them first.
+		var wg sync.WaitGroup
+		end := time.Now().Add(150 * time.Millisecond)
+		for range 4 {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					if _, _, err := sender.Call(ctx, shortDest, make([]byte, 10_000)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := <-heldErr; err != nil {
+			t.Fatalf("held call: %v", err)
+		}
+		st := held.Stats()
+		if st.Timeouts != 0 || st.ResendsSent == 0 {
+			t.Errorf("receiver timed out %d RPCs after %d RESENDs, want none after some", st.Timeouts, st.ResendsSent)
+		}
+		if b := sender.Stats().BusySent; b == 0 {
+			t.Error("the sender sent no BUSY")
 		}
 	})
 }

@@ -214,6 +214,11 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 	o.granted = max(o.granted, end)
 	if sent := min(end, o.next); rs.Offset < sent {
 		o.rexmit = append(o.rexmit, resendReq{span{rs.Offset, sent}, rs.Priority})
+	} else {
+		// Not sent yet (the pacer's SRPT holds it back): say we are alive,
+		// or the receiver would time the message out (homa_resend_pkt).
+		e.sendControl(now, addr, r.header(wire.TypeBusy))
+		e.c.busySent.Add(1)
 	}
 	e.enqueue(r)
 }
