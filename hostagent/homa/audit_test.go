@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -125,6 +126,73 @@ func TestResendOfUnsentBytesGetsBusy(t *testing.T) {
 		}
 		if b := sender.Stats().BusySent; b == 0 {
 			t.Error("the sender sent no BUSY")
+		}
+	})
+}
+
+// TestBurstLossRepairedInOneRound loses 20 consecutive DATA packets of a
+// 200 KB request once each: one RESEND round must ask for the whole gap,
+// so the Call ends about one resend interval (5 ms here) after the
+// message's own 1.7 ms, not 20 intervals later.
+func TestBurstLossRepairedInOneRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var lost atomic.Int32
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			d, _, err := wire.ParseData(p.Buf)
+			return err == nil && src == clientAddr && d.Retransmit == 0 && d.Offset >= 50*1424 && d.Offset < 70*1424 && lost.Add(1) > 0
+		}}
+		client, srv, _ := pair(t, lc, homaconf.Config{})
+		serveFixed(ctx, srv, []byte("ok"))
+		start := time.Now()
+		_, info, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, 200_000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := lost.Load(); n != 20 {
+			t.Fatalf("lost %d packets, want 20", n)
+		}
+		if d := time.Since(start); d > 9*time.Millisecond {
+			t.Errorf("call took %v with %d retransmits after a burst of 20 losses, want under 9 ms", d, info.Retransmits)
+		}
+	})
+}
+
+// TestUnscheduledLossResentAtItsLevel: a lost packet of a message that
+// was never granted (it fits in the unscheduled bytes) is asked for and
+// resent at the level its unscheduled packets used, not at the lowest
+// level, where it would wait behind every scheduled byte.
+func TestUnscheduledLossResentAtItsLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var lost atomic.Int32
+		var mu sync.Mutex
+		var first, resent []uint8
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			d, _, err := wire.ParseData(p.Buf)
+			if err != nil || src != clientAddr {
+				return false
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if d.Retransmit != 0 {
+				resent = append(resent, homa.Priority(p.TOS))
+				return false
+			}
+			first = append(first, homa.Priority(p.TOS))
+			return d.Offset == 1424 && lost.Add(1) == 1
+		}}
+		client, srv, _ := pair(t, lc, homaconf.Config{})
+		serveFixed(ctx, srv, []byte("ok"))
+		if _, _, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, 5000)); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(resent) != 1 || len(first) == 0 || resent[0] != first[0] {
+			t.Errorf("first sent at levels %v, resent at %v; want the one lost packet resent at its level", first, resent)
 		}
 	})
 }

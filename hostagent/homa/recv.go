@@ -33,13 +33,17 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	r := e.lookup(p.Addr, &c)
 	if r != nil {
 		r.peer.heard = e.state.tick + 1
-		if c.Type != wire.TypeData && c.Type != wire.TypeAck {
+		// GRANT and BUSY show the peer is working on the RPC (DATA too,
+		// in onData); a RESEND or other control packet shows only that it
+		// is alive, and must not hold off our own RESENDs (Linux resets
+		// silent_ticks on the same three types).
+		if c.Type == wire.TypeGrant || c.Type == wire.TypeBusy {
 			r.silent = 0
 		}
 	}
 	switch c.Type {
 	case wire.TypeData:
-		e.onData(now, p.Addr, b, r)
+		e.onData(now, p.Addr, b, Priority(p.TOS), r)
 	case wire.TypeGrant:
 		e.onGrant(now, b, r)
 	case wire.TypeResend:
@@ -60,7 +64,8 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	}
 }
 
-func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
+// onData handles a DATA packet that arrived at priority prio.
+func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uint8, r *rpc) {
 	st := &e.state
 	d, payload, err := wire.ParseData(b)
 	if err != nil || d.MessageLength > e.cfg.MaxMessageBytes {
@@ -87,6 +92,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 	m := &r.in
 	if !m.started {
 		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
+		m.prio = prio // the unscheduled level, until a grant sets another
 		m.buf = make([]byte, d.MessageLength)
 		m.received, m.granted = 0, 0
 		e.observeLength(d.MessageLength)
@@ -108,6 +114,9 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 	}
 	copy(m.buf[d.Offset:], payload)
 	m.received += fresh
+	if d.Retransmit != 0 {
+		e.resendRest(now, r, d.Offset+uint32(len(payload)))
+	}
 	st.schedDue = true
 	if m.received < m.length {
 		st.sched.add(m)
@@ -254,6 +263,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
+	r.silent = 0 // the RPC starts afresh
 	e.startOut(now, r, r.out.data, r.out.unsched, r.out.flags)
 }
 

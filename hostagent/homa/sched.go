@@ -18,12 +18,14 @@ type msgIn struct {
 	// grants gave, counted as the last to arrive; it stays out of the
 	// SRPT headroom, so unanswered FIFO grants cannot stall SRPT grants.
 	fifoOwed uint32
-	prio     uint8 // priority of the last grant
-	birth    time.Duration
-	peer     netip.Addr
-	rpc      *rpc
-	tracked  bool // known to the scheduler
-	started  bool // first packet seen
+	// wholeAsked is the end of the last gap asked for whole this round.
+	wholeAsked uint32
+	prio       uint8 // priority of the last grant
+	birth      time.Duration
+	peer       netip.Addr
+	rpc        *rpc
+	tracked    bool // known to the scheduler
+	started    bool // first packet seen
 }
 
 func (m *msgIn) remaining() uint32 { return m.length - m.received }

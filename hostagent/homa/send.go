@@ -199,30 +199,51 @@ func (e *Endpoint) grantNow() {
 func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 	st := &e.state
 	m := &r.in
-	// Retransmissions go at the message's scheduled priority, not Linux's
-	// highest: after a false alarm (bytes delayed behind higher priorities,
-	// not lost) copies at the top level would jump ahead of the very queue
-	// that delays them and double it.
-	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio}
 	if !m.started {
-		rs.Priority = st.ctrlPrio
-	}
-	if !m.started {
-		// Ask for the first packet only: ResendAll would also grant the
-		// sender its whole message.
-		rs.Length = st.pkt
+		// Ask for the first packet only, at the top level: ResendAll
+		// would also grant the sender its whole message.
+		rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: st.ctrlPrio, Length: st.pkt}
 		e.sendResend(now, r, &rs)
 		return
 	}
-	// At most resendGaps gaps, one packet each: a lost packet is repaired
-	// all the same, and when the bytes were only delayed (queued behind
-	// higher priorities) the duplicates stay few. Lost GRANTs are covered
+	// Retransmissions go at the level of the message's last grant, or of
+	// its unscheduled packets if it had none, not Linux's highest: after a
+	// false alarm (bytes delayed behind higher priorities, not lost)
+	// copies at the top level would jump ahead of the very queue that
+	// delays them and double it. For the same reason a round asks for one
+	// packet of each gap; when that packet comes back and the rest of its
+	// gap is still missing, the gap was lost, not queued, and onData asks
+	// for the rest of it whole (resendRest), so a burst of losses is
+	// repaired in one round and a round trip. Lost GRANTs are covered
 	// too: the probe implies a grant, and its arrival makes the scheduler
 	// grant again.
+	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio}
+	m.wholeAsked = 0
 	st.gaps = m.got.gaps(st.gaps[:0], m.granted, resendGaps)
 	for _, g := range st.gaps {
 		rs.Offset, rs.Length = g.start, min(g.end-g.start, st.pkt)
 		e.sendResend(now, r, &rs)
+	}
+}
+
+// resendRest asks, after a retransmitted packet ending at end arrived,
+// for the rest of the gap it began, whole: the probe overtook bytes that
+// five silent ticks did not bring, so they are lost. Once per gap and
+// round.
+func (e *Endpoint) resendRest(now time.Duration, r *rpc, end uint32) {
+	m := &r.in
+	if end >= m.granted || end < m.wholeAsked {
+		return
+	}
+	st := &e.state
+	st.gaps = m.got.gaps(st.gaps[:0], m.granted, resendGaps)
+	for _, g := range st.gaps {
+		if g.start == end {
+			rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio, Offset: g.start, Length: g.end - g.start}
+			m.wholeAsked = g.end
+			e.sendResend(now, r, &rs)
+			return
+		}
 	}
 }
 
