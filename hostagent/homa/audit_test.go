@@ -196,3 +196,69 @@ func TestUnscheduledLossResentAtItsLevel(t *testing.T) {
 		}
 	})
 }
+
+// TestServerKeepsHeldResponse: a client with one active message holds a
+// 1 MB response back behind a stream of shorter ones for longer than the
+// server's timeout, sending that server nothing meanwhile. The server
+// must not forget the response (Linux servers never time out while they
+// have one to send), and the Call must then complete.
+func TestServerKeepsHeldResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		network := homatest.NewNetwork(homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond})
+		t.Cleanup(network.Close)
+		cfg := homaconf.Config{Overcommit: 1, DisableFIFOGrants: true, TraceGrants: true}
+		heldSrv := attach(t, network, serverAddr, cfg)
+		srv, err := heldSrv.Listen(serverPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serveFixed(ctx, srv, make([]byte, 1_000_000))
+		var shorts []netip.AddrPort
+		for i := range 4 {
+			a := netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 1)})
+			ssrv, err := attach(t, network, a, cfg).Listen(serverPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveFixed(ctx, ssrv, make([]byte, 200_000))
+			shorts = append(shorts, netip.AddrPortFrom(a, serverPort))
+		}
+		client := attach(t, network, clientAddr, cfg)
+		heldErr := make(chan error, 1)
+		go func() {
+			cctx, ccancel := context.WithTimeout(ctx, time.Second)
+			defer ccancel()
+			_, info, err := client.Call(cctx, netip.AddrPortFrom(serverAddr, serverPort), []byte("big"))
+			var gap time.Duration
+			for i := 1; i < len(info.Grants); i++ {
+				gap = max(gap, info.Grants[i].At.Sub(info.Grants[i-1].At))
+			}
+			if gap < 120*time.Millisecond {
+				t.Errorf("the client held the response back for at most %v, want more than the 100 ms timeout", gap)
+			}
+			heldErr <- err
+		}()
+		time.Sleep(time.Millisecond)
+		var wg sync.WaitGroup
+		end := time.Now().Add(150 * time.Millisecond)
+		for _, dest := range shorts {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					if _, _, err := client.Call(ctx, dest, []byte("small")); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := <-heldErr; err != nil {
+			t.Errorf("held call: %v", err)
+		}
+		if n := heldSrv.Stats().Timeouts; n != 0 {
+			t.Errorf("the server timed out %d RPCs", n)
+		}
+	})
+}

@@ -32,7 +32,6 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
 	if r != nil {
-		r.peer.heard = e.state.tick + 1
 		// GRANT and BUSY show the peer is working on the RPC (DATA too,
 		// in onData); a RESEND or other control packet shows only that it
 		// is alive, and must not hold off our own RESENDs (Linux resets
@@ -211,6 +210,9 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 		e.c.busySent.Add(1)
 		return
 	}
+	// The peer is still receiving our message: not a silence that should
+	// end it (a response fully sent waits here for its ACK).
+	r.silent = 0
 	o := &r.out
 	end := o.length
 	if rs.Length != wire.ResendAll {

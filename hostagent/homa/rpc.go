@@ -142,7 +142,6 @@ type peer struct {
 	addr       netip.Addr
 	cutoffs    cutoffTable // the peer's cutoffs, for our unscheduled bytes to it
 	cutoffTick uint64      // tick we last sent it our CUTOFFS
-	heard      uint64      // tick+1 of the last packet of a known RPC from it
 	acks       []ackRef    // RPCs of the peer's servers we may ack
 	ackQueued  bool
 	// servers are the peer's RPCs to our servers, by client id, and tombs

@@ -75,9 +75,11 @@ func (e *Endpoint) checkRPC(now time.Duration, r *rpc) {
 	case r.state != srvAwaitAck && e.waitingOnUs(r):
 		r.silent = 0
 		return
-	case r.state == srvResponding && r.peer.heard+uint64(e.cfg.ResendTicks) > e.state.tick:
-		// Waiting for grants from a client that is alive: its scheduler
-		// may hold this response back behind others for a long time.
+	case r.state == srvResponding:
+		// Waiting for grants: the client's scheduler may hold this
+		// response back behind others for as long as it likes, sending
+		// us nothing. Like Linux, a server never times out a response it
+		// still has to send; the client's ACK or RPC_UNKNOWN ends it.
 		r.silent = 0
 		return
 	}
