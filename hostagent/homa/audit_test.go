@@ -262,3 +262,80 @@ func TestServerKeepsHeldResponse(t *testing.T) {
 		}
 	})
 }
+
+// TestStaticCutoffsW4: the receiver's static cutoffs are Linux's W4 set
+// (cloudlab/bin/set_cutoffs, index = priority). Unscheduled packets must
+// go at the level homa_unsched_priority picks for their length, and
+// grants use the scheduled levels below the lowest unscheduled one
+// (max_sched_prio 3), the most urgent of four active messages level 3.
+func TestStaticCutoffsW4(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var mu sync.Mutex
+		unsched := map[uint32]uint8{} // message length -> level of its first packet
+		var maxGrant uint8
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			switch packetType(p) {
+			case wire.TypeData:
+				if d, _, err := wire.ParseData(p.Buf); err == nil && src == clientAddr && d.Offset == 0 {
+					unsched[d.MessageLength] = homa.Priority(p.TOS)
+				}
+			case wire.TypeGrant:
+				if g, err := wire.ParseGrant(p.Buf); err == nil && src == serverAddr {
+					maxGrant = max(maxGrant, g.Priority)
+				}
+			}
+			return false
+		}}
+		w4 := []uint32{1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000, 63488, 12288, 3008}
+		network := homatest.NewNetwork(lc)
+		t.Cleanup(network.Close)
+		server := attach(t, network, serverAddr, homaconf.Config{UnschedCutoffs: w4, DisableFIFOGrants: true})
+		srv, err := server.Listen(serverPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serveFixed(ctx, srv, []byte("ok"))
+		client := attach(t, network, clientAddr, homaconf.Config{})
+		dest := netip.AddrPortFrom(serverAddr, serverPort)
+		if _, _, err := client.Call(ctx, dest, make([]byte, 100)); err != nil { // learns the cutoffs
+			t.Fatal(err)
+		}
+		for _, n := range []int{2000, 10_000, 50_000} {
+			if _, _, err := client.Call(ctx, dest, make([]byte, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Four senders at once, so that four messages are active.
+		senders := []*homa.Endpoint{client}
+		for i := range 3 {
+			e := attach(t, network, netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 1)}), homaconf.Config{})
+			if _, _, err := e.Call(ctx, dest, make([]byte, 100)); err != nil {
+				t.Fatal(err)
+			}
+			senders = append(senders, e)
+		}
+		var wg sync.WaitGroup
+		for i, e := range senders {
+			wg.Go(func() {
+				if _, _, err := e.Call(ctx, dest, make([]byte, 400_000+100_000*i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for n, want := range map[uint32]uint8{2000: 7, 10_000: 6, 50_000: 5, 400_000: 4} {
+			if got, ok := unsched[n]; !ok || got != want {
+				t.Errorf("unscheduled bytes of a %d B message at level %d, want %d", n, got, want)
+			}
+		}
+		if maxGrant != 3 {
+			t.Errorf("highest grant level %d, want 3 (max_sched_prio of W4)", maxGrant)
+		}
+	})
+}

@@ -277,6 +277,7 @@ func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {
 	}
 	p := e.peer(addr)
 	p.cutoffs = cutoffTable{cut: c.Cutoffs, version: c.Version}
+	p.cutoffs.cut[0] = anyLength // as homa_cutoffs_pkt: level 0 takes what no other level admits
 }
 
 func (e *Endpoint) onAck(addr netip.Addr, b []byte) {

@@ -59,7 +59,9 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
 	if len(cfg.UnschedCutoffs) > 0 {
+		st.cut.cut = [wire.MaxPriorities]uint32{}
 		copy(st.cut.cut[:], cfg.UnschedCutoffs)
+		linuxCutoffs(&st.cut.cut, cfg.Priorities)
 	} else if !cfg.Basic && cfg.Priorities > 1 {
 		st.dynamic = true
 		st.sizes = make([]uint32, 0, 10*cfg.CutoffSamples)

@@ -88,6 +88,7 @@ func TestBadScenarios(t *testing.T) {
 		{"buffer on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  buffer:\n    shared_bytes: 1MB", 22, "switch.buffer", "per-queue depths only"},
 		{"byte depth on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  queue_depth_bytes: 64KB", 22, "switch.queue_depth_bytes", "packets only"},
 		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
+		{"cutoffs in increasing order", "priorities: 8", "priorities: 8\n      unsched_cutoffs: [3008, 12288, 63488, 1000000]", 11, "transports[0].homa.unsched_cutoffs[1]", "Linux's order"},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}
 	for _, tc := range tests {
@@ -385,4 +386,13 @@ func mustPlan(t *testing.T, text string) *Plan {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// TestLinuxCutoffsAccepted: static cutoffs in Linux's order (Linux's W4
+// set, cloudlab/bin/set_cutoffs) are valid.
+func TestLinuxCutoffsAccepted(t *testing.T) {
+	text := strings.Replace(good, "priorities: 8", "priorities: 8\n      unsched_cutoffs: [1000000, 1000000, 1000000, 1000000, 1000000, 63488, 12288, 3008]", 1)
+	if err := parseAndPlan("w4.yaml", text); err != nil {
+		t.Fatal(err)
+	}
 }
