@@ -2,7 +2,9 @@ package homa_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -336,6 +338,76 @@ func TestStaticCutoffsW4(t *testing.T) {
 		}
 		if maxGrant != 3 {
 			t.Errorf("highest grant level %d, want 3 (max_sched_prio of W4)", maxGrant)
+		}
+	})
+}
+
+// TestControlSenderIDs: CUTOFFS and ACK packets name an RPC in sender_id,
+// as Linux's do (homa_xmit_control, homa_need_ack_pkt), not 0.
+func TestControlSenderIDs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var mu sync.Mutex
+		ids := map[wire.Type][]uint64{}
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			if c, err := wire.ParseCommon(p.Buf); err == nil && (c.Type == wire.TypeCutoffs || c.Type == wire.TypeAck) {
+				mu.Lock()
+				ids[c.Type] = append(ids[c.Type], c.SenderID)
+				mu.Unlock()
+			}
+			return false
+		}}
+		client, srv, _ := pair(t, lc, homaconf.Config{})
+		serveFixed(ctx, srv, []byte("ok"))
+		if _, _, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the ACK goes out at the next tick
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ty := range []wire.Type{wire.TypeCutoffs, wire.TypeAck} {
+			if len(ids[ty]) == 0 || slices.Contains(ids[ty], 0) {
+				t.Errorf("%v packets with sender ids %v, want some, none 0", ty, ids[ty])
+			}
+		}
+	})
+}
+
+// TestReplyToForgottenRPC: a client that gives an RPC up answers the
+// server with RPC_UNKNOWN; the server forgets it, and the application's
+// Reply says so instead of returning nil.
+func TestReplyToForgottenRPC(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		network := homatest.NewNetwork(homatest.LinkConfig{Rate: 1e9})
+		t.Cleanup(network.Close)
+		srv, err := attach(t, network, serverAddr, homaconf.Config{}).Listen(serverPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A hand-made client: one DATA packet, then RPC_UNKNOWN.
+		conn, err := network.NewConn(clientAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const id = 42
+		req := []byte("forget me")
+		d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: serverPort, SenderID: id}, MessageLength: uint32(len(req)), Incoming: uint32(len(req))}
+		pkt := append(wire.AppendData(nil, &d), req...)
+		if err := conn.WriteBatch([]homa.Packet{{Buf: pkt, Addr: serverAddr, TOS: homa.TOS(7)}}); err != nil {
+			t.Fatal(err)
+		}
+		rpc, err := srv.Receive(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := wire.Common{SPort: 0x8000, DPort: serverPort, SenderID: id, Type: wire.TypeRPCUnknown}
+		if err := conn.WriteBatch([]homa.Packet{{Buf: wire.AppendHeaderOnly(nil, &u), Addr: serverAddr, TOS: homa.TOS(7)}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+		if err := rpc.Reply([]byte("late")); !errors.Is(err, homa.ErrPeerUnknown) {
+			t.Errorf("Reply to a forgotten RPC: %v, want ErrPeerUnknown", err)
 		}
 	})
 }

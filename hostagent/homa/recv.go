@@ -94,6 +94,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		m.prio = prio // the unscheduled level, until a grant sets another
 		m.buf = make([]byte, d.MessageLength)
 		m.received, m.granted = 0, 0
+		m.unschedOnly = d.Incoming >= d.MessageLength
 		e.observeLength(d.MessageLength)
 		if r.client {
 			r.info.firstResponse = now

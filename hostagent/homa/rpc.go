@@ -24,17 +24,16 @@ type resendReq struct {
 
 // msgOut is an outbound message as the sender sees it.
 type msgOut struct {
-	data        []byte
-	length      uint32
-	next        uint32 // next byte to send for the first time
-	granted     uint32 // bytes that may be sent
-	unsched     uint32
-	unschedPrio uint8
-	schedPrio   uint8 // from the latest GRANT
-	flags       uint8
-	rexmit      []resendReq
-	birth       time.Duration
-	queued      bool // in the endpoint's send queue
+	data      []byte
+	length    uint32
+	next      uint32 // next byte to send for the first time
+	granted   uint32 // bytes that may be sent
+	unsched   uint32
+	schedPrio uint8 // from the latest GRANT
+	flags     uint8
+	rexmit    []resendReq
+	birth     time.Duration
+	queued    bool // in the endpoint's send queue
 }
 
 func (o *msgOut) sendable() bool {

@@ -18,6 +18,10 @@ type msgIn struct {
 	// grants gave, counted as the last to arrive; it stays out of the
 	// SRPT headroom, so unanswered FIFO grants cannot stall SRPT grants.
 	fifoOwed uint32
+	// unschedOnly: the sender needs no grants (all of it unscheduled);
+	// like Linux (RPC_GRANTABLE unset) its bytes do not count against
+	// max_incoming.
+	unschedOnly bool
 	// wholeAsked is the end of the last gap asked for whole this round.
 	wholeAsked uint32
 	prio       uint8 // priority of the last grant
@@ -108,11 +112,15 @@ func (s *grantSched) incoming() uint32 {
 	return n
 }
 
-// srptIncoming is incoming without the bytes FIFO grants still owe: what
-// the SRPT grants count against max_incoming.
+// srptIncoming is incoming without the bytes FIFO grants still owe and
+// without messages that need no grants: what the SRPT grants count
+// against max_incoming.
 func (s *grantSched) srptIncoming() uint32 {
 	var n uint32
 	for _, m := range s.msgs {
+		if m.unschedOnly {
+			continue
+		}
 		in := m.incoming()
 		m.fifoOwed = min(m.fifoOwed, in)
 		n += in - m.fifoOwed

@@ -135,7 +135,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		o.next += n
 		prio = o.schedPrio
 		if d.Offset < o.unsched {
-			prio = o.unschedPrio
+			prio = e.unschedLevel(r.peer, o.length)
 		}
 	}
 	if r.client && len(r.peer.acks) > 0 {
@@ -269,7 +269,10 @@ func (e *Endpoint) flushAcks(now time.Duration) {
 	st := &e.state
 	for _, p := range st.ackPeers {
 		for len(p.acks) > 0 {
-			a := wire.Ack{Common: wire.Common{SPort: e.cfg.ClientPort, DPort: p.acks[0].port}}
+			// sender_id names an RPC the packet acks (Linux: the RPC that
+			// made it); that RPC is in the list as well.
+			ref := p.acks[len(p.acks)-1]
+			a := wire.Ack{Common: wire.Common{SPort: e.cfg.ClientPort, DPort: ref.port, SenderID: ref.id}}
 			for a.NumAcks < wire.MaxAcks && len(p.acks) > 0 {
 				ref := p.acks[len(p.acks)-1]
 				p.acks = p.acks[:len(p.acks)-1]
@@ -291,7 +294,8 @@ func (e *Endpoint) sendCutoffs(now time.Duration, p *peer, c *wire.Common) {
 		return
 	}
 	p.cutoffTick = st.tick + 1 // +1 so that the zero value means "never"
-	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort}, Cutoffs: st.cut.cut, Version: st.cut.version}
+	// sender_id names our side of the RPC whose DATA asked, as Linux's.
+	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID()}, Cutoffs: st.cut.cut, Version: st.cut.version}
 	e.txCommit(now, wire.AppendCutoffs(e.txBuf(), &cp), p.addr, wire.TypeCutoffs, st.ctrlPrio)
 }
 
