@@ -60,6 +60,8 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		}
 	case wire.TypeAck:
 		e.onAck(p.Addr, b)
+	case wire.TypeStartMsg:
+		e.onStartMsg(now, p.Addr, b, Priority(p.TOS), r)
 	}
 }
 
@@ -74,38 +76,10 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 	if d.AckID != 0 && d.FromClient() {
 		e.forgetAcked(addr, d.AckID)
 	}
-	if d.FromClient() && r == nil {
-		if r = e.newServerRPC(now, addr, &d); r == nil {
-			return
-		}
-	}
-	switch {
-	case r == nil:
-		e.c.unknownRPC.Add(1)
-		return
-	case !r.client && r.state != srvReceiving:
-		e.c.dupData.Add(1) // late copy of a request already complete
+	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, prio, r) {
 		return
 	}
-	r.silent = 0
 	m := &r.in
-	if !m.started {
-		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
-		m.prio = prio // the unscheduled level, until a grant sets another
-		m.buf = make([]byte, d.MessageLength)
-		m.received, m.granted = 0, 0
-		m.unschedOnly = d.Incoming >= d.MessageLength
-		e.observeLength(d.MessageLength)
-		if r.client {
-			r.info.firstResponse = now
-		}
-	} else if d.MessageLength != m.length {
-		e.c.malformed.Add(1)
-		return
-	}
-	if d.CutoffVersion != st.cut.version && st.prios > 1 {
-		e.sendCutoffs(now, r.peer, &d.Common)
-	}
 	m.granted = max(m.granted, min(d.Incoming, m.length))
 	fresh := m.got.add(d.Offset, d.Offset+uint32(len(payload)))
 	if fresh == 0 {
@@ -128,6 +102,72 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		return
 	}
 	e.deliver(r)
+}
+
+// inboundRPC returns the RPC a packet that carries (or announces) a
+// message's bytes belongs to, creating a server RPC for a new request;
+// nil, counted, when there is none to give the bytes to.
+func (e *Endpoint) inboundRPC(now time.Duration, addr netip.Addr, d *wire.Data, r *rpc) *rpc {
+	if d.FromClient() && r == nil {
+		if r = e.newServerRPC(now, addr, d); r == nil {
+			return nil
+		}
+	}
+	switch {
+	case r == nil:
+		e.c.unknownRPC.Add(1)
+		return nil
+	case !r.client && r.state != srvReceiving:
+		e.c.dupData.Add(1) // late copy of a request already complete
+		return nil
+	}
+	r.silent = 0
+	return r
+}
+
+// beginIn starts r's inbound message on its first DATA (or START_MSG)
+// packet d, which arrived at priority prio, checks later ones against it,
+// and answers a stale cutoff version; false for a packet to drop.
+func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, prio uint8, r *rpc) bool {
+	st := &e.state
+	m := &r.in
+	if !m.started {
+		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
+		m.prio = prio // the unscheduled level, until a grant sets another
+		m.buf = make([]byte, d.MessageLength)
+		m.received, m.granted = 0, 0
+		m.unschedOnly = d.Incoming >= d.MessageLength
+		e.observeLength(d.MessageLength)
+		if r.client {
+			r.info.firstResponse = now
+		}
+	} else if d.MessageLength != m.length {
+		e.c.malformed.Add(1)
+		return false
+	}
+	if d.CutoffVersion != st.cut.version && st.prios > 1 {
+		e.sendCutoffs(now, r.peer, &d.Common)
+	}
+	return true
+}
+
+// onStartMsg handles a START_MSG: the sender of a message that needs
+// grants sends no unscheduled bytes and announces it instead, so the
+// scheduler grants it from byte 0.
+func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio uint8, r *rpc) {
+	s, err := wire.ParseStartMsg(b)
+	if err != nil || s.MessageLength > e.cfg.MaxMessageBytes {
+		e.c.malformed.Add(1)
+		return
+	}
+	d := wire.Data{Common: s.Common, MessageLength: s.MessageLength, CutoffVersion: s.CutoffVersion, Flags: s.Flags}
+	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, prio, r) {
+		return
+	}
+	if m := &r.in; m.received < m.length {
+		e.state.sched.add(m)
+		e.state.schedDue = true
+	}
 }
 
 // newServerRPC creates the server side of an RPC on its first DATA packet,

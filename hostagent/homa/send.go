@@ -169,6 +169,14 @@ func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common
 	e.txCommit(now, wire.AppendHeaderOnly(e.txBuf(), &c), addr, c.Type, e.state.ctrlPrio)
 }
 
+// sendStartMsg announces r's outbound message (homaconf.Config.StartMsg)
+// at the level its unscheduled bytes would have used.
+func (e *Endpoint) sendStartMsg(now time.Duration, r *rpc) {
+	o := &r.out
+	s := wire.StartMsg{Common: r.header(wire.TypeStartMsg), MessageLength: o.length, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
+	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.unschedLevel(r.peer, o.length))
+}
+
 // header returns the common header of a control packet about r.
 func (r *rpc) header(t wire.Type) wire.Common {
 	return wire.Common{SPort: r.lport, DPort: r.rport, SenderID: r.senderID(), Type: t}

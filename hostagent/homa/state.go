@@ -195,8 +195,17 @@ func (e *Endpoint) unschedLevel(p *peer, n uint32) uint8 {
 // startOut begins sending data as r's outbound message.
 func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
 	n := uint32(len(data))
+	announce := e.cfg.StartMsg && n > unsched
+	if announce {
+		// A message that needs grants sends no unscheduled bytes: it
+		// announces itself and waits for grants from byte 0.
+		unsched = 0
+	}
 	r.out = msgOut{data: data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
 		flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
+	if announce {
+		e.sendStartMsg(now, r)
+	}
 	e.enqueue(r)
 }
 

@@ -396,3 +396,24 @@ func TestLinuxCutoffsAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStartMsgOption: homa's start_msg: true reaches the agent as the
+// extra key start_msg, without changing the base scenario's extra map.
+func TestStartMsgOption(t *testing.T) {
+	text := strings.Replace(good, "priorities: 8", "priorities: 8\n      start_msg: true\n      extra: {poll_us: \"50\"}", 1)
+	src, err := Parse("start.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := plan.Experiments[0].Transport.Homa
+	if h.Extra["start_msg"] != "true" || h.Extra["poll_us"] != "50" {
+		t.Errorf("experiment's extra %v, want start_msg true and poll_us 50", h.Extra)
+	}
+	if _, ok := plan.Base.Transports[0].Homa.Extra["start_msg"]; ok {
+		t.Error("the base scenario's extra map was changed")
+	}
+}

@@ -94,6 +94,12 @@ type Config struct {
 	IncastControl      bool
 	IncastThreshold    int
 	IncastUnschedBytes uint32
+	// StartMsg: a message too long to go out unscheduled sends no
+	// unscheduled bytes but a START_MSG (homatb's type 0x19) announcing
+	// it, and the receiver grants it from byte 0, as HomaModule does
+	// since September 2026 (docs/homa.md). Every Endpoint understands
+	// START_MSG; this only decides whether it sends them.
+	StartMsg bool
 	// AtLeastOnce selects the 2018 semantics: no ACKs; a server forgets an
 	// RPC TimeoutTicks after its response was sent.
 	AtLeastOnce bool
