@@ -452,3 +452,33 @@ func TestUnscheduledLevelPerPacket(t *testing.T) {
 		}
 	})
 }
+
+// TestAbandonedResponseFreed: a client gives a Call up while the server's
+// 1 MB response waits for its grants. The server never times a response
+// out (Linux), but after a timeout's worth of silence it asks with
+// NEED_ACK; the client, no longer knowing the RPC, ACKs and the server
+// frees it.
+func TestAbandonedResponseFreed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		network := homatest.NewNetwork(homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond})
+		t.Cleanup(network.Close)
+		server := attach(t, network, serverAddr, homaconf.Config{})
+		srv, err := server.Listen(serverPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serveFixed(ctx, srv, make([]byte, 1_000_000))
+		client := attach(t, network, clientAddr, homaconf.Config{})
+		cctx, ccancel := context.WithTimeout(ctx, 50*time.Microsecond)
+		defer ccancel()
+		if _, _, err := client.Call(cctx, netip.AddrPortFrom(serverAddr, serverPort), []byte("x")); !errors.Is(err, homa.ErrAborted) {
+			t.Fatalf("call: %v, want ErrAborted", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if st := server.Stats(); st.Acked != 1 || st.Timeouts != 0 {
+			t.Errorf("server acked %d RPCs and timed out %d, want 1 and 0", st.Acked, st.Timeouts)
+		}
+	})
+}

@@ -341,7 +341,9 @@ func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
 	if p == nil {
 		return
 	}
-	if r := p.servers[id]; r != nil && r.state == srvAwaitAck {
+	// A response still waiting for grants is acked too when the client
+	// gave the RPC up (its answer to our NEED_ACK).
+	if r := p.servers[id]; r != nil && (r.state == srvAwaitAck || r.state == srvResponding) {
 		e.c.acked.Add(1)
 		e.forgetServer(r, true)
 	}
