@@ -7,12 +7,29 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// cutoffTable is one version of a receiver's unscheduled cutoffs.
-// cut[i] is the largest message length that may use priority i for
-// unscheduled bytes; levels below the lowest unscheduled one are scheduled.
+// cutoffTable is one version of a receiver's unscheduled cutoffs, in
+// Linux's order: cut[i] is the largest message length that may use
+// priority i for unscheduled bytes (so entries do not grow with i); the
+// level whose entry admits every length is the lowest unscheduled one,
+// and the levels below it carry scheduled bytes. cut[0] admits every
+// length (anyLength), as homa_prios_changed forces, so a length no other
+// entry admits goes at level 0.
 type cutoffTable struct {
 	cut     [wire.MaxPriorities]uint32
 	version uint16
+}
+
+// anyLength is Linux's INT_MAX in cut[0]: it admits every length and
+// reads the same to a Linux peer, which takes the entry as a signed int.
+const anyLength = math.MaxInt32
+
+// linuxCutoffs normalizes c as homa_prios_changed and homa_cutoffs_pkt
+// do: entry 0 admits every length, entries at or above prios are unused.
+func linuxCutoffs(c *[wire.MaxPriorities]uint32, prios int) {
+	c[0] = anyLength
+	for i := prios; i < len(c); i++ {
+		c[i] = 0
+	}
 }
 
 // defaultCutoffs puts all unscheduled bytes on the top level and leaves the
@@ -20,31 +37,33 @@ type cutoffTable struct {
 func defaultCutoffs(prios int, maxMsg uint32) [wire.MaxPriorities]uint32 {
 	var c [wire.MaxPriorities]uint32
 	c[prios-1] = maxMsg
+	linuxCutoffs(&c, prios)
 	return c
 }
 
 // unschedPriority picks the priority of unscheduled bytes of a message of
-// length n: the highest level whose cutoff admits it (homa_unsched_priority).
-// With no cutoff admitting n it uses the top level.
+// length n: the highest level whose cutoff admits it
+// (homa_unsched_priority); level 0 when none does.
 func unschedPriority(c *[wire.MaxPriorities]uint32, prios int, n uint32) uint8 {
-	for i := prios - 1; i >= 0; i-- {
+	for i := prios - 1; i > 0; i-- {
 		if c[i] >= n {
 			return uint8(i)
 		}
 	}
-	return uint8(prios - 1)
+	return 0
 }
 
 // maxSchedPriority returns the highest scheduled level implied by c: one
-// below the lowest level whose cutoff marks "every length" (>= maxMsg).
-// With one priority everything shares level 0.
+// below the highest level whose cutoff admits every length (>= maxMsg),
+// scanning from the top as homa_prios_changed does. With one priority
+// everything shares level 0.
 func maxSchedPriority(c *[wire.MaxPriorities]uint32, prios int, maxMsg uint32) int {
-	for i := 0; i < prios; i++ {
+	for i := prios - 1; i > 0; i-- {
 		if c[i] >= maxMsg {
-			return max(0, i-1)
+			return i - 1
 		}
 	}
-	return max(0, prios-2)
+	return 0
 }
 
 // computeCutoffs derives cutoffs from observed inbound message lengths the
@@ -90,5 +109,6 @@ func computeCutoffs(sizes []uint32, unsched uint32, prios int, maxMsg uint32) [w
 			c[level] = c[level+1]
 		}
 	}
+	linuxCutoffs(&c, prios)
 	return c
 }

@@ -266,7 +266,9 @@ func (s *ServerRPC) Request() []byte { return s.req }
 func (s *ServerRPC) Peer() netip.AddrPort { return s.from }
 
 // Reply sends the response. The Endpoint owns resp from now on (it may
-// retransmit it until the client acknowledges).
+// retransmit it until the client acknowledges). It fails with
+// ErrPeerUnknown when the RPC was forgotten meanwhile (its client sent
+// RPC_UNKNOWN: it gave the RPC up or restarted it).
 func (s *ServerRPC) Reply(resp []byte) error {
 	if err := s.e.checkLength(len(resp)); err != nil {
 		return fmt.Errorf("homa: reply to %v: %w", s.from, err)
@@ -277,7 +279,10 @@ func (s *ServerRPC) Reply(resp []byte) error {
 	if !s.e.lock() {
 		return fmt.Errorf("homa: reply to %v: %w", s.from, ErrClosed)
 	}
-	s.e.startReply(s.e.now(), s.r, resp)
+	ok := s.e.startReply(s.e.now(), s.r, resp)
 	s.e.unlock()
+	if !ok {
+		return fmt.Errorf("homa: reply to %v: the client gave the rpc up: %w", s.from, ErrPeerUnknown)
+	}
 	return nil
 }

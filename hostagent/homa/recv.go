@@ -32,14 +32,17 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
 	if r != nil {
-		r.peer.heard = e.state.tick + 1
-		if c.Type != wire.TypeData && c.Type != wire.TypeAck {
+		// GRANT and BUSY show the peer is working on the RPC (DATA too,
+		// in onData); a RESEND or other control packet shows only that it
+		// is alive, and must not hold off our own RESENDs (Linux resets
+		// silent_ticks on the same three types).
+		if c.Type == wire.TypeGrant || c.Type == wire.TypeBusy {
 			r.silent = 0
 		}
 	}
 	switch c.Type {
 	case wire.TypeData:
-		e.onData(now, p.Addr, b, r)
+		e.onData(now, p.Addr, b, Priority(p.TOS), r)
 	case wire.TypeGrant:
 		e.onGrant(now, b, r)
 	case wire.TypeResend:
@@ -57,10 +60,13 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		}
 	case wire.TypeAck:
 		e.onAck(p.Addr, b)
+	case wire.TypeStartMsg:
+		e.onStartMsg(now, p.Addr, b, Priority(p.TOS), r)
 	}
 }
 
-func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
+// onData handles a DATA packet that arrived at priority prio.
+func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uint8, r *rpc) {
 	st := &e.state
 	d, payload, err := wire.ParseData(b)
 	if err != nil || d.MessageLength > e.cfg.MaxMessageBytes {
@@ -70,36 +76,10 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 	if d.AckID != 0 && d.FromClient() {
 		e.forgetAcked(addr, d.AckID)
 	}
-	if d.FromClient() && r == nil {
-		if r = e.newServerRPC(now, addr, &d); r == nil {
-			return
-		}
-	}
-	switch {
-	case r == nil:
-		e.c.unknownRPC.Add(1)
-		return
-	case !r.client && r.state != srvReceiving:
-		e.c.dupData.Add(1) // late copy of a request already complete
+	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, prio, r) {
 		return
 	}
-	r.silent = 0
 	m := &r.in
-	if !m.started {
-		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
-		m.buf = make([]byte, d.MessageLength)
-		m.received, m.granted = 0, 0
-		e.observeLength(d.MessageLength)
-		if r.client {
-			r.info.firstResponse = now
-		}
-	} else if d.MessageLength != m.length {
-		e.c.malformed.Add(1)
-		return
-	}
-	if d.CutoffVersion != st.cut.version && st.prios > 1 {
-		e.sendCutoffs(now, r.peer, &d.Common)
-	}
 	m.granted = max(m.granted, min(d.Incoming, m.length))
 	fresh := m.got.add(d.Offset, d.Offset+uint32(len(payload)))
 	if fresh == 0 {
@@ -108,6 +88,9 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 	}
 	copy(m.buf[d.Offset:], payload)
 	m.received += fresh
+	if d.Retransmit != 0 {
+		e.resendRest(now, r, d.Offset+uint32(len(payload)))
+	}
 	st.schedDue = true
 	if m.received < m.length {
 		st.sched.add(m)
@@ -119,6 +102,72 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, r *rpc) 
 		return
 	}
 	e.deliver(r)
+}
+
+// inboundRPC returns the RPC a packet that carries (or announces) a
+// message's bytes belongs to, creating a server RPC for a new request;
+// nil, counted, when there is none to give the bytes to.
+func (e *Endpoint) inboundRPC(now time.Duration, addr netip.Addr, d *wire.Data, r *rpc) *rpc {
+	if d.FromClient() && r == nil {
+		if r = e.newServerRPC(now, addr, d); r == nil {
+			return nil
+		}
+	}
+	switch {
+	case r == nil:
+		e.c.unknownRPC.Add(1)
+		return nil
+	case !r.client && r.state != srvReceiving:
+		e.c.dupData.Add(1) // late copy of a request already complete
+		return nil
+	}
+	r.silent = 0
+	return r
+}
+
+// beginIn starts r's inbound message on its first DATA (or START_MSG)
+// packet d, which arrived at priority prio, checks later ones against it,
+// and answers a stale cutoff version; false for a packet to drop.
+func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, prio uint8, r *rpc) bool {
+	st := &e.state
+	m := &r.in
+	if !m.started {
+		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
+		m.prio = prio // the unscheduled level, until a grant sets another
+		m.buf = make([]byte, d.MessageLength)
+		m.received, m.granted = 0, 0
+		m.unschedOnly = d.Incoming >= d.MessageLength
+		e.observeLength(d.MessageLength)
+		if r.client {
+			r.info.firstResponse = now
+		}
+	} else if d.MessageLength != m.length {
+		e.c.malformed.Add(1)
+		return false
+	}
+	if d.CutoffVersion != st.cut.version && st.prios > 1 {
+		e.sendCutoffs(now, r.peer, &d.Common)
+	}
+	return true
+}
+
+// onStartMsg handles a START_MSG: the sender of a message that needs
+// grants sends no unscheduled bytes and announces it instead, so the
+// scheduler grants it from byte 0.
+func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio uint8, r *rpc) {
+	s, err := wire.ParseStartMsg(b)
+	if err != nil || s.MessageLength > e.cfg.MaxMessageBytes {
+		e.c.malformed.Add(1)
+		return
+	}
+	d := wire.Data{Common: s.Common, MessageLength: s.MessageLength, CutoffVersion: s.CutoffVersion, Flags: s.Flags}
+	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, prio, r) {
+		return
+	}
+	if m := &r.in; m.received < m.length {
+		e.state.sched.add(m)
+		e.state.schedDue = true
+	}
 }
 
 // newServerRPC creates the server side of an RPC on its first DATA packet,
@@ -202,6 +251,9 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 		e.c.busySent.Add(1)
 		return
 	}
+	// The peer is still receiving our message: not a silence that should
+	// end it (a response fully sent waits here for its ACK).
+	r.silent = 0
 	o := &r.out
 	end := o.length
 	if rs.Length != wire.ResendAll {
@@ -214,6 +266,11 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 	o.granted = max(o.granted, end)
 	if sent := min(end, o.next); rs.Offset < sent {
 		o.rexmit = append(o.rexmit, resendReq{span{rs.Offset, sent}, rs.Priority})
+	} else {
+		// Not sent yet (the pacer's SRPT holds it back): say we are alive,
+		// or the receiver would time the message out (homa_resend_pkt).
+		e.sendControl(now, addr, r.header(wire.TypeBusy))
+		e.c.busySent.Add(1)
 	}
 	e.enqueue(r)
 }
@@ -249,6 +306,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
+	r.silent = 0 // the RPC starts afresh
 	e.startOut(now, r, r.out.data, r.out.unsched, r.out.flags)
 }
 
@@ -260,6 +318,7 @@ func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {
 	}
 	p := e.peer(addr)
 	p.cutoffs = cutoffTable{cut: c.Cutoffs, version: c.Version}
+	p.cutoffs.cut[0] = anyLength // as homa_cutoffs_pkt: level 0 takes what no other level admits
 }
 
 func (e *Endpoint) onAck(addr netip.Addr, b []byte) {
@@ -282,7 +341,9 @@ func (e *Endpoint) forgetAcked(addr netip.Addr, id uint64) {
 	if p == nil {
 		return
 	}
-	if r := p.servers[id]; r != nil && r.state == srvAwaitAck {
+	// A response still waiting for grants is acked too when the client
+	// gave the RPC up (its answer to our NEED_ACK).
+	if r := p.servers[id]; r != nil && (r.state == srvAwaitAck || r.state == srvResponding) {
 		e.c.acked.Add(1)
 		e.forgetServer(r, true)
 	}

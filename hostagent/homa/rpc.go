@@ -24,17 +24,16 @@ type resendReq struct {
 
 // msgOut is an outbound message as the sender sees it.
 type msgOut struct {
-	data        []byte
-	length      uint32
-	next        uint32 // next byte to send for the first time
-	granted     uint32 // bytes that may be sent
-	unsched     uint32
-	unschedPrio uint8
-	schedPrio   uint8 // from the latest GRANT
-	flags       uint8
-	rexmit      []resendReq
-	birth       time.Duration
-	queued      bool // in the endpoint's send queue
+	data      []byte
+	length    uint32
+	next      uint32 // next byte to send for the first time
+	granted   uint32 // bytes that may be sent
+	unsched   uint32
+	schedPrio uint8 // from the latest GRANT
+	flags     uint8
+	rexmit    []resendReq
+	birth     time.Duration
+	queued    bool // in the endpoint's send queue
 }
 
 func (o *msgOut) sendable() bool {
@@ -142,7 +141,6 @@ type peer struct {
 	addr       netip.Addr
 	cutoffs    cutoffTable // the peer's cutoffs, for our unscheduled bytes to it
 	cutoffTick uint64      // tick we last sent it our CUTOFFS
-	heard      uint64      // tick+1 of the last packet of a known RPC from it
 	acks       []ackRef    // RPCs of the peer's servers we may ack
 	ackQueued  bool
 	// servers are the peer's RPCs to our servers, by client id, and tombs

@@ -14,12 +14,22 @@ type msgIn struct {
 	got      rangeSet
 	received uint32 // bytes arrived (each counted once)
 	granted  uint32 // bytes the sender may send: unscheduled or granted
-	prio     uint8  // priority of the last grant
-	birth    time.Duration
-	peer     netip.Addr
-	rpc      *rpc
-	tracked  bool // known to the scheduler
-	started  bool // first packet seen
+	// fifoOwed is the part of granted-but-unreceived bytes that FIFO
+	// grants gave, counted as the last to arrive; it stays out of the
+	// SRPT headroom, so unanswered FIFO grants cannot stall SRPT grants.
+	fifoOwed uint32
+	// unschedOnly: the sender needs no grants (all of it unscheduled);
+	// like Linux (RPC_GRANTABLE unset) its bytes do not count against
+	// max_incoming.
+	unschedOnly bool
+	// wholeAsked is the end of the last gap asked for whole this round.
+	wholeAsked uint32
+	prio       uint8 // priority of the last grant
+	birth      time.Duration
+	peer       netip.Addr
+	rpc        *rpc
+	tracked    bool // known to the scheduler
+	started    bool // first packet seen
 }
 
 func (m *msgIn) remaining() uint32 { return m.length - m.received }
@@ -97,11 +107,33 @@ func compareRank(a, b *msgIn) int {
 func (s *grantSched) incoming() uint32 {
 	var n uint32
 	for _, m := range s.msgs {
-		if m.granted > m.received {
-			n += m.granted - m.received
-		}
+		n += m.incoming()
 	}
 	return n
+}
+
+// srptIncoming is incoming without the bytes FIFO grants still owe and
+// without messages that need no grants: what the SRPT grants count
+// against max_incoming.
+func (s *grantSched) srptIncoming() uint32 {
+	var n uint32
+	for _, m := range s.msgs {
+		if m.unschedOnly {
+			continue
+		}
+		in := m.incoming()
+		m.fifoOwed = min(m.fifoOwed, in)
+		n += in - m.fifoOwed
+	}
+	return n
+}
+
+// incoming is m's granted-but-unreceived bytes.
+func (m *msgIn) incoming() uint32 {
+	if m.granted > m.received {
+		return m.granted - m.received
+	}
+	return 0
 }
 
 // numActive reports the size of the active set chosen by the last schedule.
@@ -119,14 +151,8 @@ func (s *grantSched) schedule() []grant {
 	}
 	slices.SortFunc(s.order, compareRank)
 	s.pickActive()
-	headroom := int64(s.p.maxIncoming) - int64(s.incoming())
-	window := s.p.window
-	switch {
-	case s.p.basic && window == 0:
-		window = s.p.basicWindow
-	case window == 0:
-		window = s.p.maxIncoming / uint32(len(s.active)+1)
-	}
+	headroom := int64(s.p.maxIncoming) - int64(s.srptIncoming())
+	window := s.window()
 	for rank, m := range s.active {
 		prio := s.priority(rank, len(s.active))
 		target := min(m.length, roundUp(m.received+window, s.p.packet))
@@ -149,8 +175,19 @@ func (s *grantSched) schedule() []grant {
 		s.fifoCredit += inc * int64(s.p.fifoPermille) / int64(1000-s.p.fifoPermille)
 		s.out = append(s.out, grant{m: m, offset: m.granted, prio: prio})
 	}
-	s.fifoGrant()
+	s.fifoGrant(window)
 	return s.out
+}
+
+// window is the grant window of each active message.
+func (s *grantSched) window() uint32 {
+	switch {
+	case s.p.window != 0:
+		return s.p.window
+	case s.p.basic:
+		return s.p.basicWindow
+	}
+	return s.p.maxIncoming / uint32(len(s.active)+1)
 }
 
 // pickActive fills s.active: the best message of each sender first, then,
@@ -207,14 +244,18 @@ func (s *grantSched) priority(rank, n int) uint8 {
 }
 
 // fifoGrant spends accumulated FIFO credit on the oldest message that is
-// not fully granted, so a long message cannot starve under SRPT.
-func (s *grantSched) fifoGrant() {
+// not fully granted, so a long message cannot starve under SRPT. Like
+// homa_grant_find_oldest it passes over a message with more than a window
+// plus two FIFO grants outstanding: its sender is not answering grants
+// (busy with other messages, or gone), and more would only pile up.
+func (s *grantSched) fifoGrant(window uint32) {
 	if s.p.fifoPermille == 0 || s.p.basic || s.fifoCredit < int64(s.p.fifoBytes) || len(s.order) == 0 {
 		return
 	}
+	deaf := window + 2*s.p.fifoBytes
 	var oldest *msgIn
 	for _, m := range s.order {
-		if m.granted < m.length && (oldest == nil || m.birth < oldest.birth) {
+		if m.granted < m.length && m.incoming() < deaf && (oldest == nil || m.birth < oldest.birth) {
 			oldest = m
 		}
 	}
@@ -223,6 +264,7 @@ func (s *grantSched) fifoGrant() {
 	}
 	inc := min(s.p.fifoBytes, oldest.length-oldest.granted)
 	oldest.granted += inc
+	oldest.fifoOwed += inc
 	s.fifoCredit -= int64(s.p.fifoBytes)
 	s.fifoBytes += uint64(inc)
 	s.out = append(s.out, grant{m: oldest, offset: oldest.granted, prio: s.p.highPrio, fifo: true})

@@ -74,8 +74,10 @@ func (sim *schedSim) step() bool {
 			sim.prio[g.m] = int(g.prio)
 			continue
 		}
+		// Messages a window and two FIFO grants behind are passed over.
+		deaf := sim.s.window() + 2*sim.s.p.fifoBytes
 		for _, m := range sim.s.order {
-			if m.birth < g.m.birth && m.granted < m.length && m != g.m {
+			if m.birth < g.m.birth && m.granted < m.length && m != g.m && m.incoming() < deaf {
 				sim.fifoNotOldest = true
 			}
 		}
@@ -334,5 +336,25 @@ func TestSchedGrantIncrement(t *testing.T) {
 	}
 	if four*3 > one {
 		t.Errorf("%d grants with an increment of 4 packets, %d with 1: want at most a third", four, one)
+	}
+}
+
+// TestSchedUnscheduledNotCounted: messages that need no grants (all
+// unscheduled) are not counted against max_incoming, as Linux counts only
+// grantable messages, so many short messages in flight do not hold back
+// the grants of a long one.
+func TestSchedUnscheduledNotCounted(t *testing.T) {
+	s := &grantSched{p: params(4), maxSchedPrio: 3}
+	for i := range 8 {
+		s.add(&msgIn{length: 5 * testPkt, granted: 5 * testPkt, unschedOnly: true, birth: time.Duration(i),
+			peer: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)})})
+	}
+	long := &msgIn{length: 1_000_000, granted: 5 * testPkt, birth: 10, peer: netip.AddrFrom4([4]byte{10, 0, 1, 1})}
+	s.add(long)
+	s.schedule()
+	// 45 KB of short messages are in flight; the long one still gets its
+	// window of max_incoming/2.
+	if want := uint32(20 * testPkt); long.granted < want {
+		t.Errorf("long message granted %d bytes, want at least %d", long.granted, want)
 	}
 }

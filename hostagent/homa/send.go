@@ -135,7 +135,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		o.next += n
 		prio = o.schedPrio
 		if d.Offset < o.unsched {
-			prio = o.unschedPrio
+			prio = e.unschedLevel(r.peer, o.length)
 		}
 	}
 	if r.client && len(r.peer.acks) > 0 {
@@ -169,6 +169,14 @@ func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common
 	e.txCommit(now, wire.AppendHeaderOnly(e.txBuf(), &c), addr, c.Type, e.state.ctrlPrio)
 }
 
+// sendStartMsg announces r's outbound message (homaconf.Config.StartMsg)
+// at the level its unscheduled bytes would have used.
+func (e *Endpoint) sendStartMsg(now time.Duration, r *rpc) {
+	o := &r.out
+	s := wire.StartMsg{Common: r.header(wire.TypeStartMsg), MessageLength: o.length, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
+	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.unschedLevel(r.peer, o.length))
+}
+
 // header returns the common header of a control packet about r.
 func (r *rpc) header(t wire.Type) wire.Common {
 	return wire.Common{SPort: r.lport, DPort: r.rport, SenderID: r.senderID(), Type: t}
@@ -199,30 +207,51 @@ func (e *Endpoint) grantNow() {
 func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 	st := &e.state
 	m := &r.in
-	// Retransmissions go at the message's scheduled priority, not Linux's
-	// highest: after a false alarm (bytes delayed behind higher priorities,
-	// not lost) copies at the top level would jump ahead of the very queue
-	// that delays them and double it.
-	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio}
 	if !m.started {
-		rs.Priority = st.ctrlPrio
-	}
-	if !m.started {
-		// Ask for the first packet only: ResendAll would also grant the
-		// sender its whole message.
-		rs.Length = st.pkt
+		// Ask for the first packet only, at the top level: ResendAll
+		// would also grant the sender its whole message.
+		rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: st.ctrlPrio, Length: st.pkt}
 		e.sendResend(now, r, &rs)
 		return
 	}
-	// At most resendGaps gaps, one packet each: a lost packet is repaired
-	// all the same, and when the bytes were only delayed (queued behind
-	// higher priorities) the duplicates stay few. Lost GRANTs are covered
+	// Retransmissions go at the level of the message's last grant, or of
+	// its unscheduled packets if it had none, not Linux's highest: after a
+	// false alarm (bytes delayed behind higher priorities, not lost)
+	// copies at the top level would jump ahead of the very queue that
+	// delays them and double it. For the same reason a round asks for one
+	// packet of each gap; when that packet comes back and the rest of its
+	// gap is still missing, the gap was lost, not queued, and onData asks
+	// for the rest of it whole (resendRest), so a burst of losses is
+	// repaired in one round and a round trip. Lost GRANTs are covered
 	// too: the probe implies a grant, and its arrival makes the scheduler
 	// grant again.
+	rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio}
+	m.wholeAsked = 0
 	st.gaps = m.got.gaps(st.gaps[:0], m.granted, resendGaps)
 	for _, g := range st.gaps {
 		rs.Offset, rs.Length = g.start, min(g.end-g.start, st.pkt)
 		e.sendResend(now, r, &rs)
+	}
+}
+
+// resendRest asks, after a retransmitted packet ending at end arrived,
+// for the rest of the gap it began, whole: the probe overtook bytes that
+// five silent ticks did not bring, so they are lost. Once per gap and
+// round.
+func (e *Endpoint) resendRest(now time.Duration, r *rpc, end uint32) {
+	m := &r.in
+	if end >= m.granted || end < m.wholeAsked {
+		return
+	}
+	st := &e.state
+	st.gaps = m.got.gaps(st.gaps[:0], m.granted, resendGaps)
+	for _, g := range st.gaps {
+		if g.start == end {
+			rs := wire.Resend{Common: r.header(wire.TypeResend), Priority: m.prio, Offset: g.start, Length: g.end - g.start}
+			m.wholeAsked = g.end
+			e.sendResend(now, r, &rs)
+			return
+		}
 	}
 }
 
@@ -248,7 +277,10 @@ func (e *Endpoint) flushAcks(now time.Duration) {
 	st := &e.state
 	for _, p := range st.ackPeers {
 		for len(p.acks) > 0 {
-			a := wire.Ack{Common: wire.Common{SPort: e.cfg.ClientPort, DPort: p.acks[0].port}}
+			// sender_id names an RPC the packet acks (Linux: the RPC that
+			// made it); that RPC is in the list as well.
+			ref := p.acks[len(p.acks)-1]
+			a := wire.Ack{Common: wire.Common{SPort: e.cfg.ClientPort, DPort: ref.port, SenderID: ref.id}}
 			for a.NumAcks < wire.MaxAcks && len(p.acks) > 0 {
 				ref := p.acks[len(p.acks)-1]
 				p.acks = p.acks[:len(p.acks)-1]
@@ -270,7 +302,8 @@ func (e *Endpoint) sendCutoffs(now time.Duration, p *peer, c *wire.Common) {
 		return
 	}
 	p.cutoffTick = st.tick + 1 // +1 so that the zero value means "never"
-	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort}, Cutoffs: st.cut.cut, Version: st.cut.version}
+	// sender_id names our side of the RPC whose DATA asked, as Linux's.
+	cp := wire.Cutoffs{Common: wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID()}, Cutoffs: st.cut.cut, Version: st.cut.version}
 	e.txCommit(now, wire.AppendCutoffs(e.txBuf(), &cp), p.addr, wire.TypeCutoffs, st.ctrlPrio)
 }
 

@@ -59,7 +59,9 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
 	if len(cfg.UnschedCutoffs) > 0 {
+		st.cut.cut = [wire.MaxPriorities]uint32{}
 		copy(st.cut.cut[:], cfg.UnschedCutoffs)
+		linuxCutoffs(&st.cut.cut, cfg.Priorities)
 	} else if !cfg.Basic && cfg.Priorities > 1 {
 		st.dynamic = true
 		st.sizes = make([]uint32, 0, 10*cfg.CutoffSamples)
@@ -133,11 +135,12 @@ func (e *Endpoint) cancelCall(now time.Duration, r *rpc) {
 	}
 }
 
-// startReply starts sending resp as the response of the server RPC r.
-func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) {
+// startReply starts sending resp as the response of the server RPC r;
+// false if the RPC was forgotten meanwhile (its client gave it up).
+func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) bool {
 	if r.dead || r.state != srvServing {
-		e.c.unknownRPC.Add(1) // the RPC timed out or was forgotten meanwhile
-		return
+		e.c.unknownRPC.Add(1)
+		return false
 	}
 	unsched := e.cfg.UnschedBytes
 	if r.incast {
@@ -146,6 +149,7 @@ func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) {
 	r.state = srvResponding
 	r.silent = 0
 	e.startOut(now, r, resp, unsched, 0)
+	return true
 }
 
 // shutdown fails every outstanding Call.
@@ -174,15 +178,34 @@ func v4(addr netip.Addr) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
+// unschedLevel is the priority of unscheduled bytes of a message of n
+// bytes to p, chosen per packet as Linux does, so cutoffs that arrive in
+// the middle of a message apply to its remaining unscheduled packets.
+// Before p's first CUTOFFS it is the top level, where this host's own
+// default cutoffs put every unscheduled byte (a new Linux peer uses 6,
+// which on a Linux receiver is unscheduled too but here is the top
+// scheduled level; docs/homa.md, departures).
+func (e *Endpoint) unschedLevel(p *peer, n uint32) uint8 {
+	if p.cutoffs.version != 0 {
+		return unschedPriority(&p.cutoffs.cut, e.state.prios, n)
+	}
+	return uint8(e.state.prios - 1)
+}
+
 // startOut begins sending data as r's outbound message.
 func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
 	n := uint32(len(data))
-	prio := uint8(e.state.prios - 1)
-	if r.peer.cutoffs.version != 0 {
-		prio = unschedPriority(&r.peer.cutoffs.cut, e.state.prios, n)
+	announce := e.cfg.StartMsg && n > unsched
+	if announce {
+		// A message that needs grants sends no unscheduled bytes: it
+		// announces itself and waits for grants from byte 0.
+		unsched = 0
 	}
 	r.out = msgOut{data: data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
-		unschedPrio: prio, flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
+		flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
+	if announce {
+		e.sendStartMsg(now, r)
+	}
 	e.enqueue(r)
 }
 

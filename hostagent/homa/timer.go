@@ -75,10 +75,18 @@ func (e *Endpoint) checkRPC(now time.Duration, r *rpc) {
 	case r.state != srvAwaitAck && e.waitingOnUs(r):
 		r.silent = 0
 		return
-	case r.state == srvResponding && r.peer.heard+uint64(e.cfg.ResendTicks) > e.state.tick:
-		// Waiting for grants from a client that is alive: its scheduler
-		// may hold this response back behind others for a long time.
-		r.silent = 0
+	case r.state == srvResponding:
+		// Waiting for grants: the client's scheduler may hold this
+		// response back behind others for as long as it likes, sending
+		// us nothing. Like Linux, a server never times out a response it
+		// still has to send. After a timeout's worth of silence it asks,
+		// every resend interval, whether the client still has the RPC: a
+		// client that gave it up answers NEED_ACK with an ACK, which frees
+		// it; one that is holding it back stays silent.
+		r.silent++
+		if r.silent >= e.cfg.TimeoutTicks && (r.silent-e.cfg.TimeoutTicks)%e.cfg.ResendInterval == 0 {
+			e.sendControl(now, r.peer.addr, r.header(wire.TypeNeedAck))
+		}
 		return
 	}
 	r.silent++

@@ -143,6 +143,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 			continue
 		}
 		for _, t := range s.Transports {
+			t.Homa = t.Homa.withOptions()
 			for rep := 1; rep <= s.Repetitions; rep++ {
 				e := Experiment{
 					Transport: t, Params: map[string]string{}, ParamOrder: append([]string(nil), order...),

@@ -90,6 +90,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
 		{"dctcp without ecn marking", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: dctcp}", 12, "transports[1].tcp.congestion", "switch.ecn_threshold_pkts > 0"},
 		{"unknown congestion control", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: vegas}", 12, "transports[1].tcp.congestion", `dctcp or nv (homatb's BPF DCTCP and TCP-NV), got "vegas"`},
+		{"cutoffs in increasing order", "priorities: 8", "priorities: 8\n      unsched_cutoffs: [3008, 12288, 63488, 1000000]", 11, "transports[0].homa.unsched_cutoffs[1]", "Linux's order"},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}
 	for _, tc := range tests {
@@ -407,5 +408,35 @@ func TestRepetitionsOption(t *testing.T) {
 	}
 	if len(reps) != 3 || plan.Base.Repetitions != 3 {
 		t.Errorf("repetitions %v, base %d; want 3", reps, plan.Base.Repetitions)
+	}
+}
+
+// TestLinuxCutoffsAccepted: static cutoffs in Linux's order (Linux's W4
+// set, cloudlab/bin/set_cutoffs) are valid.
+func TestLinuxCutoffsAccepted(t *testing.T) {
+	text := strings.Replace(good, "priorities: 8", "priorities: 8\n      unsched_cutoffs: [1000000, 1000000, 1000000, 1000000, 1000000, 63488, 12288, 3008]", 1)
+	if err := parseAndPlan("w4.yaml", text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartMsgOption: homa's start_msg: true reaches the agent as the
+// extra key start_msg, without changing the base scenario's extra map.
+func TestStartMsgOption(t *testing.T) {
+	text := strings.Replace(good, "priorities: 8", "priorities: 8\n      start_msg: true\n      extra: {poll_us: \"50\"}", 1)
+	src, err := Parse("start.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := plan.Experiments[0].Transport.Homa
+	if h.Extra["start_msg"] != "true" || h.Extra["poll_us"] != "50" {
+		t.Errorf("experiment's extra %v, want start_msg true and poll_us 50", h.Extra)
+	}
+	if _, ok := plan.Base.Transports[0].Homa.Extra["start_msg"]; ok {
+		t.Error("the base scenario's extra map was changed")
 	}
 }

@@ -6,6 +6,7 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -175,6 +176,26 @@ type HomaParams struct {
 	AtLeastOnce       bool              `yaml:"at_least_once"`
 	MaxMessageBytes   uint32            `yaml:"max_message_bytes"`
 	Extra             map[string]string `yaml:"extra"`
+
+	// StartMsg: long messages announce themselves with START_MSG instead
+	// of sending unscheduled bytes (docs/homa.md); it reaches the agent as
+	// the extra key start_msg.
+	StartMsg bool `yaml:"start_msg"`
+}
+
+// withOptions returns h with the options that travel to the agent as
+// extra keys (start_msg) folded into a copy of Extra.
+func (h HomaParams) withOptions() HomaParams {
+	if !h.StartMsg {
+		return h
+	}
+	extra := maps.Clone(h.Extra)
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	extra["start_msg"] = "true"
+	h.Extra = extra
+	return h
 }
 
 // TCPParams mirrors agentpb.TcpParams.

@@ -302,12 +302,16 @@ func (c *checker) checkHoma(p string, h HomaParams, mtu int) {
 	if err := homaconf.CheckExtra(h.Extra); err != nil {
 		c.errorf(p+".extra", "%v", err)
 	}
-	prev := uint32(0)
+	// Linux's order (index = priority, entry = the largest length using
+	// it), so entries do not grow with the index (docs/scenarios.md).
 	for i, v := range h.UnschedCutoffs {
-		if v <= prev && i > 0 {
-			c.errorf(fmt.Sprintf("%s.unsched_cutoffs[%d]", p, i), "expected increasing cutoffs, got %d after %d", v, prev)
+		if i > 0 && v > h.UnschedCutoffs[i-1] {
+			c.errorf(fmt.Sprintf("%s.unsched_cutoffs[%d]", p, i), "expected cutoffs in Linux's order, index = priority, each at most the one before (the shortest messages on the highest level), got %d after %d", v, h.UnschedCutoffs[i-1])
+			break // one error for a list in the wrong order
 		}
-		prev = v
+	}
+	if n := len(h.UnschedCutoffs); n > 8 {
+		c.errorf(p+".unsched_cutoffs", "expected at most 8 cutoffs (one per priority), got %d", n)
 	}
 }
 

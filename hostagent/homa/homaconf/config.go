@@ -46,8 +46,8 @@ type Config struct {
 	// (default 50 = 5%); DisableFIFOGrants turns them off.
 	FIFOGrantPermille int
 	DisableFIFOGrants bool
-	// FIFOGrantBytes is the size of one FIFO grant (default 50,000, or the
-	// smaller MaxIncoming).
+	// FIFOGrantBytes is the size of one FIFO grant (default MaxIncoming/8,
+	// Linux's 50,000 of its 400,000; rounded up to whole packets).
 	FIFOGrantBytes uint32
 	// GrantIncrement is the smallest step by which a GRANT advances a
 	// message's granted offset, except the grant of its last bytes
@@ -94,6 +94,12 @@ type Config struct {
 	IncastControl      bool
 	IncastThreshold    int
 	IncastUnschedBytes uint32
+	// StartMsg: a message too long to go out unscheduled sends no
+	// unscheduled bytes but a START_MSG (homatb's type 0x19) announcing
+	// it, and the receiver grants it from byte 0, as HomaModule does
+	// since September 2026 (docs/homa.md). Every Endpoint understands
+	// START_MSG; this only decides whether it sends them.
+	StartMsg bool
 	// AtLeastOnce selects the 2018 semantics: no ACKs; a server forgets an
 	// RPC TimeoutTicks after its response was sent.
 	AtLeastOnce bool
@@ -209,7 +215,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.FIFOGrantPermille = 0
 	}
 	if c.FIFOGrantBytes == 0 {
-		c.FIFOGrantBytes = min(50_000, c.MaxIncoming)
+		c.FIFOGrantBytes = max(1, c.MaxIncoming/8)
 	}
 	if len(c.UnschedCutoffs) > wire.MaxPriorities {
 		return c, fmt.Errorf("homa config: %d cutoffs, at most %d", len(c.UnschedCutoffs), wire.MaxPriorities)

@@ -10,8 +10,8 @@ import (
 )
 
 // extraSetters are the extra keys, each setting a field of c from its
-// string value: numbers, except "pacer_spin_us" (also "off") and
-// "fifo_grants" ("on" or "off").
+// string value: numbers, except "pacer_spin_us" (also "off"),
+// "fifo_grants" ("on" or "off") and "start_msg" (true or false).
 func extraSetters(c *Config) map[string]func(string) error {
 	num := func(v string, bits int) (uint64, error) { return strconv.ParseUint(v, 10, bits) }
 	u32 := func(dst *uint32) func(string) error {
@@ -55,6 +55,11 @@ func extraSetters(c *Config) map[string]func(string) error {
 		"client_port": func(v string) error {
 			n, err := num(v, 16)
 			c.ClientPort = uint16(n)
+			return err
+		},
+		"start_msg": func(v string) error {
+			b, err := strconv.ParseBool(v)
+			c.StartMsg = b
 			return err
 		},
 		"fifo_grants": func(v string) error {

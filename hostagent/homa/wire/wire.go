@@ -4,8 +4,8 @@
 // and returns an error instead of panicking on malformed input.
 //
 // Departures from the Linux format are listed in docs/homa.md; the only one
-// visible here is the DATA flags byte (FlagIncast), which reuses the first
-// byte of the Linux pad.
+// visible here are the DATA flags byte (FlagIncast), which reuses the first
+// byte of the Linux pad, and the START_MSG type (0x19), which Linux lacks.
 package wire
 
 import (
@@ -28,12 +28,15 @@ const (
 	TypeFreeze     Type = 0x16
 	TypeNeedAck    Type = 0x17
 	TypeAck        Type = 0x18
+	// TypeStartMsg is homatb's START_MSG (not in HomaModule HEAD, whose
+	// receivers drop codes above 0x18).
+	TypeStartMsg Type = 0x19
 )
 
 // NumTypes bounds the type codes, for counters indexed by Type-TypeData.
-const NumTypes = int(TypeAck-TypeData) + 1
+const NumTypes = int(TypeStartMsg-TypeData) + 1
 
-var typeNames = [NumTypes]string{"data", "grant", "resend", "rpc_unknown", "busy", "cutoffs", "freeze", "need_ack", "ack"}
+var typeNames = [NumTypes]string{"data", "grant", "resend", "rpc_unknown", "busy", "cutoffs", "freeze", "need_ack", "ack", "start_msg"}
 
 // String returns the lower-case name used in counters ("data", "grant", ...).
 func (t Type) String() string {
@@ -44,7 +47,7 @@ func (t Type) String() string {
 }
 
 // Valid reports whether t is a known packet type.
-func (t Type) Valid() bool { return t >= TypeData && t <= TypeAck }
+func (t Type) Valid() bool { return t >= TypeData && t <= TypeStartMsg }
 
 // Index returns t's position in [0, NumTypes) for counter arrays.
 func (t Type) Index() int { return int(t - TypeData) }

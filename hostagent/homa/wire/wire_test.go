@@ -22,6 +22,7 @@ func packets() []struct {
 	r := Resend{Common: common, Offset: 1000, Length: ResendAll, Priority: 7}
 	c := Cutoffs{Common: common, Cutoffs: [8]uint32{1000000, 5, 6, 7, 8, 9, 10, 200}, Version: 9}
 	a := Ack{Common: common, NumAcks: 2, Acks: [5]AckEntry{{ClientID: 2, ServerPort: 80}, {ClientID: 4, ServerPort: 81}}}
+	sm := StartMsg{Common: common, MessageLength: 1_000_000, CutoffVersion: 4, Flags: FlagIncast}
 	busy := common
 	busy.Type = TypeBusy
 	payload := []byte("hello, homa")
@@ -50,6 +51,10 @@ func packets() []struct {
 		{"ack", AppendAck(nil, &a), AckLen, func(b []byte) ([]byte, error) {
 			a, err := ParseAck(b)
 			return AppendAck(nil, &a), err
+		}},
+		{"start_msg", AppendStartMsg(nil, &sm), StartMsgLen, func(b []byte) ([]byte, error) {
+			s, err := ParseStartMsg(b)
+			return AppendStartMsg(nil, &s), err
 		}},
 		{"busy", AppendHeaderOnly(nil, &busy), CommonLen, func(b []byte) ([]byte, error) {
 			c, err := ParseCommon(b)
@@ -128,6 +133,7 @@ func TestInvalid(t *testing.T) {
 		{"grant priority", func() error { _, err := ParseGrant(AppendGrant(nil, &g)); return err }},
 		{"resend zero length", func() error { _, err := ParseResend(AppendResend(nil, &r)); return err }},
 		{"cutoffs version 0", func() error { _, err := ParseCutoffs(AppendCutoffs(nil, &c)); return err }},
+		{"start_msg length 0", func() error { _, err := ParseStartMsg(AppendStartMsg(nil, &StartMsg{Common: common})); return err }},
 		{"ack count", func() error { _, err := ParseAck(AppendAck(nil, &a)); return err }},
 		{"bad doff", func() error { _, err := ParseCommon(bad); return err }},
 		{"unknown type", func() error { _, err := ParseCommon(unknown); return err }},
