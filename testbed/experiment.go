@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -289,6 +291,10 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 // agents/records/<host>/ and appends the rows to rpcs.csv.
 func (x *experimentRun) collect(ctx context.Context) error {
 	r := x.r
+	// TCP connection samples are fetched with the records, in parallel,
+	// and appended to tcp.csv one client after the other.
+	var tcpMu sync.Mutex
+	tcpSamples := map[string][]byte{}
 	err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
 		var buf bytes.Buffer
 		if err := a.fetch(ctx, x.e.Name, agentpb.FileRecords, &buf); err != nil {
@@ -306,12 +312,19 @@ func (x *experimentRun) collect(ctx context.Context) error {
 			buf.Reset()
 			if err := a.fetch(ctx, x.e.Name, agentpb.FileTCPSamples, &buf); err != nil {
 				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
-			} else if err := appendTCPSamples(filepath.Join(r.dir, runfmt.TCPConns().File), buf.Bytes()); err != nil {
-				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
+				return nil
 			}
+			tcpMu.Lock()
+			tcpSamples[host] = bytes.Clone(buf.Bytes())
+			tcpMu.Unlock()
 		}
 		return nil
 	})
+	for _, host := range slices.Sorted(maps.Keys(tcpSamples)) {
+		if err := appendTCPSamples(filepath.Join(r.dir, runfmt.TCPConns().File), tcpSamples[host]); err != nil {
+			r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
+		}
+	}
 	return errors.Join(err, x.faults.appendKilled())
 }
 

@@ -181,7 +181,7 @@ func (a *fakeAgent) stop(_ context.Context, drain time.Duration) (*agentpb.Count
 // fetch hands over one record per RPC the client issued.
 func (a *fakeAgent) fetch(_ context.Context, exp, file string, w io.Writer) error {
 	if file == agentpb.FileTCPSamples {
-		return nil // no TCP connections in the fakes
+		return fakeTCPSamples(w, exp, a.host)
 	}
 	if err := a.j.add("fetch %s %s", a.host, exp); err != nil {
 		return err
@@ -513,6 +513,9 @@ func TestLifecycle(t *testing.T) {
 				checkBooks(t, j, e, tc.wantExps[i])
 			}
 			checkRecords(t, j, filepath.Join(dir, "rpcs.csv"))
+			if tc.name == "complete" {
+				checkTCPSamples(t, filepath.Join(dir, "tcp.csv"), exp2)
+			}
 		})
 	}
 }
@@ -610,5 +613,56 @@ func assertBefore(t *testing.T, calls []string, a, b string) {
 		t.Errorf("want %q before %q, but one was not called:\n%s", a, b, strings.Join(calls, "\n"))
 	case lastA > firstB:
 		t.Errorf("%q (call %d) came after %q (call %d):\n%s", calls[lastA], lastA, calls[firstB], firstB, strings.Join(calls, "\n"))
+	}
+}
+
+// fakeTCPRows is how many TCP samples each fake client hands over: enough
+// that clients fetched in parallel would interleave their appends if
+// nothing serialised them.
+const fakeTCPRows = 2000
+
+// fakeTCPSamples writes a client's tcp.csv rows.
+func fakeTCPSamples(w io.Writer, exp, host string) error {
+	tw, err := runfmt.TCPConns().NewWriter(w, true)
+	if err != nil {
+		return err
+	}
+	for i := range fakeTCPRows {
+		row := runfmt.TCPSample{Experiment: exp, Host: host, Peer: "10.0.0.1:4000", UnixNs: int64(i + 1), CwndSegs: 10, SRTTus: 100}
+		if err := tw.Write(&row); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// checkTCPSamples: tcp.csv holds every client's rows of the TCP
+// experiment, whole, and none of the Homa one's.
+func checkTCPSamples(t *testing.T, path, tcpExp string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := runfmt.TCPConns().NewReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]int{}
+	for {
+		var row runfmt.TCPSample
+		if err := r.Read(&row); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("tcp.csv: %v", err)
+		}
+		if row.Experiment != tcpExp {
+			t.Fatalf("tcp.csv row of %s: only TCP experiments sample connections", row.Experiment)
+		}
+		hosts[row.Host]++
+	}
+	if hosts["h2"] != fakeTCPRows || hosts["h3"] != fakeTCPRows {
+		t.Errorf("tcp.csv rows by client %v, want %d each", hosts, fakeTCPRows)
 	}
 }
