@@ -153,27 +153,12 @@ func (c *Client) connect(ctx context.Context, addr string, slot *connSlot) (*con
 func (c *Client) Stats() map[string]uint64 {
 	retrans := c.closedRetrans.Load()
 	var ecnConns, deliveredCE uint64
-	// Slots are locked without c.mu held: connect takes them in the
-	// opposite order.
-	c.mu.Lock()
-	peers := make([]*peer, 0, len(c.peers))
-	for _, p := range c.peers {
-		peers = append(peers, p)
-	}
-	c.mu.Unlock()
-	for _, p := range peers {
-		for i := range p.slots {
-			s := &p.slots[i]
-			s.mu.Lock()
-			if s.cn != nil && s.cn.err() == nil {
-				retrans += s.cn.retransNow()
-				e := ecnOf(s.cn.nc)
-				ecnConns += btou(e.negotiated)
-				deliveredCE += e.deliveredCE
-			}
-			s.mu.Unlock()
-		}
-	}
+	c.eachConn(func(_ *peer, _ int, cn *conn) {
+		retrans += cn.retransNow()
+		e := ecnOf(cn.nc)
+		ecnConns += btou(e.negotiated)
+		deliveredCE += e.deliveredCE
+	})
 	return map[string]uint64{
 		"tcp_calls":         c.calls.Load(),
 		"tcp_dials":         c.dials.Load(),
@@ -187,6 +172,19 @@ func (c *Client) Stats() map[string]uint64 {
 
 // Conns appends to buf what TCP_INFO says of each open connection.
 func (c *Client) Conns(buf []ConnInfo) []ConnInfo {
+	c.eachConn(func(p *peer, slot int, cn *conn) {
+		ci := ConnInfo{Peer: p.addr, Slot: slot}
+		if connInfo(cn.nc, &ci) {
+			buf = append(buf, ci)
+		}
+	})
+	return buf
+}
+
+// eachConn calls fn with every open connection, its peer and slot, under
+// the slot's lock. Slots are locked without c.mu held: connect takes them
+// in the opposite order.
+func (c *Client) eachConn(fn func(p *peer, slot int, cn *conn)) {
 	c.mu.Lock()
 	peers := make([]*peer, 0, len(c.peers))
 	for _, p := range c.peers {
@@ -198,15 +196,11 @@ func (c *Client) Conns(buf []ConnInfo) []ConnInfo {
 			s := &p.slots[i]
 			s.mu.Lock()
 			if s.cn != nil && s.cn.err() == nil {
-				ci := ConnInfo{Peer: p.addr, Slot: i}
-				if connInfo(s.cn.nc, &ci) {
-					buf = append(buf, ci)
-				}
+				fn(p, i, s.cn)
 			}
 			s.mu.Unlock()
 		}
 	}
-	return buf
 }
 
 // Close closes every connection; outstanding calls fail.
