@@ -1,9 +1,11 @@
 package switchstats
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Postcard is the switch's record of one forwarded frame: when it came in,
@@ -183,4 +185,34 @@ func (p *Postcard) ParseKey(f []byte) {
 
 func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// ReadPostcards reads a postcard file from r, calling fn for each record in
+// file order (the Postcard is reused between calls), and returns the file's
+// clock origin. It streams: memory does not grow with the file. A file cut
+// short mid-record (a switch killed while writing) is an error.
+func ReadPostcards(r io.Reader, fn func(*Postcard) error) (int64, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var h [PostcardHeaderLen]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		return 0, fmt.Errorf("postcards: header: %w", err)
+	}
+	epoch, err := ParsePostcardHeader(h[:])
+	if err != nil {
+		return 0, err
+	}
+	var b [PostcardLen]byte
+	var p Postcard
+	for n := 0; ; n++ {
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return epoch, nil
+			}
+			return epoch, fmt.Errorf("postcards: record %d: %w", n, err)
+		}
+		p.Decode(&b)
+		if err := fn(&p); err != nil {
+			return epoch, err
+		}
+	}
 }

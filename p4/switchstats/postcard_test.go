@@ -1,6 +1,7 @@
 package switchstats
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 )
@@ -25,6 +26,21 @@ func TestPostcardRoundTrip(t *testing.T) {
 	}
 	if ep, err := ParsePostcardHeader(h); err != nil || ep != 1234567 {
 		t.Fatalf("header: %d, %v", ep, err)
+	}
+	file := append(append(append([]byte(nil), h...), b[:]...), b[:]...)
+	var n int
+	ep, err := ReadPostcards(bytes.NewReader(file), func(p *Postcard) error {
+		n++
+		if *p != in {
+			t.Errorf("read %+v", *p)
+		}
+		return nil
+	})
+	if err != nil || n != 2 || ep != 1234567 {
+		t.Fatalf("ReadPostcards: %d records, epoch %d, %v", n, ep, err)
+	}
+	if _, err := ReadPostcards(bytes.NewReader(file[:len(file)-1]), func(*Postcard) error { return nil }); err == nil {
+		t.Error("truncated file read without error")
 	}
 	h[0] = 'X'
 	if _, err := ParsePostcardHeader(h); err == nil {

@@ -1,0 +1,175 @@
+package dataplane
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/homatb/homatb/p4/switchstats"
+)
+
+// postcardFlushEvery is how often the writer drains the rings: rarely
+// enough that it costs few wake-ups, often enough that a ring of
+// Config.PostcardRing records does not fill at any rate a port forwards.
+const postcardFlushEvery = 2 * time.Millisecond
+
+// postcardRing is one egress port's records on their way to the file: a
+// single-producer single-consumer ring. The producer is whoever holds the
+// port's tx lock (send); the consumer is the recorder's writer goroutine.
+type postcardRing struct {
+	slots []([switchstats.PostcardLen]byte)
+	mask  uint64
+	head  atomic.Uint64 // next slot the writer reads
+	tail  atomic.Uint64 // next slot the producer fills
+	pc    switchstats.Postcard
+}
+
+// recorder streams per-packet records to one file, with memory bounded by
+// its rings whatever the recording's length.
+type recorder struct {
+	path  string
+	rings []postcardRing // by portState.idx
+	f     *os.File
+	w     *bufio.Writer
+	stop  chan struct{}
+	done  chan error
+	bytes int64
+}
+
+// PostcardSummary is what a recording wrote.
+type PostcardSummary struct {
+	Path    string `json:"path"`
+	Records uint64 `json:"records"`
+	Dropped uint64 `json:"dropped"`
+}
+
+// add records p, which is leaving port ps with its serialization starting
+// at deqNs. The caller holds ps.tx.mu, which makes it the ring's only
+// producer. A full ring drops the record, never the frame.
+func (r *recorder) add(ps *portState, p *packet, deqNs int64) {
+	ring := &r.rings[ps.idx]
+	t := ring.tail.Load()
+	if t-ring.head.Load() > ring.mask {
+		ps.postcardDrops.Add(1)
+		return
+	}
+	pc := &ring.pc
+	pc.ArrivalNs, pc.EnqueueNs, pc.DequeueNs = p.arrNs, p.enqNs, deqNs
+	pc.IngressPort, pc.EgressPort, pc.Queue = p.inPort, ps.num, p.queue
+	pc.FrameLen = uint16(min(p.n, 0xffff))
+	pc.ParseKey(p.frame())
+	pc.Encode(&ring.slots[t&ring.mask])
+	ring.tail.Store(t + 1)
+	ps.postcards.Add(1)
+}
+
+// StartPostcards starts recording every forwarded frame into a new file at
+// path (format: switchstats.Postcard, docs/formats.md), until
+// StopPostcards. It is safe to call while Run is forwarding.
+func (d *Dataplane) StartPostcards(path string) error {
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
+	if cur := d.rec.Load(); cur != nil {
+		return fmt.Errorf("postcards: already recording to %s", cur.path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("postcards: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("postcards: %w", err)
+	}
+	r := &recorder{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16),
+		stop: make(chan struct{}), done: make(chan error, 1)}
+	if _, err := r.w.Write(switchstats.AppendPostcardHeader(nil, d.epoch.UnixNano())); err != nil {
+		f.Close()
+		return fmt.Errorf("postcards %s: %w", path, err)
+	}
+	size := uint64(1) << bits.Len(uint(d.cfg.PostcardRing-1))
+	r.rings = make([]postcardRing, len(d.ports))
+	for i := range r.rings {
+		r.rings[i].slots = make([][switchstats.PostcardLen]byte, size)
+		r.rings[i].mask = size - 1
+	}
+	go r.run()
+	d.rec.Store(r)
+	d.log.Info("postcards started", "path", path, "ring", size)
+	return nil
+}
+
+// StopPostcards stops the recording, writes out every record taken and
+// closes the file.
+func (d *Dataplane) StopPostcards() (PostcardSummary, error) {
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
+	r := d.rec.Swap(nil)
+	if r == nil {
+		return PostcardSummary{}, errors.New("postcards: not recording")
+	}
+	// A sender that loaded r before the swap may still be adding to it;
+	// it holds its port's tx lock while it does, so taking every lock once
+	// waits for the last of them.
+	for _, ps := range d.ports {
+		ps.tx.mu.Lock()
+		//lint:ignore SA2001 an empty critical section is the barrier
+		ps.tx.mu.Unlock()
+	}
+	close(r.stop)
+	err := <-r.done
+	s := PostcardSummary{Path: r.path, Records: uint64(r.bytes / switchstats.PostcardLen)}
+	for _, ps := range d.ports {
+		s.Dropped += ps.postcardDrops.Load()
+	}
+	d.log.Info("postcards stopped", "path", r.path, "records", s.Records, "dropped_since_start", s.Dropped, "err", err)
+	return s, err
+}
+
+// run is the writer: it drains the rings every postcardFlushEvery and,
+// when stopped, once more before closing the file.
+func (r *recorder) run() {
+	tick := time.NewTicker(postcardFlushEvery)
+	defer tick.Stop()
+	var err error
+	for {
+		select {
+		case <-tick.C:
+			err = errors.Join(err, r.drain(err != nil))
+		case <-r.stop:
+			err = errors.Join(err, r.drain(err != nil))
+			if ferr := r.w.Flush(); err == nil && ferr != nil {
+				err = ferr
+			}
+			if cerr := r.f.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+			if err != nil {
+				err = fmt.Errorf("postcards %s: %w", r.path, err)
+			}
+			r.done <- err
+			return
+		}
+	}
+}
+
+// drain writes every record the rings hold; after a write error it only
+// empties them (failed), so that senders keep going.
+func (r *recorder) drain(failed bool) error {
+	for i := range r.rings {
+		ring := &r.rings[i]
+		h, t := ring.head.Load(), ring.tail.Load()
+		for ; h < t && !failed; h++ {
+			if _, err := r.w.Write(ring.slots[h&ring.mask][:]); err != nil {
+				ring.head.Store(t)
+				return err
+			}
+			r.bytes += switchstats.PostcardLen
+		}
+		ring.head.Store(t)
+	}
+	return nil
+}
