@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -22,7 +21,7 @@ const postcardFlushEvery = 2 * time.Millisecond
 // single-producer single-consumer ring. The producer is whoever holds the
 // port's tx lock (send); the consumer is the recorder's writer goroutine.
 type postcardRing struct {
-	slots []([switchstats.PostcardLen]byte)
+	slots []byte // PostcardLen bytes a slot, so the writer writes runs of them at once
 	mask  uint64
 	head  atomic.Uint64 // next slot the writer reads
 	tail  atomic.Uint64 // next slot the producer fills
@@ -35,7 +34,6 @@ type recorder struct {
 	path  string
 	rings []postcardRing // by portState.idx
 	f     *os.File
-	w     *bufio.Writer
 	stop  chan struct{}
 	done  chan error
 	bytes int64
@@ -63,9 +61,9 @@ func (r *recorder) add(ps *portState, p *packet, deqNs int64) {
 	pc.IngressPort, pc.EgressPort, pc.Queue = p.inPort, ps.num, p.queue
 	pc.FrameLen = uint16(min(p.n, 0xffff))
 	pc.ParseKey(p.frame())
-	pc.Encode(&ring.slots[t&ring.mask])
-	ring.tail.Store(t + 1)
-	ps.postcards.Add(1)
+	off := (t & ring.mask) * switchstats.PostcardLen
+	pc.Encode((*[switchstats.PostcardLen]byte)(ring.slots[off:]))
+	ring.tail.Store(t + 1) // counted into ps.postcards when the recording stops
 }
 
 // StartPostcards starts recording every forwarded frame into a new file at
@@ -84,16 +82,15 @@ func (d *Dataplane) StartPostcards(path string) error {
 	if err != nil {
 		return fmt.Errorf("postcards: %w", err)
 	}
-	r := &recorder{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16),
-		stop: make(chan struct{}), done: make(chan error, 1)}
-	if _, err := r.w.Write(switchstats.AppendPostcardHeader(nil, d.epoch.UnixNano())); err != nil {
+	r := &recorder{path: path, f: f, stop: make(chan struct{}), done: make(chan error, 1)}
+	if _, err := f.Write(switchstats.AppendPostcardHeader(nil, d.epoch.UnixNano())); err != nil {
 		f.Close()
 		return fmt.Errorf("postcards %s: %w", path, err)
 	}
 	size := uint64(1) << bits.Len(uint(d.cfg.PostcardRing-1))
 	r.rings = make([]postcardRing, len(d.ports))
 	for i := range r.rings {
-		r.rings[i].slots = make([][switchstats.PostcardLen]byte, size)
+		r.rings[i].slots = make([]byte, size*switchstats.PostcardLen)
 		r.rings[i].mask = size - 1
 	}
 	go r.run()
@@ -123,6 +120,7 @@ func (d *Dataplane) StopPostcards() (PostcardSummary, error) {
 	err := <-r.done
 	s := PostcardSummary{Path: r.path, Records: uint64(r.bytes / switchstats.PostcardLen)}
 	for _, ps := range d.ports {
+		ps.postcards.Add(r.rings[ps.idx].tail.Load())
 		s.Dropped += ps.postcardDrops.Load()
 	}
 	d.log.Info("postcards stopped", "path", r.path, "records", s.Records, "dropped_since_start", s.Dropped, "err", err)
@@ -141,9 +139,6 @@ func (r *recorder) run() {
 			err = errors.Join(err, r.drain(err != nil))
 		case <-r.stop:
 			err = errors.Join(err, r.drain(err != nil))
-			if ferr := r.w.Flush(); err == nil && ferr != nil {
-				err = ferr
-			}
 			if cerr := r.f.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
@@ -156,20 +151,34 @@ func (r *recorder) run() {
 	}
 }
 
-// drain writes every record the rings hold; after a write error it only
+// drain writes every record the rings hold, straight from the ring in at
+// most two runs per ring (it wraps once); after a write error it only
 // empties them (failed), so that senders keep going.
 func (r *recorder) drain(failed bool) error {
 	for i := range r.rings {
 		ring := &r.rings[i]
 		h, t := ring.head.Load(), ring.tail.Load()
-		for ; h < t && !failed; h++ {
-			if _, err := r.w.Write(ring.slots[h&ring.mask][:]); err != nil {
+		for h < t && !failed {
+			from := h & ring.mask
+			n := min(t-h, ring.mask+1-from)
+			nw, err := r.f.Write(ring.slots[from*switchstats.PostcardLen : (from+n)*switchstats.PostcardLen])
+			r.bytes += int64(nw)
+			if err != nil {
 				ring.head.Store(t)
 				return err
 			}
-			r.bytes += switchstats.PostcardLen
+			h += n
 		}
 		ring.head.Store(t)
 	}
 	return nil
+}
+
+// recorded is how many records port ps has taken in the recording in
+// progress, if any.
+func (d *Dataplane) recorded(ps *portState) uint64 {
+	if r := d.rec.Load(); r != nil {
+		return r.rings[ps.idx].tail.Load()
+	}
+	return 0
 }

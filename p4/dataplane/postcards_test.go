@@ -156,3 +156,28 @@ func BenchmarkForwardPostcards(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPostcardAdd is the cost a record adds to a forwarded frame:
+// parsing its key and encoding it into the ring (the writer drains
+// concurrently, as in forwarding).
+func BenchmarkPostcardAdd(b *testing.B) {
+	d, err := NewWithPorts(Config{Ports: map[uint16]string{1: "a"}}, &testPipeline{}, map[uint16]Port{1: newSinkPort(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.closeSleepers()
+	if err := d.StartPostcards(filepath.Join(b.TempDir(), "b.postcards")); err != nil {
+		b.Fatal(err)
+	}
+	ps := d.byNum[1]
+	p := &packet{buf: makeFrame(1500, 2, 3, 1), n: 1500, inPort: 1}
+	r := d.rec.Load()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.add(ps, p, 1)
+	}
+	b.StopTimer()
+	if _, err := d.StopPostcards(); err != nil {
+		b.Fatal(err)
+	}
+}
