@@ -37,9 +37,12 @@ type recorder struct {
 	stop  chan struct{}
 	done  chan error
 	bytes int64
+	// dropsBefore is the ports' postcard_drops when the recording began.
+	dropsBefore uint64
 }
 
-// PostcardSummary is what a recording wrote.
+// PostcardSummary is what a recording wrote: records in the file, and
+// records lost because a ring was full.
 type PostcardSummary struct {
 	Path    string `json:"path"`
 	Records uint64 `json:"records"`
@@ -93,6 +96,9 @@ func (d *Dataplane) StartPostcards(path string) error {
 		r.rings[i].slots = make([]byte, size*switchstats.PostcardLen)
 		r.rings[i].mask = size - 1
 	}
+	for _, ps := range d.ports {
+		r.dropsBefore += ps.postcardDrops.Load()
+	}
 	go r.run()
 	d.rec.Store(r)
 	d.log.Info("postcards started", "path", path, "ring", size)
@@ -123,7 +129,8 @@ func (d *Dataplane) StopPostcards() (PostcardSummary, error) {
 		ps.postcards.Add(r.rings[ps.idx].tail.Load())
 		s.Dropped += ps.postcardDrops.Load()
 	}
-	d.log.Info("postcards stopped", "path", r.path, "records", s.Records, "dropped_since_start", s.Dropped, "err", err)
+	s.Dropped -= r.dropsBefore
+	d.log.Info("postcards stopped", "path", r.path, "records", s.Records, "dropped", s.Dropped, "err", err)
 	return s, err
 }
 
