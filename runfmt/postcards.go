@@ -2,6 +2,7 @@ package runfmt
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -18,6 +19,22 @@ type Postcard = switchstats.Postcard
 // are kept (embedded target only).
 func PostcardsPath(dir, experiment, sw string) string {
 	return filepath.Join(dir, SwitchDir, experiment, sw+".postcards")
+}
+
+// OpenPostcards opens the records of one switch in an experiment for
+// reading one at a time; the caller closes the file.
+func OpenPostcards(dir, experiment, sw string) (*switchstats.PostcardReader, io.Closer, error) {
+	path := PostcardsPath(dir, experiment, sw)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read postcards: %w", err)
+	}
+	pr, err := switchstats.NewPostcardReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return pr, f, nil
 }
 
 // ReadPostcards streams the records of one switch in an experiment to fn,

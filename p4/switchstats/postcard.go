@@ -187,32 +187,62 @@ func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
+// PostcardReader reads a postcard file record by record; memory does not
+// grow with the file.
+type PostcardReader struct {
+	// EpochNs is the file's clock origin, Unix nanoseconds: a record's
+	// times happened at EpochNs plus their value.
+	EpochNs int64
+	br      *bufio.Reader
+	n       int
+	b       [PostcardLen]byte
+}
+
+// NewPostcardReader reads and checks the file header from r.
+func NewPostcardReader(r io.Reader) (*PostcardReader, error) {
+	pr := &PostcardReader{br: bufio.NewReaderSize(r, 1<<16)}
+	var h [PostcardHeaderLen]byte
+	if _, err := io.ReadFull(pr.br, h[:]); err != nil {
+		return nil, fmt.Errorf("postcards: header: %w", err)
+	}
+	var err error
+	pr.EpochNs, err = ParsePostcardHeader(h[:])
+	return pr, err
+}
+
+// Next decodes the next record into p; it returns io.EOF after the last
+// one, and an error for a file cut short mid-record (a switch killed
+// while writing).
+func (pr *PostcardReader) Next(p *Postcard) error {
+	if _, err := io.ReadFull(pr.br, pr.b[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return fmt.Errorf("postcards: record %d: %w", pr.n, err)
+	}
+	pr.n++
+	p.Decode(&pr.b)
+	return nil
+}
+
 // ReadPostcards reads a postcard file from r, calling fn for each record in
 // file order (the Postcard is reused between calls), and returns the file's
-// clock origin. It streams: memory does not grow with the file. A file cut
-// short mid-record (a switch killed while writing) is an error.
+// clock origin.
 func ReadPostcards(r io.Reader, fn func(*Postcard) error) (int64, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	var h [PostcardHeaderLen]byte
-	if _, err := io.ReadFull(br, h[:]); err != nil {
-		return 0, fmt.Errorf("postcards: header: %w", err)
-	}
-	epoch, err := ParsePostcardHeader(h[:])
+	pr, err := NewPostcardReader(r)
 	if err != nil {
 		return 0, err
 	}
-	var b [PostcardLen]byte
 	var p Postcard
-	for n := 0; ; n++ {
-		if _, err := io.ReadFull(br, b[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return epoch, nil
-			}
-			return epoch, fmt.Errorf("postcards: record %d: %w", n, err)
+	for {
+		switch err := pr.Next(&p); {
+		case errors.Is(err, io.EOF):
+			return pr.EpochNs, nil
+		case err != nil:
+			return pr.EpochNs, err
 		}
-		p.Decode(&b)
 		if err := fn(&p); err != nil {
-			return epoch, err
+			return pr.EpochNs, err
 		}
 	}
 }
