@@ -12,10 +12,15 @@ import (
 	"github.com/homatb/homatb/p4/switchstats"
 )
 
-// postcardFlushEvery is how often the writer drains the rings: rarely
-// enough that it costs few wake-ups, often enough that a ring of
-// Config.PostcardRing records does not fill at any rate a port forwards.
-const postcardFlushEvery = 2 * time.Millisecond
+// The writer drains the rings every period, which adapts between these
+// bounds: short at high rates, so a ring of Config.PostcardRing records
+// does not fill, and long at the testbed's usual rates, so the switch
+// process wakes rarely (each wake-up competes with forwarding and the
+// agents for the vCPUs).
+const (
+	postcardFlushMin = time.Millisecond
+	postcardFlushMax = 50 * time.Millisecond
+)
 
 // postcardRing is one egress port's records on their way to the file: a
 // single-producer single-consumer ring. The producer is whoever holds the
@@ -134,18 +139,31 @@ func (d *Dataplane) StopPostcards() (PostcardSummary, error) {
 	return s, err
 }
 
-// run is the writer: it drains the rings every postcardFlushEvery and,
-// when stopped, once more before closing the file.
+// run is the writer: it drains the rings every period and, when stopped,
+// once more before closing the file. The period halves when a drain found
+// a ring over a quarter full and doubles when every ring held under a
+// sixteenth.
 func (r *recorder) run() {
-	tick := time.NewTicker(postcardFlushEvery)
-	defer tick.Stop()
+	period := postcardFlushMin
+	timer := time.NewTimer(period)
+	defer timer.Stop()
+	slots := r.rings[0].mask + 1
 	var err error
 	for {
 		select {
-		case <-tick.C:
-			err = errors.Join(err, r.drain(err != nil))
+		case <-timer.C:
+			most, derr := r.drain(err != nil)
+			err = errors.Join(err, derr)
+			switch {
+			case most > slots/4:
+				period = max(period/2, postcardFlushMin)
+			case most < slots/16:
+				period = min(period*2, postcardFlushMax)
+			}
+			timer.Reset(period)
 		case <-r.stop:
-			err = errors.Join(err, r.drain(err != nil))
+			_, derr := r.drain(err != nil)
+			err = errors.Join(err, derr)
 			if cerr := r.f.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
@@ -159,26 +177,28 @@ func (r *recorder) run() {
 }
 
 // drain writes every record the rings hold, straight from the ring in at
-// most two runs per ring (it wraps once); after a write error it only
-// empties them (failed), so that senders keep going.
-func (r *recorder) drain(failed bool) error {
+// most two runs per ring (it wraps once), and returns the most records one
+// ring held; after a write error it only empties them (failed), so that
+// senders keep going.
+func (r *recorder) drain(failed bool) (most uint64, err error) {
 	for i := range r.rings {
 		ring := &r.rings[i]
 		h, t := ring.head.Load(), ring.tail.Load()
+		most = max(most, t-h)
 		for h < t && !failed {
 			from := h & ring.mask
 			n := min(t-h, ring.mask+1-from)
-			nw, err := r.f.Write(ring.slots[from*switchstats.PostcardLen : (from+n)*switchstats.PostcardLen])
+			nw, werr := r.f.Write(ring.slots[from*switchstats.PostcardLen : (from+n)*switchstats.PostcardLen])
 			r.bytes += int64(nw)
-			if err != nil {
+			if werr != nil {
 				ring.head.Store(t)
-				return err
+				return most, werr
 			}
 			h += n
 		}
 		ring.head.Store(t)
 	}
-	return nil
+	return most, nil
 }
 
 // recorded is how many records port ps has taken in the recording in
