@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,5 +198,42 @@ func TestSwitchStatsFiles(t *testing.T) {
 	}
 	if none, err := ReadSwitchStats(dir, "other"); err != nil || len(none) != 0 {
 		t.Errorf("an experiment without statistics: %v, %v", none, err)
+	}
+}
+
+func TestPostcardsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := PostcardsPath(dir, "exp1", "s1")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := []Postcard{
+		{ArrivalNs: 10, EnqueueNs: 10, DequeueNs: 250_010, IngressPort: 1, EgressPort: 3, Queue: 7,
+			Kind: switchstats.KindHoma, HomaType: 0x10, IPProto: 146, FrameLen: 142, RPCID: 42},
+		{ArrivalNs: 20, EnqueueNs: 20, DequeueNs: 30, IngressPort: 2, EgressPort: 3,
+			Kind: switchstats.KindTCP, IPProto: 6, FrameLen: 1514, Seq: 7, PayloadLen: 1448},
+	}
+	b := switchstats.AppendPostcardHeader(nil, 1_700_000_000_000_000_000)
+	for _, p := range want {
+		var rec [switchstats.PostcardLen]byte
+		p.Encode(&rec)
+		b = append(b, rec[:]...)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []Postcard
+	epoch, err := ReadPostcards(dir, "exp1", "s1", func(p *Postcard) error {
+		got = append(got, *p)
+		return nil
+	})
+	if err != nil || epoch != 1_700_000_000_000_000_000 {
+		t.Fatalf("epoch %d, %v", epoch, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if _, err := ReadPostcards(dir, "exp2", "s1", func(*Postcard) error { return nil }); err == nil {
+		t.Error("missing file read without error")
 	}
 }

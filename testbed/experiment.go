@@ -128,6 +128,7 @@ func (x *experimentRun) configure(ctx context.Context) error {
 func (x *experimentRun) start(ctx context.Context) error {
 	r := x.r
 	x.resetWindows(ctx)
+	x.startPostcards(ctx)
 	x.startStats = r.readSwitchStats(ctx)
 	x.load = startLoad(runtime.NumCPU(), os.Getpid())
 	interval := x.e.Scenario.Telemetry.Interval.D()
@@ -284,6 +285,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 	if w := x.load.warning(); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
+	x.stopPostcards(ctx)
 	x.rec.Fidelity = append(x.rec.Fidelity, x.r.collectSwitchStats(ctx, x.e.Name, x.startStats)...)
 }
 

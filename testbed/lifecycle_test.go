@@ -239,6 +239,12 @@ func (s *fakeSwitch) fetch(context.Context) (runfmt.SwitchStats, error) {
 	return runfmt.SwitchStats{Ports: []switchstats.Port{{Port: 1, RxPkts: s.rx, Queues: []switchstats.Queue{{Queue: 0}}}}}, nil
 }
 
+func (s *fakeSwitch) startPostcards(context.Context, string) error { return nil }
+
+func (s *fakeSwitch) stopPostcards(context.Context) (dataplane.PostcardSummary, error) {
+	return dataplane.PostcardSummary{}, nil
+}
+
 // setFault notes the setting as "fault SWITCH PORT key=value ...".
 func (s *fakeSwitch) setFault(_ context.Context, fs dataplane.FaultSetting) error {
 	call := fmt.Sprintf("fault %s %d", s.name, fs.Port)

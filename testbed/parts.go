@@ -60,6 +60,10 @@ type switchStats interface {
 	fetch(ctx context.Context) (runfmt.SwitchStats, error)
 	// setFault changes a port's fault injection (POST /faults).
 	setFault(ctx context.Context, fs dataplane.FaultSetting) error
+	// startPostcards starts per-packet records into path (embedded target).
+	startPostcards(ctx context.Context, path string) error
+	// stopPostcards ends them and says how many were written and dropped.
+	stopPostcards(ctx context.Context) (dataplane.PostcardSummary, error)
 }
 
 // fabric is the controller's side of the programmed switches (*control).

@@ -72,24 +72,27 @@ func NewTag(runID string) string {
 
 // run is the state of one run.
 type run struct {
-	opt     Options
-	parts   parts
-	plan    *scenario.Plan
-	dir     string
-	tag     string
-	log     *slog.Logger
-	man     *Manifest
-	runner  network
-	layout  *topo.Network
-	agents  agents
-	stats   map[string]switchStats
-	records *recordsFile
-	prog    *progress
-	sockDir string
-	cancel  context.CancelCauseFunc
-	calib   map[string]runfmt.Calibration
-	ctl     fabric
-	ccs     []*tcpcc.Registration // BPF congestion controls this run registered
+	opt    Options
+	parts  parts
+	plan   *scenario.Plan
+	dir    string
+	tag    string
+	log    *slog.Logger
+	man    *Manifest
+	runner network
+	layout *topo.Network
+	agents agents
+	stats  map[string]switchStats
+	// postcards says the switches record per-packet postcards (the
+	// embedded target; BMv2 cannot).
+	postcards bool
+	records   *recordsFile
+	prog      *progress
+	sockDir   string
+	cancel    context.CancelCauseFunc
+	calib     map[string]runfmt.Calibration
+	ctl       fabric
+	ccs       []*tcpcc.Registration // BPF congestion controls this run registered
 	// killed are the processes fault injection killed on purpose.
 	killed killedSet
 }

@@ -52,6 +52,46 @@ func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[stri
 	return warn
 }
 
+// startPostcards has every switch record each frame it forwards during the
+// experiment into switch/<experiment>/<sw>.postcards. BMv2 has no such
+// records, and the entry says that the switch's share of latency is
+// unavailable rather than leaving it to be guessed.
+func (x *experimentRun) startPostcards(ctx context.Context) {
+	r := x.r
+	if !r.postcards {
+		if len(r.stats) > 0 {
+			x.rec.Fidelity = append(x.rec.Fidelity, "per-packet switch records (latency anatomy) are unavailable on BMv2")
+		}
+		return
+	}
+	for name, c := range r.stats {
+		path, err := filepath.Abs(runfmt.PostcardsPath(r.dir, x.e.Name, name))
+		if err == nil {
+			err = c.startPostcards(ctx, path)
+		}
+		if err != nil {
+			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: no per-packet records for this experiment: %v", name, err))
+		}
+	}
+}
+
+// stopPostcards ends the switches' per-packet records and notes records
+// lost because a switch's writer fell behind.
+func (x *experimentRun) stopPostcards(ctx context.Context) {
+	if !x.r.postcards {
+		return
+	}
+	for name, c := range x.r.stats {
+		s, err := c.stopPostcards(ctx)
+		switch {
+		case err != nil:
+			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: per-packet records may be incomplete: %v", name, err))
+		case s.Dropped > 0:
+			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: %d of %d per-packet records dropped (its writer fell behind)", name, s.Dropped, s.Dropped+s.Records))
+		}
+	}
+}
+
 // waitQueuesEmpty waits until every switch queue is empty, so one
 // experiment's backlog does not spill into the next.
 func (r *run) waitQueuesEmpty(ctx context.Context, timeout time.Duration) error {

@@ -112,3 +112,52 @@ func (c *statsClient) setFault(ctx context.Context, fs dataplane.FaultSetting) e
 	}
 	return nil
 }
+
+// startPostcards has the switch record every frame it forwards into path
+// (POST /postcards/start); one still recording is stopped first, so an
+// experiment that ended early does not keep the next from recording.
+func (c *statsClient) startPostcards(ctx context.Context, path string) error {
+	body, err := json.Marshal(map[string]string{"path": path})
+	if err != nil {
+		return err
+	}
+	err = c.post(ctx, "/postcards/start", body, nil)
+	if err != nil {
+		if _, serr := c.stopPostcards(ctx); serr == nil {
+			err = c.post(ctx, "/postcards/start", body, nil)
+		}
+	}
+	return err
+}
+
+// stopPostcards ends the recording (POST /postcards/stop).
+func (c *statsClient) stopPostcards(ctx context.Context) (dataplane.PostcardSummary, error) {
+	var s dataplane.PostcardSummary
+	err := c.post(ctx, "/postcards/stop", nil, &s)
+	return s, err
+}
+
+// post sends body to the admin endpoint at path and decodes a 200 answer
+// into out, unless out is nil.
+func (c *statsClient) post(ctx context.Context, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switch"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("switch %s %s: %w", c.name, path, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("switch %s %s: %s: %s", c.name, path, resp.Status, bytes.TrimSpace(msg))
+	}
+	if out != nil {
+		if err := json.Unmarshal(msg, out); err != nil {
+			return fmt.Errorf("switch %s %s: %w", c.name, path, err)
+		}
+	}
+	return nil
+}

@@ -21,6 +21,8 @@
 #   switch       the dataplane with a two-port cross-connect pipeline (swbench
 #                fwd): the dataplane's own cost without the P4 tables
 #   X+spin       X with --spin $SPIN
+#   homatb+postcards  homatb recording a per-packet postcard of every frame
+#                (--postcards), as a run does during experiments
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" != 0 ]; then
@@ -118,12 +120,13 @@ measure() {
 # set SW to its pid.
 GRPC=127.0.0.1:$((20000 + $$ % 10000))
 start_target() {
-	local variant=$1 spin=0
-	case $variant in *+spin) spin=$SPIN ;; esac
+	local variant=$1 spin=0 postcards=()
+	case $variant in *+spin*) spin=$SPIN ;; esac
+	case $variant in *+postcards*) postcards=(--postcards "$WORK/$variant.postcards") ;; esac
 	case $variant in
 	homatb*)
 		GOMAXPROCS=$SWITCH_PROCS "$HOMATB" switch -i "1@$VA" -i "2@$VB" --link-rate "$LINK_RATE" \
-			--spin "$spin" --grpc-server-addr "$GRPC" --device-id 1 \
+			--spin "$spin" --grpc-server-addr "$GRPC" --device-id 1 "${postcards[@]}" \
 			--stats-file "$WORK/stats-$variant.json" 2>"$WORK/fwd.log" &
 		SW=$!
 		PIDS+=("$SW")

@@ -39,6 +39,8 @@ type switchFlags struct {
 	sharedAlpha     float64
 	queueRates      []string
 	pcapDir         string
+	postcards       string
+	postcardRing    int
 	statsFile       string
 	adminSocket     string
 	dropProb        []string
@@ -65,7 +67,9 @@ SetForwardingPipelineConfig and writes every forwarding entry.
 
 Queue settings mirror BMv2's set_queue_depth / set_queue_rate. Statistics are
 written as JSON to --stats-file at exit and on SIGUSR1; --admin-socket serves
-GET /stats, GET /faults and POST /faults over HTTP on a Unix socket.`,
+GET /stats, GET /faults and POST /faults over HTTP on a Unix socket, and
+POST /postcards/start and /postcards/stop, per-packet records of every
+forwarded frame (--postcards records from start to exit).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSwitch(cmd.Context(), f)
@@ -85,6 +89,8 @@ GET /stats, GET /faults and POST /faults over HTTP on a Unix socket.`,
 	fl.Float64Var(&f.sharedAlpha, "shared-alpha", dataplane.DefaultSharedAlpha, "dynamic-threshold alpha of the shared buffer")
 	fl.StringArrayVar(&f.queueRates, "queue-rate", nil, "PORT:QUEUE:PPS rate limit of one queue (QUEUE * for all), as BMv2's set_queue_rate, repeatable")
 	fl.StringVar(&f.pcapDir, "pcap", "", "write <iface>_in.pcap and <iface>_out.pcap per port into DIR")
+	fl.StringVar(&f.postcards, "postcards", "", "record every forwarded frame (a per-packet postcard, docs/formats.md) into FILE from start to exit; the admin socket's POST /postcards/start records per experiment instead")
+	fl.IntVar(&f.postcardRing, "postcard-ring", dataplane.DefaultPostcardRing, "per-packet records a port may hold before its writer drains them (more are counted as postcard_drops)")
 	fl.StringVar(&f.statsFile, "stats-file", "", "write the statistics JSON here at exit and on SIGUSR1")
 	fl.StringVar(&f.adminSocket, "admin-socket", "", "serve the admin HTTP API on this Unix socket")
 	fl.StringArrayVar(&f.dropProb, "drop-prob", nil, "PORT:P drop each frame leaving PORT with probability P, repeatable")
@@ -116,6 +122,12 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 		return err
 	}
 	dp := sw.Dataplane()
+	if f.postcards != "" {
+		// Run stops the recording and closes the file when it ends.
+		if err := dp.StartPostcards(f.postcards); err != nil {
+			return err
+		}
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return sw.Run(gctx) })
@@ -174,6 +186,7 @@ func (f *switchFlags) dataplaneConfig(log *slog.Logger) (dataplane.Config, error
 		SharedBufferBytes: f.sharedBuffer,
 		SharedAlpha:       f.sharedAlpha,
 		PcapDir:           f.pcapDir,
+		PostcardRing:      f.postcardRing,
 		Faults:            map[uint16]dataplane.Fault{},
 		BatchSize:         f.batch,
 		Spin:              f.spin,

@@ -31,8 +31,34 @@ type FaultSetting struct {
 //	POST /stats/reset-window  restart peaks and delay percentiles (ResetWindow)
 //	GET  /faults              the fault settings of every port
 //	POST /faults  {"port": 1, "drop_prob": 0.01, "drop_every": 0, "direction": "both", "down_for": "500ms"}
+//	POST /postcards/start {"path": "/run/switch/exp/s1.postcards"}  start per-packet records (StartPostcards)
+//	POST /postcards/stop  stop them; answers a PostcardSummary
 func (d *Dataplane) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /postcards/start", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Path string `json:"path"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil || req.Path == "" {
+			http.Error(w, fmt.Sprintf("want {\"path\": \"...\"}: %v", err), http.StatusBadRequest)
+			return
+		}
+		if err := d.StartPostcards(req.Path); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		writeJSON(w, http.StatusOK, PostcardSummary{Path: req.Path})
+	})
+	mux.HandleFunc("POST /postcards/stop", func(w http.ResponseWriter, _ *http.Request) {
+		s, err := d.StopPostcards()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		writeJSON(w, http.StatusOK, s)
+	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, d.Stats())
 	})

@@ -21,7 +21,11 @@ func BenchmarkForward(b *testing.B) {
 	}
 }
 
-func benchForward(b *testing.B, size int, shaped bool) {
+func benchForward(b *testing.B, size int, shaped bool) { benchForwardWith(b, size, shaped, "") }
+
+// benchForwardWith is benchForward recording postcards into postcards
+// unless it is empty.
+func benchForwardWith(b *testing.B, size int, shaped bool, postcards string) {
 	sink := newSinkPort(int64(b.N))
 	gen := &genPort{frame: makeFrame(size, 2, 5, 1), total: int64(b.N), window: 48,
 		sink: sink, start: make(chan struct{}), done: make(chan struct{})}
@@ -38,6 +42,11 @@ func benchForward(b *testing.B, size int, shaped bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if postcards != "" {
+		if err := d.StartPostcards(postcards); err != nil {
+			b.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -52,6 +61,13 @@ func benchForward(b *testing.B, size int, shaped bool) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
+	if postcards != "" {
+		s, err := d.StopPostcards()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(s.Dropped)/float64(b.N), "dropped/op")
+	}
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)

@@ -31,6 +31,7 @@ import (
 // portState is everything the dataplane keeps about one port.
 type portState struct {
 	num    uint16
+	idx    int // position in Dataplane.ports
 	iface  string
 	io     Port
 	tm     *tm
@@ -45,6 +46,7 @@ type portState struct {
 	rxPkts, rxBytes, txPkts, txBytes                 atomic.Uint64
 	pipelineDrops, egressDrops, badVerdict, oversize atomic.Uint64
 	txErrors, noBuffer                               atomic.Uint64
+	postcards, postcardDrops                         atomic.Uint64
 	// ceMarks counts, per queue, the frames the egress control turned
 	// CE (tor.p4's ECN marking), seen around the Egress call.
 	ceMarks [NumQueues]atomic.Uint64
@@ -68,6 +70,10 @@ type Dataplane struct {
 	ports  []*portState // by port number
 	shared *sharedBuffer
 	ran    atomic.Bool
+	// rec is the per-packet recording in progress, nil when off; recMu
+	// serializes starting and stopping it.
+	rec   atomic.Pointer[recorder]
+	recMu sync.Mutex
 }
 
 // New opens an AF_PACKET port on every interface in cfg.Ports and returns a
@@ -126,6 +132,7 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 	for _, num := range nums {
 		ps := &portState{
 			num:    num,
+			idx:    len(d.ports),
 			iface:  c.Ports[num],
 			io:     io[num],
 			tm:     newTM(&c, num, d.shared),
@@ -230,6 +237,11 @@ func (d *Dataplane) Run(ctx context.Context) error {
 	}
 	d.log.Info("dataplane running", "ports", len(d.ports), "batch", d.cfg.BatchSize, "spin", d.cfg.Spin)
 	err = g.Wait()
+	if d.rec.Load() != nil {
+		if _, perr := d.StopPostcards(); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
 	for _, ps := range d.ports {
 		ps.tm.drain(func(p *packet) { p.release() })
 	}
@@ -312,7 +324,7 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 		if ps.fault.dropIngress(now) {
 			continue // lost on the wire before the switch saw it
 		}
-		p.n, p.inPort = size, ps.num
+		p.n, p.inPort, p.arrNs = size, ps.num, now
 		if ps.capIn != nil {
 			ps.capIn.add(p.frame(), wall)
 		}
@@ -441,6 +453,7 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 	frames := tx.frames[:0]
 	var txBytes uint64
 	now := d.now()
+	rec := d.rec.Load()
 	for i := range deps {
 		dep := &deps[i]
 		p := dep.pkt
@@ -467,6 +480,9 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 		}
 		if ps.capOut != nil {
 			ps.capOut.add(p.frame(), wall)
+		}
+		if rec != nil {
+			rec.add(ps, p, dep.deqNs)
 		}
 		frames = append(frames, p.frame())
 		txBytes += uint64(p.n)

@@ -10,7 +10,8 @@ type packet struct {
 	inPort   uint16
 	queue    uint8
 	enqDepth uint32 // packets in its queue before it arrived
-	enqNs    int64  // arrival time on the dataplane clock
+	arrNs    int64  // when its receive batch returned, on the dataplane clock
+	enqNs    int64  // when it entered its queue, on the dataplane clock
 	home     *pool
 }
 

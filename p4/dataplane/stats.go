@@ -33,6 +33,8 @@ func (d *Dataplane) Stats() switchstats.Stats {
 			OversizeDrops: ps.oversize.Load(),
 			TxErrors:      ps.txErrors.Load(),
 			NoBuffer:      ps.noBuffer.Load(),
+			Postcards:     ps.postcards.Load() + d.recorded(ps),
+			PostcardDrops: ps.postcardDrops.Load(),
 			DropProb:      f.DropProb,
 			DropEvery:     f.EveryN,
 		}

@@ -147,6 +147,7 @@ type departure struct {
 	pkt      *packet
 	deqDepth uint32
 	delayUs  uint32
+	deqNs    int64 // when its serialization starts (the shaper's slot)
 }
 
 // dequeue moves up to len(out) packets that may leave at now into out, the
@@ -198,7 +199,7 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 		st.sentBytes += uint64(p.n)
 		us := uint32(min((start-p.enqNs)/1000, math.MaxUint32))
 		st.delay.record(us)
-		out[n] = departure{pkt: p, deqDepth: uint32(f.size), delayUs: us}
+		out[n] = departure{pkt: p, deqDepth: uint32(f.size), delayUs: us, deqNs: start}
 		n++
 	}
 	return n, 0, false

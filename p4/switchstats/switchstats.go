@@ -31,6 +31,8 @@ type Port struct {
 	OversizeDrops uint64  `json:"oversize_drops"` // frame longer than MaxFrame
 	TxErrors      uint64  `json:"tx_errors"`      // refused by the device
 	PcapDrops     uint64  `json:"pcap_drops"`     // left out of the capture
+	Postcards     uint64  `json:"postcards"`      // per-packet records written (Postcard)
+	PostcardDrops uint64  `json:"postcard_drops"` // records lost because the writer fell behind
 	NoBuffer      uint64  `json:"no_buffer"`      // pool ran dry (should stay 0)
 	KernelDrops   uint64  `json:"kernel_drops"`   // lost in the socket before the switch read them
 	DropProb      float64 `json:"drop_prob"`      // gauge: the fault injector's setting
@@ -84,6 +86,8 @@ func Diff(start, end Stats) Stats {
 		p.OversizeDrops = sub(s.OversizeDrops, e.OversizeDrops)
 		p.TxErrors = sub(s.TxErrors, e.TxErrors)
 		p.PcapDrops = sub(s.PcapDrops, e.PcapDrops)
+		p.Postcards = sub(s.Postcards, e.Postcards)
+		p.PostcardDrops = sub(s.PostcardDrops, e.PostcardDrops)
 		p.NoBuffer = sub(s.NoBuffer, e.NoBuffer)
 		p.KernelDrops = sub(s.KernelDrops, e.KernelDrops)
 		p.Queues = make([]Queue, len(e.Queues))
