@@ -202,6 +202,11 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 	checkHostsCSV(t, filepath.Join(dir, "hosts.csv"))
 	checkTCPCSV(t, filepath.Join(dir, "tcp.csv"))
+	// smoke.yaml turns on per-packet records: the switch wrote some.
+	pcs := 0
+	if _, err := runfmt.ReadPostcards(dir, "smoke-homa", "s1", func(*runfmt.Postcard) error { pcs++; return nil }); err != nil || pcs == 0 {
+		t.Errorf("smoke-homa's postcards: %d records, %v", pcs, err)
+	}
 	for _, f := range []string{"rpcs.csv", "report.html", "logs/s1.log", "logs/agent-h1.log", "switch/smoke-homa/s1.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)

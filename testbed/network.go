@@ -72,7 +72,7 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 	for _, sw := range r.layout.Switches {
 		r.stats[sw.Name] = r.parts.switchStats(sw.Name, files.adminSocket(sw.Name))
 	}
-	r.postcards = bmv2JSON == ""
+	r.postcards = bmv2JSON == "" && s.Switch.Postcards
 	spec := mininetSpec(r.layout, s, files)
 	r.log.Info("building network", "hosts", len(r.layout.Hosts), "switches", len(r.layout.Switches))
 	bctx, bcancel := context.WithTimeout(ctx, 90*time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
 )
 
 // readSwitchStats reads every switch's statistics (none for those that fail).
@@ -59,7 +60,7 @@ func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[stri
 func (x *experimentRun) startPostcards(ctx context.Context) {
 	r := x.r
 	if !r.postcards {
-		if len(r.stats) > 0 {
+		if len(r.stats) > 0 && x.e.Scenario.Switch.Target == scenario.TargetBMv2 {
 			x.rec.Fidelity = append(x.rec.Fidelity, "per-packet switch records (latency anatomy) are unavailable on BMv2")
 		}
 		return

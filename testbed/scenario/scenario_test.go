@@ -86,6 +86,7 @@ func TestBadScenarios(t *testing.T) {
 		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},
 		{"alpha out of range", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 1MB\n    alpha: 100", 23, "switch.buffer.alpha", "1/64 to 64"},
 		{"buffer on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  buffer:\n    shared_bytes: 1MB", 22, "switch.buffer", "per-queue depths only"},
+		{"postcards on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  postcards: true", 22, "switch.postcards", "no per-packet records"},
 		{"byte depth on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  queue_depth_bytes: 64KB", 22, "switch.queue_depth_bytes", "packets only"},
 		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
 		{"dctcp without ecn marking", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: dctcp}", 12, "transports[1].tcp.congestion", "switch.ecn_threshold_pkts > 0"},

@@ -84,6 +84,10 @@ type Switch struct {
 	// ECNThresholdPkts marks CE on ECT packets at this queue depth (0: off).
 	ECNThresholdPkts int  `yaml:"ecn_threshold_pkts"`
 	Pcap             bool `yaml:"pcap"`
+	// Postcards records every forwarded frame's times and transport key
+	// (switch/<experiment>/<sw>.postcards, embedded target only). Off by
+	// default until its cost is shown small (docs/bench-switch.md).
+	Postcards bool `yaml:"postcards"`
 }
 
 // Buffer is a switch's packet memory beyond the per-queue depths, as

@@ -186,6 +186,9 @@ func (c *checker) checkSwitch(s *Scenario) {
 	if s.Switch.QueueDepthBytes != 0 && s.Switch.Target == TargetBMv2 {
 		c.errorf("switch.queue_depth_bytes", "BMv2's simple_switch limits queues in packets only (queue_depth_pkts); queue_depth_bytes needs target %q", TargetEmbedded)
 	}
+	if s.Switch.Postcards && s.Switch.Target == TargetBMv2 {
+		c.errorf("switch.postcards", "BMv2 keeps no per-packet records; postcards needs target %q", TargetEmbedded)
+	}
 	c.checkBuffer(s)
 }
 
