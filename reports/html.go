@@ -20,8 +20,9 @@ var templateFS embed.FS
 // parseTemplates parses the report templates with their helper functions.
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"us":   fmtOpt,
-		"mbit": func(bps float64) float64 { return bps / 1e6 },
+		"us":         fmtOpt,
+		"mbit":       func(bps float64) float64 { return bps / 1e6 },
+		"gbitToMbit": func(g float64) float64 { return g * 1e3 },
 		"spread": func(s *Spread, prec int) string {
 			if s == nil {
 				return "—"
@@ -321,7 +322,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				l.p50 = append(l.p50, point{x, *e.Short.P50us})
 				l.p99 = append(l.p99, point{x, *e.Short.P99us})
 			}
-			l.good = append(l.good, point{x, e.GoodputGbps})
+			l.good = append(l.good, point{x, e.GoodputGbps * 1e3})
 			if e.MeanLinkUtil != nil {
 				l.util = append(l.util, point{x, *e.MeanLinkUtil})
 			}
@@ -358,7 +359,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			{id: fmt.Sprintf("sweep-lat-%d", pi), title: "Short-message RTT vs " + param,
 				xLabel: param, yLabel: "RTT (µs)", logY: spansDecade(lat), series: lat},
 			{id: fmt.Sprintf("sweep-good-%d", pi), title: "Goodput vs " + param,
-				xLabel: param, yLabel: "goodput (Gbit/s)", series: good},
+				xLabel: param, yLabel: "goodput (Mbit/s)", series: good},
 		}
 		if len(util) > 0 {
 			zero, one := 0.0, 1.0

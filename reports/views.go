@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"gonum.org/v1/plot"
 )
 
 // sortedKeys returns a map's keys in ascending order.
@@ -61,21 +63,40 @@ func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []serie
 // rttChart, slowdownChart and ccdfChart fix the axes of the three latency
 // charts so the report and the comparison draw them alike.
 func rttChart(id, title string, s []series) chartSpec {
+	// Request lengths are discrete: mark each measured length, and join
+	// them only when there are enough to suggest a curve.
+	for i := range s {
+		s[i].markers = true
+		s[i].markersOnly = len(s[i].pts) < 4
+	}
 	return chartSpec{id: id, title: title, xLabel: "request length (bytes)", yLabel: "RTT (µs)",
-		logX: true, logY: true, xTicks: lengthTicks(), legendLeft: true, series: s}
+		logX: true, logY: true, xTicks: lengthTicks(), series: s}
 }
 
+// slowdownChart is the Homa papers' figure: slowdown against message size
+// with the x axis spaced by the cumulative fraction of messages, sizes at
+// the bottom and the cumulative percentage at the top, y from 1.
 func slowdownChart(id, title string, rows []SizeRow, s []series) chartSpec {
 	zero, one := 0.0, 1.0
+	var top []plot.Tick
+	for i := 0; i <= 10; i++ {
+		f := float64(i) / 10
+		label := ""
+		if i%2 == 0 {
+			label = strconv.Itoa(i*10) + "%"
+		}
+		top = append(top, plot.Tick{Value: f, Label: label})
+	}
 	return chartSpec{id: id, title: title,
-		xLabel: "request length (bytes) at each 10% of messages (x: cumulative fraction of messages)",
+		xLabel:   "message size (bytes), spaced by cumulative fraction of messages",
+		topLabel: "cumulative % of messages", topTicks: top,
 		yLabel: "slowdown (RTT / ideal RTT)", logY: true, xTicks: cdfLengthTicks(rows),
-		xMin: &zero, xMax: &one, series: s}
+		xMin: &zero, xMax: &one, yMin: &one, series: s}
 }
 
 func ccdfChart(id, title string, s []series) chartSpec {
 	return chartSpec{id: id, title: title, xLabel: "RTT (µs)", yLabel: "fraction of short RPCs with larger RTT",
-		logX: true, logY: true, legendLeft: true, legendBottom: true, series: s}
+		logX: true, logY: true, guides: []guide{{0.5, "P50"}, {0.01, "P99"}}, series: s}
 }
 
 // queueChart draws the occupancy of each queue of the busiest port.
@@ -133,7 +154,7 @@ func priorityChart(id string, e *Experiment) chartSpec {
 	zero, seven := 0.0, 7.0
 	return chartSpec{id: id, title: e.Name + ": transport counters by priority",
 		xLabel: "priority (0 lowest, 7 highest)", yLabel: "count", logY: true,
-		xMin: &zero, xMax: &seven, legendLeft: true, series: s}
+		xMin: &zero, xMax: &seven, series: s}
 }
 
 // roleTable lays out transport counters by host role for the report: one
