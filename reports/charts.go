@@ -156,27 +156,23 @@ func formatNumber(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// cdfLengthTicks labels the cumulative-fraction axis with the message length
-// at every 10% of messages, as cperf's slowdown chart does.
+// cdfLengthTicks labels the cumulative-fraction axis with message sizes:
+// each size bucket is as wide as its share of messages and carries its
+// size in its middle, unless that label would crowd the previous one; the
+// bucket boundaries get unlabelled ticks.
 func cdfLengthTicks(rows []SizeRow) plot.Ticker {
 	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		const minGap = 0.07 // of the axis: about five characters at 800 units
 		var ticks []plot.Tick
-		for i := 0; i <= 10; i++ {
-			f := float64(i) / 10
-			label := ""
-			for _, r := range rows {
-				if r.CumFrac >= f-1e-9 {
-					label = formatLength(float64(r.Length))
-					break
-				}
+		prev, lastLabel := 0.0, math.Inf(-1)
+		for _, r := range rows {
+			mid := (prev + r.CumFrac) / 2
+			if mid-lastLabel >= minGap {
+				ticks = append(ticks, plot.Tick{Value: mid, Label: formatLength(float64(r.Length))})
+				lastLabel = mid
 			}
-			if i == 0 && len(rows) > 0 {
-				label = formatLength(float64(rows[0].MinLength))
-			}
-			ticks = append(ticks, plot.Tick{Value: f, Label: label})
-			if i < 10 {
-				ticks = append(ticks, plot.Tick{Value: f + 0.05})
-			}
+			ticks = append(ticks, plot.Tick{Value: r.CumFrac})
+			prev = r.CumFrac
 		}
 		return ticks
 	})

@@ -28,7 +28,7 @@ const (
 	topAxisSpace = 40.0 // tick labels and the label of a top axis
 	legendRowH   = 18.0
 	fontSize     = 12.0
-	charWidth    = 6.6 // average advance of a 12-unit sans-serif character
+	charWidth    = 7.4 // advance of a wide 12-unit sans-serif character
 )
 
 // guide is a horizontal reference line, such as P50 and P99 on a CCDF.
@@ -194,7 +194,7 @@ func render(spec chartSpec) (chart, error) {
 	for _, d := range ds {
 		longest = max(longest, len([]rune(d.s.name)))
 	}
-	itemW := 34 + charWidth*float64(longest)
+	itemW := 44 + charWidth*float64(longest)
 	cols := max(1, int((svgWidth-marginLeft-marginRight)/itemW))
 	rows := (len(ds) + cols - 1) / cols
 	legendTop := y.pos0 + axisBelow + 6
@@ -314,8 +314,16 @@ func render(spec chartSpec) (chart, error) {
 		if d.s.dashed {
 			dash = ` stroke-dasharray="6 4"`
 		}
-		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/><text x="%s" y="%s">%s</text>`,
-			coord(lx), coord(ly), coord(lx+26), coord(ly), hexColor(d.s.color), dash, coord(lx+30), coord(ly+4), template.HTMLEscapeString(d.s.name))
+		col := hexColor(d.s.color)
+		switch {
+		case d.s.markersOnly && d.s.dashed:
+			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="7" height="7" fill="#fff" stroke="%s" stroke-width="1.5"/>`, coord(lx+9.5), coord(ly-3.5), col)
+		case d.s.markersOnly:
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3.5" fill="%s"/>`, coord(lx+13), coord(ly), col)
+		default:
+			fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, coord(lx), coord(ly), coord(lx+26), coord(ly), col, dash)
+		}
+		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text>`, coord(lx+30), coord(ly+4), template.HTMLEscapeString(d.s.name))
 	}
 	b.WriteString(`</g></svg>`)
 	c.SVG = template.HTML(b.String()) // numbers and escaped labels only

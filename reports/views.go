@@ -103,6 +103,9 @@ func ccdfChart(id, title string, s []series) chartSpec {
 func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
 	var s []series
 	for _, q := range sortedKeys(ss.depth) {
+		if !slices.ContainsFunc(ss.depth[q], func(p point) bool { return p.y > 0 }) {
+			continue // an idle queue would only hide the axis
+		}
 		s = append(s, series{name: fmt.Sprintf("queue %d", q), pts: ss.depth[q], color: paletteColor(q)})
 	}
 	zero := 0.0
