@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -228,6 +229,179 @@ func TestReportRendersInChromium(t *testing.T) {
 	if keep := os.Getenv("HOMATB_SCREENSHOT"); keep != "" {
 		if err := os.WriteFile(keep, png, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// layoutProbe is inserted, for the test only, into a copy of a report: it
+// measures the laid-out page and writes the result into the DOM, where
+// --dump-dom hands it back. The report itself carries no script.
+const layoutProbe = `<script>
+(function () {
+  var r = {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+    links: 0, broken: [], slowdown: false, legends: 0, series: 0, overlaps: []};
+  document.querySelectorAll('a[href^="#"]').forEach(function (a) {
+    var id = decodeURIComponent(a.getAttribute('href').slice(1));
+    if (document.getElementById(id)) { r.links++; } else { r.broken.push(id); }
+  });
+  document.querySelectorAll('figure[id^="slowdown-pct-"]').forEach(function (f) {
+    if (f.querySelector('svg polyline.series') && f.textContent.indexOf('cumulative % of messages') >= 0) { r.slowdown = true; }
+  });
+  document.querySelectorAll('svg').forEach(function (svg) {
+    var fig = svg.closest('figure'), id = fig ? fig.id : '?';
+    var boxes = [];
+    svg.querySelectorAll('.legend').forEach(function (g) { boxes.push(g.getBoundingClientRect()); r.legends++; });
+    var under = function (p) {
+      return boxes.some(function (b) { return p.x >= b.left && p.x <= b.right && p.y >= b.top && p.y <= b.bottom; });
+    };
+    svg.querySelectorAll('polyline.series, g.markers').forEach(function (el) {
+      r.series++;
+      var m = el.getScreenCTM(), prev = null, pts = [];
+      if (el.tagName === 'polyline') {
+        for (var i = 0; i < el.points.numberOfItems; i++) { pts.push(el.points.getItem(i)); }
+      } else {
+        el.querySelectorAll('circle').forEach(function (c) { pts.push({x: c.cx.baseVal.value, y: c.cy.baseVal.value}); });
+      }
+      for (var j = 0; j < pts.length; j++) {
+        var q = new DOMPoint(pts[j].x, pts[j].y).matrixTransform(m), hit = under(q);
+        // Sample the segment from the previous point every 2 px.
+        if (prev && el.tagName === 'polyline') {
+          var n = Math.ceil(Math.hypot(q.x - prev.x, q.y - prev.y) / 2);
+          for (var k = 1; k < n && !hit; k++) {
+            hit = under({x: prev.x + (q.x - prev.x) * k / n, y: prev.y + (q.y - prev.y) * k / n});
+          }
+        }
+        if (hit) { r.overlaps.push(id + ': ' + el.getAttribute('data-series')); break; }
+        prev = q;
+      }
+    });
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'layout-probe';
+  pre.textContent = JSON.stringify(r);
+  document.body.appendChild(pre);
+})();
+</script>`
+
+// layoutResult is what layoutProbe measured.
+type layoutResult struct {
+	ScrollWidth int      `json:"scrollWidth"`
+	InnerWidth  int      `json:"innerWidth"`
+	Links       int      `json:"links"`
+	Broken      []string `json:"broken"`
+	Slowdown    bool     `json:"slowdown"`
+	Legends     int      `json:"legends"`
+	Series      int      `json:"series"`
+	Overlaps    []string `json:"overlaps"`
+}
+
+// measureLayout lays out page (HTML) in Chromium 1280 px wide with the
+// probe added and returns the measurements.
+func measureLayout(ctx context.Context, t *testing.T, bin string, page []byte) layoutResult {
+	t.Helper()
+	i := bytes.LastIndex(page, []byte("</body>"))
+	if i < 0 {
+		t.Fatal("page has no </body>")
+	}
+	probed := append(append(append([]byte{}, page[:i]...), layoutProbe...), page[i:]...)
+	path := filepath.Join(t.TempDir(), "probed.html")
+	if err := os.WriteFile(path, probed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := runChromium(ctx, t, bin, "--window-size=1280,1400", "--dump-dom", "file://"+path)
+	doc, err := html.Parse(bytes.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "pre" {
+			for _, a := range n.Attr {
+				if a.Key == "id" && a.Val == "layout-probe" && n.FirstChild != nil {
+					text = n.FirstChild.Data
+				}
+			}
+		}
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			walk(ch)
+		}
+	}
+	walk(doc)
+	if text == "" {
+		t.Fatal("the layout probe wrote no result; did the page's layout or Chromium change?")
+	}
+	var r layoutResult
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		t.Fatalf("layout probe result %q: %v", text, err)
+	}
+	return r
+}
+
+// TestReportLayoutInChromium checks the report reads well at 1280 px: no
+// sideways scrolling, a contents list whose links all land, the papers'
+// slowdown chart, and no data line passing under a legend. Each check is
+// shown to fail on a page planted with the fault.
+func TestReportLayoutInChromium(t *testing.T) {
+	bin, err := chromium()
+	if err != nil {
+		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
+	}
+	dir := t.TempDir()
+	demoRun().write(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	if _, err := Build(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, log := runChromium(ctx, t, bin, "--window-size=1280,1400", "--dump-dom", "file://"+filepath.Join(dir, "report.html")); len(pageErrors(log)) > 0 {
+		t.Errorf("page errors in Chromium's log:\n%s", strings.Join(pageErrors(log), "\n"))
+	}
+	r := measureLayout(ctx, t, bin, page)
+	t.Logf("layout: %+v", r)
+	if r.InnerWidth < 1200 || r.InnerWidth > 1280 {
+		t.Errorf("viewport %d px wide, want 1280 (less a scroll bar)", r.InnerWidth)
+	}
+	if r.ScrollWidth > r.InnerWidth {
+		t.Errorf("page scrolls sideways: %d px wide in a %d px window", r.ScrollWidth, r.InnerWidth)
+	}
+	if r.Links < 5 || len(r.Broken) > 0 {
+		t.Errorf("%d in-page links land, want at least 5; broken: %q", r.Links, r.Broken)
+	}
+	if !r.Slowdown {
+		t.Error("no slowdown vs size-percentile chart (figure slowdown-pct-*) with data and its top axis")
+	}
+	if r.Legends == 0 || r.Series == 0 {
+		t.Errorf("found %d legends and %d series; the probe's selectors no longer match the charts", r.Legends, r.Series)
+	}
+	if len(r.Overlaps) > 0 {
+		t.Errorf("data drawn under a legend: %q", r.Overlaps)
+	}
+
+	// Negative controls: the same page with each fault planted.
+	tests := []struct {
+		name, old, new string
+		failed         func(layoutResult) bool
+	}{
+		{"legend over the plot", `<g class="legend">`,
+			`<g class="legend"><rect x="0" y="0" width="800" height="320" fill="none"/></g><g class="legend">`,
+			func(r layoutResult) bool { return len(r.Overlaps) > 0 }},
+		{"wide element", `<h1>`, `<div style="width:2000px">wide</div><h1>`,
+			func(r layoutResult) bool { return r.ScrollWidth > r.InnerWidth }},
+		{"broken link", `<nav class="toc" id="contents">`, `<nav class="toc" id="contents"><a href="#nowhere">x</a>`,
+			func(r layoutResult) bool { return len(r.Broken) > 0 }},
+	}
+	for _, tc := range tests {
+		if !bytes.Contains(page, []byte(tc.old)) {
+			t.Fatalf("%s: the report no longer holds %q", tc.name, tc.old)
+		}
+		bad := bytes.Replace(page, []byte(tc.old), []byte(tc.new), 1)
+		if !tc.failed(measureLayout(ctx, t, bin, bad)) {
+			t.Errorf("%s: planted fault not detected", tc.name)
 		}
 	}
 }

@@ -228,10 +228,12 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			}
 			return t + " (" + k + ")"
 		}
-		specs := []chartSpec{rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt)}
+		// The papers' figure comes first: slowdown against message size.
+		var specs []chartSpec
 		if len(slow) > 0 {
-			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-%d", gi), title("Slowdown vs cumulative fraction of messages"), rows, slow))
+			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-pct-%d", gi), title("Slowdown vs message size, spaced by cumulative % of messages"), rows, slow))
 		}
+		specs = append(specs, rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt))
 		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title(fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes", s.ShortMax())), ccdf))
 		for i, e := range exps {
 			if e.Homa != nil && len(e.Homa.ByPriority) > 0 {
