@@ -486,7 +486,7 @@ func TestUtilisationStaggeredSamples(t *testing.T) {
 			rows = append(rows, telemetryRow{t: i*1_000_000 + int64(q)*1000, port: 3, queue: q, sent: sent})
 		}
 	}
-	_, links := analyseTelemetry(map[string][]telemetryRow{"s1": rows}, nil, 1e9)
+	_, links := analyseTelemetry(map[string][]telemetryRow{"s1": rows}, nil, 1e9, 0)
 	if len(links) != 1 {
 		t.Fatalf("%d links, want 1", len(links))
 	}

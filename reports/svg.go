@@ -151,6 +151,9 @@ func render(spec chartSpec) (chart, error) {
 		c.Note = "no data to plot"
 		return c, nil
 	}
+	for _, bd := range spec.bands {
+		xlo, xhi = min(xlo, bd.x0), max(xhi, bd.x1)
+	}
 	if spec.xMin != nil {
 		xlo = *spec.xMin
 	}

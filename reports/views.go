@@ -110,24 +110,30 @@ func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.sw, ss.busiest),
-		xLabel: "time since first sample (s)", yLabel: "queue depth (packets)", yMin: &zero, series: s}
+		xLabel: timeLabel(e), bands: e.phases, yLabel: "queue depth (packets)", yMin: &zero, series: s}
 }
 
 // utilChart draws utilisation of every port that carried traffic.
 func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
+	// Ports that never reach 5% (ACKs and grants only) would bury the
+	// busy ones under a band of near-zero lines; they are counted instead.
+	const idle = 0.05
 	var s []series
+	quiet := 0
 	for i, p := range sortedKeys(ss.util) {
-		busy := false
-		for _, pt := range ss.util[p] {
-			busy = busy || pt.y > 0
+		if !slices.ContainsFunc(ss.util[p], func(pt point) bool { return pt.y >= idle }) {
+			quiet++
+			continue
 		}
-		if busy {
-			s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
-		}
+		s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
+	}
+	title := fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw)
+	if quiet > 0 {
+		title += fmt.Sprintf(" (%d ports never above 5%% not drawn)", quiet)
 	}
 	zero, one := 0.0, 1.0
-	return chartSpec{id: id, title: fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw),
-		xLabel: "time since first sample (s)", yLabel: "utilisation (fraction of link rate)",
+	return chartSpec{id: id, title: title,
+		xLabel: timeLabel(e), bands: e.phases, yLabel: "utilisation (fraction of link rate)",
 		yMin: &zero, yMax: &one, series: s}
 }
 
@@ -140,7 +146,7 @@ func activeChart(id string, e *Experiment) chartSpec {
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: e.Name + ": active (granted) inbound messages per receiver",
-		xLabel: "time since first sample (s)", yLabel: "active messages", yMin: &zero, series: s}
+		xLabel: timeLabel(e), bands: e.phases, yLabel: "active messages", yMin: &zero, series: s}
 }
 
 // priorityChart draws the per-priority transport counters of an experiment
@@ -198,4 +204,13 @@ func rolesOf(t *TransportStats) *roleTable {
 		rt.Rows = append(rt.Rows, row)
 	}
 	return rt
+}
+
+// timeLabel names a time axis: since the experiment's start when the
+// manifest gave it (the phases are then shaded), else since the first sample.
+func timeLabel(e *Experiment) string {
+	if e.phases != nil {
+		return "time since the experiment started (s)"
+	}
+	return "time since first sample (s)"
 }
