@@ -34,6 +34,8 @@ func parseTemplates() (*template.Template, error) {
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
 		"peakq": peakQueue,
+		"heat":  heatStyle,
+		"most":  largestCount,
 		"roles": rolesOf,
 		"seq": func(n int) []int {
 			s := make([]int, n)
@@ -235,11 +237,6 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		}
 		specs = append(specs, rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt))
 		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title(fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes", s.ShortMax())), ccdf))
-		for i, e := range exps {
-			if e.Homa != nil && len(e.Homa.ByPriority) > 0 {
-				specs = append(specs, priorityChart(fmt.Sprintf("prio-%d-%d", gi, i), e))
-			}
-		}
 		for i, e := range exps {
 			if len(e.active) > 0 {
 				specs = append(specs, activeChart(fmt.Sprintf("active-%d-%d", gi, i), e))

@@ -3,8 +3,10 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"html/template"
 	"image/color"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 
@@ -149,23 +151,6 @@ func activeChart(id string, e *Experiment) chartSpec {
 		xLabel: timeLabel(e), bands: e.phases, yLabel: "active messages", yMin: &zero, series: s}
 }
 
-// priorityChart draws the per-priority transport counters of an experiment
-// (packets sent and received by type, grants), one line per counter.
-func priorityChart(id string, e *Experiment) chartSpec {
-	var s []series
-	for i, name := range sortedKeys(e.Homa.ByPriority) {
-		var pts []point
-		for p, v := range e.Homa.ByPriority[name] {
-			pts = append(pts, point{float64(p), float64(v)})
-		}
-		s = append(s, series{name: name, pts: pts, color: paletteColor(i), dashed: i >= 10})
-	}
-	zero, seven := 0.0, 7.0
-	return chartSpec{id: id, title: e.Name + ": transport counters by priority",
-		xLabel: "priority (0 lowest, 7 highest)", yLabel: "count", logY: true,
-		xMin: &zero, xMax: &seven, series: s}
-}
-
 // roleTable lays out transport counters by host role for the report: one
 // column per role (clients, servers, hosts that are both), one row per
 // counter that is not zero somewhere.
@@ -213,4 +198,25 @@ func timeLabel(e *Experiment) string {
 		return "time since the experiment started (s)"
 	}
 	return "time since first sample (s)"
+}
+
+// heatStyle shades a count against the largest in its table on a log
+// scale, so the per-priority table reads as a heatmap; zero stays white.
+func heatStyle(v, most uint64) template.CSS {
+	if v == 0 || most == 0 {
+		return ""
+	}
+	a := 0.08 + 0.5*math.Log1p(float64(v))/math.Log1p(float64(most))
+	return template.CSS(fmt.Sprintf("background:rgba(31,119,180,%.2f)", a))
+}
+
+// largestCount is the largest of a table of counters.
+func largestCount(m map[string][]uint64) uint64 {
+	var most uint64
+	for _, vs := range m {
+		for _, v := range vs {
+			most = max(most, v)
+		}
+	}
+	return most
 }
