@@ -240,7 +240,13 @@ func TestReportRendersInChromium(t *testing.T) {
 const layoutProbe = `<script>
 (function () {
   var r = {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
-    links: 0, broken: [], slowdown: false, legends: 0, series: 0, overlaps: []};
+    links: 0, broken: [], slowdown: false, legends: 0, series: 0, overlaps: [], tables: 0, cut: [], hidden: 0};
+  // A table is cut when it must scroll inside itself to show every column,
+  // hidden when it is not rendered at all (inside closed details).
+  document.querySelectorAll('table').forEach(function (t, i) {
+    r.tables++;
+    if (!t.checkVisibility() || t.getClientRects().length === 0) { r.hidden++; } else if (t.scrollWidth > t.clientWidth + 1) { r.cut.push(i + ': ' + t.scrollWidth + ' > ' + t.clientWidth); }
+  });
   document.querySelectorAll('a[href^="#"]').forEach(function (a) {
     var id = decodeURIComponent(a.getAttribute('href').slice(1));
     if (document.getElementById(id)) { r.links++; } else { r.broken.push(id); }
@@ -294,11 +300,14 @@ type layoutResult struct {
 	Legends     int      `json:"legends"`
 	Series      int      `json:"series"`
 	Overlaps    []string `json:"overlaps"`
+	Tables      int      `json:"tables"`
+	Cut         []string `json:"cut"`
+	Hidden      int      `json:"hidden"`
 }
 
-// measureLayout lays out page (HTML) in Chromium 1280 px wide with the
+// measureLayout lays out page (HTML) in Chromium width px wide with the
 // probe added and returns the measurements.
-func measureLayout(ctx context.Context, t *testing.T, bin string, page []byte) layoutResult {
+func measureLayout(ctx context.Context, t *testing.T, bin string, page []byte, width int) layoutResult {
 	t.Helper()
 	i := bytes.LastIndex(page, []byte("</body>"))
 	if i < 0 {
@@ -309,7 +318,7 @@ func measureLayout(ctx context.Context, t *testing.T, bin string, page []byte) l
 	if err := os.WriteFile(path, probed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom, _ := runChromium(ctx, t, bin, "--window-size=1280,1400", "--dump-dom", "file://"+path)
+	dom, _ := runChromium(ctx, t, bin, "--window-size="+strconv.Itoa(width)+",1400", "--dump-dom", "file://"+path)
 	doc, err := html.Parse(bytes.NewReader(dom))
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +371,7 @@ func TestReportLayoutInChromium(t *testing.T) {
 	if _, log := runChromium(ctx, t, bin, "--window-size=1280,1400", "--dump-dom", "file://"+filepath.Join(dir, "report.html")); len(pageErrors(log)) > 0 {
 		t.Errorf("page errors in Chromium's log:\n%s", strings.Join(pageErrors(log), "\n"))
 	}
-	r := measureLayout(ctx, t, bin, page)
+	r := measureLayout(ctx, t, bin, page, 1280)
 	t.Logf("layout: %+v", r)
 	if r.InnerWidth < 1200 || r.InnerWidth > 1280 {
 		t.Errorf("viewport %d px wide, want 1280 (less a scroll bar)", r.InnerWidth)
@@ -401,8 +410,57 @@ func TestReportLayoutInChromium(t *testing.T) {
 			t.Fatalf("%s: the report no longer holds %q", tc.name, tc.old)
 		}
 		bad := bytes.Replace(page, []byte(tc.old), []byte(tc.new), 1)
-		if !tc.failed(measureLayout(ctx, t, bin, bad)) {
+		if !tc.failed(measureLayout(ctx, t, bin, bad, 1280)) {
 			t.Errorf("%s: planted fault not detected", tc.name)
+		}
+	}
+}
+
+// TestReportPrintLayout checks the print style: laid out as on an A4 page
+// (720 px between the margins at 96 dpi), with the print rules applied on
+// screen, every table shows all its columns and none stays folded in a
+// closed details element. Without the print rules tables are cut, which
+// shows the check can fail. It also prints a PDF to see that Chromium can.
+func TestReportPrintLayout(t *testing.T) {
+	bin, err := chromium()
+	if err != nil {
+		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
+	}
+	dir := t.TempDir()
+	demoRun().write(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	if _, err := Build(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const printRules = "@media print{"
+	if !bytes.Contains(page, []byte(printRules)) {
+		t.Fatal("the report has no print style")
+	}
+	printed := bytes.Replace(page, []byte(printRules), []byte("@media all{"), 1)
+	r := measureLayout(ctx, t, bin, printed, 720)
+	if r.Tables == 0 || len(r.Cut) > 0 || r.Hidden > 0 || r.ScrollWidth > r.InnerWidth {
+		t.Errorf("printed: %d tables, cut %q, %d hidden, page %d px in %d", r.Tables, r.Cut, r.Hidden, r.ScrollWidth, r.InnerWidth)
+	}
+	if r := measureLayout(ctx, t, bin, page, 720); len(r.Cut) == 0 || r.Hidden == 0 {
+		t.Errorf("on screen at 720 px some tables should scroll and the details stay closed: cut %q, %d hidden", r.Cut, r.Hidden)
+	}
+	pdf := filepath.Join(t.TempDir(), "report.pdf")
+	runChromium(ctx, t, bin, "--no-pdf-header-footer", "--print-to-pdf="+pdf, "file://"+filepath.Join(dir, "report.html"))
+	b, err := os.ReadFile(pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("%PDF")) || len(b) < 10_000 {
+		t.Errorf("printed PDF is not plausible (%d bytes)", len(b))
+	}
+	if keep := os.Getenv("HOMATB_PDF"); keep != "" {
+		if err := os.WriteFile(keep, b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
