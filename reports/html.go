@@ -211,8 +211,16 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		g := group{Config: k}
 		var rtt, slow, ccdf []series
 		var rows []SizeRow
+		// Transport colours only while they tell the experiments apart.
+		transports := map[string]bool{}
+		for _, e := range exps {
+			transports[e.Transport] = true
+		}
 		for i, e := range exps {
 			c := transportColor(e.Transport, i)
+			if len(transports) < len(exps) {
+				c = paletteColor(i)
+			}
 			rtt = append(rtt, rttSeries(e, e.Name, c)...)
 			if ss := slowdownSeries(e, e.Name, c); ss != nil {
 				slow = append(slow, ss...)
