@@ -211,6 +211,9 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		g := group{Config: k}
 		var rtt, slow, ccdf []series
 		var rows []SizeRow
+		for _, e := range exps {
+			g.Notes = append(g.Notes, anomalies(e)...)
+		}
 		// Transport colours only while they tell the experiments apart.
 		transports := map[string]bool{}
 		for _, e := range exps {
