@@ -681,3 +681,24 @@ func TestHostGauges(t *testing.T) {
 		})
 	}
 }
+
+func TestLinearTicks(t *testing.T) {
+	tests := []struct {
+		lo, hi     float64
+		wantLabels []string
+	}{
+		{0.5, 0.8, []string{"0.5", "0.6", "0.7", "0.8"}},
+		{0, 300, []string{"0", "100", "200", "300"}},
+		{0, 1.2, []string{"0", "0.25", "0.5", "0.75", "1"}},
+		{0, 2500, []string{"0", "500", "1K", "1.5K", "2K", "2.5K"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, tk := range linearTicks(tc.lo, tc.hi) {
+			got = append(got, tk.Label)
+		}
+		if !slices.Equal(got, tc.wantLabels) {
+			t.Errorf("[%g, %g]: labels %v, want %v", tc.lo, tc.hi, got, tc.wantLabels)
+		}
+	}
+}

@@ -142,6 +142,8 @@ func logTicks(label func(float64) string) plot.Ticker {
 
 // formatNumber prints an axis value compactly: 0.001, 20, 5K, 1M.
 func formatNumber(v float64) string {
+	// Twelve significant digits drop the noise of sums such as 0.1*8.
+	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
 	a := math.Abs(v)
 	switch {
 	case a >= 1e9:

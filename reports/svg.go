@@ -73,7 +73,8 @@ func linearTicks(lo, hi float64) []plot.Tick {
 		}
 	}
 	var ticks []plot.Tick
-	for v := math.Ceil(lo/step) * step; v <= hi*(1+1e-9); v += step {
+	for k := math.Ceil(lo / step); k*step <= hi*(1+1e-9); k++ {
+		v := k * step
 		if math.Abs(v) < step*1e-9 {
 			v = 0
 		}
