@@ -348,26 +348,34 @@ func measureLayout(ctx context.Context, t *testing.T, bin string, page []byte, w
 	return r
 }
 
+// demoReport finds Chromium (skipping the test without it), builds the
+// report of demoRun and returns the browser, the run directory and the page.
+func demoReport(t *testing.T) (bin, dir string, page []byte) {
+	t.Helper()
+	bin, err := chromium()
+	if err != nil {
+		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
+	}
+	dir = t.TempDir()
+	demoRun().write(t, dir)
+	if _, err := Build(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	page, err = os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir, page
+}
+
 // TestReportLayoutInChromium checks the report reads well at 1280 px: no
 // sideways scrolling, a contents list whose links all land, the papers'
 // slowdown chart, and no data line passing under a legend. Each check is
 // shown to fail on a page planted with the fault.
 func TestReportLayoutInChromium(t *testing.T) {
-	bin, err := chromium()
-	if err != nil {
-		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
-	}
-	dir := t.TempDir()
-	demoRun().write(t, dir)
+	bin, dir, page := demoReport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	if _, err := Build(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, log := runChromium(ctx, t, bin, "--window-size=1280,1400", "--dump-dom", "file://"+filepath.Join(dir, "report.html")); len(pageErrors(log)) > 0 {
 		t.Errorf("page errors in Chromium's log:\n%s", strings.Join(pageErrors(log), "\n"))
 	}
@@ -422,21 +430,9 @@ func TestReportLayoutInChromium(t *testing.T) {
 // closed details element. Without the print rules tables are cut, which
 // shows the check can fail. It also prints a PDF to see that Chromium can.
 func TestReportPrintLayout(t *testing.T) {
-	bin, err := chromium()
-	if err != nil {
-		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
-	}
-	dir := t.TempDir()
-	demoRun().write(t, dir)
+	bin, dir, page := demoReport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	if _, err := Build(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const printRules = "@media print{"
 	if !bytes.Contains(page, []byte(printRules)) {
 		t.Fatal("the report has no print style")
