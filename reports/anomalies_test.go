@@ -36,3 +36,27 @@ func TestAnomalies(t *testing.T) {
 		})
 	}
 }
+
+func TestShareAxes(t *testing.T) {
+	specs := []chartSpec{
+		{id: "homa-queue", shareX: true, shareY: true, series: []series{{pts: []point{{0.5, 30}, {18, 5}}}},
+			bands: []band{{0, 2, "warm-up"}, {2, 17, "measurement"}}},
+		{id: "tcp-queue", shareX: true, shareY: true, series: []series{{pts: []point{{1, 256}, {19, 40}}}}},
+		{id: "util", shareX: true, series: []series{{pts: []point{{0.2, 1.05}}}}},
+		{id: "rtt", series: []series{{pts: []point{{100, 5000}}}}},
+	}
+	shareAxes(specs)
+	for _, sp := range specs[:3] {
+		if sp.xMin == nil || sp.xMax == nil || *sp.xMin != 0 || *sp.xMax != 19 {
+			t.Errorf("%s: time axis %v–%v, want 0–19", sp.id, sp.xMin, sp.xMax)
+		}
+	}
+	for _, sp := range specs[:2] {
+		if sp.yMax == nil || *sp.yMax != 256 {
+			t.Errorf("%s: depth axis up to %v, want 256", sp.id, sp.yMax)
+		}
+	}
+	if specs[2].yMax != nil || specs[3].xMin != nil || specs[3].yMax != nil {
+		t.Error("a chart that does not share an axis got one")
+	}
+}

@@ -37,6 +37,9 @@ type chartSpec struct {
 	guides   []guide
 	bands    []band
 	series   []series
+	// shareX and shareY ask shareAxes for the x (time) or y range common
+	// to every chart of a configuration that asks for it.
+	shareX, shareY bool
 }
 
 // chart is a rendered chart for the HTML template. SVG is empty when the

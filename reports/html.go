@@ -268,6 +268,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 				}
 			}
 		}
+		shareAxes(specs)
 		for _, sp := range specs {
 			c, err := render(sp)
 			if err != nil {

@@ -112,7 +112,7 @@ func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.sw, ss.busiest),
-		xLabel: timeLabel(e), bands: e.phases, yLabel: "queue depth (packets)", yMin: &zero, series: s}
+		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "queue depth (packets)", yMin: &zero, series: s, shareY: true}
 }
 
 // utilChart draws utilisation of every port that carried traffic.
@@ -135,7 +135,7 @@ func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
 	}
 	zero, one := 0.0, 1.0
 	return chartSpec{id: id, title: title,
-		xLabel: timeLabel(e), bands: e.phases, yLabel: "utilisation (fraction of link rate)",
+		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "utilisation (fraction of link rate)",
 		yMin: &zero, yMax: &one, series: s}
 }
 
@@ -148,7 +148,7 @@ func activeChart(id string, e *Experiment) chartSpec {
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: e.Name + ": active (granted) inbound messages per receiver",
-		xLabel: timeLabel(e), bands: e.phases, yLabel: "active messages", yMin: &zero, series: s}
+		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "active messages", yMin: &zero, series: s}
 }
 
 // roleTable lays out transport counters by host role for the report: one
@@ -219,4 +219,39 @@ func largestCount(m map[string][]uint64) uint64 {
 		}
 	}
 	return most
+}
+
+// shareAxes gives the time series of one configuration a common time axis,
+// and its queue charts a common depth axis, so Homa's and TCP's queues
+// compare at a glance.
+func shareAxes(specs []chartSpec) {
+	xlo, xhi, yhi := math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for _, sp := range specs {
+		for _, s := range sp.series {
+			for _, p := range s.pts {
+				if math.IsNaN(p.x) || math.IsInf(p.x, 0) || math.IsNaN(p.y) || math.IsInf(p.y, 0) {
+					continue
+				}
+				if sp.shareX {
+					xlo, xhi = min(xlo, p.x), max(xhi, p.x)
+				}
+				if sp.shareY {
+					yhi = max(yhi, p.y)
+				}
+			}
+		}
+		for _, b := range sp.bands {
+			if sp.shareX {
+				xlo, xhi = min(xlo, b.x0), max(xhi, b.x1)
+			}
+		}
+	}
+	for i := range specs {
+		if specs[i].shareX && xhi > xlo {
+			specs[i].xMin, specs[i].xMax = fp(xlo), fp(xhi)
+		}
+		if specs[i].shareY && yhi > 0 {
+			specs[i].yMax = fp(yhi)
+		}
+	}
 }
