@@ -21,6 +21,7 @@ type series struct {
 	// markers marks each point; markersOnly draws no line between them,
 	// for discrete x values where a line would suggest values in between.
 	markers, markersOnly bool
+	dotted               bool // a reference line, such as the unloaded baseline
 }
 
 // chartSpec describes a chart independent of the plotting library.
@@ -30,7 +31,7 @@ type chartSpec struct {
 	logX, logY     bool
 	xTicks         plot.Ticker // nil: default for the scale
 	xMin, xMax     *float64
-	yMin, yMax     *float64 // with yMax, the axis reaches at least yMax
+	yMin, yMax     *float64 // the axis reaches at least down to yMin and up to yMax
 	// topTicks and topLabel draw a second x axis above the plot.
 	topTicks []plot.Tick
 	topLabel string

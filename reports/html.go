@@ -227,6 +227,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			rtt = append(rtt, rttSeries(e, e.Name, c)...)
 			if ss := slowdownSeries(e, e.Name, c); ss != nil {
 				slow = append(slow, ss...)
+				slow = append(slow, unloadedSeries(e, e.Name, c)...)
 				if rows == nil {
 					rows = e.BySize
 				}

@@ -162,7 +162,9 @@ func render(spec chartSpec) (chart, error) {
 		xhi = *spec.xMax
 	}
 	if spec.yMin != nil {
-		ylo = *spec.yMin
+		// The axis starts at yMin, or lower where data lies below it
+		// (a transport faster unloaded than the ideal model).
+		ylo = min(ylo, *spec.yMin)
 	}
 	for _, g := range spec.guides {
 		ylo, yhi = min(ylo, g.y), max(yhi, g.y)
@@ -278,10 +280,7 @@ func render(spec chartSpec) (chart, error) {
 	}
 	for _, d := range ds {
 		col := hexColor(d.s.color)
-		dash := ""
-		if d.s.dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
+		dash := dashArray(d.s)
 		pts := d.pts
 		if d.s.step {
 			pts = stepPoints(pts)
@@ -314,10 +313,7 @@ func render(spec chartSpec) (chart, error) {
 	for i, d := range ds {
 		lx := marginLeft + float64(i%cols)*itemW
 		ly := legendTop + float64(i/cols)*legendRowH + legendRowH/2
-		dash := ""
-		if d.s.dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
+		dash := dashArray(d.s)
 		col := hexColor(d.s.color)
 		switch {
 		case d.s.markersOnly && d.s.dashed:
@@ -354,4 +350,15 @@ func defaultTicker(log bool) plot.Ticker {
 		return logTicks(formatNumber)
 	}
 	return plot.TickerFunc(linearTicks)
+}
+
+// dashArray is the stroke-dasharray attribute of a series' line.
+func dashArray(s series) string {
+	switch {
+	case s.dotted:
+		return ` stroke-dasharray="1.5 3"`
+	case s.dashed:
+		return ` stroke-dasharray="6 4"`
+	}
+	return ""
 }

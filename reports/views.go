@@ -55,6 +55,26 @@ func slowdownSeries(e *Experiment, label string, c color.Color) []series {
 	}
 }
 
+// unloadedSeries is the transport's own unloaded P50 RTT over the ideal
+// RTT per size bucket (S50 / OwnS50): the floor its loaded slowdown is
+// measured against. Nil without the transport's own calibration.
+func unloadedSeries(e *Experiment, label string, c color.Color) []series {
+	var pts []point
+	prev := 0.0
+	for _, r := range e.BySize {
+		if r.S50 == nil || r.OwnS50 == nil || *r.OwnS50 <= 0 {
+			return nil
+		}
+		pts = append(pts, point{prev, *r.S50 / *r.OwnS50})
+		prev = r.CumFrac
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	pts = append(pts, point{1, pts[len(pts)-1].y})
+	return []series{{name: label + " unloaded P50", pts: pts, color: c, step: true, dotted: true}}
+}
+
 func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []series {
 	if len(e.ccdf) == 0 {
 		return nil
