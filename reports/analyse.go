@@ -147,11 +147,12 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			defRate = float64(man.LinkBps)
 		}
 		if rows := tel[me.Name]; len(rows) > 0 {
-			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate)
+			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate, me.Started)
 			exp.MeanLinkUtil = meanUtil(exp.Links)
 			exp.BusiestLinkUtil = busiestUtil(exp.Links)
 		}
-		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name])
+		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name], me.Started)
+		exp.phases = phasesOf(me)
 		exp.TCPConns = tcpConns[me.Name]
 		if exp.TCPConns == nil {
 			exp.TCPConns = []TCPConn{}

@@ -486,7 +486,7 @@ func TestUtilisationStaggeredSamples(t *testing.T) {
 			rows = append(rows, telemetryRow{t: i*1_000_000 + int64(q)*1000, port: 3, queue: q, sent: sent})
 		}
 	}
-	_, links := analyseTelemetry(map[string][]telemetryRow{"s1": rows}, nil, 1e9)
+	_, links := analyseTelemetry(map[string][]telemetryRow{"s1": rows}, nil, 1e9, 0)
 	if len(links) != 1 {
 		t.Fatalf("%d links, want 1", len(links))
 	}
@@ -590,10 +590,10 @@ func TestLogTicks(t *testing.T) {
 		wantLabels []string
 	}{
 		{3, 900, []string{"10", "100"}},
-		{150, 12000, []string{"200", "500", "1000", "2000", "5000", "10000"}},
+		{150, 12000, []string{"200", "500", "1K", "2K", "5K", "10K"}},
 		{0.002, 0.15, []string{"0.002", "0.005", "0.01", "0.02", "0.05", "0.1"}},
 		{0.002, 0.3, []string{"0.01", "0.1"}},
-		{1, 1e7, []string{"1", "10", "100", "1000", "10000", "100000", "1e+06", "1e+07"}},
+		{1, 1e7, []string{"1", "10", "100", "1K", "10K", "100K", "1M", "10M"}},
 	}
 	for _, tc := range tests {
 		var got []string
@@ -679,5 +679,26 @@ func TestHostGauges(t *testing.T) {
 				t.Error("report.html has no active-messages chart")
 			}
 		})
+	}
+}
+
+func TestLinearTicks(t *testing.T) {
+	tests := []struct {
+		lo, hi     float64
+		wantLabels []string
+	}{
+		{0.5, 0.8, []string{"0.5", "0.6", "0.7", "0.8"}},
+		{0, 300, []string{"0", "100", "200", "300"}},
+		{0, 1.2, []string{"0", "0.25", "0.5", "0.75", "1"}},
+		{0, 2500, []string{"0", "500", "1K", "1.5K", "2K", "2.5K"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, tk := range linearTicks(tc.lo, tc.hi) {
+			got = append(got, tk.Label)
+		}
+		if !slices.Equal(got, tc.wantLabels) {
+			t.Errorf("[%g, %g]: labels %v, want %v", tc.lo, tc.hi, got, tc.wantLabels)
+		}
 	}
 }

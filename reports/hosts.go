@@ -46,12 +46,12 @@ type HostGauges struct {
 // analyseHosts summarises each host that had an active message at some
 // sample (the receivers; the others stay out) and returns the active
 // messages over time for the chart, x in seconds since the experiment's
-// first sample.
-func analyseHosts(byHost map[string][]hostRow) ([]HostGauges, map[string][]point) {
-	var t0 int64
+// first sample, or since origin (unix ns) when it is not 0.
+func analyseHosts(byHost map[string][]hostRow, origin int64) ([]HostGauges, map[string][]point) {
+	t0 := origin
 	for _, rows := range byHost {
 		for _, r := range rows {
-			if t0 == 0 || r.t < t0 {
+			if origin == 0 && (t0 == 0 || r.t < t0) {
 				t0 = r.t
 			}
 		}

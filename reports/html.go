@@ -20,8 +20,9 @@ var templateFS embed.FS
 // parseTemplates parses the report templates with their helper functions.
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"us":   fmtOpt,
-		"mbit": func(bps float64) float64 { return bps / 1e6 },
+		"us":         fmtOpt,
+		"mbit":       func(bps float64) float64 { return bps / 1e6 },
+		"gbitToMbit": func(g float64) float64 { return g * 1e3 },
 		"spread": func(s *Spread, prec int) string {
 			if s == nil {
 				return "—"
@@ -33,6 +34,8 @@ func parseTemplates() (*template.Template, error) {
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
 		"peakq": peakQueue,
+		"heat":  heatStyle,
+		"most":  largestCount,
 		"roles": rolesOf,
 		"seq": func(n int) []int {
 			s := make([]int, n)
@@ -208,11 +211,23 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		g := group{Config: k}
 		var rtt, slow, ccdf []series
 		var rows []SizeRow
+		for _, e := range exps {
+			g.Notes = append(g.Notes, anomalies(e)...)
+		}
+		// Transport colours only while they tell the experiments apart.
+		transports := map[string]bool{}
+		for _, e := range exps {
+			transports[e.Transport] = true
+		}
 		for i, e := range exps {
 			c := transportColor(e.Transport, i)
+			if len(transports) < len(exps) {
+				c = paletteColor(i)
+			}
 			rtt = append(rtt, rttSeries(e, e.Name, c)...)
 			if ss := slowdownSeries(e, e.Name, c); ss != nil {
 				slow = append(slow, ss...)
+				slow = append(slow, unloadedSeries(e, e.Name, c)...)
 				if rows == nil {
 					rows = e.BySize
 				}
@@ -227,16 +242,13 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			}
 			return t + " (" + k + ")"
 		}
-		specs := []chartSpec{rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt)}
+		// The papers' figure comes first: slowdown against message size.
+		var specs []chartSpec
 		if len(slow) > 0 {
-			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-%d", gi), title("Slowdown vs cumulative fraction of messages"), rows, slow))
+			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-pct-%d", gi), title("Slowdown vs message size, spaced by cumulative % of messages"), rows, slow))
 		}
+		specs = append(specs, rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt))
 		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title(fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes", s.ShortMax())), ccdf))
-		for i, e := range exps {
-			if e.Homa != nil && len(e.Homa.ByPriority) > 0 {
-				specs = append(specs, priorityChart(fmt.Sprintf("prio-%d-%d", gi, i), e))
-			}
-		}
 		for i, e := range exps {
 			if len(e.active) > 0 {
 				specs = append(specs, activeChart(fmt.Sprintf("active-%d-%d", gi, i), e))
@@ -257,6 +269,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 				}
 			}
 		}
+		shareAxes(specs)
 		for _, sp := range specs {
 			c, err := render(sp)
 			if err != nil {
@@ -321,7 +334,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				l.p50 = append(l.p50, point{x, *e.Short.P50us})
 				l.p99 = append(l.p99, point{x, *e.Short.P99us})
 			}
-			l.good = append(l.good, point{x, e.GoodputGbps})
+			l.good = append(l.good, point{x, e.GoodputGbps * 1e3})
 			if e.MeanLinkUtil != nil {
 				l.util = append(l.util, point{x, *e.MeanLinkUtil})
 			}
@@ -358,7 +371,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			{id: fmt.Sprintf("sweep-lat-%d", pi), title: "Short-message RTT vs " + param,
 				xLabel: param, yLabel: "RTT (µs)", logY: spansDecade(lat), series: lat},
 			{id: fmt.Sprintf("sweep-good-%d", pi), title: "Goodput vs " + param,
-				xLabel: param, yLabel: "goodput (Gbit/s)", series: good},
+				xLabel: param, yLabel: "goodput (Mbit/s)", series: good},
 		}
 		if len(util) > 0 {
 			zero, one := 0.0, 1.0

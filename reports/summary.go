@@ -79,6 +79,9 @@ type Experiment struct {
 	ccdf   []point
 	series []switchSeries
 	active map[string][]point // host -> active messages over time
+	// phases are warm-up, measurement and drain in seconds since the
+	// experiment's start, for shading time series; nil without a manifest.
+	phases []band
 	// digest is the cperf-style digest (<experiment>.data); samples and
 	// clients the completed RPCs for the cperf .rtts files.
 	digest  []cperfRow

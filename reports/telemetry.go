@@ -51,7 +51,9 @@ type switchSeries struct {
 
 // analyseTelemetry turns one experiment's rows into series and link stats.
 // defaultRate (bit/s) is used for ports the switch statistics do not rate.
-func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]float64, defaultRate float64) ([]switchSeries, []LinkStats) {
+// Times are seconds since origin (unix ns), or since the first sample when
+// origin is 0.
+func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]float64, defaultRate float64, origin int64) ([]switchSeries, []LinkStats) {
 	var out []switchSeries
 	var links []LinkStats
 	for _, sw := range sortedKeys(bySwitch) {
@@ -66,6 +68,9 @@ func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]floa
 			return a.queue - b.queue
 		})
 		t0 := rows[0].t
+		if origin > 0 {
+			t0 = origin
+		}
 		ss := switchSeries{sw: sw, depth: map[int][]point{}, util: map[int][]point{}}
 		// Per port: total sent bytes per sample time and peak depth.
 		// A port's total is the sum of each queue's latest cumulative count.

@@ -3,10 +3,14 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"html/template"
 	"image/color"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
+
+	"gonum.org/v1/plot"
 )
 
 // sortedKeys returns a map's keys in ascending order.
@@ -51,6 +55,26 @@ func slowdownSeries(e *Experiment, label string, c color.Color) []series {
 	}
 }
 
+// unloadedSeries is the transport's own unloaded P50 RTT over the ideal
+// RTT per size bucket (S50 / OwnS50): the floor its loaded slowdown is
+// measured against. Nil without the transport's own calibration.
+func unloadedSeries(e *Experiment, label string, c color.Color) []series {
+	var pts []point
+	prev := 0.0
+	for _, r := range e.BySize {
+		if r.S50 == nil || r.OwnS50 == nil || *r.OwnS50 <= 0 {
+			return nil
+		}
+		pts = append(pts, point{prev, *r.S50 / *r.OwnS50})
+		prev = r.CumFrac
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	pts = append(pts, point{1, pts[len(pts)-1].y})
+	return []series{{name: label + " unloaded P50", pts: pts, color: c, step: true, dotted: true}}
+}
+
 func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []series {
 	if len(e.ccdf) == 0 {
 		return nil
@@ -61,49 +85,77 @@ func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []serie
 // rttChart, slowdownChart and ccdfChart fix the axes of the three latency
 // charts so the report and the comparison draw them alike.
 func rttChart(id, title string, s []series) chartSpec {
+	// Request lengths are discrete: mark each measured length, and join
+	// them only when there are enough to suggest a curve.
+	for i := range s {
+		s[i].markers = true
+		s[i].markersOnly = len(s[i].pts) < 4
+	}
 	return chartSpec{id: id, title: title, xLabel: "request length (bytes)", yLabel: "RTT (µs)",
-		logX: true, logY: true, xTicks: lengthTicks(), legendLeft: true, series: s}
+		logX: true, logY: true, xTicks: lengthTicks(), series: s}
 }
 
+// slowdownChart is the Homa papers' figure: slowdown against message size
+// with the x axis spaced by the cumulative fraction of messages, sizes at
+// the bottom and the cumulative percentage at the top, y from 1.
 func slowdownChart(id, title string, rows []SizeRow, s []series) chartSpec {
 	zero, one := 0.0, 1.0
+	var top []plot.Tick
+	for i := 0; i <= 10; i++ {
+		f := float64(i) / 10
+		label := ""
+		if i%2 == 0 {
+			label = strconv.Itoa(i*10) + "%"
+		}
+		top = append(top, plot.Tick{Value: f, Label: label})
+	}
 	return chartSpec{id: id, title: title,
-		xLabel: "request length (bytes) at each 10% of messages (x: cumulative fraction of messages)",
+		xLabel:   "message size (bytes), spaced by cumulative fraction of messages",
+		topLabel: "cumulative % of messages", topTicks: top,
 		yLabel: "slowdown (RTT / ideal RTT)", logY: true, xTicks: cdfLengthTicks(rows),
-		xMin: &zero, xMax: &one, series: s}
+		xMin: &zero, xMax: &one, yMin: &one, series: s}
 }
 
 func ccdfChart(id, title string, s []series) chartSpec {
 	return chartSpec{id: id, title: title, xLabel: "RTT (µs)", yLabel: "fraction of short RPCs with larger RTT",
-		logX: true, logY: true, legendLeft: true, legendBottom: true, series: s}
+		logX: true, logY: true, guides: []guide{{0.5, "P50"}, {0.01, "P99"}}, series: s}
 }
 
 // queueChart draws the occupancy of each queue of the busiest port.
 func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
 	var s []series
 	for _, q := range sortedKeys(ss.depth) {
+		if !slices.ContainsFunc(ss.depth[q], func(p point) bool { return p.y > 0 }) {
+			continue // an idle queue would only hide the axis
+		}
 		s = append(s, series{name: fmt.Sprintf("queue %d", q), pts: ss.depth[q], color: paletteColor(q)})
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.sw, ss.busiest),
-		xLabel: "time since first sample (s)", yLabel: "queue depth (packets)", yMin: &zero, series: s}
+		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "queue depth (packets)", yMin: &zero, series: s, shareY: true}
 }
 
 // utilChart draws utilisation of every port that carried traffic.
 func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
+	// Ports that never reach 5% (ACKs and grants only) would bury the
+	// busy ones under a band of near-zero lines; they are counted instead.
+	const idle = 0.05
 	var s []series
+	quiet := 0
 	for i, p := range sortedKeys(ss.util) {
-		busy := false
-		for _, pt := range ss.util[p] {
-			busy = busy || pt.y > 0
+		if !slices.ContainsFunc(ss.util[p], func(pt point) bool { return pt.y >= idle }) {
+			quiet++
+			continue
 		}
-		if busy {
-			s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
-		}
+		s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
+	}
+	title := fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw)
+	if quiet > 0 {
+		title += fmt.Sprintf(" (%d ports never above 5%% not drawn)", quiet)
 	}
 	zero, one := 0.0, 1.0
-	return chartSpec{id: id, title: fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw),
-		xLabel: "time since first sample (s)", yLabel: "utilisation (fraction of link rate)",
+	return chartSpec{id: id, title: title,
+		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "utilisation (fraction of link rate)",
 		yMin: &zero, yMax: &one, series: s}
 }
 
@@ -116,24 +168,7 @@ func activeChart(id string, e *Experiment) chartSpec {
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: e.Name + ": active (granted) inbound messages per receiver",
-		xLabel: "time since first sample (s)", yLabel: "active messages", yMin: &zero, series: s}
-}
-
-// priorityChart draws the per-priority transport counters of an experiment
-// (packets sent and received by type, grants), one line per counter.
-func priorityChart(id string, e *Experiment) chartSpec {
-	var s []series
-	for i, name := range sortedKeys(e.Homa.ByPriority) {
-		var pts []point
-		for p, v := range e.Homa.ByPriority[name] {
-			pts = append(pts, point{float64(p), float64(v)})
-		}
-		s = append(s, series{name: name, pts: pts, color: paletteColor(i), dashed: i >= 10})
-	}
-	zero, seven := 0.0, 7.0
-	return chartSpec{id: id, title: e.Name + ": transport counters by priority",
-		xLabel: "priority (0 lowest, 7 highest)", yLabel: "count", logY: true,
-		xMin: &zero, xMax: &seven, legendLeft: true, series: s}
+		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "active messages", yMin: &zero, series: s}
 }
 
 // roleTable lays out transport counters by host role for the report: one
@@ -174,4 +209,69 @@ func rolesOf(t *TransportStats) *roleTable {
 		rt.Rows = append(rt.Rows, row)
 	}
 	return rt
+}
+
+// timeLabel names a time axis: since the experiment's start when the
+// manifest gave it (the phases are then shaded), else since the first sample.
+func timeLabel(e *Experiment) string {
+	if e.phases != nil {
+		return "time since the experiment started (s)"
+	}
+	return "time since first sample (s)"
+}
+
+// heatStyle shades a count against the largest in its table on a log
+// scale, so the per-priority table reads as a heatmap; zero stays white.
+func heatStyle(v, most uint64) template.CSS {
+	if v == 0 || most == 0 {
+		return ""
+	}
+	a := 0.08 + 0.5*math.Log1p(float64(v))/math.Log1p(float64(most))
+	return template.CSS(fmt.Sprintf("background:rgba(31,119,180,%.2f)", a))
+}
+
+// largestCount is the largest of a table of counters.
+func largestCount(m map[string][]uint64) uint64 {
+	var most uint64
+	for _, vs := range m {
+		for _, v := range vs {
+			most = max(most, v)
+		}
+	}
+	return most
+}
+
+// shareAxes gives the time series of one configuration a common time axis,
+// and its queue charts a common depth axis, so Homa's and TCP's queues
+// compare at a glance.
+func shareAxes(specs []chartSpec) {
+	xlo, xhi, yhi := math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for _, sp := range specs {
+		for _, s := range sp.series {
+			for _, p := range s.pts {
+				if math.IsNaN(p.x) || math.IsInf(p.x, 0) || math.IsNaN(p.y) || math.IsInf(p.y, 0) {
+					continue
+				}
+				if sp.shareX {
+					xlo, xhi = min(xlo, p.x), max(xhi, p.x)
+				}
+				if sp.shareY {
+					yhi = max(yhi, p.y)
+				}
+			}
+		}
+		for _, b := range sp.bands {
+			if sp.shareX {
+				xlo, xhi = min(xlo, b.x0), max(xhi, b.x1)
+			}
+		}
+	}
+	for i := range specs {
+		if specs[i].shareX && xhi > xlo {
+			specs[i].xMin, specs[i].xMax = fp(xlo), fp(xhi)
+		}
+		if specs[i].shareY && yhi > 0 {
+			specs[i].yMax = fp(yhi)
+		}
+	}
 }

@@ -1,0 +1,62 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAnomalies(t *testing.T) {
+	homa := func(resends uint64, drops int64, delays ...float64) *Experiment {
+		return &Experiment{Name: "x", Homa: &TransportStats{Counters: map[string]uint64{"homa_resends_sent": resends}},
+			Switch: SwitchStats{Present: true, Drops: drops, MaxDelayUs: delays}}
+	}
+	tests := []struct {
+		name string
+		e    *Experiment
+		want []string // a substring of each note, in order
+	}{
+		{"quiet", homa(0, 0, 100, 50), nil},
+		{"resends without drops", homa(12, 0, 100, 50), []string{"12 resend requests"}},
+		{"resends explained by drops", homa(12, 3, 100, 50), nil},
+		{"starved low queue", homa(0, 0, 380_000, 16_000, 0, 7_000), []string{"queue 0 held a packet for up to 380 ms"}},
+		{"slow but nothing above it", homa(0, 0, 0, 0, 380_000), nil},
+		{"slow but not starved", homa(0, 0, 380_000, 200_000), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := anomalies(tc.e)
+			if len(got) != len(tc.want) {
+				t.Fatalf("notes %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("note %q lacks %q", got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestShareAxes(t *testing.T) {
+	specs := []chartSpec{
+		{id: "homa-queue", shareX: true, shareY: true, series: []series{{pts: []point{{0.5, 30}, {18, 5}}}},
+			bands: []band{{0, 2, "warm-up"}, {2, 17, "measurement"}}},
+		{id: "tcp-queue", shareX: true, shareY: true, series: []series{{pts: []point{{1, 256}, {19, 40}}}}},
+		{id: "util", shareX: true, series: []series{{pts: []point{{0.2, 1.05}}}}},
+		{id: "rtt", series: []series{{pts: []point{{100, 5000}}}}},
+	}
+	shareAxes(specs)
+	for _, sp := range specs[:3] {
+		if sp.xMin == nil || sp.xMax == nil || *sp.xMin != 0 || *sp.xMax != 19 {
+			t.Errorf("%s: time axis %v–%v, want 0–19", sp.id, sp.xMin, sp.xMax)
+		}
+	}
+	for _, sp := range specs[:2] {
+		if sp.yMax == nil || *sp.yMax != 256 {
+			t.Errorf("%s: depth axis up to %v, want 256", sp.id, sp.yMax)
+		}
+	}
+	if specs[2].yMax != nil || specs[3].xMin != nil || specs[3].yMax != nil {
+		t.Error("a chart that does not share an axis got one")
+	}
+}
