@@ -63,7 +63,11 @@ func peakQueue(st SwitchStats) string {
 	if best < 0 {
 		return "0"
 	}
-	return formatLength(float64(st.MaxQueueBytes[best])) + " (q" + strconv.Itoa(best) + ")"
+	pkts := ""
+	if best < len(st.MaxQueuePkts) {
+		pkts = strconv.FormatInt(st.MaxQueuePkts[best], 10) + " pkts, "
+	}
+	return pkts + formatLength(float64(st.MaxQueueBytes[best])) + " (q" + strconv.Itoa(best) + ")"
 }
 
 func fmtOpt(v *float64) string {
