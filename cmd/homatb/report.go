@@ -53,8 +53,8 @@ func newReportCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			for _, e := range sum.Experiments {
-				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  short P50 %s µs  P99 %s µs  goodput %.3f Gbit/s\n",
-					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps)
+				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  short P50 %s µs  P99 %s µs  goodput %.1f Mbit/s\n",
+					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps*1e3)
 			}
 			fmt.Fprintln(w, filepath.Join(dir, "report.html"))
 			return nil
