@@ -119,11 +119,15 @@ func (ix *Index) Add(sw string, epochNs int64, p *runfmt.Postcard) {
 }
 
 // Request finds the switch side of a single-packet Homa request. With its
-// RPC id (id != 0) the match is exact; without (rpcs.csv has no id column
-// yet), it is the only request to the RPC's server whose packet reached
-// the first switch between the RPC's sent and done times. It reports false
+// RPC id (id, or else rpcs.csv's rpc_id) the match is exact; without (runs
+// written before that column), it is the only request to the RPC's server
+// whose packet reached the first switch between the RPC's sent and done
+// times. It reports false
 // for a request with several DATA packets, none, or more than one candidate.
 func (ix *Index) Request(rpc *runfmt.RPC, id uint64) (Match, bool) {
+	if id == 0 {
+		id = rpc.RPCID // rpcs.csv's rpc_id, where the transport has one
+	}
 	if id != 0 {
 		return ix.match(id, false)
 	}

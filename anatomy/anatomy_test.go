@@ -78,6 +78,7 @@ func TestRequestJoin(t *testing.T) {
 		{"by time, outside window", runfmt.RPC{Server: "10.0.0.2:99", SentNs: at(1100 * us), DoneNs: at(2000 * us)}, 0, false, 0, 0, false, 0, "", 0},
 		{"two packets", runfmt.RPC{Server: "10.0.0.3:99"}, 102, false, 0, 0, false, 0, "", 0},
 		{"ambiguous by time", runfmt.RPC{Server: "10.0.0.4:99", SentNs: at(2900 * us), DoneNs: at(3500 * us)}, 0, false, 0, 0, false, 0, "", 0},
+		{"ambiguous by time, exact by rpcs.csv's rpc_id", runfmt.RPC{Server: "10.0.0.4:99", SentNs: at(2900 * us), DoneNs: at(3500 * us), RPCID: 106}, 0, true, 40 * us, 1, false, 106, "s1", at(3010 * us)},
 		{"same, by id", runfmt.RPC{Server: "10.0.0.4:99"}, 106, true, 40 * us, 1, false, 106, "s1", at(3010 * us)},
 		{"grant only", runfmt.RPC{Server: "10.0.0.5:99"}, 108, false, 0, 0, false, 0, "", 0},
 		{"response id", runfmt.RPC{Server: "10.0.0.1:99"}, 101, false, 0, 0, false, 0, "", 0},

@@ -39,6 +39,9 @@ type RPC struct {
 	// does not say; GrantsIn and GrantsOut its GRANT counts.
 	ReqOutNs, FirstRespNs int64
 	GrantsIn, GrantsOut   int64
+	// RPCID is the transport's id of the RPC (Homa's; 0 for TCP), which
+	// the switch's per-packet records carry too.
+	RPCID uint64
 }
 
 // RPCs is the rpcs.csv format: written by each agent per experiment,
@@ -69,6 +72,7 @@ func RPCs() *CSVFormat[RPC] {
 			i64Col("grants_in", func(r *RPC) *int64 { return &r.GrantsIn }).opt(),
 			i64Col("grants_out", func(r *RPC) *int64 { return &r.GrantsOut }).opt(),
 			strCol("server_host", func(r *RPC) *string { return &r.ServerHost }).opt(),
+			u64Col("rpc_id", func(r *RPC) *uint64 { return &r.RPCID }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0

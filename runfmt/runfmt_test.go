@@ -54,7 +54,7 @@ func TestRoundTrip(t *testing.T) {
 	rpcs := []RPC{
 		{Experiment: "e", Transport: "homa", Phase: PhaseMeasure, Client: "h2", Server: "10.0.0.1:4000",
 			ReqBytes: 100, RespBytes: 1000000, IntendedNs: 10, SentNs: 12, DoneNs: 110, Status: StatusCompleted,
-			Retries: 2, ReqOutNs: 20, FirstRespNs: 50, GrantsIn: 3, GrantsOut: 4},
+			Retries: 2, ReqOutNs: 20, FirstRespNs: 50, GrantsIn: 3, GrantsOut: 4, RPCID: 1 << 62},
 		{Experiment: "e", Transport: "tcp", Phase: PhaseWarmup, Client: "h3", Server: "10.0.0.1:4001",
 			ReqBytes: 5, IntendedNs: 10, SentNs: 11, DoneNs: 99, Status: StatusFailed, Error: `a "quoted", reason`},
 	}

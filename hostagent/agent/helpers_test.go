@@ -185,6 +185,8 @@ func checkTransportTimes(t *testing.T, rows [][]string, transport string) {
 			t.Fatalf("tcp row with a request-out time: %v", row)
 		case transport == "homa" && (out < sent || out > first):
 			t.Fatalf("request out at %d, outside sent %d .. first response byte %d: %v", out, sent, first, row)
+		case transport == "homa" && row[col["rpc_id"]] == "0":
+			t.Fatalf("homa row without its RPC id: %v", row)
 		}
 		checked++
 	}

@@ -84,7 +84,7 @@ func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (Ca
 	}
 	resp, info, err := t.ep.Call(ctx, dest, req)
 	return CallResult{RespBytes: len(resp), Retries: info.Retries(), RequestOut: info.RequestSent,
-		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent}, err
+		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent, ID: info.ID}, err
 }
 
 // Serve answers port's requests from one goroutine: Reply hands the

@@ -47,6 +47,8 @@ type CallResult struct {
 	// GrantsIn counts the GRANTs received for the request, GrantsOut
 	// those sent for the response (Homa).
 	GrantsIn, GrantsOut int
+	// ID is the transport's id of the RPC (Homa's), 0 when it has none.
+	ID uint64
 }
 
 // Handler turns a request into a response. It must not retain req and may
