@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -400,23 +398,8 @@ func checkHostsCSV(t *testing.T, path string) {
 // connections (h2's and h3's to h1) with a window and an RTT.
 func checkTCPCSV(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("tcp.csv: %v", err)
-	}
-	defer f.Close()
-	r, err := runfmt.TCPConns().NewReader(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hosts := map[string]int{}
-	for {
-		var row runfmt.TCPSample
-		if err := r.Read(&row); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range readTCPRows(t, path) {
 		if row.Experiment != "smoke-tcp" || row.CwndSegs == 0 || row.SRTTus == 0 {
 			t.Errorf("tcp.csv row %+v: want smoke-tcp's connections with a window and an RTT", row)
 			continue

@@ -646,6 +646,21 @@ func fakeTCPSamples(w io.Writer, exp, host string) error {
 // experiment, whole, and none of the Homa one's.
 func checkTCPSamples(t *testing.T, path, tcpExp string) {
 	t.Helper()
+	hosts := map[string]int{}
+	for _, row := range readTCPRows(t, path) {
+		if row.Experiment != tcpExp {
+			t.Fatalf("tcp.csv row of %s: only TCP experiments sample connections", row.Experiment)
+		}
+		hosts[row.Host]++
+	}
+	if hosts["h2"] != fakeTCPRows || hosts["h3"] != fakeTCPRows {
+		t.Errorf("tcp.csv rows by client %v, want %d each", hosts, fakeTCPRows)
+	}
+}
+
+// readTCPRows reads every row of a tcp.csv.
+func readTCPRows(t *testing.T, path string) []runfmt.TCPSample {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -655,20 +670,14 @@ func checkTCPSamples(t *testing.T, path, tcpExp string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts := map[string]int{}
+	var rows []runfmt.TCPSample
 	for {
 		var row runfmt.TCPSample
 		if err := r.Read(&row); errors.Is(err, io.EOF) {
-			break
+			return rows
 		} else if err != nil {
 			t.Fatalf("tcp.csv: %v", err)
 		}
-		if row.Experiment != tcpExp {
-			t.Fatalf("tcp.csv row of %s: only TCP experiments sample connections", row.Experiment)
-		}
-		hosts[row.Host]++
-	}
-	if hosts["h2"] != fakeTCPRows || hosts["h3"] != fakeTCPRows {
-		t.Errorf("tcp.csv rows by client %v, want %d each", hosts, fakeTCPRows)
+		rows = append(rows, row)
 	}
 }

@@ -6,24 +6,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// retransmits reads the kernel's count of segments this connection
-// retransmitted (TCP_INFO tcpi_total_retrans); 0 when unavailable.
-func retransmits(c net.Conn) uint64 {
+// tcpInfo reads c's TCP_INFO; false when c is not a TCP connection or the
+// kernel does not answer.
+func tcpInfo(c net.Conn) (*unix.TCPInfo, bool) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return 0
+		return nil, false
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return 0
+		return nil, false
 	}
-	var n uint64
+	var info *unix.TCPInfo
 	rc.Control(func(fd uintptr) {
-		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			n = uint64(info.Total_retrans)
-		}
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
 	})
-	return n
+	return info, err == nil && info != nil
+}
+
+// retransmits reads the kernel's count of segments this connection
+// retransmitted (TCP_INFO tcpi_total_retrans); 0 when unavailable.
+func retransmits(c net.Conn) uint64 {
+	if info, ok := tcpInfo(c); ok {
+		return uint64(info.Total_retrans)
+	}
+	return 0
 }
 
 // tcpiOptECN is TCP_INFO's tcpi_options bit for a connection that
@@ -38,21 +45,10 @@ type ecnState struct {
 
 // ecnOf reads c's ECN state; zero when unavailable.
 func ecnOf(c net.Conn) ecnState {
-	var e ecnState
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return e
+	if info, ok := tcpInfo(c); ok {
+		return ecnState{negotiated: info.Options&tcpiOptECN != 0, deliveredCE: uint64(info.Delivered_ce)}
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return e
-	}
-	rc.Control(func(fd uintptr) {
-		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			e = ecnState{negotiated: info.Options&tcpiOptECN != 0, deliveredCE: uint64(info.Delivered_ce)}
-		}
-	})
-	return e
+	return ecnState{}
 }
 
 // ConnInfo is what TCP_INFO says of one client connection at one time.
@@ -69,22 +65,11 @@ type ConnInfo struct {
 
 // connInfo reads TCP_INFO of c into i; false when unavailable.
 func connInfo(c net.Conn, i *ConnInfo) bool {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return false
+	info, ok := tcpInfo(c)
+	if ok {
+		i.CwndSegs, i.SRTTus, i.RTTVarUs = info.Snd_cwnd, info.Rtt, info.Rttvar
+		i.Retrans, i.DeliveredCE = uint64(info.Total_retrans), uint64(info.Delivered_ce)
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok = false
-	rc.Control(func(fd uintptr) {
-		if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			i.CwndSegs, i.SRTTus, i.RTTVarUs = info.Snd_cwnd, info.Rtt, info.Rttvar
-			i.Retrans, i.DeliveredCE = uint64(info.Total_retrans), uint64(info.Delivered_ce)
-			ok = true
-		}
-	})
 	return ok
 }
 
