@@ -42,6 +42,15 @@ type RPC struct {
 	// RPCID is the transport's id of the RPC (Homa's; 0 for TCP), which
 	// the switch's per-packet records carry too.
 	RPCID uint64
+	// Local is the client's own address of the RPC (ip:port: its TCP
+	// connection's, or its Homa endpoint's client port), which the switch's
+	// records carry as the request's source.
+	Local string
+	// ReqOffset and RespOffset place a TCP RPC in its connection: the
+	// offset of the request's first byte (its length prefix) in the
+	// client-to-server byte stream and of the response's in the reverse
+	// one, counted from the connection's first data byte. Zero for Homa.
+	ReqOffset, RespOffset int64
 }
 
 // RPCs is the rpcs.csv format: written by each agent per experiment,
@@ -73,12 +82,57 @@ func RPCs() *CSVFormat[RPC] {
 			i64Col("grants_out", func(r *RPC) *int64 { return &r.GrantsOut }).opt(),
 			strCol("server_host", func(r *RPC) *string { return &r.ServerHost }).opt(),
 			u64Col("rpc_id", func(r *RPC) *uint64 { return &r.RPCID }).opt(),
+			strCol("local", func(r *RPC) *string { return &r.Local }).opt(),
+			i64Col("req_offset", func(r *RPC) *int64 { return &r.ReqOffset }).opt(),
+			i64Col("resp_offset", func(r *RPC) *int64 { return &r.RespOffset }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0
 			if r.Status == StatusCompleted {
 				r.RTTNs = r.DoneNs - r.IntendedNs
 			}
+		},
+	}
+}
+
+// Served is a server's record of one request it answered: a row of
+// served.csv. Servers write one per request of an experiment; the latency
+// anatomy joins them to the clients' rows of rpcs.csv, by RPC id for Homa
+// and by connection and byte offset for TCP.
+type Served struct {
+	Experiment, Transport string
+	// ServerHost is the server's host name, Server its ip:port, Client the
+	// client's ip:port (RPC.Local of the matching row).
+	ServerHost, Server, Client string
+	// RPCID is Homa's id of the RPC as the client chose it (even); 0 for TCP.
+	RPCID uint64
+	// ReqOffset and RespOffset are the TCP stream offsets, as in RPC.
+	ReqOffset, RespOffset int64
+	ReqBytes, RespBytes   int64
+	// ReqNs is when the whole request had reached the server application
+	// (Unix ns), ReplyNs when the application handed the response to the
+	// transport.
+	ReqNs, ReplyNs int64
+}
+
+// ServedRPCs is the served.csv format: written by each server agent per
+// experiment, merged by the orchestrator, read by the latency anatomy.
+func ServedRPCs() *CSVFormat[Served] {
+	return &CSVFormat[Served]{
+		File: "served.csv",
+		columns: []column[Served]{
+			strCol("experiment", func(r *Served) *string { return &r.Experiment }),
+			strCol("transport", func(r *Served) *string { return &r.Transport }),
+			strCol("server_host", func(r *Served) *string { return &r.ServerHost }),
+			strCol("server", func(r *Served) *string { return &r.Server }),
+			strCol("client", func(r *Served) *string { return &r.Client }),
+			u64Col("rpc_id", func(r *Served) *uint64 { return &r.RPCID }),
+			i64Col("req_offset", func(r *Served) *int64 { return &r.ReqOffset }),
+			i64Col("resp_offset", func(r *Served) *int64 { return &r.RespOffset }),
+			i64Col("req_bytes", func(r *Served) *int64 { return &r.ReqBytes }),
+			i64Col("resp_bytes", func(r *Served) *int64 { return &r.RespBytes }),
+			i64Col("req_ns", func(r *Served) *int64 { return &r.ReqNs }),
+			i64Col("reply_ns", func(r *Served) *int64 { return &r.ReplyNs }),
 		},
 	}
 }

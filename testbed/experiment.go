@@ -327,7 +327,33 @@ func (x *experimentRun) collect(ctx context.Context) error {
 			r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
 		}
 	}
+	x.collectServed(ctx)
 	return errors.Join(err, x.faults.appendKilled())
+}
+
+// collectServed appends what each server answered to served.csv, for the
+// latency anatomy. Like the TCP samples it is a diagnostic: a server that
+// cannot hand its rows over is logged and the records still stand.
+func (x *experimentRun) collectServed(ctx context.Context) {
+	r := x.r
+	var mu sync.Mutex
+	rows := map[string][]byte{}
+	r.agents.each(ctx, x.roles.receivers, func(ctx context.Context, host string, a agentAPI) error {
+		var buf bytes.Buffer
+		if err := a.fetch(ctx, x.e.Name, agentpb.FileServed, &buf); err != nil {
+			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
+			return nil
+		}
+		mu.Lock()
+		rows[host] = bytes.Clone(buf.Bytes())
+		mu.Unlock()
+		return nil
+	})
+	for _, host := range slices.Sorted(maps.Keys(rows)) {
+		if err := appendCSVRows(filepath.Join(r.dir, runfmt.ServedRPCs().File), runfmt.ServedRPCs(), rows[host]); err != nil {
+			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
+		}
+	}
 }
 
 // record writes the experiment's entry into the manifest and reports it.

@@ -161,7 +161,7 @@ func killedRows(t *testing.T, path string) map[string]int {
 func TestSalvageRecords(t *testing.T) {
 	head := strings.Join(runfmt.RPCs().Header(), ",")
 	row := func(status string) string {
-		return "e,homa,measure,h2,10.0.0.1:4000,100,100,1,2,3,2," + status + ",,0,0,0,0,0,h1,7\n"
+		return "e,homa,measure,h2,10.0.0.1:4000,100,100,1,2,3,2," + status + ",,0,0,0,0,0,h1,7,10.0.0.2:32768,0,0\n"
 	}
 	tests := []struct {
 		name              string

@@ -93,12 +93,18 @@ func appendHostsCSV(path string, samples [][]runfmt.HostSample) error {
 // appendTCPSamples appends an agent's tcp.csv rows (data, with its own
 // header) to the run's tcp.csv at path.
 func appendTCPSamples(path string, data []byte) error {
-	rd, err := runfmt.TCPConns().NewReader(bytes.NewReader(data), "agent tcp samples")
+	return appendCSVRows(path, runfmt.TCPConns(), data)
+}
+
+// appendCSVRows appends the rows of an agent's file of one format (data,
+// with its own header) to the run's file of that format at path.
+func appendCSVRows[T any](path string, format *runfmt.CSVFormat[T], data []byte) error {
+	rd, err := format.NewReader(bytes.NewReader(data), "agent "+format.File)
 	if err != nil {
 		return err
 	}
-	return appendRows(path, runfmt.TCPConns(), func(w *runfmt.CSVWriter[runfmt.TCPSample]) error {
-		var row runfmt.TCPSample
+	return appendRows(path, format, func(w *runfmt.CSVWriter[T]) error {
+		var row T
 		for {
 			if err := rd.Read(&row); errors.Is(err, io.EOF) {
 				return nil

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -49,6 +51,7 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 		{"closed", &agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 4, MaxRpcs: 500, ResponseBytes: 10}},
 	}
 	var completed uint64
+	var clientRows []runfmt.RPC
 	for _, tc := range workloads {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.w.Targets = []string{target}
@@ -89,7 +92,34 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 				}
 			}
 			completed += c.GetCompleted()
+			clientRows = append(clientRows, readRows(t, runfmt.RPCs(), rows)...)
 		})
+	}
+	// The server told of every request it answered, at the connection and
+	// offset its client recorded; fetched while it keeps serving.
+	served := map[string]runfmt.Served{}
+	for _, sv := range readRows(t, runfmt.ServedRPCs(), fetchFile(t, server, "serve", agentpb.FileServed)) {
+		if sv.Experiment != "serve" || sv.Transport != "tcp" || sv.Server != target || sv.ReqNs == 0 || sv.ReplyNs < sv.ReqNs {
+			t.Fatalf("served row %+v", sv)
+		}
+		served[fmt.Sprint(sv.Client, "@", sv.ReqOffset)] = sv
+	}
+	matched := 0
+	for _, r := range clientRows {
+		if r.Status != StatusCompleted {
+			continue
+		}
+		sv, ok := served[fmt.Sprint(r.Local, "@", r.ReqOffset)]
+		if !ok || sv.ReqBytes != r.ReqBytes || sv.RespBytes != r.RespBytes || sv.RespOffset != r.RespOffset {
+			t.Fatalf("client row %+v: served %+v (found %v)", r, sv, ok)
+		}
+		if sv.ReqNs < r.SentNs || sv.ReplyNs > r.DoneNs {
+			t.Errorf("server times %d..%d outside the client's %d..%d", sv.ReqNs, sv.ReplyNs, r.SentNs, r.DoneNs)
+		}
+		matched++
+	}
+	if uint64(matched) != completed || len(served) != matched {
+		t.Errorf("%d served rows, %d completed RPCs matched, %d completed", len(served), matched, completed)
 	}
 	st, err := server.Stop(ctx, &agentpb.StopRequest{})
 	if err != nil {
@@ -114,10 +144,10 @@ func (fakeTransport) Call(ctx context.Context, target string, req []byte) (CallR
 	}
 	return CallResult{}, errors.New("fake: refused")
 }
-func (fakeTransport) Serve(context.Context, uint16, Handler) error { return nil }
-func (fakeTransport) Stats() map[string]uint64                     { return map[string]uint64{} }
-func (fakeTransport) Close() error                                 { return nil }
-func (fakeTransport) MaxMessage() int                              { return 1 << 20 }
+func (fakeTransport) Serve(context.Context, uint16, Handler, func(*Served)) error { return nil }
+func (fakeTransport) Stats() map[string]uint64                                    { return map[string]uint64{} }
+func (fakeTransport) Close() error                                                { return nil }
+func (fakeTransport) MaxMessage() int                                             { return 1 << 20 }
 
 // runFake runs a workload against fakeTransport and returns the counters
 // and records.

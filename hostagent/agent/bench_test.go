@@ -124,7 +124,7 @@ func BenchmarkRPC100Homa(b *testing.B) {
 	}
 	client, server := mk("127.0.0.1"), mk("127.0.0.2")
 	resp := &responder{}
-	if err := server.Serve(b.Context(), 4000, resp.handle); err != nil {
+	if err := server.Serve(b.Context(), 4000, resp.handle, nil); err != nil {
 		b.Fatal(err)
 	}
 	benchTransport(b, client, "127.0.0.2:4000")

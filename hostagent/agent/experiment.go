@@ -258,6 +258,10 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	r.rec.ReqOutNs, r.rec.FirstRespNs = sinceSent(sent, res.RequestOut), sinceSent(sent, res.FirstResponse)
 	r.rec.GrantsIn, r.rec.GrantsOut = int64(res.GrantsIn), int64(res.GrantsOut)
 	r.rec.RPCID = res.ID
+	if res.Local.IsValid() {
+		r.rec.Local = res.Local.String()
+	}
+	r.rec.ReqOffset, r.rec.RespOffset = res.ReqOffset, res.RespOffset
 	if err != nil {
 		r.rec.Status, r.rec.Error = StatusFailed, err.Error()
 		e.failures[failureReason(err)]++

@@ -50,7 +50,13 @@ func startAgent(t *testing.T, name string) (agentpb.AgentClient, string) {
 // fetchRecords reads an experiment's records through the control API.
 func fetchRecords(t *testing.T, c agentpb.AgentClient, exp string) [][]string {
 	t.Helper()
-	stream, err := c.FetchRecords(t.Context(), &agentpb.FetchRecordsRequest{Experiment: exp})
+	return fetchFile(t, c, exp, agentpb.FileRecords)
+}
+
+// fetchFile reads one of an experiment's files through the control API.
+func fetchFile(t *testing.T, c agentpb.AgentClient, exp, file string) [][]string {
+	t.Helper()
+	stream, err := c.FetchRecords(t.Context(), &agentpb.FetchRecordsRequest{Experiment: exp, File: file})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,4 +226,29 @@ func statusOnce(t *testing.T, api agentpb.AgentClient) *agentpb.Counters {
 		t.Fatal(err)
 	}
 	return r.GetCounters()
+}
+
+// readRows reads parsed CSV rows (header first) through a run-directory
+// format, as the orchestrator and reports do.
+func readRows[T any](t *testing.T, f *runfmt.CSVFormat[T], rows [][]string) []T {
+	t.Helper()
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.WriteAll(rows); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := f.NewReader(&buf, f.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []T
+	for {
+		var v T
+		if err := rd.Read(&v); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
 }

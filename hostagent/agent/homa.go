@@ -84,13 +84,14 @@ func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (Ca
 	}
 	resp, info, err := t.ep.Call(ctx, dest, req)
 	return CallResult{RespBytes: len(resp), Retries: info.Retries(), RequestOut: info.RequestSent,
-		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent, ID: info.ID}, err
+		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent, ID: info.ID,
+		Local: netip.AddrPortFrom(t.ep.LocalAddr(), t.ep.Config().ClientPort)}, err
 }
 
 // Serve answers port's requests from one goroutine: Reply hands the
 // response to the Endpoint and returns without waiting for it to go out
 // (the pacer sends what the link takes now, the rest on later events).
-func (t *homaTransport) Serve(ctx context.Context, port uint16, h Handler) error {
+func (t *homaTransport) Serve(ctx context.Context, port uint16, h Handler, served func(*Served)) error {
 	s, err := t.ep.Listen(port)
 	if err != nil {
 		return err
@@ -107,7 +108,13 @@ func (t *homaTransport) Serve(ctx context.Context, port uint16, h Handler) error
 				}
 				return
 			}
-			if err := rpc.Reply(h(rpc.Request())); err != nil {
+			in := time.Now()
+			resp := h(rpc.Request())
+			if served != nil {
+				served(&Served{Client: rpc.Peer(), Local: netip.AddrPortFrom(t.ep.LocalAddr(), port), ID: rpc.ID(),
+					ReqBytes: len(rpc.Request()), RespBytes: len(resp), Request: in, Reply: time.Now()})
+			}
+			if err := rpc.Reply(resp); err != nil {
 				t.log.Debug("homa reply failed", "peer", rpc.Peer(), "err", err)
 			}
 		}

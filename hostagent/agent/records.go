@@ -26,33 +26,73 @@ const recordQueue = 8192
 // flushEvery bounds how stale the records file may be during a run.
 const flushEvery = 200 * time.Millisecond
 
-// recordWriter streams records to a CSV file from one goroutine, so memory
-// stays bounded however long the run.
-type recordWriter struct {
-	path string
-	f    *os.File
-	ch   chan Record
-	done chan error
-}
+// recordWriter streams an experiment's client records to rpcs.csv rows.
+type recordWriter = csvStream[Record]
 
 func newRecordWriter(path string) (*recordWriter, error) {
+	return newCSVStream(path, runfmt.RPCs())
+}
+
+// servedWriter streams a server's answered requests to served.csv rows.
+type servedWriter = csvStream[runfmt.Served]
+
+func newServedWriter(path string) (*servedWriter, error) {
+	return newCSVStream(path, runfmt.ServedRPCs())
+}
+
+// csvStream streams rows of one run-directory format to a CSV file from
+// one goroutine, so memory stays bounded however long the run.
+type csvStream[T any] struct {
+	path   string
+	f      *os.File
+	format *runfmt.CSVFormat[T]
+	ch     chan T
+	flush  chan chan error
+	done   chan error
+	exited chan struct{} // closed when loop returns
+}
+
+func newCSVStream[T any](path string, format *runfmt.CSVFormat[T]) (*csvStream[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating records file: %w", err)
 	}
-	w := &recordWriter{path: path, f: f, ch: make(chan Record, recordQueue), done: make(chan error, 1)}
+	w := &csvStream[T]{path: path, f: f, format: format, ch: make(chan T, recordQueue),
+		flush: make(chan chan error), done: make(chan error, 1), exited: make(chan struct{})}
 	go w.loop()
 	return w, nil
 }
 
-// Write queues a record; it blocks while the queue is full.
-func (w *recordWriter) Write(r Record) { w.ch <- r }
+// Write queues a row; it blocks while the queue is full.
+func (w *csvStream[T]) Write(r T) { w.ch <- r }
 
-func (w *recordWriter) loop() {
+func (w *csvStream[T]) loop() {
+	defer close(w.exited)
 	bw := bufio.NewWriterSize(w.f, 256<<10)
-	cw, err := runfmt.RPCs().NewWriter(bw, true)
+	cw, err := w.format.NewWriter(bw, true)
 	lastFlush := time.Now()
-	for r := range w.ch {
+	for {
+		var r T
+		var ok bool
+		select {
+		case r, ok = <-w.ch:
+		case reply := <-w.flush:
+			// Rows queued before the request are written first.
+			for n := len(w.ch); n > 0 && err == nil; n-- {
+				r = <-w.ch
+				err = cw.Write(&r)
+			}
+			if err == nil {
+				if err = cw.Flush(); err == nil {
+					err = bw.Flush()
+				}
+			}
+			reply <- err
+			continue
+		}
+		if !ok {
+			break
+		}
 		if err == nil {
 			err = cw.Write(&r)
 		}
@@ -81,8 +121,20 @@ func (w *recordWriter) loop() {
 	w.done <- err
 }
 
-// Close writes out every queued record; no Write may follow.
-func (w *recordWriter) Close() error {
+// Flush writes every row queued so far to the file, so that it can be read
+// while the stream stays open.
+func (w *csvStream[T]) Flush() error {
+	reply := make(chan error, 1)
+	select {
+	case w.flush <- reply:
+		return <-reply
+	case <-w.exited: // closed: the file is complete
+		return nil
+	}
+}
+
+// Close writes out every queued row; no Write may follow.
+func (w *csvStream[T]) Close() error {
 	close(w.ch)
 	return <-w.done
 }

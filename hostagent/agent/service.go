@@ -51,7 +51,11 @@ type Service struct {
 	records map[string]string // experiment -> records file
 	// tcpSamples maps an experiment to its TCP connection samples file.
 	tcpSamples map[string]string
-	cpu0       syscall.Rusage
+	// served maps an experiment to its served.csv rows, written by
+	// servedW while the experiment's servers run.
+	served  map[string]string
+	servedW *servedWriter
+	cpu0    syscall.Rusage
 }
 
 // NewService returns the control service of agent name, writing records
@@ -64,6 +68,7 @@ func NewService(ctx context.Context, name, recordsDir string, log *slog.Logger, 
 	return &Service{
 		name: name, recordsDir: recordsDir, log: log, shutdown: shutdown, ctx: ctx,
 		state: StateIdle, records: map[string]string{}, tcpSamples: map[string]string{},
+		served: map[string]string{},
 	}
 }
 
@@ -124,13 +129,6 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 				longest, transportName(req.GetTransport()), tr.MaxMessage(), tr.MaxMessage()))
 		}
 	}
-	resp := &responder{}
-	for _, p := range req.GetServerPorts() {
-		if err := tr.Serve(s.ctx, uint16(p), resp.handle); err != nil {
-			tr.Close()
-			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
-		}
-	}
 	phase := req.GetPhase()
 	if phase == "" {
 		phase = runfmt.PhaseMeasure
@@ -138,6 +136,25 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	host := req.GetHost()
 	if host == "" {
 		host = s.name
+	}
+	resp := &responder{}
+	var tell func(*Served)
+	if len(req.GetServerPorts()) > 0 {
+		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".served.csv")
+		sw, err := newServedWriter(path)
+		if err != nil {
+			tr.Close()
+			return nil, apiError(err)
+		}
+		s.servedW, s.served[req.GetExperiment()] = sw, path
+		tell = servedRows(sw, req.GetExperiment(), transportName(req.GetTransport()), host)
+	}
+	for _, p := range req.GetServerPorts() {
+		if err := tr.Serve(s.ctx, uint16(p), resp.handle, tell); err != nil {
+			tr.Close()
+			s.closeTransport() // the served rows, after the servers
+			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
+		}
 	}
 	var rec *recordWriter
 	if spec != nil {
@@ -179,6 +196,24 @@ func (s *Service) closeTransport() {
 			s.log.Warn("closing transport", "err", err)
 		}
 		s.tr = nil
+	}
+	// After the transport: its servers write rows until it closes.
+	if s.servedW != nil {
+		if err := s.servedW.Close(); err != nil {
+			s.log.Error("closing served records", "experiment", s.expName, "err", err)
+		}
+		s.servedW = nil
+	}
+}
+
+// servedRows turns a transport's answered requests into served.csv rows.
+func servedRows(w *servedWriter, experiment, transport, host string) func(*Served) {
+	return func(sv *Served) {
+		w.Write(runfmt.Served{Experiment: experiment, Transport: transport, ServerHost: host,
+			Server: sv.Local.String(), Client: sv.Client.String(), RPCID: sv.ID,
+			ReqOffset: sv.ReqOffset, RespOffset: sv.RespOffset,
+			ReqBytes: int64(sv.ReqBytes), RespBytes: int64(sv.RespBytes),
+			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano()})
 	}
 }
 
@@ -285,12 +320,26 @@ func (s *Service) FetchRecords(req *agentpb.FetchRecordsRequest, stream agentpb.
 		name = s.expName
 	}
 	files := s.records
-	if req.GetFile() == agentpb.FileTCPSamples {
+	switch req.GetFile() {
+	case agentpb.FileTCPSamples:
 		files = s.tcpSamples
+	case agentpb.FileServed:
+		files = s.served
 	}
 	path, ok := files[name]
 	busy := name == s.expName && (s.state == StateRunning || s.state == StateConfigured)
+	var flush *servedWriter
+	if req.GetFile() == agentpb.FileServed && name == s.expName {
+		// The servers stay up between experiments: hand out what they
+		// wrote so far.
+		flush, busy = s.servedW, s.state == StateRunning
+	}
 	s.mu.Unlock()
+	if flush != nil {
+		if err := flush.Flush(); err != nil {
+			return status.Errorf(codes.Internal, "served records: %v", err)
+		}
+	}
 	if !ok {
 		return status.Errorf(codes.NotFound, "no records for experiment %q on %s", name, s.name)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,8 +23,9 @@ type Transport interface {
 	// Call sends req to target ("ip:port") and waits for the response.
 	// req is shared and read-only.
 	Call(ctx context.Context, target string, req []byte) (CallResult, error)
-	// Serve answers requests on port with h until Close.
-	Serve(ctx context.Context, port uint16, h Handler) error
+	// Serve answers requests on port with h until Close, and tells served,
+	// when not nil, of each request answered.
+	Serve(ctx context.Context, port uint16, h Handler, served func(*Served)) error
 	// Stats returns transport counters by name.
 	Stats() map[string]uint64
 	// MaxMessage is the longest request or response the transport carries.
@@ -49,6 +51,27 @@ type CallResult struct {
 	GrantsIn, GrantsOut int
 	// ID is the transport's id of the RPC (Homa's), 0 when it has none.
 	ID uint64
+	// Local is the client's own address of the RPC; ReqOffset and
+	// RespOffset its place in a TCP connection's streams (Served).
+	Local                 netip.AddrPort
+	ReqOffset, RespOffset int64
+}
+
+// Served is what a server's transport tells of one request it answered:
+// the keys that match it to the client's record and to the switch's
+// per-packet records, and the server's times.
+type Served struct {
+	// Client is the client's address of the RPC (CallResult.Local), Local
+	// the server's own.
+	Client, Local netip.AddrPort
+	// ID is the RPC's id as the client chose it (Homa), 0 for TCP.
+	ID uint64
+	// ReqOffset and RespOffset are the TCP stream offsets (CallResult).
+	ReqOffset, RespOffset int64
+	ReqBytes, RespBytes   int
+	// Request is when the whole request reached the application, Reply
+	// when the application handed the response back.
+	Request, Reply time.Time
 }
 
 // Handler turns a request into a response. It must not retain req and may
@@ -152,11 +175,19 @@ func newTCPTransport(cfg tcprpc.Config, address string, log *slog.Logger) (*tcpT
 
 func (t *tcpTransport) Call(ctx context.Context, target string, req []byte) (CallResult, error) {
 	res, err := t.client.Call(ctx, target, req)
-	return CallResult{RespBytes: res.Bytes, Retries: res.Retrans, FirstResponse: res.FirstByte}, err
+	return CallResult{RespBytes: res.Bytes, Retries: res.Retrans, FirstResponse: res.FirstByte,
+		Local: res.Local, ReqOffset: res.ReqOffset, RespOffset: res.RespOffset}, err
 }
 
-func (t *tcpTransport) Serve(ctx context.Context, port uint16, h Handler) error {
-	s, err := tcprpc.Listen(ctx, net.JoinHostPort(t.address, strconv.Itoa(int(port))), t.cfg, tcprpc.Handler(h), t.log)
+func (t *tcpTransport) Serve(ctx context.Context, port uint16, h Handler, served func(*Served)) error {
+	var tell func(*tcprpc.Served)
+	if served != nil {
+		tell = func(s *tcprpc.Served) {
+			served(&Served{Client: s.Client, Local: s.Local, ReqOffset: s.ReqOffset, RespOffset: s.RespOffset,
+				ReqBytes: s.ReqBytes, RespBytes: s.RespBytes, Request: s.Request, Reply: s.Reply})
+		}
+	}
+	s, err := tcprpc.ListenServed(ctx, net.JoinHostPort(t.address, strconv.Itoa(int(port))), t.cfg, tcprpc.Handler(h), tell, t.log)
 	if err != nil {
 		return err
 	}

@@ -6,4 +6,6 @@ const (
 	FileRecords = "rpcs"
 	// FileTCPSamples is its TCP client connections' samples (tcp.csv rows).
 	FileTCPSamples = "tcp"
+	// FileServed is what its servers answered (served.csv rows).
+	FileServed = "served"
 )

@@ -265,6 +265,10 @@ func (s *ServerRPC) Request() []byte { return s.req }
 // Peer is the client's address and port.
 func (s *ServerRPC) Peer() netip.AddrPort { return s.from }
 
+// ID is the RPC's id as its client chose it (even), the one the client's
+// CallInfo and its packets' sender id carry.
+func (s *ServerRPC) ID() uint64 { return s.r.id }
+
 // Reply sends the response. The Endpoint owns resp from now on (it may
 // retransmit it until the client acknowledges). It fails with
 // ErrPeerUnknown when the RPC was forgotten meanwhile (its client sent

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,10 @@ type Result struct {
 	Retrans int
 	// FirstByte is when the response's header was read (zero on failure).
 	FirstByte time.Time
+	// Local is the connection's own address; ReqOffset and RespOffset
+	// place the RPC in its byte streams (Served has the same).
+	Local                 netip.AddrPort
+	ReqOffset, RespOffset int64
 }
 
 // Call sends req to addr and waits for the response. The response bytes
@@ -96,7 +101,8 @@ func (c *Client) Call(ctx context.Context, addr string, req []byte) (Result, err
 	}
 	select {
 	case res := <-pc.done:
-		return Result{Bytes: res.n, Retrans: res.retrans, FirstByte: res.first}, res.err
+		return Result{Bytes: res.n, Retrans: res.retrans, FirstByte: res.first,
+			Local: cn.local, ReqOffset: pc.offset, RespOffset: res.offset}, res.err
 	case <-ctx.Done():
 		// The call stays queued on the connection, whose reader drops its
 		// response when it arrives; the connection stays in order.
@@ -225,6 +231,7 @@ func (c *Client) Close() error {
 
 type result struct {
 	n       int
+	offset  int64 // the response's first byte in the server-to-client stream
 	retrans int
 	first   time.Time // the response's header was read
 	err     error
@@ -235,12 +242,15 @@ type pendingCall struct {
 	// base is the connection's retransmission count when the request was
 	// queued, set before the call is visible to the reader.
 	base uint64
+	// offset is the request's first byte in the client-to-server stream.
+	offset int64
 }
 
 // conn is one client connection: writes are serialised by wmu, responses
 // arrive in request order and complete the oldest pending call.
 type conn struct {
 	nc      net.Conn
+	local   netip.AddrPort
 	onFail  func(error)
 	retrans *atomic.Uint64 // receives the connection's retransmissions at close
 	// retransNow reads the connection's retransmission count (TCP_INFO;
@@ -249,6 +259,8 @@ type conn struct {
 
 	wmu sync.Mutex
 	bw  *bufio.Writer
+	// sent counts the bytes written to the stream so far (under wmu).
+	sent int64
 	// writers counts senders waiting for or holding wmu: a sender that
 	// sees another one behind it leaves the flush to it, so requests queued
 	// together share one system call.
@@ -266,7 +278,7 @@ type conn struct {
 }
 
 func newConn(nc net.Conn, retransNow func() uint64, onFail func(error), retrans *atomic.Uint64) *conn {
-	cn := &conn{nc: nc, onFail: onFail, retrans: retrans, retransNow: retransNow,
+	cn := &conn{nc: nc, local: addrPort(nc.LocalAddr()), onFail: onFail, retrans: retrans, retransNow: retransNow,
 		bw: bufio.NewWriterSize(nc, 64<<10)}
 	// SYN retransmissions belong to the dial, not to the first RPC.
 	cn.lastRetrans = retransNow()
@@ -311,6 +323,8 @@ func (cn *conn) send(req []byte) (*pendingCall, error) {
 		// since the last response.
 		pc.base = max(pc.base, cn.retransNow())
 	}
+	pc.offset = cn.sent
+	cn.sent += int64(headerLen + len(req))
 	// Queued before the write, so the reader always finds it.
 	cn.pending = append(cn.pending, pc)
 	cn.pmu.Unlock()
@@ -347,6 +361,7 @@ func (cn *conn) readLoop() {
 	// come in together cost one system call.
 	var now uint64
 	readAt := ^uint64(0)
+	var offset int64 // the next response's first byte in the stream
 	for {
 		n, err := readHeader(br)
 		first := time.Now()
@@ -375,7 +390,8 @@ func (cn *conn) readLoop() {
 		cn.pending = cn.pending[1:]
 		cn.lastRetrans = max(cn.lastRetrans, now)
 		cn.pmu.Unlock()
-		pc.done <- result{n: n, retrans: retransSince(pc.base, now), first: first}
+		pc.done <- result{n: n, offset: offset, retrans: retransSince(pc.base, now), first: first}
+		offset += int64(headerLen + n)
 	}
 }
 

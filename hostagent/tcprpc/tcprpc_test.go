@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -300,5 +301,69 @@ func TestConns(t *testing.T) {
 	}
 	if got[0].Slot == got[1].Slot {
 		t.Errorf("two connections in one slot: %+v", got)
+	}
+}
+
+// TestStreamOffsets checks that client and server place each RPC at the
+// same byte offsets of its connection, pipelined or not, so the latency
+// anatomy can find its segments in the switch's records.
+func TestStreamOffsets(t *testing.T) {
+	var mu sync.Mutex
+	served := map[int64]Served{} // by request offset
+	zeros := make([]byte, 1<<20)
+	s, err := ListenServed(t.Context(), "127.0.0.1:0", Config{}, func(req []byte) []byte {
+		return zeros[:binary.BigEndian.Uint32(req)]
+	}, func(sv *Served) {
+		mu.Lock()
+		served[sv.ReqOffset] = *sv
+		mu.Unlock()
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := newClient(t, Config{})
+	sizes := []struct{ req, resp int }{{8, 100}, {3000, 5}, {4, 70000}, {100, 100}, {20000, 1}, {16, 16}}
+	results := make([]Result, len(sizes))
+	var wg sync.WaitGroup
+	for i, sz := range sizes {
+		wg.Go(func() {
+			var err error
+			if results[i], err = c.Call(t.Context(), s.Addr().String(), request(sz.req, sz.resp)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// Requests went out in some order: their offsets must tile the stream.
+	var reqOff, respOff []int64
+	for i, r := range results {
+		sv, ok := served[r.ReqOffset]
+		if !ok {
+			t.Fatalf("rpc %d: no served request at offset %d (served at %v)", i, r.ReqOffset, slices.Sorted(maps.Keys(served)))
+		}
+		if sv.ReqBytes != sizes[i].req || sv.RespBytes != sizes[i].resp || sv.RespOffset != r.RespOffset {
+			t.Errorf("rpc %d: served %+v, client saw req %d resp %d at resp offset %d", i, sv, sizes[i].req, sizes[i].resp, r.RespOffset)
+		}
+		if sv.Client != r.Local || !r.Local.IsValid() {
+			t.Errorf("rpc %d: server saw client %v, client's address %v", i, sv.Client, r.Local)
+		}
+		if sv.Reply.Before(sv.Request) {
+			t.Errorf("rpc %d: reply %v before request %v", i, sv.Reply, sv.Request)
+		}
+		reqOff, respOff = append(reqOff, r.ReqOffset), append(respOff, r.RespOffset)
+	}
+	slices.Sort(reqOff)
+	slices.Sort(respOff)
+	var wantReq, wantResp int64
+	for i := range reqOff {
+		if reqOff[i] != wantReq || respOff[i] != wantResp {
+			t.Fatalf("offsets %v / %v do not tile the streams", reqOff, respOff)
+		}
+		// Responses come back in request order, so the i-th request
+		// offset's RPC owns the i-th response offset.
+		sv := served[reqOff[i]]
+		wantReq += int64(headerLen + sv.ReqBytes)
+		wantResp += int64(headerLen + sv.RespBytes)
 	}
 }
