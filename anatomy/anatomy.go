@@ -1,11 +1,23 @@
-// Package anatomy joins the switches' per-packet records (postcards, see
-// runfmt.Postcard) to the RPCs of rpcs.csv, to tell the switch's share of
-// an RPC's latency from the hosts'. This first piece covers single-packet
-// Homa requests: it finds the request's DATA packet at every switch it
-// crossed and reports its queueing there.
+// Package anatomy tells where each RPC's time went. It joins three records
+// of an experiment: the client's row of rpcs.csv (intended, sent, done),
+// the server's row of served.csv (request in, reply out) and the switches'
+// per-packet records (postcards: arrival, enqueue and dequeue of every
+// frame), and splits the RTT along the path of the RPC's critical packets
+// into send lag, host software, wire, switch queueing and switch
+// processing. docs/reports.md ("Latency anatomy") defines each part.
+//
+// The critical packet of a message is the one that left the last switch
+// before the receiver (server or client) had the whole message: for a
+// single-packet message its packet, for a longer one the last to arrive,
+// which for Homa is usually its last granted packet. TCP delivers bytes in
+// order, so its critical packet is the last segment carrying any byte up
+// to the message's end: the message's own last segment, or the
+// retransmission of an earlier message's lost one that held it back. Its earlier hops are the same packet's records at the switches
+// before.
 package anatomy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -18,50 +30,50 @@ import (
 	"github.com/homatb/homatb/runfmt"
 )
 
-// Hop is one switch's handling of a packet.
-type Hop struct {
-	Switch string
-	// ArrivalNs and DequeueNs are Unix nanoseconds (the record's clock
-	// placed by its file's origin).
-	ArrivalNs, DequeueNs int64
-	// QueueNs is the packet's wait in the switch: dequeue minus enqueue.
-	QueueNs    int64
-	EgressPort uint16
-	Queue      uint8
+// Homa's DATA packet type and the length of the headers in front of its
+// payload (Ethernet, IPv4 without options, Homa's DATA header).
+const (
+	homaData      = 0x10
+	homaDataFrame = 14 + 20 + 56
+)
+
+// flowKey names the packets of one direction of one message stream: a
+// Homa RPC's packets from one side (ports zero, id the sender id) or a TCP
+// connection's from one side (id zero).
+type flowKey struct {
+	src, dst         [4]byte
+	srcPort, dstPort uint16
+	id               uint64
 }
 
-// Match is the switch side of one request.
-type Match struct {
-	RPCID uint64
-	Hops  []Hop // in arrival order
-	// QueueNs is the request packet's queueing summed over its hops.
-	QueueNs int64
-	// ByTime says the request was matched by its server and time window
-	// rather than by its RPC id (rpcs.csv has no id column yet).
-	ByTime bool
+// sighting is one switch's record of one data-carrying packet.
+type sighting struct {
+	sw      int // index into Index.switches
+	arr     int64
+	enq     int64
+	deq     int64
+	seq     uint32 // Homa offset or TCP sequence number
+	payload uint32 // bytes of message or stream data
 }
 
-// request is what the index keeps of one client's Homa request: the DATA
-// packets it sent, by the sender id the client gave the RPC.
-type request struct {
-	server  netip.AddrPort
-	offsets []uint32 // distinct DATA offsets seen; one for a single-packet message
-	hops    []Hop
+// flow holds a flow's data packets in dequeue order.
+type flow struct {
+	s []sighting
+	// isn is the TCP flow's initial sequence number: the sequence number of
+	// its first packet without data (its SYN) when hasISN.
+	isn    uint32
+	hasISN bool
+	synArr int64
 }
 
-// Index holds the Homa request DATA packets of an experiment's postcards.
+// Index holds the data packets of one experiment's postcards.
 type Index struct {
-	byID     map[uint64]*request
-	byServer map[netip.AddrPort][]uint64 // request ids in first-arrival order
-}
-
-// NewIndex returns an empty index; Add fills it.
-func NewIndex() *Index {
-	return &Index{byID: map[uint64]*request{}, byServer: map[netip.AddrPort][]uint64{}}
+	switches []string
+	flows    map[flowKey]*flow
 }
 
 // Load indexes every switch's postcards of an experiment in run directory
-// dir; an experiment without any is an empty index.
+// dir. An experiment without postcards is an empty index (HasRecords false).
 func Load(dir, experiment string) (*Index, error) {
 	files, err := filepath.Glob(runfmt.PostcardsPath(dir, experiment, "*"))
 	if err != nil {
@@ -74,8 +86,15 @@ func Load(dir, experiment string) (*Index, error) {
 			return nil, err
 		}
 	}
+	ix.Finish()
 	return ix, nil
 }
+
+// NewIndex returns an empty index; Add fills it and Finish readies it.
+func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}} }
+
+// HasRecords reports whether any switch recorded a data packet.
+func (ix *Index) HasRecords() bool { return len(ix.flows) > 0 }
 
 func (ix *Index) load(dir, experiment, sw string) error {
 	pr, c, err := runfmt.OpenPostcards(dir, experiment, sw)
@@ -96,77 +115,262 @@ func (ix *Index) load(dir, experiment, sw string) error {
 }
 
 // Add indexes one postcard of switch sw whose file's clock origin is
-// epochNs. Only Homa DATA packets sent by a client (even sender id) are
-// kept: they are the requests.
+// epochNs (Unix ns): Homa DATA packets, TCP segments with data, and the
+// first TCP segment without data of each direction (the SYN, whose
+// sequence number places the stream's byte offsets).
 func (ix *Index) Add(sw string, epochNs int64, p *runfmt.Postcard) {
-	const typeData = 0x10
-	if p.Kind != switchstats.KindHoma || p.HomaType != typeData || p.RPCID&1 != 0 {
+	var k flowKey
+	var payload uint32
+	switch p.Kind {
+	case switchstats.KindHoma:
+		if p.HomaType != homaData || int(p.FrameLen) <= homaDataFrame {
+			return
+		}
+		k = flowKey{src: p.SrcIP, dst: p.DstIP, id: p.RPCID}
+		payload = uint32(int(p.FrameLen) - homaDataFrame)
+	case switchstats.KindTCP:
+		k = flowKey{src: p.SrcIP, dst: p.DstIP, srcPort: p.SrcPort, dstPort: p.DstPort}
+		payload = p.PayloadLen
+	default:
 		return
 	}
-	r := ix.byID[p.RPCID]
-	if r == nil {
-		r = &request{server: netip.AddrPortFrom(netip.AddrFrom4(p.DstIP), p.DstPort)}
-		ix.byID[p.RPCID] = r
-		ix.byServer[r.server] = append(ix.byServer[r.server], p.RPCID)
+	f := ix.flows[k]
+	if f == nil {
+		f = &flow{}
+		ix.flows[k] = f
 	}
-	if !slices.Contains(r.offsets, p.Seq) {
-		r.offsets = append(r.offsets, p.Seq)
+	arr := epochNs + p.ArrivalNs
+	if payload == 0 {
+		if !f.hasISN || arr < f.synArr {
+			f.isn, f.hasISN, f.synArr = p.Seq, true, arr
+		}
+		return
 	}
-	if p.Seq == 0 {
-		r.hops = append(r.hops, Hop{Switch: sw, ArrivalNs: epochNs + p.ArrivalNs, DequeueNs: epochNs + p.DequeueNs,
-			QueueNs: p.DequeueNs - p.EnqueueNs, EgressPort: p.EgressPort, Queue: p.Queue})
+	f.s = append(f.s, sighting{sw: ix.switchIndex(sw), arr: arr, enq: epochNs + p.EnqueueNs,
+		deq: epochNs + p.DequeueNs, seq: p.Seq, payload: payload})
+}
+
+func (ix *Index) switchIndex(sw string) int {
+	if i := slices.Index(ix.switches, sw); i >= 0 {
+		return i
+	}
+	ix.switches = append(ix.switches, sw)
+	return len(ix.switches) - 1
+}
+
+// Finish sorts every flow's packets by dequeue time; call it after the
+// last Add.
+func (ix *Index) Finish() {
+	for _, f := range ix.flows {
+		slices.SortFunc(f.s, func(a, b sighting) int { return cmp.Compare(a.deq, b.deq) })
 	}
 }
 
-// Request finds the switch side of a single-packet Homa request. With its
-// RPC id (id, or else rpcs.csv's rpc_id) the match is exact; without (runs
-// written before that column), it is the only request to the RPC's server
-// whose packet reached the first switch between the RPC's sent and done
-// times. It reports false
-// for a request with several DATA packets, none, or more than one candidate.
-func (ix *Index) Request(rpc *runfmt.RPC, id uint64) (Match, bool) {
-	if id == 0 {
-		id = rpc.RPCID // rpcs.csv's rpc_id, where the transport has one
-	}
-	if id != 0 {
-		return ix.match(id, false)
-	}
-	server, err := netip.ParseAddrPort(rpc.Server)
-	if err != nil || rpc.SentNs == 0 {
-		return Match{}, false
-	}
-	end := rpc.DoneNs
-	if end == 0 {
-		end = rpc.SentNs + rpc.RTTNs
-	}
-	found := uint64(0)
-	for _, cand := range ix.byServer[server] {
-		r := ix.byID[cand]
-		if len(r.hops) == 0 {
-			continue
-		}
-		if t := r.hops[0].ArrivalNs; t >= rpc.SentNs && t <= end {
-			if found != 0 {
-				return Match{}, false // ambiguous
-			}
-			found = cand
-		}
-	}
-	if found == 0 {
-		return Match{}, false
-	}
-	return ix.match(found, true)
+// span is a message's bytes in its flow: Homa offsets [lo, hi) of the
+// message, or TCP stream offsets relative to the first data byte.
+type span struct {
+	lo, hi uint32
+	tcp    bool
 }
 
-func (ix *Index) match(id uint64, byTime bool) (Match, bool) {
-	r := ix.byID[id]
-	if r == nil || len(r.offsets) != 1 || len(r.hops) == 0 {
-		return Match{}, false
+// completes reports whether s's data can be the last the receiver needed
+// for the span: a Homa packet of the message; a TCP segment with any byte
+// before the span's end, since TCP delivers in order and an earlier
+// message's lost segment holds the span back until it is retransmitted.
+func (sp span) completes(f *flow, s *sighting) bool {
+	if sp.tcp {
+		return s.seq-f.isn-1 < sp.hi // wraps as sequence numbers do
 	}
-	m := Match{RPCID: id, Hops: slices.Clone(r.hops), ByTime: byTime}
-	slices.SortFunc(m.Hops, func(a, b Hop) int { return int(a.ArrivalNs - b.ArrivalNs) })
-	for _, h := range m.Hops {
-		m.QueueNs += h.QueueNs
+	return s.seq < sp.hi && s.seq+s.payload > sp.lo
+}
+
+// path is a critical packet's records, first switch to last.
+type path []sighting
+
+func (p path) queue() (q int64) {
+	for _, s := range p {
+		q += s.deq - s.enq
 	}
-	return m, true
+	return q
+}
+
+func (p path) processing() (d int64) {
+	for _, s := range p {
+		d += s.enq - s.arr
+	}
+	return d
+}
+
+// transit is the time between switches: from each hop's dequeue to the
+// next one's arrival.
+func (p path) transit() (d int64) {
+	for i := 1; i < len(p); i++ {
+		d += p[i].arr - p[i-1].deq
+	}
+	return d
+}
+
+// critical finds a message's critical packet: of the flow's packets
+// that can complete the span (span.completes) and left switch last (the
+// receiver's) between from and to, the one that left last; then the same packet at
+// each earlier switch, latest first, each before the next hop's arrival.
+func (ix *Index) critical(k flowKey, sp span, last string, from, to int64) (path, bool) {
+	f := ix.flows[k]
+	lastSw := slices.Index(ix.switches, last)
+	if f == nil || lastSw < 0 || (sp.tcp && !f.hasISN) {
+		return nil, false
+	}
+	// Packets sorted by dequeue: start at the last one not after to.
+	i, _ := slices.BinarySearchFunc(f.s, to+1, func(s sighting, t int64) int { return cmp.Compare(s.deq, t) })
+	for i--; i >= 0 && f.s[i].deq >= from; i-- {
+		if s := &f.s[i]; s.sw == lastSw && sp.completes(f, s) {
+			break
+		}
+	}
+	if i < 0 || f.s[i].deq < from {
+		return nil, false
+	}
+	hops := path{f.s[i]}
+	seen := []int{lastSw}
+	for j := i - 1; j >= 0 && f.s[j].deq >= from; j-- {
+		s, next := &f.s[j], &hops[len(hops)-1]
+		if s.seq == next.seq && s.payload == next.payload && s.deq <= next.arr && !slices.Contains(seen, s.sw) {
+			hops = append(hops, *s)
+			seen = append(seen, s.sw)
+		}
+	}
+	slices.Reverse(hops)
+	return hops, true
+}
+
+// servedKey finds a server's row for a client's: Homa by the client's
+// address and RPC id, TCP by the connection and the request's offset.
+type servedKey struct {
+	client, server string
+	id             uint64
+	offset         int64
+}
+
+// Joiner decomposes the RPCs of one experiment.
+type Joiner struct {
+	ix *Index
+	// switchOf maps a host's name or address to its top-of-rack switch.
+	switchOf map[string]string
+	ipOf     map[string]string
+	served   map[servedKey]*runfmt.Served
+}
+
+// NewJoiner prepares the join of an experiment's postcards (ix), its
+// servers' rows and the fabric the run built.
+func NewJoiner(ix *Index, fabric *runfmt.Fabric, served []runfmt.Served) *Joiner {
+	j := &Joiner{ix: ix, switchOf: fabric.SwitchOf(), ipOf: map[string]string{}, served: map[servedKey]*runfmt.Served{}}
+	for _, h := range fabric.Hosts {
+		j.ipOf[h.Name] = h.IP
+	}
+	for i := range served {
+		s := &served[i]
+		j.served[keyOfServed(s)] = s
+	}
+	return j
+}
+
+func keyOfServed(s *runfmt.Served) servedKey {
+	if s.RPCID != 0 {
+		return servedKey{client: addrOnly(s.Client), server: s.Server, id: s.RPCID}
+	}
+	return servedKey{client: s.Client, server: s.Server, offset: s.ReqOffset}
+}
+
+func addrOnly(ipPort string) string {
+	if ap, err := netip.ParseAddrPort(ipPort); err == nil {
+		return ap.Addr().String()
+	}
+	return ipPort
+}
+
+// Decompose splits one completed RPC's RTT. Every part is an interval
+// between two recorded times; what no pair of records brackets (a
+// critical packet or the server's row not found) is unattributed.
+func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
+	a := runfmt.Anatomy{Experiment: r.Experiment, Transport: r.Transport, Client: r.Client, Server: r.Server,
+		RPCID: r.RPCID, ReqBytes: r.ReqBytes, RespBytes: r.RespBytes, RTTNs: r.RTTNs, SendLagNs: r.SentNs - r.IntendedNs}
+	clientIP := j.ipOf[r.Client]
+	if r.Local != "" {
+		clientIP = addrOnly(r.Local)
+	}
+	server, _ := netip.ParseAddrPort(r.Server)
+	client, _ := netip.ParseAddr(clientIP)
+	var sv *runfmt.Served
+	var reqKey, respKey flowKey
+	var reqSpan, respSpan span
+	if r.RPCID != 0 {
+		sv = j.served[servedKey{client: clientIP, server: r.Server, id: r.RPCID}]
+		reqKey = flowKey{src: client.As4(), dst: server.Addr().As4(), id: r.RPCID}
+		respKey = flowKey{src: server.Addr().As4(), dst: client.As4(), id: r.RPCID | 1}
+		reqSpan, respSpan = span{hi: uint32(r.ReqBytes)}, span{hi: uint32(r.RespBytes)}
+	} else {
+		local, _ := netip.ParseAddrPort(r.Local)
+		sv = j.served[servedKey{client: r.Local, server: r.Server, offset: r.ReqOffset}]
+		reqKey = flowKey{src: client.As4(), dst: server.Addr().As4(), srcPort: local.Port(), dstPort: server.Port()}
+		respKey = flowKey{src: server.Addr().As4(), dst: client.As4(), srcPort: server.Port(), dstPort: local.Port()}
+		// The 4-byte length prefix travels with the message.
+		reqSpan = span{lo: uint32(r.ReqOffset), hi: uint32(r.ReqOffset + 4 + r.ReqBytes), tcp: true}
+		respSpan = span{lo: uint32(r.RespOffset), hi: uint32(r.RespOffset + 4 + r.RespBytes), tcp: true}
+	}
+	// The request must have left the last switch before the server had it
+	// (or, without the server's row, before the response began); the
+	// response after the server replied and before the call returned.
+	reqBy := r.DoneNs
+	if sv != nil {
+		reqBy = sv.ReqNs
+	}
+	req, reqOK := j.ix.critical(reqKey, reqSpan, j.switchOf[server.Addr().String()], r.SentNs, reqBy)
+	respFrom := r.SentNs
+	if sv != nil {
+		respFrom = sv.ReplyNs
+	} else if reqOK {
+		respFrom = req[len(req)-1].deq
+	}
+	resp, respOK := j.ix.critical(respKey, respSpan, j.switchOf[clientIP], respFrom, r.DoneNs)
+
+	var missing []string
+	if !reqOK {
+		missing = append(missing, "no-request")
+	}
+	if !respOK {
+		missing = append(missing, "no-response")
+	}
+	if sv == nil {
+		missing = append(missing, "no-server")
+	}
+	a.Joined = "full"
+	if len(missing) > 0 {
+		a.Joined = strings.Join(missing, "+")
+	}
+	a.Hops = max(len(req), len(resp))
+	a.ReqQueueNs, a.RespQueueNs = req.queue(), resp.queue()
+	a.QueueNs = a.ReqQueueNs + a.RespQueueNs
+	a.SwitchNs = req.processing() + resp.processing()
+	a.WireNs = req.transit() + resp.transit()
+	if reqOK {
+		a.ClientTxNs = req[0].arr - r.SentNs
+	}
+	if sv != nil {
+		a.ServerAppNs = sv.ReplyNs - sv.ReqNs
+		if reqOK {
+			a.ServerRxNs = sv.ReqNs - req[len(req)-1].deq
+		}
+		if respOK {
+			a.ServerTxNs = resp[0].arr - sv.ReplyNs
+		}
+	} else if reqOK && respOK {
+		// Without the server's row its three parts are one interval.
+		a.ServerAppNs = resp[0].arr - req[len(req)-1].deq
+	}
+	if respOK {
+		a.ClientRxNs = r.DoneNs - resp[len(resp)-1].deq
+	}
+	a.HostNs = a.ClientTxNs + a.ServerRxNs + a.ServerAppNs + a.ServerTxNs + a.ClientRxNs
+	a.UnattributedNs = a.RTTNs - a.SendLagNs - a.HostNs - a.WireNs - a.QueueNs - a.SwitchNs
+	return a
 }

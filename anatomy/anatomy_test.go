@@ -9,7 +9,10 @@ import (
 	"github.com/homatb/homatb/runfmt"
 )
 
-const epoch = 1_700_000_000_000_000_000
+const (
+	epoch = 1_700_000_000_000_000_000
+	us    = 1000
+)
 
 // writeTrace writes one switch's postcards of experiment "exp" under dir.
 func writeTrace(t *testing.T, dir, sw string, pcs []runfmt.Postcard) {
@@ -29,76 +32,152 @@ func writeTrace(t *testing.T, dir, sw string, pcs []runfmt.Postcard) {
 	}
 }
 
-// homa is a Homa packet to server 10.0.0.<dst>:99 reaching the switch at
-// arr (ns on its clock) and waiting queue ns there.
-func homa(id uint64, typ uint8, off uint32, dst byte, arr, queue int64) runfmt.Postcard {
-	return runfmt.Postcard{ArrivalNs: arr, EnqueueNs: arr, DequeueNs: arr + queue, EgressPort: 2, Queue: 7,
-		Kind: switchstats.KindHoma, IPProto: 146, HomaType: typ, FrameLen: 200,
-		SrcIP: [4]byte{10, 0, 0, 1}, DstIP: [4]byte{10, 0, 0, dst}, SrcPort: 40000, DstPort: 99,
-		RPCID: id, Seq: off}
+// at is a time on the trace's clock as the agents write it (Unix ns).
+func at(t int64) int64 { return epoch + t }
+
+// pc is a packet seen by a switch: arrival, enqueue and dequeue in µs.
+func pc(arr, enq, deq int64) runfmt.Postcard {
+	return runfmt.Postcard{ArrivalNs: arr * us, EnqueueNs: enq * us, DequeueNs: deq * us}
 }
 
-// TestRequestJoin checks the join on a known synthetic trace of two
-// switches: a single-packet request queued 300 us then 50 us, a
-// two-packet request, two requests to one server close together, and
-// packets that are not requests.
-func TestRequestJoin(t *testing.T) {
+func homaPkt(p runfmt.Postcard, src, dst [4]byte, id uint64, off uint32, payload int) runfmt.Postcard {
+	p.Kind, p.IPProto, p.HomaType = switchstats.KindHoma, 146, homaData
+	p.SrcIP, p.DstIP, p.RPCID, p.Seq = src, dst, id, off
+	p.FrameLen = uint16(homaDataFrame + payload)
+	return p
+}
+
+func tcpSeg(p runfmt.Postcard, src, dst [4]byte, sport, dport uint16, seq, n uint32) runfmt.Postcard {
+	p.Kind, p.IPProto = switchstats.KindTCP, 6
+	p.SrcIP, p.DstIP, p.SrcPort, p.DstPort, p.Seq, p.PayloadLen = src, dst, sport, dport, seq, n
+	p.FrameLen = uint16(54 + n)
+	return p
+}
+
+var (
+	h1 = [4]byte{10, 0, 0, 1}
+	h2 = [4]byte{10, 0, 1, 2}
+	h3 = [4]byte{10, 0, 0, 3}
+)
+
+func fabric() *runfmt.Fabric {
+	return &runfmt.Fabric{LinkBps: 50e6, MTU: 1500, FrameOverhead: 38, Hosts: []runfmt.FabricHost{
+		{Name: "h1", IP: "10.0.0.1", Switch: "l1"}, {Name: "h2", IP: "10.0.1.2", Switch: "l2"},
+		{Name: "h3", IP: "10.0.0.3", Switch: "l1"}}}
+}
+
+// TestDecomposeKnownTrace checks the join and every part on a synthetic
+// trace with known answers: a Homa RPC across two switches (with a stale
+// copy of its request at the first switch and a late one at the second,
+// which the join must skip), a TCP RPC pipelined behind another on one
+// connection whose request was split in two segments, and an RPC nothing
+// recorded.
+func TestDecomposeKnownTrace(t *testing.T) {
 	dir := t.TempDir()
-	const us = 1000
-	writeTrace(t, dir, "s1", []runfmt.Postcard{
-		homa(100, 0x10, 0, 2, 1000*us, 300*us),
-		homa(101, 0x10, 0, 1, 1500*us, 10*us), // the response: odd id
-		homa(102, 0x10, 0, 3, 2000*us, 0),
-		homa(102, 0x10, 1400, 3, 2001*us, 0),
-		homa(104, 0x10, 0, 4, 3000*us, 20*us),
-		homa(106, 0x10, 0, 4, 3010*us, 40*us),
-		homa(108, 0x11, 0, 5, 4000*us, 0), // a GRANT
-		{Kind: switchstats.KindTCP, IPProto: 6, ArrivalNs: 5000 * us, DequeueNs: 6000 * us},
+	writeTrace(t, dir, "l1", []runfmt.Postcard{
+		// Homa RPC 100 from h1 to h2: the request's stale copy, then the one
+		// that went on, and the response on its way back.
+		homaPkt(pc(1150, 1151, 1300), h1, h2, 100, 0, 100),
+		homaPkt(pc(1200, 1201, 1500), h1, h2, 100, 0, 100),
+		homaPkt(pc(1905, 1906, 2500), h2, h1, 101, 0, 200),
+		// TCP h1:40000 -> h3:5000: SYN, first request [0,104), second
+		// [104,158) in two segments; SYN-ACK, responses [0,14) [14,28).
+		tcpSeg(pc(100, 100, 100), h1, h3, 40000, 5000, 7000, 0),
+		tcpSeg(pc(101, 101, 101), h3, h1, 5000, 40000, 9000, 0),
+		tcpSeg(pc(4000, 4001, 4100), h1, h3, 40000, 5000, 7001, 104),
+		tcpSeg(pc(4010, 4011, 4200), h1, h3, 40000, 5000, 7105, 20),
+		tcpSeg(pc(4020, 4022, 4400), h1, h3, 40000, 5000, 7125, 34),
+		tcpSeg(pc(4600, 4601, 4610), h3, h1, 5000, 40000, 9001, 14),
+		tcpSeg(pc(4700, 4702, 4800), h3, h1, 5000, 40000, 9015, 14),
+		// A third request [158,182) arrives before the retransmission of
+		// the second's last segment, which TCP delivers first.
+		tcpSeg(pc(5050, 5051, 5100), h1, h3, 40000, 5000, 7159, 24),
+		tcpSeg(pc(5200, 5201, 5300), h1, h3, 40000, 5000, 7125, 34),
+		tcpSeg(pc(5500, 5501, 5600), h3, h1, 5000, 40000, 9029, 18),
 	})
-	writeTrace(t, dir, "s2", []runfmt.Postcard{homa(100, 0x10, 0, 2, 1310*us, 50*us)})
+	writeTrace(t, dir, "l2", []runfmt.Postcard{
+		homaPkt(pc(1510, 1511, 1600), h1, h2, 100, 0, 100),
+		homaPkt(pc(1790, 1791, 1795), h1, h2, 100, 0, 100), // after the server had it
+		homaPkt(pc(1800, 1801, 1900), h2, h1, 101, 0, 200),
+	})
 	ix, err := Load(dir, "exp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := func(ns int64) int64 { return epoch + ns }
+	served := []runfmt.Served{
+		{Experiment: "exp", Transport: "homa", Server: "10.0.1.2:99", Client: "10.0.0.1:32768", RPCID: 100,
+			ReqBytes: 100, RespBytes: 200, ReqNs: at(1700 * us), ReplyNs: at(1750 * us)},
+		{Experiment: "exp", Transport: "tcp", Server: "10.0.0.3:5000", Client: "10.0.0.1:40000", ReqOffset: 104,
+			RespOffset: 14, ReqBytes: 50, RespBytes: 10, ReqNs: at(4450 * us), ReplyNs: at(4500 * us)},
+		{Experiment: "exp", Transport: "tcp", Server: "10.0.0.3:5000", Client: "10.0.0.1:40000", ReqOffset: 158,
+			RespOffset: 28, ReqBytes: 20, RespBytes: 14, ReqNs: at(5350 * us), ReplyNs: at(5450 * us)},
+	}
+	j := NewJoiner(ix, fabric(), served)
 	tests := []struct {
-		name      string
-		rpc       runfmt.RPC
-		id        uint64
-		ok        bool
-		queue     int64
-		hops      int
-		byTime    bool
-		wantID    uint64
-		firstHop  string
-		firstArrv int64
+		name string
+		rpc  runfmt.RPC
+		want runfmt.Anatomy
 	}{
-		{"by id", runfmt.RPC{Server: "10.0.0.2:99"}, 100, true, 350 * us, 2, false, 100, "s1", at(1000 * us)},
-		{"by time", runfmt.RPC{Server: "10.0.0.2:99", SentNs: at(900 * us), DoneNs: at(2000 * us)}, 0, true, 350 * us, 2, true, 100, "s1", at(1000 * us)},
-		{"by time, outside window", runfmt.RPC{Server: "10.0.0.2:99", SentNs: at(1100 * us), DoneNs: at(2000 * us)}, 0, false, 0, 0, false, 0, "", 0},
-		{"two packets", runfmt.RPC{Server: "10.0.0.3:99"}, 102, false, 0, 0, false, 0, "", 0},
-		{"ambiguous by time", runfmt.RPC{Server: "10.0.0.4:99", SentNs: at(2900 * us), DoneNs: at(3500 * us)}, 0, false, 0, 0, false, 0, "", 0},
-		{"ambiguous by time, exact by rpcs.csv's rpc_id", runfmt.RPC{Server: "10.0.0.4:99", SentNs: at(2900 * us), DoneNs: at(3500 * us), RPCID: 106}, 0, true, 40 * us, 1, false, 106, "s1", at(3010 * us)},
-		{"same, by id", runfmt.RPC{Server: "10.0.0.4:99"}, 106, true, 40 * us, 1, false, 106, "s1", at(3010 * us)},
-		{"grant only", runfmt.RPC{Server: "10.0.0.5:99"}, 108, false, 0, 0, false, 0, "", 0},
-		{"response id", runfmt.RPC{Server: "10.0.0.1:99"}, 101, false, 0, 0, false, 0, "", 0},
+		{"homa two switches", runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
+			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us},
+			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 100 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
+				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 800 * us, WireNs: 15 * us,
+				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
+		{"tcp pipelined, split request", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
+			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
+			IntendedNs: at(3900 * us), SentNs: at(3950 * us), DoneNs: at(4900 * us), RTTNs: 1000 * us},
+			runfmt.Anatomy{SendLagNs: 50 * us, ClientTxNs: 70 * us, ServerRxNs: 50 * us, ServerAppNs: 50 * us,
+				ServerTxNs: 200 * us, ClientRxNs: 100 * us, HostNs: 470 * us,
+				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
+		{"tcp held back by a retransmission", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
+			ReqOffset: 158, RespOffset: 28, ReqBytes: 20, RespBytes: 14,
+			IntendedNs: at(5000 * us), SentNs: at(5000 * us), DoneNs: at(5700 * us), RTTNs: 700 * us},
+			runfmt.Anatomy{ClientTxNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
+				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 500 * us,
+				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
+		{"nothing recorded", runfmt.RPC{Transport: "homa", Client: "h3", Server: "10.0.1.2:99", RPCID: 200, ReqBytes: 100,
+			IntendedNs: at(5000 * us), SentNs: at(5010 * us), DoneNs: at(6000 * us), RTTNs: 1000 * us},
+			runfmt.Anatomy{SendLagNs: 10 * us, UnattributedNs: 990 * us, Joined: "no-request+no-response+no-server"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, ok := ix.Request(&tc.rpc, tc.id)
-			if ok != tc.ok {
-				t.Fatalf("ok %v, want %v (%+v)", ok, tc.ok, m)
+			got := j.Decompose(&tc.rpc)
+			w := tc.want
+			w.Transport, w.Client, w.Server, w.RPCID = tc.rpc.Transport, tc.rpc.Client, tc.rpc.Server, tc.rpc.RPCID
+			w.ReqBytes, w.RespBytes, w.RTTNs = tc.rpc.ReqBytes, tc.rpc.RespBytes, tc.rpc.RTTNs
+			if w.UnattributedNs == 0 {
+				w.UnattributedNs = w.RTTNs - w.SendLagNs - w.HostNs - w.WireNs - w.QueueNs - w.SwitchNs
 			}
-			if !ok {
-				return
-			}
-			if m.QueueNs != tc.queue || len(m.Hops) != tc.hops || m.ByTime != tc.byTime || m.RPCID != tc.wantID ||
-				m.Hops[0].Switch != tc.firstHop || m.Hops[0].ArrivalNs != tc.firstArrv {
-				t.Errorf("match %+v", m)
+			if got != w {
+				t.Errorf("got  %+v\nwant %+v", got, w)
 			}
 		})
 	}
-	if empty, err := Load(dir, "none"); err != nil || len(empty.byID) != 0 {
-		t.Errorf("experiment without postcards: %v", err)
+}
+
+// TestSummarize checks the short-message summary on rows with known parts.
+func TestSummarize(t *testing.T) {
+	var rows []runfmt.Anatomy
+	for i := range 100 {
+		host, queue := int64(100*us), int64(10*us)
+		if i >= 98 { // the tail: a long switch queue
+			queue = 5000 * us
+		}
+		unattr := int64(0)
+		if i < 5 {
+			unattr = 50 * us // five RPCs with a large unexplained part
+		}
+		rows = append(rows, runfmt.Anatomy{Joined: "full", ReqBytes: 100, SendLagNs: 5 * us, HostNs: host, QueueNs: queue,
+			UnattributedNs: unattr, RTTNs: 5*us + host + queue + unattr})
+	}
+	s := Summarize(rows)
+	if s.RPCs != 100 || s.Joined != 100 || s.Explained != 0.95 {
+		t.Errorf("rpcs %d joined %d explained %v, want 100 100 0.95", s.RPCs, s.Joined, s.Explained)
+	}
+	if s.P50.Host != 100 || s.P50.Queue != 10 || s.P99.Queue != 5000 || s.P99.RTT != 5105 {
+		t.Errorf("p50 %+v p99 %+v", s.P50, s.P99)
+	}
+	if s.TailRPCs != 2 || s.Tail.Queue != 5000 || s.TailCause != "queue" {
+		t.Errorf("tail %d RPCs %+v cause %q, want the one with a 5 ms queue", s.TailRPCs, s.Tail, s.TailCause)
 	}
 }

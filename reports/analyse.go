@@ -13,6 +13,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/homatb/homatb/anatomy"
 	"github.com/homatb/homatb/runfmt"
 )
 
@@ -32,6 +33,9 @@ const unfinished = "unfinished: still in flight when the experiment ended"
 type analysis struct {
 	sum   *Summary
 	hists map[string]*hdrhistogram.Histogram // experiment -> all RTTs (ns)
+	// anatomy is the per-RPC latency anatomy (anatomy.csv); nil without
+	// switch records.
+	anatomy *anatomy.Result
 }
 
 // analyse reads a run directory and computes its statistics; it writes
@@ -58,7 +62,11 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &analysis{hists: map[string]*hdrhistogram.Histogram{}}
+	anat, err := anatomy.Analyse(ctx, dir, man.Fabric)
+	if err != nil {
+		return nil, err
+	}
+	a := &analysis{hists: map[string]*hdrhistogram.Histogram{}, anatomy: anat}
 	sum := &Summary{
 		Run:                  man.Run,
 		Records:              rs.file,
@@ -153,6 +161,9 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		}
 		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name], me.Started)
 		exp.phases = phasesOf(me)
+		if anat != nil {
+			exp.Anatomy = anat.Summaries[me.Name]
+		}
 		exp.TCPConns = tcpConns[me.Name]
 		if exp.TCPConns == nil {
 			exp.TCPConns = []TCPConn{}

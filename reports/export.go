@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/homatb/homatb/anatomy"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // writeFile creates path, lets fill write it through a buffer, and reports
@@ -114,6 +117,11 @@ func writeOutputs(dir string, a *analysis) error {
 	}
 	if err := writeBySizeCSV(filepath.Join(dir, "by_size.csv"), a.sum); err != nil {
 		return err
+	}
+	if a.anatomy != nil {
+		if err := anatomy.WriteCSV(filepath.Join(dir, runfmt.Anatomies().File), a.anatomy.Rows); err != nil {
+			return err
+		}
 	}
 	for i := range a.sum.Experiments {
 		e := &a.sum.Experiments[i]

@@ -2,14 +2,11 @@ package reports
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,34 +104,7 @@ func failureKey(msg string) string {
 }
 
 // openRecords opens rpcs.csv, or rpcs.csv.gz when the plain file is absent.
-func openRecords(dir string) (io.ReadCloser, string, error) {
-	plain := filepath.Join(dir, runfmt.RPCs().File)
-	f, err := os.Open(plain)
-	if err == nil {
-		return f, plain, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, "", fmt.Errorf("open records: %w", err)
-	}
-	gzName := plain + ".gz"
-	f, err = os.Open(gzName)
-	if err != nil {
-		return nil, "", fmt.Errorf("open records: neither rpcs.csv nor rpcs.csv.gz: %w", err)
-	}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
-	if err != nil {
-		f.Close()
-		return nil, "", fmt.Errorf("open %s: %w", gzName, err)
-	}
-	return gzipFile{zr, f}, gzName, nil
-}
-
-type gzipFile struct {
-	*gzip.Reader
-	f *os.File
-}
-
-func (g gzipFile) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }
+func openRecords(dir string) (io.ReadCloser, string, error) { return runfmt.OpenRPCs(dir) }
 
 // readRecords streams rpcs.csv once, keeping only compact per-RPC samples.
 // fabric, when known, tells each RPC's path length.

@@ -1,5 +1,7 @@
 package reports
 
+import "github.com/homatb/homatb/anatomy"
+
 // Summary is the content of summary.json: what scripts read. The field names
 // of the contract in DESIGN.md ("summary.json") are kept as they are; the
 // rest are additions.
@@ -72,9 +74,12 @@ type Experiment struct {
 	HostGauges []HostGauges `json:"host_gauges"`
 	// TCPConns are the TCP client connections' windows and RTTs, from
 	// tcp.csv (empty without it).
-	TCPConns []TCPConn       `json:"tcp_conns"`
-	Homa     *TransportStats `json:"transport_internals"`
-	Fidelity []string        `json:"fidelity"`
+	TCPConns []TCPConn `json:"tcp_conns"`
+	// Anatomy is where the short RPCs' time went (package anatomy), null
+	// without the switches' per-packet records.
+	Anatomy  *anatomy.Summary `json:"anatomy"`
+	Homa     *TransportStats  `json:"transport_internals"`
+	Fidelity []string         `json:"fidelity"`
 
 	ccdf   []point
 	series []switchSeries

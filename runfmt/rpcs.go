@@ -1,5 +1,16 @@
 package runfmt
 
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
 // RPC statuses: every issued RPC ends in exactly one.
 const (
 	StatusCompleted = "completed"
@@ -136,3 +147,92 @@ func ServedRPCs() *CSVFormat[Served] {
 		},
 	}
 }
+
+// Anatomy is where one RPC's time went: a row of anatomy.csv, written by
+// the report from rpcs.csv, served.csv and the switches' per-packet
+// records (package anatomy; docs/reports.md, "Latency anatomy").
+type Anatomy struct {
+	Experiment, Transport, Client, Server string
+	RPCID                                 uint64
+	ReqBytes, RespBytes, RTTNs            int64
+	// The decomposition: RTTNs = SendLagNs + HostNs + WireNs + QueueNs +
+	// SwitchNs + UnattributedNs.
+	SendLagNs, HostNs, WireNs, QueueNs, SwitchNs, UnattributedNs int64
+	// Joined says which records were found: "full" (both critical packets
+	// and the server's row), or the missing parts ("no-request",
+	// "no-response", "no-server", joined by "+").
+	Joined string
+	// HostNs in parts: the client until its request reached the first
+	// switch, the server from the request leaving the last switch until
+	// its application had it, the application, the server until its
+	// response reached the first switch, the client from the response
+	// leaving the last switch until the call returned.
+	ClientTxNs, ServerRxNs, ServerAppNs, ServerTxNs, ClientRxNs int64
+	// QueueNs in parts: the request's and the response's critical packet.
+	ReqQueueNs, RespQueueNs int64
+	// Hops is how many switches each critical packet crossed.
+	Hops int
+}
+
+// Anatomies is the anatomy.csv format.
+func Anatomies() *CSVFormat[Anatomy] {
+	return &CSVFormat[Anatomy]{
+		File: "anatomy.csv",
+		columns: []column[Anatomy]{
+			strCol("experiment", func(r *Anatomy) *string { return &r.Experiment }),
+			strCol("transport", func(r *Anatomy) *string { return &r.Transport }),
+			strCol("client", func(r *Anatomy) *string { return &r.Client }),
+			strCol("server", func(r *Anatomy) *string { return &r.Server }),
+			u64Col("rpc_id", func(r *Anatomy) *uint64 { return &r.RPCID }),
+			i64Col("req_bytes", func(r *Anatomy) *int64 { return &r.ReqBytes }),
+			i64Col("resp_bytes", func(r *Anatomy) *int64 { return &r.RespBytes }),
+			i64Col("rtt_ns", func(r *Anatomy) *int64 { return &r.RTTNs }),
+			i64Col("send_lag_ns", func(r *Anatomy) *int64 { return &r.SendLagNs }),
+			i64Col("host_ns", func(r *Anatomy) *int64 { return &r.HostNs }),
+			i64Col("wire_ns", func(r *Anatomy) *int64 { return &r.WireNs }),
+			i64Col("queue_ns", func(r *Anatomy) *int64 { return &r.QueueNs }),
+			i64Col("switch_ns", func(r *Anatomy) *int64 { return &r.SwitchNs }),
+			i64Col("unattributed_ns", func(r *Anatomy) *int64 { return &r.UnattributedNs }),
+			strCol("joined", func(r *Anatomy) *string { return &r.Joined }),
+			i64Col("client_tx_ns", func(r *Anatomy) *int64 { return &r.ClientTxNs }),
+			i64Col("server_rx_ns", func(r *Anatomy) *int64 { return &r.ServerRxNs }),
+			i64Col("server_app_ns", func(r *Anatomy) *int64 { return &r.ServerAppNs }),
+			i64Col("server_tx_ns", func(r *Anatomy) *int64 { return &r.ServerTxNs }),
+			i64Col("client_rx_ns", func(r *Anatomy) *int64 { return &r.ClientRxNs }),
+			i64Col("req_queue_ns", func(r *Anatomy) *int64 { return &r.ReqQueueNs }),
+			i64Col("resp_queue_ns", func(r *Anatomy) *int64 { return &r.RespQueueNs }),
+			intCol("hops", func(r *Anatomy) *int { return &r.Hops }),
+		},
+	}
+}
+
+// OpenRPCs opens a run directory's rpcs.csv, or rpcs.csv.gz when the plain
+// file is absent (a run archived compressed), and returns it with its path.
+func OpenRPCs(dir string) (io.ReadCloser, string, error) {
+	plain := filepath.Join(dir, RPCs().File)
+	f, err := os.Open(plain)
+	if err == nil {
+		return f, plain, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("open records: %w", err)
+	}
+	gzName := plain + ".gz"
+	f, err = os.Open(gzName)
+	if err != nil {
+		return nil, "", fmt.Errorf("open records: neither rpcs.csv nor rpcs.csv.gz: %w", err)
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("open %s: %w", gzName, err)
+	}
+	return gzipFile{zr, f}, gzName, nil
+}
+
+type gzipFile struct {
+	*gzip.Reader
+	f *os.File
+}
+
+func (g gzipFile) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }
