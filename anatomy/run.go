@@ -44,6 +44,9 @@ type Summary struct {
 	// its own, so they do not add up to the RTT's).
 	P50 Parts `json:"p50"`
 	P99 Parts `json:"p99"`
+	// Median is each part's mean over the RPCs between the P40 and the P60
+	// RTT: what a typical RPC is made of (these add up to their mean RTT).
+	Median Parts `json:"median_mean"`
 	// Tail is each part's mean over the RPCs at or above the P99 RTT: what
 	// the tail is made of (these do add up to the tail's mean RTT).
 	Tail     Parts `json:"tail_mean"`
@@ -242,24 +245,32 @@ func Summarize(rows []runfmt.Anatomy) *Summary {
 		p50[k], p99[k] = micros(quantile(cols[k], 0.5)), micros(quantile(cols[k], 0.99))
 	}
 	s.P50, s.P99 = toParts(p50), toParts(p99)
-	// The tail: RPCs at or above the P99 RTT, by their own parts.
-	cut := quantile(cols[0], 0.99)
+	// The tail: RPCs at or above the P99 RTT, by their own parts; the
+	// median likewise over the middle fifth.
+	s.Tail, s.TailRPCs = meanParts(rows, quantile(cols[0], 0.99), math.MaxInt64)
+	s.Median, _ = meanParts(rows, quantile(cols[0], 0.4), quantile(cols[0], 0.6))
+	s.TailCause = largest(s.Tail)
+	return s
+}
+
+// meanParts is each part's mean over the rows whose RTT is in [lo, hi],
+// and how many rows that is.
+func meanParts(rows []runfmt.Anatomy, lo, hi int64) (Parts, int) {
 	var sum [7]float64
+	n := 0
 	for i := range rows {
-		if rows[i].RTTNs < cut {
+		if rows[i].RTTNs < lo || rows[i].RTTNs > hi {
 			continue
 		}
-		s.TailRPCs++
+		n++
 		for k, v := range partsOf(&rows[i]) {
 			sum[k] += float64(v)
 		}
 	}
 	for k := range sum {
-		sum[k] = micros(int64(math.Round(sum[k] / float64(s.TailRPCs))))
+		sum[k] = micros(int64(math.Round(sum[k] / float64(max(n, 1)))))
 	}
-	s.Tail = toParts(sum)
-	s.TailCause = largest(s.Tail)
-	return s
+	return toParts(sum), n
 }
 
 // largest names the biggest part of p, RTT aside.

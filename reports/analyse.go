@@ -163,6 +163,9 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		exp.phases = phasesOf(me)
 		if anat != nil {
 			exp.Anatomy = anat.Summaries[me.Name]
+			if w := anatomyWarning(exp.Anatomy); w != "" {
+				exp.Fidelity = append(exp.Fidelity, w)
+			}
 		}
 		exp.TCPConns = tcpConns[me.Name]
 		if exp.TCPConns == nil {

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/homatb/homatb/anatomy"
 )
 
 //go:embed templates/*.tmpl
@@ -280,6 +282,15 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 				return nil, err
 			}
 			g.Charts = append(g.Charts, c)
+			if sp.id == fmt.Sprintf("ccdf-%d", gi) {
+				// Where the short RPCs' time went, right after their CCDF.
+				ac := anatomyChart(fmt.Sprintf("anatomy-%d", gi), title(fmt.Sprintf("Latency anatomy, requests ≤ %d bytes: share of the RTT by part", anatomy.ShortMaxBytes)), exps)
+				if ac.SVG != "" {
+					g.Charts = append(g.Charts, ac)
+				} else {
+					g.Notes = append(g.Notes, "no latency anatomy: "+ac.Note)
+				}
+			}
 		}
 		pg.Groups = append(pg.Groups, g)
 	}
