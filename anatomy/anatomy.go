@@ -3,7 +3,7 @@
 // the server's row of served.csv (request in, reply out) and the switches'
 // per-packet records (postcards: arrival, enqueue and dequeue of every
 // frame), and splits the RTT along the path of the RPC's critical packets
-// into send lag, host software, wire, switch queueing and switch
+// into send lag, host, loss recovery, wire, switch queueing and switch
 // processing. docs/reports.md ("Latency anatomy") defines each part.
 //
 // The critical packet of a message is the one that left the last switch
@@ -243,6 +243,25 @@ func (ix *Index) critical(k flowKey, sp span, last string, from, to int64) (path
 	return hops, true
 }
 
+// recoveryWindow bounds how far before a message's send the search for an
+// earlier copy of its critical packet goes.
+const recoveryWindow = int64(5e9)
+
+// firstCopy is the earliest arrival, at the critical packet's first
+// switch, of any copy of it (the same data): earlier than the critical
+// copy's own when that is a retransmission.
+func (ix *Index) firstCopy(k flowKey, p path, from int64) int64 {
+	f, first := ix.flows[k], p[0]
+	earliest := first.arr
+	i, _ := slices.BinarySearchFunc(f.s, first.deq, func(s sighting, t int64) int { return cmp.Compare(s.deq, t) })
+	for i--; i >= 0 && f.s[i].deq >= from-recoveryWindow; i-- {
+		if s := &f.s[i]; s.sw == first.sw && s.seq == first.seq && s.payload == first.payload {
+			earliest = min(earliest, s.arr)
+		}
+	}
+	return earliest
+}
+
 // servedKey finds a server's row for a client's: Homa by the client's
 // address and RPC id, TCP by the connection and the request's offset.
 type servedKey struct {
@@ -352,8 +371,13 @@ func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
 	a.QueueNs = a.ReqQueueNs + a.RespQueueNs
 	a.SwitchNs = req.processing() + resp.processing()
 	a.WireNs = req.transit() + resp.transit()
+	// Loss recovery: from the first copy of a critical packet reaching
+	// its first switch (or the send, if later) to the copy that got through.
 	if reqOK {
 		a.ClientTxNs = req[0].arr - r.SentNs
+		rec := max(req[0].arr-max(j.ix.firstCopy(reqKey, req, r.SentNs), r.SentNs), 0)
+		a.RecoveryNs += rec
+		a.ClientTxNs -= rec
 	}
 	if sv != nil {
 		a.ServerAppNs = sv.ReplyNs - sv.ReqNs
@@ -362,6 +386,9 @@ func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
 		}
 		if respOK {
 			a.ServerTxNs = resp[0].arr - sv.ReplyNs
+			rec := max(resp[0].arr-max(j.ix.firstCopy(respKey, resp, sv.ReplyNs), sv.ReplyNs), 0)
+			a.RecoveryNs += rec
+			a.ServerTxNs -= rec
 		}
 	} else if reqOK && respOK {
 		// Without the server's row its three parts are one interval.
@@ -371,6 +398,6 @@ func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
 		a.ClientRxNs = r.DoneNs - resp[len(resp)-1].deq
 	}
 	a.HostNs = a.ClientTxNs + a.ServerRxNs + a.ServerAppNs + a.ServerTxNs + a.ClientRxNs
-	a.UnattributedNs = a.RTTNs - a.SendLagNs - a.HostNs - a.WireNs - a.QueueNs - a.SwitchNs
+	a.UnattributedNs = a.RTTNs - a.SendLagNs - a.HostNs - a.RecoveryNs - a.WireNs - a.QueueNs - a.SwitchNs
 	return a
 }

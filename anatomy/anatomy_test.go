@@ -120,8 +120,10 @@ func TestDecomposeKnownTrace(t *testing.T) {
 	}{
 		{"homa two switches", runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
 			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us},
-			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 100 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
-				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 800 * us, WireNs: 15 * us,
+			// The stale copy reached l1 50 µs before the one that went on:
+			// loss recovery.
+			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 50 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
+				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 750 * us, WireNs: 15 * us,
 				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
 		{"tcp pipelined, split request", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
@@ -132,8 +134,10 @@ func TestDecomposeKnownTrace(t *testing.T) {
 		{"tcp held back by a retransmission", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 158, RespOffset: 28, ReqBytes: 20, RespBytes: 14,
 			IntendedNs: at(5000 * us), SentNs: at(5000 * us), DoneNs: at(5700 * us), RTTNs: 700 * us},
-			runfmt.Anatomy{ClientTxNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
-				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 500 * us,
+			// The lost segment's first copy came before the send: all of
+			// the wait for its retransmission is loss recovery.
+			runfmt.Anatomy{RecoveryNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
+				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 300 * us,
 				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
 		{"nothing recorded", runfmt.RPC{Transport: "homa", Client: "h3", Server: "10.0.1.2:99", RPCID: 200, ReqBytes: 100,
 			IntendedNs: at(5000 * us), SentNs: at(5010 * us), DoneNs: at(6000 * us), RTTNs: 1000 * us},
@@ -146,7 +150,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			w.Transport, w.Client, w.Server, w.RPCID = tc.rpc.Transport, tc.rpc.Client, tc.rpc.Server, tc.rpc.RPCID
 			w.ReqBytes, w.RespBytes, w.RTTNs = tc.rpc.ReqBytes, tc.rpc.RespBytes, tc.rpc.RTTNs
 			if w.UnattributedNs == 0 {
-				w.UnattributedNs = w.RTTNs - w.SendLagNs - w.HostNs - w.WireNs - w.QueueNs - w.SwitchNs
+				w.UnattributedNs = w.RTTNs - w.SendLagNs - w.HostNs - w.RecoveryNs - w.WireNs - w.QueueNs - w.SwitchNs
 			}
 			if got != w {
 				t.Errorf("got  %+v\nwant %+v", got, w)

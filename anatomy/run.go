@@ -23,6 +23,7 @@ type Parts struct {
 	RTT          float64 `json:"rtt_us"`
 	SendLag      float64 `json:"send_lag_us"`
 	Host         float64 `json:"host_us"`
+	Recovery     float64 `json:"recovery_us"`
 	Wire         float64 `json:"wire_us"`
 	Queue        float64 `json:"queue_us"`
 	Switch       float64 `json:"switch_us"`
@@ -209,13 +210,16 @@ func readServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
 	}
 }
 
-// partsOf lists a row's parts in Parts' order.
-func partsOf(a *runfmt.Anatomy) [7]int64 {
-	return [7]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs}
+// nParts is how many values partsOf gives.
+const nParts = 8
+
+// partsOf lists a row's RTT and parts in Parts' order.
+func partsOf(a *runfmt.Anatomy) [nParts]int64 {
+	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs}
 }
 
-func toParts(v [7]float64) Parts {
-	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Wire: v[3], Queue: v[4], Switch: v[5], Unattributed: v[6]}
+func toParts(v [nParts]float64) Parts {
+	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7]}
 }
 
 // Summarize computes the summary of rows (one experiment's short RPCs).
@@ -225,7 +229,7 @@ func Summarize(rows []runfmt.Anatomy) *Summary {
 		return s
 	}
 	explained := 0
-	cols := make([][]int64, 7)
+	cols := make([][]int64, nParts)
 	for i := range rows {
 		a := &rows[i]
 		if a.Joined == "full" {
@@ -239,7 +243,7 @@ func Summarize(rows []runfmt.Anatomy) *Summary {
 		}
 	}
 	s.Explained = float64(explained) / float64(len(rows))
-	var p50, p99 [7]float64
+	var p50, p99 [nParts]float64
 	for k := range cols {
 		slices.Sort(cols[k])
 		p50[k], p99[k] = micros(quantile(cols[k], 0.5)), micros(quantile(cols[k], 0.99))
@@ -256,7 +260,7 @@ func Summarize(rows []runfmt.Anatomy) *Summary {
 // meanParts is each part's mean over the rows whose RTT is in [lo, hi],
 // and how many rows that is.
 func meanParts(rows []runfmt.Anatomy, lo, hi int64) (Parts, int) {
-	var sum [7]float64
+	var sum [nParts]float64
 	n := 0
 	for i := range rows {
 		if rows[i].RTTNs < lo || rows[i].RTTNs > hi {
@@ -275,8 +279,8 @@ func meanParts(rows []runfmt.Anatomy, lo, hi int64) (Parts, int) {
 
 // largest names the biggest part of p, RTT aside.
 func largest(p Parts) string {
-	names := []string{"send_lag", "host", "wire", "queue", "switch", "unattributed"}
-	vals := []float64{p.SendLag, p.Host, p.Wire, p.Queue, p.Switch, math.Abs(p.Unattributed)}
+	names := []string{"send_lag", "host", "recovery", "wire", "queue", "switch", "unattributed"}
+	vals := []float64{p.SendLag, p.Host, p.Recovery, p.Wire, p.Queue, p.Switch, math.Abs(p.Unattributed)}
 	best := 0
 	for i, v := range vals {
 		if v > vals[best] {

@@ -21,6 +21,7 @@ var anatomyParts = []anatomyPart{
 	{"switch queue", "#d62728", func(p anatomy.Parts) float64 { return p.Queue }},
 	{"switch", "#ff9896", func(p anatomy.Parts) float64 { return p.Switch }},
 	{"wire", "#9467bd", func(p anatomy.Parts) float64 { return p.Wire }},
+	{"loss recovery", "#ff7f0e", func(p anatomy.Parts) float64 { return p.Recovery }},
 	{"host", "#1f77b4", func(p anatomy.Parts) float64 { return p.Host }},
 	{"send lag", "#aec7e8", func(p anatomy.Parts) float64 { return p.SendLag }},
 	{"unattributed", "#c7c7c7", func(p anatomy.Parts) float64 { return math.Abs(p.Unattributed) }},

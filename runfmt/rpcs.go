@@ -155,9 +155,11 @@ type Anatomy struct {
 	Experiment, Transport, Client, Server string
 	RPCID                                 uint64
 	ReqBytes, RespBytes, RTTNs            int64
-	// The decomposition: RTTNs = SendLagNs + HostNs + WireNs + QueueNs +
-	// SwitchNs + UnattributedNs.
-	SendLagNs, HostNs, WireNs, QueueNs, SwitchNs, UnattributedNs int64
+	// The decomposition: RTTNs = SendLagNs + HostNs + RecoveryNs + WireNs +
+	// QueueNs + SwitchNs + UnattributedNs. RecoveryNs is loss recovery: from
+	// the first copy of a critical packet reaching its first switch to the
+	// retransmitted copy that got through.
+	SendLagNs, HostNs, RecoveryNs, WireNs, QueueNs, SwitchNs, UnattributedNs int64
 	// Joined says which records were found: "full" (both critical packets
 	// and the server's row), or the missing parts ("no-request",
 	// "no-response", "no-server", joined by "+").
@@ -189,6 +191,7 @@ func Anatomies() *CSVFormat[Anatomy] {
 			i64Col("rtt_ns", func(r *Anatomy) *int64 { return &r.RTTNs }),
 			i64Col("send_lag_ns", func(r *Anatomy) *int64 { return &r.SendLagNs }),
 			i64Col("host_ns", func(r *Anatomy) *int64 { return &r.HostNs }),
+			i64Col("recovery_ns", func(r *Anatomy) *int64 { return &r.RecoveryNs }),
 			i64Col("wire_ns", func(r *Anatomy) *int64 { return &r.WireNs }),
 			i64Col("queue_ns", func(r *Anatomy) *int64 { return &r.QueueNs }),
 			i64Col("switch_ns", func(r *Anatomy) *int64 { return &r.SwitchNs }),
