@@ -31,7 +31,10 @@ type Manifest struct {
 	Versions  map[string]string `json:"versions"`
 	GitCommit string            `json:"git_commit"`
 	Machine   Machine           `json:"machine"`
-	LinkBps   uint64            `json:"link_bps"`
+	// Scheduling is how switches and agents were scheduled: "realtime"
+	// (SCHED_FIFO, their defaults) or "nice" (homatb run --realtime=false).
+	Scheduling string `json:"scheduling,omitempty"`
+	LinkBps    uint64 `json:"link_bps"`
 	// Fabric describes the emulated network for the ideal RTT slowdown
 	// divides by; nil in runs written before it existed.
 	Fabric *Fabric  `json:"fabric,omitempty"`

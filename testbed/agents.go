@@ -131,8 +131,9 @@ func (r *run) popenAgent(ctx context.Context, host string) error {
 		return err
 	}
 	name := "agent-" + host
-	_, err := r.runner.Popen(ctx, name, host, filepath.Join(r.dir, "logs", name+".log"), nil,
-		r.opt.Binary, "agent", "--socket", sock, "--name", host, "--records-dir", recDir)
+	args := []string{r.opt.Binary, "agent", "--socket", sock, "--name", host, "--records-dir", recDir}
+	args = append(args, schedulingArgs(r.opt)...)
+	_, err := r.runner.Popen(ctx, name, host, filepath.Join(r.dir, "logs", name+".log"), nil, args...)
 	if err != nil {
 		return fmt.Errorf("start agent on %s: %w", host, err)
 	}

@@ -65,14 +65,15 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 	if err := assignPorts(r.layout, bmv2JSON != ""); err != nil {
 		return "", err
 	}
-	files := switchFiles{binary: r.opt.Binary, runDir: r.dir, sockDir: r.sockDir, bmv2JSON: bmv2JSON, pcap: s.Switch.Pcap}
+	files := switchFiles{binary: r.opt.Binary, runDir: r.dir, sockDir: r.sockDir, bmv2JSON: bmv2JSON, pcap: s.Switch.Pcap,
+		scheduling: schedulingArgs(r.opt)}
 	if err := files.mkdirs(); err != nil {
 		return "", err
 	}
 	for _, sw := range r.layout.Switches {
 		r.stats[sw.Name] = r.parts.switchStats(sw.Name, files.adminSocket(sw.Name))
 	}
-	r.postcards = bmv2JSON == "" && s.Switch.Postcards
+	r.postcards = bmv2JSON == "" && s.Switch.PostcardsOn()
 	spec := mininetSpec(r.layout, s, files)
 	r.log.Info("building network", "hosts", len(r.layout.Hosts), "switches", len(r.layout.Switches))
 	bctx, bcancel := context.WithTimeout(ctx, 90*time.Second)
@@ -134,6 +135,8 @@ type switchFiles struct {
 	// bmv2JSON is the BMv2 pipeline; "" runs the embedded switch.
 	bmv2JSON string
 	pcap     bool
+	// scheduling are the embedded switch's scheduling flags.
+	scheduling []string
 }
 
 func (f switchFiles) adminSocket(sw string) string {
@@ -184,11 +187,20 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) mn.Sp
 			LinkBps: uint64(s.Link.Rate), QueueDepthPkts: s.Switch.QueueDepthPkts,
 			StatsFile: filepath.Join(files.runDir, "switch", sw.Name+"-final.json"),
 			LogFile:   filepath.Join(files.runDir, "logs", sw.Name+".log"), AdminSocket: files.adminSocket(sw.Name),
-			ExtraArgs: switchBufferArgs(s.Switch), PcapDir: files.pcapDir(),
+			ExtraArgs: append(switchBufferArgs(s.Switch), files.scheduling...), PcapDir: files.pcapDir(),
 			BMv2JSON: files.bmv2JSON, ThriftPort: sw.ThriftPort,
 		})
 	}
 	return spec
+}
+
+// schedulingArgs are the switch's and the agents' flags for the run's
+// scheduling (their defaults are real-time).
+func schedulingArgs(opt Options) []string {
+	if opt.NoRealtime {
+		return []string{"--rt-priority", "0"}
+	}
+	return nil
 }
 
 // switchBufferArgs turns the scenario's byte limits and buffer into the

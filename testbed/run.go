@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/tcpcc"
+	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -44,6 +45,12 @@ type Options struct {
 	Registry string
 	// NoReport skips building the report at the end.
 	NoReport bool
+	// NoRealtime runs switches and agents at their nice value instead of
+	// SCHED_FIFO (for A/B runs; docs/emulation.md).
+	NoRealtime bool
+	// endRealtime returns the orchestrator to ordinary scheduling before
+	// the report; nil when it did not leave it.
+	endRealtime func()
 	// TeardownTimeout bounds teardown (default 6s: with the 2s an
 	// interrupted experiment gets to hand over its records, everything is
 	// gone within 10s of a signal).
@@ -101,8 +108,27 @@ type run struct {
 // is gone; the error says why a run stopped early (the run directory then
 // holds what was measured, marked incomplete).
 func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
+	if !opt.NoRealtime {
+		// The orchestrator and the Mininet runner it starts (which
+		// inherits it) rank above the switches and agents: under load the
+		// processes that start, kill and watch them must not wait behind
+		// them. The report is built at ordinary priority again.
+		if err := schedprio.Realtime(OrchestratorRTPriority); err != nil {
+			opt.NoRealtime = true
+			if opt.Logger != nil {
+				opt.Logger.Warn("real-time scheduling refused; switches and agents run at nice -10", "err", err)
+			}
+		} else {
+			opt.endRealtime = func() { _ = schedprio.Normal() }
+			defer opt.endRealtime()
+		}
+	}
 	return runWith(ctx, plan, opt, realParts())
 }
+
+// OrchestratorRTPriority is the SCHED_FIFO priority of `homatb run` and its
+// Mininet runner during a run, above the switches' (11) and agents' (10).
+const OrchestratorRTPriority = 12
 
 // runWith is Run with the given parts. Its steps: prepare the run
 // directory and registration, execute (network, switches, agents,
@@ -136,6 +162,9 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 
 	tdErr := r.teardown()
 	_ = os.Remove(regPath)
+	if opt.endRealtime != nil {
+		opt.endRealtime()
+	}
 
 	res.Incomplete = r.markEnd(runErr, tdErr)
 	if !opt.NoReport && len(r.man.Experiments) > 0 {
@@ -193,6 +222,10 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 		stats: map[string]switchStats{}, calib: map[string]runfmt.Calibration{},
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
+	r.man.Scheduling = "realtime"
+	if opt.NoRealtime {
+		r.man.Scheduling = "nice"
+	}
 	if err := r.man.save(); err != nil {
 		_ = logFile.Close()
 		return nil, nil, err

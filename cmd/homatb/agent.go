@@ -16,7 +16,7 @@ import (
 type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
 	debug                                     bool
-	procs, nice                               int
+	procs, nice, rtPrio                       int
 }
 
 // newAgentCmd is the host agent process the orchestrator starts inside a
@@ -43,7 +43,8 @@ func newAgentCmd() *cobra.Command {
 	// thread instead of waking another, which on a shared 2-vCPU machine
 	// with ten agents costs more than the work (docs/homa.md, incast runs).
 	fl.IntVar(&f.procs, "procs", 1, "GOMAXPROCS of the agent (0: Go's default, one per vCPU)")
-	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the agent's threads; 0 leaves it")
+	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the agent's threads when not real-time; 0 leaves it")
+	fl.IntVar(&f.rtPrio, "rt-priority", defaultAgentRTPriority, "SCHED_FIFO priority of the agent's threads (1-99); 0 for ordinary scheduling at --nice")
 	return cmd
 }
 
@@ -68,12 +69,7 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
-	if f.nice != 0 {
-		if err := setNice(f.nice); err != nil {
-			// Not fatal: the run's fidelity checks report what it costs.
-			log.Warn("scheduling priority unchanged", "err", err)
-		}
-	}
+	applyScheduling(f.rtPrio, f.nice, log)
 	return agent.Run(cmd.Context(), agent.Options{
 		Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log,
 	})

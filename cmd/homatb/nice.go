@@ -1,41 +1,54 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strconv"
+	"log/slog"
 
-	"golang.org/x/sys/unix"
+	"github.com/homatb/homatb/internal/schedprio"
 )
 
-// defaultNice is the scheduling priority switches and agents ask for. The
-// emulation is faithful only while they are scheduled on time, and on a
-// shared machine a build or a test run next to them stalls an agent for
-// tens of ms (measured: a probe sender's send lag P99 went from 4 to 20 ms
-// while other work ran); with nice -10 the kernel gives them about nine
-// times the CPU share of ordinary processes when they compete.
+// defaultNice is the scheduling priority switches and agents ask for when
+// not real-time. The emulation is faithful only while they are scheduled
+// on time, and on a shared machine a build or a test run next to them
+// stalls an agent for tens of ms (measured: a probe sender's send lag P99
+// went from 4 to 20 ms while other work ran); with nice -10 the kernel
+// gives them about nine times the CPU share of ordinary processes.
 const defaultNice = -10
 
-// setNice sets the nice value of every thread of this process. Linux keeps
-// nice per thread, and threads inherit it from the thread that creates
-// them, so renicing the threads that exist early covers those the Go
-// runtime starts later. The list is read twice to catch a thread created
-// during the first pass.
-func setNice(nice int) error {
-	for range 2 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			return fmt.Errorf("nice: %w", err)
+// Default real-time priorities (SCHED_FIFO, 1..99) of switches and agents.
+// Nice alone still left a probe's P99 at 20–44 times its unloaded RTT in
+// the default incast while other work ran: a woken agent waited for a time
+// slice. Under SCHED_FIFO it preempts ordinary processes at once
+// (docs/emulation.md has the A/B). The switch ranks above the agents: it
+// is every host's network. `homatb run` itself runs above both
+// (testbed.OrchestratorRTPriority), so that starting, killing and
+// watching them never waits behind them.
+const (
+	defaultAgentRTPriority  = 10
+	defaultSwitchRTPriority = 11
+)
+
+// applyScheduling gives this process's threads SCHED_FIFO at rtPrio, or,
+// when rtPrio is 0 or the kernel refuses (no CAP_SYS_NICE, or a cgroup
+// without a real-time budget), ordinary scheduling at the nice value. A
+// process started by a real-time parent inherits its policy, hence the
+// explicit return to ordinary scheduling. The kernel's real-time
+// throttling (sched_rt_runtime_us, 95% by default) keeps a runaway thread
+// from starving the rest of the machine.
+func applyScheduling(rtPrio, nice int, log *slog.Logger) {
+	if rtPrio > 0 {
+		err := schedprio.Realtime(rtPrio)
+		if err == nil {
+			return
 		}
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil {
-				continue
-			}
-			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil {
-				return fmt.Errorf("nice %d: %w (needs root or CAP_SYS_NICE for negative values)", nice, err)
-			}
+		log.Warn("real-time scheduling refused; using nice instead", "priority", rtPrio, "err", err)
+	}
+	if err := schedprio.Normal(); err != nil {
+		log.Warn("ordinary scheduling refused", "err", err)
+	}
+	if nice != 0 {
+		if err := schedprio.Nice(nice); err != nil {
+			// Not fatal: the run's fidelity checks report what it costs.
+			log.Warn("scheduling priority unchanged", "err", err)
 		}
 	}
-	return nil
 }

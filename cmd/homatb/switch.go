@@ -48,6 +48,7 @@ type switchFlags struct {
 	spin            time.Duration
 	batch           int
 	nice            int
+	rtPrio          int
 	logLevel        string
 	noP4            bool
 }
@@ -97,7 +98,8 @@ forwarded frame (--postcards records from start to exit).`,
 	fl.StringArrayVar(&f.dropEvery, "drop-every", nil, "PORT:N drop every Nth frame leaving PORT, repeatable")
 	fl.DurationVar(&f.spin, "spin", 0, "poll this long before sleeping when idle (trades CPU for wake-up latency)")
 	fl.IntVar(&f.batch, "batch", dataplane.DefaultBatchSize, "receive and send batch size")
-	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the switch's threads; 0 leaves it")
+	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the switch's threads when not real-time; 0 leaves it")
+	fl.IntVar(&f.rtPrio, "rt-priority", defaultSwitchRTPriority, "SCHED_FIFO priority of the switch's threads (1-99); 0 for ordinary scheduling at --nice")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.noP4, "no-p4", true, "start without a pipeline config (always the case; accepted for BMv2 compatibility)")
 	return cmd
@@ -108,11 +110,7 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.nice != 0 {
-		if err := setNice(f.nice); err != nil {
-			log.Warn("scheduling priority unchanged", "err", err)
-		}
-	}
+	applyScheduling(f.rtPrio, f.nice, log)
 	cfg, err := f.dataplaneConfig(log)
 	if err != nil {
 		return err

@@ -69,6 +69,10 @@ func applyDefaults(s *Scenario) {
 	if s.Switch.QueueDepthPkts == 0 {
 		s.Switch.QueueDepthPkts = 512
 	}
+	if s.Switch.Postcards == nil {
+		on := s.Switch.Target == TargetEmbedded
+		s.Switch.Postcards = &on
+	}
 	if s.DSCP.Policy == "" {
 		s.DSCP.Policy = DSCPClassSelector
 	}
@@ -186,7 +190,7 @@ func (c *checker) checkSwitch(s *Scenario) {
 	if s.Switch.QueueDepthBytes != 0 && s.Switch.Target == TargetBMv2 {
 		c.errorf("switch.queue_depth_bytes", "BMv2's simple_switch limits queues in packets only (queue_depth_pkts); queue_depth_bytes needs target %q", TargetEmbedded)
 	}
-	if s.Switch.Postcards && s.Switch.Target == TargetBMv2 {
+	if s.Switch.PostcardsOn() && s.Switch.Target == TargetBMv2 {
 		c.errorf("switch.postcards", "BMv2 keeps no per-packet records; postcards needs target %q", TargetEmbedded)
 	}
 	c.checkBuffer(s)

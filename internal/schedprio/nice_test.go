@@ -1,4 +1,4 @@
-package main
+package schedprio
 
 import (
 	"os"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSetNiceCoversEveryThread renices this test binary's threads (to a
+// TestNiceCoversEveryThread renices this test binary's threads (to a
 // positive value, which needs no privilege) and checks each thread, also
 // one the runtime starts afterwards.
-func TestSetNiceCoversEveryThread(t *testing.T) {
-	if err := setNice(3); err != nil {
+func TestNiceCoversEveryThread(t *testing.T) {
+	if err := Nice(3); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

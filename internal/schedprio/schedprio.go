@@ -1,0 +1,80 @@
+// Package schedprio sets the scheduling of every thread of the calling
+// process: real-time (SCHED_FIFO), ordinary, or a nice value. Linux keeps
+// these per thread and a new thread inherits them from the one that
+// creates it, so setting the threads that exist covers those the Go
+// runtime starts later; children inherit them too.
+package schedprio
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Realtime moves every thread to SCHED_FIFO at prio (1-99).
+func Realtime(prio int) error {
+	if prio < 1 || prio > 99 {
+		return fmt.Errorf("real-time priority %d: expected 1-99", prio)
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
+	return eachThread(func(tid int) error {
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+			return fmt.Errorf("SCHED_FIFO %d: %w (needs root or CAP_SYS_NICE)", prio, err)
+		}
+		return nil
+	})
+}
+
+// Normal moves every thread back to ordinary scheduling (SCHED_OTHER),
+// keeping its nice value.
+func Normal() error {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+	return eachThread(func(tid int) error {
+		cur, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			return fmt.Errorf("sched_getattr: %w", err)
+		}
+		if cur.Policy == unix.SCHED_NORMAL {
+			return nil
+		}
+		attr.Nice = cur.Nice
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+			return fmt.Errorf("SCHED_OTHER: %w", err)
+		}
+		return nil
+	})
+}
+
+// Nice sets every thread's nice value (negative needs root or
+// CAP_SYS_NICE).
+func Nice(nice int) error {
+	return eachThread(func(tid int) error {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil {
+			return fmt.Errorf("nice %d: %w (needs root or CAP_SYS_NICE for negative values)", nice, err)
+		}
+		return nil
+	})
+}
+
+// eachThread calls fn with every thread of this process. The list is read
+// twice to catch a thread created during the first pass.
+func eachThread(fn func(tid int) error) error {
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("threads: %w", err)
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := fn(tid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
