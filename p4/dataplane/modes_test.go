@@ -1,0 +1,361 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"testing"
+	"time"
+)
+
+func homaSeq(f []byte) uint32 { return binary.BigEndian.Uint32(f[HomaOffset+28:]) }
+
+// arrival is one frame offered to a rank_order port.
+type arrival struct {
+	rank uint32
+	size int
+}
+
+func TestRankOrder(t *testing.T) {
+	tests := []struct {
+		name     string
+		buffer   uint32
+		arrivals []arrival
+		want     []int // departures, by arrival index
+		dropped  []int // arrival indexes dropped, in any order
+	}{
+		{name: "smallest rank first", buffer: 10_000,
+			arrivals: []arrival{{5, 100}, {1, 100}, {3, 100}, {0, 100}},
+			want:     []int{3, 1, 2, 0}},
+		{name: "fifo among equal ranks", buffer: 10_000,
+			arrivals: []arrival{{2, 100}, {2, 100}, {1, 100}, {2, 100}, {1, 100}},
+			want:     []int{2, 4, 0, 1, 3}},
+		{name: "arriving frame is the largest", buffer: 300,
+			arrivals: []arrival{{1, 100}, {2, 100}, {3, 100}, {9, 100}},
+			want:     []int{0, 1, 2}, dropped: []int{3}},
+		{name: "arriving frame ties the largest", buffer: 300,
+			arrivals: []arrival{{1, 100}, {4, 100}, {4, 100}, {4, 100}},
+			want:     []int{0, 1, 2}, dropped: []int{3}},
+		{name: "largest queued frame dropped", buffer: 300,
+			arrivals: []arrival{{5, 100}, {1, 100}, {7, 100}, {2, 100}},
+			want:     []int{1, 3, 0}, dropped: []int{2}},
+		{name: "newest of equal largest dropped", buffer: 300,
+			arrivals: []arrival{{7, 100}, {7, 100}, {1, 100}, {2, 100}},
+			want:     []int{2, 3, 0}, dropped: []int{1}},
+		{name: "byte limit drops until it fits", buffer: 1000,
+			arrivals: []arrival{{8, 300}, {9, 300}, {7, 300}, {1, 700}},
+			want:     []int{3, 2}, dropped: []int{0, 1}},
+		{name: "exactly full fits", buffer: 1000,
+			arrivals: []arrival{{3, 400}, {2, 600}},
+			want:     []int{1, 0}},
+		{name: "frame larger than the buffer", buffer: 1000,
+			arrivals: []arrival{{5, 300}, {0, 1200}},
+			want:     []int{0}, dropped: []int{1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(func(c *Config) { c.Unshaped = true })
+			tmq := newTM(&cfg, 1, nil)
+			home := newPool(len(tc.arrivals), 1500)
+			var dropped []int
+			for i, a := range tc.arrivals {
+				p := home.get()
+				p.n, p.inPort = a.size, uint16(i) // arrival tag
+				if !tmq.enqueueRank(p, a.rank, tc.buffer, int64(i)) {
+					dropped = append(dropped, i)
+					p.release()
+				}
+				if tmq.bytes > int(tc.buffer) {
+					t.Fatalf("after arrival %d: %d bytes queued, buffer %d", i, tmq.bytes, tc.buffer)
+				}
+			}
+			// Queued frames dropped later went back to the pool without
+			// a trace here: find them as the frames that never left.
+			deps, _, _ := drainAll(tmq, 100, nil)
+			var got []int
+			left := map[int]bool{}
+			for _, d := range deps {
+				got = append(got, int(d.pkt.inPort))
+				left[int(d.pkt.inPort)] = true
+				if d.pkt.queue != 0 {
+					t.Errorf("arrival %d left from queue %d, want 0", d.pkt.inPort, d.pkt.queue)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("departures %v, want %v", got, tc.want)
+			}
+			for i := range tc.arrivals {
+				if !left[i] && !slices.Contains(dropped, i) {
+					dropped = append(dropped, i)
+				}
+			}
+			slices.Sort(dropped)
+			if !slices.Equal(dropped, tc.dropped) {
+				t.Errorf("dropped %v, want %v", dropped, tc.dropped)
+			}
+			st := tmq.snapshot()[0]
+			if tmq.rankDrops != uint64(len(tc.dropped)) || st.DropPkts != uint64(len(tc.dropped)) {
+				t.Errorf("rank drops %d, queue 0 drops %d, want %d", tmq.rankDrops, st.DropPkts, len(tc.dropped))
+			}
+			if st.SentPkts != uint64(len(tc.want)) {
+				t.Errorf("queue 0 sent %d, want %d", st.SentPkts, len(tc.want))
+			}
+			if tmq.pkts != 0 || tmq.bytes != 0 || st.DepthBytes != 0 {
+				t.Errorf("after draining: %d packets, %d bytes, depth %d bytes", tmq.pkts, tmq.bytes, st.DepthBytes)
+			}
+			for _, d := range deps {
+				d.pkt.release()
+			}
+			if n := len(home.free); n != len(tc.arrivals) {
+				t.Errorf("%d of %d buffers back in the pool", n, len(tc.arrivals))
+			}
+		})
+	}
+}
+
+// The rank queue holds at most the port's packet capacity, whatever the
+// byte buffer, so the buffer pools sized from it cannot run dry.
+func TestRankOrderPacketCapacity(t *testing.T) {
+	cfg := testConfig(func(c *Config) { c.Unshaped = true; c.QueueDepthPkts = 2 })
+	tmq := newTM(&cfg, 1, nil)
+	capacity := tmq.capacityPkts() // 8 queues of 2
+	home := newPool(capacity+1, 64)
+	for i := range capacity {
+		p := home.get()
+		p.n = 64
+		if !tmq.enqueueRank(p, uint32(i+1), 1<<30, 0) {
+			t.Fatalf("arrival %d of %d dropped", i, capacity)
+		}
+	}
+	p := home.get()
+	p.n = 64
+	if !tmq.enqueueRank(p, 0, 1<<30, 0) {
+		t.Fatal("rank 0 arrival at a full queue dropped, want the largest queued one dropped")
+	}
+	if tmq.rq.len() != capacity || tmq.rankDrops != 1 || tmq.rq.largest().rank != uint32(capacity-1) {
+		t.Errorf("queue holds %d (want %d), %d rank drops (want 1), largest rank %d (want %d)",
+			tmq.rq.len(), capacity, tmq.rankDrops, tmq.rq.largest().rank, capacity-1)
+	}
+}
+
+// On a port changing from strict priority to rank order, packets already
+// in the FIFOs leave first, then the rank queue's.
+func TestRankOrderAfterStrictPriority(t *testing.T) {
+	cfg := testConfig(func(c *Config) { c.Unshaped = true })
+	tmq := newTM(&cfg, 1, nil)
+	home := newPool(3, 64)
+	for i, rank := range []uint32{5, 1} {
+		p := home.get()
+		p.n, p.inPort = 64, uint16(i+1)
+		tmq.enqueueRank(p, rank, 10_000, 0)
+	}
+	p := home.get()
+	p.n, p.inPort = 64, 0
+	tmq.enqueue(p, 3, 0)
+	if got := tmq.snapshot()[0].DepthPkts; got != 2 {
+		t.Errorf("queue 0 depth %d packets, want the rank queue's 2", got)
+	}
+	deps, _, _ := drainAll(tmq, 1, nil)
+	var got []uint16
+	for _, d := range deps {
+		got = append(got, d.pkt.inPort)
+	}
+	if !slices.Equal(got, []uint16{0, 2, 1}) {
+		t.Errorf("departures %v, want [0 2 1]", got)
+	}
+}
+
+func TestTrimAbove(t *testing.T) {
+	const threshold = 2
+	tests := []struct {
+		name      string
+		frame     func(seq uint32) []byte
+		homaData  bool
+		queue     uint8
+		wantTrim  []bool // per arrival
+		wantDrops uint64
+	}{
+		{name: "homa data above the threshold trimmed",
+			frame: func(seq uint32) []byte { return makeHomaData(1000, 2, 1, 0, seq) }, homaData: true, queue: 1,
+			wantTrim: []bool{false, false, true, true, true}},
+		{name: "homa data in queue 7 trimmed too",
+			frame: func(seq uint32) []byte { return makeHomaData(1000, 2, 7, 0, seq) }, homaData: true, queue: 7,
+			wantTrim: []bool{false, false, true, true}},
+		{name: "other frames tail-dropped as usual",
+			frame: func(seq uint32) []byte { return makeFrame(1000, 2, 1, seq) }, homaData: false, queue: 1,
+			wantTrim: []bool{false, false, false, false, false}, wantDrops: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(func(c *Config) { c.Unshaped = true; c.QueueDepthPkts = 4 })
+			tmq := newTM(&cfg, 1, nil)
+			var in [][]byte
+			for i := range tc.wantTrim {
+				f := tc.frame(uint32(i))
+				in = append(in, slices.Clone(f))
+				p := &packet{buf: f, n: len(f), inPort: uint16(i)}
+				tmq.enqueueTrim(p, tc.queue, threshold, tc.homaData, int64(i))
+			}
+			deps, _, _ := drainAll(tmq, 100, nil)
+			trimmed := 0
+			for _, d := range deps {
+				i := int(d.pkt.inPort)
+				f, orig := d.pkt.frame(), in[i]
+				if !tc.wantTrim[i] {
+					if !slices.Equal(f, orig) || d.pkt.queue != tc.queue {
+						t.Errorf("arrival %d: changed or moved to queue %d", i, d.pkt.queue)
+					}
+					continue
+				}
+				trimmed++
+				if len(f) != TrimmedFrameLen || binary.BigEndian.Uint16(f[ipTotalLenOffset:]) != TrimmedFrameLen-14 {
+					t.Errorf("arrival %d: %d bytes, IPv4 length %d", i, len(f), binary.BigEndian.Uint16(f[ipTotalLenOffset:]))
+				}
+				if s := onesSum(f[14:34]); s != 0xffff {
+					t.Errorf("arrival %d: IPv4 checksum invalid (sum %#04x)", i, s)
+				}
+				if f[HomaFlagsOffset]&HomaFlagTrimmed == 0 || d.pkt.queue != TrimQueue {
+					t.Errorf("arrival %d: flags %#02x, queue %d", i, f[HomaFlagsOffset], d.pkt.queue)
+				}
+				// Everything but length, checksum and flag is the original header.
+				want := slices.Clone(orig[:TrimmedFrameLen])
+				copy(want[ipTotalLenOffset:], f[ipTotalLenOffset:ipTotalLenOffset+2])
+				copy(want[ipCsumOffset:], f[ipCsumOffset:ipCsumOffset+2])
+				want[HomaFlagsOffset] |= HomaFlagTrimmed
+				if !slices.Equal(f, want) {
+					t.Errorf("arrival %d: header changed beyond length, checksum and flag", i)
+				}
+			}
+			nTrim := 0
+			for _, w := range tc.wantTrim {
+				if w {
+					nTrim++
+				}
+			}
+			if trimmed != nTrim || tmq.trimmed != uint64(nTrim) {
+				t.Errorf("trimmed %d (counter %d), want %d", trimmed, tmq.trimmed, nTrim)
+			}
+			if got := tmq.snapshot()[tc.queue].DropPkts; got != tc.wantDrops {
+				t.Errorf("queue %d drops %d, want %d", tc.queue, got, tc.wantDrops)
+			}
+			// Trimmed headers leave first: they sit in queue 7.
+			if tc.queue != TrimQueue && nTrim > 0 && len(deps) > 0 && deps[0].pkt.queue != TrimQueue {
+				t.Errorf("first departure from queue %d, want the trimmed header from queue 7", deps[0].pkt.queue)
+			}
+		})
+	}
+}
+
+// runModes forwards frames from port 1 to port 2 through a dataplane whose
+// ports all run mode, with port 2's link slow enough for a queue to build,
+// and returns what port 2 sent, in order.
+func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]byte, d *Dataplane) {
+	t.Helper()
+	in, out := newMemPort(), newMemPort()
+	pl := &testPipeline{mode: mode, modeArg: arg}
+	pl.route[2] = 2
+	cfg := Config{Ports: map[uint16]string{1: "in", 2: "out"}, LinkRateBps: 10e6}
+	d, err := NewWithPorts(cfg, pl, map[uint16]Port{1: in, 2: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, f := range frames {
+		in.in <- f
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case f := <-out.out:
+			sent = append(sent, f)
+		case <-time.After(200 * time.Millisecond):
+			return sent, d
+		case <-deadline:
+			t.Fatalf("still sending after 10 s (%d frames)", len(sent))
+		}
+	}
+}
+
+// Through the whole dataplane: a burst of Homa DATA frames of falling rank
+// arrives at a rank_order port; the first leaves at once, the rest
+// smallest rank first, and the buffer holds only some.
+func TestRankOrderForwarding(t *testing.T) {
+	var frames [][]byte
+	for i := range 10 {
+		frames = append(frames, makeHomaData(1000, 2, 0, uint32(100-i), uint32(i)))
+	}
+	frames = append(frames, makeFrame(1000, 2, 7, 99)) // not Homa: rank max
+	sent, d := runModes(t, ModeRankOrder, 5000, frames)
+	var seqs []uint32
+	for _, f := range sent {
+		if f[23] == IPProtoHoma {
+			seqs = append(seqs, homaSeq(f))
+		} else {
+			seqs = append(seqs, 1000+frameSeq(f))
+		}
+	}
+	// Frame 0 may have left before the rest arrived; after it, ranks
+	// rise (seq falls) and the non-Homa frame, rank max, is never ahead
+	// of a Homa frame.
+	rest := seqs
+	if len(rest) > 0 && rest[0] == 0 {
+		rest = rest[1:]
+	}
+	if !slices.IsSortedFunc(rest, func(a, b uint32) int { return int(b) - int(a) }) {
+		t.Errorf("departures by seq %v: not smallest rank first", seqs)
+	}
+	p := d.Stats().Ports[1]
+	if p.RankDrops == 0 || p.RankDrops+uint64(len(sent)) != uint64(len(frames)) {
+		t.Errorf("sent %d, %d rank drops, of %d frames", len(sent), p.RankDrops, len(frames))
+	}
+	if p.Queues[0].DropPkts != p.RankDrops {
+		t.Errorf("queue 0 drops %d, rank drops %d", p.Queues[0].DropPkts, p.RankDrops)
+	}
+}
+
+// Through the whole dataplane: a burst of Homa DATA frames at a trim_above
+// port; those above the threshold come out as 90-byte headers first.
+func TestTrimAboveForwarding(t *testing.T) {
+	var frames [][]byte
+	for i := range 12 {
+		frames = append(frames, makeHomaData(1000, 2, 0, 0, uint32(i)))
+	}
+	sent, d := runModes(t, ModeTrimAbove, 4, frames)
+	if len(sent) != len(frames) {
+		t.Fatalf("sent %d of %d frames", len(sent), len(frames))
+	}
+	trimmed := 0
+	for _, f := range sent {
+		if len(f) == TrimmedFrameLen {
+			trimmed++
+		}
+	}
+	if trimmed == 0 || trimmed > len(frames)-4 {
+		t.Errorf("%d of %d frames trimmed, want some, at most %d", trimmed, len(frames), len(frames)-4)
+	}
+	// A full frame in flight on the wire may precede the headers; the
+	// headers then leave before the rest of the full frames.
+	seenFull, fullAfterTrim := 0, false
+	for _, f := range sent {
+		switch {
+		case len(f) != TrimmedFrameLen:
+			seenFull++
+		case seenFull > 1:
+			fullAfterTrim = true
+		}
+	}
+	if fullAfterTrim {
+		t.Error("a trimmed header waited behind full frames")
+	}
+	if got := d.Stats().Ports[1].TrimmedPkts; got != uint64(trimmed) {
+		t.Errorf("trimmed_pkts %d, want %d", got, trimmed)
+	}
+}
