@@ -33,12 +33,12 @@ const (
 	HomaOffset = 34
 	// HomaFlagsOffset is the frame offset of the common header's byte 8,
 	// whose bit HomaFlagTrimmed the switch sets on a trimmed frame.
-	HomaFlagsOffset = HomaOffset + 8
+	HomaFlagsOffset = 42
 	// HomaTypeOffset is the frame offset of the packet type (byte 11).
-	HomaTypeOffset = HomaOffset + 11
+	HomaTypeOffset = 45
 	// HomaRankOffset is the frame offset of the big-endian 32-bit rank
 	// (common header bytes 16..19).
-	HomaRankOffset = HomaOffset + 16
+	HomaRankOffset = 50
 	// HomaCommonLen is the length of the common header.
 	HomaCommonLen = 28
 	// HomaTypeData is the type of DATA packets.
@@ -47,11 +47,11 @@ const (
 	HomaFlagTrimmed = 0x01
 	// TrimmedFrameLen is a trimmed DATA frame's length: Ethernet, IPv4 and
 	// the 56-byte DATA header.
-	TrimmedFrameLen = HomaOffset + 56
+	TrimmedFrameLen = 90
 	// RankMax is the rank of frames that carry none (not Homa).
 	RankMax = 0xffffffff
 	// TrimQueue is the queue trimmed headers are sent in.
-	TrimQueue = NumQueues - 1
+	TrimQueue = 7
 )
 
 // IPv4 header fields trimming rewrites (frame offsets).

@@ -359,3 +359,22 @@ func TestTrimAboveForwarding(t *testing.T) {
 		t.Errorf("trimmed_pkts %d, want %d", got, trimmed)
 	}
 }
+
+// The layout constants are written as numbers; check them against the
+// header layout they come from.
+func TestHomaLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"HomaFlagsOffset", HomaFlagsOffset, HomaOffset + 8},
+		{"HomaTypeOffset", HomaTypeOffset, HomaOffset + 11},
+		{"HomaRankOffset", HomaRankOffset, HomaOffset + 16},
+		{"TrimmedFrameLen", TrimmedFrameLen, HomaOffset + 56},
+		{"TrimQueue", TrimQueue, NumQueues - 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
