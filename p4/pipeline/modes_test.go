@@ -116,3 +116,27 @@ func TestPortModeAllocs(t *testing.T) {
 		}
 	}
 }
+
+// A default action other than strict_priority applies to every port, so
+// the lookup is not skipped then.
+func TestPortModeDefaultAction(t *testing.T) {
+	c := torContents()
+	c[p4.TablePortMode] = TableContents{Default: &ActionCall{ID: p4.ActionTrimAbove, Params: [MaxParams]uint64{3}}}
+	p := New()
+	if err := p.Install(c); err != nil {
+		t.Fatal(err)
+	}
+	var v Verdict
+	p.Ingress(homaFrame(0, dataplane.HomaTypeData, 0, 0, 1000), 1, &v)
+	if v.Mode != dataplane.ModeTrimAbove || v.ModeArg != 3 || !v.HomaData {
+		t.Errorf("verdict %+v, want trim_above 3 on a Homa DATA frame", v)
+	}
+	// Back to the P4 default: strict priority again.
+	if err := p.Install(torContents()); err != nil {
+		t.Fatal(err)
+	}
+	p.Ingress(homaFrame(0, dataplane.HomaTypeData, 0, 0, 1000), 1, &v)
+	if v.Mode != dataplane.ModeStrictPriority || v.HomaData {
+		t.Errorf("verdict %+v after reinstall, want strict priority", v)
+	}
+}

@@ -41,6 +41,10 @@ const (
 // snapshot is one immutable set of table contents, swapped in whole.
 type snapshot struct {
 	tables [numTables]*Table
+	// modes is false while port_mode has no entry and its default is
+	// strict_priority, so ingress can skip the lookup: the common case
+	// then costs what it did before the table existed.
+	modes bool
 }
 
 // TableContents is what the control plane wrote into one table.
@@ -146,6 +150,9 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 			return fmt.Errorf("install %s: %d entries, size %d", info.Name, len(c.Entries), info.Size)
 		}
 		snap.tables[i] = NewTable(c.Entries, def)
+		if info.ID == p4.TablePortMode {
+			snap.modes = len(c.Entries) > 0 || def.ID != p4.ActionStrictPriority
+		}
 	}
 	p.snap.Store(snap)
 	return nil

@@ -63,10 +63,12 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 					key = Key{uint64(frame[ipTOSOff] >> dscpShift)}
 					a, _ = snap.tables[tblDSCPToQueue].Lookup(&key)
 					egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
-					key = Key{uint64(egressSpec & portMask)}
-					a, _ = snap.tables[tblPortMode].Lookup(&key)
-					if a.ID != p4.ActionStrictPriority {
-						portMode(a, frame, &queue, v)
+					if snap.modes {
+						key = Key{uint64(egressSpec & portMask)}
+						a, _ = snap.tables[tblPortMode].Lookup(&key)
+						if a.ID != p4.ActionStrictPriority {
+							portMode(a, frame, &queue, v)
+						}
 					}
 				}
 				updateIPv4Checksum(frame)
