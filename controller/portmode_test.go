@@ -11,10 +11,10 @@ import (
 )
 
 func TestParsePortMode(t *testing.T) {
+	// wantErr is a substring of the error, "" for none.
 	tests := []struct {
-		in      string
-		want    PortMode
-		wantErr string
+		in, wantErr string
+		want        PortMode
 	}{
 		{in: "strict_priority", want: PortMode{Mode: ModeStrictPriority}},
 		{in: "rank_order:30000@hosts", want: PortMode{Mode: ModeRankOrder, BufferBytes: 30000, Ports: PortsHosts}},

@@ -247,17 +247,21 @@ func TestTrimAbove(t *testing.T) {
 }
 
 // runModes forwards frames from port 1 to port 2 through a dataplane whose
-// ports all run mode, with port 2's link slow enough for a queue to build,
-// and returns what port 2 sent, in order.
+// ports all run mode, and returns what port 2 sent, in order. The frames
+// wait in port 1 before the dataplane starts, so they arrive in one receive
+// batch and are all queued before the first leaves: the order is exact.
 func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]byte, d *Dataplane) {
 	t.Helper()
 	in, out := newMemPort(), newMemPort()
 	pl := &testPipeline{mode: mode, modeArg: arg}
 	pl.route[2] = 2
-	cfg := Config{Ports: map[uint16]string{1: "in", 2: "out"}, LinkRateBps: 10e6}
+	cfg := Config{Ports: map[uint16]string{1: "in", 2: "out"}, LinkRateBps: 100e6}
 	d, err := NewWithPorts(cfg, pl, map[uint16]Port{1: in, 2: out})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range frames {
+		in.in <- f
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -268,15 +272,12 @@ func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]by
 			t.Error(err)
 		}
 	}()
-	for _, f := range frames {
-		in.in <- f
-	}
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case f := <-out.out:
 			sent = append(sent, f)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 			return sent, d
 		case <-deadline:
 			t.Fatalf("still sending after 10 s (%d frames)", len(sent))
@@ -284,79 +285,62 @@ func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]by
 	}
 }
 
-// Through the whole dataplane: a burst of Homa DATA frames of falling rank
-// arrives at a rank_order port; the first leaves at once, the rest
-// smallest rank first, and the buffer holds only some.
+// Through the whole dataplane: Homa DATA frames of falling rank and a
+// non-Homa frame (rank max) reach a rank_order port with room for five:
+// the five smallest ranks leave, smallest first.
 func TestRankOrderForwarding(t *testing.T) {
 	var frames [][]byte
 	for i := range 10 {
 		frames = append(frames, makeHomaData(1000, 2, 0, uint32(100-i), uint32(i)))
 	}
-	frames = append(frames, makeFrame(1000, 2, 7, 99)) // not Homa: rank max
+	frames = append(frames, makeFrame(1000, 2, 7, 99))
 	sent, d := runModes(t, ModeRankOrder, 5000, frames)
 	var seqs []uint32
 	for _, f := range sent {
-		if f[23] == IPProtoHoma {
-			seqs = append(seqs, homaSeq(f))
-		} else {
-			seqs = append(seqs, 1000+frameSeq(f))
+		if f[23] != IPProtoHoma {
+			t.Fatal("the non-Homa frame (rank max) was sent")
 		}
+		seqs = append(seqs, homaSeq(f))
 	}
-	// Frame 0 may have left before the rest arrived; after it, ranks
-	// rise (seq falls) and the non-Homa frame, rank max, is never ahead
-	// of a Homa frame.
-	rest := seqs
-	if len(rest) > 0 && rest[0] == 0 {
-		rest = rest[1:]
-	}
-	if !slices.IsSortedFunc(rest, func(a, b uint32) int { return int(b) - int(a) }) {
-		t.Errorf("departures by seq %v: not smallest rank first", seqs)
+	if want := []uint32{9, 8, 7, 6, 5}; !slices.Equal(seqs, want) {
+		t.Errorf("departures by seq %v, want %v", seqs, want)
 	}
 	p := d.Stats().Ports[1]
-	if p.RankDrops == 0 || p.RankDrops+uint64(len(sent)) != uint64(len(frames)) {
-		t.Errorf("sent %d, %d rank drops, of %d frames", len(sent), p.RankDrops, len(frames))
-	}
-	if p.Queues[0].DropPkts != p.RankDrops {
-		t.Errorf("queue 0 drops %d, rank drops %d", p.Queues[0].DropPkts, p.RankDrops)
+	if p.RankDrops != 6 || p.Queues[0].DropPkts != 6 {
+		t.Errorf("%d rank drops, queue 0 drops %d, want 6", p.RankDrops, p.Queues[0].DropPkts)
 	}
 }
 
-// Through the whole dataplane: a burst of Homa DATA frames at a trim_above
-// port; those above the threshold come out as 90-byte headers first.
+// Through the whole dataplane: Homa DATA frames reach a trim_above port
+// with threshold 4: the first four queue whole, the rest leave first as
+// 90-byte headers.
 func TestTrimAboveForwarding(t *testing.T) {
 	var frames [][]byte
 	for i := range 12 {
 		frames = append(frames, makeHomaData(1000, 2, 0, 0, uint32(i)))
 	}
+	frames = append(frames, makeFrame(1000, 2, 0, 99)) // not Homa: queues whole
 	sent, d := runModes(t, ModeTrimAbove, 4, frames)
-	if len(sent) != len(frames) {
-		t.Fatalf("sent %d of %d frames", len(sent), len(frames))
-	}
-	trimmed := 0
+	var got []string
 	for _, f := range sent {
+		kind := "full"
 		if len(f) == TrimmedFrameLen {
-			trimmed++
+			kind = "header"
 		}
+		got = append(got, kind)
 	}
-	if trimmed == 0 || trimmed > len(frames)-4 {
-		t.Errorf("%d of %d frames trimmed, want some, at most %d", trimmed, len(frames), len(frames)-4)
+	var want []string
+	for range 8 {
+		want = append(want, "header")
 	}
-	// A full frame in flight on the wire may precede the headers; the
-	// headers then leave before the rest of the full frames.
-	seenFull, fullAfterTrim := 0, false
-	for _, f := range sent {
-		switch {
-		case len(f) != TrimmedFrameLen:
-			seenFull++
-		case seenFull > 1:
-			fullAfterTrim = true
-		}
+	for range 5 {
+		want = append(want, "full")
 	}
-	if fullAfterTrim {
-		t.Error("a trimmed header waited behind full frames")
+	if !slices.Equal(got, want) {
+		t.Errorf("departures %v, want %v", got, want)
 	}
-	if got := d.Stats().Ports[1].TrimmedPkts; got != uint64(trimmed) {
-		t.Errorf("trimmed_pkts %d, want %d", got, trimmed)
+	if got := d.Stats().Ports[1].TrimmedPkts; got != 8 {
+		t.Errorf("trimmed_pkts %d, want 8", got)
 	}
 }
 
