@@ -18,12 +18,14 @@
  * its 90-byte header, flagged trimmed and sent in queue 7.
  *
  * What v1model cannot express: standard_metadata has no rank and BMv2's
- * queues are FIFOs, so rank_order only collects the rank here (BMv2 queues
- * such frames in queue 0 by arrival); the embedded target reads meta.rank's
- * equivalent from its ingress verdict. v1model's queue depth is known only
- * in egress, after the frame waited in its queue, so BMv2 trims there with
- * truncate() but cannot move the trimmed frame to queue 7; the embedded
- * target decides at enqueue, as NDP's switches do.
+ * queues are FIFOs, so rank_order only computes meta.rank here (BMv2 would
+ * queue such frames in queue 0 by arrival; the controller refuses
+ * rank_order on BMv2); the embedded target hands the same rank, mode and
+ * argument to its traffic manager with the egress port and queue. v1model
+ * knows the queue depth only in egress, after the frame waited in its
+ * queue, so BMv2 trims there with truncate() but cannot move the trimmed
+ * frame to queue 7; the embedded target decides at enqueue, as NDP's
+ * switches do.
  *
  * Every P4Runtime object carries a full 32-bit @id so that p4c emits exactly
  * the ids of tor.p4info.txtpb, which the embedded target and the controller
