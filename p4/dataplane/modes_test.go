@@ -138,6 +138,29 @@ func TestRankOrderPacketCapacity(t *testing.T) {
 	}
 }
 
+// While a port changes mode, its FIFOs and rank queue together hold at
+// most the port's capacity, so the buffer pools cannot run dry.
+func TestModeChangeSharesCapacity(t *testing.T) {
+	cfg := testConfig(func(c *Config) { c.Unshaped = true; c.QueueDepthPkts = 2 })
+	tmq := newTM(&cfg, 1, nil)
+	capacity := tmq.capacityPkts()
+	home := newPool(capacity+1, 64)
+	for i := range capacity - 1 {
+		p := home.get()
+		p.n = 64
+		if !tmq.enqueueRank(p, uint32(i), 1<<30, 0) {
+			t.Fatalf("rank arrival %d dropped", i)
+		}
+	}
+	for i, want := range []bool{true, false} {
+		p := home.get()
+		p.n = 64
+		if got := tmq.enqueue(p, 3, 0); got != want {
+			t.Errorf("strict arrival %d with %d of %d held: queued %v, want %v", i, tmq.pkts, capacity, got, want)
+		}
+	}
+}
+
 // On a port changing from strict priority to rank order, packets already
 // in the FIFOs leave first, then the rank queue's.
 func TestRankOrderAfterStrictPriority(t *testing.T) {

@@ -141,6 +141,7 @@ func (t *tm) admit(p *packet, q uint8, now int64) bool {
 		(t.limBytes[q] > 0 && st.depthBytes+n > t.limBytes[q]) ||
 		(t.portLimPkts > 0 && t.pkts >= t.portLimPkts) ||
 		(t.portLimBytes > 0 && t.bytes+n > t.portLimBytes) ||
+		(t.rq.len() > 0 && t.pkts >= cap(t.rq.pkts)) || // mode change: FIFOs and rank queue share the capacity
 		(t.shared != nil && !t.shared.admit(st.depthBytes, n)) {
 		st.dropPkts++
 		st.dropBytes += uint64(n)
