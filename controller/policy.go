@@ -11,7 +11,8 @@ import (
 )
 
 // Policy is the switch behaviour the controller installs besides
-// forwarding: which queue each DSCP value goes to, and where ECN marks.
+// forwarding: which queue each DSCP value goes to, where ECN marks, and
+// which ports run a switch mode other than strict priority.
 type Policy struct {
 	// DSCPQueue maps DSCP values (0..63) to queues (0..7, 7 served first).
 	// DSCP values not in the map use the table default, queue 0. Nil means
@@ -24,6 +25,10 @@ type Policy struct {
 	// NoARPProxy leaves the arp_proxy table empty; by default every switch
 	// answers ARP for every host, so hosts need no static ARP entries.
 	NoARPProxy bool
+	// PortModes put sets of ports of every switch in a switch mode
+	// (pFabric's rank order, NDP's trimming); ports in none keep strict
+	// priority, and a port may be in one only.
+	PortModes []PortMode
 }
 
 // DefaultPolicy maps class selector CSp (DSCP p<<3) to queue p, answers
@@ -106,13 +111,19 @@ func validateDSCP(m map[uint8]uint8) error {
 	return nil
 }
 
-// Validate checks the DSCP map and the ECN threshold (a bit<19> in tor.p4).
+// Validate checks the DSCP map, the ECN threshold (a bit<19> in tor.p4)
+// and the port modes.
 func (p Policy) Validate() error {
 	if err := validateDSCP(p.DSCPQueue); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
 	if p.ECNThresholdPkts >= 1<<19 {
 		return fmt.Errorf("policy: ecn threshold %d packets does not fit in 19 bits", p.ECNThresholdPkts)
+	}
+	for _, m := range p.PortModes {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("policy: %w", err)
+		}
 	}
 	return nil
 }

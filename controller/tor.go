@@ -15,16 +15,21 @@ const (
 	tableDSCPToQueue = "TorIngress.dscp_to_queue"
 	tableARPProxy    = "TorIngress.arp_proxy"
 	tableECNConfig   = "TorEgress.ecn_config"
+	tablePortMode    = "TorIngress.port_mode"
 
 	actionIPv4Forward     = "TorIngress.ipv4_forward"
 	actionSetQueue        = "TorIngress.set_queue"
 	actionARPReply        = "TorIngress.arp_reply"
 	actionSetECNThreshold = "TorEgress.set_ecn_threshold"
+	actionStrictPriority  = "TorIngress.strict_priority"
+	actionRankOrder       = "TorIngress.rank_order"
+	actionTrimAbove       = "TorIngress.trim_above"
 
 	fieldIPv4Dst    = "hdr.ipv4.dstAddr"
 	fieldDSCP       = "hdr.ipv4.dscp"
 	fieldARPTarget  = "hdr.arp.tpa"
 	fieldEgressPort = "standard_metadata.egress_port"
+	fieldEgressSpec = "standard_metadata.egress_spec"
 
 	counterIngressQueue = "TorIngress.ingress_queue_counter"
 	counterEgressQueue  = "TorEgress.egress_queue_counter"
@@ -37,7 +42,8 @@ const (
 // and policy: an ipv4_lpm /32 route to every host (its own port for local
 // hosts, the first port of a shortest path otherwise, rewriting the
 // destination MAC to the host's), the DSCP-to-queue map, an ARP-proxy entry
-// per host, and an ECN threshold on every port. The order is stable.
+// per host, an ECN threshold on every port, and the policy's port modes.
+// The order is stable.
 func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, error) {
 	sw := t.findSwitch(name)
 	if sw == nil {
@@ -95,5 +101,9 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 			})
 		}
 	}
-	return out, nil
+	modes, err := t.portModeEntries(name, sw.Target, p.PortModes)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, modes...), nil
 }

@@ -23,6 +23,7 @@ const (
 	TableDSCPToQueue uint32 = 0x02000002 // TorIngress.dscp_to_queue
 	TableARPProxy    uint32 = 0x02000003 // TorIngress.arp_proxy
 	TableECNConfig   uint32 = 0x02000004 // TorEgress.ecn_config
+	TablePortMode    uint32 = 0x02000005 // TorIngress.port_mode
 
 	ActionNoAction        uint32 = 0x01445b37 // NoAction (p4c's hash id)
 	ActionDrop            uint32 = 0x01000001 // TorIngress.drop
@@ -30,6 +31,9 @@ const (
 	ActionSetQueue        uint32 = 0x01000003 // TorIngress.set_queue(queue)
 	ActionARPReply        uint32 = 0x01000004 // TorIngress.arp_reply(mac)
 	ActionSetECNThreshold uint32 = 0x01000005 // TorEgress.set_ecn_threshold(threshold_pkts)
+	ActionStrictPriority  uint32 = 0x01000006 // TorIngress.strict_priority()
+	ActionRankOrder       uint32 = 0x01000007 // TorIngress.rank_order(buffer_bytes)
+	ActionTrimAbove       uint32 = 0x01000008 // TorIngress.trim_above(threshold_pkts)
 
 	CounterIngressQueue uint32 = 0x12000001 // TorIngress.ingress_queue_counter
 	CounterEgressQueue  uint32 = 0x12000002 // TorEgress.egress_queue_counter

@@ -47,8 +47,8 @@ func TestP4InfoIDPrefixes(t *testing.T) {
 	for _, x := range info.GetRegisters() {
 		check("register", x.GetPreamble(), p4configv1.P4Ids_REGISTER)
 	}
-	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters())); got != 15 {
-		t.Errorf("P4Info has %d objects, the contract lists 15", got)
+	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters())); got != 19 {
+		t.Errorf("P4Info has %d objects, the contract lists 19", got)
 	}
 }
 
@@ -85,12 +85,16 @@ func TestConstantsMatchP4Info(t *testing.T) {
 		{"TorIngress.dscp_to_queue", TableDSCPToQueue},
 		{"TorIngress.arp_proxy", TableARPProxy},
 		{"TorEgress.ecn_config", TableECNConfig},
+		{"TorIngress.port_mode", TablePortMode},
 		{"NoAction", ActionNoAction},
 		{"TorIngress.drop", ActionDrop},
 		{"TorIngress.ipv4_forward", ActionIPv4Forward},
 		{"TorIngress.set_queue", ActionSetQueue},
 		{"TorIngress.arp_reply", ActionARPReply},
 		{"TorEgress.set_ecn_threshold", ActionSetECNThreshold},
+		{"TorIngress.strict_priority", ActionStrictPriority},
+		{"TorIngress.rank_order", ActionRankOrder},
+		{"TorIngress.trim_above", ActionTrimAbove},
 		{"TorIngress.ingress_queue_counter", CounterIngressQueue},
 		{"TorEgress.egress_queue_counter", CounterEgressQueue},
 		{"TorEgress.queue_depth", RegisterQueueDepth},

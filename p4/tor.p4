@@ -8,6 +8,25 @@
  * (port, queue), records its depth, peak depth and queueing delay in
  * registers, and marks ECN CE above a per-port threshold (ecn_config).
  *
+ * Switch modes (docs/transports.md): port_mode, keyed by egress port, picks
+ * how the traffic manager queues what goes out of that port. The default,
+ * strict_priority, is the eight strict-priority queues. rank_order(buffer)
+ * is pFabric's: one queue served smallest rank first, the rank read from
+ * the Homa common header (bytes 16..19), with buffer bytes and the
+ * largest-rank frames dropped on overflow. trim_above(threshold) is NDP's:
+ * a Homa DATA frame whose queue already holds threshold frames is cut to
+ * its 90-byte header, flagged trimmed and sent in queue 7.
+ *
+ * What v1model cannot express: standard_metadata has no rank and BMv2's
+ * queues are FIFOs, so rank_order only computes meta.rank here (BMv2 would
+ * queue such frames in queue 0 by arrival; the controller refuses
+ * rank_order on BMv2); the embedded target hands the same rank, mode and
+ * argument to its traffic manager with the egress port and queue. v1model
+ * knows the queue depth only in egress, after the frame waited in its
+ * queue, so BMv2 trims there with truncate() but cannot move the trimmed
+ * frame to queue 7; the embedded target decides at enqueue, as NDP's
+ * switches do.
+ *
  * Every P4Runtime object carries a full 32-bit @id so that p4c emits exactly
  * the ids of tor.p4info.txtpb, which the embedded target and the controller
  * both rely on. Counter and register index: egress_port * 8 + queue, ports
@@ -24,6 +43,20 @@ const bit<16> ETHERTYPE_ARP = 0x0806;
 const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY = 2;
 const bit<32> QUEUE_SLOTS = 512;
+
+const bit<8>  IP_PROTO_HOMA = 146;
+const bit<8>  HOMA_TYPE_DATA = 0x10;
+const bit<8>  HOMA_FLAG_TRIMMED = 0x01;
+/* A trimmed DATA frame: Ethernet 14 + IPv4 20 + DATA header 56 bytes. */
+const bit<32> TRIMMED_FRAME_LEN = 90;
+const bit<16> TRIMMED_IPV4_LEN = 76;
+const bit<32> RANK_MAX = 0xffffffff;
+const bit<3>  QUEUE_TRIMMED = 7;
+
+/* Values of meta.mode, set by the port_mode actions. */
+const bit<2> MODE_STRICT_PRIORITY = 0;
+const bit<2> MODE_RANK_ORDER = 1;
+const bit<2> MODE_TRIM_ABOVE = 2;
 
 header ethernet_t {
     bit<48> dstAddr;
@@ -61,15 +94,35 @@ header ipv4_t {
     bit<32> dstAddr;
 }
 
+/* The Homa common header (28 bytes). flags and rank are bytes Linux leaves
+ * unused; homatb's switch modes carry the trimmed flag and pFabric's rank
+ * in them (the issue #20 contract). */
+header homa_common_t {
+    bit<16> sport;
+    bit<16> dport;
+    bit<32> sequence;
+    bit<8>  flags;     /* byte 8: HOMA_FLAG_TRIMMED */
+    bit<16> unused1;   /* bytes 9..10 */
+    bit<8>  type;      /* byte 11 */
+    bit<8>  doff;      /* byte 12 */
+    bit<24> unused2;   /* bytes 13..15 */
+    bit<32> rank;      /* bytes 16..19: remaining bytes of the message */
+    bit<64> senderId;
+}
+
 struct headers_t {
-    ethernet_t ethernet;
-    arp_t      arp;
-    ipv4_t     ipv4;
+    ethernet_t    ethernet;
+    arp_t         arp;
+    ipv4_t        ipv4;
+    homa_common_t homa;
 }
 
 struct metadata_t {
     bit<19> ecn_threshold;
     bit<1>  ecn_enabled;
+    bit<2>  mode;       /* MODE_*, from port_mode */
+    bit<32> mode_arg;   /* rank_order: buffer bytes; trim_above: threshold */
+    bit<32> rank;       /* rank_order: the frame's rank, RANK_MAX if not Homa */
 }
 
 parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -88,6 +141,14 @@ parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
+        /* Only option-less headers: the rank's offset is fixed. */
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (5, IP_PROTO_HOMA): parse_homa;
+            default: accept;
+        }
+    }
+    state parse_homa {
+        packet.extract(hdr.homa);
         transition accept;
     }
 }
@@ -133,6 +194,25 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         standard_metadata.egress_spec = standard_metadata.ingress_port;
     }
 
+    @id(0x01000006)
+    action strict_priority() {
+        meta.mode = MODE_STRICT_PRIORITY;
+    }
+
+    /* One rank-ordered queue: every frame shares the queue (priority 0). */
+    @id(0x01000007)
+    action rank_order(@id(1) bit<32> buffer_bytes) {
+        meta.mode = MODE_RANK_ORDER;
+        meta.mode_arg = buffer_bytes;
+        standard_metadata.priority = 0;
+    }
+
+    @id(0x01000008)
+    action trim_above(@id(1) bit<16> threshold_pkts) {
+        meta.mode = MODE_TRIM_ABOVE;
+        meta.mode_arg = (bit<32>)threshold_pkts;
+    }
+
     @id(0x02000001)
     table ipv4_lpm {
         key = {
@@ -171,6 +251,20 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         size = 1024;
     }
 
+    @id(0x02000005)
+    table port_mode {
+        key = {
+            standard_metadata.egress_spec : exact @id(1);
+        }
+        actions = {
+            strict_priority;
+            rank_order;
+            trim_above;
+        }
+        default_action = strict_priority();
+        size = 512;
+    }
+
     apply {
         if (hdr.arp.isValid()) {
             if (hdr.arp.oper == ARP_OPER_REQUEST) {
@@ -183,6 +277,18 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
                 drop();
             } else if (ipv4_lpm.apply().hit) {
                 dscp_to_queue.apply();
+                port_mode.apply();
+                if (meta.mode == MODE_RANK_ORDER) {
+                    /* v1model cannot hand meta.rank to BMv2's queues. */
+                    meta.rank = RANK_MAX;
+                    if (hdr.homa.isValid()) {
+                        meta.rank = hdr.homa.rank;
+                    }
+                } else if (meta.mode == MODE_TRIM_ABOVE && hdr.homa.isValid() &&
+                           (hdr.homa.flags & HOMA_FLAG_TRIMMED) != 0) {
+                    /* A header trimmed upstream keeps its high priority. */
+                    standard_metadata.priority = QUEUE_TRIMMED;
+                }
             }
         } else {
             drop();
@@ -251,6 +357,19 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
                 hdr.ipv4.ecn = 3;
             }
         }
+
+        /* BMv2's trimming: the frame already waited in its queue and stays
+         * in it (see the header comment); the embedded target trims at
+         * enqueue and sends the header in queue 7. */
+        if (meta.mode == MODE_TRIM_ABOVE && hdr.homa.isValid() &&
+            hdr.homa.type == HOMA_TYPE_DATA &&
+            (hdr.homa.flags & HOMA_FLAG_TRIMMED) == 0 &&
+            standard_metadata.packet_length > TRIMMED_FRAME_LEN &&
+            (bit<32>)standard_metadata.enq_qdepth >= meta.mode_arg) {
+            truncate(TRIMMED_FRAME_LEN);
+            hdr.ipv4.totalLen = TRIMMED_IPV4_LEN;
+            hdr.homa.flags = hdr.homa.flags | HOMA_FLAG_TRIMMED;
+        }
     }
 }
 
@@ -272,6 +391,7 @@ control TorDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.arp);
         packet.emit(hdr.ipv4);
+        packet.emit(hdr.homa);
     }
 }
 

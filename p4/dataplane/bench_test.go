@@ -21,15 +21,55 @@ func BenchmarkForward(b *testing.B) {
 	}
 }
 
-func benchForward(b *testing.B, size int, shaped bool) { benchForwardWith(b, size, shaped, "") }
+// BenchmarkForwardModes is BenchmarkForward (1500-byte frames, shaped)
+// on a port in each switch mode, with Homa DATA frames: rank_order with a
+// buffer that never overflows (every frame the same rank, the costliest
+// insertion), trim_above with a threshold the benchmark's window passes,
+// so many frames are trimmed (trimmed/op).
+func BenchmarkForwardModes(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		mode Mode
+		arg  uint32
+	}{
+		{"strict_priority", ModeStrictPriority, 0},
+		{"rank_order", ModeRankOrder, 1 << 30},
+		{"trim_above", ModeTrimAbove, 4},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			benchForwardWith(b, benchOpts{size: 1500, shaped: true, mode: tc.mode, modeArg: tc.arg, homa: true})
+		})
+	}
+}
 
-// benchForwardWith is benchForward recording postcards into postcards
-// unless it is empty.
-func benchForwardWith(b *testing.B, size int, shaped bool, postcards string) {
+func benchForward(b *testing.B, size int, shaped bool) {
+	benchForwardWith(b, benchOpts{size: size, shaped: shaped})
+}
+
+// benchOpts are the settings of one forwarding benchmark.
+type benchOpts struct {
+	size   int
+	shaped bool
+	// postcards is the file to record postcards into; empty: none.
+	postcards string
+	// mode and modeArg are the egress port's switch mode.
+	mode    Mode
+	modeArg uint32
+	// homa sends Homa DATA frames instead of UDP ones.
+	homa bool
+}
+
+// benchForwardWith is benchForward with the settings of o.
+func benchForwardWith(b *testing.B, o benchOpts) {
+	size, shaped, postcards := o.size, o.shaped, o.postcards
+	frame := makeFrame(size, 2, 5, 1)
+	if o.homa {
+		frame = makeHomaData(size, 2, 5, 1000, 1)
+	}
 	sink := newSinkPort(int64(b.N))
-	gen := &genPort{frame: makeFrame(size, 2, 5, 1), total: int64(b.N), window: 48,
+	gen := &genPort{frame: frame, total: int64(b.N), window: 48,
 		sink: sink, start: make(chan struct{}), done: make(chan struct{})}
-	pl := &testPipeline{}
+	pl := &testPipeline{mode: o.mode, modeArg: o.modeArg}
 	pl.route[2] = 2
 	cfg := Config{
 		Ports:    map[uint16]string{1: "gen", 2: "sink"},
@@ -72,7 +112,13 @@ func benchForwardWith(b *testing.B, size int, shaped bool, postcards string) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	if drops := d.Stats().Ports[1].Queues[5].DropPkts; drops != 0 {
-		b.Fatalf("%d tail drops", drops)
+	out := d.Stats().Ports[1]
+	for _, q := range out.Queues {
+		if q.DropPkts != 0 {
+			b.Fatalf("%d tail drops in queue %d", q.DropPkts, q.Queue)
+		}
+	}
+	if o.mode == ModeTrimAbove {
+		b.ReportMetric(float64(out.TrimmedPkts)/float64(b.N), "trimmed/op")
 	}
 }

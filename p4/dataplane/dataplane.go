@@ -1,7 +1,8 @@
 // Package dataplane is the forwarding engine of the embedded P4 switch
 // target: ports as batched AF_PACKET sockets, a Pipeline called on every
 // frame, and a traffic manager with eight strict-priority queues per egress
-// port behind a shaper accurate to serialization time, with buffer limits,
+// port (per port, pFabric's rank order or NDP's trimming instead: see
+// Mode) behind a shaper accurate to serialization time, with buffer limits,
 // telemetry, pcap capture and fault injection.
 //
 // Each port has two goroutines: a receiver that runs ingress and enqueues,
@@ -342,7 +343,16 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 			ps.badVerdict.Add(1)
 			continue
 		}
-		if !eg.tm.enqueue(p, rs.v.Queue, now) {
+		var queued bool
+		switch rs.v.Mode {
+		case ModeRankOrder:
+			queued = eg.tm.enqueueRank(p, rs.v.Rank, rs.v.ModeArg, now)
+		case ModeTrimAbove:
+			queued = eg.tm.enqueueTrim(p, rs.v.Queue, rs.v.ModeArg, rs.v.HomaData, now)
+		default:
+			queued = eg.tm.enqueue(p, rs.v.Queue, now)
+		}
+		if !queued {
 			continue // tail drop, counted by the queue
 		}
 		notify |= 1 << rs.v.EgressPort

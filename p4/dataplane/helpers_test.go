@@ -19,6 +19,11 @@ type testPipeline struct {
 	mu       sync.Mutex
 	lastMeta EgressMeta
 	dropEgr  bool
+	// mode and modeArg are every frame's switch mode, as port_mode would
+	// set them; Homa frames get their rank and DATA flag as tor.p4 reads
+	// them.
+	mode    Mode
+	modeArg uint32
 }
 
 func (tp *testPipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
@@ -33,6 +38,42 @@ func (tp *testPipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 	}
 	v.EgressPort = port
 	v.Queue = frame[15] >> 5
+	if tp.mode == ModeStrictPriority {
+		return
+	}
+	v.Mode, v.ModeArg, v.Rank = tp.mode, tp.modeArg, RankMax
+	if frame[23] == IPProtoHoma && len(frame) >= HomaOffset+HomaCommonLen {
+		v.Rank = binary.BigEndian.Uint32(frame[HomaRankOffset:])
+		v.HomaData = frame[HomaTypeOffset] == HomaTypeData && frame[HomaFlagsOffset]&HomaFlagTrimmed == 0 &&
+			len(frame) > TrimmedFrameLen
+	}
+}
+
+// makeHomaData builds a Homa DATA frame of size bytes to 10.0.0.dst with
+// priority prio, the given rank and seq (at frame offset 42, in the DATA
+// header's payload area for frames as short as trimmed ones), with a valid
+// IPv4 header checksum.
+func makeHomaData(size int, dst byte, prio uint8, rank, seq uint32) []byte {
+	f := makeFrame(size, dst, prio, 0)
+	f[23] = IPProtoHoma
+	f[HomaTypeOffset] = HomaTypeData
+	binary.BigEndian.PutUint32(f[HomaRankOffset:], rank)
+	binary.BigEndian.PutUint32(f[HomaOffset+28:], seq)
+	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^onesSum(f[14:34]))
+	return f
+}
+
+// onesSum is the ones'-complement sum of the 16-bit words of b (even
+// length): 0xffff over a header with a valid checksum.
+func onesSum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for s > 0xffff {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
 }
 
 func (tp *testPipeline) Egress(frame []byte, md *EgressMeta) bool {

@@ -10,6 +10,7 @@ type packet struct {
 	inPort   uint16
 	queue    uint8
 	enqDepth uint32 // packets in its queue before it arrived
+	rank     uint32 // order in a rank_order port's queue
 	arrNs    int64  // when its receive batch returned, on the dataplane clock
 	enqNs    int64  // when it entered its queue, on the dataplane clock
 	home     *pool

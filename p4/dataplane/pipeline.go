@@ -5,6 +5,17 @@ type Verdict struct {
 	EgressPort uint16 // valid when !Drop
 	Queue      uint8  // 0..7, 7 served first
 	Drop       bool
+	// Mode is how the egress port queues the frame (tor.p4's port_mode);
+	// the zero value is strict priority.
+	Mode Mode
+	// HomaData marks an untrimmed Homa DATA frame longer than its header,
+	// which ModeTrimAbove may trim.
+	HomaData bool
+	// ModeArg is the mode's argument: ModeRankOrder's buffer in bytes,
+	// ModeTrimAbove's threshold in packets.
+	ModeArg uint32
+	// Rank orders the frame on a ModeRankOrder port, smallest first.
+	Rank uint32
 }
 
 // EgressMeta is the v1model queueing metadata of a packet leaving the traffic manager.

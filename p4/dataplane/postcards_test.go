@@ -151,7 +151,7 @@ func BenchmarkForwardPostcards(b *testing.B) {
 				if on {
 					path = filepath.Join(b.TempDir(), "bench.postcards")
 				}
-				benchForwardWith(b, size, true, path)
+				benchForwardWith(b, benchOpts{size: size, shaped: true, postcards: path})
 			})
 		}
 	}

@@ -47,12 +47,20 @@ func (d *Dataplane) Stats() switchstats.Stats {
 			p.KernelDrops = kd.KernelDrops()
 		}
 		p.Queues = ps.tm.snapshot()
+		p.RankDrops, p.TrimmedPkts = ps.tm.modeCounters()
 		for q := range p.Queues {
 			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
 		}
 		s.Ports = append(s.Ports, p)
 	}
 	return s
+}
+
+// modeCounters reads the port's rank_order drops and trimmed frames.
+func (t *tm) modeCounters() (rankDrops, trimmed uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rankDrops, t.trimmed
 }
 
 // snapshot copies the per-queue counters under the port's lock.
@@ -70,7 +78,7 @@ func (t *tm) snapshot() []switchstats.Queue {
 			SentBytes:  st.sentBytes,
 			DropPkts:   st.dropPkts,
 			DropBytes:  st.dropBytes,
-			DepthPkts:  t.q[q].size,
+			DepthPkts:  t.depthPkts(q),
 			DepthBytes: st.depthBytes,
 			PeakPkts:   st.peakPkts,
 			PeakBytes:  st.peakBytes,

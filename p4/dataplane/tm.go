@@ -45,8 +45,9 @@ func (b *sharedBuffer) release(n int) { b.used.Add(-int64(n)) }
 
 // tm is the traffic manager of one egress port: eight strict-priority FIFOs,
 // their limits and counters, and the port's shaper. Ingress goroutines call
-// enqueue, the port's scheduler calls dequeue; one short critical section
-// each, and no lock is shared between ports.
+// enqueue (or enqueueRank, enqueueTrim for the other switch modes), the
+// port's scheduler calls dequeue; one short critical section each, and no
+// lock is shared between ports.
 type tm struct {
 	mu sync.Mutex
 
@@ -54,6 +55,13 @@ type tm struct {
 	q        [NumQueues]fifo
 	st       [NumQueues]queueStats
 	limBytes [NumQueues]int // 0: no byte limit
+	// rq is the rank_order queue; its packets count as queue 0's. It is
+	// served after the FIFOs, which hold packets on a rank_order port
+	// only while the controller changes its mode.
+	rq rankQueue
+	// rankDrops counts frames rank_order dropped (arriving or queued);
+	// trimmed counts frames trim_above cut to their header.
+	rankDrops, trimmed uint64
 
 	// Port-wide occupancy and limits (0: no limit).
 	pkts, bytes               int
@@ -82,6 +90,9 @@ func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
 			t.interval[q] = int64(math.Round(1e9 / float64(pps)))
 		}
 	}
+	// As many packets as the FIFOs hold, so the buffer pools sized from
+	// capacityPkts cover a rank_order port too.
+	t.rq = newRankQueue(t.capacityPkts())
 	return t
 }
 
@@ -100,18 +111,40 @@ func (t *tm) capacityPkts() int {
 // enqueue puts p on queue q at time now, or counts a tail drop and returns
 // false, in which case the caller keeps p.
 func (t *tm) enqueue(p *packet, q uint8, now int64) bool {
-	n := p.n
 	t.mu.Lock()
+	ok := t.admit(p, q, now)
+	t.mu.Unlock()
+	return ok
+}
+
+// enqueueTrim is enqueue on a trim_above port: a Homa DATA frame (homaData)
+// whose queue already holds threshold packets is trimmed to its header and
+// put in queue TrimQueue instead.
+func (t *tm) enqueueTrim(p *packet, q uint8, threshold uint32, homaData bool, now int64) bool {
+	t.mu.Lock()
+	if homaData && uint32(t.q[q].size) >= threshold {
+		trim(p)
+		t.trimmed++
+		q = TrimQueue
+	}
+	ok := t.admit(p, q, now)
+	t.mu.Unlock()
+	return ok
+}
+
+// admit is enqueue with t.mu held.
+func (t *tm) admit(p *packet, q uint8, now int64) bool {
+	n := p.n
 	st := &t.st[q]
 	f := &t.q[q]
 	if f.full() ||
 		(t.limBytes[q] > 0 && st.depthBytes+n > t.limBytes[q]) ||
 		(t.portLimPkts > 0 && t.pkts >= t.portLimPkts) ||
 		(t.portLimBytes > 0 && t.bytes+n > t.portLimBytes) ||
+		(t.rq.len() > 0 && t.pkts >= cap(t.rq.pkts)) || // mode change: FIFOs and rank queue share the capacity
 		(t.shared != nil && !t.shared.admit(st.depthBytes, n)) {
 		st.dropPkts++
 		st.dropBytes += uint64(n)
-		t.mu.Unlock()
 		return false
 	}
 	p.queue = q
@@ -126,8 +159,77 @@ func (t *tm) enqueue(p *packet, q uint8, now int64) bool {
 	st.depthBytes += n
 	st.peakPkts = max(st.peakPkts, f.size)
 	st.peakBytes = max(st.peakBytes, st.depthBytes)
-	t.mu.Unlock()
 	return true
+}
+
+// enqueueRank puts p, of the given rank, in the port's rank-ordered queue
+// at time now. When it does not fit in limBytes (or the port's packet
+// capacity), the largest-rank queued packets are dropped, and returned to
+// their pools, until it does; if p itself is the largest (ties included:
+// it is the newest), p is dropped instead and enqueueRank returns false,
+// in which case the caller keeps p. The port's own and the queues' limits
+// do not apply: limBytes replaces them. The shared buffer, if any, still
+// admits each packet.
+func (t *tm) enqueueRank(p *packet, rank, limBytes uint32, now int64) bool {
+	n := p.n
+	lim := int(limBytes)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := &t.st[0]
+	if n > lim {
+		t.rankDrop(st, n)
+		return false
+	}
+	for t.bytes+n > lim || t.pkts >= cap(t.rq.pkts) {
+		big := t.rq.largest()
+		if big == nil || big.rank <= rank {
+			t.rankDrop(st, n)
+			return false
+		}
+		t.rq.dropLargest()
+		t.pkts--
+		t.bytes -= big.n
+		st.depthBytes -= big.n
+		if t.shared != nil {
+			t.shared.release(big.n)
+		}
+		t.rankDrop(st, big.n)
+		big.release()
+	}
+	if t.shared != nil && !t.shared.admit(st.depthBytes, n) {
+		st.dropPkts++
+		st.dropBytes += uint64(n)
+		return false
+	}
+	p.rank = rank
+	p.queue = 0
+	p.enqNs = now
+	p.enqDepth = uint32(t.rq.len())
+	t.rq.push(p)
+	t.pkts++
+	t.bytes += n
+	st.enqPkts++
+	st.enqBytes += uint64(n)
+	st.depthBytes += n
+	st.peakPkts = max(st.peakPkts, t.depthPkts(0))
+	st.peakBytes = max(st.peakBytes, st.depthBytes)
+	return true
+}
+
+// rankDrop counts a frame of n bytes that rank_order dropped.
+func (t *tm) rankDrop(st *queueStats, n int) {
+	st.dropPkts++
+	st.dropBytes += uint64(n)
+	t.rankDrops++
+}
+
+// depthPkts is how many packets queue q holds (queue 0 includes the rank
+// queue).
+func (t *tm) depthPkts(q int) int {
+	if q == 0 {
+		return t.q[0].size + t.rq.len()
+	}
+	return t.q[q].size
 }
 
 // resetWindow starts a new window for the statistics that are not
@@ -137,7 +239,7 @@ func (t *tm) resetWindow() {
 	defer t.mu.Unlock()
 	for q := range t.st {
 		st := &t.st[q]
-		st.peakPkts, st.peakBytes = t.q[q].size, st.depthBytes
+		st.peakPkts, st.peakBytes = t.depthPkts(q), st.depthBytes
 		st.delay = histogram{}
 	}
 }
@@ -159,7 +261,7 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for n < len(out) {
-		if t.busy == 0 {
+		if t.busy == 0 && t.rq.len() == 0 {
 			return n, 0, false
 		}
 		if !t.shaper.ready(now) {
@@ -176,13 +278,22 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 			}
 			wake = min(wake, t.nextAt[hi])
 		}
-		if q < 0 {
+		var p *packet
+		var depth int
+		switch {
+		case q >= 0:
+			f := &t.q[q]
+			p = f.pop()
+			if f.size == 0 {
+				t.busy &^= 1 << q
+			}
+			depth = f.size
+		case t.rq.len() > 0:
+			q = 0
+			p = t.rq.popMin()
+			depth = t.rq.len()
+		default:
 			return n, wake, false
-		}
-		f := &t.q[q]
-		p := f.pop()
-		if f.size == 0 {
-			t.busy &^= 1 << q
 		}
 		start := t.shaper.book(now, p.enqNs, p.n)
 		if iv := t.interval[q]; iv > 0 {
@@ -199,7 +310,7 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 		st.sentBytes += uint64(p.n)
 		us := uint32(min((start-p.enqNs)/1000, math.MaxUint32))
 		st.delay.record(us)
-		out[n] = departure{pkt: p, deqDepth: uint32(f.size), delayUs: us, deqNs: start}
+		out[n] = departure{pkt: p, deqDepth: uint32(depth), delayUs: us, deqNs: start}
 		n++
 	}
 	return n, 0, false
@@ -218,6 +329,14 @@ func (t *tm) drain(fn func(*packet)) {
 			}
 			fn(p)
 		}
+	}
+	for t.rq.len() > 0 {
+		p := t.rq.popMin()
+		t.st[0].depthBytes -= p.n
+		if t.shared != nil {
+			t.shared.release(p.n)
+		}
+		fn(p)
 	}
 	t.busy, t.pkts, t.bytes = 0, 0, 0
 }

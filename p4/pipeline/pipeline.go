@@ -34,12 +34,17 @@ const (
 	tblDSCPToQueue
 	tblARPProxy
 	tblECNConfig
+	tblPortMode
 	numTables
 )
 
 // snapshot is one immutable set of table contents, swapped in whole.
 type snapshot struct {
 	tables [numTables]*Table
+	// modes is false while port_mode has no entry and its default is
+	// strict_priority, so ingress can skip the lookup: the common case
+	// then costs what it did before the table existed.
+	modes bool
 }
 
 // TableContents is what the control plane wrote into one table.
@@ -65,6 +70,7 @@ func torTables() [numTables]tableInfo {
 		{ID: p4.TableDSCPToQueue, Name: "TorIngress.dscp_to_queue", Actions: []uint32{p4.ActionSetQueue}, Default: ActionCall{ID: p4.ActionSetQueue}, Size: 64},
 		{ID: p4.TableARPProxy, Name: "TorIngress.arp_proxy", Actions: []uint32{p4.ActionARPReply, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
+		{ID: p4.TablePortMode, Name: "TorIngress.port_mode", Actions: []uint32{p4.ActionStrictPriority, p4.ActionRankOrder, p4.ActionTrimAbove}, Default: ActionCall{ID: p4.ActionStrictPriority}, Size: 512},
 	}
 }
 
@@ -144,6 +150,9 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 			return fmt.Errorf("install %s: %d entries, size %d", info.Name, len(c.Entries), info.Size)
 		}
 		snap.tables[i] = NewTable(c.Entries, def)
+		if info.ID == p4.TablePortMode {
+			snap.modes = len(c.Entries) > 0 || def.ID != p4.ActionStrictPriority
+		}
 	}
 	p.snap.Store(snap)
 	return nil

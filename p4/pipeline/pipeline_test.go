@@ -464,13 +464,25 @@ func FuzzIngressEgress(f *testing.F) {
 	f.Add(arpRequestFrame(0x0a000002)[:20], uint16(3), uint32(0))
 	f.Add([]byte{}, uint16(0), uint32(0))
 	f.Add(ipv4Frame(0x0a000002, 0, 64, 10)[:14], uint16(511), uint32(0))
-	p := New()
-	if err := p.Install(torContents()); err != nil {
-		f.Fatal(err)
+	// One pipeline per switch mode on port 2; depth picks one too.
+	var pls []*Pipeline
+	for _, mode := range []*Entry{nil, ptr(modeEntry(2, p4.ActionRankOrder, 3000)), ptr(modeEntry(2, p4.ActionTrimAbove, 4))} {
+		c := torContents()
+		if mode != nil {
+			c[p4.TablePortMode] = TableContents{Entries: []Entry{*mode}}
+		}
+		p := New()
+		if err := p.Install(c); err != nil {
+			f.Fatal(err)
+		}
+		pls = append(pls, p)
 	}
+	f.Add(homaFrame(0, 0x10, 77, 0, 1000), uint16(1), uint32(1))
+	f.Add(homaFrame(0, 0x10, 0, 1, 56), uint16(1), uint32(2))
 	f.Fuzz(func(t *testing.T, frame []byte, port uint16, depth uint32) {
 		n := len(frame)
 		var v Verdict
+		p := pls[depth%uint32(len(pls))]
 		p.Ingress(frame, port, &v)
 		if len(frame) != n {
 			t.Fatal("Ingress changed the frame length")

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/p4/dataplane"
 )
 
 // Frame layout (offsets from the start of the Ethernet header).
@@ -25,6 +26,7 @@ const (
 	ipv4Len      = 20
 	ipTOSOff     = ethLen + 1
 	ipTTLOff     = ethLen + 8
+	ipProtoOff   = ethLen + 9
 	ipCsumOff    = ethLen + 10
 	ipDstOff     = ethLen + 16
 	maxQdepthP4  = 1<<19 - 1 // enq_qdepth is bit<19> in v1model
@@ -41,6 +43,7 @@ const (
 // rewrites it in place (MACs, TTL, checksum, ARP reply). It neither retains
 // frame nor allocates.
 func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
+	*v = Verdict{}
 	snap := p.snap.Load()
 	egressSpec, queue := uint16(DropPort), uint8(0)
 	if len(frame) >= ethLen {
@@ -60,6 +63,13 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 					key = Key{uint64(frame[ipTOSOff] >> dscpShift)}
 					a, _ = snap.tables[tblDSCPToQueue].Lookup(&key)
 					egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
+					if snap.modes {
+						key = Key{uint64(egressSpec & portMask)}
+						a, _ = snap.tables[tblPortMode].Lookup(&key)
+						if a.ID != p4.ActionStrictPriority {
+							portMode(a, frame, &queue, v)
+						}
+					}
 				}
 				updateIPv4Checksum(frame)
 			}
@@ -74,7 +84,7 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 		c.pkts.Add(1)
 		c.bytes.Add(uint64(len(frame)))
 	}
-	*v = Verdict{EgressPort: egressSpec, Queue: queue}
+	v.EgressPort, v.Queue = egressSpec, queue
 }
 
 // runIngressAction executes one TorIngress action and returns the new
@@ -103,6 +113,35 @@ func runIngressAction(a ActionCall, frame []byte, inPort, egressSpec uint16, que
 		return inPort
 	}
 	return egressSpec
+}
+
+// portMode runs a rank_order or trim_above action of port_mode on frame
+// and the tor.p4 lines after it, filling v's mode fields and changing the
+// queue as they do. Frames are Homa when they are IPv4 protocol 146
+// without options and hold a whole common header (TorParser's parse_homa).
+func portMode(a ActionCall, frame []byte, queue *uint8, v *Verdict) {
+	homa := frame[ethLen]&0x0f == ipv4Len/4 && frame[ipProtoOff] == dataplane.IPProtoHoma &&
+		len(frame) >= dataplane.HomaOffset+dataplane.HomaCommonLen
+	switch a.ID {
+	case p4.ActionRankOrder:
+		v.Mode, v.ModeArg = dataplane.ModeRankOrder, uint32(a.Params[0])
+		*queue = 0
+		v.Rank = dataplane.RankMax
+		if homa {
+			v.Rank = binary.BigEndian.Uint32(frame[dataplane.HomaRankOffset:])
+		}
+	case p4.ActionTrimAbove:
+		v.Mode, v.ModeArg = dataplane.ModeTrimAbove, uint32(a.Params[0])
+		switch {
+		case !homa:
+		case frame[dataplane.HomaFlagsOffset]&dataplane.HomaFlagTrimmed != 0:
+			*queue = dataplane.TrimQueue // trimmed upstream: keep it ahead
+		case frame[dataplane.HomaTypeOffset] == dataplane.HomaTypeData && len(frame) > dataplane.TrimmedFrameLen:
+			// tor.p4 trims in egress; this target's traffic manager
+			// trims at enqueue, where it sees the queue.
+			v.HomaData = true
+		}
+	}
 }
 
 // Egress runs TorEgress on a frame leaving the traffic manager: the egress

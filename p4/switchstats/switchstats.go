@@ -23,20 +23,27 @@ type Port struct {
 	RateBps    uint64  `json:"rate_bps"` // 0: unshaped
 	Queues     []Queue `json:"queues"`
 
-	RxBytes       uint64  `json:"rx_bytes"`
-	TxBytes       uint64  `json:"tx_bytes"`
-	PipelineDrops uint64  `json:"pipeline_drops"` // ingress verdict Drop
-	BadVerdicts   uint64  `json:"bad_verdicts"`   // unknown egress port or queue > 7
-	EgressDrops   uint64  `json:"egress_drops"`   // egress control dropped
-	OversizeDrops uint64  `json:"oversize_drops"` // frame longer than MaxFrame
-	TxErrors      uint64  `json:"tx_errors"`      // refused by the device
-	PcapDrops     uint64  `json:"pcap_drops"`     // left out of the capture
-	Postcards     uint64  `json:"postcards"`      // per-packet records written (Postcard)
-	PostcardDrops uint64  `json:"postcard_drops"` // records lost because the writer fell behind
-	NoBuffer      uint64  `json:"no_buffer"`      // pool ran dry (should stay 0)
-	KernelDrops   uint64  `json:"kernel_drops"`   // lost in the socket before the switch read them
-	DropProb      float64 `json:"drop_prob"`      // gauge: the fault injector's setting
-	DropEvery     uint64  `json:"drop_every"`     // gauge: the fault injector's setting
+	RxBytes       uint64 `json:"rx_bytes"`
+	TxBytes       uint64 `json:"tx_bytes"`
+	PipelineDrops uint64 `json:"pipeline_drops"` // ingress verdict Drop
+	BadVerdicts   uint64 `json:"bad_verdicts"`   // unknown egress port or queue > 7
+	EgressDrops   uint64 `json:"egress_drops"`   // egress control dropped
+	OversizeDrops uint64 `json:"oversize_drops"` // frame longer than MaxFrame
+	TxErrors      uint64 `json:"tx_errors"`      // refused by the device
+	PcapDrops     uint64 `json:"pcap_drops"`     // left out of the capture
+	Postcards     uint64 `json:"postcards"`      // per-packet records written (Postcard)
+	PostcardDrops uint64 `json:"postcard_drops"` // records lost because the writer fell behind
+	NoBuffer      uint64 `json:"no_buffer"`      // pool ran dry (should stay 0)
+	KernelDrops   uint64 `json:"kernel_drops"`   // lost in the socket before the switch read them
+	// RankDrops counts the frames a rank_order port dropped to stay within
+	// its buffer (arriving or queued, the largest ranks); they are queue
+	// 0's drops too.
+	RankDrops uint64 `json:"rank_drops"`
+	// TrimmedPkts counts the Homa DATA frames a trim_above port cut to
+	// their header; they are queued (or dropped) in queue 7.
+	TrimmedPkts uint64  `json:"trimmed_pkts"`
+	DropProb    float64 `json:"drop_prob"`  // gauge: the fault injector's setting
+	DropEvery   uint64  `json:"drop_every"` // gauge: the fault injector's setting
 }
 
 // Queue holds the counters of one (port, queue). Depth, peak and delay
@@ -90,6 +97,8 @@ func Diff(start, end Stats) Stats {
 		p.PostcardDrops = sub(s.PostcardDrops, e.PostcardDrops)
 		p.NoBuffer = sub(s.NoBuffer, e.NoBuffer)
 		p.KernelDrops = sub(s.KernelDrops, e.KernelDrops)
+		p.RankDrops = sub(s.RankDrops, e.RankDrops)
+		p.TrimmedPkts = sub(s.TrimmedPkts, e.TrimmedPkts)
 		p.Queues = make([]Queue, len(e.Queues))
 		for j, eq := range e.Queues {
 			var sq Queue

@@ -1,0 +1,138 @@
+package dataplane
+
+import "encoding/binary"
+
+// Mode is how an egress port's traffic manager queues a frame. tor.p4's
+// port_mode table picks it per egress port in ingress and hands it to the
+// traffic manager in the Verdict, as it hands over the queue.
+type Mode uint8
+
+// The switch modes (docs/transports.md, "Switch modes").
+const (
+	// ModeStrictPriority is the default: eight strict-priority FIFOs.
+	ModeStrictPriority Mode = iota
+	// ModeRankOrder is pFabric's: one queue per port, served smallest
+	// Verdict.Rank first (FIFO among equal ranks), holding at most
+	// Verdict.ModeArg bytes; a frame that does not fit makes room by
+	// dropping the largest-rank frames, itself if it is the largest.
+	ModeRankOrder
+	// ModeTrimAbove is NDP's: strict priority, but a Homa DATA frame
+	// (Verdict.HomaData) whose queue already holds Verdict.ModeArg frames
+	// is trimmed to its header (TrimmedFrameLen) and queued in queue 7.
+	ModeTrimAbove
+)
+
+// The Homa frame layout the switch modes read (the issue #20 contract):
+// IPv4 protocol 146 without IP options, then the 28-byte common header.
+const (
+	// IPProtoHoma is the IPv4 protocol number of Homa and of the
+	// transports that share its wire format.
+	IPProtoHoma = 146
+	// HomaOffset is where the common header starts in a frame (Ethernet
+	// 14 + IPv4 20 bytes).
+	HomaOffset = 34
+	// HomaFlagsOffset is the frame offset of the common header's byte 8,
+	// whose bit HomaFlagTrimmed the switch sets on a trimmed frame.
+	HomaFlagsOffset = 42
+	// HomaTypeOffset is the frame offset of the packet type (byte 11).
+	HomaTypeOffset = 45
+	// HomaRankOffset is the frame offset of the big-endian 32-bit rank
+	// (common header bytes 16..19).
+	HomaRankOffset = 50
+	// HomaCommonLen is the length of the common header.
+	HomaCommonLen = 28
+	// HomaTypeData is the type of DATA packets.
+	HomaTypeData = 0x10
+	// HomaFlagTrimmed marks a DATA frame the switch trimmed.
+	HomaFlagTrimmed = 0x01
+	// TrimmedFrameLen is a trimmed DATA frame's length: Ethernet, IPv4 and
+	// the 56-byte DATA header.
+	TrimmedFrameLen = 90
+	// RankMax is the rank of frames that carry none (not Homa).
+	RankMax = 0xffffffff
+	// TrimQueue is the queue trimmed headers are sent in.
+	TrimQueue = 7
+)
+
+// IPv4 header fields trimming rewrites (frame offsets).
+const (
+	ipTotalLenOffset = 16
+	ipCsumOffset     = 24
+)
+
+// trim cuts the Homa DATA frame in p to its header: total length, header
+// checksum and the trimmed flag rewritten, payload dropped. The checksum is
+// updated incrementally (RFC 1624, eqn. 3), which gives the recomputed
+// value for a header whose checksum was valid and costs a few adds.
+func trim(p *packet) {
+	f := p.buf[:p.n]
+	oldLen := binary.BigEndian.Uint16(f[ipTotalLenOffset:])
+	newLen := uint16(TrimmedFrameLen - 14)
+	binary.BigEndian.PutUint16(f[ipTotalLenOffset:], newLen)
+	sum := uint32(^binary.BigEndian.Uint16(f[ipCsumOffset:])) + uint32(^oldLen) + uint32(newLen)
+	sum = sum&0xffff + sum>>16
+	sum = sum&0xffff + sum>>16
+	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^uint16(sum))
+	f[HomaFlagsOffset] |= HomaFlagTrimmed
+	p.n = TrimmedFrameLen
+}
+
+// rankQueue is a port's rank-ordered queue: packets sorted by rank, largest
+// first, and among equal ranks newest first, so the next to leave (smallest,
+// oldest) is the last and the first to drop (largest, newest) the first. Its
+// slice is allocated once at the port's capacity; an insertion moves at most
+// that many pointers, which pFabric's small buffers keep short.
+type rankQueue struct {
+	pkts []*packet
+}
+
+func newRankQueue(capacity int) rankQueue {
+	return rankQueue{pkts: make([]*packet, 0, capacity)}
+}
+
+func (r *rankQueue) len() int { return len(r.pkts) }
+
+// push inserts p before every queued packet of rank <= p.rank. The caller
+// checks there is room (len below cap).
+func (r *rankQueue) push(p *packet) {
+	lo, hi := 0, len(r.pkts)
+	for lo < hi { // first index whose rank is <= p.rank
+		mid := int(uint(lo+hi) >> 1)
+		if r.pkts[mid].rank > p.rank {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	r.pkts = r.pkts[:len(r.pkts)+1]
+	copy(r.pkts[lo+1:], r.pkts[lo:])
+	r.pkts[lo] = p
+}
+
+// largest returns the packet dropLargest would remove, nil when empty.
+func (r *rankQueue) largest() *packet {
+	if len(r.pkts) == 0 {
+		return nil
+	}
+	return r.pkts[0]
+}
+
+// dropLargest removes and returns the largest-rank packet (the newest of
+// equals).
+func (r *rankQueue) dropLargest() *packet {
+	p := r.pkts[0]
+	copy(r.pkts, r.pkts[1:])
+	r.pkts[len(r.pkts)-1] = nil
+	r.pkts = r.pkts[:len(r.pkts)-1]
+	return p
+}
+
+// popMin removes and returns the smallest-rank packet (the oldest of
+// equals).
+func (r *rankQueue) popMin() *packet {
+	last := len(r.pkts) - 1
+	p := r.pkts[last]
+	r.pkts[last] = nil
+	r.pkts = r.pkts[:last]
+	return p
+}
