@@ -66,7 +66,7 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 		return "", err
 	}
 	files := switchFiles{binary: r.opt.Binary, runDir: r.dir, sockDir: r.sockDir, bmv2JSON: bmv2JSON, pcap: s.Switch.Pcap,
-		scheduling: schedulingArgs(r.opt)}
+		scheduling: switchSchedulingArgs(r.opt)}
 	if err := files.mkdirs(); err != nil {
 		return "", err
 	}
@@ -194,11 +194,18 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) mn.Sp
 	return spec
 }
 
-// schedulingArgs are the switch's and the agents' flags for the run's
-// scheduling (their defaults are real-time).
+// schedulingArgs are the agents' flags for the run's scheduling.
 func schedulingArgs(opt Options) []string {
-	if opt.NoRealtime {
-		return []string{"--rt-priority", "0"}
+	if opt.Realtime {
+		return []string{"--rt-priority", strconv.Itoa(AgentRTPriority)}
+	}
+	return nil
+}
+
+// switchSchedulingArgs are the embedded switch's.
+func switchSchedulingArgs(opt Options) []string {
+	if opt.Realtime {
+		return []string{"--rt-priority", strconv.Itoa(SwitchRTPriority)}
 	}
 	return nil
 }

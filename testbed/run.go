@@ -45,9 +45,9 @@ type Options struct {
 	Registry string
 	// NoReport skips building the report at the end.
 	NoReport bool
-	// NoRealtime runs switches and agents at their nice value instead of
-	// SCHED_FIFO (for A/B runs; docs/emulation.md).
-	NoRealtime bool
+	// Realtime runs switches and agents under SCHED_FIFO instead of at
+	// nice -10 (experimental; docs/emulation.md has the A/B runs).
+	Realtime bool
 	// endRealtime returns the orchestrator to ordinary scheduling before
 	// the report; nil when it did not leave it.
 	endRealtime func()
@@ -108,13 +108,15 @@ type run struct {
 // is gone; the error says why a run stopped early (the run directory then
 // holds what was measured, marked incomplete).
 func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
-	if !opt.NoRealtime {
+	if opt.Realtime {
 		// The orchestrator and the Mininet runner it starts (which
-		// inherits it) rank above the switches and agents: under load the
-		// processes that start, kill and watch them must not wait behind
-		// them. The report is built at ordinary priority again.
+		// inherits it) run real-time too, at the lowest priority: above
+		// every ordinary process, so that starting, killing and watching
+		// switches and agents never waits behind other work, and below the
+		// switches and agents. The report is built at ordinary priority
+		// again.
 		if err := schedprio.Realtime(OrchestratorRTPriority); err != nil {
-			opt.NoRealtime = true
+			opt.Realtime = false
 			if opt.Logger != nil {
 				opt.Logger.Warn("real-time scheduling refused; switches and agents run at nice -10", "err", err)
 			}
@@ -126,9 +128,14 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	return runWith(ctx, plan, opt, realParts())
 }
 
-// OrchestratorRTPriority is the SCHED_FIFO priority of `homatb run` and its
-// Mininet runner during a run, above the switches' (11) and agents' (10).
-const OrchestratorRTPriority = 12
+// Real-time priorities (SCHED_FIFO) of a run's processes with
+// Options.Realtime: the switches above the agents (they are every host's
+// network), `homatb run` and its Mininet runner below both.
+const (
+	SwitchRTPriority       = 11
+	AgentRTPriority        = 10
+	OrchestratorRTPriority = 1
+)
 
 // runWith is Run with the given parts. Its steps: prepare the run
 // directory and registration, execute (network, switches, agents,
@@ -222,9 +229,9 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 		stats: map[string]switchStats{}, calib: map[string]runfmt.Calibration{},
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
-	r.man.Scheduling = "realtime"
-	if opt.NoRealtime {
-		r.man.Scheduling = "nice"
+	r.man.Scheduling = "nice"
+	if opt.Realtime {
+		r.man.Scheduling = "realtime"
 	}
 	if err := r.man.save(); err != nil {
 		_ = logFile.Close()

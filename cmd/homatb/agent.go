@@ -44,7 +44,7 @@ func newAgentCmd() *cobra.Command {
 	// with ten agents costs more than the work (docs/homa.md, incast runs).
 	fl.IntVar(&f.procs, "procs", 1, "GOMAXPROCS of the agent (0: Go's default, one per vCPU)")
 	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the agent's threads when not real-time; 0 leaves it")
-	fl.IntVar(&f.rtPrio, "rt-priority", defaultAgentRTPriority, "SCHED_FIFO priority of the agent's threads (1-99); 0 for ordinary scheduling at --nice")
+	fl.IntVar(&f.rtPrio, "rt-priority", 0, "SCHED_FIFO priority of the agent's threads (1-99; homatb run --realtime sets it); 0 for ordinary scheduling at --nice")
 	return cmd
 }
 

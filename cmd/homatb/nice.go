@@ -14,19 +14,6 @@ import (
 // gives them about nine times the CPU share of ordinary processes.
 const defaultNice = -10
 
-// Default real-time priorities (SCHED_FIFO, 1..99) of switches and agents.
-// Nice alone still left a probe's P99 at 20–44 times its unloaded RTT in
-// the default incast while other work ran: a woken agent waited for a time
-// slice. Under SCHED_FIFO it preempts ordinary processes at once
-// (docs/emulation.md has the A/B). The switch ranks above the agents: it
-// is every host's network. `homatb run` itself runs above both
-// (testbed.OrchestratorRTPriority), so that starting, killing and
-// watching them never waits behind them.
-const (
-	defaultAgentRTPriority  = 10
-	defaultSwitchRTPriority = 11
-)
-
 // applyScheduling gives this process's threads SCHED_FIFO at rtPrio, or,
 // when rtPrio is 0 or the kernel refuses (no CAP_SYS_NICE, or a cgroup
 // without a real-time budget), ordinary scheduling at the nice value. A

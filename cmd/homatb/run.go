@@ -51,7 +51,7 @@ func newRunCmd() *cobra.Command {
 	fl.IntVar(&f.repetitions, "repetitions", 0, "run every configuration this many times with other seeds, whatever the scenario says (1-100; 0: as the scenario says); the headline is then the median with its range")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (0: no limit); what was measured is kept")
 	fl.BoolVar(&f.noReport, "no-report", false, "do not build the report (homatb report DIR builds it later)")
-	fl.BoolVar(&f.realtime, "realtime", true, "run switches and agents under SCHED_FIFO; false gives them nice -10 only (docs/emulation.md)")
+	fl.BoolVar(&f.realtime, "realtime", false, "run switches and agents under SCHED_FIFO instead of nice -10 (experimental: docs/emulation.md)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
 	return cmd
@@ -94,7 +94,7 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	}
 	res, runErr := testbed.Run(ctx, plan, testbed.Options{
 		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
-		Progress: progress, Registry: f.registry, NoReport: f.noReport, NoRealtime: !f.realtime,
+		Progress: progress, Registry: f.registry, NoReport: f.noReport, Realtime: f.realtime,
 	})
 	if res == nil {
 		return runErr

@@ -99,7 +99,7 @@ forwarded frame (--postcards records from start to exit).`,
 	fl.DurationVar(&f.spin, "spin", 0, "poll this long before sleeping when idle (trades CPU for wake-up latency)")
 	fl.IntVar(&f.batch, "batch", dataplane.DefaultBatchSize, "receive and send batch size")
 	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the switch's threads when not real-time; 0 leaves it")
-	fl.IntVar(&f.rtPrio, "rt-priority", defaultSwitchRTPriority, "SCHED_FIFO priority of the switch's threads (1-99); 0 for ordinary scheduling at --nice")
+	fl.IntVar(&f.rtPrio, "rt-priority", 0, "SCHED_FIFO priority of the switch's threads (1-99; homatb run --realtime sets it); 0 for ordinary scheduling at --nice")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.noP4, "no-p4", true, "start without a pipeline config (always the case; accepted for BMv2 compatibility)")
 	return cmd
