@@ -201,11 +201,18 @@ func attach(ifaceName string, cfg Config, legacy bool) (*Tagger, error) {
 // attachClsact installs prog as a direct-action tc filter on the egress of
 // interface index, adding a clsact qdisc if the interface has none.
 func attachClsact(index int, prog *ebpf.Program) (func() error, error) {
+	// A handle keeps its sockets in this thread's namespace, so Close
+	// works from any thread.
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
 	q := &netlink.GenericQdisc{
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
 		QdiscType:  "clsact",
 	}
-	if err := netlink.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := h.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
+		h.Close()
 		return nil, fmt.Errorf("adding a clsact qdisc: %w", err)
 	}
 	f := &netlink.BpfFilter{
@@ -220,10 +227,14 @@ func attachClsact(index int, prog *ebpf.Program) (func() error, error) {
 		Name:         piasProgHomatbPias,
 		DirectAction: true,
 	}
-	if err := netlink.FilterReplace(f); err != nil {
+	if err := h.FilterReplace(f); err != nil {
+		h.Close()
 		return nil, fmt.Errorf("adding the bpf filter: %w", err)
 	}
-	return func() error { return netlink.FilterDel(f) }, nil
+	return func() error {
+		defer h.Close()
+		return h.FilterDel(f)
+	}, nil
 }
 
 // SetConfig replaces the thresholds, DSCPs and idle gap while attached
