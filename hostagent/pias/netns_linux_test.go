@@ -315,7 +315,15 @@ func TestTagsTCPByBytesSent(t *testing.T) {
 			}
 			u.Close()
 			time.Sleep(200 * time.Millisecond)
-			checkFrames(t, cfg, stop(), total)
+			seen, udp := checkFrames(t, cfg, stop(), total, func(off uint64) int { return levelAt(cfg, off) })
+			for lv, n := range seen {
+				if n == 0 {
+					t.Errorf("no data packet captured at level %d", lv)
+				}
+			}
+			if udp != 3 {
+				t.Errorf("captured %d UDP packets, sent 3", udp)
+			}
 
 			levels, _, err := tg.Stats()
 			if err != nil {
@@ -336,15 +344,16 @@ func TestTagsTCPByBytesSent(t *testing.T) {
 	}
 }
 
-// checkFrames checks the captured frames of one TCP flow of total bytes
-// and of the untouched UDP.
-func checkFrames(t *testing.T, cfg Config, frames []frame, total int) {
+// checkFrames checks the captured frames of one TCP flow of total bytes,
+// whose data at sequence offset off must be at level want(off), and that
+// UDP passed untouched. It returns the data packets seen at each level and
+// the UDP packets.
+func checkFrames(t *testing.T, cfg Config, frames []frame, total int, want func(off uint64) int) (seen []int, udp int) {
 	t.Helper()
 	var isn uint32
 	var synSeen bool
-	seen := make([]int, cfg.Levels())
+	seen = make([]int, cfg.Levels())
 	var end uint64 // highest sequence offset sent so far
-	udp := 0
 	for _, f := range frames {
 		if !f.csumOK {
 			t.Errorf("IPv4 header checksum wrong: %+v", f)
@@ -364,7 +373,7 @@ func checkFrames(t *testing.T, cfg Config, frames []frame, total int) {
 		if f.flags&tcpSYN != 0 {
 			isn, synSeen = f.seq, true
 		}
-		want := 0
+		level := 0
 		if f.payload > 0 {
 			if !synSeen {
 				t.Fatal("data before the SYN in the capture")
@@ -374,27 +383,62 @@ func checkFrames(t *testing.T, cfg Config, frames []frame, total int) {
 				continue // a retransmission: counted twice by the tagger
 			}
 			end = off + uint64(f.payload)
-			want = levelAt(cfg, off)
-			seen[want]++
+			level = want(off)
+			seen[level]++
 			if ecn != 2 {
 				t.Errorf("data at offset %d: ECN bits %d, want ECT(0) = 2 kept through the rewrite", off, ecn)
 			}
 		}
-		if dscp != cfg.LevelDSCP(want) {
+		if dscp != cfg.LevelDSCP(level) {
 			t.Errorf("TCP packet (flags %#x, %d bytes at offset %d): DSCP %d, want level %d's %d",
-				f.flags, f.payload, f.seq-isn-1, dscp, want, cfg.LevelDSCP(want))
+				f.flags, f.payload, f.seq-isn-1, dscp, level, cfg.LevelDSCP(level))
 		}
 	}
 	if end != uint64(total) {
 		t.Errorf("captured data up to offset %d, sent %d", end, total)
 	}
-	for lv, n := range seen {
-		if n == 0 {
-			t.Errorf("no data packet captured at level %d", lv)
-		}
-	}
-	if udp != 3 {
-		t.Errorf("captured %d UDP packets, sent 3", udp)
-	}
 	t.Logf("%d frames; data packets by level: %v", len(frames), seen)
+	return seen, udp
+}
+
+// TestIdleReset sends on one connection, pauses longer than IdleReset and
+// sends again: the second burst starts at level 0. With the reset switched
+// off (SetConfig) a third burst after a pause keeps counting.
+func TestIdleReset(t *testing.T) {
+	l := newLink(t)
+	cfg := Config{Thresholds: []uint64{20000, 100000, 400000}, DSCP: []uint8{56, 40, 24, 8}, IdleReset: 100 * time.Millisecond}
+	tg := l.attach(t, cfg, false)
+	stop := l.capture(t)
+	addr, got := l.server(t)
+	c := l.dial(t, addr)
+	const first, second, third = 200000, 30000, 10000
+	write(t, c, first)
+	time.Sleep(300 * time.Millisecond) // the veth is instant: all of it left
+	write(t, c, second)
+	time.Sleep(300 * time.Millisecond)
+	off := cfg
+	off.IdleReset = 0
+	if err := tg.SetConfig(off); err != nil {
+		t.Fatal(err)
+	}
+	write(t, c, third)
+	finish(t, c, got, first+second+third)
+	time.Sleep(100 * time.Millisecond)
+	seen, _ := checkFrames(t, cfg, stop(), first+second+third, func(off uint64) int {
+		if off < first {
+			return levelAt(cfg, off)
+		}
+		// Counting restarts at the second burst and goes on into the third.
+		return levelAt(cfg, off-first)
+	})
+	if seen[2] == 0 || seen[0] < 2 {
+		t.Errorf("data packets by level %v: want level 2 reached before the pause and level 0 again after it", seen)
+	}
+	_, resets, err := tg.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resets != 1 {
+		t.Errorf("idle resets = %d, want 1 (the second pause came with the reset off)", resets)
+	}
 }
