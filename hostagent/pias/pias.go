@@ -157,27 +157,12 @@ func attach(ifaceName string, cfg Config, legacy bool) (*Tagger, error) {
 	if len(ifc.HardwareAddr) != 6 {
 		return nil, fmt.Errorf("pias: interface %q is not Ethernet (hardware address %q)", ifaceName, ifc.HardwareAddr)
 	}
-	spec, err := loadPias()
+	t, err := load(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pias: %w", err)
-	}
-	spec.Maps[piasMapFlows].MaxEntries = cfg.MaxFlows
-	if cfg.MaxFlows == 0 {
-		spec.Maps[piasMapFlows].MaxEntries = defaultMaxFlows
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("pias: program rejected by the verifier: %+v", ve)
-		}
-		return nil, fmt.Errorf("pias: loading the program: %w", err)
-	}
-	t := &Tagger{Iface: ifaceName, coll: coll}
-	if err := t.SetConfig(cfg); err != nil {
-		coll.Close()
 		return nil, err
 	}
+	t.Iface = ifaceName
+	coll := t.coll
 	prog := coll.Programs[piasProgHomatbPias]
 	if !legacy {
 		l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: prog, Attach: ebpf.AttachTCXEgress})
@@ -195,6 +180,33 @@ func attach(ifaceName string, cfg Config, legacy bool) (*Tagger, error) {
 		return nil, fmt.Errorf("pias: attaching to %s egress (clsact, the kernel has no tcx): %w", ifaceName, err)
 	}
 	t.Mode = "clsact"
+	return t, nil
+}
+
+// load loads the program and its maps with cfg (valid) written, attached
+// nowhere.
+func load(cfg Config) (*Tagger, error) {
+	spec, err := loadPias()
+	if err != nil {
+		return nil, fmt.Errorf("pias: %w", err)
+	}
+	spec.Maps[piasMapFlows].MaxEntries = cfg.MaxFlows
+	if cfg.MaxFlows == 0 {
+		spec.Maps[piasMapFlows].MaxEntries = defaultMaxFlows
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("pias: program rejected by the verifier: %+v", ve)
+		}
+		return nil, fmt.Errorf("pias: loading the program: %w", err)
+	}
+	t := &Tagger{coll: coll, detach: func() error { return nil }}
+	if err := t.SetConfig(cfg); err != nil {
+		coll.Close()
+		return nil, err
+	}
 	return t, nil
 }
 
