@@ -71,3 +71,27 @@ func TestSettings(t *testing.T) {
 		t.Errorf("settings DSCP = %v, want [46 10 1 ...]", s.Dscp)
 	}
 }
+
+func TestAttachRefuses(t *testing.T) {
+	tests := []struct {
+		name, iface string
+		cfg         Config
+		want        string
+	}{
+		{"bad config", "lo", Config{Thresholds: []uint64{0}}, "Thresholds[0] is 0"},
+		{"no interface", "pias-none0", Config{}, `interface "pias-none0"`},
+		{"not ethernet", "lo", Config{}, `interface "lo" is not Ethernet`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg, err := Attach(tt.iface, tt.cfg)
+			if err == nil {
+				tg.Close()
+				t.Fatalf("Attach(%q) succeeded, want an error containing %q", tt.iface, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Attach(%q) = %v, want an error containing %q", tt.iface, err, tt.want)
+			}
+		})
+	}
+}
