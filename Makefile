@@ -12,12 +12,14 @@ all: build
 deps:
 	./scripts/install-deps.sh
 
-# Compiles the BPF congestion controls (hostagent/tcpcc/bpf/*.c) with clang
-# against the running kernel's BTF and regenerates their Go bindings (bpf2go).
+# Compiles the BPF programs (the congestion controls in hostagent/tcpcc/bpf,
+# PIAS's tagger in hostagent/pias/bpf) with clang against the running
+# kernel's BTF and regenerates their Go bindings (bpf2go).
 # Without kernel BTF the committed objects are kept (docs/tcp.md).
+BPF_PKGS := ./hostagent/tcpcc ./hostagent/pias
 bpf:
-	@if [ -r /sys/kernel/btf/vmlinux ]; then echo "$(GO) generate ./hostagent/tcpcc"; $(GO) generate ./hostagent/tcpcc; \
-	else echo "no /sys/kernel/btf/vmlinux: keeping the committed BPF objects in hostagent/tcpcc"; fi
+	@if [ -r /sys/kernel/btf/vmlinux ]; then echo "$(GO) generate $(BPF_PKGS)"; $(GO) generate $(BPF_PKGS); \
+	else echo "no /sys/kernel/btf/vmlinux: keeping the committed BPF objects in $(BPF_PKGS)"; fi
 
 build: bpf
 	$(GO) build -o $(BIN) ./cmd/homatb
