@@ -25,6 +25,9 @@ func (r *run) calibrate(ctx context.Context) error {
 	for _, t := range distinctTransports(r.plan) {
 		name := runfmt.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
+		if err := r.ctl.portModes(ctx, transportPortModes(t)); err != nil {
+			return err
+		}
 		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: calibrationResponse(s)}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
 		for _, size := range s.Calibration.Sizes {
@@ -72,7 +75,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			}
 			cal.RTTus[size] = median(rtts)
 		}
-		if t.Name == scenario.TransportHoma {
+		if t.Engine() {
 			cal.UnschedBytes = unschedBytes(uint64(s.Link.Rate), cal.RTTus[smallest(cal.RTTus)], s.Link.MTU)
 		}
 		r.calib[t.Name] = cal

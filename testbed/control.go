@@ -71,6 +71,8 @@ func policy(s *scenario.Scenario) (controller.Policy, error) {
 type control struct {
 	fabric *controller.Fabric
 	log    *slog.Logger
+	// policy is the installed policy, port modes included.
+	policy controller.Policy
 
 	mu          sync.Mutex
 	wroteHeader bool
@@ -94,7 +96,40 @@ func connectAndProgram(ctx context.Context, n *topo.Network, s *scenario.Scenari
 	if err := f.Program(ctx, pol); err != nil {
 		return nil, fmt.Errorf("%w (also: %v)", err, f.Close())
 	}
-	return &control{fabric: f, log: log}, nil
+	return &control{fabric: f, log: log, policy: pol}, nil
+}
+
+// portModeKey names a set of port modes, to skip a reprogramming that
+// would change nothing.
+func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) }
+
+// portModes reprograms the switches' port modes, verified by read-back,
+// when they differ from the installed ones.
+func (c *control) portModes(ctx context.Context, modes []controller.PortMode) error {
+	if portModeKey(modes) == portModeKey(c.policy.PortModes) {
+		return nil
+	}
+	pol := c.policy
+	pol.PortModes = modes
+	if err := c.fabric.Sync(ctx, pol); err != nil {
+		return fmt.Errorf("switch port modes %v: %w", modes, err)
+	}
+	c.policy = pol
+	c.log.Info("switch port modes", "modes", modes)
+	return nil
+}
+
+// transportPortModes are the switch modes transport t needs on every
+// host-facing port: pFabric's rank-ordered queue, NDP's trimming; none
+// for the others (strict priority).
+func transportPortModes(t scenario.Transport) []controller.PortMode {
+	switch t.Name {
+	case scenario.TransportPFabric:
+		return []controller.PortMode{{Mode: controller.ModeRankOrder, Ports: controller.PortsHosts, BufferBytes: uint32(t.PFabric.BufferBytes)}}
+	case scenario.TransportNDP:
+		return []controller.PortMode{{Mode: controller.ModeTrimAbove, Ports: controller.PortsHosts, ThresholdPkts: uint16(t.NDP.TrimThresholdPkts)}}
+	}
+	return nil
 }
 
 // telemetry samples every switch until ctx ends and appends the series to

@@ -108,6 +108,9 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served.
 func (x *experimentRun) configure(ctx context.Context) error {
+	if err := x.r.ctl.portModes(ctx, transportPortModes(x.e.Transport)); err != nil {
+		return err
+	}
 	for _, serverPass := range []bool{true, false} {
 		err := x.r.agents.each(ctx, x.roles.used, func(ctx context.Context, host string, a agentAPI) error {
 			if (x.roles.clients[host] == nil) != serverPass {
@@ -134,7 +137,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
-	if x.e.Transport.Name == scenario.TransportHoma {
+	if x.e.Transport.Engine() {
 		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.used, interval)
 	}
 	x.stopTelemetry = func() {
@@ -308,7 +311,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		if _, _, err := r.records.appendCSV(buf.Bytes(), ""); err != nil {
 			return err
 		}
-		if x.e.Transport.Name == scenario.TransportTCP {
+		if !x.e.Transport.Engine() {
 			// The connections' windows and RTTs are a diagnostic: without
 			// them the records still stand.
 			buf.Reset()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -271,6 +272,13 @@ func (f *fakeFabric) telemetry(ctx context.Context, exp string, _ time.Duration,
 }
 
 func (f *fakeFabric) close() error { return f.j.add("controller close") }
+
+func (f *fakeFabric) portModes(_ context.Context, modes []controller.PortMode) error {
+	if len(modes) == 0 {
+		return nil
+	}
+	return f.j.add("port modes %v", modes)
+}
 
 func fakeParts(j *journal) parts {
 	return parts{

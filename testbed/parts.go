@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/runfmt"
@@ -73,6 +74,9 @@ type fabric interface {
 	// telemetry samples every switch until ctx ends and appends the
 	// series to w as telemetry.csv rows.
 	telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error
+	// portModes puts the switches' ports in the modes a transport needs
+	// (pFabric's rank order, NDP's trimming), the rest in strict priority.
+	portModes(ctx context.Context, modes []controller.PortMode) error
 	close() error
 }
 

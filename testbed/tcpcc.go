@@ -16,7 +16,7 @@ import (
 func bpfCongestion(plan *scenario.Plan) []string {
 	var names []string
 	add := func(t scenario.Transport) {
-		if t.Name == scenario.TransportTCP && tcpcc.IsBPF(t.TCP.Congestion) && !slices.Contains(names, t.TCP.Congestion) {
+		if !t.Engine() && tcpcc.IsBPF(t.TCP.Congestion) && !slices.Contains(names, t.TCP.Congestion) {
 			names = append(names, t.TCP.Congestion)
 		}
 	}
@@ -42,7 +42,7 @@ func congestionProblems(plan *scenario.Plan) []Problem {
 	checked := map[string]bool{}
 	for _, t := range append(slices.Clone(plan.Base.Transports), experimentTransports(plan)...) {
 		cc := t.TCP.Congestion
-		if t.Name != scenario.TransportTCP || checked[cc] {
+		if t.Engine() || checked[cc] {
 			continue
 		}
 		checked[cc] = true

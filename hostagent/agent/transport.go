@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -133,10 +134,25 @@ func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, e
 	switch req.GetTransport() {
 	case agentpb.Transport_TRANSPORT_TCP:
 		tp := req.GetTcp()
-		return newTCPTransport(tcprpc.Config{
+		pc, withPIAS, err := piasConfig(tp)
+		if err != nil {
+			return nil, err
+		}
+		t, err := newTCPTransport(tcprpc.Config{
 			Congestion:   tp.GetCongestion(),
 			ConnsPerPeer: int(tp.GetConnectionsPerPeer()),
 		}, req.GetAddress(), log)
+		if err != nil {
+			return nil, err
+		}
+		if !withPIAS {
+			return t, nil
+		}
+		if t.tagger, err = attachPIAS(req.GetAddress(), pc); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
 	case agentpb.Transport_TRANSPORT_HOMA:
 		return newHomaTransport(req, log)
 	}
@@ -160,6 +176,10 @@ type tcpTransport struct {
 	address string
 	log     *slog.Logger
 	client  *tcprpc.Client
+
+	// tagger is PIAS's packet tagging on the host's interface, nil
+	// without PIAS.
+	tagger io.Closer
 
 	mu      sync.Mutex
 	servers []*tcprpc.Server
@@ -219,6 +239,10 @@ func (t *tcpTransport) Close() error {
 	t.mu.Unlock()
 	for _, s := range servers {
 		err = errors.Join(err, s.Close())
+	}
+	if t.tagger != nil {
+		err = errors.Join(err, t.tagger.Close())
+		t.tagger = nil
 	}
 	return err
 }

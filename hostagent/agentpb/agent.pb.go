@@ -270,8 +270,20 @@ type TcpParams struct {
 	Congestion string `protobuf:"bytes,1,opt,name=congestion,proto3" json:"congestion,omitempty"`
 	// Connections to each peer; messages are serialised on each connection.
 	ConnectionsPerPeer uint32 `protobuf:"varint,2,opt,name=connections_per_peer,json=connectionsPerPeer,proto3" json:"connections_per_peer,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// PIAS: tag each packet's DSCP by the bytes its connection's direction has
+	// sent (hostagent/pias, a tc program on the host's interface).
+	Pias bool `protobuf:"varint,3,opt,name=pias,proto3" json:"pias,omitempty"`
+	// PIAS demotion thresholds in bytes, ascending; empty: pias.DefaultConfig
+	// for the host's link rate and base_rtt_us.
+	PiasThresholds []uint64 `protobuf:"varint,4,rep,packed,name=pias_thresholds,json=piasThresholds,proto3" json:"pias_thresholds,omitempty"`
+	// PIAS restarts a direction's count after this long without data (0: the
+	// default, 4 base round trips).
+	PiasIdleResetUs uint32 `protobuf:"varint,5,opt,name=pias_idle_reset_us,json=piasIdleResetUs,proto3" json:"pias_idle_reset_us,omitempty"`
+	// The base round trip that sizes PIAS's defaults, and the host link's rate.
+	BaseRttUs     uint32 `protobuf:"varint,6,opt,name=base_rtt_us,json=baseRttUs,proto3" json:"base_rtt_us,omitempty"`
+	LinkBps       uint64 `protobuf:"varint,7,opt,name=link_bps,json=linkBps,proto3" json:"link_bps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TcpParams) Reset() {
@@ -314,6 +326,41 @@ func (x *TcpParams) GetCongestion() string {
 func (x *TcpParams) GetConnectionsPerPeer() uint32 {
 	if x != nil {
 		return x.ConnectionsPerPeer
+	}
+	return 0
+}
+
+func (x *TcpParams) GetPias() bool {
+	if x != nil {
+		return x.Pias
+	}
+	return false
+}
+
+func (x *TcpParams) GetPiasThresholds() []uint64 {
+	if x != nil {
+		return x.PiasThresholds
+	}
+	return nil
+}
+
+func (x *TcpParams) GetPiasIdleResetUs() uint32 {
+	if x != nil {
+		return x.PiasIdleResetUs
+	}
+	return 0
+}
+
+func (x *TcpParams) GetBaseRttUs() uint32 {
+	if x != nil {
+		return x.BaseRttUs
+	}
+	return 0
+}
+
+func (x *TcpParams) GetLinkBps() uint64 {
+	if x != nil {
+		return x.LinkBps
 	}
 	return 0
 }
@@ -1267,12 +1314,17 @@ const file_agent_proto_rawDesc = "" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x02\n" +
 	"\tTcpParams\x12\x1e\n" +
 	"\n" +
 	"congestion\x18\x01 \x01(\tR\n" +
 	"congestion\x120\n" +
-	"\x14connections_per_peer\x18\x02 \x01(\rR\x12connectionsPerPeer\"\xa6\x03\n" +
+	"\x14connections_per_peer\x18\x02 \x01(\rR\x12connectionsPerPeer\x12\x12\n" +
+	"\x04pias\x18\x03 \x01(\bR\x04pias\x12'\n" +
+	"\x0fpias_thresholds\x18\x04 \x03(\x04R\x0epiasThresholds\x12+\n" +
+	"\x12pias_idle_reset_us\x18\x05 \x01(\rR\x0fpiasIdleResetUs\x12\x1e\n" +
+	"\vbase_rtt_us\x18\x06 \x01(\rR\tbaseRttUs\x12\x19\n" +
+	"\blink_bps\x18\a \x01(\x04R\alinkBps\"\xa6\x03\n" +
 	"\bWorkload\x12\x14\n" +
 	"\x05sizes\x18\x01 \x01(\tR\x05sizes\x12\x1a\n" +
 	"\barrivals\x18\x02 \x01(\tR\barrivals\x12\x19\n" +

@@ -144,19 +144,70 @@ type DSCPPolicy struct {
 	Map    map[int]int `yaml:"map"`
 }
 
-// Transport names.
+// Transport names. pFabric, pHost and NDP run on the Homa engine as
+// policies (their parameters are the homa block's); PIAS is kernel TCP
+// with its packets tagged by bytes sent (the tcp block's, DCTCP by
+// default). docs/transports.md describes each.
 const (
-	TransportHoma = "homa"
-	TransportTCP  = "tcp"
+	TransportHoma    = "homa"
+	TransportTCP     = "tcp"
+	TransportPFabric = "pfabric"
+	TransportPHost   = "phost"
+	TransportNDP     = "ndp"
+	TransportPIAS    = "pias"
 )
+
+// TransportNames lists every transport a scenario may name.
+var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS}
 
 // Transport is one transport to compare, with its parameters.
 type Transport struct {
 	Name string `yaml:"name"`
 	// Label tells apart two entries of the same transport (e.g. "basic").
-	Label string     `yaml:"label"`
-	Homa  HomaParams `yaml:"homa"`
-	TCP   TCPParams  `yaml:"tcp"`
+	Label   string        `yaml:"label"`
+	Homa    HomaParams    `yaml:"homa"`
+	TCP     TCPParams     `yaml:"tcp"`
+	PFabric PFabricParams `yaml:"pfabric"`
+	NDP     NDPParams     `yaml:"ndp"`
+	PIAS    PIASParams    `yaml:"pias"`
+}
+
+// Engine reports whether the transport runs on the Homa engine (Homa,
+// pFabric, pHost, NDP); the others are kernel TCP.
+func (t Transport) Engine() bool {
+	switch t.Name {
+	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP:
+		return true
+	}
+	return false
+}
+
+// PFabricParams are pFabric's switch settings: every host-facing port
+// becomes one rank-ordered queue of BufferBytes that drops the largest
+// rank when full.
+type PFabricParams struct {
+	// BufferBytes is each port's buffer (default 36 KB, the paper's: about
+	// two bandwidth-delay products of its 10 Gbit/s fabric).
+	BufferBytes ByteSize `yaml:"buffer_bytes"`
+}
+
+// NDPParams are NDP's switch settings: a DATA packet arriving at a
+// host-facing queue holding TrimThresholdPkts frames is cut to its
+// header and sent at the highest priority.
+type NDPParams struct {
+	// TrimThresholdPkts defaults to 8, the paper's data queue.
+	TrimThresholdPkts int `yaml:"trim_threshold_pkts"`
+}
+
+// PIASParams are PIAS's demotion thresholds; empty means
+// hostagent/pias's defaults for the link rate and calibrated RTT.
+type PIASParams struct {
+	// Thresholds are the bytes a connection's direction has sent at which
+	// its packets drop one priority level, ascending (at most 7).
+	Thresholds []ByteSize `yaml:"thresholds"`
+	// IdleReset restarts the count after this long without data (default:
+	// 4 base round trips).
+	IdleReset Duration `yaml:"idle_reset"`
 }
 
 // ID is the transport's name in experiment names: name, or name-label.

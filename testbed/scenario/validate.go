@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,8 +83,17 @@ func applyDefaults(s *Scenario) {
 		if t.Name == TransportTCP && t.TCP.Congestion == "" {
 			t.TCP.Congestion = "cubic"
 		}
-		if t.Name == TransportTCP && t.TCP.ConnectionsPerPeer == 0 {
+		if t.Name == TransportPIAS && t.TCP.Congestion == "" {
+			t.TCP.Congestion = "dctcp" // PIAS runs over DCTCP (Bai et al. §4)
+		}
+		if !t.Engine() && t.TCP.ConnectionsPerPeer == 0 {
 			t.TCP.ConnectionsPerPeer = 1
+		}
+		if t.Name == TransportPFabric && t.PFabric.BufferBytes == 0 {
+			t.PFabric.BufferBytes = 36_000
+		}
+		if t.Name == TransportNDP && t.NDP.TrimThresholdPkts == 0 {
+			t.NDP.TrimThresholdPkts = 8
 		}
 	}
 	for i := range s.Phases {
@@ -262,29 +273,80 @@ func (c *checker) checkTransports(s *Scenario) {
 		if t.Label != "" && !nameRe.MatchString(t.Label) {
 			c.errorf(p+".label", "expected lower-case letters, digits, '-' and '_', got %q", t.Label)
 		}
-		switch t.Name {
-		case TransportHoma:
+		if !slices.Contains(TransportNames, t.Name) {
+			c.errorf(p+".name", "expected one of %s, got %q", strings.Join(TransportNames, ", "), t.Name)
+			continue
+		}
+		if t.Engine() {
 			c.checkHoma(p+".homa", t.Homa, s.Link.MTU)
 			if t.TCP != (TCPParams{}) {
-				c.errorf(p+".tcp", "tcp parameters on a homa transport")
+				c.errorf(p+".tcp", "tcp parameters on %s, which runs on the Homa engine (its parameters are under homa)", t.Name)
 			}
-		case TransportTCP:
-			switch t.TCP.Congestion {
-			case "reno", "cubic", "bbr", "nv":
-			case "dctcp":
-				// DCTCP reacts only to CE marks, which only the switch sets.
-				if s.Switch.ECNThresholdPkts <= 0 {
-					c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20)")
-				}
-			default:
-				c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)
+		} else {
+			c.checkTCP(p, t, s)
+			if !reflect.DeepEqual(t.Homa, HomaParams{}) {
+				c.errorf(p+".homa", "homa parameters on %s, which is kernel TCP (its parameters are under tcp)", t.Name)
 			}
-			if t.TCP.ConnectionsPerPeer > 64 {
-				c.errorf(p+".tcp.connections_per_peer", "expected 1 to 64, got %d", t.TCP.ConnectionsPerPeer)
-			}
-		default:
-			c.errorf(p+".name", "expected %q or %q, got %q", TransportHoma, TransportTCP, t.Name)
 		}
+		if t.Name != TransportHoma && t.Homa.StartMsg {
+			c.errorf(p+".homa.start_msg", "start_msg is Homa's; %s announces a message with its first DATA packet", t.Name)
+		}
+		if t.Name != TransportPFabric && t.PFabric != (PFabricParams{}) {
+			c.errorf(p+".pfabric", "pfabric parameters on %s", t.Name)
+		}
+		if t.Name != TransportNDP && t.NDP != (NDPParams{}) {
+			c.errorf(p+".ndp", "ndp parameters on %s", t.Name)
+		}
+		if t.Name != TransportPIAS && (len(t.PIAS.Thresholds) > 0 || t.PIAS.IdleReset != 0) {
+			c.errorf(p+".pias", "pias parameters on %s", t.Name)
+		}
+		switch t.Name {
+		case TransportPFabric:
+			if s.Switch.Target == TargetBMv2 {
+				c.errorf(p+".name", "pfabric needs the switch to serve each port in rank order and drop the largest rank, which BMv2's FIFO queues cannot; it needs target %q", TargetEmbedded)
+			}
+			if t.PFabric.BufferBytes < ByteSize(s.Link.MTU+38) || t.PFabric.BufferBytes > 1<<31 {
+				c.errorf(p+".pfabric.buffer_bytes", "expected at least one frame (%d B) and at most 2 GB, got %d", s.Link.MTU+38, t.PFabric.BufferBytes)
+			}
+		case TransportNDP:
+			if s.Switch.Target == TargetBMv2 {
+				c.errorf(p+".name", "ndp needs the switch to trim packets into its highest-priority queue, which tor.p4 on BMv2 cannot (it sees the queue only in egress); it needs target %q", TargetEmbedded)
+			}
+			if t.NDP.TrimThresholdPkts < 1 || t.NDP.TrimThresholdPkts > s.Switch.QueueDepthPkts {
+				c.errorf(p+".ndp.trim_threshold_pkts", "expected 1 to the queue depth %d, got %d", s.Switch.QueueDepthPkts, t.NDP.TrimThresholdPkts)
+			}
+		case TransportPIAS:
+			th := t.PIAS.Thresholds
+			if len(th) > 7 {
+				c.errorf(p+".pias.thresholds", "expected at most 7 thresholds (8 priority levels), got %d", len(th))
+			}
+			for i := range th {
+				if th[i] <= 0 || (i > 0 && th[i] <= th[i-1]) {
+					c.errorf(fmt.Sprintf("%s.pias.thresholds[%d]", p, i), "expected ascending byte counts above 0, got %d", th[i])
+					break
+				}
+			}
+			if t.PIAS.IdleReset < 0 {
+				c.errorf(p+".pias.idle_reset", "expected a duration of at least 0, got %s", t.PIAS.IdleReset.D())
+			}
+		}
+	}
+}
+
+// checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
+func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
+	switch t.TCP.Congestion {
+	case "reno", "cubic", "bbr", "nv":
+	case "dctcp":
+		// DCTCP reacts only to CE marks, which only the switch sets.
+		if s.Switch.ECNThresholdPkts <= 0 {
+			c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20)")
+		}
+	default:
+		c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)
+	}
+	if t.TCP.ConnectionsPerPeer > 64 {
+		c.errorf(p+".tcp.connections_per_peer", "expected 1 to 64, got %d", t.TCP.ConnectionsPerPeer)
 	}
 }
 
