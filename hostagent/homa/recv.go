@@ -28,6 +28,10 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		e.c.malformed.Add(1)
 		return
 	}
+	if !e.state.pol.accepts(c.Type) {
+		e.c.malformed.Add(1) // as an unknown type: not this variant's
+		return
+	}
 	e.c.rxPkts[c.Type.Index()][Priority(p.TOS)].Add(1)
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
@@ -42,6 +46,10 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	}
 	switch c.Type {
 	case wire.TypeData:
+		if c.Trimmed() {
+			e.onTrimmed(now, p.Addr, b, r)
+			return
+		}
 		e.onData(now, p.Addr, b, Priority(p.TOS), r)
 	case wire.TypeGrant:
 		e.onGrant(now, b, r)
@@ -62,6 +70,10 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		e.onAck(p.Addr, b)
 	case wire.TypeStartMsg:
 		e.onStartMsg(now, p.Addr, b, Priority(p.TOS), r)
+	case wire.TypePull:
+		e.onPull(now, b, r)
+	case wire.TypeNack:
+		e.onNack(b, r)
 	}
 }
 
@@ -93,7 +105,10 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 	}
 	st.schedDue = true
 	if m.received < m.length {
-		st.sched.add(m)
+		if st.pol.credit == creditPulls {
+			m.pulls++ // NDP: every arrival earns its sender a PULL
+		}
+		e.track(m)
 		return
 	}
 	st.sched.remove(m)
@@ -165,7 +180,7 @@ func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio
 		return
 	}
 	if m := &r.in; m.received < m.length {
-		e.state.sched.add(m)
+		e.track(m)
 		e.state.schedDue = true
 	}
 }
@@ -303,6 +318,9 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	if r.in.tracked {
 		st.sched.remove(&r.in)
+	}
+	if r.in.credited {
+		e.untrack(&r.in)
 	}
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}

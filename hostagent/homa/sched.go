@@ -28,8 +28,10 @@ type msgIn struct {
 	birth      time.Duration
 	peer       netip.Addr
 	rpc        *rpc
-	tracked    bool // known to the scheduler
-	started    bool // first packet seen
+	tracked    bool   // known to the scheduler
+	started    bool   // first packet seen
+	credited   bool   // in the pHost/NDP credit queue
+	pulls      uint32 // NDP: arrivals not yet answered by a PULL
 }
 
 func (m *msgIn) remaining() uint32 { return m.length - m.received }

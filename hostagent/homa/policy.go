@@ -1,0 +1,244 @@
+package homa
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// creditMode is how a receiver lets senders go beyond their blind bytes.
+type creditMode uint8
+
+const (
+	creditGrants creditMode = iota // Homa: SRPT GRANTs with overcommitment (grantSched)
+	creditNone                     // pFabric: every byte is blind
+	creditTokens                   // pHost: one-packet tokens in SRPT order, paced
+	creditPulls                    // NDP: one PULL per arrived packet, paced
+)
+
+// policy is what distinguishes the transports built on the engine
+// (homaconf.Variant); fixed when the Endpoint is built. Homa's is the
+// zero value but for its priorities, so its paths test one field.
+type policy struct {
+	credit creditMode
+	// rank: stamp pFabric's rank (bytes left after the packet) in DATA.
+	rank bool
+	// ndp: accept PULL and NACK, and answer trimmed DATA with a NACK.
+	ndp bool
+	// blindPrio and creditPrio are the DATA priorities of blind bytes
+	// and of bytes sent on a token or PULL (not Homa: its receivers
+	// choose them).
+	blindPrio, creditPrio uint8
+	// creditGap is the receiver's pacing of tokens and PULLs: one
+	// full-size packet at its link rate.
+	creditGap time.Duration
+	// tokenWindow: a pHost receiver gives no token to a message with this
+	// many bytes of tokens (or blind bytes) not yet used.
+	tokenWindow uint32
+}
+
+// newPolicy derives the policy of cfg (defaults filled in).
+func newPolicy(cfg homaconf.Config) policy {
+	top := uint8(cfg.Priorities - 1)
+	p := policy{creditGap: wireTime(cfg.MTU+cfg.FrameOverhead, cfg.LinkBps), tokenWindow: cfg.UnschedBytes}
+	switch cfg.Variant {
+	case homaconf.VariantPFabric:
+		// The switch orders by rank; priorities only keep control packets
+		// ahead on ports that are not rank-ordered.
+		p.credit, p.rank = creditNone, true
+	case homaconf.VariantPHost:
+		// Priorities for control packets (top) and free-token packets
+		// (next) only, as the paper; scheduled packets at the bottom.
+		p.credit, p.blindPrio = creditTokens, uint8(max(0, int(top)-1))
+	case homaconf.VariantNDP:
+		// Data at the bottom; the switch forwards trimmed headers at the
+		// top, where PULLs and NACKs go too.
+		p.credit, p.ndp = creditPulls, true
+	}
+	return p
+}
+
+// accepts reports whether packets of type t belong to this policy: only
+// NDP endpoints take PULL and NACK; the others refuse them as they refuse
+// any unknown type.
+func (p *policy) accepts(t wire.Type) bool { return p.ndp || t < wire.TypePull }
+
+// track hands an incomplete inbound message to whatever lets its sender
+// go on: the grant scheduler (Homa) or the credit queue (pHost, NDP).
+func (e *Endpoint) track(m *msgIn) {
+	st := &e.state
+	switch st.pol.credit {
+	case creditGrants:
+		st.sched.add(m)
+	case creditNone:
+	default:
+		if !m.credited && m.granted < m.length {
+			m.credited = true
+			st.credq = append(st.credq, m)
+		}
+	}
+}
+
+// untrack takes m out of the credit queue (a restarted message).
+func (e *Endpoint) untrack(m *msgIn) {
+	st := &e.state
+	if i := slices.Index(st.credq, m); i >= 0 {
+		st.credq = slices.Delete(st.credq, i, i+1)
+	}
+	m.credited = false
+}
+
+// issueCredits sends the tokens (pHost) or PULLs (NDP) due by now, one
+// packet's worth each, to the eligible message with the fewest bytes left,
+// at most one per packet time of the link, and arms the pacer's timer for
+// the next one.
+func (e *Endpoint) issueCredits(now time.Duration) {
+	st := &e.state
+	gap := st.pol.creditGap
+	for range len(st.credq) * 64 { // bounded: each pass sends one credit or ends
+		if st.creditAt > now {
+			if at := st.creditAt; !st.armed || at < st.armedAt {
+				st.armed, st.armedAt = true, at
+				st.pacer.Reset(at - now)
+			}
+			return
+		}
+		m := e.pickCredit()
+		if m == nil {
+			return
+		}
+		m.granted = min(m.length, m.granted+st.pkt)
+		if m.pulls > 0 {
+			m.pulls--
+		}
+		r := m.rpc
+		if st.pol.credit == creditPulls {
+			pl := wire.Pull{Common: r.header(wire.TypePull), Offset: m.granted}
+			e.txCommit(now, wire.AppendPull(e.txBuf(), &pl), r.peer.addr, wire.TypePull, st.ctrlPrio)
+		} else {
+			g := wire.Grant{Common: r.header(wire.TypeGrant), Offset: m.granted, Priority: st.pol.creditPrio}
+			e.txCommit(now, wire.AppendGrant(e.txBuf(), &g), r.peer.addr, wire.TypeGrant, st.ctrlPrio)
+		}
+		e.c.grantsBy[st.pol.creditPrio].Add(1)
+		r.info.grantsSent++
+		r.traceGrant(now, m.granted, st.pol.creditPrio, true)
+		// A short idle stretch may be made up (two packets), a long one not:
+		// the credits would arrive as a burst the downlink cannot carry.
+		st.creditAt = max(st.creditAt, now-2*gap) + gap
+	}
+}
+
+// pickCredit returns the message to credit next: fewest bytes left (ties:
+// the oldest) among those that may have one, dropping finished ones from
+// the queue. pHost: not fully granted and less than tokenWindow of its
+// credit unused (a sender that does not use its tokens gets no more until
+// it does, the paper's token expiry); NDP: a packet arrived for which no
+// PULL went out yet.
+func (e *Endpoint) pickCredit() *msgIn {
+	st := &e.state
+	var best *msgIn
+	for i := 0; i < len(st.credq); {
+		m := st.credq[i]
+		if m.rpc.dead || !m.credited || m.granted >= m.length || m.received >= m.length {
+			m.credited = false
+			last := len(st.credq) - 1
+			st.credq[i], st.credq[last] = st.credq[last], nil
+			st.credq = st.credq[:last]
+			continue
+		}
+		i++
+		switch st.pol.credit {
+		case creditTokens:
+			if m.granted-m.received >= st.pol.tokenWindow {
+				continue
+			}
+		case creditPulls:
+			if m.pulls == 0 {
+				continue
+			}
+		}
+		if best == nil || m.remaining() < best.remaining() || (m.remaining() == best.remaining() && m.birth < best.birth) {
+			best = m
+		}
+	}
+	return best
+}
+
+// rankOf is pFabric's rank of a DATA packet ending at end: the message's
+// bytes left after it, or, for a retransmission, the bytes not yet sent
+// (the message's remaining size, which is what pFabric ranks by).
+func rankOf(o *msgOut, end uint32) uint32 { return o.length - max(end, o.next) }
+
+// onTrimmed answers a DATA packet a switch trimmed (NDP): a NACK for its
+// bytes, which the sender retransmits at once, and a PULL owed for it as
+// for any arrival.
+func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
+	st := &e.state
+	d, err := wire.ParseTrimmed(b)
+	if err != nil || !st.pol.ndp || d.MessageLength > e.cfg.MaxMessageBytes {
+		e.c.malformed.Add(1)
+		return
+	}
+	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, 0, r) {
+		return
+	}
+	m := &r.in
+	m.granted = max(m.granted, min(d.Incoming, m.length))
+	e.c.trimmed.Add(1)
+	n := wire.Nack{Common: r.header(wire.TypeNack), Offset: d.Offset, Length: min(st.pkt, m.length-d.Offset)}
+	e.txCommit(now, wire.AppendNack(e.txBuf(), &n), r.peer.addr, wire.TypeNack, st.ctrlPrio)
+	if m.received < m.length {
+		m.pulls++
+		e.track(m)
+	}
+}
+
+// onPull handles an NDP PULL: like a GRANT, the sender may send below its
+// offset.
+func (e *Endpoint) onPull(now time.Duration, b []byte, r *rpc) {
+	p, err := wire.ParsePull(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	if r == nil || r.out.data == nil {
+		e.c.unknownRPC.Add(1)
+		return
+	}
+	r.silent = 0
+	o := &r.out
+	o.schedPrio = e.state.pol.creditPrio
+	if off := min(p.Offset, o.length); off > o.granted {
+		o.granted = off
+		e.enqueue(r)
+	}
+	r.info.grantsReceived++
+	r.traceGrant(now, p.Offset, o.schedPrio, false)
+	if r.info.firstGrant == 0 {
+		r.info.firstGrant = now
+	}
+	r.info.lastGrant = now
+}
+
+// onNack handles an NDP NACK: the packet carrying [Offset, Offset+Length)
+// lost its payload in a switch; it goes again at once, ahead of new bytes.
+func (e *Endpoint) onNack(b []byte, r *rpc) {
+	n, err := wire.ParseNack(b)
+	if err != nil {
+		e.c.malformed.Add(1)
+		return
+	}
+	if r == nil || r.out.data == nil {
+		e.c.unknownRPC.Add(1)
+		return
+	}
+	r.silent = 0
+	o := &r.out
+	if end := min(o.next, n.Offset+n.Length); n.Offset < end {
+		o.rexmit = append(o.rexmit, resendReq{span{n.Offset, end}, e.state.pol.creditPrio})
+		e.enqueue(r)
+	}
+}
