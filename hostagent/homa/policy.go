@@ -204,23 +204,10 @@ func (e *Endpoint) onPull(now time.Duration, b []byte, r *rpc) {
 		e.c.malformed.Add(1)
 		return
 	}
-	if r == nil || r.out.data == nil {
-		e.c.unknownRPC.Add(1)
-		return
+	if e.sending(r) {
+		r.silent = 0
+		e.credit(now, r, p.Offset, e.state.pol.creditPrio)
 	}
-	r.silent = 0
-	o := &r.out
-	o.schedPrio = e.state.pol.creditPrio
-	if off := min(p.Offset, o.length); off > o.granted {
-		o.granted = off
-		e.enqueue(r)
-	}
-	r.info.grantsReceived++
-	r.traceGrant(now, p.Offset, o.schedPrio, false)
-	if r.info.firstGrant == 0 {
-		r.info.firstGrant = now
-	}
-	r.info.lastGrant = now
 }
 
 // onNack handles an NDP NACK: the packet carrying [Offset, Offset+Length)
@@ -231,8 +218,7 @@ func (e *Endpoint) onNack(b []byte, r *rpc) {
 		e.c.malformed.Add(1)
 		return
 	}
-	if r == nil || r.out.data == nil {
-		e.c.unknownRPC.Add(1)
+	if !e.sending(r) {
 		return
 	}
 	r.silent = 0

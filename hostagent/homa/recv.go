@@ -231,18 +231,32 @@ func (e *Endpoint) onGrant(now time.Duration, b []byte, r *rpc) {
 		e.c.malformed.Add(1)
 		return
 	}
+	if e.sending(r) {
+		e.credit(now, r, g.Offset, g.Priority)
+	}
+}
+
+// sending reports whether r has an outbound message for a GRANT, PULL or
+// NACK to be about; the packet is counted as unknown otherwise.
+func (e *Endpoint) sending(r *rpc) bool {
 	if r == nil || r.out.data == nil {
 		e.c.unknownRPC.Add(1)
-		return
+		return false
 	}
+	return true
+}
+
+// credit lets r's outbound message go up to offset, at priority prio: a
+// GRANT (Homa, pHost's tokens) or a PULL (NDP).
+func (e *Endpoint) credit(now time.Duration, r *rpc, offset uint32, prio uint8) {
 	o := &r.out
-	o.schedPrio = g.Priority
-	if off := min(g.Offset, o.length); off > o.granted {
+	o.schedPrio = prio
+	if off := min(offset, o.length); off > o.granted {
 		o.granted = off
 		e.enqueue(r)
 	}
 	r.info.grantsReceived++
-	r.traceGrant(now, g.Offset, g.Priority, false)
+	r.traceGrant(now, offset, prio, false)
 	if r.info.firstGrant == 0 {
 		r.info.firstGrant = now
 	}
