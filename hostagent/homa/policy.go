@@ -110,15 +110,21 @@ func (e *Endpoint) issueCredits(now time.Duration) {
 		if m == nil {
 			return
 		}
-		m.granted = min(m.length, m.granted+st.pkt)
-		if m.pulls > 0 {
-			m.pulls--
-		}
 		r := m.rpc
 		if st.pol.credit == creditPulls {
-			pl := wire.Pull{Common: r.header(wire.TypePull), Offset: m.granted}
+			// The PULL goes to a NACKed packet first, as the sender
+			// spends it.
+			m.pulls--
+			m.pullSeq++
+			if m.nackOwed > 0 {
+				m.nackOwed--
+			} else {
+				m.granted = min(m.length, m.granted+st.pkt)
+			}
+			pl := wire.Pull{Common: r.header(wire.TypePull), Count: m.pullSeq}
 			e.txCommit(now, wire.AppendPull(e.txBuf(), &pl), r.peer.addr, wire.TypePull, st.ctrlPrio)
 		} else {
+			m.granted = min(m.length, m.granted+st.pkt)
 			g := wire.Grant{Common: r.header(wire.TypeGrant), Offset: m.granted, Priority: st.pol.creditPrio}
 			e.txCommit(now, wire.AppendGrant(e.txBuf(), &g), r.peer.addr, wire.TypeGrant, st.ctrlPrio)
 		}
@@ -135,14 +141,14 @@ func (e *Endpoint) issueCredits(now time.Duration) {
 // the oldest) among those that may have one, dropping finished ones from
 // the queue. pHost: not fully granted and less than tokenWindow of its
 // credit unused (a sender that does not use its tokens gets no more until
-// it does, the paper's token expiry); NDP: a packet arrived for which no
-// PULL went out yet.
+// it does, the paper's token expiry); NDP: a packet arrived (whole or
+// trimmed) for which no PULL went out yet.
 func (e *Endpoint) pickCredit() *msgIn {
 	st := &e.state
 	var best *msgIn
 	for i := 0; i < len(st.credq); {
 		m := st.credq[i]
-		if m.rpc.dead || !m.credited || m.granted >= m.length || m.received >= m.length {
+		if m.rpc.dead || !m.credited || (m.granted >= m.length && m.nackOwed == 0) || m.received >= m.length {
 			m.credited = false
 			last := len(st.credq) - 1
 			st.credq[i], st.credq[last] = st.credq[last], nil
@@ -173,8 +179,8 @@ func (e *Endpoint) pickCredit() *msgIn {
 func rankOf(o *msgOut, end uint32) uint32 { return o.length - max(end, o.next) }
 
 // onTrimmed answers a DATA packet a switch trimmed (NDP): a NACK for its
-// bytes, which the sender retransmits at once, and a PULL owed for it as
-// for any arrival.
+// bytes at once, and a PULL owed for it as for any arrival, which the
+// sender spends on the retransmission.
 func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
 	st := &e.state
 	d, err := wire.ParseTrimmed(b)
@@ -188,6 +194,7 @@ func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rp
 	m := &r.in
 	m.granted = max(m.granted, min(d.Incoming, m.length))
 	e.c.trimmed.Add(1)
+	m.nackOwed++
 	n := wire.Nack{Common: r.header(wire.TypeNack), Offset: d.Offset, Length: min(st.pkt, m.length-d.Offset)}
 	e.txCommit(now, wire.AppendNack(e.txBuf(), &n), r.peer.addr, wire.TypeNack, st.ctrlPrio)
 	if m.received < m.length {
@@ -196,22 +203,63 @@ func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rp
 	}
 }
 
-// onPull handles an NDP PULL: like a GRANT, the sender may send below its
-// offset.
+// onPull handles an NDP PULL: each PULL not seen before lets one packet
+// go, a NACKed one first, else the next new one (as a GRANT of one more
+// packet).
 func (e *Endpoint) onPull(now time.Duration, b []byte, r *rpc) {
 	p, err := wire.ParsePull(b)
 	if err != nil {
 		e.c.malformed.Add(1)
 		return
 	}
-	if e.sending(r) {
-		r.silent = 0
-		e.credit(now, r, p.Offset, e.state.pol.creditPrio)
+	if !e.sending(r) {
+		return
 	}
+	r.silent = 0
+	o := &r.out
+	if p.Count <= o.pulled {
+		return // reordered behind a later PULL
+	}
+	offset := o.granted
+	for n := p.Count - o.pulled; n > 0; n-- {
+		if !e.releaseHeld(r) {
+			offset = min(o.length, offset+e.state.pkt)
+		}
+	}
+	o.pulled = p.Count
+	e.credit(now, r, offset, e.state.pol.creditPrio)
+	e.enqueue(r)
+}
+
+// heldNack is a NACKed packet of r waiting for a PULL to go again.
+type heldNack struct {
+	r *rpc
+	span
+}
+
+// releaseHeld moves r's oldest held NACKed packet to its retransmissions;
+// false when it has none. Entries of finished RPCs are dropped on the way.
+func (e *Endpoint) releaseHeld(r *rpc) bool {
+	st := &e.state
+	for i := 0; i < len(st.held); {
+		h := st.held[i]
+		switch {
+		case h.r.dead:
+			st.held = slices.Delete(st.held, i, i+1)
+		case h.r == r:
+			st.held = slices.Delete(st.held, i, i+1)
+			r.out.rexmit = append(r.out.rexmit, resendReq{h.span, st.pol.creditPrio})
+			return true
+		default:
+			i++
+		}
+	}
+	return false
 }
 
 // onNack handles an NDP NACK: the packet carrying [Offset, Offset+Length)
-// lost its payload in a switch; it goes again at once, ahead of new bytes.
+// lost its payload in a switch; it goes again on the next PULL, ahead of
+// new bytes, as NDP's sender does.
 func (e *Endpoint) onNack(b []byte, r *rpc) {
 	n, err := wire.ParseNack(b)
 	if err != nil {
@@ -224,7 +272,6 @@ func (e *Endpoint) onNack(b []byte, r *rpc) {
 	r.silent = 0
 	o := &r.out
 	if end := min(o.next, n.Offset+n.Length); n.Offset < end {
-		o.rexmit = append(o.rexmit, resendReq{span{n.Offset, end}, e.state.pol.creditPrio})
-		e.enqueue(r)
+		e.state.held = append(e.state.held, heldNack{r, span{n.Offset, end}})
 	}
 }

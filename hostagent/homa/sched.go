@@ -32,6 +32,8 @@ type msgIn struct {
 	started    bool   // first packet seen
 	credited   bool   // in the pHost/NDP credit queue
 	pulls      uint32 // NDP: arrivals not yet answered by a PULL
+	pullSeq    uint32 // NDP: PULLs sent for the message
+	nackOwed   uint32 // NDP: NACKed packets whose PULL has not gone yet
 }
 
 func (m *msgIn) remaining() uint32 { return m.length - m.received }

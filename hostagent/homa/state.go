@@ -48,6 +48,7 @@ type endpointState struct {
 	pol      policy
 	credq    []*msgIn
 	creditAt time.Duration
+	held     []heldNack // NDP sender: NACKed packets waiting for a PULL
 	ctrlPrio uint8
 	prios    int
 }

@@ -208,7 +208,7 @@ func TestUnknownTypesRefused(t *testing.T) {
 		c := wire.Common{SPort: 0x8000, DPort: serverPort, SenderID: 2}
 		trimmed, _ := wire.Trim(append(wire.AppendData(nil, &wire.Data{Common: c, MessageLength: 5000}), make([]byte, 1000)...))
 		pkts := []homa.Packet{
-			{Buf: wire.AppendPull(nil, &wire.Pull{Common: c, Offset: 1}), Addr: serverAddr},
+			{Buf: wire.AppendPull(nil, &wire.Pull{Common: c, Count: 1}), Addr: serverAddr},
 			{Buf: wire.AppendNack(nil, &wire.Nack{Common: c, Length: 1}), Addr: serverAddr},
 			{Buf: trimmed, Addr: serverAddr},
 		}

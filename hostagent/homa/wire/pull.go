@@ -3,20 +3,21 @@ package wire
 // PullLen is the size of a PULL packet.
 const PullLen = CommonLen + 4
 
-// Pull is NDP's PULL (homatb's type 0x1a): the receiver lets the sender
-// send every byte below Offset. Like GRANT it is cumulative, so a lost
-// PULL is made good by the next one; the receiver paces PULLs at its
-// link rate, one packet's worth each.
+// Pull is NDP's PULL (homatb's type 0x1a): Count is the receiver's PULLs
+// for the message so far, each of which lets the sender send one packet
+// (a retransmission it was NACKed for first, else its next new one). Like
+// NDP's pull counter it is cumulative, so a lost PULL is made good by the
+// next one; the receiver paces PULLs at its link rate.
 type Pull struct {
 	Common
-	Offset uint32
+	Count uint32
 }
 
 // AppendPull appends p to b.
 func AppendPull(b []byte, p *Pull) []byte {
 	p.Type = TypePull
 	b = appendCommon(b, &p.Common)
-	return be.AppendUint32(b, p.Offset)
+	return be.AppendUint32(b, p.Count)
 }
 
 // ParsePull decodes a PULL packet.
@@ -26,7 +27,7 @@ func ParsePull(b []byte) (Pull, error) {
 		return Pull{}, err
 	}
 	h := (*[PullLen]byte)(b)
-	return Pull{Common: c, Offset: be.Uint32(h[28:])}, nil
+	return Pull{Common: c, Count: be.Uint32(h[28:])}, nil
 }
 
 // NackLen is the size of a NACK packet.

@@ -25,7 +25,7 @@ func packets() []struct {
 	sm := StartMsg{Common: common, MessageLength: 1_000_000, CutoffVersion: 4, Flags: FlagIncast}
 	busy := common
 	busy.Type = TypeBusy
-	pl := Pull{Common: common, Offset: 9000}
+	pl := Pull{Common: common, Count: 9000}
 	nk := Nack{Common: common, Offset: 1424, Length: 1424}
 	ranked := d
 	ranked.Rank = 3600
