@@ -203,30 +203,43 @@ func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rp
 	}
 }
 
-// onPull handles an NDP PULL: each PULL not seen before lets one packet
-// go, a NACKed one first, else the next new one (as a GRANT of one more
-// packet).
-func (e *Endpoint) onPull(now time.Duration, b []byte, r *rpc) {
-	p, err := wire.ParsePull(b)
+// onNDP handles a PULL or NACK (type t) about r's outbound message; either
+// shows the receiver is working on it.
+func (e *Endpoint) onNDP(now time.Duration, b []byte, t wire.Type, r *rpc) {
+	var err error
+	if t == wire.TypePull {
+		var p wire.Pull
+		if p, err = wire.ParsePull(b); err == nil && e.sending(r) {
+			r.silent = 0
+			e.onPull(now, p.Count, r)
+		}
+	} else {
+		var n wire.Nack
+		if n, err = wire.ParseNack(b); err == nil && e.sending(r) {
+			r.silent = 0
+			e.onNack(&n, r)
+		}
+	}
 	if err != nil {
 		e.c.malformed.Add(1)
-		return
 	}
-	if !e.sending(r) {
-		return
-	}
-	r.silent = 0
+}
+
+// onPull handles an NDP PULL with count pulls: each PULL not seen before
+// lets one packet go, a NACKed one first, else the next new one (as a
+// GRANT of one more packet).
+func (e *Endpoint) onPull(now time.Duration, count uint32, r *rpc) {
 	o := &r.out
-	if p.Count <= o.pulled {
+	if count <= o.pulled {
 		return // reordered behind a later PULL
 	}
 	offset := o.granted
-	for n := p.Count - o.pulled; n > 0; n-- {
+	for n := count - o.pulled; n > 0; n-- {
 		if !e.releaseHeld(r) {
 			offset = min(o.length, offset+e.state.pkt)
 		}
 	}
-	o.pulled = p.Count
+	o.pulled = count
 	e.credit(now, r, offset, e.state.pol.creditPrio)
 	e.enqueue(r)
 }
@@ -260,16 +273,7 @@ func (e *Endpoint) releaseHeld(r *rpc) bool {
 // onNack handles an NDP NACK: the packet carrying [Offset, Offset+Length)
 // lost its payload in a switch; it goes again on the next PULL, ahead of
 // new bytes, as NDP's sender does.
-func (e *Endpoint) onNack(b []byte, r *rpc) {
-	n, err := wire.ParseNack(b)
-	if err != nil {
-		e.c.malformed.Add(1)
-		return
-	}
-	if !e.sending(r) {
-		return
-	}
-	r.silent = 0
+func (e *Endpoint) onNack(n *wire.Nack, r *rpc) {
 	o := &r.out
 	if end := min(o.next, n.Offset+n.Length); n.Offset < end {
 		e.state.held = append(e.state.held, heldNack{r, span{n.Offset, end}})

@@ -70,10 +70,8 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		e.onAck(p.Addr, b)
 	case wire.TypeStartMsg:
 		e.onStartMsg(now, p.Addr, b, Priority(p.TOS), r)
-	case wire.TypePull:
-		e.onPull(now, b, r)
-	case wire.TypeNack:
-		e.onNack(b, r)
+	case wire.TypePull, wire.TypeNack:
+		e.onNDP(now, b, c.Type, r)
 	}
 }
 
