@@ -158,7 +158,8 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 		e.c.malformed.Add(1)
 		return false
 	}
-	if d.CutoffVersion != st.cut.version && st.prios > 1 {
+	// The other variants choose their priorities themselves: no cutoffs.
+	if d.CutoffVersion != st.cut.version && st.prios > 1 && st.pol.credit == creditGrants {
 		e.sendCutoffs(now, r.peer, &d.Common)
 	}
 	return true

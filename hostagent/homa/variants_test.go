@@ -129,6 +129,9 @@ func TestVariantsWithLoss(t *testing.T) {
 						t.Errorf("NDP server sent %d PULLs and %d GRANTs, want PULLs only", pulls, grants)
 					}
 				}
+				if n := sum(ss.TxPackets[wire.TypeCutoffs.Index()]); n != 0 {
+					t.Errorf("server sent %d CUTOFFS: only Homa has cutoffs", n)
+				}
 				if tt.lc.TrimAbovePackets > 0 {
 					nacks := sum(ss.TxPackets[wire.TypeNack.Index()])
 					if ns.Trimmed == 0 || ss.Trimmed == 0 || nacks == 0 {
