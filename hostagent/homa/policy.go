@@ -75,7 +75,9 @@ func (e *Endpoint) track(m *msgIn) {
 		st.sched.add(m)
 	case creditNone:
 	default:
-		if !m.credited && m.granted < m.length {
+		// A message sent whole but trimmed still needs PULLs for its
+		// NACKed packets.
+		if !m.credited && (m.granted < m.length || m.nackOwed > 0) {
 			m.credited = true
 			st.credq = append(st.credq, m)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // creditEndpoint is an endpoint of variant v with inbound messages of the
@@ -80,5 +81,79 @@ func TestIssueCreditsPaced(t *testing.T) {
 	e.issueCredits(now + e.state.pol.creditGap)
 	if got, want := ms[0].granted, 4*e.state.pkt; got != want {
 		t.Errorf("granted %d bytes one packet time later, want %d", got, want)
+	}
+}
+
+// recConn keeps copies of the packets written to it.
+type recConn struct {
+	sinkConn
+	sent []Packet
+}
+
+func (c *recConn) WriteBatch(p []Packet) error {
+	for _, q := range p {
+		c.sent = append(c.sent, Packet{Buf: append([]byte(nil), q.Buf...), Addr: q.Addr, TOS: q.TOS})
+	}
+	return nil
+}
+
+// TestTrimmedRequestPulled: an NDP server that gets only the trimmed
+// header of a request sent whole (no PULL needed for new bytes) NACKs it
+// at the top level and then PULLs once, so the sender's held packet goes
+// again without waiting for a RESEND; the sender spends that PULL on the
+// NACKed packet, not on new bytes.
+func TestTrimmedRequestPulled(t *testing.T) {
+	rc := &recConn{}
+	srv, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.state.ports[99] = &Server{}
+	peer := netip.MustParseAddr("10.0.0.2")
+	d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: 3000, Incoming: 3000, Offset: 1424}
+	b, _ := wire.Trim(append(wire.AppendData(nil, &d), make([]byte, 1424)...))
+	srv.mu.Lock()
+	srv.handlePacket(0, &Packet{Buf: b, Addr: peer})
+	srv.unlock()
+	var types []wire.Type
+	for _, p := range rc.sent {
+		c, _ := wire.ParseCommon(p.Buf)
+		types = append(types, c.Type)
+		if Priority(p.TOS) != 7 {
+			t.Errorf("%v at level %d, want 7", c.Type, Priority(p.TOS))
+		}
+	}
+	if len(types) != 2 || types[0] != wire.TypeNack || types[1] != wire.TypePull {
+		t.Fatalf("server sent %v, want a NACK and a PULL", types)
+	}
+	n, err := wire.ParseNack(rc.sent[0].Buf)
+	if err != nil || n.Offset != 1424 || n.Length != 1424 {
+		t.Errorf("NACK %+v %v, want bytes 1424+1424", n, err)
+	}
+
+	// The client: its request sent whole, NACKed, then pulled.
+	cli, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
+	cli.state.clients[4] = r
+	cli.mu.Lock()
+	cli.startOut(0, r, make([]byte, 3000), cli.cfg.UnschedBytes, 0)
+	cli.unlock()
+	if r.out.next != 3000 {
+		t.Fatalf("sent %d of 3000 bytes blind", r.out.next)
+	}
+	cli.mu.Lock()
+	for i, p := range rc.sent {
+		p.Addr = peer
+		cli.handlePacket(0, &p)
+		if i == 0 && (len(r.out.rexmit) != 0 || len(cli.state.held) != 1) {
+			t.Errorf("after the NACK: %d retransmissions queued, %d held; want 0 and 1", len(r.out.rexmit), len(cli.state.held))
+		}
+	}
+	cli.unlock()
+	if r.info.retransmits != 1 || r.out.granted != 3000 || len(cli.state.held) != 0 {
+		t.Errorf("retransmits %d, granted %d, held %d: want 1, 3000, 0", r.info.retransmits, r.out.granted, len(cli.state.held))
 	}
 }
