@@ -28,3 +28,30 @@ func TestHomaConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineVariants checks that the comparison transports are built on
+// the engine: each name selects its variant through the extra key, and
+// the records carry the name.
+func TestEngineVariants(t *testing.T) {
+	for _, name := range []string{"homa", "pfabric", "phost", "ndp"} {
+		v, ok := EngineVariant(name)
+		if !ok || string(v) != name {
+			t.Errorf("EngineVariant(%q) = %q, %v", name, v, ok)
+		}
+		req := &agentpb.ConfigureRequest{Transport: agentpb.Transport_TRANSPORT_HOMA,
+			Homa: &agentpb.HomaParams{Extra: map[string]string{"variant": name}}}
+		c, err := homaConfig(req.GetHoma())
+		if err != nil || c.Variant != v {
+			t.Errorf("%s: config variant %q, %v", name, c.Variant, err)
+		}
+		if got := transportLabel(req); got != name {
+			t.Errorf("%s: records name %q", name, got)
+		}
+	}
+	if _, ok := EngineVariant("pias"); ok {
+		t.Error("pias is not an engine variant")
+	}
+	if got := transportLabel(&agentpb.ConfigureRequest{Transport: agentpb.Transport_TRANSPORT_HOMA}); got != "homa" {
+		t.Errorf("plain homa named %q", got)
+	}
+}

@@ -126,7 +126,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 			tr.Close()
 			return nil, apiError(invalid("client.sizes", req.GetClient().GetSizes(),
 				"messages up to %d bytes, but %s carries at most %d: truncate with \",max=%d\"",
-				longest, transportName(req.GetTransport()), tr.MaxMessage(), tr.MaxMessage()))
+				longest, transportLabel(req), tr.MaxMessage(), tr.MaxMessage()))
 		}
 	}
 	phase := req.GetPhase()
@@ -147,7 +147,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 			return nil, apiError(err)
 		}
 		s.servedW, s.served[req.GetExperiment()] = sw, path
-		tell = servedRows(sw, req.GetExperiment(), transportName(req.GetTransport()), host)
+		tell = servedRows(sw, req.GetExperiment(), transportLabel(req), host)
 	}
 	for _, p := range req.GetServerPorts() {
 		if err := tr.Serve(s.ctx, uint16(p), resp.handle, tell); err != nil {
@@ -175,11 +175,11 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		s.tcpSamples[req.GetExperiment()] = path
 	}
 	s.tr, s.resp, s.expName = tr, resp, req.GetExperiment()
-	s.exp = newExperiment(req.GetExperiment(), transportName(req.GetTransport()), phase, host, spec, tr, rec, s.log)
+	s.exp = newExperiment(req.GetExperiment(), transportLabel(req), phase, host, spec, tr, rec, s.log)
 	s.exp.conns = conns
 	s.state = StateConfigured
 	syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
-	s.log.Info("configured", "experiment", s.expName, "transport", transportName(req.GetTransport()),
+	s.log.Info("configured", "experiment", s.expName, "transport", transportLabel(req),
 		"server_ports", req.GetServerPorts(), "client", spec != nil)
 	return &agentpb.ConfigureReply{}, nil
 }

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/tcprpc"
 )
 
@@ -157,6 +159,29 @@ func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, e
 		return newHomaTransport(req, log)
 	}
 	return nil, fmt.Errorf("transport %v: expected TRANSPORT_TCP or TRANSPORT_HOMA", req.GetTransport())
+}
+
+// EngineVariant returns the variant of the Homa engine that runs the
+// transport named name in scenarios and records: Homa itself and the
+// comparison transports of issue #20 built on it as policies (pFabric and
+// NDP hosts, pHost). A Configure request selects one with TRANSPORT_HOMA
+// and the HomaParams extra key "variant" set to the name.
+func EngineVariant(name string) (homaconf.Variant, bool) {
+	v := homaconf.Variant(name)
+	return v, slices.Contains(homaconf.Variants, v)
+}
+
+// transportLabel is the records' name of the transport req configures:
+// transportName, with the engine variant in place of "homa".
+func transportLabel(req *agentpb.ConfigureRequest) string {
+	if req.GetTransport() == agentpb.Transport_TRANSPORT_HOMA {
+		if v := req.GetHoma().GetExtra()["variant"]; v != "" {
+			if _, ok := EngineVariant(v); ok {
+				return v
+			}
+		}
+	}
+	return transportName(req.GetTransport())
 }
 
 // transportName is the records' name of a transport.

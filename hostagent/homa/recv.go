@@ -28,6 +28,10 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		e.c.malformed.Add(1)
 		return
 	}
+	if !e.state.pol.accepts(c.Type) {
+		e.c.malformed.Add(1) // as an unknown type: not this variant's
+		return
+	}
 	e.c.rxPkts[c.Type.Index()][Priority(p.TOS)].Add(1)
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
@@ -42,6 +46,10 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	}
 	switch c.Type {
 	case wire.TypeData:
+		if c.Trimmed() {
+			e.onTrimmed(now, p.Addr, b, r)
+			return
+		}
 		e.onData(now, p.Addr, b, Priority(p.TOS), r)
 	case wire.TypeGrant:
 		e.onGrant(now, b, r)
@@ -62,6 +70,8 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		e.onAck(p.Addr, b)
 	case wire.TypeStartMsg:
 		e.onStartMsg(now, p.Addr, b, Priority(p.TOS), r)
+	case wire.TypePull, wire.TypeNack:
+		e.onNDP(now, b, c.Type, r)
 	}
 }
 
@@ -93,7 +103,10 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 	}
 	st.schedDue = true
 	if m.received < m.length {
-		st.sched.add(m)
+		if st.pol.credit == creditPulls {
+			m.pulls++ // NDP: every arrival earns its sender a PULL
+		}
+		e.track(m)
 		return
 	}
 	st.sched.remove(m)
@@ -145,7 +158,8 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 		e.c.malformed.Add(1)
 		return false
 	}
-	if d.CutoffVersion != st.cut.version && st.prios > 1 {
+	// The other variants choose their priorities themselves: no cutoffs.
+	if d.CutoffVersion != st.cut.version && st.prios > 1 && st.pol.credit == creditGrants {
 		e.sendCutoffs(now, r.peer, &d.Common)
 	}
 	return true
@@ -165,7 +179,7 @@ func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio
 		return
 	}
 	if m := &r.in; m.received < m.length {
-		e.state.sched.add(m)
+		e.track(m)
 		e.state.schedDue = true
 	}
 }
@@ -216,18 +230,32 @@ func (e *Endpoint) onGrant(now time.Duration, b []byte, r *rpc) {
 		e.c.malformed.Add(1)
 		return
 	}
+	if e.sending(r) {
+		e.credit(now, r, g.Offset, g.Priority)
+	}
+}
+
+// sending reports whether r has an outbound message for a GRANT, PULL or
+// NACK to be about; the packet is counted as unknown otherwise.
+func (e *Endpoint) sending(r *rpc) bool {
 	if r == nil || r.out.data == nil {
 		e.c.unknownRPC.Add(1)
-		return
+		return false
 	}
+	return true
+}
+
+// credit lets r's outbound message go up to offset, at priority prio: a
+// GRANT (Homa, pHost's tokens) or a PULL (NDP).
+func (e *Endpoint) credit(now time.Duration, r *rpc, offset uint32, prio uint8) {
 	o := &r.out
-	o.schedPrio = g.Priority
-	if off := min(g.Offset, o.length); off > o.granted {
+	o.schedPrio = prio
+	if off := min(offset, o.length); off > o.granted {
 		o.granted = off
 		e.enqueue(r)
 	}
 	r.info.grantsReceived++
-	r.traceGrant(now, g.Offset, g.Priority, false)
+	r.traceGrant(now, offset, prio, false)
 	if r.info.firstGrant == 0 {
 		r.info.firstGrant = now
 	}
@@ -303,6 +331,9 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	if r.in.tracked {
 		st.sched.remove(&r.in)
+	}
+	if r.in.credited {
+		e.untrack(&r.in)
 	}
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}

@@ -31,6 +31,7 @@ type msgOut struct {
 	unsched   uint32
 	schedPrio uint8 // from the latest GRANT
 	flags     uint8
+	pulled    uint32 // NDP: the receiver's PULL count used so far
 	rexmit    []resendReq
 	birth     time.Duration
 	queued    bool // in the endpoint's send queue

@@ -28,8 +28,12 @@ type msgIn struct {
 	birth      time.Duration
 	peer       netip.Addr
 	rpc        *rpc
-	tracked    bool // known to the scheduler
-	started    bool // first packet seen
+	tracked    bool   // known to the scheduler
+	started    bool   // first packet seen
+	credited   bool   // in the pHost/NDP credit queue
+	pulls      uint32 // NDP: arrivals not yet answered by a PULL
+	pullSeq    uint32 // NDP: PULLs sent for the message
+	nackOwed   uint32 // NDP: NACKed packets whose PULL has not gone yet
 }
 
 func (m *msgIn) remaining() uint32 { return m.length - m.received }

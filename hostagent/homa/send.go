@@ -69,7 +69,7 @@ func (e *Endpoint) pump(now time.Duration) {
 			if wait < e.cfg.PacerSpin && now != st.spunAt {
 				st.spinning, st.spunAt = true, now
 			} else if !st.armed {
-				st.armed = true
+				st.armed, st.armedAt = true, now+wait
 				st.pacer.Reset(wait)
 			}
 			e.c.pacerWaits.Add(1)
@@ -137,6 +137,9 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		if d.Offset < o.unsched {
 			prio = e.unschedLevel(r.peer, o.length)
 		}
+	}
+	if st.pol.rank {
+		d.Rank = rankOf(o, d.Offset+n)
 	}
 	if r.client && len(r.peer.acks) > 0 {
 		a := r.peer.acks[len(r.peer.acks)-1]

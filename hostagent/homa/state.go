@@ -41,7 +41,14 @@ type endpointState struct {
 	spunAt   time.Duration // clock reading of the last pacer poll
 	tick     uint64
 	picks    uint64
-	pkt      uint32 // DATA payload per packet
+	armedAt  time.Duration // when the armed pacer timer fires
+	pkt      uint32        // DATA payload per packet
+	// pol is the variant's policy; credq and creditAt are the pHost and
+	// NDP receiver's messages waiting for credit and when the next may go.
+	pol      policy
+	credq    []*msgIn
+	creditAt time.Duration
+	held     []heldNack // NDP sender: NACKed packets waiting for a PULL
 	ctrlPrio uint8
 	prios    int
 }
@@ -55,6 +62,7 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 		st.tx[i].Buf = make([]byte, 0, cfg.MTU)
 	}
 	st.pkt = cfg.PayloadPerPacket()
+	st.pol = newPolicy(cfg)
 	st.prios = cfg.Priorities
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
@@ -93,6 +101,9 @@ func (e *Endpoint) lock() bool {
 func (e *Endpoint) unlock() {
 	if e.state.schedDue {
 		e.grantNow()
+	}
+	if len(e.state.credq) > 0 {
+		e.issueCredits(e.now())
 	}
 	e.pump(e.now())
 	e.flush()
@@ -186,6 +197,9 @@ func v4(addr netip.Addr) uint32 {
 // which on a Linux receiver is unscheduled too but here is the top
 // scheduled level; docs/homa.md, departures).
 func (e *Endpoint) unschedLevel(p *peer, n uint32) uint8 {
+	if e.state.pol.credit != creditGrants {
+		return e.state.pol.blindPrio
+	}
 	if p.cutoffs.version != 0 {
 		return unschedPriority(&p.cutoffs.cut, e.state.prios, n)
 	}

@@ -19,12 +19,12 @@ type counters struct {
 	grantsBy [wire.MaxPriorities]atomic.Uint64
 	fifo     atomic.Uint64
 
-	malformed, unknownRPC, dupData, retransmits   atomic.Uint64
-	resendsSent, resendsRecv, busySent, restarts  atomic.Uint64
-	timeouts, backlogDrops, writeErrors, acked    atomic.Uint64
-	callsDone, callsFailed, served, cutoffVersion atomic.Uint64
-	active, activeMax, incomingBytes, pacerWaits  atomic.Uint64
-	polled, spinRead                              atomic.Uint64
+	malformed, unknownRPC, dupData, retransmits           atomic.Uint64
+	resendsSent, resendsRecv, busySent, restarts          atomic.Uint64
+	timeouts, backlogDrops, writeErrors, acked            atomic.Uint64
+	callsDone, callsFailed, served, cutoffVersion         atomic.Uint64
+	active, activeMax, incomingBytes, pacerWaits, trimmed atomic.Uint64
+	polled, spinRead                                      atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -63,6 +63,9 @@ type Stats struct {
 	IncomingBytes uint64
 	// PacerWaits counts times the pacer held a packet for the link.
 	PacerWaits uint64
+	// Trimmed counts DATA packets that arrived trimmed (NDP) and were
+	// NACKed.
+	Trimmed uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -86,6 +89,7 @@ func (c *counters) snapshot() Stats {
 	s.CallsCompleted, s.CallsFailed, s.Served, s.CutoffsVersion = c.callsDone.Load(), c.callsFailed.Load(), c.served.Load(), c.cutoffVersion.Load()
 	s.ActiveMessages, s.ActiveMax, s.IncomingBytes = c.active.Load(), c.activeMax.Load(), c.incomingBytes.Load()
 	s.PacerWaits = c.pacerWaits.Load()
+	s.Trimmed = c.trimmed.Load()
 	return s
 }
 
@@ -102,6 +106,9 @@ func (s Stats) Map() map[string]uint64 {
 		"acked": s.Acked, "calls_completed": s.CallsCompleted, "calls_failed": s.CallsFailed,
 		"served": s.Served, "cutoffs_version": s.CutoffsVersion, "active_messages": s.ActiveMessages,
 		"active_max": s.ActiveMax, "incoming_bytes": s.IncomingBytes, "pacer_waits": s.PacerWaits,
+	}
+	if s.Trimmed != 0 { // NDP only: Homa's counters stay as they were
+		m["trimmed"] = s.Trimmed
 	}
 	for t := range wire.NumTypes {
 		name := (wire.TypeData + wire.Type(t)).String()

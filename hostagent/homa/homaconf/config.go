@@ -16,6 +16,11 @@ import (
 // documented default. The agent fills it from its control API's
 // HomaParams.
 type Config struct {
+	// Variant is the transport the engine runs: Homa (the default), or
+	// one of the comparison transports of issue #20 as a policy over the
+	// same engine (docs/transports.md): VariantPFabric, VariantPHost,
+	// VariantNDP.
+	Variant Variant
 	// LinkBps is the host link rate in bit/s (default 1 Gbit/s). The pacer
 	// runs 1% below it; it also sizes the default UnschedBytes.
 	LinkBps uint64
@@ -143,6 +148,31 @@ type Config struct {
 	ServerBacklog int
 }
 
+// Variant names a transport built on the engine.
+type Variant string
+
+// The variants. Homa is also the empty string.
+const (
+	VariantHoma Variant = "homa"
+	// VariantPFabric sends every message at line rate from its first
+	// byte with pFabric's rank in each DATA packet; no grants; recovery
+	// on a short timeout (ResendTicks default 2).
+	VariantPFabric Variant = "pfabric"
+	// VariantPHost sends UnschedBytes blind, then one packet per token;
+	// receivers hand out tokens (one-packet GRANTs) in SRPT order paced
+	// at LinkBps and stop giving them to a message with UnschedBytes of
+	// tokens unused.
+	VariantPHost Variant = "phost"
+	// VariantNDP sends UnschedBytes at line rate, then one packet per
+	// PULL; receivers pace PULLs at LinkBps, one per packet that
+	// arrived, and NACK packets a switch trimmed, which the sender
+	// retransmits at once.
+	VariantNDP Variant = "ndp"
+)
+
+// Variants lists the known variants.
+var Variants = []Variant{VariantHoma, VariantPFabric, VariantPHost, VariantNDP}
+
 // Defaults of Config, as documented on its fields.
 const (
 	DefaultLinkBps         = 1_000_000_000
@@ -179,6 +209,20 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.FrameOverhead < 0 || c.FrameOverhead > 1000 {
 		return c, fmt.Errorf("homa config: frame overhead %d bytes not in 1..1000 (0: the default %d)", c.FrameOverhead, DefaultFrameOverhead)
+	}
+	switch c.Variant {
+	case "":
+		c.Variant = VariantHoma
+	case VariantHoma, VariantPHost, VariantNDP:
+	case VariantPFabric:
+		if c.ResendTicks == 0 {
+			c.ResendTicks = 2 // pFabric's small RTO, at tick granularity
+		}
+	default:
+		return c, fmt.Errorf("homa config: variant %q not one of %v", c.Variant, Variants)
+	}
+	if c.Variant != VariantHoma && c.StartMsg {
+		return c, fmt.Errorf("homa config: start_msg is Homa's; variant %q announces messages with its first DATA", c.Variant)
 	}
 	pkt := c.PayloadPerPacket()
 	if c.UnschedBytes == 0 {
@@ -249,6 +293,10 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Variant == VariantPFabric {
+		c.UnschedBytes = c.MaxMessageBytes // every byte blind: no grants
+		c.IncastControl = false            // a smaller blind response would wait for grants forever
 	}
 	if c.MaxNICBacklog == 0 {
 		c.MaxNICBacklog = max(10*time.Microsecond, 4*wireTime(c.MTU+c.FrameOverhead, c.LinkBps))

@@ -33,6 +33,8 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Config{Overcommit: 9}, "overcommit"},
+		{Config{Variant: "tcp"}, "variant"},
+		{Config{Variant: VariantNDP, StartMsg: true}, "start_msg"},
 		{Config{Priorities: 3}, "priorities"},
 		{Config{MTU: 100}, "mtu"},
 		{Config{FIFOGrantPermille: 1000}, "fifo"},
@@ -69,5 +71,44 @@ func TestCheckExtra(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%v: err %v, want one containing %q", tt.extra, err, tt.want)
 		}
+	}
+}
+
+// TestVariantDefaults checks what each variant changes of the defaults:
+// pFabric sends every byte blind and recovers on a short timeout; the
+// others keep Homa's.
+func TestVariantDefaults(t *testing.T) {
+	homa, _ := Config{}.WithDefaults()
+	if homa.Variant != VariantHoma {
+		t.Errorf("default variant %q, want homa", homa.Variant)
+	}
+	for _, tt := range []struct {
+		v                 Variant
+		unsched           uint32
+		resendTicks       int
+		incastControlLeft bool
+	}{
+		{VariantPFabric, 1_000_000, 2, false},
+		{VariantPHost, homa.UnschedBytes, 5, true},
+		{VariantNDP, homa.UnschedBytes, 5, true},
+	} {
+		c, err := Config{Variant: tt.v, IncastControl: true}.WithDefaults()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.v, err)
+		}
+		if c.UnschedBytes != tt.unsched || c.ResendTicks != tt.resendTicks || c.IncastControl != tt.incastControlLeft {
+			t.Errorf("%s: unsched %d resend ticks %d incast %v, want %d %d %v", tt.v, c.UnschedBytes, c.ResendTicks,
+				c.IncastControl, tt.unsched, tt.resendTicks, tt.incastControlLeft)
+		}
+	}
+}
+
+func TestVariantExtra(t *testing.T) {
+	var c Config
+	if err := c.SetExtra(map[string]string{"variant": "phost"}); err != nil || c.Variant != VariantPHost {
+		t.Errorf("variant=phost: %v, %q", err, c.Variant)
+	}
+	if err := CheckExtra(map[string]string{"variant": "pias"}); err == nil || !strings.Contains(err.Error(), "variant") {
+		t.Errorf("variant=pias: %v, want an error naming the key", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // extraSetters are the extra keys, each setting a field of c from its
 // string value: numbers, except "pacer_spin_us" (also "off"),
-// "fifo_grants" ("on" or "off") and "start_msg" (true or false).
+// "fifo_grants" ("on" or "off"), "start_msg" (true or false) and
+// "variant" (homa, pfabric, phost or ndp).
 func extraSetters(c *Config) map[string]func(string) error {
 	num := func(v string, bits int) (uint64, error) { return strconv.ParseUint(v, 10, bits) }
 	u32 := func(dst *uint32) func(string) error {
@@ -56,6 +57,13 @@ func extraSetters(c *Config) map[string]func(string) error {
 			n, err := num(v, 16)
 			c.ClientPort = uint16(n)
 			return err
+		},
+		"variant": func(v string) error {
+			c.Variant = Variant(v)
+			if !slices.Contains(Variants, c.Variant) {
+				return fmt.Errorf("expected one of %v", Variants)
+			}
+			return nil
 		},
 		"start_msg": func(v string) error {
 			b, err := strconv.ParseBool(v)

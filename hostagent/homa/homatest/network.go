@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // LinkConfig describes every link of a Network.
@@ -43,6 +44,16 @@ type LinkConfig struct {
 	Drop func(src netip.Addr, p homa.Packet) bool
 	// BatchSize reported by each Conn (default 32).
 	BatchSize int
+	// TrimAbovePackets, when positive, makes every downlink (the switch's
+	// port toward a host) an NDP port per the issue #20 contract: a DATA
+	// packet whose queue already holds this many packets is cut to its
+	// header, flagged trimmed and queued at priority 7.
+	TrimAbovePackets int
+	// RankOrder makes every downlink a pFabric port: one queue served
+	// smallest rank first (FIFO among equal ranks), and when a packet does
+	// not fit in QueueBytes the largest-rank packets are dropped (the
+	// arriving one if it is the largest). Non-Homa packets rank last.
+	RankOrder bool
 }
 
 // Stats counts what the network did to packets.
@@ -50,6 +61,8 @@ type Stats struct {
 	Sent, Delivered, Lost, QueueDrops, Reordered uint64
 	// MaxQueueBytes is the deepest any link queue became.
 	MaxQueueBytes uint64
+	// Trimmed counts DATA packets a downlink trimmed (TrimAbovePackets).
+	Trimmed uint64
 }
 
 // Network joins Conns. Create it inside the synctest bubble that uses it.
@@ -62,7 +75,7 @@ type Network struct {
 	once  sync.Once
 	wg    sync.WaitGroup
 
-	sent, delivered, lost, queueDrops, reordered, maxQueue atomic.Uint64
+	sent, delivered, lost, queueDrops, reordered, maxQueue, trimmed atomic.Uint64
 }
 
 // NewNetwork returns an empty network.
@@ -85,7 +98,8 @@ func NewNetwork(cfg LinkConfig) *Network {
 // Stats returns the network's counters.
 func (n *Network) Stats() Stats {
 	return Stats{Sent: n.sent.Load(), Delivered: n.delivered.Load(), Lost: n.lost.Load(),
-		QueueDrops: n.queueDrops.Load(), Reordered: n.reordered.Load(), MaxQueueBytes: n.maxQueue.Load()}
+		QueueDrops: n.queueDrops.Load(), Reordered: n.reordered.Load(), MaxQueueBytes: n.maxQueue.Load(),
+		Trimmed: n.trimmed.Load()}
 }
 
 // Close stops every link; Conns then return net.ErrClosed.
@@ -104,6 +118,7 @@ func (n *Network) NewConn(addr netip.Addr) (*Conn, error) {
 	c := &Conn{n: n, addr: addr, rx: make(chan homa.Packet, 8192), closed: make(chan struct{})}
 	c.up = n.newLink(func(p homa.Packet) { n.toDownlink(addr, p) })
 	c.down = n.newLink(func(p homa.Packet) { n.deliver(c, p) })
+	c.down.port = true
 	n.hosts[addr] = c
 	return c, nil
 }
@@ -260,6 +275,7 @@ type link struct {
 	bytes  int
 	wake   chan struct{}
 	out    func(homa.Packet)
+	port   bool // a downlink: the switch modes apply
 }
 
 func (n *Network) newLink(out func(homa.Packet)) *link {
@@ -272,6 +288,16 @@ func (n *Network) newLink(out func(homa.Packet)) *link {
 // enqueue adds p to its priority queue, tail-dropping when the link is full.
 func (l *link) enqueue(p homa.Packet) {
 	l.mu.Lock()
+	if l.port && l.n.cfg.RankOrder {
+		l.enqueueRanked(p)
+		return
+	}
+	if k := l.n.cfg.TrimAbovePackets; l.port && k > 0 && len(l.queues[homa.Priority(p.TOS)]) >= k {
+		if b, ok := wire.Trim(p.Buf); ok {
+			p.Buf, p.TOS = b, homa.TOS(7)
+			l.n.trimmed.Add(1)
+		}
+	}
 	if l.bytes+len(p.Buf) > l.n.cfg.QueueBytes {
 		l.mu.Unlock()
 		l.n.queueDrops.Add(1)
@@ -294,6 +320,9 @@ func (l *link) enqueue(p homa.Packet) {
 func (l *link) pop() (homa.Packet, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.port && l.n.cfg.RankOrder {
+		return l.popRanked()
+	}
 	for prio := 7; prio >= 0; prio-- {
 		if q := l.queues[prio]; len(q) > 0 {
 			p := q[0]
@@ -329,4 +358,66 @@ func (l *link) serve() {
 		}
 		l.out(p)
 	}
+}
+
+// rankOf is a packet's pFabric rank: the common header's rank field, or
+// the largest for anything that is not a Homa-format packet.
+func rankOf(b []byte) uint32 {
+	c, err := wire.ParseCommon(b)
+	if err != nil {
+		return ^uint32(0)
+	}
+	return c.Rank
+}
+
+// enqueueRanked is enqueue on a rank-ordered port (LinkConfig.RankOrder),
+// l.mu held: queue 0 holds the packets in arrival order and pop takes the
+// smallest rank (the earliest among equals); when p does not fit, the
+// largest-rank packets (the latest among equals) go first, p itself if
+// its rank is the largest.
+func (l *link) enqueueRanked(p homa.Packet) {
+	rank := rankOf(p.Buf)
+	for l.bytes+len(p.Buf) > l.n.cfg.QueueBytes {
+		q := l.queues[0]
+		worst := -1
+		for i := range q {
+			if worst < 0 || rankOf(q[i].Buf) >= rankOf(q[worst].Buf) {
+				worst = i
+			}
+		}
+		if worst < 0 || rankOf(q[worst].Buf) <= rank {
+			l.mu.Unlock()
+			l.n.queueDrops.Add(1)
+			return
+		}
+		l.bytes -= len(q[worst].Buf)
+		l.queues[0] = append(q[:worst], q[worst+1:]...)
+		l.n.queueDrops.Add(1)
+	}
+	l.queues[0] = append(l.queues[0], p)
+	l.bytes += len(p.Buf)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// popRanked removes the smallest-rank packet of a rank-ordered port, l.mu
+// held.
+func (l *link) popRanked() (homa.Packet, bool) {
+	q := l.queues[0]
+	best := -1
+	for i := range q {
+		if best < 0 || rankOf(q[i].Buf) < rankOf(q[best].Buf) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return homa.Packet{}, false
+	}
+	p := q[best]
+	l.queues[0] = append(q[:best], q[best+1:]...)
+	l.bytes -= len(p.Buf)
+	return p, true
 }

@@ -17,6 +17,43 @@ type Common struct {
 	// SenderID is the RPC id as the sender sees it: even from the client,
 	// odd (client id | 1) from the server.
 	SenderID uint64
+	// Rank is pFabric's rank (bytes 16..19, which Linux leaves unused):
+	// the sender's bytes of the message left after this packet's payload;
+	// 0 in control packets and in every packet of Homa, pHost and NDP.
+	Rank uint32
+	// CommonFlags is byte 8 (unused by Linux): CommonTrimmed, which only
+	// a switch sets.
+	CommonFlags uint8
+}
+
+// CommonTrimmed, in Common.CommonFlags, marks a DATA packet an NDP switch port
+// trimmed to its DATA header (docs/transports.md): the payload is gone and
+// the receiver answers with a NACK.
+const CommonTrimmed = 0x01
+
+// Common-header offsets of the fields a switch reads or writes in place.
+const (
+	FlagsOffset = 8
+	TypeOffset  = 11
+	RankOffset  = 16
+)
+
+// Trimmed reports whether the switch trimmed the packet.
+func (c *Common) Trimmed() bool { return c.CommonFlags&CommonTrimmed != 0 }
+
+// SetRank writes rank into the common header of the encoded packet b, as
+// a pFabric sender does after building a DATA packet.
+func SetRank(b []byte, rank uint32) { be.PutUint32(b[RankOffset:RankOffset+4], rank) }
+
+// Trim cuts the encoded DATA packet b to its header and sets the trimmed
+// flag, as an NDP switch port does (the emulated ones in tests); other
+// packets are returned unchanged with ok false.
+func Trim(b []byte) (_ []byte, ok bool) {
+	if len(b) <= DataLen || Type(b[TypeOffset]) != TypeData || b[FlagsOffset]&CommonTrimmed != 0 {
+		return b, false
+	}
+	b[FlagsOffset] |= CommonTrimmed
+	return b[:DataLen], true
 }
 
 // LocalID converts the id in a received header into the receiver's id.
@@ -40,11 +77,13 @@ func ParseCommon(b []byte) (Common, error) {
 	}
 	h := (*[CommonLen]byte)(b)
 	c := Common{
-		SPort:    be.Uint16(h[0:]),
-		DPort:    be.Uint16(h[2:]),
-		Sequence: be.Uint32(h[4:]),
-		Type:     Type(h[11]),       // 8-10 unused
-		SenderID: be.Uint64(h[20:]), // 12 doff, 13-19 unused
+		SPort:       be.Uint16(h[0:]),
+		DPort:       be.Uint16(h[2:]),
+		Sequence:    be.Uint32(h[4:]),
+		CommonFlags: h[8],        // 9-10 unused
+		Type:        Type(h[11]), // 12 doff, 13-15 unused
+		Rank:        be.Uint32(h[16:]),
+		SenderID:    be.Uint64(h[20:]),
 	}
 	if !c.Type.Valid() {
 		return c, invalid(c.Type, "unknown type")
@@ -79,7 +118,8 @@ func appendCommon(b []byte, c *Common) []byte {
 	b = be.AppendUint16(b, c.SPort)
 	b = be.AppendUint16(b, c.DPort)
 	b = be.AppendUint32(b, c.Sequence)
-	b = append(b, 0, 0, 0, byte(c.Type), doff(c.Type), 0, 0, 0, 0, 0, 0, 0)
+	b = append(b, c.CommonFlags, 0, 0, byte(c.Type), doff(c.Type), 0, 0, 0)
+	b = be.AppendUint32(b, c.Rank)
 	return be.AppendUint64(b, c.SenderID)
 }
 

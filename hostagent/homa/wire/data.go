@@ -51,12 +51,42 @@ func AppendData(b []byte, d *Data) []byte {
 	return be.AppendUint32(b, d.Offset)
 }
 
+// ParseTrimmed decodes a DATA packet an NDP switch trimmed (its
+// CommonTrimmed flag set; whatever follows the header is ignored): which
+// bytes the sender sent, so the receiver can NACK them.
+func ParseTrimmed(b []byte) (Data, error) {
+	d, err := parseDataHeader(b)
+	if err == nil && !d.Trimmed() {
+		err = invalid(TypeData, "not trimmed")
+	}
+	return d, err
+}
+
 // ParseData decodes a DATA packet and returns its header and payload (a
-// sub-slice of b). The payload must be non-empty and lie inside the message.
+// sub-slice of b). The payload must be non-empty and lie inside the
+// message; a trimmed packet is refused (ParseTrimmed reads it).
 func ParseData(b []byte) (Data, []byte, error) {
+	d, err := parseDataHeader(b)
+	if err != nil {
+		return d, nil, err
+	}
+	payload := b[DataLen:]
+	switch {
+	case d.Trimmed():
+		return d, nil, invalid(TypeData, "trimmed by the switch")
+	case len(payload) == 0:
+		return d, nil, invalid(TypeData, "no payload")
+	case uint64(d.Offset)+uint64(len(payload)) > uint64(d.MessageLength):
+		return d, nil, invalid(TypeData, "bytes %d+%d beyond length %d", d.Offset, len(payload), d.MessageLength)
+	}
+	return d, payload, nil
+}
+
+// parseDataHeader decodes and checks the fixed part of a DATA packet.
+func parseDataHeader(b []byte) (Data, error) {
 	c, err := parseTyped(b, TypeData, DataLen)
 	if err != nil {
-		return Data{}, nil, err
+		return Data{}, err
 	}
 	h := (*[DataLen]byte)(b)
 	d := Data{
@@ -70,16 +100,13 @@ func ParseData(b []byte) (Data, []byte, error) {
 		Flags:         h[49],
 		Offset:        be.Uint32(h[52:]), // 50-51: pad
 	}
-	payload := b[DataLen:]
 	switch {
 	case d.MessageLength == 0:
-		return d, nil, invalid(TypeData, "zero message length")
-	case len(payload) == 0:
-		return d, nil, invalid(TypeData, "no payload")
-	case uint64(d.Offset)+uint64(len(payload)) > uint64(d.MessageLength):
-		return d, nil, invalid(TypeData, "bytes %d+%d beyond length %d", d.Offset, len(payload), d.MessageLength)
+		return d, invalid(TypeData, "zero message length")
+	case d.Offset >= d.MessageLength:
+		return d, invalid(TypeData, "offset %d beyond length %d", d.Offset, d.MessageLength)
 	case d.Retransmit > 1:
-		return d, nil, invalid(TypeData, "retransmit %d", d.Retransmit)
+		return d, invalid(TypeData, "retransmit %d", d.Retransmit)
 	}
-	return d, payload, nil
+	return d, nil
 }

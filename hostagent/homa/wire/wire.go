@@ -5,7 +5,10 @@
 //
 // Departures from the Linux format are listed in docs/homa.md; the only one
 // visible here are the DATA flags byte (FlagIncast), which reuses the first
-// byte of the Linux pad, and the START_MSG type (0x19), which Linux lacks.
+// byte of the Linux pad, the START_MSG type (0x19), which Linux lacks, and
+// for the comparison transports (docs/transports.md) the pFabric rank and
+// the trimmed flag in unused common-header bytes and NDP's PULL (0x1a) and
+// NACK (0x1b).
 package wire
 
 import (
@@ -31,12 +34,16 @@ const (
 	// TypeStartMsg is homatb's START_MSG (not in HomaModule HEAD, whose
 	// receivers drop codes above 0x18).
 	TypeStartMsg Type = 0x19
+	// TypePull is homatb's NDP PULL (Pull); only NDP endpoints accept it.
+	TypePull Type = 0x1a
+	// TypeNack is homatb's NDP NACK (Nack); only NDP endpoints accept it.
+	TypeNack Type = 0x1b
 )
 
 // NumTypes bounds the type codes, for counters indexed by Type-TypeData.
-const NumTypes = int(TypeStartMsg-TypeData) + 1
+const NumTypes = int(TypeNack-TypeData) + 1
 
-var typeNames = [NumTypes]string{"data", "grant", "resend", "rpc_unknown", "busy", "cutoffs", "freeze", "need_ack", "ack", "start_msg"}
+var typeNames = [NumTypes]string{"data", "grant", "resend", "rpc_unknown", "busy", "cutoffs", "freeze", "need_ack", "ack", "start_msg", "pull", "nack"}
 
 // String returns the lower-case name used in counters ("data", "grant", ...).
 func (t Type) String() string {
@@ -47,7 +54,7 @@ func (t Type) String() string {
 }
 
 // Valid reports whether t is a known packet type.
-func (t Type) Valid() bool { return t >= TypeData && t <= TypeStartMsg }
+func (t Type) Valid() bool { return t >= TypeData && t <= TypeNack }
 
 // Index returns t's position in [0, NumTypes) for counter arrays.
 func (t Type) Index() int { return int(t - TypeData) }

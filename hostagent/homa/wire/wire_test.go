@@ -25,6 +25,10 @@ func packets() []struct {
 	sm := StartMsg{Common: common, MessageLength: 1_000_000, CutoffVersion: 4, Flags: FlagIncast}
 	busy := common
 	busy.Type = TypeBusy
+	pl := Pull{Common: common, Count: 9000}
+	nk := Nack{Common: common, Offset: 1424, Length: 1424}
+	ranked := d
+	ranked.Rank = 3600
 	payload := []byte("hello, homa")
 	return []struct {
 		name    string
@@ -56,6 +60,18 @@ func packets() []struct {
 			s, err := ParseStartMsg(b)
 			return AppendStartMsg(nil, &s), err
 		}},
+		{"pull", AppendPull(nil, &pl), PullLen, func(b []byte) ([]byte, error) {
+			p, err := ParsePull(b)
+			return AppendPull(nil, &p), err
+		}},
+		{"nack", AppendNack(nil, &nk), NackLen, func(b []byte) ([]byte, error) {
+			n, err := ParseNack(b)
+			return AppendNack(nil, &n), err
+		}},
+		{"ranked data", append(AppendData(nil, &ranked), payload...), DataLen + len(payload), func(b []byte) ([]byte, error) {
+			d, p, err := ParseData(b)
+			return append(AppendData(nil, &d), p...), err
+		}},
 		{"busy", AppendHeaderOnly(nil, &busy), CommonLen, func(b []byte) ([]byte, error) {
 			c, err := ParseCommon(b)
 			return AppendHeaderOnly(nil, &c), err
@@ -84,7 +100,7 @@ func TestTruncated(t *testing.T) {
 	for _, p := range packets() {
 		t.Run(p.name, func(t *testing.T) {
 			hdr := p.wantLen
-			if p.name == "data" {
+			if p.name == "data" || p.name == "ranked data" {
 				hdr = DataLen // a DATA packet cut inside its payload is valid
 			}
 			for n := range hdr {
@@ -135,6 +151,16 @@ func TestInvalid(t *testing.T) {
 		{"cutoffs version 0", func() error { _, err := ParseCutoffs(AppendCutoffs(nil, &c)); return err }},
 		{"start_msg length 0", func() error { _, err := ParseStartMsg(AppendStartMsg(nil, &StartMsg{Common: common})); return err }},
 		{"ack count", func() error { _, err := ParseAck(AppendAck(nil, &a)); return err }},
+		{"nack zero length", func() error { _, err := ParseNack(AppendNack(nil, &Nack{Common: common})); return err }},
+		{"trimmed as data", func() error {
+			b, _ := Trim(append(AppendData(nil, &Data{Common: common, MessageLength: 10}), 1, 2))
+			_, _, err := ParseData(b)
+			return err
+		}},
+		{"untrimmed as trimmed", func() error {
+			_, err := ParseTrimmed(append(AppendData(nil, &Data{Common: common, MessageLength: 10}), 1))
+			return err
+		}},
 		{"bad doff", func() error { _, err := ParseCommon(bad); return err }},
 		{"unknown type", func() error { _, err := ParseCommon(unknown); return err }},
 		{"wrong type", func() error { _, err := ParseGrant(AppendResend(nil, &Resend{Length: 1})); return err }},
@@ -173,4 +199,56 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestContractOffsets pins the issue #20 contract the switch relies on:
+// the rank at common-header bytes 16..19 (big-endian), the trimmed flag at
+// byte 8 bit 0x01, the type at byte 11, control packets with rank 0.
+func TestContractOffsets(t *testing.T) {
+	c := common
+	c.Rank = 0x01020304
+	d := Data{Common: c, MessageLength: 5000, Offset: 1424}
+	b := append(AppendData(nil, &d), make([]byte, 100)...)
+	if got := b[16:20]; !bytes.Equal(got, []byte{1, 2, 3, 4}) {
+		t.Errorf("rank bytes %x, want 01020304", got)
+	}
+	if b[TypeOffset] != 0x10 || b[FlagsOffset] != 0 {
+		t.Errorf("type %#x flags %#x, want 0x10 and 0", b[TypeOffset], b[FlagsOffset])
+	}
+	SetRank(b, 77)
+	if c, err := ParseCommon(b); err != nil || c.Rank != 77 {
+		t.Errorf("after SetRank: rank %d err %v, want 77", c.Rank, err)
+	}
+	g := AppendGrant(nil, &Grant{Common: common, Offset: 1})
+	if !bytes.Equal(g[16:20], []byte{0, 0, 0, 0}) {
+		t.Errorf("grant rank bytes %x, want 0", g[16:20])
+	}
+	tb, ok := Trim(b)
+	if !ok || len(tb) != DataLen || tb[8] != 0x01 {
+		t.Fatalf("Trim: ok %v len %d flags %#x, want true, %d, 0x01", ok, len(tb), tb[8], DataLen)
+	}
+	if _, again := Trim(tb); again {
+		t.Error("a trimmed packet was trimmed again")
+	}
+	if _, ok := Trim(g); ok {
+		t.Error("a GRANT was trimmed")
+	}
+	td, err := ParseTrimmed(tb)
+	if err != nil || td.Offset != 1424 || td.MessageLength != 5000 || !td.Trimmed() {
+		t.Errorf("ParseTrimmed: %+v, %v", td, err)
+	}
+}
+
+// TestNewTypesNamed checks the counters' names of the NDP types and that
+// codes beyond them stay unknown.
+func TestNewTypesNamed(t *testing.T) {
+	for _, tt := range []struct {
+		t    Type
+		name string
+		ok   bool
+	}{{TypePull, "pull", true}, {TypeNack, "nack", true}, {TypeNack + 1, "type(0x1c)", false}} {
+		if tt.t.String() != tt.name || tt.t.Valid() != tt.ok {
+			t.Errorf("%#x: %q valid %v, want %q %v", uint8(tt.t), tt.t.String(), tt.t.Valid(), tt.name, tt.ok)
+		}
+	}
 }

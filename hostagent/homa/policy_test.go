@@ -1,0 +1,159 @@
+package homa
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// creditEndpoint is an endpoint of variant v with inbound messages of the
+// given lengths, received and granted (credited) bytes, in the credit
+// queue.
+func creditEndpoint(t *testing.T, v homaconf.Variant, msgs [][3]uint32) (*Endpoint, []*msgIn) {
+	t.Helper()
+	e, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: v}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*msgIn
+	for i, m := range msgs {
+		r := &rpc{id: uint64(2 * (i + 1)), client: true, peer: e.peer(netip.MustParseAddr("10.0.0.2"))}
+		r.in = msgIn{length: m[0], received: m[1], granted: m[2], rpc: r, started: true}
+		e.track(&r.in)
+		ms = append(ms, &r.in)
+	}
+	return e, ms
+}
+
+// TestPickCredit checks who gets the next pHost token or NDP PULL:
+// fewest bytes left first, but pHost skips a message with a window of
+// tokens unused (its sender is not using them) and NDP one with no
+// arrival left to answer.
+func TestPickCredit(t *testing.T) {
+	e, ms := creditEndpoint(t, homaconf.VariantPHost, [][3]uint32{{100_000, 0, 0}, {50_000, 0, 0}, {500_000, 0, 0}})
+	win := e.state.pol.tokenWindow
+	if got := e.pickCredit(); got != ms[1] {
+		t.Fatalf("pHost picked the %d-byte message, want the 50,000-byte one", got.length)
+	}
+	ms[1].granted = win // a window of tokens unused: expired
+	if got := e.pickCredit(); got != ms[0] {
+		t.Fatalf("pHost picked the %d-byte message past its token window, want the 100,000-byte one", got.length)
+	}
+	ms[1].received = win - 1 // it used them
+	if got := e.pickCredit(); got != ms[1] {
+		t.Fatalf("pHost picked the %d-byte message, want the 50,000-byte one again", got.length)
+	}
+	ms[0].rpc.dead = true
+	ms[1].granted, ms[1].received = ms[1].length, ms[1].length
+	if got := e.pickCredit(); got != ms[2] || len(e.state.credq) != 1 {
+		t.Fatalf("picked %v with %d queued, want the 500,000-byte message alone", got, len(e.state.credq))
+	}
+
+	e, ms = creditEndpoint(t, homaconf.VariantNDP, [][3]uint32{{20_000, 0, 0}, {90_000, 0, 0}})
+	if got := e.pickCredit(); got != nil {
+		t.Fatalf("NDP picked the %d-byte message with no arrival to answer", got.length)
+	}
+	ms[1].pulls = 1
+	if got := e.pickCredit(); got != ms[1] {
+		t.Fatalf("NDP picked %v, want the message with an arrival", got)
+	}
+	ms[0].granted, ms[0].nackOwed, ms[0].pulls = ms[0].length, 1, 1
+	if got := e.pickCredit(); got != ms[0] {
+		t.Fatalf("NDP picked %v, want the fully pulled message that still owes a NACKed packet", got)
+	}
+}
+
+// TestIssueCreditsPaced checks that tokens go at most one per packet
+// time of the link: a burst of demand at one instant gets two (the
+// catch-up allowance) and arms the timer for the rest.
+func TestIssueCreditsPaced(t *testing.T) {
+	e, ms := creditEndpoint(t, homaconf.VariantPHost, [][3]uint32{{1_000_000, 0, 0}})
+	now := e.state.pol.creditGap * 100
+	e.issueCredits(now)
+	if got, want := ms[0].granted, 3*e.state.pkt; got != want {
+		t.Errorf("granted %d bytes at once, want %d (three packets: now and the two-packet catch-up)", got, want)
+	}
+	if !e.state.armed || e.state.armedAt != e.state.creditAt {
+		t.Errorf("timer armed %v at %v, want at %v", e.state.armed, e.state.armedAt, e.state.creditAt)
+	}
+	e.issueCredits(now + e.state.pol.creditGap)
+	if got, want := ms[0].granted, 4*e.state.pkt; got != want {
+		t.Errorf("granted %d bytes one packet time later, want %d", got, want)
+	}
+}
+
+// recConn keeps copies of the packets written to it.
+type recConn struct {
+	sinkConn
+	sent []Packet
+}
+
+func (c *recConn) WriteBatch(p []Packet) error {
+	for _, q := range p {
+		c.sent = append(c.sent, Packet{Buf: append([]byte(nil), q.Buf...), Addr: q.Addr, TOS: q.TOS})
+	}
+	return nil
+}
+
+// TestTrimmedRequestPulled: an NDP server that gets only the trimmed
+// header of a request sent whole (no PULL needed for new bytes) NACKs it
+// at the top level and then PULLs once, so the sender's held packet goes
+// again without waiting for a RESEND; the sender spends that PULL on the
+// NACKed packet, not on new bytes.
+func TestTrimmedRequestPulled(t *testing.T) {
+	rc := &recConn{}
+	srv, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.state.ports[99] = &Server{}
+	peer := netip.MustParseAddr("10.0.0.2")
+	d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: 3000, Incoming: 3000, Offset: 1424}
+	b, _ := wire.Trim(append(wire.AppendData(nil, &d), make([]byte, 1424)...))
+	srv.mu.Lock()
+	srv.handlePacket(0, &Packet{Buf: b, Addr: peer})
+	srv.unlock()
+	var types []wire.Type
+	for _, p := range rc.sent {
+		c, _ := wire.ParseCommon(p.Buf)
+		types = append(types, c.Type)
+		if Priority(p.TOS) != 7 {
+			t.Errorf("%v at level %d, want 7", c.Type, Priority(p.TOS))
+		}
+	}
+	if len(types) != 2 || types[0] != wire.TypeNack || types[1] != wire.TypePull {
+		t.Fatalf("server sent %v, want a NACK and a PULL", types)
+	}
+	n, err := wire.ParseNack(rc.sent[0].Buf)
+	if err != nil || n.Offset != 1424 || n.Length != 1424 {
+		t.Errorf("NACK %+v %v, want bytes 1424+1424", n, err)
+	}
+
+	// The client: its request sent whole, NACKed, then pulled.
+	cli, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
+	cli.state.clients[4] = r
+	cli.mu.Lock()
+	cli.startOut(0, r, make([]byte, 3000), cli.cfg.UnschedBytes, 0)
+	cli.unlock()
+	if r.out.next != 3000 {
+		t.Fatalf("sent %d of 3000 bytes blind", r.out.next)
+	}
+	cli.mu.Lock()
+	for i, p := range rc.sent {
+		p.Addr = peer
+		cli.handlePacket(0, &p)
+		if i == 0 && (len(r.out.rexmit) != 0 || len(cli.state.held) != 1) {
+			t.Errorf("after the NACK: %d retransmissions queued, %d held; want 0 and 1", len(r.out.rexmit), len(cli.state.held))
+		}
+	}
+	cli.unlock()
+	if r.info.retransmits != 1 || r.out.granted != 3000 || len(cli.state.held) != 0 {
+		t.Errorf("retransmits %d, granted %d, held %d: want 1, 3000, 0", r.info.retransmits, r.out.granted, len(cli.state.held))
+	}
+}
