@@ -172,8 +172,12 @@ func EngineVariant(name string) (homaconf.Variant, bool) {
 }
 
 // transportLabel is the records' name of the transport req configures:
-// transportName, with the engine variant in place of "homa".
+// transportName, with the engine variant in place of "homa" and "pias"
+// for TCP with PIAS's tagging.
 func transportLabel(req *agentpb.ConfigureRequest) string {
+	if req.GetTransport() == agentpb.Transport_TRANSPORT_TCP && req.GetTcp().GetPias() {
+		return "pias"
+	}
 	if req.GetTransport() == agentpb.Transport_TRANSPORT_HOMA {
 		if v := req.GetHoma().GetExtra()["variant"]; v != "" {
 			if _, ok := EngineVariant(v); ok {
