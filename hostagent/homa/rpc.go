@@ -41,6 +41,21 @@ func (o *msgOut) sendable() bool {
 	return len(o.rexmit) > 0 || (o.next < o.granted && o.next < o.length)
 }
 
+// left is what the message still has to send: its bytes not yet sent and
+// those asked for again. The pacer's SRPT order and its bypass for nearly
+// done messages count both: a message whose every byte went out once but
+// which owes a long retransmission is not nearly done (counting only new
+// bytes put such messages first and past the pacer, so that after heavy
+// loss, as pFabric's drops, their resends filled the NIC queue ahead of
+// short messages).
+func (o *msgOut) left() uint32 {
+	n := o.length - o.next
+	for i := range o.rexmit {
+		n += o.rexmit[i].end - o.rexmit[i].start
+	}
+	return n
+}
+
 // rpc is one RPC on either side. Both sides key it by the client's id.
 type rpc struct {
 	id       uint64 // client id (even)

@@ -60,7 +60,7 @@ func (e *Endpoint) pump(now time.Duration) {
 		if r == nil {
 			return
 		}
-		if r.out.length-r.out.next > e.cfg.BypassBytes && st.linkIdle > now+e.cfg.MaxNICBacklog {
+		if r.out.left() > e.cfg.BypassBytes && st.linkIdle > now+e.cfg.MaxNICBacklog {
 			// Sleep until half the backlog has drained, so each wake-up
 			// sends several packets rather than one.
 			wait := st.linkIdle - e.cfg.MaxNICBacklog/2 - now
@@ -94,7 +94,7 @@ func (e *Endpoint) pickSender() *rpc {
 			st.sendq = st.sendq[:last]
 			continue
 		}
-		if best == nil || r.out.length-r.out.next < best.out.length-best.out.next {
+		if best == nil || r.out.left() < best.out.left() {
 			best = r
 		}
 		if oldest == nil || r.out.birth < oldest.out.birth {
