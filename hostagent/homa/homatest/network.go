@@ -116,9 +116,8 @@ func (n *Network) NewConn(addr netip.Addr) (*Conn, error) {
 		return nil, fmt.Errorf("homatest: address %v in use", addr)
 	}
 	c := &Conn{n: n, addr: addr, rx: make(chan homa.Packet, 8192), closed: make(chan struct{})}
-	c.up = n.newLink(func(p homa.Packet) { n.toDownlink(addr, p) })
-	c.down = n.newLink(func(p homa.Packet) { n.deliver(c, p) })
-	c.down.port = true
+	c.up = n.newLink(func(p homa.Packet) { n.toDownlink(addr, p) }, false)
+	c.down = n.newLink(func(p homa.Packet) { n.deliver(c, p) }, true)
 	n.hosts[addr] = c
 	return c, nil
 }
@@ -278,8 +277,8 @@ type link struct {
 	port   bool // a downlink: the switch modes apply
 }
 
-func (n *Network) newLink(out func(homa.Packet)) *link {
-	l := &link{n: n, wake: make(chan struct{}, 1), out: out}
+func (n *Network) newLink(out func(homa.Packet), port bool) *link {
+	l := &link{n: n, wake: make(chan struct{}, 1), out: out, port: port}
 	n.wg.Add(1)
 	go l.serve()
 	return l
