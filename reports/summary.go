@@ -211,7 +211,12 @@ type SwitchStats struct {
 	MaxDelayUs       []float64        `json:"max_queue_delay_us"`
 	// CEMarks and CEMarksByQueue count the packets the switch marked CE
 	// (ECN) over the experiment.
-	CEMarks        int64   `json:"ce_marks"`
+	CEMarks int64 `json:"ce_marks"`
+	// RankDrops counts the frames pFabric's rank-ordered ports dropped
+	// (the largest rank; also in Drops), TrimmedPkts the DATA frames NDP's
+	// ports cut to their header (docs/transports.md, "Switch modes").
+	RankDrops      int64   `json:"rank_drops"`
+	TrimmedPkts    int64   `json:"trimmed_pkts"`
 	CEMarksByQueue []int64 `json:"ce_marks_by_queue"`
 }
 

@@ -28,6 +28,8 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 		st.Switches = append(st.Switches, sf.Switch)
 		for _, p := range sf.Stats.Ports {
 			st.FaultDrops += int64(p.FaultDrops)
+			st.RankDrops += int64(p.RankDrops)
+			st.TrimmedPkts += int64(p.TrimmedPkts)
 			if p.FaultDrops > 0 {
 				st.FaultDropsByPort[fmt.Sprintf("%s/%d", sf.Switch, p.Port)] += int64(p.FaultDrops)
 			}
