@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/tcpcc"
-	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -48,9 +47,6 @@ type Options struct {
 	// Realtime runs switches and agents under SCHED_FIFO instead of at
 	// nice -10 (experimental; docs/emulation.md has the A/B runs).
 	Realtime bool
-	// endRealtime returns the orchestrator to ordinary scheduling before
-	// the report; nil when it did not leave it.
-	endRealtime func()
 	// TeardownTimeout bounds teardown (default 6s: with the 2s an
 	// interrupted experiment gets to hand over its records, everything is
 	// gone within 10s of a signal).
@@ -108,33 +104,17 @@ type run struct {
 // is gone; the error says why a run stopped early (the run directory then
 // holds what was measured, marked incomplete).
 func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
-	if opt.Realtime {
-		// The orchestrator and the Mininet runner it starts (which
-		// inherits it) run real-time too, at the lowest priority: above
-		// every ordinary process, so that starting, killing and watching
-		// switches and agents never waits behind other work, and below the
-		// switches and agents. The report is built at ordinary priority
-		// again.
-		if err := schedprio.Realtime(OrchestratorRTPriority); err != nil {
-			opt.Realtime = false
-			if opt.Logger != nil {
-				opt.Logger.Warn("real-time scheduling refused; switches and agents run at nice -10", "err", err)
-			}
-		} else {
-			opt.endRealtime = func() { _ = schedprio.Normal() }
-			defer opt.endRealtime()
-		}
-	}
 	return runWith(ctx, plan, opt, realParts())
 }
 
-// Real-time priorities (SCHED_FIFO) of a run's processes with
-// Options.Realtime: the switches above the agents (they are every host's
-// network), `homatb run` and its Mininet runner below both.
+// Real-time priorities (SCHED_FIFO) of a run's switches and agents with
+// Options.Realtime: the switches above the agents, as they are every
+// host's network. `homatb run` and its Mininet runner stay ordinary: at
+// real-time priority 1 as well, the default incast's Homa probe P99 was
+// 24-43 ms against 4-12 ms without (docs/emulation.md).
 const (
-	SwitchRTPriority       = 11
-	AgentRTPriority        = 10
-	OrchestratorRTPriority = 1
+	SwitchRTPriority = 11
+	AgentRTPriority  = 10
 )
 
 // runWith is Run with the given parts. Its steps: prepare the run
@@ -169,9 +149,6 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 
 	tdErr := r.teardown()
 	_ = os.Remove(regPath)
-	if opt.endRealtime != nil {
-		opt.endRealtime()
-	}
 
 	res.Incomplete = r.markEnd(runErr, tdErr)
 	if !opt.NoReport && len(r.man.Experiments) > 0 {
