@@ -175,10 +175,15 @@ func (e *Endpoint) pickCredit() *msgIn {
 	return best
 }
 
-// rankOf is pFabric's rank of a DATA packet ending at end: the message's
-// bytes left after it, or, for a retransmission, the bytes not yet sent
-// (the message's remaining size, which is what pFabric ranks by).
-func rankOf(o *msgOut, end uint32) uint32 { return o.length - max(end, o.next) }
+// rankOf is pFabric's rank of a DATA packet, taken once the packet is
+// accounted for: the message's remaining size, which is what pFabric ranks
+// by — its bytes not yet sent plus those still owed for retransmission
+// (msgOut.left). Counting only the bytes never sent gave every
+// retransmission of a message sent once whole rank 0, which tied it with
+// short messages' packets; after heavy loss the rank-ordered queues filled
+// with such ties and served them first come first served (compare2018:
+// short packets waited behind 22 full-size retransmissions, 52 ms).
+func rankOf(o *msgOut) uint32 { return o.left() }
 
 // onTrimmed answers a DATA packet a switch trimmed (NDP): a NACK for its
 // bytes at once, and a PULL owed for it as for any arrival, which the

@@ -139,7 +139,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		}
 	}
 	if st.pol.rank {
-		d.Rank = rankOf(o, d.Offset+n)
+		d.Rank = rankOf(o)
 	}
 	if r.client && len(r.peer.acks) > 0 {
 		a := r.peer.acks[len(r.peer.acks)-1]
