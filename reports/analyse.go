@@ -150,6 +150,9 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			return nil, err
 		}
 		exp.Switch = st
+		if w := lostLinkWarning(st, float64(me.Ended-me.Started)/1e9); w != "" {
+			exp.Fidelity = append(exp.Fidelity, w)
+		}
 		defRate := float64(me.LinkBps)
 		if defRate <= 0 {
 			defRate = float64(man.LinkBps)

@@ -218,6 +218,12 @@ type SwitchStats struct {
 	RankDrops      int64   `json:"rank_drops"`
 	TrimmedPkts    int64   `json:"trimmed_pkts"`
 	CEMarksByQueue []int64 `json:"ce_marks_by_queue"`
+	// LostLinkMs is the link time the switches' ports lost to late
+	// scheduling while frames waited (the machine's CPU, not the
+	// network), in all; LostLinkMsByPort splits it by "switch/port"
+	// (ports that lost none are left out).
+	LostLinkMs       float64            `json:"lost_link_ms"`
+	LostLinkMsByPort map[string]float64 `json:"lost_link_ms_by_port"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

@@ -17,7 +17,8 @@ type portKey struct {
 // port, which telemetry utilisation divides by.
 func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
 	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
-		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}, CEMarksByQueue: []int64{}}
+		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}, CEMarksByQueue: []int64{},
+		LostLinkMsByPort: map[string]float64{}}
 	rates := make(map[portKey]float64)
 	files, err := runfmt.ReadSwitchStats(dir, experiment)
 	if err != nil {
@@ -30,6 +31,11 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 			st.FaultDrops += int64(p.FaultDrops)
 			st.RankDrops += int64(p.RankDrops)
 			st.TrimmedPkts += int64(p.TrimmedPkts)
+			if p.LostLinkNs > 0 {
+				ms := float64(p.LostLinkNs) / 1e6
+				st.LostLinkMs += ms
+				st.LostLinkMsByPort[fmt.Sprintf("%s/%d", sf.Switch, p.Port)] += ms
+			}
 			if p.FaultDrops > 0 {
 				st.FaultDropsByPort[fmt.Sprintf("%s/%d", sf.Switch, p.Port)] += int64(p.FaultDrops)
 			}
@@ -59,4 +65,26 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 		}
 	}
 	return st, rates, nil
+}
+
+// lostLinkWarning says when a switch port lost more than 2% of the
+// experiment's time (window, in seconds) to late scheduling: its frames
+// waited for a link that was free, so the port carried less than its rate
+// and its queues grew for a reason that is not the network's.
+func lostLinkWarning(st SwitchStats, window float64) string {
+	if window <= 0 || len(st.LostLinkMsByPort) == 0 {
+		return ""
+	}
+	worst, ms := "", 0.0
+	for p, v := range st.LostLinkMsByPort {
+		if v > ms || (v == ms && p < worst) {
+			worst, ms = p, v
+		}
+	}
+	share := ms / 1e3 / window
+	if share <= 0.02 {
+		return ""
+	}
+	return fmt.Sprintf("switch port %s lost %.0f ms of link time (%.0f%% of the experiment) while frames waited: the switch was scheduled too late to keep the link busy (this machine's CPU), so the port carried less than its rate and its queues grew for that reason; %d ports lost %.0f ms in all",
+		worst, ms, 100*share, len(st.LostLinkMsByPort), st.LostLinkMs)
 }

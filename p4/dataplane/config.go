@@ -106,7 +106,9 @@ type Config struct {
 	Spin time.Duration
 	// ShaperLag bounds how far the shaper lets a port catch up after the
 	// scheduler woke late: departures are never scheduled further than this
-	// in the past, so late wake-ups become short bursts, not lost capacity.
+	// (or four full frames at the port's rate, if longer) in the past, so
+	// late wake-ups become short bursts, not lost capacity; later ones
+	// lose link time, counted in the port's LostLinkNs.
 	ShaperLag time.Duration
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger

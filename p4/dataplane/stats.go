@@ -47,7 +47,7 @@ func (d *Dataplane) Stats() switchstats.Stats {
 			p.KernelDrops = kd.KernelDrops()
 		}
 		p.Queues = ps.tm.snapshot()
-		p.RankDrops, p.TrimmedPkts = ps.tm.modeCounters()
+		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.modeCounters()
 		for q := range p.Queues {
 			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
 		}
@@ -56,11 +56,12 @@ func (d *Dataplane) Stats() switchstats.Stats {
 	return s
 }
 
-// modeCounters reads the port's rank_order drops and trimmed frames.
-func (t *tm) modeCounters() (rankDrops, trimmed uint64) {
+// modeCounters reads the port's rank_order drops, trimmed frames and the
+// link time its shaper lost to late wake-ups.
+func (t *tm) modeCounters() (rankDrops, trimmed, lostNs uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.rankDrops, t.trimmed
+	return t.rankDrops, t.trimmed, uint64(t.shaper.lost)
 }
 
 // snapshot copies the per-queue counters under the port's lock.

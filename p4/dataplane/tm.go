@@ -80,9 +80,10 @@ func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
 		portLimPkts:  cfg.PortBufferPkts,
 		portLimBytes: cfg.PortBufferBytes,
 		shared:       shared,
-		lag:          int64(cfg.ShaperLag),
-		shaper:       shaper{rate: cfg.portRate(port), lag: int64(cfg.ShaperLag), early: shaperEarly},
 	}
+	rate := cfg.portRate(port)
+	t.lag = lagFor(cfg.ShaperLag, rate, min(cfg.MaxFrame, fullFrame))
+	t.shaper = shaper{rate: rate, lag: t.lag, early: shaperEarly}
 	for q := range NumQueues {
 		t.q[q] = newFifo(cfg.queueLimitPkts(port, q))
 		t.limBytes[q] = cfg.QueueDepthBytes

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 func testConfig(mod func(*Config)) Config {
@@ -387,5 +388,53 @@ func TestFaultInjection(t *testing.T) {
 	}
 	if err := (Fault{DropProb: math.NaN()}).check(); err == nil {
 		t.Error("NaN probability accepted")
+	}
+}
+
+// A scheduler that wakes later than the shaper may catch up loses the
+// difference as link time, counted in lost; one that wakes within the lag,
+// or finds the link idle, loses nothing.
+func TestShaperLostLinkTime(t *testing.T) {
+	const rate, lag = 10e6, 1e6
+	frame := int64(serializationNs(1000, rate)) // 819,200 ns
+	tests := []struct {
+		name          string
+		arrival, wake int64 // of the second frame, after one booked at 0
+		wantStart     int64
+		wantLost      int64
+	}{
+		{"on time", 0, frame, frame, 0},
+		{"late within the lag", 0, frame + lag, frame, 0},
+		{"late beyond the lag", 0, 5e6, 5e6 - lag, 5e6 - lag - frame},
+		{"idle link, late arrival seen late", 3e6, 3e6 + lag/2, 3e6, 0},
+		{"idle link, arrival seen beyond the lag", 3e6, 6e6, 5e6, 2e6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := shaper{rate: rate, lag: lag}
+			s.book(0, 0, 1000)
+			if got := s.book(tc.wake, tc.arrival, 1000); got != tc.wantStart {
+				t.Errorf("start %d ns, want %d", got, tc.wantStart)
+			}
+			if s.lost != tc.wantLost {
+				t.Errorf("lost %d ns, want %d", s.lost, tc.wantLost)
+			}
+		})
+	}
+}
+
+func TestLagFor(t *testing.T) {
+	tests := []struct {
+		rate uint64
+		want int64
+	}{
+		{0, 1e6},   // unshaped: the configured lag
+		{1e9, 1e6}, // four frames take 49 µs: the configured lag
+		{10e6, int64(lagFrames * serializationNs(fullFrame, 10e6))}, // four frames: 4.9 ms
+	}
+	for _, tc := range tests {
+		if got := lagFor(time.Millisecond, tc.rate, fullFrame); got != tc.want {
+			t.Errorf("rate %d: lag %d ns, want %d", tc.rate, got, tc.want)
+		}
 	}
 }

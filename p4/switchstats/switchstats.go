@@ -41,9 +41,14 @@ type Port struct {
 	RankDrops uint64 `json:"rank_drops"`
 	// TrimmedPkts counts the Homa DATA frames a trim_above port cut to
 	// their header; they are queued (or dropped) in queue 7.
-	TrimmedPkts uint64  `json:"trimmed_pkts"`
-	DropProb    float64 `json:"drop_prob"`  // gauge: the fault injector's setting
-	DropEvery   uint64  `json:"drop_every"` // gauge: the fault injector's setting
+	TrimmedPkts uint64 `json:"trimmed_pkts"`
+	// LostLinkNs is link time, in ns, that the port's scheduler lost while
+	// a frame waited: it woke later than it may catch up, so the port
+	// sent less than its rate. It measures the host's CPU, not the
+	// network; an emulation is faithful only while it stays near 0.
+	LostLinkNs uint64  `json:"lost_link_ns"`
+	DropProb   float64 `json:"drop_prob"`  // gauge: the fault injector's setting
+	DropEvery  uint64  `json:"drop_every"` // gauge: the fault injector's setting
 }
 
 // Queue holds the counters of one (port, queue). Depth, peak and delay
@@ -99,6 +104,7 @@ func Diff(start, end Stats) Stats {
 		p.KernelDrops = sub(s.KernelDrops, e.KernelDrops)
 		p.RankDrops = sub(s.RankDrops, e.RankDrops)
 		p.TrimmedPkts = sub(s.TrimmedPkts, e.TrimmedPkts)
+		p.LostLinkNs = sub(s.LostLinkNs, e.LostLinkNs)
 		p.Queues = make([]Queue, len(e.Queues))
 		for j, eq := range e.Queues {
 			var sq Queue
