@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
 	debug                                     bool
 	procs, nice, rtPrio                       int
+	slice                                     time.Duration
 }
 
 // newAgentCmd is the host agent process the orchestrator starts inside a
@@ -44,6 +46,7 @@ func newAgentCmd() *cobra.Command {
 	// with ten agents costs more than the work (docs/homa.md, incast runs).
 	fl.IntVar(&f.procs, "procs", 1, "GOMAXPROCS of the agent (0: Go's default, one per vCPU)")
 	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the agent's threads when not real-time; 0 leaves it")
+	fl.DurationVar(&f.slice, "slice", defaultSlice, "EEVDF time slice of the agent's threads under ordinary scheduling (100µs-100ms; 0 leaves the kernel's)")
 	fl.IntVar(&f.rtPrio, "rt-priority", 0, "SCHED_FIFO priority of the agent's threads (1-99; homatb run --realtime sets it); 0 for ordinary scheduling at --nice")
 	return cmd
 }
@@ -69,7 +72,7 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
-	applyScheduling(f.rtPrio, f.nice, log)
+	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	return agent.Run(cmd.Context(), agent.Options{
 		Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log,
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/homatb/homatb/internal/schedprio"
 )
@@ -14,14 +15,19 @@ import (
 // gives them about nine times the CPU share of ordinary processes.
 const defaultNice = -10
 
+// defaultSlice is the EEVDF time slice switches and agents ask for (0:
+// the kernel's, 1.4 ms here).
+const defaultSlice = 0
+
 // applyScheduling gives this process's threads SCHED_FIFO at rtPrio, or,
 // when rtPrio is 0 or the kernel refuses (no CAP_SYS_NICE, or a cgroup
 // without a real-time budget), ordinary scheduling at the nice value. A
 // process started by a real-time parent inherits its policy, hence the
 // explicit return to ordinary scheduling. The kernel's real-time
 // throttling (sched_rt_runtime_us, 95% by default) keeps a runaway thread
-// from starving the rest of the machine.
-func applyScheduling(rtPrio, nice int, log *slog.Logger) {
+// from starving the rest of the machine. Under ordinary scheduling a
+// non-zero slice asks for that EEVDF time slice (schedprio.Slice).
+func applyScheduling(rtPrio, nice int, slice time.Duration, log *slog.Logger) {
 	if rtPrio > 0 {
 		err := schedprio.Realtime(rtPrio)
 		if err == nil {
@@ -36,6 +42,11 @@ func applyScheduling(rtPrio, nice int, log *slog.Logger) {
 		if err := schedprio.Nice(nice); err != nil {
 			// Not fatal: the run's fidelity checks report what it costs.
 			log.Warn("scheduling priority unchanged", "err", err)
+		}
+	}
+	if slice != 0 {
+		if err := schedprio.Slice(slice); err != nil {
+			log.Warn("time slice unchanged", "err", err)
 		}
 	}
 }

@@ -49,6 +49,7 @@ type switchFlags struct {
 	batch           int
 	nice            int
 	rtPrio          int
+	slice           time.Duration
 	logLevel        string
 	noP4            bool
 }
@@ -100,6 +101,7 @@ forwarded frame (--postcards records from start to exit).`,
 	fl.IntVar(&f.batch, "batch", dataplane.DefaultBatchSize, "receive and send batch size")
 	fl.IntVar(&f.nice, "nice", defaultNice, "scheduling priority (nice value) of the switch's threads when not real-time; 0 leaves it")
 	fl.IntVar(&f.rtPrio, "rt-priority", 0, "SCHED_FIFO priority of the switch's threads (1-99; homatb run --realtime sets it); 0 for ordinary scheduling at --nice")
+	fl.DurationVar(&f.slice, "slice", defaultSlice, "EEVDF time slice of the switch's threads under ordinary scheduling (100µs-100ms; 0 leaves the kernel's)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.BoolVar(&f.noP4, "no-p4", true, "start without a pipeline config (always the case; accepted for BMv2 compatibility)")
 	return cmd
@@ -110,7 +112,7 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	if err != nil {
 		return err
 	}
-	applyScheduling(f.rtPrio, f.nice, log)
+	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	cfg, err := f.dataplaneConfig(log)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,6 +54,40 @@ func Nice(nice int) error {
 	return eachThread(func(tid int) error {
 		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil {
 			return fmt.Errorf("nice %d: %w (needs root or CAP_SYS_NICE for negative values)", nice, err)
+		}
+		return nil
+	})
+}
+
+// MinSlice and MaxSlice bound the time slice Linux (6.12 and later) lets
+// an ordinary thread ask for.
+const (
+	MinSlice = 100 * time.Microsecond
+	MaxSlice = 100 * time.Millisecond
+)
+
+// Slice asks the kernel's EEVDF scheduler for a time slice of d for every
+// thread that is under ordinary scheduling, keeping its nice value. A
+// thread with a shorter slice gets an earlier virtual deadline, so when it
+// wakes (a packet, a timer) it preempts a busy thread with the default
+// slice instead of waiting for that slice to end. The share of CPU is
+// still set by the nice value. Kernels before 6.12 accept the call and
+// ignore it.
+func Slice(d time.Duration) error {
+	if d < MinSlice || d > MaxSlice {
+		return fmt.Errorf("time slice %v: expected %v to %v", d, MinSlice, MaxSlice)
+	}
+	return eachThread(func(tid int) error {
+		cur, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			return fmt.Errorf("sched_getattr: %w", err)
+		}
+		if cur.Policy != unix.SCHED_NORMAL {
+			return nil
+		}
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: cur.Nice, Runtime: uint64(d)}
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+			return fmt.Errorf("time slice %v: %w", d, err)
 		}
 		return nil
 	})
