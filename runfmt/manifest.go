@@ -32,7 +32,8 @@ type Manifest struct {
 	GitCommit string            `json:"git_commit"`
 	Machine   Machine           `json:"machine"`
 	// Scheduling is how switches and agents were scheduled: "realtime"
-	// (SCHED_FIFO, their defaults) or "nice" (homatb run --realtime=false).
+	// (SCHED_FIFO, their defaults), "nice" (homatb run --realtime=false),
+	// or "nice, slice D" (homatb run --slice D).
 	Scheduling string `json:"scheduling,omitempty"`
 	LinkBps    uint64 `json:"link_bps"`
 	// Fabric describes the emulated network for the ideal RTT slowdown

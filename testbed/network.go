@@ -196,18 +196,25 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) mn.Sp
 
 // schedulingArgs are the agents' flags for the run's scheduling.
 func schedulingArgs(opt Options) []string {
-	if opt.Realtime {
-		return []string{"--rt-priority", strconv.Itoa(AgentRTPriority)}
-	}
-	return nil
+	return schedFlags(opt, AgentRTPriority)
 }
 
 // switchSchedulingArgs are the embedded switch's.
 func switchSchedulingArgs(opt Options) []string {
+	return schedFlags(opt, SwitchRTPriority)
+}
+
+// schedFlags are the scheduling flags of a process that runs at rtPrio
+// when the run is real-time.
+func schedFlags(opt Options, rtPrio int) []string {
+	var args []string
 	if opt.Realtime {
-		return []string{"--rt-priority", strconv.Itoa(SwitchRTPriority)}
+		args = append(args, "--rt-priority", strconv.Itoa(rtPrio))
 	}
-	return nil
+	if opt.Slice > 0 {
+		args = append(args, "--slice", opt.Slice.String())
+	}
+	return args
 }
 
 // switchBufferArgs turns the scenario's byte limits and buffer into the

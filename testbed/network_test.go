@@ -1,8 +1,10 @@
 package testbed
 
 import (
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -76,5 +78,22 @@ func TestMininetSpecAndControllerAgree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSchedFlags(t *testing.T) {
+	tests := []struct {
+		opt  Options
+		want []string
+	}{
+		{Options{}, nil},
+		{Options{Realtime: true}, []string{"--rt-priority", "7"}},
+		{Options{Slice: 300 * time.Microsecond}, []string{"--slice", "300µs"}},
+		{Options{Realtime: true, Slice: time.Millisecond}, []string{"--rt-priority", "7", "--slice", "1ms"}},
+	}
+	for _, tc := range tests {
+		if got := schedFlags(tc.opt, 7); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.opt, got, tc.want)
+		}
 	}
 }

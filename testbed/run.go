@@ -47,6 +47,9 @@ type Options struct {
 	// Realtime runs switches and agents under SCHED_FIFO instead of at
 	// nice -10 (experimental; docs/emulation.md has the A/B runs).
 	Realtime bool
+	// Slice, when not zero, is the EEVDF time slice switches and agents
+	// ask for under ordinary scheduling (experimental; docs/emulation.md).
+	Slice time.Duration
 	// TeardownTimeout bounds teardown (default 6s: with the 2s an
 	// interrupted experiment gets to hand over its records, everything is
 	// gone within 10s of a signal).
@@ -207,6 +210,9 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
 	r.man.Scheduling = "nice"
+	if opt.Slice > 0 {
+		r.man.Scheduling = "nice, slice " + opt.Slice.String()
+	}
 	if opt.Realtime {
 		r.man.Scheduling = "realtime"
 	}

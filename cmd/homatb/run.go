@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -27,7 +28,7 @@ type runFlags struct {
 	out, runDir, binary, registry  string
 	dryRun, clean, quiet, noReport bool
 	realtime                       bool
-	timeout                        time.Duration
+	timeout, slice                 time.Duration
 	repetitions                    int
 }
 
@@ -52,6 +53,7 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the run after this long (0: no limit); what was measured is kept")
 	fl.BoolVar(&f.noReport, "no-report", false, "do not build the report (homatb report DIR builds it later)")
 	fl.BoolVar(&f.realtime, "realtime", false, "run switches and agents under SCHED_FIFO instead of nice -10 (experimental: docs/emulation.md)")
+	fl.DurationVar(&f.slice, "slice", 0, "EEVDF time slice of switches and agents (100µs-100ms; experimental: docs/emulation.md; 0: the kernel's)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
 	return cmd
@@ -60,6 +62,9 @@ func newRunCmd() *cobra.Command {
 func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.repetitions < 0 || f.repetitions > 100 {
 		return fmt.Errorf("--repetitions: expected 1 to 100, got %d", f.repetitions)
+	}
+	if f.slice != 0 && (f.slice < schedprio.MinSlice || f.slice > schedprio.MaxSlice) {
+		return fmt.Errorf("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
 	}
 	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions})
 	if err != nil {
@@ -94,7 +99,7 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	}
 	res, runErr := testbed.Run(ctx, plan, testbed.Options{
 		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
-		Progress: progress, Registry: f.registry, NoReport: f.noReport, Realtime: f.realtime,
+		Progress: progress, Registry: f.registry, NoReport: f.noReport, Realtime: f.realtime, Slice: f.slice,
 	})
 	if res == nil {
 		return runErr
