@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,11 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homatb/homatb/hostagent/agent"
+	"github.com/homatb/homatb/internal/runcerts"
 )
 
 // agentFlags are the command-line settings of `homatb agent`.
 type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
+	tlsCert, tlsKey, tlsCA                    string
 	debug                                     bool
 	procs, nice, rtPrio                       int
 	slice                                     time.Duration
@@ -26,7 +29,7 @@ type agentFlags struct {
 func newAgentCmd() *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent --socket PATH --name HOST [--listen ADDR] [--log-file F] [--records-dir DIR]",
+		Use:   "agent --socket PATH --name HOST [--listen ADDR [--tls-cert F --tls-key F --tls-ca F]] [--log-file F] [--records-dir DIR]",
 		Short: "Run a host agent: RPC workloads over Homa or TCP, driven over gRPC",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,7 +38,10 @@ func newAgentCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.socket, "socket", "", "Unix socket path of the control API")
-	fl.StringVar(&f.listen, "listen", "", "also serve the control API on this TCP address (host:port)")
+	fl.StringVar(&f.listen, "listen", "", "also serve the control API on this TCP address (host:port); off loopback it needs --tls-*")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "the agents' certificate from `homatb certs` (agent.pem): --listen then takes only the run's orchestrator (mutual TLS)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "its key (agent-key.pem)")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "the run's CA (ca.pem), which must have signed the client's certificate")
 	fl.StringVar(&f.name, "name", "", "host name written into records (required)")
 	fl.StringVar(&f.logFile, "log-file", "", "append logs to this file (default stderr)")
 	fl.StringVar(&f.recordsDir, "records-dir", "", "directory for per-experiment records (default: the log file's directory, else the system temp directory)")
@@ -73,7 +79,16 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	}
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
-	return agent.Run(cmd.Context(), agent.Options{
-		Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log,
-	})
+	o := agent.Options{Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log}
+	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
+		if f.listen == "" {
+			return errors.New("agent: --tls-* secure --listen, which is not set")
+		}
+		cfg, err := runcerts.ServerConfig(runcerts.Files{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA})
+		if err != nil {
+			return fmt.Errorf("agent: --tls-cert/--tls-key/--tls-ca: %w", err)
+		}
+		o.TLS = cfg
+	}
+	return agent.Run(cmd.Context(), o)
 }

@@ -20,6 +20,7 @@ func newRootCmd() *cobra.Command {
 		newCompareCmd(),
 		newSwitchCmd(),
 		newAgentCmd(),
+		newCertsCmd(),
 		newControllerCmd(),
 		newCleanCmd(),
 		newVersionCmd(),

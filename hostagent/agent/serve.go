@@ -7,16 +7,20 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/internal/runcerts"
 )
 
 // Options configures Run.
@@ -25,7 +29,12 @@ type Options struct {
 	// Listen is set).
 	Socket string
 	// Listen is an optional TCP address ("host:port") for the control API.
+	// Off loopback it needs TLS: the API starts traffic.
 	Listen string
+	// TLS, when set, serves Listen with mutual TLS (runcerts.ServerConfig:
+	// only clients the run's CA signed get in). The Unix socket, reachable
+	// only through the filesystem, stays plain.
+	TLS *tls.Config
 	// Name is the host name used in records.
 	Name string
 	// RecordsDir receives one records file per experiment.
@@ -46,6 +55,10 @@ func Run(ctx context.Context, o Options) error {
 	if o.Name == "" {
 		return errors.New("agent: need a host name (--name)")
 	}
+	if o.Listen != "" && o.TLS == nil && !runcerts.IsLoopback(o.Listen) {
+		return fmt.Errorf("agent: --listen %s is not a loopback address, and a control API open to the network lets anyone start traffic: "+
+			"give the run's credentials (--tls-cert, --tls-key, --tls-ca from `homatb certs`) or listen on 127.0.0.1", o.Listen)
+	}
 	if o.RecordsDir == "" {
 		o.RecordsDir = os.TempDir()
 	}
@@ -59,35 +72,47 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	var lns []net.Listener
+	// One server per listener: the Unix socket is plain, TCP may be TLS.
+	type served struct {
+		ln net.Listener
+		gs *grpc.Server
+	}
+	var srvs []served
 	defer func() {
-		for _, ln := range lns {
-			ln.Close()
+		for _, s := range srvs {
+			s.ln.Close()
 		}
 	}()
+	svc := NewService(ctx, o.Name, o.RecordsDir, log, cancel)
+	defer svc.Close()
+	newServer := func(opts ...grpc.ServerOption) *grpc.Server {
+		gs := grpc.NewServer(opts...)
+		agentpb.RegisterAgentServer(gs, svc)
+		return gs
+	}
 	if o.Socket != "" {
 		ln, err := listenUnix(o.Socket)
 		if err != nil {
 			return err
 		}
-		lns = append(lns, ln)
+		srvs = append(srvs, served{ln, newServer()})
 	}
 	if o.Listen != "" {
 		ln, err := net.Listen("tcp", o.Listen)
 		if err != nil {
 			return fmt.Errorf("agent: control listen %s: %w", o.Listen, err)
 		}
-		lns = append(lns, ln)
+		var opts []grpc.ServerOption
+		if o.TLS != nil {
+			opts = append(opts, grpc.Creds(refusalLogger{credentials.NewTLS(o.TLS), log}))
+		}
+		srvs = append(srvs, served{ln, newServer(opts...)})
 	}
 
-	svc := NewService(ctx, o.Name, o.RecordsDir, log, cancel)
-	defer svc.Close()
-	gs := grpc.NewServer()
-	agentpb.RegisterAgentServer(gs, svc)
-	errc := make(chan error, len(lns))
-	for _, ln := range lns {
-		log.Info("control API listening", "addr", ln.Addr().String(), "name", o.Name)
-		go func() { errc <- gs.Serve(ln) }()
+	errc := make(chan error, len(srvs))
+	for _, s := range srvs {
+		log.Info("control API listening", "addr", s.ln.Addr().String(), "name", o.Name, "tls", s.ln.Addr().Network() == "tcp" && o.TLS != nil)
+		go func() { errc <- s.gs.Serve(s.ln) }()
 	}
 	if o.Ready != nil {
 		o.Ready()
@@ -98,6 +123,20 @@ func Run(ctx context.Context, o Options) error {
 	case err = <-errc:
 		err = fmt.Errorf("agent: control API: %w", err)
 	}
+	var wg sync.WaitGroup
+	for _, s := range srvs {
+		wg.Go(func() { stopServer(s.gs) })
+	}
+	wg.Wait()
+	if o.Socket != "" {
+		os.Remove(o.Socket)
+	}
+	log.Info("agent exiting")
+	return err
+}
+
+// stopServer lets open control calls finish, for a grace period.
+func stopServer(gs *grpc.Server) {
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
@@ -108,11 +147,27 @@ func Run(ctx context.Context, o Options) error {
 	case <-time.After(gracePeriod):
 		gs.Stop()
 	}
-	if o.Socket != "" {
-		os.Remove(o.Socket)
+}
+
+// refusalLogger logs every control connection the TLS handshake refuses
+// (no certificate, one from another CA, plain text): gRPC itself drops
+// them silently, and the agent's log is where a person looks.
+type refusalLogger struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+}
+
+func (r refusalLogger) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := r.TransportCredentials.ServerHandshake(c)
+	if err != nil {
+		r.log.Warn("refused control connection: not the run's credentials", "remote", c.RemoteAddr().String(), "err", err)
 	}
-	log.Info("agent exiting")
-	return err
+	return conn, info, err
+}
+
+// Clone keeps the logger on copies gRPC makes.
+func (r refusalLogger) Clone() credentials.TransportCredentials {
+	return refusalLogger{r.TransportCredentials.Clone(), r.log}
 }
 
 // listenUnix binds the control socket. A socket file left by a dead agent
