@@ -284,10 +284,18 @@ func tvUs(tv syscall.Timeval) int64 { return tv.Sec*1_000_000 + tv.Usec }
 
 // Status streams counters every interval_ms (once when 0).
 func (s *Service) Status(req *agentpb.StatusRequest, stream agentpb.Agent_StatusServer) error {
+	var machine *agentpb.Machine
+	if req.GetMachineFor() != "" {
+		machine = describeMachine(req.GetMachineFor())
+	}
 	send := func() error {
 		s.mu.Lock()
-		r := &agentpb.StatusReply{Experiment: s.expName, State: s.state, Counters: s.countersLocked(), UnixNs: time.Now().UnixNano()}
+		r := &agentpb.StatusReply{Experiment: s.expName, State: s.state, Counters: s.countersLocked(), Machine: machine}
 		s.mu.Unlock()
+		// The clock is read last, as close to the send as it can be: the
+		// orchestrator takes it for the middle of the round trip.
+		r.UnixNs = time.Now().UnixNano()
+		machine = nil
 		return stream.Send(r)
 	}
 	if err := send(); err != nil || req.GetIntervalMs() == 0 {

@@ -152,3 +152,32 @@ func TestServerCertificateNamesHosts(t *testing.T) {
 		t.Error("a host that is neither an IP nor a name was accepted")
 	}
 }
+
+// TestStatusDescribesMachine: asked, the first Status reply names the
+// kernel, CPU and the NIC holding the given address (loopback here).
+func TestStatusDescribesMachine(t *testing.T) {
+	addr := "127.0.0.1:" + strconv.Itoa(int(freePort(t)))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	runAgent(t, ctx, Options{Listen: addr, Name: "h1", RecordsDir: t.TempDir()})
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	st, err := agentpb.NewAgentClient(cc).Status(ctx, &agentpb.StatusRequest{MachineFor: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.GetMachine()
+	if m.GetKernel() == "" || m.GetCpus() == 0 || m.GetNic() != "lo" || m.GetAgentVersion() == "" {
+		t.Errorf("machine %v: want kernel, CPUs, NIC lo and a version", m)
+	}
+	if r.GetUnixNs() == 0 {
+		t.Error("no clock reading in the reply")
+	}
+}

@@ -999,8 +999,11 @@ func (x *Counters) GetOutstandingLimitWaits() uint64 {
 }
 
 type StatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	IntervalMs    uint32                 `protobuf:"varint,1,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	IntervalMs uint32                 `protobuf:"varint,1,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// machine_for asks the first reply to describe the agent's machine, with
+	// the NIC that holds this address (the host's data-plane address).
+	MachineFor    string `protobuf:"bytes,2,opt,name=machine_for,json=machineFor,proto3" json:"machine_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1042,13 +1045,23 @@ func (x *StatusRequest) GetIntervalMs() uint32 {
 	return 0
 }
 
+func (x *StatusRequest) GetMachineFor() string {
+	if x != nil {
+		return x.MachineFor
+	}
+	return ""
+}
+
 type StatusReply struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment string                 `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
 	// "idle", "configured", "running", "stopped".
-	State         string    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	Counters      *Counters `protobuf:"bytes,3,opt,name=counters,proto3" json:"counters,omitempty"`
-	UnixNs        int64     `protobuf:"varint,4,opt,name=unix_ns,json=unixNs,proto3" json:"unix_ns,omitempty"`
+	State    string    `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Counters *Counters `protobuf:"bytes,3,opt,name=counters,proto3" json:"counters,omitempty"`
+	// unix_ns is the agent's clock when it wrote the reply; the orchestrator
+	// estimates clock offsets from it (docs/multi-machine.md).
+	UnixNs        int64    `protobuf:"varint,4,opt,name=unix_ns,json=unixNs,proto3" json:"unix_ns,omitempty"`
+	Machine       *Machine `protobuf:"bytes,5,opt,name=machine,proto3" json:"machine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1111,6 +1124,118 @@ func (x *StatusReply) GetUnixNs() int64 {
 	return 0
 }
 
+func (x *StatusReply) GetMachine() *Machine {
+	if x != nil {
+		return x.Machine
+	}
+	return nil
+}
+
+// Machine is what a run's fidelity box records of a host on its own
+// machine: kernel, CPU and the NIC carrying the experiment's traffic.
+type Machine struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Hostname string                 `protobuf:"bytes,1,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Kernel   string                 `protobuf:"bytes,2,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	CpuModel string                 `protobuf:"bytes,3,opt,name=cpu_model,json=cpuModel,proto3" json:"cpu_model,omitempty"`
+	Cpus     uint32                 `protobuf:"varint,4,opt,name=cpus,proto3" json:"cpus,omitempty"`
+	// nic is the interface holding StatusRequest.machine_for ("" if none
+	// does), nic_driver its kernel driver ("veth" for a virtual one) and
+	// nic_speed_mbps its link speed (0 when the driver does not say).
+	Nic           string `protobuf:"bytes,5,opt,name=nic,proto3" json:"nic,omitempty"`
+	NicDriver     string `protobuf:"bytes,6,opt,name=nic_driver,json=nicDriver,proto3" json:"nic_driver,omitempty"`
+	NicSpeedMbps  int64  `protobuf:"varint,7,opt,name=nic_speed_mbps,json=nicSpeedMbps,proto3" json:"nic_speed_mbps,omitempty"`
+	AgentVersion  string `protobuf:"bytes,8,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Machine) Reset() {
+	*x = Machine{}
+	mi := &file_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Machine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Machine) ProtoMessage() {}
+
+func (x *Machine) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Machine.ProtoReflect.Descriptor instead.
+func (*Machine) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Machine) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *Machine) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
+}
+
+func (x *Machine) GetCpuModel() string {
+	if x != nil {
+		return x.CpuModel
+	}
+	return ""
+}
+
+func (x *Machine) GetCpus() uint32 {
+	if x != nil {
+		return x.Cpus
+	}
+	return 0
+}
+
+func (x *Machine) GetNic() string {
+	if x != nil {
+		return x.Nic
+	}
+	return ""
+}
+
+func (x *Machine) GetNicDriver() string {
+	if x != nil {
+		return x.NicDriver
+	}
+	return ""
+}
+
+func (x *Machine) GetNicSpeedMbps() int64 {
+	if x != nil {
+		return x.NicSpeedMbps
+	}
+	return 0
+}
+
+func (x *Machine) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
+}
+
 type FetchRecordsRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Experiment string                 `protobuf:"bytes,1,opt,name=experiment,proto3" json:"experiment,omitempty"`
@@ -1123,7 +1248,7 @@ type FetchRecordsRequest struct {
 
 func (x *FetchRecordsRequest) Reset() {
 	*x = FetchRecordsRequest{}
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1260,7 @@ func (x *FetchRecordsRequest) String() string {
 func (*FetchRecordsRequest) ProtoMessage() {}
 
 func (x *FetchRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1273,7 @@ func (x *FetchRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRecordsRequest.ProtoReflect.Descriptor instead.
 func (*FetchRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{12}
+	return file_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FetchRecordsRequest) GetExperiment() string {
@@ -1174,7 +1299,7 @@ type RecordChunk struct {
 
 func (x *RecordChunk) Reset() {
 	*x = RecordChunk{}
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1311,7 @@ func (x *RecordChunk) String() string {
 func (*RecordChunk) ProtoMessage() {}
 
 func (x *RecordChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1324,7 @@ func (x *RecordChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordChunk.ProtoReflect.Descriptor instead.
 func (*RecordChunk) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{13}
+	return file_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RecordChunk) GetData() []byte {
@@ -1217,7 +1342,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1354,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1367,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{14}
+	return file_agent_proto_rawDescGZIP(), []int{15}
 }
 
 type ShutdownReply struct {
@@ -1253,7 +1378,7 @@ type ShutdownReply struct {
 
 func (x *ShutdownReply) Reset() {
 	*x = ShutdownReply{}
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1390,7 @@ func (x *ShutdownReply) String() string {
 func (*ShutdownReply) ProtoMessage() {}
 
 func (x *ShutdownReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1403,7 @@ func (x *ShutdownReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownReply.ProtoReflect.Descriptor instead.
 func (*ShutdownReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{15}
+	return file_agent_proto_rawDescGZIP(), []int{16}
 }
 
 var File_agent_proto protoreflect.FileDescriptor
@@ -1391,17 +1516,30 @@ const file_agent_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1a;\n" +
 	"\rFailuresEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"0\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"Q\n" +
 	"\rStatusRequest\x12\x1f\n" +
 	"\vinterval_ms\x18\x01 \x01(\rR\n" +
-	"intervalMs\"\x93\x01\n" +
+	"intervalMs\x12\x1f\n" +
+	"\vmachine_for\x18\x02 \x01(\tR\n" +
+	"machineFor\"\xc7\x01\n" +
 	"\vStatusReply\x12\x1e\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\tR\n" +
 	"experiment\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x125\n" +
 	"\bcounters\x18\x03 \x01(\v2\x19.homatb.agent.v1.CountersR\bcounters\x12\x17\n" +
-	"\aunix_ns\x18\x04 \x01(\x03R\x06unixNs\"I\n" +
+	"\aunix_ns\x18\x04 \x01(\x03R\x06unixNs\x122\n" +
+	"\amachine\x18\x05 \x01(\v2\x18.homatb.agent.v1.MachineR\amachine\"\xea\x01\n" +
+	"\aMachine\x12\x1a\n" +
+	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x16\n" +
+	"\x06kernel\x18\x02 \x01(\tR\x06kernel\x12\x1b\n" +
+	"\tcpu_model\x18\x03 \x01(\tR\bcpuModel\x12\x12\n" +
+	"\x04cpus\x18\x04 \x01(\rR\x04cpus\x12\x10\n" +
+	"\x03nic\x18\x05 \x01(\tR\x03nic\x12\x1d\n" +
+	"\n" +
+	"nic_driver\x18\x06 \x01(\tR\tnicDriver\x12$\n" +
+	"\x0enic_speed_mbps\x18\a \x01(\x03R\fnicSpeedMbps\x12#\n" +
+	"\ragent_version\x18\b \x01(\tR\fagentVersion\"I\n" +
 	"\x13FetchRecordsRequest\x12\x1e\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\tR\n" +
@@ -1436,7 +1574,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_agent_proto_goTypes = []any{
 	(Transport)(0),              // 0: homatb.agent.v1.Transport
 	(*HomaParams)(nil),          // 1: homatb.agent.v1.HomaParams
@@ -1451,41 +1589,43 @@ var file_agent_proto_goTypes = []any{
 	(*Counters)(nil),            // 10: homatb.agent.v1.Counters
 	(*StatusRequest)(nil),       // 11: homatb.agent.v1.StatusRequest
 	(*StatusReply)(nil),         // 12: homatb.agent.v1.StatusReply
-	(*FetchRecordsRequest)(nil), // 13: homatb.agent.v1.FetchRecordsRequest
-	(*RecordChunk)(nil),         // 14: homatb.agent.v1.RecordChunk
-	(*ShutdownRequest)(nil),     // 15: homatb.agent.v1.ShutdownRequest
-	(*ShutdownReply)(nil),       // 16: homatb.agent.v1.ShutdownReply
-	nil,                         // 17: homatb.agent.v1.HomaParams.ExtraEntry
-	nil,                         // 18: homatb.agent.v1.Counters.TransportEntry
-	nil,                         // 19: homatb.agent.v1.Counters.FailuresEntry
+	(*Machine)(nil),             // 13: homatb.agent.v1.Machine
+	(*FetchRecordsRequest)(nil), // 14: homatb.agent.v1.FetchRecordsRequest
+	(*RecordChunk)(nil),         // 15: homatb.agent.v1.RecordChunk
+	(*ShutdownRequest)(nil),     // 16: homatb.agent.v1.ShutdownRequest
+	(*ShutdownReply)(nil),       // 17: homatb.agent.v1.ShutdownReply
+	nil,                         // 18: homatb.agent.v1.HomaParams.ExtraEntry
+	nil,                         // 19: homatb.agent.v1.Counters.TransportEntry
+	nil,                         // 20: homatb.agent.v1.Counters.FailuresEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	17, // 0: homatb.agent.v1.HomaParams.extra:type_name -> homatb.agent.v1.HomaParams.ExtraEntry
+	18, // 0: homatb.agent.v1.HomaParams.extra:type_name -> homatb.agent.v1.HomaParams.ExtraEntry
 	0,  // 1: homatb.agent.v1.ConfigureRequest.transport:type_name -> homatb.agent.v1.Transport
 	1,  // 2: homatb.agent.v1.ConfigureRequest.homa:type_name -> homatb.agent.v1.HomaParams
 	2,  // 3: homatb.agent.v1.ConfigureRequest.tcp:type_name -> homatb.agent.v1.TcpParams
 	3,  // 4: homatb.agent.v1.ConfigureRequest.client:type_name -> homatb.agent.v1.Workload
 	10, // 5: homatb.agent.v1.StopReply.counters:type_name -> homatb.agent.v1.Counters
-	18, // 6: homatb.agent.v1.Counters.transport:type_name -> homatb.agent.v1.Counters.TransportEntry
-	19, // 7: homatb.agent.v1.Counters.failures:type_name -> homatb.agent.v1.Counters.FailuresEntry
+	19, // 6: homatb.agent.v1.Counters.transport:type_name -> homatb.agent.v1.Counters.TransportEntry
+	20, // 7: homatb.agent.v1.Counters.failures:type_name -> homatb.agent.v1.Counters.FailuresEntry
 	10, // 8: homatb.agent.v1.StatusReply.counters:type_name -> homatb.agent.v1.Counters
-	4,  // 9: homatb.agent.v1.Agent.Configure:input_type -> homatb.agent.v1.ConfigureRequest
-	6,  // 10: homatb.agent.v1.Agent.Start:input_type -> homatb.agent.v1.StartRequest
-	8,  // 11: homatb.agent.v1.Agent.Stop:input_type -> homatb.agent.v1.StopRequest
-	11, // 12: homatb.agent.v1.Agent.Status:input_type -> homatb.agent.v1.StatusRequest
-	13, // 13: homatb.agent.v1.Agent.FetchRecords:input_type -> homatb.agent.v1.FetchRecordsRequest
-	15, // 14: homatb.agent.v1.Agent.Shutdown:input_type -> homatb.agent.v1.ShutdownRequest
-	5,  // 15: homatb.agent.v1.Agent.Configure:output_type -> homatb.agent.v1.ConfigureReply
-	7,  // 16: homatb.agent.v1.Agent.Start:output_type -> homatb.agent.v1.StartReply
-	9,  // 17: homatb.agent.v1.Agent.Stop:output_type -> homatb.agent.v1.StopReply
-	12, // 18: homatb.agent.v1.Agent.Status:output_type -> homatb.agent.v1.StatusReply
-	14, // 19: homatb.agent.v1.Agent.FetchRecords:output_type -> homatb.agent.v1.RecordChunk
-	16, // 20: homatb.agent.v1.Agent.Shutdown:output_type -> homatb.agent.v1.ShutdownReply
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	13, // 9: homatb.agent.v1.StatusReply.machine:type_name -> homatb.agent.v1.Machine
+	4,  // 10: homatb.agent.v1.Agent.Configure:input_type -> homatb.agent.v1.ConfigureRequest
+	6,  // 11: homatb.agent.v1.Agent.Start:input_type -> homatb.agent.v1.StartRequest
+	8,  // 12: homatb.agent.v1.Agent.Stop:input_type -> homatb.agent.v1.StopRequest
+	11, // 13: homatb.agent.v1.Agent.Status:input_type -> homatb.agent.v1.StatusRequest
+	14, // 14: homatb.agent.v1.Agent.FetchRecords:input_type -> homatb.agent.v1.FetchRecordsRequest
+	16, // 15: homatb.agent.v1.Agent.Shutdown:input_type -> homatb.agent.v1.ShutdownRequest
+	5,  // 16: homatb.agent.v1.Agent.Configure:output_type -> homatb.agent.v1.ConfigureReply
+	7,  // 17: homatb.agent.v1.Agent.Start:output_type -> homatb.agent.v1.StartReply
+	9,  // 18: homatb.agent.v1.Agent.Stop:output_type -> homatb.agent.v1.StopReply
+	12, // 19: homatb.agent.v1.Agent.Status:output_type -> homatb.agent.v1.StatusReply
+	15, // 20: homatb.agent.v1.Agent.FetchRecords:output_type -> homatb.agent.v1.RecordChunk
+	17, // 21: homatb.agent.v1.Agent.Shutdown:output_type -> homatb.agent.v1.ShutdownReply
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -1499,7 +1639,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
