@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -54,9 +55,8 @@ func versions() (map[string]string, string) {
 			}
 		}
 	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		v["kernel"] = utsString(u.Release[:])
+	if k := buildinfo.Kernel(); k != "" {
+		v["kernel"] = k
 	}
 	if out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "mininet").Output(); err == nil {
 		v["mininet"] = string(out)
@@ -69,17 +69,6 @@ func versions() (map[string]string, string) {
 		}
 	}
 	return v, commit
-}
-
-func utsString(b []int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
 }
 
 func machine() runfmt.Machine {

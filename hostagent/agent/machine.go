@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -20,26 +19,12 @@ import (
 func describeMachine(addr string) *agentpb.Machine {
 	m := &agentpb.Machine{CpuModel: cpuModel(), Cpus: uint32(runtime.NumCPU()), AgentVersion: buildinfo.Version()}
 	m.Hostname, _ = os.Hostname()
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		m.Kernel = cString(u.Release[:])
-	}
+	m.Kernel = buildinfo.Kernel()
 	if ifname, err := interfaceOf(addr); err == nil {
 		m.Nic = ifname
 		m.NicDriver, m.NicSpeedMbps = nicDriver(ifname), nicSpeed(ifname)
 	}
 	return m
-}
-
-func cString(b []int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
 }
 
 // cpuModel is /proc/cpuinfo's first "model name".

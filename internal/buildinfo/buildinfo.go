@@ -3,7 +3,11 @@
 // they run the same code.
 package buildinfo
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
 
 // Version is the module version and VCS revision of the running binary
 // ("(devel) 1a2b3c...", with "+dirty" for uncommitted changes), or
@@ -29,4 +33,20 @@ func Version() string {
 		v += " " + rev + dirty
 	}
 	return v
+}
+
+// Kernel is the running kernel's release (uname -r), or "".
+func Kernel() string {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return ""
+	}
+	var sb strings.Builder
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
 }
