@@ -370,8 +370,11 @@ func sanitize(s string) string {
 func (p *Plan) Describe(w io.Writer) error {
 	b := p.Base
 	topo := fmt.Sprintf("star, %d hosts", b.Topology.Hosts)
-	if b.Topology.Kind == KindLeafSpine {
+	switch b.Topology.Kind {
+	case KindLeafSpine:
 		topo = fmt.Sprintf("leaf-spine, %d leaves x %d hosts, %d spines", b.Topology.Leaves, b.Topology.HostsPerLeaf, b.Topology.Spines)
+	case KindExternal:
+		topo = fmt.Sprintf("external, %d hosts, %d P4 switches", len(b.Topology.HostNames()), len(b.Topology.External.Switches))
 	}
 	per := b.Warmup.D() + b.Duration.D() + b.Drain.D()
 	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%d experiments, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",

@@ -79,7 +79,7 @@ func TestBadScenarios(t *testing.T) {
 		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},
 		{"closed without outstanding", "    max_outstanding: 1\n", "", 13, "phases[0].max_outstanding", "at least 1"},
 		{"list expected", "clients: [h2-h3]", "clients: {a: b}", 14, "phases[0].clients", "expected a list"},
-		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star" or "leaf-spine"`},
+		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star", "leaf-spine" or "external"`},
 		{"load out of range", "    arrivals: closed\n    max_outstanding: 1", "    load: 2", 17, "phases[0].load", "between 0 and 1"},
 		{"duplicate key", "  hosts: 4", "  hosts: 4\n  hosts: 5", 5, "topology.hosts", "already defined at line 4"},
 		{"missing phases", "phases:", "phasez:", 12, "phasez", "unknown field"},

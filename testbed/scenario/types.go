@@ -49,13 +49,16 @@ const (
 )
 
 // Topology describes the emulated rack: a star (one ToR, Hosts hosts) or a
-// leaf-spine fabric (Leaves ToRs with HostsPerLeaf hosts each, Spines spines).
+// leaf-spine fabric (Leaves ToRs with HostsPerLeaf hosts each, Spines
+// spines); or, of kind external, machines that already exist.
 type Topology struct {
 	Kind         string `yaml:"kind"`
 	Hosts        int    `yaml:"hosts"`
 	Leaves       int    `yaml:"leaves"`
 	Spines       int    `yaml:"spines"`
 	HostsPerLeaf int    `yaml:"hosts_per_leaf"`
+	// External lists the machines of kind external (external.go).
+	External *External `yaml:"external,omitempty"`
 }
 
 // Link holds the properties every link of the topology shares.

@@ -168,13 +168,27 @@ func (c *checker) checkTopology(s *Scenario) {
 		if t.Leaves*t.HostsPerLeaf > MaxHosts {
 			c.errorf("topology", "expected at most %d hosts in all, got %d", MaxHosts, t.Leaves*t.HostsPerLeaf)
 		}
+	case KindExternal:
+		c.checkExternal(s)
+		if len(s.Faults) > 0 {
+			c.errorf("faults", "fault injection needs the emulated network (it kills agents and drops at the embedded switch); an external topology has none")
+		}
 	default:
-		c.errorf("topology.kind", "expected %q or %q, got %q", KindStar, KindLeafSpine, t.Kind)
+		c.errorf("topology.kind", "expected %q, %q or %q, got %q", KindStar, KindLeafSpine, KindExternal, t.Kind)
+	}
+	if t.External != nil && t.Kind != KindExternal {
+		c.errorf("topology.external", "the external section belongs to kind external, not %s", t.Kind)
 	}
 }
 
 func (c *checker) checkLink(s *Scenario) {
-	if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxLinkRate {
+	if s.Topology.Kind == KindExternal {
+		// Real NICs: the rate is theirs, for loads and Homa's RTTbytes;
+		// nothing shapes it.
+		if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxExternalLinkRate {
+			c.errorf("link.rate", "expected the hosts' NIC rate, from 1Mbit to 400Gbit, got %s", s.Link.Rate)
+		}
+	} else if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxLinkRate {
 		c.errorf("link.rate", "expected a rate from 1Mbit to 1Gbit (Mininet's TCLink shapes hosts up to 1000 Mbit/s), got %s", s.Link.Rate)
 	}
 	if s.Link.MTU < 576 || s.Link.MTU > 9000 {
@@ -490,6 +504,16 @@ func (c *checker) checkCalibration(s *Scenario) {
 
 // HostNames lists the topology's hosts in order: h1, h2, ...
 func (t Topology) HostNames() []string {
+	if t.Kind == KindExternal {
+		if t.External == nil {
+			return nil
+		}
+		out := make([]string, 0, len(t.External.Hosts))
+		for _, h := range t.External.Hosts {
+			out = append(out, h.Name)
+		}
+		return out
+	}
 	n := t.Hosts
 	if t.Kind == KindLeafSpine {
 		n = t.Leaves * t.HostsPerLeaf
