@@ -2,14 +2,19 @@ package testbed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 )
@@ -21,6 +26,13 @@ type agent struct {
 	socket string
 	conn   *grpc.ClientConn
 	api    agentpb.AgentClient
+	// clockOffset is the agent's clock less the orchestrator's, for an
+	// agent on another machine (external.go): configure moves the clients'
+	// shared start instant onto the agent's clock by it.
+	clockOffset time.Duration
+	// remote agents were started by a person (or systemd) and serve run
+	// after run: the run closes its connection and leaves them running.
+	remote bool
 }
 
 // dialAgent waits for the agent's socket to appear and answer Status; the
@@ -81,6 +93,10 @@ func (a *agent) status(ctx context.Context) (*agentpb.StatusReply, error) {
 func (a *agent) configure(ctx context.Context, req *agentpb.ConfigureRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
 	defer cancel()
+	if start := req.GetClient().GetStartUnixNs(); start != 0 && a.clockOffset != 0 {
+		req = proto.CloneOf(req)
+		req.Client.StartUnixNs = start + a.clockOffset.Nanoseconds()
+	}
 	if _, err := a.api.Configure(ctx, req); err != nil {
 		return fmt.Errorf("configure %s on %s: %w", req.GetExperiment(), a.host, err)
 	}
@@ -129,10 +145,94 @@ func (a *agent) fetch(ctx context.Context, exp, file string, w io.Writer) error 
 }
 
 // shutdown asks the agent to exit, briefly, and closes the connection; the
-// runner kills it if it does not go.
+// runner kills it if it does not go. A remote agent is only disconnected.
 func (a *agent) shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, _ = a.api.Shutdown(ctx, &agentpb.ShutdownRequest{})
+	if !a.remote {
+		_, _ = a.api.Shutdown(ctx, &agentpb.ShutdownRequest{})
+	}
 	_ = a.conn.Close()
+}
+
+// dialRemoteAgent reaches an agent a person started on another machine
+// (`homatb agent --listen`) at its control address: with the run's client
+// credentials when tlsCfg is set (mutual TLS), else in plain text, which
+// validation allows only on loopback. It retries until the agent answers
+// Status or ctx ends; a refused handshake says so.
+func dialRemoteAgent(ctx context.Context, host, addr string, tlsCfg *tls.Config) (*agent, error) {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, fmt.Errorf("agent %s at %s: %w", host, addr, err)
+	}
+	a := &agent{host: host, socket: addr, conn: conn, api: agentpb.NewAgentClient(conn), remote: true}
+	for {
+		_, err := a.status(ctx)
+		if err == nil {
+			return a, nil
+		}
+		if ctx.Err() != nil || strings.Contains(err.Error(), "tls:") {
+			_ = conn.Close()
+			if strings.Contains(err.Error(), "tls:") {
+				return nil, fmt.Errorf("agent %s at %s refused the TLS handshake: is it started with this run's agent.pem and ca.pem, and the scenario's certs the same `homatb certs` output? %w", host, addr, err)
+			}
+			return nil, fmt.Errorf("agent %s not answering at %s: %w", host, addr, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// clockEstimate is an agent's clock less the orchestrator's, and the bound
+// on its error (half the round trip it was measured over).
+type clockEstimate struct {
+	offset, bound time.Duration
+}
+
+// clockSamples is how many Status exchanges a clock estimate takes; the
+// one with the shortest round trip wins, as in NTP's clock filter.
+const clockSamples = 16
+
+// probe asks the agent to describe its machine (with the NIC holding
+// dataAddr) and estimates its clock offset: in each exchange the agent
+// reads its clock just before replying, taken for the midpoint of the
+// round trip (t1 = t2 in NTP's ((t1-t0)+(t2-t3))/2). The estimate is kept
+// for configure.
+func (a *agent) probe(ctx context.Context, dataAddr string) (*agentpb.Machine, clockEstimate, error) {
+	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+	defer cancel()
+	first, err := a.api.Status(ctx, &agentpb.StatusRequest{MachineFor: dataAddr})
+	if err != nil {
+		return nil, clockEstimate{}, fmt.Errorf("agent %s: describe machine: %w", a.host, err)
+	}
+	rep, err := first.Recv()
+	if err != nil {
+		return nil, clockEstimate{}, fmt.Errorf("agent %s: describe machine: %w", a.host, err)
+	}
+	best := clockEstimate{bound: time.Duration(math.MaxInt64)}
+	for range clockSamples {
+		t0 := time.Now()
+		st, err := a.api.Status(ctx, &agentpb.StatusRequest{})
+		if err != nil {
+			return nil, clockEstimate{}, fmt.Errorf("agent %s: clock: %w", a.host, err)
+		}
+		r, err := st.Recv()
+		t3 := time.Now()
+		if err != nil {
+			return nil, clockEstimate{}, fmt.Errorf("agent %s: clock: %w", a.host, err)
+		}
+		rtt := t3.Sub(t0) // monotonic
+		if half := rtt / 2; half < best.bound {
+			mid := t0.UnixNano() + rtt.Nanoseconds()/2
+			best = clockEstimate{offset: time.Duration(r.GetUnixNs() - mid), bound: half}
+		}
+	}
+	a.clockOffset = best.offset
+	return rep.GetMachine(), best, nil
 }

@@ -25,6 +25,9 @@ func controllerTopology(n *topo.Network, s *scenario.Scenario, bmv2JSON string) 
 	}
 	for _, sw := range n.Switches {
 		cs := controller.Switch{Name: sw.Name, DeviceID: sw.DeviceID, Address: sw.Address(), Ports: sw.Ports, Target: target}
+		if sw.Target != "" {
+			cs.Target = externalTarget(sw.Target) // external.go
+		}
 		if target == controller.TargetBMv2 {
 			// BMv2 shapes queues in packets per second: the link rate in
 			// MTU-sized frames.

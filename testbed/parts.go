@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"syscall"
@@ -89,6 +90,9 @@ type parts struct {
 	dialAgent func(ctx context.Context, host, socket string, exited <-chan struct{}) (agentAPI, error)
 	// switchStats reaches a switch's admin socket.
 	switchStats func(name, socket string) switchStats
+	// dialRemote reaches an agent on another machine at its control
+	// address, with the run's credentials (external topologies).
+	dialRemote func(ctx context.Context, host, addr string, cfg *tls.Config) (agentAPI, error)
 }
 
 // realParts are the processes and sockets of a real run.
@@ -116,5 +120,12 @@ func realParts() parts {
 			return a, nil
 		},
 		switchStats: func(name, socket string) switchStats { return newStatsClient(name, socket) },
+		dialRemote: func(ctx context.Context, host, addr string, cfg *tls.Config) (agentAPI, error) {
+			a, err := dialRemoteAgent(ctx, host, addr, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		},
 	}
 }

@@ -38,9 +38,13 @@ func (e *PreflightError) Error() string {
 
 // Preflight checks that this machine can run the plan: root, Debian's
 // Mininet, the tools it and the run use, the homatb binary, and the kernel
-// pieces (TCP congestion control). It returns the leftovers of earlier runs
+// pieces (TCP congestion control); for an external topology, that its
+// agents and switch answer instead. It returns the leftovers of earlier runs
 // separately: they are offered for cleaning, not fatal.
 func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.Leftovers, error) {
+	if plan.Base.Topology.Kind == scenario.KindExternal {
+		return nil, preflightExternal(plan) // external_preflight.go
+	}
 	var ps []Problem
 	if os.Geteuid() != 0 {
 		ps = append(ps, Problem{"not running as root: Mininet needs root for namespaces and veths", "sudo homatb run ..."})

@@ -281,7 +281,11 @@ func agentSocketDir(runDir, tag string) string {
 // every experiment in turn.
 func (r *run) execute(ctx context.Context) error {
 	s := r.plan.Base
+	external := s.Topology.Kind == scenario.KindExternal
 	layout, err := topo.Layout(s.Topology, r.tag)
+	if external {
+		layout, err = topo.External(s.Topology.External, r.tag)
+	}
 	if err != nil {
 		return err
 	}
@@ -293,28 +297,12 @@ func (r *run) execute(ctx context.Context) error {
 	defer r.prog.finish()
 
 	r.prog.message("run %s (tag %s): %s", r.man.Run, r.tag, r.dir)
-	mlog, err := os.Create(filepath.Join(r.dir, "logs", "mininet.log"))
+	if external {
+		err = r.startExternal(ctx) // external.go
+	} else {
+		err = r.startEmulated(ctx)
+	}
 	if err != nil {
-		return err
-	}
-	defer mlog.Close()
-	if err := r.startNetwork(ctx, mlog); err != nil {
-		return err
-	}
-	bmv2JSON, err := r.buildNetwork(ctx)
-	if err != nil {
-		return err
-	}
-	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
-	r.ctl, err = r.parts.program(pctx, layout, s, bmv2JSON, r.log.With("part", "controller"))
-	pcancel()
-	if err != nil {
-		return fmt.Errorf("program switches (see logs/s*.log): %w", err)
-	}
-	if err := r.registerCongestion(); err != nil {
-		return err
-	}
-	if err := r.startAgents(ctx, layout); err != nil {
 		return err
 	}
 	if r.records, err = createRecords(filepath.Join(r.dir, runfmt.RPCs().File), layout.Hosts); err != nil {
@@ -334,6 +322,33 @@ func (r *run) execute(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startEmulated builds the emulated network, programs its switches and
+// starts an agent in every host.
+func (r *run) startEmulated(ctx context.Context) error {
+	mlog, err := os.Create(filepath.Join(r.dir, "logs", "mininet.log"))
+	if err != nil {
+		return err
+	}
+	defer mlog.Close()
+	if err := r.startNetwork(ctx, mlog); err != nil {
+		return err
+	}
+	bmv2JSON, err := r.buildNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	r.ctl, err = r.parts.program(pctx, r.layout, r.plan.Base, bmv2JSON, r.log.With("part", "controller"))
+	pcancel()
+	if err != nil {
+		return fmt.Errorf("program switches (see logs/s*.log): %w", err)
+	}
+	if err := r.registerCongestion(); err != nil {
+		return err
+	}
+	return r.startAgents(ctx, r.layout)
 }
 
 // plannedDurations are the expected lengths of the run's steps, for the

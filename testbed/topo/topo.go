@@ -51,10 +51,17 @@ type Switch struct {
 	// switch). Layout leaves both 0; the run assigns free ports.
 	GRPCPort   int
 	ThriftPort int
+	// Addr is the P4Runtime server of a switch the run did not start (an
+	// external topology), and Target its kind ("": the scenario's).
+	Addr   string
+	Target string
 }
 
 // Address is the switch's P4Runtime server, host:port.
 func (s Switch) Address() string {
+	if s.Addr != "" {
+		return s.Addr
+	}
 	return "127.0.0.1:" + strconv.Itoa(s.GRPCPort)
 }
 

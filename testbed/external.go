@@ -1,0 +1,224 @@
+package testbed
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/internal/runcerts"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// A run on an external topology (docs/multi-machine.md) replaces the
+// emulated network, the switch processes and the agents the runner starts
+// with machines that already exist: it programs the P4Runtime switch (if
+// there is one), dials every agent at its control address with the run's
+// credentials, and records each machine and its clock offset. Calibration,
+// experiments and the report are those of an emulated run.
+
+// externalTarget maps an external switch's kind to the controller's: BMv2
+// gets p4c's JSON as its device config; the embedded target, Stratum and
+// others get tor.p4's P4Info only (they run tor.p4 already).
+func externalTarget(kind string) string {
+	if kind == scenario.ExternalBMv2 {
+		return controller.TargetBMv2
+	}
+	return controller.TargetEmbedded
+}
+
+// startExternal programs the switch, connects the agents and describes the
+// machines; teardown undoes it as for an emulated run (no runner to stop).
+func (r *run) startExternal(ctx context.Context) error {
+	s := r.plan.Base
+	e := s.Topology.External
+	// The run directory an emulated run has: fetched records per host,
+	// switch statistics.
+	if err := os.MkdirAll(filepath.Join(r.dir, runfmt.SwitchDir), 0o755); err != nil {
+		return err
+	}
+	for _, h := range e.Hosts {
+		if err := os.MkdirAll(filepath.Join(r.dir, "agents", "records", h.Name), 0o755); err != nil {
+			return err
+		}
+	}
+	var notes []string
+	for _, sw := range e.Switches {
+		if sw.AdminSocket != "" {
+			r.stats[sw.Name] = r.parts.switchStats(sw.Name, sw.AdminSocket)
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("switch %s (%s) is not on this machine: no per-port statistics or per-packet records (latency anatomy), only what P4Runtime reads into telemetry", sw.Name, sw.Target))
+	}
+	r.postcards = s.Switch.PostcardsOn() && e.ManagedSwitch() && len(r.stats) == len(e.Switches)
+	if e.ManagedSwitch() {
+		if err := r.programExternal(ctx); err != nil {
+			return err
+		}
+	} else {
+		notes = append(notes, "the switch is configured by hand (no P4Runtime): its DSCP trust, priorities and queues are what its operator set, and the run has no switch telemetry")
+		r.ctl = &handSetFabric{}
+	}
+	if err := r.connectExternal(ctx); err != nil {
+		return err
+	}
+	hosts, clockNotes, err := r.describeMachines(ctx)
+	if err != nil {
+		return err
+	}
+	return r.man.update(func(m *Manifest) {
+		m.Hosts = hosts
+		m.Fidelity = append(m.Fidelity, notes...)
+		m.Fidelity = append(m.Fidelity, clockNotes...)
+	})
+}
+
+// programExternal programs the P4Runtime switch as an emulated run's.
+func (r *run) programExternal(ctx context.Context) error {
+	bmv2JSON := ""
+	for _, sw := range r.plan.Base.Topology.External.Switches {
+		if sw.Target == scenario.ExternalBMv2 {
+			p, err := filepath.Abs(BMv2JSONPath)
+			if err != nil {
+				return fmt.Errorf("bmv2 pipeline: %w", err)
+			}
+			bmv2JSON = p
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	ctl, err := r.parts.program(pctx, r.layout, r.plan.Base, bmv2JSON, r.log.With("part", "controller"))
+	if err != nil {
+		return fmt.Errorf("program switches: %w", err)
+	}
+	r.ctl = ctl
+	return nil
+}
+
+// externalTLS is the orchestrator's side of the run's credentials, nil
+// when every agent listens on loopback (validation requires them otherwise).
+func externalTLS(e *scenario.External) (*tls.Config, error) {
+	if e.Certs == "" {
+		return nil, nil
+	}
+	cfg, err := runcerts.ClientConfig(runcerts.ClientFiles(e.Certs))
+	if err != nil {
+		return nil, fmt.Errorf("topology.external.certs: %w", err)
+	}
+	return cfg, nil
+}
+
+// connectExternal dials every host's agent.
+func (r *run) connectExternal(ctx context.Context) error {
+	e := r.plan.Base.Topology.External
+	cfg, err := externalTLS(e)
+	if err != nil {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for _, h := range e.Hosts {
+		a, err := r.parts.dialRemote(dctx, h.Name, h.Agent, cfg)
+		if err != nil {
+			return err
+		}
+		r.agents.add(h.Name, a)
+	}
+	r.log.Info("agents connected", "hosts", len(e.Hosts), "tls", cfg != nil)
+	return nil
+}
+
+// machineProber is an agent that can describe its machine and estimate its
+// clock offset (*agent; the lifecycle test's fakes are not).
+type machineProber interface {
+	probe(ctx context.Context, dataAddr string) (*agentpb.Machine, clockEstimate, error)
+}
+
+// describeMachines asks every agent for its machine and clock offset. It
+// returns the manifest's hosts and the fidelity notes: every time joined
+// across machines (the latency anatomy) is off by up to the largest
+// offset plus its bound, since records keep each machine's own clock.
+func (r *run) describeMachines(ctx context.Context) (map[string]runfmt.HostMachine, []string, error) {
+	hosts := map[string]runfmt.HostMachine{}
+	var worst time.Duration
+	worstHost := ""
+	for _, h := range r.plan.Base.Topology.External.Hosts {
+		p, ok := r.agents.get(h.Name).(machineProber)
+		if !ok {
+			continue
+		}
+		hl, _ := r.layout.Host(h.Name)
+		m, clk, err := p.probe(ctx, hl.IP.String())
+		if err != nil {
+			return nil, nil, err
+		}
+		hosts[h.Name] = runfmt.HostMachine{
+			Agent: h.Agent, Hostname: m.GetHostname(), Kernel: m.GetKernel(), CPUModel: m.GetCpuModel(), CPUs: int(m.GetCpus()),
+			NIC: m.GetNic(), NICDriver: m.GetNicDriver(), NICSpeedMbps: m.GetNicSpeedMbps(), AgentVersion: m.GetAgentVersion(),
+			ClockOffsetUs: us(clk.offset), ClockBoundUs: us(clk.bound),
+		}
+		if d := clk.offset.Abs() + clk.bound; d > worst || worstHost == "" {
+			worst, worstHost = d, h.Name
+		}
+		r.log.Info("machine", "host", h.Name, "hostname", m.GetHostname(), "kernel", m.GetKernel(), "nic", m.GetNic(),
+			"clock_offset", clk.offset, "bound", clk.bound)
+	}
+	if len(hosts) == 0 {
+		return hosts, nil, nil
+	}
+	var notes []string
+	if names := machineNames(hosts); len(names) > 1 {
+		notes = append(notes, fmt.Sprintf("hosts on %d machines with their own clocks: offsets estimated at calibration put them within %.0f µs of the orchestrator's (largest on %s); the latency anatomy joins client, server and switch times from different clocks, so its parts may be off by that much (RTTs are measured on the client's clock alone)",
+			len(names), us(worst), worstHost))
+	} else {
+		notes = append(notes, fmt.Sprintf("hosts share one machine's clock (agents answer within %.0f µs): the latency anatomy joins times from one clock", us(worst)))
+	}
+	return hosts, notes, nil
+}
+
+// machineNames are the distinct machines the hosts run on: hostname and
+// kernel, since namespaces on one machine share both.
+func machineNames(hosts map[string]runfmt.HostMachine) []string {
+	var out []string
+	for _, h := range hosts {
+		k := h.Hostname + "/" + h.Kernel
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// handSetFabric stands for a switch configured by hand: nothing to
+// program, no telemetry, and no port modes to offer.
+type handSetFabric struct {
+	wroteHeader bool
+}
+
+func (f *handSetFabric) resetQueuePeaks(context.Context) error { return nil }
+
+// telemetry writes telemetry.csv's header only: the switch is not read.
+func (f *handSetFabric) telemetry(ctx context.Context, exp string, _ time.Duration, w io.Writer) error {
+	<-ctx.Done()
+	header := !f.wroteHeader
+	f.wroteHeader = true
+	return runfmt.WriteTelemetry(w, exp, nil, header)
+}
+
+func (f *handSetFabric) portModes(_ context.Context, modes []controller.PortMode) error {
+	if len(modes) > 0 {
+		return fmt.Errorf("switch port modes %v: the switch is configured by hand (topology.external has no switches)", modes)
+	}
+	return nil
+}
+
+func (f *handSetFabric) close() error { return nil }

@@ -1,0 +1,111 @@
+package testbed
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/homatb/homatb/internal/buildinfo"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// preflightTimeout bounds the reachability checks of an external topology.
+const preflightTimeout = 15 * time.Second
+
+// preflightExternal checks what a run on machines needs instead of root
+// and Mininet: the run's credentials load, every agent answers over them
+// and runs this build, and every P4Runtime switch answers.
+func preflightExternal(plan *scenario.Plan) error {
+	e := plan.Base.Topology.External
+	var ps []Problem
+	add := func(p Problem) { ps = append(ps, p) }
+	cfg, err := externalTLS(e)
+	if err != nil {
+		add(Problem{err.Error(), "homatb certs --out DIR --hosts <agent addresses>, and the agents started with its agent.pem"})
+		return &PreflightError{Problems: ps}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), preflightTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, h := range e.Hosts {
+		wg.Go(func() {
+			if p, bad := checkAgent(ctx, h, cfg); bad {
+				mu.Lock()
+				add(p)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, sw := range e.Switches {
+		wg.Go(func() {
+			if err := p4RuntimeAnswers(ctx, sw.P4Runtime); err != nil {
+				mu.Lock()
+				add(Problem{fmt.Sprintf("switch %s: P4Runtime at %s does not answer: %v", sw.Name, sw.P4Runtime, err),
+					"start the switch's P4Runtime server (device_id " + fmt.Sprint(sw.DeviceID) + ") and check the address"})
+				mu.Unlock()
+			}
+			if sw.Target == scenario.ExternalBMv2 {
+				if _, err := os.Stat(BMv2JSONPath); err != nil {
+					mu.Lock()
+					add(Problem{"switch " + sw.Name + " is bmv2: it needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", "make p4c (needs p4c-bm2-ss)"})
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, cc := range bpfCongestion(plan) {
+		add(Problem{"TCP congestion control " + cc + " is homatb's BPF one, which only an emulated run registers (on its own kernel)",
+			"tcp.congestion: a kernel one (cubic, dctcp, ...) available on every host"})
+	}
+	if len(ps) > 0 {
+		return &PreflightError{Problems: ps}
+	}
+	return nil
+}
+
+// checkAgent dials one agent and compares its build with this one's.
+func checkAgent(ctx context.Context, h scenario.ExternalHost, cfg *tls.Config) (Problem, bool) {
+	start := "homatb agent --name " + h.Name + " --listen " + h.Agent
+	if cfg != nil {
+		start += " --tls-cert agent.pem --tls-key agent-key.pem --tls-ca ca.pem"
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	a, err := dialRemoteAgent(dctx, h.Name, h.Agent, cfg)
+	if err != nil {
+		return Problem{err.Error(), "on " + h.Name + ": " + start}, true
+	}
+	defer a.conn.Close()
+	m, _, err := a.probe(ctx, "")
+	if err != nil {
+		return Problem{err.Error(), ""}, true
+	}
+	if v := buildinfo.Version(); m.GetAgentVersion() != v {
+		return Problem{fmt.Sprintf("agent %s at %s runs homatb %q, this orchestrator %q", h.Name, h.Agent, m.GetAgentVersion(), v),
+			"install the same homatb build on every host"}, true
+	}
+	return Problem{}, false
+}
+
+// p4RuntimeAnswers asks a P4Runtime server for its capabilities, without
+// taking part in its arbitration (the run's controller does that).
+func p4RuntimeAnswers(ctx context.Context, addr string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = p4v1.NewP4RuntimeClient(conn).Capabilities(cctx, &p4v1.CapabilitiesRequest{})
+	return err
+}
