@@ -6,9 +6,8 @@ import (
 	"testing"
 )
 
-// goodExternal runs good's traffic on four machines behind one P4 switch.
-const goodExternal = `name: t
-topology:
+// externalTopology puts good's four hosts on machines behind one P4 switch.
+const externalTopology = `topology:
   kind: external
   external:
     certs: /etc/homatb/run1
@@ -25,20 +24,15 @@ topology:
         ports: {h1: 1, h2: 2, h3: 3, h4: 4}
 link:
   rate: 10Gbit
-transports:
-  - name: homa
-  - name: tcp
-phases:
-  - name: bulk
-    clients: [h2-h3]
-    servers: [h1]
-    sizes: fixed:1000
-    arrivals: closed
-    max_outstanding: 1
-duration: 2s
 `
 
+// goodExternal is good's traffic on externalTopology.
+var goodExternal = strings.Replace(good, "topology:\n  kind: star\n  hosts: 4\nlink:\n  rate: 100Mbit\n", externalTopology, 1)
+
 func TestGoodExternalScenario(t *testing.T) {
+	if !strings.Contains(goodExternal, "kind: external") {
+		t.Fatal("test broken: good's topology not replaced")
+	}
 	src, err := Parse("ext.yaml", []byte(goodExternal))
 	if err != nil {
 		t.Fatal(err)
