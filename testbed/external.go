@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,8 +149,6 @@ type machineProber interface {
 // offset plus its bound, since records keep each machine's own clock.
 func (r *run) describeMachines(ctx context.Context) (map[string]runfmt.HostMachine, []string, error) {
 	hosts := map[string]runfmt.HostMachine{}
-	var worst time.Duration
-	worstHost := ""
 	for _, h := range r.plan.Base.Topology.External.Hosts {
 		p, ok := r.agents.get(h.Name).(machineProber)
 		if !ok {
@@ -164,23 +164,31 @@ func (r *run) describeMachines(ctx context.Context) (map[string]runfmt.HostMachi
 			NIC: m.GetNic(), NICDriver: m.GetNicDriver(), NICSpeedMbps: m.GetNicSpeedMbps(), AgentVersion: m.GetAgentVersion(),
 			ClockOffsetUs: us(clk.offset), ClockBoundUs: us(clk.bound),
 		}
-		if d := clk.offset.Abs() + clk.bound; d > worst || worstHost == "" {
-			worst, worstHost = d, h.Name
-		}
 		r.log.Info("machine", "host", h.Name, "hostname", m.GetHostname(), "kernel", m.GetKernel(), "nic", m.GetNic(),
 			"clock_offset", clk.offset, "bound", clk.bound)
 	}
 	if len(hosts) == 0 {
 		return hosts, nil, nil
 	}
-	var notes []string
-	if names := machineNames(hosts); len(names) > 1 {
-		notes = append(notes, fmt.Sprintf("hosts on %d machines with their own clocks: offsets estimated at calibration put them within %.0f µs of the orchestrator's (largest on %s); the latency anatomy joins client, server and switch times from different clocks, so its parts may be off by that much (RTTs are measured on the client's clock alone)",
-			len(names), us(worst), worstHost))
-	} else {
-		notes = append(notes, fmt.Sprintf("hosts share one machine's clock (agents answer within %.0f µs): the latency anatomy joins times from one clock", us(worst)))
+	return hosts, []string{clockNote(hosts)}, nil
+}
+
+// clockNote is the fidelity note on the hosts' clocks: across machines,
+// how far apart they may be (the largest offset plus its bound), which is
+// how far off the anatomy's joined times may be.
+func clockNote(hosts map[string]runfmt.HostMachine) string {
+	worst, worstHost := -1.0, ""
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		h := hosts[name]
+		if d := math.Abs(h.ClockOffsetUs) + h.ClockBoundUs; d > worst {
+			worst, worstHost = d, name
+		}
 	}
-	return hosts, notes, nil
+	if n := len(machineNames(hosts)); n > 1 {
+		return fmt.Sprintf("hosts on %d machines with their own clocks: offsets estimated at calibration put them within %.0f µs of the orchestrator's (largest on %s); the latency anatomy joins client, server and switch times from different clocks, so its parts may be off by that much (RTTs are measured on the client's clock alone)",
+			n, worst, worstHost)
+	}
+	return fmt.Sprintf("hosts share one machine's clock (agents answer within %.0f µs): the latency anatomy joins times from one clock", worst)
 }
 
 // machineNames are the distinct machines the hosts run on: hostname and

@@ -85,7 +85,11 @@ func checkAgent(ctx context.Context, h scenario.ExternalHost, cfg *tls.Config) (
 		return Problem{err.Error(), "on " + h.Name + ": " + start}, true
 	}
 	defer a.conn.Close()
-	m, _, err := a.probe(ctx, "")
+	data, err := scenario.ParseHostAddress(h.Address)
+	if err != nil {
+		return Problem{err.Error(), ""}, true
+	}
+	m, _, err := a.probe(ctx, data.Addr().String())
 	if err != nil {
 		return Problem{err.Error(), ""}, true
 	}
