@@ -47,9 +47,9 @@ type Manifest struct {
 	// Congestion lists the BPF TCP congestion controls the run registered
 	// (kernel names, e.g. homatb_dctcp; docs/tcp.md).
 	Congestion []string `json:"bpf_congestion,omitempty"`
-	// Hosts describes each host's machine in a run on real machines
+	// Machines describes each host's machine in a run on real machines
 	// (topology kind external); emulated hosts share Machine.
-	Hosts map[string]HostMachine `json:"hosts,omitempty"`
+	Machines map[string]HostMachine `json:"machines,omitempty"`
 }
 
 // Fabric is the network as an ideal transport would see it: link rate,

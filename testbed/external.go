@@ -76,7 +76,7 @@ func (r *run) startExternal(ctx context.Context) error {
 		return err
 	}
 	return r.man.update(func(m *Manifest) {
-		m.Hosts = hosts
+		m.Machines = hosts
 		m.Fidelity = append(m.Fidelity, notes...)
 		m.Fidelity = append(m.Fidelity, clockNotes...)
 	})

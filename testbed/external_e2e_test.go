@@ -145,13 +145,13 @@ func TestExternalEndToEnd(t *testing.T) {
 	runScenario(t, ctx, bin, file, extDir, filepath.Join(base, "reg"))
 
 	m := readManifest(t, extDir)
-	if len(m.Hosts) != len(hosts) {
-		t.Errorf("manifest hosts %v: want the %d machines", m.Hosts, len(hosts))
+	if len(m.Machines) != len(hosts) {
+		t.Errorf("manifest machines %v: want the %d machines", m.Machines, len(hosts))
 	}
 	for _, h := range hosts {
-		hm := m.Hosts[h.name]
+		hm := m.Machines[h.name]
 		if hm.Kernel == "" || hm.NIC != "eth0" || hm.NICDriver != "veth" || hm.ClockBoundUs <= 0 || hm.Agent != h.agent {
-			t.Errorf("manifest host %s: %+v, want kernel, NIC eth0 (veth), a clock bound and agent %s", h.name, hm, h.agent)
+			t.Errorf("manifest machine of %s: %+v, want kernel, NIC eth0 (veth), a clock bound and agent %s", h.name, hm, h.agent)
 		}
 	}
 	if !slices.ContainsFunc(m.Fidelity, func(s string) bool { return strings.Contains(s, "clock") }) {
@@ -185,7 +185,7 @@ func TestExternalEndToEnd(t *testing.T) {
 		t.Errorf("summary.json keys differ:\nemulated %v\nexternal %v", a, b)
 	}
 	t.Logf("run directories alike: %v", runFiles(t, extDir))
-	t.Logf("external run's machines %+v, fidelity %q", m.Hosts, m.Fidelity)
+	t.Logf("external run's machines %+v, fidelity %q", m.Machines, m.Fidelity)
 }
 
 // testTag is a fresh run-like tag ("hb" and five hex digits), so that
