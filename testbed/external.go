@@ -51,7 +51,10 @@ func (r *run) startExternal(ctx context.Context) error {
 			return err
 		}
 	}
-	var notes []string
+	notes := []string{"hosts are machines the run did not start: cpu_busy and other_cpus describe the orchestrator's machine only, and each host's noise is its own"}
+	if e.ManagedSwitch() {
+		notes = append(notes, "the switch's queue depths and buffer are its own: switch.queue_depth_* and switch.buffer apply only to switches a run starts")
+	}
 	for _, sw := range e.Switches {
 		if sw.AdminSocket != "" {
 			r.stats[sw.Name] = r.parts.switchStats(sw.Name, sw.AdminSocket)
