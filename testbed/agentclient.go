@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
@@ -170,17 +172,21 @@ func dialRemoteAgent(ctx context.Context, host, addr string, tlsCfg *tls.Config)
 		return nil, fmt.Errorf("agent %s at %s: %w", host, addr, err)
 	}
 	a := &agent{host: host, socket: addr, conn: conn, api: agentpb.NewAgentClient(conn), remote: true}
+	var last error // the most telling error: a refused connection over a timeout
 	for {
 		_, err := a.status(ctx)
 		if err == nil {
 			return a, nil
+		}
+		if last == nil || status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded {
+			last = err
 		}
 		if ctx.Err() != nil || strings.Contains(err.Error(), "tls:") {
 			_ = conn.Close()
 			if strings.Contains(err.Error(), "tls:") {
 				return nil, fmt.Errorf("agent %s at %s refused the TLS handshake: is it started with this run's agent.pem and ca.pem, and the scenario's certs the same `homatb certs` output? %w", host, addr, err)
 			}
-			return nil, fmt.Errorf("agent %s not answering at %s: %w", host, addr, err)
+			return nil, fmt.Errorf("agent %s not answering at %s: %w", host, addr, last)
 		}
 		select {
 		case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +69,8 @@ func preflightExternal(plan *scenario.Plan) error {
 			"tcp.congestion: a kernel one (cubic, dctcp, ...) available on every host"})
 	}
 	if len(ps) > 0 {
+		// The checks ran in parallel: list them the same way every time.
+		slices.SortFunc(ps, func(a, b Problem) int { return strings.Compare(a.What, b.What) })
 		return &PreflightError{Problems: ps}
 	}
 	return nil
