@@ -11,7 +11,6 @@ import (
 
 	hostagent "github.com/homatb/homatb/hostagent/agent"
 	"github.com/homatb/homatb/internal/runcerts"
-	"github.com/homatb/homatb/testbed/scenario"
 )
 
 // serveAgent runs an agent on a loopback port with the credentials in dir
@@ -73,15 +72,7 @@ transports: [{name: homa}]
 phases:
   - {name: p, clients: [h2], servers: [h1], sizes: "fixed:100", arrivals: closed, max_outstanding: 1}
 `, run, good, silent, stranger, noSwitch)
-	src, err := scenario.Parse("pre.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := src.Plan(scenario.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	left, err := Preflight(plan, "", "")
+	left, err := Preflight(mustPlan(t, yaml), "", "")
 	var pe *PreflightError
 	if !errors.As(err, &pe) || left != nil {
 		t.Fatalf("preflight: %v (leftovers %v), want a preflight error", err, left)

@@ -86,14 +86,7 @@ func TestExternalLifecycle(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			src, err := scenario.Parse("ext.yaml", []byte(externalLifecycle(tc.switches, certs)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := src.Plan(scenario.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlan(t, externalLifecycle(tc.switches, certs))
 			j := newJournal()
 			p := fakeParts(j)
 			p.program = func(_ context.Context, n *topo.Network, s *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
@@ -177,4 +170,18 @@ func TestConfigureMovesStartByClockOffset(t *testing.T) {
 	if rec.got[1] != server {
 		t.Error("a request without a client start was copied or changed")
 	}
+}
+
+// mustPlan parses a scenario and expands its plan, or fails the test.
+func mustPlan(t *testing.T, text string) *scenario.Plan {
+	t.Helper()
+	src, err := scenario.Parse("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(scenario.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
