@@ -134,9 +134,13 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 	if r.sockDir != filepath.Join(r.dir, "agents") {
 		reg.Dirs = []string{r.sockDir}
 	}
-	regPath, err := cleanup.Register(opt.Registry, reg)
-	if err != nil {
-		return nil, err
+	// A run on machines that already exist leaves nothing here for
+	// `homatb clean`, and needs no root to write the registry.
+	regPath := ""
+	if plan.Base.Topology.Kind != scenario.KindExternal {
+		if regPath, err = cleanup.Register(opt.Registry, reg); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{RunDir: r.dir, Run: r.man.Run, Tag: r.tag, Manifest: r.man}
 
@@ -151,7 +155,9 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 	cancel(nil)
 
 	tdErr := r.teardown()
-	_ = os.Remove(regPath)
+	if regPath != "" {
+		_ = os.Remove(regPath)
+	}
 
 	res.Incomplete = r.markEnd(runErr, tdErr)
 	if !opt.NoReport && len(r.man.Experiments) > 0 {
