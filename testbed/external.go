@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/homatb/homatb/controller"
@@ -173,7 +174,37 @@ func (r *run) describeMachines(ctx context.Context) (map[string]runfmt.HostMachi
 	if len(hosts) == 0 {
 		return hosts, nil, nil
 	}
-	return hosts, []string{clockNote(hosts)}, nil
+	return hosts, []string{machinesNote(hosts), clockNote(hosts)}, nil
+}
+
+// machinesNote names the machines in one line for the fidelity box: hosts
+// with the same kind of machine and NIC together.
+func machinesNote(hosts map[string]runfmt.HostMachine) string {
+	var kinds []string
+	byKind := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		h := hosts[name]
+		k := fmt.Sprintf("%d x %s, kernel %s, NIC %s", h.CPUs, orUnknown(h.CPUModel), orUnknown(h.Kernel), orUnknown(h.NICDriver))
+		if h.NICSpeedMbps > 0 {
+			k += fmt.Sprintf(" at %d Mbit/s", h.NICSpeedMbps)
+		}
+		if _, ok := byKind[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		byKind[k] = append(byKind[k], name+"@"+h.Hostname)
+	}
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, strings.Join(byKind[k], " ")+": "+k)
+	}
+	return "machines (manifest.json has each): " + strings.Join(parts, "; ")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // clockNote is the fidelity note on the hosts' clocks: across machines,

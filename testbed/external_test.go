@@ -49,6 +49,19 @@ func TestClockNote(t *testing.T) {
 	}
 }
 
+// TestMachinesNote: one line for the fidelity box, alike machines together.
+func TestMachinesNote(t *testing.T) {
+	got := machinesNote(map[string]runfmt.HostMachine{
+		"h1": {Hostname: "node1", CPUs: 32, CPUModel: "EPYC 7543", Kernel: "6.1", NICDriver: "mlx5_core", NICSpeedMbps: 100000},
+		"h2": {Hostname: "node2", CPUs: 32, CPUModel: "EPYC 7543", Kernel: "6.1", NICDriver: "mlx5_core", NICSpeedMbps: 100000},
+		"h3": {Hostname: "node3", CPUs: 16, CPUModel: "Xeon", Kernel: "6.8", NICDriver: "ice"},
+	})
+	want := "machines (manifest.json has each): h1@node1 h2@node2: 32 x EPYC 7543, kernel 6.1, NIC mlx5_core at 100000 Mbit/s; h3@node3: 16 x Xeon, kernel 6.8, NIC ice"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
 // externalLifecycle is lifecycleScenario's traffic on three machines.
 func externalLifecycle(switches, certs string) string {
 	return strings.Replace(lifecycleScenario, "topology: {kind: star, hosts: 3}", `topology:
