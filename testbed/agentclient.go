@@ -186,6 +186,10 @@ func dialRemoteAgent(ctx context.Context, host, addr string, tlsCfg *tls.Config)
 			if strings.Contains(err.Error(), "tls:") {
 				return nil, fmt.Errorf("agent %s at %s refused the TLS handshake: is it started with this run's agent.pem and ca.pem, and the scenario's certs the same `homatb certs` output? %w", host, addr, err)
 			}
+			if tlsCfg == nil {
+				// An agent serving TLS drops a plain-text client unanswered.
+				return nil, fmt.Errorf("agent %s not answering at %s in plain text (if it listens with --tls-*, name the run's credentials in topology.external.certs): %w", host, addr, last)
+			}
 			return nil, fmt.Errorf("agent %s not answering at %s: %w", host, addr, last)
 		}
 		select {

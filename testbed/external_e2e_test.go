@@ -308,6 +308,9 @@ func refusesStrangers(t *testing.T, ctx context.Context, h nsHost, log string) {
 		a.conn.Close()
 		t.Fatal("a plain-text orchestrator reached an agent listening with TLS")
 	}
+	if !strings.Contains(err.Error(), "topology.external.certs") {
+		t.Errorf("plain-text orchestrator's error %q does not point at the credentials", err)
+	}
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if b, _ := os.ReadFile(log); bytes.Contains(b, []byte("refused control connection")) {
 			return
