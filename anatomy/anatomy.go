@@ -262,6 +262,37 @@ func (ix *Index) firstCopy(k flowKey, p path, from int64) int64 {
 	return earliest
 }
 
+// behindQueued is how long within [from, to] some byte of flow k before
+// stream offset off (a TCP flow's) was in a switch queue: the union of
+// those segments' enqueue-to-dequeue intervals, clipped to the window.
+func (ix *Index) behindQueued(k flowKey, off uint32, from, to int64) int64 {
+	f := ix.flows[k]
+	if f == nil || !f.hasISN || to <= from {
+		return 0
+	}
+	// Segments by dequeue: those dequeued after from, up to the bound
+	// the recovery search uses on how long one may have been queued.
+	i, _ := slices.BinarySearchFunc(f.s, from+1, func(s sighting, t int64) int { return cmp.Compare(s.deq, t) })
+	var ivs [][2]int64
+	for ; i < len(f.s) && f.s[i].deq <= to+recoveryWindow; i++ {
+		s := &f.s[i]
+		if s.seq-f.isn-1 >= off || s.enq >= to {
+			continue
+		}
+		ivs = append(ivs, [2]int64{max(s.enq, from), min(s.deq, to)})
+	}
+	slices.SortFunc(ivs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var total, end int64 = 0, from
+	for _, iv := range ivs {
+		lo := max(iv[0], end)
+		if iv[1] > lo {
+			total += iv[1] - lo
+			end = iv[1]
+		}
+	}
+	return total
+}
+
 // servedKey finds a server's row for a client's: Homa by the client's
 // address and RPC id, TCP by the connection and the request's offset.
 type servedKey struct {
@@ -396,6 +427,14 @@ func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
 	}
 	if respOK {
 		a.ClientRxNs = r.DoneNs - resp[len(resp)-1].deq
+	}
+	if reqSpan.tcp {
+		// The first part of each send is the sender's own: from the write
+		// to the first copy of the critical segment reaching a switch.
+		a.HOLNs = j.ix.behindQueued(reqKey, reqSpan.lo, r.SentNs, r.SentNs+a.ClientTxNs)
+		if sv != nil {
+			a.HOLNs += j.ix.behindQueued(respKey, respSpan.lo, sv.ReplyNs, sv.ReplyNs+a.ServerTxNs)
+		}
 	}
 	a.HostNs = a.ClientTxNs + a.ServerRxNs + a.ServerAppNs + a.ServerTxNs + a.ClientRxNs
 	a.UnattributedNs = a.RTTNs - a.SendLagNs - a.HostNs - a.RecoveryNs - a.WireNs - a.QueueNs - a.SwitchNs

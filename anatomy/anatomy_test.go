@@ -128,8 +128,11 @@ func TestDecomposeKnownTrace(t *testing.T) {
 		{"tcp pipelined, split request", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
 			IntendedNs: at(3900 * us), SentNs: at(3950 * us), DoneNs: at(4900 * us), RTTNs: 1000 * us},
+			// Behind queued bytes of its own connection: the request while
+			// [0,104) queued at l1 (4001-4020 of its 3950-4020 send), the
+			// response while [0,14) did (4601-4610 of 4500-4700).
 			runfmt.Anatomy{SendLagNs: 50 * us, ClientTxNs: 70 * us, ServerRxNs: 50 * us, ServerAppNs: 50 * us,
-				ServerTxNs: 200 * us, ClientRxNs: 100 * us, HostNs: 470 * us,
+				ServerTxNs: 200 * us, ClientRxNs: 100 * us, HostNs: 470 * us, HOLNs: 28 * us,
 				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
 		{"tcp held back by a retransmission", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 158, RespOffset: 28, ReqBytes: 20, RespBytes: 14,
@@ -183,5 +186,55 @@ func TestSummarize(t *testing.T) {
 	}
 	if s.TailRPCs != 2 || s.Tail.Queue != 5000 || s.TailCause != "queue" {
 		t.Errorf("tail %d RPCs %+v cause %q, want the one with a 5 ms queue", s.TailRPCs, s.Tail, s.TailCause)
+	}
+}
+
+// TestBehindQueued checks the union of queued intervals of earlier bytes
+// on a connection: overlaps counted once, later bytes and other
+// connections ignored, the window clipped.
+func TestBehindQueued(t *testing.T) {
+	ix := NewIndex()
+	add := func(p runfmt.Postcard) { ix.Add("l1", 0, &p) }
+	add(tcpSeg(pc(0, 0, 0), h1, h3, 40000, 5000, 999, 0)) // SYN: stream offset 0 is seq 1000
+	add(tcpSeg(pc(10, 10, 50), h1, h3, 40000, 5000, 1000, 100))
+	add(tcpSeg(pc(20, 30, 80), h1, h3, 40000, 5000, 1100, 100))   // overlaps the one before
+	add(tcpSeg(pc(90, 100, 120), h1, h3, 40000, 5000, 1200, 100)) // offset 200
+	add(tcpSeg(pc(5, 5, 200), h1, h3, 40001, 5000, 1000, 100))    // another connection
+	ix.Finish()
+	k := flowKey{src: h1, dst: h3, srcPort: 40000, dstPort: 5000}
+	tests := []struct {
+		name     string
+		off      uint32
+		from, to int64 // µs
+		want     int64 // µs
+	}{
+		{"union of overlapping segments", 200, 0, 200, 70}, // [10,80]
+		{"later bytes count", 300, 0, 200, 90},             // [10,80] + [100,120]
+		{"clipped", 200, 40, 60, 20},                       // [40,60]
+		{"nothing before offset 0", 0, 0, 200, 0},          // no earlier byte
+		{"empty window", 200, 60, 60, 0},                   //
+		{"window after the queue", 300, 130, 400, 0},       // all dequeued
+	}
+	for _, tc := range tests {
+		if got := ix.behindQueued(k, tc.off, tc.from*us, tc.to*us); got != tc.want*us {
+			t.Errorf("%s: %d µs, want %d", tc.name, got/us, tc.want)
+		}
+	}
+}
+
+// TestTailCauseHOL: a tail spent mostly waiting behind the connection's
+// queued bytes is named for that, not for the host it was spent on.
+func TestTailCauseHOL(t *testing.T) {
+	var rows []runfmt.Anatomy
+	for i := range 100 {
+		host, hol := int64(100*us), int64(0)
+		if i >= 98 {
+			host, hol = 6000*us, 5000*us
+		}
+		rows = append(rows, runfmt.Anatomy{Joined: "full", HostNs: host, HOLNs: hol, QueueNs: 2000 * us, RTTNs: host + 2000*us + int64(i)})
+	}
+	s := Summarize(rows)
+	if s.Tail.HostHOL != 5000 || s.Tail.Host != 6000 || s.TailCause != "host_hol" {
+		t.Errorf("tail %+v cause %q, want host_hol 5000 of host 6000 and cause host_hol", s.Tail, s.TailCause)
 	}
 }

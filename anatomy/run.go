@@ -28,6 +28,10 @@ type Parts struct {
 	Queue        float64 `json:"queue_us"`
 	Switch       float64 `json:"switch_us"`
 	Unattributed float64 `json:"unattributed_us"`
+	// HostHOL is the part of Host spent behind bytes of the same TCP
+	// connection that a switch held (runfmt.Anatomy.HOLNs); it is in Host,
+	// not beside it.
+	HostHOL float64 `json:"host_hol_us"`
 }
 
 // Summary is one experiment's anatomy of short RPCs (requests of at most
@@ -211,15 +215,15 @@ func readServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
 }
 
 // nParts is how many values partsOf gives.
-const nParts = 8
+const nParts = 9
 
 // partsOf lists a row's RTT and parts in Parts' order.
 func partsOf(a *runfmt.Anatomy) [nParts]int64 {
-	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs}
+	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs, a.HOLNs}
 }
 
 func toParts(v [nParts]float64) Parts {
-	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7]}
+	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7], HostHOL: v[8]}
 }
 
 // Summarize computes the summary of rows (one experiment's short RPCs).
@@ -277,10 +281,12 @@ func meanParts(rows []runfmt.Anatomy, lo, hi int64) (Parts, int) {
 	return toParts(sum), n
 }
 
-// largest names the biggest part of p, RTT aside.
+// largest names the biggest part of p, RTT aside, with the host's time
+// behind its connection's queued bytes (host_hol) apart from the rest of
+// the host's.
 func largest(p Parts) string {
-	names := []string{"send_lag", "host", "recovery", "wire", "queue", "switch", "unattributed"}
-	vals := []float64{p.SendLag, p.Host, p.Recovery, p.Wire, p.Queue, p.Switch, math.Abs(p.Unattributed)}
+	names := []string{"send_lag", "host", "host_hol", "recovery", "wire", "queue", "switch", "unattributed"}
+	vals := []float64{p.SendLag, p.Host - p.HostHOL, p.HostHOL, p.Recovery, p.Wire, p.Queue, p.Switch, math.Abs(p.Unattributed)}
 	best := 0
 	for i, v := range vals {
 		if v > vals[best] {

@@ -22,7 +22,8 @@ var anatomyParts = []anatomyPart{
 	{"switch", "#ff9896", func(p anatomy.Parts) float64 { return p.Switch }},
 	{"wire", "#9467bd", func(p anatomy.Parts) float64 { return p.Wire }},
 	{"loss recovery", "#ff7f0e", func(p anatomy.Parts) float64 { return p.Recovery }},
-	{"host", "#1f77b4", func(p anatomy.Parts) float64 { return p.Host }},
+	{"host, behind its connection's queued bytes", "#17becf", func(p anatomy.Parts) float64 { return p.HostHOL }},
+	{"host", "#1f77b4", func(p anatomy.Parts) float64 { return p.Host - p.HostHOL }},
 	{"send lag", "#aec7e8", func(p anatomy.Parts) float64 { return p.SendLag }},
 	{"unattributed", "#c7c7c7", func(p anatomy.Parts) float64 { return math.Abs(p.Unattributed) }},
 }
@@ -111,10 +112,12 @@ func anatomyWarning(a *anatomy.Summary) string {
 	if a == nil || a.TailRPCs == 0 || a.Tail.RTT <= 0 {
 		return ""
 	}
-	hosts := a.Tail.Host + a.Tail.SendLag
+	// Time a TCP message waited behind its connection's bytes in a
+	// switch queue is the switch's doing, though spent on the host.
+	hosts := a.Tail.Host - a.Tail.HostHOL + a.Tail.SendLag
 	if hosts <= a.Tail.RTT/2 {
 		return ""
 	}
-	return fmt.Sprintf("latency anatomy: time on the hosts (their software, and the transport's own waits there: grants, congestion window, retransmissions), not switch queueing, makes up most of the short-message tail: of a mean %s at or above the P99, host %s and send lag %s against switch queueing %s (docs/reports.md, \"Latency anatomy\")",
-		usLabel(a.Tail.RTT), usLabel(a.Tail.Host), usLabel(a.Tail.SendLag), usLabel(a.Tail.Queue))
+	return fmt.Sprintf("latency anatomy: time on the hosts (their software, and the transport's own waits there: grants, congestion window, retransmissions), not switch queueing, makes up most of the short-message tail: of a mean %s at or above the P99, host %s and send lag %s against switch queueing %s (including waits behind the same connection's queued bytes; docs/reports.md, \"Latency anatomy\")",
+		usLabel(a.Tail.RTT), usLabel(a.Tail.Host-a.Tail.HostHOL), usLabel(a.Tail.SendLag), usLabel(a.Tail.Queue+a.Tail.HostHOL))
 }

@@ -170,6 +170,13 @@ type Anatomy struct {
 	// response reached the first switch, the client from the response
 	// leaving the last switch until the call returned.
 	ClientTxNs, ServerRxNs, ServerAppNs, ServerTxNs, ClientRxNs int64
+	// HOLNs is the part of ClientTxNs and ServerTxNs during which earlier
+	// bytes of the message's TCP connection sat in a switch queue: the
+	// message waited in its sender's byte stream (head-of-line, for
+	// instance a congestion window full of them) behind bytes the switch
+	// held. Zero for Homa and its variants, whose messages do not share
+	// a stream.
+	HOLNs int64
 	// QueueNs in parts: the request's and the response's critical packet.
 	ReqQueueNs, RespQueueNs int64
 	// Hops is how many switches each critical packet crossed.
@@ -204,6 +211,7 @@ func Anatomies() *CSVFormat[Anatomy] {
 			i64Col("client_rx_ns", func(r *Anatomy) *int64 { return &r.ClientRxNs }),
 			i64Col("req_queue_ns", func(r *Anatomy) *int64 { return &r.ReqQueueNs }),
 			i64Col("resp_queue_ns", func(r *Anatomy) *int64 { return &r.RespQueueNs }),
+			i64Col("host_hol_ns", func(r *Anatomy) *int64 { return &r.HOLNs }),
 			intCol("hops", func(r *Anatomy) *int { return &r.Hops }),
 		},
 	}
