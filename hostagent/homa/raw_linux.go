@@ -75,8 +75,12 @@ func newRxVec(wait bool) rxVec {
 	return v
 }
 
+// recv reads a batch without blocking (MSG_DONTWAIT), so it is a raw
+// system call: unix.Syscall6 would tell the Go scheduler it may block,
+// which wakes the runtime's monitor thread whenever the process was idle
+// before, a context switch per packet burst on a shared machine.
 func (v *rxVec) recv(fd uintptr) bool {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&v.h[0])), uintptr(v.n), unix.MSG_DONTWAIT, 0, 0)
+	r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&v.h[0])), uintptr(v.n), unix.MSG_DONTWAIT, 0, 0)
 	switch {
 	case e == unix.EAGAIN || e == unix.EINTR:
 		if v.wait {
@@ -225,9 +229,11 @@ func (c *RawConn) finish(v *rxVec, pkts []Packet) (int, error) {
 	return n, nil
 }
 
+// doWrite sends the batch without blocking (MSG_DONTWAIT): a raw system
+// call, as recv.
 func (c *RawConn) doWrite(fd uintptr) bool {
 	for c.wdone < c.wn {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&c.wh[c.wdone])), uintptr(c.wn-c.wdone), unix.MSG_DONTWAIT, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&c.wh[c.wdone])), uintptr(c.wn-c.wdone), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case 0:
 			c.wdone += int(r)

@@ -164,8 +164,10 @@ func (p *AFPacket) Recv(bufs [][]byte, sizes []int) (int, error) {
 func (p *AFPacket) recvOnce(fd uintptr) bool {
 	for {
 		// MSG_TRUNC makes Len the frame's real length, so callers can
-		// tell a truncated frame by its size.
-		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&p.rmsgs[0])),
+		// tell a truncated frame by its size. MSG_DONTWAIT never blocks,
+		// so a raw system call: unix.Syscall6 would wake the runtime's
+		// monitor thread after every idle spell.
+		r, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&p.rmsgs[0])),
 			uintptr(p.rn), unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 		switch errno {
 		case 0:
@@ -245,7 +247,8 @@ func (p *AFPacket) Send(frames [][]byte) (int, error) {
 // writable again.
 func (p *AFPacket) sendOnce(fd uintptr) bool {
 	for p.sdone < p.sn {
-		r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&p.smsgs[p.sdone])),
+		// Non-blocking, so raw, as in recvOnce.
+		r, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&p.smsgs[p.sdone])),
 			uintptr(p.sn-p.sdone), unix.MSG_DONTWAIT, 0, 0)
 		switch errno {
 		case 0:
