@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,11 +35,17 @@ func NewTimer() (*Timer, error) {
 		t.f.Close()
 		return nil, fmt.Errorf("hrtime: timerfd: %w", err)
 	}
+	// Neither call can block (the timerfd is non-blocking), so both are
+	// raw system calls: through the Go scheduler's blocking path each
+	// would wake its monitor thread after an idle spell, a context switch
+	// per timer on a shared machine (docs/emulation.md).
 	t.readFn = func(fd uintptr) bool {
-		_, err := unix.Read(int(fd), t.buf[:])
-		return err != unix.EAGAIN
+		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
+		return e != unix.EAGAIN
 	}
-	t.setFn = func(fd uintptr) { _ = unix.TimerfdSettime(int(fd), 0, &t.spec, nil) }
+	t.setFn = func(fd uintptr) {
+		_, _, _ = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+	}
 	return t, nil
 }
 
