@@ -47,10 +47,14 @@ bench: build
 	$(GO) test -p 1 -run '^$$' -bench . ./internal/hrtime ./p4/dataplane ./controller ./hostagent/homa ./hostagent/agent ./reports
 	./bench/switch/run.sh
 
-# Compiles p4/tor.p4 for BMv2 where p4c is installed.
+# Compiles p4/tor.p4 for BMv2 where p4c is installed, and records the
+# SHA-256 of the tor.p4 it compiled: the BMv2 preflight refuses a tor.json
+# whose stamp does not match the tor.p4 the homatb binary carries.
 p4c:
 	@if command -v p4c-bm2-ss >/dev/null; then \
-		mkdir -p build && p4c-bm2-ss --p4v 16 --p4runtime-files build/tor.p4info.txtpb -o build/tor.json p4/tor.p4; \
+		mkdir -p build && rm -f build/tor.p4.sha256 && \
+		p4c-bm2-ss --p4v 16 --p4runtime-files build/tor.p4info.txtpb -o build/tor.json p4/tor.p4 && \
+		sha256sum p4/tor.p4 > build/tor.p4.sha256; \
 	else echo "p4c-bm2-ss not installed: skipping the BMv2 compile (the embedded target needs none)"; fi
 
 clean:

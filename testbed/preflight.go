@@ -1,12 +1,15 @@
 package testbed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -65,13 +68,8 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 		ps = append(ps, Problem{"homatb binary " + binary + " is not executable", "make build"})
 	}
 	if plan.Base.Switch.Target == scenario.TargetBMv2 {
-		if _, err := exec.LookPath("simple_switch_grpc"); err != nil {
-			ps = append(ps, Problem{"switch target bmv2 needs simple_switch_grpc, which Debian 12 does not package",
-				"build BMv2 from source, or use target: embedded"})
-		}
-		if _, err := os.Stat(BMv2JSONPath); err != nil {
-			ps = append(ps, Problem{"switch target bmv2 needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", "make p4c (needs p4c-bm2-ss)"})
-		}
+		c := bmv2Chain{jsonPath: BMv2JSONPath, stampPath: BMv2StampPath, source: p4.Source(), timeout: 10 * time.Second}
+		ps = append(ps, c.problems(context.Background())...)
 	}
 	ps = append(ps, congestionProblems(plan)...)
 	left, err := cleanup.Find(registry, "")

@@ -1,0 +1,113 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// BMv2StampPath is where `make p4c` records the SHA-256 of the p4/tor.p4 it
+// compiled into BMv2JSONPath, so the preflight can tell a stale tor.json.
+const BMv2StampPath = "build/tor.p4.sha256"
+
+// bmv2Chain is what the BMv2 preflight checks: the two BMv2 programs on
+// PATH, p4c's output and its stamp, against the tor.p4 this binary embeds.
+type bmv2Chain struct {
+	jsonPath, stampPath string
+	// source is the tor.p4 the controller's P4Info describes.
+	source []byte
+	// timeout bounds each trial run of a BMv2 program.
+	timeout time.Duration
+}
+
+// pythonModuleRE finds the module a Python program could not import.
+var pythonModuleRE = regexp.MustCompile(`No module named '([^']+)'`)
+
+// debianModule names the Debian package of the Python modules
+// simple_switch_CLI needs (others are named as the module itself).
+func debianModule(mod string) string {
+	top, _, _ := strings.Cut(mod, ".")
+	switch top {
+	case "thrift":
+		return "apt-get install python3-thrift (for the python3 first on PATH, which runs simple_switch_CLI)"
+	case "six":
+		return "apt-get install python3-six"
+	case "runtime_CLI", "sswitch_runtime", "bm_runtime":
+		return "reinstall BMv2 (make install in behavioral-model): its Python modules are missing"
+	}
+	return "install the Python module " + top + " for the python3 first on PATH"
+}
+
+// problems checks the whole BMv2 tool chain; each problem names its fix.
+func (c bmv2Chain) problems(ctx context.Context) []Problem {
+	var ps []Problem
+	const build = "build BMv2 1.15 with PI (simple_switch_grpc) from source and install it (docs/bmv2.md), or use switch: {target: embedded}"
+	if p, err := exec.LookPath("simple_switch_grpc"); err != nil {
+		ps = append(ps, Problem{"switch target bmv2 needs simple_switch_grpc on PATH (Debian 12 does not package it)", build})
+	} else if out, err := c.try(ctx, p, "--version"); err != nil {
+		ps = append(ps, Problem{fmt.Sprintf("simple_switch_grpc does not run: %v: %s", err, lastLine(out)),
+			"reinstall BMv2 and PI, then ldconfig (a shared library is missing or stale)"})
+	}
+	if p, err := exec.LookPath("simple_switch_CLI"); err != nil {
+		ps = append(ps, Problem{"switch target bmv2 needs simple_switch_CLI on PATH (it sets the queue rates and depths)", build})
+	} else if out, err := c.try(ctx, p, "--help"); err != nil {
+		fix := "check that simple_switch_CLI runs: simple_switch_CLI --help"
+		if m := pythonModuleRE.FindStringSubmatch(out); m != nil {
+			fix = debianModule(m[1])
+		}
+		ps = append(ps, Problem{fmt.Sprintf("simple_switch_CLI does not run: %v: %s", err, lastLine(out)), fix})
+	}
+	ps = append(ps, c.jsonProblems()...)
+	return ps
+}
+
+// jsonProblems checks that p4c's output exists and was compiled from the
+// tor.p4 this binary carries.
+func (c bmv2Chain) jsonProblems() []Problem {
+	const fix = "make p4c (needs p4c-bm2-ss from p4c 1.2.5; docs/bmv2.md)"
+	if _, err := os.Stat(c.jsonPath); err != nil {
+		return []Problem{{"switch target bmv2 needs " + c.jsonPath + ", p4c's output for p4/tor.p4", fix}}
+	}
+	b, err := os.ReadFile(c.stampPath)
+	if err != nil {
+		return []Problem{{fmt.Sprintf("cannot tell which tor.p4 %s was compiled from: %s is missing", c.jsonPath, c.stampPath), fix}}
+	}
+	got, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	sum := sha256.Sum256(c.source)
+	if want := hex.EncodeToString(sum[:]); got != want {
+		return []Problem{{fmt.Sprintf("%s is stale: compiled from a tor.p4 with SHA-256 %.12s…, this homatb carries %.12s…",
+			c.jsonPath, got, want), fix + "; if p4/tor.p4 is current, make build first"}}
+	}
+	return nil
+}
+
+// try runs a program once, bounded, and returns what it printed.
+func (c bmv2Chain) try(ctx context.Context, path string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// A child that keeps the output open must not hold the preflight.
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = errors.Join(err, fmt.Errorf("no answer within %v", c.timeout))
+	}
+	return out.String(), err
+}
+
+// lastLine is the last non-empty line of a program's output, where a
+// Python traceback says what failed.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
