@@ -20,6 +20,9 @@ type simpleSwitchCLI struct {
 	// 127.0.0.1:9090).
 	Host       string
 	ThriftPort int
+	// NetNS, when set, is the network namespace to run the CLI in (with
+	// nsenter), where Host is the switch's own loopback.
+	NetNS string
 }
 
 // Run sends commands, one a line, and fails if the CLI reports an error.
@@ -39,7 +42,11 @@ func (s simpleSwitchCLI) Run(ctx context.Context, commands ...string) (string, e
 	if port == 0 {
 		port = 9090
 	}
-	cmd := exec.CommandContext(ctx, path, "--thrift-ip", host, "--thrift-port", strconv.Itoa(port))
+	args := []string{path, "--thrift-ip", host, "--thrift-port", strconv.Itoa(port)}
+	if s.NetNS != "" {
+		args = append([]string{"nsenter", "--net=" + s.NetNS, "--"}, args...)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdin = strings.NewReader(strings.Join(commands, "\n") + "\n")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -85,14 +92,17 @@ func applyBMv2Queues(ctx context.Context, sw Switch, ports []int, log *slog.Logg
 		log.Warn("simple_switch_CLI not installed: BMv2 queue rate and depth left at defaults", "switch", sw.Name)
 		return nil
 	}
-	host, _, err := net.SplitHostPort(sw.Address)
-	if err != nil {
-		return fmt.Errorf("bmv2 queues: %w", err)
+	host := "127.0.0.1"
+	if sw.BMv2.NetNS == "" && !strings.HasPrefix(sw.Address, "unix:") {
+		h, _, err := net.SplitHostPort(sw.Address)
+		if err != nil {
+			return fmt.Errorf("bmv2 queues: %w", err)
+		}
+		if h != "" && h != "0.0.0.0" {
+			host = h
+		}
 	}
-	if host == "" || host == "0.0.0.0" {
-		host = "127.0.0.1"
-	}
-	if _, err := (simpleSwitchCLI{Host: host, ThriftPort: sw.BMv2.ThriftPort}).Run(ctx, cmds...); err != nil {
+	if _, err := (simpleSwitchCLI{Host: host, ThriftPort: sw.BMv2.ThriftPort, NetNS: sw.BMv2.NetNS}).Run(ctx, cmds...); err != nil {
 		return fmt.Errorf("bmv2 queues: %w", err)
 	}
 	return nil

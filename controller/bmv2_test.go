@@ -97,3 +97,28 @@ func TestBMv2Program(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSimpleSwitchCLINetNS: a switch in a namespace of its own is reached
+// by running the CLI inside it (nsenter), on that namespace's loopback.
+func TestSimpleSwitchCLINetNS(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"nsenter":  "#!/bin/sh\necho \"nsenter $1\"\nshift 2\nexec \"$@\"\n",
+		"fake_cli": "#!/bin/sh\necho \"cli $*\"\ncat\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+":/bin:/usr/bin")
+	cli := simpleSwitchCLI{Path: filepath.Join(dir, "fake_cli"), Host: "127.0.0.1", ThriftPort: 9092, NetNS: "/proc/42/ns/net"}
+	out, err := cli.Run(testContext(t), "set_queue_rate 800 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nsenter --net=/proc/42/ns/net", "cli --thrift-ip 127.0.0.1 --thrift-port 9092", "set_queue_rate 800 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q lacks %q", out, want)
+		}
+	}
+}

@@ -229,3 +229,15 @@ func (p *Poller) Samples() []Sample {
 func (p *Poller) WriteCSV(w io.Writer, experiment string) error {
 	return runfmt.WriteTelemetry(w, experiment, p.Samples(), true)
 }
+
+// QueueCounters reads one switch's per-(port, queue) counters once, without
+// the registers: on BMv2, which cannot read registers over P4Runtime, they
+// are the statistics tor.p4 gives. Rows are in port, then queue order.
+func (f *Fabric) QueueCounters(ctx context.Context, name string) ([]Sample, error) {
+	c := f.clients[name]
+	if c == nil {
+		return nil, fmt.Errorf("queue counters: no switch %q", name)
+	}
+	p := &Poller{log: f.log, noRegs: map[string]bool{name: true}}
+	return p.sampleTarget(ctx, pollTarget{Name: name, Client: c, Ports: f.topo.switchPorts(name)})
+}

@@ -66,6 +66,10 @@ type BMv2Queues struct {
 	RatePPS int `yaml:"queue_rate_pps,omitempty" json:"queue_rate_pps,omitempty"`
 	// DepthPkts is set on every queue of every port (0: leave BMv2's 64).
 	DepthPkts int `yaml:"queue_depth_pkts,omitempty" json:"queue_depth_pkts,omitempty"`
+	// NetNS is the network namespace the switch runs in (a path such as
+	// /proc/PID/ns/net; empty: this one): its Thrift server is reached on
+	// that namespace's loopback.
+	NetNS string `yaml:"netns,omitempty" json:"netns,omitempty"`
 }
 
 // Host is an end host attached to one switch port.

@@ -12,9 +12,11 @@ Used two ways:
   then program the switch with `homatb controller` (see docs/emulation.md).
 
 Where the queues form: each host's NIC is shaped to the link rate by the
-kernel (TCIntf, htb or tbf) on the host side only; the switch side is not
-shaped by the kernel, the switch process shapes its own egress ports, so
-queues build in the switch's eight priority queues. Offloads are turned off
+kernel (TCIntf, htb or tbf) on the host side only; the embedded switch's
+side is not shaped by the kernel, the switch process shapes its own egress
+ports, so queues build in the switch's eight priority queues. BMv2 shapes
+each priority queue on its own, so its ports also get a kernel htb at the
+link rate with strict priority (BMv2Switch). Offloads are turned off
 on every veth so that every frame is one packet.
 """
 
@@ -165,14 +167,23 @@ class HomatbSwitch(Switch):
         log = open(self.log_file, 'ab')
         env = dict(os.environ)
         env.update(self.env or {})
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=env)
-        log.close()
-        if not wait_listening(self.grpc_port, self.proc):
+        try:
+            self.proc = self.launch(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=env)
+        finally:
+            log.close()
+        if not self.wait_ready():
             error('*** %s did not start: see %s\n' % (self.name,
                                                       self.log_file))
             raise RuntimeError('switch %s did not start (exit %s); see %s' %
                                (self.name, self.proc.poll(), self.log_file))
+
+    def launch(self, cmd, **kw):
+        """Starts the switch process (in the root namespace)."""
+        return subprocess.Popen(cmd, **kw)
+
+    def wait_ready(self):
+        return wait_listening(self.grpc_port, self.proc)
 
     def stop(self, deleteIntfs=True):
         if self.proc and self.proc.poll() is None:
@@ -188,13 +199,34 @@ class HomatbSwitch(Switch):
 class BMv2Switch(HomatbSwitch):
     """simple_switch_grpc with eight priority queues, for machines that have
     BMv2 (not packaged for Debian 12). Queue rates are set in packets per
-    second by the controller side, as BMv2 takes no bit rate."""
+    second by the controller side, as BMv2 takes no bit rate.
+
+    The switch runs in a network namespace of its own, holding only its
+    ports (no address) and a loopback: its Thrift server binds every
+    address and cannot be told otherwise, so the namespace is what keeps
+    Thrift off this machine's addresses. P4Runtime is served on a Unix
+    socket (grpc_socket), which the controller reaches from the root
+    namespace; simple_switch_CLI enters the namespace to reach Thrift.
+
+    BMv2 rate-limits each priority queue of a port on its own, so a port
+    whose traffic spans several priorities could send several times its
+    link rate. port_shaper caps each port at the link rate with a kernel
+    htb on the switch-side interface, eight strict-priority classes
+    classified by DSCP exactly as tor.p4's dscp_to_queue table: what BMv2
+    sends beyond the link rate waits there in priority order instead of
+    leaving the port.
+    """
 
     def __init__(self, name, json_path='build/tor.json', thrift_port=9090,
+                 grpc_socket=None, notifications=None, port_shaper=None,
                  **params):
+        params['inNamespace'] = True
         HomatbSwitch.__init__(self, name, **params)
         self.json_path = json_path
         self.thrift_port = int(thrift_port)
+        self.grpc_socket = grpc_socket or '/tmp/homatb-%s-p4rt.sock' % name
+        self.notifications = notifications
+        self.port_shaper = port_shaper
 
     def command(self):
         # Options after "--" belong to the simple_switch_grpc target,
@@ -202,11 +234,95 @@ class BMv2Switch(HomatbSwitch):
         cmd = ['simple_switch_grpc'] + self.ports_args() + [
             '--device-id', str(self.device_id),
             '--thrift-port', str(self.thrift_port)]
+        if self.notifications:
+            cmd += ['--notifications-addr', 'ipc://' + self.notifications]
         if self.pcap_dir:
             cmd += ['--pcap', self.pcap_dir]
         cmd += [self.json_path, '--', '--grpc-server-addr',
-                '127.0.0.1:%d' % self.grpc_port, '--priority-queues', '8']
+                'unix:' + self.grpc_socket, '--priority-queues', '8']
         return cmd
+
+    def start(self, controllers):
+        # Thrift listens here; simple_switch_CLI reaches it over this lo.
+        self.check(['ip', 'link', 'set', 'dev', 'lo', 'up'])
+        for intf in self.intfList():
+            if intf.name != 'lo' and self.port_shaper:
+                for args in shaper_commands(intf.name, self.port_shaper):
+                    self.check(args)
+        if os.path.exists(self.grpc_socket):
+            os.unlink(self.grpc_socket)
+        HomatbSwitch.start(self, controllers)
+
+    def check(self, args):
+        """Runs a command in the switch's namespace; fails on an error."""
+        p = self.popen(args, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        out, _ = p.communicate(timeout=10)
+        if p.returncode != 0:
+            raise RuntimeError('%s: %s: %s' % (self.name, ' '.join(args),
+                                               out.decode('utf-8', 'replace')))
+
+    def launch(self, cmd, **kw):
+        # In the switch's namespace (mnexec -da), not the root one.
+        return self.popen(cmd, **kw)
+
+    def wait_ready(self):
+        return wait_unix(self.grpc_socket, self.proc)
+
+
+def shaper_commands(intf, shaper):
+    """The tc commands capping intf at shaper['rate_bps'] with strict
+    priority between tor.p4's eight queues: an htb class at the link rate
+    with eight children, queue q being class 1:1q with htb priority 7-q, so
+    that the highest queue with a packet sends first. Each child is
+    guaranteed only a thousandth of the link (htb needs a rate) and
+    borrows the rest in priority order; each holds a packet FIFO of
+    shaper['limit_pkts']. DSCPs the map does not name, and non-IP frames,
+    go to queue 0 as in tor.p4. (This kernel has htb and tbf but not prio.)
+    """
+    rate = int(shaper['rate_bps'])
+    frame = int(shaper.get('mtu') or 1500) + 14
+    limit = int(shaper.get('limit_pkts') or 64)
+    # Two frames of burst: the port may not run ahead of its rate by more.
+    burst = str(2 * frame)
+    cmds = [['tc', 'qdisc', 'replace', 'dev', intf, 'root', 'handle', '1:',
+             'htb', 'default', '10'],
+            ['tc', 'class', 'add', 'dev', intf, 'parent', '1:', 'classid',
+             '1:1', 'htb', 'rate', '%dbit' % rate, 'ceil', '%dbit' % rate,
+             'burst', burst, 'cburst', burst, 'quantum', str(frame)]]
+    for q in range(8):
+        cmds.append(['tc', 'class', 'add', 'dev', intf, 'parent', '1:1',
+                     'classid', '1:1%d' % q, 'htb',
+                     'rate', '%dbit' % max(rate // 1000, 8),
+                     'ceil', '%dbit' % rate, 'burst', burst,
+                     'cburst', burst, 'prio', str(7 - q),
+                     'quantum', str(frame)])
+        cmds.append(['tc', 'qdisc', 'add', 'dev', intf, 'parent',
+                     '1:1%d' % q, 'handle', '2%d:' % q, 'pfifo',
+                     'limit', str(limit)])
+    for dscp, queue in sorted((int(d), int(q)) for d, q in
+                              (shaper.get('dscp_queue') or {}).items()):
+        cmds.append(['tc', 'filter', 'add', 'dev', intf, 'parent', '1:',
+                     'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip',
+                     'dsfield', '0x%02x' % (dscp << 2), '0xfc',
+                     'flowid', '1:1%d' % queue])
+    return cmds
+
+
+def wait_unix(path, proc, timeout=20.0):
+    """Waits for a listener on the Unix socket path while proc is alive."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(0.2)
+                s.connect(path)
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 topos = {'homatbstar': StarTopo, 'homatbleafspine': LeafSpineTopo}

@@ -78,7 +78,10 @@ class Runner:
             if s.get('kind') == 'bmv2':
                 cls = BMv2Switch
                 extra = dict(json_path=s['bmv2_json'],
-                             thrift_port=s['thrift_port'])
+                             thrift_port=s['thrift_port'],
+                             grpc_socket=s.get('grpc_socket'),
+                             notifications=s.get('notifications'),
+                             port_shaper=s.get('port_shaper'))
             self.switches[s['name']] = net.addSwitch(
                 s['node'], cls=cls, binary=s['binary'],
                 device_id=s['device_id'], grpc_port=s['grpc_port'],

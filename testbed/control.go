@@ -32,7 +32,7 @@ func controllerTopology(n *topo.Network, s *scenario.Scenario, bmv2JSON string) 
 			// BMv2 shapes queues in packets per second: the link rate in
 			// MTU-sized frames.
 			cs.BMv2 = controller.BMv2Queues{RatePPS: int(float64(s.Link.Rate) / 8 / float64(s.Link.MTU+38)), DepthPkts: s.Switch.QueueDepthPkts,
-				ThriftPort: sw.ThriftPort}
+				ThriftPort: sw.ThriftPort, NetNS: sw.NetNS}
 		}
 		t.Switches = append(t.Switches, cs)
 	}

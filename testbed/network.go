@@ -70,19 +70,83 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 	if err := files.mkdirs(); err != nil {
 		return "", err
 	}
-	for _, sw := range r.layout.Switches {
-		r.stats[sw.Name] = r.parts.switchStats(sw.Name, files.adminSocket(sw.Name))
+	if bmv2JSON != "" {
+		placeBMv2(r.layout, files)
+	} else {
+		// BMv2 has no admin socket: its statistics come from P4Runtime
+		// once the controller is connected (bmv2Stats).
+		for _, sw := range r.layout.Switches {
+			r.stats[sw.Name] = r.parts.switchStats(sw.Name, files.adminSocket(sw.Name))
+		}
 	}
 	r.postcards = bmv2JSON == "" && s.Switch.PostcardsOn()
-	spec := mininetSpec(r.layout, s, files)
+	spec, err := mininetSpec(r.layout, s, files)
+	if err != nil {
+		return "", err
+	}
 	r.log.Info("building network", "hosts", len(r.layout.Hosts), "switches", len(r.layout.Switches))
 	bctx, bcancel := context.WithTimeout(ctx, 90*time.Second)
 	defer bcancel()
-	if _, err := r.runner.Build(bctx, spec); err != nil {
+	built, err := r.runner.Build(bctx, spec)
+	if err != nil {
 		return "", fmt.Errorf("build network (see logs/mininet.log): %w", err)
+	}
+	if bmv2JSON != "" {
+		if err := bmv2Namespaces(r.layout, built); err != nil {
+			return "", err
+		}
 	}
 	return bmv2JSON, nil
 }
+
+// placeBMv2 gives every BMv2 switch its P4Runtime socket: the switch runs
+// in a network namespace of its own (so that its Thrift server, which binds
+// every address, is reachable from nowhere else), and a Unix socket is how
+// the controller in the root namespace reaches it.
+func placeBMv2(n *topo.Network, files switchFiles) {
+	for i := range n.Switches {
+		n.Switches[i].GRPCSocket = filepath.Join(files.sockDir, n.Switches[i].Name+"-p4rt.sock")
+	}
+}
+
+// bmv2Namespaces records each BMv2 switch's network namespace, which
+// simple_switch_CLI enters to reach its Thrift server.
+func bmv2Namespaces(n *topo.Network, built *mn.Built) error {
+	for i := range n.Switches {
+		sw := &n.Switches[i]
+		p, ok := built.Switches[sw.Name]
+		if !ok || p.PID <= 0 {
+			return fmt.Errorf("build network: the runner reported no process for BMv2 switch %s", sw.Name)
+		}
+		sw.NetNS = fmt.Sprintf("/proc/%d/ns/net", p.PID)
+	}
+	return nil
+}
+
+// bmv2PortShaper caps every BMv2 port at the link rate in the kernel while
+// keeping strict priority: BMv2 limits each of a port's priority queues on
+// its own, so without it a port carrying several priorities sends up to
+// eight times its link rate. Its bands follow the run's DSCP policy, as
+// tor.p4's dscp_to_queue table does, and hold as many packets as a BMv2
+// queue.
+func bmv2PortShaper(s *scenario.Scenario) (*mn.PortShaper, error) {
+	pol, err := policy(s)
+	if err != nil {
+		return nil, err
+	}
+	ps := &mn.PortShaper{RateBps: uint64(s.Link.Rate), MTU: s.Link.MTU, LimitPkts: s.Switch.QueueDepthPkts,
+		DSCPQueue: map[string]int{}}
+	if ps.LimitPkts <= 0 {
+		ps.LimitPkts = bmv2DefaultQueueDepth
+	}
+	for d, q := range pol.DSCPQueue {
+		ps.DSCPQueue[strconv.Itoa(int(d))] = int(q)
+	}
+	return ps, nil
+}
+
+// bmv2DefaultQueueDepth is BMv2's packet limit of a queue when none is set.
+const bmv2DefaultQueueDepth = 64
 
 // bmv2Pipeline is the absolute path of p4c's tor.json when the switches
 // are BMv2, else "".
@@ -165,7 +229,7 @@ func (f switchFiles) mkdirs() error {
 // mininetSpec is the runner's build request for the layout: each host on
 // its ToR port through a link shaped on the host side, the links between
 // switches, and the switch processes on their assigned ports.
-func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) mn.Spec {
+func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) (mn.Spec, error) {
 	spec := mn.Spec{Tag: n.Tag, MTU: s.Link.MTU, Shaper: s.Link.Shaper, BWMbit: float64(s.Link.Rate) / 1e6,
 		Env: map[string]string{cleanup.EnvTag: n.Tag}}
 	for _, h := range n.Hosts {
@@ -178,10 +242,19 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) mn.Sp
 		spec.Links = append(spec.Links, mn.LinkSpec{A: l.A, APort: l.APort, AIntf: a.Intfs[l.APort], B: l.B, BPort: l.BPort, BIntf: b.Intfs[l.BPort]})
 	}
 	kind := "homatb"
+	var shaper *mn.PortShaper
 	if files.bmv2JSON != "" {
 		kind = "bmv2"
+		var err error
+		if shaper, err = bmv2PortShaper(s); err != nil {
+			return spec, err
+		}
 	}
 	for _, sw := range n.Switches {
+		var notify string
+		if files.bmv2JSON != "" {
+			notify = filepath.Join(files.sockDir, sw.Name+"-bmv2.ipc")
+		}
 		spec.Switches = append(spec.Switches, mn.SwitchSpec{
 			Name: sw.Name, Node: sw.Node, Kind: kind, Binary: files.binary, DeviceID: sw.DeviceID, GRPCPort: sw.GRPCPort,
 			LinkBps: uint64(s.Link.Rate), QueueDepthPkts: s.Switch.QueueDepthPkts,
@@ -189,9 +262,10 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) mn.Sp
 			LogFile:   filepath.Join(files.runDir, "logs", sw.Name+".log"), AdminSocket: files.adminSocket(sw.Name),
 			ExtraArgs: append(switchBufferArgs(s.Switch), files.scheduling...), PcapDir: files.pcapDir(),
 			BMv2JSON: files.bmv2JSON, ThriftPort: sw.ThriftPort,
+			GRPCSocket: sw.GRPCSocket, Notifications: notify, PortShaper: shaper,
 		})
 	}
-	return spec
+	return spec, nil
 }
 
 // schedulingArgs are the agents' flags for the run's scheduling.

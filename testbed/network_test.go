@@ -40,7 +40,13 @@ func TestMininetSpecAndControllerAgree(t *testing.T) {
 			if bmv2 {
 				files.bmv2JSON = "/abs/tor.json"
 			}
-			spec := mininetSpec(n, s, files)
+			if bmv2 {
+				placeBMv2(n, files)
+			}
+			spec, err := mininetSpec(n, s, files)
+			if err != nil {
+				t.Fatal(err)
+			}
 			ct, err := controllerTopology(n, s, files.bmv2JSON)
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +57,17 @@ func TestMininetSpecAndControllerAgree(t *testing.T) {
 			}
 			for i, sw := range spec.Switches {
 				c := ct.Switches[i]
-				if c.Name != sw.Name || c.Address != "127.0.0.1:"+strconv.Itoa(sw.GRPCPort) || sw.GRPCPort == 0 {
+				want := "127.0.0.1:" + strconv.Itoa(sw.GRPCPort)
+				if bmv2 {
+					want = "unix:///r/agents/" + sw.Name + "-p4rt.sock"
+					if sw.GRPCSocket != "/r/agents/"+sw.Name+"-p4rt.sock" || sw.PortShaper == nil || sw.PortShaper.RateBps != 100e6 ||
+						sw.PortShaper.LimitPkts != 64 || len(sw.PortShaper.DSCPQueue) != 8 || sw.PortShaper.DSCPQueue["56"] != 7 {
+						t.Errorf("switch %s: BMv2 socket %q shaper %+v", sw.Name, sw.GRPCSocket, sw.PortShaper)
+					}
+				} else if sw.GRPCSocket != "" || sw.PortShaper != nil || sw.Notifications != "" {
+					t.Errorf("embedded switch %s has BMv2 settings: %+v", sw.Name, sw)
+				}
+				if c.Name != sw.Name || c.Address != want || sw.GRPCPort == 0 {
 					t.Errorf("switch %s serves on %d, controller dials %s %s", sw.Name, sw.GRPCPort, c.Name, c.Address)
 				}
 				if bmv2 != (sw.Kind == "bmv2") || sw.ThriftPort != c.BMv2.ThriftPort || bmv2 != (sw.ThriftPort != 0) {

@@ -351,6 +351,9 @@ func (r *run) startEmulated(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("program switches (see logs/s*.log): %w", err)
 	}
+	if bmv2JSON != "" {
+		r.attachBMv2Stats()
+	}
 	if err := r.registerCongestion(); err != nil {
 		return err
 	}

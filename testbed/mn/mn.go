@@ -47,7 +47,8 @@ type HostSpec struct {
 	MAC  string `json:"mac"`
 }
 
-// SwitchSpec is one P4 switch process, run in the root namespace.
+// SwitchSpec is one P4 switch process: the embedded switch runs in the
+// root namespace, BMv2 in a network namespace of its own.
 type SwitchSpec struct {
 	Name           string   `json:"name"`
 	Node           string   `json:"node"`
@@ -66,6 +67,25 @@ type SwitchSpec struct {
 	// switch, so that two BMv2 switches do not both take 9090).
 	BMv2JSON   string `json:"bmv2_json,omitempty"`
 	ThriftPort int    `json:"thrift_port,omitempty"`
+	// BMv2 runs in a namespace of its own: P4Runtime on the Unix socket
+	// GRPCSocket, BMv2's notifications on the IPC socket Notifications,
+	// and PortShaper caps each port at the link rate.
+	GRPCSocket    string      `json:"grpc_socket,omitempty"`
+	Notifications string      `json:"notifications,omitempty"`
+	PortShaper    *PortShaper `json:"port_shaper,omitempty"`
+}
+
+// PortShaper is a kernel shaper on each switch-side interface: an htb
+// class at RateBps with eight strict-priority children, one per tor.p4
+// queue, each a FIFO of LimitPkts, classified by DSCP as tor.p4's
+// dscp_to_queue table.
+type PortShaper struct {
+	RateBps   uint64 `json:"rate_bps"`
+	MTU       int    `json:"mtu"`
+	LimitPkts int    `json:"limit_pkts"`
+	// DSCPQueue maps a DSCP (decimal, as JSON keys are strings) to its
+	// queue 0..7; others go to queue 0.
+	DSCPQueue map[string]int `json:"dscp_queue"`
 }
 
 // LinkSpec is one veth pair; ShapeA shapes side A (a host NIC) to the link

@@ -55,12 +55,20 @@ type Switch struct {
 	// external topology), and Target its kind ("": the scenario's).
 	Addr   string
 	Target string
+	// GRPCSocket, when set, is the Unix socket of the P4Runtime server
+	// instead of GRPCPort, and NetNS the switch's network namespace
+	// (/proc/PID/ns/net): a BMv2 switch runs in a namespace of its own.
+	GRPCSocket string
+	NetNS      string
 }
 
-// Address is the switch's P4Runtime server, host:port.
+// Address is the switch's P4Runtime server: host:port, or unix:///path.
 func (s Switch) Address() string {
 	if s.Addr != "" {
 		return s.Addr
+	}
+	if s.GRPCSocket != "" {
+		return "unix://" + s.GRPCSocket
 	}
 	return "127.0.0.1:" + strconv.Itoa(s.GRPCPort)
 }

@@ -1,0 +1,166 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// queueCounterReader reads one switch's tor.p4 queue counters over
+// P4Runtime (*control does).
+type queueCounterReader interface {
+	queueCounters(ctx context.Context, sw string) ([]controller.Sample, error)
+}
+
+func (c *control) queueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
+	return c.fabric.QueueCounters(ctx, sw)
+}
+
+// bmv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue
+// counters over P4Runtime, and the kernel port shaper's per-queue classes
+// read with tc in the switch's namespace. Per (port, queue): enq_* is what
+// entered BMv2's queue (ingress_queue_counter); sent_* what left the port
+// (the shaper's class); drop_pkts what BMv2's queue dropped (entered but
+// never reached egress_queue_counter) plus what the shaper's FIFO dropped;
+// depth_* the shaper's backlog (BMv2's own queue depth is a register).
+type bmv2Stats struct {
+	sw       topo.Switch
+	rateBps  uint64
+	counters queueCounterReader
+	// tc runs tc in the switch's namespace and returns its output.
+	tc func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+func newBMv2Stats(sw topo.Switch, rateBps uint64, counters queueCounterReader) *bmv2Stats {
+	return &bmv2Stats{sw: sw, rateBps: rateBps, counters: counters, tc: func(ctx context.Context, args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + sw.NetNS, "--", "tc"}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("tc %s in %s: %w: %s", strings.Join(args, " "), sw.NetNS, err, strings.TrimSpace(stderr.String()))
+		}
+		return out, nil
+	}}
+}
+
+// resetWindow has nothing to restart: BMv2 keeps no windowed gauges that
+// the run reads.
+func (b *bmv2Stats) resetWindow(context.Context) error { return nil }
+
+// tcQdisc is the part of `tc -s -j qdisc show` the statistics use.
+type tcQdisc struct {
+	Kind    string `json:"kind"`
+	Handle  string `json:"handle"`
+	Parent  string `json:"parent"`
+	Bytes   uint64 `json:"bytes"`
+	Packets uint64 `json:"packets"`
+	Drops   uint64 `json:"drops"`
+	Backlog int    `json:"backlog"`
+	Qlen    int    `json:"qlen"`
+}
+
+// shaperQueues reads the port shaper of every interface: the FIFO under
+// class 1:1q is queue q (mininet/homatb_mn.py, shaper_commands).
+func (b *bmv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdisc, error) {
+	out := map[string]map[int]tcQdisc{}
+	for _, port := range b.sw.Ports {
+		dev := b.sw.Intfs[port]
+		raw, err := b.tc(ctx, "-s", "-j", "qdisc", "show", "dev", dev)
+		if err != nil {
+			return nil, err
+		}
+		var qs []tcQdisc
+		if err := json.Unmarshal(raw, &qs); err != nil {
+			return nil, fmt.Errorf("tc qdisc show dev %s: %w", dev, err)
+		}
+		byQueue := map[int]tcQdisc{}
+		for _, q := range qs {
+			if minor, ok := strings.CutPrefix(q.Parent, "1:1"); ok && len(minor) == 1 {
+				if n, err := strconv.Atoi(minor); err == nil && n < p4.QueuesPerPort {
+					byQueue[n] = q
+				}
+			}
+		}
+		if len(byQueue) != p4.QueuesPerPort {
+			return nil, fmt.Errorf("switch %s port %d (%s): the port shaper has %d of %d queues", b.sw.Name, port, dev, len(byQueue), p4.QueuesPerPort)
+		}
+		out[dev] = byQueue
+	}
+	return out, nil
+}
+
+func (b *bmv2Stats) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
+	st := runfmt.SwitchStats{DeviceID: b.sw.DeviceID}
+	rows, err := b.counters.queueCounters(ctx, b.sw.Name)
+	if err != nil {
+		return st, fmt.Errorf("switch %s counters: %w", b.sw.Name, err)
+	}
+	shaper, err := b.shaperQueues(ctx)
+	if err != nil {
+		return st, err
+	}
+	byKey := map[[2]int]controller.Sample{}
+	for _, r := range rows {
+		byKey[[2]int{r.Port, r.Queue}] = r
+	}
+	for _, port := range b.sw.Ports {
+		dev := b.sw.Intfs[port]
+		p := switchstats.Port{Port: uint16(port), Iface: dev, RateBps: b.rateBps}
+		for q := range p4.QueuesPerPort {
+			c := byKey[[2]int{port, q}]
+			k := shaper[dev][q]
+			// Entered BMv2's queue but never left it: its tail drops (the
+			// queue is empty when an experiment's statistics are read).
+			tmDrops := uint64(max(c.EnqPkts-c.SentPkts, 0))
+			p.Queues = append(p.Queues, switchstats.Queue{Queue: q,
+				EnqPkts: uint64(c.EnqPkts), EnqBytes: uint64(c.EnqBytes),
+				SentPkts: k.Packets, SentBytes: k.Bytes,
+				DropPkts: tmDrops + k.Drops, DepthPkts: k.Qlen, DepthBytes: k.Backlog})
+			p.TxPkts += k.Packets
+			p.TxBytes += k.Bytes
+		}
+		st.Ports = append(st.Ports, p)
+	}
+	return st, nil
+}
+
+var errBMv2Faults = errors.New("fault injection needs the embedded target: BMv2 has no fault injector")
+
+func (b *bmv2Stats) setFault(context.Context, dataplane.FaultSetting) error { return errBMv2Faults }
+
+func (b *bmv2Stats) startPostcards(context.Context, string) error {
+	return errors.New("per-packet switch records need the embedded target")
+}
+
+func (b *bmv2Stats) stopPostcards(context.Context) (dataplane.PostcardSummary, error) {
+	return dataplane.PostcardSummary{}, nil
+}
+
+// attachBMv2Stats gives every BMv2 switch its statistics reader once the
+// controller is connected (the counters are read over its P4Runtime
+// connection). A fabric that reads no counters (tests' fakes) gets none.
+func (r *run) attachBMv2Stats() {
+	qc, ok := r.ctl.(queueCounterReader)
+	if !ok {
+		return
+	}
+	for _, sw := range r.layout.Switches {
+		r.stats[sw.Name] = newBMv2Stats(sw, uint64(r.plan.Base.Link.Rate), qc)
+	}
+}
