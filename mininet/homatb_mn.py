@@ -93,13 +93,34 @@ class LeafSpineTopo(Topo):
 
 def wait_listening(port, proc, timeout=10.0):
     """Waits for a TCP listener on 127.0.0.1:port while proc is alive."""
+    return wait_for(lambda: socket.create_connection(('127.0.0.1', port),
+                                                     0.2), proc, timeout)
+
+
+def wait_unix(path, proc, timeout=20.0):
+    """Waits for a listener on the Unix socket path while proc is alive."""
+    def connect():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(0.2)
+            s.connect(path)
+        except OSError:
+            s.close()
+            raise
+        return s
+    return wait_for(connect, proc, timeout)
+
+
+def wait_for(connect, proc, timeout):
+    """Retries connect() (which returns a socket) until it succeeds, proc
+    ends or timeout seconds pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
         try:
-            with socket.create_connection(('127.0.0.1', port), 0.2):
-                return True
+            connect().close()
+            return True
         except OSError:
             time.sleep(0.05)
     return False
@@ -307,22 +328,6 @@ def shaper_commands(intf, shaper):
                      'dsfield', '0x%02x' % (dscp << 2), '0xfc',
                      'flowid', '1:1%d' % queue])
     return cmds
-
-
-def wait_unix(path, proc, timeout=20.0):
-    """Waits for a listener on the Unix socket path while proc is alive."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.settimeout(0.2)
-                s.connect(path)
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 topos = {'homatbstar': StarTopo, 'homatbleafspine': LeafSpineTopo}
