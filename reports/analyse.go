@@ -123,6 +123,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			metas = append(metas, runfmt.Experiment{Name: name, Transport: rs.exps[name].transport})
 		}
 	}
+	target := switchTarget(man.Scenario)
 	for _, me := range metas {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -149,9 +150,13 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if err != nil {
 			return nil, err
 		}
+		st.markUnavailable(target)
 		exp.Switch = st
 		if w := lostLinkWarning(st, float64(me.Ended-me.Started)/1e9); w != "" {
 			exp.Fidelity = append(exp.Fidelity, w)
+		}
+		if target == targetBMv2 {
+			exp.Fidelity = append(exp.Fidelity, bmv2Note)
 		}
 		defRate := float64(me.LinkBps)
 		if defRate <= 0 {

@@ -36,6 +36,8 @@ func parseTemplates() (*template.Template, error) {
 		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
 		"peakq": peakQueue,
+		// na: the target cannot give this switch statistic.
+		"na":    func(st SwitchStats, field string) bool { return st.unavailable(field) },
 		"heat":  heatStyle,
 		"most":  largestCount,
 		"roles": rolesOf,

@@ -224,6 +224,11 @@ type SwitchStats struct {
 	// (ports that lost none are left out).
 	LostLinkMs       float64            `json:"lost_link_ms"`
 	LostLinkMsByPort map[string]float64 `json:"lost_link_ms_by_port"`
+	// Target is the run's switch target; Unavailable lists the statistics
+	// (switch statistics field names) it cannot give, which the report
+	// shows as unavailable rather than as zeros.
+	Target      string   `json:"target,omitempty"`
+	Unavailable []string `json:"unavailable,omitempty"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

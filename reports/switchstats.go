@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/homatb/homatb/runfmt"
 )
@@ -87,4 +88,42 @@ func lostLinkWarning(st SwitchStats, window float64) string {
 	}
 	return fmt.Sprintf("switch port %s lost %.0f ms of link time (%.0f%% of the experiment) while frames waited: the switch was scheduled too late to keep the link busy (this machine's CPU), so the port carried less than its rate and its queues grew for that reason; %d ports lost %.0f ms in all",
 		worst, ms, 100*share, len(st.LostLinkMsByPort), st.LostLinkMs)
+}
+
+// targetBMv2 is the scenario's name of the BMv2 switch target.
+const targetBMv2 = "bmv2"
+
+// switchTarget is the switch target in the manifest's scenario ("" when
+// the manifest does not say).
+func switchTarget(scenario any) string {
+	m, _ := scenario.(map[string]any)
+	sw, _ := m["switch"].(map[string]any)
+	t, _ := sw["target"].(string)
+	return t
+}
+
+// bmv2Unavailable are the statistics a BMv2 run lacks: tor.p4's queue
+// registers (peaks, delays) cannot be read over P4Runtime on BMv2, and
+// nothing counts its CE marks.
+func bmv2Unavailable() []string {
+	return []string{"peak_pkts", "peak_bytes", "delay_max_us", "ce_marked_pkts"}
+}
+
+// bmv2Note says, beside a BMv2 experiment's numbers, where BMv2 departs
+// from the embedded target (docs/bmv2.md).
+const bmv2Note = "switch target bmv2: queue peaks, queue delays and ECN mark counts are unavailable (tor.p4's registers cannot be read over P4Runtime on BMv2); " +
+	"each port is capped at the link rate by a kernel htb with strict priority after BMv2's per-queue rate limits, so a queue can build in BMv2 (one priority over the link rate) or in the port shaper (several together), each up to the queue depth; " +
+	"drops are BMv2's (enqueued minus dequeued) plus the shaper's"
+
+// markUnavailable records what the target cannot measure.
+func (st *SwitchStats) markUnavailable(target string) {
+	st.Target = target
+	if target == targetBMv2 {
+		st.Unavailable = bmv2Unavailable()
+	}
+}
+
+// unavailable reports whether the switch statistic field is unavailable.
+func (st SwitchStats) unavailable(field string) bool {
+	return slices.Contains(st.Unavailable, field)
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ type synthRun struct {
 	noSwitch   bool
 	gzip       bool
 	telSamples int
+	target     string // the scenario's switch.target; "" leaves it out
 }
 
 // synthBase is the unloaded RTT of a request length, in ns: a 10 µs floor
@@ -83,6 +85,9 @@ func (s synthRun) write(tb testing.TB, dir string) {
 			"receivers": []string{"h1"}, "fidelity": []string{}, "transport_counters": synthCounters(e.transport)})
 	}
 	man["experiments"] = exps
+	if s.target != "" {
+		man["scenario"] = map[string]any{"switch": map[string]any{"target": s.target}}
+	}
 	b, err := json.Marshal(man)
 	if err != nil {
 		tb.Fatal(err)
@@ -244,4 +249,21 @@ func synthCounters(transport string) map[string]uint64 {
 		c[fmt.Sprintf("tx_data_p%d", p)] = uint64(20000 >> p)
 	}
 	return c
+}
+
+// build writes the run into a fresh directory and builds its report,
+// returning the summary and report.html.
+func (s synthRun) build(tb testing.TB) (*Summary, string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	s.write(tb, dir)
+	sum, err := Build(context.Background(), dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sum, string(html)
 }
