@@ -67,7 +67,18 @@ func (f *Fabric) NewPoller(interval time.Duration) (*Poller, error) {
 	for _, sw := range f.topo.Switches {
 		targets = append(targets, pollTarget{Name: sw.Name, Client: f.clients[sw.Name], Ports: f.topo.switchPorts(sw.Name)})
 	}
-	return newPoller(targets, interval, f.log)
+	p, err := newPoller(targets, interval, f.log)
+	if err != nil {
+		return nil, err
+	}
+	// BMv2 is known not to read registers over P4Runtime: do not try (and
+	// warn) again in every experiment.
+	for _, sw := range f.topo.Switches {
+		if sw.Target == TargetBMv2 {
+			p.noRegs[sw.Name] = true
+		}
+	}
+	return p, nil
 }
 
 // Run samples every interval until ctx ends, then takes one last sample (with
