@@ -31,19 +31,25 @@ type bmv2Chain struct {
 // pythonModuleRE finds the module a Python program could not import.
 var pythonModuleRE = regexp.MustCompile(`No module named '([^']+)'`)
 
-// debianModule names the Debian package of the Python modules
-// simple_switch_CLI needs (others are named as the module itself).
-func debianModule(mod string) string {
+// pythonFix says how to give the python3 that runs simple_switch_CLI (the
+// first on PATH, by its "#!/usr/bin/env python3") the module it lacks.
+func pythonFix(mod string) string {
 	top, _, _ := strings.Cut(mod, ".")
 	switch top {
-	case "thrift":
-		return "apt-get install python3-thrift (for the python3 first on PATH, which runs simple_switch_CLI)"
-	case "six":
-		return "apt-get install python3-six"
-	case "runtime_CLI", "sswitch_runtime", "bm_runtime":
+	case "runtime_CLI", "sswitch_runtime", "bm_runtime", "bmpy_utils":
 		return "reinstall BMv2 (make install in behavioral-model): its Python modules are missing"
 	}
-	return "install the Python module " + top + " for the python3 first on PATH"
+	pkg := map[string]string{"thrift": "python3-thrift", "six": "python3-six"}[top]
+	py, err := exec.LookPath("python3")
+	switch {
+	case err != nil:
+		return "install python3 and its module " + top
+	case py == "/usr/bin/python3" && pkg != "":
+		return "apt-get install " + pkg
+	case pkg != "":
+		return fmt.Sprintf("the python3 first on PATH (%s) lacks %s: pip install %s for it, or put /usr/bin first on PATH and apt-get install %s", py, top, top, pkg)
+	}
+	return fmt.Sprintf("install the Python module %s for %s, the python3 first on PATH", top, py)
 }
 
 // problems checks the whole BMv2 tool chain; each problem names its fix.
@@ -61,7 +67,7 @@ func (c bmv2Chain) problems(ctx context.Context) []Problem {
 	} else if out, err := c.try(ctx, p, "--help"); err != nil {
 		fix := "check that simple_switch_CLI runs: simple_switch_CLI --help"
 		if m := pythonModuleRE.FindStringSubmatch(out); m != nil {
-			fix = debianModule(m[1])
+			fix = pythonFix(m[1])
 		}
 		ps = append(ps, Problem{fmt.Sprintf("simple_switch_CLI does not run: %v: %s", err, lastLine(out)), fix})
 	}

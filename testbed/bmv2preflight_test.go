@@ -44,7 +44,7 @@ func TestBMv2ChainProblems(t *testing.T) {
 		{name: "simple_switch_grpc misses a library", sw: noLib, cli: okCLI, json: "{}", stamp: good, wantProblems: 1,
 			want: []string{"simple_switch_grpc does not run", "libpiprotogrpc", "ldconfig"}},
 		{name: "CLI without thrift", sw: okSwitch, cli: noThrift, json: "{}", stamp: good, wantProblems: 1,
-			want: []string{"simple_switch_CLI does not run", "No module named 'thrift'", "apt-get install python3-thrift"}},
+			want: []string{"simple_switch_CLI does not run", "No module named 'thrift'", "lacks thrift", "apt-get install python3-thrift"}},
 		{name: "CLI hangs", sw: okSwitch, cli: hangs, json: "{}", stamp: good, wantProblems: 1, shortDeadline: true,
 			want: []string{"simple_switch_CLI does not run", "no answer within"}},
 		{name: "no CLI", sw: okSwitch, json: "{}", stamp: good, wantProblems: 1,
@@ -66,7 +66,9 @@ func TestBMv2ChainProblems(t *testing.T) {
 			if tc.cli != "" {
 				fakeTool(t, bin, "simple_switch_CLI", tc.cli)
 			}
-			// Only the fake tools and the shell they need.
+			// Only the fake tools and the shell they need, and a python3
+			// that is not Debian's, as with pyenv.
+			fakeTool(t, bin, "python3", "exit 0")
 			t.Setenv("PATH", bin+":/bin:/usr/bin")
 			c := bmv2Chain{jsonPath: filepath.Join(repo, "build/tor.json"), stampPath: filepath.Join(repo, "build/tor.p4.sha256"),
 				source: source, timeout: 5 * time.Second}
