@@ -336,8 +336,11 @@ func TestTagsTCPByBytesSent(t *testing.T) {
 					t.Errorf("stats: level %d counted no packets", i)
 				}
 			}
-			if bytes != total {
-				t.Errorf("stats: %d payload bytes over the levels, sent %d", bytes, total)
+			// The egress hook also counts what TCP sent again (a tail loss
+			// probe or a retransmission on a loaded machine), so the levels
+			// may hold a little more than the stream.
+			if bytes < total || bytes > total+total/100 {
+				t.Errorf("stats: %d payload bytes over the levels, want the %d sent plus at most 1%% resent", bytes, total)
 			}
 			t.Logf("stats by level: %+v", levels)
 		})
