@@ -13,14 +13,16 @@ import (
 
 // faultsScenario is three hosts on Homa, h2 and h3 each keeping two 50 KB
 // requests outstanding to h1, echoed (so h1 sends as much back), with the
-// faults given appended.
+// faults given appended. The measurement lasts 3 s so that an agent killed
+// at 200 ms can be restarted within it on a loaded machine (with 1 s the
+// restart once ran out of measurement in CI).
 const faultsScenario = `name: faults
 topology: {kind: star, hosts: 3}
 link: {rate: 100Mbit}
 transports: [{name: homa}]
 phases:
   - {name: echo, clients: [h2, h3], servers: [h1], sizes: "fixed:50000", arrivals: closed, max_outstanding: 2}
-duration: 1s
+duration: 3s
 drain: 2s
 calibration: {skip: true}
 faults:
