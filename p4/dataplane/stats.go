@@ -47,7 +47,7 @@ func (d *Dataplane) Stats() switchstats.Stats {
 			p.KernelDrops = kd.KernelDrops()
 		}
 		p.Queues = ps.tm.snapshot()
-		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.modeCounters()
+		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.portCounters()
 		for q := range p.Queues {
 			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
 		}
@@ -56,9 +56,9 @@ func (d *Dataplane) Stats() switchstats.Stats {
 	return s
 }
 
-// modeCounters reads the port's rank_order drops, trimmed frames and the
+// portCounters reads the port's rank_order drops, trimmed frames and the
 // link time its shaper lost to late wake-ups.
-func (t *tm) modeCounters() (rankDrops, trimmed, lostNs uint64) {
+func (t *tm) portCounters() (rankDrops, trimmed, lostNs uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.rankDrops, t.trimmed, uint64(t.shaper.lost)
