@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -118,7 +120,27 @@ func (r *run) startAgent(ctx context.Context, host string) error {
 	if err := r.popenAgent(ctx, host); err != nil {
 		return err
 	}
-	return r.connectAgent(ctx, host)
+	if err := r.connectAgent(ctx, host); err != nil {
+		r.abandonAgent(ctx, host)
+		return err
+	}
+	return nil
+}
+
+// abandonAgent kills host's agent process whose start was given up (it did
+// not answer, or the experiment ended first): left running, it would make
+// the next start of that host fail as already running. Its exit is
+// expected, so it does not end the run.
+func (r *run) abandonAgent(ctx context.Context, host string) {
+	name := "agent-" + host
+	r.killed.add(name)
+	if err := r.runner.Signal(context.WithoutCancel(ctx), name, syscall.SIGKILL); err != nil {
+		r.log.Warn("stop abandoned agent", "host", host, "err", err)
+		return
+	}
+	if !r.killed.waitExit(name, 3*time.Second) {
+		r.log.Warn("abandoned agent: no exit reported within 3s of SIGKILL", "host", host)
+	}
 }
 
 // popenAgent starts `homatb agent` in host, logging to logs/agent-HOST.log

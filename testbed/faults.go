@@ -300,6 +300,7 @@ func (fr *faultRun) restartNow(ctx context.Context, host string) error {
 	}
 	if err != nil {
 		r.agents.remove(host)
+		r.abandonAgent(ctx, host)
 		a.shutdown(context.WithoutCancel(ctx))
 		return err
 	}

@@ -27,20 +27,9 @@ func TestLifecycleFaults(t *testing.T) {
   - {link: h1, loss: 0.1, direction: to_host}
   - {link: h1, down: {at: 5ms, for: 10ms}}
   - {link: h2, kill_agent: {at: 20ms}, restart: ` + map[bool]string{true: "true", false: "false"}[restart] + "}\n"
-			src, err := scenario.Parse("lcf.yaml", []byte(text))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := src.Plan(scenario.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlan(t, text)
 			j := newJournal()
-			base := t.TempDir()
-			dir := filepath.Join(base, "run")
-			if _, err := runWith(t.Context(), plan, Options{RunDir: dir, Registry: filepath.Join(base, "reg"), NoReport: true, Binary: "/bin/false"}, fakeParts(j)); err != nil {
-				t.Fatalf("run: %v", err)
-			}
+			dir := runFakes(t, plan, j)
 			calls := j.list()
 			part := segment(calls, exp1)
 			for _, o := range [][2]string{
@@ -188,4 +177,66 @@ func TestSalvageRecords(t *testing.T) {
 	if got := agentRecordsFile("lc-homa", "h2"); got != "lc-homa-h2.rpcs.csv" {
 		t.Errorf("records file %q", got)
 	}
+}
+
+// TestLifecycleAbandonedRestart: the killed agent's restart within the
+// experiment does not answer; the orchestrator kills the process it gave up
+// on, so that the restart before the next experiment can start it again
+// (the runner refuses to start a name still running).
+func TestLifecycleAbandonedRestart(t *testing.T) {
+	const exp1, exp2 = "lc-homa", "lc-tcp"
+	text := strings.Replace(lifecycleScenario, "duration: 40ms", "duration: 500ms", 1) + `faults:
+  - {link: h2, kill_agent: {at: 20ms}, restart: true}
+`
+	plan := mustPlan(t, text)
+	j := newJournal()
+	var dials int
+	j.fault = func(call string) error {
+		if call == "dial h2" {
+			dials++
+			if dials == 2 { // the first restart, within exp1
+				return errors.New("agent did not answer")
+			}
+		}
+		return nil
+	}
+	dir := runFakes(t, plan, j)
+	calls := j.list()
+	part := segment(calls, exp1)
+	kill := find(part, "signal agent-h2 9")
+	if kill < 0 {
+		t.Fatalf("h2 not killed in %s: %v", exp1, part)
+	}
+	// Restarted, not answering, and stopped: popen, dial, signal in turn.
+	after := part[kill+1:]
+	i := find(after, "popen agent-h2")
+	if i < 0 || find(after[i:], "dial h2") < 0 || find(after[i+find(after[i:], "dial h2"):], "signal agent-h2 9") < 0 {
+		t.Errorf("the abandoned restart was not stopped after its dial failed:\n%s", strings.Join(after, "\n"))
+	}
+	if find(calls, "configure h2 "+exp2) < 0 {
+		t.Errorf("h2 not started again for %s: %v", exp2, calls)
+	}
+	m := readManifest(t, dir)
+	if m.Incomplete || len(m.Experiments) != 2 {
+		t.Fatalf("incomplete %v (%s), %d experiments", m.Incomplete, m.Error, len(m.Experiments))
+	}
+	fid := strings.Join(m.Experiments[0].Fidelity, "\n")
+	if !strings.Contains(fid, "it could not be restarted (agent did not answer") {
+		t.Errorf("%s: fidelity lacks the failed restart:\n%s", exp1, fid)
+	}
+	if strings.Contains(fid, "already running") {
+		t.Errorf("%s: restart found the abandoned agent running:\n%s", exp1, fid)
+	}
+}
+
+// runFakes runs plan through the fakes, which note their calls in j, and
+// returns the run directory; the run must succeed.
+func runFakes(t *testing.T, plan *scenario.Plan, j *journal) string {
+	t.Helper()
+	base := t.TempDir()
+	dir := filepath.Join(base, "run")
+	if _, err := runWith(t.Context(), plan, Options{RunDir: dir, Registry: filepath.Join(base, "reg"), NoReport: true, Binary: "/bin/false"}, fakeParts(j)); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return dir
 }

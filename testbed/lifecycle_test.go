@@ -79,6 +79,9 @@ type fakeNetwork struct {
 	events chan mn.Event
 	exited chan struct{}
 	once   sync.Once
+
+	mu      sync.Mutex
+	running map[string]bool // started and not yet signalled, as the runner refuses a second start
 }
 
 func (n *fakeNetwork) Build(_ context.Context, s mn.Spec) (*mn.Built, error) {
@@ -89,7 +92,19 @@ func (n *fakeNetwork) Build(_ context.Context, s mn.Spec) (*mn.Built, error) {
 }
 
 func (n *fakeNetwork) Popen(_ context.Context, name, _, _ string, _ map[string]string, _ ...string) (int, error) {
-	return 1, n.j.add("popen %s", name)
+	if err := n.j.add("popen %s", name); err != nil {
+		return 0, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.running[name] {
+		return 0, fmt.Errorf("process %q is already running", name)
+	}
+	if n.running == nil {
+		n.running = map[string]bool{}
+	}
+	n.running[name] = true
+	return 1, nil
 }
 
 // Signal notes the signal and reports the process's exit, as the runner
@@ -98,6 +113,9 @@ func (n *fakeNetwork) Signal(_ context.Context, name string, sig syscall.Signal)
 	if err := n.j.add("signal %s %d", name, sig); err != nil {
 		return err
 	}
+	n.mu.Lock()
+	delete(n.running, name)
+	n.mu.Unlock()
 	go func() {
 		select {
 		case n.events <- mn.Event{Event: "exit", Name: name, RC: -int(sig)}:
