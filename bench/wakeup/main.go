@@ -4,7 +4,7 @@
 // quantiles as one JSON object. Run it beside an experiment to see the
 // scheduling floor every hop of an emulated RPC pays (docs/emulation.md).
 //
-//	go run ./bench/wakeup [-n 5000] [-sleep 1ms] [-nice -10]
+//	go run ./bench/wakeup [-n 5000] [-sleep 1ms] [-nice -10] [-slice 100us]
 package main
 
 import (
@@ -25,6 +25,7 @@ type result struct {
 	N       int     `json:"n"`
 	SleepUs float64 `json:"sleep_us"`
 	Nice    int     `json:"nice"`
+	SliceUs float64 `json:"slice_us,omitempty"`
 	P50Us   float64 `json:"late_p50_us"`
 	P90Us   float64 `json:"late_p90_us"`
 	P99Us   float64 `json:"late_p99_us"`
@@ -36,14 +37,15 @@ func main() {
 	n := flag.Int("n", 5000, "sleeps to measure (1-1000000)")
 	sleep := flag.Duration("sleep", time.Millisecond, "length of each sleep (10µs-1s)")
 	nice := flag.Int("nice", -10, "nice value to run at, as the agents and switches do (0 leaves it)")
+	slice := flag.Duration("slice", 0, "EEVDF time slice to ask for, as `homatb run --slice` does (0 leaves the kernel's)")
 	flag.Parse()
-	if err := run(*n, *sleep, *nice); err != nil {
+	if err := run(*n, *sleep, *nice, *slice); err != nil {
 		fmt.Fprintln(os.Stderr, "wakeup:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, sleep time.Duration, nice int) error {
+func run(n int, sleep time.Duration, nice int, slice time.Duration) error {
 	if n < 1 || n > 1_000_000 {
 		return fmt.Errorf("-n: expected 1 to 1000000, got %d", n)
 	}
@@ -53,6 +55,11 @@ func run(n int, sleep time.Duration, nice int) error {
 	runtime.GOMAXPROCS(1) // as the agents run
 	if nice != 0 {
 		if err := schedprio.Nice(nice); err != nil {
+			return err
+		}
+	}
+	if slice != 0 {
+		if err := schedprio.Slice(slice); err != nil {
 			return err
 		}
 	}
@@ -69,7 +76,9 @@ func run(n int, sleep time.Duration, nice int) error {
 		}
 		late[i] = time.Since(t0) - sleep
 	}
-	return json.NewEncoder(os.Stdout).Encode(summarize(late, sleep, nice))
+	r := summarize(late, sleep, nice)
+	r.SliceUs = float64(slice) / 1e3
+	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
 // summarize sorts late and takes its nearest-rank quantiles.

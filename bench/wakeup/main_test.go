@@ -21,7 +21,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		n     int
 		sleep time.Duration
 	}{{0, time.Millisecond}, {10, time.Microsecond}, {10, 2 * time.Second}} {
-		if err := run(tc.n, tc.sleep, 0); err == nil {
+		if err := run(tc.n, tc.sleep, 0, 0); err == nil {
 			t.Errorf("run(%d, %v) accepted", tc.n, tc.sleep)
 		}
 	}
