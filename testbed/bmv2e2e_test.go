@@ -79,6 +79,10 @@ func TestBMv2ListensOnlyOnLoopback(t *testing.T) {
 			}
 		}
 	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		// Stopped before the network was built: the preflight says why.
+		t.Fatalf("run: %v, no manifest (%v)\n%s", runErr, err, out.String())
+	}
 	m := readManifest(t, dir)
 	t.Cleanup(func() { assertNothingLeft(t, reg, m.Tag) })
 	if runErr != nil {
