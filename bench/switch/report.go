@@ -120,8 +120,8 @@ func runReport(_ context.Context, args []string) (any, error) {
 	}
 	fmt.Println()
 	for _, t := range order {
-		if t == "bridge" {
-			continue
+		if t == "bridge" || t == "bmv2" {
+			continue // the targets are the embedded switch's; BMv2 is a reference point
 		}
 		m := by[t]
 		k := m.rate["rate1500"].PPS / 1e3

@@ -23,6 +23,10 @@
 #   X+spin       X with --spin $SPIN
 #   homatb+postcards  homatb recording a per-packet postcard of every frame
 #                (--postcards), as a run does during experiments
+#   bmv2         BMv2's simple_switch_grpc running build/tor.json (make p4c),
+#                programmed by `homatb controller` as a run does; in a network
+#                namespace of its own (its Thrift server binds every address),
+#                P4Runtime on a Unix socket; no queue rate (BMv2 unshaped)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" != 0 ]; then
@@ -46,7 +50,7 @@ HOMATB=$WORK/homatb
 case " $VARIANTS " in *" homatb"*) go build -o "$HOMATB" ./cmd/homatb ;; esac
 
 TAG=swb$$
-NA=${TAG}A NB=${TAG}B VA=${TAG}a VB=${TAG}b BR=${TAG}br
+NA=${TAG}A NB=${TAG}B NS=${TAG}S VA=${TAG}a VB=${TAG}b BR=${TAG}br
 NET=10.198.$(($$ % 250))
 IPA=$NET.1 IPB=$NET.2
 PIDS=()
@@ -59,6 +63,7 @@ cleanup() {
 	ip link del "$VB" 2>/dev/null || true
 	ip netns del "$NA" 2>/dev/null || true
 	ip netns del "$NB" 2>/dev/null || true
+	ip netns del "$NS" 2>/dev/null || true
 	if [ -n "${OUT:-}" ]; then cp "$RES" "$OUT"; fi
 	rm -rf "$WORK"
 }
@@ -134,6 +139,24 @@ start_target() {
 		"$HOMATB" controller --topology "$WORK/topo.yaml" --dial-timeout 20s >"$WORK/ctl.log" 2>&1 ||
 			{ cat "$WORK/ctl.log" "$WORK/fwd.log" >&2; exit 1; }
 		;;
+	bmv2)
+		# The veths move into the switch's namespace for this variant and
+		# back after it (stop_target).
+		ip netns add "$NS"
+		ip -n "$NS" link set lo up
+		ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+		for v in "$VA" "$VB"; do
+			ip link set "$v" netns "$NS"
+			ip -n "$NS" link set "$v" up
+		done
+		ip netns exec "$NS" simple_switch_grpc -i "1@$VA" -i "2@$VB" --device-id 1 --thrift-port 9090 \
+			--notifications-addr "ipc://$WORK/bmv2-notify.ipc" build/tor.json -- \
+			--grpc-server-addr "unix:$WORK/bmv2.sock" --priority-queues 8 >"$WORK/fwd.log" 2>&1 &
+		SW=$!
+		PIDS+=("$SW")
+		"$HOMATB" controller --topology "$WORK/topo-bmv2.yaml" --dial-timeout 30s >"$WORK/ctl.log" 2>&1 ||
+			{ cat "$WORK/ctl.log" "$WORK/fwd.log" >&2; exit 1; }
+		;;
 	*)
 		GOMAXPROCS=$SWITCH_PROCS "$BIN" fwd -i "1@$VA" -i "2@$VB" --link-rate "$LINK_RATE" --spin "$spin" \
 			--stats-file "$WORK/stats-$variant.json" ${FWD_ARGS:-} 2>"$WORK/fwd.log" &
@@ -144,6 +167,31 @@ start_target() {
 	sleep 0.5
 }
 
+# stop_target VARIANT: stop the switch process started by start_target.
+stop_target() {
+	local variant=$1
+	if [ "$variant" = bmv2 ]; then
+		# simple_switch_grpc ignores SIGINT; it keeps no statistics file.
+		kill -TERM "$SW"
+		wait "$SW" 2>/dev/null || true
+		for v in "$VA" "$VB"; do
+			ip -n "$NS" link set "$v" netns 1
+			ip link set "$v" up
+		done
+		ip netns del "$NS"
+		return
+	fi
+	kill -INT "$SW"
+	wait "$SW" || { cat "$WORK/fwd.log" >&2; exit 1; }
+	python3 - "$WORK/stats-$variant.json" <<'PY' >&2 || true
+import json, sys
+s = json.load(open(sys.argv[1]))
+for p in s["ports"]:
+    drops = sum(q["drop_pkts"] for q in p["queues"])
+    print(f"  port {p['port']}: rx {p['rx_pkts']} tx {p['tx_pkts']} queue drops {drops} kernel drops {p.get('kernel_drops', 0)}")
+PY
+}
+
 cat >"$WORK/topo.yaml" <<YAML
 switches:
   - {name: s1, device_id: 1, address: "$GRPC", ports: [1, 2]}
@@ -151,6 +199,18 @@ hosts:
   - {name: ha, ip: $IPA, mac: "02:5b:00:00:00:01", switch: s1, port: 1}
   - {name: hb, ip: $IPB, mac: "02:5b:00:00:00:02", switch: s1, port: 2}
 YAML
+cat >"$WORK/topo-bmv2.yaml" <<YAML
+pipeline: {bmv2_json: build/tor.json}
+switches:
+  - {name: s1, device_id: 1, address: "unix://$WORK/bmv2.sock", target: bmv2, ports: [1, 2]}
+hosts:
+  - {name: ha, ip: $IPA, mac: "02:5b:00:00:00:01", switch: s1, port: 1}
+  - {name: hb, ip: $IPB, mac: "02:5b:00:00:00:02", switch: s1, port: 2}
+YAML
+case " $VARIANTS " in *" bmv2 "*)
+	command -v simple_switch_grpc >/dev/null && [ -f build/tor.json ] ||
+		{ echo "bench/switch: the bmv2 variant needs simple_switch_grpc on PATH and build/tor.json (docs/bmv2.md, make p4c)" >&2; exit 1; } ;;
+esac
 
 for variant in $VARIANTS; do
 	if [ "$variant" = bridge ]; then
@@ -166,15 +226,7 @@ for variant in $VARIANTS; do
 	fi
 	start_target "$variant"
 	measure "$variant" "$SW"
-	kill -INT "$SW"
-	wait "$SW" || { cat "$WORK/fwd.log" >&2; exit 1; }
-	python3 - "$WORK/stats-$variant.json" <<'PY' >&2 || true
-import json, sys
-s = json.load(open(sys.argv[1]))
-for p in s["ports"]:
-    drops = sum(q["drop_pkts"] for q in p["queues"])
-    print(f"  port {p['port']}: rx {p['rx_pkts']} tx {p['tx_pkts']} queue drops {drops} kernel drops {p.get('kernel_drops', 0)}")
-PY
+	stop_target "$variant"
 done
 
 echo
