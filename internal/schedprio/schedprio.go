@@ -93,22 +93,29 @@ func Slice(d time.Duration) error {
 	})
 }
 
-// eachThread calls fn with every thread of this process. The list is read
-// twice to catch a thread created during the first pass.
+// eachThread calls fn once with every thread of this process. It reads
+// the list again until a pass finds no new thread: a thread that fn had
+// not yet reached may start another, which inherits its old settings.
 func eachThread(fn func(tid int) error) error {
-	for range 2 {
+	seen := map[int]bool{}
+	for range 20 {
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
 			return fmt.Errorf("threads: %w", err)
 		}
+		fresh := false
 		for _, t := range tasks {
 			tid, err := strconv.Atoi(t.Name())
-			if err != nil {
+			if err != nil || seen[tid] {
 				continue
 			}
+			seen[tid], fresh = true, true
 			if err := fn(tid); err != nil {
 				return err
 			}
+		}
+		if !fresh {
+			return nil
 		}
 	}
 	return nil
