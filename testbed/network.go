@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -95,8 +96,33 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 		if err := bmv2Namespaces(r.layout, built); err != nil {
 			return "", err
 		}
+		if err := r.bmv2SendBuffers(built); err != nil {
+			return "", err
+		}
 	}
 	return bmv2JSON, nil
+}
+
+// bmv2SendBuffers gives every BMv2 port socket room for all that its port
+// shaper may hold (eight queues of the run's depth), so that a full shaper
+// on one port never blocks BMv2's transmit thread (raiseSendBuffers).
+func (r *run) bmv2SendBuffers(built *mn.Built) error {
+	depth := r.plan.Base.Switch.QueueDepthPkts
+	if depth <= 0 {
+		depth = bmv2DefaultQueueDepth
+	}
+	bytes := p4.QueuesPerPort * depth * bmv2FrameTruesize
+	for _, sw := range r.layout.Switches {
+		n, err := raiseSendBuffers(built.Switches[sw.Name].PID, bytes)
+		if err != nil {
+			return fmt.Errorf("BMv2 switch %s: raise its port sockets' send buffers: %w", sw.Name, err)
+		}
+		if n < len(sw.Ports) {
+			return fmt.Errorf("BMv2 switch %s: found %d packet sockets for its %d ports", sw.Name, n, len(sw.Ports))
+		}
+		r.log.Info("bmv2 port send buffers", "switch", sw.Name, "sockets", n, "bytes", bytes)
+	}
+	return nil
 }
 
 // placeBMv2 gives every BMv2 switch its P4Runtime socket: the switch runs
