@@ -113,7 +113,9 @@ func bmv2Unavailable() []string {
 // from the embedded target (docs/bmv2.md).
 const bmv2Note = "switch target bmv2: queue peaks, queue delays and ECN mark counts are unavailable (tor.p4's registers cannot be read over P4Runtime on BMv2); " +
 	"each port is capped at the link rate by a kernel htb with strict priority after BMv2's per-queue rate limits, so a queue can build in BMv2 (one priority over the link rate) or in the port shaper (several together), each up to the queue depth; " +
-	"drops are BMv2's (enqueued minus dequeued) plus the shaper's"
+	"drops are BMv2's (enqueued minus dequeued) plus the shaper's; " +
+	"measured on this kind of machine (docs/bmv2.md): a port whose traffic uses one queue (TCP) carries about 0.9 of its link, as BMv2 paces each queue on its own and does not catch up after a late wake-up, " +
+	"and BMv2 forwards 15-19 kpps with about 0.1 ms more per crossing than the embedded target, which lengthens every short message"
 
 // markUnavailable records what the target cannot measure.
 func (st *SwitchStats) markUnavailable(target string) {
