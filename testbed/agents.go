@@ -129,18 +129,25 @@ func (r *run) startAgent(ctx context.Context, host string) error {
 
 // abandonAgent kills host's agent process whose start was given up (it did
 // not answer, or the experiment ended first): left running, it would make
-// the next start of that host fail as already running. Its exit is
-// expected, so it does not end the run.
+// the next start of that host fail as already running.
 func (r *run) abandonAgent(ctx context.Context, host string) {
+	if exited, err := r.killAgentProcess(ctx, host); err != nil {
+		r.log.Warn("stop abandoned agent", "host", host, "err", err)
+	} else if !exited {
+		r.log.Warn("abandoned agent: no exit reported within 3s of SIGKILL", "host", host)
+	}
+}
+
+// killAgentProcess kills host's agent process with SIGKILL, its exit
+// expected (so it does not end the run), and waits up to 3 s for the
+// runner to report the exit.
+func (r *run) killAgentProcess(ctx context.Context, host string) (exited bool, err error) {
 	name := "agent-" + host
 	r.killed.add(name)
 	if err := r.runner.Signal(context.WithoutCancel(ctx), name, syscall.SIGKILL); err != nil {
-		r.log.Warn("stop abandoned agent", "host", host, "err", err)
-		return
+		return false, err
 	}
-	if !r.killed.waitExit(name, 3*time.Second) {
-		r.log.Warn("abandoned agent: no exit reported within 3s of SIGKILL", "host", host)
-	}
+	return r.killed.waitExit(name, 3*time.Second), nil
 }
 
 // popenAgent starts `homatb agent` in host, logging to logs/agent-HOST.log

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -236,24 +235,22 @@ func (fr *faultRun) kill(ctx context.Context, host string, at time.Duration, res
 	st, err := a.status(sctx)
 	cancel()
 	k := &killedAgent{at: at, restart: restart, last: st.GetCounters(), lastErr: err}
-	name := "agent-" + host
-	r.killed.add(name)
 	r.agents.remove(host)
 	fr.mu.Lock()
 	fr.killed[host] = k
 	fr.mu.Unlock()
 	killed := time.Now()
-	if err := r.runner.Signal(context.WithoutCancel(ctx), name, syscall.SIGKILL); err != nil {
+	// Its records file is final once it has exited; a restarted agent
+	// would start it anew.
+	exited, err := r.killAgentProcess(ctx, host)
+	switch {
+	case err != nil:
 		fr.warn("agent %s: SIGKILL at %s failed: %v", host, at, err)
+	case !exited:
+		fr.warn("agent %s: no exit reported within 3s of SIGKILL; not restarted within the experiment", host)
 	}
 	r.log.Info("fault: agent killed", "host", host, "at", at, "restart", restart)
 	a.shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
-	// Its records file is final once it has exited; a restarted agent
-	// would start it anew.
-	exited := r.killed.waitExit(name, 3*time.Second)
-	if !exited {
-		fr.warn("agent %s: no exit reported within 3s of SIGKILL; not restarted within the experiment", host)
-	}
 	if fr.x.roles.clients[host] != nil {
 		path := filepath.Join(r.dir, "agents", "records", host, agentRecordsFile(fr.x.e.Name, host))
 		data, err := os.ReadFile(path)
