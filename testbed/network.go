@@ -107,11 +107,7 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 // shaper may hold (eight queues of the run's depth), so that a full shaper
 // on one port never blocks BMv2's transmit thread (raiseSendBuffers).
 func (r *run) bmv2SendBuffers(built *mn.Built) error {
-	depth := r.plan.Base.Switch.QueueDepthPkts
-	if depth <= 0 {
-		depth = bmv2DefaultQueueDepth
-	}
-	bytes := p4.QueuesPerPort * depth * bmv2FrameTruesize
+	bytes := p4.QueuesPerPort * bmv2QueueDepth(r.plan.Base) * bmv2FrameTruesize
 	for _, sw := range r.layout.Switches {
 		n, err := raiseSendBuffers(built.Switches[sw.Name].PID, bytes)
 		if err != nil {
@@ -160,11 +156,8 @@ func bmv2PortShaper(s *scenario.Scenario) (*mn.PortShaper, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &mn.PortShaper{RateBps: uint64(s.Link.Rate), MTU: s.Link.MTU, LimitPkts: s.Switch.QueueDepthPkts,
+	ps := &mn.PortShaper{RateBps: uint64(s.Link.Rate), MTU: s.Link.MTU, LimitPkts: bmv2QueueDepth(s),
 		DSCPQueue: map[string]int{}}
-	if ps.LimitPkts <= 0 {
-		ps.LimitPkts = bmv2DefaultQueueDepth
-	}
 	for d, q := range pol.DSCPQueue {
 		ps.DSCPQueue[strconv.Itoa(int(d))] = int(q)
 	}
@@ -173,6 +166,15 @@ func bmv2PortShaper(s *scenario.Scenario) (*mn.PortShaper, error) {
 
 // bmv2DefaultQueueDepth is BMv2's packet limit of a queue when none is set.
 const bmv2DefaultQueueDepth = 64
+
+// bmv2QueueDepth is the packet limit of each BMv2 queue in the run, and so
+// of each of the port shaper's classes.
+func bmv2QueueDepth(s *scenario.Scenario) int {
+	if s.Switch.QueueDepthPkts > 0 {
+		return s.Switch.QueueDepthPkts
+	}
+	return bmv2DefaultQueueDepth
+}
 
 // bmv2Pipeline is the absolute path of p4c's tor.json when the switches
 // are BMv2, else "".
