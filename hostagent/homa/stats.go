@@ -25,6 +25,7 @@ type counters struct {
 	callsDone, callsFailed, served, cutoffVersion         atomic.Uint64
 	active, activeMax, incomingBytes, pacerWaits, trimmed atomic.Uint64
 	polled, spinRead                                      atomic.Uint64
+	clientRPCs, serverRPCs                                atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -66,6 +67,10 @@ type Stats struct {
 	// Trimmed counts DATA packets that arrived trimmed (NDP) and were
 	// NACKed.
 	Trimmed uint64
+	// ClientRPCs and ServerRPCs are the RPCs the Endpoint holds state for,
+	// as of its last tick: Calls not yet returned, and requests or
+	// responses of its servers not yet forgotten.
+	ClientRPCs, ServerRPCs uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -90,6 +95,7 @@ func (c *counters) snapshot() Stats {
 	s.ActiveMessages, s.ActiveMax, s.IncomingBytes = c.active.Load(), c.activeMax.Load(), c.incomingBytes.Load()
 	s.PacerWaits = c.pacerWaits.Load()
 	s.Trimmed = c.trimmed.Load()
+	s.ClientRPCs, s.ServerRPCs = c.clientRPCs.Load(), c.serverRPCs.Load()
 	return s
 }
 

@@ -14,11 +14,15 @@ func (e *Endpoint) onTick(now time.Duration) {
 	for _, r := range st.clients {
 		e.checkRPC(now, r)
 	}
+	servers := 0
 	for _, p := range st.peers {
 		for _, r := range p.servers {
 			e.checkRPC(now, r)
 		}
+		servers += len(p.servers)
 	}
+	e.c.clientRPCs.Store(uint64(len(st.clients)))
+	e.c.serverRPCs.Store(uint64(servers))
 	if len(st.ackPeers) > 0 {
 		e.flushAcks(now)
 	}

@@ -27,7 +27,12 @@ type Config struct {
 	// UnloadedRTT is the measured unloaded round-trip time (default 100 µs).
 	UnloadedRTT time.Duration
 	// UnschedBytes a sender sends without grants (default LinkBps x
-	// UnloadedRTT, rounded up to whole packets).
+	// UnloadedRTT plus two MTUs, rounded up to whole packets: what the
+	// testbed's calibration computes from its measured 100 B RTT, since a
+	// full packet's RTT adds its serialisation on the two links of a
+	// rack. Without the two MTUs, a 20 Mbit/s link with the default RTT
+	// got one packet, a window of one packet per message, and each lost
+	// DATA or GRANT stopped its message for a whole RESEND interval).
 	UnschedBytes uint32
 	// Overcommit is the number of inbound messages granted at once (1..8,
 	// default 8).
@@ -79,10 +84,14 @@ type Config struct {
 	FrameOverhead int
 	// Tick is the timer period; the following are in ticks. The default is
 	// Linux's 1 ms at 1 Gbit/s and above, stretched in proportion on slower
-	// links (10 ms at 100 Mbit/s, at most 20 ms): the same silence then
+	// links (5 ms at 200 Mbit/s), at most 5 ms: the same silence then
 	// covers the same number of packet times, and an emulation's CPU is
 	// not spent on ticks and RESENDs that Linux's timers would make ten
 	// times as often, relative to the traffic, as they do on real links.
+	// The cap keeps loss recovery within a few round trips on slow links:
+	// at 20 ms (the earlier cap) a RESEND came 100 ms after a loss at
+	// 20 Mbit/s, some fifty round trips, and under 10% loss Homa's
+	// goodput fell below the offered load (issue #29).
 	Tick time.Duration
 	// ResendTicks of silence before the first RESEND (default 5).
 	ResendTicks int
@@ -186,6 +195,9 @@ const (
 // options).
 const IPHeaderLen = 20
 
+// MaxDefaultTick caps the default Tick on slow links.
+const MaxDefaultTick = 5 * time.Millisecond
+
 // PayloadPerPacket is the DATA payload of one MTU-sized packet.
 func (c *Config) PayloadPerPacket() uint32 { return uint32(c.MTU - IPHeaderLen - wire.DataLen) }
 
@@ -226,7 +238,7 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	pkt := c.PayloadPerPacket()
 	if c.UnschedBytes == 0 {
-		c.UnschedBytes = uint32(c.LinkBps * uint64(c.UnloadedRTT) / 8 / uint64(time.Second))
+		c.UnschedBytes = uint32(c.LinkBps*uint64(c.UnloadedRTT)/8/uint64(time.Second)) + 2*uint32(c.MTU)
 	}
 	c.UnschedBytes = max(pkt, roundUp(c.UnschedBytes, pkt))
 	if c.Overcommit == 0 {
@@ -268,7 +280,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.CutoffSamples = 1000
 	}
 	if c.Tick == 0 {
-		c.Tick = min(20*time.Millisecond, max(time.Millisecond, time.Duration(uint64(time.Millisecond)*1e9/c.LinkBps)))
+		c.Tick = min(MaxDefaultTick, max(time.Millisecond, time.Duration(uint64(time.Millisecond)*1e9/c.LinkBps)))
 	}
 	if c.ResendTicks == 0 {
 		c.ResendTicks = 5

@@ -12,8 +12,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkt := uint32(DefaultMTU - 20 - 56)
-	// 1 Gbit/s x 100 µs = 12,500 B, rounded up to whole 1424-byte packets.
-	if want := 9 * pkt; c.UnschedBytes != want {
+	// 1 Gbit/s x 100 µs = 12,500 B plus two MTUs, rounded up to whole
+	// 1424-byte packets.
+	if want := 11 * pkt; c.UnschedBytes != want {
 		t.Errorf("unsched bytes %d, want %d", c.UnschedBytes, want)
 	}
 	if c.Overcommit != 8 || c.Priorities != 8 || c.MaxIncoming != 9*c.UnschedBytes || c.FIFOGrantPermille != 50 ||
@@ -24,6 +25,32 @@ func TestConfigDefaults(t *testing.T) {
 	basic, _ := Config{Basic: true}.WithDefaults()
 	if basic.Priorities != 1 {
 		t.Errorf("basic mode keeps %d priorities", basic.Priorities)
+	}
+}
+
+// TestSlowLinkDefaults: on a 20 Mbit/s link the defaults leave a window
+// of several packets and a RESEND within a few tens of milliseconds; one
+// packet and 100 ms starved Homa's goodput under 10% loss (issue #29).
+func TestSlowLinkDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		bps        uint64
+		tick       time.Duration
+		unschedPkt uint32
+	}{
+		{10e6, 5 * time.Millisecond, 3},
+		{20e6, 5 * time.Millisecond, 3},
+		{100e6, 5 * time.Millisecond, 3},
+		{200e6, 5 * time.Millisecond, 4},
+		{500e6, 2 * time.Millisecond, 7},
+		{10e9, time.Millisecond, 90},
+	} {
+		c, err := Config{LinkBps: tt.bps}.WithDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Tick != tt.tick || c.UnschedBytes != tt.unschedPkt*c.PayloadPerPacket() {
+			t.Errorf("%d bit/s: tick %v, unsched %d B; want %v, %d packets", tt.bps, c.Tick, c.UnschedBytes, tt.tick, tt.unschedPkt)
+		}
 	}
 }
 

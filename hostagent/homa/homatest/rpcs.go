@@ -38,6 +38,12 @@ type EchoServer struct {
 
 // ServeEcho serves srv until ctx ends.
 func ServeEcho(ctx context.Context, t testing.TB, srv *homa.Server) *EchoServer {
+	return ServeFunc(ctx, t, srv, func(req []byte) []byte { return req })
+}
+
+// ServeFunc serves srv until ctx ends, answering each request with
+// respond(request) and counting executions by tag as ServeEcho does.
+func ServeFunc(ctx context.Context, t testing.TB, srv *homa.Server, respond func([]byte) []byte) *EchoServer {
 	es := &EchoServer{runs: map[uint64]int{}}
 	go func() {
 		for {
@@ -52,7 +58,7 @@ func ServeEcho(ctx context.Context, t testing.TB, srv *homa.Server) *EchoServer 
 				es.mu.Unlock()
 			}
 			// ErrPeerUnknown: the client restarted the RPC meanwhile.
-			if err := rpc.Reply(req); err != nil && !errors.Is(err, homa.ErrClosed) && !errors.Is(err, homa.ErrPeerUnknown) {
+			if err := rpc.Reply(respond(req)); err != nil && !errors.Is(err, homa.ErrClosed) && !errors.Is(err, homa.ErrPeerUnknown) {
 				t.Errorf("reply: %v", err)
 			}
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package homa_test
+
+const raceBuild = false
