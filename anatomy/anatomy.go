@@ -293,6 +293,31 @@ func (ix *Index) behindQueued(k flowKey, off uint32, from, to int64) int64 {
 	return total
 }
 
+// interval is [lo, hi) in Unix ns; empty when hi <= lo.
+type interval struct{ lo, hi int64 }
+
+func (iv interval) len() int64 { return max(0, iv.hi-iv.lo) }
+
+// overlap is how much of iv lies within the union of ws.
+func (iv interval) overlap(ws []interval) int64 {
+	var cut []interval
+	for _, w := range ws {
+		if c := (interval{max(iv.lo, w.lo), min(iv.hi, w.hi)}); c.len() > 0 {
+			cut = append(cut, c)
+		}
+	}
+	slices.SortFunc(cut, func(a, b interval) int { return cmp.Compare(a.lo, b.lo) })
+	var total int64
+	end := iv.lo
+	for _, c := range cut {
+		if lo := max(c.lo, end); c.hi > lo {
+			total += c.hi - lo
+			end = c.hi
+		}
+	}
+	return total
+}
+
 // servedKey finds a server's row for a client's: Homa by the client's
 // address and RPC id, TCP by the connection and the request's offset.
 type servedKey struct {
@@ -402,31 +427,50 @@ func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
 	a.QueueNs = a.ReqQueueNs + a.RespQueueNs
 	a.SwitchNs = req.processing() + resp.processing()
 	a.WireNs = req.transit() + resp.transit()
-	// Loss recovery: from the first copy of a critical packet reaching
-	// its first switch (or the send, if later) to the copy that got through.
+	// Host intervals, each carved below where it waited for loss recovery.
+	var clientTx, serverRx, serverTx, clientRx, serverAll interval
+	var waits []interval
 	if reqOK {
-		a.ClientTxNs = req[0].arr - r.SentNs
-		rec := max(req[0].arr-max(j.ix.firstCopy(reqKey, req, r.SentNs), r.SentNs), 0)
-		a.RecoveryNs += rec
-		a.ClientTxNs -= rec
+		clientTx = interval{r.SentNs, req[0].arr}
+		// From the first copy of the critical packet reaching its first
+		// switch (or the send, if later) to the copy that got through.
+		waits = append(waits, interval{max(j.ix.firstCopy(reqKey, req, r.SentNs), r.SentNs), req[0].arr})
 	}
 	if sv != nil {
 		a.ServerAppNs = sv.ReplyNs - sv.ReqNs
 		if reqOK {
-			a.ServerRxNs = sv.ReqNs - req[len(req)-1].deq
+			serverRx = interval{req[len(req)-1].deq, sv.ReqNs}
 		}
 		if respOK {
-			a.ServerTxNs = resp[0].arr - sv.ReplyNs
-			rec := max(resp[0].arr-max(j.ix.firstCopy(respKey, resp, sv.ReplyNs), sv.ReplyNs), 0)
-			a.RecoveryNs += rec
-			a.ServerTxNs -= rec
+			serverTx = interval{sv.ReplyNs, resp[0].arr}
+			waits = append(waits, interval{max(j.ix.firstCopy(respKey, resp, sv.ReplyNs), sv.ReplyNs), resp[0].arr})
+		}
+		// The transport's own account: the server from its last progress
+		// before the RESEND that found a request packet lost, until the
+		// request was whole.
+		if sv.RecoveryFromNs != 0 {
+			waits = append(waits, interval{sv.RecoveryFromNs, sv.ReqNs})
 		}
 	} else if reqOK && respOK {
 		// Without the server's row its three parts are one interval.
-		a.ServerAppNs = resp[0].arr - req[len(req)-1].deq
+		serverAll = interval{req[len(req)-1].deq, resp[0].arr}
 	}
 	if respOK {
-		a.ClientRxNs = r.DoneNs - resp[len(resp)-1].deq
+		clientRx = interval{resp[len(resp)-1].deq, r.DoneNs}
+	}
+	// The client's: from its last progress before the RESEND that found a
+	// packet lost (of the response, or the whole request) to the end.
+	if r.RecoveryFromNs != 0 {
+		waits = append(waits, interval{r.RecoveryFromNs, r.DoneNs})
+	}
+	carve := func(iv interval) (host int64) {
+		rec := iv.overlap(waits)
+		a.RecoveryNs += rec
+		return iv.len() - rec
+	}
+	a.ClientTxNs, a.ServerRxNs, a.ServerTxNs, a.ClientRxNs = carve(clientTx), carve(serverRx), carve(serverTx), carve(clientRx)
+	if sv == nil && reqOK && respOK {
+		a.ServerAppNs = carve(serverAll)
 	}
 	if reqSpan.tcp {
 		// The first part of each send is the sender's own: from the write

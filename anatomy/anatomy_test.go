@@ -125,6 +125,15 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 50 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 750 * us, WireNs: 15 * us,
 				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
+		{"homa, the client waited for a lost packet", runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
+			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us,
+			RecoveryFromNs: at(2600 * us)},
+			// As above, but the client's transport says it waited for a
+			// lost packet from 2600 µs: 400 µs of its receive time was
+			// loss recovery.
+			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 450 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
+				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 350 * us, WireNs: 15 * us,
+				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
 		{"tcp pipelined, split request", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
 			IntendedNs: at(3900 * us), SentNs: at(3950 * us), DoneNs: at(4900 * us), RTTNs: 1000 * us},
@@ -159,6 +168,39 @@ func TestDecomposeKnownTrace(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, w)
 			}
 		})
+	}
+}
+
+// TestDecomposeServerRecovery: a server's account of waiting for a lost
+// request packet carves its receive time, and the client's send time
+// within the wait, into recovery; the application's time stays host.
+func TestDecomposeServerRecovery(t *testing.T) {
+	dir := t.TempDir()
+	writeTrace(t, dir, "l1", []runfmt.Postcard{
+		homaPkt(pc(1200, 1201, 1500), h1, h2, 100, 0, 100),
+		homaPkt(pc(1905, 1906, 2500), h2, h1, 101, 0, 200),
+	})
+	writeTrace(t, dir, "l2", []runfmt.Postcard{
+		homaPkt(pc(1510, 1511, 1600), h1, h2, 100, 0, 100),
+		homaPkt(pc(1800, 1801, 1900), h2, h1, 101, 0, 200),
+	})
+	ix, err := Load(dir, "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := []runfmt.Served{{Experiment: "exp", Transport: "homa", Server: "10.0.1.2:99", Client: "10.0.0.1:32768", RPCID: 100,
+		ReqBytes: 100, RespBytes: 200, ReqNs: at(1700 * us), ReplyNs: at(1750 * us), RecoveryFromNs: at(1150 * us)}}
+	rpc := runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
+		RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us}
+	got := NewJoiner(ix, fabric(), served).Decompose(&rpc)
+	// The wait [1150, 1700] covers 50 of the client's 100 µs to l1 and all
+	// 100 µs of the server's receive time.
+	if got.RecoveryNs != 150*us || got.ClientTxNs != 50*us || got.ServerRxNs != 0 || got.ServerAppNs != 50*us {
+		t.Errorf("recovery %d, client tx %d, server rx %d, app %d µs; want 150, 50, 0, 50",
+			got.RecoveryNs/us, got.ClientTxNs/us, got.ServerRxNs/us, got.ServerAppNs/us)
+	}
+	if sum := got.SendLagNs + got.HostNs + got.RecoveryNs + got.WireNs + got.QueueNs + got.SwitchNs + got.UnattributedNs; sum != got.RTTNs {
+		t.Errorf("parts sum to %d, RTT %d", sum, got.RTTNs)
 	}
 }
 

@@ -218,7 +218,10 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		e.samples = append(e.samples, x)
 	case runfmt.StatusFailed:
 		e.failed++
-		reason := failureKey(rec.Error)
+		reason := rec.Reason
+		if reason == "" { // runs from before the reason column
+			reason = failureKey(rec.Error)
+		}
 		if _, ok := e.failures[reason]; ok || len(e.failures) < maxFailureReasons {
 			e.failures[reason]++
 		} else {

@@ -62,6 +62,13 @@ type RPC struct {
 	// client-to-server byte stream and of the response's in the reverse
 	// one, counted from the connection's first data byte. Zero for Homa.
 	ReqOffset, RespOffset int64
+	// Reason is a failed RPC's cause in one word from the transport
+	// ("timeout", "peer_unknown", "aborted", "refused", ...), which
+	// reports count failures by; empty otherwise.
+	Reason string
+	// RecoveryFromNs is when the client began waiting for a lost packet
+	// (Unix ns; Homa's CallInfo.RecoveryFrom), 0 if it never did.
+	RecoveryFromNs int64
 }
 
 // RPCs is the rpcs.csv format: written by each agent per experiment,
@@ -96,6 +103,8 @@ func RPCs() *CSVFormat[RPC] {
 			strCol("local", func(r *RPC) *string { return &r.Local }).opt(),
 			i64Col("req_offset", func(r *RPC) *int64 { return &r.ReqOffset }).opt(),
 			i64Col("resp_offset", func(r *RPC) *int64 { return &r.RespOffset }).opt(),
+			strCol("reason", func(r *RPC) *string { return &r.Reason }).opt(),
+			i64Col("recovery_from_ns", func(r *RPC) *int64 { return &r.RecoveryFromNs }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0
@@ -124,6 +133,9 @@ type Served struct {
 	// (Unix ns), ReplyNs when the application handed the response to the
 	// transport.
 	ReqNs, ReplyNs int64
+	// RecoveryFromNs is when the server began waiting for a lost packet
+	// of the request (Unix ns), 0 if it never did.
+	RecoveryFromNs int64
 }
 
 // ServedRPCs is the served.csv format: written by each server agent per
@@ -144,6 +156,7 @@ func ServedRPCs() *CSVFormat[Served] {
 			i64Col("resp_bytes", func(r *Served) *int64 { return &r.RespBytes }),
 			i64Col("req_ns", func(r *Served) *int64 { return &r.ReqNs }),
 			i64Col("reply_ns", func(r *Served) *int64 { return &r.ReplyNs }),
+			i64Col("recovery_from_ns", func(r *Served) *int64 { return &r.RecoveryFromNs }).opt(),
 		},
 	}
 }
@@ -156,9 +169,11 @@ type Anatomy struct {
 	RPCID                                 uint64
 	ReqBytes, RespBytes, RTTNs            int64
 	// The decomposition: RTTNs = SendLagNs + HostNs + RecoveryNs + WireNs +
-	// QueueNs + SwitchNs + UnattributedNs. RecoveryNs is loss recovery: from
-	// the first copy of a critical packet reaching its first switch to the
-	// retransmitted copy that got through.
+	// QueueNs + SwitchNs + UnattributedNs. RecoveryNs is loss recovery: the
+	// host time within a wait for a lost packet, from the first copy of a
+	// critical packet reaching its first switch to the retransmitted copy
+	// that got through, or from a transport's recovery_from_ns to the end
+	// of the message it waited for.
 	SendLagNs, HostNs, RecoveryNs, WireNs, QueueNs, SwitchNs, UnattributedNs int64
 	// Joined says which records were found: "full" (both critical packets
 	// and the server's row), or the missing parts ("no-request",

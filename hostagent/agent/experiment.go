@@ -16,6 +16,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/internal/hrtime"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/workloads"
@@ -256,6 +257,7 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	delete(e.outstanding, r)
 	r.rec.Retries = int64(res.Retries)
 	r.rec.ReqOutNs, r.rec.FirstRespNs = sinceSent(sent, res.RequestOut), sinceSent(sent, res.FirstResponse)
+	r.rec.RecoveryFromNs = sinceSent(sent, res.RecoveryFrom)
 	r.rec.GrantsIn, r.rec.GrantsOut = int64(res.GrantsIn), int64(res.GrantsOut)
 	r.rec.RPCID = res.ID
 	if res.Local.IsValid() {
@@ -263,8 +265,8 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	}
 	r.rec.ReqOffset, r.rec.RespOffset = res.ReqOffset, res.RespOffset
 	if err != nil {
-		r.rec.Status, r.rec.Error = StatusFailed, err.Error()
-		e.failures[failureReason(err)]++
+		r.rec.Status, r.rec.Error, r.rec.Reason = StatusFailed, err.Error(), failureReason(err)
+		e.failures[r.rec.Reason]++
 		e.failed.Add(1)
 	} else {
 		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, int64(res.RespBytes), done.UnixNano()
@@ -357,7 +359,8 @@ func (e *experiment) snapshot() counters {
 	return c
 }
 
-// failureReason groups errors into a few stable names for the counters.
+// failureReason groups errors into a few stable names for the counters and
+// the records' reason column.
 func failureReason(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -372,6 +375,9 @@ func failureReason(err error) string {
 		return "closed"
 	case errors.Is(err, ErrUnsupported):
 		return "unsupported"
+	}
+	if r := homa.Reason(err); r != "error" {
+		return r // timeout, peer_unknown, aborted, closed, too_large
 	}
 	msg := err.Error()
 	if i := strings.LastIndex(msg, ": "); i >= 0 {

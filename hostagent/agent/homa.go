@@ -85,7 +85,8 @@ func (t *homaTransport) Call(ctx context.Context, target string, req []byte) (Ca
 	resp, info, err := t.ep.Call(ctx, dest, req)
 	return CallResult{RespBytes: len(resp), Retries: info.Retries(), RequestOut: info.RequestSent,
 		FirstResponse: info.FirstResponse, GrantsIn: info.GrantsReceived, GrantsOut: info.GrantsSent, ID: info.ID,
-		Local: netip.AddrPortFrom(t.ep.LocalAddr(), t.ep.Config().ClientPort)}, err
+		RecoveryFrom: info.RecoveryFrom,
+		Local:        netip.AddrPortFrom(t.ep.LocalAddr(), t.ep.Config().ClientPort)}, err
 }
 
 // Serve answers port's requests from one goroutine: Reply hands the
@@ -112,7 +113,8 @@ func (t *homaTransport) Serve(ctx context.Context, port uint16, h Handler, serve
 			resp := h(rpc.Request())
 			if served != nil {
 				served(&Served{Client: rpc.Peer(), Local: netip.AddrPortFrom(t.ep.LocalAddr(), port), ID: rpc.ID(),
-					ReqBytes: len(rpc.Request()), RespBytes: len(resp), Request: in, Reply: time.Now()})
+					ReqBytes: len(rpc.Request()), RespBytes: len(resp), Request: in, Reply: time.Now(),
+					RecoveryFrom: rpc.RecoveryFrom()})
 			}
 			if err := rpc.Reply(resp); err != nil {
 				t.log.Debug("homa reply failed", "peer", rpc.Peer(), "err", err)

@@ -206,6 +206,14 @@ func (s *Service) closeTransport() {
 	}
 }
 
+// unixOrZero is t in Unix ns, 0 for the zero time.
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
 // servedRows turns a transport's answered requests into served.csv rows.
 func servedRows(w *servedWriter, experiment, transport, host string) func(*Served) {
 	return func(sv *Served) {
@@ -213,7 +221,7 @@ func servedRows(w *servedWriter, experiment, transport, host string) func(*Serve
 			Server: sv.Local.String(), Client: sv.Client.String(), RPCID: sv.ID,
 			ReqOffset: sv.ReqOffset, RespOffset: sv.RespOffset,
 			ReqBytes: int64(sv.ReqBytes), RespBytes: int64(sv.RespBytes),
-			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano()})
+			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano(), RecoveryFromNs: unixOrZero(sv.RecoveryFrom)})
 	}
 }
 

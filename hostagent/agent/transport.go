@@ -58,6 +58,9 @@ type CallResult struct {
 	// RespOffset its place in a TCP connection's streams (Served).
 	Local                 netip.AddrPort
 	ReqOffset, RespOffset int64
+	// RecoveryFrom is when the RPC began waiting for a lost packet (Homa),
+	// zero if it never did or the transport cannot tell.
+	RecoveryFrom time.Time
 }
 
 // Served is what a server's transport tells of one request it answered:
@@ -73,8 +76,10 @@ type Served struct {
 	ReqOffset, RespOffset int64
 	ReqBytes, RespBytes   int
 	// Request is when the whole request reached the application, Reply
-	// when the application handed the response back.
-	Request, Reply time.Time
+	// when the application handed the response back; RecoveryFrom when
+	// the server began waiting for a lost packet of the request (Homa),
+	// zero if it never did.
+	Request, Reply, RecoveryFrom time.Time
 }
 
 // Handler turns a request into a response. It must not retain req and may

@@ -173,7 +173,7 @@ func (e *Endpoint) callInfo(r *rpc) CallInfo {
 	ci := CallInfo{ID: r.id, Sent: at(i.sent), RequestSent: at(i.requestSent), FirstResponse: at(i.firstResponse),
 		Done: at(i.done), GrantsReceived: int(i.grantsReceived), GrantsSent: int(i.grantsSent),
 		FirstGrant: at(i.firstGrant), LastGrant: at(i.lastGrant), Resends: int(i.resends),
-		Retransmits: int(i.retransmits), Restarts: int(i.restarts)}
+		Retransmits: int(i.retransmits), Restarts: int(i.restarts), RecoveryFrom: at(i.recoveryFrom)}
 	if i.grants != nil {
 		ci.Grants = make([]GrantEvent, len(*i.grants))
 		for k, g := range *i.grants {
@@ -257,6 +257,8 @@ type ServerRPC struct {
 	req     []byte
 	from    netip.AddrPort
 	replied atomic.Bool
+	// recoveryFrom is the RPC's, copied as the request is handed over.
+	recoveryFrom time.Duration
 }
 
 // Request returns the request bytes; the application owns them.
@@ -268,6 +270,15 @@ func (s *ServerRPC) Peer() netip.AddrPort { return s.from }
 // ID is the RPC's id as its client chose it (even), the one the client's
 // CallInfo and its packets' sender id carry.
 func (s *ServerRPC) ID() uint64 { return s.r.id }
+
+// RecoveryFrom is when the server began waiting for a lost packet of the
+// request (see CallInfo.RecoveryFrom), zero if it never did.
+func (s *ServerRPC) RecoveryFrom() time.Time {
+	if d := s.recoveryFrom; d != 0 {
+		return s.e.at(d)
+	}
+	return time.Time{}
+}
 
 // Reply sends the response. The Endpoint owns resp from now on (it may
 // retransmit it until the client acknowledges). It fails with

@@ -201,6 +201,7 @@ func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rp
 	m := &r.in
 	m.granted = max(m.granted, min(d.Incoming, m.length))
 	e.c.trimmed.Add(1)
+	r.lost(now)
 	m.nackOwed++
 	n := wire.Nack{Common: r.header(wire.TypeNack), Offset: d.Offset, Length: min(st.pkt, m.length-d.Offset)}
 	e.txCommit(now, wire.AppendNack(e.txBuf(), &n), r.peer.addr, wire.TypeNack, st.ctrlPrio)
@@ -217,13 +218,13 @@ func (e *Endpoint) onNDP(now time.Duration, b []byte, t wire.Type, r *rpc) {
 	if t == wire.TypePull {
 		var p wire.Pull
 		if p, err = wire.ParsePull(b); err == nil && e.sending(r) {
-			r.silent = 0
+			r.progress(now)
 			e.onPull(now, p.Count, r)
 		}
 	} else {
 		var n wire.Nack
 		if n, err = wire.ParseNack(b); err == nil && e.sending(r) {
-			r.silent = 0
+			r.progress(now)
 			e.onNack(&n, r)
 		}
 	}

@@ -41,7 +41,10 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 		// is alive, and must not hold off our own RESENDs (Linux resets
 		// silent_ticks on the same three types).
 		if c.Type == wire.TypeGrant || c.Type == wire.TypeBusy {
-			r.silent = 0
+			r.progress(now)
+		}
+		if c.Type == wire.TypeBusy {
+			r.suspect = 0 // the peer was only slow
 		}
 	}
 	switch c.Type {
@@ -99,6 +102,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 	copy(m.buf[d.Offset:], payload)
 	m.received += fresh
 	if d.Retransmit != 0 {
+		r.lost(now)
 		e.resendRest(now, r, d.Offset+uint32(len(payload)))
 	}
 	st.schedDue = true
@@ -134,7 +138,7 @@ func (e *Endpoint) inboundRPC(now time.Duration, addr netip.Addr, d *wire.Data, 
 		e.c.dupData.Add(1) // late copy of a request already complete
 		return nil
 	}
-	r.silent = 0
+	r.progress(now)
 	return r
 }
 
@@ -199,7 +203,7 @@ func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data
 		return nil
 	}
 	r := &rpc{id: d.SenderID, peer: p, lport: d.DPort, rport: d.SPort, state: srvReceiving,
-		incast: d.Flags&wire.FlagIncast != 0}
+		incast: d.Flags&wire.FlagIncast != 0, heard: now}
 	p.servers[d.SenderID] = r
 	return r
 }
@@ -212,6 +216,7 @@ func (e *Endpoint) deliver(r *rpc) {
 		r.state = srvServing
 		sr := &r.handle // part of r: one allocation less per request
 		sr.e, sr.r, sr.req, sr.from = e, r, r.in.buf, netip.AddrPortFrom(r.peer.addr, r.rport)
+		sr.recoveryFrom = r.info.recoveryFrom
 		select {
 		case srv.ch <- sr:
 			r.in.buf = nil
@@ -319,6 +324,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	r.restart = st.tick + 1
 	r.restarts++
+	r.lost(now) // the request, or all the server had of it, was lost
 	if !r.resent {
 		r.refusals++
 	}
@@ -337,7 +343,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	}
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
-	r.silent = 0 // the RPC starts afresh
+	r.progress(now) // the RPC starts afresh
 	e.startOut(now, r, r.out.data, r.out.unsched, r.out.flags)
 }
 

@@ -70,14 +70,41 @@ type rpc struct {
 	in       msgIn
 	silent   int // ticks without a packet from the peer
 	restarts int
-	refusals int           // restarts on an RPC_UNKNOWN that answered DATA
-	resent   bool          // a RESEND went out since the request (re)started
-	restart  uint64        // tick of the last restart
-	done     chan struct{} // client: signalled once resp and err are set
-	resp     []byte
-	err      error
-	info     callInfo
-	handle   ServerRPC // server: what the application gets
+	refusals int    // restarts on an RPC_UNKNOWN that answered DATA
+	resent   bool   // a RESEND went out since the request (re)started
+	restart  uint64 // tick of the last restart
+	// heard is when the peer last showed progress on r (DATA, GRANT,
+	// BUSY, PULL, NACK; or r began). suspect is heard as of the first
+	// RESEND about r, 0 again once the peer answers BUSY (it was only
+	// slow): the start of a loss-recovery wait, confirmed into
+	// info.recoveryFrom when a retransmission or a restart shows that a
+	// packet was lost.
+	heard, suspect time.Duration
+	done           chan struct{} // client: signalled once resp and err are set
+	resp           []byte
+	err            error
+	info           callInfo
+	handle         ServerRPC // server: what the application gets
+}
+
+// progress notes that the peer just showed progress on r.
+func (r *rpc) progress(now time.Duration) {
+	r.silent, r.heard = 0, now
+}
+
+// lost confirms that r waits for a lost packet: the wait began when the
+// silence that led to the RESEND did, or now if no RESEND went out (NDP
+// learns of a loss from a trimmed header). Times are kept above 0, which
+// means "never".
+func (r *rpc) lost(now time.Duration) {
+	if r.info.recoveryFrom != 0 {
+		return
+	}
+	if r.suspect != 0 {
+		r.info.recoveryFrom = r.suspect
+	} else {
+		r.info.recoveryFrom = max(now, 1)
+	}
 }
 
 // senderID is the id this side writes into the common header.
@@ -93,7 +120,11 @@ func (r *rpc) senderID() uint64 {
 // converted once when the Call returns.
 type callInfo struct {
 	sent, requestSent, firstResponse, done, firstGrant, lastGrant time.Duration
-	grantsReceived, grantsSent, resends, retransmits, restarts    int32
+	// recoveryFrom is when this side began waiting for a lost packet of
+	// the message it receives (or, on a client, of its request), 0 if it
+	// never did.
+	recoveryFrom                                               time.Duration
+	grantsReceived, grantsSent, resends, retransmits, restarts int32
 	// grants is every GRANT of the Call with homaconf.Config.TraceGrants (a
 	// pointer: untraced RPCs stay within Go's 512 B size class).
 	grants *[]grantEvent
@@ -134,6 +165,12 @@ type CallInfo struct {
 	// Grants lists every GRANT of the Call in the order they were sent or
 	// received, with homaconf.Config.TraceGrants; nil without.
 	Grants []GrantEvent
+	// RecoveryFrom is when the Call began waiting for loss recovery: the
+	// last sign of progress from the server before the RESEND that found a
+	// packet of the response, or the request, lost (answered by a
+	// retransmission or, for a lost request, RPC_UNKNOWN and a restart).
+	// Zero if the Call never waited for a lost packet.
+	RecoveryFrom time.Time
 }
 
 // GrantEvent is one GRANT of a traced Call.

@@ -158,6 +158,9 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 func (e *Endpoint) lastByteSent(now time.Duration, r *rpc) {
 	if r.client {
 		r.info.requestSent = now
+		// The response cannot begin before the request is out: silence
+		// counts from here.
+		r.heard = max(r.heard, now)
 		return
 	}
 	if r.state == srvResponding {
@@ -259,6 +262,9 @@ func (e *Endpoint) resendRest(now time.Duration, r *rpc, end uint32) {
 }
 
 func (e *Endpoint) sendResend(now time.Duration, r *rpc, rs *wire.Resend) {
+	if r.suspect == 0 {
+		r.suspect = max(r.heard, 1)
+	}
 	e.txCommit(now, wire.AppendResend(e.txBuf(), rs), r.peer.addr, wire.TypeResend, e.state.ctrlPrio)
 	e.c.resendsSent.Add(1)
 	r.info.resends++

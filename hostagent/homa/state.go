@@ -130,6 +130,7 @@ func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req
 	st := &e.state
 	r.peer = e.peer(dest.Addr())
 	r.lport, r.rport = e.cfg.ClientPort, dest.Port()
+	r.heard = now
 	var flags uint8
 	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold {
 		flags = wire.FlagIncast
