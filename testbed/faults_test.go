@@ -150,7 +150,10 @@ func killedRows(t *testing.T, path string) map[string]int {
 func TestSalvageRecords(t *testing.T) {
 	head := strings.Join(runfmt.RPCs().Header(), ",")
 	row := func(status string) string {
-		return "e,homa,measure,h2,10.0.0.1:4000,100,100,1,2,3,2," + status + ",,0,0,0,0,0,h1,7,10.0.0.2:32768,0,0\n"
+		fields := strings.Split("e,homa,measure,h2,10.0.0.1:4000,100,100,1,2,3,2,"+status+",,0,0,0,0,0,h1,7,10.0.0.2:32768,0,0", ",")
+		// Columns added since are empty.
+		fields = append(fields, make([]string, len(runfmt.RPCs().Header())-len(fields))...)
+		return strings.Join(fields, ",") + "\n"
 	}
 	tests := []struct {
 		name              string
