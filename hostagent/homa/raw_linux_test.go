@@ -49,7 +49,12 @@ func TestRawNamespaces(t *testing.T) {
 		poll time.Duration
 	}{{"default", 0}, {"poll", 50 * time.Microsecond}} {
 		t.Run(tt.name, func(t *testing.T) {
-			client, se := rawPair(t, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, Poll: tt.poll})
+			// A timeout of a second, not 100 ms: the test is about every
+			// response arriving whole while waiters read the socket too, and
+			// under the race detector on a busy machine its polling
+			// goroutines starved the endpoints' own for over 100 ms (15 of
+			// 10,000 Calls timed out).
+			client, se := rawPair(t, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, Poll: tt.poll, TimeoutTicks: 1000})
 			srv, err := se.Listen(serverPort)
 			if err != nil {
 				t.Fatal(err)
