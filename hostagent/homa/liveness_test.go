@@ -491,9 +491,9 @@ func creditType(v homaconf.Variant) wire.Type {
 // the old defaults (a 20 ms tick, one packet of unscheduled bytes and so a
 // one-packet window) every lost DATA or GRANT held its message for a
 // 100 ms RESEND interval: 16 echoed 200 KB messages took 6.9 s where the
-// lossy link carries them in 1.4 s, and 3.5-3.8 s with the 5 ms tick and
-// the window of three packets (seeds 1-6); issue #29's W4 scenario at 75%
-// of the link never drained.
+// lossy link carries them in 1.4 s, and 3.5-3.8 s with the window of three
+// packets (seeds 1-6); issue #29's W4 scenario at 75% of the link never
+// drained.
 func TestGoodputUnderLossSlowLink(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := homaconf.Config{LinkBps: 20e6, Tick: 20 * time.Millisecond}
