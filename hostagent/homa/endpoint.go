@@ -257,8 +257,6 @@ type ServerRPC struct {
 	req     []byte
 	from    netip.AddrPort
 	replied atomic.Bool
-	// recoveryFrom is the RPC's, copied as the request is handed over.
-	recoveryFrom time.Duration
 }
 
 // Request returns the request bytes; the application owns them.
@@ -274,7 +272,10 @@ func (s *ServerRPC) ID() uint64 { return s.r.id }
 // RecoveryFrom is when the server began waiting for a lost packet of the
 // request (see CallInfo.RecoveryFrom), zero if it never did.
 func (s *ServerRPC) RecoveryFrom() time.Time {
-	if d := s.recoveryFrom; d != 0 {
+	// Set before the request was handed over (its channel send orders
+	// the write before this read), and never after: a server RPC takes
+	// no more request packets once the request is whole.
+	if d := s.r.info.recoveryFrom; d != 0 {
 		return s.e.at(d)
 	}
 	return time.Time{}

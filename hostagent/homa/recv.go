@@ -216,7 +216,6 @@ func (e *Endpoint) deliver(r *rpc) {
 		r.state = srvServing
 		sr := &r.handle // part of r: one allocation less per request
 		sr.e, sr.r, sr.req, sr.from = e, r, r.in.buf, netip.AddrPortFrom(r.peer.addr, r.rport)
-		sr.recoveryFrom = r.info.recoveryFrom
 		select {
 		case srv.ch <- sr:
 			r.in.buf = nil
