@@ -107,32 +107,26 @@ func fmtCI(iv Interval) string {
 // warning is one fidelity warning with where it applies.
 type warning struct{ Scope, Msg string }
 
-// headline is one configuration's short-message numbers, Homa against TCP.
-type headline struct {
-	Config             string
-	Homa, TCP          *Experiment
-	RatioP50, RatioP99 *float64 // TCP over Homa
-}
-
-// repeated is one transport's headline over the repetitions of a
-// configuration, with its P99 over Homa's.
+// repeated is one configuration's headline over the repetitions of a
+// group of params, with its P99 over the baseline's.
 type repeated struct {
-	Config string
+	Params string
 	Row    HeadlineRow
 	Ratio  *Spread
 }
 
-// repeatedRows pairs each repeated headline row with its ratio to Homa.
+// repeatedRows pairs each repeated headline row with its ratio to the
+// baseline.
 func repeatedRows(s *Summary) []repeated {
 	var out []repeated
 	for _, h := range s.Headline {
 		if h.Repetitions < 2 {
 			continue
 		}
-		r := repeated{Config: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
+		r := repeated{Params: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
 		for _, rr := range s.Ratios {
-			if paramsKey(Experiment{Params: rr.Params}, "") == r.Config {
-				r.Ratio = rr.OverHomaP99[h.Transport]
+			if rr.Config == h.Config && paramsKey(Experiment{Params: rr.Params}, "") == r.Params {
+				r.Ratio = rr.P99
 			}
 		}
 		out = append(out, r)
@@ -153,7 +147,10 @@ type reportPage struct {
 	Generated string
 	Summary   *Summary
 	Warnings  []warning
-	Headlines []headline
+	// Baseline is the configuration every other one is compared with;
+	// Headlines has one row per other configuration and group of params.
+	Baseline  string
+	Headlines []comparison
 	// Repeated has the headline over repetitions, when a configuration
 	// ran more than once.
 	Repeated    []repeated
@@ -205,16 +202,11 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		}
 	}
 	pg.Repeated = repeatedRows(s)
+	pg.Baseline = s.Baseline
+	pg.Headlines = comparisons(s.Experiments, s.Baseline)
 	keys, by := groupExperiments(s.Experiments)
 	for gi, k := range keys {
 		exps := by[k]
-		h := headline{Config: k}
-		h.Homa, h.TCP = homaAndTCP(exps)
-		if h.Homa != nil && h.TCP != nil {
-			h.RatioP50 = ratio(h.Homa.Short.P50us, h.TCP.Short.P50us)
-			h.RatioP99 = ratio(h.Homa.Short.P99us, h.TCP.Short.P99us)
-		}
-		pg.Headlines = append(pg.Headlines, h)
 
 		g := group{Config: k}
 		var rtt, slow, ccdf []series
@@ -396,8 +388,8 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				xLabel: param, yLabel: "utilisation (fraction of link rate)", yMin: &zero, yMax: &one, series: util})
 		}
 		if rs := ratioSweep(pg.Headlines, param); len(rs) > 0 {
-			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-ratio-%d", pi), title: "TCP/Homa short-message RTT ratio vs " + param,
-				xLabel: param, yLabel: "TCP RTT / Homa RTT", series: rs})
+			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-ratio-%d", pi), title: "Short-message RTT over " + pg.Baseline + "'s vs " + param,
+				xLabel: param, yLabel: "RTT / " + pg.Baseline + " RTT", series: rs})
 		}
 		for _, sp := range specs {
 			c, err := render(sp)
@@ -410,29 +402,33 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 	return nil
 }
 
-// ratioSweep draws the headline ratio TCP/Homa (P50 solid, P99 dashed)
-// against a numeric param, one pair of lines per value of the other params.
-func ratioSweep(hs []headline, param string) []series {
+// ratioSweep draws each configuration's short-message RTT over the
+// baseline's (P50 solid, P99 dashed) against a numeric param, one pair of
+// lines per configuration and value of the other params.
+func ratioSweep(cs []comparison, param string) []series {
 	type pair struct{ p50, p99 []point }
 	lines := map[string]*pair{}
 	var order []string
-	for _, h := range hs {
-		if h.Homa == nil || h.RatioP50 == nil || h.RatioP99 == nil {
+	for _, c := range cs {
+		if c.RatioP50 == nil || c.RatioP99 == nil {
 			continue
 		}
-		x, err := strconv.ParseFloat(fmt.Sprint(h.Homa.Params[param]), 64)
+		x, err := strconv.ParseFloat(fmt.Sprint(c.Base.Params[param]), 64)
 		if err != nil {
 			continue
 		}
-		key := paramsKey(*h.Homa, param)
+		key := configID(c.Other) + "/" + configID(c.Base)
+		if rest := paramsKey(*c.Base, param); rest != "" {
+			key += " " + rest
+		}
 		l := lines[key]
 		if l == nil {
 			l = &pair{}
 			lines[key] = l
 			order = append(order, key)
 		}
-		l.p50 = append(l.p50, point{x, *h.RatioP50})
-		l.p99 = append(l.p99, point{x, *h.RatioP99})
+		l.p50 = append(l.p50, point{x, *c.RatioP50})
+		l.p99 = append(l.p99, point{x, *c.RatioP99})
 	}
 	var out []series
 	for i, key := range order {
@@ -440,12 +436,8 @@ func ratioSweep(hs []headline, param string) []series {
 		byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
 		slices.SortFunc(l.p50, byX)
 		slices.SortFunc(l.p99, byX)
-		name := "TCP/Homa"
-		if key != "" {
-			name += " " + key
-		}
-		out = append(out, series{name: name + " P50", pts: l.p50, color: paletteColor(i)},
-			series{name: name + " P99", pts: l.p99, color: paletteColor(i), dashed: true})
+		out = append(out, series{name: key + " P50", pts: l.p50, color: paletteColor(i)},
+			series{name: key + " P99", pts: l.p99, color: paletteColor(i), dashed: true})
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -98,6 +99,8 @@ func TestBadScenarios(t *testing.T) {
 		{"dctcp without ecn marking", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: dctcp}", 12, "transports[1].tcp.congestion", "switch.ecn_threshold_pkts > 0"},
 		{"unknown congestion control", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: vegas}", 12, "transports[1].tcp.congestion", `dctcp or nv (homatb's BPF DCTCP and TCP-NV), got "vegas"`},
 		{"cutoffs in increasing order", "priorities: 8", "priorities: 8\n      unsched_cutoffs: [3008, 12288, 63488, 1000000]", 11, "transports[0].homa.unsched_cutoffs[1]", "Linux's order"},
+		{"unknown baseline", "duration: 2s", "duration: 2s\nreport:\n  baseline: dctcp", 21, "report.baseline", `(homa, tcp-cubic), got "dctcp"`},
+		{"two labels for one configuration", "  - name: tcp", "  - name: tcp\n  - name: tcp\n    label: cubic", 13, "transports[2].label", `configuration "tcp-cubic" is listed twice`},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}
 	for _, tc := range tests {
@@ -445,5 +448,45 @@ func TestStartMsgOption(t *testing.T) {
 	}
 	if _, ok := plan.Base.Transports[0].Homa.Extra["start_msg"]; ok {
 		t.Error("the base scenario's extra map was changed")
+	}
+}
+
+// TestConfigLabels: every configuration keeps a label of its own, and the
+// baseline is Homa's unless report.baseline picks another.
+func TestConfigLabels(t *testing.T) {
+	text := strings.Replace(good, "  - name: tcp\n", `  - name: tcp
+  - name: tcp
+    label: dctcp
+    tcp: {congestion: dctcp}
+  - name: pfabric
+switch: {ecn_threshold_pkts: 20}
+`, 1)
+	for _, tc := range []struct {
+		name, report, baseline string
+	}{
+		{"homa by default", "", "homa"},
+		{"chosen by label", "report: {baseline: tcp-cubic}\n", "tcp-cubic"},
+		{"chosen by id", "report: {baseline: tcp-dctcp}\n", "tcp-dctcp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("labels.yaml", []byte(text+tc.report))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range plan.Experiments {
+				got = append(got, e.Transport.Config())
+			}
+			if want := []string{"homa", "tcp-cubic", "tcp-dctcp", "pfabric"}; !slices.Equal(got, want) {
+				t.Errorf("labels %v, want %v", got, want)
+			}
+			if b := plan.Base.BaselineConfig(); b != tc.baseline {
+				t.Errorf("baseline %q, want %q", b, tc.baseline)
+			}
+		})
 	}
 }

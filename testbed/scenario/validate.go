@@ -129,7 +129,7 @@ func applyDefaults(s *Scenario) {
 func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
-		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults,
+		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkReport,
 	} {
 		f(s)
 	}
@@ -277,13 +277,16 @@ func (c *checker) checkTransports(s *Scenario) {
 	if len(s.Transports) == 0 {
 		c.errorf("transports", "expected at least one transport (homa or tcp)")
 	}
-	seen := map[string]int{}
+	seen, configs := map[string]int{}, map[string]int{}
 	for i, t := range s.Transports {
 		p := fmt.Sprintf("transports[%d]", i)
 		if j, dup := seen[t.ID()]; dup {
 			c.errorf(p+".name", "transport %q is listed twice (also transports[%d]); give one a label", t.ID(), j)
+		} else if j, dup := configs[t.Config()]; dup {
+			c.errorf(p+".label", "configuration %q is listed twice (also transports[%d]); give one another label", t.Config(), j)
 		}
 		seen[t.ID()] = i
+		configs[t.Config()] = i
 		if t.Label != "" && !nameRe.MatchString(t.Label) {
 			c.errorf(p+".label", "expected lower-case letters, digits, '-' and '_', got %q", t.Label)
 		}
@@ -348,6 +351,23 @@ func (c *checker) checkTransports(s *Scenario) {
 }
 
 // checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
+// checkReport checks that report.baseline names one of the transports'
+// configurations.
+func (c *checker) checkReport(s *Scenario) {
+	b := s.Report.Baseline
+	if b == "" {
+		return
+	}
+	var labels []string
+	for _, t := range s.Transports {
+		if t.Config() == b || t.ID() == b {
+			return
+		}
+		labels = append(labels, t.Config())
+	}
+	c.errorf("report.baseline", "expected the label of one of the transports (%s), got %q", strings.Join(labels, ", "), b)
+}
+
 func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	switch t.TCP.Congestion {
 	case "reno", "cubic", "bbr", "nv":
