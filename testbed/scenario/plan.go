@@ -40,29 +40,44 @@ type Experiment struct {
 
 // Options tunes validation.
 type Options struct {
-	// SizeSpec checks a phase's size spec and returns its mean length; nil
-	// means workloads.ParseSizeSpec. Tests replace it.
-	SizeSpec func(string) (float64, error)
+	// SizeSpec checks a phase's size spec and returns its mean and
+	// longest length; nil means workloads.ParseSizeSpec. Tests replace it.
+	SizeSpec func(string) (SizeStats, error)
 	// Repetitions, when positive, replaces the scenario's repetitions
 	// (homatb run --repetitions).
 	Repetitions int
 }
 
-func (o Options) sizeSpec() func(string) (float64, error) {
+// SizeStats is what validation needs of a size distribution.
+type SizeStats struct {
+	// Mean turns a load fraction into an RPC rate; Max is checked against
+	// the transports' message limits.
+	Mean float64
+	Max  int
+}
+
+func (o Options) sizeSpec() func(string) (SizeStats, error) {
 	if o.SizeSpec != nil {
 		return o.SizeSpec
 	}
-	return MeanSize
+	return SizeStatsOf
+}
+
+// SizeStatsOf parses a size spec with workloads.ParseSizeSpec and returns
+// its mean and longest length.
+func SizeStatsOf(spec string) (SizeStats, error) {
+	d, err := workloads.ParseSizeSpec(spec)
+	if err != nil {
+		return SizeStats{}, err
+	}
+	return SizeStats{Mean: d.Mean(), Max: d.Max()}, nil
 }
 
 // MeanSize parses a size spec with workloads.ParseSizeSpec and returns the
 // mean message length, which turns a load fraction into an RPC rate.
 func MeanSize(spec string) (float64, error) {
-	d, err := workloads.ParseSizeSpec(spec)
-	if err != nil {
-		return 0, err
-	}
-	return d.Mean(), nil
+	st, err := SizeStatsOf(spec)
+	return st.Mean, err
 }
 
 // Warnings lists, once each, what is valid but will not measure what the
@@ -150,7 +165,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 					Repetition: rep, Scenario: s,
 					// Seeds differ by combination and repetition but not by
 					// transport, so the transports compared see the same arrivals.
-					Seed: s.Seed + uint64(k)*1000003 + uint64(rep-1),
+					Seed: *s.Seed + uint64(k)*1000003 + uint64(rep-1),
 				}
 				for p, v := range params {
 					e.Params[p] = v

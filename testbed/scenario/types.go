@@ -31,13 +31,19 @@ type Scenario struct {
 	Warmup   Duration `yaml:"warmup"`
 	Duration Duration `yaml:"duration"`
 	// Drain is how long outstanding RPCs get after the clients stop before
-	// they are recorded as in flight.
-	Drain       Duration    `yaml:"drain"`
-	Repetitions int         `yaml:"repetitions"`
-	Seed        uint64      `yaml:"seed"`
-	Calibration Calibration `yaml:"calibration"`
-	Telemetry   Telemetry   `yaml:"telemetry"`
-	Sweep       []Sweep     `yaml:"sweep"`
+	// they are recorded as in flight; absent means 1s, and 0s is honoured.
+	Drain       *Duration `yaml:"drain"`
+	Repetitions int       `yaml:"repetitions"`
+	// Seed seeds every random choice of the run; absent means 1, and 0 is
+	// a seed like any other.
+	Seed *uint64 `yaml:"seed"`
+	// AllowOverload accepts open-loop phases and bursts that offer a link
+	// more than its rate: such a run measures the backlog, which is an
+	// error unless asked for.
+	AllowOverload bool        `yaml:"allow_overload"`
+	Calibration   Calibration `yaml:"calibration"`
+	Telemetry     Telemetry   `yaml:"telemetry"`
+	Sweep         []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
 	// Report tunes how the report compares the configurations.
