@@ -46,14 +46,9 @@ func (m *Manifest) update(f func(*Manifest)) error {
 // versions collects what the manifest needs to make a run reproducible.
 func versions() (map[string]string, string) {
 	v := map[string]string{"go": runtime.Version()}
-	commit := ""
+	commit := buildinfo.Commit()
 	if info, ok := debug.ReadBuildInfo(); ok {
 		v["homatb"] = info.Main.Version
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
-			}
-		}
 	}
 	if k := buildinfo.Kernel(); k != "" {
 		v["kernel"] = k

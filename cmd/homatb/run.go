@@ -61,10 +61,10 @@ func newRunCmd() *cobra.Command {
 
 func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.repetitions < 0 || f.repetitions > 100 {
-		return fmt.Errorf("--repetitions: expected 1 to 100, got %d", f.repetitions)
+		return usagef("--repetitions: expected 1 to 100, got %d", f.repetitions)
 	}
 	if f.slice != 0 && (f.slice < schedprio.MinSlice || f.slice > schedprio.MaxSlice) {
-		return fmt.Errorf("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
+		return usagef("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
 	}
 	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions})
 	if err != nil {
@@ -107,8 +107,12 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	printHeadline(stdout, res)
 	if runErr != nil {
 		fmt.Fprintf(stderr, "run stopped early; what was measured is in %s (marked incomplete)\n", res.RunDir)
+		return runErr
 	}
-	return runErr
+	if res.Incomplete {
+		return fmt.Errorf("run %s is incomplete (see its manifest.json and fidelity warnings)", res.RunDir)
+	}
+	return nil
 }
 
 // offerClean removes leftovers of crashed runs: at once with --clean, after

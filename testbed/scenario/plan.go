@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -387,14 +388,22 @@ func (p *Plan) Describe(w io.Writer) error {
 	topo := fmt.Sprintf("star, %d hosts", b.Topology.Hosts)
 	switch b.Topology.Kind {
 	case KindLeafSpine:
-		topo = fmt.Sprintf("leaf-spine, %d leaves x %d hosts, %d spines", b.Topology.Leaves, b.Topology.HostsPerLeaf, b.Topology.Spines)
+		leaves := units.Count(b.Topology.Leaves, "leaf")
+		if b.Topology.Leaves != 1 {
+			leaves = fmt.Sprintf("%d leaves", b.Topology.Leaves)
+		}
+		topo = fmt.Sprintf("leaf-spine, %s x %s, %s", leaves, units.Count(b.Topology.HostsPerLeaf, "host"), units.Count(b.Topology.Spines, "spine"))
 	case KindExternal:
-		topo = fmt.Sprintf("external, %d hosts, %d P4 switches", len(b.Topology.HostNames()), len(b.Topology.External.Switches))
+		sw := fmt.Sprintf("%d P4 switches", len(b.Topology.External.Switches))
+		if len(b.Topology.External.Switches) == 1 {
+			sw = "1 P4 switch"
+		}
+		topo = fmt.Sprintf("external, %s, %s", units.Count(len(b.Topology.HostNames()), "host"), sw)
 	}
 	per := b.Warmup.D() + b.Duration.D() + b.Drain.D()
-	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%d experiments, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",
+	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%s, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",
 		b.Name, p.File, topo, b.Link.Rate, b.Link.MTU, b.Switch.Target, b.Switch.QueueDepthPkts, b.DSCP.Policy,
-		len(p.Experiments), per, b.Warmup.D(), b.Duration.D(), b.Drain.D())
+		units.Count(len(p.Experiments), "experiment"), per, b.Warmup.D(), b.Duration.D(), b.Drain.D())
 	if err != nil {
 		return err
 	}
