@@ -107,15 +107,24 @@ func fmtCI(iv Interval) string {
 // warning is one fidelity warning with where it applies.
 type warning struct{ Scope, Msg string }
 
-// repeated is one configuration's headline over the repetitions of a
-// group of params, with its P99 over the baseline's.
+// repeated is one configuration's headline over the repetitions of its
+// params, with its P99 over the baseline's: one ratio, or one per variant
+// of the baseline when a sweep of the baseline's own parameter made
+// several.
 type repeated struct {
 	Params string
 	Row    HeadlineRow
-	Ratio  *Spread
+	Ratios []repeatedRatio
 }
 
-// repeatedRows pairs each repeated headline row with its ratio to the
+// repeatedRatio is one P99 ratio of a repeated row, with the params that
+// tell the baseline's variant apart ("" when there is one).
+type repeatedRatio struct {
+	Against string
+	P99     *Spread
+}
+
+// repeatedRows pairs each repeated headline row with its ratios to the
 // baseline.
 func repeatedRows(s *Summary) []repeated {
 	var out []repeated
@@ -124,10 +133,24 @@ func repeatedRows(s *Summary) []repeated {
 			continue
 		}
 		r := repeated{Params: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
+		var matched []RatioRow
 		for _, rr := range s.Ratios {
-			if rr.Config == h.Config && paramsKey(Experiment{Params: rr.Params}, "") == r.Params {
-				r.Ratio = rr.P99
+			if rr.Config == h.Config && subsetParams(h.Params, rr.Params) {
+				matched = append(matched, rr)
 			}
+		}
+		for _, rr := range matched {
+			against := ""
+			if len(matched) > 1 {
+				extra := map[string]any{}
+				for k, v := range rr.Params {
+					if _, own := h.Params[k]; !own {
+						extra[k] = v
+					}
+				}
+				against = paramsKey(Experiment{Params: extra}, "")
+			}
+			r.Ratios = append(r.Ratios, repeatedRatio{Against: against, P99: rr.P99})
 		}
 		out = append(out, r)
 	}
@@ -413,12 +436,12 @@ func ratioSweep(cs []comparison, param string) []series {
 		if c.RatioP50 == nil || c.RatioP99 == nil {
 			continue
 		}
-		x, err := strconv.ParseFloat(fmt.Sprint(c.Base.Params[param]), 64)
+		x, err := strconv.ParseFloat(fmt.Sprint(c.params[param]), 64)
 		if err != nil {
 			continue
 		}
 		key := configID(c.Other) + "/" + configID(c.Base)
-		if rest := paramsKey(*c.Base, param); rest != "" {
+		if rest := paramsKey(Experiment{Params: c.params}, param); rest != "" {
 			key += " " + rest
 		}
 		l := lines[key]

@@ -64,6 +64,24 @@ type RatioRow struct {
 	P50         *Spread `json:"p50_over_baseline"`
 }
 
+// Rows finds the headline rows a ratio row divides: the baseline's and
+// the configuration's (nil when absent).
+func (r RatioRow) Rows(heads []HeadlineRow) (base, other *HeadlineRow) {
+	for i := range heads {
+		h := &heads[i]
+		if !subsetParams(h.Params, r.Params) {
+			continue
+		}
+		switch h.Config {
+		case r.Baseline:
+			base = h
+		case r.Config:
+			other = h
+		}
+	}
+	return base, other
+}
+
 // repetitionOf returns an experiment's repetition number (1 without one).
 func repetitionOf(e *Experiment) string {
 	if r, ok := e.Params["repetition"]; ok {
@@ -75,20 +93,23 @@ func repetitionOf(e *Experiment) string {
 }
 
 // headlines gathers the repetitions of every configuration: one row per
-// configuration and group of params, and one ratio row per configuration
-// that ran beside the baseline.
+// configuration and params, and one ratio row per configuration (and
+// variant) that ran beside the baseline (each of its variants, when a
+// sweep of the baseline's own parameter made several).
 func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
-	type key struct{ params, config string }
+	// group: the params every transport shares; params: the experiment's
+	// own, which tell variants of one configuration apart.
+	type key struct{ group, params, config string }
 	var groups []string
 	var order []key
 	byKey := map[key][]*Experiment{}
 	for i := range exps {
 		e := &exps[i]
-		k := key{paramsKey(*e, "repetition"), configID(e)}
+		k := key{sharedKey(e.Params, "repetition"), paramsKey(*e, "repetition"), configID(e)}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
-			if !slices.Contains(groups, k.params) {
-				groups = append(groups, k.params)
+			if !slices.Contains(groups, k.group) {
+				groups = append(groups, k.group)
 			}
 		}
 		byKey[k] = append(byKey[k], e)
@@ -107,36 +128,41 @@ func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
 	}
 	ratios := []RatioRow{}
 	for _, g := range groups {
-		base := byKey[key{g, baseline}]
-		if base == nil {
-			continue
-		}
-		baseByRep := map[string]*Experiment{}
-		for _, e := range base {
-			baseByRep[repetitionOf(e)] = e
-		}
+		var bases, others []key
 		for _, k := range order {
-			if k.params != g || k.config == baseline {
-				continue
+			switch {
+			case k.group != g:
+			case k.config == baseline:
+				bases = append(bases, k)
+			default:
+				others = append(others, k)
 			}
-			var r50, r99 []float64
-			for _, e := range byKey[k] {
-				b := baseByRep[repetitionOf(e)]
-				if b == nil {
+		}
+		for _, bk := range bases {
+			baseByRep := map[string]*Experiment{}
+			for _, e := range byKey[bk] {
+				baseByRep[repetitionOf(e)] = e
+			}
+			for _, k := range others {
+				var r50, r99 []float64
+				for _, e := range byKey[k] {
+					b := baseByRep[repetitionOf(e)]
+					if b == nil {
+						continue
+					}
+					if r := ratio(b.Short.P99us, e.Short.P99us); r != nil {
+						r99 = append(r99, *r)
+					}
+					if r := ratio(b.Short.P50us, e.Short.P50us); r != nil {
+						r50 = append(r50, *r)
+					}
+				}
+				if len(r99) == 0 {
 					continue
 				}
-				if r := ratio(b.Short.P99us, e.Short.P99us); r != nil {
-					r99 = append(r99, *r)
-				}
-				if r := ratio(b.Short.P50us, e.Short.P50us); r != nil {
-					r50 = append(r50, *r)
-				}
+				ratios = append(ratios, RatioRow{Params: unionParams(configParams(byKey[bk][0]), configParams(byKey[k][0])), Config: k.config, Baseline: baseline,
+					Repetitions: len(r99), P99: newSpread(r99), P50: newSpread(r50)})
 			}
-			if len(r99) == 0 {
-				continue
-			}
-			ratios = append(ratios, RatioRow{Params: configParams(base[0]), Config: k.config, Baseline: baseline,
-				Repetitions: len(r99), P99: newSpread(r99), P50: newSpread(r50)})
 		}
 	}
 	return heads, ratios

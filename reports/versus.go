@@ -1,5 +1,11 @@
 package reports
 
+import (
+	"fmt"
+	"maps"
+	"strings"
+)
+
 // Versus is one configuration against the baseline in one group of params:
 // the numbers the headline puts side by side, with ratios of the
 // configuration's over the baseline's (above 1: the baseline is faster).
@@ -28,45 +34,94 @@ func (s *Summary) Versus() []Versus {
 // comparison is one configuration's first experiment against the
 // baseline's in one group of params.
 type comparison struct {
+	// Params names the pair's params (both experiments' together).
 	Params             string
 	Base, Other        *Experiment
 	RatioP50, RatioP99 *float64 // Other over Base
+	params             map[string]any
 }
 
 // comparisons lists, group by group, every configuration against the
-// baseline, in the order the experiments ran.
+// baseline, in the order the experiments ran. A group is the params every
+// transport shares; a parameter of one transport ("transports.homa....")
+// tells variants apart within it, and every variant of the baseline is
+// compared with every variant of the others.
 func comparisons(exps []Experiment, baseline string) []comparison {
 	var out []comparison
-	keys, by := groupExperiments(exps)
+	keys, by := groupBy(exps, func(e *Experiment) string { return sharedKey(e.Params, "") })
 	for _, k := range keys {
-		base, others := againstBaseline(by[k], baseline)
-		for _, o := range others {
-			out = append(out, comparison{Params: k, Base: base, Other: o,
-				RatioP50: ratio(base.Short.P50us, o.Short.P50us), RatioP99: ratio(base.Short.P99us, o.Short.P99us)})
+		var bases, others []*Experiment
+		seen := map[string]bool{}
+		for _, e := range by[k] {
+			id := configID(e) + "\x00" + paramsKey(*e, "")
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if configID(e) == baseline {
+				bases = append(bases, e)
+			} else {
+				others = append(others, e)
+			}
+		}
+		for _, b := range bases {
+			for _, o := range others {
+				params := unionParams(b.Params, o.Params)
+				out = append(out, comparison{Params: paramsKey(Experiment{Params: params}, ""), Base: b, Other: o, params: params,
+					RatioP50: ratio(b.Short.P50us, o.Short.P50us), RatioP99: ratio(b.Short.P99us, o.Short.P99us)})
+			}
 		}
 	}
 	return out
 }
 
-// againstBaseline returns the baseline's first experiment in exps and the
-// first experiment of every other configuration; no others without the
-// baseline.
-func againstBaseline(exps []*Experiment, baseline string) (base *Experiment, others []*Experiment) {
-	seen := map[string]bool{}
-	for _, e := range exps {
-		c := configID(e)
-		if seen[c] {
-			continue
+// groupBy groups experiments by key, in first-seen order.
+func groupBy(exps []Experiment, key func(*Experiment) string) ([]string, map[string][]*Experiment) {
+	var keys []string
+	by := map[string][]*Experiment{}
+	for i := range exps {
+		k := key(&exps[i])
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
 		}
-		seen[c] = true
-		if c == baseline {
-			base = e
-		} else {
-			others = append(others, e)
+		by[k] = append(by[k], &exps[i])
+	}
+	return keys, by
+}
+
+// transportParam reports whether a param is one transport's (a sweep of
+// "transports.<id>...."), which the other transports do not run with.
+func transportParam(k string) bool { return strings.HasPrefix(k, "transports.") }
+
+// sharedKey formats the params every transport shares, without except.
+func sharedKey(params map[string]any, except string) string {
+	shared := map[string]any{}
+	for k, v := range params {
+		if !transportParam(k) {
+			shared[k] = v
 		}
 	}
-	if base == nil {
-		return nil, nil
+	return paramsKey(Experiment{Params: shared}, except)
+}
+
+// unionParams merges two experiments' params (they agree on the keys they
+// share).
+func unionParams(a, b map[string]any) map[string]any {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]any{}
 	}
-	return base, others
+	maps.Copy(out, b)
+	return out
+}
+
+// subsetParams reports whether every param of sub has the same value in
+// super.
+func subsetParams(sub, super map[string]any) bool {
+	for k, v := range sub {
+		if w, ok := super[k]; !ok || fmt.Sprint(v) != fmt.Sprint(w) {
+			return false
+		}
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,46 @@ func TestComparisonsByConfiguration(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestComparisonsOverOneTransportsSweep: a sweep of Homa's own parameter
+// runs TCP once per value of the shared params; TCP is then compared with
+// every Homa variant, and the ratio rows find both headline rows.
+func TestComparisonsOverOneTransportsSweep(t *testing.T) {
+	const oc = "transports.homa.homa.overcommit"
+	exp := func(name, tr, config string, p map[string]any, p99 float64) Experiment {
+		return Experiment{Name: name, Transport: tr, Config: config, Params: p, Short: Short{P50us: fp(p99 / 10), P99us: fp(p99)}}
+	}
+	var exps []Experiment
+	for _, rep := range []string{"1", "2"} {
+		exps = append(exps,
+			exp("homa-oc1-r"+rep, "homa", "homa", map[string]any{oc: "1", "load": "0.5", "repetition": rep}, 100),
+			exp("tcp-r"+rep, "tcp", "tcp-cubic", map[string]any{"load": "0.5", "repetition": rep}, 1000),
+			exp("homa-oc2-r"+rep, "homa", "homa", map[string]any{oc: "2", "load": "0.5", "repetition": rep}, 50))
+	}
+	s := &Summary{Baseline: "homa", Experiments: exps}
+	var got []string
+	for _, v := range s.Versus() {
+		got = append(got, fmt.Sprintf("%s %s/%s %g", v.Params, v.Config, v.Baseline, *v.RatioP99))
+	}
+	want := []string{
+		"load=0.5, repetition=1, " + oc + "=1 tcp-cubic/homa 10",
+		"load=0.5, repetition=1, " + oc + "=2 tcp-cubic/homa 20",
+		"load=0.5, repetition=2, " + oc + "=1 tcp-cubic/homa 10",
+		"load=0.5, repetition=2, " + oc + "=2 tcp-cubic/homa 20",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("comparisons\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	heads, ratios := headlines(exps, "homa")
+	if len(heads) != 3 || len(ratios) != 2 {
+		t.Fatalf("%d headline rows, %d ratio rows; want 3 and 2", len(heads), len(ratios))
+	}
+	for i, r := range ratios {
+		base, other := r.Rows(heads)
+		if base == nil || other == nil || other.Config != "tcp-cubic" || base.Params[oc] != r.Params[oc] || r.Repetitions != 2 {
+			t.Errorf("ratio row %d %+v: rows %+v and %+v", i, r, base, other)
+		}
 	}
 }

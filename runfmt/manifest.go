@@ -46,7 +46,12 @@ type Manifest struct {
 	// Baseline is the configuration (Experiment.Config) the report
 	// compares every other one with; empty in runs written before it
 	// existed, where readers pick Homa.
-	Baseline    string       `json:"baseline,omitempty"`
+	Baseline string `json:"baseline,omitempty"`
+	// Order is every planned experiment's name in the order the run runs
+	// them: repetitions outermost, so each repetition runs every
+	// configuration once (ABAB). Experiments lists those that ran, in the
+	// same order.
+	Order       []string     `json:"order,omitempty"`
 	Experiments []Experiment `json:"experiments"`
 	// Congestion lists the BPF TCP congestion controls the run registered
 	// (kernel names, e.g. homatb_dctcp; docs/tcp.md).

@@ -106,6 +106,7 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	}, dir: runDir}
 	seen := map[uint64]bool{}
 	for _, e := range plan.Experiments {
+		m.Order = append(m.Order, e.Name)
 		if !seen[e.Seed] {
 			seen[e.Seed] = true
 			m.Seeds = append(m.Seeds, e.Seed)

@@ -233,18 +233,7 @@ func repetitionLines(sum *reports.Summary) []string {
 		if r.Repetitions < 2 || r.P99 == nil {
 			continue
 		}
-		var base, other *reports.HeadlineRow
-		for i := range sum.Headline {
-			h := &sum.Headline[i]
-			if maps.EqualFunc(h.Params, r.Params, func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
-				switch h.Config {
-				case r.Baseline:
-					base = h
-				case r.Config:
-					other = h
-				}
-			}
-		}
+		base, other := r.Rows(sum.Headline)
 		if base == nil || other == nil || base.ShortP99us == nil || other.ShortP99us == nil {
 			continue
 		}

@@ -124,6 +124,9 @@ type resolvedSweep struct {
 	param string
 	canon string
 	line  int
+	// transport is the index of the transport whose parameter the sweep
+	// sets, -1 when it sets something all transports share.
+	transport int
 }
 
 // Plan validates the scenario and every sweep combination and returns the
@@ -140,42 +143,64 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	if len(c.errs) > 0 {
 		return nil, c.errs.unique()
 	}
-	combos := 1
+	nCombos := 1
 	for _, sw := range base.Sweep {
-		combos *= len(sw.Values)
+		nCombos *= len(sw.Values)
 	}
-	total := combos * len(base.Transports) * base.Repetitions
+	total := nCombos * len(base.Transports) * base.Repetitions
 	if total > MaxExperiments {
 		return nil, Errors{{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
 			Msg: fmt.Sprintf("expands to %d experiments; expected at most %d", total, MaxExperiments)}}
 	}
-	plan := &Plan{File: src.File, Base: base}
-	names := map[string]bool{}
+	type combination struct {
+		s      *Scenario
+		params map[string]string
+		order  []string
+		idx    []int // the value index of each sweep
+	}
+	var combos []combination
 	var errs Errors
-	for k := 0; k < combos; k++ {
+	for k := 0; k < nCombos; k++ {
 		s, params, order, err := src.combination(base, sweeps, k, opt)
 		if err != nil {
 			errs = append(errs, err.(Errors)...)
 			continue
 		}
-		for _, t := range s.Transports {
-			t.Homa = t.Homa.withOptions()
-			for rep := 1; rep <= s.Repetitions; rep++ {
+		combos = append(combos, combination{s, params, order, sweepIndexes(base, k)})
+	}
+	if len(errs) > 0 {
+		// A bad swept value fails every combination it is part of: say so once.
+		return nil, errs.unique()
+	}
+	plan := &Plan{File: src.File, Base: base}
+	names := map[string]bool{}
+	// Repetitions outermost: each runs every configuration once (ABAB, not
+	// AABB), so a change in the machine's load spreads over all of them.
+	for rep := 1; rep <= base.Repetitions; rep++ {
+		for _, cb := range combos {
+			for ti, t := range cb.s.Transports {
+				if !sweepsApply(sweeps, cb.idx, ti) {
+					continue // another transport's value: this one ran with the first
+				}
+				t.Homa = t.Homa.withOptions()
 				e := Experiment{
-					Transport: t, Params: map[string]string{}, ParamOrder: append([]string(nil), order...),
-					Repetition: rep, Scenario: s,
-					// Seeds differ by combination and repetition but not by
-					// transport, so the transports compared see the same arrivals.
-					Seed: *s.Seed + uint64(k)*1000003 + uint64(rep-1),
+					Transport: t, Params: map[string]string{}, Repetition: rep, Scenario: cb.s,
+					// Seeds differ by traffic and repetition but not by
+					// transport or its parameters, so the configurations
+					// compared see the same arrivals.
+					Seed: *cb.s.Seed + uint64(trafficIndex(base, sweeps, cb.idx))*1000003 + uint64(rep-1),
 				}
-				for p, v := range params {
-					e.Params[p] = v
+				for _, p := range cb.order {
+					if sw := sweepNamed(sweeps, p); sw.transport < 0 || sw.transport == ti {
+						e.Params[p] = cb.params[p]
+						e.ParamOrder = append(e.ParamOrder, p)
+					}
 				}
-				if s.Repetitions > 1 {
+				if base.Repetitions > 1 {
 					e.Params["repetition"] = strconv.Itoa(rep)
 					e.ParamOrder = append(e.ParamOrder, "repetition")
 				}
-				e.Name = experimentName(s.Name, t, e)
+				e.Name = experimentName(cb.s.Name, t, e)
 				if names[e.Name] {
 					errs = append(errs, &Error{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
 						Msg: fmt.Sprintf("two experiments would be named %q; sweep values must differ", e.Name)})
@@ -186,10 +211,54 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		}
 	}
 	if len(errs) > 0 {
-		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
 	return plan, nil
+}
+
+// sweepIndexes is the value index of each sweep in combination k (mixed
+// radix, the last sweep varying fastest).
+func sweepIndexes(base *Scenario, k int) []int {
+	idx := make([]int, len(base.Sweep))
+	for i, rem := len(base.Sweep)-1, k; i >= 0; i-- {
+		n := len(base.Sweep[i].Values)
+		idx[i], rem = rem%n, rem/n
+	}
+	return idx
+}
+
+// sweepsApply reports whether transport ti runs in a combination: every
+// sweep of another transport's parameter is at its first value (ti's
+// experiment is the same at the others).
+func sweepsApply(sweeps []resolvedSweep, idx []int, ti int) bool {
+	for i, sw := range sweeps {
+		if sw.transport >= 0 && sw.transport != ti && idx[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// trafficIndex numbers a combination by the values of the sweeps that are
+// not one transport's parameter (mixed radix, as sweepIndexes).
+func trafficIndex(base *Scenario, sweeps []resolvedSweep, idx []int) int {
+	k := 0
+	for i, sw := range sweeps {
+		if sw.transport < 0 {
+			k = k*len(base.Sweep[i].Values) + idx[i]
+		}
+	}
+	return k
+}
+
+// sweepNamed returns the sweep of param as written.
+func sweepNamed(sweeps []resolvedSweep, param string) resolvedSweep {
+	for _, sw := range sweeps {
+		if sw.param == param {
+			return sw
+		}
+	}
+	return resolvedSweep{transport: -1}
 }
 
 // checkSweeps resolves every sweep parameter against the base scenario.
@@ -198,7 +267,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 	seen := map[string]int{}
 	for i, sw := range base.Sweep {
 		p := fmt.Sprintf("sweep[%d]", i)
-		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param")}
+		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param"), transport: -1}
 		top, _, _ := strings.Cut(sw.Param, ".")
 		if !sweepable[top] {
 			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
@@ -215,6 +284,11 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 		}
 		seen[canon] = i
 		out[i].canon = canon
+		if rest, ok := strings.CutPrefix(canon, "transports["); ok {
+			if n, _, ok := strings.Cut(rest, "]"); ok {
+				out[i].transport, _ = strconv.Atoi(n)
+			}
+		}
 		if len(sw.Values) == 0 {
 			c.errorf(p+".values", "expected a non-empty list of values for %s", sw.Param)
 		}
@@ -232,11 +306,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	c := &checker{file: src.File, idx: src.idx, overrides: map[string]int{}, sizeSpec: opt.sizeSpec()}
 	params := map[string]string{}
 	var order []string
-	idx := make([]int, len(base.Sweep))
-	for i, rem := len(base.Sweep)-1, k; i >= 0; i-- {
-		n := len(base.Sweep[i].Values)
-		idx[i], rem = rem%n, rem/n
-	}
+	idx := sweepIndexes(base, k)
 	for i, sw := range base.Sweep {
 		vn := &sw.Values[idx[i]]
 		field, canon, err := resolvePath(reflect.ValueOf(s).Elem(), sw.Param)

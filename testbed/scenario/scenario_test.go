@@ -244,8 +244,8 @@ repetitions: 2
 		}
 	}
 	// The first experiment has the first value of every sweep; the last
-	// sweep varies fastest.
-	first, second := plan.Experiments[0], plan.Experiments[2]
+	// sweep varies fastest, the repetition slowest.
+	first, second := plan.Experiments[0], plan.Experiments[1]
 	if first.Name != "t-homa-overcommit1-sizesfixed_1000-r1" || second.Name != "t-homa-overcommit1-sizesw4-r1" {
 		t.Errorf("order: %s, %s", first.Name, second.Name)
 	}
@@ -253,8 +253,47 @@ repetitions: 2
 	if plan.Base.Transports[0].Homa.Overcommit != 0 {
 		t.Errorf("base scenario changed by the sweep: overcommit %d", plan.Base.Transports[0].Homa.Overcommit)
 	}
-	if first.Seed == plan.Experiments[1].Seed && first.Repetition != plan.Experiments[1].Repetition {
-		t.Errorf("repetitions share seed %d", first.Seed)
+	if r2 := plan.Experiments[6]; r2.Repetition != 2 || r2.Seed == first.Seed {
+		t.Errorf("%s (repetition %d) has seed %d, like the first repetition", r2.Name, r2.Repetition, r2.Seed)
+	}
+	if oc2 := plan.Experiments[2]; oc2.Seed != first.Seed {
+		t.Errorf("%s has seed %d, %s %d: one transport's parameter changed the traffic", oc2.Name, oc2.Seed, first.Name, first.Seed)
+	}
+}
+
+// TestInterleavedOrder: repetitions interleave the configurations (ABAB),
+// and a sweep of one transport's parameter leaves the others to run once
+// per value of the other sweeps, under names without it.
+func TestInterleavedOrder(t *testing.T) {
+	sweep := `sweep:
+  - param: transports.homa.homa.overcommit
+    values: [1, 2]
+  - param: phases.bulk.max_outstanding
+    values: [1, 4]
+repetitions: 2
+`
+	plan := mustPlan(t, good+sweep)
+	var got []string
+	for _, e := range plan.Experiments {
+		got = append(got, strings.TrimPrefix(e.Name, "t-"))
+	}
+	want := []string{
+		"homa-overcommit1-max_outstanding1-r1", "tcp-max_outstanding1-r1",
+		"homa-overcommit1-max_outstanding4-r1", "tcp-max_outstanding4-r1",
+		"homa-overcommit2-max_outstanding1-r1",
+		"homa-overcommit2-max_outstanding4-r1",
+		"homa-overcommit1-max_outstanding1-r2", "tcp-max_outstanding1-r2",
+		"homa-overcommit1-max_outstanding4-r2", "tcp-max_outstanding4-r2",
+		"homa-overcommit2-max_outstanding1-r2",
+		"homa-overcommit2-max_outstanding4-r2",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("order\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, e := range plan.Experiments {
+		if _, ok := e.Params["transports.homa.homa.overcommit"]; ok != (e.Transport.Name == "homa") {
+			t.Errorf("%s: params %v", e.Name, e.Params)
+		}
 	}
 }
 
