@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -134,6 +135,7 @@ type resolvedSweep struct {
 func (src *Source) Plan(opt Options) (*Plan, error) {
 	base := src.Raw
 	applyDefaults(base)
+	src.resolveFiles(base)
 	if opt.Repetitions > 0 {
 		base.Repetitions = opt.Repetitions
 	}
@@ -261,6 +263,18 @@ func sweepNamed(sweeps []resolvedSweep, param string) resolvedSweep {
 	return resolvedSweep{transport: -1}
 }
 
+// resolveFiles makes the file: paths of the phases' size specs relative
+// to the scenario file's directory, not to the working directory.
+func (src *Source) resolveFiles(s *Scenario) {
+	dir := filepath.Dir(src.File)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the agents do not share the working directory
+	}
+	for i := range s.Phases {
+		s.Phases[i].Sizes = workloads.ResolveFiles(s.Phases[i].Sizes, dir)
+	}
+}
+
 // checkSweeps resolves every sweep parameter against the base scenario.
 func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 	out := make([]resolvedSweep, len(base.Sweep))
@@ -333,6 +347,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
+	src.resolveFiles(s)
 	s.Repetitions = base.Repetitions // the command line may have changed it
 	c.check(s)
 	if err := c.errs.orNil(); err != nil {

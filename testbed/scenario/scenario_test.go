@@ -608,3 +608,25 @@ func TestTCPMessageLimit(t *testing.T) {
 		t.Errorf("MaxTCPMessageBytes %d, tcprpc.MaxMessage %d", MaxTCPMessageBytes, tcprpc.MaxMessage)
 	}
 }
+
+// TestFilePathsBesideTheScenario: a file: size spec is found beside the
+// scenario file, whatever the working directory, and reaches the plan as
+// an absolute path (the agents run elsewhere).
+func TestFilePathsBesideTheScenario(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cdf.tsv"), []byte("length_bytes\tcdf\n100\t0.5\n1000\t1.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(good, "sizes: fixed:1000", "sizes: file:cdf.tsv", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	plan, err := Load(file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan.Experiments[0].Scenario.Phases[0].Sizes, "file:"+filepath.Join(dir, "cdf.tsv"); got != want {
+		t.Errorf("sizes %q, want %q", got, want)
+	}
+}
