@@ -23,6 +23,7 @@ var templateFS embed.FS
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"us":         fmtOpt,
+		"lat":        fmtLatencyOpt,
 		"mbit":       func(bps float64) float64 { return bps / 1e6 },
 		"gbitToMbit": func(g float64) float64 { return g * 1e3 },
 		"spread": func(s *Spread, prec int) string {
@@ -174,6 +175,9 @@ type reportPage struct {
 	// Headlines has one row per other configuration and group of params.
 	Baseline  string
 	Headlines []comparison
+	// Sentences say each comparison in words; Setup is what ran.
+	Sentences []string
+	Setup     [][2]string
 	// Repeated has the headline over repetitions, when a configuration
 	// ran more than once.
 	Repeated    []repeated
@@ -227,6 +231,8 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	pg.Repeated = repeatedRows(s)
 	pg.Baseline = s.Baseline
 	pg.Headlines = comparisons(s.Experiments, s.Baseline)
+	pg.Sentences = headlineSentences(s, pg.Headlines)
+	pg.Setup = setupOf(s.manifest)
 	keys, by := groupExperiments(s.Experiments)
 	for gi, k := range keys {
 		exps := by[k]

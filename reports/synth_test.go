@@ -42,6 +42,9 @@ type synthRun struct {
 	telSamples int
 	target     string // the scenario's switch.target; "" leaves it out
 	baseline   string // the manifest's baseline; "" leaves it out
+	// scenario is the manifest's resolved scenario; nil leaves it empty
+	// (or holds the switch target alone).
+	scenario map[string]any
 }
 
 // synthBase is the unloaded RTT of a request length, in ns: a 10 µs floor
@@ -100,6 +103,9 @@ func (s synthRun) write(tb testing.TB, dir string) {
 	}
 	if s.target != "" {
 		man["scenario"] = map[string]any{"switch": map[string]any{"target": s.target}}
+	}
+	if s.scenario != nil {
+		man["scenario"] = s.scenario
 	}
 	b, err := json.Marshal(man)
 	if err != nil {
