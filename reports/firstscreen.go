@@ -32,6 +32,10 @@ func fmtLatencyOpt(us *float64) string {
 	return fmtLatency(*us)
 }
 
+// fmtLatencyCI writes a confidence interval of a latency in µs with
+// units.
+func fmtLatencyCI(iv Interval) string { return ciWith(iv, fmtLatency) }
+
 // fmtBitRate writes a rate in bits per second as Mbit/s or Gbit/s, to
 // three significant digits.
 func fmtBitRate(bps float64) string {

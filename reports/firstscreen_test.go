@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,11 +29,10 @@ func demoScenario() map[string]any {
 	}
 }
 
-// TestFirstScreen: the report opens with one sentence per comparison and
-// the run's setup, above the contents and the warnings.
-func TestFirstScreen(t *testing.T) {
-	run := demoRun()
-	run.scenario = demoScenario()
+// buildReport writes run into a fresh directory, builds its report and
+// returns report.html.
+func buildReport(t *testing.T, run synthRun) string {
+	t.Helper()
 	dir := t.TempDir()
 	run.write(t, dir)
 	if _, err := Build(context.Background(), dir); err != nil {
@@ -42,7 +42,15 @@ func TestFirstScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := string(b)
+	return string(b)
+}
+
+// TestFirstScreen: the report opens with one sentence per comparison and
+// the run's setup, above the contents and the warnings.
+func TestFirstScreen(t *testing.T) {
+	run := demoRun()
+	run.scenario = demoScenario()
+	page := buildReport(t, run)
 	summary, setup, contents, fidelity := strings.Index(page, `id="summary"`), strings.Index(page, `id="setup"`), strings.Index(page, `id="contents"`), strings.Index(page, `id="fidelity"`)
 	if summary < 0 || setup < summary || contents < setup || fidelity < contents {
 		t.Errorf("first screen order: summary %d, setup %d, contents %d, fidelity %d; want them in that order", summary, setup, contents, fidelity)
@@ -59,6 +67,27 @@ func TestFirstScreen(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("setup lacks %q", want)
 		}
+	}
+}
+
+// TestNoLargeMicroseconds: no latency of 10 ms or more is printed in µs,
+// anywhere in the report's text, for a run whose tails reach tens of ms.
+func TestNoLargeMicroseconds(t *testing.T) {
+	run := demoRun()
+	run.scenario = demoScenario()
+	run.exps[3].meanNs = 5_000_000
+	text := regexp.MustCompile(`(?s)<pre>.*?</pre>|<[^>]*>`).ReplaceAllString(buildReport(t, run), " ") // the manifest's JSON keeps its raw numbers
+	var big []string
+	for _, m := range regexp.MustCompile(`([0-9][0-9.]*) µs`).FindAllStringSubmatch(text, -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 10_000 {
+			big = append(big, m[0])
+		}
+	}
+	if len(big) > 0 {
+		t.Errorf("%d latencies above 10,000 µs printed in µs, e.g. %q", len(big), big[:min(5, len(big))])
+	}
+	if !strings.Contains(text, " ms") {
+		t.Error("no latency in ms: the run's tails should need them")
 	}
 }
 

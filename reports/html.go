@@ -22,8 +22,17 @@ var templateFS embed.FS
 // parseTemplates parses the report templates with their helper functions.
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"us":         fmtOpt,
-		"lat":        fmtLatencyOpt,
+		"us":    fmtOpt,
+		"lat":   fmtLatencyOpt,
+		"latv":  fmtLatency,
+		"latu":  func(us uint64) string { return fmtLatency(float64(us)) },
+		"latci": fmtLatencyCI,
+		"latspread": func(s *Spread) string {
+			if s == nil {
+				return "—"
+			}
+			return fmtLatency(s.Median) + " (" + fmtLatency(s.Min) + "–" + fmtLatency(s.Max) + ")"
+		},
 		"mbit":       func(bps float64) float64 { return bps / 1e6 },
 		"gbitToMbit": func(g float64) float64 { return g * 1e3 },
 		"spread": func(s *Spread, prec int) string {
@@ -95,12 +104,15 @@ func fmtNum(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-func fmtCI(iv Interval) string {
+func fmtCI(iv Interval) string { return ciWith(iv, fmtNum) }
+
+// ciWith writes an interval with each end formatted by f.
+func ciWith(iv Interval, f func(float64) string) string {
 	end := func(p *float64, open string) string {
 		if p == nil {
 			return open
 		}
-		return fmtNum(*p)
+		return f(*p)
 	}
 	return "[" + end(iv[0], "−∞") + ", " + end(iv[1], "open") + "]"
 }
