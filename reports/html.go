@@ -27,6 +27,12 @@ func parseTemplates() (*template.Template, error) {
 		"latv":  fmtLatency,
 		"latu":  func(us uint64) string { return fmtLatency(float64(us)) },
 		"latci": fmtLatencyCI,
+		"bitrate": func(bps float64) string {
+			if bps <= 0 {
+				return "—"
+			}
+			return fmtBitRate(bps)
+		},
 		"latspread": func(s *Spread) string {
 			if s == nil {
 				return "—"
