@@ -24,6 +24,10 @@ func fmtLatency(us float64) string {
 	return fmtNum(us/1e6) + " s"
 }
 
+// FormatLatency writes a latency given in µs in the unit its magnitude
+// reads best in ("733 µs", "1.81 ms", "1.41 s"), as the report does.
+func FormatLatency(us float64) string { return fmtLatency(us) }
+
 // fmtLatencyOpt is fmtLatency with "—" for no value.
 func fmtLatencyOpt(us *float64) string {
 	if us == nil {

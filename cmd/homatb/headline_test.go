@@ -16,13 +16,13 @@ func TestVersusLine(t *testing.T) {
 		{"both", reports.Versus{Baseline: "homa", Config: "tcp-cubic",
 			Base: reports.Headline{ShortP50us: f(733), ShortP99us: f(9322)}, Other: reports.Headline{ShortP50us: f(61525), ShortP99us: f(126800)},
 			RatioP50: f(83.9), RatioP99: f(13.6)},
-			"headline: short-message P99 homa 9322 µs, tcp-cubic 126800 µs: 13.6x lower with homa; P50 733 vs 61525 µs (83.9x)"},
+			"headline: short-message P99 homa 9.32 ms, tcp-cubic 127 ms: 13.6x lower with homa; P50 733 µs vs 61.5 ms (83.9x)"},
 		{"params named", reports.Versus{Params: "load=0.5", Baseline: "homa", Config: "tcp-dctcp",
 			Base: reports.Headline{ShortP99us: f(10)}, Other: reports.Headline{ShortP99us: f(20)}, RatioP99: f(2)},
-			"headline (load=0.5): short-message P99 homa 10 µs, tcp-dctcp 20 µs: 2.0x lower with homa"},
+			"headline (load=0.5): short-message P99 homa 10.0 µs, tcp-dctcp 20.0 µs: 2.0x lower with homa"},
 		{"other faster", reports.Versus{Baseline: "homa", Config: "pfabric",
 			Base: reports.Headline{ShortP99us: f(100)}, Other: reports.Headline{ShortP99us: f(50)}, RatioP99: f(0.5)},
-			"headline: short-message P99 homa 100 µs, pfabric 50 µs: 2.0x lower with pfabric"},
+			"headline: short-message P99 homa 100 µs, pfabric 50.0 µs: 2.0x lower with pfabric"},
 		{"no P99", reports.Versus{Base: reports.Headline{ShortP99us: f(10)}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,8 +45,8 @@ func TestRepetitionLines(t *testing.T) {
 		},
 		Ratios: []reports.RatioRow{{Params: params, Config: "tcp-cubic", Baseline: "homa", Repetitions: 3, P99: sp(24.9, 10.4, 41.5)}},
 	}
-	want := "headline (load=0.5), median of 3 repetitions (range): short-message P99 homa 4741 (2700–13800) µs, " +
-		"tcp-cubic 118007 (113600–143600) µs; tcp-cubic/homa 24.9 (10.4–41.5)x; P50 homa 558 (500–700) µs, tcp-cubic 57931 (57000–59000) µs"
+	want := "headline (load=0.5), median of 3 repetitions (range): short-message P99 homa 4.74 ms (2.70 ms–13.8 ms), " +
+		"tcp-cubic 118 ms (114 ms–144 ms); tcp-cubic/homa 24.9 (10.4–41.5)x; P50 homa 558 µs (500 µs–700 µs), tcp-cubic 57.9 ms (57.0 ms–59.0 ms)"
 	got := repetitionLines(sum)
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("repetitionLines = %q\nwant %q", got, want)

@@ -164,7 +164,7 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 	for _, e := range res.Manifest.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
-			fmt.Fprintf(w, "; short-message P99 %.0f µs", p)
+			fmt.Fprintf(w, "; short-message P99 %s", reports.FormatLatency(p))
 		}
 		fmt.Fprintln(w)
 		for _, fw := range e.Fidelity {
@@ -198,10 +198,11 @@ func versusLine(v reports.Versus) string {
 	if b.ShortP99us == nil || o.ShortP99us == nil || v.RatioP99 == nil {
 		return ""
 	}
-	line := fmt.Sprintf("headline%s: short-message P99 %s %.0f µs, %s %.0f µs: %s",
-		paramsSuffix(v.Params), v.Baseline, *b.ShortP99us, v.Config, *o.ShortP99us, timesLower(*v.RatioP99, v.Baseline, v.Config))
+	lat := reports.FormatLatency
+	line := fmt.Sprintf("headline%s: short-message P99 %s %s, %s %s: %s",
+		paramsSuffix(v.Params), v.Baseline, lat(*b.ShortP99us), v.Config, lat(*o.ShortP99us), timesLower(*v.RatioP99, v.Baseline, v.Config))
 	if b.ShortP50us != nil && o.ShortP50us != nil && v.RatioP50 != nil {
-		line += fmt.Sprintf("; P50 %.0f vs %.0f µs (%.1fx)", *b.ShortP50us, *o.ShortP50us, *v.RatioP50)
+		line += fmt.Sprintf("; P50 %s vs %s (%.1fx)", lat(*b.ShortP50us), lat(*o.ShortP50us), *v.RatioP50)
 	}
 	return line
 }
@@ -237,14 +238,14 @@ func repetitionLines(sum *reports.Summary) []string {
 		if base == nil || other == nil || base.ShortP99us == nil || other.ShortP99us == nil {
 			continue
 		}
-		rng := func(s *reports.Spread, f string) string {
-			return fmt.Sprintf(f+" ("+f+"–"+f+")", s.Median, s.Min, s.Max)
+		lat := func(s *reports.Spread) string {
+			return fmt.Sprintf("%s (%s–%s)", reports.FormatLatency(s.Median), reports.FormatLatency(s.Min), reports.FormatLatency(s.Max))
 		}
-		line := fmt.Sprintf("headline%s, median of %d repetitions (range): short-message P99 %s %s µs, %s %s µs; %s/%s %sx",
-			paramsString(r.Params), r.Repetitions, r.Baseline, rng(base.ShortP99us, "%.0f"), r.Config, rng(other.ShortP99us, "%.0f"),
-			r.Config, r.Baseline, rng(r.P99, "%.1f"))
+		line := fmt.Sprintf("headline%s, median of %d repetitions (range): short-message P99 %s %s, %s %s; %s/%s %.1f (%.1f–%.1f)x",
+			paramsString(r.Params), r.Repetitions, r.Baseline, lat(base.ShortP99us), r.Config, lat(other.ShortP99us),
+			r.Config, r.Baseline, r.P99.Median, r.P99.Min, r.P99.Max)
 		if base.ShortP50us != nil && other.ShortP50us != nil {
-			line += fmt.Sprintf("; P50 %s %s µs, %s %s µs", r.Baseline, rng(base.ShortP50us, "%.0f"), r.Config, rng(other.ShortP50us, "%.0f"))
+			line += fmt.Sprintf("; P50 %s %s, %s %s", r.Baseline, lat(base.ShortP50us), r.Config, lat(other.ShortP50us))
 		}
 		lines = append(lines, line)
 	}
