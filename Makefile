@@ -21,8 +21,14 @@ bpf:
 	@if [ -r /sys/kernel/btf/vmlinux ]; then echo "$(GO) generate $(BPF_PKGS)"; $(GO) generate $(BPF_PKGS); \
 	else echo "no /sys/kernel/btf/vmlinux: keeping the committed BPF objects in $(BPF_PKGS)"; fi
 
+# The commit (with +dirty for uncommitted changes) is linked in for
+# `homatb version` and manifest.json: Go records none in a git worktree or
+# under GOFLAGS=-buildvcs=false.
+COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c+dirty; echo $$c; })
+LDFLAGS := -X github.com/homatb/homatb/internal/buildinfo.commit=$(COMMIT)
+
 build: bpf
-	$(GO) build -o $(BIN) ./cmd/homatb
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/homatb
 
 vet:
 	$(GO) vet $(PKGS)

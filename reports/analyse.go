@@ -197,7 +197,8 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 			a.hists[me.Name] = hist
 		}
 	}
-	sum.Headline, sum.Ratios = headlines(sum.Experiments)
+	sum.Baseline = chooseBaseline(sum.Experiments, man.Baseline)
+	sum.Headline, sum.Ratios = headlines(sum.Experiments, sum.Baseline)
 	sum.SweptParams = sweptParams(sum.Experiments)
 	if sum.SweptParams == nil {
 		sum.SweptParams = []string{}
@@ -211,6 +212,7 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 		Name:      me.Name,
 		Transport: me.Transport,
 		Label:     me.Label,
+		Config:    me.Config,
 		Params:    make(map[string]any, len(me.Params)),
 		RPCs: RPCCounts{
 			Issued: er.issued, Completed: er.completed, Failed: er.failed + er.inFlight,
@@ -233,6 +235,7 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	for k, v := range me.Params {
 		e.Params[k] = v
 	}
+	e.Config = configID(&e) // transport-label in runs written before configs had labels
 	e.Fidelity = append(e.Fidelity, me.Fidelity...)
 	if me.Incomplete {
 		e.Fidelity = append(e.Fidelity, "experiment marked incomplete")

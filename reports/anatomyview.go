@@ -58,7 +58,19 @@ func anatomyChart(id, title string, exps []*Experiment) chart {
 	)
 	x0, x1 := labelW, svgWidth-rttW
 	legendY := marginTop + float64(len(bars))*(barH+gap) + 16
-	height := legendY + 2*legendRowH
+	// The legend wraps into as many rows as its items need.
+	type item struct{ x, y float64 }
+	items := make([]item, len(anatomyParts))
+	lx, ly := x0, legendY
+	for i, p := range anatomyParts {
+		w := 16 + charWidth*float64(len([]rune(p.name)))
+		if lx > x0 && lx+w > svgWidth-marginRight {
+			lx, ly = x0, ly+legendRowH
+		}
+		items[i] = item{lx, ly}
+		lx += w + 14
+	}
+	height := ly + 2*legendRowH
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %s %s" font-size="%s" font-family="sans-serif" role="img">`,
 		coord(svgWidth), coord(height), coord(fontSize))
@@ -68,7 +80,7 @@ func anatomyChart(id, title string, exps []*Experiment) chart {
 		for _, p := range anatomyParts {
 			total += p.of(bar.parts)
 		}
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end">%s</text>`, coord(x0-8), coord(y+barH*0.7), template.HTMLEscapeString(bar.label))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end">%s</text>`, coord(x0-8), coord(y+barH*0.7), template.HTMLEscapeString(fitText(bar.label, x0-8)))
 		x := x0
 		for _, p := range anatomyParts {
 			v := p.of(bar.parts)
@@ -86,16 +98,27 @@ func anatomyChart(id, title string, exps []*Experiment) chart {
 		}
 		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text>`, coord(x1+6), coord(y+barH*0.7), template.HTMLEscapeString(usLabel(bar.parts.RTT)))
 	}
-	lx := x0
-	for _, p := range anatomyParts {
+	for i, p := range anatomyParts {
+		it := items[i]
 		fmt.Fprintf(&b, `<rect x="%s" y="%s" width="12" height="12" fill="%s"/><text x="%s" y="%s">%s</text>`,
-			coord(lx), coord(legendY), p.color, coord(lx+16), coord(legendY+10), p.name)
-		lx += 16 + charWidth*float64(len(p.name)) + 14
+			coord(it.x), coord(it.y), p.color, coord(it.x+16), coord(it.y+10), p.name)
 	}
 	b.WriteString(`</svg>`)
 	c.SVG = template.HTML(b.String()) // built from escaped text and numbers only
 	c.Points = len(bars)
 	return c
+}
+
+// fitText shortens s with an ellipsis to at most width viewBox units at
+// charWidth a character; callers keep the full text in a tooltip (the
+// bar's, the legend item's).
+func fitText(s string, width float64) string {
+	r := []rune(s)
+	n := int(width / charWidth)
+	if len(r) <= n || n < 2 {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // usLabel writes a mean RTT in µs or ms.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -458,5 +459,83 @@ func TestReportPrintLayout(t *testing.T) {
 		if err := os.WriteFile(keep, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// foldProbe measures, in the rendered page, where the headline sentences
+// and the setup box end, which chart labels leave their SVG's viewBox
+// (with the browser's own font metrics), and which latencies of more than
+// 10,000 µs are printed in µs; it writes the findings into the body's
+// data-probe attribute for --dump-dom to carry out.
+const foldProbe = `<script>
+window.addEventListener("load", () => {
+  const bottom = id => { const e = document.getElementById(id); return e ? e.getBoundingClientRect().bottom : -1; };
+  const outside = [];
+  for (const svg of document.querySelectorAll("svg")) {
+    const vb = svg.viewBox.baseVal;
+    for (const t of svg.querySelectorAll("text")) {
+      if (t.getAttribute("transform")) continue;
+      const b = t.getBBox();
+      if (b.x < vb.x - 0.5 || b.x + b.width > vb.x + vb.width + 0.5 || b.y < vb.y - 0.5 || b.y + b.height > vb.y + vb.height + 0.5)
+        outside.push((svg.closest("figure") || {}).id + ": " + t.textContent);
+    }
+  }
+  const big = (document.body.innerText.match(/[0-9][0-9.]* µs/g) || []).filter(s => parseFloat(s) > 10000);
+  document.body.setAttribute("data-probe", JSON.stringify({summary: bottom("summary"), setup: bottom("setup"), height: window.innerHeight, outside, big}));
+});
+</script>`
+
+// TestFirstScreenInChromium renders the demo report (a sweep over the
+// load) and a run with repetitions in headless Chromium at 1280x800: the
+// headline sentences and the setup box are above the fold, no chart label
+// leaves its chart's box, and no latency above 10,000 µs is printed in µs.
+func TestFirstScreenInChromium(t *testing.T) {
+	bin, err := chromium()
+	if err != nil {
+		t.Skip("skipping: headless Chromium not installed (Debian package chromium):", err)
+	}
+	reps := demoRun()
+	reps.exps = nil
+	for _, rep := range []string{"1", "2", "3"} {
+		reps.exps = append(reps.exps,
+			synthExp{name: "x-homa-r" + rep, transport: "homa", n: 3000, meanNs: 20_000, params: map[string]any{"repetition": rep}},
+			synthExp{name: "x-tcp-r" + rep, transport: "tcp", n: 3000, meanNs: 3_000_000, params: map[string]any{"repetition": rep}})
+	}
+	for _, tc := range []struct {
+		name string
+		run  synthRun
+	}{{"sweep", demoRun()}, {"repetitions", reps}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run.scenario = demoScenario()
+			page := buildReport(t, tc.run)
+			probe := filepath.Join(t.TempDir(), "probe.html")
+			if err := os.WriteFile(probe, []byte(strings.Replace(page, "</body>", foldProbe+"</body>", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			dom, _ := runChromium(ctx, t, bin, "--window-size=1280,800", "--dump-dom", "file://"+probe)
+			m := regexp.MustCompile(`data-probe="([^"]*)"`).FindSubmatch(dom)
+			if m == nil {
+				t.Fatal("the probe left no findings in the page")
+			}
+			var got struct {
+				Summary, Setup, Height float64
+				Outside, Big           []string
+			}
+			if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &got); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("headline ends at %.0f px, setup box at %.0f px, window %.0f px", got.Summary, got.Setup, got.Height)
+			if got.Summary <= 0 || got.Setup <= 0 || got.Setup > got.Height || got.Summary > got.Height {
+				t.Errorf("headline ends at %.0f px, setup box at %.0f px; want both above the fold at %.0f px", got.Summary, got.Setup, got.Height)
+			}
+			if len(got.Outside) > 0 {
+				t.Errorf("%d chart labels outside their box, e.g. %q", len(got.Outside), got.Outside[:min(5, len(got.Outside))])
+			}
+			if len(got.Big) > 0 {
+				t.Errorf("latencies above 10,000 µs printed in µs: %q", got.Big)
+			}
+		})
 	}
 }

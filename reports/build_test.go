@@ -160,7 +160,7 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 		t.Fatalf("headlines %+v", pg.Headlines)
 	}
 	h := pg.Headlines[0]
-	if want := *h.TCP.Short.P99us / *h.Homa.Short.P99us; *h.RatioP99 != want || want <= 1 {
+	if want := *h.Other.Short.P99us / *h.Base.Short.P99us; *h.RatioP99 != want || want <= 1 {
 		t.Errorf("headline TCP/Homa P99 %.3f, want %.3f (> 1: TCP waits longer here)", *h.RatioP99, want)
 	}
 	checkOutputs(t, dir, sum)

@@ -22,7 +22,23 @@ var templateFS embed.FS
 // parseTemplates parses the report templates with their helper functions.
 func parseTemplates() (*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"us":         fmtOpt,
+		"us":    fmtOpt,
+		"lat":   fmtLatencyOpt,
+		"latv":  fmtLatency,
+		"latu":  func(us uint64) string { return fmtLatency(float64(us)) },
+		"latci": fmtLatencyCI,
+		"bitrate": func(bps float64) string {
+			if bps <= 0 {
+				return "—"
+			}
+			return fmtBitRate(bps)
+		},
+		"latspread": func(s *Spread) string {
+			if s == nil {
+				return "—"
+			}
+			return fmtLatency(s.Median) + " (" + fmtLatency(s.Min) + "–" + fmtLatency(s.Max) + ")"
+		},
 		"mbit":       func(bps float64) float64 { return bps / 1e6 },
 		"gbitToMbit": func(g float64) float64 { return g * 1e3 },
 		"spread": func(s *Spread, prec int) string {
@@ -94,12 +110,15 @@ func fmtNum(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-func fmtCI(iv Interval) string {
+func fmtCI(iv Interval) string { return ciWith(iv, fmtNum) }
+
+// ciWith writes an interval with each end formatted by f.
+func ciWith(iv Interval, f func(float64) string) string {
 	end := func(p *float64, open string) string {
 		if p == nil {
 			return open
 		}
-		return fmtNum(*p)
+		return f(*p)
 	}
 	return "[" + end(iv[0], "−∞") + ", " + end(iv[1], "open") + "]"
 }
@@ -107,33 +126,50 @@ func fmtCI(iv Interval) string {
 // warning is one fidelity warning with where it applies.
 type warning struct{ Scope, Msg string }
 
-// headline is one configuration's short-message numbers, Homa against TCP.
-type headline struct {
-	Config             string
-	Homa, TCP          *Experiment
-	RatioP50, RatioP99 *float64 // TCP over Homa
-}
-
-// repeated is one transport's headline over the repetitions of a
-// configuration, with its P99 over Homa's.
+// repeated is one configuration's headline over the repetitions of its
+// params, with its P99 over the baseline's: one ratio, or one per variant
+// of the baseline when a sweep of the baseline's own parameter made
+// several.
 type repeated struct {
-	Config string
+	Params string
 	Row    HeadlineRow
-	Ratio  *Spread
+	Ratios []repeatedRatio
 }
 
-// repeatedRows pairs each repeated headline row with its ratio to Homa.
+// repeatedRatio is one P99 ratio of a repeated row, with the params that
+// tell the baseline's variant apart ("" when there is one).
+type repeatedRatio struct {
+	Against string
+	P99     *Spread
+}
+
+// repeatedRows pairs each repeated headline row with its ratios to the
+// baseline.
 func repeatedRows(s *Summary) []repeated {
 	var out []repeated
 	for _, h := range s.Headline {
 		if h.Repetitions < 2 {
 			continue
 		}
-		r := repeated{Config: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
+		r := repeated{Params: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
+		var matched []RatioRow
 		for _, rr := range s.Ratios {
-			if paramsKey(Experiment{Params: rr.Params}, "") == r.Config {
-				r.Ratio = rr.OverHomaP99[h.Transport]
+			if rr.Config == h.Config && subsetParams(h.Params, rr.Params) {
+				matched = append(matched, rr)
 			}
+		}
+		for _, rr := range matched {
+			against := ""
+			if len(matched) > 1 {
+				extra := map[string]any{}
+				for k, v := range rr.Params {
+					if _, own := h.Params[k]; !own {
+						extra[k] = v
+					}
+				}
+				against = paramsKey(Experiment{Params: extra}, "")
+			}
+			r.Ratios = append(r.Ratios, repeatedRatio{Against: against, P99: rr.P99})
 		}
 		out = append(out, r)
 	}
@@ -153,7 +189,13 @@ type reportPage struct {
 	Generated string
 	Summary   *Summary
 	Warnings  []warning
-	Headlines []headline
+	// Baseline is the configuration every other one is compared with;
+	// Headlines has one row per other configuration and group of params.
+	Baseline  string
+	Headlines []comparison
+	// Sentences say each comparison in words; Setup is what ran.
+	Sentences []string
+	Setup     [][2]string
 	// Repeated has the headline over repetitions, when a configuration
 	// ran more than once.
 	Repeated    []repeated
@@ -205,16 +247,13 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		}
 	}
 	pg.Repeated = repeatedRows(s)
+	pg.Baseline = s.Baseline
+	pg.Headlines = comparisons(s.Experiments, s.Baseline)
+	pg.Sentences = headlineSentences(s, pg.Headlines)
+	pg.Setup = setupOf(s.manifest)
 	keys, by := groupExperiments(s.Experiments)
 	for gi, k := range keys {
 		exps := by[k]
-		h := headline{Config: k}
-		h.Homa, h.TCP = homaAndTCP(exps)
-		if h.Homa != nil && h.TCP != nil {
-			h.RatioP50 = ratio(h.Homa.Short.P50us, h.TCP.Short.P50us)
-			h.RatioP99 = ratio(h.Homa.Short.P99us, h.TCP.Short.P99us)
-		}
-		pg.Headlines = append(pg.Headlines, h)
 
 		g := group{Config: k}
 		var rtt, slow, ccdf []series
@@ -396,8 +435,8 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				xLabel: param, yLabel: "utilisation (fraction of link rate)", yMin: &zero, yMax: &one, series: util})
 		}
 		if rs := ratioSweep(pg.Headlines, param); len(rs) > 0 {
-			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-ratio-%d", pi), title: "TCP/Homa short-message RTT ratio vs " + param,
-				xLabel: param, yLabel: "TCP RTT / Homa RTT", series: rs})
+			specs = append(specs, chartSpec{id: fmt.Sprintf("sweep-ratio-%d", pi), title: "Short-message RTT over " + pg.Baseline + "'s vs " + param,
+				xLabel: param, yLabel: "RTT / " + pg.Baseline + " RTT", series: rs})
 		}
 		for _, sp := range specs {
 			c, err := render(sp)
@@ -410,29 +449,33 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 	return nil
 }
 
-// ratioSweep draws the headline ratio TCP/Homa (P50 solid, P99 dashed)
-// against a numeric param, one pair of lines per value of the other params.
-func ratioSweep(hs []headline, param string) []series {
+// ratioSweep draws each configuration's short-message RTT over the
+// baseline's (P50 solid, P99 dashed) against a numeric param, one pair of
+// lines per configuration and value of the other params.
+func ratioSweep(cs []comparison, param string) []series {
 	type pair struct{ p50, p99 []point }
 	lines := map[string]*pair{}
 	var order []string
-	for _, h := range hs {
-		if h.Homa == nil || h.RatioP50 == nil || h.RatioP99 == nil {
+	for _, c := range cs {
+		if c.RatioP50 == nil || c.RatioP99 == nil {
 			continue
 		}
-		x, err := strconv.ParseFloat(fmt.Sprint(h.Homa.Params[param]), 64)
+		x, err := strconv.ParseFloat(fmt.Sprint(c.params[param]), 64)
 		if err != nil {
 			continue
 		}
-		key := paramsKey(*h.Homa, param)
+		key := configID(c.Other) + "/" + configID(c.Base)
+		if rest := paramsKey(Experiment{Params: c.params}, param); rest != "" {
+			key += " " + rest
+		}
 		l := lines[key]
 		if l == nil {
 			l = &pair{}
 			lines[key] = l
 			order = append(order, key)
 		}
-		l.p50 = append(l.p50, point{x, *h.RatioP50})
-		l.p99 = append(l.p99, point{x, *h.RatioP99})
+		l.p50 = append(l.p50, point{x, *c.RatioP50})
+		l.p99 = append(l.p99, point{x, *c.RatioP99})
 	}
 	var out []series
 	for i, key := range order {
@@ -440,12 +483,8 @@ func ratioSweep(hs []headline, param string) []series {
 		byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
 		slices.SortFunc(l.p50, byX)
 		slices.SortFunc(l.p99, byX)
-		name := "TCP/Homa"
-		if key != "" {
-			name += " " + key
-		}
-		out = append(out, series{name: name + " P50", pts: l.p50, color: paletteColor(i)},
-			series{name: name + " P99", pts: l.p99, color: paletteColor(i), dashed: true})
+		out = append(out, series{name: key + " P50", pts: l.p50, color: paletteColor(i)},
+			series{name: key + " P99", pts: l.p99, color: paletteColor(i), dashed: true})
 	}
 	return out
 }

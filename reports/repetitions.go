@@ -34,11 +34,13 @@ func newSpread(values []float64) *Spread {
 	return &Spread{Median: med, Min: s[0], Max: s[n-1], Values: values}
 }
 
-// HeadlineRow is one transport in one configuration over its repetitions:
-// the short-message P50 and P99 (µs) of each.
+// HeadlineRow is one configuration in one group of params over its
+// repetitions: the short-message P50 and P99 (µs) of each.
 type HeadlineRow struct {
-	// Transport is the transport's name, with its label when it has one
-	// ("homa-basic").
+	// Config is the configuration's label ("homa", "tcp-cubic",
+	// "homa-basic"); Transport is the transport's name with its label when
+	// it has one, as before labels were derived.
+	Config    string `json:"config"`
 	Transport string `json:"transport"`
 	// Params are the configuration's parameters, without the transport
 	// and the repetition.
@@ -48,15 +50,36 @@ type HeadlineRow struct {
 	ShortP99us  *Spread        `json:"short_p99_us"`
 }
 
-// RatioRow compares each transport with Homa in one configuration: the
-// ratio of short-message P99s, repetition by repetition (above 1: Homa is
-// faster).
+// RatioRow compares one configuration with the baseline in one group of
+// params: its short-message P99 (and P50) over the baseline's, repetition
+// by repetition (above 1: the baseline is faster).
 type RatioRow struct {
-	Params      map[string]any `json:"params"`
-	Repetitions int            `json:"repetitions"`
-	// TCPOverHomaP99 is TCP's; OverHomaP99 has every transport's by name.
-	TCPOverHomaP99 *Spread            `json:"tcp_over_homa_p99"`
-	OverHomaP99    map[string]*Spread `json:"over_homa_p99"`
+	Params map[string]any `json:"params"`
+	// Config is the configuration compared, Baseline the reference.
+	Config   string `json:"config"`
+	Baseline string `json:"baseline"`
+	// Repetitions counts the repetitions both ran.
+	Repetitions int     `json:"repetitions"`
+	P99         *Spread `json:"p99_over_baseline"`
+	P50         *Spread `json:"p50_over_baseline"`
+}
+
+// Rows finds the headline rows a ratio row divides: the baseline's and
+// the configuration's (nil when absent).
+func (r RatioRow) Rows(heads []HeadlineRow) (base, other *HeadlineRow) {
+	for i := range heads {
+		h := &heads[i]
+		if !subsetParams(h.Params, r.Params) {
+			continue
+		}
+		switch h.Config {
+		case r.Baseline:
+			base = h
+		case r.Config:
+			other = h
+		}
+	}
+	return base, other
 }
 
 // repetitionOf returns an experiment's repetition number (1 without one).
@@ -70,20 +93,23 @@ func repetitionOf(e *Experiment) string {
 }
 
 // headlines gathers the repetitions of every configuration: one row per
-// transport and configuration, and one ratio row per configuration that
-// has Homa and another transport.
-func headlines(exps []Experiment) ([]HeadlineRow, []RatioRow) {
-	type key struct{ config, transport string }
-	var configs []string
+// configuration and params, and one ratio row per configuration (and
+// variant) that ran beside the baseline (each of its variants, when a
+// sweep of the baseline's own parameter made several).
+func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
+	// group: the params every transport shares; params: the experiment's
+	// own, which tell variants of one configuration apart.
+	type key struct{ group, params, config string }
+	var groups []string
 	var order []key
 	byKey := map[key][]*Experiment{}
 	for i := range exps {
 		e := &exps[i]
-		k := key{paramsKey(*e, "repetition"), transportID(e)}
+		k := key{sharedKey(e.Params, "repetition"), paramsKey(*e, "repetition"), configID(e)}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
-			if !slices.Contains(configs, k.config) {
-				configs = append(configs, k.config)
+			if !slices.Contains(groups, k.group) {
+				groups = append(groups, k.group)
 			}
 		}
 		byKey[k] = append(byKey[k], e)
@@ -97,41 +123,47 @@ func headlines(exps []Experiment) ([]HeadlineRow, []RatioRow) {
 				p50, p99 = append(p50, *e.Short.P50us), append(p99, *e.Short.P99us)
 			}
 		}
-		heads = append(heads, HeadlineRow{Transport: k.transport, Params: configParams(es[0]), Repetitions: len(es),
-			ShortP50us: newSpread(p50), ShortP99us: newSpread(p99)})
+		heads = append(heads, HeadlineRow{Config: k.config, Transport: transportID(es[0]), Params: configParams(es[0]),
+			Repetitions: len(es), ShortP50us: newSpread(p50), ShortP99us: newSpread(p99)})
 	}
 	ratios := []RatioRow{}
-	for _, cfg := range configs {
-		homa := byKey[key{cfg, "homa"}]
-		if homa == nil {
-			continue
-		}
-		homaP99 := map[string]float64{}
-		for _, e := range homa {
-			if e.Short.P99us != nil && *e.Short.P99us > 0 {
-				homaP99[repetitionOf(e)] = *e.Short.P99us
-			}
-		}
-		row := RatioRow{Params: configParams(homa[0]), Repetitions: len(homa), OverHomaP99: map[string]*Spread{}}
+	for _, g := range groups {
+		var bases, others []key
 		for _, k := range order {
-			if k.config != cfg || k.transport == "homa" {
-				continue
+			switch {
+			case k.group != g:
+			case k.config == baseline:
+				bases = append(bases, k)
+			default:
+				others = append(others, k)
 			}
-			var rs []float64
-			for _, e := range byKey[k] {
-				if h, ok := homaP99[repetitionOf(e)]; ok && e.Short.P99us != nil {
-					rs = append(rs, *e.Short.P99us/h)
+		}
+		for _, bk := range bases {
+			baseByRep := map[string]*Experiment{}
+			for _, e := range byKey[bk] {
+				baseByRep[repetitionOf(e)] = e
+			}
+			for _, k := range others {
+				var r50, r99 []float64
+				for _, e := range byKey[k] {
+					b := baseByRep[repetitionOf(e)]
+					if b == nil {
+						continue
+					}
+					if r := ratio(b.Short.P99us, e.Short.P99us); r != nil {
+						r99 = append(r99, *r)
+					}
+					if r := ratio(b.Short.P50us, e.Short.P50us); r != nil {
+						r50 = append(r50, *r)
+					}
 				}
-			}
-			if sp := newSpread(rs); sp != nil {
-				row.OverHomaP99[k.transport] = sp
+				if len(r99) == 0 {
+					continue
+				}
+				ratios = append(ratios, RatioRow{Params: unionParams(configParams(byKey[bk][0]), configParams(byKey[k][0])), Config: k.config, Baseline: baseline,
+					Repetitions: len(r99), P99: newSpread(r99), P50: newSpread(r50)})
 			}
 		}
-		if len(row.OverHomaP99) == 0 {
-			continue
-		}
-		row.TCPOverHomaP99 = row.OverHomaP99["tcp"]
-		ratios = append(ratios, row)
 	}
 	return heads, ratios
 }
@@ -143,6 +175,38 @@ func transportID(e *Experiment) string {
 		return e.Transport
 	}
 	return e.Transport + "-" + e.Label
+}
+
+// configID is the label an experiment's configuration goes by: the
+// manifest's, or transport-label for runs written before it had one.
+func configID(e *Experiment) string {
+	if e.Config != "" {
+		return e.Config
+	}
+	return transportID(e)
+}
+
+// chooseBaseline picks the configuration every other one is compared
+// with: want (the manifest's) when some experiment has it, else "homa",
+// else the first Homa experiment's, else the first experiment's.
+func chooseBaseline(exps []Experiment, want string) string {
+	var firstHoma string
+	for i := range exps {
+		c := configID(&exps[i])
+		if c == want || (want == "" && c == "homa") {
+			return c
+		}
+		if firstHoma == "" && exps[i].Transport == "homa" {
+			firstHoma = c
+		}
+	}
+	if firstHoma != "" {
+		return firstHoma
+	}
+	if len(exps) > 0 {
+		return configID(&exps[0])
+	}
+	return ""
 }
 
 // configParams are an experiment's params without the repetition.

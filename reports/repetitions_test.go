@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -66,11 +67,13 @@ func TestRepetitionsHeadline(t *testing.T) {
 			} `json:"short_p99_us"`
 		} `json:"headline"`
 		Ratios []struct {
-			Repetitions int `json:"repetitions"`
+			Config      string `json:"config"`
+			Baseline    string `json:"baseline"`
+			Repetitions int    `json:"repetitions"`
 			TCP         struct {
 				Median, Min, Max float64
 				Values           []float64
-			} `json:"tcp_over_homa_p99"`
+			} `json:"p99_over_baseline"`
 		} `json:"ratios"`
 	}
 	if err := json.Unmarshal(raw, &js); err != nil {
@@ -94,6 +97,9 @@ func TestRepetitionsHeadline(t *testing.T) {
 		}
 	}
 	r := js.Ratios[0]
+	if r.Config != "tcp" || r.Baseline != "homa" || r.Repetitions != 3 {
+		t.Errorf("ratio row %s over %s, %d repetitions; want tcp over homa, 3", r.Config, r.Baseline, r.Repetitions)
+	}
 	for i := range 3 {
 		rep := string(rune('1' + i))
 		if want := p99["x-tcp-"+rep] / p99["x-homa-"+rep]; math.Abs(r.TCP.Values[i]-want) > 1e-9*want {
@@ -110,17 +116,42 @@ func TestRepetitionsHeadline(t *testing.T) {
 }
 
 // TestHeadlinesKeepLabelsApart: two configurations of one transport (a
-// label) are two rows, not two repetitions of one.
+// label) are two rows, not two repetitions of one, and each has its own
+// ratio row, keyed by its label.
 func TestHeadlinesKeepLabelsApart(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	exp := func(tr, label string, p99 float64) Experiment {
-		return Experiment{Transport: tr, Label: label, Params: map[string]any{}, Short: Short{P50us: f(p99 / 10), P99us: f(p99)}}
+	exp := func(tr, label, config string, p99 float64) Experiment {
+		return Experiment{Transport: tr, Label: label, Config: config, Params: map[string]any{}, Short: Short{P50us: f(p99 / 10), P99us: f(p99)}}
 	}
-	heads, ratios := headlines([]Experiment{exp("homa", "", 100), exp("homa", "ic", 50), exp("tcp", "", 1000)})
-	if len(heads) != 3 || heads[1].Transport != "homa-ic" || heads[1].Repetitions != 1 {
-		t.Fatalf("headline rows %+v", heads)
-	}
-	if len(ratios) != 1 || ratios[0].TCPOverHomaP99.Median != 10 || ratios[0].OverHomaP99["homa-ic"].Median != 0.5 {
-		t.Errorf("ratios %+v", ratios)
+	exps := []Experiment{exp("homa", "", "", 100), exp("homa", "ic", "", 50), exp("tcp", "", "tcp-cubic", 1000),
+		exp("tcp", "dctcp", "tcp-dctcp", 400), exp("pfabric", "", "pfabric", 80)}
+	for _, tc := range []struct {
+		name, want, baseline string
+		ratios               map[string]float64
+	}{
+		{"homa by default", "", "homa", map[string]float64{"homa-ic": 0.5, "tcp-cubic": 10, "tcp-dctcp": 4, "pfabric": 0.8}},
+		{"chosen", "tcp-cubic", "tcp-cubic", map[string]float64{"homa": 0.1, "homa-ic": 0.05, "tcp-dctcp": 0.4, "pfabric": 0.08}},
+		{"chosen but absent", "ndp", "homa", map[string]float64{"homa-ic": 0.5, "tcp-cubic": 10, "tcp-dctcp": 4, "pfabric": 0.8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := chooseBaseline(exps, tc.want)
+			if base != tc.baseline {
+				t.Fatalf("baseline %q, want %q", base, tc.baseline)
+			}
+			heads, ratios := headlines(exps, base)
+			if len(heads) != 5 || heads[1].Config != "homa-ic" || heads[1].Repetitions != 1 || heads[3].Config != "tcp-dctcp" {
+				t.Fatalf("headline rows %+v", heads)
+			}
+			got := map[string]float64{}
+			for _, r := range ratios {
+				if r.Baseline != base {
+					t.Errorf("ratio row for %s against %s, want against %s", r.Config, r.Baseline, base)
+				}
+				got[r.Config] = r.P99.Median
+			}
+			if len(ratios) != len(tc.ratios) || !maps.EqualFunc(got, tc.ratios, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
+				t.Errorf("ratios %v, want %v", got, tc.ratios)
+			}
+		})
 	}
 }

@@ -16,9 +16,12 @@ type Summary struct {
 	SweptParams []string     `json:"swept_params"`
 	Fidelity    []string     `json:"fidelity"`
 	Experiments []Experiment `json:"experiments"`
-	// Headline has, per configuration and transport, the short-message
-	// P50 and P99 over the repetitions; Ratios each transport's P99 over
-	// Homa's, repetition by repetition.
+	// Baseline is the configuration the headline compares every other one
+	// with (manifest.json's baseline, else Homa's).
+	Baseline string `json:"baseline"`
+	// Headline has, per group of params and configuration, the
+	// short-message P50 and P99 over the repetitions; Ratios each other
+	// configuration's over the baseline's, repetition by repetition.
 	Headline []HeadlineRow `json:"headline"`
 	Ratios   []RatioRow    `json:"ratios"`
 
@@ -34,7 +37,10 @@ type Experiment struct {
 	Name      string `json:"name"`
 	Transport string `json:"transport"`
 	// Label tells apart two configurations of one transport.
-	Label  string         `json:"label,omitempty"`
+	Label string `json:"label,omitempty"`
+	// Config is the configuration's label, unique in the run ("homa",
+	// "tcp-cubic", "homa-basic"): the key of the headline and ratios.
+	Config string         `json:"config"`
 	Params map[string]any `json:"params"`
 	RPCs   RPCCounts      `json:"rpcs"`
 	Short  Short          `json:"short"`

@@ -200,7 +200,9 @@ func render(spec chartSpec) (chart, error) {
 	for _, d := range ds {
 		longest = max(longest, len([]rune(d.s.name)))
 	}
-	itemW := 44 + charWidth*float64(longest)
+	// A name too long for one column is shortened (the full one is in the
+	// line's tooltip).
+	itemW := min(44+charWidth*float64(longest), svgWidth-marginLeft-marginRight)
 	cols := max(1, int((svgWidth-marginLeft-marginRight)/itemW))
 	rows := (len(ds) + cols - 1) / cols
 	legendTop := y.pos0 + axisBelow + 6
@@ -315,6 +317,7 @@ func render(spec chartSpec) (chart, error) {
 		ly := legendTop + float64(i/cols)*legendRowH + legendRowH/2
 		dash := dashArray(d.s)
 		col := hexColor(d.s.color)
+		fmt.Fprintf(&b, `<g><title>%s</title>`, template.HTMLEscapeString(d.s.name))
 		switch {
 		case d.s.markersOnly && d.s.dashed:
 			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="7" height="7" fill="#fff" stroke="%s" stroke-width="1.5"/>`, coord(lx+9.5), coord(ly-3.5), col)
@@ -323,7 +326,7 @@ func render(spec chartSpec) (chart, error) {
 		default:
 			fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, coord(lx), coord(ly), coord(lx+26), coord(ly), col, dash)
 		}
-		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text>`, coord(lx+30), coord(ly+4), template.HTMLEscapeString(d.s.name))
+		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text></g>`, coord(lx+30), coord(ly+4), template.HTMLEscapeString(fitText(d.s.name, itemW-30)))
 	}
 	b.WriteString(`</g></svg>`)
 	c.SVG = template.HTML(b.String()) // numbers and escaped labels only

@@ -25,6 +25,9 @@ type synthExp struct {
 	meanNs          float64 // mean of the exponential queueing delay
 	failed, inFly   int     // extra rows with those statuses
 	params          map[string]any
+	// label and config go to the manifest when set (config: runs written
+	// before configurations had labels have none).
+	label, config string
 }
 
 type synthRun struct {
@@ -38,6 +41,10 @@ type synthRun struct {
 	gzip       bool
 	telSamples int
 	target     string // the scenario's switch.target; "" leaves it out
+	baseline   string // the manifest's baseline; "" leaves it out
+	// scenario is the manifest's resolved scenario; nil leaves it empty
+	// (or holds the switch target alone).
+	scenario map[string]any
 }
 
 // synthBase is the unloaded RTT of a request length, in ns: a 10 µs floor
@@ -83,10 +90,22 @@ func (s synthRun) write(tb testing.TB, dir string) {
 		exps = append(exps, map[string]any{"name": e.name, "transport": e.transport, "params": e.params,
 			"link_bps": 1e9, "started_unix_ns": t0, "ended_unix_ns": t0 + 10e9, "duration_ms": 10000,
 			"receivers": []string{"h1"}, "fidelity": []string{}, "transport_counters": synthCounters(e.transport)})
+		if e.label != "" {
+			exps[len(exps)-1]["label"] = e.label
+		}
+		if e.config != "" {
+			exps[len(exps)-1]["config"] = e.config
+		}
 	}
 	man["experiments"] = exps
+	if s.baseline != "" {
+		man["baseline"] = s.baseline
+	}
 	if s.target != "" {
 		man["scenario"] = map[string]any{"switch": map[string]any{"target": s.target}}
+	}
+	if s.scenario != nil {
+		man["scenario"] = s.scenario
 	}
 	b, err := json.Marshal(man)
 	if err != nil {

@@ -43,7 +43,16 @@ type Manifest struct {
 	// Calibration maps a transport to the outcome of its calibration.
 	Calibration map[string]Calibration `json:"calibration,omitempty"`
 	Fidelity    []string               `json:"fidelity"`
-	Experiments []Experiment           `json:"experiments"`
+	// Baseline is the configuration (Experiment.Config) the report
+	// compares every other one with; empty in runs written before it
+	// existed, where readers pick Homa.
+	Baseline string `json:"baseline,omitempty"`
+	// Order is every planned experiment's name in the order the run runs
+	// them: repetitions outermost, so each repetition runs every
+	// configuration once (ABAB). Experiments lists those that ran, in the
+	// same order.
+	Order       []string     `json:"order,omitempty"`
+	Experiments []Experiment `json:"experiments"`
 	// Congestion lists the BPF TCP congestion controls the run registered
 	// (kernel names, e.g. homatb_dctcp; docs/tcp.md).
 	Congestion []string `json:"bpf_congestion,omitempty"`
@@ -120,7 +129,11 @@ type Experiment struct {
 	Transport string `json:"transport"`
 	// Label tells apart two configurations of one transport (the
 	// scenario's transports[].label).
-	Label      string            `json:"label,omitempty"`
+	Label string `json:"label,omitempty"`
+	// Config is the label reports name this configuration by, unique in
+	// the run ("homa", "tcp-cubic", "homa-basic"); empty in runs written
+	// before it existed, where readers use transport-label.
+	Config     string            `json:"config,omitempty"`
 	Params     map[string]string `json:"params"`
 	LinkBps    uint64            `json:"link_bps"`
 	Started    int64             `json:"started_unix_ns"`

@@ -47,7 +47,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			bound := time.Duration(s.Calibration.Samples)*perRPC + 2*time.Second
 			w := &agentpb.Workload{
 				Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
-				Targets: []string{target}, ResponseBytes: cal.ResponseBytes, Seed: s.Seed,
+				Targets: []string{target}, ResponseBytes: cal.ResponseBytes, Seed: *s.Seed,
 				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
 			}
 			if err := ca.configure(ctx, r.configureRequest(t, s, exp, "calibrate", client, false, w)); err != nil {

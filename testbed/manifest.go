@@ -46,14 +46,9 @@ func (m *Manifest) update(f func(*Manifest)) error {
 // versions collects what the manifest needs to make a run reproducible.
 func versions() (map[string]string, string) {
 	v := map[string]string{"go": runtime.Version()}
-	commit := ""
+	commit := buildinfo.Commit()
 	if info, ok := debug.ReadBuildInfo(); ok {
 		v["homatb"] = info.Main.Version
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
-			}
-		}
 	}
 	if k := buildinfo.Kernel(); k != "" {
 		v["kernel"] = k
@@ -107,10 +102,11 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	m := &Manifest{Manifest: runfmt.Manifest{
 		Run: run, Tag: tag, ScenarioFile: abs, Scenario: scenarioDoc(plan.Base), Incomplete: true, Started: time.Now().UnixNano(),
 		Versions: v, GitCommit: commit, Machine: machine(), LinkBps: uint64(plan.Base.Link.Rate),
-		Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
+		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
 	}, dir: runDir}
 	seen := map[uint64]bool{}
 	for _, e := range plan.Experiments {
+		m.Order = append(m.Order, e.Name)
 		if !seen[e.Seed] {
 			seen[e.Seed] = true
 			m.Seeds = append(m.Seeds, e.Seed)

@@ -19,8 +19,9 @@ const cdfTolerance = 1e-4
 // at 1. It accepts the shared workload format (a header line
 // "length_bytes<TAB>cdf", cdf in [0,1]) and the size-plus-percent format
 // (cdf in [0,100], detected when the last value is 100). Lines starting
-// with '#' and a non-numeric first line are skipped. Sampling follows the
-// reference tools: each point's probability sits at its length.
+// with '#' and one non-numeric line before the first point (a header) are
+// skipped. Sampling follows the reference tools: the first length whose
+// cdf >= u, for u uniform in [0, 1).
 func ReadCDFFile(path string) (SizeDist, error) {
 	d, err := readCDFFile(path)
 	if err != nil {
@@ -50,6 +51,7 @@ type cdfPoint struct {
 
 func parseCDF(spec string, r io.Reader) (*piecewise, error) {
 	var pts []cdfPoint
+	headerSeen := false
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
@@ -63,7 +65,8 @@ func parseCDF(spec string, r io.Reader) (*piecewise, error) {
 		length, errL := strconv.ParseFloat(fields[0], 64)
 		c, errC := strconv.ParseFloat(fields[1], 64)
 		if errL != nil || errC != nil {
-			if len(pts) == 0 && line == 1 {
+			if len(pts) == 0 && !headerSeen {
+				headerSeen = true
 				continue // a header line
 			}
 			return nil, fmt.Errorf("line %d: want two numbers, got %q", line, text)

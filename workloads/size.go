@@ -40,12 +40,6 @@ const (
 	segUniform
 	// segLogFloor is floor(X) for X log-uniform on [lo, hi): values lo..hi-1.
 	segLogFloor
-	// segPowCeil is ceil(X) for X on (lo, hi] with density proportional to
-	// x^-alpha: values lo+1..hi; alpha = 1 is log-uniform, 0 uniform. It
-	// interpolates a CDF between two points exactly: P(len <= lo) and
-	// P(len <= hi) keep their published values; alpha > 1 moves the
-	// segment's mass towards lo.
-	segPowCeil
 )
 
 // segment is one piece of a piecewise distribution with probability p.
@@ -53,23 +47,11 @@ type segment struct {
 	kind   segKind
 	lo, hi int
 	p      float64
-	alpha  float64 // density exponent of segPowCeil
 }
 
-// beta is 1 - alpha, the exponent of a segPowCeil's CDF in x.
-func (s segment) beta() float64 { return 1 - s.alpha }
-
-// logUniform reports whether a segPowCeil is log-uniform; exponents within
-// 1e-9 of it are treated as log-uniform because the power-law formulas
-// cancel catastrophically as beta goes to 0.
-func (s segment) logUniform() bool { return math.Abs(s.alpha-1) < 1e-9 }
-
 func (s segment) min() int {
-	switch s.kind {
-	case segPoint:
+	if s.kind == segPoint {
 		return s.hi
-	case segPowCeil:
-		return s.lo + 1
 	}
 	return s.lo
 }
@@ -94,26 +76,11 @@ func (s segment) mean() float64 {
 	}
 	a, b := float64(s.lo), float64(s.hi)
 	if s.hi-s.lo <= 1 {
-		if s.kind == segPowCeil {
-			return b
-		}
 		return a
-	}
-	if s.kind == segPowCeil && !s.logUniform() {
-		// E[ceil X] = (lo+1) + sum_{k=lo+1}^{hi-1} P(X > k), with
-		// P(X > k) = (b^beta - k^beta) / (b^beta - a^beta).
-		be := s.beta()
-		hb, lb := math.Pow(b, be), math.Pow(a, be)
-		n := b - a - 1
-		return a + 1 + (n*hb-powSum(s.lo+1, s.hi-1, be))/(hb-lb)
 	}
 	lgB, _ := math.Lgamma(b)
 	lgA1, _ := math.Lgamma(a + 1)
-	floorMean := a + ((b-a-1)*math.Log(b)-(lgB-lgA1))/math.Log(b/a)
-	if s.kind == segPowCeil {
-		return floorMean + 1
-	}
-	return floorMean
+	return a + ((b-a-1)*math.Log(b)-(lgB-lgA1))/math.Log(b/a)
 }
 
 // cdf is P(sample <= x) within the segment.
@@ -129,13 +96,6 @@ func (s segment) cdf(x int) float64 {
 		return float64(x-s.lo+1) / float64(s.hi-s.lo+1)
 	case segLogFloor:
 		return math.Log(float64(x+1)/float64(s.lo)) / math.Log(float64(s.hi)/float64(s.lo))
-	case segPowCeil:
-		if s.logUniform() {
-			return math.Log(float64(x)/float64(s.lo)) / math.Log(float64(s.hi)/float64(s.lo))
-		}
-		be := s.beta()
-		lb := math.Pow(float64(s.lo), be)
-		return (math.Pow(float64(x), be) - lb) / (math.Pow(float64(s.hi), be) - lb)
 	}
 	return 1
 }
@@ -149,19 +109,8 @@ func (s segment) sample(u float64, r *rand.Rand) int {
 		return s.lo + r.IntN(s.hi-s.lo+1)
 	}
 	a, b := float64(s.lo), float64(s.hi)
-	var x float64
-	if s.kind == segPowCeil && !s.logUniform() {
-		// Inverse of the CDF above.
-		be := s.beta()
-		lb := math.Pow(a, be)
-		x = math.Pow(lb+u*(math.Pow(b, be)-lb), 1/be)
-	} else {
-		x = a * math.Exp(u*math.Log(b/a))
-	}
-	if s.kind == segLogFloor {
-		return min(max(int(math.Floor(x)), s.lo), s.hi-1)
-	}
-	return min(max(int(math.Ceil(x)), s.lo+1), s.hi)
+	x := a * math.Exp(u*math.Log(b/a))
+	return min(max(int(math.Floor(x)), s.lo), s.hi-1)
 }
 
 // truncate caps the segment at m: mass above m moves to a point at m.
@@ -182,37 +131,10 @@ func (s segment) truncate(m int) []segment {
 	switch s.kind {
 	case segUniform:
 		low.hi = m - 1
-	case segLogFloor, segPowCeil:
+	case segLogFloor:
 		low.hi = m
 	}
 	return []segment{low, {kind: segPoint, hi: m, p: s.p * (1 - keep)}}
-}
-
-// powSum is sum_{k=a}^{b} k^beta for 1 <= a. Long ranges (the built-in
-// workloads span a million integers) are summed exactly over their first
-// terms and by Euler–Maclaurin over the rest, where k is large enough that
-// the terms after the k^(beta-3) correction are far below float64 rounding.
-func powSum(a, b int, beta float64) float64 {
-	const direct = 1024
-	var s float64
-	k := a
-	for ; k <= b && k < a+direct; k++ {
-		s += math.Pow(float64(k), beta)
-	}
-	if k > b {
-		return s
-	}
-	m, n := float64(k), float64(b)
-	f := func(x float64) float64 { return math.Pow(x, beta) }
-	d1 := func(x float64) float64 { return beta * math.Pow(x, beta-1) }
-	d3 := func(x float64) float64 { return beta * (beta - 1) * (beta - 2) * math.Pow(x, beta-3) }
-	var integral float64
-	if beta == -1 {
-		integral = math.Log(n / m)
-	} else {
-		integral = (math.Pow(n, beta+1) - math.Pow(m, beta+1)) / (beta + 1)
-	}
-	return s + integral + (f(m)+f(n))/2 + (d1(n)-d1(m))/12 - (d3(n)-d3(m))/720
 }
 
 // piecewise is the one implementation of SizeDist: a mixture of segments.
@@ -251,13 +173,13 @@ func newPiecewise(spec string, segs []segment) (*piecewise, error) {
 	return d, nil
 }
 
+// Sample draws u uniform in [0, 1) and takes the first segment whose
+// cumulative probability is at least u: for a table of points, the first
+// length whose CDF >= u, the rule of the Homa tools (cp_node's
+// dist_point_gen).
 func (d *piecewise) Sample(r *rand.Rand) int {
 	u := r.Float64()
-	i := sort.SearchFloat64s(d.cum, u)
-	if i < len(d.cum) && d.cum[i] == u {
-		i++ // u on a boundary belongs to the next segment: cum is exclusive
-	}
-	i = min(i, len(d.segs)-1)
+	i := min(sort.SearchFloat64s(d.cum, u), len(d.segs)-1)
 	lo := 0.0
 	if i > 0 {
 		lo = d.cum[i-1]

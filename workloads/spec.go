@@ -3,6 +3,7 @@ package workloads
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,9 @@ func parseSpec(s string) (*piecewise, error) {
 	if err != nil {
 		return nil, err
 	}
+	if maxLen == 0 && isBuiltin(body) {
+		maxLen = HomaMaxMessage // as cp_node truncates them
+	}
 	d, err := parseBody(spec, body)
 	if err != nil {
 		return nil, err
@@ -60,6 +64,16 @@ func splitMax(spec string) (string, int, error) {
 		return "", 0, fmt.Errorf("size spec %q: max=%s: %w", spec, v, err)
 	}
 	return strings.TrimSpace(spec[:i]), n, nil
+}
+
+// isBuiltin reports whether a spec body names a built-in workload.
+func isBuiltin(body string) bool {
+	for _, n := range builtinNames() {
+		if strings.EqualFold(strings.TrimSpace(body), n) {
+			return true
+		}
+	}
+	return false
 }
 
 func parseBody(spec, body string) (*piecewise, error) {
@@ -157,4 +171,32 @@ func parseRange(arg string) (int, int, error) {
 		return 0, 0, fmt.Errorf("A=%d above B=%d", a, b)
 	}
 	return a, b, nil
+}
+
+// ResolveFiles rewrites the relative paths of a size spec's file: parts
+// (mix parts included) as paths under dir, so a scenario's CDF files are
+// found beside the scenario whatever the working directory. Absolute
+// paths, other kinds and malformed specs are left as they are, for
+// ParseSizeSpec to judge.
+func ResolveFiles(spec, dir string) string {
+	body, suffix := spec, ""
+	if i := strings.LastIndex(spec, ","); i >= 0 && strings.HasPrefix(strings.TrimSpace(spec[i+1:]), "max=") {
+		body, suffix = spec[:i], spec[i:]
+	}
+	kind, arg, _ := strings.Cut(strings.TrimSpace(body), ":")
+	switch strings.ToLower(kind) {
+	case "file":
+		if arg != "" && !filepath.IsAbs(arg) {
+			return kind + ":" + filepath.Join(dir, arg) + suffix
+		}
+	case "mix":
+		parts := strings.Split(arg, ",")
+		for i, part := range parts {
+			if at := strings.LastIndex(part, "@"); at >= 0 {
+				parts[i] = ResolveFiles(part[:at], dir) + part[at:]
+			}
+		}
+		return kind + ":" + strings.Join(parts, ",") + suffix
+	}
+	return spec
 }

@@ -39,7 +39,7 @@ func newAgentCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.socket, "socket", "", "Unix socket path of the control API")
 	fl.StringVar(&f.listen, "listen", "", "also serve the control API on this TCP address (host:port); off loopback it needs --tls-*")
-	fl.StringVar(&f.tlsCert, "tls-cert", "", "the agents' certificate from `homatb certs` (agent.pem): --listen then takes only the run's orchestrator (mutual TLS)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "the agents' certificate from 'homatb certs' (agent.pem): --listen then takes only the run's orchestrator (mutual TLS)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "its key (agent-key.pem)")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "the run's CA (ca.pem), which must have signed the client's certificate")
 	fl.StringVar(&f.name, "name", "", "host name written into records (required)")

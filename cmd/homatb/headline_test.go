@@ -13,14 +13,17 @@ func TestVersusLine(t *testing.T) {
 		v    reports.Versus
 		want string
 	}{
-		{"both", reports.Versus{
-			Homa: reports.Headline{ShortP50us: f(733), ShortP99us: f(9322)}, TCP: reports.Headline{ShortP50us: f(61525), ShortP99us: f(126800)},
+		{"both", reports.Versus{Baseline: "homa", Config: "tcp-cubic",
+			Base: reports.Headline{ShortP50us: f(733), ShortP99us: f(9322)}, Other: reports.Headline{ShortP50us: f(61525), ShortP99us: f(126800)},
 			RatioP50: f(83.9), RatioP99: f(13.6)},
-			"headline: short-message P99 Homa 9322 µs, TCP 126800 µs: 13.6x lower with Homa; P50 733 vs 61525 µs (83.9x)"},
-		{"config named", reports.Versus{Config: "load=0.5",
-			Homa: reports.Headline{ShortP99us: f(10)}, TCP: reports.Headline{ShortP99us: f(20)}, RatioP99: f(2)},
-			"headline (load=0.5): short-message P99 Homa 10 µs, TCP 20 µs: 2.0x lower with Homa"},
-		{"no TCP P99", reports.Versus{Homa: reports.Headline{ShortP99us: f(10)}}, ""},
+			"headline: short-message P99 homa 9.32 ms, tcp-cubic 127 ms: 13.6x lower with homa; P50 733 µs vs 61.5 ms (83.9x)"},
+		{"params named", reports.Versus{Params: "load=0.5", Baseline: "homa", Config: "tcp-dctcp",
+			Base: reports.Headline{ShortP99us: f(10)}, Other: reports.Headline{ShortP99us: f(20)}, RatioP99: f(2)},
+			"headline (load=0.5): short-message P99 homa 10.0 µs, tcp-dctcp 20.0 µs: 2.0x lower with homa"},
+		{"other faster", reports.Versus{Baseline: "homa", Config: "pfabric",
+			Base: reports.Headline{ShortP99us: f(100)}, Other: reports.Headline{ShortP99us: f(50)}, RatioP99: f(0.5)},
+			"headline: short-message P99 homa 100 µs, pfabric 50.0 µs: 2.0x lower with pfabric"},
+		{"no P99", reports.Versus{Base: reports.Headline{ShortP99us: f(10)}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := versusLine(tc.v); got != tc.want {
@@ -37,13 +40,13 @@ func TestRepetitionLines(t *testing.T) {
 	params := map[string]any{"load": "0.5"}
 	sum := &reports.Summary{
 		Headline: []reports.HeadlineRow{
-			{Transport: "homa", Params: params, Repetitions: 3, ShortP50us: sp(558, 500, 700), ShortP99us: sp(4741, 2700, 13800)},
-			{Transport: "tcp", Params: params, Repetitions: 3, ShortP50us: sp(57931, 57000, 59000), ShortP99us: sp(118007, 113600, 143600)},
+			{Config: "homa", Params: params, Repetitions: 3, ShortP50us: sp(558, 500, 700), ShortP99us: sp(4741, 2700, 13800)},
+			{Config: "tcp-cubic", Params: params, Repetitions: 3, ShortP50us: sp(57931, 57000, 59000), ShortP99us: sp(118007, 113600, 143600)},
 		},
-		Ratios: []reports.RatioRow{{Params: params, Repetitions: 3, TCPOverHomaP99: sp(24.9, 10.4, 41.5)}},
+		Ratios: []reports.RatioRow{{Params: params, Config: "tcp-cubic", Baseline: "homa", Repetitions: 3, P99: sp(24.9, 10.4, 41.5)}},
 	}
-	want := "headline (load=0.5), median of 3 repetitions (range): short-message P99 Homa 4741 (2700–13800) µs, " +
-		"TCP 118007 (113600–143600) µs; TCP/Homa 24.9 (10.4–41.5)x; P50 Homa 558 (500–700) µs, TCP 57931 (57000–59000) µs"
+	want := "headline (load=0.5), median of 3 repetitions (range): short-message P99 homa 4.74 ms (2.70 ms–13.8 ms), " +
+		"tcp-cubic 118 ms (114 ms–144 ms); tcp-cubic/homa 24.9 (10.4–41.5)x; P50 homa 558 µs (500 µs–700 µs), tcp-cubic 57.9 ms (57.0 ms–59.0 ms)"
 	got := repetitionLines(sum)
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("repetitionLines = %q\nwant %q", got, want)

@@ -23,6 +23,6 @@ func main() {
 	}()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "homatb:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

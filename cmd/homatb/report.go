@@ -53,7 +53,7 @@ func newReportCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			for _, e := range sum.Experiments {
-				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  short P50 %s µs  P99 %s µs  goodput %.1f Mbit/s\n",
+				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  short P50 %s  P99 %s  goodput %.1f Mbit/s\n",
 					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps*1e3)
 			}
 			fmt.Fprintln(w, filepath.Join(dir, "report.html"))
@@ -70,9 +70,10 @@ func newReportCmd() *cobra.Command {
 }
 
 // optUs prints an optional microsecond value.
+// optUs writes a latency in µs with its unit, "-" for none.
 func optUs(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f", *v)
+	return reports.FormatLatency(*v)
 }

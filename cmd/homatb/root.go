@@ -8,8 +8,14 @@ import (
 // and registers here, so there is no package-level state.
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "homatb",
-		Short:         "A testbed for datacenter transports: Homa vs TCP through P4 priority queues",
+		Use:   "homatb",
+		Short: "A testbed for datacenter transports: Homa vs TCP through P4 priority queues",
+		Long: `homatb runs datacenter transports (Homa, kernel TCP, pFabric, pHost, NDP,
+PIAS) through an emulated rack of P4 switches and reports their latency.
+
+Exit codes: 0 success; 1 a run failed or stopped early (what was measured is
+kept, marked incomplete) or a command could not do its work; 2 a bad command
+line or an invalid scenario (nothing ran).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -25,5 +31,6 @@ func newRootCmd() *cobra.Command {
 		newCleanCmd(),
 		newVersionCmd(),
 	)
+	markUsageErrors(root)
 	return root
 }

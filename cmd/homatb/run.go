@@ -61,10 +61,10 @@ func newRunCmd() *cobra.Command {
 
 func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.repetitions < 0 || f.repetitions > 100 {
-		return fmt.Errorf("--repetitions: expected 1 to 100, got %d", f.repetitions)
+		return usagef("--repetitions: expected 1 to 100, got %d", f.repetitions)
 	}
 	if f.slice != 0 && (f.slice < schedprio.MinSlice || f.slice > schedprio.MaxSlice) {
-		return fmt.Errorf("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
+		return usagef("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
 	}
 	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions})
 	if err != nil {
@@ -107,8 +107,12 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	printHeadline(stdout, res)
 	if runErr != nil {
 		fmt.Fprintf(stderr, "run stopped early; what was measured is in %s (marked incomplete)\n", res.RunDir)
+		return runErr
 	}
-	return runErr
+	if res.Incomplete {
+		return fmt.Errorf("run %s is incomplete (see its manifest.json and fidelity warnings)", res.RunDir)
+	}
+	return nil
 }
 
 // offerClean removes leftovers of crashed runs: at once with --clean, after
@@ -160,7 +164,7 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 	for _, e := range res.Manifest.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
-			fmt.Fprintf(w, "; short-message P99 %.0f µs", p)
+			fmt.Fprintf(w, "; short-message P99 %s", reports.FormatLatency(p))
 		}
 		fmt.Fprintln(w)
 		for _, fw := range e.Fidelity {
@@ -186,59 +190,62 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 	}
 }
 
-// versusLine is the headline of one configuration: short-message P50 and
-// P99 with Homa and TCP and how many times lower Homa's are; "" without
-// both P99s.
+// versusLine is the headline of one configuration against the baseline:
+// short-message P99 (and P50) of both and how many times lower the
+// faster one's is; "" without both P99s.
 func versusLine(v reports.Versus) string {
-	h, t := v.Homa, v.TCP
-	if h.ShortP99us == nil || t.ShortP99us == nil || v.RatioP99 == nil {
+	b, o := v.Base, v.Other
+	if b.ShortP99us == nil || o.ShortP99us == nil || v.RatioP99 == nil {
 		return ""
 	}
-	cfg := ""
-	if v.Config != "" {
-		cfg = " (" + v.Config + ")"
-	}
-	line := fmt.Sprintf("headline%s: short-message P99 Homa %.0f µs, TCP %.0f µs: %.1fx lower with Homa",
-		cfg, *h.ShortP99us, *t.ShortP99us, *v.RatioP99)
-	if h.ShortP50us != nil && t.ShortP50us != nil && v.RatioP50 != nil {
-		line += fmt.Sprintf("; P50 %.0f vs %.0f µs (%.1fx)", *h.ShortP50us, *t.ShortP50us, *v.RatioP50)
+	lat := reports.FormatLatency
+	line := fmt.Sprintf("headline%s: short-message P99 %s %s, %s %s: %s",
+		paramsSuffix(v.Params), v.Baseline, lat(*b.ShortP99us), v.Config, lat(*o.ShortP99us), timesLower(*v.RatioP99, v.Baseline, v.Config))
+	if b.ShortP50us != nil && o.ShortP50us != nil && v.RatioP50 != nil {
+		line += fmt.Sprintf("; P50 %s vs %s (%.1fx)", lat(*b.ShortP50us), lat(*o.ShortP50us), *v.RatioP50)
 	}
 	return line
 }
 
-// repetitionLines is the headline of a run with repetitions: per
-// configuration, the median short-message P99 and P50 of Homa and TCP over
-// the repetitions with their range, and the median TCP/Homa P99 ratio with
-// its range; none when no configuration was repeated.
+// timesLower says which of two configurations was faster by how much,
+// given the other's value over the baseline's.
+func timesLower(r float64, baseline, other string) string {
+	if r >= 1 || r <= 0 {
+		return fmt.Sprintf("%.1fx lower with %s", r, baseline)
+	}
+	return fmt.Sprintf("%.1fx lower with %s", 1/r, other)
+}
+
+// paramsSuffix is " (params)" for a named group of params, "" for none.
+func paramsSuffix(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " (" + p + ")"
+}
+
+// repetitionLines is the headline of a run with repetitions: per group of
+// params and configuration other than the baseline, the median
+// short-message P99 and P50 of both over the repetitions with their range,
+// and the median ratio with its range; none when nothing was repeated.
 func repetitionLines(sum *reports.Summary) []string {
 	var lines []string
 	for _, r := range sum.Ratios {
-		if r.Repetitions < 2 || r.TCPOverHomaP99 == nil {
+		if r.Repetitions < 2 || r.P99 == nil {
 			continue
 		}
-		var homa, tcp *reports.HeadlineRow
-		for i := range sum.Headline {
-			h := &sum.Headline[i]
-			if maps.EqualFunc(h.Params, r.Params, func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
-				switch h.Transport {
-				case "homa":
-					homa = h
-				case "tcp":
-					tcp = h
-				}
-			}
-		}
-		if homa == nil || tcp == nil || homa.ShortP99us == nil || tcp.ShortP99us == nil {
+		base, other := r.Rows(sum.Headline)
+		if base == nil || other == nil || base.ShortP99us == nil || other.ShortP99us == nil {
 			continue
 		}
-		cfg := paramsString(r.Params)
-		rng := func(s *reports.Spread, f string) string {
-			return fmt.Sprintf(f+" ("+f+"–"+f+")", s.Median, s.Min, s.Max)
+		lat := func(s *reports.Spread) string {
+			return fmt.Sprintf("%s (%s–%s)", reports.FormatLatency(s.Median), reports.FormatLatency(s.Min), reports.FormatLatency(s.Max))
 		}
-		line := fmt.Sprintf("headline%s, median of %d repetitions (range): short-message P99 Homa %s µs, TCP %s µs; TCP/Homa %sx",
-			cfg, r.Repetitions, rng(homa.ShortP99us, "%.0f"), rng(tcp.ShortP99us, "%.0f"), rng(r.TCPOverHomaP99, "%.1f"))
-		if homa.ShortP50us != nil && tcp.ShortP50us != nil {
-			line += fmt.Sprintf("; P50 Homa %s µs, TCP %s µs", rng(homa.ShortP50us, "%.0f"), rng(tcp.ShortP50us, "%.0f"))
+		line := fmt.Sprintf("headline%s, median of %d repetitions (range): short-message P99 %s %s, %s %s; %s/%s %.1f (%.1f–%.1f)x",
+			paramsString(r.Params), r.Repetitions, r.Baseline, lat(base.ShortP99us), r.Config, lat(other.ShortP99us),
+			r.Config, r.Baseline, r.P99.Median, r.P99.Min, r.P99.Max)
+		if base.ShortP50us != nil && other.ShortP50us != nil {
+			line += fmt.Sprintf("; P50 %s %s, %s %s", r.Baseline, lat(base.ShortP50us), r.Config, lat(other.ShortP50us))
 		}
 		lines = append(lines, line)
 	}

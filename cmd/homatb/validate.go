@@ -1,11 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -14,19 +16,22 @@ import (
 func newValidateCmd() *cobra.Command {
 	var verbose bool
 	cmd := &cobra.Command{
-		Use:   "validate SCENARIO.yaml...",
+		Use:   "validate SCENARIO.yaml... (- reads standard input)",
 		Short: "Check scenario files without running them",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check scenario files without running them: the checks homatb run makes before
+building the network. "-" reads a scenario from standard input. Exits 0 when
+every file is valid, 2 when one is not.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed []string
 			for _, f := range args {
-				plan, err := scenario.Load(f, scenario.Options{})
+				plan, err := loadPlan(f, cmd.InOrStdin())
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					failed = append(failed, f)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %d experiments\n", f, len(plan.Experiments))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, %s\n", f, units.Count(len(plan.Experiments), "experiment"))
 				for _, w := range plan.Warnings() {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", f, w)
 				}
@@ -37,11 +42,31 @@ func newValidateCmd() *cobra.Command {
 				}
 			}
 			if len(failed) > 0 {
-				return errors.New("invalid scenario(s): " + fmt.Sprint(failed))
+				return usagef("invalid scenario: %s", strings.Join(failed, ", "))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the expanded plan")
 	return cmd
+}
+
+// stdinName is how errors name a scenario read from standard input.
+const stdinName = "<stdin>"
+
+// loadPlan reads, validates and expands the scenario in file, or in stdin
+// when file is "-".
+func loadPlan(file string, stdin io.Reader) (*scenario.Plan, error) {
+	if file != "-" {
+		return scenario.Load(file, scenario.Options{})
+	}
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario from standard input: %w", err)
+	}
+	src, err := scenario.Parse(stdinName, data)
+	if err != nil {
+		return nil, err
+	}
+	return src.Plan(scenario.Options{})
 }

@@ -5,25 +5,21 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/homatb/homatb/internal/buildinfo"
 )
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and build information",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, ok := debug.ReadBuildInfo()
-			if !ok {
-				fmt.Fprintln(cmd.OutOrStdout(), "homatb (unknown build)")
-				return nil
+			goVersion := "unknown Go"
+			if info, ok := debug.ReadBuildInfo(); ok {
+				goVersion = info.GoVersion
 			}
-			rev := "unknown"
-			for _, s := range info.Settings {
-				if s.Key == "vcs.revision" {
-					rev = s.Value
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "homatb %s (%s, commit %s)\n", info.Main.Version, info.GoVersion, rev)
+			fmt.Fprintf(cmd.OutOrStdout(), "homatb %s (%s)\n", buildinfo.Version(), goVersion)
 			return nil
 		},
 	}

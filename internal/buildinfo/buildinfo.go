@@ -9,6 +9,12 @@ import (
 	"syscall"
 )
 
+// commit is the git commit the Makefile links in (-ldflags "-X
+// .../buildinfo.commit=..."), for builds that carry no VCS settings: Go
+// records none in a git worktree or with -buildvcs=false. It is set by the
+// linker and never written at run time.
+var commit string
+
 // Version is the module version and VCS revision of the running binary
 // ("(devel) 1a2b3c...", with "+dirty" for uncommitted changes), or
 // "unknown" when the binary carries no build information.
@@ -17,8 +23,28 @@ func Version() string {
 	if !ok {
 		return "unknown"
 	}
-	v := info.Main.Version
-	var rev, dirty string
+	rev, dirty := revision(info, commit)
+	if rev == "" {
+		return info.Main.Version + " (commit unknown: build with make)"
+	}
+	return info.Main.Version + " " + rev + dirty
+}
+
+// Commit is the git commit the running binary was built from ("" when
+// unknown).
+func Commit() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return commit
+	}
+	rev, _ := revision(info, commit)
+	return rev
+}
+
+// revision is the build's VCS revision, with "+dirty" for uncommitted
+// changes; linked is the commit the linker set, used when Go recorded
+// none. A linked commit may end in "+dirty" itself.
+func revision(info *debug.BuildInfo, linked string) (rev, dirty string) {
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -29,10 +55,10 @@ func Version() string {
 			}
 		}
 	}
-	if rev != "" {
-		v += " " + rev + dirty
+	if rev == "" {
+		return linked, ""
 	}
-	return v
+	return rev, dirty
 }
 
 // Kernel is the running kernel's release (uname -r), or "".

@@ -116,3 +116,13 @@ func ParseSize(s string) (int64, error) {
 	}
 	return int64(math.Round(n)), nil
 }
+
+// Count writes n with a noun in the number it takes: "1 experiment",
+// "2 experiments", "0 experiments". Nouns whose plural is not noun+"s"
+// are written by the caller.
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

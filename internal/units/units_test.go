@@ -89,3 +89,14 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0 experiments"}, {1, "1 experiment"}, {2, "2 experiments"}, {1000, "1000 experiments"}} {
+		if got := Count(tc.n, "experiment"); got != tc.want {
+			t.Errorf("Count(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

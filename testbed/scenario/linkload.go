@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // LinkLoad is the load a scenario's open-loop phases put on each host's
@@ -17,55 +18,80 @@ type LinkLoad struct {
 // OfferedLinkLoad works out the LinkLoad of a validated scenario. Each
 // client spreads its requests evenly over its servers (the agents pick one
 // at random per RPC); a response is response_bytes long, or as long as its
-// request when that is 0 (echo).
+// request when that is 0 (echo). A client of a bursty phase (incast) sends
+// one RPC per burst interval.
 func OfferedLinkLoad(s *Scenario) (LinkLoad, error) {
 	ll := LinkLoad{Up: map[string]float64{}, Down: map[string]float64{}}
-	all := s.Topology.HostNames()
-	rate := float64(s.Link.Rate) / 8 // bytes per second
-	for _, ph := range s.Phases {
-		if ph.Arrivals != ArrivalsPoisson || ph.Incast != nil || (ph.Load == 0 && ph.RateRPS == 0) {
-			continue
-		}
-		mean, err := MeanSize(ph.Sizes)
-		if err != nil {
+	for i := range s.Phases {
+		if err := ll.addPhase(s, i, MeanSize); err != nil {
 			return ll, err
-		}
-		clients, err := ExpandHosts(ph.Clients, all)
-		if err != nil {
-			return ll, err
-		}
-		servers, err := ExpandHosts(ph.Servers, all)
-		if err != nil {
-			return ll, err
-		}
-		resp := float64(ph.ResponseBytes)
-		if resp == 0 {
-			resp = mean
-		}
-		for _, c := range clients {
-			var targets []string
-			for _, sv := range servers {
-				if sv != c {
-					targets = append(targets, sv)
-				}
-			}
-			if len(targets) == 0 {
-				continue
-			}
-			rps := ph.RateRPS
-			if ph.Load > 0 {
-				rps = ph.Load * rate / mean
-			}
-			ll.Up[c] += rps * mean / rate
-			ll.Down[c] += rps * resp / rate
-			for _, t := range targets {
-				share := rps / float64(len(targets))
-				ll.Down[t] += share * mean / rate
-				ll.Up[t] += share * resp / rate
-			}
 		}
 	}
 	return ll, nil
+}
+
+// phaseRPS is the RPCs per second each client of an open-loop phase
+// issues, 0 for a phase no rate fixes (closed loops).
+func phaseRPS(s *Scenario, ph Phase, mean float64) float64 {
+	switch {
+	case ph.Arrivals != ArrivalsPoisson:
+		return 0
+	case ph.Incast != nil && ph.Incast.Interval > 0:
+		return float64(time.Second) / float64(ph.Incast.Interval)
+	case ph.Load > 0:
+		return ph.Load * float64(s.Link.Rate) / 8 / mean
+	}
+	return ph.RateRPS
+}
+
+// addPhase adds phase i's load to ll, with meanOf giving the mean length
+// of a size spec.
+func (ll LinkLoad) addPhase(s *Scenario, i int, meanOf func(string) (float64, error)) error {
+	ph := s.Phases[i]
+	if ph.Arrivals != ArrivalsPoisson {
+		return nil
+	}
+	mean, err := meanOf(ph.Sizes)
+	if err != nil {
+		return err
+	}
+	rps := phaseRPS(s, ph, mean)
+	if rps == 0 {
+		return nil
+	}
+	all := s.Topology.HostNames()
+	clients, err := ExpandHosts(ph.Clients, all)
+	if err != nil {
+		return err
+	}
+	servers, err := ExpandHosts(ph.Servers, all)
+	if err != nil {
+		return err
+	}
+	rate := float64(s.Link.Rate) / 8 // bytes per second
+	resp := float64(ph.ResponseBytes)
+	if resp == 0 {
+		resp = mean
+	}
+	for _, c := range clients {
+		var targets []string
+		for _, sv := range servers {
+			if sv != c {
+				targets = append(targets, sv)
+			}
+		}
+		if len(targets) == 0 {
+			continue
+		}
+		ll.Up[c] += rps * mean / rate
+		ll.Down[c] += rps * resp / rate
+		for _, t := range targets {
+			share := rps / float64(len(targets))
+			ll.Down[t] += share * mean / rate
+			ll.Up[t] += share * resp / rate
+		}
+	}
+	return nil
 }
 
 // OverloadWarnings names the links an experiment's open-loop phases load
@@ -94,15 +120,20 @@ func OverloadWarnings(s *Scenario) []string {
 		if len(over) == 0 {
 			continue
 		}
-		slices.SortFunc(over, func(a, b string) int {
-			i, _ := hostIndex(a)
-			j, _ := hostIndex(b)
-			return i - j
-		})
+		sortHosts(over)
 		out = append(out, fmt.Sprintf("the configured load puts %d host %ss (%s) at up to %.0f%% of the link rate, requests and responses together: beyond what any transport carries (responses echo the request when response_bytes is 0)",
 			len(over), dir.name, hostList(over), 100*worst))
 	}
 	return out
+}
+
+// sortHosts puts host names in index order (h2 before h10).
+func sortHosts(hosts []string) {
+	slices.SortFunc(hosts, func(a, b string) int {
+		i, _ := hostIndex(a)
+		j, _ := hostIndex(b)
+		return i - j
+	})
 }
 
 // hostList names a few hosts, or the first and last of many.

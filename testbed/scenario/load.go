@@ -39,7 +39,7 @@ func LoadFile(path string) (*Source, error) {
 func Parse(file string, data []byte) (*Source, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, Errors{fromYAMLMessage(file, err.Error(), nil)}
+		return nil, Errors{syntaxError(file, data, err)}
 	}
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: file, Line: 1, Msg: "empty scenario: expected a mapping with name, topology, transports and phases"}}

@@ -3,12 +3,14 @@ package scenario
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -40,29 +42,44 @@ type Experiment struct {
 
 // Options tunes validation.
 type Options struct {
-	// SizeSpec checks a phase's size spec and returns its mean length; nil
-	// means workloads.ParseSizeSpec. Tests replace it.
-	SizeSpec func(string) (float64, error)
+	// SizeSpec checks a phase's size spec and returns its mean and
+	// longest length; nil means workloads.ParseSizeSpec. Tests replace it.
+	SizeSpec func(string) (SizeStats, error)
 	// Repetitions, when positive, replaces the scenario's repetitions
 	// (homatb run --repetitions).
 	Repetitions int
 }
 
-func (o Options) sizeSpec() func(string) (float64, error) {
+// SizeStats is what validation needs of a size distribution.
+type SizeStats struct {
+	// Mean turns a load fraction into an RPC rate; Max is checked against
+	// the transports' message limits.
+	Mean float64
+	Max  int
+}
+
+func (o Options) sizeSpec() func(string) (SizeStats, error) {
 	if o.SizeSpec != nil {
 		return o.SizeSpec
 	}
-	return MeanSize
+	return SizeStatsOf
+}
+
+// SizeStatsOf parses a size spec with workloads.ParseSizeSpec and returns
+// its mean and longest length.
+func SizeStatsOf(spec string) (SizeStats, error) {
+	d, err := workloads.ParseSizeSpec(spec)
+	if err != nil {
+		return SizeStats{}, err
+	}
+	return SizeStats{Mean: d.Mean(), Max: d.Max()}, nil
 }
 
 // MeanSize parses a size spec with workloads.ParseSizeSpec and returns the
 // mean message length, which turns a load fraction into an RPC rate.
 func MeanSize(spec string) (float64, error) {
-	d, err := workloads.ParseSizeSpec(spec)
-	if err != nil {
-		return 0, err
-	}
-	return d.Mean(), nil
+	st, err := SizeStatsOf(spec)
+	return st.Mean, err
 }
 
 // Warnings lists, once each, what is valid but will not measure what the
@@ -108,6 +125,9 @@ type resolvedSweep struct {
 	param string
 	canon string
 	line  int
+	// transport is the index of the transport whose parameter the sweep
+	// sets, -1 when it sets something all transports share.
+	transport int
 }
 
 // Plan validates the scenario and every sweep combination and returns the
@@ -115,6 +135,7 @@ type resolvedSweep struct {
 func (src *Source) Plan(opt Options) (*Plan, error) {
 	base := src.Raw
 	applyDefaults(base)
+	src.resolveFiles(base)
 	if opt.Repetitions > 0 {
 		base.Repetitions = opt.Repetitions
 	}
@@ -124,42 +145,64 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	if len(c.errs) > 0 {
 		return nil, c.errs.unique()
 	}
-	combos := 1
+	nCombos := 1
 	for _, sw := range base.Sweep {
-		combos *= len(sw.Values)
+		nCombos *= len(sw.Values)
 	}
-	total := combos * len(base.Transports) * base.Repetitions
+	total := nCombos * len(base.Transports) * base.Repetitions
 	if total > MaxExperiments {
 		return nil, Errors{{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
 			Msg: fmt.Sprintf("expands to %d experiments; expected at most %d", total, MaxExperiments)}}
 	}
-	plan := &Plan{File: src.File, Base: base}
-	names := map[string]bool{}
+	type combination struct {
+		s      *Scenario
+		params map[string]string
+		order  []string
+		idx    []int // the value index of each sweep
+	}
+	var combos []combination
 	var errs Errors
-	for k := 0; k < combos; k++ {
+	for k := 0; k < nCombos; k++ {
 		s, params, order, err := src.combination(base, sweeps, k, opt)
 		if err != nil {
 			errs = append(errs, err.(Errors)...)
 			continue
 		}
-		for _, t := range s.Transports {
-			t.Homa = t.Homa.withOptions()
-			for rep := 1; rep <= s.Repetitions; rep++ {
+		combos = append(combos, combination{s, params, order, sweepIndexes(base, k)})
+	}
+	if len(errs) > 0 {
+		// A bad swept value fails every combination it is part of: say so once.
+		return nil, errs.unique()
+	}
+	plan := &Plan{File: src.File, Base: base}
+	names := map[string]bool{}
+	// Repetitions outermost: each runs every configuration once (ABAB, not
+	// AABB), so a change in the machine's load spreads over all of them.
+	for rep := 1; rep <= base.Repetitions; rep++ {
+		for _, cb := range combos {
+			for ti, t := range cb.s.Transports {
+				if !sweepsApply(sweeps, cb.idx, ti) {
+					continue // another transport's value: this one ran with the first
+				}
+				t.Homa = t.Homa.withOptions()
 				e := Experiment{
-					Transport: t, Params: map[string]string{}, ParamOrder: append([]string(nil), order...),
-					Repetition: rep, Scenario: s,
-					// Seeds differ by combination and repetition but not by
-					// transport, so the transports compared see the same arrivals.
-					Seed: s.Seed + uint64(k)*1000003 + uint64(rep-1),
+					Transport: t, Params: map[string]string{}, Repetition: rep, Scenario: cb.s,
+					// Seeds differ by traffic and repetition but not by
+					// transport or its parameters, so the configurations
+					// compared see the same arrivals.
+					Seed: *cb.s.Seed + uint64(trafficIndex(base, sweeps, cb.idx))*1000003 + uint64(rep-1),
 				}
-				for p, v := range params {
-					e.Params[p] = v
+				for _, p := range cb.order {
+					if sw := sweepNamed(sweeps, p); sw.transport < 0 || sw.transport == ti {
+						e.Params[p] = cb.params[p]
+						e.ParamOrder = append(e.ParamOrder, p)
+					}
 				}
-				if s.Repetitions > 1 {
+				if base.Repetitions > 1 {
 					e.Params["repetition"] = strconv.Itoa(rep)
 					e.ParamOrder = append(e.ParamOrder, "repetition")
 				}
-				e.Name = experimentName(s.Name, t, e)
+				e.Name = experimentName(cb.s.Name, t, e)
 				if names[e.Name] {
 					errs = append(errs, &Error{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
 						Msg: fmt.Sprintf("two experiments would be named %q; sweep values must differ", e.Name)})
@@ -170,10 +213,66 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		}
 	}
 	if len(errs) > 0 {
-		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
 	return plan, nil
+}
+
+// sweepIndexes is the value index of each sweep in combination k (mixed
+// radix, the last sweep varying fastest).
+func sweepIndexes(base *Scenario, k int) []int {
+	idx := make([]int, len(base.Sweep))
+	for i, rem := len(base.Sweep)-1, k; i >= 0; i-- {
+		n := len(base.Sweep[i].Values)
+		idx[i], rem = rem%n, rem/n
+	}
+	return idx
+}
+
+// sweepsApply reports whether transport ti runs in a combination: every
+// sweep of another transport's parameter is at its first value (ti's
+// experiment is the same at the others).
+func sweepsApply(sweeps []resolvedSweep, idx []int, ti int) bool {
+	for i, sw := range sweeps {
+		if sw.transport >= 0 && sw.transport != ti && idx[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// trafficIndex numbers a combination by the values of the sweeps that are
+// not one transport's parameter (mixed radix, as sweepIndexes).
+func trafficIndex(base *Scenario, sweeps []resolvedSweep, idx []int) int {
+	k := 0
+	for i, sw := range sweeps {
+		if sw.transport < 0 {
+			k = k*len(base.Sweep[i].Values) + idx[i]
+		}
+	}
+	return k
+}
+
+// sweepNamed returns the sweep of param as written.
+func sweepNamed(sweeps []resolvedSweep, param string) resolvedSweep {
+	for _, sw := range sweeps {
+		if sw.param == param {
+			return sw
+		}
+	}
+	return resolvedSweep{transport: -1}
+}
+
+// resolveFiles makes the file: paths of the phases' size specs relative
+// to the scenario file's directory, not to the working directory.
+func (src *Source) resolveFiles(s *Scenario) {
+	dir := filepath.Dir(src.File)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the agents do not share the working directory
+	}
+	for i := range s.Phases {
+		s.Phases[i].Sizes = workloads.ResolveFiles(s.Phases[i].Sizes, dir)
+	}
 }
 
 // checkSweeps resolves every sweep parameter against the base scenario.
@@ -182,7 +281,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 	seen := map[string]int{}
 	for i, sw := range base.Sweep {
 		p := fmt.Sprintf("sweep[%d]", i)
-		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param")}
+		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param"), transport: -1}
 		top, _, _ := strings.Cut(sw.Param, ".")
 		if !sweepable[top] {
 			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
@@ -199,6 +298,11 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 		}
 		seen[canon] = i
 		out[i].canon = canon
+		if rest, ok := strings.CutPrefix(canon, "transports["); ok {
+			if n, _, ok := strings.Cut(rest, "]"); ok {
+				out[i].transport, _ = strconv.Atoi(n)
+			}
+		}
 		if len(sw.Values) == 0 {
 			c.errorf(p+".values", "expected a non-empty list of values for %s", sw.Param)
 		}
@@ -216,11 +320,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	c := &checker{file: src.File, idx: src.idx, overrides: map[string]int{}, sizeSpec: opt.sizeSpec()}
 	params := map[string]string{}
 	var order []string
-	idx := make([]int, len(base.Sweep))
-	for i, rem := len(base.Sweep)-1, k; i >= 0; i-- {
-		n := len(base.Sweep[i].Values)
-		idx[i], rem = rem%n, rem/n
-	}
+	idx := sweepIndexes(base, k)
 	for i, sw := range base.Sweep {
 		vn := &sw.Values[idx[i]]
 		field, canon, err := resolvePath(reflect.ValueOf(s).Elem(), sw.Param)
@@ -247,6 +347,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
+	src.resolveFiles(s)
 	s.Repetitions = base.Repetitions // the command line may have changed it
 	c.check(s)
 	if err := c.errs.orNil(); err != nil {
@@ -372,14 +473,22 @@ func (p *Plan) Describe(w io.Writer) error {
 	topo := fmt.Sprintf("star, %d hosts", b.Topology.Hosts)
 	switch b.Topology.Kind {
 	case KindLeafSpine:
-		topo = fmt.Sprintf("leaf-spine, %d leaves x %d hosts, %d spines", b.Topology.Leaves, b.Topology.HostsPerLeaf, b.Topology.Spines)
+		leaves := units.Count(b.Topology.Leaves, "leaf")
+		if b.Topology.Leaves != 1 {
+			leaves = fmt.Sprintf("%d leaves", b.Topology.Leaves)
+		}
+		topo = fmt.Sprintf("leaf-spine, %s x %s, %s", leaves, units.Count(b.Topology.HostsPerLeaf, "host"), units.Count(b.Topology.Spines, "spine"))
 	case KindExternal:
-		topo = fmt.Sprintf("external, %d hosts, %d P4 switches", len(b.Topology.HostNames()), len(b.Topology.External.Switches))
+		sw := fmt.Sprintf("%d P4 switches", len(b.Topology.External.Switches))
+		if len(b.Topology.External.Switches) == 1 {
+			sw = "1 P4 switch"
+		}
+		topo = fmt.Sprintf("external, %s, %s", units.Count(len(b.Topology.HostNames()), "host"), sw)
 	}
 	per := b.Warmup.D() + b.Duration.D() + b.Drain.D()
-	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%d experiments, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",
+	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%s, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",
 		b.Name, p.File, topo, b.Link.Rate, b.Link.MTU, b.Switch.Target, b.Switch.QueueDepthPkts, b.DSCP.Policy,
-		len(p.Experiments), per, b.Warmup.D(), b.Duration.D(), b.Drain.D())
+		units.Count(len(p.Experiments), "experiment"), per, b.Warmup.D(), b.Duration.D(), b.Drain.D())
 	if err != nil {
 		return err
 	}

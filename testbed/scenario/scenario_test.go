@@ -6,8 +6,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/tcprpc"
 )
 
 // good is a valid scenario that the bad cases below each break in one place.
@@ -98,6 +103,32 @@ func TestBadScenarios(t *testing.T) {
 		{"dctcp without ecn marking", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: dctcp}", 12, "transports[1].tcp.congestion", "switch.ecn_threshold_pkts > 0"},
 		{"unknown congestion control", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: vegas}", 12, "transports[1].tcp.congestion", `dctcp or nv (homatb's BPF DCTCP and TCP-NV), got "vegas"`},
 		{"cutoffs in increasing order", "priorities: 8", "priorities: 8\n      unsched_cutoffs: [3008, 12288, 63488, 1000000]", 11, "transports[0].homa.unsched_cutoffs[1]", "Linux's order"},
+		// What the run would refuse or mis-measure (issue #31).
+		{"homa message over its limit", "sizes: fixed:1000", "sizes: fixed:2000000", 16, "phases[0].sizes",
+			`messages up to 2000000 bytes, but homa (transports[0]) carries at most 1000000: truncate the sizes with ",max=1000000", or raise transports[0].homa.max_message_bytes to 2000000`},
+		{"response over the limit", "    max_outstanding: 1\n", "    max_outstanding: 1\n    response_bytes: 2000000\n", 19, "phases[0].response_bytes",
+			"homa (transports[0]) carries at most 1000000: expected response_bytes of at most 1000000"},
+		{"message longer than the measurement", "duration: 2s", "duration: 100us", 19, "duration",
+			"takes 160µs at the link rate 100Mbit, longer than the measurement: expected a duration of at least 1ms"},
+		{"rate_rps beyond the link", "    arrivals: closed\n    max_outstanding: 1", "    rate_rps: 1e12", 17, "phases[0].rate_rps",
+			"the downlinks of h1, h2, h3 at up to 16000000000% and the uplinks of h1, h2, h3 at up to 16000000000% of the link rate 100Mbit"},
+		{"rate_rps fix", "    arrivals: closed\n    max_outstanding: 1", "    rate_rps: 1e12", 17, "phases[0].rate_rps",
+			"expected a rate_rps of at most 6250 here, or set allow_overload: true"},
+		{"bursts beyond the link", "    sizes: fixed:1000\n    arrivals: closed\n    max_outstanding: 1", "    sizes: fixed:100000\n    incast: {interval: 10ms}", 17, "phases[0].incast.interval",
+			`phase "bulk"'s bursts (every client sends one RPC each 10ms) put the downlink of h1 at up to 160%`},
+		{"offered load beyond the link", "    arrivals: closed\n    max_outstanding: 1", "    load: 0.8", 17, "phases[0].load",
+			"expected a load of at most 0.5 here"},
+		{"dctcp as a transport", "  - name: tcp", "  - name: dctcp", 11, "transports[1].name",
+			"dctcp is kernel TCP with a congestion control: write name: tcp with tcp: {congestion: dctcp}"},
+		{"near miss of a transport", "  - name: tcp", "  - name: phots", 11, "transports[1].name", `did you mean "phost"?`},
+		{"no transports", "  - name: homa\n    homa:\n      priorities: 8\n  - name: tcp\n", "", 7, "transports", "homa, tcp, pfabric, phost, ndp, pias"},
+		{"unclosed list", "clients: [h2-h3]", "clients: [h2-h3", 14, "clients", "a list opened with [ is not closed"},
+		{"tab in the indentation", "    servers: [h1]", "\tservers: [h1]", 15, "servers", "a tab in the indentation"},
+		{"unclosed quote", "name: t\n", "name: \"t\n", 1, "name", "a quoted string is not closed"},
+		{"unclosed mapping", "link:\n  rate: 100Mbit", "link: {rate: 100Mbit", 5, "link", "a mapping opened with { is not closed"},
+		{"key indented too far", "  hosts: 4", "   hosts: 4", 4, "hosts", "indented deeper than the key above"},
+		{"unknown baseline", "duration: 2s", "duration: 2s\nreport:\n  baseline: dctcp", 21, "report.baseline", `(homa, tcp-cubic), got "dctcp"`},
+		{"two labels for one configuration", "  - name: tcp", "  - name: tcp\n  - name: tcp\n    label: cubic", 13, "transports[2].label", `configuration "tcp-cubic" is listed twice`},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}
 	for _, tc := range tests {
@@ -106,6 +137,7 @@ func TestBadScenarios(t *testing.T) {
 			if text == good {
 				t.Fatalf("replacement %q not found in the good scenario", tc.from)
 			}
+
 			err := parseAndPlan("bad.yaml", text)
 			if err == nil {
 				t.Fatal("no error")
@@ -130,11 +162,15 @@ func parseAndPlan(file, text string) error {
 	if err != nil {
 		return err
 	}
-	_, err = src.Plan(Options{SizeSpec: func(s string) (float64, error) {
-		if !strings.HasPrefix(s, "fixed:") && s != "w4" {
-			return 0, fmt.Errorf("unknown size spec %q", s)
+	_, err = src.Plan(Options{SizeSpec: func(s string) (SizeStats, error) {
+		if n, ok := strings.CutPrefix(s, "fixed:"); ok {
+			v, err := strconv.Atoi(n)
+			return SizeStats{Mean: float64(v), Max: v}, err
 		}
-		return 1000, nil
+		if s != "w4" {
+			return SizeStats{}, fmt.Errorf("unknown size spec %q", s)
+		}
+		return SizeStats{Mean: 1000, Max: 1000}, nil
 	}})
 	return err
 }
@@ -208,8 +244,8 @@ repetitions: 2
 		}
 	}
 	// The first experiment has the first value of every sweep; the last
-	// sweep varies fastest.
-	first, second := plan.Experiments[0], plan.Experiments[2]
+	// sweep varies fastest, the repetition slowest.
+	first, second := plan.Experiments[0], plan.Experiments[1]
 	if first.Name != "t-homa-overcommit1-sizesfixed_1000-r1" || second.Name != "t-homa-overcommit1-sizesw4-r1" {
 		t.Errorf("order: %s, %s", first.Name, second.Name)
 	}
@@ -217,8 +253,47 @@ repetitions: 2
 	if plan.Base.Transports[0].Homa.Overcommit != 0 {
 		t.Errorf("base scenario changed by the sweep: overcommit %d", plan.Base.Transports[0].Homa.Overcommit)
 	}
-	if first.Seed == plan.Experiments[1].Seed && first.Repetition != plan.Experiments[1].Repetition {
-		t.Errorf("repetitions share seed %d", first.Seed)
+	if r2 := plan.Experiments[6]; r2.Repetition != 2 || r2.Seed == first.Seed {
+		t.Errorf("%s (repetition %d) has seed %d, like the first repetition", r2.Name, r2.Repetition, r2.Seed)
+	}
+	if oc2 := plan.Experiments[2]; oc2.Seed != first.Seed {
+		t.Errorf("%s has seed %d, %s %d: one transport's parameter changed the traffic", oc2.Name, oc2.Seed, first.Name, first.Seed)
+	}
+}
+
+// TestInterleavedOrder: repetitions interleave the configurations (ABAB),
+// and a sweep of one transport's parameter leaves the others to run once
+// per value of the other sweeps, under names without it.
+func TestInterleavedOrder(t *testing.T) {
+	sweep := `sweep:
+  - param: transports.homa.homa.overcommit
+    values: [1, 2]
+  - param: phases.bulk.max_outstanding
+    values: [1, 4]
+repetitions: 2
+`
+	plan := mustPlan(t, good+sweep)
+	var got []string
+	for _, e := range plan.Experiments {
+		got = append(got, strings.TrimPrefix(e.Name, "t-"))
+	}
+	want := []string{
+		"homa-overcommit1-max_outstanding1-r1", "tcp-max_outstanding1-r1",
+		"homa-overcommit1-max_outstanding4-r1", "tcp-max_outstanding4-r1",
+		"homa-overcommit2-max_outstanding1-r1",
+		"homa-overcommit2-max_outstanding4-r1",
+		"homa-overcommit1-max_outstanding1-r2", "tcp-max_outstanding1-r2",
+		"homa-overcommit1-max_outstanding4-r2", "tcp-max_outstanding4-r2",
+		"homa-overcommit2-max_outstanding1-r2",
+		"homa-overcommit2-max_outstanding4-r2",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("order\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, e := range plan.Experiments {
+		if _, ok := e.Params["transports.homa.homa.overcommit"]; ok != (e.Transport.Name == "homa") {
+			t.Errorf("%s: params %v", e.Name, e.Params)
+		}
 	}
 }
 
@@ -356,6 +431,7 @@ func TestOfferedLinkLoad(t *testing.T) {
 	text := strings.Replace(good, "    arrivals: closed\n    max_outstanding: 1\n", "    load: 0.6\n", 1)
 	text = strings.Replace(text, "clients: [h2-h3]", "clients: [all]", 1)
 	text = strings.Replace(text, "servers: [h1]", "servers: [all]", 1)
+	text += "allow_overload: true\n" // the overload is what is measured here
 	plan := mustPlan(t, text)
 	ll, err := OfferedLinkLoad(plan.Experiments[0].Scenario)
 	if err != nil {
@@ -445,5 +521,112 @@ func TestStartMsgOption(t *testing.T) {
 	}
 	if _, ok := plan.Base.Transports[0].Homa.Extra["start_msg"]; ok {
 		t.Error("the base scenario's extra map was changed")
+	}
+}
+
+// TestConfigLabels: every configuration keeps a label of its own, and the
+// baseline is Homa's unless report.baseline picks another.
+func TestConfigLabels(t *testing.T) {
+	text := strings.Replace(good, "  - name: tcp\n", `  - name: tcp
+  - name: tcp
+    label: dctcp
+    tcp: {congestion: dctcp}
+  - name: pfabric
+switch: {ecn_threshold_pkts: 20}
+`, 1)
+	for _, tc := range []struct {
+		name, report, baseline string
+	}{
+		{"homa by default", "", "homa"},
+		{"chosen by label", "report: {baseline: tcp-cubic}\n", "tcp-cubic"},
+		{"chosen by id", "report: {baseline: tcp-dctcp}\n", "tcp-dctcp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("labels.yaml", []byte(text+tc.report))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range plan.Experiments {
+				got = append(got, e.Transport.Config())
+			}
+			if want := []string{"homa", "tcp-cubic", "tcp-dctcp", "pfabric"}; !slices.Equal(got, want) {
+				t.Errorf("labels %v, want %v", got, want)
+			}
+			if b := plan.Base.BaselineConfig(); b != tc.baseline {
+				t.Errorf("baseline %q, want %q", b, tc.baseline)
+			}
+		})
+	}
+}
+
+// TestZeroIsHonoured: drain: 0s and seed: 0 are values, not "unset"; only
+// their absence takes the defaults.
+func TestZeroIsHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		name, add string
+		drain     time.Duration
+		seed      uint64
+	}{
+		{"defaults", "", time.Second, 1},
+		{"zeros", "drain: 0s\nseed: 0\n", 0, 0},
+		{"values", "drain: 3s\nseed: 7\n", 3 * time.Second, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := mustPlan(t, good+tc.add)
+			if d := plan.Base.Drain.D(); d != tc.drain {
+				t.Errorf("drain %s, want %s", d, tc.drain)
+			}
+			if s := plan.Experiments[0].Seed; s != tc.seed {
+				t.Errorf("first experiment's seed %d, want %d", s, tc.seed)
+			}
+		})
+	}
+}
+
+// TestAllowOverload: the overload that is an error by default is accepted,
+// with its warning, when the scenario asks for it.
+func TestAllowOverload(t *testing.T) {
+	text := strings.Replace(good, "    arrivals: closed\n    max_outstanding: 1", "    load: 0.8", 1)
+	if err := parseAndPlan("o.yaml", text); err == nil {
+		t.Fatal("overload accepted without allow_overload")
+	}
+	plan := mustPlan(t, text+"allow_overload: true\n")
+	if w := plan.Warnings(); len(w) == 0 || !strings.Contains(w[0], "h1") {
+		t.Errorf("warnings %q, want the overloaded downlink of h1", w)
+	}
+}
+
+// TestTCPMessageLimit keeps MaxTCPMessageBytes equal to the limit the TCP
+// transport enforces.
+func TestTCPMessageLimit(t *testing.T) {
+	if MaxTCPMessageBytes != tcprpc.MaxMessage {
+		t.Errorf("MaxTCPMessageBytes %d, tcprpc.MaxMessage %d", MaxTCPMessageBytes, tcprpc.MaxMessage)
+	}
+}
+
+// TestFilePathsBesideTheScenario: a file: size spec is found beside the
+// scenario file, whatever the working directory, and reaches the plan as
+// an absolute path (the agents run elsewhere).
+func TestFilePathsBesideTheScenario(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cdf.tsv"), []byte("length_bytes\tcdf\n100\t0.5\n1000\t1.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(good, "sizes: fixed:1000", "sizes: file:cdf.tsv", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	plan, err := Load(file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan.Experiments[0].Scenario.Phases[0].Sizes, "file:"+filepath.Join(dir, "cdf.tsv"); got != want {
+		t.Errorf("sizes %q, want %q", got, want)
 	}
 }

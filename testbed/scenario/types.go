@@ -31,15 +31,55 @@ type Scenario struct {
 	Warmup   Duration `yaml:"warmup"`
 	Duration Duration `yaml:"duration"`
 	// Drain is how long outstanding RPCs get after the clients stop before
-	// they are recorded as in flight.
-	Drain       Duration    `yaml:"drain"`
-	Repetitions int         `yaml:"repetitions"`
-	Seed        uint64      `yaml:"seed"`
-	Calibration Calibration `yaml:"calibration"`
-	Telemetry   Telemetry   `yaml:"telemetry"`
-	Sweep       []Sweep     `yaml:"sweep"`
+	// they are recorded as in flight; absent means 1s, and 0s is honoured.
+	Drain       *Duration `yaml:"drain"`
+	Repetitions int       `yaml:"repetitions"`
+	// Seed seeds every random choice of the run; absent means 1, and 0 is
+	// a seed like any other.
+	Seed *uint64 `yaml:"seed"`
+	// AllowOverload accepts open-loop phases and bursts that offer a link
+	// more than its rate: such a run measures the backlog, which is an
+	// error unless asked for.
+	AllowOverload bool        `yaml:"allow_overload"`
+	Calibration   Calibration `yaml:"calibration"`
+	Telemetry     Telemetry   `yaml:"telemetry"`
+	Sweep         []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
+	// Report tunes how the report compares the configurations.
+	Report Report `yaml:"report"`
+}
+
+// Report tunes the comparisons of the report and the terminal's headline.
+type Report struct {
+	// Baseline is the reference configuration every other one is compared
+	// with, by its label (Transport.Config: "homa", "tcp-cubic",
+	// "homa-basic"); empty means the first Homa entry, or the first
+	// transport when there is no Homa.
+	Baseline string `yaml:"baseline"`
+}
+
+// BaselineConfig is the label of the configuration the report compares
+// every other one with: report.baseline when given, else the first Homa
+// entry's, else the first transport's; "" without transports.
+func (s *Scenario) BaselineConfig() string {
+	if s.Report.Baseline != "" {
+		for _, t := range s.Transports {
+			if t.ID() == s.Report.Baseline {
+				return t.Config()
+			}
+		}
+		return s.Report.Baseline
+	}
+	for _, t := range s.Transports {
+		if t.Name == TransportHoma {
+			return t.Config()
+		}
+	}
+	if len(s.Transports) > 0 {
+		return s.Transports[0].Config()
+	}
+	return ""
 }
 
 // Topology kinds.
@@ -219,6 +259,17 @@ func (t Transport) ID() string {
 		return t.Name
 	}
 	return t.Name + "-" + t.Label
+}
+
+// Config is the label that names this configuration in reports, unique
+// within a scenario: name-label when the entry has a label; for kernel TCP
+// without one, tcp and its congestion control ("tcp-cubic", "tcp-dctcp");
+// otherwise the transport's name ("homa", "pfabric").
+func (t Transport) Config() string {
+	if t.Label == "" && t.Name == TransportTCP && t.TCP.Congestion != "" {
+		return t.Name + "-" + t.TCP.Congestion
+	}
+	return t.ID()
 }
 
 // HomaParams mirrors agentpb.HomaParams; zero means the agent's default.

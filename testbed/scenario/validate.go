@@ -32,8 +32,9 @@ type checker struct {
 	idx       lineIndex
 	overrides map[string]int
 	errs      Errors
-	// SizeSpec validates a size spec and returns its mean length.
-	sizeSpec func(string) (float64, error)
+	// SizeSpec validates a size spec and returns its mean and longest
+	// length.
+	sizeSpec func(string) (SizeStats, error)
 }
 
 func (c *checker) errorf(path, format string, args ...any) {
@@ -105,14 +106,16 @@ func applyDefaults(s *Scenario) {
 	if s.Duration == 0 {
 		s.Duration = Duration(10 * time.Second)
 	}
-	if s.Drain == 0 {
-		s.Drain = Duration(time.Second)
+	if s.Drain == nil {
+		d := Duration(time.Second)
+		s.Drain = &d
 	}
 	if s.Repetitions == 0 {
 		s.Repetitions = 1
 	}
-	if s.Seed == 0 {
-		s.Seed = 1
+	if s.Seed == nil {
+		one := uint64(1)
+		s.Seed = &one
 	}
 	if len(s.Calibration.Sizes) == 0 {
 		s.Calibration.Sizes = []uint32{100, 1000, 10000, 100000, 1000000}
@@ -129,7 +132,8 @@ func applyDefaults(s *Scenario) {
 func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
-		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults,
+		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkReport,
+		c.checkMessageLimits, c.checkOverload,
 	} {
 		f(s)
 	}
@@ -275,20 +279,23 @@ func (c *checker) checkDSCP(s *Scenario) {
 
 func (c *checker) checkTransports(s *Scenario) {
 	if len(s.Transports) == 0 {
-		c.errorf("transports", "expected at least one transport (homa or tcp)")
+		c.errorf("transports", "expected at least one transport (%s)", strings.Join(TransportNames, ", "))
 	}
-	seen := map[string]int{}
+	seen, configs := map[string]int{}, map[string]int{}
 	for i, t := range s.Transports {
 		p := fmt.Sprintf("transports[%d]", i)
 		if j, dup := seen[t.ID()]; dup {
 			c.errorf(p+".name", "transport %q is listed twice (also transports[%d]); give one a label", t.ID(), j)
+		} else if j, dup := configs[t.Config()]; dup {
+			c.errorf(p+".label", "configuration %q is listed twice (also transports[%d]); give one another label", t.Config(), j)
 		}
 		seen[t.ID()] = i
+		configs[t.Config()] = i
 		if t.Label != "" && !nameRe.MatchString(t.Label) {
 			c.errorf(p+".label", "expected lower-case letters, digits, '-' and '_', got %q", t.Label)
 		}
 		if !slices.Contains(TransportNames, t.Name) {
-			c.errorf(p+".name", "expected one of %s, got %q", strings.Join(TransportNames, ", "), t.Name)
+			c.errorf(p+".name", "expected one of %s, got %q%s", strings.Join(TransportNames, ", "), t.Name, transportHint(t.Name))
 			continue
 		}
 		if t.Engine() {
@@ -348,6 +355,23 @@ func (c *checker) checkTransports(s *Scenario) {
 }
 
 // checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
+// checkReport checks that report.baseline names one of the transports'
+// configurations.
+func (c *checker) checkReport(s *Scenario) {
+	b := s.Report.Baseline
+	if b == "" {
+		return
+	}
+	var labels []string
+	for _, t := range s.Transports {
+		if t.Config() == b || t.ID() == b {
+			return
+		}
+		labels = append(labels, t.Config())
+	}
+	c.errorf("report.baseline", "expected the label of one of the transports (%s), got %q", strings.Join(labels, ", "), b)
+}
+
 func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	switch t.TCP.Congestion {
 	case "reno", "cubic", "bbr", "nv":
@@ -480,7 +504,7 @@ func (c *checker) checkTimes(s *Scenario) {
 	if s.Warmup < 0 || s.Warmup.D() > MaxDuration {
 		c.errorf("warmup", "expected a warm-up from 0 to 1h, got %s", s.Warmup.D())
 	}
-	if s.Drain < 0 || s.Drain.D() > time.Minute {
+	if *s.Drain < 0 || s.Drain.D() > time.Minute {
 		c.errorf("drain", "expected a drain time from 0 to 1m, got %s", s.Drain.D())
 	}
 	if s.Repetitions < 1 || s.Repetitions > 100 {

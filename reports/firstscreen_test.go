@@ -1,0 +1,111 @@
+package reports
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// demoScenario is a resolved scenario as manifest.json holds it.
+func demoScenario() map[string]any {
+	return map[string]any{
+		"name":     "demo",
+		"topology": map[string]any{"kind": "star", "hosts": 10.0},
+		"link":     map[string]any{"rate": "50Mbit", "mtu": 1500.0, "shaper": "htb"},
+		"switch":   map[string]any{"target": "embedded", "queue_depth_pkts": 256.0, "ecn_threshold_pkts": 0.0},
+		"transports": []any{
+			map[string]any{"name": "homa", "label": "", "homa": map[string]any{"overcommit": 2.0, "priorities": 8.0, "basic": false}},
+			map[string]any{"name": "tcp", "label": "", "tcp": map[string]any{"congestion": "cubic", "connections_per_peer": 1.0}},
+		},
+		"phases": []any{
+			map[string]any{"name": "bulk", "clients": []any{"h2-h9"}, "servers": []any{"h1"}, "sizes": "fixed:1000000", "arrivals": "closed", "max_outstanding": 1.0, "response_bytes": 100.0},
+			map[string]any{"name": "probes", "clients": []any{"h10"}, "servers": []any{"h1"}, "sizes": "fixed:100", "arrivals": "poisson", "rate_rps": 200.0, "response_bytes": 0.0},
+		},
+		"warmup": "2s", "duration": "15s", "drain": "2s", "repetitions": 1.0,
+	}
+}
+
+// buildReport writes run into a fresh directory, builds its report and
+// returns report.html.
+func buildReport(t *testing.T, run synthRun) string {
+	t.Helper()
+	dir := t.TempDir()
+	run.write(t, dir)
+	if _, err := Build(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestFirstScreen: the report opens with one sentence per comparison and
+// the run's setup, above the contents and the warnings.
+func TestFirstScreen(t *testing.T) {
+	run := demoRun()
+	run.scenario = demoScenario()
+	page := buildReport(t, run)
+	summary, setup, contents, fidelity := strings.Index(page, `id="summary"`), strings.Index(page, `id="setup"`), strings.Index(page, `id="contents"`), strings.Index(page, `id="fidelity"`)
+	if summary < 0 || setup < summary || contents < setup || fidelity < contents {
+		t.Errorf("first screen order: summary %d, setup %d, contents %d, fidelity %d; want them in that order", summary, setup, contents, fidelity)
+	}
+	sentence := regexp.MustCompile(`homa&#39;s short-message P99 was [0-9.]+x lower than tcp&#39;s: [0-9.]+ (µs|ms|s) vs [0-9.]+ (µs|ms|s), one run \(load=0\.[58]\)\.`)
+	if got := sentence.FindAllString(page, -1); len(got) != 2 {
+		i := strings.Index(page, `id="summary"`)
+		t.Errorf("headline sentences %q, want one per load; page has %.600s", got, page[max(i, 0):])
+	}
+	for _, want := range []string{"star, 10 hosts", "1 Gbit/s, MTU 1500", "embedded switch, 8 strict-priority queues of 256 packets",
+		"transport homa</th><td class=\"l\">overcommit 2, priorities 8", "congestion cubic, connections_per_peer 1",
+		"h2-h9 → h1, sizes fixed:1000000, 1 outstanding per client (closed loop), 100 B responses",
+		"h10 → h1, sizes fixed:100, Poisson at 200 RPC/s per client, echoed responses", "warm-up 2s, measured 15s, drain 2s"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("setup lacks %q", want)
+		}
+	}
+}
+
+// TestNoLargeMicroseconds: no latency of 10 ms or more is printed in µs,
+// anywhere in the report's text, for a run whose tails reach tens of ms.
+func TestNoLargeMicroseconds(t *testing.T) {
+	run := demoRun()
+	run.scenario = demoScenario()
+	run.exps[3].meanNs = 5_000_000
+	text := regexp.MustCompile(`(?s)<pre>.*?</pre>|<[^>]*>`).ReplaceAllString(buildReport(t, run), " ") // the manifest's JSON keeps its raw numbers
+	var big []string
+	for _, m := range regexp.MustCompile(`([0-9][0-9.]*) µs`).FindAllStringSubmatch(text, -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 10_000 {
+			big = append(big, m[0])
+		}
+	}
+	if len(big) > 0 {
+		t.Errorf("%d latencies above 10,000 µs printed in µs, e.g. %q", len(big), big[:min(5, len(big))])
+	}
+	if !strings.Contains(text, " ms") {
+		t.Error("no latency in ms: the run's tails should need them")
+	}
+}
+
+func TestLatencyUnits(t *testing.T) {
+	for _, tc := range []struct {
+		us   float64
+		want string
+	}{{9.5, "9.50 µs"}, {733, "733 µs"}, {1810, "1.81 ms"}, {117_000, "117 ms"}, {1_413_778, "1.41 s"}, {25_000_000, "25.0 s"}} {
+		if got := fmtLatency(tc.us); got != tc.want {
+			t.Errorf("fmtLatency(%g) = %q, want %q", tc.us, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		bps  float64
+		want string
+	}{{50e6, "50 Mbit/s"}, {1e9, "1 Gbit/s"}, {2.5e6, "2.5 Mbit/s"}, {12.34e9, "12.3 Gbit/s"}} {
+		if got := fmtBitRate(tc.bps); got != tc.want {
+			t.Errorf("fmtBitRate(%g) = %q, want %q", tc.bps, got, tc.want)
+		}
+	}
+}
