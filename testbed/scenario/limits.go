@@ -115,6 +115,29 @@ func (c *checker) checkMessageLimits(s *Scenario) {
 	}
 }
 
+// checkCalibrationLimits checks the calibration's sizes against each
+// transport's message limit: calibration measures every size with every
+// transport, and the agent refuses a message over its limit.
+func (c *checker) checkCalibrationLimits(s *Scenario) {
+	if s.Calibration.Skip {
+		return
+	}
+	for i, size := range s.Calibration.Sizes {
+		for j, t := range s.Transports {
+			if limit := t.MaxMessage(); int(size) > limit {
+				if _, written := c.idx["calibration.sizes"]; written {
+					c.errorf(fmt.Sprintf("calibration.sizes[%d]", i), "calibration size %d, but %s (transports[%d]) carries at most %d: expected calibration.sizes of at most %d",
+						size, t.Config(), j, limit, limit)
+				} else {
+					c.errorf(fmt.Sprintf("transports[%d].homa.max_message_bytes", j), "%s carries at most %d bytes, but the default calibration sizes go to %d: write calibration.sizes of at most %d",
+						t.Config(), limit, size, limit)
+				}
+				break
+			}
+		}
+	}
+}
+
 // checkOverload refuses open-loop phases and bursts that offer some link
 // more than its rate, unless allow_overload is set: no transport carries
 // that, so the run would measure a growing backlog. The error sits on the
