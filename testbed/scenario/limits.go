@@ -115,13 +115,36 @@ func (c *checker) checkMessageLimits(s *Scenario) {
 	}
 }
 
+// checkCalibrationLimits checks the calibration's sizes against each
+// transport's message limit: calibration measures every size with every
+// transport, and the agent refuses a message over its limit.
+func (c *checker) checkCalibrationLimits(s *Scenario) {
+	if s.Calibration.Skip {
+		return
+	}
+	for i, size := range s.Calibration.Sizes {
+		for j, t := range s.Transports {
+			if limit := t.MaxMessage(); int(size) > limit {
+				if _, written := c.idx["calibration.sizes"]; written {
+					c.errorf(fmt.Sprintf("calibration.sizes[%d]", i), "calibration size %d, but %s (transports[%d]) carries at most %d: expected calibration.sizes of at most %d",
+						size, t.Config(), j, limit, limit)
+				} else {
+					c.errorf(fmt.Sprintf("transports[%d].homa.max_message_bytes", j), "%s carries at most %d bytes, but the default calibration sizes go to %d: write calibration.sizes of at most %d",
+						t.Config(), limit, size, limit)
+				}
+				break
+			}
+		}
+	}
+}
+
 // checkOverload refuses open-loop phases and bursts that offer some link
 // more than its rate, unless allow_overload is set: no transport carries
 // that, so the run would measure a growing backlog. The error sits on the
 // phase that adds the most to the busiest link.
 func (c *checker) checkOverload(s *Scenario) {
-	if s.AllowOverload || c.sizeSpec == nil || s.Link.Rate == 0 || len(c.errs) > 0 {
-		return // a field out of range has been reported; its load means nothing
+	if s.AllowOverload || c.sizeSpec == nil || s.Link.Rate == 0 || c.reported("phases", "link", "topology") {
+		return // a field the load depends on is wrong: its load means nothing
 	}
 	meanOf := func(spec string) (float64, error) {
 		st, err := c.sizeSpec(spec)
@@ -178,6 +201,19 @@ func (c *checker) checkOverload(s *Scenario) {
 	}
 	c.errorf(overloadField(s.Phases[pi], pi), "%s %s of the link rate %s (requests and responses together; responses echo the request when response_bytes is 0), beyond what any transport carries: %s, or set allow_overload: true to measure the backlog on purpose",
 		overloadCause(s.Phases[pi]), strings.Join(parts, " and "), s.Link.Rate, overloadFix(s.Phases[pi], share, worst))
+}
+
+// reported reports whether an error has been found under any of the
+// top-level sections.
+func (c *checker) reported(sections ...string) bool {
+	for _, e := range c.errs {
+		for _, sec := range sections {
+			if e.Field == sec || strings.HasPrefix(e.Field, sec+".") || strings.HasPrefix(e.Field, sec+"[") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // overloadField is the field that sets a phase's offered load.

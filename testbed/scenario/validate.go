@@ -133,7 +133,7 @@ func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
 		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkReport,
-		c.checkMessageLimits, c.checkOverload,
+		c.checkMessageLimits, c.checkCalibrationLimits, c.checkOverload,
 	} {
 		f(s)
 	}
