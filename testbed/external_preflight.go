@@ -30,7 +30,7 @@ func preflightExternal(plan *scenario.Plan) error {
 	add := func(p Problem) { ps = append(ps, p) }
 	cfg, err := externalTLS(e)
 	if err != nil {
-		add(Problem{err.Error(), "homatb certs --out DIR --hosts <agent addresses>, and the agents started with its agent.pem"})
+		add(Problem{err.Error(), "homatb certs --run-dir DIR --hosts <agent addresses>, and the agents started with its agent.pem"})
 		return &PreflightError{Problems: ps}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), preflightTimeout)

@@ -13,12 +13,13 @@ import (
 // (docs/multi-machine.md).
 func newCertsCmd() *cobra.Command {
 	var (
-		out      string
+		parent   string
+		exact    string
 		hosts    []string
 		validity time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "certs --out DIR --hosts ADDR[,ADDR...]",
+		Use:   "certs --run-dir DIR --hosts ADDR[,ADDR...]",
 		Short: "Make a run's credentials for agents listening on a network (mutual TLS)",
 		Long: `Writes a new certificate authority (its key is not kept), one certificate
 that every agent presents, valid for the given addresses and names (loopback
@@ -33,8 +34,12 @@ answers only a client holding client.pem, and the orchestrator only agents
 holding agent.pem.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := outDir(parent, exact, "certs")
+			if err != nil {
+				return err
+			}
 			if out == "" {
-				return fmt.Errorf("certs: --out DIR is required")
+				return usagef("certs: --run-dir DIR (or --out PARENT, for PARENT/certs) is required")
 			}
 			if len(hosts) == 0 {
 				return fmt.Errorf("certs: --hosts is required: the agents' control addresses or names")
@@ -42,12 +47,13 @@ holding agent.pem.`,
 			if err := runcerts.Generate(out, runcerts.Options{Hosts: hosts, Validity: validity}); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "credentials in %s, valid for %s\n", out, validity)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "credentials in %s, valid for %s\n", out, validity)
 			return err
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&out, "out", "", "directory to write the credentials into")
+	fl.StringVar(&parent, "out", "", "parent directory: the credentials go into PARENT/certs")
+	fl.StringVar(&exact, "run-dir", "", "exact directory to write the credentials into")
 	fl.StringSliceVar(&hosts, "hosts", nil, "agents' control addresses or DNS names (comma-separated or repeated)")
 	fl.DurationVar(&validity, "valid", runcerts.DefaultValidity, "how long the certificates are valid")
 	return cmd

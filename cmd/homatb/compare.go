@@ -12,14 +12,16 @@ import (
 
 // newCompareCmd is `homatb compare DIR_A DIR_B`: two runs side by side.
 func newCompareCmd() *cobra.Command {
-	var out string
+	var parent, exact string
 	cmd := &cobra.Command{
 		Use:   "compare DIR_A DIR_B",
 		Short: "Put two run directories side by side: compare.json and compare.html with overlaid charts",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				out = fmt.Sprintf("compare-%s-vs-%s", filepath.Base(filepath.Clean(args[0])), filepath.Base(filepath.Clean(args[1])))
+			name := fmt.Sprintf("compare-%s-vs-%s", filepath.Base(filepath.Clean(args[0])), filepath.Base(filepath.Clean(args[1])))
+			out, err := outDir(parent, exact, name)
+			if err != nil {
+				return err
 			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			if err := reports.Compare(cmd.Context(), args[0], args[1], out, reports.WithLogger(logger)); err != nil {
@@ -29,6 +31,7 @@ func newCompareCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "output directory (default compare-<A>-vs-<B> in the current directory)")
+	cmd.Flags().StringVar(&parent, "out", "results", "parent directory of the comparison's directory, compare-<A>-vs-<B>")
+	cmd.Flags().StringVar(&exact, "run-dir", "", "exact directory for compare.json and compare.html (instead of OUT/compare-<A>-vs-<B>)")
 	return cmd
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
-// Exit codes of homatb (docs/cli.md and `homatb --help`).
+// Exit codes of homatb (`homatb --help` and the README).
 const (
 	exitOK = 0
 	// exitFailed: a run failed or stopped early (what was measured is

@@ -14,7 +14,8 @@ import (
 // report.html of a run directory from its raw records.
 func newReportCmd() *cobra.Command {
 	var (
-		out      string
+		parent   string
+		exact    string
 		maxExact int
 		minBin   int
 		shortMax int64
@@ -36,6 +37,10 @@ func newReportCmd() *cobra.Command {
 				reports.WithMaxExactLengths(maxExact),
 				reports.WithMinBinSamples(minBin),
 				reports.WithShortMaxLength(shortMax),
+			}
+			out, err := outDir(parent, exact, filepath.Base(filepath.Clean(args[0])))
+			if err != nil {
+				return err
 			}
 			if out != "" {
 				opts = append(opts, reports.WithOutputDir(out))
@@ -61,7 +66,8 @@ func newReportCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&out, "out", "", "write the outputs here instead of into DIR")
+	f.StringVar(&parent, "out", "", "write the outputs under this parent directory, in a directory named as DIR, instead of into DIR")
+	f.StringVar(&exact, "run-dir", "", "write the outputs into exactly this directory instead of into DIR")
 	f.IntVar(&maxExact, "max-exact-lengths", 100, "bin by exact request length when there are at most this many distinct lengths, else log-spaced bins")
 	f.IntVar(&minBin, "min-bin-samples", 1000, "fewest samples in a log-spaced size bin")
 	f.Int64Var(&shortMax, "short-max", 1000, "largest request (bytes) counted as a short message")
@@ -69,7 +75,6 @@ func newReportCmd() *cobra.Command {
 	return cmd
 }
 
-// optUs prints an optional microsecond value.
 // optUs writes a latency in µs with its unit, "-" for none.
 func optUs(v *float64) string {
 	if v == nil {
