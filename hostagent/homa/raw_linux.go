@@ -13,10 +13,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
 
-// IPProtoHoma is Homa's IANA-assigned IP protocol number.
-const IPProtoHoma = 146
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
 
 // rawBatch is the batch size of raw sockets: recvmmsg/sendmmsg vectors.
 const rawBatch = 64
@@ -106,7 +105,7 @@ func listenBatch(local netip.Addr, udpPort uint16) (*RawConn, error) {
 	if !local.Is4() {
 		return nil, fmt.Errorf("homa: listen raw %v: not an IPv4 address", local)
 	}
-	typ, proto := unix.SOCK_RAW, IPProtoHoma
+	typ, proto := unix.SOCK_RAW, wire.IPProto
 	if udpPort != 0 {
 		typ, proto = unix.SOCK_DGRAM, unix.IPPROTO_UDP
 	}
