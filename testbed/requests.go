@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -22,35 +21,20 @@ func transportEnum(t scenario.Transport) agentpb.Transport {
 	return agentpb.Transport_TRANSPORT_TCP
 }
 
-// homaParams maps the scenario's Homa settings, with the calibrated
-// unscheduled bytes and RTT when the scenario leaves them open. pFabric,
-// pHost and NDP are the engine with the extra key variant.
+// homaParams is the transport's Homa configuration (the scenario's, as
+// validation checked it), with the calibrated unscheduled bytes and RTT
+// when the scenario leaves them open.
 func (r *run) homaParams(t scenario.Transport, s *scenario.Scenario) *agentpb.HomaParams {
-	h := t.Homa
-	if t.Name != scenario.TransportHoma {
-		h.Extra = maps.Clone(h.Extra)
-		if h.Extra == nil {
-			h.Extra = map[string]string{}
+	c := t.HomaConfig(s)
+	if cal, ok := r.calib[t.Name]; ok {
+		if c.UnschedBytes == 0 {
+			c.UnschedBytes = cal.UnschedBytes
 		}
-		h.Extra["variant"] = t.Name
-	}
-	p := &agentpb.HomaParams{
-		LinkBps: uint64(s.Link.Rate), UnschedBytes: h.UnschedBytes, Overcommit: h.Overcommit,
-		Priorities: h.Priorities, Basic: h.Basic, WindowBytes: h.WindowBytes, MaxIncoming: h.MaxIncoming,
-		FifoGrantPermille: h.FifoGrantPermille, UnschedCutoffs: h.UnschedCutoffs, Mtu: uint32(s.Link.MTU),
-		ResendTicks: h.ResendTicks, TimeoutTicks: h.TimeoutTicks, TickUs: h.TickUS,
-		IncastControl: h.IncastControl, AtLeastOnce: h.AtLeastOnce, MaxMessageBytes: h.MaxMessageBytes,
-		Extra: h.Extra,
-	}
-	if c, ok := r.calib[t.Name]; ok {
-		if p.UnschedBytes == 0 {
-			p.UnschedBytes = c.UnschedBytes
-		}
-		if rtt := c.RTTus[smallest(c.RTTus)]; rtt > 0 {
-			p.UnloadedRttUs = uint32(math.Ceil(rtt))
+		if rtt := cal.RTTus[smallest(cal.RTTus)]; rtt > 0 {
+			c.UnloadedRTT = time.Duration(math.Ceil(rtt)) * time.Microsecond
 		}
 	}
-	return p
+	return agentpb.NewHomaParams(c)
 }
 
 func smallest(m map[uint32]float64) uint32 {

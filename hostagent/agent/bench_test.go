@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/tcprpc"
 )
 
@@ -115,7 +116,7 @@ func BenchmarkRPC100Homa(b *testing.B) {
 	}
 	mk := func(addr string) Transport {
 		tr, err := newHomaTransport(&agentpb.ConfigureRequest{Address: addr,
-			Homa: &agentpb.HomaParams{LinkBps: 10_000_000_000}}, nil)
+			Homa: agentpb.NewHomaParams(homaconf.Config{LinkBps: 10_000_000_000})}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -29,7 +29,7 @@ type homaTransport struct {
 func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, error) {
 	cfg, err := homaConfig(req.GetHoma())
 	if err != nil {
-		return nil, &ConfigError{Field: "homa", Value: fmt.Sprintf("%v", req.GetHoma()), Msg: err.Error()}
+		return nil, &ConfigError{Field: "homa", Value: string(req.GetHoma().GetConfigJson()), Msg: err.Error()}
 	}
 	addr, err := netip.ParseAddr(req.GetAddress())
 	if err != nil {
@@ -42,38 +42,19 @@ func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transpor
 	ep, err := homa.NewEndpoint(conn, cfg, log)
 	if err != nil {
 		conn.Close()
-		return nil, &ConfigError{Field: "homa", Value: fmt.Sprintf("%v", req.GetHoma()), Msg: err.Error()}
+		return nil, &ConfigError{Field: "homa", Value: string(req.GetHoma().GetConfigJson()), Msg: err.Error()}
 	}
 	return &homaTransport{ep: ep, log: log}, nil
 }
 
-// homaConfig converts the control API's HomaParams into an Endpoint's
-// configuration and checks it. The extra keys are homaconf's (see
-// Config.SetExtra).
+// homaConfig decodes the control API's Homa configuration and checks it
+// with homaconf's own validation, the one homatb validate runs.
 func homaConfig(p *agentpb.HomaParams) (homaconf.Config, error) {
-	c := homaconf.Config{
-		LinkBps:           p.GetLinkBps(),
-		UnloadedRTT:       time.Duration(p.GetUnloadedRttUs()) * time.Microsecond,
-		UnschedBytes:      p.GetUnschedBytes(),
-		Overcommit:        int(p.GetOvercommit()),
-		Priorities:        int(p.GetPriorities()),
-		Basic:             p.GetBasic(),
-		WindowBytes:       p.GetWindowBytes(),
-		MaxIncoming:       p.GetMaxIncoming(),
-		FIFOGrantPermille: int(p.GetFifoGrantPermille()),
-		UnschedCutoffs:    p.GetUnschedCutoffs(),
-		MTU:               int(p.GetMtu()),
-		ResendTicks:       int(p.GetResendTicks()),
-		TimeoutTicks:      int(p.GetTimeoutTicks()),
-		Tick:              time.Duration(p.GetTickUs()) * time.Microsecond,
-		IncastControl:     p.GetIncastControl(),
-		AtLeastOnce:       p.GetAtLeastOnce(),
-		MaxMessageBytes:   p.GetMaxMessageBytes(),
+	c, err := p.Config()
+	if err != nil {
+		return c, err
 	}
-	if err := c.SetExtra(p.GetExtra()); err != nil {
-		return c, fmt.Errorf("homa params: extra: %w", err)
-	}
-	_, err := c.WithDefaults() // validate now; NewEndpoint fills defaults itself
+	_, err = c.WithDefaults() // validate now; NewEndpoint fills defaults itself
 	return c, err
 }
 

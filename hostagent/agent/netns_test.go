@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 )
 
 // helperEnv makes the test binary act as an agent process (see
@@ -146,7 +147,7 @@ func TestTwoAgentsInNamespaces(t *testing.T) {
 		lossy bool
 	}{
 		{"tcp", agentpb.Transport_TRANSPORT_TCP, tcp, nil, false},
-		{"homa", agentpb.Transport_TRANSPORT_HOMA, nil, &agentpb.HomaParams{LinkBps: 10_000_000_000}, false},
+		{"homa", agentpb.Transport_TRANSPORT_HOMA, nil, agentpb.NewHomaParams(homaconf.Config{LinkBps: 10_000_000_000}), false},
 		{"tcp-lossy", agentpb.Transport_TRANSPORT_TCP, tcp, nil, true},
 	}
 	for _, tp := range transports {

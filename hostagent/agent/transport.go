@@ -170,7 +170,7 @@ func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, e
 // transport named name in scenarios and records: Homa itself and the
 // comparison transports of issue #20 built on it as policies (pFabric and
 // NDP hosts, pHost). A Configure request selects one with TRANSPORT_HOMA
-// and the HomaParams extra key "variant" set to the name.
+// and homaconf.Config.Variant set to the name.
 func EngineVariant(name string) (homaconf.Variant, bool) {
 	v := homaconf.Variant(name)
 	return v, slices.Contains(homaconf.Variants, v)
@@ -184,9 +184,9 @@ func transportLabel(req *agentpb.ConfigureRequest) string {
 		return "pias"
 	}
 	if req.GetTransport() == agentpb.Transport_TRANSPORT_HOMA {
-		if v := req.GetHoma().GetExtra()["variant"]; v != "" {
-			if _, ok := EngineVariant(v); ok {
-				return v
+		if c, err := req.GetHoma().Config(); err == nil && c.Variant != "" {
+			if _, ok := EngineVariant(string(c.Variant)); ok {
+				return string(c.Variant)
 			}
 		}
 	}

@@ -74,36 +74,13 @@ func (Transport) EnumDescriptor() ([]byte, []int) {
 	return file_agent_proto_rawDescGZIP(), []int{0}
 }
 
+// HomaParams is a homaconf.Config (hostagent/homa/homaconf, which documents
+// every field) encoded as JSON with its Go field names, durations in
+// nanoseconds. The one conversion is agentpb.NewHomaParams and
+// HomaParams.Config, so a new Homa setting needs no change here.
 type HomaParams struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Link rate of this host's NIC in bits per second (pacer, unscheduled bytes).
-	LinkBps uint64 `protobuf:"varint,1,opt,name=link_bps,json=linkBps,proto3" json:"link_bps,omitempty"`
-	// Unscheduled bytes (0: link rate x unloaded RTT, rounded to packets).
-	UnschedBytes uint32 `protobuf:"varint,2,opt,name=unsched_bytes,json=unschedBytes,proto3" json:"unsched_bytes,omitempty"`
-	// Overcommitment degree: active messages granted at once (1..8).
-	Overcommit uint32 `protobuf:"varint,3,opt,name=overcommit,proto3" json:"overcommit,omitempty"`
-	// Number of priority levels in use (1, 2, 4 or 8).
-	Priorities uint32 `protobuf:"varint,4,opt,name=priorities,proto3" json:"priorities,omitempty"`
-	// Basic mode: no priorities, every message active.
-	Basic bool `protobuf:"varint,5,opt,name=basic,proto3" json:"basic,omitempty"`
-	// Grant window in bytes (0: dynamic max_incoming/(N+1)).
-	WindowBytes uint32 `protobuf:"varint,6,opt,name=window_bytes,json=windowBytes,proto3" json:"window_bytes,omitempty"`
-	MaxIncoming uint32 `protobuf:"varint,7,opt,name=max_incoming,json=maxIncoming,proto3" json:"max_incoming,omitempty"`
-	// Fraction of grants given to the oldest message, in permille (default 50).
-	FifoGrantPermille uint32 `protobuf:"varint,8,opt,name=fifo_grant_permille,json=fifoGrantPermille,proto3" json:"fifo_grant_permille,omitempty"`
-	// Unscheduled cutoffs: empty means computed from observed traffic.
-	UnschedCutoffs  []uint32 `protobuf:"varint,9,rep,packed,name=unsched_cutoffs,json=unschedCutoffs,proto3" json:"unsched_cutoffs,omitempty"`
-	Mtu             uint32   `protobuf:"varint,10,opt,name=mtu,proto3" json:"mtu,omitempty"`
-	ResendTicks     uint32   `protobuf:"varint,11,opt,name=resend_ticks,json=resendTicks,proto3" json:"resend_ticks,omitempty"`
-	TimeoutTicks    uint32   `protobuf:"varint,12,opt,name=timeout_ticks,json=timeoutTicks,proto3" json:"timeout_ticks,omitempty"`
-	TickUs          uint32   `protobuf:"varint,13,opt,name=tick_us,json=tickUs,proto3" json:"tick_us,omitempty"`
-	IncastControl   bool     `protobuf:"varint,14,opt,name=incast_control,json=incastControl,proto3" json:"incast_control,omitempty"`
-	AtLeastOnce     bool     `protobuf:"varint,15,opt,name=at_least_once,json=atLeastOnce,proto3" json:"at_least_once,omitempty"`
-	MaxMessageBytes uint32   `protobuf:"varint,16,opt,name=max_message_bytes,json=maxMessageBytes,proto3" json:"max_message_bytes,omitempty"`
-	// Measured unloaded RTT in microseconds (from the calibration phase).
-	UnloadedRttUs uint32 `protobuf:"varint,17,opt,name=unloaded_rtt_us,json=unloadedRttUs,proto3" json:"unloaded_rtt_us,omitempty"`
-	// Extra named parameters, for knobs not listed above.
-	Extra         map[string]string `protobuf:"bytes,18,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConfigJson    []byte                 `protobuf:"bytes,19,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -138,128 +115,9 @@ func (*HomaParams) Descriptor() ([]byte, []int) {
 	return file_agent_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *HomaParams) GetLinkBps() uint64 {
+func (x *HomaParams) GetConfigJson() []byte {
 	if x != nil {
-		return x.LinkBps
-	}
-	return 0
-}
-
-func (x *HomaParams) GetUnschedBytes() uint32 {
-	if x != nil {
-		return x.UnschedBytes
-	}
-	return 0
-}
-
-func (x *HomaParams) GetOvercommit() uint32 {
-	if x != nil {
-		return x.Overcommit
-	}
-	return 0
-}
-
-func (x *HomaParams) GetPriorities() uint32 {
-	if x != nil {
-		return x.Priorities
-	}
-	return 0
-}
-
-func (x *HomaParams) GetBasic() bool {
-	if x != nil {
-		return x.Basic
-	}
-	return false
-}
-
-func (x *HomaParams) GetWindowBytes() uint32 {
-	if x != nil {
-		return x.WindowBytes
-	}
-	return 0
-}
-
-func (x *HomaParams) GetMaxIncoming() uint32 {
-	if x != nil {
-		return x.MaxIncoming
-	}
-	return 0
-}
-
-func (x *HomaParams) GetFifoGrantPermille() uint32 {
-	if x != nil {
-		return x.FifoGrantPermille
-	}
-	return 0
-}
-
-func (x *HomaParams) GetUnschedCutoffs() []uint32 {
-	if x != nil {
-		return x.UnschedCutoffs
-	}
-	return nil
-}
-
-func (x *HomaParams) GetMtu() uint32 {
-	if x != nil {
-		return x.Mtu
-	}
-	return 0
-}
-
-func (x *HomaParams) GetResendTicks() uint32 {
-	if x != nil {
-		return x.ResendTicks
-	}
-	return 0
-}
-
-func (x *HomaParams) GetTimeoutTicks() uint32 {
-	if x != nil {
-		return x.TimeoutTicks
-	}
-	return 0
-}
-
-func (x *HomaParams) GetTickUs() uint32 {
-	if x != nil {
-		return x.TickUs
-	}
-	return 0
-}
-
-func (x *HomaParams) GetIncastControl() bool {
-	if x != nil {
-		return x.IncastControl
-	}
-	return false
-}
-
-func (x *HomaParams) GetAtLeastOnce() bool {
-	if x != nil {
-		return x.AtLeastOnce
-	}
-	return false
-}
-
-func (x *HomaParams) GetMaxMessageBytes() uint32 {
-	if x != nil {
-		return x.MaxMessageBytes
-	}
-	return 0
-}
-
-func (x *HomaParams) GetUnloadedRttUs() uint32 {
-	if x != nil {
-		return x.UnloadedRttUs
-	}
-	return 0
-}
-
-func (x *HomaParams) GetExtra() map[string]string {
-	if x != nil {
-		return x.Extra
+		return x.ConfigJson
 	}
 	return nil
 }
@@ -1410,36 +1268,13 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\x0fhomatb.agent.v1\"\xcb\x05\n" +
+	"\vagent.proto\x12\x0fhomatb.agent.v1\"\xa2\x02\n" +
 	"\n" +
-	"HomaParams\x12\x19\n" +
-	"\blink_bps\x18\x01 \x01(\x04R\alinkBps\x12#\n" +
-	"\runsched_bytes\x18\x02 \x01(\rR\funschedBytes\x12\x1e\n" +
-	"\n" +
-	"overcommit\x18\x03 \x01(\rR\n" +
-	"overcommit\x12\x1e\n" +
-	"\n" +
-	"priorities\x18\x04 \x01(\rR\n" +
-	"priorities\x12\x14\n" +
-	"\x05basic\x18\x05 \x01(\bR\x05basic\x12!\n" +
-	"\fwindow_bytes\x18\x06 \x01(\rR\vwindowBytes\x12!\n" +
-	"\fmax_incoming\x18\a \x01(\rR\vmaxIncoming\x12.\n" +
-	"\x13fifo_grant_permille\x18\b \x01(\rR\x11fifoGrantPermille\x12'\n" +
-	"\x0funsched_cutoffs\x18\t \x03(\rR\x0eunschedCutoffs\x12\x10\n" +
-	"\x03mtu\x18\n" +
-	" \x01(\rR\x03mtu\x12!\n" +
-	"\fresend_ticks\x18\v \x01(\rR\vresendTicks\x12#\n" +
-	"\rtimeout_ticks\x18\f \x01(\rR\ftimeoutTicks\x12\x17\n" +
-	"\atick_us\x18\r \x01(\rR\x06tickUs\x12%\n" +
-	"\x0eincast_control\x18\x0e \x01(\bR\rincastControl\x12\"\n" +
-	"\rat_least_once\x18\x0f \x01(\bR\vatLeastOnce\x12*\n" +
-	"\x11max_message_bytes\x18\x10 \x01(\rR\x0fmaxMessageBytes\x12&\n" +
-	"\x0funloaded_rtt_us\x18\x11 \x01(\rR\runloadedRttUs\x12<\n" +
-	"\x05extra\x18\x12 \x03(\v2&.homatb.agent.v1.HomaParams.ExtraEntryR\x05extra\x1a8\n" +
-	"\n" +
-	"ExtraEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\x02\n" +
+	"HomaParams\x12\x1f\n" +
+	"\vconfig_json\x18\x13 \x01(\fR\n" +
+	"configJsonJ\x04\b\x01\x10\x13R\blink_bpsR\runsched_bytesR\n" +
+	"overcommitR\n" +
+	"prioritiesR\x05basicR\fwindow_bytesR\fmax_incomingR\x13fifo_grant_permilleR\x0funsched_cutoffsR\x03mtuR\fresend_ticksR\rtimeout_ticksR\atick_usR\x0eincast_controlR\rat_least_onceR\x11max_message_bytesR\x0funloaded_rtt_usR\x05extra\"\x82\x02\n" +
 	"\tTcpParams\x12\x1e\n" +
 	"\n" +
 	"congestion\x18\x01 \x01(\tR\n" +
@@ -1574,7 +1409,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_agent_proto_goTypes = []any{
 	(Transport)(0),              // 0: homatb.agent.v1.Transport
 	(*HomaParams)(nil),          // 1: homatb.agent.v1.HomaParams
@@ -1594,38 +1429,36 @@ var file_agent_proto_goTypes = []any{
 	(*RecordChunk)(nil),         // 15: homatb.agent.v1.RecordChunk
 	(*ShutdownRequest)(nil),     // 16: homatb.agent.v1.ShutdownRequest
 	(*ShutdownReply)(nil),       // 17: homatb.agent.v1.ShutdownReply
-	nil,                         // 18: homatb.agent.v1.HomaParams.ExtraEntry
-	nil,                         // 19: homatb.agent.v1.Counters.TransportEntry
-	nil,                         // 20: homatb.agent.v1.Counters.FailuresEntry
+	nil,                         // 18: homatb.agent.v1.Counters.TransportEntry
+	nil,                         // 19: homatb.agent.v1.Counters.FailuresEntry
 }
 var file_agent_proto_depIdxs = []int32{
-	18, // 0: homatb.agent.v1.HomaParams.extra:type_name -> homatb.agent.v1.HomaParams.ExtraEntry
-	0,  // 1: homatb.agent.v1.ConfigureRequest.transport:type_name -> homatb.agent.v1.Transport
-	1,  // 2: homatb.agent.v1.ConfigureRequest.homa:type_name -> homatb.agent.v1.HomaParams
-	2,  // 3: homatb.agent.v1.ConfigureRequest.tcp:type_name -> homatb.agent.v1.TcpParams
-	3,  // 4: homatb.agent.v1.ConfigureRequest.client:type_name -> homatb.agent.v1.Workload
-	10, // 5: homatb.agent.v1.StopReply.counters:type_name -> homatb.agent.v1.Counters
-	19, // 6: homatb.agent.v1.Counters.transport:type_name -> homatb.agent.v1.Counters.TransportEntry
-	20, // 7: homatb.agent.v1.Counters.failures:type_name -> homatb.agent.v1.Counters.FailuresEntry
-	10, // 8: homatb.agent.v1.StatusReply.counters:type_name -> homatb.agent.v1.Counters
-	13, // 9: homatb.agent.v1.StatusReply.machine:type_name -> homatb.agent.v1.Machine
-	4,  // 10: homatb.agent.v1.Agent.Configure:input_type -> homatb.agent.v1.ConfigureRequest
-	6,  // 11: homatb.agent.v1.Agent.Start:input_type -> homatb.agent.v1.StartRequest
-	8,  // 12: homatb.agent.v1.Agent.Stop:input_type -> homatb.agent.v1.StopRequest
-	11, // 13: homatb.agent.v1.Agent.Status:input_type -> homatb.agent.v1.StatusRequest
-	14, // 14: homatb.agent.v1.Agent.FetchRecords:input_type -> homatb.agent.v1.FetchRecordsRequest
-	16, // 15: homatb.agent.v1.Agent.Shutdown:input_type -> homatb.agent.v1.ShutdownRequest
-	5,  // 16: homatb.agent.v1.Agent.Configure:output_type -> homatb.agent.v1.ConfigureReply
-	7,  // 17: homatb.agent.v1.Agent.Start:output_type -> homatb.agent.v1.StartReply
-	9,  // 18: homatb.agent.v1.Agent.Stop:output_type -> homatb.agent.v1.StopReply
-	12, // 19: homatb.agent.v1.Agent.Status:output_type -> homatb.agent.v1.StatusReply
-	15, // 20: homatb.agent.v1.Agent.FetchRecords:output_type -> homatb.agent.v1.RecordChunk
-	17, // 21: homatb.agent.v1.Agent.Shutdown:output_type -> homatb.agent.v1.ShutdownReply
-	16, // [16:22] is the sub-list for method output_type
-	10, // [10:16] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	0,  // 0: homatb.agent.v1.ConfigureRequest.transport:type_name -> homatb.agent.v1.Transport
+	1,  // 1: homatb.agent.v1.ConfigureRequest.homa:type_name -> homatb.agent.v1.HomaParams
+	2,  // 2: homatb.agent.v1.ConfigureRequest.tcp:type_name -> homatb.agent.v1.TcpParams
+	3,  // 3: homatb.agent.v1.ConfigureRequest.client:type_name -> homatb.agent.v1.Workload
+	10, // 4: homatb.agent.v1.StopReply.counters:type_name -> homatb.agent.v1.Counters
+	18, // 5: homatb.agent.v1.Counters.transport:type_name -> homatb.agent.v1.Counters.TransportEntry
+	19, // 6: homatb.agent.v1.Counters.failures:type_name -> homatb.agent.v1.Counters.FailuresEntry
+	10, // 7: homatb.agent.v1.StatusReply.counters:type_name -> homatb.agent.v1.Counters
+	13, // 8: homatb.agent.v1.StatusReply.machine:type_name -> homatb.agent.v1.Machine
+	4,  // 9: homatb.agent.v1.Agent.Configure:input_type -> homatb.agent.v1.ConfigureRequest
+	6,  // 10: homatb.agent.v1.Agent.Start:input_type -> homatb.agent.v1.StartRequest
+	8,  // 11: homatb.agent.v1.Agent.Stop:input_type -> homatb.agent.v1.StopRequest
+	11, // 12: homatb.agent.v1.Agent.Status:input_type -> homatb.agent.v1.StatusRequest
+	14, // 13: homatb.agent.v1.Agent.FetchRecords:input_type -> homatb.agent.v1.FetchRecordsRequest
+	16, // 14: homatb.agent.v1.Agent.Shutdown:input_type -> homatb.agent.v1.ShutdownRequest
+	5,  // 15: homatb.agent.v1.Agent.Configure:output_type -> homatb.agent.v1.ConfigureReply
+	7,  // 16: homatb.agent.v1.Agent.Start:output_type -> homatb.agent.v1.StartReply
+	9,  // 17: homatb.agent.v1.Agent.Stop:output_type -> homatb.agent.v1.StopReply
+	12, // 18: homatb.agent.v1.Agent.Status:output_type -> homatb.agent.v1.StatusReply
+	15, // 19: homatb.agent.v1.Agent.FetchRecords:output_type -> homatb.agent.v1.RecordChunk
+	17, // 20: homatb.agent.v1.Agent.Shutdown:output_type -> homatb.agent.v1.ShutdownReply
+	15, // [15:21] is the sub-list for method output_type
+	9,  // [9:15] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -1639,7 +1472,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

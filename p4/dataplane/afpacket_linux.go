@@ -6,33 +6,24 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/homatb/homatb/internal/batchsock"
 )
 
 // AFPacket is a Port on a network interface through an AF_PACKET socket,
-// with batched receive (recvmmsg) and send (sendmmsg). The socket is
-// non-blocking and parked in Go's netpoller, so an idle port costs no
-// thread and Close wakes a blocked Recv.
+// with batched receive (recvmmsg) and send (sendmmsg) through
+// internal/batchsock. The socket is non-blocking and parked in Go's
+// netpoller, so an idle port costs no thread and Close wakes a blocked
+// Recv.
 type AFPacket struct {
 	iface string
 	fd    int
-	file  *os.File
-	rc    syscall.RawConn
-
-	rmsgs []unix.Mmsghdr
-	riovs []unix.Iovec
-	smsgs []unix.Mmsghdr
-	siovs []unix.Iovec
-
-	// State of the call in progress, read by the callbacks below, which
-	// are made once so that passing them to RawConn does not allocate.
-	rn, sn, sdone, sok int
-	rerr, serr         error
-	recvFn, sendFn     func(fd uintptr) bool
-	tryFn              func(fd uintptr)
+	conn  *batchsock.Conn
+	rb    *batchsock.Batch // Recv's and TryRecv's (one caller at a time)
+	sb    *batchsock.Batch // Send's
 
 	kernelDrops atomic.Uint64 // PACKET_STATISTICS drops, summed (reading resets them)
 }
@@ -60,30 +51,15 @@ func OpenAFPacket(iface string, batch int) (*AFPacket, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("af_packet %s: %w", iface, err)
 	}
-	p := &AFPacket{
-		iface: iface,
-		fd:    fd,
-		rmsgs: make([]unix.Mmsghdr, batch),
-		riovs: make([]unix.Iovec, batch),
-		smsgs: make([]unix.Mmsghdr, batch),
-		siovs: make([]unix.Iovec, batch),
-	}
-	for i := range batch {
-		p.rmsgs[i].Hdr.Iov = &p.riovs[i]
-		p.rmsgs[i].Hdr.Iovlen = 1
-		p.smsgs[i].Hdr.Iov = &p.siovs[i]
-		p.smsgs[i].Hdr.Iovlen = 1
-	}
-	p.file = os.NewFile(uintptr(fd), "af_packet:"+iface)
-	p.rc, err = p.file.SyscallConn()
+	// MSG_TRUNC: a frame's size is its real length, so callers can tell a
+	// truncated frame; a frame the device refuses (a full veth peer) is
+	// skipped, as a wire would lose it.
+	conn, err := batchsock.NewConn(fd, "af_packet:"+iface, batchsock.Options{Trunc: true, SkipRefused: true})
 	if err != nil {
-		p.file.Close()
 		return nil, fmt.Errorf("af_packet %s: %w", iface, err)
 	}
-	p.recvFn = p.recvOnce
-	p.sendFn = p.sendOnce
-	p.tryFn = func(fd uintptr) { p.recvOnce(fd) }
-	return p, nil
+	return &AFPacket{iface: iface, fd: fd, conn: conn,
+		rb: batchsock.NewBatch(batch, batchsock.Frames), sb: batchsock.NewBatch(batch, batchsock.Frames)}, nil
 }
 
 func setupSocket(fd, ifindex int) error {
@@ -152,125 +128,64 @@ func disableOffloads(fd int, iface string) error {
 
 // Recv implements Port.
 func (p *AFPacket) Recv(bufs [][]byte, sizes []int) (int, error) {
-	n := p.setRecv(bufs)
-	p.rn, p.rerr = n, nil
-	if err := p.rc.Read(p.recvFn); err != nil {
-		return 0, fmt.Errorf("af_packet %s: recv: %w", p.iface, err)
+	n, err := p.conn.Read(p.rb, p.setRecv(bufs))
+	if err != nil {
+		return 0, fmt.Errorf("af_packet %s: %w", p.iface, err)
 	}
-	return p.finishRecv(sizes)
-}
-
-// recvOnce runs inside RawConn.Read; false parks on the poller.
-func (p *AFPacket) recvOnce(fd uintptr) bool {
-	for {
-		// MSG_TRUNC makes Len the frame's real length, so callers can
-		// tell a truncated frame by its size. MSG_DONTWAIT never blocks,
-		// so a raw system call: unix.Syscall6 would wake the runtime's
-		// monitor thread after every idle spell.
-		r, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&p.rmsgs[0])),
-			uintptr(p.rn), unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
-		switch errno {
-		case 0:
-			p.rn = int(r)
-			return true
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			p.rn = 0
-			return false
-		default:
-			p.rerr = fmt.Errorf("af_packet %s: recvmmsg: %w", p.iface, errno)
-			return true
-		}
-	}
+	return p.finishRecv(sizes, n), nil
 }
 
 // TryRecv is Recv without waiting: it returns 0 when no frame is queued.
 func (p *AFPacket) TryRecv(bufs [][]byte, sizes []int) (int, error) {
-	n := p.setRecv(bufs)
-	p.rn, p.rerr = n, nil
-	if err := p.rc.Control(p.tryFn); err != nil {
-		return 0, fmt.Errorf("af_packet %s: recv: %w", p.iface, err)
+	n, err := p.conn.TryRead(p.rb, p.setRecv(bufs))
+	if err != nil {
+		return 0, fmt.Errorf("af_packet %s: %w", p.iface, err)
 	}
-	return p.finishRecv(sizes)
+	return p.finishRecv(sizes, n), nil
 }
 
 // Fd returns the socket, for a poller that waits on several ports.
 func (p *AFPacket) Fd() int { return p.fd }
 
 func (p *AFPacket) setRecv(bufs [][]byte) int {
-	n := min(len(bufs), len(p.rmsgs))
+	n := min(len(bufs), p.rb.Size())
 	for i := range n {
-		p.riovs[i].Base = &bufs[i][0]
-		p.riovs[i].SetLen(len(bufs[i]))
-		p.rmsgs[i].Hdr.Flags = 0
+		p.rb.SetBuf(i, bufs[i])
 	}
 	return n
 }
 
-func (p *AFPacket) finishRecv(sizes []int) (int, error) {
-	if p.rerr != nil {
-		return 0, p.rerr
+func (p *AFPacket) finishRecv(sizes []int, n int) int {
+	for i := range n {
+		sizes[i] = p.rb.Len(i)
 	}
-	for i := range p.rn {
-		sizes[i] = int(p.rmsgs[i].Len)
-	}
-	return p.rn, nil
+	return n
 }
 
 // Send implements Port. It returns when every frame was handed to the
 // kernel or refused: a frame the device refused (ENOBUFS, as a full veth
 // peer answers) is skipped, so n counts the frames accepted.
 func (p *AFPacket) Send(frames [][]byte) (int, error) {
-	done, ok := 0, 0
-	for done < len(frames) {
-		n := min(len(frames)-done, len(p.smsgs))
+	ok := 0
+	for done := 0; done < len(frames); {
+		n := min(len(frames)-done, p.sb.Size())
 		for i := range n {
-			f := frames[done+i]
-			p.siovs[i].Base = &f[0]
-			p.siovs[i].SetLen(len(f))
+			p.sb.SetBuf(i, frames[done+i])
 		}
-		p.sn, p.sdone, p.sok, p.serr = n, 0, 0, nil
-		if err := p.rc.Write(p.sendFn); err != nil {
-			return ok, fmt.Errorf("af_packet %s: send: %w", p.iface, err)
+		sent, err := p.conn.Write(p.sb, n)
+		ok += sent
+		if err != nil {
+			return ok, fmt.Errorf("af_packet %s: %w", p.iface, err)
 		}
-		done += p.sdone
-		ok += p.sok
-		if p.serr != nil {
-			return ok, p.serr
-		}
+		done += n
 	}
 	return ok, nil
-}
-
-// sendOnce runs inside RawConn.Write; false waits until the socket is
-// writable again.
-func (p *AFPacket) sendOnce(fd uintptr) bool {
-	for p.sdone < p.sn {
-		// Non-blocking, so raw, as in recvOnce.
-		r, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&p.smsgs[p.sdone])),
-			uintptr(p.sn-p.sdone), unix.MSG_DONTWAIT, 0, 0)
-		switch errno {
-		case 0:
-			p.sdone += int(r)
-			p.sok += int(r)
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return false
-		case unix.ENOBUFS:
-			p.sdone++ // dropped by the device or its queue
-		default:
-			p.serr = fmt.Errorf("af_packet %s: sendmmsg: %w", p.iface, errno)
-			return true
-		}
-	}
-	return true
 }
 
 // KernelDrops returns the frames the kernel dropped because the socket's
 // receive buffer was full: the switch fell behind its inputs.
 func (p *AFPacket) KernelDrops() uint64 {
-	_ = p.rc.Control(func(fd uintptr) {
+	_ = p.conn.Control(func(fd uintptr) {
 		if st, err := unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
 			p.kernelDrops.Add(uint64(st.Drops))
 		}
@@ -280,7 +195,7 @@ func (p *AFPacket) KernelDrops() uint64 {
 
 // Close implements Port.
 func (p *AFPacket) Close() error {
-	if err := p.file.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+	if err := p.conn.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("af_packet %s: close: %w", p.iface, err)
 	}
 	return nil

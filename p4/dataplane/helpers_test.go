@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // testPipeline forwards IPv4 frames by the last byte of the destination
@@ -42,7 +44,7 @@ func (tp *testPipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 		return
 	}
 	v.Mode, v.ModeArg, v.Rank = tp.mode, tp.modeArg, RankMax
-	if frame[23] == IPProtoHoma && len(frame) >= HomaOffset+HomaCommonLen {
+	if frame[23] == wire.IPProto && len(frame) >= HomaOffset+HomaCommonLen {
 		v.Rank = binary.BigEndian.Uint32(frame[HomaRankOffset:])
 		v.HomaData = frame[HomaTypeOffset] == HomaTypeData && frame[HomaFlagsOffset]&HomaFlagTrimmed == 0 &&
 			len(frame) > TrimmedFrameLen
@@ -55,7 +57,7 @@ func (tp *testPipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 // IPv4 header checksum.
 func makeHomaData(size int, dst byte, prio uint8, rank, seq uint32) []byte {
 	f := makeFrame(size, dst, prio, 0)
-	f[23] = IPProtoHoma
+	f[23] = wire.IPProto
 	f[HomaTypeOffset] = HomaTypeData
 	binary.BigEndian.PutUint32(f[HomaRankOffset:], rank)
 	binary.BigEndian.PutUint32(f[HomaOffset+28:], seq)

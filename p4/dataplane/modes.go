@@ -1,6 +1,10 @@
 package dataplane
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
 
 // Mode is how an egress port's traffic manager queues a frame. tor.p4's
 // port_mode table picks it per egress port in ingress and hands it to the
@@ -23,31 +27,29 @@ const (
 )
 
 // The Homa frame layout the switch modes read (the issue #20 contract):
-// IPv4 protocol 146 without IP options, then the 28-byte common header.
+// IPv4 (protocol wire.IPProto) without IP options, then the common header.
+// The offsets are the frame's: Ethernet and IPv4 headers, then the common
+// header's own offsets, all from package wire.
 const (
-	// IPProtoHoma is the IPv4 protocol number of Homa and of the
-	// transports that share its wire format.
-	IPProtoHoma = 146
 	// HomaOffset is where the common header starts in a frame (Ethernet
 	// 14 + IPv4 20 bytes).
-	HomaOffset = 34
-	// HomaFlagsOffset is the frame offset of the common header's byte 8,
-	// whose bit HomaFlagTrimmed the switch sets on a trimmed frame.
-	HomaFlagsOffset = 42
-	// HomaTypeOffset is the frame offset of the packet type (byte 11).
-	HomaTypeOffset = 45
-	// HomaRankOffset is the frame offset of the big-endian 32-bit rank
-	// (common header bytes 16..19).
-	HomaRankOffset = 50
+	HomaOffset = 14 + 20
+	// HomaFlagsOffset is the frame offset of the common header's flags
+	// byte, whose bit HomaFlagTrimmed the switch sets on a trimmed frame.
+	HomaFlagsOffset = HomaOffset + wire.FlagsOffset
+	// HomaTypeOffset is the frame offset of the packet type.
+	HomaTypeOffset = HomaOffset + wire.TypeOffset
+	// HomaRankOffset is the frame offset of the big-endian 32-bit rank.
+	HomaRankOffset = HomaOffset + wire.RankOffset
 	// HomaCommonLen is the length of the common header.
-	HomaCommonLen = 28
+	HomaCommonLen = wire.CommonLen
 	// HomaTypeData is the type of DATA packets.
-	HomaTypeData = 0x10
+	HomaTypeData = byte(wire.TypeData)
 	// HomaFlagTrimmed marks a DATA frame the switch trimmed.
-	HomaFlagTrimmed = 0x01
+	HomaFlagTrimmed = wire.CommonTrimmed
 	// TrimmedFrameLen is a trimmed DATA frame's length: Ethernet, IPv4 and
-	// the 56-byte DATA header.
-	TrimmedFrameLen = 90
+	// the DATA header.
+	TrimmedFrameLen = HomaOffset + wire.DataLen
 	// RankMax is the rank of frames that carry none (not Homa).
 	RankMax = 0xffffffff
 	// TrimQueue is the queue trimmed headers are sent in.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 func homaSeq(f []byte) uint32 { return binary.BigEndian.Uint32(f[HomaOffset+28:]) }
@@ -320,7 +322,7 @@ func TestRankOrderForwarding(t *testing.T) {
 	sent, d := runModes(t, ModeRankOrder, 5000, frames)
 	var seqs []uint32
 	for _, f := range sent {
-		if f[23] != IPProtoHoma {
+		if f[23] != wire.IPProto {
 			t.Fatal("the non-Homa frame (rank max) was sent")
 		}
 		seqs = append(seqs, homaSeq(f))
@@ -367,21 +369,30 @@ func TestTrimAboveForwarding(t *testing.T) {
 	}
 }
 
-// The layout constants are written as numbers; check them against the
-// header layout they come from.
+// TestHomaLayout trims a DATA packet that package wire encoded, framed as
+// a host sends it, as the switch does: what the switch writes is what
+// wire decodes as a trimmed packet.
 func TestHomaLayout(t *testing.T) {
-	for _, c := range []struct {
-		name      string
-		got, want int
-	}{
-		{"HomaFlagsOffset", HomaFlagsOffset, HomaOffset + 8},
-		{"HomaTypeOffset", HomaTypeOffset, HomaOffset + 11},
-		{"HomaRankOffset", HomaRankOffset, HomaOffset + 16},
-		{"TrimmedFrameLen", TrimmedFrameLen, HomaOffset + 56},
-		{"TrimQueue", TrimQueue, NumQueues - 1},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
-		}
+	const rank, seq = 0xa1b2c3d4, 7000
+	pkt := wire.AppendData(nil, &wire.Data{Common: wire.Common{SPort: 1, DPort: 2, SenderID: 42, Rank: rank},
+		MessageLength: 9000, Offset: seq})
+	pkt = append(pkt, make([]byte, 1000)...)
+	f := makeFrame(HomaOffset+len(pkt), 2, 0, 0)
+	f[23] = wire.IPProto
+	copy(f[HomaOffset:], pkt)
+	binary.BigEndian.PutUint16(f[ipTotalLenOffset:], uint16(len(f)-14))
+	binary.BigEndian.PutUint16(f[ipCsumOffset:], 0)
+	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^onesSum(f[14:34]))
+	p := &packet{buf: f, n: len(f)}
+	trim(p)
+	got, err := wire.ParseTrimmed(p.buf[HomaOffset:p.n])
+	if err != nil || !got.Trimmed() || got.Offset != seq || got.Rank != rank || got.SenderID != 42 {
+		t.Errorf("trimmed frame decodes as %+v, %v", got, err)
+	}
+	if onesSum(p.buf[14:34]) != 0xffff {
+		t.Error("trimmed frame's IPv4 checksum is wrong")
+	}
+	if TrimQueue != NumQueues-1 {
+		t.Errorf("TrimQueue %d, want the highest queue %d", TrimQueue, NumQueues-1)
 	}
 }

@@ -4,20 +4,22 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
 )
 
 // homaFrame is ipv4Frame carrying a Homa packet of type typ with the given
-// rank and flags byte, payload bytes after the IPv4 header.
+// rank and flags byte, payload bytes after the IPv4 header. Package wire
+// writes the common header (cut to payload bytes), so every test of the
+// switch modes reads the layout the hosts send.
 func homaFrame(tos byte, typ byte, rank uint32, flags byte, payload int) []byte {
 	f := ipv4Frame(0x0a000002, tos, 64, payload)
-	f[ethLen+9] = dataplane.IPProtoHoma
+	f[ethLen+9] = wire.IPProto
 	binary.BigEndian.PutUint16(f[ipCsumOff:], 0)
 	binary.BigEndian.PutUint16(f[ipCsumOff:], Checksum(f[ethLen:ethLen+ipv4Len]))
-	f[dataplane.HomaTypeOffset] = typ
-	f[dataplane.HomaFlagsOffset] = flags
-	binary.BigEndian.PutUint32(f[dataplane.HomaRankOffset:], rank)
+	copy(f[ethLen+ipv4Len:], wire.AppendHeaderOnly(nil, &wire.Common{SPort: 1, DPort: 2, Type: wire.Type(typ),
+		SenderID: 42, Rank: rank, CommonFlags: flags}))
 	return f
 }
 

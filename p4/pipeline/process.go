@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/binary"
 
+	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
 )
@@ -117,10 +118,10 @@ func runIngressAction(a ActionCall, frame []byte, inPort, egressSpec uint16, que
 
 // portMode runs a rank_order or trim_above action of port_mode on frame
 // and the tor.p4 lines after it, filling v's mode fields and changing the
-// queue as they do. Frames are Homa when they are IPv4 protocol 146
+// queue as they do. Frames are Homa when they are IPv4 protocol wire.IPProto
 // without options and hold a whole common header (TorParser's parse_homa).
 func portMode(a ActionCall, frame []byte, queue *uint8, v *Verdict) {
-	homa := frame[ethLen]&0x0f == ipv4Len/4 && frame[ipProtoOff] == dataplane.IPProtoHoma &&
+	homa := frame[ethLen]&0x0f == ipv4Len/4 && frame[ipProtoOff] == wire.IPProto &&
 		len(frame) >= dataplane.HomaOffset+dataplane.HomaCommonLen
 	switch a.ID {
 	case p4.ActionRankOrder:

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // Postcard is the switch's record of one forwarded frame: when it came in,
@@ -52,9 +54,6 @@ const (
 	KindTCP                       // IPv4 TCP: 4-tuple, Seq and PayloadLen
 	KindHoma                      // IPv4 protocol 146: 4-tuple, HomaType, RPCID and Seq (offset)
 )
-
-// IPProtoHoma is the IP protocol number of Homa.
-const IPProtoHoma = 146
 
 // PostcardLen is the size of one encoded postcard.
 const PostcardLen = 64
@@ -172,14 +171,15 @@ func (p *Postcard) ParseKey(f []byte) {
 		if pl := total - ihl - int(f[l4+12]>>4)*4; pl > 0 {
 			p.PayloadLen = uint32(pl)
 		}
-	case IPProtoHoma: // common header: offset at 4, type at 11, sender id at 20
-		if len(f) < l4+28 {
+	case wire.IPProto:
+		if len(f) < l4+wire.CommonLen {
 			return
 		}
+		h := f[l4:]
 		p.Kind = KindHoma
-		p.Seq = be32(f[l4+4:])
-		p.HomaType = f[l4+11]
-		p.RPCID = uint64(be32(f[l4+20:]))<<32 | uint64(be32(f[l4+24:]))
+		p.Seq = be32(h[wire.SequenceOffset:])
+		p.HomaType = h[wire.TypeOffset]
+		p.RPCID = uint64(be32(h[wire.SenderIDOffset:]))<<32 | uint64(be32(h[wire.SenderIDOffset+4:]))
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/workloads"
 )
@@ -184,7 +186,6 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 				if !sweepsApply(sweeps, cb.idx, ti) {
 					continue // another transport's value: this one ran with the first
 				}
-				t.Homa = t.Homa.withOptions()
 				e := Experiment{
 					Transport: t, Params: map[string]string{}, Repetition: rep, Scenario: cb.s,
 					// Seeds differ by traffic and repetition but not by
@@ -288,7 +289,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 				sw.Param, strings.Join(sortedKeys(sweepable), ", "))
 			continue
 		}
-		_, canon, err := resolvePath(reflect.ValueOf(base).Elem(), sw.Param)
+		_, canon, _, err := resolvePath(reflect.ValueOf(base).Elem(), sw.Param)
 		if err != nil {
 			c.errorf(p+".param", "%v", err)
 			continue
@@ -323,9 +324,21 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	idx := sweepIndexes(base, k)
 	for i, sw := range base.Sweep {
 		vn := &sw.Values[idx[i]]
-		field, canon, err := resolvePath(reflect.ValueOf(s).Elem(), sw.Param)
+		field, canon, key, err := resolvePath(reflect.ValueOf(s).Elem(), sw.Param)
 		if err != nil {
 			return nil, nil, nil, Errors{{File: src.File, Line: sweeps[i].line, Field: fmt.Sprintf("sweep[%d].param", i), Msg: err.Error()}}
+		}
+		if key != "" {
+			h := field.Addr().Interface().(*HomaParams)
+			if err := setHomaKey(&h.Config, &yaml.Node{Value: key, Line: vn.Line}, vn); err != nil {
+				e := fromYAMLMessage(src.File, err.Error(), src.idx)
+				e.Field = fmt.Sprintf("sweep[%d].values[%d] (%s)", i, idx[i], sw.Param)
+				return nil, nil, nil, Errors{e}
+			}
+			c.overrides[canon] = vn.Line
+			params[sw.Param] = scalarText(vn)
+			order = append(order, sw.Param)
+			continue
 		}
 		var errs Errors
 		checkKnown(src.File, vn, field.Type(), canon, &errs)
@@ -369,37 +382,44 @@ func scalarText(n *yaml.Node) string {
 }
 
 // resolvePath finds the field a dotted sweep path names, returning it
-// (addressable) and its canonical path with list indexes.
-func resolvePath(v reflect.Value, path string) (reflect.Value, string, error) {
-	canon := ""
-	for _, seg := range strings.Split(path, ".") {
+// (addressable) and its canonical path with list indexes. A path into a
+// homa block ends in one of homaconf's keys: the field is then the
+// HomaParams and key that key.
+func resolvePath(v reflect.Value, path string) (field reflect.Value, canon, key string, err error) {
+	segs := strings.Split(path, ".")
+	for si, seg := range segs {
 		for v.Kind() == reflect.Pointer {
 			if v.IsNil() {
 				v.Set(reflect.New(v.Type().Elem()))
 			}
 			v = v.Elem()
 		}
-		switch v.Kind() {
-		case reflect.Struct:
+		switch {
+		case v.Type() == reflect.TypeFor[HomaParams]():
+			if si != len(segs)-1 || !slices.Contains(homaconf.Keys(), seg) {
+				return reflect.Value{}, "", "", fmt.Errorf("expected a homa key at %s, one of: %s; got %q", orTop(canon), strings.Join(homaconf.Keys(), ", "), strings.Join(segs[si:], "."))
+			}
+			return v, joinPath(canon, seg), seg, nil
+		case v.Kind() == reflect.Struct:
 			fields := yamlFields(v.Type())
 			fi, ok := fields[seg]
 			if !ok {
-				return reflect.Value{}, "", fmt.Errorf("no field %q at %s; expected one of: %s", seg, orTop(canon), strings.Join(sortedKeys(fields), ", "))
+				return reflect.Value{}, "", "", fmt.Errorf("no field %q at %s; expected one of: %s", seg, orTop(canon), strings.Join(sortedKeys(fields), ", "))
 			}
 			v = v.Field(fi)
 			canon = joinPath(canon, seg)
-		case reflect.Slice:
+		case v.Kind() == reflect.Slice:
 			i, err := sliceIndex(v, seg)
 			if err != nil {
-				return reflect.Value{}, "", fmt.Errorf("%s: %w", orTop(canon), err)
+				return reflect.Value{}, "", "", fmt.Errorf("%s: %w", orTop(canon), err)
 			}
 			v = v.Index(i)
 			canon = fmt.Sprintf("%s[%d]", canon, i)
 		default:
-			return reflect.Value{}, "", fmt.Errorf("%s is a single value; %q cannot go below it", orTop(canon), seg)
+			return reflect.Value{}, "", "", fmt.Errorf("%s is a single value; %q cannot go below it", orTop(canon), seg)
 		}
 	}
-	return v, canon, nil
+	return v, canon, "", nil
 }
 
 // sliceIndex picks a list element by index or by its name (or transport ID).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/tcprpc"
 )
 
@@ -70,8 +71,14 @@ func TestBadScenarios(t *testing.T) {
 		{"rate in bytes without /s", "rate: 100Mbit", "rate: 50MB", 6, "link.rate", `"50MB" is a size in bytes, not a rate: write 400Mbit (bits per second) or 50MB/s (bytes per second)`},
 		{"bytes per second read as bytes", "rate: 100Mbit", "rate: 150MB/s", 6, "link.rate", "up to 1000 Mbit/s"},
 		{"nine priorities", "priorities: 8", "priorities: 9", 10, "transports[0].homa.priorities", "1, 2, 4 or 8"},
-		{"unknown homa extra", "priorities: 8", "priorities: 8\n      extra: {poll_uz: \"50\"}", 11, "transports[0].homa.extra", `unknown key "poll_uz" (known: `},
-		{"bad homa extra value", "priorities: 8", "priorities: 8\n      extra: {poll_us: \"1s\"}", 11, "transports[0].homa.extra", `poll_us="1s"`},
+		{"unknown homa extra", "priorities: 8", "priorities: 8\n      extra: {poll_uz: \"50\"}", 11, "transports[0].homa.extra.poll_uz", `unknown field "poll_uz"; expected one of: variant, `},
+		{"bad homa extra value", "priorities: 8", "priorities: 8\n      extra: {poll_us: \"1s\"}", 11, "transports[0].homa.extra.poll_us", `expected an integer, got "1s"`},
+		{"unknown homa key", "priorities: 8", "priorities: 8\n      poll_uz: 50", 11, "transports[0].homa.poll_uz", `unknown field "poll_uz"`},
+		{"homa value out of range", "priorities: 8", "priorities: 8\n      fifo_grant_permille: 1000", 11, "transports[0].homa.fifo_grant_permille", "1000 not in 0..999"},
+		{"homa extra value out of range", "priorities: 8", "priorities: 8\n      extra: {poll_us: 20000}", 11, "transports[0].homa.extra.poll_us", "20ms not in 0..10ms"},
+		{"homa value of the wrong type", "priorities: 8", "priorities: 8\n      client_port: 70000", 11, "transports[0].homa.client_port", "from 0 to 65535, got 70000"},
+		{"variant not the transport's", "priorities: 8", "priorities: 8\n      variant: ndp", 11, "transports[0].homa.variant", `the variant is the transport's name (homa)`},
+		{"start_msg on pfabric", "  - name: tcp", "  - name: pfabric\n    homa: {start_msg: true}", 12, "transports[1].homa.start_msg", "start_msg is Homa's"},
 		{"unknown host", "servers: [h1]", "servers: [h7]", 15, "phases[0].servers", `host "h7" does not exist`},
 		{"host range past end", "clients: [h2-h3]", "clients: [h2-h9]", 14, "phases[0].clients", "h9"},
 		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `homa, tcp, pfabric, phost, ndp, pias, got "quic"`},
@@ -91,7 +98,7 @@ func TestBadScenarios(t *testing.T) {
 		{"sweep of the network", "duration: 2s", "duration: 2s\nsweep:\n  - param: topology.hosts\n    values: [2, 3]", 21, "sweep[0].param", "cannot sweep"},
 		{"sweep of unknown field", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.bulk.lod\n    values: [1]", 21, "sweep[0].param", `no field "lod"`},
 		{"sweep of unknown phase", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.burst.load\n    values: [1]", 21, "sweep[0].param", `no entry named "burst"`},
-		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", "non-negative integer"},
+		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", `expected an integer, got "x"`},
 		{"buffer below one packet", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 100", 22, "switch.buffer.shared_bytes", "at least one MTU"},
 		{"buffer size not a size", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    port_bytes: lots", 22, "switch.buffer.port_bytes", "expected a size"},
 		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},
@@ -102,7 +109,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unknown buffer key", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared: 1MB", 22, "switch.buffer.shared", "unknown field"},
 		{"dctcp without ecn marking", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: dctcp}", 12, "transports[1].tcp.congestion", "switch.ecn_threshold_pkts > 0"},
 		{"unknown congestion control", "  - name: tcp", "  - name: tcp\n    tcp: {congestion: vegas}", 12, "transports[1].tcp.congestion", `dctcp or nv (homatb's BPF DCTCP and TCP-NV), got "vegas"`},
-		{"cutoffs in increasing order", "priorities: 8", "priorities: 8\n      unsched_cutoffs: [3008, 12288, 63488, 1000000]", 11, "transports[0].homa.unsched_cutoffs[1]", "Linux's order"},
+		{"cutoffs in increasing order", "priorities: 8", "priorities: 8\n      unsched_cutoffs: [3008, 12288, 63488, 1000000]", 11, "transports[0].homa.unsched_cutoffs", "Linux's order"},
 		// What the run would refuse or mis-measure (issue #31).
 		{"homa message over its limit", "sizes: fixed:1000", "sizes: fixed:2000000", 16, "phases[0].sizes",
 			`messages up to 2000000 bytes, but homa (transports[0]) carries at most 1000000: truncate the sizes with ",max=1000000", or raise transports[0].homa.max_message_bytes to 2000000`},
@@ -507,11 +514,14 @@ func TestLinuxCutoffsAccepted(t *testing.T) {
 	}
 }
 
-// TestStartMsgOption: homa's start_msg: true reaches the agent as the
-// extra key start_msg, without changing the base scenario's extra map.
-func TestStartMsgOption(t *testing.T) {
-	text := strings.Replace(good, "priorities: 8", "priorities: 8\n      start_msg: true\n      extra: {poll_us: \"50\"}", 1)
-	src, err := Parse("start.yaml", []byte(text))
+// TestHomaKeys: a homa block sets homaconf.Config's fields by their keys,
+// directly or, as files written before the keys had fields did, under
+// extra as strings; the experiments' agents get the scenario's link and
+// the transport's variant with them.
+func TestHomaKeys(t *testing.T) {
+	text := strings.Replace(good, "priorities: 8", "priorities: 8\n      start_msg: true\n      tick_us: 250\n      extra: {poll_us: \"50\", fifo_grants: \"off\"}", 1)
+	text = strings.Replace(text, "  - name: tcp", "  - name: ndp\n    homa: {pacer_spin_us: \"off\", overcommit: 2}", 1)
+	src, err := Parse("keys.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,12 +529,16 @@ func TestStartMsgOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := plan.Experiments[0].Transport.Homa
-	if h.Extra["start_msg"] != "true" || h.Extra["poll_us"] != "50" {
-		t.Errorf("experiment's extra %v, want start_msg true and poll_us 50", h.Extra)
+	e := plan.Experiments[0]
+	c := e.Transport.HomaConfig(e.Scenario)
+	if !c.StartMsg || c.Poll != 50*time.Microsecond || !c.DisableFIFOGrants || c.Tick != 250*time.Microsecond ||
+		c.LinkBps != 100e6 || c.MTU != 1500 || c.Variant != "" {
+		t.Errorf("homa config %+v", c)
 	}
-	if _, ok := plan.Base.Transports[0].Homa.Extra["start_msg"]; ok {
-		t.Error("the base scenario's extra map was changed")
+	e = plan.Experiments[1]
+	c = e.Transport.HomaConfig(e.Scenario)
+	if c.Variant != homaconf.VariantNDP || c.PacerSpin >= 0 || c.Overcommit != 2 {
+		t.Errorf("ndp config %+v", c)
 	}
 }
 

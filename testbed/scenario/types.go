@@ -6,7 +6,6 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -270,46 +269,6 @@ func (t Transport) Config() string {
 		return t.Name + "-" + t.TCP.Congestion
 	}
 	return t.ID()
-}
-
-// HomaParams mirrors agentpb.HomaParams; zero means the agent's default.
-type HomaParams struct {
-	// UnschedBytes 0 means link rate x calibrated unloaded RTT.
-	UnschedBytes      uint32            `yaml:"unsched_bytes"`
-	Overcommit        uint32            `yaml:"overcommit"`
-	Priorities        uint32            `yaml:"priorities"`
-	Basic             bool              `yaml:"basic"`
-	WindowBytes       uint32            `yaml:"window_bytes"`
-	MaxIncoming       uint32            `yaml:"max_incoming"`
-	FifoGrantPermille uint32            `yaml:"fifo_grant_permille"`
-	UnschedCutoffs    []uint32          `yaml:"unsched_cutoffs"`
-	ResendTicks       uint32            `yaml:"resend_ticks"`
-	TimeoutTicks      uint32            `yaml:"timeout_ticks"`
-	TickUS            uint32            `yaml:"tick_us"`
-	IncastControl     bool              `yaml:"incast_control"`
-	AtLeastOnce       bool              `yaml:"at_least_once"`
-	MaxMessageBytes   uint32            `yaml:"max_message_bytes"`
-	Extra             map[string]string `yaml:"extra"`
-
-	// StartMsg: long messages announce themselves with START_MSG instead
-	// of sending unscheduled bytes (docs/homa.md); it reaches the agent as
-	// the extra key start_msg.
-	StartMsg bool `yaml:"start_msg"`
-}
-
-// withOptions returns h with the options that travel to the agent as
-// extra keys (start_msg) folded into a copy of Extra.
-func (h HomaParams) withOptions() HomaParams {
-	if !h.StartMsg {
-		return h
-	}
-	extra := maps.Clone(h.Extra)
-	if extra == nil {
-		extra = map[string]string{}
-	}
-	extra["start_msg"] = "true"
-	h.Extra = extra
-	return h
 }
 
 // TCPParams mirrors agentpb.TcpParams.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -299,7 +300,7 @@ func (c *checker) checkTransports(s *Scenario) {
 			continue
 		}
 		if t.Engine() {
-			c.checkHoma(p+".homa", t.Homa, s.Link.MTU)
+			c.checkHoma(p+".homa", t, s)
 			if t.TCP != (TCPParams{}) {
 				c.errorf(p+".tcp", "tcp parameters on %s, which runs on the Homa engine (its parameters are under homa)", t.Name)
 			}
@@ -308,9 +309,6 @@ func (c *checker) checkTransports(s *Scenario) {
 			if !reflect.DeepEqual(t.Homa, HomaParams{}) {
 				c.errorf(p+".homa", "homa parameters on %s, which is kernel TCP (its parameters are under tcp)", t.Name)
 			}
-		}
-		if t.Name != TransportHoma && t.Homa.StartMsg {
-			c.errorf(p+".homa.start_msg", "start_msg is Homa's; %s announces a message with its first DATA packet", t.Name)
 		}
 		if t.Name != TransportPFabric && t.PFabric != (PFabricParams{}) {
 			c.errorf(p+".pfabric", "pfabric parameters on %s", t.Name)
@@ -388,38 +386,42 @@ func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	}
 }
 
-func (c *checker) checkHoma(p string, h HomaParams, mtu int) {
-	switch h.Priorities {
-	case 0, 1, 2, 4, 8:
-	default:
-		c.errorf(p+".priorities", "expected 1, 2, 4 or 8 priority levels (the switch has 8 queues), got %d", h.Priorities)
+// checkHoma checks an engine transport's homa block with homaconf's own
+// validation (Config.WithDefaults, which the agent runs on the same
+// value), naming the line of the key it refuses, and the limit the
+// testbed puts on messages.
+func (c *checker) checkHoma(p string, t Transport, s *Scenario) {
+	h := t.Homa
+	if h.Variant != "" && string(h.Variant) != t.Name {
+		c.errorf(c.homaPath(p, "variant"), "the variant is the transport's name (%s); expected it or nothing, got %q", t.Name, h.Variant)
+		return
 	}
-	if h.Overcommit > 8 {
-		c.errorf(p+".overcommit", "expected an overcommitment degree from 1 to 8, got %d", h.Overcommit)
-	}
-	if h.FifoGrantPermille > 1000 {
-		c.errorf(p+".fifo_grant_permille", "expected 0 to 1000 permille, got %d", h.FifoGrantPermille)
-	}
-	if h.UnschedBytes != 0 && int(h.UnschedBytes) < mtu-40 {
-		c.errorf(p+".unsched_bytes", "expected 0 (link rate x RTT) or at least one packet (%d bytes), got %d", mtu-40, h.UnschedBytes)
+	if _, err := t.HomaConfig(s).WithDefaults(); err != nil {
+		var he *homaconf.Error
+		if !errors.As(err, &he) {
+			c.errorf(p, "%v", err)
+			return
+		}
+		c.errorf(c.homaPath(homaField(p, t, he.Key), ""), "%s", he.Msg)
 	}
 	if h.MaxMessageBytes > MaxMessageBytes {
-		c.errorf(p+".max_message_bytes", "expected at most %d bytes, got %d", int(MaxMessageBytes), h.MaxMessageBytes)
+		c.errorf(c.homaPath(p, "max_message_bytes"), "expected at most %d bytes, got %d", int(MaxMessageBytes), h.MaxMessageBytes)
 	}
-	if err := homaconf.CheckExtra(h.Extra); err != nil {
-		c.errorf(p+".extra", "%v", err)
+}
+
+// homaPath is the path of homa key under block p ("" : p itself), under
+// extra when an older file set it there.
+func (c *checker) homaPath(p, key string) string {
+	if key == "" {
+		p, key = p[:max(0, strings.LastIndex(p, "."))], p[strings.LastIndex(p, ".")+1:]
 	}
-	// Linux's order (index = priority, entry = the largest length using
-	// it), so entries do not grow with the index (docs/scenarios.md).
-	for i, v := range h.UnschedCutoffs {
-		if i > 0 && v > h.UnschedCutoffs[i-1] {
-			c.errorf(fmt.Sprintf("%s.unsched_cutoffs[%d]", p, i), "expected cutoffs in Linux's order, index = priority, each at most the one before (the shortest messages on the highest level), got %d after %d", v, h.UnschedCutoffs[i-1])
-			break // one error for a list in the wrong order
+	path := p + "." + key
+	if _, ok := c.idx[path]; !ok {
+		if _, ok := c.idx[p+".extra."+key]; ok {
+			return p + ".extra." + key
 		}
 	}
-	if n := len(h.UnschedCutoffs); n > 8 {
-		c.errorf(p+".unsched_cutoffs", "expected at most 8 cutoffs (one per priority), got %d", n)
-	}
+	return path
 }
 
 func (c *checker) checkPhases(s *Scenario) {

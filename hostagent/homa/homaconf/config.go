@@ -1,26 +1,28 @@
 // Package homaconf holds the configuration of a Homa endpoint: its
-// fields, their defaults and limits, and the string keys a scenario or
-// the agent's control API may set beyond the named parameters. It imports
-// neither the protocol engine (package homa) nor the agent's API, so
-// scenario validation can check a configuration without linking either.
+// fields, their defaults and limits (WithDefaults, the one validation),
+// and the keys a scenario names them by (keys.go). Scenarios decode into
+// Config and the agent's control API carries it, so the testbed's
+// validation and the agent agree by construction. It imports neither the
+// protocol engine (package homa) nor the agent's API, so scenario
+// validation can check a configuration without linking either.
 package homaconf
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // Config holds the parameters of a homa.Endpoint; a zero field means the
-// documented default. The agent fills it from its control API's
-// HomaParams.
+// documented default. A new setting is one field here with its doc
+// comment and its `homa:"key"` tag: scenarios, the agent's control API
+// (agentpb.HomaParams) and validation follow from it.
 type Config struct {
 	// Variant is the transport the engine runs: Homa (the default), or
 	// one of the comparison transports of issue #20 as a policy over the
 	// same engine (docs/transports.md): VariantPFabric, VariantPHost,
 	// VariantNDP.
-	Variant Variant
+	Variant Variant `homa:"variant"`
 	// LinkBps is the host link rate in bit/s (default 1 Gbit/s). The pacer
 	// runs 1% below it; it also sizes the default UnschedBytes.
 	LinkBps uint64
@@ -33,45 +35,45 @@ type Config struct {
 	// rack. Without the two MTUs, a 20 Mbit/s link with the default RTT
 	// got one packet, a window of one packet per message, and each lost
 	// DATA or GRANT stopped its message for a whole RESEND interval).
-	UnschedBytes uint32
+	UnschedBytes uint32 `homa:"unsched_bytes"`
 	// Overcommit is the number of inbound messages granted at once (1..8,
 	// default 8).
-	Overcommit int
+	Overcommit int `homa:"overcommit"`
 	// Priorities in use: 1, 2, 4 or 8 (default 8).
-	Priorities int
+	Priorities int `homa:"priorities"`
 	// Basic disables priorities and overcommitment limits: every message
 	// is active and gets a window of WindowBytes (or UnschedBytes).
-	Basic bool
+	Basic bool `homa:"basic"`
 	// WindowBytes is a fixed grant window; 0 means MaxIncoming/(N+1) for N
 	// active messages.
-	WindowBytes uint32
+	WindowBytes uint32 `homa:"window_bytes"`
 	// MaxIncoming bounds granted-but-unreceived bytes (default
 	// (Overcommit+1) x UnschedBytes: with the dynamic window
 	// MaxIncoming/(N+1), each of Overcommit active messages then keeps
 	// UnschedBytes, one RTT of bytes, in flight, as the ATC-era design that
 	// granted rtt_bytes per active message did; Overcommit x UnschedBytes
 	// left each of them K/(K+1) of an RTT and the downlink partly idle).
-	MaxIncoming uint32
+	MaxIncoming uint32 `homa:"max_incoming"`
 	// FIFOGrantPermille is the share of grants given to the oldest message
 	// (default 50 = 5%); DisableFIFOGrants turns them off.
-	FIFOGrantPermille int
-	DisableFIFOGrants bool
+	FIFOGrantPermille int  `homa:"fifo_grant_permille"`
+	DisableFIFOGrants bool `homa:"fifo_grants,not"`
 	// FIFOGrantBytes is the size of one FIFO grant (default MaxIncoming/8,
 	// Linux's 50,000 of its 400,000; rounded up to whole packets).
-	FIFOGrantBytes uint32
+	FIFOGrantBytes uint32 `homa:"fifo_grant_bytes"`
 	// GrantIncrement is the smallest step by which a GRANT advances a
 	// message's granted offset, except the grant of its last bytes
 	// (default one packet, as Linux). Larger steps send fewer GRANTs,
 	// each a packet through the emulated switch, when the window holds
 	// several packets.
-	GrantIncrement uint32
+	GrantIncrement uint32 `homa:"grant_increment"`
 	// UnschedCutoffs are static cutoffs in Linux order (index = priority,
 	// entry = largest length using it); empty means computed from the
 	// message sizes this host receives.
-	UnschedCutoffs []uint32
+	UnschedCutoffs []uint32 `homa:"unsched_cutoffs"`
 	// CutoffSamples is how many new inbound messages trigger a
 	// recomputation of dynamic cutoffs (default 1000).
-	CutoffSamples int
+	CutoffSamples int `homa:"cutoff_samples"`
 	// MTU of the link (default 1500): DATA payload = MTU-20-56.
 	MTU int
 	// FrameOverhead is what the link charges per packet beyond the IP
@@ -81,7 +83,7 @@ type Config struct {
 	// Ethernet header only. Too high a value leaves the link idle part of
 	// the time (42 on htb: 1.8% of it with full packets), too low a value
 	// lets the host queue grow.
-	FrameOverhead int
+	FrameOverhead int `homa:"frame_overhead"`
 	// Tick is the timer period; the following are in ticks. The default is
 	// Linux's 1 ms at 1 Gbit/s and above, stretched in proportion on slower
 	// links (10 ms at 100 Mbit/s, at most 20 ms): the same silence then
@@ -94,37 +96,37 @@ type Config struct {
 	// the RESENDs and 6 times the retransmissions (5,200 and 700 per
 	// experiment, against 1,150 and 120), since there a silence of 25 ms
 	// is mostly a busy host, not a loss.
-	Tick time.Duration
+	Tick time.Duration `homa:"tick_us"`
 	// ResendTicks of silence before the first RESEND (default 5).
-	ResendTicks int
+	ResendTicks int `homa:"resend_ticks"`
 	// ResendInterval between RESENDs (default ResendTicks).
-	ResendInterval int
+	ResendInterval int `homa:"resend_interval"`
 	// TimeoutTicks of silence before an RPC is aborted (default 100).
-	TimeoutTicks int
+	TimeoutTicks int `homa:"timeout_ticks"`
 	// RequestAckTicks after a response is sent before NEED_ACK (default 2).
-	RequestAckTicks int
+	RequestAckTicks int `homa:"request_ack_ticks"`
 	// IncastControl marks requests of a client with more than
 	// IncastThreshold outstanding RPCs (default MaxIncoming/UnschedBytes)
 	// so servers send at most IncastUnschedBytes (default one packet) of
 	// the response unscheduled.
-	IncastControl      bool
-	IncastThreshold    int
-	IncastUnschedBytes uint32
+	IncastControl      bool   `homa:"incast_control"`
+	IncastThreshold    int    `homa:"incast_threshold"`
+	IncastUnschedBytes uint32 `homa:"incast_unsched_bytes"`
 	// StartMsg: a message too long to go out unscheduled sends no
 	// unscheduled bytes but a START_MSG (homatb's type 0x19) announcing
 	// it, and the receiver grants it from byte 0, as HomaModule does
 	// since September 2026 (docs/homa.md). Every Endpoint understands
 	// START_MSG; this only decides whether it sends them.
-	StartMsg bool
+	StartMsg bool `homa:"start_msg"`
 	// AtLeastOnce selects the 2018 semantics: no ACKs; a server forgets an
 	// RPC TimeoutTicks after its response was sent.
-	AtLeastOnce bool
+	AtLeastOnce bool `homa:"at_least_once"`
 	// MaxMessageBytes bounds messages (default 1,000,000).
-	MaxMessageBytes uint32
+	MaxMessageBytes uint32 `homa:"max_message_bytes"`
 	// MaxNICBacklog is how far ahead of the link the pacer lets the host
 	// queue run (default the larger of 10 µs and four full packets); it
 	// sleeps until half of it has drained.
-	MaxNICBacklog time.Duration
+	MaxNICBacklog time.Duration `homa:"max_nic_backlog_us"`
 	// PacerSpin: pacer waits shorter than this poll instead of sleeping
 	// (default 50 µs, negative: never poll). On raw sockets the pacer
 	// sleeps on a timerfd, but a wake-up still comes tens of µs late on a
@@ -132,7 +134,7 @@ type Config struct {
 	// message: 0.65 of the link sleeping, 0.84 polling the short waits).
 	// At 100 Mbit/s and below the waits are hundreds of µs and sleep, so
 	// the polling costs no CPU there.
-	PacerSpin time.Duration
+	PacerSpin time.Duration `homa:"pacer_spin_us,off"`
 	// Poll is how long a homa Call or Server.Receive about to wait reads
 	// the Conn itself first (Linux Homa's poll_usecs, 50 µs there), so the
 	// packet it waits for is handled by the goroutine that needs it and
@@ -142,12 +144,12 @@ type Config struct {
 	// polled. Default 0, off: the testbed runs many hosts on few cores,
 	// where a spinning waiter takes a core from the switch and the other
 	// hosts.
-	Poll time.Duration
+	Poll time.Duration `homa:"poll_us"`
 	// BypassBytes: messages with at most this many bytes left skip the
 	// pacer (default 1000).
-	BypassBytes uint32
+	BypassBytes uint32 `homa:"bypass_bytes"`
 	// ClientPort is the source port of Calls (default 0x8000).
-	ClientPort uint16
+	ClientPort uint16 `homa:"client_port"`
 	// TraceGrants records every GRANT of each Call in homa.CallInfo.Grants
 	// (time, offset, priority, direction): an allocation per Call and a
 	// few per message of many grants, so off by default. The agent's
@@ -156,7 +158,7 @@ type Config struct {
 	TraceGrants bool
 	// ServerBacklog is the number of complete requests waiting for
 	// Server.Receive before new ones are dropped (default 4096).
-	ServerBacklog int
+	ServerBacklog int `homa:"server_backlog"`
 }
 
 // Variant names a transport built on the engine.
@@ -216,13 +218,13 @@ func (c Config) WithDefaults() (Config, error) {
 		c.MTU = DefaultMTU
 	}
 	if c.MTU < IPHeaderLen+wire.DataLen+64 || c.MTU > 65535 {
-		return c, fmt.Errorf("homa config: mtu %d out of range", c.MTU)
+		return c, keyErr("mtu", "%d out of range %d..65535", c.MTU, IPHeaderLen+wire.DataLen+64)
 	}
 	if c.FrameOverhead == 0 {
 		c.FrameOverhead = DefaultFrameOverhead
 	}
 	if c.FrameOverhead < 0 || c.FrameOverhead > 1000 {
-		return c, fmt.Errorf("homa config: frame overhead %d bytes not in 1..1000 (0: the default %d)", c.FrameOverhead, DefaultFrameOverhead)
+		return c, keyErr("frame_overhead", "%d bytes not in 1..1000 (0: the default %d)", c.FrameOverhead, DefaultFrameOverhead)
 	}
 	switch c.Variant {
 	case "":
@@ -233,10 +235,10 @@ func (c Config) WithDefaults() (Config, error) {
 			c.ResendTicks = 2 // pFabric's small RTO, at tick granularity
 		}
 	default:
-		return c, fmt.Errorf("homa config: variant %q not one of %v", c.Variant, Variants)
+		return c, keyErr("variant", "%q not one of %v", c.Variant, Variants)
 	}
 	if c.Variant != VariantHoma && c.StartMsg {
-		return c, fmt.Errorf("homa config: start_msg is Homa's; variant %q announces messages with its first DATA", c.Variant)
+		return c, keyErr("start_msg", "start_msg is Homa's; variant %q announces messages with its first DATA", c.Variant)
 	}
 	pkt := c.PayloadPerPacket()
 	if c.UnschedBytes == 0 {
@@ -247,7 +249,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.Overcommit = 8
 	}
 	if c.Overcommit < 1 || c.Overcommit > 8 {
-		return c, fmt.Errorf("homa config: overcommit %d not in 1..8", c.Overcommit)
+		return c, keyErr("overcommit", "%d not in 1..8", c.Overcommit)
 	}
 	if c.Priorities == 0 {
 		c.Priorities = 8
@@ -255,7 +257,7 @@ func (c Config) WithDefaults() (Config, error) {
 	switch c.Priorities {
 	case 1, 2, 4, 8:
 	default:
-		return c, fmt.Errorf("homa config: priorities %d not 1, 2, 4 or 8", c.Priorities)
+		return c, keyErr("priorities", "%d not 1, 2, 4 or 8", c.Priorities)
 	}
 	if c.Basic {
 		c.Priorities = 1
@@ -267,7 +269,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.FIFOGrantPermille = 50
 	}
 	if c.FIFOGrantPermille < 0 || c.FIFOGrantPermille >= 1000 {
-		return c, fmt.Errorf("homa config: fifo grant permille %d not in 0..999", c.FIFOGrantPermille)
+		return c, keyErr("fifo_grant_permille", "%d not in 0..999", c.FIFOGrantPermille)
 	}
 	if c.DisableFIFOGrants {
 		c.FIFOGrantPermille = 0
@@ -276,7 +278,14 @@ func (c Config) WithDefaults() (Config, error) {
 		c.FIFOGrantBytes = max(1, c.MaxIncoming/8)
 	}
 	if len(c.UnschedCutoffs) > wire.MaxPriorities {
-		return c, fmt.Errorf("homa config: %d cutoffs, at most %d", len(c.UnschedCutoffs), wire.MaxPriorities)
+		return c, keyErr("unsched_cutoffs", "%d cutoffs, at most %d (one per priority)", len(c.UnschedCutoffs), wire.MaxPriorities)
+	}
+	// Linux's order (index = priority, entry = the largest length using
+	// it): entries do not grow with the index.
+	for i := 1; i < len(c.UnschedCutoffs); i++ {
+		if c.UnschedCutoffs[i] > c.UnschedCutoffs[i-1] {
+			return c, keyErr("unsched_cutoffs", "entry %d is %d after %d: expected Linux's order, index = priority, each at most the one before (the shortest messages on the highest level)", i, c.UnschedCutoffs[i], c.UnschedCutoffs[i-1])
+		}
 	}
 	if c.CutoffSamples == 0 {
 		c.CutoffSamples = 1000
@@ -294,7 +303,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.TimeoutTicks = 100
 	}
 	if c.TimeoutTicks <= c.ResendTicks {
-		return c, fmt.Errorf("homa config: timeout ticks %d must exceed resend ticks %d", c.TimeoutTicks, c.ResendTicks)
+		return c, keyErr("timeout_ticks", "%d must exceed resend ticks %d", c.TimeoutTicks, c.ResendTicks)
 	}
 	if c.RequestAckTicks == 0 {
 		c.RequestAckTicks = 2
@@ -322,7 +331,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.PacerSpin = 0
 	}
 	if c.Poll < 0 || c.Poll > 10*time.Millisecond {
-		return c, fmt.Errorf("homa config: poll %v not in 0..10ms", c.Poll)
+		return c, keyErr("poll_us", "%v not in 0..10ms", c.Poll)
 	}
 	if c.BypassBytes == 0 {
 		c.BypassBytes = 1000

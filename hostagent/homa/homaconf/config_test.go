@@ -1,6 +1,10 @@
 package homaconf
 
 import (
+	"errors"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,50 +58,122 @@ func TestSlowLinkDefaults(t *testing.T) {
 	}
 }
 
+// TestConfigErrors checks each refusal of WithDefaults and that it names
+// the key that set the value, which is how a scenario finds its line.
 func TestConfigErrors(t *testing.T) {
 	for _, tt := range []struct {
-		cfg  Config
-		want string
+		cfg Config
+		key string
 	}{
 		{Config{Overcommit: 9}, "overcommit"},
 		{Config{Variant: "tcp"}, "variant"},
 		{Config{Variant: VariantNDP, StartMsg: true}, "start_msg"},
 		{Config{Priorities: 3}, "priorities"},
 		{Config{MTU: 100}, "mtu"},
-		{Config{FIFOGrantPermille: 1000}, "fifo"},
-		{Config{UnschedCutoffs: make([]uint32, 9)}, "cutoffs"},
-		{Config{ResendTicks: 10, TimeoutTicks: 10}, "timeout"},
-		{Config{Poll: -time.Microsecond}, "poll"},
-		{Config{Poll: time.Second}, "poll"},
-		{Config{FrameOverhead: -14}, "frame overhead"},
+		{Config{FIFOGrantPermille: 1000}, "fifo_grant_permille"},
+		{Config{UnschedCutoffs: make([]uint32, 9)}, "unsched_cutoffs"},
+		{Config{UnschedCutoffs: []uint32{100, 200}}, "unsched_cutoffs"},
+		{Config{ResendTicks: 10, TimeoutTicks: 10}, "timeout_ticks"},
+		{Config{Poll: -time.Microsecond}, "poll_us"},
+		{Config{Poll: time.Second}, "poll_us"},
+		{Config{FrameOverhead: -14}, "frame_overhead"},
 	} {
-		if _, err := tt.cfg.WithDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%+v: err %v, want one about %s", tt.cfg, err, tt.want)
+		_, err := tt.cfg.WithDefaults()
+		var ke *Error
+		if !errors.As(err, &ke) || ke.Key != tt.key {
+			t.Errorf("%+v: err %v, want a *homaconf.Error for key %s", tt.cfg, err, tt.key)
+		}
+		if ke != nil && !slices.Contains(append(Keys(), "mtu"), ke.Key) {
+			t.Errorf("error key %q is no key", ke.Key)
 		}
 	}
 }
 
-func TestCheckExtra(t *testing.T) {
+// TestSet checks the keys' decoding: each value form a scenario may
+// write, old string forms included, and the errors that name the key.
+func TestSet(t *testing.T) {
 	for _, tt := range []struct {
-		extra map[string]string
+		key   string
+		value any
+		check func(Config) bool
 		want  string // "" for valid
 	}{
-		{map[string]string{"poll_us": "50", "pacer_spin_us": "off", "fifo_grants": "off", "client_port": "40000"}, ""},
-		{map[string]string{"poll_uz": "50"}, `unknown key "poll_uz"`},
-		{map[string]string{"poll_us": "x"}, `poll_us="x"`},
-		{map[string]string{"poll_us": "20000"}, "poll 20ms not in 0..10ms"},
-		{map[string]string{"client_port": "70000"}, `client_port="70000"`},
-		{map[string]string{"fifo_grants": "no"}, "expected on or off"},
-		{map[string]string{"frame_overhead": "2000"}, "frame overhead 2000 bytes not in 1..1000"},
-		{map[string]string{"b_unknown": "1", "a_unknown": "1"}, `unknown key "a_unknown"`}, // first in key order
+		{"poll_us", 50, func(c Config) bool { return c.Poll == 50*time.Microsecond }, ""},
+		{"poll_us", "50", func(c Config) bool { return c.Poll == 50*time.Microsecond }, ""},
+		{"pacer_spin_us", "off", func(c Config) bool { return c.PacerSpin < 0 }, ""},
+		{"fifo_grants", "off", func(c Config) bool { return c.DisableFIFOGrants }, ""},
+		{"fifo_grants", true, func(c Config) bool { return !c.DisableFIFOGrants }, ""},
+		{"client_port", uint64(40000), func(c Config) bool { return c.ClientPort == 40000 }, ""},
+		{"start_msg", "true", func(c Config) bool { return c.StartMsg }, ""},
+		{"variant", "phost", func(c Config) bool { return c.Variant == VariantPHost }, ""},
+		{"unsched_cutoffs", []any{3000, 1000}, func(c Config) bool { return slices.Equal(c.UnschedCutoffs, []uint32{3000, 1000}) }, ""},
+		{"overcommit", 2.0, func(c Config) bool { return c.Overcommit == 2 }, ""},
+		{"poll_uz", 50, nil, "poll_uz: unknown key"},
+		{"poll_us", "x", nil, `poll_us: expected an integer`},
+		{"poll_us", "off", nil, `poll_us: expected an integer`},
+		{"client_port", 70000, nil, "client_port: expected an integer from 0 to 65535, got 70000"},
+		{"unsched_bytes", -1, nil, "unsched_bytes: expected an integer from 0"},
+		{"overcommit", 2.5, nil, "overcommit: expected an integer"},
+		{"fifo_grants", "no way", nil, "fifo_grants: expected true or false"},
+		{"variant", 3, nil, "variant: expected a string"},
+		{"unsched_cutoffs", []any{1, -1}, nil, "unsched_cutoffs: entry 1: expected an integer"},
 	} {
-		err := CheckExtra(tt.extra)
+		var c Config
+		err := c.Set(tt.key, tt.value)
 		switch {
 		case tt.want == "" && err != nil:
-			t.Errorf("%v: %v", tt.extra, err)
+			t.Errorf("%s=%v: %v", tt.key, tt.value, err)
+		case tt.want == "" && !tt.check(c):
+			t.Errorf("%s=%v: config %+v", tt.key, tt.value, c)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-			t.Errorf("%v: err %v, want one containing %q", tt.extra, err, tt.want)
+			t.Errorf("%s=%v: err %v, want one containing %q", tt.key, tt.value, err, tt.want)
 		}
+	}
+}
+
+// TestSettingsRoundTrip fills every keyed field with a value of its own
+// and checks that Settings, read back by Set, gives the same Config: no
+// key is lost or garbled, whatever field is added.
+func TestSettingsRoundTrip(t *testing.T) {
+	var c Config
+	v := reflect.ValueOf(&c).Elem()
+	for i, f := range keyFields() {
+		fv := v.Field(f.index)
+		switch {
+		case fv.Type() == durationType:
+			fv.SetInt(int64(i+1) * int64(time.Microsecond))
+		case fv.Kind() == reflect.Bool:
+			fv.SetBool(true)
+		case fv.Kind() == reflect.String:
+			fv.SetString("s" + strconv.Itoa(i))
+		case fv.CanInt():
+			fv.SetInt(int64(i + 1))
+		case fv.CanUint():
+			fv.SetUint(uint64(i + 1))
+		case fv.Kind() == reflect.Slice:
+			fv.Set(reflect.ValueOf([]uint32{uint32(i), 1}))
+		default:
+			t.Fatalf("key %s: field kind %s not covered", f.key, fv.Kind())
+		}
+	}
+	var back Config
+	for _, s := range c.Settings() {
+		if err := back.Set(s.Key, s.Value); err != nil {
+			t.Fatalf("Set(%s, %v): %v", s.Key, s.Value, err)
+		}
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Errorf("round trip\n got %+v\nwant %+v", back, c)
+	}
+	off := Config{PacerSpin: -1}
+	var offBack Config
+	for _, s := range off.Settings() {
+		if err := offBack.Set(s.Key, s.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if offBack.PacerSpin >= 0 {
+		t.Errorf("pacer_spin_us off came back as %v", offBack.PacerSpin)
 	}
 }
 
@@ -127,15 +203,5 @@ func TestVariantDefaults(t *testing.T) {
 			t.Errorf("%s: unsched %d resend ticks %d incast %v, want %d %d %v", tt.v, c.UnschedBytes, c.ResendTicks,
 				c.IncastControl, tt.unsched, tt.resendTicks, tt.incastControlLeft)
 		}
-	}
-}
-
-func TestVariantExtra(t *testing.T) {
-	var c Config
-	if err := c.SetExtra(map[string]string{"variant": "phost"}); err != nil || c.Variant != VariantPHost {
-		t.Errorf("variant=phost: %v, %q", err, c.Variant)
-	}
-	if err := CheckExtra(map[string]string{"variant": "pias"}); err == nil || !strings.Contains(err.Error(), "variant") {
-		t.Errorf("variant=pias: %v, want an error naming the key", err)
 	}
 }

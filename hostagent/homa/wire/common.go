@@ -31,11 +31,16 @@ type Common struct {
 // the receiver answers with a NACK.
 const CommonTrimmed = 0x01
 
-// Common-header offsets of the fields a switch reads or writes in place.
+// Common-header offsets of the fields a switch reads, writes in place or
+// records: the sequence (DATA's offset, big-endian 32 bits), the flags
+// byte, the type, the rank (big-endian 32 bits) and the sender's RPC id
+// (big-endian 64 bits).
 const (
-	FlagsOffset = 8
-	TypeOffset  = 11
-	RankOffset  = 16
+	SequenceOffset = 4
+	FlagsOffset    = 8
+	TypeOffset     = 11
+	RankOffset     = 16
+	SenderIDOffset = 20
 )
 
 // Trimmed reports whether the switch trimmed the packet.
@@ -79,11 +84,11 @@ func ParseCommon(b []byte) (Common, error) {
 	c := Common{
 		SPort:       be.Uint16(h[0:]),
 		DPort:       be.Uint16(h[2:]),
-		Sequence:    be.Uint32(h[4:]),
-		CommonFlags: h[8],        // 9-10 unused
-		Type:        Type(h[11]), // 12 doff, 13-15 unused
-		Rank:        be.Uint32(h[16:]),
-		SenderID:    be.Uint64(h[20:]),
+		Sequence:    be.Uint32(h[SequenceOffset:]),
+		CommonFlags: h[FlagsOffset],      // 9-10 unused
+		Type:        Type(h[TypeOffset]), // 12 doff, 13-15 unused
+		Rank:        be.Uint32(h[RankOffset:]),
+		SenderID:    be.Uint64(h[SenderIDOffset:]),
 	}
 	if !c.Type.Valid() {
 		return c, invalid(c.Type, "unknown type")

@@ -17,6 +17,11 @@ import (
 	"fmt"
 )
 
+// IPProto is Homa's IANA-assigned IPv4 protocol number (HomaModule's
+// IPPROTO_HOMA). The comparison transports built on the engine share it
+// and this layout; the switch parses it (p4/dataplane, p4/switchstats).
+const IPProto = 146
+
 // Type is a Homa packet type (the low byte of the TCP ack field in Linux).
 type Type uint8
 
