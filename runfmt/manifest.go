@@ -230,11 +230,7 @@ func MergeCounters(dst, src map[string]uint64) {
 // WriteManifest writes dir/manifest.json atomically (write, then rename),
 // so a reader never sees half a file even when the run is killed mid-write.
 func WriteManifest(dir string, m *Manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	return writeAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
+	return WriteJSON(filepath.Join(dir, ManifestFile), m)
 }
 
 // ReadManifest loads dir/manifest.json and also returns its bytes. A
@@ -250,17 +246,6 @@ func ReadManifest(dir string) (*Manifest, []byte, error) {
 		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
 	}
 	return &m, b, nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // isNotExist reports whether err means a file is absent.

@@ -31,11 +31,7 @@ func WriteSwitchStats(dir, experiment, sw string, st SwitchStats) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("switch statistics: %w", err)
 	}
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("switch statistics: %w", err)
-	}
-	return writeAtomic(path, append(b, '\n'))
+	return WriteJSON(path, st)
 }
 
 // SwitchStatsFile is one switch's statistics as read back.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/p4"
-	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/topo"
@@ -142,14 +141,14 @@ func (b *bmv2Stats) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 
 var errBMv2Faults = errors.New("fault injection needs the embedded target: BMv2 has no fault injector")
 
-func (b *bmv2Stats) setFault(context.Context, dataplane.FaultSetting) error { return errBMv2Faults }
+func (b *bmv2Stats) setFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
 
 func (b *bmv2Stats) startPostcards(context.Context, string) error {
 	return errors.New("per-packet switch records need the embedded target")
 }
 
-func (b *bmv2Stats) stopPostcards(context.Context) (dataplane.PostcardSummary, error) {
-	return dataplane.PostcardSummary{}, nil
+func (b *bmv2Stats) stopPostcards(context.Context) (switchstats.PostcardSummary, error) {
+	return switchstats.PostcardSummary{}, nil
 }
 
 // attachBMv2Stats gives every BMv2 switch its statistics reader once the

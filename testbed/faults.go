@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 )
@@ -153,7 +153,7 @@ func (x *experimentRun) startFaults(ctx context.Context) error {
 			}
 			dir := lossDirection(f.LossDirection())
 			fr.ports[p] = true
-			if err := r.stats[p.sw].setFault(ctx, dataplane.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
+			if err := r.stats[p.sw].setFault(ctx, switchstats.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
 				fr.noSchedule()
 				return fmt.Errorf("fault on %s's link: %w", f.Link, err)
 			}
@@ -210,7 +210,7 @@ func (fr *faultRun) schedule(ctx context.Context, measure time.Time, timed []tim
 				fr.ports[p] = true
 				fr.mu.Unlock()
 				d := t.f.Down.For.D().String()
-				err = r.stats[p.sw].setFault(ctx, dataplane.FaultSetting{Port: p.port, DownFor: &d})
+				err = r.stats[p.sw].setFault(ctx, switchstats.FaultSetting{Port: p.port, DownFor: &d})
 			}
 			if err != nil {
 				fr.warn("link %s was not taken down at %s: %v", t.f.Link, t.at, err)
@@ -316,7 +316,7 @@ func (fr *faultRun) endSchedule() {
 // clear brings every faulted port back to no loss and up.
 func (fr *faultRun) clear(ctx context.Context) {
 	r := fr.x.r
-	zero, egress, up := 0.0, dataplane.Egress.String(), "0s"
+	zero, egress, up := 0.0, switchstats.DirectionEgress, "0s"
 	fr.mu.Lock()
 	ports := make([]portRef, 0, len(fr.ports))
 	for p := range fr.ports {
@@ -324,7 +324,7 @@ func (fr *faultRun) clear(ctx context.Context) {
 	}
 	fr.mu.Unlock()
 	for _, p := range ports {
-		fs := dataplane.FaultSetting{Port: p.port, DropProb: &zero, Direction: &egress, DownFor: &up}
+		fs := switchstats.FaultSetting{Port: p.port, DropProb: &zero, Direction: &egress, DownFor: &up}
 		if err := r.stats[p.sw].setFault(ctx, fs); err != nil {
 			fr.warn("switch %s port %d: fault not cleared, later experiments may see it: %v", p.sw, p.port, err)
 		}
@@ -366,11 +366,11 @@ func (r *run) faultPort(host string) (portRef, error) {
 func lossDirection(d string) string {
 	switch d {
 	case scenario.DirectionToHost:
-		return dataplane.Egress.String()
+		return switchstats.DirectionEgress
 	case scenario.DirectionFromHost:
-		return dataplane.Ingress.String()
+		return switchstats.DirectionIngress
 	}
-	return dataplane.Both.String()
+	return switchstats.DirectionBoth
 }
 
 // describeFault says what a fault does, for the experiment's entry.

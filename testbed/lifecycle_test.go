@@ -18,7 +18,6 @@ import (
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/mn"
@@ -260,12 +259,12 @@ func (s *fakeSwitch) fetch(context.Context) (runfmt.SwitchStats, error) {
 
 func (s *fakeSwitch) startPostcards(context.Context, string) error { return nil }
 
-func (s *fakeSwitch) stopPostcards(context.Context) (dataplane.PostcardSummary, error) {
-	return dataplane.PostcardSummary{}, nil
+func (s *fakeSwitch) stopPostcards(context.Context) (switchstats.PostcardSummary, error) {
+	return switchstats.PostcardSummary{}, nil
 }
 
 // setFault notes the setting as "fault SWITCH PORT key=value ...".
-func (s *fakeSwitch) setFault(_ context.Context, fs dataplane.FaultSetting) error {
+func (s *fakeSwitch) setFault(_ context.Context, fs switchstats.FaultSetting) error {
 	call := fmt.Sprintf("fault %s %d", s.name, fs.Port)
 	if fs.DropProb != nil {
 		call += fmt.Sprintf(" drop_prob=%g", *fs.DropProb)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -61,11 +61,11 @@ type switchStats interface {
 	// fetch returns the statistics document.
 	fetch(ctx context.Context) (runfmt.SwitchStats, error)
 	// setFault changes a port's fault injection (POST /faults).
-	setFault(ctx context.Context, fs dataplane.FaultSetting) error
+	setFault(ctx context.Context, fs switchstats.FaultSetting) error
 	// startPostcards starts per-packet records into path (embedded target).
 	startPostcards(ctx context.Context, path string) error
 	// stopPostcards ends them and says how many were written and dropped.
-	stopPostcards(ctx context.Context) (dataplane.PostcardSummary, error)
+	stopPostcards(ctx context.Context) (switchstats.PostcardSummary, error)
 }
 
 // fabric is the controller's side of the programmed switches (*control).

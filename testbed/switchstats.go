@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 )
 
@@ -91,7 +91,7 @@ func totals(st runfmt.SwitchStats) switchTotals {
 }
 
 // setFault changes one port's fault injection (POST /faults).
-func (c *statsClient) setFault(ctx context.Context, fs dataplane.FaultSetting) error {
+func (c *statsClient) setFault(ctx context.Context, fs switchstats.FaultSetting) error {
 	body, err := json.Marshal(fs)
 	if err != nil {
 		return err
@@ -131,8 +131,8 @@ func (c *statsClient) startPostcards(ctx context.Context, path string) error {
 }
 
 // stopPostcards ends the recording (POST /postcards/stop).
-func (c *statsClient) stopPostcards(ctx context.Context) (dataplane.PostcardSummary, error) {
-	var s dataplane.PostcardSummary
+func (c *statsClient) stopPostcards(ctx context.Context) (switchstats.PostcardSummary, error) {
+	var s switchstats.PostcardSummary
 	err := c.post(ctx, "/postcards/stop", nil, &s)
 	return s, err
 }

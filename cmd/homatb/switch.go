@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/p4/target"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // switchFlags are the command-line settings of `homatb switch`, named like
@@ -318,34 +317,10 @@ func parseLinkRate(s string) (uint64, error) {
 	return units.ParseRate(s)
 }
 
-// writeStats writes the statistics JSON atomically (temp file, rename), so
-// a reader never sees half a file.
+// writeStats writes the statistics JSON atomically, so a reader never
+// sees half a file.
 func writeStats(path string, st switchstats.Stats) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("stats: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".stats-*.json")
-	if err != nil {
-		return fmt.Errorf("stats: %w", err)
-	}
-	// CreateTemp makes the file private; the run directory's readers need it.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("stats: %w", err)
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("stats: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("stats: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := runfmt.WriteJSON(path, st); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 // listener has it before listen) and the others do not.
 func TestBPFCongestion(t *testing.T) {
 	// Unless a run has it registered now.
-	if avail, _ := AvailableCongestion(); !slices.Contains(avail, "homatb_dctcp") {
+	if avail, _ := tcpcc.Available(); !slices.Contains(avail, "homatb_dctcp") {
 		if _, err := NewClient(Config{Congestion: "dctcp"}, nil); err == nil || !strings.Contains(err.Error(), "homatb_dctcp is not registered") {
 			t.Errorf("dctcp unregistered: error %v, want one saying homatb_dctcp is not registered", err)
 		}

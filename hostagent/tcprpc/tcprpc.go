@@ -16,7 +16,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,15 +41,6 @@ type Config struct {
 	ConnsPerPeer int
 }
 
-// AvailableCongestion lists the congestion controls the kernel offers.
-func AvailableCongestion() ([]string, error) {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
-	if err != nil {
-		return nil, fmt.Errorf("reading available congestion controls: %w", err)
-	}
-	return strings.Fields(string(b)), nil
-}
-
 // validate checks the configuration and fills defaults.
 func (c Config) validate() (Config, error) {
 	if c.ConnsPerPeer == 0 {
@@ -60,7 +50,7 @@ func (c Config) validate() (Config, error) {
 		return c, fmt.Errorf("tcp connections per peer %d: expected 1..1024", c.ConnsPerPeer)
 	}
 	if c.Congestion != "" {
-		avail, err := AvailableCongestion()
+		avail, err := tcpcc.Available()
 		if err != nil {
 			return c, err
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/hostagent/tcpcc"
 )
 
 // lengthServer answers each request with the length its first 4 bytes ask
@@ -187,7 +189,7 @@ func TestCongestionControl(t *testing.T) {
 	if _, err := NewClient(Config{ConnsPerPeer: -1}, nil); err == nil {
 		t.Error("negative connections per peer accepted")
 	}
-	avail, err := AvailableCongestion()
+	avail, err := tcpcc.Available()
 	if err != nil {
 		t.Skip(err)
 	}

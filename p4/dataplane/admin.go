@@ -9,21 +9,9 @@ import (
 	"net/http"
 	"os"
 	"time"
-)
 
-// FaultSetting is the fault injection of one port as the admin endpoint
-// reads and writes it. In a POST, an omitted field keeps its value.
-type FaultSetting struct {
-	Port      uint16   `json:"port"`
-	DropProb  *float64 `json:"drop_prob,omitempty"`
-	DropEvery *uint64  `json:"drop_every,omitempty"`
-	// Direction is what the loss rules apply to: "egress" (frames the port
-	// sends, towards its host), "ingress" (frames it receives) or "both".
-	Direction *string `json:"direction,omitempty"`
-	// DownFor takes the link down for that long from now, both ways, as a
-	// Go duration ("500ms"); "0s" brings it up. GET shows what is left.
-	DownFor *string `json:"down_for,omitempty"`
-}
+	"github.com/homatb/homatb/p4/switchstats"
+)
 
 // AdminHandler serves the run-time control of the dataplane:
 //
@@ -32,7 +20,7 @@ type FaultSetting struct {
 //	GET  /faults              the fault settings of every port
 //	POST /faults  {"port": 1, "drop_prob": 0.01, "drop_every": 0, "direction": "both", "down_for": "500ms"}
 //	POST /postcards/start {"path": "/run/switch/exp/s1.postcards"}  start per-packet records (StartPostcards)
-//	POST /postcards/stop  stop them; answers a PostcardSummary
+//	POST /postcards/stop  stop them; answers a switchstats.PostcardSummary
 func (d *Dataplane) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /postcards/start", func(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +37,7 @@ func (d *Dataplane) AdminHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
-		writeJSON(w, http.StatusOK, PostcardSummary{Path: req.Path})
+		writeJSON(w, http.StatusOK, switchstats.PostcardSummary{Path: req.Path})
 	})
 	mux.HandleFunc("POST /postcards/stop", func(w http.ResponseWriter, _ *http.Request) {
 		s, err := d.StopPostcards()
@@ -70,7 +58,7 @@ func (d *Dataplane) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, d.faultSettings())
 	})
 	mux.HandleFunc("POST /faults", func(w http.ResponseWriter, r *http.Request) {
-		var fs FaultSetting
+		var fs switchstats.FaultSetting
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&fs); err != nil {
@@ -82,7 +70,7 @@ func (d *Dataplane) AdminHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
-		down, err := fs.apply(&cur)
+		down, err := applySetting(fs, &cur)
 		if err == nil {
 			err = d.SetFault(fs.Port, cur)
 		}
@@ -98,9 +86,9 @@ func (d *Dataplane) AdminHandler() http.Handler {
 	return mux
 }
 
-// apply writes the setting's loss fields into f and returns the down time
-// it asks for; it checks them all before anything changes.
-func (fs FaultSetting) apply(f *Fault) (time.Duration, error) {
+// applySetting writes the loss fields of fs into f and returns the down
+// time it asks for; it checks them all before anything changes.
+func applySetting(fs switchstats.FaultSetting, f *Fault) (time.Duration, error) {
 	if fs.DropProb != nil {
 		f.DropProb = *fs.DropProb
 	}
@@ -124,14 +112,14 @@ func (fs FaultSetting) apply(f *Fault) (time.Duration, error) {
 	return down, f.check()
 }
 
-func (d *Dataplane) faultSettings() []FaultSetting {
-	out := make([]FaultSetting, 0, len(d.ports))
+func (d *Dataplane) faultSettings() []switchstats.FaultSetting {
+	out := make([]switchstats.FaultSetting, 0, len(d.ports))
 	for _, ps := range d.ports {
 		f := ps.fault.get()
 		dir := f.Direction.String()
 		left, _ := d.LinkDown(ps.num)
 		down := left.String()
-		out = append(out, FaultSetting{Port: ps.num, DropProb: &f.DropProb, DropEvery: &f.EveryN, Direction: &dir, DownFor: &down})
+		out = append(out, switchstats.FaultSetting{Port: ps.num, DropProb: &f.DropProb, DropEvery: &f.EveryN, Direction: &dir, DownFor: &down})
 	}
 	return out
 }

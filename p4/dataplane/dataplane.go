@@ -343,16 +343,7 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 			ps.badVerdict.Add(1)
 			continue
 		}
-		var queued bool
-		switch rs.v.Mode {
-		case ModeRankOrder:
-			queued = eg.tm.enqueueRank(p, rs.v.Rank, rs.v.ModeArg, now)
-		case ModeTrimAbove:
-			queued = eg.tm.enqueueTrim(p, rs.v.Queue, rs.v.ModeArg, rs.v.HomaData, now)
-		default:
-			queued = eg.tm.enqueue(p, rs.v.Queue, now)
-		}
-		if !queued {
+		if !eg.tm.enqueueVerdict(p, &rs.v, now) {
 			continue // tail drop, counted by the queue
 		}
 		notify |= 1 << rs.v.EgressPort

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
+
+	"github.com/homatb/homatb/p4/switchstats"
 )
 
 // Direction says which frames of a port a fault's loss rules apply to.
@@ -26,11 +28,11 @@ const (
 func (d Direction) String() string {
 	switch d {
 	case Egress:
-		return "egress"
+		return switchstats.DirectionEgress
 	case Ingress:
-		return "ingress"
+		return switchstats.DirectionIngress
 	case Both:
-		return "both"
+		return switchstats.DirectionBoth
 	}
 	return fmt.Sprintf("direction(%d)", uint8(d))
 }

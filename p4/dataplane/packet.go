@@ -48,9 +48,13 @@ func (pl *pool) get() *packet {
 	}
 }
 
-// release returns p to the pool it came from.
+// release returns p to the pool it came from, if any (a PortModel's
+// packets have none).
 func (p *packet) release() {
 	p.n = 0
+	if p.home == nil {
+		return
+	}
 	select {
 	case p.home.free <- p:
 	default:

@@ -46,14 +46,6 @@ type recorder struct {
 	dropsBefore uint64
 }
 
-// PostcardSummary is what a recording wrote: records in the file, and
-// records lost because a ring was full.
-type PostcardSummary struct {
-	Path    string `json:"path"`
-	Records uint64 `json:"records"`
-	Dropped uint64 `json:"dropped"`
-}
-
 // add records p, which is leaving port ps with its serialization starting
 // at deqNs. The caller holds ps.tx.mu, which makes it the ring's only
 // producer. A full ring drops the record, never the frame.
@@ -112,12 +104,12 @@ func (d *Dataplane) StartPostcards(path string) error {
 
 // StopPostcards stops the recording, writes out every record taken and
 // closes the file.
-func (d *Dataplane) StopPostcards() (PostcardSummary, error) {
+func (d *Dataplane) StopPostcards() (switchstats.PostcardSummary, error) {
 	d.recMu.Lock()
 	defer d.recMu.Unlock()
 	r := d.rec.Swap(nil)
 	if r == nil {
-		return PostcardSummary{}, errors.New("postcards: not recording")
+		return switchstats.PostcardSummary{}, errors.New("postcards: not recording")
 	}
 	// A sender that loaded r before the swap may still be adding to it;
 	// it holds its port's tx lock while it does, so taking every lock once
@@ -129,7 +121,7 @@ func (d *Dataplane) StopPostcards() (PostcardSummary, error) {
 	}
 	close(r.stop)
 	err := <-r.done
-	s := PostcardSummary{Path: r.path, Records: uint64(r.bytes / switchstats.PostcardLen)}
+	s := switchstats.PostcardSummary{Path: r.path, Records: uint64(r.bytes / switchstats.PostcardLen)}
 	for _, ps := range d.ports {
 		ps.postcards.Add(r.rings[ps.idx].tail.Load())
 		s.Dropped += ps.postcardDrops.Load()

@@ -18,8 +18,11 @@ const shaperEarly = 20_000
 // nanoseconds on the dataplane clock. It is a pure function of the times it is
 // given, so tests drive it with a computed clock.
 type shaper struct {
-	rate   uint64 // bit/s; 0 means unshaped
-	early  int64  // see shaperEarly
+	rate  uint64 // bit/s; 0 means unshaped
+	early int64  // see shaperEarly
+	// extra is added to wireOverhead for each frame: a model of another
+	// link's framing (PortModelConfig.WireOverhead); 0 on the switch.
+	extra  int
 	lag    int64  // how far in the past a departure may be booked
 	freeAt int64  // when the link finishes the last booked frame
 	rem    uint64 // carry of bits*1e9 mod rate, so rounding never drifts
@@ -47,7 +50,7 @@ func (s *shaper) book(now, arrival int64, n int) int64 {
 		return start
 	}
 	s.lost += start - due
-	num := uint64(n+wireOverhead)*8*1_000_000_000 + s.rem
+	num := uint64(n+wireOverhead+s.extra)*8*1_000_000_000 + s.rem
 	s.freeAt = start + int64(num/s.rate)
 	s.rem = num % s.rate
 	return start

@@ -109,6 +109,19 @@ func (t *tm) capacityPkts() int {
 	return n
 }
 
+// enqueueVerdict queues p as ingress's verdict v says: in the mode and
+// queue it names, at time now. False means p was dropped (and counted)
+// and the caller keeps it.
+func (t *tm) enqueueVerdict(p *packet, v *Verdict, now int64) bool {
+	switch v.Mode {
+	case ModeRankOrder:
+		return t.enqueueRank(p, v.Rank, v.ModeArg, now)
+	case ModeTrimAbove:
+		return t.enqueueTrim(p, v.Queue, v.ModeArg, v.HomaData, now)
+	}
+	return t.enqueue(p, v.Queue, now)
+}
+
 // enqueue puts p on queue q at time now, or counts a tail drop and returns
 // false, in which case the caller keeps p.
 func (t *tm) enqueue(p *packet, q uint8, now int64) bool {

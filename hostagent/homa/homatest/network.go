@@ -1,11 +1,14 @@
 // Package homatest is an in-memory network for testing homa: every host
-// has an uplink and a downlink with a rate, eight strict-priority queues
-// keyed on the TOS byte, a byte limit, propagation delay, and optional
-// random loss and reordering. Inside a testing/synctest bubble it runs on
-// fake time, so protocol tests with timeouts are fast and repeatable.
+// has an uplink and a downlink, each the switch's own traffic manager and
+// shaper (p4/dataplane.PortModel: a rate, eight strict-priority queues
+// keyed on the TOS byte, a byte limit, and on downlinks the pFabric and
+// NDP modes), then propagation delay and optional random loss and
+// reordering. Inside a testing/synctest bubble it runs on fake time, so
+// protocol tests with timeouts are fast and repeatable.
 package homatest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/p4/dataplane"
 )
 
 // LinkConfig describes every link of a Network.
@@ -28,7 +32,9 @@ type LinkConfig struct {
 	FrameOverhead int
 	// Delay is the propagation delay of a host's downlink.
 	Delay time.Duration
-	// QueueBytes bounds each link's queue (all priorities); 0 means 4 MB.
+	// QueueBytes bounds each link's queue (all priorities), counting
+	// frames as the switch does (Ethernet and IPv4 headers and the Homa
+	// packet); 0 means 4 MB.
 	QueueBytes int
 	// Loss is the probability that a packet is dropped on the downlink.
 	Loss float64
@@ -116,8 +122,8 @@ func (n *Network) NewConn(addr netip.Addr) (*Conn, error) {
 		return nil, fmt.Errorf("homatest: address %v in use", addr)
 	}
 	c := &Conn{n: n, addr: addr, rx: make(chan homa.Packet, 8192), closed: make(chan struct{})}
-	c.up = n.newLink(func(p homa.Packet) { n.toDownlink(addr, p) }, false)
-	c.down = n.newLink(func(p homa.Packet) { n.deliver(c, p) }, true)
+	c.up = n.newLink(func(f []byte) { n.toDownlink(addr, f) }, false)
+	c.down = n.newLink(func(f []byte) { n.deliver(c, received(f)) }, true)
 	n.hosts[addr] = c
 	return c, nil
 }
@@ -132,19 +138,19 @@ func (n *Network) chance(p float64) bool {
 	return n.rng.Float64() < p
 }
 
-// toDownlink moves a packet off a sender's uplink onto the receiver's downlink.
-// On the way its Addr turns from the destination into the source.
-func (n *Network) toDownlink(src netip.Addr, p homa.Packet) {
+// toDownlink moves a frame off a sender's uplink onto the receiver's
+// downlink.
+func (n *Network) toDownlink(src netip.Addr, f []byte) {
+	p := homa.Packet{Buf: f[frameHdr:], Addr: netip.AddrFrom4([4]byte(f[ethLen+16 : ethLen+20])), TOS: f[ethLen+1]}
 	n.mu.Lock()
 	dst := n.hosts[p.Addr]
 	n.mu.Unlock()
 	drop := n.cfg.Drop != nil && n.cfg.Drop(src, p)
-	p.Addr = src
 	if dst == nil || drop || n.chance(n.cfg.Loss) {
 		n.lost.Add(1)
 		return
 	}
-	dst.down.enqueue(p)
+	dst.down.enqueue(f)
 }
 
 // deliver hands a packet that left c's downlink to c after the delay.
@@ -259,164 +265,147 @@ func (c *Conn) WriteBatch(pkts []homa.Packet) error {
 	default:
 	}
 	for _, p := range pkts {
-		q := homa.Packet{Buf: append([]byte(nil), p.Buf...), Addr: p.Addr, TOS: p.TOS}
 		c.n.sent.Add(1)
-		c.up.enqueue(q)
+		c.up.enqueue(frame(c.addr, p))
 	}
 	return nil
 }
 
-// link is a rate-limited wire with eight strict-priority queues.
+// Frame layout of the packets on a link: an Ethernet header (zero MACs),
+// an IPv4 header without options holding the TOS byte and both addresses,
+// then the Homa packet, as the switch sees a host's frames.
+const (
+	ethLen   = 14
+	ipLen    = 20
+	frameHdr = ethLen + ipLen
+	// minFrame is the smallest frame a link carries: the headers and a
+	// common header.
+	minFrame = frameHdr + wire.CommonLen
+	// maxQueuePkts bounds each priority queue's packets; QueueBytes
+	// binds first unless the queue holds small packets only.
+	maxQueuePkts = 4096
+)
+
+// link is one direction of a host's wire: the switch's traffic manager
+// and shaper (p4/dataplane.PortModel) on the test's clock, and a goroutine
+// that hands each frame on when its serialization ends.
 type link struct {
-	n      *Network
-	mu     sync.Mutex
-	queues [8][]homa.Packet
-	bytes  int
-	wake   chan struct{}
-	out    func(homa.Packet)
-	port   bool // a downlink: the switch modes apply
+	n    *Network
+	port bool // a downlink, the switch's port toward the host: the switch modes apply
+	pm   *dataplane.PortModel
+	wake chan struct{}
+	out  func([]byte)
+
+	mu                   sync.Mutex // guards the counters' last values
+	lastDrops, lastTrims uint64
 }
 
-func (n *Network) newLink(out func(homa.Packet), port bool) *link {
-	l := &link{n: n, wake: make(chan struct{}, 1), out: out, port: port}
+func (n *Network) newLink(out func([]byte), port bool) *link {
+	depth := min(maxQueuePkts, n.cfg.QueueBytes/minFrame+1)
+	l := &link{n: n, port: port, wake: make(chan struct{}, 1), out: out,
+		pm: dataplane.NewPortModel(dataplane.PortModelConfig{RateBps: n.cfg.Rate,
+			WireOverhead: n.cfg.FrameOverhead - ethLen, QueueDepthPkts: depth, PortBufferBytes: n.cfg.QueueBytes})}
 	n.wg.Add(1)
 	go l.serve()
 	return l
 }
 
-// enqueue adds p to its priority queue, tail-dropping when the link is full.
-func (l *link) enqueue(p homa.Packet) {
-	l.mu.Lock()
-	if l.port && l.n.cfg.RankOrder {
-		l.enqueueRanked(p)
-		return
+// now is the test's clock as the port model reads it.
+func now() int64 { return time.Now().UnixNano() }
+
+// frame is the frame carrying p from src to p.Addr: a copy, since the
+// caller reuses its buffers.
+func frame(src netip.Addr, p homa.Packet) []byte {
+	f := make([]byte, frameHdr+len(p.Buf))
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[ethLen:]
+	ip[0], ip[1], ip[8], ip[9] = 0x45, p.TOS, 64, wire.IPProto
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+len(p.Buf)))
+	s4, d4 := src.As4(), p.Addr.As4()
+	copy(ip[12:16], s4[:])
+	copy(ip[16:20], d4[:])
+	copy(f[frameHdr:], p.Buf)
+	return f
+}
+
+// received is the packet a frame delivers to its destination: its Homa
+// bytes, its source, and its TOS (the top priority for a frame the switch
+// trimmed into queue 7).
+func received(f []byte) homa.Packet {
+	ip := f[ethLen:]
+	p := homa.Packet{Buf: f[frameHdr:], Addr: netip.AddrFrom4([4]byte(ip[12:16])), TOS: ip[1]}
+	if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
+		p.TOS = homa.TOS(dataplane.TrimQueue)
 	}
-	if k := l.n.cfg.TrimAbovePackets; l.port && k > 0 && len(l.queues[homa.Priority(p.TOS)]) >= k {
-		if b, ok := wire.Trim(p.Buf); ok {
-			p.Buf, p.TOS = b, homa.TOS(7)
-			l.n.trimmed.Add(1)
+	return p
+}
+
+// enqueue offers frame f to the port with the verdict tor.p4 would give
+// it: its priority's queue, and on a downlink the switch mode.
+func (l *link) enqueue(f []byte) {
+	tos, buf := f[ethLen+1], f[frameHdr:]
+	v := dataplane.Verdict{Queue: uint8(homa.Priority(tos))}
+	if l.port {
+		switch c, err := wire.ParseCommon(buf); {
+		case l.n.cfg.RankOrder:
+			v.Mode, v.ModeArg, v.Rank = dataplane.ModeRankOrder, uint32(l.n.cfg.QueueBytes), ^uint32(0)
+			if err == nil {
+				v.Rank = c.Rank
+			}
+		case l.n.cfg.TrimAbovePackets > 0:
+			v.Mode, v.ModeArg = dataplane.ModeTrimAbove, uint32(l.n.cfg.TrimAbovePackets)
+			v.HomaData = err == nil && c.Type == wire.TypeData && !c.Trimmed() && len(buf) > wire.DataLen
 		}
 	}
-	if l.bytes+len(p.Buf) > l.n.cfg.QueueBytes {
-		l.mu.Unlock()
-		l.n.queueDrops.Add(1)
-		return
-	}
-	prio := homa.Priority(p.TOS)
-	l.queues[prio] = append(l.queues[prio], p)
-	l.bytes += len(p.Buf)
-	if b := uint64(l.bytes); b > l.n.maxQueue.Load() {
+	l.pm.Enqueue(f, v, now())
+	st := l.pm.Stats()
+	l.mu.Lock()
+	l.n.queueDrops.Add(st.Drops - l.lastDrops)
+	l.n.trimmed.Add(st.Trimmed - l.lastTrims)
+	l.lastDrops, l.lastTrims = st.Drops, st.Trimmed
+	l.mu.Unlock()
+	// The deepest queue in Homa bytes, as the links counted before they
+	// were the switch's: without the frame headers.
+	if b := uint64(st.QueuedBytes - st.QueuedPkts*frameHdr); b > l.n.maxQueue.Load() {
 		l.n.maxQueue.Store(b)
 	}
-	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
 }
 
-// pop removes the head of the highest non-empty priority queue.
-func (l *link) pop() (homa.Packet, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.port && l.n.cfg.RankOrder {
-		return l.popRanked()
-	}
-	for prio := 7; prio >= 0; prio-- {
-		if q := l.queues[prio]; len(q) > 0 {
-			p := q[0]
-			q[0] = homa.Packet{}
-			l.queues[prio] = q[1:]
-			l.bytes -= len(p.Buf)
-			return p, true
-		}
-	}
-	return homa.Packet{}, false
-}
-
+// serve takes each frame off the port when it may start and hands it on
+// when its serialization ends.
 func (l *link) serve() {
 	defer l.n.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		p, ok := l.pop()
+		t := now()
+		d, ok, wake := l.pm.Dequeue(t)
 		if !ok {
+			var tc <-chan time.Time
+			if wake != 0 {
+				timer.Reset(time.Duration(wake - t))
+				tc = timer.C
+			}
 			select {
 			case <-l.wake:
-				continue
+			case <-tc:
 			case <-l.n.done:
 				return
 			}
+			continue
 		}
-		if r := l.n.cfg.Rate; r > 0 {
-			n := len(p.Buf) + 20 + l.n.cfg.FrameOverhead // Buf holds no IP header
-			time.Sleep(time.Duration(uint64(n) * 8 * uint64(time.Second) / r))
+		if wait := time.Duration(d.End - t); wait > 0 {
+			time.Sleep(wait)
 		}
 		select {
 		case <-l.n.done:
 			return
 		default:
 		}
-		l.out(p)
+		l.out(d.Frame)
 	}
-}
-
-// rankOf is a packet's pFabric rank: the common header's rank field, or
-// the largest for anything that is not a Homa-format packet.
-func rankOf(b []byte) uint32 {
-	c, err := wire.ParseCommon(b)
-	if err != nil {
-		return ^uint32(0)
-	}
-	return c.Rank
-}
-
-// enqueueRanked is enqueue on a rank-ordered port (LinkConfig.RankOrder),
-// l.mu held: queue 0 holds the packets in arrival order and pop takes the
-// smallest rank (the earliest among equals); when p does not fit, the
-// largest-rank packets (the latest among equals) go first, p itself if
-// its rank is the largest.
-func (l *link) enqueueRanked(p homa.Packet) {
-	rank := rankOf(p.Buf)
-	for l.bytes+len(p.Buf) > l.n.cfg.QueueBytes {
-		q := l.queues[0]
-		worst := -1
-		for i := range q {
-			if worst < 0 || rankOf(q[i].Buf) >= rankOf(q[worst].Buf) {
-				worst = i
-			}
-		}
-		if worst < 0 || rankOf(q[worst].Buf) <= rank {
-			l.mu.Unlock()
-			l.n.queueDrops.Add(1)
-			return
-		}
-		l.bytes -= len(q[worst].Buf)
-		l.queues[0] = append(q[:worst], q[worst+1:]...)
-		l.n.queueDrops.Add(1)
-	}
-	l.queues[0] = append(l.queues[0], p)
-	l.bytes += len(p.Buf)
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// popRanked removes the smallest-rank packet of a rank-ordered port, l.mu
-// held.
-func (l *link) popRanked() (homa.Packet, bool) {
-	q := l.queues[0]
-	best := -1
-	for i := range q {
-		if best < 0 || rankOf(q[i].Buf) < rankOf(q[best].Buf) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return homa.Packet{}, false
-	}
-	p := q[best]
-	l.queues[0] = append(q[:best], q[best+1:]...)
-	l.bytes -= len(p.Buf)
-	return p, true
 }

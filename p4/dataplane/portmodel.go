@@ -1,0 +1,106 @@
+package dataplane
+
+// PortModel is one egress port's traffic manager and shaper, the switch's
+// own (eight strict-priority queues, their limits, the switch modes, the
+// rate), driven by its caller: frames go in with the verdict ingress would
+// give them and come out when the caller's clock says they may, with no
+// socket and no goroutine. It is how a model of a fabric queues as the
+// switch does: hostagent/homa/homatest's links are PortModels on the
+// test's fake clock. Times are nanoseconds on the caller's clock. Its
+// methods may be called from several goroutines.
+type PortModel struct {
+	t *tm
+}
+
+// PortModelConfig describes a PortModel; zero fields mean the documented
+// default.
+type PortModelConfig struct {
+	// RateBps is the port's rate in bit/s; 0 means unshaped (frames leave
+	// as soon as they are queued).
+	RateBps uint64
+	// WireOverhead is what the link charges per frame beyond the frame's
+	// bytes: 24 on an Ethernet wire (preamble, start delimiter, gap and
+	// FCS), what the switch charges its ports; 0 charges the frame alone.
+	WireOverhead int
+	// QueueDepthPkts is each queue's packet capacity (default
+	// DefaultQueueDepthPkts).
+	QueueDepthPkts int
+	// PortBufferBytes bounds the bytes of all eight queues together
+	// (0: no bound).
+	PortBufferBytes int
+}
+
+// PortDeparture is a frame the port sends: its bytes, the queue it left
+// and when its serialization starts and ends on the link.
+type PortDeparture struct {
+	Frame      []byte
+	Queue      uint8
+	Start, End int64
+}
+
+// PortModelStats are a PortModel's counters and depth.
+type PortModelStats struct {
+	// Drops counts frames dropped: tail drops, and frames a rank-ordered
+	// port pushed out or refused.
+	Drops uint64
+	// Trimmed counts frames a trim_above verdict cut to their header.
+	Trimmed uint64
+	// QueuedPkts and QueuedBytes are what the queues hold now.
+	QueuedPkts, QueuedBytes int
+}
+
+// NewPortModel makes a port as cfg describes.
+func NewPortModel(cfg PortModelConfig) *PortModel {
+	c := Config{LinkRateBps: cfg.RateBps, Unshaped: cfg.RateBps == 0, QueueDepthPkts: cfg.QueueDepthPkts,
+		PortBufferBytes: cfg.PortBufferBytes, MaxFrame: DefaultMaxFrame, ShaperLag: DefaultShaperLag}
+	if c.QueueDepthPkts == 0 {
+		c.QueueDepthPkts = DefaultQueueDepthPkts
+	}
+	t := newTM(&c, 1, nil)
+	// The caller's clock wakes it exactly when a frame may leave: no
+	// frame is handed over early (the switch's slack for its thread's
+	// wake-up), so a later, higher-priority arrival still goes first.
+	t.shaper.early = 0
+	t.shaper.extra = cfg.WireOverhead - wireOverhead
+	return &PortModel{t: t}
+}
+
+// Enqueue offers frame at now, queued as the verdict v says (v.Queue,
+// v.Mode and its arguments; EgressPort and Drop are not read). The port
+// takes frame (a trim_above verdict may rewrite it); the caller gets it
+// back from Dequeue. It returns false when the port dropped it.
+func (m *PortModel) Enqueue(frame []byte, v Verdict, now int64) bool {
+	p := &packet{buf: frame, n: len(frame)}
+	if v.Queue >= NumQueues {
+		v.Queue = NumQueues - 1
+	}
+	return m.t.enqueueVerdict(p, &v, now)
+}
+
+// Dequeue takes the next frame that may start at now, highest queue
+// first, and books it on the link. When none may, ok is false and wake
+// is when to look again (0: the queues are empty; an Enqueue may change
+// either).
+func (m *PortModel) Dequeue(now int64) (d PortDeparture, ok bool, wake int64) {
+	var out [1]departure
+	n, wake, _ := m.t.dequeue(now, out[:])
+	if n == 0 {
+		return PortDeparture{}, false, wake
+	}
+	m.t.mu.Lock()
+	end := m.t.shaper.freeAt
+	m.t.mu.Unlock()
+	p := out[0].pkt
+	return PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs)}, true, 0
+}
+
+// Stats returns the port's counters and depth.
+func (m *PortModel) Stats() PortModelStats {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	s := PortModelStats{Trimmed: m.t.trimmed, QueuedPkts: m.t.pkts, QueuedBytes: m.t.bytes}
+	for q := range m.t.st {
+		s.Drops += m.t.st[q].dropPkts
+	}
+	return s
+}

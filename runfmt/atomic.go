@@ -1,0 +1,43 @@
+package runfmt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteJSON writes v as indented JSON (and a final newline) to path
+// atomically: into a temporary file of the same directory, then renamed,
+// so a reader never sees half a file even when the writer is killed
+// mid-write. The file is readable by all (0644), as a run directory's
+// files are.
+func WriteJSON(path string, v any) (err error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(fmt.Errorf("write %s: %w", path, err), os.Remove(tmp.Name()))
+		}
+	}()
+	// CreateTemp makes the file private.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
