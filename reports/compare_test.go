@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,11 +19,11 @@ func TestCompare(t *testing.T) {
 		{name: "x-tcp", transport: "tcp", n: 3000, meanNs: 100_000, params: map[string]any{"load": "0.5"}},
 		{name: "only-a", transport: "homa", n: 100, meanNs: 1000, params: map[string]any{"load": "0.9"}},
 	}}
-	// B: Homa renamed but same configuration (paired by params), TCP four
+	// B: Homa renamed but same configuration (paired by params), TCP forty
 	// times slower, and one experiment A lacks.
 	runB := synthRun{seed: 2, lengths: lengths, noTel: true, exps: []synthExp{
 		{name: "y-homa", transport: "homa", n: 3000, meanNs: 10_000, params: map[string]any{"load": "0.5"}},
-		{name: "x-tcp", transport: "tcp", n: 3000, meanNs: 400_000, params: map[string]any{"load": "0.5"}},
+		{name: "x-tcp", transport: "tcp", n: 3000, meanNs: 4_000_000, params: map[string]any{"load": "0.5"}},
 		{name: "only-b", transport: "tcp", n: 100, meanNs: 1000, params: map[string]any{"load": "0.1"}},
 	}}
 	root := t.TempDir()
@@ -65,6 +67,16 @@ func TestCompare(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(out, "compare.html"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Latencies in the unit their magnitude reads best in: TCP's tails
+	// here reach tens of ms.
+	if !strings.Contains(string(html), " ms") {
+		t.Error("compare.html prints no latency in ms")
+	}
+	for _, m := range regexp.MustCompile(`([0-9][0-9.]*) µs`).FindAllStringSubmatch(string(html), -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 10_000 {
+			t.Errorf("compare.html prints %q in µs", m[0])
+		}
 	}
 	if n := strings.Count(string(html), `<figure class="chart"`); n != 3*2 {
 		t.Errorf("compare.html has %d charts, want 6", n)
