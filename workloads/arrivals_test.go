@@ -3,7 +3,6 @@ package workloads
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -106,7 +105,6 @@ func TestBurstsShareInstants(t *testing.T) {
 }
 
 func TestBadArrivalSettings(t *testing.T) {
-	w4 := mustParse(t, "w4")
 	tests := []struct {
 		name string
 		err  error
@@ -115,10 +113,6 @@ func TestBadArrivalSettings(t *testing.T) {
 		{"negative rate", errOf(NewPoisson(-5)), "expected a positive finite rate"},
 		{"zero rate", errOf(NewPoisson(0)), "expected a positive finite rate"},
 		{"NaN rate", errOf(NewPoisson(math.NaN())), "expected a positive finite rate"},
-		{"load above 1", errOf(RateForLoad(1.2, 1e9, w4, TCPOverhead())), "load 1.2"},
-		{"negative load", errOf(RateForLoad(-0.1, 1e9, w4, TCPOverhead())), "in (0, 1]"},
-		{"zero link", errOf(RateForLoad(0.5, 0, w4, TCPOverhead())), "link rate"},
-		{"zero outstanding", errOf(NewClosedLoop(0)), "at least 1"},
 		{"jitter above interval", errOf(NewBursts(time.Millisecond, 2*time.Millisecond)), "jitter"},
 		{"zero interval", errOf(NewBursts(0, 0)), "positive interval"},
 	}
@@ -132,89 +126,3 @@ func TestBadArrivalSettings(t *testing.T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
-
-func TestRateForLoadOffersTheLoad(t *testing.T) {
-	// Short ranges only, so the exact packet count can be summed by brute force.
-	for _, spec := range []string{"fixed:100", "fixed:1448", "fixed:1449", "w4,max=100000", "uniform:1:100000"} {
-		d := mustParse(t, spec)
-		for _, o := range []Overhead{TCPOverhead(), HomaOverhead()} {
-			rate, err := RateForLoad(0.8, 1e9, d, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Offered wire bits per second, from the exact packet count.
-			var pkts float64
-			for x := d.Min(); x <= d.Max(); x++ {
-				pr := d.CDF(x) - d.CDF(x-1)
-				pkts += pr * math.Ceil(float64(x)/float64(o.Payload))
-			}
-			bits := rate * 8 * (d.Mean() + pkts*float64(o.PerPacket))
-			if math.Abs(bits-0.8e9) > 1e-6*0.8e9 {
-				t.Errorf("%s: rate %.1f offers %.0f bit/s, want 0.8e9", spec, rate, bits)
-			}
-		}
-	}
-}
-
-func TestPatterns(t *testing.T) {
-	hosts := []string{"h1", "h2", "h3", "h4", "h5"}
-	t.Run("all-to-all", func(t *testing.T) {
-		plan, err := PatternSpec{Pattern: AllToAll}.Plan(hosts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, h := range hosts {
-			if len(plan[h]) != len(hosts)-1 || slices.Contains(plan[h], h) {
-				t.Errorf("%s sends to %v", h, plan[h])
-			}
-		}
-	})
-	t.Run("incast", func(t *testing.T) {
-		plan, err := PatternSpec{Pattern: Incast, Receiver: "h1"}.Plan(hosts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := plan["h1"]; ok || len(plan) != 4 {
-			t.Errorf("plan %v: want 4 senders to h1", plan)
-		}
-	})
-	t.Run("permutation", func(t *testing.T) {
-		for seed := range uint64(50) {
-			plan, err := PatternSpec{Pattern: Permutation, Seed: seed}.Plan(hosts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			recv := map[string]int{}
-			for h, dst := range plan {
-				if len(dst) != 1 || dst[0] == h {
-					t.Fatalf("seed %d: %s sends to %v", seed, h, dst)
-				}
-				recv[dst[0]]++
-			}
-			if len(recv) != len(hosts) {
-				t.Fatalf("seed %d: receivers %v, want each host once", seed, recv)
-			}
-		}
-	})
-	for _, bad := range []PatternSpec{
-		{Pattern: "ring"},
-		{Pattern: Incast, Receiver: "h9"},
-		{Pattern: ManyToOne, Receiver: "h1", Senders: []string{"h1"}},
-	} {
-		if _, err := bad.Plan(hosts); err == nil {
-			t.Errorf("%+v: want an error", bad)
-		}
-	}
-	if _, err := (PatternSpec{Pattern: AllToAll}).Plan([]string{"h1", "h1"}); err == nil {
-		t.Error("duplicate hosts accepted")
-	}
-}
-
-func TestProbeValidate(t *testing.T) {
-	if err := (Probe{Bytes: 100, RateRPS: 100}).Validate(1e9, 0.01); err != nil {
-		t.Errorf("small probe rejected: %v", err)
-	}
-	if err := (Probe{Bytes: 100_000, RateRPS: 10_000}).Validate(1e9, 0.01); err == nil {
-		t.Error("probe offering most of the link accepted")
-	}
-}

@@ -14,7 +14,7 @@ import (
 // 0.99999 or 100.0001 still means "ends at 1").
 const cdfTolerance = 1e-4
 
-// ReadCDFFile reads a message-length CDF file: one point per line,
+// readCDFFile reads a message-length CDF file: one point per line,
 // "length<ws>cdf", lengths strictly increasing, cdf non-decreasing and ending
 // at 1. It accepts the shared workload format (a header line
 // "length_bytes<TAB>cdf", cdf in [0,1]) and the size-plus-percent format
@@ -22,14 +22,6 @@ const cdfTolerance = 1e-4
 // with '#' and one non-numeric line before the first point (a header) are
 // skipped. Sampling follows the reference tools: the first length whose
 // cdf >= u, for u uniform in [0, 1).
-func ReadCDFFile(path string) (SizeDist, error) {
-	d, err := readCDFFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
 func readCDFFile(path string) (*piecewise, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -224,16 +224,3 @@ func (d *piecewise) truncated(spec string, m int) (*piecewise, error) {
 	}
 	return newPiecewise(spec, segs)
 }
-
-// PacketsMean is the exact expected number of packets of payloadPerPacket
-// bytes needed for a message drawn from d: E[ceil(L/P)] = sum_k P(L > kP).
-func PacketsMean(d SizeDist, payloadPerPacket int) float64 {
-	if payloadPerPacket <= 0 {
-		return 1
-	}
-	var n float64
-	for k := 0; k*payloadPerPacket < d.Max(); k++ {
-		n += 1 - d.CDF(k*payloadPerPacket)
-	}
-	return max(n, 1)
-}

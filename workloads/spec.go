@@ -16,7 +16,7 @@ import (
 //	fixed:N               always N bytes
 //	uniform:A:B           uniform over the integers A..B
 //	loguniform:A:B        log-uniform over A..B (floor of a log-uniform real)
-//	file:PATH             a CDF file (see ReadCDFFile)
+//	file:PATH             a CDF file (see readCDFFile)
 //	mix:SPEC@W,SPEC@W     a mixture, each part chosen with weight W
 //
 // Any of these may end in ",max=N": longer messages are truncated to N.
