@@ -29,7 +29,7 @@ shot() {
 	echo "$out/$1.png"
 }
 
-anchor() { grep -o "id=\"$1[^\"]*\"" "$run/report.html" | head -1 | cut -d'"' -f2; }
+anchor() { grep -o "id=\"$1[^\"]*\"" "$run/report.html" | head -1 | cut -d'"' -f2 || true; }
 
 shot report-screenshot "" 900
 shot report-latency "$(anchor group-0)" 900
