@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,19 +77,15 @@ func machine() runfmt.Machine {
 	return m
 }
 
-// ethernetFraming is what a packet takes on a link beyond its IP packet as
-// the embedded switch's shaper charges it (p4/dataplane/shaper.go):
-// Ethernet header 14, FCS 4, preamble 8 and inter-frame gap 12.
-const ethernetFraming = 38
-
-// fabricOf describes the laid-out network for the ideal RTT (reports).
-func fabricOf(n *topo.Network, s *scenario.Scenario) *runfmt.Fabric {
-	f := &runfmt.Fabric{LinkBps: uint64(s.Link.Rate), MTU: s.Link.MTU, FrameOverhead: ethernetFraming}
+// fabricOf describes the laid-out network: the one place a run reads the
+// link rate, MTU, framing and queue depth from the scenario.
+func fabricOf(n *topo.Network, s *scenario.Scenario) *fabdesc.Fabric {
+	f := fabdesc.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
 	if s.Topology.Kind == scenario.KindLeafSpine {
 		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
 	}
 	for _, h := range n.Hosts {
-		f.Hosts = append(f.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP.String(), Switch: h.Switch})
+		f.Hosts = append(f.Hosts, fabdesc.Host{Name: h.Name, IP: h.IP.String(), Switch: h.Switch, Port: h.Port})
 	}
 	return f
 }
