@@ -90,6 +90,15 @@ func fabricOf(n *topo.Network, s *scenario.Scenario) *fabdesc.Fabric {
 	return f
 }
 
+// fabricRecord is the fabric as manifest.json holds it.
+func fabricRecord(f *fabdesc.Fabric) *runfmt.Fabric {
+	r := &runfmt.Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	for _, h := range f.Hosts {
+		r.Hosts = append(r.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
+	}
+	return r
+}
+
 func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	v, commit := versions()
 	abs, err := filepath.Abs(file)

@@ -26,6 +26,7 @@ func transportEnum(t scenario.Transport) agentpb.Transport {
 // when the scenario leaves them open.
 func (r *run) homaParams(t scenario.Transport, s *scenario.Scenario) *agentpb.HomaParams {
 	c := t.HomaConfig(s)
+	c.LinkBps, c.MTU = r.fab.RateBps, r.fab.MTU
 	if cal, ok := r.calib[t.Name]; ok {
 		if c.UnschedBytes == 0 {
 			c.UnschedBytes = cal.UnschedBytes

@@ -300,7 +300,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.layout = layout
 	r.fab = fabricOf(layout, s)
-	if err := r.man.update(func(m *Manifest) { m.Fabric = r.fab.Record() }); err != nil {
+	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricRecord(r.fab) }); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))

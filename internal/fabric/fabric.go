@@ -5,16 +5,19 @@
 // converts a link rate or adds framing bytes.
 package fabric
 
-import (
-	"time"
+import "time"
 
-	"github.com/homatb/homatb/runfmt"
+const (
+	// EthernetHeader is the Ethernet header's length: what a frame holds
+	// beyond its IP packet.
+	EthernetHeader = 14
+	// WireOverhead is what a frame costs on the wire beyond its bytes:
+	// preamble and start delimiter 8, inter-frame gap 12, FCS 4.
+	WireOverhead = 8 + 12 + 4
+	// Framing is what a packet takes on a link beyond its IP packet, as
+	// the embedded switch's shaper charges it (p4/dataplane/shaper.go).
+	Framing = EthernetHeader + WireOverhead
 )
-
-// Framing is what a packet takes on a link beyond its IP packet, as the
-// embedded switch's shaper charges it (p4/dataplane/shaper.go): Ethernet
-// header 14, FCS 4, preamble 8 and inter-frame gap 12.
-const Framing = 38
 
 // FrameBytes is what a packet of ipBytes takes on a link, framing included.
 func FrameBytes(ipBytes int) int { return ipBytes + Framing }
@@ -48,7 +51,22 @@ func New(rateBps uint64, mtu, queueDepthPkts int) *Fabric {
 }
 
 // BytesPerSecond is a link's rate in bytes per second.
-func (f *Fabric) BytesPerSecond() float64 { return float64(f.RateBps) / 8 }
+func (f *Fabric) BytesPerSecond() float64 { return BytesPerSecond(f.RateBps) }
+
+// BytesPerSecond converts a rate in bits per second to bytes per second,
+// for the scenario's checks, which run before any fabric is laid out.
+func BytesPerSecond(rateBps uint64) float64 { return float64(rateBps) / 8 }
+
+// WireTime is how long bytes take at rateBps, framing not counted.
+func WireTime(rateBps uint64, bytes int) time.Duration {
+	return time.Duration(float64(bytes) * 8 / float64(rateBps) * float64(time.Second))
+}
+
+// RateFor is the rate in messages per second that offers load (a fraction
+// of a link at rateBps) with messages of meanBytes.
+func RateFor(rateBps uint64, load, meanBytes float64) float64 {
+	return load * BytesPerSecond(rateBps) / meanBytes
+}
 
 // Mbit is a link's rate in Mbit/s, as Mininet's TCLink takes it.
 func (f *Fabric) Mbit() float64 { return float64(f.RateBps) / 1e6 }
@@ -60,21 +78,10 @@ func (f *Fabric) FramesPerSecond() int {
 
 // WireTime is how long bytes of payload take to cross one link at its
 // rate, framing not counted.
-func (f *Fabric) WireTime(bytes int) time.Duration {
-	return time.Duration(float64(bytes) * 8 / float64(f.RateBps) * float64(time.Second))
-}
+func (f *Fabric) WireTime(bytes int) time.Duration { return WireTime(f.RateBps, bytes) }
 
 // RateFor is the rate in messages per second that offers load (a fraction
 // of a link) with messages of meanBytes.
 func (f *Fabric) RateFor(load, meanBytes float64) float64 {
-	return load * f.BytesPerSecond() / meanBytes
-}
-
-// Record is the fabric as manifest.json holds it.
-func (f *Fabric) Record() *runfmt.Fabric {
-	r := &runfmt.Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
-	for _, h := range f.Hosts {
-		r.Hosts = append(r.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
-	}
-	return r
+	return RateFor(f.RateBps, load, meanBytes)
 }

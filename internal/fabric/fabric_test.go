@@ -33,13 +33,3 @@ func TestConversions(t *testing.T) {
 		})
 	}
 }
-
-func TestRecord(t *testing.T) {
-	f := New(1e9, 1500, 64)
-	f.InterSwitchLinks = 2
-	f.Hosts = []Host{{Name: "h0", IP: "10.0.0.1", Switch: "s0", Port: 1}}
-	r := f.Record()
-	if r.LinkBps != 1e9 || r.MTU != 1500 || r.FrameOverhead != Framing || r.InterSwitchLinks != 2 || len(r.Hosts) != 1 || r.Hosts[0].Switch != "s0" {
-		t.Errorf("Record = %+v", r)
-	}
-}
