@@ -135,11 +135,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if me.Transport == "" {
 			me.Transport = er.transport
 		}
-		var id *idealRTT
-		if ideal != nil {
-			id = ideal.withRate(float64(me.LinkBps))
-		}
-		exp, hist := computeExperiment(er, me, id, baselines[me.Transport], c)
+		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], c)
 		if !seen[me.Name] && hasMan {
 			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
 		}
@@ -158,9 +154,9 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if target == targetBMv2 {
 			exp.Fidelity = append(exp.Fidelity, bmv2Note)
 		}
-		defRate := float64(me.LinkBps)
+		defRate := float64(man.RateBps())
 		if defRate <= 0 {
-			defRate = float64(man.LinkBps)
+			defRate = float64(me.LinkBps) // a run written before the fabric description
 		}
 		if rows := tel[me.Name]; len(rows) > 0 {
 			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate, me.Started)

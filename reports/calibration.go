@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/homatb/homatb/internal/fabric"
 	"maps"
 	"math"
 	"slices"
@@ -17,10 +18,6 @@ import (
 // headerBytes is what the ideal transport adds to each packet: an IPv4
 // header and a minimal 20-byte transport header.
 const headerBytes = 40
-
-// defaultFrameOverhead is the Ethernet framing the embedded switch's shaper
-// charges beyond the IP packet, for runs whose manifest has no fabric.
-const defaultFrameOverhead = 38
 
 // idealRTT is the ideal RTT of an RPC: the fabric's measured unloaded RTT of
 // its smallest RPC (the base), plus the time the request and the response
@@ -62,17 +59,6 @@ func (id *idealRTT) at(req, resp int64, links int) float64 {
 		id.transfer(id.baseReq, id.baseLinks) - id.transfer(id.baseResp, id.baseLinks)
 }
 
-// withRate returns the ideal at another link rate (a swept rate), keeping
-// the base.
-func (id *idealRTT) withRate(bps float64) *idealRTT {
-	if bps <= 0 || bps == id.rateBps {
-		return id
-	}
-	c := *id
-	c.rateBps = bps
-	return &c
-}
-
 // newIdeal picks the base, the smallest calibrated RPC's median RTT of the
 // transport that was fastest at it, and the fabric. It returns nil without
 // calibration or link rate; note says what was assumed, if anything.
@@ -81,7 +67,7 @@ func newIdeal(calib map[string]map[int64]*calibPoint, man *manifest) (id *idealR
 	if f := man.Fabric; f != nil {
 		id.rateBps, id.mtu, id.overhead = float64(f.LinkBps), f.MTU, f.FrameOverhead
 	} else {
-		id.rateBps, id.mtu, id.overhead = float64(man.LinkBps), 1500, defaultFrameOverhead
+		id.rateBps, id.mtu, id.overhead = float64(man.RateBps()), 1500, fabric.Framing
 		note = fmt.Sprintf("manifest.json describes no fabric: the ideal RTT assumes MTU %d, %d B framing and 2 links each way", id.mtu, id.overhead)
 	}
 	for _, tr := range slices.Sorted(maps.Keys(calib)) {

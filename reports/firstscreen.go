@@ -125,8 +125,8 @@ func setupOf(m *manifest) [][2]string {
 		add("topology", fmt.Sprintf("%s, %s hosts", kind, str(topo["hosts"])))
 	}
 	link := mapOf(sc["link"])
-	if m.LinkBps > 0 {
-		add("links", fmt.Sprintf("%s, MTU %s, host shaper %s", fmtBitRate(float64(m.LinkBps)), str(link["mtu"]), str(link["shaper"])))
+	if m.RateBps() > 0 {
+		add("links", fmt.Sprintf("%s, MTU %s, host shaper %s", fmtBitRate(float64(m.RateBps())), str(link["mtu"]), str(link["shaper"])))
 	}
 	sw := mapOf(sc["switch"])
 	if t := str(sw["target"]); t != "" {

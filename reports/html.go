@@ -519,8 +519,8 @@ func manifestView(pg *reportPage, m *manifest) error {
 	if m.Ended > 0 {
 		kv = append(kv, [2]string{"ended", time.Unix(0, m.Ended).UTC().Format(time.RFC3339)})
 	}
-	if m.LinkBps > 0 {
-		kv = append(kv, [2]string{"link rate", fmt.Sprintf("%g Gbit/s", float64(m.LinkBps)/1e9)})
+	if m.RateBps() > 0 {
+		kv = append(kv, [2]string{"link rate", fmt.Sprintf("%g Gbit/s", float64(m.RateBps())/1e9)})
 	}
 	for _, k := range sortedKeys(m.Versions) {
 		kv = append(kv, [2]string{k + " version", m.Versions[k]})

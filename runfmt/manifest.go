@@ -35,7 +35,10 @@ type Manifest struct {
 	// (SCHED_FIFO, their defaults), "nice" (homatb run --realtime=false),
 	// or "nice, slice D" (homatb run --slice D).
 	Scheduling string `json:"scheduling,omitempty"`
-	LinkBps    uint64 `json:"link_bps"`
+	// LinkBps is the link rate as runs before the fabric description
+	// wrote it; new runs leave it out and write Fabric.LinkBps only.
+	// Read RateBps, which takes either.
+	LinkBps uint64 `json:"link_bps,omitempty"`
 	// Fabric describes the emulated network for the ideal RTT slowdown
 	// divides by; nil in runs written before it existed.
 	Fabric *Fabric  `json:"fabric,omitempty"`
@@ -59,6 +62,15 @@ type Manifest struct {
 	// Machines describes each host's machine in a run on real machines
 	// (topology kind external); emulated hosts share Machine.
 	Machines map[string]HostMachine `json:"machines,omitempty"`
+}
+
+// RateBps is the run's link rate: the fabric's, or in runs written before
+// it, the manifest's own link_bps; 0 when neither is known.
+func (m *Manifest) RateBps() uint64 {
+	if m.Fabric != nil && m.Fabric.LinkBps > 0 {
+		return m.Fabric.LinkBps
+	}
+	return m.LinkBps
 }
 
 // Fabric is the network as an ideal transport would see it: link rate,
@@ -133,15 +145,17 @@ type Experiment struct {
 	// Config is the label reports name this configuration by, unique in
 	// the run ("homa", "tcp-cubic", "homa-basic"); empty in runs written
 	// before it existed, where readers use transport-label.
-	Config     string            `json:"config,omitempty"`
-	Params     map[string]string `json:"params"`
-	LinkBps    uint64            `json:"link_bps"`
-	Started    int64             `json:"started_unix_ns"`
-	Ended      int64             `json:"ended_unix_ns"`
-	WarmupMs   int64             `json:"warmup_ms"`
-	DurationMs int64             `json:"duration_ms"`
-	Seed       uint64            `json:"seed"`
-	Receivers  []string          `json:"receivers"`
+	Config string            `json:"config,omitempty"`
+	Params map[string]string `json:"params"`
+	// LinkBps repeats the run's link rate in runs written before the
+	// fabric description; new runs leave it out (Manifest.RateBps).
+	LinkBps    uint64   `json:"link_bps,omitempty"`
+	Started    int64    `json:"started_unix_ns"`
+	Ended      int64    `json:"ended_unix_ns"`
+	WarmupMs   int64    `json:"warmup_ms"`
+	DurationMs int64    `json:"duration_ms"`
+	Seed       uint64   `json:"seed"`
+	Receivers  []string `json:"receivers"`
 	// ConfiguredBps is the request load the open-loop clients were
 	// configured to offer (bits/s, message bytes only); 0 for closed loops.
 	ConfiguredBps float64 `json:"configured_bps"`

@@ -160,6 +160,6 @@ func (r *run) attachBMv2Stats() {
 		return
 	}
 	for _, sw := range r.layout.Switches {
-		r.stats[sw.Name] = newBMv2Stats(sw, uint64(r.plan.Base.Link.Rate), qc)
+		r.stats[sw.Name] = newBMv2Stats(sw, r.fab.RateBps, qc)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"math"
 	"time"
 
@@ -43,7 +44,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			if resp == 0 {
 				resp = size
 			}
-			perRPC := time.Duration(float64(size+resp)*8/float64(s.Link.Rate)*float64(time.Second)) + 20*time.Millisecond
+			perRPC := r.fab.WireTime(int(size+resp)) + 20*time.Millisecond
 			bound := time.Duration(s.Calibration.Samples)*perRPC + 2*time.Second
 			w := &agentpb.Workload{
 				Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
@@ -76,7 +77,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			cal.RTTus[size] = median(rtts)
 		}
 		if t.Engine() {
-			cal.UnschedBytes = unschedBytes(uint64(s.Link.Rate), cal.RTTus[smallest(cal.RTTus)], s.Link.MTU)
+			cal.UnschedBytes = unschedBytes(r.fab, cal.RTTus[smallest(cal.RTTus)])
 		}
 		r.calib[t.Name] = cal
 		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
@@ -145,8 +146,8 @@ func waitIssued(ctx context.Context, a agentAPI, n uint64, timeout time.Duration
 // serialisations it lacks (the sender's link and the switch's egress,
 // store and forward) are added: without them a lone message's grants
 // arrive after its window has drained and the downlink idles.
-func unschedBytes(rateBps uint64, smallRTTus float64, mtu int) uint32 {
-	payload := float64(mtu - 20 - 60) // IPv4 and a generous Homa DATA header
-	bytes := float64(rateBps)/8*smallRTTus/1e6 + 2*float64(mtu)
+func unschedBytes(f *fabdesc.Fabric, smallRTTus float64) uint32 {
+	payload := float64(f.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
+	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
 	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
 }

@@ -1,6 +1,10 @@
 package testbed
 
-import "testing"
+import (
+	"testing"
+
+	fabdesc "github.com/homatb/homatb/internal/fabric"
+)
 
 func TestUnschedBytes(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,7 +24,7 @@ func TestUnschedBytes(t *testing.T) {
 		{"jumbo", 10e9, 20, 9000, 5 * 8920},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := unschedBytes(tc.rate, tc.rtt, tc.mtu); got != tc.want {
+			if got := unschedBytes(fabdesc.New(tc.rate, tc.mtu, 0), tc.rtt); got != tc.want {
 				t.Errorf("unschedBytes(%d, %v, %d) = %d, want %d", tc.rate, tc.rtt, tc.mtu, got, tc.want)
 			}
 		})

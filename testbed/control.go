@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"sync"
@@ -17,7 +18,7 @@ import (
 
 // controllerTopology describes the layout, with its switches' assigned
 // ports, to the controller.
-func controllerTopology(n *topo.Network, s *scenario.Scenario, bmv2JSON string) (*controller.Topology, error) {
+func controllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string) (*controller.Topology, error) {
 	t := &controller.Topology{Pipeline: controller.Pipeline{BMv2JSON: bmv2JSON}}
 	target := controller.TargetEmbedded
 	if s.Switch.Target == scenario.TargetBMv2 {
@@ -31,7 +32,7 @@ func controllerTopology(n *topo.Network, s *scenario.Scenario, bmv2JSON string) 
 		if target == controller.TargetBMv2 {
 			// BMv2 shapes queues in packets per second: the link rate in
 			// MTU-sized frames.
-			cs.BMv2 = controller.BMv2Queues{RatePPS: int(float64(s.Link.Rate) / 8 / float64(s.Link.MTU+38)), DepthPkts: s.Switch.QueueDepthPkts,
+			cs.BMv2 = controller.BMv2Queues{RatePPS: f.FramesPerSecond(), DepthPkts: f.QueueDepthPkts,
 				ThriftPort: sw.ThriftPort, NetNS: sw.NetNS}
 		}
 		t.Switches = append(t.Switches, cs)
@@ -83,8 +84,8 @@ type control struct {
 
 // connectAndProgram dials every switch, pushes tor.p4 and installs
 // forwarding, ARP proxy and the DSCP policy, verified by read-back.
-func connectAndProgram(ctx context.Context, n *topo.Network, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (*control, error) {
-	t, err := controllerTopology(n, s, bmv2JSON)
+func connectAndProgram(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (*control, error) {
+	t, err := controllerTopology(n, fd, s, bmv2JSON)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func TestControllerTopologyBMv2(t *testing.T) {
 		l.Switches[i].ThriftPort = 9100 + i
 		thrift[l.Switches[i].Name] = 9100 + i
 	}
-	ct, err := controllerTopology(l, s, "/abs/build/tor.json")
+	ct, err := controllerTopology(l, fabricOf(l, s), s, "/abs/build/tor.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 		return nil, err
 	}
 	rec := runfmt.Experiment{
-		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params, LinkBps: uint64(s.Link.Rate),
+		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
 		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Receivers: ro.receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
 	}

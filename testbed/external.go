@@ -100,7 +100,7 @@ func (r *run) programExternal(ctx context.Context) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	ctl, err := r.parts.program(pctx, r.layout, r.plan.Base, bmv2JSON, r.log.With("part", "controller"))
+	ctl, err := r.parts.program(pctx, r.layout, r.fab, r.plan.Base, bmv2JSON, r.log.With("part", "controller"))
 	if err != nil {
 		return fmt.Errorf("program switches: %w", err)
 	}

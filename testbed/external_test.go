@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"crypto/tls"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -102,8 +103,8 @@ func TestExternalLifecycle(t *testing.T) {
 			plan := mustPlan(t, externalLifecycle(tc.switches, certs))
 			j := newJournal()
 			p := fakeParts(j)
-			p.program = func(_ context.Context, n *topo.Network, s *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
-				ct, err := controllerTopology(n, s, "")
+			p.program = func(_ context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
+				ct, err := controllerTopology(n, fd, s, "")
 				if err != nil {
 					return nil, err
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"os"
@@ -305,7 +306,7 @@ func fakeParts(j *journal) parts {
 			}
 			return &fakeNetwork{j: j, events: make(chan mn.Event), exited: make(chan struct{})}, nil
 		},
-		program: func(_ context.Context, n *topo.Network, _ *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
+		program: func(_ context.Context, n *topo.Network, _ *fabdesc.Fabric, _ *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
 			for _, sw := range n.Switches {
 				if sw.GRPCPort == 0 {
 					return nil, fmt.Errorf("switch %s has no P4Runtime port", sw.Name)

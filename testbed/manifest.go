@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,21 +77,26 @@ func machine() runfmt.Machine {
 	return m
 }
 
-// ethernetFraming is what a packet takes on a link beyond its IP packet as
-// the embedded switch's shaper charges it (p4/dataplane/shaper.go):
-// Ethernet header 14, FCS 4, preamble 8 and inter-frame gap 12.
-const ethernetFraming = 38
-
-// fabricOf describes the laid-out network for the ideal RTT (reports).
-func fabricOf(n *topo.Network, s *scenario.Scenario) *runfmt.Fabric {
-	f := &runfmt.Fabric{LinkBps: uint64(s.Link.Rate), MTU: s.Link.MTU, FrameOverhead: ethernetFraming}
+// fabricOf describes the laid-out network: the one place a run reads the
+// link rate, MTU, framing and queue depth from the scenario.
+func fabricOf(n *topo.Network, s *scenario.Scenario) *fabdesc.Fabric {
+	f := fabdesc.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
 	if s.Topology.Kind == scenario.KindLeafSpine {
 		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
 	}
 	for _, h := range n.Hosts {
-		f.Hosts = append(f.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP.String(), Switch: h.Switch})
+		f.Hosts = append(f.Hosts, fabdesc.Host{Name: h.Name, IP: h.IP.String(), Switch: h.Switch, Port: h.Port})
 	}
 	return f
+}
+
+// fabricRecord is the fabric as manifest.json holds it.
+func fabricRecord(f *fabdesc.Fabric) *runfmt.Fabric {
+	r := &runfmt.Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	for _, h := range f.Hosts {
+		r.Hosts = append(r.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
+	}
+	return r
 }
 
 func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
@@ -101,7 +107,7 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	}
 	m := &Manifest{Manifest: runfmt.Manifest{
 		Run: run, Tag: tag, ScenarioFile: abs, Scenario: scenarioDoc(plan.Base), Incomplete: true, Started: time.Now().UnixNano(),
-		Versions: v, GitCommit: commit, Machine: machine(), LinkBps: uint64(plan.Base.Link.Rate),
+		Versions: v, GitCommit: commit, Machine: machine(),
 		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
 	}, dir: runDir}
 	seen := map[uint64]bool{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"net"
 	"os"
@@ -81,7 +82,7 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 		}
 	}
 	r.postcards = bmv2JSON == "" && s.Switch.PostcardsOn()
-	spec, err := mininetSpec(r.layout, s, files)
+	spec, err := mininetSpec(r.layout, r.fab, s, files)
 	if err != nil {
 		return "", err
 	}
@@ -151,12 +152,12 @@ func bmv2Namespaces(n *topo.Network, built *mn.Built) error {
 // eight times its link rate. Its bands follow the run's DSCP policy, as
 // tor.p4's dscp_to_queue table does, and hold as many packets as a BMv2
 // queue.
-func bmv2PortShaper(s *scenario.Scenario) (*mn.PortShaper, error) {
+func bmv2PortShaper(f *fabdesc.Fabric, s *scenario.Scenario) (*mn.PortShaper, error) {
 	pol, err := policy(s)
 	if err != nil {
 		return nil, err
 	}
-	ps := &mn.PortShaper{RateBps: uint64(s.Link.Rate), MTU: s.Link.MTU, LimitPkts: bmv2QueueDepth(s),
+	ps := &mn.PortShaper{RateBps: f.RateBps, MTU: f.MTU, LimitPkts: bmv2QueueDepth(s),
 		DSCPQueue: map[string]int{}}
 	for d, q := range pol.DSCPQueue {
 		ps.DSCPQueue[strconv.Itoa(int(d))] = int(q)
@@ -257,8 +258,8 @@ func (f switchFiles) mkdirs() error {
 // mininetSpec is the runner's build request for the layout: each host on
 // its ToR port through a link shaped on the host side, the links between
 // switches, and the switch processes on their assigned ports.
-func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) (mn.Spec, error) {
-	spec := mn.Spec{Tag: n.Tag, MTU: s.Link.MTU, Shaper: s.Link.Shaper, BWMbit: float64(s.Link.Rate) / 1e6,
+func mininetSpec(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, files switchFiles) (mn.Spec, error) {
+	spec := mn.Spec{Tag: n.Tag, MTU: f.MTU, Shaper: s.Link.Shaper, BWMbit: f.Mbit(),
 		Env: map[string]string{cleanup.EnvTag: n.Tag}}
 	for _, h := range n.Hosts {
 		spec.Hosts = append(spec.Hosts, mn.HostSpec{Name: h.Name, Node: h.Node, IP: fmt.Sprintf("%s/%d", h.IP, h.Prefix), MAC: h.MAC})
@@ -274,7 +275,7 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) (mn.S
 	if files.bmv2JSON != "" {
 		kind = "bmv2"
 		var err error
-		if shaper, err = bmv2PortShaper(s); err != nil {
+		if shaper, err = bmv2PortShaper(f, s); err != nil {
 			return spec, err
 		}
 	}
@@ -285,7 +286,7 @@ func mininetSpec(n *topo.Network, s *scenario.Scenario, files switchFiles) (mn.S
 		}
 		spec.Switches = append(spec.Switches, mn.SwitchSpec{
 			Name: sw.Name, Node: sw.Node, Kind: kind, Binary: files.binary, DeviceID: sw.DeviceID, GRPCPort: sw.GRPCPort,
-			LinkBps: uint64(s.Link.Rate), QueueDepthPkts: s.Switch.QueueDepthPkts,
+			LinkBps: f.RateBps, QueueDepthPkts: f.QueueDepthPkts,
 			StatsFile: filepath.Join(files.runDir, "switch", sw.Name+"-final.json"),
 			LogFile:   filepath.Join(files.runDir, "logs", sw.Name+".log"), AdminSocket: files.adminSocket(sw.Name),
 			ExtraArgs: append(switchBufferArgs(s.Switch), files.scheduling...), PcapDir: files.pcapDir(),

@@ -43,11 +43,11 @@ func TestMininetSpecAndControllerAgree(t *testing.T) {
 			if bmv2 {
 				placeBMv2(n, files)
 			}
-			spec, err := mininetSpec(n, s, files)
+			spec, err := mininetSpec(n, fabricOf(n, s), s, files)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ct, err := controllerTopology(n, s, files.bmv2JSON)
+			ct, err := controllerTopology(n, fabricOf(n, s), s, files.bmv2JSON)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"crypto/tls"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"syscall"
@@ -85,7 +86,7 @@ type fabric interface {
 type parts struct {
 	startNetwork func(ctx context.Context, opt mn.Options) (network, error)
 	// program connects to the built switches and programs them.
-	program func(ctx context.Context, n *topo.Network, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error)
+	program func(ctx context.Context, n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error)
 	// dialAgent waits for a started agent to serve on socket.
 	dialAgent func(ctx context.Context, host, socket string, exited <-chan struct{}) (agentAPI, error)
 	// switchStats reaches a switch's admin socket.
@@ -105,8 +106,8 @@ func realParts() parts {
 			}
 			return r, nil
 		},
-		program: func(ctx context.Context, n *topo.Network, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error) {
-			c, err := connectAndProgram(ctx, n, s, bmv2JSON, log)
+		program: func(ctx context.Context, n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error) {
+			c, err := connectAndProgram(ctx, n, f, s, bmv2JSON, log)
 			if err != nil {
 				return nil, err
 			}

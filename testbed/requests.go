@@ -26,6 +26,7 @@ func transportEnum(t scenario.Transport) agentpb.Transport {
 // when the scenario leaves them open.
 func (r *run) homaParams(t scenario.Transport, s *scenario.Scenario) *agentpb.HomaParams {
 	c := t.HomaConfig(s)
+	c.LinkBps, c.MTU = r.fab.RateBps, r.fab.MTU
 	if cal, ok := r.calib[t.Name]; ok {
 		if c.UnschedBytes == 0 {
 			c.UnschedBytes = cal.UnschedBytes
@@ -73,7 +74,7 @@ func (r *run) configureRequest(t scenario.Transport, s *scenario.Scenario, exp, 
 // piasParams fills PIAS's settings: the scenario's thresholds, or the
 // agent's defaults for the link rate and the calibrated base RTT.
 func (r *run) piasParams(tp *agentpb.TcpParams, t scenario.Transport, s *scenario.Scenario) {
-	tp.Pias, tp.LinkBps = true, uint64(s.Link.Rate)
+	tp.Pias, tp.LinkBps = true, r.fab.RateBps
 	for _, b := range t.PIAS.Thresholds {
 		tp.PiasThresholds = append(tp.PiasThresholds, uint64(b))
 	}

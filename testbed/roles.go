@@ -98,7 +98,7 @@ func (r *run) workload(e *scenario.Experiment, pi int, c string, servers []strin
 	}
 	if ph.Load > 0 {
 		// Offered load counts message bytes only, as cp_node does.
-		w.RateRps = ph.Load * float64(s.Link.Rate) / 8 / mean
+		w.RateRps = r.fab.RateFor(ph.Load, mean)
 	}
 	if ph.Incast != nil {
 		w.BurstIntervalUs = uint32(ph.Incast.Interval.D() / time.Microsecond)

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"os"
@@ -87,6 +88,8 @@ type run struct {
 	man    *Manifest
 	runner network
 	layout *topo.Network
+	// fab describes the laid-out network (rate, MTU, framing, hosts).
+	fab    *fabdesc.Fabric
 	agents agents
 	stats  map[string]switchStats
 	// postcards says the switches record per-packet postcards (the
@@ -296,7 +299,8 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.layout = layout
-	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricOf(layout, s) }); err != nil {
+	r.fab = fabricOf(layout, s)
+	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricRecord(r.fab) }); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))
@@ -346,7 +350,7 @@ func (r *run) startEmulated(ctx context.Context) error {
 		return err
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
-	r.ctl, err = r.parts.program(pctx, r.layout, r.plan.Base, bmv2JSON, r.log.With("part", "controller"))
+	r.ctl, err = r.parts.program(pctx, r.layout, r.fab, r.plan.Base, bmv2JSON, r.log.With("part", "controller"))
 	pcancel()
 	if err != nil {
 		return fmt.Errorf("program switches (see logs/s*.log): %w", err)

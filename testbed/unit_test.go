@@ -229,7 +229,7 @@ func TestFabricOf(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &scenario.Scenario{Topology: tc.topo, Link: scenario.Link{Rate: 50e6, MTU: 1500}}
-		f := fabricOf(n, s)
+		f := fabricRecord(fabricOf(n, s))
 		if f.LinkBps != 50e6 || f.MTU != 1500 || f.FrameOverhead != 38 || f.InterSwitchLinks != tc.interLink || len(f.Hosts) != len(n.Hosts) {
 			t.Errorf("%s: fabric %+v", tc.topo.Kind, f)
 		}

@@ -1,11 +1,15 @@
 package dataplane
 
-import "time"
+import (
+	"time"
+
+	"github.com/homatb/homatb/internal/fabric"
+)
 
 // wireOverhead is what a frame costs on the wire beyond its bytes as the
-// dataplane sees them: preamble and start delimiter 8 B, inter-frame gap
-// 12 B and FCS 4 B (AF_PACKET hands over frames without their FCS).
-const wireOverhead = 8 + 12 + 4
+// dataplane sees them (AF_PACKET hands over frames without their FCS):
+// the fabric's one framing constant less the Ethernet header.
+const wireOverhead = fabric.WireOverhead
 
 // shaperEarly is how far ahead of its booked start a frame may be handed
 // to the kernel. Sleeping for less than this costs more than the frames'

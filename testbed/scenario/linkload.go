@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/homatb/homatb/internal/fabric"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +40,7 @@ func phaseRPS(s *Scenario, ph Phase, mean float64) float64 {
 	case ph.Incast != nil && ph.Incast.Interval > 0:
 		return float64(time.Second) / float64(ph.Incast.Interval)
 	case ph.Load > 0:
-		return ph.Load * float64(s.Link.Rate) / 8 / mean
+		return fabric.RateFor(uint64(s.Link.Rate), ph.Load, mean)
 	}
 	return ph.RateRPS
 }
@@ -68,7 +69,7 @@ func (ll LinkLoad) addPhase(s *Scenario, i int, meanOf func(string) (float64, er
 	if err != nil {
 		return err
 	}
-	rate := float64(s.Link.Rate) / 8 // bytes per second
+	rate := fabric.BytesPerSecond(uint64(s.Link.Rate))
 	resp := float64(ph.ResponseBytes)
 	if resp == 0 {
 		resp = mean

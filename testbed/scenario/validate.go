@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"github.com/homatb/homatb/internal/fabric"
 	"reflect"
 	"regexp"
 	"slices"
@@ -324,8 +325,8 @@ func (c *checker) checkTransports(s *Scenario) {
 			if s.Switch.Target == TargetBMv2 {
 				c.errorf(p+".name", "pfabric needs the switch to serve each port in rank order and drop the largest rank, which BMv2's FIFO queues cannot; it needs target %q", TargetEmbedded)
 			}
-			if t.PFabric.BufferBytes < ByteSize(s.Link.MTU+38) || t.PFabric.BufferBytes > 1<<31 {
-				c.errorf(p+".pfabric.buffer_bytes", "expected at least one frame (%d B) and at most 2 GB, got %d", s.Link.MTU+38, t.PFabric.BufferBytes)
+			if frame := fabric.FrameBytes(s.Link.MTU); t.PFabric.BufferBytes < ByteSize(frame) || t.PFabric.BufferBytes > 1<<31 {
+				c.errorf(p+".pfabric.buffer_bytes", "expected at least one frame (%d B) and at most 2 GB, got %d", frame, t.PFabric.BufferBytes)
 			}
 		case TransportNDP:
 			if s.Switch.Target == TargetBMv2 {
