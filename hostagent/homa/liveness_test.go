@@ -283,7 +283,6 @@ func runLiveness(t *testing.T, c liveCase, seed uint64) liveOutcome {
 		var wg sync.WaitGroup
 		dest := netip.AddrPortFrom(server, serverPort)
 		for ci, cl := range clients {
-			sem := make(chan struct{}, 4)
 			reqs := make([][]byte, 4)
 			for k := range reqs {
 				n := liveSizes[rng.IntN(len(liveSizes))]
@@ -296,7 +295,6 @@ func runLiveness(t *testing.T, c liveCase, seed uint64) liveOutcome {
 			wg.Go(func() {
 				var cw sync.WaitGroup
 				for _, req := range reqs {
-					sem <- struct{}{}
 					cctx, ccancel := context.WithCancel(ctx)
 					cc := &call{client: cl.LocalAddr(), tag: binary.BigEndian.Uint64(req), start: time.Now(), cancel: ccancel}
 					mu.Lock()
@@ -304,7 +302,6 @@ func runLiveness(t *testing.T, c liveCase, seed uint64) liveOutcome {
 					out.calls++
 					mu.Unlock()
 					cw.Go(func() {
-						defer func() { <-sem }()
 						resp, info, err := cl.Call(cctx, dest, req)
 						ccancel()
 						mu.Lock()
