@@ -290,7 +290,7 @@ function homatb.dissector(tvb, pinfo, root)
 	if rlen < COMMON_LEN then
 		tree:add_proto_expert_info(e.malformed,
 			string.format("Truncated: %d bytes, a common header needs %d", rlen, COMMON_LEN))
-		pinfo.cols.info = string.format("homatb truncated (%d bytes)", rlen)
+		pinfo.cols.info = string.format("homatb truncated (%d bytes) [MALFORMED]", rlen)
 		return
 	end
 
@@ -319,7 +319,7 @@ function homatb.dissector(tvb, pinfo, root)
 
 	if not name then
 		tree:add_proto_expert_info(e.malformed, string.format("Unknown type 0x%02x", t))
-		pinfo.cols.info = string.format("homatb type 0x%02x id=%s", t, fmt_id(rpc_id))
+		pinfo.cols.info = string.format("homatb type 0x%02x id=%s [MALFORMED]", t, fmt_id(rpc_id))
 		return
 	end
 	tree:append_text(", " .. name)
@@ -340,7 +340,13 @@ function homatb.dissector(tvb, pinfo, root)
 	if r.snapped and rlen >= need then tree:add_proto_expert_info(e.snapped) end
 
 	local dir = from_client and "" or " resp"
-	pinfo.cols.info = string.format("%s id=%s%s%s", name, fmt_id(rpc_id), dir, info)
+	local mark = ""
+	if rlen < need or (doff and doff ~= want_doff) then
+		mark = " [MALFORMED]"
+	elseif #bad > 0 then
+		mark = " [INVALID: " .. table.concat(bad, "; ") .. "]"
+	end
+	pinfo.cols.info = string.format("%s id=%s%s%s%s", name, fmt_id(rpc_id), dir, info, mark)
 end
 
 DissectorTable.get("ip.proto"):add(146, homatb)
