@@ -60,6 +60,11 @@ type LinkConfig struct {
 	// not fit in QueueBytes the largest-rank packets are dropped (the
 	// arriving one if it is the largest). Non-Homa packets rank last.
 	RankOrder bool
+	// Tap, when set, sees every frame a downlink delivers (Ethernet, IPv4
+	// and the Homa packet, as the switch's port toward the host sends it,
+	// trimmed or not), when its serialization ends: for captures. It is
+	// called from the network's goroutines and must not keep f.
+	Tap func(f []byte)
 }
 
 // Stats counts what the network did to packets.
@@ -123,7 +128,12 @@ func (n *Network) NewConn(addr netip.Addr) (*Conn, error) {
 	}
 	c := &Conn{n: n, addr: addr, rx: make(chan homa.Packet, 8192), closed: make(chan struct{})}
 	c.up = n.newLink(func(f []byte) { n.toDownlink(addr, f) }, false)
-	c.down = n.newLink(func(f []byte) { n.deliver(c, received(f)) }, true)
+	c.down = n.newLink(func(f []byte) {
+		if n.cfg.Tap != nil {
+			n.cfg.Tap(f)
+		}
+		n.deliver(c, received(f))
+	}, true)
 	n.hosts[addr] = c
 	return c, nil
 }
