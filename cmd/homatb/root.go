@@ -29,6 +29,7 @@ line or an invalid scenario (nothing ran).`,
 		newCertsCmd(),
 		newControllerCmd(),
 		newCleanCmd(),
+		newDissectorCmd(),
 		newVersionCmd(),
 	)
 	markUsageErrors(root)

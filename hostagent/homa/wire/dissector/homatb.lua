@@ -13,6 +13,10 @@
 --      (homatb dissector --install). Fields are named homatb.*; see
 --      docs/dissector.md in the homatb repository.
 
+-- Loaded twice (installed as a plugin and named with -X lua_script), the
+-- second copy steps aside: Wireshark refuses a second protocol "homatb".
+if Dissector.get("homatb") then return end
+
 local homatb = Proto("homatb", "homatb transport (Homa wire format)")
 
 -- Packet types (wire.Type).

@@ -1,6 +1,7 @@
 package dissector
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,24 @@ func TestInfoColumn(t *testing.T) {
 	}
 	if seen != len(wantInfo) {
 		t.Errorf("%d of wantInfo's %d cases exist", seen, len(wantInfo))
+	}
+}
+
+// TestLoadedTwice runs tshark with the dissector both installed in the
+// plugin folder and named with -X, as a user who ran `homatb dissector
+// --install` and then copies a report's tshark command would: the second
+// copy steps aside instead of failing to load (tshark's stderr must stay
+// clean) and packets still decode.
+func TestLoadedTwice(t *testing.T) {
+	capture := writeCapture(t, t.TempDir(), []frame{cases()[0].frame(0)})
+	out := runTshark(t, func(lua string) []string {
+		plugins := filepath.Join(filepath.Dir(lua), ".local", "lib", "wireshark", "plugins")
+		if err := Write(filepath.Join(plugins, FileName)); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"-n", "-X", "lua_script:" + lua, "-r", capture, "-T", "fields", "-e", "homatb.type"}
+	})
+	if got := strings.TrimSpace(string(out)); got != "0x10" {
+		t.Errorf("homatb.type %q, want 0x10", got)
 	}
 }
