@@ -2,10 +2,11 @@
 # Installs what a fresh Debian 12 machine lacks to build and test homatb:
 # Debian's Mininet and network tools, Chromium for the report browser test,
 # clang, LLVM, libbpf's headers and bpftool for the BPF congestion controls,
-# and the Go modules. Safe to run again: it installs only what is missing.
+# tshark for the Wireshark dissector's test (docs/dissector.md), and the Go
+# modules. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 chromium clang llvm libbpf-dev bpftool)
+pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 chromium clang llvm libbpf-dev bpftool tshark)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,6 +17,9 @@ if ((${#missing[@]})); then
 		exit 1
 	fi
 	echo "install-deps: installing ${missing[*]}" >&2
+	# wireshark-common asks whether non-root users may capture (a setuid
+	# dumpcap); answer no beforehand so the install never prompts.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
