@@ -213,6 +213,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 			}
 		}
 	}
+	errs = append(errs, src.checkCaptureExperiments(plan)...)
 	if len(errs) > 0 {
 		return nil, errs.unique()
 	}

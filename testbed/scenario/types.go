@@ -47,6 +47,8 @@ type Scenario struct {
 	Faults []Fault `yaml:"faults"`
 	// Report tunes how the report compares the configurations.
 	Report Report `yaml:"report"`
+	// Capture writes pcapng files of chosen experiments (capture.go).
+	Capture *Capture `yaml:"capture"`
 }
 
 // Report tunes the comparisons of the report and the terminal's headline.
