@@ -185,6 +185,8 @@ type Experiment struct {
 	LoadAvg1  float64 `json:"load_avg_1m"`
 	CPUSteal  float64 `json:"cpu_steal"`
 	OtherCPUs float64 `json:"other_cpus"`
+	// Captures are the experiment's packet captures (capture.go).
+	Captures []Capture `json:"captures,omitempty"`
 }
 
 // Books count an experiment's RPCs: Issued = Completed + Failed + InFlight.

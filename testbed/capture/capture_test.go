@@ -1,0 +1,187 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/homatb/homatb/hostagent/homa/wire/dissector"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+func TestPoints(t *testing.T) {
+	n, err := topo.Layout(scenario.Topology{Kind: scenario.KindStar, Hosts: 3}, "hb00037")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := Namespaces(map[string]struct{ PID int }{"h1": {PID: 11}, "h2": {PID: 12}, "h3": {}})
+	got, err := Points(&scenario.Capture{Hosts: []string{"h2"}, SwitchPorts: []string{"h1", "h3"}}, n, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, p := range got {
+		s = append(s, fmt.Sprintf("%s|%s|%s|%s", p.Name, p.Where, p.NetNS, p.Intf))
+	}
+	want := []string{
+		"h2|host h2|/proc/12/ns/net|" + n.Hosts[1].Intf,
+		"s1-h1|switch s1 port 1 (to h1)||" + n.Hosts[0].SwitchIntf,
+		"s1-h3|switch s1 port 3 (to h3)||" + n.Hosts[2].SwitchIntf,
+	}
+	if strings.Join(s, "\n") != strings.Join(want, "\n") {
+		t.Errorf("points\n%s\nwant\n%s", strings.Join(s, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := Points(&scenario.Capture{Hosts: []string{"h3"}}, n, ns); err == nil {
+		t.Error("a host without a known namespace was accepted")
+	}
+	if Begin(t.TempDir(), "other", &scenario.Capture{Hosts: []string{"h1"}, Experiments: []string{"x-*"}}, n, ns) != nil {
+		t.Error("an experiment the block does not name got a session")
+	}
+	var none *Session
+	if none.Stop() != nil || none.Warnings() != nil {
+		t.Error("a nil session returned something")
+	}
+}
+
+// netns makes a network namespace for the test with its loopback up, or
+// skips when the test cannot.
+func netns(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it makes a network namespace and opens AF_PACKET sockets")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip")
+	}
+	name := fmt.Sprintf("hbcap%d", os.Getpid()%100000)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	if out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("lo up: %v: %s", err, out)
+	}
+	return name
+}
+
+// ping sends n echo requests of size bytes to 127.0.0.1 inside ns.
+func ping(t *testing.T, ns string, n, size int) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-q", "-c", fmt.Sprint(n), "-i", "0.01", "-s", fmt.Sprint(size), "127.0.0.1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ping: %v: %s", err, out)
+	}
+}
+
+// readCapture reads a pcapng file's frames.
+func readCapture(t *testing.T, path string) (frames, caplens, lens []int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, ci, err := r.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, len(data))
+		caplens = append(caplens, ci.CaptureLength)
+		lens = append(lens, ci.Length)
+	}
+}
+
+// TestCaptureInNamespace captures a namespace's loopback while ping runs
+// in it: every frame is in the file, cut to the snaplen with its length
+// kept, the record counts them, and the dissector is beside the file.
+func TestCaptureInNamespace(t *testing.T) {
+	ns := netns(t)
+	dir := t.TempDir()
+	s := NewSession(Options{RunDir: dir, Experiment: "exp", Snaplen: 64, MaxBytes: 1 << 20})
+	s.Start([]Point{{Name: "lo", Where: "test loopback", NetNS: "/run/netns/" + ns, Intf: "lo"}})
+	ping(t, ns, 5, 200)
+	recs := s.Stop()
+	if len(recs) != 1 || recs[0].Error != "" || len(s.Warnings()) != 0 {
+		t.Fatalf("records %+v, warnings %v", recs, s.Warnings())
+	}
+	rec := recs[0]
+	if rec.File != "captures/exp/lo.pcapng" || rec.Snaplen != 64 || rec.Point != "test loopback" {
+		t.Errorf("record %+v", rec)
+	}
+	path := filepath.Join(dir, rec.File)
+	frames, caplens, lens := readCapture(t, path)
+	// Five requests and five replies, each seen leaving and entering lo.
+	if len(frames) < 20 || uint64(len(frames)) != rec.Packets {
+		t.Errorf("%d frames in the file, record says %d; want at least 20", len(frames), rec.Packets)
+	}
+	for i := range frames {
+		if caplens[i] != 64 || frames[i] != 64 || lens[i] != 14+20+8+200 {
+			t.Errorf("frame %d: %d bytes captured of %d, want 64 of %d", i, caplens[i], lens[i], 14+20+8+200)
+			break
+		}
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != rec.Bytes {
+		t.Errorf("file %v bytes, record says %d (%v)", st.Size(), rec.Bytes, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, runfmt.CapturesDir, runfmt.DissectorFile)); err != nil || string(b) != string(dissector.Lua) {
+		t.Errorf("no dissector beside the captures: %v", err)
+	}
+	if again := s.Stop(); len(again) != 1 || again[0] != rec {
+		t.Errorf("second Stop: %+v", again)
+	}
+}
+
+// TestCaptureBounded checks that a file never grows past its bound: the
+// frames beyond it are counted and named in a warning.
+func TestCaptureBounded(t *testing.T) {
+	ns := netns(t)
+	dir := t.TempDir()
+	const max = 2000
+	s := NewSession(Options{RunDir: dir, Experiment: "exp", Snaplen: 128, MaxBytes: max})
+	s.Start([]Point{{Name: "lo", Where: "test loopback", NetNS: "/run/netns/" + ns, Intf: "lo"}})
+	ping(t, ns, 20, 500)
+	recs := s.Stop()
+	rec := recs[0]
+	st, err := os.Stat(filepath.Join(dir, rec.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > max || rec.Bytes != st.Size() {
+		t.Errorf("file %d bytes (record %d), bound %d", st.Size(), rec.Bytes, max)
+	}
+	frames, _, _ := readCapture(t, filepath.Join(dir, rec.File))
+	if rec.LeftOut == 0 || uint64(len(frames)) != rec.Packets || rec.Packets+rec.LeftOut < 80 {
+		t.Errorf("record %+v with %d frames in the file: want frames left out, 80 in all", rec, len(frames))
+	}
+	if w := strings.Join(s.Warnings(), "\n"); !strings.Contains(w, "frames left out") {
+		t.Errorf("warnings %q", w)
+	}
+}
+
+// TestCaptureBadInterface records why a capture could not start.
+func TestCaptureBadInterface(t *testing.T) {
+	ns := netns(t)
+	s := NewSession(Options{RunDir: t.TempDir(), Experiment: "exp", Snaplen: 128, MaxBytes: 1 << 20})
+	s.Start([]Point{{Name: "x", Where: "nowhere", NetNS: "/run/netns/" + ns, Intf: "nosuch0"}})
+	recs := s.Stop()
+	if len(recs) != 1 || !strings.Contains(recs[0].Error, "nosuch0") || len(s.Warnings()) != 1 {
+		t.Errorf("records %+v, warnings %v", recs, s.Warnings())
+	}
+}
