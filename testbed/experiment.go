@@ -15,6 +15,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/capture"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -31,6 +32,7 @@ type experimentRun struct {
 	load          *load
 	stopTelemetry func()
 	faults        *faultRun
+	capture       *capture.Session
 
 	mu          sync.Mutex
 	cpuUs       uint64
@@ -54,6 +56,8 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err := x.configure(ctx); err != nil {
 		return err
 	}
+	x.capture = capture.Begin(r.dir, e.Name, e.Scenario.Capture, r.layout, r.hostNS)
+	defer x.capture.Stop()
 	if err := x.start(ctx); err != nil {
 		return err
 	}
@@ -65,6 +69,8 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	defer stopCancel()
 	stopErr := x.stop(stopCtx, drain, interrupted)
 	x.endMeasurement(stopCtx)
+	x.rec.Captures = x.capture.Stop()
+	x.rec.Fidelity = append(x.rec.Fidelity, x.capture.Warnings()...)
 	x.faults.clear(stopCtx) // after the statistics, whose gauges show the faults in force
 	fetchErr := x.collect(stopCtx)
 	if !interrupted {

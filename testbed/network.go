@@ -14,6 +14,7 @@ import (
 
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/capture"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -93,6 +94,7 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("build network (see logs/mininet.log): %w", err)
 	}
+	r.hostNS = capture.Namespaces(built.Hosts)
 	if bmv2JSON != "" {
 		if err := bmv2Namespaces(r.layout, built); err != nil {
 			return "", err

@@ -104,6 +104,8 @@ type run struct {
 	ccs       []*tcpcc.Registration // BPF congestion controls this run registered
 	// killed are the processes fault injection killed on purpose.
 	killed killedSet
+	// hostNS is each host's network namespace, for captures.
+	hostNS map[string]string
 }
 
 // Run executes a plan. It returns when the run has ended and its network
