@@ -205,6 +205,7 @@ type reportPage struct {
 	Manifest    string
 	ManifestKV  [][2]string
 	Experiments []*Experiment
+	Captures    []captureRow
 }
 
 // groupExperiments groups experiments by configuration, in first-seen order.
@@ -341,6 +342,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	if err := manifestView(pg, s.manifest); err != nil {
 		return nil, err
 	}
+	pg.Captures = captureRows(s.manifest)
 	return pg, nil
 }
 

@@ -1,0 +1,61 @@
+package reports
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homatb/homatb/runfmt"
+)
+
+// TestCapturesLinked gives a synthetic run's experiment two captures in
+// its manifest: the report lists each with a link to the file, its
+// counts and the tshark command with the run's dissector; a run without
+// captures has no such section.
+func TestCapturesLinked(t *testing.T) {
+	run := synthRun{seed: 5, lengths: []int64{200, 5000}, noCalib: true, noTel: true, noSwitch: true,
+		exps: []synthExp{{name: "incast-homa", transport: "homa", n: 300, meanNs: 1000}}}
+	dir := t.TempDir()
+	run.write(t, dir)
+	html := func() string {
+		if _, err := Build(context.Background(), dir); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if h := html(); strings.Contains(h, `id="captures"`) || strings.Contains(h, "#captures") {
+		t.Error("a run without captures has a captures section")
+	}
+	m, _, err := runfmt.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Experiments[0].Captures = []runfmt.Capture{
+		{File: "captures/incast-homa/h1.pcapng", Point: "host h1", Interface: "hb00001h1e0", Snaplen: 128, MaxBytes: 16 << 20, Packets: 1234, Bytes: 98765},
+		{File: "captures/incast-homa/s1-h1.pcapng", Point: "switch s1 port 1 (to h1)", Snaplen: 128, MaxBytes: 16 << 20, Packets: 1300, LeftOut: 7, KernelDrops: 2, Bytes: 99999},
+	}
+	if err := runfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	h := html()
+	for _, want := range []string{
+		`<h2 id="captures">Packet captures</h2>`,
+		`<a href="#captures">Packet captures</a>`,
+		`<a href="captures/incast-homa/h1.pcapng">captures/incast-homa/h1.pcapng</a>`,
+		`<a href="captures/incast-homa/s1-h1.pcapng">`,
+		`<a href="captures/homatb.lua">captures/homatb.lua</a>`,
+		`<code>tshark -X lua_script:captures/homatb.lua -r captures/incast-homa/s1-h1.pcapng</code>`,
+		`<td class="l">switch s1 port 1 (to h1)</td>`,
+		`<td>1300</td><td>99999</td><td>128</td><td>7</td><td>2</td>`,
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+}
