@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/p4"
-	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/capture"
+	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
