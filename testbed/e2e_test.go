@@ -198,6 +198,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	if slog, err := os.ReadFile(filepath.Join(dir, "logs", "s1.log")); err != nil || !bytes.Contains(slog, []byte("shared_buffer_bytes=4000000")) {
 		t.Errorf("logs/s1.log does not show smoke.yaml's 4MB shared buffer (%v)", err)
 	}
+	checkSmokeCaptures(t, dir, m)
 	checkHostsCSV(t, filepath.Join(dir, "hosts.csv"))
 	checkTCPCSV(t, filepath.Join(dir, "tcp.csv"))
 	// smoke.yaml turns on per-packet records: the switch wrote some.

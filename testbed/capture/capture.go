@@ -19,21 +19,36 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// Point is one place to capture: an interface in a network namespace.
+// Point is one place to capture, written as one file with two pcapng
+// interfaces: 0 holds the frames the point received, 1 those it sent.
 type Point struct {
 	// Name is the file's name without its extension ("h1", "s1-h1").
 	Name string
 	// Where says it for people ("host h1", "switch s1 port 1 (to h1)").
 	Where string
+	// In and Out name the two directions (the pcapng interfaces).
+	In, Out string
+	// Taps are the sockets that see the point's frames.
+	Taps []Tap
+}
+
+// Tap is a capture socket on an interface in a network namespace.
+type Tap struct {
 	// NetNS is the namespace's path (/proc/PID/ns/net); "" is the
 	// caller's own.
-	NetNS string
-	Intf  string
+	NetNS, Intf string
+	// Received and Sent are the pcapng interfaces (0 in, 1 out) of the
+	// frames the interface received and sent; -1 leaves them out.
+	Received, Sent int
 }
 
 // Points are the capture points c names on the run's network: each host
 // of c.Hosts at its NIC, in its namespace (hostNS, by host name), then the
-// ToR port toward each host of c.SwitchPorts, in the switch's namespace.
+// ToR port toward each host of c.SwitchPorts. A port's received frames
+// are read on the switch's side of the link; the frames it sends are read
+// where they arrive, at the host's NIC, since the embedded switch sends
+// with PACKET_QDISC_BYPASS, which the kernel's taps never see (on a veth
+// the two ends see a frame at once).
 func Points(c *scenario.Capture, n *topo.Network, hostNS map[string]string) ([]Point, error) {
 	hosts := map[string]topo.Host{}
 	for _, h := range n.Hosts {
@@ -43,26 +58,37 @@ func Points(c *scenario.Capture, n *topo.Network, hostNS map[string]string) ([]P
 	for _, s := range n.Switches {
 		switches[s.Name] = s
 	}
-	var out []Point
-	for _, name := range c.Hosts {
+	host := func(name string) (topo.Host, string, error) {
 		h, ok := hosts[name]
 		if !ok {
-			return nil, fmt.Errorf("capture: no host %s in the network", name)
+			return h, "", fmt.Errorf("capture: no host %s in the network", name)
 		}
 		ns := hostNS[name]
 		if ns == "" {
-			return nil, fmt.Errorf("capture: the network namespace of host %s is unknown", name)
+			return h, "", fmt.Errorf("capture: the network namespace of host %s is unknown", name)
 		}
-		out = append(out, Point{Name: name, Where: "host " + name, NetNS: ns, Intf: h.Intf})
+		return h, ns, nil
+	}
+	var out []Point
+	for _, name := range c.Hosts {
+		h, ns, err := host(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Point{Name: name, Where: "host " + name,
+			In: fmt.Sprintf("%s in (%s)", name, h.Intf), Out: fmt.Sprintf("%s out (%s)", name, h.Intf),
+			Taps: []Tap{{NetNS: ns, Intf: h.Intf, Received: 0, Sent: 1}}})
 	}
 	for _, name := range c.SwitchPorts {
-		h, ok := hosts[name]
-		if !ok {
-			return nil, fmt.Errorf("capture: no host %s in the network", name)
+		h, ns, err := host(name)
+		if err != nil {
+			return nil, err
 		}
 		sw := switches[h.Switch]
-		out = append(out, Point{Name: h.Switch + "-" + name, Where: fmt.Sprintf("switch %s port %d (to %s)", h.Switch, h.Port, name),
-			NetNS: sw.NetNS, Intf: h.SwitchIntf})
+		port := fmt.Sprintf("%s port %d", h.Switch, h.Port)
+		out = append(out, Point{Name: h.Switch + "-" + name, Where: fmt.Sprintf("switch %s (to %s)", port, name),
+			In: fmt.Sprintf("%s in, from %s (%s)", port, name, h.SwitchIntf), Out: fmt.Sprintf("%s out, to %s (read at %s)", port, name, h.Intf),
+			Taps: []Tap{{NetNS: sw.NetNS, Intf: h.SwitchIntf, Received: 0, Sent: -1}, {NetNS: ns, Intf: h.Intf, Received: 1, Sent: -1}}})
 	}
 	return out, nil
 }
@@ -138,7 +164,7 @@ func (s *Session) Start(points []Point) {
 		c.rec.File = filepath.ToSlash(rel)
 		if err := c.start(); err != nil {
 			c.rec.Error = err.Error()
-			s.warnings = append(s.warnings, fmt.Sprintf("capture at %s (%s): %v", p.Where, p.Intf, err))
+			s.warnings = append(s.warnings, fmt.Sprintf("capture at %s: %v", p.Where, err))
 		}
 		s.caps = append(s.caps, c)
 	}

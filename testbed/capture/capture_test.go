@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,22 +25,24 @@ func TestPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := Namespaces(map[string]struct{ PID int }{"h1": {PID: 11}, "h2": {PID: 12}, "h3": {}})
-	got, err := Points(&scenario.Capture{Hosts: []string{"h2"}, SwitchPorts: []string{"h1", "h3"}}, n, ns)
+	got, err := Points(&scenario.Capture{Hosts: []string{"h2"}, SwitchPorts: []string{"h1"}}, n, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s []string
-	for _, p := range got {
-		s = append(s, fmt.Sprintf("%s|%s|%s|%s", p.Name, p.Where, p.NetNS, p.Intf))
+	h1, h2, h3 := n.Hosts[0], n.Hosts[1], n.Hosts[2]
+	want := []Point{
+		{Name: "h2", Where: "host h2", In: "h2 in (" + h2.Intf + ")", Out: "h2 out (" + h2.Intf + ")",
+			Taps: []Tap{{NetNS: "/proc/12/ns/net", Intf: h2.Intf, Received: 0, Sent: 1}}},
+		{Name: "s1-h1", Where: "switch s1 port 1 (to h1)", In: "s1 port 1 in, from h1 (" + h1.SwitchIntf + ")", Out: "s1 port 1 out, to h1 (read at " + h1.Intf + ")",
+			Taps: []Tap{{Intf: h1.SwitchIntf, Received: 0, Sent: -1}, {NetNS: "/proc/11/ns/net", Intf: h1.Intf, Received: 1, Sent: -1}}},
 	}
-	want := []string{
-		"h2|host h2|/proc/12/ns/net|" + n.Hosts[1].Intf,
-		"s1-h1|switch s1 port 1 (to h1)||" + n.Hosts[0].SwitchIntf,
-		"s1-h3|switch s1 port 3 (to h3)||" + n.Hosts[2].SwitchIntf,
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("points\n%+v\nwant\n%+v", got, want)
 	}
-	if strings.Join(s, "\n") != strings.Join(want, "\n") {
-		t.Errorf("points\n%s\nwant\n%s", strings.Join(s, "\n"), strings.Join(want, "\n"))
+	if _, err := Points(&scenario.Capture{SwitchPorts: []string{"h3"}}, n, ns); err == nil || !strings.Contains(err.Error(), "h3") {
+		t.Errorf("a port toward a host without a known namespace: %v", err)
 	}
+	_ = h3
 	if _, err := Points(&scenario.Capture{Hosts: []string{"h3"}}, n, ns); err == nil {
 		t.Error("a host without a known namespace was accepted")
 	}
@@ -73,6 +76,13 @@ func netns(t *testing.T) string {
 	return name
 }
 
+// loopback captures ns's loopback: each frame once sent (interface 1)
+// and once received (0).
+func loopback(ns string) Point {
+	return Point{Name: "lo", Where: "test loopback", In: "lo in", Out: "lo out",
+		Taps: []Tap{{NetNS: "/run/netns/" + ns, Intf: "lo", Received: 0, Sent: 1}}}
+}
+
 // ping sends n echo requests of size bytes to 127.0.0.1 inside ns.
 func ping(t *testing.T, ns string, n, size int) {
 	t.Helper()
@@ -83,7 +93,7 @@ func ping(t *testing.T, ns string, n, size int) {
 }
 
 // readCapture reads a pcapng file's frames.
-func readCapture(t *testing.T, path string) (frames, caplens, lens []int) {
+func readCapture(t *testing.T, path string) (frames, caplens, lens, intfs []int) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -105,6 +115,7 @@ func readCapture(t *testing.T, path string) (frames, caplens, lens []int) {
 		frames = append(frames, len(data))
 		caplens = append(caplens, ci.CaptureLength)
 		lens = append(lens, ci.Length)
+		intfs = append(intfs, ci.InterfaceIndex)
 	}
 }
 
@@ -115,21 +126,28 @@ func TestCaptureInNamespace(t *testing.T) {
 	ns := netns(t)
 	dir := t.TempDir()
 	s := NewSession(Options{RunDir: dir, Experiment: "exp", Snaplen: 64, MaxBytes: 1 << 20})
-	s.Start([]Point{{Name: "lo", Where: "test loopback", NetNS: "/run/netns/" + ns, Intf: "lo"}})
+	s.Start([]Point{loopback(ns)})
 	ping(t, ns, 5, 200)
 	recs := s.Stop()
 	if len(recs) != 1 || recs[0].Error != "" || len(s.Warnings()) != 0 {
 		t.Fatalf("records %+v, warnings %v", recs, s.Warnings())
 	}
 	rec := recs[0]
-	if rec.File != "captures/exp/lo.pcapng" || rec.Snaplen != 64 || rec.Point != "test loopback" {
+	if rec.File != "captures/exp/lo.pcapng" || rec.Snaplen != 64 || rec.Point != "test loopback" || rec.Interface != "lo" {
 		t.Errorf("record %+v", rec)
 	}
 	path := filepath.Join(dir, rec.File)
-	frames, caplens, lens := readCapture(t, path)
+	frames, caplens, lens, intfs := readCapture(t, path)
 	// Five requests and five replies, each seen leaving and entering lo.
 	if len(frames) < 20 || uint64(len(frames)) != rec.Packets {
 		t.Errorf("%d frames in the file, record says %d; want at least 20", len(frames), rec.Packets)
+	}
+	perIntf := map[int]int{}
+	for _, i := range intfs {
+		perIntf[i]++
+	}
+	if perIntf[0] != perIntf[1] || perIntf[0]+perIntf[1] != len(frames) {
+		t.Errorf("frames per interface %v: want each frame once sent, once received", perIntf)
 	}
 	for i := range frames {
 		if caplens[i] != 64 || frames[i] != 64 || lens[i] != 14+20+8+200 {
@@ -155,7 +173,7 @@ func TestCaptureBounded(t *testing.T) {
 	dir := t.TempDir()
 	const max = 2000
 	s := NewSession(Options{RunDir: dir, Experiment: "exp", Snaplen: 128, MaxBytes: max})
-	s.Start([]Point{{Name: "lo", Where: "test loopback", NetNS: "/run/netns/" + ns, Intf: "lo"}})
+	s.Start([]Point{loopback(ns)})
 	ping(t, ns, 20, 500)
 	recs := s.Stop()
 	rec := recs[0]
@@ -166,7 +184,7 @@ func TestCaptureBounded(t *testing.T) {
 	if st.Size() > max || rec.Bytes != st.Size() {
 		t.Errorf("file %d bytes (record %d), bound %d", st.Size(), rec.Bytes, max)
 	}
-	frames, _, _ := readCapture(t, filepath.Join(dir, rec.File))
+	frames, _, _, _ := readCapture(t, filepath.Join(dir, rec.File))
 	if rec.LeftOut == 0 || uint64(len(frames)) != rec.Packets || rec.Packets+rec.LeftOut < 80 {
 		t.Errorf("record %+v with %d frames in the file: want frames left out, 80 in all", rec, len(frames))
 	}
@@ -179,7 +197,7 @@ func TestCaptureBounded(t *testing.T) {
 func TestCaptureBadInterface(t *testing.T) {
 	ns := netns(t)
 	s := NewSession(Options{RunDir: t.TempDir(), Experiment: "exp", Snaplen: 128, MaxBytes: 1 << 20})
-	s.Start([]Point{{Name: "x", Where: "nowhere", NetNS: "/run/netns/" + ns, Intf: "nosuch0"}})
+	s.Start([]Point{{Name: "x", Where: "nowhere", Taps: []Tap{{NetNS: "/run/netns/" + ns, Intf: "lo"}, {NetNS: "/run/netns/" + ns, Intf: "nosuch0"}}}})
 	recs := s.Stop()
 	if len(recs) != 1 || !strings.Contains(recs[0].Error, "nosuch0") || len(s.Warnings()) != 1 {
 		t.Errorf("records %+v, warnings %v", recs, s.Warnings())

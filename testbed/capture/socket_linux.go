@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,25 +25,37 @@ import (
 // pollTimeout bounds how long a blocked read delays Stop.
 const pollTimeout = 100 * time.Millisecond
 
-// rcvBuf is the capture socket's receive buffer: room for bursts while
-// the writer catches up.
+// rcvBuf is a capture socket's receive buffer: room for bursts while the
+// writer catches up.
 const rcvBuf = 4 << 20
 
-// capturer is one point's socket and file.
+// capturer is one point's sockets and file.
 type capturer struct {
 	p        Point
 	path     string
 	snaplen  int
-	fd       int
+	fds      []int
 	started  bool
 	stopping atomic.Bool
-	done     chan struct{}
-	rec      runfmt.Capture
+	readers  sync.WaitGroup
+
+	mu   sync.Mutex // guards the writer, size and rec's counts
+	f    *os.File
+	cw   *countingWriter
+	bw   *bufio.Writer
+	w    *pcapgo.NgWriter
+	size int64 // what the file holds once flushed
+	werr error
+	rec  runfmt.Capture
 }
 
 func newCapturer(p Point, path string, snaplen int, maxBytes int64) *capturer {
-	return &capturer{p: p, path: path, snaplen: snaplen, fd: -1, done: make(chan struct{}),
-		rec: runfmt.Capture{Point: p.Where, Interface: p.Intf, Snaplen: snaplen, MaxBytes: maxBytes}}
+	var intfs []string
+	for _, t := range p.Taps {
+		intfs = append(intfs, t.Intf)
+	}
+	return &capturer{p: p, path: path, snaplen: snaplen,
+		rec: runfmt.Capture{Point: p.Where, Interface: strings.Join(intfs, ","), Snaplen: snaplen, MaxBytes: maxBytes}}
 }
 
 // countingWriter counts what reaches the file.
@@ -56,92 +70,143 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// start opens the socket and the file and starts the reader.
+// start opens the sockets and the file (interface 0 the point's received
+// frames, 1 its sent ones) and starts a reader per socket.
 func (c *capturer) start() error {
-	fd, err := openIn(c.p.NetNS, c.p.Intf)
-	if err != nil {
-		return err
+	for _, t := range c.p.Taps {
+		fd, err := openIn(t.NetNS, t.Intf)
+		if err != nil {
+			c.closeSockets()
+			return err
+		}
+		c.fds = append(c.fds, fd)
 	}
-	f, err := os.Create(c.path)
-	if err != nil {
-		unix.Close(fd)
-		return err
-	}
-	cw := &countingWriter{w: f}
-	bw := bufio.NewWriterSize(cw, 1<<16)
-	w, err := pcapgo.NewNgWriterInterface(bw, pcapgo.NgInterface{Name: c.p.Intf, Comment: c.p.Where,
-		LinkType: layers.LinkTypeEthernet, SnapLength: uint32(c.snaplen)}, pcapgo.DefaultNgWriterOptions)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
-		unix.Close(fd)
-		f.Close()
+	if err := c.create(); err != nil {
+		c.closeSockets()
 		return fmt.Errorf("pcapng %s: %w", c.path, err)
 	}
-	c.fd, c.started = fd, true
-	go c.run(f, cw, bw, w)
+	c.started = true
+	for i, t := range c.p.Taps {
+		c.readers.Add(1)
+		go c.read(c.fds[i], t)
+	}
 	return nil
 }
 
-// run reads frames until stop, writing each while the file stays within
-// its bound, then closes the file.
-func (c *capturer) run(f *os.File, cw *countingWriter, bw *bufio.Writer, w *pcapgo.NgWriter) {
-	defer close(c.done)
-	size := cw.n // the section and interface blocks
+func (c *capturer) create() error {
+	f, err := os.Create(c.path)
+	if err != nil {
+		return err
+	}
+	c.f, c.cw = f, &countingWriter{w: f}
+	c.bw = bufio.NewWriterSize(c.cw, 1<<16)
+	intf := func(name string) pcapgo.NgInterface {
+		return pcapgo.NgInterface{Name: name, Comment: c.p.Where, LinkType: layers.LinkTypeEthernet,
+			SnapLength: uint32(c.snaplen), TimestampResolution: 9}
+	}
+	c.w, err = pcapgo.NewNgWriterInterface(c.bw, intf(c.p.In), pcapgo.DefaultNgWriterOptions)
+	if err == nil {
+		_, err = c.w.AddInterface(intf(c.p.Out))
+	}
+	for _, e := range []error{err, c.w.Flush(), c.bw.Flush()} {
+		if e != nil {
+			f.Close()
+			return e
+		}
+	}
+	c.size = c.cw.n // the section and interface blocks
+	return nil
+}
+
+func (c *capturer) closeSockets() {
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+}
+
+// read takes frames off one socket until stop and writes those t keeps.
+func (c *capturer) read(fd int, t Tap) {
+	defer c.readers.Done()
 	buf := make([]byte, c.snaplen)
 	oob := make([]byte, unix.CmsgSpace(16))
-	var werr error
 	for !c.stopping.Load() {
-		n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_TRUNC)
+		n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, unix.MSG_TRUNC)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 				continue
 			}
-			werr = fmt.Errorf("read: %w", err)
-			break
+			c.fail(fmt.Errorf("read %s: %w", t.Intf, err))
+			return
 		}
-		caplen := min(n, c.snaplen)
-		block := int64(32 + (caplen+3)&^3) // an enhanced packet block without options
-		if size+block > c.rec.MaxBytes {
-			c.rec.LeftOut++
+		intf := t.Received
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+			intf = t.Sent
+		}
+		if intf < 0 {
 			continue
 		}
-		ci := gopacket.CaptureInfo{Timestamp: timestamp(oob[:oobn]), CaptureLength: caplen, Length: n}
-		if err := w.WritePacket(ci, buf[:caplen]); err != nil {
-			werr = err
-			break
-		}
-		size += block
-		c.rec.Packets++
-	}
-	for _, err := range []error{w.Flush(), bw.Flush(), f.Close()} {
-		if werr == nil && err != nil {
-			werr = err
+		caplen := min(n, c.snaplen)
+		ci := gopacket.CaptureInfo{Timestamp: timestamp(oob[:oobn]), CaptureLength: caplen, Length: n, InterfaceIndex: intf}
+		if !c.write(ci, buf[:caplen]) {
+			return
 		}
 	}
-	if werr != nil {
-		c.rec.Error = werr.Error()
-	}
-	c.rec.Bytes = cw.n
 }
 
-// stop ends the reader, waits for the file to close and reads the
-// socket's drop count.
+// write adds one frame while the file stays within its bound; false when
+// writing failed.
+func (c *capturer) write(ci gopacket.CaptureInfo, frame []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.werr != nil {
+		return false
+	}
+	block := int64(32 + (len(frame)+3)&^3) // an enhanced packet block without options
+	if c.size+block > c.rec.MaxBytes {
+		c.rec.LeftOut++
+		return true
+	}
+	if err := c.w.WritePacket(ci, frame); err != nil {
+		c.werr = err
+		return false
+	}
+	c.size += block
+	c.rec.Packets++
+	return true
+}
+
+func (c *capturer) fail(err error) {
+	c.mu.Lock()
+	if c.werr == nil {
+		c.werr = err
+	}
+	c.mu.Unlock()
+}
+
+// stop ends the readers, closes the file and reads the sockets' drop
+// counts.
 func (c *capturer) stop() {
 	if !c.started {
 		return
 	}
 	c.stopping.Store(true)
-	<-c.done
-	if st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
-		c.rec.KernelDrops = uint64(st.Drops)
+	c.readers.Wait()
+	for _, fd := range c.fds {
+		if st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			c.rec.KernelDrops += uint64(st.Drops)
+		}
 	}
-	unix.Close(c.fd)
-	c.fd = -1
+	c.closeSockets()
+	for _, err := range []error{c.w.Flush(), c.bw.Flush(), c.f.Close()} {
+		if c.werr == nil && err != nil {
+			c.werr = err
+		}
+	}
+	if c.werr != nil {
+		c.rec.Error = c.werr.Error()
+	}
+	c.rec.Bytes = c.cw.n
 }
 
 // timestamp is the kernel's receive time of a frame (SO_TIMESTAMPNS), or
@@ -198,14 +263,13 @@ func open(intf string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("interface %s: %w", intf, err)
 	}
-	proto := htons(unix.ETH_P_ALL)
 	// Protocol 0 until bound: the socket sees no frame of another
 	// interface meanwhile.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("capture socket on %s: %w (capturing needs root or CAP_NET_RAW)", intf, err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("bind capture socket to %s: %w", intf, err)
 	}
