@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/google/gopacket/pcapgo"
@@ -93,7 +94,7 @@ func ping(t *testing.T, ns string, n, size int) {
 }
 
 // readCapture reads a pcapng file's frames.
-func readCapture(t *testing.T, path string) (frames, caplens, lens, intfs []int) {
+func readCapture(t *testing.T, path string) (frames, caplens, lens, intfs []int, times []time.Time) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -116,6 +117,7 @@ func readCapture(t *testing.T, path string) (frames, caplens, lens, intfs []int)
 		caplens = append(caplens, ci.CaptureLength)
 		lens = append(lens, ci.Length)
 		intfs = append(intfs, ci.InterfaceIndex)
+		times = append(times, ci.Timestamp)
 	}
 }
 
@@ -137,7 +139,7 @@ func TestCaptureInNamespace(t *testing.T) {
 		t.Errorf("record %+v", rec)
 	}
 	path := filepath.Join(dir, rec.File)
-	frames, caplens, lens, intfs := readCapture(t, path)
+	frames, caplens, lens, intfs, _ := readCapture(t, path)
 	// Five requests and five replies, each seen leaving and entering lo.
 	if len(frames) < 20 || uint64(len(frames)) != rec.Packets {
 		t.Errorf("%d frames in the file, record says %d; want at least 20", len(frames), rec.Packets)
@@ -184,7 +186,7 @@ func TestCaptureBounded(t *testing.T) {
 	if st.Size() > max || rec.Bytes != st.Size() {
 		t.Errorf("file %d bytes (record %d), bound %d", st.Size(), rec.Bytes, max)
 	}
-	frames, _, _, _ := readCapture(t, filepath.Join(dir, rec.File))
+	frames, _, _, _, _ := readCapture(t, filepath.Join(dir, rec.File))
 	if rec.LeftOut == 0 || uint64(len(frames)) != rec.Packets || rec.Packets+rec.LeftOut < 80 {
 		t.Errorf("record %+v with %d frames in the file: want frames left out, 80 in all", rec, len(frames))
 	}
@@ -201,5 +203,34 @@ func TestCaptureBadInterface(t *testing.T) {
 	recs := s.Stop()
 	if len(recs) != 1 || !strings.Contains(recs[0].Error, "nosuch0") || len(s.Warnings()) != 1 {
 		t.Errorf("records %+v, warnings %v", recs, s.Warnings())
+	}
+}
+
+// TestCaptureMergesInTimeOrder reads one point with two sockets, one for
+// each direction, as a switch port is read: the file holds both
+// directions, in time order.
+func TestCaptureMergesInTimeOrder(t *testing.T) {
+	ns := netns(t)
+	dir := t.TempDir()
+	s := NewSession(Options{RunDir: dir, Experiment: "exp", Snaplen: 128, MaxBytes: 1 << 20})
+	s.Start([]Point{{Name: "two", Where: "two sockets", In: "in", Out: "out", Taps: []Tap{
+		{NetNS: "/run/netns/" + ns, Intf: "lo", Received: 0, Sent: -1},
+		{NetNS: "/run/netns/" + ns, Intf: "lo", Received: -1, Sent: 1},
+	}}})
+	ping(t, ns, 30, 100)
+	rec := s.Stop()[0]
+	if rec.Interface != "lo,lo" {
+		t.Errorf("interfaces %q", rec.Interface)
+	}
+	_, _, _, intfs, times := readCapture(t, filepath.Join(dir, rec.File))
+	per := map[int]int{}
+	for i, ts := range times {
+		per[intfs[i]]++
+		if i > 0 && ts.Before(times[i-1]) {
+			t.Fatalf("frame %d at %v, before frame %d at %v", i+1, ts, i, times[i-1])
+		}
+	}
+	if per[0] < 60 || per[0] != per[1] {
+		t.Errorf("frames per direction %v, want at least 60 each way", per)
 	}
 }

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ const pollTimeout = 100 * time.Millisecond
 // writer catches up.
 const rcvBuf = 4 << 20
 
+// reorderWindow is how long a frame may wait for an earlier one from
+// another socket of its point: frames are written in time order.
+const reorderWindow = 200 * time.Millisecond
+
 // capturer is one point's sockets and file.
 type capturer struct {
 	p        Point
@@ -39,14 +44,19 @@ type capturer struct {
 	stopping atomic.Bool
 	readers  sync.WaitGroup
 
-	mu   sync.Mutex // guards the writer, size and rec's counts
-	f    *os.File
-	cw   *countingWriter
-	bw   *bufio.Writer
-	w    *pcapgo.NgWriter
-	size int64 // what the file holds once flushed
-	werr error
-	rec  runfmt.Capture
+	mu sync.Mutex // guards the writer, size, the pending frames and rec's counts
+	// pending are frames read but not yet written, earliest first; marks
+	// the latest time each socket has read.
+	pending frameHeap
+	marks   []time.Time
+	seq     uint64
+	f       *os.File
+	cw      *countingWriter
+	bw      *bufio.Writer
+	w       *pcapgo.NgWriter
+	size    int64 // what the file holds once flushed
+	werr    error
+	rec     runfmt.Capture
 }
 
 func newCapturer(p Point, path string, snaplen int, maxBytes int64) *capturer {
@@ -86,9 +96,10 @@ func (c *capturer) start() error {
 		return fmt.Errorf("pcapng %s: %w", c.path, err)
 	}
 	c.started = true
+	c.marks = make([]time.Time, len(c.p.Taps))
 	for i, t := range c.p.Taps {
 		c.readers.Add(1)
-		go c.read(c.fds[i], t)
+		go c.read(i, c.fds[i], t)
 	}
 	return nil
 }
@@ -126,7 +137,7 @@ func (c *capturer) closeSockets() {
 }
 
 // read takes frames off one socket until stop and writes those t keeps.
-func (c *capturer) read(fd int, t Tap) {
+func (c *capturer) read(i, fd int, t Tap) {
 	defer c.readers.Done()
 	buf := make([]byte, c.snaplen)
 	oob := make([]byte, unix.CmsgSpace(16))
@@ -148,32 +159,88 @@ func (c *capturer) read(fd int, t Tap) {
 		}
 		caplen := min(n, c.snaplen)
 		ci := gopacket.CaptureInfo{Timestamp: timestamp(oob[:oobn]), CaptureLength: caplen, Length: n, InterfaceIndex: intf}
-		if !c.write(ci, buf[:caplen]) {
+		if !c.add(i, ci, append([]byte(nil), buf[:caplen]...)) {
 			return
 		}
 	}
 }
 
-// write adds one frame while the file stays within its bound; false when
-// writing failed.
-func (c *capturer) write(ci gopacket.CaptureInfo, frame []byte) bool {
+// add queues a frame socket i read and writes the queued frames no
+// socket can still precede: those up to the earliest time every socket
+// has reached, and any older than reorderWindow. False when writing
+// failed.
+func (c *capturer) add(i int, ci gopacket.CaptureInfo, frame []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.werr != nil {
-		return false
+	if ci.Timestamp.After(c.marks[i]) {
+		c.marks[i] = ci.Timestamp
 	}
+	c.seq++
+	heap.Push(&c.pending, pendingFrame{ci, frame, c.seq})
+	c.release(false)
+	return c.werr == nil
+}
+
+// release writes pending frames in time order: all of them, or those no
+// socket can still precede.
+func (c *capturer) release(all bool) {
+	mark := c.marks[0]
+	for _, m := range c.marks[1:] {
+		if m.Before(mark) {
+			mark = m
+		}
+	}
+	horizon := time.Now().Add(-reorderWindow)
+	for c.pending.Len() > 0 && c.werr == nil {
+		ts := c.pending[0].ci.Timestamp
+		if !all && ts.After(mark) && ts.After(horizon) {
+			return
+		}
+		f := heap.Pop(&c.pending).(pendingFrame)
+		c.write(f.ci, f.data)
+	}
+}
+
+// pendingFrame is a frame waiting in time order; seq keeps a socket's
+// frames with equal times in the order read.
+type pendingFrame struct {
+	ci   gopacket.CaptureInfo
+	data []byte
+	seq  uint64
+}
+
+// frameHeap orders pending frames by time (container/heap).
+type frameHeap []pendingFrame
+
+func (h frameHeap) Len() int { return len(h) }
+func (h frameHeap) Less(i, j int) bool {
+	if !h[i].ci.Timestamp.Equal(h[j].ci.Timestamp) {
+		return h[i].ci.Timestamp.Before(h[j].ci.Timestamp)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h frameHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *frameHeap) Push(x any)   { *h = append(*h, x.(pendingFrame)) }
+func (h *frameHeap) Pop() any {
+	old := *h
+	f := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return f
+}
+
+// write adds one frame while the file stays within its bound; c.mu held.
+func (c *capturer) write(ci gopacket.CaptureInfo, frame []byte) {
 	block := int64(32 + (len(frame)+3)&^3) // an enhanced packet block without options
 	if c.size+block > c.rec.MaxBytes {
 		c.rec.LeftOut++
-		return true
+		return
 	}
 	if err := c.w.WritePacket(ci, frame); err != nil {
 		c.werr = err
-		return false
+		return
 	}
 	c.size += block
 	c.rec.Packets++
-	return true
 }
 
 func (c *capturer) fail(err error) {
@@ -192,6 +259,9 @@ func (c *capturer) stop() {
 	}
 	c.stopping.Store(true)
 	c.readers.Wait()
+	c.mu.Lock()
+	c.release(true)
+	c.mu.Unlock()
 	for _, fd := range c.fds {
 		if st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
 			c.rec.KernelDrops += uint64(st.Drops)
