@@ -526,7 +526,8 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// headerLen is the fixed size of b's type (0 for unknown types).
+// headerLen is the fixed size of b's type: the common header's for the
+// header-only and unknown types, 0 when b is too short to have a type.
 func headerLen(b []byte) int {
 	if len(b) <= wire.TypeOffset {
 		return 0
