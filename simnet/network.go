@@ -1,0 +1,261 @@
+package simnet
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/pipeline"
+)
+
+// Host is a host of the network and where it attaches.
+type Host struct {
+	Name string
+	IP   netip.Addr
+	MAC  uint64 // 48 bits
+	// Switch is the host's switch, Port its port there.
+	Switch string
+	Port   uint16
+}
+
+// Link joins two switches' ports.
+type Link struct {
+	A     string
+	APort uint16
+	B     string
+	BPort uint16
+}
+
+// Config describes a network. Every link runs at RateBps.
+type Config struct {
+	RateBps uint64
+	// WireOverhead is what a link charges per frame beyond its bytes
+	// (fabric.WireOverhead: preamble, gap, FCS).
+	WireOverhead int
+	// QueueDepthPkts is each switch egress queue's depth in packets;
+	// PortBufferBytes bounds a port's eight queues together (0: no bound).
+	QueueDepthPkts  int
+	PortBufferBytes int
+	// Delay is each link's propagation delay.
+	Delay time.Duration
+	Hosts []Host
+	Links []Link
+	// Switches are the switches' tor.p4 pipelines, programmed.
+	Switches map[string]*pipeline.Pipeline
+	// Seed makes loss repeatable.
+	Seed uint64
+}
+
+// Network is a running simulated network.
+type Network struct {
+	cfg      Config
+	clock    Clock
+	hosts    []*Node
+	byName   map[string]*Node
+	byIP     map[netip.Addr]*Node
+	switches map[string]*swtch
+	names    []string // switch names, sorted
+	rng      *rand.Rand
+}
+
+// New builds the network; nothing happens until its Clock runs.
+func New(cfg Config) (*Network, error) {
+	if cfg.RateBps == 0 {
+		return nil, fmt.Errorf("simnet: no link rate")
+	}
+	if cfg.QueueDepthPkts == 0 {
+		cfg.QueueDepthPkts = dataplane.DefaultQueueDepthPkts
+	}
+	n := &Network{cfg: cfg, byName: map[string]*Node{}, byIP: map[netip.Addr]*Node{},
+		switches: map[string]*swtch{}, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51e7))}
+	for name, pl := range cfg.Switches {
+		if pl == nil {
+			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
+		}
+		n.switches[name] = &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		n.names = append(n.names, name)
+	}
+	slices.Sort(n.names)
+	for _, h := range cfg.Hosts {
+		sw := n.switches[h.Switch]
+		if sw == nil {
+			return nil, fmt.Errorf("simnet: host %s: no switch %q", h.Name, h.Switch)
+		}
+		if n.byName[h.Name] != nil || n.byIP[h.IP] != nil {
+			return nil, fmt.Errorf("simnet: host %s: name or address %v used twice", h.Name, h.IP)
+		}
+		node := &Node{n: n, Host: h}
+		node.nic = n.newPort(func(f []byte) { sw.receive(f, h.Port) }, nicQueuePkts, 0)
+		if sw.ports[h.Port] != nil {
+			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
+		}
+		sw.ports[h.Port] = n.newPort(node.receive, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		sw.ports[h.Port].switchPort = true
+		n.hosts = append(n.hosts, node)
+		n.byName[h.Name], n.byIP[h.IP] = node, node
+	}
+	for _, l := range cfg.Links {
+		a, b := n.switches[l.A], n.switches[l.B]
+		if a == nil || b == nil {
+			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: unknown switch", l.A, l.APort, l.B, l.BPort)
+		}
+		if a.ports[l.APort] != nil || b.ports[l.BPort] != nil {
+			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
+		}
+		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		a.ports[l.APort].switchPort, b.ports[l.BPort].switchPort = true, true
+	}
+	return n, nil
+}
+
+// Clock is the network's virtual time and event queue.
+func (n *Network) Clock() *Clock { return &n.clock }
+
+// Node returns the named host.
+func (n *Network) Node(name string) *Node { return n.byName[name] }
+
+// Nodes returns every host in the order of Config.Hosts.
+func (n *Network) Nodes() []*Node { return n.hosts }
+
+// port is one direction of a link: its sender's queues and shaper (a
+// switch's egress port, or a host's NIC), then the wire's delay.
+type port struct {
+	n          *Network
+	pm         *dataplane.PortModel
+	out        func([]byte)
+	pending    bool // a service event is scheduled
+	switchPort bool
+	// counters of a switch port
+	txPkts, txBytes       uint64
+	peakPkts, peakBytes   int
+	lossDrops, queueDrops uint64
+	loss                  float64 // probability a frame is lost on this link
+}
+
+// nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
+const nicQueuePkts = 1000
+
+func (n *Network) newPort(out func([]byte), depthPkts, bufferBytes int) *port {
+	return &port{n: n, out: out, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
+		RateBps: n.cfg.RateBps, WireOverhead: n.cfg.WireOverhead,
+		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
+}
+
+// enqueue queues frame f as verdict v says.
+func (p *port) enqueue(f []byte, v dataplane.Verdict) {
+	now := p.n.clock.now
+	if !p.pm.Enqueue(f, v, now) {
+		p.queueDrops++
+	}
+	if st := p.pm.Stats(); st.QueuedBytes > p.peakBytes || st.QueuedPkts > p.peakPkts {
+		p.peakBytes, p.peakPkts = max(p.peakBytes, st.QueuedBytes), max(p.peakPkts, st.QueuedPkts)
+	}
+	if !p.pending {
+		p.service()
+	}
+}
+
+// service sends the next frame when the port may: it leaves the port when
+// its serialization ends and arrives after the link's delay.
+func (p *port) service() {
+	p.pending = false
+	now := p.n.clock.now
+	d, ok, wake := p.pm.Dequeue(now)
+	switch {
+	case ok:
+		p.pending = true
+		p.txPkts++
+		p.txBytes += uint64(len(d.Frame))
+		f := d.Frame
+		if p.loss > 0 && p.n.rng.Float64() < p.loss {
+			p.lossDrops++
+			f = nil
+		}
+		arrive := d.End + p.n.cfg.Delay.Nanoseconds()
+		if f != nil {
+			p.n.clock.At(arrive, func() { p.out(f) })
+		}
+		p.n.clock.At(d.End, p.service)
+	case wake != 0:
+		p.pending = true
+		p.n.clock.At(wake, p.service)
+	}
+}
+
+// swtch is one switch: tor.p4's pipeline in front of its ports.
+type swtch struct {
+	n      *Network
+	name   string
+	pl     *pipeline.Pipeline
+	ports  map[uint16]*port
+	drops  uint64 // the pipeline's drops (no route)
+	noPort uint64 // verdicts for a port with nothing attached
+}
+
+// receive runs ingress on a frame arriving on inPort and queues it.
+func (s *swtch) receive(f []byte, inPort uint16) {
+	var v dataplane.Verdict
+	s.pl.Ingress(f, inPort, &v)
+	if v.Drop {
+		s.drops++
+		return
+	}
+	p := s.ports[v.EgressPort]
+	if p == nil {
+		s.noPort++
+		return
+	}
+	p.enqueue(f, v)
+}
+
+// Frame layout: Ethernet, IPv4 without options, then the Homa packet.
+const (
+	ethLen   = 14
+	ipLen    = 20
+	frameHdr = ethLen + ipLen
+)
+
+// frame builds the frame carrying a Homa packet from src to dst.
+func frame(src, dst *Host, tos uint8, payload []byte) []byte {
+	f := make([]byte, frameHdr+len(payload))
+	putMAC(f[0:6], dst.MAC)
+	putMAC(f[6:12], src.MAC)
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[ethLen:]
+	ip[0], ip[1], ip[8], ip[9] = 0x45, tos, 64, wire.IPProto
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+len(payload)))
+	s4, d4 := src.IP.As4(), dst.IP.As4()
+	copy(ip[12:16], s4[:])
+	copy(ip[16:20], d4[:])
+	binary.BigEndian.PutUint16(ip[10:], ^ipSum(ip[:ipLen]))
+	copy(f[frameHdr:], payload)
+	return f
+}
+
+// ipSum is the ones'-complement sum of an IPv4 header with a zero
+// checksum field.
+func ipSum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		if i == 10 {
+			continue
+		}
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
+}
+
+func putMAC(b []byte, mac uint64) {
+	for i := range 6 {
+		b[i] = byte(mac >> (8 * (5 - i)))
+	}
+}
