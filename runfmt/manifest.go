@@ -31,6 +31,13 @@ type Manifest struct {
 	Versions  map[string]string `json:"versions"`
 	GitCommit string            `json:"git_commit"`
 	Machine   Machine           `json:"machine"`
+	// Mode is how the run ran: "emulated" (real packets on this machine's
+	// network, or real machines) or "simulated" (homatb run --simulate:
+	// the same engine and switch code in virtual time); empty in runs
+	// written before it existed, which were emulated.
+	Mode string `json:"mode,omitempty"`
+	// Simulation describes a simulated run's simulator; nil otherwise.
+	Simulation *Simulation `json:"simulation,omitempty"`
 	// Scheduling is how switches and agents were scheduled: "realtime"
 	// (SCHED_FIFO, their defaults), "nice" (homatb run --realtime=false),
 	// or "nice, slice D" (homatb run --slice D).
@@ -264,3 +271,25 @@ func ReadManifest(dir string) (*Manifest, []byte, error) {
 
 // isNotExist reports whether err means a file is absent.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Run modes (Manifest.Mode).
+const (
+	ModeEmulated  = "emulated"
+	ModeSimulated = "simulated"
+)
+
+// Simulation is what a simulated run's simulator did and what it stood
+// on.
+type Simulation struct {
+	// Events counts the discrete events run; SimulatedSeconds the virtual
+	// time they covered; WallSeconds the time the simulator took.
+	Events           uint64  `json:"events"`
+	SimulatedSeconds float64 `json:"simulated_seconds"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	// EventsPerSecond and SimPerWall are the simulator's speed: events per
+	// wall second, and simulated seconds per wall second.
+	EventsPerSecond float64 `json:"events_per_second"`
+	SimPerWall      float64 `json:"simulated_per_wall_second"`
+	// Model says what the simulation models and what it leaves out.
+	Model []string `json:"model"`
+}

@@ -3,6 +3,7 @@ package simnet
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/switchstats"
 )
 
 // Host is a host of the network and where it attaches.
@@ -258,4 +260,36 @@ func putMAC(b []byte, mac uint64) {
 	for i := range 6 {
 		b[i] = byte(mac >> (8 * (5 - i)))
 	}
+}
+
+// SwitchStats are each switch's port counters since the network was
+// built, in the switch statistics' format (switch name -> statistics).
+func (n *Network) SwitchStats() map[string]switchstats.Stats {
+	out := map[string]switchstats.Stats{}
+	for _, name := range n.names {
+		s := n.switches[name]
+		var st switchstats.Stats
+		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
+			p := s.ports[pn]
+			pms := p.pm.Stats()
+			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
+				RateBps: n.cfg.RateBps, Queues: p.pm.Queues(), TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
+				PipelineDrops: s.drops, BadVerdicts: s.noPort})
+		}
+		out[name] = st
+	}
+	return out
+}
+
+// SetLoss makes frames on the link into host (from its switch) be lost
+// with probability toHost, and those out of it (its NIC) with fromHost, as
+// the scenario's loss faults do.
+func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
+	h := n.byName[host]
+	if h == nil {
+		return fmt.Errorf("simnet: no host %q", host)
+	}
+	h.nic.loss = fromHost
+	n.switches[h.Switch].ports[h.Port].loss = toHost
+	return nil
 }

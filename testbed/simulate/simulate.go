@@ -1,0 +1,431 @@
+// Package simulate runs a scenario in virtual time (homatb run
+// --simulate): the same scenario, seeds and workloads as an emulated run,
+// on simnet's discrete-event network of homatb's own engine hosts and
+// tor.p4 switches, written to the same run directory files so that the
+// same reports read it. Calibration is measured in the simulator, so the
+// slowdowns divide by the simulator's own unloaded RTTs.
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/homatb/homatb/internal/buildinfo"
+	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// Options tunes a simulated run.
+type Options struct {
+	// OutDir is the parent of the run directory (default "results");
+	// RunDir, when set, is the run directory itself.
+	OutDir, RunDir string
+	ScenarioFile   string
+	// Logger also receives the run's log (the run directory's
+	// logs/homatb.log always does).
+	Logger   *slog.Logger
+	NoReport bool
+}
+
+// Result is where a simulated run went.
+type Result struct {
+	RunDir, Run string
+	Incomplete  bool
+}
+
+// Epoch is the wall time a simulated run's first experiment starts at:
+// fixed, so that the same scenario and seed write the same rpcs.csv.
+// Each later experiment starts an hour of virtual time after the last.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// model says what the simulator models and leaves out, in the manifest.
+var model = []string{
+	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
+	"host NIC: one FIFO at the link rate (Linux txqueuelen 1000)",
+	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
+	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
+	"not modelled: kernel TCP, host CPU and wake-up noise, postcards, telemetry series, faults other than loss",
+}
+
+// Run simulates every experiment of plan and builds the report.
+func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
+	if err := Check(plan); err != nil {
+		return nil, err
+	}
+	wallStart := time.Now()
+	s := plan.Base
+	// The run's name is its content's: the same scenario and seed make the
+	// same run, so its summary repeats byte for byte. Its directory is
+	// named by when it ran, like an emulated run's.
+	runID := fmt.Sprintf("%s-simulated-seed%d", s.Name, *s.Seed)
+	dir := opt.RunDir
+	if dir == "" {
+		if opt.OutDir == "" {
+			opt.OutDir = "results"
+		}
+		dir = filepath.Join(opt.OutDir, wallStart.UTC().Format("20060102-150405")+"-"+s.Name+"-sim")
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("run directory %s is not empty: choose another --run-dir or remove it", dir)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "logs", "homatb.log"))
+	if err != nil {
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if opt.Logger != nil {
+		log = opt.Logger
+	}
+	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]runfmt.Calibration{}}
+	r.man = newManifest(runID, opt.ScenarioFile, plan, wallStart)
+	res := &Result{RunDir: dir, Run: runID}
+	runErr := r.execute(ctx)
+	wall := time.Since(wallStart).Seconds()
+	r.man.Ended = time.Now().UnixNano()
+	r.man.Incomplete = runErr != nil || len(r.man.Experiments) < len(plan.Experiments)
+	if runErr != nil {
+		r.man.Error = runErr.Error()
+	}
+	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
+		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall, Model: model}
+	res.Incomplete = r.man.Incomplete
+	if err := r.save(); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	if !opt.NoReport && len(r.man.Experiments) > 0 {
+		if _, err := reports.Build(ctx, dir); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("report: %w", err))
+		}
+	}
+	return res, runErr
+}
+
+// simRun is one simulated run under way.
+type simRun struct {
+	plan   *scenario.Plan
+	dir    string
+	log    *slog.Logger
+	man    *runfmt.Manifest
+	layout *topo.Network
+	fab    *fabric.Fabric
+	hosts  []simnet.Host
+	sws    *simnet.Switches
+	rpcs   *os.File
+	rpcW   *runfmt.CSVWriter[runfmt.RPC]
+	calib  map[string]runfmt.Calibration
+	events uint64
+	simNs  int64
+	exps   int // experiments simulated, calibration included: each gets its own hour
+}
+
+func (r *simRun) save() error {
+	return runfmt.WriteJSON(filepath.Join(r.dir, runfmt.ManifestFile), r.man)
+}
+
+// execute lays out the network, programs its switches, calibrates each
+// transport and runs every experiment.
+func (r *simRun) execute(ctx context.Context) error {
+	s := r.plan.Base
+	var err error
+	if r.layout, err = topo.Layout(s.Topology, "hb51a00"); err != nil {
+		return err
+	}
+	r.fab = fabricOf(r.layout, s)
+	r.man.Fabric = fabricRecord(r.fab)
+	if r.hosts, err = simHosts(r.layout); err != nil {
+		return err
+	}
+	ct, err := controllerTopology(r.layout)
+	if err != nil {
+		return err
+	}
+	pol, err := policy(s)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	r.sws, err = simnet.StartSwitches(pctx, ct, pol, r.log)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("program the simulated switches: %w", err)
+	}
+	defer r.sws.Close()
+	if r.rpcs, err = os.Create(filepath.Join(r.dir, runfmt.RPCs().File)); err != nil {
+		return err
+	}
+	defer r.rpcs.Close()
+	if r.rpcW, err = runfmt.RPCs().NewWriter(r.rpcs, true); err != nil {
+		return err
+	}
+	if err := r.save(); err != nil {
+		return err
+	}
+	if !s.Calibration.Skip {
+		if err := r.calibrate(ctx); err != nil {
+			return fmt.Errorf("calibration: %w", err)
+		}
+	}
+	for i := range r.plan.Experiments {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := &r.plan.Experiments[i]
+		if err := r.experiment(ctx, e); err != nil {
+			return fmt.Errorf("experiment %s: %w", e.Name, err)
+		}
+		if err := r.save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// network is a fresh simulated network with the switches' port modes set
+// for transport t.
+func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64) (*simnet.Network, error) {
+	if err := r.sws.SetPortModes(ctx, portModes(t)); err != nil {
+		return nil, err
+	}
+	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, WireOverhead: fabric.WireOverhead,
+		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
+		Switches: r.sws.Pipelines(), Seed: seed})
+}
+
+// nextEpoch is the wall time the next job's virtual time 0 stands for.
+func (r *simRun) nextEpoch() time.Time {
+	r.exps++
+	return epoch.Add(time.Duration(r.exps) * time.Hour)
+}
+
+// finish books a job's events and writes its records.
+func (r *simRun) finish(j *job) error {
+	r.events += j.net.Clock().Events()
+	r.simNs += j.net.Clock().Now()
+	for _, row := range j.rows {
+		if err := r.rpcW.Write(&row); err != nil {
+			return err
+		}
+	}
+	return r.rpcW.Flush()
+}
+
+// calibrate measures each transport's unloaded RTT per calibration size
+// between the first two hosts, one RPC at a time, as an emulated run
+// does; the rows enter rpcs.csv under calibrate-<transport>.
+func (r *simRun) calibrate(ctx context.Context) error {
+	s := r.plan.Base
+	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
+	resp := calibrationResponse(s)
+	seen := map[string]bool{}
+	for _, t := range s.Transports {
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		name := runfmt.CalibrationExperiment(t.Name)
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: resp}
+		for _, size := range s.Calibration.Sizes {
+			net, err := r.network(ctx, t, *s.Seed)
+			if err != nil {
+				return err
+			}
+			sizes, err := fixedSize(size)
+			if err != nil {
+				return err
+			}
+			c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
+				maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
+				targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
+			j := &job{name: name, transport: t.Name, net: net, cfg: homaConfig(t, s, r.fab, nil), clients: []client{c},
+				servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
+				length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log}
+			if err := j.run(); err != nil {
+				return err
+			}
+			var rtts []float64
+			for _, row := range j.rows {
+				if row.Status == runfmt.StatusCompleted {
+					rtts = append(rtts, float64(row.DoneNs-row.IntendedNs)/1e3)
+				}
+			}
+			if len(rtts) == 0 {
+				return fmt.Errorf("%s-%d: no RPC completed between %s and %s", name, size, cl.Name, server.Name)
+			}
+			if err := r.finish(j); err != nil {
+				return err
+			}
+			slices.Sort(rtts)
+			cal.RTTus[size] = rtts[len(rtts)/2]
+		}
+		cal.UnschedBytes = unschedBytes(r.fab, cal.RTTus[smallestSize(cal.RTTus)])
+		r.calib[t.Name] = cal
+		r.man.Calibration[t.Name] = cal
+		r.log.Info("calibrated in the simulator", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
+	}
+	return nil
+}
+
+// experiment simulates one experiment and records it.
+func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
+	s := e.Scenario
+	net, err := r.network(ctx, e.Transport, e.Seed)
+	if err != nil {
+		return err
+	}
+	for _, f := range s.Faults {
+		if f.Loss == nil {
+			continue // Check refused the other kinds
+		}
+		to, from := *f.Loss, *f.Loss
+		switch f.Direction {
+		case "to_host":
+			from = 0
+		case "from_host":
+			to = 0
+		}
+		if err := net.SetLoss(f.Link, to, from); err != nil {
+			return err
+		}
+	}
+	cs, servers, err := clients(e, r.layout, r.fab)
+	if err != nil {
+		return err
+	}
+	var cal *runfmt.Calibration
+	if c, ok := r.calib[e.Transport.Name]; ok {
+		cal = &c
+	}
+	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: homaConfig(e.Transport, s, r.fab, cal),
+		clients: cs, servers: servers, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(), drain: s.Drain.D(),
+		epoch: r.nextEpoch(), log: r.log}
+	isClient := map[string]bool{}
+	for _, c := range cs {
+		isClient[c.host] = true
+	}
+	for _, h := range r.layout.Hosts {
+		if isClient[h.Name] || servers[h.Name] {
+			j.used = append(j.used, h.Name)
+		}
+	}
+	if err := j.run(); err != nil {
+		return err
+	}
+	if err := r.finish(j); err != nil {
+		return err
+	}
+	for name, st := range net.SwitchStats() {
+		if err := runfmt.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
+			return err
+		}
+	}
+	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
+		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
+		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
+		Fidelity: []string{}, RPCs: j.books, TransportCounters: map[string]uint64{}}
+	if rec.Params == nil {
+		rec.Params = map[string]string{}
+	}
+	for _, h := range r.layout.Hosts {
+		if servers[h.Name] {
+			rec.Receivers = append(rec.Receivers, h.Name)
+		}
+	}
+	for _, c := range cs {
+		if c.schedule != nil && c.rateRPS > 0 && c.maxRPCs == 0 {
+			rec.ConfiguredRPS += c.rateRPS
+			rec.ConfiguredBps += c.rateRPS * c.meanBytes * 8
+		} else {
+			rec.UnratedClients++
+		}
+	}
+	r.man.Experiments = append(r.man.Experiments, rec)
+	r.log.Info("simulated", "experiment", e.Name, "issued", j.books.Issued, "completed", j.books.Completed,
+		"failed", j.books.Failed, "in_flight", j.books.InFlight, "events", net.Clock().Events())
+	return nil
+}
+
+// newManifest opens a simulated run's manifest.
+func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *runfmt.Manifest {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	m := &runfmt.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: scenarioDoc(plan.Base),
+		Started: started.UnixNano(), Incomplete: true, Mode: runfmt.ModeSimulated,
+		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
+		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{},
+		Calibration: map[string]runfmt.Calibration{}}
+	seen := map[uint64]bool{}
+	for _, e := range plan.Experiments {
+		m.Order = append(m.Order, e.Name)
+		if !seen[e.Seed] {
+			seen[e.Seed] = true
+			m.Seeds = append(m.Seeds, e.Seed)
+		}
+	}
+	return m
+}
+
+func scenarioDoc(s *scenario.Scenario) any {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return doc
+}
+
+func fabricRecord(f *fabric.Fabric) *runfmt.Fabric {
+	r := &runfmt.Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	for _, h := range f.Hosts {
+		r.Hosts = append(r.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
+	}
+	return r
+}
+
+// unschedBytes is Homa's RTTbytes from the smallest calibration RTT, as
+// an emulated run derives it (testbed.unschedBytes).
+func unschedBytes(f *fabric.Fabric, smallRTTus float64) uint32 {
+	payload := float64(f.MTU - 20 - 60)
+	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
+	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
+}
+
+// calibrationResponse is the response length most phases ask for, as an
+// emulated run's calibration uses.
+func calibrationResponse(s *scenario.Scenario) uint32 {
+	count := map[uint32]int{}
+	for _, ph := range s.Phases {
+		count[ph.ResponseBytes]++
+	}
+	best, n := uint32(0), 0
+	for _, ph := range s.Phases {
+		r, c := ph.ResponseBytes, count[ph.ResponseBytes]
+		if c > n || (c == n && ((r == 0) != (best == 0) && best == 0 || (r != 0) == (best != 0) && r < best)) {
+			best, n = r, c
+		}
+	}
+	return best
+}
