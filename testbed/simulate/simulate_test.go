@@ -188,6 +188,15 @@ func TestIncast(t *testing.T) {
 	if m.Mode != "simulated" {
 		t.Errorf("manifest mode %q", m.Mode)
 	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h1>homatb report: incast-simulated-seed1 (simulated)</h1>", "simulated in virtual time"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
 	rtt := m.Calibration["homa"].RTTus["100"]
 	if rtt == 0 || e.Short.P99us == nil {
 		t.Fatalf("no unloaded RTT (%v) or short P99", rtt)
