@@ -47,6 +47,12 @@ type Headline struct {
 	SlowdownP99 *float64 `json:"slowdown_p99"`
 	GoodputGbps float64  `json:"goodput_gbps"`
 	Drops       int64    `json:"switch_drops"`
+	// LongP50us is the median RTT of the longest requests (the by-size
+	// table's last row, from LongMinBytes up); MaxQueuePkts the deepest
+	// any switch queue became.
+	LongP50us    *float64 `json:"long_p50_us"`
+	LongMinBytes int64    `json:"long_min_bytes"`
+	MaxQueuePkts int64    `json:"max_queue_pkts"`
 }
 
 func headlineOf(e *Experiment) Headline {
@@ -55,6 +61,13 @@ func headlineOf(e *Experiment) Headline {
 		RTTP99us: e.RTT.P99, GoodputGbps: e.GoodputGbps, Drops: e.Switch.Drops}
 	if e.Slowdown != nil {
 		h.SlowdownP99 = e.Slowdown.P99
+	}
+	if n := len(e.BySize); n > 0 {
+		last := e.BySize[n-1]
+		h.LongP50us, h.LongMinBytes = &last.P50us, last.MinLength
+	}
+	for _, q := range e.Switch.MaxQueuePkts {
+		h.MaxQueuePkts = max(h.MaxQueuePkts, q)
 	}
 	return h
 }

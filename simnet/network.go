@@ -45,8 +45,15 @@ type Config struct {
 	PortBufferBytes int
 	// Delay is each link's propagation delay.
 	Delay time.Duration
-	Hosts []Host
-	Links []Link
+	// HostBurstBytes, when positive, makes each host's NIC the emulated
+	// hosts' shaper: a token bucket at the link rate holding this many
+	// bytes (Mininet's htb and tbf hold 15 kB), which hands frames to the
+	// switch as soon as it has the tokens, so up to a burst of them wait in
+	// the switch's priority queues rather than in the host. 0 makes it a
+	// real NIC: a FIFO that serialises each frame at the link rate.
+	HostBurstBytes int
+	Hosts          []Host
+	Links          []Link
 	// Switches are the switches' tor.p4 pipelines, programmed.
 	Switches map[string]*pipeline.Pipeline
 	// Seed makes loss repeatable.
@@ -92,7 +99,13 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("simnet: host %s: name or address %v used twice", h.Name, h.IP)
 		}
 		node := &Node{n: n, Host: h}
-		node.nic = n.newPort(func(f []byte) { sw.receive(f, h.Port) }, nicQueuePkts, 0)
+		toSwitch := func(f []byte) { sw.receive(f, h.Port) }
+		if cfg.HostBurstBytes > 0 {
+			node.shaper = &bucket{n: n, out: toSwitch, rate: float64(cfg.RateBps) / 8e9, burst: float64(cfg.HostBurstBytes),
+				tokens: float64(cfg.HostBurstBytes)}
+		} else {
+			node.nic = n.newPort(toSwitch, nicQueuePkts, 0)
+		}
 		if sw.ports[h.Port] != nil {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
@@ -289,7 +302,65 @@ func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
 	if h == nil {
 		return fmt.Errorf("simnet: no host %q", host)
 	}
-	h.nic.loss = fromHost
+	if h.nic != nil {
+		h.nic.loss = fromHost
+	} else {
+		h.shaper.loss = fromHost
+	}
 	n.switches[h.Switch].ports[h.Port].loss = toHost
 	return nil
+}
+
+// bucket is an emulated host's shaper: a token bucket at the link rate
+// that releases frames at once while it has tokens for them, in order.
+type bucket struct {
+	n       *Network
+	out     func([]byte)
+	rate    float64 // bytes per ns
+	burst   float64
+	tokens  float64
+	at      int64 // when tokens was last brought up to date
+	q       [][]byte
+	pending bool // a release is scheduled
+	loss    float64
+	// Drops counts frames refused because nicQueuePkts were waiting.
+	drops, lossDrops uint64
+}
+
+func (b *bucket) send(f []byte) {
+	if len(b.q) >= nicQueuePkts {
+		b.drops++
+		return
+	}
+	b.q = append(b.q, f)
+	if !b.pending {
+		b.release()
+	}
+}
+
+// release hands on the waiting frames the tokens pay for, and schedules
+// itself for when the next one is paid for.
+func (b *bucket) release() {
+	b.pending = false
+	now := b.n.clock.now
+	b.tokens = min(b.burst, b.tokens+float64(now-b.at)*b.rate)
+	b.at = now
+	for len(b.q) > 0 {
+		f := b.q[0]
+		need := float64(len(f))
+		if b.tokens < need {
+			b.pending = true
+			b.n.clock.At(now+int64((need-b.tokens)/b.rate)+1, b.release)
+			return
+		}
+		b.tokens -= need
+		b.q[0] = nil
+		b.q = b.q[1:]
+		if b.loss > 0 && b.n.rng.Float64() < b.loss {
+			b.lossDrops++
+			continue
+		}
+		arrive := now + b.n.cfg.Delay.Nanoseconds()
+		b.n.clock.At(arrive, func() { b.out(f) })
+	}
 }

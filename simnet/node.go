@@ -14,12 +14,14 @@ import (
 )
 
 // Node is a host of the simulated network: its NIC (a FIFO at the link
-// rate, as a host's qdisc is) and, once started, its Homa endpoint.
+// rate, or the emulated hosts' shaper) and, once started, its Homa
+// endpoint.
 type Node struct {
 	n *Network
 	Host
-	nic *port
-	d   *homa.Driven
+	nic    *port   // a real NIC, or
+	shaper *bucket // the emulated hosts' shaper (Config.HostBurstBytes)
+	d      *homa.Driven
 	// wakeAt is when the pacer's wake-up is scheduled, if wakeSet.
 	wakeAt  time.Duration
 	wakeSet bool
@@ -152,7 +154,12 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			h.NoRoute++
 			continue
 		}
-		h.nic.enqueue(frame(&h.Host, &dst.Host, p.TOS, p.Buf), dataplane.Verdict{})
+		f := frame(&h.Host, &dst.Host, p.TOS, p.Buf)
+		if h.shaper != nil {
+			h.shaper.send(f)
+		} else {
+			h.nic.enqueue(f, dataplane.Verdict{})
+		}
 	}
 	return nil
 }
