@@ -1,6 +1,7 @@
 #!/bin/bash
 # The cross-validation of docs/simulation.md: each scenario's engine
-# transports emulated (3 repetitions) and simulated with the same seeds,
+# transports emulated (3 repetitions) and simulated with the same seeds
+# (with the emulated hosts' shaper as the simulated hosts' NIC),
 # paired by `homatb compare`, then printed as one markdown table.
 #
 #   scripts/crossval.sh [OUT]     (default results/crossval; needs root)
@@ -21,7 +22,7 @@ for row in "incast homa" "overcommit homa" "priorities homa" "compare2018 homa,p
 		"$B" run "scenarios/$s.yaml" --only "$only" --repetitions "$REPS" --run-dir "$OUT/emu-$s" -q
 	fi
 	rm -rf "$OUT/sim-$s" "$OUT/cmp-$s"
-	"$B" run --simulate "scenarios/$s.yaml" --only "$only" --repetitions "$REPS" --run-dir "$OUT/sim-$s" -q >/dev/null
+	"$B" run --simulate --host-nic shaper "scenarios/$s.yaml" --only "$only" --repetitions "$REPS" --run-dir "$OUT/sim-$s" -q >/dev/null
 	"$B" compare "$OUT/emu-$s" "$OUT/sim-$s" --run-dir "$OUT/cmp-$s" 2>/dev/null >/dev/null
 done
 python3 scripts/crossval_table.py "$OUT"/cmp-*/compare.json

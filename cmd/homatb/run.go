@@ -34,6 +34,7 @@ type runFlags struct {
 	timeout, slice                 time.Duration
 	repetitions                    int
 	only                           []string
+	hostNIC                        string
 }
 
 // newRunCmd runs a scenario end to end and writes a run directory.
@@ -52,6 +53,7 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.runDir, "run-dir", "", "exact run directory (default OUT/<timestamp>-<scenario>)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these configurations (transport names or labels as the report names them, comma-separated)")
 	fl.BoolVar(&f.simulate, "simulate", false, "run in virtual time: homatb's own engine and switch code on a discrete-event network, no packets and no root (engine transports only; docs/simulation.md)")
+	fl.StringVar(&f.hostNIC, "host-nic", simulate.NICFIFO, "with --simulate: the hosts' NIC, \"fifo\" (a real NIC at the link rate) or \"shaper\" (the emulated hosts' 15 kB-burst htb, for setting a run beside an emulated one)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
@@ -77,6 +79,9 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if cmd.Flags().Changed("host-nic") && !f.simulate {
+		return usagef("--host-nic applies to --simulate only: an emulated run's hosts are Mininet's")
+	}
 	if len(f.only) > 0 {
 		if err := plan.Only(f.only); err != nil {
 			return usagef("%v", err)
@@ -142,7 +147,7 @@ func runSimulated(cmd *cobra.Command, plan *scenario.Plan, file string, f runFla
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
 		defer cancel()
 	}
-	res, runErr := simulate.Run(ctx, plan, simulate.Options{OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, NoReport: f.noReport})
+	res, runErr := simulate.Run(ctx, plan, simulate.Options{OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, NoReport: f.noReport, HostNIC: f.hostNIC})
 	if res == nil {
 		return runErr
 	}

@@ -40,6 +40,8 @@ type Options struct {
 	// logs/homatb.log always does).
 	Logger   *slog.Logger
 	NoReport bool
+	// HostNIC is NICFIFO (the default) or NICShaper.
+	HostNIC string
 }
 
 // Result is where a simulated run went.
@@ -56,16 +58,25 @@ var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // model says what the simulator models and leaves out, in the manifest.
 var model = []string{
 	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
-	"host NIC: the emulated hosts' shaper, a token bucket at the link rate with Mininet's 15 kB burst, handing frames to the switch at once (so bursts queue in the switch's priority queues, as in the emulation)",
 	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
 	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
 	"not modelled: kernel TCP, host CPU and wake-up noise, postcards, telemetry series, faults other than loss",
 }
 
-// hostBurstBytes is the burst of the emulated hosts' shaper (Mininet's
-// TCIntf: htb or tbf with burst 15k), which the twin reproduces: with a
-// FIFO NIC instead, short messages wait behind their sender's own long
-// ones in the host, where the emulation's overtake them in the switch.
+// Host NIC models (Options.HostNIC).
+const (
+	// NICFIFO is a real NIC: a FIFO serialising each frame at the link
+	// rate. The report's ideal RTT assumes it.
+	NICFIFO = "fifo"
+	// NICShaper is the emulated hosts' shaper (Mininet's TCIntf: htb or
+	// tbf with burst 15k): a token bucket at the link rate that hands up to
+	// a burst of frames to the switch at once. With it short messages
+	// overtake their sender's long ones in the switch's priority queues,
+	// as in the emulation, where a FIFO NIC holds them in the host.
+	NICShaper = "shaper"
+)
+
+// hostBurstBytes is Mininet's htb and tbf burst.
 const hostBurstBytes = 15000
 
 // Run simulates every experiment of plan and builds the report.
@@ -101,7 +112,16 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	if opt.Logger != nil {
 		log = opt.Logger
 	}
-	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]runfmt.Calibration{}}
+	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]runfmt.Calibration{}, nic: opt.HostNIC}
+	nicModel := "host NIC: a FIFO at the link rate (a real NIC; Linux txqueuelen 1000)"
+	switch opt.HostNIC {
+	case "", NICFIFO:
+		r.nic = NICFIFO
+	case NICShaper:
+		nicModel = "host NIC: the emulated hosts' shaper, a token bucket at the link rate with Mininet's 15 kB burst handing frames to the switch at once (--host-nic shaper)"
+	default:
+		return nil, fmt.Errorf("--host-nic %q: expected %q or %q", opt.HostNIC, NICFIFO, NICShaper)
+	}
 	r.man = newManifest(runID, opt.ScenarioFile, plan, wallStart)
 	res := &Result{RunDir: dir, Run: runID}
 	runErr := r.execute(ctx)
@@ -112,7 +132,8 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 		r.man.Error = runErr.Error()
 	}
 	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
-		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall, Model: model}
+		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
+		Model: append([]string{model[0], nicModel}, model[1:]...)}
 	res.Incomplete = r.man.Incomplete
 	if err := r.save(); err != nil {
 		return res, errors.Join(runErr, err)
@@ -141,6 +162,7 @@ type simRun struct {
 	events uint64
 	simNs  int64
 	exps   int // experiments simulated, calibration included: each gets its own hour
+	nic    string
 }
 
 func (r *simRun) save() error {
@@ -211,9 +233,13 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 	if err := r.sws.SetPortModes(ctx, portModes(t)); err != nil {
 		return nil, err
 	}
+	burst := 0
+	if r.nic == NICShaper {
+		burst = hostBurstBytes
+	}
 	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: hostBurstBytes})
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst})
 }
 
 // nextEpoch is the wall time the next job's virtual time 0 stands for.
