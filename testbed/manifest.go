@@ -107,6 +107,7 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	}
 	m := &Manifest{Manifest: runfmt.Manifest{
 		Run: run, Tag: tag, ScenarioFile: abs, Scenario: scenarioDoc(plan.Base), Incomplete: true, Started: time.Now().UnixNano(),
+		Mode:     runfmt.ModeEmulated,
 		Versions: v, GitCommit: commit, Machine: machine(),
 		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
 	}, dir: runDir}

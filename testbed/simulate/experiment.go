@@ -29,6 +29,10 @@ type job struct {
 
 	rows  []runfmt.RPC
 	books runfmt.Books
+	// counters are the hosts' transport counters at the end, merged, and
+	// hosts each one's.
+	counters map[string]uint64
+	hosts    []runfmt.HostCounters
 	// open are the issued RPCs not yet ended, by their row's index;
 	// issuing counts the clients (closed-loop workers) still issuing.
 	open    map[int]bool
@@ -73,10 +77,34 @@ func (j *job) run() error {
 		j.rows[i].Status = runfmt.StatusInflight
 		j.books.InFlight++
 	}
+	j.counters = map[string]uint64{}
+	isClient := map[string]bool{}
+	for _, c := range j.clients {
+		isClient[c.host] = true
+	}
 	for _, name := range j.used {
+		st := j.net.Node(name).Endpoint().Stats()
+		h := runfmt.HostCounters{Host: name, Role: role(isClient[name], j.servers[name]), Served: st.Served,
+			Transport: map[string]uint64{}}
+		for k, v := range st.Map() {
+			h.Transport["homa_"+k] = v // as the agent names them
+		}
+		runfmt.MergeCounters(j.counters, h.Transport)
+		j.hosts = append(j.hosts, h)
 		j.net.Node(name).Stop()
 	}
 	return nil
+}
+
+// role is a host's role in an experiment, as the manifest names it.
+func role(client, server bool) string {
+	switch {
+	case client && server:
+		return runfmt.RoleBoth
+	case client:
+		return runfmt.RoleClient
+	}
+	return runfmt.RoleServer
 }
 
 // serve answers every request to ServerPort with the response length it

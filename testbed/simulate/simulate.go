@@ -372,7 +372,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: []string{}, RPCs: j.books, TransportCounters: map[string]uint64{}}
+		Fidelity: []string{}, RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
 	if rec.Params == nil {
 		rec.Params = map[string]string{}
 	}
