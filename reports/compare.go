@@ -53,6 +53,11 @@ type Headline struct {
 	LongP50us    *float64 `json:"long_p50_us"`
 	LongMinBytes int64    `json:"long_min_bytes"`
 	MaxQueuePkts int64    `json:"max_queue_pkts"`
+	// TailHostShare is the part of the short-message tail (the mean at or
+	// above the P99) the latency anatomy puts on the hosts (their
+	// software and send lag, not waits behind the same connection's
+	// queued bytes); null without an anatomy.
+	TailHostShare *float64 `json:"tail_host_share"`
 }
 
 func headlineOf(e *Experiment) Headline {
@@ -68,6 +73,10 @@ func headlineOf(e *Experiment) Headline {
 	}
 	for _, q := range e.Switch.MaxQueuePkts {
 		h.MaxQueuePkts = max(h.MaxQueuePkts, q)
+	}
+	if a := e.Anatomy; a != nil && a.TailRPCs > 0 && a.Tail.RTT > 0 {
+		share := (a.Tail.Host - a.Tail.HostHOL + a.Tail.SendLag) / a.Tail.RTT
+		h.TailHostShare = &share
 	}
 	return h
 }

@@ -38,9 +38,13 @@ def diff(a, b):
 cols = [("goodput (Mbit/s)", "goodput_gbps", "mbit"), ("long P50 (ms)", "long_p50_us", "ms"),
         ("short P50 (ms)", "short_p50_us", "ms"), ("short P99 (ms)", "short_p99_us", "ms"),
         ("queue peak (pkts)", "max_queue_pkts", "n"), ("drops", "switch_drops", "n")]
+# The emulated short tail's host share (latency anatomy), beside the
+# difference: the simulator has no host time.
+host = ("host share of emulated short tail", "tail_host_share")
 head = ["configuration", "reps"]
 for name, _, _ in cols:
     head += [name + " emulated", "simulated", "Δ"]
+head.append(host[0])
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for path in sys.argv[1:]:
@@ -55,4 +59,6 @@ for path in sys.argv[1:]:
             a, am = cell([p["a"].get(field) for p in ps], unit)
             b, bm = cell([p["b"].get(field) for p in ps], unit)
             row += [a, b, diff(am, bm) if unit != "n" else ""]
+        shares = [p["a"].get(host[1]) for p in ps if p["a"].get(host[1]) is not None]
+        row.append(f"{statistics.median(shares):.2f}" if shares else "-")
         print("| " + " | ".join(row) + " |")
