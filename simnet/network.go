@@ -70,6 +70,23 @@ type Network struct {
 	switches map[string]*swtch
 	names    []string // switch names, sorted
 	rng      *rand.Rand
+	// postcard, when set, receives every frame a switch sends, as the
+	// embedded switch records it; arrivals holds the frames queued meanwhile.
+	postcard func(sw string, p *switchstats.Postcard)
+	arrivals map[*byte]arrival
+	card     switchstats.Postcard
+}
+
+// arrival is when and where a queued frame came into its switch.
+type arrival struct {
+	at   int64
+	port uint16
+}
+
+// OnPostcard has every switch report each frame it sends to fn, with the
+// times on the simulation's clock (ns since it started).
+func (n *Network) OnPostcard(fn func(sw string, p *switchstats.Postcard)) {
+	n.postcard, n.arrivals = fn, map[*byte]arrival{}
 }
 
 // New builds the network; nothing happens until its Clock runs.
@@ -110,7 +127,7 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
 		sw.ports[h.Port] = n.newPort(node.receive, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		sw.ports[h.Port].switchPort = true
+		sw.ports[h.Port].sw, sw.ports[h.Port].num = sw, h.Port
 		n.hosts = append(n.hosts, node)
 		n.byName[h.Name], n.byIP[h.IP] = node, node
 	}
@@ -124,7 +141,8 @@ func New(cfg Config) (*Network, error) {
 		}
 		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		a.ports[l.APort].switchPort, b.ports[l.BPort].switchPort = true, true
+		a.ports[l.APort].sw, a.ports[l.APort].num = a, l.APort
+		b.ports[l.BPort].sw, b.ports[l.BPort].num = b, l.BPort
 	}
 	return n, nil
 }
@@ -141,14 +159,15 @@ func (n *Network) Nodes() []*Node { return n.hosts }
 // port is one direction of a link: its sender's queues and shaper (a
 // switch's egress port, or a host's NIC), then the wire's delay.
 type port struct {
-	n          *Network
-	pm         *dataplane.PortModel
-	out        func([]byte)
-	pending    bool // a service event is scheduled
-	switchPort bool
+	n       *Network
+	pm      *dataplane.PortModel
+	out     func([]byte)
+	pending bool // a service event is scheduled
+	// sw and num are a switch port's switch and number (postcards).
+	sw  *swtch
+	num uint16
 	// counters of a switch port
 	txPkts, txBytes       uint64
-	peakPkts, peakBytes   int
 	lossDrops, queueDrops uint64
 	loss                  float64 // probability a frame is lost on this link
 }
@@ -162,18 +181,16 @@ func (n *Network) newPort(out func([]byte), depthPkts, bufferBytes int) *port {
 		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
 }
 
-// enqueue queues frame f as verdict v says.
-func (p *port) enqueue(f []byte, v dataplane.Verdict) {
-	now := p.n.clock.now
-	if !p.pm.Enqueue(f, v, now) {
+// enqueue queues frame f as verdict v says; false if the port dropped it.
+func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
+	ok := p.pm.Enqueue(f, v, p.n.clock.now)
+	if !ok {
 		p.queueDrops++
-	}
-	if st := p.pm.Stats(); st.QueuedBytes > p.peakBytes || st.QueuedPkts > p.peakPkts {
-		p.peakBytes, p.peakPkts = max(p.peakBytes, st.QueuedBytes), max(p.peakPkts, st.QueuedPkts)
 	}
 	if !p.pending {
 		p.service()
 	}
+	return ok
 }
 
 // service sends the next frame when the port may: it leaves the port when
@@ -188,6 +205,9 @@ func (p *port) service() {
 		p.txPkts++
 		p.txBytes += uint64(len(d.Frame))
 		f := d.Frame
+		if p.n.postcard != nil && p.sw != nil {
+			p.n.sent(p, &d)
+		}
 		if p.loss > 0 && p.n.rng.Float64() < p.loss {
 			p.lossDrops++
 			f = nil
@@ -226,7 +246,29 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 		s.noPort++
 		return
 	}
-	p.enqueue(f, v)
+	if s.n.postcard != nil && len(f) > 0 {
+		s.n.arrivals[&f[0]] = arrival{at: s.n.clock.now, port: inPort}
+	}
+	if !p.enqueue(f, v) && s.n.postcard != nil && len(f) > 0 {
+		delete(s.n.arrivals, &f[0])
+	}
+}
+
+// sent reports a frame switch port p sends, as a postcard.
+func (n *Network) sent(p *port, d *dataplane.PortDeparture) {
+	if len(d.Frame) == 0 {
+		return
+	}
+	a, ok := n.arrivals[&d.Frame[0]]
+	if !ok {
+		return
+	}
+	delete(n.arrivals, &d.Frame[0])
+	c := &n.card
+	c.ArrivalNs, c.EnqueueNs, c.DequeueNs = a.at, a.at, d.Start
+	c.IngressPort, c.EgressPort, c.Queue, c.FrameLen = a.port, p.num, d.Queue, uint16(len(d.Frame))
+	c.ParseKey(d.Frame)
+	n.postcard(p.sw.name, c)
 }
 
 // Frame layout: Ethernet, IPv4 without options, then the Homa packet.

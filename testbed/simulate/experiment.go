@@ -33,6 +33,9 @@ type job struct {
 	// hosts each one's.
 	counters map[string]uint64
 	hosts    []runfmt.HostCounters
+	// served are the servers' answers when bookServed.
+	served     []runfmt.Served
+	bookServed bool
 	// open are the issued RPCs not yet ended, by their row's index;
 	// issuing counts the clients (closed-loop workers) still issuing.
 	open    map[int]bool
@@ -51,7 +54,7 @@ func (j *job) run() error {
 			return err
 		}
 		if j.servers[name] {
-			if err := serve(h); err != nil {
+			if err := j.serve(h); err != nil {
 				return err
 			}
 		}
@@ -108,13 +111,21 @@ func role(client, server bool) string {
 }
 
 // serve answers every request to ServerPort with the response length it
-// asks for, at once: the simulated server takes no time.
-func serve(h *simnet.Node) error {
+// asks for, at once: the simulated server takes no time. With served set,
+// each answer is booked as a served.csv row.
+func (j *job) serve(h *simnet.Node) error {
 	var zeros []byte
+	local := netip.AddrPortFrom(h.IP, ServerPort).String()
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
 		n := agent.ResponseLength(sr.Request())
 		if len(zeros) < n {
 			zeros = make([]byte, n)
+		}
+		if j.bookServed && !j.closed {
+			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
+			j.served = append(j.served, runfmt.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
+				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
 		}
 		_ = h.Reply(sr, zeros[:n]) // fails only for an RPC its client gave up
 	})

@@ -7,6 +7,7 @@
 package simulate
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/simnet"
@@ -60,7 +62,7 @@ var model = []string{
 	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
 	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
 	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
-	"not modelled: kernel TCP, host CPU and wake-up noise, postcards, telemetry series, faults other than loss",
+	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, faults other than loss",
 }
 
 // Host NIC models (Options.HostNIC).
@@ -358,10 +360,25 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			j.used = append(j.used, h.Name)
 		}
 	}
-	if err := j.run(); err != nil {
-		return err
+	j.bookServed = true
+	var cards *postcards
+	if s.Switch.PostcardsOn() {
+		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
+			return err
+		}
+		net.OnPostcard(cards.write)
+	}
+	runErr := j.run()
+	if cards != nil {
+		runErr = errors.Join(runErr, cards.close())
+	}
+	if runErr != nil {
+		return runErr
 	}
 	if err := r.finish(j); err != nil {
+		return err
+	}
+	if err := r.writeServed(j.served); err != nil {
 		return err
 	}
 	for name, st := range net.SwitchStats() {
@@ -393,6 +410,75 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	r.log.Info("simulated", "experiment", e.Name, "issued", j.books.Issued, "completed", j.books.Completed,
 		"failed", j.books.Failed, "in_flight", j.books.InFlight, "events", net.Clock().Events())
 	return nil
+}
+
+// writeServed appends a job's served rows to served.csv.
+func (r *simRun) writeServed(rows []runfmt.Served) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	path := filepath.Join(r.dir, runfmt.ServedRPCs().File)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w, err := runfmt.ServedRPCs().NewWriter(f, statErr != nil)
+	if err != nil {
+		return errors.Join(err, f.Close())
+	}
+	for i := range rows {
+		if err := w.Write(&rows[i]); err != nil {
+			return errors.Join(err, f.Close())
+		}
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
+
+// postcards writes each switch's postcards of one experiment, as the
+// embedded switch does (switch/<experiment>/<sw>.postcards).
+type postcards struct {
+	files map[string]*os.File
+	bufs  map[string]*bufio.Writer
+	rec   [switchstats.PostcardLen]byte
+	err   error
+}
+
+func newPostcards(dir, exp string, epoch time.Time, layout *topo.Network) (*postcards, error) {
+	pc := &postcards{files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}}
+	for _, sw := range layout.Switches {
+		path := runfmt.PostcardsPath(dir, exp, sw.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, errors.Join(err, pc.close())
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, errors.Join(err, pc.close())
+		}
+		pc.files[sw.Name], pc.bufs[sw.Name] = f, bufio.NewWriterSize(f, 1<<16)
+		if _, err := pc.bufs[sw.Name].Write(switchstats.AppendPostcardHeader(nil, epoch.UnixNano())); err != nil {
+			return nil, errors.Join(err, pc.close())
+		}
+	}
+	return pc, nil
+}
+
+func (pc *postcards) write(sw string, p *switchstats.Postcard) {
+	p.Encode(&pc.rec)
+	if _, err := pc.bufs[sw].Write(pc.rec[:]); err != nil && pc.err == nil {
+		pc.err = fmt.Errorf("postcards of %s: %w", sw, err)
+	}
+}
+
+func (pc *postcards) close() error {
+	errs := []error{pc.err}
+	for name, f := range pc.files {
+		if b := pc.bufs[name]; b != nil {
+			errs = append(errs, b.Flush())
+		}
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // newManifest opens a simulated run's manifest.
