@@ -51,6 +51,11 @@ type summary struct {
 			P99us *float64 `json:"p99_us"`
 		} `json:"short"`
 		GoodputGbps *float64 `json:"goodput_gbps"`
+		Anatomy     *struct {
+			RPCs      int    `json:"rpcs"`
+			Joined    int    `json:"joined"`
+			TailCause string `json:"tail_cause"`
+		} `json:"anatomy"`
 	} `json:"experiments"`
 }
 
@@ -203,6 +208,11 @@ func TestIncast(t *testing.T) {
 	}
 	if *e.Short.P99us > 5*rtt {
 		t.Errorf("probes' P99 %.0f µs is over 5x the unloaded 100 B RTT %.0f µs", *e.Short.P99us, rtt)
+	}
+	// The switch's postcards and the servers' rows join every short RPC,
+	// and with no host time the tail is the switch's queues.
+	if a := e.Anatomy; a == nil || a.RPCs == 0 || a.Joined != a.RPCs || a.TailCause != "queue" {
+		t.Errorf("anatomy %+v: want every short RPC joined and the tail in the queues", a)
 	}
 	// The bottleneck carries the 8 senders' bytes at about the link rate.
 	if e.GoodputGbps == nil || *e.GoodputGbps < 0.040 || *e.GoodputGbps > 0.050 {
