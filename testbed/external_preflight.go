@@ -30,7 +30,7 @@ func preflightExternal(plan *scenario.Plan) error {
 	add := func(p Problem) { ps = append(ps, p) }
 	cfg, err := externalTLS(e)
 	if err != nil {
-		add(Problem{err.Error(), "homatb certs --run-dir DIR --hosts <agent addresses>, and the agents started with its agent.pem"})
+		add(Problem{What: err.Error(), Fix: "homatb certs --run-dir DIR --hosts <agent addresses>, and the agents started with its agent.pem"})
 		return &PreflightError{Problems: ps}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), preflightTimeout)
@@ -50,14 +50,13 @@ func preflightExternal(plan *scenario.Plan) error {
 		wg.Go(func() {
 			if err := p4RuntimeAnswers(ctx, sw.P4Runtime); err != nil {
 				mu.Lock()
-				add(Problem{fmt.Sprintf("switch %s: P4Runtime at %s does not answer: %v", sw.Name, sw.P4Runtime, err),
-					"start the switch's P4Runtime server (device_id " + fmt.Sprint(sw.DeviceID) + ") and check the address"})
+				add(Problem{What: fmt.Sprintf("switch %s: P4Runtime at %s does not answer: %v", sw.Name, sw.P4Runtime, err), Fix: "start the switch's P4Runtime server (device_id " + fmt.Sprint(sw.DeviceID) + ") and check the address"})
 				mu.Unlock()
 			}
 			if sw.Target == scenario.ExternalBMv2 {
 				if _, err := os.Stat(BMv2JSONPath); err != nil {
 					mu.Lock()
-					add(Problem{"switch " + sw.Name + " is bmv2: it needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", "make p4c (needs p4c-bm2-ss)"})
+					add(Problem{What: "switch " + sw.Name + " is bmv2: it needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", Fix: "make p4c (needs p4c-bm2-ss)"})
 					mu.Unlock()
 				}
 			}
@@ -65,8 +64,7 @@ func preflightExternal(plan *scenario.Plan) error {
 	}
 	wg.Wait()
 	for _, cc := range bpfCongestion(plan) {
-		add(Problem{"TCP congestion control " + cc + " is homatb's BPF one, which only an emulated run registers (on its own kernel)",
-			"tcp.congestion: a kernel one (cubic, dctcp, ...) available on every host"})
+		add(Problem{What: "TCP congestion control " + cc + " is homatb's BPF one, which only an emulated run registers (on its own kernel)", Fix: "tcp.congestion: a kernel one (cubic, dctcp, ...) available on every host"})
 	}
 	if len(ps) > 0 {
 		// The checks ran in parallel: list them the same way every time.
@@ -86,20 +84,19 @@ func checkAgent(ctx context.Context, h scenario.ExternalHost, cfg *tls.Config) (
 	defer cancel()
 	a, err := dialRemoteAgent(dctx, h.Name, h.Agent, cfg)
 	if err != nil {
-		return Problem{err.Error(), "on " + h.Name + ": " + start}, true
+		return Problem{What: err.Error(), Fix: "on " + h.Name + ": " + start}, true
 	}
 	defer a.conn.Close()
 	data, err := scenario.ParseHostAddress(h.Address)
 	if err != nil {
-		return Problem{err.Error(), ""}, true
+		return Problem{What: err.Error(), Fix: ""}, true
 	}
 	m, _, err := a.probe(ctx, data.Addr().String())
 	if err != nil {
-		return Problem{err.Error(), ""}, true
+		return Problem{What: err.Error(), Fix: ""}, true
 	}
 	if v := buildinfo.Version(); m.GetAgentVersion() != v {
-		return Problem{fmt.Sprintf("agent %s at %s runs homatb %q, this orchestrator %q", h.Name, h.Agent, m.GetAgentVersion(), v),
-			"install the same homatb build on every host"}, true
+		return Problem{What: fmt.Sprintf("agent %s at %s runs homatb %q, this orchestrator %q", h.Name, h.Agent, m.GetAgentVersion(), v), Fix: "install the same homatb build on every host"}, true
 	}
 	return Problem{}, false
 }

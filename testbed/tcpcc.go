@@ -48,14 +48,13 @@ func congestionProblems(plan *scenario.Plan) []Problem {
 		checked[cc] = true
 		if !tcpcc.IsBPF(cc) {
 			if !slices.Contains(avail, cc) {
-				ps = append(ps, Problem{"TCP congestion control " + cc + " is not available (have: " + have + ")", "modprobe tcp_" + cc})
+				ps = append(ps, Problem{What: "TCP congestion control " + cc + " is not available (have: " + have + ")", Fix: "modprobe tcp_" + cc})
 			}
 			continue
 		}
 		if err := tryRegister(cc); err != nil {
-			ps = append(ps, Problem{fmt.Sprintf("TCP congestion control %s (homatb's BPF %s) cannot be registered: %v; this kernel offers %s",
-				cc, tcpcc.KernelName(cc), err, have),
-				"a kernel with BTF (/sys/kernel/btf/vmlinux) and BPF struct_ops for TCP (bpf_tcp_ca), or tcp.congestion: one of " + have})
+			ps = append(ps, Problem{What: fmt.Sprintf("TCP congestion control %s (homatb's BPF %s) cannot be registered: %v; this kernel offers %s",
+				cc, tcpcc.KernelName(cc), err, have), Fix: "a kernel with BTF (/sys/kernel/btf/vmlinux) and BPF struct_ops for TCP (bpf_tcp_ca), or tcp.congestion: one of " + have})
 		}
 	}
 	return ps
