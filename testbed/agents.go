@@ -14,15 +14,15 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// agents is the set of a run's agents by host name. An agent that fault
+// agentSet is the set of a run's agents by host name. An agent that fault
 // injection killed is gone: each leaves it out until it is added again.
-type agents struct {
+type agentSet struct {
 	mu   sync.Mutex
 	m    map[string]agentAPI
 	gone map[string]bool
 }
 
-func (as *agents) add(host string, a agentAPI) {
+func (as *agentSet) add(host string, a agentAPI) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if as.m == nil {
@@ -34,7 +34,7 @@ func (as *agents) add(host string, a agentAPI) {
 
 // remove forgets host's agent and marks it gone; it returns the agent (nil
 // if there was none).
-func (as *agents) remove(host string) agentAPI {
+func (as *agentSet) remove(host string) agentAPI {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	a := as.m[host]
@@ -47,20 +47,20 @@ func (as *agents) remove(host string) agentAPI {
 }
 
 // isGone reports whether host's agent was killed and not started again.
-func (as *agents) isGone(host string) bool {
+func (as *agentSet) isGone(host string) bool {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return as.gone[host]
 }
 
-func (as *agents) get(host string) agentAPI {
+func (as *agentSet) get(host string) agentAPI {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return as.m[host]
 }
 
 // each runs f on the named hosts in parallel and returns the first error.
-func (as *agents) each(ctx context.Context, hosts []string, f func(ctx context.Context, host string, a agentAPI) error) error {
+func (as *agentSet) each(ctx context.Context, hosts []string, f func(ctx context.Context, host string, a agentAPI) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, h := range hosts {
 		a := as.get(h)
@@ -76,7 +76,7 @@ func (as *agents) each(ctx context.Context, hosts []string, f func(ctx context.C
 }
 
 // shutdown asks every agent to exit, in parallel, and forgets them.
-func (as *agents) shutdown(ctx context.Context) {
+func (as *agentSet) shutdown(ctx context.Context) {
 	as.mu.Lock()
 	list := make([]agentAPI, 0, len(as.m))
 	for _, a := range as.m {
@@ -86,7 +86,7 @@ func (as *agents) shutdown(ctx context.Context) {
 	as.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, a := range list {
-		wg.Go(func() { a.shutdown(ctx) })
+		wg.Go(func() { a.Shutdown(ctx) })
 	}
 	wg.Wait()
 }

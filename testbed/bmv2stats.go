@@ -60,7 +60,7 @@ func newBMv2Stats(sw topo.Switch, rateBps uint64, counters queueCounterReader) *
 
 // resetWindow has nothing to restart: BMv2 keeps no windowed gauges that
 // the run reads.
-func (b *bmv2Stats) resetWindow(context.Context) error { return nil }
+func (b *bmv2Stats) ResetWindow(context.Context) error { return nil }
 
 // tcQdisc is the part of `tc -s -j qdisc show` the statistics use.
 type tcQdisc struct {
@@ -104,7 +104,7 @@ func (b *bmv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdis
 	return out, nil
 }
 
-func (b *bmv2Stats) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
+func (b *bmv2Stats) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 	st := runfmt.SwitchStats{DeviceID: b.sw.DeviceID}
 	rows, err := b.counters.queueCounters(ctx, b.sw.Name)
 	if err != nil {
@@ -141,13 +141,13 @@ func (b *bmv2Stats) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 
 var errBMv2Faults = errors.New("fault injection needs the embedded target: BMv2 has no fault injector")
 
-func (b *bmv2Stats) setFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
+func (b *bmv2Stats) SetFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
 
-func (b *bmv2Stats) startPostcards(context.Context, string) error {
+func (b *bmv2Stats) StartPostcards(context.Context, string) error {
 	return errors.New("per-packet switch records need the embedded target")
 }
 
-func (b *bmv2Stats) stopPostcards(context.Context) (switchstats.PostcardSummary, error) {
+func (b *bmv2Stats) StopPostcards(context.Context) (switchstats.PostcardSummary, error) {
 	return switchstats.PostcardSummary{}, nil
 }
 

@@ -48,7 +48,7 @@ func TestBMv2StatsFetch(t *testing.T) {
 		calls = append(calls, strings.Join(args, " "))
 		return []byte(tc[args[len(args)-1]]), nil
 	}
-	st, err := b.fetch(context.Background())
+	st, err := b.Fetch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +70,10 @@ func TestBMv2StatsFetch(t *testing.T) {
 	// A port without its shaper (the network was built without one) is an
 	// error, not zeros.
 	tc["hb-s1-p2"] = `[{"kind":"noqueue","handle":"0:","root":true}]`
-	if _, err := b.fetch(context.Background()); err == nil || !strings.Contains(err.Error(), "0 of 8 queues") {
+	if _, err := b.Fetch(context.Background()); err == nil || !strings.Contains(err.Error(), "0 of 8 queues") {
 		t.Errorf("fetch without a shaper: %v", err)
 	}
-	if err := b.resetWindow(context.Background()); err != nil {
+	if err := b.ResetWindow(context.Background()); err != nil {
 		t.Errorf("resetWindow: %v", err)
 	}
 }

@@ -109,7 +109,7 @@ func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) 
 
 // portModes reprograms the switches' port modes, verified by read-back,
 // when they differ from the installed ones.
-func (c *control) portModes(ctx context.Context, modes []controller.PortMode) error {
+func (c *control) PortModes(ctx context.Context, modes []controller.PortMode) error {
 	if portModeKey(modes) == portModeKey(c.policy.PortModes) {
 		return nil
 	}
@@ -138,7 +138,7 @@ func transportPortModes(t scenario.Transport) []controller.PortMode {
 
 // telemetry samples every switch until ctx ends and appends the series to
 // w as telemetry.csv rows.
-func (c *control) telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
+func (c *control) Telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
 	p, err := c.fabric.NewPoller(interval)
 	if err != nil {
 		return err
@@ -154,10 +154,10 @@ func (c *control) telemetry(ctx context.Context, exp string, interval time.Durat
 	return runErr
 }
 
-func (c *control) resetQueuePeaks(ctx context.Context) error {
+func (c *control) ResetQueuePeaks(ctx context.Context) error {
 	return c.fabric.ResetQueuePeaks(ctx)
 }
 
-func (c *control) close() error {
+func (c *control) Close() error {
 	return c.fabric.Close()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -108,7 +109,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served.
 func (x *experimentRun) configure(ctx context.Context) error {
-	if err := x.r.ctl.portModes(ctx, transportPortModes(x.e.Transport)); err != nil {
+	if err := x.r.ctl.PortModes(ctx, transportPortModes(x.e.Transport)); err != nil {
 		return err
 	}
 	for _, serverPass := range []bool{true, false} {
@@ -117,7 +118,7 @@ func (x *experimentRun) configure(ctx context.Context) error {
 				return nil
 			}
 			h, _ := x.r.layout.Host(host)
-			return a.configure(ctx, x.r.configureRequest(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.servers[host], x.roles.clients[host]))
+			return a.Configure(ctx, x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.servers[host], x.roles.clients[host]))
 		})
 		if err != nil {
 			return err
@@ -151,7 +152,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	}
 	x.rec.Started = time.Now().UnixNano()
 	if err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
-		return a.start(ctx)
+		return a.Start(ctx)
 	}); err != nil {
 		x.faults.endSchedule()
 		x.faults.clear(ctx)
@@ -167,12 +168,12 @@ func (x *experimentRun) start(ctx context.Context) error {
 func (x *experimentRun) resetWindows(ctx context.Context) {
 	r := x.r
 	for name, c := range r.stats {
-		if err := c.resetWindow(ctx); err != nil {
+		if err := c.ResetWindow(ctx); err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: queue peaks and delays cover the run so far, not this experiment: %v", name, err))
 		}
 	}
 	if r.ctl != nil {
-		if err := r.ctl.resetQueuePeaks(ctx); err != nil {
+		if err := r.ctl.ResetQueuePeaks(ctx); err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("telemetry peak_pkts covers the run so far, not this experiment: %v", err))
 		}
 	}
@@ -199,7 +200,7 @@ func stopBudget(s *scenario.Scenario, interrupted bool) (drain, budget time.Dura
 		return 0, 2 * time.Second
 	}
 	drain = s.Drain.D()
-	return drain, drain + agentCallTimeout + agentFetchTimeout
+	return drain, drain + agents.CallTimeout + agents.FetchTimeout
 }
 
 // stop stops the clients after drain and adds up their books, then reads
@@ -210,7 +211,7 @@ func stopBudget(s *scenario.Scenario, interrupted bool) (drain, budget time.Dura
 func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupted bool) error {
 	r := x.r
 	stopErr := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
-		c, err := a.stop(ctx, drain)
+		c, err := a.Stop(ctx, drain)
 		if err != nil {
 			return err
 		}
@@ -218,7 +219,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 		return nil
 	})
 	serverErr := r.agents.each(ctx, x.roles.serverOnly(), func(ctx context.Context, host string, a agentAPI) error {
-		st, err := a.status(ctx)
+		st, err := a.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -302,7 +303,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 	tcpSamples := map[string][]byte{}
 	err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
 		var buf bytes.Buffer
-		if err := a.fetch(ctx, x.e.Name, agentpb.FileRecords, &buf); err != nil {
+		if err := a.Fetch(ctx, x.e.Name, agentpb.FileRecords, &buf); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+x.e.Name+".csv"), buf.Bytes(), 0o644); err != nil {
@@ -315,7 +316,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 			// The connections' windows and RTTs are a diagnostic: without
 			// them the records still stand.
 			buf.Reset()
-			if err := a.fetch(ctx, x.e.Name, agentpb.FileTCPSamples, &buf); err != nil {
+			if err := a.Fetch(ctx, x.e.Name, agentpb.FileTCPSamples, &buf); err != nil {
 				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
 				return nil
 			}
@@ -343,7 +344,7 @@ func (x *experimentRun) collectServed(ctx context.Context) {
 	rows := map[string][]byte{}
 	r.agents.each(ctx, x.roles.receivers, func(ctx context.Context, host string, a agentAPI) error {
 		var buf bytes.Buffer
-		if err := a.fetch(ctx, x.e.Name, agentpb.FileServed, &buf); err != nil {
+		if err := a.Fetch(ctx, x.e.Name, agentpb.FileServed, &buf); err != nil {
 			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
 			return nil
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/internal/runcerts"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -142,9 +143,9 @@ func (r *run) connectExternal(ctx context.Context) error {
 }
 
 // machineProber is an agent that can describe its machine and estimate its
-// clock offset (*agent; the lifecycle test's fakes are not).
+// clock offset (*agents.Client; the lifecycle test's fakes are not).
 type machineProber interface {
-	probe(ctx context.Context, dataAddr string) (*agentpb.Machine, clockEstimate, error)
+	Probe(ctx context.Context, dataAddr string) (*agentpb.Machine, agents.ClockEstimate, error)
 }
 
 // describeMachines asks every agent for its machine and clock offset. It
@@ -159,17 +160,17 @@ func (r *run) describeMachines(ctx context.Context) (map[string]runfmt.HostMachi
 			continue
 		}
 		hl, _ := r.layout.Host(h.Name)
-		m, clk, err := p.probe(ctx, hl.IP.String())
+		m, clk, err := p.Probe(ctx, hl.IP.String())
 		if err != nil {
 			return nil, nil, err
 		}
 		hosts[h.Name] = runfmt.HostMachine{
 			Agent: h.Agent, Hostname: m.GetHostname(), Kernel: m.GetKernel(), CPUModel: m.GetCpuModel(), CPUs: int(m.GetCpus()),
 			NIC: m.GetNic(), NICDriver: m.GetNicDriver(), NICSpeedMbps: m.GetNicSpeedMbps(), AgentVersion: m.GetAgentVersion(),
-			ClockOffsetUs: us(clk.offset), ClockBoundUs: us(clk.bound),
+			ClockOffsetUs: us(clk.Offset), ClockBoundUs: us(clk.Bound),
 		}
 		r.log.Info("machine", "host", h.Name, "hostname", m.GetHostname(), "kernel", m.GetKernel(), "nic", m.GetNic(),
-			"clock_offset", clk.offset, "bound", clk.bound)
+			"clock_offset", clk.Offset, "bound", clk.Bound)
 	}
 	if len(hosts) == 0 {
 		return hosts, nil, nil
@@ -246,21 +247,21 @@ type handSetFabric struct {
 	wroteHeader bool
 }
 
-func (f *handSetFabric) resetQueuePeaks(context.Context) error { return nil }
+func (f *handSetFabric) ResetQueuePeaks(context.Context) error { return nil }
 
 // telemetry writes telemetry.csv's header only: the switch is not read.
-func (f *handSetFabric) telemetry(ctx context.Context, exp string, _ time.Duration, w io.Writer) error {
+func (f *handSetFabric) Telemetry(ctx context.Context, exp string, _ time.Duration, w io.Writer) error {
 	<-ctx.Done()
 	header := !f.wroteHeader
 	f.wroteHeader = true
 	return runfmt.WriteTelemetry(w, exp, nil, header)
 }
 
-func (f *handSetFabric) portModes(_ context.Context, modes []controller.PortMode) error {
+func (f *handSetFabric) PortModes(_ context.Context, modes []controller.PortMode) error {
 	if len(modes) > 0 {
 		return fmt.Errorf("switch port modes %v: the switch is configured by hand (topology.external has no switches)", modes)
 	}
 	return nil
 }
 
-func (f *handSetFabric) close() error { return nil }
+func (f *handSetFabric) Close() error { return nil }

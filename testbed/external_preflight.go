@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/homatb/homatb/internal/buildinfo"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -63,7 +64,7 @@ func preflightExternal(plan *scenario.Plan) error {
 		})
 	}
 	wg.Wait()
-	for _, cc := range bpfCongestion(plan) {
+	for _, cc := range agents.BPFCongestion(plan) {
 		add(Problem{What: "TCP congestion control " + cc + " is homatb's BPF one, which only an emulated run registers (on its own kernel)", Fix: "tcp.congestion: a kernel one (cubic, dctcp, ...) available on every host"})
 	}
 	if len(ps) > 0 {
@@ -82,16 +83,16 @@ func checkAgent(ctx context.Context, h scenario.ExternalHost, cfg *tls.Config) (
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a, err := dialRemoteAgent(dctx, h.Name, h.Agent, cfg)
+	a, err := agents.DialRemote(dctx, h.Name, h.Agent, cfg)
 	if err != nil {
 		return Problem{What: err.Error(), Fix: "on " + h.Name + ": " + start}, true
 	}
-	defer a.conn.Close()
+	defer a.Close()
 	data, err := scenario.ParseHostAddress(h.Address)
 	if err != nil {
 		return Problem{What: err.Error(), Fix: ""}, true
 	}
-	m, _, err := a.probe(ctx, data.Addr().String())
+	m, _, err := a.Probe(ctx, data.Addr().String())
 	if err != nil {
 		return Problem{What: err.Error(), Fix: ""}, true
 	}

@@ -153,7 +153,7 @@ func (x *experimentRun) startFaults(ctx context.Context) error {
 			}
 			dir := lossDirection(f.LossDirection())
 			fr.ports[p] = true
-			if err := r.stats[p.sw].setFault(ctx, switchstats.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
+			if err := r.stats[p.sw].SetFault(ctx, switchstats.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
 				fr.noSchedule()
 				return fmt.Errorf("fault on %s's link: %w", f.Link, err)
 			}
@@ -210,7 +210,7 @@ func (fr *faultRun) schedule(ctx context.Context, measure time.Time, timed []tim
 				fr.ports[p] = true
 				fr.mu.Unlock()
 				d := t.f.Down.For.D().String()
-				err = r.stats[p.sw].setFault(ctx, switchstats.FaultSetting{Port: p.port, DownFor: &d})
+				err = r.stats[p.sw].SetFault(ctx, switchstats.FaultSetting{Port: p.port, DownFor: &d})
 			}
 			if err != nil {
 				fr.warn("link %s was not taken down at %s: %v", t.f.Link, t.at, err)
@@ -232,7 +232,7 @@ func (fr *faultRun) kill(ctx context.Context, host string, at time.Duration, res
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
-	st, err := a.status(sctx)
+	st, err := a.Status(sctx)
 	cancel()
 	k := &killedAgent{at: at, restart: restart, last: st.GetCounters(), lastErr: err}
 	r.agents.remove(host)
@@ -250,7 +250,7 @@ func (fr *faultRun) kill(ctx context.Context, host string, at time.Duration, res
 		fr.warn("agent %s: no exit reported within 3s of SIGKILL; not restarted within the experiment", host)
 	}
 	r.log.Info("fault: agent killed", "host", host, "at", at, "restart", restart)
-	a.shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
+	a.Shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
 	if fr.x.roles.clients[host] != nil {
 		path := filepath.Join(r.dir, "agents", "records", host, agentRecordsFile(fr.x.e.Name, host))
 		data, err := os.ReadFile(path)
@@ -291,14 +291,14 @@ func (fr *faultRun) restartNow(ctx context.Context, host string) error {
 			w = nil // nothing left to send
 		}
 	}
-	err := a.configure(ctx, r.configureRequest(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.servers[host], w))
+	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.servers[host], w))
 	if err == nil && w != nil {
-		err = a.start(ctx)
+		err = a.Start(ctx)
 	}
 	if err != nil {
 		r.agents.remove(host)
 		r.abandonAgent(ctx, host)
-		a.shutdown(context.WithoutCancel(ctx))
+		a.Shutdown(context.WithoutCancel(ctx))
 		return err
 	}
 	r.killed.forget("agent-" + host)
@@ -325,7 +325,7 @@ func (fr *faultRun) clear(ctx context.Context) {
 	fr.mu.Unlock()
 	for _, p := range ports {
 		fs := switchstats.FaultSetting{Port: p.port, DropProb: &zero, Direction: &egress, DownFor: &up}
-		if err := r.stats[p.sw].setFault(ctx, fs); err != nil {
+		if err := r.stats[p.sw].SetFault(ctx, fs); err != nil {
 			fr.warn("switch %s port %d: fault not cleared, later experiments may see it: %v", p.sw, p.port, err)
 		}
 	}

@@ -11,13 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
 )
-
-// maxHostSamples bounds what one experiment keeps per host (20 minutes at
-// the default 100 ms).
-const maxHostSamples = 12_000
 
 // startHostTelemetry follows the Homa gauges of hosts through their
 // agents' Status streams every interval while the experiment runs; the
@@ -36,7 +31,7 @@ func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string
 			continue
 		}
 		wg.Go(func() {
-			s, err := a.followGauges(sctx, exp, interval)
+			s, err := a.FollowGauges(sctx, exp, interval)
 			if err != nil && sctx.Err() == nil {
 				r.log.Warn("host telemetry", "experiment", exp, "host", h, "err", err)
 			}
@@ -50,29 +45,6 @@ func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string
 			r.log.Warn("host telemetry file", "experiment", exp, "err", err)
 		}
 	}
-}
-
-// followGauges reads the agent's Status stream until ctx ends and keeps
-// the Homa gauges of each reply as hosts.csv rows of experiment exp.
-func (a *agent) followGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error) {
-	st, err := a.api.Status(ctx, &agentpb.StatusRequest{IntervalMs: uint32(max(1, interval.Milliseconds()))})
-	if err != nil {
-		return nil, err
-	}
-	var out []runfmt.HostSample
-	for len(out) < maxHostSamples {
-		rep, err := st.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return out, nil
-			}
-			return out, err
-		}
-		tr := rep.GetCounters().GetTransport()
-		out = append(out, runfmt.HostSample{Experiment: exp, Host: a.host, UnixNs: rep.GetUnixNs(),
-			Active: tr[runfmt.CounterActiveMessages], Incoming: tr[runfmt.CounterIncomingBytes]})
-	}
-	return out, nil
 }
 
 // appendHostsCSV appends samples to path (runfmt.Hosts), writing the

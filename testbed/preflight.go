@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/preflight"
@@ -52,7 +53,7 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 		c := bmv2Chain{jsonPath: BMv2JSONPath, stampPath: BMv2StampPath, source: p4.Source(), timeout: 10 * time.Second}
 		ps = append(ps, c.problems(context.Background())...)
 	}
-	ps = append(ps, congestionProblems(plan)...)
+	ps = append(ps, agents.CongestionProblems(plan)...)
 	left, err := cleanup.Find(registry, "")
 	if err != nil && os.Geteuid() == 0 {
 		ps = append(ps, Problem{What: fmt.Sprintf("cannot look for leftovers: %v", err), Fix: ""})

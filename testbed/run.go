@@ -19,9 +19,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/tcpcc"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -90,7 +90,7 @@ type run struct {
 	layout *topo.Network
 	// fab describes the laid-out network (rate, MTU, framing, hosts).
 	fab    *fabdesc.Fabric
-	agents agents
+	agents agentSet
 	stats  map[string]switchStats
 	// postcards says the switches record per-packet postcards (the
 	// embedded target; BMv2 cannot).
@@ -101,7 +101,9 @@ type run struct {
 	cancel    context.CancelCauseFunc
 	calib     map[string]runfmt.Calibration
 	ctl       fabric
-	ccs       []*tcpcc.Registration // BPF congestion controls this run registered
+	ccs       *agents.Congestion // BPF congestion controls this run registered
+	// requests makes the agents' Configure requests.
+	requests agents.Requests
 	// killed are the processes fault injection killed on purpose.
 	killed killedSet
 }
@@ -300,6 +302,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.layout = layout
 	r.fab = fabricOf(layout, s)
+	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib}
 	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricRecord(r.fab) }); err != nil {
 		return err
 	}
@@ -358,8 +361,14 @@ func (r *run) startEmulated(ctx context.Context) error {
 	if bmv2JSON != "" {
 		r.attachBMv2Stats()
 	}
-	if err := r.registerCongestion(); err != nil {
+	// Teardown unregisters the controls after the agents are gone.
+	if r.ccs, err = agents.RegisterCongestion(r.plan, r.log); err != nil {
 		return err
+	}
+	if names := r.ccs.Names(); len(names) > 0 {
+		if err := r.man.update(func(m *Manifest) { m.Congestion = append(m.Congestion, names...) }); err != nil {
+			return err
+		}
 	}
 	return r.startAgents(ctx, r.layout)
 }

@@ -16,7 +16,7 @@ import (
 func (r *run) readSwitchStats(ctx context.Context) map[string]runfmt.SwitchStats {
 	out := map[string]runfmt.SwitchStats{}
 	for name, c := range r.stats {
-		m, err := c.fetch(ctx)
+		m, err := c.Fetch(ctx)
 		if err != nil {
 			r.log.Warn("switch stats", "switch", name, "err", err)
 			continue
@@ -68,7 +68,7 @@ func (x *experimentRun) startPostcards(ctx context.Context) {
 	for name, c := range r.stats {
 		path, err := filepath.Abs(runfmt.PostcardsPath(r.dir, x.e.Name, name))
 		if err == nil {
-			err = c.startPostcards(ctx, path)
+			err = c.StartPostcards(ctx, path)
 		}
 		if err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: no per-packet records for this experiment: %v", name, err))
@@ -83,7 +83,7 @@ func (x *experimentRun) stopPostcards(ctx context.Context) {
 		return
 	}
 	for name, c := range x.r.stats {
-		s, err := c.stopPostcards(ctx)
+		s, err := c.StopPostcards(ctx)
 		switch {
 		case err != nil:
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: per-packet records may be incomplete: %v", name, err))
@@ -134,7 +134,7 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := r.ctl.telemetry(tctx, exp, interval, f); err != nil {
+		if err := r.ctl.Telemetry(tctx, exp, interval, f); err != nil {
 			r.log.Warn("telemetry", "experiment", exp, "err", err)
 		}
 	}()

@@ -32,7 +32,7 @@ func newStatsClient(name, socket string) *statsClient {
 
 // resetWindow restarts the switch's peaks and delay percentiles, which
 // cannot be differenced, so an experiment's file holds only its own.
-func (c *statsClient) resetWindow(ctx context.Context) error {
+func (c *statsClient) ResetWindow(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switch/stats/reset-window", nil)
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func (c *statsClient) resetWindow(ctx context.Context) error {
 }
 
 // fetch returns the switch's current statistics.
-func (c *statsClient) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
+func (c *statsClient) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 	var st runfmt.SwitchStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switch/stats", nil)
 	if err != nil {
@@ -91,7 +91,7 @@ func totals(st runfmt.SwitchStats) switchTotals {
 }
 
 // setFault changes one port's fault injection (POST /faults).
-func (c *statsClient) setFault(ctx context.Context, fs switchstats.FaultSetting) error {
+func (c *statsClient) SetFault(ctx context.Context, fs switchstats.FaultSetting) error {
 	body, err := json.Marshal(fs)
 	if err != nil {
 		return err
@@ -116,14 +116,14 @@ func (c *statsClient) setFault(ctx context.Context, fs switchstats.FaultSetting)
 // startPostcards has the switch record every frame it forwards into path
 // (POST /postcards/start); one still recording is stopped first, so an
 // experiment that ended early does not keep the next from recording.
-func (c *statsClient) startPostcards(ctx context.Context, path string) error {
+func (c *statsClient) StartPostcards(ctx context.Context, path string) error {
 	body, err := json.Marshal(map[string]string{"path": path})
 	if err != nil {
 		return err
 	}
 	err = c.post(ctx, "/postcards/start", body, nil)
 	if err != nil {
-		if _, serr := c.stopPostcards(ctx); serr == nil {
+		if _, serr := c.StopPostcards(ctx); serr == nil {
 			err = c.post(ctx, "/postcards/start", body, nil)
 		}
 	}
@@ -131,7 +131,7 @@ func (c *statsClient) startPostcards(ctx context.Context, path string) error {
 }
 
 // stopPostcards ends the recording (POST /postcards/stop).
-func (c *statsClient) stopPostcards(ctx context.Context) (switchstats.PostcardSummary, error) {
+func (c *statsClient) StopPostcards(ctx context.Context) (switchstats.PostcardSummary, error) {
 	var s switchstats.PostcardSummary
 	err := c.post(ctx, "/postcards/stop", nil, &s)
 	return s, err
