@@ -37,7 +37,7 @@ func (q Requests) Configure(t scenario.Transport, s *scenario.Scenario, exp, pha
 		req.ServerPorts = []uint32{ServerPort}
 	}
 	if t.Engine() {
-		req.Homa = q.homaParams(t, s)
+		req.Homa = q.homaParams(t)
 	} else {
 		req.Tcp = &agentpb.TcpParams{Congestion: t.TCP.Congestion, ConnectionsPerPeer: t.TCP.ConnectionsPerPeer}
 		if t.Name == scenario.TransportPIAS {
@@ -57,9 +57,8 @@ func transportEnum(t scenario.Transport) agentpb.Transport {
 // homaParams is the transport's Homa configuration (the scenario's, as
 // validation checked it), with the calibrated unscheduled bytes and RTT
 // when the scenario leaves them open.
-func (q Requests) homaParams(t scenario.Transport, s *scenario.Scenario) *agentpb.HomaParams {
-	c := t.HomaConfig(s)
-	c.LinkBps, c.MTU = q.Fabric.RateBps, q.Fabric.MTU
+func (q Requests) homaParams(t scenario.Transport) *agentpb.HomaParams {
+	c := t.HomaConfig(q.Fabric)
 	if cal, ok := q.Calibration[t.Name]; ok {
 		if c.UnschedBytes == 0 {
 			c.UnschedBytes = cal.UnschedBytes
