@@ -12,6 +12,7 @@ import (
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // calibrate measures the unloaded RTT of each calibration size for each
@@ -27,7 +28,7 @@ func (r *run) calibrate(ctx context.Context) error {
 	for _, t := range distinctTransports(r.plan) {
 		name := runfmt.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
-		if err := r.ctl.PortModes(ctx, transportPortModes(t)); err != nil {
+		if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
 			return err
 		}
 		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: calibrationResponse(s)}

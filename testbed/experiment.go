@@ -17,6 +17,7 @@ import (
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // experimentRun is one experiment under way: who does what, its manifest
@@ -109,7 +110,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served.
 func (x *experimentRun) configure(ctx context.Context) error {
-	if err := x.r.ctl.PortModes(ctx, transportPortModes(x.e.Transport)); err != nil {
+	if err := x.r.ctl.PortModes(ctx, switches.TransportPortModes(x.e.Transport)); err != nil {
 		return err
 	}
 	for _, serverPass := range []bool{true, false} {

@@ -19,6 +19,7 @@ import (
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // A run on an external topology (docs/multi-machine.md) replaces the
@@ -27,16 +28,6 @@ import (
 // there is one), dials every agent at its control address with the run's
 // credentials, and records each machine and its clock offset. Calibration,
 // experiments and the report are those of an emulated run.
-
-// externalTarget maps an external switch's kind to the controller's: BMv2
-// gets p4c's JSON as its device config; the embedded target, Stratum and
-// others get tor.p4's P4Info only (they run tor.p4 already).
-func externalTarget(kind string) string {
-	if kind == scenario.ExternalBMv2 {
-		return controller.TargetBMv2
-	}
-	return controller.TargetEmbedded
-}
 
 // startExternal programs the switch, connects the agents and describes the
 // machines; teardown undoes it as for an emulated run (no runner to stop).
@@ -92,7 +83,7 @@ func (r *run) programExternal(ctx context.Context) error {
 	bmv2JSON := ""
 	for _, sw := range r.plan.Base.Topology.External.Switches {
 		if sw.Target == scenario.ExternalBMv2 {
-			p, err := filepath.Abs(BMv2JSONPath)
+			p, err := filepath.Abs(switches.BMv2JSONPath)
 			if err != nil {
 				return fmt.Errorf("bmv2 pipeline: %w", err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // preflightTimeout bounds the reachability checks of an external topology.
@@ -55,9 +56,9 @@ func preflightExternal(plan *scenario.Plan) error {
 				mu.Unlock()
 			}
 			if sw.Target == scenario.ExternalBMv2 {
-				if _, err := os.Stat(BMv2JSONPath); err != nil {
+				if _, err := os.Stat(switches.BMv2JSONPath); err != nil {
 					mu.Lock()
-					add(Problem{What: "switch " + sw.Name + " is bmv2: it needs " + BMv2JSONPath + ", p4c's output for p4/tor.p4", Fix: "make p4c (needs p4c-bm2-ss)"})
+					add(Problem{What: "switch " + sw.Name + " is bmv2: it needs " + switches.BMv2JSONPath + ", p4c's output for p4/tor.p4", Fix: "make p4c (needs p4c-bm2-ss)"})
 					mu.Unlock()
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/homatb/homatb/internal/runcerts"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -100,7 +101,7 @@ func TestExternalLifecycle(t *testing.T) {
 			j := newJournal()
 			p := fakeParts(j)
 			p.program = func(_ context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
-				ct, err := controllerTopology(n, fd, s, "")
+				ct, err := switches.ControllerTopology(n, fd, s, "")
 				if err != nil {
 					return nil, err
 				}

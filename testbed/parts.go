@@ -16,6 +16,7 @@ import (
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -56,7 +57,8 @@ type agentAPI interface {
 	Shutdown(ctx context.Context)
 }
 
-// switchStats is one switch's statistics endpoint (*statsClient).
+// switchStats is one switch's statistics endpoint (*switches.StatsClient,
+// *switches.BMv2Stats).
 type switchStats interface {
 	// ResetWindow restarts the peaks and delay percentiles.
 	ResetWindow(ctx context.Context) error
@@ -70,7 +72,8 @@ type switchStats interface {
 	StopPostcards(ctx context.Context) (switchstats.PostcardSummary, error)
 }
 
-// fabric is the controller's side of the programmed switches (*control).
+// fabric is the controller's side of the programmed switches
+// (*switches.Control).
 type fabric interface {
 	// ResetQueuePeaks restarts the queue peaks telemetry reports.
 	ResetQueuePeaks(ctx context.Context) error
@@ -108,7 +111,7 @@ func realParts() parts {
 			return r, nil
 		},
 		program: func(ctx context.Context, n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error) {
-			c, err := connectAndProgram(ctx, n, f, s, bmv2JSON, log)
+			c, err := switches.Program(ctx, n, f, s, bmv2JSON, log)
 			if err != nil {
 				return nil, err
 			}
@@ -121,7 +124,7 @@ func realParts() parts {
 			}
 			return a, nil
 		},
-		switchStats: func(name, socket string) switchStats { return newStatsClient(name, socket) },
+		switchStats: func(name, socket string) switchStats { return switches.NewStatsClient(name, socket) },
 		dialRemote: func(ctx context.Context, host, addr string, cfg *tls.Config) (agentAPI, error) {
 			a, err := agents.DialRemote(ctx, host, addr, cfg)
 			if err != nil {

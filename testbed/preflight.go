@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"time"
 
-	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/preflight"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // Problem is one preflight failure with the command that fixes it.
@@ -50,8 +49,7 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 		ps = append(ps, Problem{What: "homatb binary " + binary + " is not executable", Fix: "make build"})
 	}
 	if plan.Base.Switch.Target == scenario.TargetBMv2 {
-		c := bmv2Chain{jsonPath: BMv2JSONPath, stampPath: BMv2StampPath, source: p4.Source(), timeout: 10 * time.Second}
-		ps = append(ps, c.problems(context.Background())...)
+		ps = append(ps, switches.BMv2Problems(context.Background())...)
 	}
 	ps = append(ps, agents.CongestionProblems(plan)...)
 	left, err := cleanup.Find(registry, "")
@@ -72,7 +70,3 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 
 // IsPreflight reports whether err is a preflight failure.
 func IsPreflight(err error) bool { return preflight.Is(err) }
-
-// BMv2JSONPath is where `make p4c` writes p4c's BMv2 output for tor.p4,
-// relative to the directory homatb runs in (the repository).
-const BMv2JSONPath = "build/tor.json"

@@ -144,3 +144,19 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 		_ = f.Close()
 	}
 }
+
+// switchTotals is what the fidelity checks need from an experiment's
+// statistics: packets the switch lost or could not send.
+type switchTotals struct {
+	kernelDrops, noBuffer, txErrors uint64
+}
+
+func totals(st runfmt.SwitchStats) switchTotals {
+	var t switchTotals
+	for _, p := range st.Ports {
+		t.kernelDrops += p.KernelDrops
+		t.noBuffer += p.NoBuffer
+		t.txErrors += p.TxErrors
+	}
+	return t
+}

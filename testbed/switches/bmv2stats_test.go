@@ -1,4 +1,4 @@
-package testbed
+package switches
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 type fakeCounters []controller.Sample
 
-func (f fakeCounters) queueCounters(context.Context, string) ([]controller.Sample, error) {
+func (f fakeCounters) QueueCounters(context.Context, string) ([]controller.Sample, error) {
 	return f, nil
 }
 
@@ -42,7 +42,7 @@ func TestBMv2StatsFetch(t *testing.T) {
 		"hb-s1-p1": shaperJSON(map[int]uint64{0: 85, 7: 50}, map[int]uint64{0: 3}, map[int]uint64{0: 2}),
 		"hb-s1-p2": shaperJSON(map[int]uint64{3: 7}, nil, nil),
 	}
-	b := newBMv2Stats(sw, 10e6, ctr)
+	b := NewBMv2Stats(sw, 10e6, ctr)
 	var calls []string
 	b.tc = func(_ context.Context, args ...string) ([]byte, error) {
 		calls = append(calls, strings.Join(args, " "))
