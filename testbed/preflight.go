@@ -8,6 +8,7 @@ import (
 
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/external"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/preflight"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -27,7 +28,7 @@ type PreflightError = preflight.Error
 // separately: they are offered for cleaning, not fatal.
 func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.Leftovers, error) {
 	if plan.Base.Topology.Kind == scenario.KindExternal {
-		return nil, preflightExternal(plan) // external_preflight.go
+		return nil, external.Preflight(plan)
 	}
 	var ps []Problem
 	if os.Geteuid() != 0 {
