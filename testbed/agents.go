@@ -11,6 +11,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -143,11 +147,11 @@ func (r *run) abandonAgent(ctx context.Context, host string) {
 // runner to report the exit.
 func (r *run) killAgentProcess(ctx context.Context, host string) (exited bool, err error) {
 	name := "agent-" + host
-	r.killed.add(name)
+	r.killed.Add(name)
 	if err := r.runner.Signal(context.WithoutCancel(ctx), name, syscall.SIGKILL); err != nil {
 		return false, err
 	}
-	return r.killed.waitExit(name, 3*time.Second), nil
+	return r.killed.WaitExit(name, 3*time.Second), nil
 }
 
 // popenAgent starts `homatb agent` in host, logging to logs/agent-HOST.log
@@ -177,4 +181,71 @@ func (r *run) connectAgent(ctx context.Context, host string) error {
 	}
 	r.agents.add(host, a)
 	return nil
+}
+
+// faultEnv is an experiment's run as fault injection reaches it
+// (faults.Env).
+type faultEnv struct{ x *experimentRun }
+
+func (f faultEnv) Port(host string) (string, uint16, error) {
+	r := f.x.r
+	h, ok := r.layout.Host(host)
+	if !ok {
+		return "", 0, fmt.Errorf("fault: no host %s", host)
+	}
+	if r.stats[h.Switch] == nil {
+		return "", 0, fmt.Errorf("fault: switch %s of %s has no admin socket", h.Switch, host)
+	}
+	return h.Switch, uint16(h.Port), nil
+}
+
+func (f faultEnv) SetFault(ctx context.Context, sw string, fs switchstats.FaultSetting) error {
+	return f.x.r.stats[sw].SetFault(ctx, fs)
+}
+
+func (f faultEnv) Agent(host string) faults.Agent {
+	if a := f.x.r.agents.get(host); a != nil {
+		return a
+	}
+	return nil // not an interface holding a nil agentAPI
+}
+
+func (f faultEnv) Down(host string) bool { return f.x.r.agents.isGone(host) }
+
+func (f faultEnv) Kill(ctx context.Context, host string) (bool, error) {
+	f.x.r.agents.remove(host)
+	return f.x.r.killAgentProcess(ctx, host)
+}
+
+func (f faultEnv) Restart(ctx context.Context, host string, w *agentpb.Workload) error {
+	x, r := f.x, f.x.r
+	if err := r.startAgent(ctx, host); err != nil {
+		return err
+	}
+	a := r.agents.get(host)
+	h, _ := r.layout.Host(host)
+	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.servers[host], w))
+	if err == nil && w != nil {
+		err = a.Start(ctx)
+	}
+	if err != nil {
+		r.agents.remove(host)
+		r.abandonAgent(ctx, host)
+		a.Shutdown(context.WithoutCancel(ctx))
+		return err
+	}
+	r.killed.Forget("agent-" + host)
+	return nil
+}
+
+func (f faultEnv) StartAgent(ctx context.Context, host string) error {
+	if err := f.x.r.startAgent(ctx, host); err != nil {
+		return err
+	}
+	f.x.r.killed.Forget("agent-" + host)
+	return nil
+}
+
+func (f faultEnv) RecordsPath(host string) string {
+	return filepath.Join(f.x.r.dir, "agents", "records", host, faults.RecordsFile(f.x.e.Name, host))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/agents"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 )
@@ -32,7 +33,7 @@ type experimentRun struct {
 	startStats    map[string]runfmt.SwitchStats
 	load          *load
 	stopTelemetry func()
-	faults        *faultRun
+	faults        *faults.Run
 
 	mu          sync.Mutex
 	cpuUs       uint64
@@ -60,19 +61,19 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	waitErr := x.wait(ctx)
-	x.faults.endSchedule()
+	x.faults.End()
 	interrupted := waitErr != nil
 	drain, budget := stopBudget(e.Scenario, interrupted)
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer stopCancel()
 	stopErr := x.stop(stopCtx, drain, interrupted)
 	x.endMeasurement(stopCtx)
-	x.faults.clear(stopCtx) // after the statistics, whose gauges show the faults in force
+	x.faults.Clear(stopCtx) // after the statistics, whose gauges show the faults in force
 	fetchErr := x.collect(stopCtx)
 	if !interrupted {
-		x.faults.restart(ctx)
+		x.faults.RestartKilled(ctx)
 	}
-	x.rec.Fidelity = append(x.rec.Fidelity, x.faults.warnings...)
+	x.rec.Fidelity = append(x.rec.Fidelity, x.faults.Warnings()...)
 	x.rec.Incomplete = interrupted || stopErr != nil || fetchErr != nil
 	if err := x.record(ctx); err != nil {
 		return err
@@ -146,8 +147,13 @@ func (x *experimentRun) start(ctx context.Context) error {
 		telDone()
 		hostsDone()
 	}
-	if err := x.startFaults(ctx); err != nil {
-		x.faults.clear(ctx)
+	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.clients, Servers: x.roles.servers, Used: x.roles.used,
+		Start: time.Unix(0, x.roles.start)}
+	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, r.log)
+	x.faults = fr
+	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
+	if err != nil {
+		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return err
 	}
@@ -155,8 +161,8 @@ func (x *experimentRun) start(ctx context.Context) error {
 	if err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
 		return a.Start(ctx)
 	}); err != nil {
-		x.faults.endSchedule()
-		x.faults.clear(ctx)
+		x.faults.End()
+		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return fmt.Errorf("start clients: %w", err)
 	}
@@ -230,7 +236,15 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	if serverErr != nil {
 		x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("server transport counters incomplete: %v", serverErr))
 	}
-	x.faults.accountKilled()
+	books := x.faults.Account()
+	for host, c := range books.Last {
+		x.addHost(host, hostRole(x.roles.clients[host] != nil, x.roles.servers[host]), c)
+	}
+	x.mu.Lock()
+	x.rec.RPCs.Issued += books.Issued
+	x.rec.RPCs.Completed += books.Completed
+	x.rec.RPCs.Failed += books.Failed
+	x.mu.Unlock()
 	for _, h := range x.roles.used {
 		if hc, ok := x.byHost[h]; ok {
 			x.rec.Hosts = append(x.rec.Hosts, hc)
@@ -246,7 +260,7 @@ func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted 
 	x.addHost(host, hostRole(true, x.roles.servers[host]), c)
 	// A restarted agent's books cover only its new life; the fault's
 	// warning says what it issued before.
-	restarted := x.faults.restarted(host)
+	restarted := x.faults.Restarted(host)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.rec.RPCs.Issued += c.GetIssued()
@@ -333,7 +347,10 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		}
 	}
 	x.collectServed(ctx)
-	return errors.Join(err, x.faults.appendKilled())
+	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
+		_, _, err := r.records.appendCSV(data, "")
+		return err
+	}))
 }
 
 // collectServed appends what each server answered to served.csv, for the

@@ -45,7 +45,7 @@ func (r *run) watch(ctx context.Context) {
 				r.cancel(errors.New("mininet runner ended unexpectedly (see logs/mininet.log)"))
 				return
 			}
-			if ev.Event == "exit" && !ev.Stopping && !r.killed.expected(ev.Name) {
+			if ev.Event == "exit" && !ev.Stopping && !r.killed.Expected(ev.Name) {
 				r.log.Error("process exited", "name", ev.Name, "rc", ev.RC)
 				r.cancel(fmt.Errorf("%s exited with code %d during the run (see logs/%s.log)", ev.Name, ev.RC, ev.Name))
 				return

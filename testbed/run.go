@@ -23,6 +23,7 @@ import (
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -105,7 +106,7 @@ type run struct {
 	// requests makes the agents' Configure requests.
 	requests agents.Requests
 	// killed are the processes fault injection killed on purpose.
-	killed killedSet
+	killed faults.Killed
 }
 
 // Run executes a plan. It returns when the run has ended and its network
