@@ -1,7 +1,9 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,6 +79,43 @@ func (as *agentSet) each(ctx context.Context, hosts []string, f func(ctx context
 		g.Go(func() error { return f(gctx, h, a) })
 	}
 	return g.Wait()
+}
+
+// fetchEach fetches file of experiment exp from the agents of hosts, in
+// parallel, and once all have answered hands each host's data to keep in
+// the hosts' order, so that a run's file holds its hosts one after the
+// other, in the same order every run. A killed agent's host is skipped (its
+// rows are accounted for apart); what failed, fetching or keeping, is
+// returned joined, and the rest is kept.
+func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file string, keep func(host string, data []byte) error) error {
+	data := make([][]byte, len(hosts))
+	errs := make([]error, len(hosts))
+	fetched := make([]bool, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		a := as.get(h)
+		if a == nil {
+			if !as.isGone(h) {
+				errs[i] = fmt.Errorf("no agent on %s", h)
+			}
+			continue
+		}
+		wg.Go(func() {
+			var buf bytes.Buffer
+			if errs[i] = a.Fetch(ctx, exp, file, &buf); errs[i] == nil {
+				data[i], fetched[i] = buf.Bytes(), true
+			}
+		})
+	}
+	wg.Wait()
+	for i, h := range hosts {
+		if fetched[i] {
+			if err := keep(h, data[i]); err != nil {
+				errs[i] = fmt.Errorf("%s of %s: %w", file, h, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // shutdown asks every agent to exit, in parallel, and forgets them.

@@ -1,15 +1,12 @@
 package testbed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -309,72 +306,40 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 }
 
 // collect fetches every client's records, keeps each agent's file under
-// agents/records/<host>/ and appends the rows to rpcs.csv.
+// agents/records/<host>/ and appends the rows to rpcs.csv, one client
+// after the other; then the diagnostics, TCP connection samples (tcp.csv)
+// and what each server answered (served.csv, for the latency anatomy),
+// whose loss is only logged: the records stand without them.
 func (x *experimentRun) collect(ctx context.Context) error {
-	r := x.r
-	// TCP connection samples are fetched with the records, in parallel,
-	// and appended to tcp.csv one client after the other.
-	var tcpMu sync.Mutex
-	tcpSamples := map[string][]byte{}
-	err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
-		var buf bytes.Buffer
-		if err := a.Fetch(ctx, x.e.Name, agentpb.FileRecords, &buf); err != nil {
+	r, exp := x.r, x.e.Name
+	clients := x.roles.clientHosts()
+	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, func(host string, data []byte) error {
+		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+x.e.Name+".csv"), buf.Bytes(), 0o644); err != nil {
-			return err
-		}
-		if _, _, err := r.records.appendCSV(buf.Bytes(), ""); err != nil {
-			return err
-		}
-		if !x.e.Transport.Engine() {
-			// The connections' windows and RTTs are a diagnostic: without
-			// them the records still stand.
-			buf.Reset()
-			if err := a.Fetch(ctx, x.e.Name, agentpb.FileTCPSamples, &buf); err != nil {
-				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
-				return nil
-			}
-			tcpMu.Lock()
-			tcpSamples[host] = bytes.Clone(buf.Bytes())
-			tcpMu.Unlock()
-		}
-		return nil
+		_, _, err := r.records.appendCSV(data, "")
+		return err
 	})
-	for _, host := range slices.Sorted(maps.Keys(tcpSamples)) {
-		if err := appendTCPSamples(filepath.Join(r.dir, runfmt.TCPConns().File), tcpSamples[host]); err != nil {
-			r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
-		}
+	if !x.e.Transport.Engine() {
+		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, runfmt.TCPConns())
 	}
-	x.collectServed(ctx)
+	fetchDiagnostic(ctx, r, exp, x.roles.receivers, agentpb.FileServed, runfmt.ServedRPCs())
 	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
 		_, _, err := r.records.appendCSV(data, "")
 		return err
 	}))
 }
 
-// collectServed appends what each server answered to served.csv, for the
-// latency anatomy. Like the TCP samples it is a diagnostic: a server that
-// cannot hand its rows over is logged and the records still stand.
-func (x *experimentRun) collectServed(ctx context.Context) {
-	r := x.r
-	var mu sync.Mutex
-	rows := map[string][]byte{}
-	r.agents.each(ctx, x.roles.receivers, func(ctx context.Context, host string, a agentAPI) error {
-		var buf bytes.Buffer
-		if err := a.Fetch(ctx, x.e.Name, agentpb.FileServed, &buf); err != nil {
-			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
-			return nil
-		}
-		mu.Lock()
-		rows[host] = bytes.Clone(buf.Bytes())
-		mu.Unlock()
-		return nil
+// fetchDiagnostic appends file of experiment exp from the agents of hosts
+// to the run's file of that format, in the hosts' order, and logs what
+// fails.
+func fetchDiagnostic[T any](ctx context.Context, r *run, exp string, hosts []string, file string, format *runfmt.CSVFormat[T]) {
+	path := filepath.Join(r.dir, format.File)
+	err := r.agents.fetchEach(ctx, hosts, exp, file, func(_ string, data []byte) error {
+		return appendCSVRows(path, format, data)
 	})
-	for _, host := range slices.Sorted(maps.Keys(rows)) {
-		if err := appendCSVRows(filepath.Join(r.dir, runfmt.ServedRPCs().File), runfmt.ServedRPCs(), rows[host]); err != nil {
-			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
-		}
+	if err != nil {
+		r.log.Warn("diagnostic records incomplete", "file", format.File, "experiment", exp, "err", err)
 	}
 }
 
