@@ -37,7 +37,7 @@ type Client struct {
 	conn   *grpc.ClientConn
 	api    agentpb.AgentClient
 	// clockOffset is the agent's clock less the orchestrator's, for an
-	// agent on another machine (external.go): configure moves the clients'
+	// agent on another machine (DialRemote): Configure moves the clients'
 	// shared start instant onto the agent's clock by it.
 	clockOffset time.Duration
 	// remote agents were started by a person (or systemd) and serve run
