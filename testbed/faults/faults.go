@@ -347,7 +347,6 @@ func (fr *Run) warn(format string, args ...any) {
 	fr.warnings = append(fr.warnings, fmt.Sprintf(format, args...))
 }
 
-// Describe says what a fault does, for the experiment's entry.
 // lossDirection is the switch's name for a loss direction: the host's
 // port sends towards the host (egress) and receives from it (ingress).
 func lossDirection(d string) string {
@@ -360,6 +359,7 @@ func lossDirection(d string) string {
 	return switchstats.DirectionBoth
 }
 
+// Describe says what a fault does, for the experiment's entry.
 func Describe(f scenario.Fault) string {
 	switch f.Kind() {
 	case "loss":
