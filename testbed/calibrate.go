@@ -10,7 +10,9 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // calibrate measures the unloaded RTT of each calibration size for each
@@ -22,11 +24,11 @@ func (r *run) calibrate(ctx context.Context) error {
 	s := r.plan.Base
 	hosts := r.layout.Hosts
 	server, client := hosts[0], hosts[1]
-	target := fmt.Sprintf("%s:%d", server.IP, ServerPort)
+	target := fmt.Sprintf("%s:%d", server.IP, agents.ServerPort)
 	for _, t := range distinctTransports(r.plan) {
 		name := runfmt.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
-		if err := r.ctl.portModes(ctx, transportPortModes(t)); err != nil {
+		if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
 			return err
 		}
 		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: calibrationResponse(s)}
@@ -35,7 +37,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			exp := fmt.Sprintf("%s-%d", name, size)
 			// A fresh server per size, like the fresh client: no transport
 			// state (RPC ids) carries over from the previous size.
-			if err := sa.configure(ctx, r.configureRequest(t, s, exp+"-server", "calibrate", server, true, nil)); err != nil {
+			if err := sa.Configure(ctx, r.requests.Configure(t, s, exp+"-server", "calibrate", server, true, nil)); err != nil {
 				return err
 			}
 			// Bound each size by time too, generously: samples x (RTT at
@@ -51,20 +53,20 @@ func (r *run) calibrate(ctx context.Context) error {
 				Targets: []string{target}, ResponseBytes: cal.ResponseBytes, Seed: *s.Seed,
 				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
 			}
-			if err := ca.configure(ctx, r.configureRequest(t, s, exp, "calibrate", client, false, w)); err != nil {
+			if err := ca.Configure(ctx, r.requests.Configure(t, s, exp, "calibrate", client, false, w)); err != nil {
 				return err
 			}
-			if err := ca.start(ctx); err != nil {
+			if err := ca.Start(ctx); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
 			if err := waitIssued(ctx, ca, uint64(s.Calibration.Samples), bound+time.Second); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
-			if _, err := ca.stop(ctx, 500*time.Millisecond); err != nil {
+			if _, err := ca.Stop(ctx, 500*time.Millisecond); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
 			var buf bytes.Buffer
-			if err := ca.fetch(ctx, exp, agentpb.FileRecords, &buf); err != nil {
+			if err := ca.Fetch(ctx, exp, agentpb.FileRecords, &buf); err != nil {
 				return err
 			}
 			_, rtts, err := r.records.appendCSV(buf.Bytes(), name)
@@ -77,7 +79,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			cal.RTTus[size] = median(rtts)
 		}
 		if t.Engine() {
-			cal.UnschedBytes = unschedBytes(r.fab, cal.RTTus[smallest(cal.RTTus)])
+			cal.UnschedBytes = unschedBytes(r.fab, agents.BaseRTT(cal))
 		}
 		r.calib[t.Name] = cal
 		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
@@ -122,7 +124,7 @@ func calibrationResponse(s *scenario.Scenario) uint32 {
 func waitIssued(ctx context.Context, a agentAPI, n uint64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		st, err := a.status(ctx)
+		st, err := a.Status(ctx)
 		if err != nil {
 			return err
 		}

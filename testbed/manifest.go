@@ -77,13 +77,11 @@ func machine() runfmt.Machine {
 	return m
 }
 
-// fabricOf describes the laid-out network: the one place a run reads the
-// link rate, MTU, framing and queue depth from the scenario.
+// fabricOf describes the laid-out network: the scenario's fabric
+// (Scenario.Fabric, the one place the link rate, MTU, framing and queue
+// depth are read from it) with each host's switch and port.
 func fabricOf(n *topo.Network, s *scenario.Scenario) *fabdesc.Fabric {
-	f := fabdesc.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
-	if s.Topology.Kind == scenario.KindLeafSpine {
-		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
-	}
+	f := s.Fabric()
 	for _, h := range n.Hosts {
 		f.Hosts = append(f.Hosts, fabdesc.Host{Name: h.Name, IP: h.IP.String(), Switch: h.Switch, Port: h.Port})
 	}

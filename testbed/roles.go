@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -83,7 +84,7 @@ func (r *run) workload(e *scenario.Experiment, pi int, c string, servers []strin
 			continue
 		}
 		sh, _ := r.layout.Host(sv)
-		targets = append(targets, fmt.Sprintf("%s:%d", sh.IP, ServerPort))
+		targets = append(targets, fmt.Sprintf("%s:%d", sh.IP, agents.ServerPort))
 	}
 	if len(targets) == 0 {
 		return nil

@@ -146,18 +146,6 @@ func TestHostRole(t *testing.T) {
 	}
 }
 
-func TestSwitchBufferArgs(t *testing.T) {
-	sw := scenario.Switch{QueueDepthBytes: 64000, Buffer: scenario.Buffer{SharedBytes: 2e6, Alpha: 0.5, PortPkts: 300}}
-	got := strings.Join(switchBufferArgs(sw), " ")
-	want := "--queue-depth-bytes 64000 --shared-buffer-bytes 2000000 --shared-alpha 0.5 --port-buffer-pkts 300"
-	if got != want {
-		t.Errorf("args %q, want %q", got, want)
-	}
-	if args := switchBufferArgs(scenario.Switch{QueueDepthPkts: 128}); len(args) != 0 {
-		t.Errorf("no buffer gave args %v", args)
-	}
-}
-
 func TestLoadWarning(t *testing.T) {
 	w := &agentpb.Workload{Arrivals: scenario.ArrivalsPoisson, RateRps: 200, DurationMs: 10_000}
 	tests := []struct {

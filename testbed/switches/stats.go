@@ -1,4 +1,4 @@
-package testbed
+package switches
 
 import (
 	"bytes"
@@ -14,25 +14,27 @@ import (
 	"github.com/homatb/homatb/runfmt"
 )
 
-// statsClient reads a switch's statistics from its admin socket (GET /stats,
+// StatsClient reads a switch's statistics from its admin socket (GET /stats,
 // the switch statistics format of docs/formats.md).
-type statsClient struct {
+type StatsClient struct {
 	name   string
 	socket string
 	http   *http.Client
 }
 
-func newStatsClient(name, socket string) *statsClient {
+// NewStatsClient reaches switch name's admin socket (the embedded target's
+// --admin-socket).
+func NewStatsClient(name, socket string) *StatsClient {
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
 	}}
-	return &statsClient{name: name, socket: socket, http: &http.Client{Transport: tr, Timeout: 3 * time.Second}}
+	return &StatsClient{name: name, socket: socket, http: &http.Client{Transport: tr, Timeout: 3 * time.Second}}
 }
 
-// resetWindow restarts the switch's peaks and delay percentiles, which
+// ResetWindow restarts the switch's peaks and delay percentiles, which
 // cannot be differenced, so an experiment's file holds only its own.
-func (c *statsClient) resetWindow(ctx context.Context) error {
+func (c *StatsClient) ResetWindow(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switch/stats/reset-window", nil)
 	if err != nil {
 		return err
@@ -49,8 +51,8 @@ func (c *statsClient) resetWindow(ctx context.Context) error {
 	return nil
 }
 
-// fetch returns the switch's current statistics.
-func (c *statsClient) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
+// Fetch returns the switch's current statistics.
+func (c *StatsClient) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 	var st runfmt.SwitchStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switch/stats", nil)
 	if err != nil {
@@ -74,24 +76,8 @@ func (c *statsClient) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 	return st, nil
 }
 
-// switchTotals is what the fidelity checks need from an experiment's
-// statistics: packets the switch lost or could not send.
-type switchTotals struct {
-	kernelDrops, noBuffer, txErrors uint64
-}
-
-func totals(st runfmt.SwitchStats) switchTotals {
-	var t switchTotals
-	for _, p := range st.Ports {
-		t.kernelDrops += p.KernelDrops
-		t.noBuffer += p.NoBuffer
-		t.txErrors += p.TxErrors
-	}
-	return t
-}
-
-// setFault changes one port's fault injection (POST /faults).
-func (c *statsClient) setFault(ctx context.Context, fs switchstats.FaultSetting) error {
+// SetFault changes one port's fault injection (POST /faults).
+func (c *StatsClient) SetFault(ctx context.Context, fs switchstats.FaultSetting) error {
 	body, err := json.Marshal(fs)
 	if err != nil {
 		return err
@@ -113,25 +99,25 @@ func (c *statsClient) setFault(ctx context.Context, fs switchstats.FaultSetting)
 	return nil
 }
 
-// startPostcards has the switch record every frame it forwards into path
+// StartPostcards has the switch record every frame it forwards into path
 // (POST /postcards/start); one still recording is stopped first, so an
 // experiment that ended early does not keep the next from recording.
-func (c *statsClient) startPostcards(ctx context.Context, path string) error {
+func (c *StatsClient) StartPostcards(ctx context.Context, path string) error {
 	body, err := json.Marshal(map[string]string{"path": path})
 	if err != nil {
 		return err
 	}
 	err = c.post(ctx, "/postcards/start", body, nil)
 	if err != nil {
-		if _, serr := c.stopPostcards(ctx); serr == nil {
+		if _, serr := c.StopPostcards(ctx); serr == nil {
 			err = c.post(ctx, "/postcards/start", body, nil)
 		}
 	}
 	return err
 }
 
-// stopPostcards ends the recording (POST /postcards/stop).
-func (c *statsClient) stopPostcards(ctx context.Context) (switchstats.PostcardSummary, error) {
+// StopPostcards ends the recording (POST /postcards/stop).
+func (c *StatsClient) StopPostcards(ctx context.Context) (switchstats.PostcardSummary, error) {
 	var s switchstats.PostcardSummary
 	err := c.post(ctx, "/postcards/stop", nil, &s)
 	return s, err
@@ -139,7 +125,7 @@ func (c *statsClient) stopPostcards(ctx context.Context) (switchstats.PostcardSu
 
 // post sends body to the admin endpoint at path and decodes a 200 answer
 // into out, unless out is nil.
-func (c *statsClient) post(ctx context.Context, path string, body []byte, out any) error {
+func (c *StatsClient) post(ctx context.Context, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switch"+path, bytes.NewReader(body))
 	if err != nil {
 		return err

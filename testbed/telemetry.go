@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/homatb/homatb/p4/switchstats"
@@ -16,7 +17,7 @@ import (
 func (r *run) readSwitchStats(ctx context.Context) map[string]runfmt.SwitchStats {
 	out := map[string]runfmt.SwitchStats{}
 	for name, c := range r.stats {
-		m, err := c.fetch(ctx)
+		m, err := c.Fetch(ctx)
 		if err != nil {
 			r.log.Warn("switch stats", "switch", name, "err", err)
 			continue
@@ -68,7 +69,7 @@ func (x *experimentRun) startPostcards(ctx context.Context) {
 	for name, c := range r.stats {
 		path, err := filepath.Abs(runfmt.PostcardsPath(r.dir, x.e.Name, name))
 		if err == nil {
-			err = c.startPostcards(ctx, path)
+			err = c.StartPostcards(ctx, path)
 		}
 		if err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: no per-packet records for this experiment: %v", name, err))
@@ -83,7 +84,7 @@ func (x *experimentRun) stopPostcards(ctx context.Context) {
 		return
 	}
 	for name, c := range x.r.stats {
-		s, err := c.stopPostcards(ctx)
+		s, err := c.StopPostcards(ctx)
 		switch {
 		case err != nil:
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: per-packet records may be incomplete: %v", name, err))
@@ -134,7 +135,7 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := r.ctl.telemetry(tctx, exp, interval, f); err != nil {
+		if err := r.ctl.Telemetry(tctx, exp, interval, f); err != nil {
 			r.log.Warn("telemetry", "experiment", exp, "err", err)
 		}
 	}()
@@ -143,4 +144,68 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 		<-done
 		_ = f.Close()
 	}
+}
+
+// switchTotals is what the fidelity checks need from an experiment's
+// statistics: packets the switch lost or could not send.
+type switchTotals struct {
+	kernelDrops, noBuffer, txErrors uint64
+}
+
+func totals(st runfmt.SwitchStats) switchTotals {
+	var t switchTotals
+	for _, p := range st.Ports {
+		t.kernelDrops += p.KernelDrops
+		t.noBuffer += p.NoBuffer
+		t.txErrors += p.TxErrors
+	}
+	return t
+}
+
+// startHostTelemetry follows the Homa gauges of hosts through their
+// agents' Status streams every interval while the experiment runs; the
+// returned func stops it and appends the samples to hosts.csv. A host
+// whose stream fails is logged and left out, the experiment goes on.
+func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string, interval time.Duration) func() {
+	if interval <= 0 {
+		return func() {}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	samples := make([][]runfmt.HostSample, len(hosts))
+	for i, h := range hosts {
+		a := r.agents.get(h)
+		if a == nil {
+			continue
+		}
+		wg.Go(func() {
+			s, err := a.FollowGauges(sctx, exp, interval)
+			if err != nil && sctx.Err() == nil {
+				r.log.Warn("host telemetry", "experiment", exp, "host", h, "err", err)
+			}
+			samples[i] = s
+		})
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		if err := appendHostsCSV(filepath.Join(r.dir, runfmt.Hosts().File), samples); err != nil {
+			r.log.Warn("host telemetry file", "experiment", exp, "err", err)
+		}
+	}
+}
+
+// appendHostsCSV appends samples to path (runfmt.Hosts), writing the
+// header when the file is new.
+func appendHostsCSV(path string, samples [][]runfmt.HostSample) error {
+	return appendRows(path, runfmt.Hosts(), func(w *runfmt.CSVWriter[runfmt.HostSample]) error {
+		for _, hs := range samples {
+			for i := range hs {
+				if err := w.Write(&hs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }

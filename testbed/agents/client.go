@@ -1,4 +1,10 @@
-package testbed
+// Package agents is the orchestrator's side of the host agents
+// (hostagent/agent): the gRPC client of their control API, over a Unix
+// socket into a host's namespace or over (mutual) TLS to another machine,
+// every call bounded; the Configure requests a run sends (transport
+// parameters with the calibrated values); and the BPF TCP congestion
+// controls a run registers in the kernel its agents share.
+package agents
 
 import (
 	"context"
@@ -19,17 +25,19 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
 )
 
-// agent is one host agent reached over its Unix socket: the gRPC client
+// Client is one host agent reached over its Unix socket (Dial) or over
+// the network (DialRemote): the gRPC client
 // of the control API (hostagent/agentpb) the orchestrator uses.
-type agent struct {
+type Client struct {
 	host   string
 	socket string
 	conn   *grpc.ClientConn
 	api    agentpb.AgentClient
 	// clockOffset is the agent's clock less the orchestrator's, for an
-	// agent on another machine (external.go): configure moves the clients'
+	// agent on another machine (DialRemote): Configure moves the clients'
 	// shared start instant onto the agent's clock by it.
 	clockOffset time.Duration
 	// remote agents were started by a person (or systemd) and serve run
@@ -37,10 +45,10 @@ type agent struct {
 	remote bool
 }
 
-// dialAgent waits for the agent's socket to appear and answer Status; the
+// Dial waits for the agent's socket to appear and answer Status; the
 // agent process is started by the Mininet runner inside the host's
 // namespace, and a filesystem socket crosses namespaces.
-func dialAgent(ctx context.Context, host, socket string, exited <-chan struct{}) (*agent, error) {
+func Dial(ctx context.Context, host, socket string, exited <-chan struct{}) (*Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
@@ -59,9 +67,9 @@ func dialAgent(ctx context.Context, host, socket string, exited <-chan struct{})
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", host, err)
 	}
-	a := &agent{host: host, socket: socket, conn: conn, api: agentpb.NewAgentClient(conn)}
+	a := &Client{host: host, socket: socket, conn: conn, api: agentpb.NewAgentClient(conn)}
 	for {
-		if _, err := a.status(ctx); err == nil {
+		if _, err := a.Status(ctx); err == nil {
 			return a, nil
 		} else if ctx.Err() != nil {
 			_ = conn.Close()
@@ -74,11 +82,14 @@ func dialAgent(ctx context.Context, host, socket string, exited <-chan struct{})
 // Every call to an agent is bounded: an agent that stops answering must
 // end the run (and be reported), not hang it.
 const (
-	agentCallTimeout  = 10 * time.Second
-	agentFetchTimeout = time.Minute
+	// CallTimeout bounds one call (a Stop, besides its drain).
+	CallTimeout = 10 * time.Second
+	// FetchTimeout bounds handing over one experiment's file.
+	FetchTimeout = time.Minute
 )
 
-func (a *agent) status(ctx context.Context) (*agentpb.StatusReply, error) {
+// Status is the agent's state and counters now.
+func (a *Client) Status(ctx context.Context) (*agentpb.StatusReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	st, err := a.api.Status(ctx, &agentpb.StatusRequest{})
@@ -92,8 +103,10 @@ func (a *agent) status(ctx context.Context) (*agentpb.StatusReply, error) {
 	return rep, nil
 }
 
-func (a *agent) configure(ctx context.Context, req *agentpb.ConfigureRequest) error {
-	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+// Configure sets the agent up for an experiment; a client's start instant
+// is moved onto the agent's clock (Probe measured its offset).
+func (a *Client) Configure(ctx context.Context, req *agentpb.ConfigureRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	if start := req.GetClient().GetStartUnixNs(); start != 0 && a.clockOffset != 0 {
 		req = proto.CloneOf(req)
@@ -105,8 +118,9 @@ func (a *agent) configure(ctx context.Context, req *agentpb.ConfigureRequest) er
 	return nil
 }
 
-func (a *agent) start(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+// Start starts the configured client workload.
+func (a *Client) Start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	if _, err := a.api.Start(ctx, &agentpb.StartRequest{}); err != nil {
 		return fmt.Errorf("start on %s: %w", a.host, err)
@@ -114,8 +128,9 @@ func (a *agent) start(ctx context.Context) error {
 	return nil
 }
 
-func (a *agent) stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error) {
-	ctx, cancel := context.WithTimeout(ctx, drain+agentCallTimeout)
+// Stop ends the client workload after drain and returns its books.
+func (a *Client) Stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error) {
+	ctx, cancel := context.WithTimeout(ctx, drain+CallTimeout)
 	defer cancel()
 	rep, err := a.api.Stop(ctx, &agentpb.StopRequest{DrainMs: uint32(drain / time.Millisecond)})
 	if err != nil {
@@ -124,9 +139,10 @@ func (a *agent) stop(ctx context.Context, drain time.Duration) (*agentpb.Counter
 	return rep.GetCounters(), nil
 }
 
-// fetch streams an experiment's records into w.
-func (a *agent) fetch(ctx context.Context, exp, file string, w io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, agentFetchTimeout)
+// Fetch streams an experiment's file into w: file is one of agentpb's
+// File* names (records, TCP samples, served RPCs).
+func (a *Client) Fetch(ctx context.Context, exp, file string, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	st, err := a.api.FetchRecords(ctx, &agentpb.FetchRecordsRequest{Experiment: exp, File: file})
 	if err != nil {
@@ -146,9 +162,9 @@ func (a *agent) fetch(ctx context.Context, exp, file string, w io.Writer) error 
 	}
 }
 
-// shutdown asks the agent to exit, briefly, and closes the connection; the
+// Shutdown asks the agent to exit, briefly, and closes the connection; the
 // runner kills it if it does not go. A remote agent is only disconnected.
-func (a *agent) shutdown(ctx context.Context) {
+func (a *Client) Shutdown(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if !a.remote {
@@ -157,12 +173,15 @@ func (a *agent) shutdown(ctx context.Context) {
 	_ = a.conn.Close()
 }
 
-// dialRemoteAgent reaches an agent a person started on another machine
+// Close closes the connection and leaves the agent as it is.
+func (a *Client) Close() error { return a.conn.Close() }
+
+// DialRemote reaches an agent a person started on another machine
 // (`homatb agent --listen`) at its control address: with the run's client
 // credentials when tlsCfg is set (mutual TLS), else in plain text, which
 // validation allows only on loopback. It retries until the agent answers
 // Status or ctx ends; a refused handshake says so.
-func dialRemoteAgent(ctx context.Context, host, addr string, tlsCfg *tls.Config) (*agent, error) {
+func DialRemote(ctx context.Context, host, addr string, tlsCfg *tls.Config) (*Client, error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
@@ -171,10 +190,10 @@ func dialRemoteAgent(ctx context.Context, host, addr string, tlsCfg *tls.Config)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s at %s: %w", host, addr, err)
 	}
-	a := &agent{host: host, socket: addr, conn: conn, api: agentpb.NewAgentClient(conn), remote: true}
+	a := &Client{host: host, socket: addr, conn: conn, api: agentpb.NewAgentClient(conn), remote: true}
 	var last error // the most telling error: a refused connection over a timeout
 	for {
-		_, err := a.status(ctx)
+		_, err := a.Status(ctx)
 		if err == nil {
 			return a, nil
 		}
@@ -199,50 +218,77 @@ func dialRemoteAgent(ctx context.Context, host, addr string, tlsCfg *tls.Config)
 	}
 }
 
-// clockEstimate is an agent's clock less the orchestrator's, and the bound
+// ClockEstimate is an agent's clock less the orchestrator's, and the bound
 // on its error (half the round trip it was measured over).
-type clockEstimate struct {
-	offset, bound time.Duration
+type ClockEstimate struct {
+	Offset, Bound time.Duration
 }
 
 // clockSamples is how many Status exchanges a clock estimate takes; the
 // one with the shortest round trip wins, as in NTP's clock filter.
 const clockSamples = 16
 
-// probe asks the agent to describe its machine (with the NIC holding
+// Probe asks the agent to describe its machine (with the NIC holding
 // dataAddr) and estimates its clock offset: in each exchange the agent
 // reads its clock just before replying, taken for the midpoint of the
 // round trip (t1 = t2 in NTP's ((t1-t0)+(t2-t3))/2). The estimate is kept
-// for configure.
-func (a *agent) probe(ctx context.Context, dataAddr string) (*agentpb.Machine, clockEstimate, error) {
-	ctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+// for Configure.
+func (a *Client) Probe(ctx context.Context, dataAddr string) (*agentpb.Machine, ClockEstimate, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	first, err := a.api.Status(ctx, &agentpb.StatusRequest{MachineFor: dataAddr})
 	if err != nil {
-		return nil, clockEstimate{}, fmt.Errorf("agent %s: describe machine: %w", a.host, err)
+		return nil, ClockEstimate{}, fmt.Errorf("agent %s: describe machine: %w", a.host, err)
 	}
 	rep, err := first.Recv()
 	if err != nil {
-		return nil, clockEstimate{}, fmt.Errorf("agent %s: describe machine: %w", a.host, err)
+		return nil, ClockEstimate{}, fmt.Errorf("agent %s: describe machine: %w", a.host, err)
 	}
-	best := clockEstimate{bound: time.Duration(math.MaxInt64)}
+	best := ClockEstimate{Bound: time.Duration(math.MaxInt64)}
 	for range clockSamples {
 		t0 := time.Now()
 		st, err := a.api.Status(ctx, &agentpb.StatusRequest{})
 		if err != nil {
-			return nil, clockEstimate{}, fmt.Errorf("agent %s: clock: %w", a.host, err)
+			return nil, ClockEstimate{}, fmt.Errorf("agent %s: clock: %w", a.host, err)
 		}
 		r, err := st.Recv()
 		t3 := time.Now()
 		if err != nil {
-			return nil, clockEstimate{}, fmt.Errorf("agent %s: clock: %w", a.host, err)
+			return nil, ClockEstimate{}, fmt.Errorf("agent %s: clock: %w", a.host, err)
 		}
 		rtt := t3.Sub(t0) // monotonic
-		if half := rtt / 2; half < best.bound {
+		if half := rtt / 2; half < best.Bound {
 			mid := t0.UnixNano() + rtt.Nanoseconds()/2
-			best = clockEstimate{offset: time.Duration(r.GetUnixNs() - mid), bound: half}
+			best = ClockEstimate{Offset: time.Duration(r.GetUnixNs() - mid), Bound: half}
 		}
 	}
-	a.clockOffset = best.offset
+	a.clockOffset = best.Offset
 	return rep.GetMachine(), best, nil
+}
+
+// maxHostSamples bounds what one experiment keeps per host (20 minutes at
+// the default 100 ms).
+const maxHostSamples = 12_000
+
+// FollowGauges reads the agent's Status stream until ctx ends and keeps
+// the Homa gauges of each reply as hosts.csv rows of experiment exp.
+func (a *Client) FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error) {
+	st, err := a.api.Status(ctx, &agentpb.StatusRequest{IntervalMs: uint32(max(1, interval.Milliseconds()))})
+	if err != nil {
+		return nil, err
+	}
+	var out []runfmt.HostSample
+	for len(out) < maxHostSamples {
+		rep, err := st.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return out, nil
+			}
+			return out, err
+		}
+		tr := rep.GetCounters().GetTransport()
+		out = append(out, runfmt.HostSample{Experiment: exp, Host: a.host, UnixNs: rep.GetUnixNs(),
+			Active: tr[runfmt.CounterActiveMessages], Incoming: tr[runfmt.CounterIncomingBytes]})
+	}
+	return out, nil
 }

@@ -1,4 +1,10 @@
-package testbed
+// Package faults injects a scenario's faults into an experiment
+// (docs/scenarios.md, faults): loss on a host's link for the whole
+// experiment, link-down windows and agent kills at their times in the
+// measurement, an agent's restart, and the books of a killed agent: the
+// records it had written, and failed rows for the RPCs it took with it,
+// so the experiment's books balance. It reaches the run only through Env.
+package faults
 
 import (
 	"bytes"
@@ -6,8 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,69 +37,64 @@ const (
 	AgentKilledUnrecordedReason = "agent killed by fault injection: finished, record lost"
 )
 
-// killedSet names the processes fault injection killed on purpose, so that
-// their exit does not end the run; each name's channel is closed when the
-// runner reports the exit.
-type killedSet struct {
-	mu    sync.Mutex
-	names map[string]chan struct{}
+// Agent is a host's agent as fault injection uses it (the run's agents
+// are).
+type Agent interface {
+	Status(ctx context.Context) (*agentpb.StatusReply, error)
+	// Shutdown closes the connection (the agent is gone by then).
+	Shutdown(ctx context.Context)
 }
 
-func (k *killedSet) add(name string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.names == nil {
-		k.names = map[string]chan struct{}{}
-	}
-	k.names[name] = make(chan struct{})
+// Env is the run as fault injection reaches it.
+type Env interface {
+	// Port is the switch and port host hangs off; an error when there is no
+	// such host or its switch takes no faults.
+	Port(host string) (sw string, port uint16, err error)
+	// SetFault changes the fault settings of one port of switch sw.
+	SetFault(ctx context.Context, sw string, fs switchstats.FaultSetting) error
+	// Agent is host's agent, nil when it is down.
+	Agent(host string) Agent
+	// Down reports whether host's agent was killed (in this experiment or
+	// an earlier one) and not started again.
+	Down(host string) bool
+	// Kill takes host's agent out of the run and kills its process with
+	// SIGKILL, its exit expected; exited says whether the runner reported
+	// the exit within 3 s.
+	Kill(ctx context.Context, host string) (exited bool, err error)
+	// Restart starts host's agent again within the experiment, configures
+	// it for the experiment with client workload w (nil: only its servers)
+	// and starts w; on an error the new agent is gone again.
+	Restart(ctx context.Context, host string, w *agentpb.Workload) error
+	// StartAgent starts host's agent again between experiments.
+	StartAgent(ctx context.Context, host string) error
+	// RecordsPath is the file host's agent writes its records of this
+	// experiment to as they finish.
+	RecordsPath(host string) string
 }
 
-func (k *killedSet) forget(name string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.names, name)
+// Experiment is the experiment faults are injected into.
+type Experiment struct {
+	*scenario.Experiment
+	// Clients are the client workloads by host, Servers the serving hosts,
+	// Used the hosts taking part in the layout's order.
+	Clients map[string]*agentpb.Workload
+	Servers map[string]bool
+	Used    []string
+	// Start is when the clients begin; the measurement begins a warm-up
+	// later.
+	Start time.Time
 }
 
-// expected reports whether name's exit was caused on purpose, and notes
-// that it happened.
-func (k *killedSet) expected(name string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	ch, ok := k.names[name]
-	if ok {
-		select {
-		case <-ch:
-		default:
-			close(ch)
-		}
-	}
-	return ok
-}
-
-// waitExit waits until name's exit is reported, at most timeout.
-func (k *killedSet) waitExit(name string, timeout time.Duration) bool {
-	k.mu.Lock()
-	ch := k.names[name]
-	k.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
-
-// faultRun is the fault injection of one experiment: loss set on the
-// faulted links from the clients' start until after the drain, link-down
-// windows and agent kills at their times in the measurement.
-type faultRun struct {
-	x      *experimentRun
+// Run is the fault injection of one experiment: loss set on the faulted
+// links from the clients' start until after the drain, link-down windows
+// and agent kills at their times in the measurement.
+type Run struct {
+	env    Env
+	x      Experiment
+	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
-	ports  map[portRef]bool // ports whose settings clear undoes
+	ports  map[portRef]bool // ports whose settings Clear undoes
 
 	mu       sync.Mutex
 	killed   map[string]*killedAgent
@@ -133,29 +134,29 @@ type timedFault struct {
 	f  scenario.Fault
 }
 
-// startFaults sets the loss faults now and schedules the timed ones from
-// the start of the measurement (the clients' start plus the warm-up). A
-// loss the switch refuses is an error: the experiment would not measure
-// what the scenario asks.
-func (x *experimentRun) startFaults(ctx context.Context) error {
-	r := x.r
-	fr := &faultRun{x: x, done: make(chan struct{}), ports: map[portRef]bool{}, killed: map[string]*killedAgent{}}
-	x.faults = fr
+// Start sets the loss faults now and schedules the timed ones from the
+// start of the measurement (the clients' start plus the warm-up). Its
+// notes are the experiment's fidelity lines: the faults injected and the
+// agents down since an earlier experiment. A loss the switch refuses is
+// an error (the experiment would not measure what the scenario asks); the
+// Run returned is then one with nothing scheduled, for Clear.
+func Start(ctx context.Context, env Env, x Experiment, log *slog.Logger) (fr *Run, notes []string, err error) {
+	fr = &Run{env: env, x: x, log: log, done: make(chan struct{}), ports: map[portRef]bool{}, killed: map[string]*killedAgent{}}
 	var timed []timedFault
-	for _, f := range x.e.Scenario.Faults {
-		x.rec.Fidelity = append(x.rec.Fidelity, "fault injected: "+describeFault(f))
+	for _, f := range x.Scenario.Faults {
+		notes = append(notes, "fault injected: "+Describe(f))
 		switch f.Kind() {
 		case "loss":
-			p, err := r.faultPort(f.Link)
+			p, err := fr.port(f.Link)
 			if err != nil {
 				fr.noSchedule()
-				return err
+				return fr, notes, err
 			}
 			dir := lossDirection(f.LossDirection())
 			fr.ports[p] = true
-			if err := r.stats[p.sw].setFault(ctx, switchstats.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
+			if err := env.SetFault(ctx, p.sw, switchstats.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
 				fr.noSchedule()
-				return fmt.Errorf("fault on %s's link: %w", f.Link, err)
+				return fr, notes, fmt.Errorf("fault on %s's link: %w", f.Link, err)
 			}
 		case "down":
 			timed = append(timed, timedFault{f.Down.At.D(), f})
@@ -163,39 +164,44 @@ func (x *experimentRun) startFaults(ctx context.Context) error {
 			timed = append(timed, timedFault{f.KillAgent.At.D(), f})
 		}
 	}
-	for _, h := range x.roles.used {
-		if !r.agents.isGone(h) {
+	for _, h := range x.Used {
+		if !env.Down(h) {
 			continue
 		}
 		var does []string
-		if x.roles.clients[h] != nil {
+		if x.Clients[h] != nil {
 			does = append(does, "issues none of its RPCs")
 		}
-		if x.roles.servers[h] {
+		if x.Servers[h] {
 			does = append(does, "answers none, so RPCs to it fail")
 		}
-		x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("agent %s is down (killed by fault injection in an earlier experiment, restart: false): it %s",
+		notes = append(notes, fmt.Sprintf("agent %s is down (killed by fault injection in an earlier experiment, restart: false): it %s",
 			h, strings.Join(does, " and ")))
 	}
 	slices.SortStableFunc(timed, func(a, b timedFault) int { return int(a.at - b.at) })
-	measure := time.Unix(0, x.roles.start).Add(x.e.Scenario.Warmup.D())
+	measure := x.Start.Add(x.Scenario.Warmup.D())
 	fctx, cancel := context.WithCancel(ctx)
 	fr.cancel = cancel
 	go fr.schedule(fctx, measure, timed)
-	return nil
+	return fr, notes, nil
 }
 
-// noSchedule makes fr a faultRun with nothing scheduled, for an experiment whose
-// faults could not be set.
-func (fr *faultRun) noSchedule() {
+// port is the switch port host hangs off.
+func (fr *Run) port(host string) (portRef, error) {
+	sw, port, err := fr.env.Port(host)
+	return portRef{sw, port}, err
+}
+
+// noSchedule makes fr a Run with nothing scheduled, for an experiment
+// whose faults could not be set.
+func (fr *Run) noSchedule() {
 	fr.cancel = func() {}
 	close(fr.done)
 }
 
 // schedule applies the timed faults at their times until ctx ends.
-func (fr *faultRun) schedule(ctx context.Context, measure time.Time, timed []timedFault) {
+func (fr *Run) schedule(ctx context.Context, measure time.Time, timed []timedFault) {
 	defer close(fr.done)
-	r := fr.x.r
 	for _, t := range timed {
 		select {
 		case <-ctx.Done():
@@ -204,18 +210,18 @@ func (fr *faultRun) schedule(ctx context.Context, measure time.Time, timed []tim
 		}
 		switch t.f.Kind() {
 		case "down":
-			p, err := r.faultPort(t.f.Link)
+			p, err := fr.port(t.f.Link)
 			if err == nil {
 				fr.mu.Lock()
 				fr.ports[p] = true
 				fr.mu.Unlock()
 				d := t.f.Down.For.D().String()
-				err = r.stats[p.sw].setFault(ctx, switchstats.FaultSetting{Port: p.port, DownFor: &d})
+				err = fr.env.SetFault(ctx, p.sw, switchstats.FaultSetting{Port: p.port, DownFor: &d})
 			}
 			if err != nil {
 				fr.warn("link %s was not taken down at %s: %v", t.f.Link, t.at, err)
 			}
-			r.log.Info("fault: link down", "link", t.f.Link, "at", t.at, "for", t.f.Down.For.D(), "err", err)
+			fr.log.Info("fault: link down", "link", t.f.Link, "at", t.at, "for", t.f.Down.For.D(), "err", err)
 		case "kill_agent":
 			fr.kill(ctx, t.f.Link, t.at, t.f.RestartAgent())
 		}
@@ -224,35 +230,33 @@ func (fr *faultRun) schedule(ctx context.Context, measure time.Time, timed []tim
 
 // kill reads the agent's books, then kills it with SIGKILL; its exit is
 // expected and the experiment's steps leave it out from then on.
-func (fr *faultRun) kill(ctx context.Context, host string, at time.Duration, restart bool) {
-	r := fr.x.r
-	a := r.agents.get(host)
+func (fr *Run) kill(ctx context.Context, host string, at time.Duration, restart bool) {
+	a := fr.env.Agent(host)
 	if a == nil {
 		fr.warn("agent %s was not killed at %s: it is already down", host, at)
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
-	st, err := a.status(sctx)
+	st, err := a.Status(sctx)
 	cancel()
 	k := &killedAgent{at: at, restart: restart, last: st.GetCounters(), lastErr: err}
-	r.agents.remove(host)
 	fr.mu.Lock()
 	fr.killed[host] = k
 	fr.mu.Unlock()
 	killed := time.Now()
 	// Its records file is final once it has exited; a restarted agent
 	// would start it anew.
-	exited, err := r.killAgentProcess(ctx, host)
+	exited, err := fr.env.Kill(ctx, host)
 	switch {
 	case err != nil:
 		fr.warn("agent %s: SIGKILL at %s failed: %v", host, at, err)
 	case !exited:
 		fr.warn("agent %s: no exit reported within 3s of SIGKILL; not restarted within the experiment", host)
 	}
-	r.log.Info("fault: agent killed", "host", host, "at", at, "restart", restart)
-	a.shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
-	if fr.x.roles.clients[host] != nil {
-		path := filepath.Join(r.dir, "agents", "records", host, agentRecordsFile(fr.x.e.Name, host))
+	fr.log.Info("fault: agent killed", "host", host, "at", at, "restart", restart)
+	a.Shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
+	if fr.x.Clients[host] != nil {
+		path := fr.env.RecordsPath(host)
 		data, err := os.ReadFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			k.recordsErr = err
@@ -271,17 +275,11 @@ func (fr *faultRun) kill(ctx context.Context, host string, at time.Duration, res
 // and gives it the rest of it: its servers as before and, for a client, a
 // workload from now to the end of the measurement with a new seed (so it
 // does not replay the arrivals it already made).
-func (fr *faultRun) restartNow(ctx context.Context, host string) error {
-	x, r := fr.x, fr.x.r
-	if err := r.startAgent(ctx, host); err != nil {
-		return err
-	}
-	a := r.agents.get(host)
-	h, _ := r.layout.Host(host)
+func (fr *Run) restartNow(ctx context.Context, host string) error {
 	var w *agentpb.Workload
-	if orig := x.roles.clients[host]; orig != nil {
+	if orig := fr.x.Clients[host]; orig != nil {
 		w = proto.Clone(orig).(*agentpb.Workload)
-		s := x.e.Scenario
+		s := fr.x.Scenario
 		end := time.Unix(0, orig.GetStartUnixNs()).Add(s.Warmup.D() + s.Duration.D())
 		start := time.Now().Add(200 * time.Millisecond)
 		if left := end.Sub(start); left > 0 {
@@ -291,31 +289,22 @@ func (fr *faultRun) restartNow(ctx context.Context, host string) error {
 			w = nil // nothing left to send
 		}
 	}
-	err := a.configure(ctx, r.configureRequest(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.servers[host], w))
-	if err == nil && w != nil {
-		err = a.start(ctx)
-	}
-	if err != nil {
-		r.agents.remove(host)
-		r.abandonAgent(ctx, host)
-		a.shutdown(context.WithoutCancel(ctx))
+	if err := fr.env.Restart(ctx, host, w); err != nil {
 		return err
 	}
-	r.killed.forget("agent-" + host)
-	r.log.Info("fault: agent restarted", "host", host, "client", w != nil)
+	fr.log.Info("fault: agent restarted", "host", host, "client", w != nil)
 	return nil
 }
 
-// endSchedule stops applying timed faults (an interrupted experiment ends
+// End stops applying timed faults (an interrupted experiment ends
 // before its last ones) and waits for the one under way.
-func (fr *faultRun) endSchedule() {
+func (fr *Run) End() {
 	fr.cancel()
 	<-fr.done
 }
 
-// clear brings every faulted port back to no loss and up.
-func (fr *faultRun) clear(ctx context.Context) {
-	r := fr.x.r
+// Clear brings every faulted port back to no loss and up.
+func (fr *Run) Clear(ctx context.Context) {
 	zero, egress, up := 0.0, switchstats.DirectionEgress, "0s"
 	fr.mu.Lock()
 	ports := make([]portRef, 0, len(fr.ports))
@@ -325,15 +314,16 @@ func (fr *faultRun) clear(ctx context.Context) {
 	fr.mu.Unlock()
 	for _, p := range ports {
 		fs := switchstats.FaultSetting{Port: p.port, DropProb: &zero, Direction: &egress, DownFor: &up}
-		if err := r.stats[p.sw].setFault(ctx, fs); err != nil {
+		if err := fr.env.SetFault(ctx, p.sw, fs); err != nil {
 			fr.warn("switch %s port %d: fault not cleared, later experiments may see it: %v", p.sw, p.port, err)
 		}
 	}
 }
 
-// restarted reports whether host's agent was killed and restarted in this
-// experiment: its books then cover only its new life.
-func (fr *faultRun) restarted(host string) bool {
+// Restarted reports whether host's agent was killed and restarted in this
+// experiment: its books then cover only its new life. A nil Run has
+// restarted none.
+func (fr *Run) Restarted(host string) bool {
 	if fr == nil {
 		return false
 	}
@@ -343,22 +333,18 @@ func (fr *faultRun) restarted(host string) bool {
 	return k != nil && k.restartedAfter > 0
 }
 
-func (fr *faultRun) warn(format string, args ...any) {
+// Warnings are what the experiment's entry should say of its faults: what
+// did not go as scheduled, and each killed agent's books.
+func (fr *Run) Warnings() []string {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return slices.Clone(fr.warnings)
+}
+
+func (fr *Run) warn(format string, args ...any) {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	fr.warnings = append(fr.warnings, fmt.Sprintf(format, args...))
-}
-
-// faultPort is the switch port host hangs off.
-func (r *run) faultPort(host string) (portRef, error) {
-	h, ok := r.layout.Host(host)
-	if !ok {
-		return portRef{}, fmt.Errorf("fault: no host %s", host)
-	}
-	if r.stats[h.Switch] == nil {
-		return portRef{}, fmt.Errorf("fault: switch %s of %s has no admin socket", h.Switch, host)
-	}
-	return portRef{h.Switch, uint16(h.Port)}, nil
 }
 
 // lossDirection is the switch's name for a loss direction: the host's
@@ -373,8 +359,8 @@ func lossDirection(d string) string {
 	return switchstats.DirectionBoth
 }
 
-// describeFault says what a fault does, for the experiment's entry.
-func describeFault(f scenario.Fault) string {
+// Describe says what a fault does, for the experiment's entry.
+func Describe(f scenario.Fault) string {
 	switch f.Kind() {
 	case "loss":
 		way := map[string]string{scenario.DirectionBoth: "both ways", scenario.DirectionToHost: "towards the host",
@@ -388,13 +374,26 @@ func describeFault(f scenario.Fault) string {
 	return "none"
 }
 
-// accountKilled adds the books of the agents killed in this experiment
+// Books are what the agents killed in an experiment add to its books.
+type Books struct {
+	// Last are the last counters of each killed agent that was not
+	// restarted (a restarted agent's own counters stand for its host).
+	Last map[string]*agentpb.Counters
+	// The RPCs of the killed clients: those their records hold, and those
+	// counted failed with AgentKilledReason or
+	// AgentKilledUnrecordedReason.
+	Issued, Completed, Failed uint64
+}
+
+// Account works out the books of the agents killed in this experiment
 // from what is known: the records each had written, and its last Status.
 // RPCs it had issued beyond its records were in flight at the kill or
 // finished unwritten; they count as failed with AgentKilledReason, and
-// rows saying so go to rpcs.csv, so the books balance.
-func (fr *faultRun) accountKilled() {
+// rows saying so are kept for AppendKilled, so the books balance. Each
+// killed agent's account goes to Warnings. Call it after End.
+func (fr *Run) Account() Books {
 	x := fr.x
+	b := Books{Last: map[string]*agentpb.Counters{}}
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	hosts := make([]string, 0, len(fr.killed))
@@ -404,10 +403,9 @@ func (fr *faultRun) accountKilled() {
 	slices.Sort(hosts)
 	for _, host := range hosts {
 		k := fr.killed[host]
-		client := x.roles.clients[host] != nil
+		client := x.Clients[host] != nil
 		if k.last != nil && k.restartedAfter == 0 {
-			// A restarted agent's own counters stand for the host.
-			x.addHost(host, hostRole(client, x.roles.servers[host]), k.last)
+			b.Last[host] = k.last
 		}
 		after := "; the rest of the experiment ran without it"
 		switch {
@@ -435,13 +433,11 @@ func (fr *faultRun) accountKilled() {
 				unrecorded = min(done-rows, lost)
 			}
 		}
-		k.lost = [][]byte{lostRows(x.e.Name, x.e.Transport.Name, host, unrecorded, AgentKilledUnrecordedReason),
-			lostRows(x.e.Name, x.e.Transport.Name, host, lost-unrecorded, AgentKilledReason)}
-		x.mu.Lock()
-		x.rec.RPCs.Issued += rows + lost
-		x.rec.RPCs.Completed += completed
-		x.rec.RPCs.Failed += failed + lost
-		x.mu.Unlock()
+		k.lost = [][]byte{lostRows(x.Name, x.Transport.Name, host, unrecorded, AgentKilledUnrecordedReason),
+			lostRows(x.Name, x.Transport.Name, host, lost-unrecorded, AgentKilledReason)}
+		b.Issued += rows + lost
+		b.Completed += completed
+		b.Failed += failed + lost
 		msg := fmt.Sprintf("agent %s killed by fault injection at %s into the measurement: rpcs.csv has the %d RPCs it had recorded (%d completed, %d failed)",
 			host, k.at, rows, completed, failed)
 		switch last := k.last; {
@@ -457,15 +453,16 @@ func (fr *faultRun) accountKilled() {
 		}
 		fr.warnings = append(fr.warnings, msg+after)
 	}
+	return b
 }
 
 // unsafeRecordChars are the characters an agent replaces in the name of
 // its records file (hostagent/agent).
 var unsafeRecordChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// agentRecordsFile is the name of the file an agent writes an
+// RecordsFile is the name of the file an agent writes an
 // experiment's records to as they finish.
-func agentRecordsFile(exp, host string) string {
+func RecordsFile(exp, host string) string {
 	return unsafeRecordChars.ReplaceAllString(exp+"-"+host, "_") + ".rpcs.csv"
 }
 
@@ -495,7 +492,7 @@ func salvageRecords(data []byte, name string) (kept []byte, completed, failed ui
 
 // lostRows are n rpcs.csv rows of RPCs whose client was killed, failed
 // with reason: what they were is unknown, so sizes and times are 0. Each
-// batch has its own header, as appendCSV reads it.
+// batch has its own header, as the run's records file reads it.
 func lostRows(exp, transport, host string, n uint64, reason string) []byte {
 	if n == 0 {
 		return nil
@@ -518,8 +515,10 @@ func lostRows(exp, transport, host string, n uint64, reason string) []byte {
 	return buf.Bytes()
 }
 
-// appendKilled appends the killed agents' rows to rpcs.csv.
-func (fr *faultRun) appendKilled() error {
+// AppendKilled hands the killed agents' rows (their records, and the
+// rows Account made for the RPCs they took with them) to add, which
+// appends them to rpcs.csv.
+func (fr *Run) AppendKilled(add func(data []byte) error) error {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	for host, k := range fr.killed {
@@ -527,7 +526,7 @@ func (fr *faultRun) appendKilled() error {
 			if len(data) == 0 {
 				continue
 			}
-			if _, _, err := fr.x.r.records.appendCSV(data, ""); err != nil {
+			if err := add(data); err != nil {
 				return fmt.Errorf("records of killed agent %s: %w", host, err)
 			}
 		}
@@ -535,10 +534,10 @@ func (fr *faultRun) appendKilled() error {
 	return nil
 }
 
-// restart starts the killed agents that are to come back and did not
-// within the experiment (it was interrupted, or restarting failed), for
-// the next experiments.
-func (fr *faultRun) restart(ctx context.Context) {
+// RestartKilled starts the killed agents that are to come back and did
+// not within the experiment (it was interrupted, or restarting failed),
+// for the next experiments.
+func (fr *Run) RestartKilled(ctx context.Context) {
 	fr.mu.Lock()
 	var hosts []string
 	for h, k := range fr.killed {
@@ -548,13 +547,11 @@ func (fr *faultRun) restart(ctx context.Context) {
 	}
 	fr.mu.Unlock()
 	slices.Sort(hosts)
-	r := fr.x.r
 	for _, h := range hosts {
-		if err := r.startAgent(ctx, h); err != nil {
+		if err := fr.env.StartAgent(ctx, h); err != nil {
 			fr.warn("agent %s was not restarted, later experiments run without it: %v", h, err)
 			continue
 		}
-		r.killed.forget("agent-" + h)
-		r.log.Info("fault: agent restarted", "host", h)
+		fr.log.Info("fault: agent restarted", "host", h)
 	}
 }

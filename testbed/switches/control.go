@@ -1,9 +1,14 @@
-package testbed
+// Package switches is the orchestrator's side of the switches: the
+// controller programming a run's fabric (topology, DSCP policy, port
+// modes, telemetry), each switch's statistics (the embedded target's admin
+// socket; BMv2's counters and port shaper), what the emulated network
+// needs for BMv2 (pipeline file, namespaces, port shaper, socket buffers)
+// and the embedded switch's buffer flags, and BMv2's preflight checks.
+package switches
 
 import (
 	"context"
 	"fmt"
-	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"sync"
@@ -11,14 +16,15 @@ import (
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/controller/p4rtclient"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// controllerTopology describes the layout, with its switches' assigned
+// ControllerTopology describes the layout, with its switches' assigned
 // ports, to the controller.
-func controllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string) (*controller.Topology, error) {
+func ControllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string) (*controller.Topology, error) {
 	t := &controller.Topology{Pipeline: controller.Pipeline{BMv2JSON: bmv2JSON}}
 	target := controller.TargetEmbedded
 	if s.Switch.Target == scenario.TargetBMv2 {
@@ -27,7 +33,7 @@ func controllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario
 	for _, sw := range n.Switches {
 		cs := controller.Switch{Name: sw.Name, DeviceID: sw.DeviceID, Address: sw.Address(), Ports: sw.Ports, Target: target}
 		if sw.Target != "" {
-			cs.Target = externalTarget(sw.Target) // external.go
+			cs.Target = ExternalTarget(sw.Target)
 		}
 		if target == controller.TargetBMv2 {
 			// BMv2 shapes queues in packets per second: the link rate in
@@ -70,9 +76,9 @@ func policy(s *scenario.Scenario) (controller.Policy, error) {
 	return p, p.Validate()
 }
 
-// control keeps the controller's connections for the whole run: the
+// Control keeps the controller's connections for the whole run: the
 // switches are programmed once and read for telemetry in every experiment.
-type control struct {
+type Control struct {
 	fabric *controller.Fabric
 	log    *slog.Logger
 	// policy is the installed policy, port modes included.
@@ -82,10 +88,10 @@ type control struct {
 	wroteHeader bool
 }
 
-// connectAndProgram dials every switch, pushes tor.p4 and installs
+// Program dials every switch, pushes tor.p4 and installs
 // forwarding, ARP proxy and the DSCP policy, verified by read-back.
-func connectAndProgram(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (*control, error) {
-	t, err := controllerTopology(n, fd, s, bmv2JSON)
+func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (*Control, error) {
+	t, err := ControllerTopology(n, fd, s, bmv2JSON)
 	if err != nil {
 		return nil, err
 	}
@@ -100,16 +106,16 @@ func connectAndProgram(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric,
 	if err := f.Program(ctx, pol); err != nil {
 		return nil, fmt.Errorf("%w (also: %v)", err, f.Close())
 	}
-	return &control{fabric: f, log: log, policy: pol}, nil
+	return &Control{fabric: f, log: log, policy: pol}, nil
 }
 
 // portModeKey names a set of port modes, to skip a reprogramming that
 // would change nothing.
 func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) }
 
-// portModes reprograms the switches' port modes, verified by read-back,
+// PortModes reprograms the switches' port modes, verified by read-back,
 // when they differ from the installed ones.
-func (c *control) portModes(ctx context.Context, modes []controller.PortMode) error {
+func (c *Control) PortModes(ctx context.Context, modes []controller.PortMode) error {
 	if portModeKey(modes) == portModeKey(c.policy.PortModes) {
 		return nil
 	}
@@ -123,10 +129,10 @@ func (c *control) portModes(ctx context.Context, modes []controller.PortMode) er
 	return nil
 }
 
-// transportPortModes are the switch modes transport t needs on every
+// TransportPortModes are the switch modes transport t needs on every
 // host-facing port: pFabric's rank-ordered queue, NDP's trimming; none
 // for the others (strict priority).
-func transportPortModes(t scenario.Transport) []controller.PortMode {
+func TransportPortModes(t scenario.Transport) []controller.PortMode {
 	switch t.Name {
 	case scenario.TransportPFabric:
 		return []controller.PortMode{{Mode: controller.ModeRankOrder, Ports: controller.PortsHosts, BufferBytes: uint32(t.PFabric.BufferBytes)}}
@@ -136,9 +142,9 @@ func transportPortModes(t scenario.Transport) []controller.PortMode {
 	return nil
 }
 
-// telemetry samples every switch until ctx ends and appends the series to
+// Telemetry samples every switch until ctx ends and appends the series to
 // w as telemetry.csv rows.
-func (c *control) telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
+func (c *Control) Telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
 	p, err := c.fabric.NewPoller(interval)
 	if err != nil {
 		return err
@@ -154,10 +160,22 @@ func (c *control) telemetry(ctx context.Context, exp string, interval time.Durat
 	return runErr
 }
 
-func (c *control) resetQueuePeaks(ctx context.Context) error {
+// ResetQueuePeaks restarts the queue peaks telemetry reports.
+func (c *Control) ResetQueuePeaks(ctx context.Context) error {
 	return c.fabric.ResetQueuePeaks(ctx)
 }
 
-func (c *control) close() error {
+// Close closes the connections to the switches.
+func (c *Control) Close() error {
 	return c.fabric.Close()
+}
+
+// ExternalTarget maps an external switch's kind to the controller's: BMv2
+// gets p4c's JSON as its device config; the embedded target, Stratum and
+// others get tor.p4's P4Info only (they run tor.p4 already).
+func ExternalTarget(kind string) string {
+	if kind == scenario.ExternalBMv2 {
+		return controller.TargetBMv2
+	}
+	return controller.TargetEmbedded
 }

@@ -1,4 +1,4 @@
-package testbed
+package switches
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 type fakeCounters []controller.Sample
 
-func (f fakeCounters) queueCounters(context.Context, string) ([]controller.Sample, error) {
+func (f fakeCounters) QueueCounters(context.Context, string) ([]controller.Sample, error) {
 	return f, nil
 }
 
@@ -42,13 +42,13 @@ func TestBMv2StatsFetch(t *testing.T) {
 		"hb-s1-p1": shaperJSON(map[int]uint64{0: 85, 7: 50}, map[int]uint64{0: 3}, map[int]uint64{0: 2}),
 		"hb-s1-p2": shaperJSON(map[int]uint64{3: 7}, nil, nil),
 	}
-	b := newBMv2Stats(sw, 10e6, ctr)
+	b := NewBMv2Stats(sw, 10e6, ctr)
 	var calls []string
 	b.tc = func(_ context.Context, args ...string) ([]byte, error) {
 		calls = append(calls, strings.Join(args, " "))
 		return []byte(tc[args[len(args)-1]]), nil
 	}
-	st, err := b.fetch(context.Background())
+	st, err := b.Fetch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +70,10 @@ func TestBMv2StatsFetch(t *testing.T) {
 	// A port without its shaper (the network was built without one) is an
 	// error, not zeros.
 	tc["hb-s1-p2"] = `[{"kind":"noqueue","handle":"0:","root":true}]`
-	if _, err := b.fetch(context.Background()); err == nil || !strings.Contains(err.Error(), "0 of 8 queues") {
+	if _, err := b.Fetch(context.Background()); err == nil || !strings.Contains(err.Error(), "0 of 8 queues") {
 		t.Errorf("fetch without a shaper: %v", err)
 	}
-	if err := b.resetWindow(context.Background()); err != nil {
+	if err := b.ResetWindow(context.Background()); err != nil {
 		t.Errorf("resetWindow: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package testbed
+package switches
 
 import (
 	"bytes"
@@ -12,11 +12,26 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/testbed/preflight"
 )
 
 // BMv2StampPath is where `make p4c` records the SHA-256 of the p4/tor.p4 it
 // compiled into BMv2JSONPath, so the preflight can tell a stale tor.json.
 const BMv2StampPath = "build/tor.p4.sha256"
+
+// BMv2JSONPath is where `make p4c` writes p4c's BMv2 output for tor.p4,
+// relative to the directory homatb runs in (the repository).
+const BMv2JSONPath = "build/tor.json"
+
+// BMv2Problems checks BMv2's tool chain for a run on BMv2 switches: the
+// two BMv2 programs, and p4c's output compiled from the tor.p4 this binary
+// carries. Each problem names its fix.
+func BMv2Problems(ctx context.Context) []preflight.Problem {
+	c := bmv2Chain{jsonPath: BMv2JSONPath, stampPath: BMv2StampPath, source: p4.Source(), timeout: 10 * time.Second}
+	return c.problems(ctx)
+}
 
 // bmv2Chain is what the BMv2 preflight checks: the two BMv2 programs on
 // PATH, p4c's output and its stamp, against the tor.p4 this binary embeds.
@@ -53,23 +68,22 @@ func pythonFix(mod string) string {
 }
 
 // problems checks the whole BMv2 tool chain; each problem names its fix.
-func (c bmv2Chain) problems(ctx context.Context) []Problem {
-	var ps []Problem
+func (c bmv2Chain) problems(ctx context.Context) []preflight.Problem {
+	var ps []preflight.Problem
 	const build = "build BMv2 1.15 with PI (simple_switch_grpc) from source and install it (docs/bmv2.md), or use switch: {target: embedded}"
 	if p, err := exec.LookPath("simple_switch_grpc"); err != nil {
-		ps = append(ps, Problem{"switch target bmv2 needs simple_switch_grpc on PATH (Debian 12 does not package it)", build})
+		ps = append(ps, preflight.Problem{What: "switch target bmv2 needs simple_switch_grpc on PATH (Debian 12 does not package it)", Fix: build})
 	} else if out, err := c.try(ctx, p, "--version"); err != nil {
-		ps = append(ps, Problem{fmt.Sprintf("simple_switch_grpc does not run: %v: %s", err, lastLine(out)),
-			"reinstall BMv2 and PI, then ldconfig (a shared library is missing or stale)"})
+		ps = append(ps, preflight.Problem{What: fmt.Sprintf("simple_switch_grpc does not run: %v: %s", err, lastLine(out)), Fix: "reinstall BMv2 and PI, then ldconfig (a shared library is missing or stale)"})
 	}
 	if p, err := exec.LookPath("simple_switch_CLI"); err != nil {
-		ps = append(ps, Problem{"switch target bmv2 needs simple_switch_CLI on PATH (it sets the queue rates and depths)", build})
+		ps = append(ps, preflight.Problem{What: "switch target bmv2 needs simple_switch_CLI on PATH (it sets the queue rates and depths)", Fix: build})
 	} else if out, err := c.try(ctx, p, "--help"); err != nil {
 		fix := "check that simple_switch_CLI runs: simple_switch_CLI --help"
 		if m := pythonModuleRE.FindStringSubmatch(out); m != nil {
 			fix = pythonFix(m[1])
 		}
-		ps = append(ps, Problem{fmt.Sprintf("simple_switch_CLI does not run: %v: %s", err, lastLine(out)), fix})
+		ps = append(ps, preflight.Problem{What: fmt.Sprintf("simple_switch_CLI does not run: %v: %s", err, lastLine(out)), Fix: fix})
 	}
 	ps = append(ps, c.jsonProblems()...)
 	return ps
@@ -77,20 +91,20 @@ func (c bmv2Chain) problems(ctx context.Context) []Problem {
 
 // jsonProblems checks that p4c's output exists and was compiled from the
 // tor.p4 this binary carries.
-func (c bmv2Chain) jsonProblems() []Problem {
+func (c bmv2Chain) jsonProblems() []preflight.Problem {
 	const fix = "make p4c (needs p4c-bm2-ss from p4c 1.2.5; docs/bmv2.md)"
 	if _, err := os.Stat(c.jsonPath); err != nil {
-		return []Problem{{"switch target bmv2 needs " + c.jsonPath + ", p4c's output for p4/tor.p4", fix}}
+		return []preflight.Problem{{What: "switch target bmv2 needs " + c.jsonPath + ", p4c's output for p4/tor.p4", Fix: fix}}
 	}
 	b, err := os.ReadFile(c.stampPath)
 	if err != nil {
-		return []Problem{{fmt.Sprintf("cannot tell which tor.p4 %s was compiled from: %s is missing", c.jsonPath, c.stampPath), fix}}
+		return []preflight.Problem{{What: fmt.Sprintf("cannot tell which tor.p4 %s was compiled from: %s is missing", c.jsonPath, c.stampPath), Fix: fix}}
 	}
 	got, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
 	sum := sha256.Sum256(c.source)
 	if want := hex.EncodeToString(sum[:]); got != want {
-		return []Problem{{fmt.Sprintf("%s is stale: compiled from a tor.p4 with SHA-256 %.12s…, this homatb carries %.12s…",
-			c.jsonPath, got, want), fix + "; if p4/tor.p4 is current, make build first"}}
+		return []preflight.Problem{{What: fmt.Sprintf("%s is stale: compiled from a tor.p4 with SHA-256 %.12s…, this homatb carries %.12s…",
+			c.jsonPath, got, want), Fix: fix + "; if p4/tor.p4 is current, make build first"}}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package testbed
+package agents
 
 import (
 	"os"
@@ -20,8 +20,8 @@ func TestBPFCongestion(t *testing.T) {
 		}},
 		Experiments: []scenario.Experiment{{Transport: tcpTransport("nv")}, {Transport: tcpTransport("dctcp")}},
 	}
-	if got, want := bpfCongestion(plan), []string{"dctcp", "nv"}; !slices.Equal(got, want) {
-		t.Errorf("bpfCongestion = %v, want %v", got, want)
+	if got, want := BPFCongestion(plan), []string{"dctcp", "nv"}; !slices.Equal(got, want) {
+		t.Errorf("BPFCongestion = %v, want %v", got, want)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestCongestionProblems(t *testing.T) {
 				t.Skip("registering a BPF congestion control needs root")
 			}
 			plan := &scenario.Plan{Base: &scenario.Scenario{Transports: []scenario.Transport{tcpTransport(tt.cc)}}}
-			ps := congestionProblems(plan)
+			ps := CongestionProblems(plan)
 			if tt.wantFix == "" {
 				if len(ps) != 0 {
 					t.Errorf("problems %v, want none", ps)

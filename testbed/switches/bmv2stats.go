@@ -1,4 +1,4 @@
-package testbed
+package switches
 
 import (
 	"bytes"
@@ -18,33 +18,36 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// queueCounterReader reads one switch's tor.p4 queue counters over
-// P4Runtime (*control does).
-type queueCounterReader interface {
-	queueCounters(ctx context.Context, sw string) ([]controller.Sample, error)
+// QueueCounterReader reads one switch's tor.p4 queue counters over
+// P4Runtime (*Control does).
+type QueueCounterReader interface {
+	QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error)
 }
 
-func (c *control) queueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
+// QueueCounters reads switch sw's queue counters.
+func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
 	return c.fabric.QueueCounters(ctx, sw)
 }
 
-// bmv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue
+// BMv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue
 // counters over P4Runtime, and the kernel port shaper's per-queue classes
 // read with tc in the switch's namespace. Per (port, queue): enq_* is what
 // entered BMv2's queue (ingress_queue_counter); sent_* what left the port
 // (the shaper's class); drop_pkts what BMv2's queue dropped (entered but
 // never reached egress_queue_counter) plus what the shaper's FIFO dropped;
 // depth_* the shaper's backlog (BMv2's own queue depth is a register).
-type bmv2Stats struct {
+type BMv2Stats struct {
 	sw       topo.Switch
 	rateBps  uint64
-	counters queueCounterReader
+	counters QueueCounterReader
 	// tc runs tc in the switch's namespace and returns its output.
 	tc func(ctx context.Context, args ...string) ([]byte, error)
 }
 
-func newBMv2Stats(sw topo.Switch, rateBps uint64, counters queueCounterReader) *bmv2Stats {
-	return &bmv2Stats{sw: sw, rateBps: rateBps, counters: counters, tc: func(ctx context.Context, args ...string) ([]byte, error) {
+// NewBMv2Stats reads switch sw of a run at rateBps, its counters through
+// counters.
+func NewBMv2Stats(sw topo.Switch, rateBps uint64, counters QueueCounterReader) *BMv2Stats {
+	return &BMv2Stats{sw: sw, rateBps: rateBps, counters: counters, tc: func(ctx context.Context, args ...string) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + sw.NetNS, "--", "tc"}, args...)...)
@@ -58,9 +61,9 @@ func newBMv2Stats(sw topo.Switch, rateBps uint64, counters queueCounterReader) *
 	}}
 }
 
-// resetWindow has nothing to restart: BMv2 keeps no windowed gauges that
+// ResetWindow has nothing to restart: BMv2 keeps no windowed gauges that
 // the run reads.
-func (b *bmv2Stats) resetWindow(context.Context) error { return nil }
+func (b *BMv2Stats) ResetWindow(context.Context) error { return nil }
 
 // tcQdisc is the part of `tc -s -j qdisc show` the statistics use.
 type tcQdisc struct {
@@ -76,7 +79,7 @@ type tcQdisc struct {
 
 // shaperQueues reads the port shaper of every interface: the FIFO under
 // class 1:1q is queue q (mininet/homatb_mn.py, shaper_commands).
-func (b *bmv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdisc, error) {
+func (b *BMv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdisc, error) {
 	out := map[string]map[int]tcQdisc{}
 	for _, port := range b.sw.Ports {
 		dev := b.sw.Intfs[port]
@@ -104,9 +107,10 @@ func (b *bmv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdis
 	return out, nil
 }
 
-func (b *bmv2Stats) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
+// Fetch returns the switch's statistics: counters and shaper queues.
+func (b *BMv2Stats) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 	st := runfmt.SwitchStats{DeviceID: b.sw.DeviceID}
-	rows, err := b.counters.queueCounters(ctx, b.sw.Name)
+	rows, err := b.counters.QueueCounters(ctx, b.sw.Name)
 	if err != nil {
 		return st, fmt.Errorf("switch %s counters: %w", b.sw.Name, err)
 	}
@@ -141,25 +145,15 @@ func (b *bmv2Stats) fetch(ctx context.Context) (runfmt.SwitchStats, error) {
 
 var errBMv2Faults = errors.New("fault injection needs the embedded target: BMv2 has no fault injector")
 
-func (b *bmv2Stats) setFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
+// SetFault refuses: BMv2 has no fault injector.
+func (b *BMv2Stats) SetFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
 
-func (b *bmv2Stats) startPostcards(context.Context, string) error {
+// StartPostcards refuses: BMv2 writes no per-packet records.
+func (b *BMv2Stats) StartPostcards(context.Context, string) error {
 	return errors.New("per-packet switch records need the embedded target")
 }
 
-func (b *bmv2Stats) stopPostcards(context.Context) (switchstats.PostcardSummary, error) {
+// StopPostcards has nothing to stop.
+func (b *BMv2Stats) StopPostcards(context.Context) (switchstats.PostcardSummary, error) {
 	return switchstats.PostcardSummary{}, nil
-}
-
-// attachBMv2Stats gives every BMv2 switch its statistics reader once the
-// controller is connected (the counters are read over its P4Runtime
-// connection). A fabric that reads no counters (tests' fakes) gets none.
-func (r *run) attachBMv2Stats() {
-	qc, ok := r.ctl.(queueCounterReader)
-	if !ok {
-		return
-	}
-	for _, sw := range r.layout.Switches {
-		r.stats[sw.Name] = newBMv2Stats(sw, r.fab.RateBps, qc)
-	}
 }

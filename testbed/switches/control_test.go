@@ -1,6 +1,7 @@
-package testbed
+package switches
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/homatb/homatb/controller"
@@ -23,7 +24,7 @@ func TestControllerTopologyBMv2(t *testing.T) {
 		l.Switches[i].ThriftPort = 9100 + i
 		thrift[l.Switches[i].Name] = 9100 + i
 	}
-	ct, err := controllerTopology(l, fabricOf(l, s), s, "/abs/build/tor.json")
+	ct, err := ControllerTopology(l, s.Fabric(), s, "/abs/build/tor.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,5 +37,17 @@ func TestControllerTopologyBMv2(t *testing.T) {
 			t.Errorf("switch %s: target %v thrift port %d (want %d, distinct)", sw.Name, sw.Target, sw.BMv2.ThriftPort, thrift[sw.Name])
 		}
 		seen[sw.BMv2.ThriftPort] = true
+	}
+}
+
+func TestSwitchBufferArgs(t *testing.T) {
+	sw := scenario.Switch{QueueDepthBytes: 64000, Buffer: scenario.Buffer{SharedBytes: 2e6, Alpha: 0.5, PortPkts: 300}}
+	got := strings.Join(BufferArgs(sw), " ")
+	want := "--queue-depth-bytes 64000 --shared-buffer-bytes 2000000 --shared-alpha 0.5 --port-buffer-pkts 300"
+	if got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	if args := BufferArgs(scenario.Switch{QueueDepthPkts: 128}); len(args) != 0 {
+		t.Errorf("no buffer gave args %v", args)
 	}
 }
