@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/homatb/homatb/internal/fabric"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,6 +79,27 @@ func (m *Manifest) RateBps() uint64 {
 		return m.Fabric.LinkBps
 	}
 	return m.LinkBps
+}
+
+// NewFabric is the fabric description f as manifest.json holds it.
+func NewFabric(f *fabric.Fabric) *Fabric {
+	r := &Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	for _, h := range f.Hosts {
+		r.Hosts = append(r.Hosts, FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
+	}
+	return r
+}
+
+// HostRole names a host's role in an experiment from whether it ran a
+// client workload and whether it served.
+func HostRole(client, server bool) string {
+	switch {
+	case client && server:
+		return RoleBoth
+	case client:
+		return RoleClient
+	}
+	return RoleServer
 }
 
 // Fabric is the network as an ideal transport would see it: link rate,

@@ -263,7 +263,7 @@ func (f faultEnv) Restart(ctx context.Context, host string, w *agentpb.Workload)
 	}
 	a := r.agents.get(host)
 	h, _ := r.layout.Host(host)
-	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.servers[host], w))
+	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.Servers[host], w))
 	if err == nil && w != nil {
 		err = a.Start(ctx)
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	fabdesc "github.com/homatb/homatb/internal/fabric"
-	"math"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
@@ -31,7 +29,7 @@ func (r *run) calibrate(ctx context.Context) error {
 		if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
 			return err
 		}
-		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: calibrationResponse(s)}
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: s.CalibrationResponse()}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)
@@ -79,7 +77,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			cal.RTTus[size] = median(rtts)
 		}
 		if t.Engine() {
-			cal.UnschedBytes = unschedBytes(r.fab, agents.BaseRTT(cal))
+			cal.UnschedBytes = agents.UnschedBytes(r.fab, agents.BaseRTT(cal))
 		}
 		r.calib[t.Name] = cal
 		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
@@ -89,34 +87,6 @@ func (r *run) calibrate(ctx context.Context) error {
 		r.prog.step(name, false)
 	}
 	return nil
-}
-
-// calibrationResponse is the response length calibration RPCs ask for:
-// the one most of the scenario's phases use (0 echoes the request), so
-// that each transport's own unloaded RTT is measured with the workload's
-// responses. On a tie a fixed length wins over echoing, since an echo
-// doubles a long calibration RPC, then the smaller length.
-func calibrationResponse(s *scenario.Scenario) uint32 {
-	count := map[uint32]int{}
-	for _, ph := range s.Phases {
-		count[ph.ResponseBytes]++
-	}
-	better := func(r uint32, c int, best uint32, n int) bool {
-		switch {
-		case c != n:
-			return c > n
-		case (r == 0) != (best == 0):
-			return best == 0
-		}
-		return r < best
-	}
-	best, n := uint32(0), 0
-	for r, c := range count {
-		if better(r, c, best, n) {
-			best, n = r, c
-		}
-	}
-	return best
 }
 
 // waitIssued polls an agent until it has issued n RPCs and none is in
@@ -139,17 +109,4 @@ func waitIssued(ctx context.Context, a agentAPI, n uint64, timeout time.Duration
 		}
 	}
 	return nil // the Stop that follows records what is still in flight
-}
-
-// unschedBytes is Homa's RTTbytes for a link: what the link carries while
-// a full-size DATA packet travels to the receiver and its grant comes back
-// (the Homa paper's definition), rounded up to whole packets. The
-// calibrated round trip is a small message's, so the two full-packet
-// serialisations it lacks (the sender's link and the switch's egress,
-// store and forward) are added: without them a lone message's grants
-// arrive after its window has drained and the downlink idles.
-func unschedBytes(f *fabdesc.Fabric, smallRTTus float64) uint32 {
-	payload := float64(f.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
-	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
-	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
 }

@@ -24,7 +24,7 @@ import (
 type experimentRun struct {
 	r     *run
 	e     *scenario.Experiment
-	roles roles
+	roles agents.Roles
 	rec   runfmt.Experiment
 
 	startStats    map[string]runfmt.SwitchStats
@@ -88,19 +88,19 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 // incomplete until the end.
 func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 	s := e.Scenario
-	ro, err := r.roles(e)
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, time.Now().Add(500*time.Millisecond).UnixNano())
 	if err != nil {
 		return nil, err
 	}
 	rec := runfmt.Experiment{
 		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
 		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
-		Receivers: ro.receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
+		Receivers: ro.Receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
 	}
 	if e.Params == nil {
 		rec.Params = map[string]string{}
 	}
-	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = configuredLoad(ro.clients, ro.meanSize)
+	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
 	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]runfmt.HostCounters{}}, nil
 }
@@ -112,12 +112,12 @@ func (x *experimentRun) configure(ctx context.Context) error {
 		return err
 	}
 	for _, serverPass := range []bool{true, false} {
-		err := x.r.agents.each(ctx, x.roles.used, func(ctx context.Context, host string, a agentAPI) error {
-			if (x.roles.clients[host] == nil) != serverPass {
+		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
+			if (x.roles.Clients[host] == nil) != serverPass {
 				return nil
 			}
 			h, _ := x.r.layout.Host(host)
-			return a.Configure(ctx, x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.servers[host], x.roles.clients[host]))
+			return a.Configure(ctx, x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.Servers[host], x.roles.Clients[host]))
 		})
 		if err != nil {
 			return err
@@ -138,14 +138,14 @@ func (x *experimentRun) start(ctx context.Context) error {
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
 	if x.e.Transport.Engine() {
-		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.used, interval)
+		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.Used, interval)
 	}
 	x.stopTelemetry = func() {
 		telDone()
 		hostsDone()
 	}
-	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.clients, Servers: x.roles.servers, Used: x.roles.used,
-		Start: time.Unix(0, x.roles.start)}
+	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.Clients, Servers: x.roles.Servers, Used: x.roles.Used,
+		Start: time.Unix(0, x.roles.Start)}
 	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, r.log)
 	x.faults = fr
 	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
@@ -155,7 +155,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 		return err
 	}
 	x.rec.Started = time.Now().UnixNano()
-	if err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
+	if err := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
 		return a.Start(ctx)
 	}); err != nil {
 		x.faults.End()
@@ -214,7 +214,7 @@ func stopBudget(s *scenario.Scenario, interrupted bool) (drain, budget time.Dura
 // becomes a fidelity warning, since the RPC records stand without them.
 func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupted bool) error {
 	r := x.r
-	stopErr := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
+	stopErr := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, host string, a agentAPI) error {
 		c, err := a.Stop(ctx, drain)
 		if err != nil {
 			return err
@@ -222,7 +222,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 		x.addClient(host, c, interrupted)
 		return nil
 	})
-	serverErr := r.agents.each(ctx, x.roles.serverOnly(), func(ctx context.Context, host string, a agentAPI) error {
+	serverErr := r.agents.each(ctx, x.roles.ServerOnly(), func(ctx context.Context, host string, a agentAPI) error {
 		st, err := a.Status(ctx)
 		if err != nil {
 			return err
@@ -235,14 +235,14 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	}
 	books := x.faults.Account()
 	for host, c := range books.Last {
-		x.addHost(host, hostRole(x.roles.clients[host] != nil, x.roles.servers[host]), c)
+		x.addHost(host, runfmt.HostRole(x.roles.Clients[host] != nil, x.roles.Servers[host]), c)
 	}
 	x.mu.Lock()
 	x.rec.RPCs.Issued += books.Issued
 	x.rec.RPCs.Completed += books.Completed
 	x.rec.RPCs.Failed += books.Failed
 	x.mu.Unlock()
-	for _, h := range x.roles.used {
+	for _, h := range x.roles.Used {
 		if hc, ok := x.byHost[h]; ok {
 			x.rec.Hosts = append(x.rec.Hosts, hc)
 			runfmt.MergeCounters(x.rec.TransportCounters, hc.Transport)
@@ -254,7 +254,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 // addClient adds a stopped client's books and checks that it kept its
 // schedule (the load check only when the experiment ran its full length).
 func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted bool) {
-	x.addHost(host, hostRole(true, x.roles.servers[host]), c)
+	x.addHost(host, runfmt.HostRole(true, x.roles.Servers[host]), c)
 	// A restarted agent's books cover only its new life; the fault's
 	// warning says what it issued before.
 	restarted := x.faults.Restarted(host)
@@ -264,7 +264,7 @@ func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted 
 	x.rec.RPCs.Completed += c.GetCompleted()
 	x.rec.RPCs.Failed += c.GetFailed()
 	x.rec.RPCs.InFlight += c.GetInFlight()
-	w := x.roles.clients[host]
+	w := x.roles.Clients[host]
 	if l, behind := lagOf(host, c, w); behind {
 		x.lags = append(x.lags, l)
 	}
@@ -291,7 +291,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 	x.rec.CPUBusy = cpuBusy
 	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.before1, x.load.steal(), x.load.otherCPUs()
 	x.rec.AgentCPUMs = x.cpuUs / 1000
-	if w := lagWarning(x.lags, len(x.roles.clientHosts())); w != "" {
+	if w := lagWarning(x.lags, len(x.roles.ClientHosts())); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.rec.Fidelity = append(x.rec.Fidelity, x.lagWarnings...)
@@ -312,7 +312,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 // whose loss is only logged: the records stand without them.
 func (x *experimentRun) collect(ctx context.Context) error {
 	r, exp := x.r, x.e.Name
-	clients := x.roles.clientHosts()
+	clients := x.roles.ClientHosts()
 	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, func(host string, data []byte) error {
 		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644); err != nil {
 			return err
@@ -323,7 +323,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 	if !x.e.Transport.Engine() {
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, runfmt.TCPConns())
 	}
-	fetchDiagnostic(ctx, r, exp, x.roles.receivers, agentpb.FileServed, runfmt.ServedRPCs())
+	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, runfmt.ServedRPCs())
 	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
 		_, _, err := r.records.appendCSV(data, "")
 		return err
@@ -353,18 +353,6 @@ func (x *experimentRun) record(ctx context.Context) error {
 		"failed", rec.RPCs.Failed, "in_flight", rec.RPCs.InFlight, "cpu_busy", rec.CPUBusy, "fidelity", rec.Fidelity)
 	r.prog.step(rec.Name, rec.Incomplete || ctx.Err() != nil)
 	return nil
-}
-
-// hostRole names a host's role from whether it ran a client workload and
-// whether it served.
-func hostRole(client, server bool) string {
-	switch {
-	case client && server:
-		return runfmt.RoleBoth
-	case client:
-		return runfmt.RoleClient
-	}
-	return runfmt.RoleServer
 }
 
 // hostCounters copies an agent's counters into a runfmt.HostCounters.

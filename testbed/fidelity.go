@@ -84,23 +84,6 @@ func loadWarning(host string, c *agentpb.Counters, w *agentpb.Workload) string {
 		host, c.GetIssued(), w.GetRateRps(), float64(w.GetDurationMs())/1e3, want, 100*got/want)
 }
 
-// configuredLoad is the request load the open-loop clients are configured
-// to offer, in bits per second (message bytes only, as the scenario's load
-// counts them) and in RPCs per second; 0 when no client has a constant rate.
-// unrated counts the clients whose load no rate fixes (closed loops,
-// bursts, bounded counts).
-func configuredLoad(clients map[string]*agentpb.Workload, mean map[string]float64) (bps, rps float64, unrated int) {
-	for h, w := range clients {
-		if w.GetArrivals() == scenario.ArrivalsPoisson && w.GetBurstIntervalUs() == 0 && w.GetMaxRpcs() == 0 {
-			bps += w.GetRateRps() * mean[h] * 8
-			rps += w.GetRateRps()
-		} else {
-			unrated++
-		}
-	}
-	return bps, rps, unrated
-}
-
 // cpuWarning flags an experiment during which the machine was nearly
 // always busy: agents and switches then competed for the vCPUs, and
 // latencies include waiting to be scheduled.

@@ -44,11 +44,11 @@ func TestMininetSpecAndControllerAgree(t *testing.T) {
 			if bmv2 {
 				switches.PlaceBMv2(n, files.sockDir)
 			}
-			spec, err := mininetSpec(n, fabricOf(n, s), s, files)
+			spec, err := mininetSpec(n, n.Fabric(s), s, files)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ct, err := switches.ControllerTopology(n, fabricOf(n, s), s, files.bmv2JSON)
+			ct, err := switches.ControllerTopology(n, n.Fabric(s), s, files.bmv2JSON)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -302,9 +302,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.layout = layout
-	r.fab = fabricOf(layout, s)
+	r.fab = layout.Fabric(s)
 	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib}
-	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricRecord(r.fab) }); err != nil {
+	if err := r.man.update(func(m *Manifest) { m.Fabric = runfmt.NewFabric(r.fab) }); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -58,6 +59,13 @@ func transportEnum(t scenario.Transport) agentpb.Transport {
 // validation checked it), with the calibrated unscheduled bytes and RTT
 // when the scenario leaves them open.
 func (q Requests) homaParams(t scenario.Transport) *agentpb.HomaParams {
+	return agentpb.NewHomaParams(q.HomaConfig(t))
+}
+
+// HomaConfig is engine transport t's configuration: the scenario's, with
+// the calibrated unscheduled bytes and RTT when the scenario leaves them
+// open.
+func (q Requests) HomaConfig(t scenario.Transport) homaconf.Config {
 	c := t.HomaConfig(q.Fabric)
 	if cal, ok := q.Calibration[t.Name]; ok {
 		if c.UnschedBytes == 0 {
@@ -67,7 +75,7 @@ func (q Requests) homaParams(t scenario.Transport) *agentpb.HomaParams {
 			c.UnloadedRTT = time.Duration(math.Ceil(rtt)) * time.Microsecond
 		}
 	}
-	return agentpb.NewHomaParams(c)
+	return c
 }
 
 // piasParams fills PIAS's settings: the scenario's thresholds, or the
@@ -97,4 +105,17 @@ func BaseRTT(c runfmt.Calibration) float64 {
 		sizes = append(sizes, k)
 	}
 	return c.RTTus[slices.Min(sizes)]
+}
+
+// UnschedBytes is Homa's RTTbytes for a link: what the link carries while
+// a full-size DATA packet travels to the receiver and its grant comes back
+// (the Homa paper's definition), rounded up to whole packets. The
+// calibrated round trip is a small message's, so the two full-packet
+// serialisations it lacks (the sender's link and the switch's egress,
+// store and forward) are added: without them a lone message's grants
+// arrive after its window has drained and the downlink idles.
+func UnschedBytes(f *fabdesc.Fabric, smallRTTus float64) uint32 {
+	payload := float64(f.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
+	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
+	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
 }

@@ -87,7 +87,7 @@ func (j *job) run() error {
 	}
 	for _, name := range j.used {
 		st := j.net.Node(name).Endpoint().Stats()
-		h := runfmt.HostCounters{Host: name, Role: role(isClient[name], j.servers[name]), Served: st.Served,
+		h := runfmt.HostCounters{Host: name, Role: runfmt.HostRole(isClient[name], j.servers[name]), Served: st.Served,
 			Transport: map[string]uint64{}}
 		for k, v := range st.Map() {
 			h.Transport["homa_"+k] = v // as the agent names them
@@ -97,17 +97,6 @@ func (j *job) run() error {
 		j.net.Node(name).Stop()
 	}
 	return nil
-}
-
-// role is a host's role in an experiment, as the manifest names it.
-func role(client, server bool) string {
-	switch {
-	case client && server:
-		return runfmt.RoleBoth
-	case client:
-		return runfmt.RoleClient
-	}
-	return runfmt.RoleServer
 }
 
 // serve answers every request to ServerPort with the response length it

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,15 +19,16 @@ import (
 	"slices"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -179,16 +179,16 @@ func (r *simRun) execute(ctx context.Context) error {
 	if r.layout, err = topo.Layout(s.Topology, "hb51a00"); err != nil {
 		return err
 	}
-	r.fab = fabricOf(r.layout, s)
-	r.man.Fabric = fabricRecord(r.fab)
+	r.fab = r.layout.Fabric(s)
+	r.man.Fabric = runfmt.NewFabric(r.fab)
 	if r.hosts, err = simHosts(r.layout); err != nil {
 		return err
 	}
-	ct, err := controllerTopology(r.layout)
+	ct, err := switches.ControllerTopology(r.layout, r.fab, s, "")
 	if err != nil {
 		return err
 	}
-	pol, err := policy(s)
+	pol, err := switches.Policy(s)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (r *simRun) execute(ctx context.Context) error {
 // network is a fresh simulated network with the switches' port modes set
 // for transport t.
 func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64) (*simnet.Network, error) {
-	if err := r.sws.SetPortModes(ctx, portModes(t)); err != nil {
+	if err := r.sws.SetPortModes(ctx, switches.TransportPortModes(t)); err != nil {
 		return nil, err
 	}
 	burst := 0
@@ -268,7 +268,7 @@ func (r *simRun) finish(j *job) error {
 func (r *simRun) calibrate(ctx context.Context) error {
 	s := r.plan.Base
 	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
-	resp := calibrationResponse(s)
+	resp := s.CalibrationResponse()
 	seen := map[string]bool{}
 	for _, t := range s.Transports {
 		if seen[t.Name] {
@@ -289,7 +289,7 @@ func (r *simRun) calibrate(ctx context.Context) error {
 			c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
 				maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
 				targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
-			j := &job{name: name, transport: t.Name, net: net, cfg: homaConfig(t, s, r.fab, nil), clients: []client{c},
+			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), clients: []client{c},
 				servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
 				length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log}
 			if err := j.run(); err != nil {
@@ -310,7 +310,7 @@ func (r *simRun) calibrate(ctx context.Context) error {
 			slices.Sort(rtts)
 			cal.RTTus[size] = rtts[len(rtts)/2]
 		}
-		cal.UnschedBytes = unschedBytes(r.fab, cal.RTTus[smallestSize(cal.RTTus)])
+		cal.UnschedBytes = agents.UnschedBytes(r.fab, agents.BaseRTT(cal))
 		r.calib[t.Name] = cal
 		r.man.Calibration[t.Name] = cal
 		r.log.Info("calibrated in the simulator", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
@@ -340,26 +340,17 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			return err
 		}
 	}
-	cs, servers, err := clients(e, r.layout, r.fab)
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, 0)
 	if err != nil {
 		return err
 	}
-	var cal *runfmt.Calibration
-	if c, ok := r.calib[e.Transport.Name]; ok {
-		cal = &c
+	cs, err := clientsOf(ro, r.layout)
+	if err != nil {
+		return err
 	}
-	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: homaConfig(e.Transport, s, r.fab, cal),
-		clients: cs, servers: servers, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(), drain: s.Drain.D(),
-		epoch: r.nextEpoch(), log: r.log}
-	isClient := map[string]bool{}
-	for _, c := range cs {
-		isClient[c.host] = true
-	}
-	for _, h := range r.layout.Hosts {
-		if isClient[h.Name] || servers[h.Name] {
-			j.used = append(j.used, h.Name)
-		}
-	}
+	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport),
+		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
+		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log}
 	j.bookServed = true
 	var cards *postcards
 	if s.Switch.PostcardsOn() {
@@ -393,19 +384,8 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if rec.Params == nil {
 		rec.Params = map[string]string{}
 	}
-	for _, h := range r.layout.Hosts {
-		if servers[h.Name] {
-			rec.Receivers = append(rec.Receivers, h.Name)
-		}
-	}
-	for _, c := range cs {
-		if c.schedule != nil && c.rateRPS > 0 && c.maxRPCs == 0 {
-			rec.ConfiguredRPS += c.rateRPS
-			rec.ConfiguredBps += c.rateRPS * c.meanBytes * 8
-		} else {
-			rec.UnratedClients++
-		}
-	}
+	rec.Receivers = ro.Receivers
+	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
 	r.man.Experiments = append(r.man.Experiments, rec)
 	r.log.Info("simulated", "experiment", e.Name, "issued", j.books.Issued, "completed", j.books.Completed,
 		"failed", j.books.Failed, "in_flight", j.books.InFlight, "events", net.Clock().Events())
@@ -481,69 +461,24 @@ func (pc *postcards) close() error {
 	return errors.Join(errs...)
 }
 
+// homaConfig is engine transport t's configuration as an emulated run's
+// agents get it (the calibration so far included), framed as the fabric
+// frames packets.
+func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
+	c := agents.Requests{Fabric: r.fab, Calibration: r.calib}.HomaConfig(t)
+	c.FrameOverhead = r.fab.Framing
+	return c
+}
+
 // newManifest opens a simulated run's manifest.
 func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *runfmt.Manifest {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		abs = file
 	}
-	m := &runfmt.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: scenarioDoc(plan.Base),
+	return &runfmt.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: plan.Base.Doc(),
 		Started: started.UnixNano(), Incomplete: true, Mode: runfmt.ModeSimulated,
 		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
 		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{},
-		Calibration: map[string]runfmt.Calibration{}}
-	seen := map[uint64]bool{}
-	for _, e := range plan.Experiments {
-		m.Order = append(m.Order, e.Name)
-		if !seen[e.Seed] {
-			seen[e.Seed] = true
-			m.Seeds = append(m.Seeds, e.Seed)
-		}
-	}
-	return m
-}
-
-func scenarioDoc(s *scenario.Scenario) any {
-	b, err := yaml.Marshal(s)
-	if err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	return doc
-}
-
-func fabricRecord(f *fabric.Fabric) *runfmt.Fabric {
-	r := &runfmt.Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
-	for _, h := range f.Hosts {
-		r.Hosts = append(r.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
-	}
-	return r
-}
-
-// unschedBytes is Homa's RTTbytes from the smallest calibration RTT, as
-// an emulated run derives it (testbed.unschedBytes).
-func unschedBytes(f *fabric.Fabric, smallRTTus float64) uint32 {
-	payload := float64(f.MTU - 20 - 60)
-	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
-	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
-}
-
-// calibrationResponse is the response length most phases ask for, as an
-// emulated run's calibration uses.
-func calibrationResponse(s *scenario.Scenario) uint32 {
-	count := map[uint32]int{}
-	for _, ph := range s.Phases {
-		count[ph.ResponseBytes]++
-	}
-	best, n := uint32(0), 0
-	for _, ph := range s.Phases {
-		r, c := ph.ResponseBytes, count[ph.ResponseBytes]
-		if c > n || (c == n && ((r == 0) != (best == 0) && best == 0 || (r != 0) == (best != 0) && r < best)) {
-			best, n = r, c
-		}
-	}
-	return best
+		Calibration: map[string]runfmt.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
 }

@@ -56,8 +56,8 @@ func ControllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario
 	return t, nil
 }
 
-// policy turns the scenario's DSCP section into the controller's policy.
-func policy(s *scenario.Scenario) (controller.Policy, error) {
+// Policy turns the scenario's DSCP section into the controller's policy.
+func Policy(s *scenario.Scenario) (controller.Policy, error) {
 	p := controller.DefaultPolicy()
 	switch s.DSCP.Policy {
 	case scenario.DSCPSingleQueue:
@@ -95,7 +95,7 @@ func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenar
 	if err != nil {
 		return nil, err
 	}
-	pol, err := policy(s)
+	pol, err := Policy(s)
 	if err != nil {
 		return nil, err
 	}

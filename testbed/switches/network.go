@@ -77,7 +77,7 @@ func PlaceBMv2(n *topo.Network, sockDir string) {
 // tor.p4's dscp_to_queue table does, and hold as many packets as a BMv2
 // queue.
 func BMv2PortShaper(f *fabdesc.Fabric, s *scenario.Scenario) (*mn.PortShaper, error) {
-	pol, err := policy(s)
+	pol, err := Policy(s)
 	if err != nil {
 		return nil, err
 	}

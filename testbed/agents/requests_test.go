@@ -1,4 +1,4 @@
-package testbed
+package agents
 
 import (
 	"testing"
@@ -24,8 +24,8 @@ func TestUnschedBytes(t *testing.T) {
 		{"jumbo", 10e9, 20, 9000, 5 * 8920},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := unschedBytes(fabdesc.New(tc.rate, tc.mtu, 0), tc.rtt); got != tc.want {
-				t.Errorf("unschedBytes(%d, %v, %d) = %d, want %d", tc.rate, tc.rtt, tc.mtu, got, tc.want)
+			if got := UnschedBytes(fabdesc.New(tc.rate, tc.mtu, 0), tc.rtt); got != tc.want {
+				t.Errorf("UnschedBytes(%d, %v, %d) = %d, want %d", tc.rate, tc.rtt, tc.mtu, got, tc.want)
 			}
 		})
 	}
