@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/pipeline"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -118,7 +119,7 @@ func New(cfg Config) (*Network, error) {
 		node := &Node{n: n, Host: h}
 		toSwitch := func(f []byte) { sw.receive(f, h.Port) }
 		if cfg.HostBurstBytes > 0 {
-			node.shaper = &bucket{n: n, out: toSwitch, rate: float64(cfg.RateBps) / 8e9, burst: float64(cfg.HostBurstBytes),
+			node.shaper = &bucket{n: n, out: toSwitch, rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
 				tokens: float64(cfg.HostBurstBytes)}
 		} else {
 			node.nic = n.newPort(toSwitch, nicQueuePkts, 0)
