@@ -47,6 +47,17 @@ type Headline struct {
 	SlowdownP99 *float64 `json:"slowdown_p99"`
 	GoodputGbps float64  `json:"goodput_gbps"`
 	Drops       int64    `json:"switch_drops"`
+	// LongP50us is the median RTT of the longest requests (the by-size
+	// table's last row, from LongMinBytes up); MaxQueuePkts the deepest
+	// any switch queue became.
+	LongP50us    *float64 `json:"long_p50_us"`
+	LongMinBytes int64    `json:"long_min_bytes"`
+	MaxQueuePkts int64    `json:"max_queue_pkts"`
+	// TailHostShare is the part of the short-message tail (the mean at or
+	// above the P99) the latency anatomy puts on the hosts (their
+	// software and send lag, not waits behind the same connection's
+	// queued bytes); null without an anatomy.
+	TailHostShare *float64 `json:"tail_host_share"`
 }
 
 func headlineOf(e *Experiment) Headline {
@@ -55,6 +66,17 @@ func headlineOf(e *Experiment) Headline {
 		RTTP99us: e.RTT.P99, GoodputGbps: e.GoodputGbps, Drops: e.Switch.Drops}
 	if e.Slowdown != nil {
 		h.SlowdownP99 = e.Slowdown.P99
+	}
+	if n := len(e.BySize); n > 0 {
+		last := e.BySize[n-1]
+		h.LongP50us, h.LongMinBytes = &last.P50us, last.MinLength
+	}
+	for _, q := range e.Switch.MaxQueuePkts {
+		h.MaxQueuePkts = max(h.MaxQueuePkts, q)
+	}
+	if a := e.Anatomy; a != nil && a.TailRPCs > 0 && a.Tail.RTT > 0 {
+		share := (a.Tail.Host - a.Tail.HostHOL + a.Tail.SendLag) / a.Tail.RTT
+		h.TailHostShare = &share
 	}
 	return h
 }

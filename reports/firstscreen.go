@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/homatb/homatb/runfmt"
 	"maps"
 	"math"
 	"slices"
@@ -115,6 +116,14 @@ func setupOf(m *manifest) [][2]string {
 		if v != "" {
 			kv = append(kv, [2]string{k, v})
 		}
+	}
+	if sim := m.Simulation; m.Mode == runfmt.ModeSimulated && sim != nil {
+		add("mode", fmt.Sprintf("simulated in virtual time (homatb run --simulate): %.0f s simulated in %.1f s, %.2g events/s. %s",
+			sim.SimulatedSeconds, sim.WallSeconds, sim.EventsPerSecond, strings.Join(sim.Model, "; ")))
+	} else if len(m.Machines) > 0 {
+		add("mode", "real machines")
+	} else {
+		add("mode", "emulated: real packets through this machine's network namespaces and switch")
 	}
 	topo := mapOf(sc["topology"])
 	switch kind := str(topo["kind"]); kind {

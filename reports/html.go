@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"github.com/homatb/homatb/runfmt"
 	"html/template"
 	"io"
 	"math"
@@ -236,6 +237,9 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	pg.Title = "homatb report"
 	if s.Run != "" {
 		pg.Title += ": " + s.Run
+	}
+	if s.manifest != nil && s.manifest.Mode == runfmt.ModeSimulated {
+		pg.Title += " (simulated)"
 	}
 	for _, w := range s.Fidelity {
 		pg.Warnings = append(pg.Warnings, warning{"run", w})

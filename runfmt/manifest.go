@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/homatb/homatb/internal/fabric"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -31,6 +32,13 @@ type Manifest struct {
 	Versions  map[string]string `json:"versions"`
 	GitCommit string            `json:"git_commit"`
 	Machine   Machine           `json:"machine"`
+	// Mode is how the run ran: "emulated" (real packets on this machine's
+	// network, or real machines) or "simulated" (homatb run --simulate:
+	// the same engine and switch code in virtual time); empty in runs
+	// written before it existed, which were emulated.
+	Mode string `json:"mode,omitempty"`
+	// Simulation describes a simulated run's simulator; nil otherwise.
+	Simulation *Simulation `json:"simulation,omitempty"`
 	// Scheduling is how switches and agents were scheduled: "realtime"
 	// (SCHED_FIFO, their defaults), "nice" (homatb run --realtime=false),
 	// or "nice, slice D" (homatb run --slice D).
@@ -71,6 +79,27 @@ func (m *Manifest) RateBps() uint64 {
 		return m.Fabric.LinkBps
 	}
 	return m.LinkBps
+}
+
+// NewFabric is the fabric description f as manifest.json holds it.
+func NewFabric(f *fabric.Fabric) *Fabric {
+	r := &Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	for _, h := range f.Hosts {
+		r.Hosts = append(r.Hosts, FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
+	}
+	return r
+}
+
+// HostRole names a host's role in an experiment from whether it ran a
+// client workload and whether it served.
+func HostRole(client, server bool) string {
+	switch {
+	case client && server:
+		return RoleBoth
+	case client:
+		return RoleClient
+	}
+	return RoleServer
 }
 
 // Fabric is the network as an ideal transport would see it: link rate,
@@ -266,3 +295,25 @@ func ReadManifest(dir string) (*Manifest, []byte, error) {
 
 // isNotExist reports whether err means a file is absent.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Run modes (Manifest.Mode).
+const (
+	ModeEmulated  = "emulated"
+	ModeSimulated = "simulated"
+)
+
+// Simulation is what a simulated run's simulator did and what it stood
+// on.
+type Simulation struct {
+	// Events counts the discrete events run; SimulatedSeconds the virtual
+	// time they covered; WallSeconds the time the simulator took.
+	Events           uint64  `json:"events"`
+	SimulatedSeconds float64 `json:"simulated_seconds"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	// EventsPerSecond and SimPerWall are the simulator's speed: events per
+	// wall second, and simulated seconds per wall second.
+	EventsPerSecond float64 `json:"events_per_second"`
+	SimPerWall      float64 `json:"simulated_per_wall_second"`
+	// Model says what the simulation models and what it leaves out.
+	Model []string `json:"model"`
+}

@@ -1,7 +1,9 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,18 +13,22 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// agents is the set of a run's agents by host name. An agent that fault
+// agentSet is the set of a run's agents by host name. An agent that fault
 // injection killed is gone: each leaves it out until it is added again.
-type agents struct {
+type agentSet struct {
 	mu   sync.Mutex
 	m    map[string]agentAPI
 	gone map[string]bool
 }
 
-func (as *agents) add(host string, a agentAPI) {
+func (as *agentSet) add(host string, a agentAPI) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if as.m == nil {
@@ -34,7 +40,7 @@ func (as *agents) add(host string, a agentAPI) {
 
 // remove forgets host's agent and marks it gone; it returns the agent (nil
 // if there was none).
-func (as *agents) remove(host string) agentAPI {
+func (as *agentSet) remove(host string) agentAPI {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	a := as.m[host]
@@ -47,20 +53,20 @@ func (as *agents) remove(host string) agentAPI {
 }
 
 // isGone reports whether host's agent was killed and not started again.
-func (as *agents) isGone(host string) bool {
+func (as *agentSet) isGone(host string) bool {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return as.gone[host]
 }
 
-func (as *agents) get(host string) agentAPI {
+func (as *agentSet) get(host string) agentAPI {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	return as.m[host]
 }
 
 // each runs f on the named hosts in parallel and returns the first error.
-func (as *agents) each(ctx context.Context, hosts []string, f func(ctx context.Context, host string, a agentAPI) error) error {
+func (as *agentSet) each(ctx context.Context, hosts []string, f func(ctx context.Context, host string, a agentAPI) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, h := range hosts {
 		a := as.get(h)
@@ -75,8 +81,45 @@ func (as *agents) each(ctx context.Context, hosts []string, f func(ctx context.C
 	return g.Wait()
 }
 
+// fetchEach fetches file of experiment exp from the agents of hosts, in
+// parallel, and once all have answered hands each host's data to keep in
+// the hosts' order, so that a run's file holds its hosts one after the
+// other, in the same order every run. A killed agent's host is skipped (its
+// rows are accounted for apart); what failed, fetching or keeping, is
+// returned joined, and the rest is kept.
+func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file string, keep func(host string, data []byte) error) error {
+	data := make([][]byte, len(hosts))
+	errs := make([]error, len(hosts))
+	fetched := make([]bool, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		a := as.get(h)
+		if a == nil {
+			if !as.isGone(h) {
+				errs[i] = fmt.Errorf("no agent on %s", h)
+			}
+			continue
+		}
+		wg.Go(func() {
+			var buf bytes.Buffer
+			if errs[i] = a.Fetch(ctx, exp, file, &buf); errs[i] == nil {
+				data[i], fetched[i] = buf.Bytes(), true
+			}
+		})
+	}
+	wg.Wait()
+	for i, h := range hosts {
+		if fetched[i] {
+			if err := keep(h, data[i]); err != nil {
+				errs[i] = fmt.Errorf("%s of %s: %w", file, h, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // shutdown asks every agent to exit, in parallel, and forgets them.
-func (as *agents) shutdown(ctx context.Context) {
+func (as *agentSet) shutdown(ctx context.Context) {
 	as.mu.Lock()
 	list := make([]agentAPI, 0, len(as.m))
 	for _, a := range as.m {
@@ -86,7 +129,7 @@ func (as *agents) shutdown(ctx context.Context) {
 	as.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, a := range list {
-		wg.Go(func() { a.shutdown(ctx) })
+		wg.Go(func() { a.Shutdown(ctx) })
 	}
 	wg.Wait()
 }
@@ -143,11 +186,11 @@ func (r *run) abandonAgent(ctx context.Context, host string) {
 // runner to report the exit.
 func (r *run) killAgentProcess(ctx context.Context, host string) (exited bool, err error) {
 	name := "agent-" + host
-	r.killed.add(name)
+	r.killed.Add(name)
 	if err := r.runner.Signal(context.WithoutCancel(ctx), name, syscall.SIGKILL); err != nil {
 		return false, err
 	}
-	return r.killed.waitExit(name, 3*time.Second), nil
+	return r.killed.WaitExit(name, 3*time.Second), nil
 }
 
 // popenAgent starts `homatb agent` in host, logging to logs/agent-HOST.log
@@ -177,4 +220,71 @@ func (r *run) connectAgent(ctx context.Context, host string) error {
 	}
 	r.agents.add(host, a)
 	return nil
+}
+
+// faultEnv is an experiment's run as fault injection reaches it
+// (faults.Env).
+type faultEnv struct{ x *experimentRun }
+
+func (f faultEnv) Port(host string) (string, uint16, error) {
+	r := f.x.r
+	h, ok := r.layout.Host(host)
+	if !ok {
+		return "", 0, fmt.Errorf("fault: no host %s", host)
+	}
+	if r.stats[h.Switch] == nil {
+		return "", 0, fmt.Errorf("fault: switch %s of %s has no admin socket", h.Switch, host)
+	}
+	return h.Switch, uint16(h.Port), nil
+}
+
+func (f faultEnv) SetFault(ctx context.Context, sw string, fs switchstats.FaultSetting) error {
+	return f.x.r.stats[sw].SetFault(ctx, fs)
+}
+
+func (f faultEnv) Agent(host string) faults.Agent {
+	if a := f.x.r.agents.get(host); a != nil {
+		return a
+	}
+	return nil // not an interface holding a nil agentAPI
+}
+
+func (f faultEnv) Down(host string) bool { return f.x.r.agents.isGone(host) }
+
+func (f faultEnv) Kill(ctx context.Context, host string) (bool, error) {
+	f.x.r.agents.remove(host)
+	return f.x.r.killAgentProcess(ctx, host)
+}
+
+func (f faultEnv) Restart(ctx context.Context, host string, w *agentpb.Workload) error {
+	x, r := f.x, f.x.r
+	if err := r.startAgent(ctx, host); err != nil {
+		return err
+	}
+	a := r.agents.get(host)
+	h, _ := r.layout.Host(host)
+	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.Servers[host], w))
+	if err == nil && w != nil {
+		err = a.Start(ctx)
+	}
+	if err != nil {
+		r.agents.remove(host)
+		r.abandonAgent(ctx, host)
+		a.Shutdown(context.WithoutCancel(ctx))
+		return err
+	}
+	r.killed.Forget("agent-" + host)
+	return nil
+}
+
+func (f faultEnv) StartAgent(ctx context.Context, host string) error {
+	if err := f.x.r.startAgent(ctx, host); err != nil {
+		return err
+	}
+	f.x.r.killed.Forget("agent-" + host)
+	return nil
+}
+
+func (f faultEnv) RecordsPath(host string) string {
+	return filepath.Join(f.x.r.dir, "agents", "records", host, faults.RecordsFile(f.x.e.Name, host))
 }

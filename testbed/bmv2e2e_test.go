@@ -3,6 +3,7 @@ package testbed
 import (
 	"bytes"
 	"context"
+	"github.com/homatb/homatb/testbed/switches"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +19,8 @@ func needBMv2(t *testing.T) {
 			t.Skipf("%s is not on PATH: the BMv2 run is untested here (docs/bmv2.md says how to build it)", tool)
 		}
 	}
-	if _, err := os.Stat(filepath.Join("..", BMv2JSONPath)); err != nil {
-		t.Skipf("no %s: make p4c (needs p4c-bm2-ss)", BMv2JSONPath)
+	if _, err := os.Stat(filepath.Join("..", switches.BMv2JSONPath)); err != nil {
+		t.Skipf("no %s: make p4c (needs p4c-bm2-ss)", switches.BMv2JSONPath)
 	}
 }
 

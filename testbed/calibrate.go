@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	fabdesc "github.com/homatb/homatb/internal/fabric"
-	"math"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // calibrate measures the unloaded RTT of each calibration size for each
@@ -22,20 +22,20 @@ func (r *run) calibrate(ctx context.Context) error {
 	s := r.plan.Base
 	hosts := r.layout.Hosts
 	server, client := hosts[0], hosts[1]
-	target := fmt.Sprintf("%s:%d", server.IP, ServerPort)
+	target := fmt.Sprintf("%s:%d", server.IP, agents.ServerPort)
 	for _, t := range distinctTransports(r.plan) {
 		name := runfmt.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
-		if err := r.ctl.portModes(ctx, transportPortModes(t)); err != nil {
+		if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
 			return err
 		}
-		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: calibrationResponse(s)}
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: s.CalibrationResponse()}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)
 			// A fresh server per size, like the fresh client: no transport
 			// state (RPC ids) carries over from the previous size.
-			if err := sa.configure(ctx, r.configureRequest(t, s, exp+"-server", "calibrate", server, true, nil)); err != nil {
+			if err := sa.Configure(ctx, r.requests.Configure(t, s, exp+"-server", "calibrate", server, true, nil)); err != nil {
 				return err
 			}
 			// Bound each size by time too, generously: samples x (RTT at
@@ -51,20 +51,20 @@ func (r *run) calibrate(ctx context.Context) error {
 				Targets: []string{target}, ResponseBytes: cal.ResponseBytes, Seed: *s.Seed,
 				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
 			}
-			if err := ca.configure(ctx, r.configureRequest(t, s, exp, "calibrate", client, false, w)); err != nil {
+			if err := ca.Configure(ctx, r.requests.Configure(t, s, exp, "calibrate", client, false, w)); err != nil {
 				return err
 			}
-			if err := ca.start(ctx); err != nil {
+			if err := ca.Start(ctx); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
 			if err := waitIssued(ctx, ca, uint64(s.Calibration.Samples), bound+time.Second); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
-			if _, err := ca.stop(ctx, 500*time.Millisecond); err != nil {
+			if _, err := ca.Stop(ctx, 500*time.Millisecond); err != nil {
 				return fmt.Errorf("%s: %w", exp, err)
 			}
 			var buf bytes.Buffer
-			if err := ca.fetch(ctx, exp, agentpb.FileRecords, &buf); err != nil {
+			if err := ca.Fetch(ctx, exp, agentpb.FileRecords, &buf); err != nil {
 				return err
 			}
 			_, rtts, err := r.records.appendCSV(buf.Bytes(), name)
@@ -77,7 +77,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			cal.RTTus[size] = median(rtts)
 		}
 		if t.Engine() {
-			cal.UnschedBytes = unschedBytes(r.fab, cal.RTTus[smallest(cal.RTTus)])
+			cal.UnschedBytes = agents.UnschedBytes(r.fab, agents.BaseRTT(cal))
 		}
 		r.calib[t.Name] = cal
 		if err := r.man.update(func(m *Manifest) { m.Calibration[t.Name] = cal }); err != nil {
@@ -89,40 +89,12 @@ func (r *run) calibrate(ctx context.Context) error {
 	return nil
 }
 
-// calibrationResponse is the response length calibration RPCs ask for:
-// the one most of the scenario's phases use (0 echoes the request), so
-// that each transport's own unloaded RTT is measured with the workload's
-// responses. On a tie a fixed length wins over echoing, since an echo
-// doubles a long calibration RPC, then the smaller length.
-func calibrationResponse(s *scenario.Scenario) uint32 {
-	count := map[uint32]int{}
-	for _, ph := range s.Phases {
-		count[ph.ResponseBytes]++
-	}
-	better := func(r uint32, c int, best uint32, n int) bool {
-		switch {
-		case c != n:
-			return c > n
-		case (r == 0) != (best == 0):
-			return best == 0
-		}
-		return r < best
-	}
-	best, n := uint32(0), 0
-	for r, c := range count {
-		if better(r, c, best, n) {
-			best, n = r, c
-		}
-	}
-	return best
-}
-
 // waitIssued polls an agent until it has issued n RPCs and none is in
 // flight, or until timeout.
 func waitIssued(ctx context.Context, a agentAPI, n uint64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		st, err := a.status(ctx)
+		st, err := a.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -137,17 +109,4 @@ func waitIssued(ctx context.Context, a agentAPI, n uint64, timeout time.Duration
 		}
 	}
 	return nil // the Stop that follows records what is still in flight
-}
-
-// unschedBytes is Homa's RTTbytes for a link: what the link carries while
-// a full-size DATA packet travels to the receiver and its grant comes back
-// (the Homa paper's definition), rounded up to whole packets. The
-// calibrated round trip is a small message's, so the two full-packet
-// serialisations it lacks (the sender's link and the switch's egress,
-// store and forward) are added: without them a lone message's grants
-// arrive after its window has drained and the downlink idles.
-func unschedBytes(f *fabdesc.Fabric, smallRTTus float64) uint32 {
-	payload := float64(f.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
-	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
-	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
 }

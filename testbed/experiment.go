@@ -1,22 +1,22 @@
 package testbed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/capture"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // experimentRun is one experiment under way: who does what, its manifest
@@ -25,13 +25,13 @@ import (
 type experimentRun struct {
 	r     *run
 	e     *scenario.Experiment
-	roles roles
+	roles agents.Roles
 	rec   runfmt.Experiment
 
 	startStats    map[string]runfmt.SwitchStats
 	load          *load
 	stopTelemetry func()
-	faults        *faultRun
+	faults        *faults.Run
 	capture       *capture.Session
 
 	mu          sync.Mutex
@@ -62,7 +62,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	waitErr := x.wait(ctx)
-	x.faults.endSchedule()
+	x.faults.End()
 	interrupted := waitErr != nil
 	drain, budget := stopBudget(e.Scenario, interrupted)
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
@@ -71,12 +71,12 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	x.endMeasurement(stopCtx)
 	x.rec.Captures = x.capture.Stop()
 	x.rec.Fidelity = append(x.rec.Fidelity, x.capture.Warnings()...)
-	x.faults.clear(stopCtx) // after the statistics, whose gauges show the faults in force
+	x.faults.Clear(stopCtx) // after the statistics, whose gauges show the faults in force
 	fetchErr := x.collect(stopCtx)
 	if !interrupted {
-		x.faults.restart(ctx)
+		x.faults.RestartKilled(ctx)
 	}
-	x.rec.Fidelity = append(x.rec.Fidelity, x.faults.warnings...)
+	x.rec.Fidelity = append(x.rec.Fidelity, x.faults.Warnings()...)
 	x.rec.Incomplete = interrupted || stopErr != nil || fetchErr != nil
 	if err := x.record(ctx); err != nil {
 		return err
@@ -94,19 +94,19 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 // incomplete until the end.
 func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 	s := e.Scenario
-	ro, err := r.roles(e)
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, time.Now().Add(500*time.Millisecond).UnixNano())
 	if err != nil {
 		return nil, err
 	}
 	rec := runfmt.Experiment{
 		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
 		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
-		Receivers: ro.receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
+		Receivers: ro.Receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
 	}
 	if e.Params == nil {
 		rec.Params = map[string]string{}
 	}
-	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = configuredLoad(ro.clients, ro.meanSize)
+	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
 	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]runfmt.HostCounters{}}, nil
 }
@@ -114,16 +114,16 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served.
 func (x *experimentRun) configure(ctx context.Context) error {
-	if err := x.r.ctl.portModes(ctx, transportPortModes(x.e.Transport)); err != nil {
+	if err := x.r.ctl.PortModes(ctx, switches.TransportPortModes(x.e.Transport)); err != nil {
 		return err
 	}
 	for _, serverPass := range []bool{true, false} {
-		err := x.r.agents.each(ctx, x.roles.used, func(ctx context.Context, host string, a agentAPI) error {
-			if (x.roles.clients[host] == nil) != serverPass {
+		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
+			if (x.roles.Clients[host] == nil) != serverPass {
 				return nil
 			}
 			h, _ := x.r.layout.Host(host)
-			return a.configure(ctx, x.r.configureRequest(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.servers[host], x.roles.clients[host]))
+			return a.Configure(ctx, x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.Servers[host], x.roles.Clients[host]))
 		})
 		if err != nil {
 			return err
@@ -144,23 +144,28 @@ func (x *experimentRun) start(ctx context.Context) error {
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
 	if x.e.Transport.Engine() {
-		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.used, interval)
+		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.Used, interval)
 	}
 	x.stopTelemetry = func() {
 		telDone()
 		hostsDone()
 	}
-	if err := x.startFaults(ctx); err != nil {
-		x.faults.clear(ctx)
+	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.Clients, Servers: x.roles.Servers, Used: x.roles.Used,
+		Start: time.Unix(0, x.roles.Start)}
+	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, r.log)
+	x.faults = fr
+	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
+	if err != nil {
+		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return err
 	}
 	x.rec.Started = time.Now().UnixNano()
-	if err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
-		return a.start(ctx)
+	if err := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
+		return a.Start(ctx)
 	}); err != nil {
-		x.faults.endSchedule()
-		x.faults.clear(ctx)
+		x.faults.End()
+		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return fmt.Errorf("start clients: %w", err)
 	}
@@ -173,12 +178,12 @@ func (x *experimentRun) start(ctx context.Context) error {
 func (x *experimentRun) resetWindows(ctx context.Context) {
 	r := x.r
 	for name, c := range r.stats {
-		if err := c.resetWindow(ctx); err != nil {
+		if err := c.ResetWindow(ctx); err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: queue peaks and delays cover the run so far, not this experiment: %v", name, err))
 		}
 	}
 	if r.ctl != nil {
-		if err := r.ctl.resetQueuePeaks(ctx); err != nil {
+		if err := r.ctl.ResetQueuePeaks(ctx); err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("telemetry peak_pkts covers the run so far, not this experiment: %v", err))
 		}
 	}
@@ -205,7 +210,7 @@ func stopBudget(s *scenario.Scenario, interrupted bool) (drain, budget time.Dura
 		return 0, 2 * time.Second
 	}
 	drain = s.Drain.D()
-	return drain, drain + agentCallTimeout + agentFetchTimeout
+	return drain, drain + agents.CallTimeout + agents.FetchTimeout
 }
 
 // stop stops the clients after drain and adds up their books, then reads
@@ -215,16 +220,16 @@ func stopBudget(s *scenario.Scenario, interrupted bool) (drain, budget time.Dura
 // becomes a fidelity warning, since the RPC records stand without them.
 func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupted bool) error {
 	r := x.r
-	stopErr := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
-		c, err := a.stop(ctx, drain)
+	stopErr := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, host string, a agentAPI) error {
+		c, err := a.Stop(ctx, drain)
 		if err != nil {
 			return err
 		}
 		x.addClient(host, c, interrupted)
 		return nil
 	})
-	serverErr := r.agents.each(ctx, x.roles.serverOnly(), func(ctx context.Context, host string, a agentAPI) error {
-		st, err := a.status(ctx)
+	serverErr := r.agents.each(ctx, x.roles.ServerOnly(), func(ctx context.Context, host string, a agentAPI) error {
+		st, err := a.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -234,8 +239,16 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	if serverErr != nil {
 		x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("server transport counters incomplete: %v", serverErr))
 	}
-	x.faults.accountKilled()
-	for _, h := range x.roles.used {
+	books := x.faults.Account()
+	for host, c := range books.Last {
+		x.addHost(host, runfmt.HostRole(x.roles.Clients[host] != nil, x.roles.Servers[host]), c)
+	}
+	x.mu.Lock()
+	x.rec.RPCs.Issued += books.Issued
+	x.rec.RPCs.Completed += books.Completed
+	x.rec.RPCs.Failed += books.Failed
+	x.mu.Unlock()
+	for _, h := range x.roles.Used {
 		if hc, ok := x.byHost[h]; ok {
 			x.rec.Hosts = append(x.rec.Hosts, hc)
 			runfmt.MergeCounters(x.rec.TransportCounters, hc.Transport)
@@ -247,17 +260,17 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 // addClient adds a stopped client's books and checks that it kept its
 // schedule (the load check only when the experiment ran its full length).
 func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted bool) {
-	x.addHost(host, hostRole(true, x.roles.servers[host]), c)
+	x.addHost(host, runfmt.HostRole(true, x.roles.Servers[host]), c)
 	// A restarted agent's books cover only its new life; the fault's
 	// warning says what it issued before.
-	restarted := x.faults.restarted(host)
+	restarted := x.faults.Restarted(host)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.rec.RPCs.Issued += c.GetIssued()
 	x.rec.RPCs.Completed += c.GetCompleted()
 	x.rec.RPCs.Failed += c.GetFailed()
 	x.rec.RPCs.InFlight += c.GetInFlight()
-	w := x.roles.clients[host]
+	w := x.roles.Clients[host]
 	if l, behind := lagOf(host, c, w); behind {
 		x.lags = append(x.lags, l)
 	}
@@ -284,7 +297,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 	x.rec.CPUBusy = cpuBusy
 	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.before1, x.load.steal(), x.load.otherCPUs()
 	x.rec.AgentCPUMs = x.cpuUs / 1000
-	if w := lagWarning(x.lags, len(x.roles.clientHosts())); w != "" {
+	if w := lagWarning(x.lags, len(x.roles.ClientHosts())); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.rec.Fidelity = append(x.rec.Fidelity, x.lagWarnings...)
@@ -299,69 +312,40 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 }
 
 // collect fetches every client's records, keeps each agent's file under
-// agents/records/<host>/ and appends the rows to rpcs.csv.
+// agents/records/<host>/ and appends the rows to rpcs.csv, one client
+// after the other; then the diagnostics, TCP connection samples (tcp.csv)
+// and what each server answered (served.csv, for the latency anatomy),
+// whose loss is only logged: the records stand without them.
 func (x *experimentRun) collect(ctx context.Context) error {
-	r := x.r
-	// TCP connection samples are fetched with the records, in parallel,
-	// and appended to tcp.csv one client after the other.
-	var tcpMu sync.Mutex
-	tcpSamples := map[string][]byte{}
-	err := r.agents.each(ctx, x.roles.clientHosts(), func(ctx context.Context, host string, a agentAPI) error {
-		var buf bytes.Buffer
-		if err := a.fetch(ctx, x.e.Name, agentpb.FileRecords, &buf); err != nil {
+	r, exp := x.r, x.e.Name
+	clients := x.roles.ClientHosts()
+	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, func(host string, data []byte) error {
+		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+x.e.Name+".csv"), buf.Bytes(), 0o644); err != nil {
-			return err
-		}
-		if _, _, err := r.records.appendCSV(buf.Bytes(), ""); err != nil {
-			return err
-		}
-		if !x.e.Transport.Engine() {
-			// The connections' windows and RTTs are a diagnostic: without
-			// them the records still stand.
-			buf.Reset()
-			if err := a.fetch(ctx, x.e.Name, agentpb.FileTCPSamples, &buf); err != nil {
-				r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
-				return nil
-			}
-			tcpMu.Lock()
-			tcpSamples[host] = bytes.Clone(buf.Bytes())
-			tcpMu.Unlock()
-		}
-		return nil
+		_, _, err := r.records.appendCSV(data, "")
+		return err
 	})
-	for _, host := range slices.Sorted(maps.Keys(tcpSamples)) {
-		if err := appendTCPSamples(filepath.Join(r.dir, runfmt.TCPConns().File), tcpSamples[host]); err != nil {
-			r.log.Warn("tcp samples", "experiment", x.e.Name, "host", host, "err", err)
-		}
+	if !x.e.Transport.Engine() {
+		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, runfmt.TCPConns())
 	}
-	x.collectServed(ctx)
-	return errors.Join(err, x.faults.appendKilled())
+	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, runfmt.ServedRPCs())
+	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
+		_, _, err := r.records.appendCSV(data, "")
+		return err
+	}))
 }
 
-// collectServed appends what each server answered to served.csv, for the
-// latency anatomy. Like the TCP samples it is a diagnostic: a server that
-// cannot hand its rows over is logged and the records still stand.
-func (x *experimentRun) collectServed(ctx context.Context) {
-	r := x.r
-	var mu sync.Mutex
-	rows := map[string][]byte{}
-	r.agents.each(ctx, x.roles.receivers, func(ctx context.Context, host string, a agentAPI) error {
-		var buf bytes.Buffer
-		if err := a.fetch(ctx, x.e.Name, agentpb.FileServed, &buf); err != nil {
-			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
-			return nil
-		}
-		mu.Lock()
-		rows[host] = bytes.Clone(buf.Bytes())
-		mu.Unlock()
-		return nil
+// fetchDiagnostic appends file of experiment exp from the agents of hosts
+// to the run's file of that format, in the hosts' order, and logs what
+// fails.
+func fetchDiagnostic[T any](ctx context.Context, r *run, exp string, hosts []string, file string, format *runfmt.CSVFormat[T]) {
+	path := filepath.Join(r.dir, format.File)
+	err := r.agents.fetchEach(ctx, hosts, exp, file, func(_ string, data []byte) error {
+		return appendCSVRows(path, format, data)
 	})
-	for _, host := range slices.Sorted(maps.Keys(rows)) {
-		if err := appendCSVRows(filepath.Join(r.dir, runfmt.ServedRPCs().File), runfmt.ServedRPCs(), rows[host]); err != nil {
-			r.log.Warn("served records", "experiment", x.e.Name, "host", host, "err", err)
-		}
+	if err != nil {
+		r.log.Warn("diagnostic records incomplete", "file", format.File, "experiment", exp, "err", err)
 	}
 }
 
@@ -375,4 +359,13 @@ func (x *experimentRun) record(ctx context.Context) error {
 		"failed", rec.RPCs.Failed, "in_flight", rec.RPCs.InFlight, "cpu_busy", rec.CPUBusy, "fidelity", rec.Fidelity)
 	r.prog.step(rec.Name, rec.Incomplete || ctx.Err() != nil)
 	return nil
+}
+
+// hostCounters copies an agent's counters into a runfmt.HostCounters.
+func hostCounters(host, role string, c *agentpb.Counters) runfmt.HostCounters {
+	h := runfmt.HostCounters{Host: host, Role: role, Served: c.GetServed(), Transport: map[string]uint64{}}
+	for k, v := range c.GetTransport() {
+		h.Transport[k] = v
+	}
+	return h
 }

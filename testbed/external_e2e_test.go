@@ -23,6 +23,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/internal/runcerts"
+	"github.com/homatb/homatb/testbed/agents"
 )
 
 // externalTraffic is the traffic both runs of TestExternalEndToEnd carry:
@@ -303,9 +304,9 @@ func refusesStrangers(t *testing.T, ctx context.Context, h nsHost, log string) {
 	if _, err := agentpb.NewAgentClient(cc).Start(cctx, &agentpb.StartRequest{}); err == nil {
 		t.Fatal("agent started a workload for a client without the run's credentials")
 	}
-	a, err := dialRemoteAgent(cctx, h.name, h.agent, nil)
+	a, err := agents.DialRemote(cctx, h.name, h.agent, nil)
 	if err == nil {
-		a.conn.Close()
+		a.Close()
 		t.Fatal("a plain-text orchestrator reached an agent listening with TLS")
 	}
 	if !strings.Contains(err.Error(), "topology.external.certs") {

@@ -9,59 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"google.golang.org/grpc"
-
-	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/internal/runcerts"
-	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
-
-// TestClockNote: hosts on several machines get the bound of their clocks'
-// distance (largest |offset| + bound) and the anatomy's caveat; hosts on
-// one machine (namespaces) are said to share its clock.
-func TestClockNote(t *testing.T) {
-	tests := []struct {
-		name  string
-		hosts map[string]runfmt.HostMachine
-		want  []string
-	}{
-		{"namespaces of one machine", map[string]runfmt.HostMachine{
-			"h1": {Hostname: "vm", Kernel: "6.1", ClockOffsetUs: 3, ClockBoundUs: 40},
-			"h2": {Hostname: "vm", Kernel: "6.1", ClockOffsetUs: -5, ClockBoundUs: 50},
-		}, []string{"share one machine's clock", "within 55 µs"}},
-		{"two machines", map[string]runfmt.HostMachine{
-			"h1": {Hostname: "node1", Kernel: "6.1", ClockOffsetUs: 3, ClockBoundUs: 40},
-			"h2": {Hostname: "node2", Kernel: "6.1", ClockOffsetUs: -900, ClockBoundUs: 100},
-		}, []string{"2 machines", "within 1000 µs", "largest on h2", "latency anatomy"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := clockNote(tc.hosts)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("note %q lacks %q", got, w)
-				}
-			}
-		})
-	}
-}
-
-// TestMachinesNote: one line for the fidelity box, alike machines together.
-func TestMachinesNote(t *testing.T) {
-	got := machinesNote(map[string]runfmt.HostMachine{
-		"h1": {Hostname: "node1", CPUs: 32, CPUModel: "EPYC 7543", Kernel: "6.1", NICDriver: "mlx5_core", NICSpeedMbps: 100000},
-		"h2": {Hostname: "node2", CPUs: 32, CPUModel: "EPYC 7543", Kernel: "6.1", NICDriver: "mlx5_core", NICSpeedMbps: 100000},
-		"h3": {Hostname: "node3", CPUs: 16, CPUModel: "Xeon", Kernel: "6.8", NICDriver: "ice"},
-	})
-	want := "machines (manifest.json has each): h1@node1 h2@node2: 32 x EPYC 7543, kernel 6.1, NIC mlx5_core at 100000 Mbit/s; h3@node3: 16 x Xeon, kernel 6.8, NIC ice"
-	if got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-}
 
 // externalLifecycle is lifecycleScenario's traffic on three machines.
 func externalLifecycle(switches, certs string) string {
@@ -104,7 +57,7 @@ func TestExternalLifecycle(t *testing.T) {
 			j := newJournal()
 			p := fakeParts(j)
 			p.program = func(_ context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, _ string, _ *slog.Logger) (fabric, error) {
-				ct, err := controllerTopology(n, fd, s, "")
+				ct, err := switches.ControllerTopology(n, fd, s, "")
 				if err != nil {
 					return nil, err
 				}
@@ -147,42 +100,6 @@ func TestExternalLifecycle(t *testing.T) {
 				t.Errorf("fidelity %q lacks %q", m.Fidelity, tc.note)
 			}
 		})
-	}
-}
-
-// configureRecorder is an AgentClient that keeps the Configure requests.
-type configureRecorder struct {
-	agentpb.AgentClient
-	got []*agentpb.ConfigureRequest
-}
-
-func (c *configureRecorder) Configure(_ context.Context, req *agentpb.ConfigureRequest, _ ...grpc.CallOption) (*agentpb.ConfigureReply, error) {
-	c.got = append(c.got, req)
-	return &agentpb.ConfigureReply{}, nil
-}
-
-// TestConfigureMovesStartByClockOffset: an agent whose clock runs ahead
-// gets the clients' shared start instant on its own clock; the caller's
-// request is left alone, and a request without a start is passed as is.
-func TestConfigureMovesStartByClockOffset(t *testing.T) {
-	rec := &configureRecorder{}
-	a := &agent{host: "h2", api: rec, clockOffset: 250 * time.Microsecond}
-	req := &agentpb.ConfigureRequest{Experiment: "x", Client: &agentpb.Workload{StartUnixNs: 1_000_000_000}}
-	if err := a.configure(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.got[0].GetClient().GetStartUnixNs(); got != 1_000_250_000 {
-		t.Errorf("start sent %d, want 1000250000 (250 µs later on the agent's clock)", got)
-	}
-	if req.GetClient().GetStartUnixNs() != 1_000_000_000 {
-		t.Error("the caller's request was changed")
-	}
-	server := &agentpb.ConfigureRequest{Experiment: "x-server"}
-	if err := a.configure(t.Context(), server); err != nil {
-		t.Fatal(err)
-	}
-	if rec.got[1] != server {
-		t.Error("a request without a client start was copied or changed")
 	}
 }
 

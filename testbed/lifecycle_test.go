@@ -158,7 +158,7 @@ func (a *fakeAgent) books() *agentpb.Counters {
 	return &agentpb.Counters{Issued: 10, Completed: 7, Failed: 2, InFlight: 1, CpuUserUs: 3000}
 }
 
-func (a *fakeAgent) status(context.Context) (*agentpb.StatusReply, error) {
+func (a *fakeAgent) Status(context.Context) (*agentpb.StatusReply, error) {
 	a.mu.Lock()
 	exp := a.exp
 	a.mu.Unlock()
@@ -168,7 +168,7 @@ func (a *fakeAgent) status(context.Context) (*agentpb.StatusReply, error) {
 	return &agentpb.StatusReply{Counters: a.books()}, nil
 }
 
-func (a *fakeAgent) configure(_ context.Context, req *agentpb.ConfigureRequest) error {
+func (a *fakeAgent) Configure(_ context.Context, req *agentpb.ConfigureRequest) error {
 	if err := a.j.add("configure %s %s", a.host, req.GetExperiment()); err != nil {
 		return err
 	}
@@ -178,11 +178,11 @@ func (a *fakeAgent) configure(_ context.Context, req *agentpb.ConfigureRequest) 
 	return nil
 }
 
-func (a *fakeAgent) start(context.Context) error {
+func (a *fakeAgent) Start(context.Context) error {
 	return a.j.add("start %s %s", a.host, a.exp)
 }
 
-func (a *fakeAgent) stop(_ context.Context, drain time.Duration) (*agentpb.Counters, error) {
+func (a *fakeAgent) Stop(_ context.Context, drain time.Duration) (*agentpb.Counters, error) {
 	if err := a.j.add("stop %s %s drain %v", a.host, a.exp, drain); err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (a *fakeAgent) stop(_ context.Context, drain time.Duration) (*agentpb.Count
 }
 
 // fetch hands over one record per RPC the client issued.
-func (a *fakeAgent) fetch(_ context.Context, exp, file string, w io.Writer) error {
+func (a *fakeAgent) Fetch(_ context.Context, exp, file string, w io.Writer) error {
 	if file == agentpb.FileTCPSamples {
 		return fakeTCPSamples(w, exp, a.host)
 	}
@@ -227,12 +227,12 @@ func (a *fakeAgent) fetch(_ context.Context, exp, file string, w io.Writer) erro
 	return cw.Error()
 }
 
-func (a *fakeAgent) followGauges(ctx context.Context, _ string, _ time.Duration) ([]runfmt.HostSample, error) {
+func (a *fakeAgent) FollowGauges(ctx context.Context, _ string, _ time.Duration) ([]runfmt.HostSample, error) {
 	<-ctx.Done()
 	return nil, nil
 }
 
-func (a *fakeAgent) shutdown(context.Context) { _ = a.j.add("shutdown %s", a.host) }
+func (a *fakeAgent) Shutdown(context.Context) { _ = a.j.add("shutdown %s", a.host) }
 
 type fakeSwitch struct {
 	j    *journal
@@ -242,13 +242,13 @@ type fakeSwitch struct {
 	rx uint64
 }
 
-func (s *fakeSwitch) resetWindow(context.Context) error {
+func (s *fakeSwitch) ResetWindow(context.Context) error {
 	return s.j.add("reset-window %s", s.name)
 }
 
 // fetch returns statistics whose one counter grows by 100 a read, with
 // empty queues.
-func (s *fakeSwitch) fetch(context.Context) (runfmt.SwitchStats, error) {
+func (s *fakeSwitch) Fetch(context.Context) (runfmt.SwitchStats, error) {
 	if err := s.j.add("switch-stats %s", s.name); err != nil {
 		return runfmt.SwitchStats{}, err
 	}
@@ -258,14 +258,14 @@ func (s *fakeSwitch) fetch(context.Context) (runfmt.SwitchStats, error) {
 	return runfmt.SwitchStats{Ports: []switchstats.Port{{Port: 1, RxPkts: s.rx, Queues: []switchstats.Queue{{Queue: 0}}}}}, nil
 }
 
-func (s *fakeSwitch) startPostcards(context.Context, string) error { return nil }
+func (s *fakeSwitch) StartPostcards(context.Context, string) error { return nil }
 
-func (s *fakeSwitch) stopPostcards(context.Context) (switchstats.PostcardSummary, error) {
+func (s *fakeSwitch) StopPostcards(context.Context) (switchstats.PostcardSummary, error) {
 	return switchstats.PostcardSummary{}, nil
 }
 
 // setFault notes the setting as "fault SWITCH PORT key=value ...".
-func (s *fakeSwitch) setFault(_ context.Context, fs switchstats.FaultSetting) error {
+func (s *fakeSwitch) SetFault(_ context.Context, fs switchstats.FaultSetting) error {
 	call := fmt.Sprintf("fault %s %d", s.name, fs.Port)
 	if fs.DropProb != nil {
 		call += fmt.Sprintf(" drop_prob=%g", *fs.DropProb)
@@ -281,17 +281,17 @@ func (s *fakeSwitch) setFault(_ context.Context, fs switchstats.FaultSetting) er
 
 type fakeFabric struct{ j *journal }
 
-func (f *fakeFabric) resetQueuePeaks(context.Context) error { return f.j.add("reset-peaks") }
+func (f *fakeFabric) ResetQueuePeaks(context.Context) error { return f.j.add("reset-peaks") }
 
-func (f *fakeFabric) telemetry(ctx context.Context, exp string, _ time.Duration, _ io.Writer) error {
+func (f *fakeFabric) Telemetry(ctx context.Context, exp string, _ time.Duration, _ io.Writer) error {
 	_ = f.j.add("telemetry %s", exp)
 	<-ctx.Done()
 	return f.j.add("telemetry-end %s", exp)
 }
 
-func (f *fakeFabric) close() error { return f.j.add("controller close") }
+func (f *fakeFabric) Close() error { return f.j.add("controller close") }
 
-func (f *fakeFabric) portModes(_ context.Context, modes []controller.PortMode) error {
+func (f *fakeFabric) PortModes(_ context.Context, modes []controller.PortMode) error {
 	if len(modes) == 0 {
 		return nil
 	}

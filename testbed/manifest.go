@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,6 @@ import (
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed/scenario"
-	"github.com/homatb/homatb/testbed/topo"
-	"gopkg.in/yaml.v3"
 )
 
 // Manifest is the run's manifest.json (runfmt.Manifest), kept up to date
@@ -77,28 +74,6 @@ func machine() runfmt.Machine {
 	return m
 }
 
-// fabricOf describes the laid-out network: the one place a run reads the
-// link rate, MTU, framing and queue depth from the scenario.
-func fabricOf(n *topo.Network, s *scenario.Scenario) *fabdesc.Fabric {
-	f := fabdesc.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
-	if s.Topology.Kind == scenario.KindLeafSpine {
-		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
-	}
-	for _, h := range n.Hosts {
-		f.Hosts = append(f.Hosts, fabdesc.Host{Name: h.Name, IP: h.IP.String(), Switch: h.Switch, Port: h.Port})
-	}
-	return f
-}
-
-// fabricRecord is the fabric as manifest.json holds it.
-func fabricRecord(f *fabdesc.Fabric) *runfmt.Fabric {
-	r := &runfmt.Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
-	for _, h := range f.Hosts {
-		r.Hosts = append(r.Hosts, runfmt.FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
-	}
-	return r
-}
-
 func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	v, commit := versions()
 	abs, err := filepath.Abs(file)
@@ -106,31 +81,11 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 		abs = file
 	}
 	m := &Manifest{Manifest: runfmt.Manifest{
-		Run: run, Tag: tag, ScenarioFile: abs, Scenario: scenarioDoc(plan.Base), Incomplete: true, Started: time.Now().UnixNano(),
+		Run: run, Tag: tag, ScenarioFile: abs, Scenario: plan.Base.Doc(), Incomplete: true, Started: time.Now().UnixNano(),
+		Mode:     runfmt.ModeEmulated,
 		Versions: v, GitCommit: commit, Machine: machine(),
 		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
 	}, dir: runDir}
-	seen := map[uint64]bool{}
-	for _, e := range plan.Experiments {
-		m.Order = append(m.Order, e.Name)
-		if !seen[e.Seed] {
-			seen[e.Seed] = true
-			m.Seeds = append(m.Seeds, e.Seed)
-		}
-	}
+	m.Order, m.Seeds = plan.Order(), plan.Seeds()
 	return m
-}
-
-// scenarioDoc is the scenario as its YAML schema names it (keys and
-// units as a scenario file is written), for manifest.json.
-func scenarioDoc(s *scenario.Scenario) any {
-	b, err := yaml.Marshal(s)
-	if err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	return doc
 }

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/testbed/capture"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -46,7 +46,7 @@ func (r *run) watch(ctx context.Context) {
 				r.cancel(errors.New("mininet runner ended unexpectedly (see logs/mininet.log)"))
 				return
 			}
-			if ev.Event == "exit" && !ev.Stopping && !r.killed.expected(ev.Name) {
+			if ev.Event == "exit" && !ev.Stopping && !r.killed.Expected(ev.Name) {
 				r.log.Error("process exited", "name", ev.Name, "rc", ev.RC)
 				r.cancel(fmt.Errorf("%s exited with code %d during the run (see logs/%s.log)", ev.Name, ev.RC, ev.Name))
 				return
@@ -61,7 +61,7 @@ func (r *run) watch(ctx context.Context) {
 // switch).
 func (r *run) buildNetwork(ctx context.Context) (string, error) {
 	s := r.plan.Base
-	bmv2JSON, err := bmv2Pipeline(s.Switch)
+	bmv2JSON, err := switches.BMv2Pipeline(s.Switch)
 	if err != nil {
 		return "", err
 	}
@@ -74,10 +74,10 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if bmv2JSON != "" {
-		placeBMv2(r.layout, files)
+		switches.PlaceBMv2(r.layout, files.sockDir)
 	} else {
 		// BMv2 has no admin socket: its statistics come from P4Runtime
-		// once the controller is connected (bmv2Stats).
+		// once the controller is connected (switches.BMv2Stats).
 		for _, sw := range r.layout.Switches {
 			r.stats[sw.Name] = r.parts.switchStats(sw.Name, files.adminSocket(sw.Name))
 		}
@@ -96,100 +96,11 @@ func (r *run) buildNetwork(ctx context.Context) (string, error) {
 	}
 	r.hostNS = capture.Namespaces(built.Hosts)
 	if bmv2JSON != "" {
-		if err := bmv2Namespaces(r.layout, built); err != nil {
-			return "", err
-		}
-		if err := r.bmv2SendBuffers(built); err != nil {
+		if err := switches.PrepareBMv2(r.layout, built, s, r.log); err != nil {
 			return "", err
 		}
 	}
 	return bmv2JSON, nil
-}
-
-// bmv2SendBuffers gives every BMv2 port socket room for all that its port
-// shaper may hold (eight queues of the run's depth), so that a full shaper
-// on one port never blocks BMv2's transmit thread (raiseSendBuffers).
-func (r *run) bmv2SendBuffers(built *mn.Built) error {
-	bytes := p4.QueuesPerPort * bmv2QueueDepth(r.plan.Base) * bmv2FrameTruesize
-	for _, sw := range r.layout.Switches {
-		n, err := raiseSendBuffers(built.Switches[sw.Name].PID, bytes)
-		if err != nil {
-			return fmt.Errorf("BMv2 switch %s: raise its port sockets' send buffers: %w", sw.Name, err)
-		}
-		if n < len(sw.Ports) {
-			return fmt.Errorf("BMv2 switch %s: found %d packet sockets for its %d ports", sw.Name, n, len(sw.Ports))
-		}
-		r.log.Info("bmv2 port send buffers", "switch", sw.Name, "sockets", n, "bytes", bytes)
-	}
-	return nil
-}
-
-// placeBMv2 gives every BMv2 switch its P4Runtime socket: the switch runs
-// in a network namespace of its own (so that its Thrift server, which binds
-// every address, is reachable from nowhere else), and a Unix socket is how
-// the controller in the root namespace reaches it.
-func placeBMv2(n *topo.Network, files switchFiles) {
-	for i := range n.Switches {
-		n.Switches[i].GRPCSocket = filepath.Join(files.sockDir, n.Switches[i].Name+"-p4rt.sock")
-	}
-}
-
-// bmv2Namespaces records each BMv2 switch's network namespace, which
-// simple_switch_CLI enters to reach its Thrift server.
-func bmv2Namespaces(n *topo.Network, built *mn.Built) error {
-	for i := range n.Switches {
-		sw := &n.Switches[i]
-		p, ok := built.Switches[sw.Name]
-		if !ok || p.PID <= 0 {
-			return fmt.Errorf("build network: the runner reported no process for BMv2 switch %s", sw.Name)
-		}
-		sw.NetNS = fmt.Sprintf("/proc/%d/ns/net", p.PID)
-	}
-	return nil
-}
-
-// bmv2PortShaper caps every BMv2 port at the link rate in the kernel while
-// keeping strict priority: BMv2 limits each of a port's priority queues on
-// its own, so without it a port carrying several priorities sends up to
-// eight times its link rate. Its bands follow the run's DSCP policy, as
-// tor.p4's dscp_to_queue table does, and hold as many packets as a BMv2
-// queue.
-func bmv2PortShaper(f *fabdesc.Fabric, s *scenario.Scenario) (*mn.PortShaper, error) {
-	pol, err := policy(s)
-	if err != nil {
-		return nil, err
-	}
-	ps := &mn.PortShaper{RateBps: f.RateBps, MTU: f.MTU, LimitPkts: bmv2QueueDepth(s),
-		DSCPQueue: map[string]int{}}
-	for d, q := range pol.DSCPQueue {
-		ps.DSCPQueue[strconv.Itoa(int(d))] = int(q)
-	}
-	return ps, nil
-}
-
-// bmv2DefaultQueueDepth is BMv2's packet limit of a queue when none is set.
-const bmv2DefaultQueueDepth = 64
-
-// bmv2QueueDepth is the packet limit of each BMv2 queue in the run, and so
-// of each of the port shaper's classes.
-func bmv2QueueDepth(s *scenario.Scenario) int {
-	if s.Switch.QueueDepthPkts > 0 {
-		return s.Switch.QueueDepthPkts
-	}
-	return bmv2DefaultQueueDepth
-}
-
-// bmv2Pipeline is the absolute path of p4c's tor.json when the switches
-// are BMv2, else "".
-func bmv2Pipeline(sw scenario.Switch) (string, error) {
-	if sw.Target != scenario.TargetBMv2 {
-		return "", nil
-	}
-	p, err := filepath.Abs(BMv2JSONPath)
-	if err != nil {
-		return "", fmt.Errorf("bmv2 pipeline: %w", err)
-	}
-	return p, nil
 }
 
 // assignPorts gives every switch a free loopback port for P4Runtime and,
@@ -277,7 +188,7 @@ func mininetSpec(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, files
 	if files.bmv2JSON != "" {
 		kind = "bmv2"
 		var err error
-		if shaper, err = bmv2PortShaper(f, s); err != nil {
+		if shaper, err = switches.BMv2PortShaper(f, s); err != nil {
 			return spec, err
 		}
 	}
@@ -291,7 +202,7 @@ func mininetSpec(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, files
 			LinkBps: f.RateBps, QueueDepthPkts: f.QueueDepthPkts,
 			StatsFile: filepath.Join(files.runDir, "switch", sw.Name+"-final.json"),
 			LogFile:   filepath.Join(files.runDir, "logs", sw.Name+".log"), AdminSocket: files.adminSocket(sw.Name),
-			ExtraArgs: append(switchBufferArgs(s.Switch), files.scheduling...), PcapDir: files.pcapDir(),
+			ExtraArgs: append(switches.BufferArgs(s.Switch), files.scheduling...), PcapDir: files.pcapDir(),
 			BMv2JSON: files.bmv2JSON, ThriftPort: sw.ThriftPort,
 			GRPCSocket: sw.GRPCSocket, Notifications: notify, PortShaper: shaper,
 		})
@@ -322,22 +233,15 @@ func schedFlags(opt Options, rtPrio int) []string {
 	return args
 }
 
-// switchBufferArgs turns the scenario's byte limits and buffer into the
-// embedded switch's flags (validation keeps them off BMv2).
-func switchBufferArgs(sw scenario.Switch) []string {
-	var args []string
-	add := func(flag string, v int64) {
-		if v > 0 {
-			args = append(args, flag, strconv.FormatInt(v, 10))
-		}
+// attachBMv2Stats gives every BMv2 switch its statistics reader once the
+// controller is connected (the counters are read over its P4Runtime
+// connection). A fabric that reads no counters (tests' fakes) gets none.
+func (r *run) attachBMv2Stats() {
+	qc, ok := r.ctl.(switches.QueueCounterReader)
+	if !ok {
+		return
 	}
-	b := sw.Buffer
-	add("--queue-depth-bytes", int64(sw.QueueDepthBytes))
-	add("--shared-buffer-bytes", int64(b.SharedBytes))
-	if b.Alpha > 0 {
-		args = append(args, "--shared-alpha", strconv.FormatFloat(b.Alpha, 'g', -1, 64))
+	for _, sw := range r.layout.Switches {
+		r.stats[sw.Name] = switches.NewBMv2Stats(sw, r.fab.RateBps, qc)
 	}
-	add("--port-buffer-bytes", int64(b.PortBytes))
-	add("--port-buffer-pkts", int64(b.PortPkts))
-	return args
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -41,13 +42,13 @@ func TestMininetSpecAndControllerAgree(t *testing.T) {
 				files.bmv2JSON = "/abs/tor.json"
 			}
 			if bmv2 {
-				placeBMv2(n, files)
+				switches.PlaceBMv2(n, files.sockDir)
 			}
-			spec, err := mininetSpec(n, fabricOf(n, s), s, files)
+			spec, err := mininetSpec(n, n.Fabric(s), s, files)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ct, err := controllerTopology(n, fabricOf(n, s), s, files.bmv2JSON)
+			ct, err := switches.ControllerTopology(n, n.Fabric(s), s, files.bmv2JSON)
 			if err != nil {
 				t.Fatal(err)
 			}

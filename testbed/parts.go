@@ -13,8 +13,10 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -36,50 +38,52 @@ type network interface {
 	Stop(ctx context.Context) error
 }
 
-// agentAPI is one host's agent, the control API of hostagent (*agent).
+// agentAPI is one host's agent, the control API of hostagent (*agents.Client).
 // Every method bounds its own call and names the host in its errors.
 type agentAPI interface {
-	status(ctx context.Context) (*agentpb.StatusReply, error)
-	configure(ctx context.Context, req *agentpb.ConfigureRequest) error
-	start(ctx context.Context) error
-	// stop ends the client workload after drain and returns its books.
-	stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error)
-	// fetch streams an experiment's records (rpcs.csv rows) or its TCP
+	Status(ctx context.Context) (*agentpb.StatusReply, error)
+	Configure(ctx context.Context, req *agentpb.ConfigureRequest) error
+	Start(ctx context.Context) error
+	// Stop ends the client workload after drain and returns its books.
+	Stop(ctx context.Context, drain time.Duration) (*agentpb.Counters, error)
+	// Fetch streams an experiment's records (rpcs.csv rows) or its TCP
 	// connection samples (tcp.csv rows) into w; file is
 	// agentpb.FileRecords or agentpb.FileTCPSamples.
-	fetch(ctx context.Context, exp, file string, w io.Writer) error
-	// followGauges samples the host's Homa gauges every interval until
+	Fetch(ctx context.Context, exp, file string, w io.Writer) error
+	// FollowGauges samples the host's Homa gauges every interval until
 	// ctx ends.
-	followGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error)
-	// shutdown asks the agent to exit and closes the connection.
-	shutdown(ctx context.Context)
+	FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error)
+	// Shutdown asks the agent to exit and closes the connection.
+	Shutdown(ctx context.Context)
 }
 
-// switchStats is one switch's statistics endpoint (*statsClient).
+// switchStats is one switch's statistics endpoint (*switches.StatsClient,
+// *switches.BMv2Stats).
 type switchStats interface {
-	// resetWindow restarts the peaks and delay percentiles.
-	resetWindow(ctx context.Context) error
-	// fetch returns the statistics document.
-	fetch(ctx context.Context) (runfmt.SwitchStats, error)
-	// setFault changes a port's fault injection (POST /faults).
-	setFault(ctx context.Context, fs switchstats.FaultSetting) error
-	// startPostcards starts per-packet records into path (embedded target).
-	startPostcards(ctx context.Context, path string) error
-	// stopPostcards ends them and says how many were written and dropped.
-	stopPostcards(ctx context.Context) (switchstats.PostcardSummary, error)
+	// ResetWindow restarts the peaks and delay percentiles.
+	ResetWindow(ctx context.Context) error
+	// Fetch returns the statistics document.
+	Fetch(ctx context.Context) (runfmt.SwitchStats, error)
+	// SetFault changes a port's fault injection (POST /faults).
+	SetFault(ctx context.Context, fs switchstats.FaultSetting) error
+	// StartPostcards starts per-packet records into path (embedded target).
+	StartPostcards(ctx context.Context, path string) error
+	// StopPostcards ends them and says how many were written and dropped.
+	StopPostcards(ctx context.Context) (switchstats.PostcardSummary, error)
 }
 
-// fabric is the controller's side of the programmed switches (*control).
+// fabric is the controller's side of the programmed switches
+// (*switches.Control).
 type fabric interface {
-	// resetQueuePeaks restarts the queue peaks telemetry reports.
-	resetQueuePeaks(ctx context.Context) error
-	// telemetry samples every switch until ctx ends and appends the
+	// ResetQueuePeaks restarts the queue peaks telemetry reports.
+	ResetQueuePeaks(ctx context.Context) error
+	// Telemetry samples every switch until ctx ends and appends the
 	// series to w as telemetry.csv rows.
-	telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error
-	// portModes puts the switches' ports in the modes a transport needs
+	Telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error
+	// PortModes puts the switches' ports in the modes a transport needs
 	// (pFabric's rank order, NDP's trimming), the rest in strict priority.
-	portModes(ctx context.Context, modes []controller.PortMode) error
-	close() error
+	PortModes(ctx context.Context, modes []controller.PortMode) error
+	Close() error
 }
 
 // parts makes the parts of one run.
@@ -107,22 +111,22 @@ func realParts() parts {
 			return r, nil
 		},
 		program: func(ctx context.Context, n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (fabric, error) {
-			c, err := connectAndProgram(ctx, n, f, s, bmv2JSON, log)
+			c, err := switches.Program(ctx, n, f, s, bmv2JSON, log)
 			if err != nil {
 				return nil, err
 			}
 			return c, nil
 		},
 		dialAgent: func(ctx context.Context, host, socket string, exited <-chan struct{}) (agentAPI, error) {
-			a, err := dialAgent(ctx, host, socket, exited)
+			a, err := agents.Dial(ctx, host, socket, exited)
 			if err != nil {
 				return nil, err
 			}
 			return a, nil
 		},
-		switchStats: func(name, socket string) switchStats { return newStatsClient(name, socket) },
+		switchStats: func(name, socket string) switchStats { return switches.NewStatsClient(name, socket) },
 		dialRemote: func(ctx context.Context, host, addr string, cfg *tls.Config) (agentAPI, error) {
-			a, err := dialRemoteAgent(ctx, host, addr, cfg)
+			a, err := agents.DialRemote(ctx, host, addr, cfg)
 			if err != nil {
 				return nil, err
 			}

@@ -2,42 +2,24 @@ package testbed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
-	"time"
 
-	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/external"
 	"github.com/homatb/homatb/testbed/mn"
+	"github.com/homatb/homatb/testbed/preflight"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
 )
 
 // Problem is one preflight failure with the command that fixes it.
-type Problem struct {
-	What string
-	Fix  string
-}
-
-func (p Problem) String() string {
-	if p.Fix == "" {
-		return p.What
-	}
-	return p.What + " (fix: " + p.Fix + ")"
-}
+type Problem = preflight.Problem
 
 // PreflightError lists every problem found, so one attempt shows them all.
-type PreflightError struct{ Problems []Problem }
-
-func (e *PreflightError) Error() string {
-	lines := []string{"preflight failed:"}
-	for _, p := range e.Problems {
-		lines = append(lines, "  - "+p.String())
-	}
-	return strings.Join(lines, "\n")
-}
+type PreflightError = preflight.Error
 
 // Preflight checks that this machine can run the plan: root, Debian's
 // Mininet, the tools it and the run use, the homatb binary, and the kernel
@@ -46,35 +28,34 @@ func (e *PreflightError) Error() string {
 // separately: they are offered for cleaning, not fatal.
 func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.Leftovers, error) {
 	if plan.Base.Topology.Kind == scenario.KindExternal {
-		return nil, preflightExternal(plan) // external_preflight.go
+		return nil, external.Preflight(plan)
 	}
 	var ps []Problem
 	if os.Geteuid() != 0 {
-		ps = append(ps, Problem{"not running as root: Mininet needs root for namespaces and veths", "sudo homatb run ..."})
+		ps = append(ps, Problem{What: "not running as root: Mininet needs root for namespaces and veths", Fix: "sudo homatb run ..."})
 	}
 	if _, err := os.Stat(mn.Python); err != nil {
-		ps = append(ps, Problem{"Debian's " + mn.Python + " is missing", "apt-get install python3"})
+		ps = append(ps, Problem{What: "Debian's " + mn.Python + " is missing", Fix: "apt-get install python3"})
 	} else if err := exec.Command(mn.Python, "-c", "import mininet.net").Run(); err != nil {
-		ps = append(ps, Problem{"Mininet is not installed for " + mn.Python, "apt-get install mininet"})
+		ps = append(ps, Problem{What: "Mininet is not installed for " + mn.Python, Fix: "apt-get install mininet"})
 	}
 	for tool, pkg := range map[string]string{"ethtool": "ethtool", "tc": "iproute2", "ip": "iproute2", "mnexec": "mininet"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			ps = append(ps, Problem{tool + " not found on PATH", "apt-get install " + pkg})
+			ps = append(ps, Problem{What: tool + " not found on PATH", Fix: "apt-get install " + pkg})
 		}
 	}
 	if binary == "" {
-		ps = append(ps, Problem{"no homatb binary for the switch and agent processes", "make build"})
+		ps = append(ps, Problem{What: "no homatb binary for the switch and agent processes", Fix: "make build"})
 	} else if st, err := os.Stat(binary); err != nil || st.Mode()&0o111 == 0 {
-		ps = append(ps, Problem{"homatb binary " + binary + " is not executable", "make build"})
+		ps = append(ps, Problem{What: "homatb binary " + binary + " is not executable", Fix: "make build"})
 	}
 	if plan.Base.Switch.Target == scenario.TargetBMv2 {
-		c := bmv2Chain{jsonPath: BMv2JSONPath, stampPath: BMv2StampPath, source: p4.Source(), timeout: 10 * time.Second}
-		ps = append(ps, c.problems(context.Background())...)
+		ps = append(ps, switches.BMv2Problems(context.Background())...)
 	}
-	ps = append(ps, congestionProblems(plan)...)
+	ps = append(ps, agents.CongestionProblems(plan)...)
 	left, err := cleanup.Find(registry, "")
 	if err != nil && os.Geteuid() == 0 {
-		ps = append(ps, Problem{fmt.Sprintf("cannot look for leftovers: %v", err), ""})
+		ps = append(ps, Problem{What: fmt.Sprintf("cannot look for leftovers: %v", err), Fix: ""})
 	}
 	var dead []cleanup.Leftovers
 	for _, l := range left {
@@ -89,11 +70,4 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 }
 
 // IsPreflight reports whether err is a preflight failure.
-func IsPreflight(err error) bool {
-	var pe *PreflightError
-	return errors.As(err, &pe)
-}
-
-// BMv2JSONPath is where `make p4c` writes p4c's BMv2 output for tor.p4,
-// relative to the directory homatb runs in (the repository).
-const BMv2JSONPath = "build/tor.json"
+func IsPreflight(err error) bool { return preflight.Is(err) }

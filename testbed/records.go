@@ -96,3 +96,49 @@ func median(v []float64) float64 {
 	sort.Float64s(v)
 	return v[len(v)/2]
 }
+
+// appendCSVRows appends the rows of an agent's file of one format (data,
+// with its own header) to the run's file of that format at path.
+func appendCSVRows[T any](path string, format *runfmt.CSVFormat[T], data []byte) error {
+	rd, err := format.NewReader(bytes.NewReader(data), "agent "+format.File)
+	if err != nil {
+		return err
+	}
+	return appendRows(path, format, func(w *runfmt.CSVWriter[T]) error {
+		var row T
+		for {
+			if err := rd.Read(&row); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if err := w.Write(&row); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// appendRows opens the run-directory file path for appending, writes its
+// header when the file is new, and lets fill write rows.
+func appendRows[T any](path string, format *runfmt.CSVFormat[T], fill func(*runfmt.CSVWriter[T]) error) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w, err := format.NewWriter(f, fi.Size() == 0)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := fill(w); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return errors.Join(w.Flush(), f.Close())
+}

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"os"
@@ -19,10 +18,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/tcpcc"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -90,7 +91,7 @@ type run struct {
 	layout *topo.Network
 	// fab describes the laid-out network (rate, MTU, framing, hosts).
 	fab    *fabdesc.Fabric
-	agents agents
+	agents agentSet
 	stats  map[string]switchStats
 	// postcards says the switches record per-packet postcards (the
 	// embedded target; BMv2 cannot).
@@ -101,9 +102,11 @@ type run struct {
 	cancel    context.CancelCauseFunc
 	calib     map[string]runfmt.Calibration
 	ctl       fabric
-	ccs       []*tcpcc.Registration // BPF congestion controls this run registered
+	ccs       *agents.Congestion // BPF congestion controls this run registered
+	// requests makes the agents' Configure requests.
+	requests agents.Requests
 	// killed are the processes fault injection killed on purpose.
-	killed killedSet
+	killed faults.Killed
 	// hostNS is each host's network namespace, for captures.
 	hostNS map[string]string
 }
@@ -301,8 +304,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.layout = layout
-	r.fab = fabricOf(layout, s)
-	if err := r.man.update(func(m *Manifest) { m.Fabric = fabricRecord(r.fab) }); err != nil {
+	r.fab = layout.Fabric(s)
+	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib}
+	if err := r.man.update(func(m *Manifest) { m.Fabric = runfmt.NewFabric(r.fab) }); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))
@@ -360,8 +364,14 @@ func (r *run) startEmulated(ctx context.Context) error {
 	if bmv2JSON != "" {
 		r.attachBMv2Stats()
 	}
-	if err := r.registerCongestion(); err != nil {
+	// Teardown unregisters the controls after the agents are gone.
+	if r.ccs, err = agents.RegisterCongestion(r.plan, r.log); err != nil {
 		return err
+	}
+	if names := r.ccs.Names(); len(names) > 0 {
+		if err := r.man.update(func(m *Manifest) { m.Congestion = append(m.Congestion, names...) }); err != nil {
+			return err
+		}
 	}
 	return r.startAgents(ctx, r.layout)
 }
@@ -390,4 +400,30 @@ func distinctTransports(p *scenario.Plan) []scenario.Transport {
 		}
 	}
 	return out
+}
+
+// teeHandler sends records to two handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, rec slog.Record) error {
+	var errs []error
+	if t.a.Enabled(ctx, rec.Level) {
+		errs = append(errs, t.a.Handle(ctx, rec.Clone()))
+	}
+	if t.b.Enabled(ctx, rec.Level) {
+		errs = append(errs, t.b.Handle(ctx, rec))
+	}
+	return errors.Join(errs...)
+}
+
+func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
+}
+
+func (t teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
 }

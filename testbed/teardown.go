@@ -21,7 +21,7 @@ func (r *run) teardown() error {
 		errs = append(errs, r.records.close())
 	}
 	if r.ctl != nil {
-		if err := r.ctl.close(); err != nil {
+		if err := r.ctl.Close(); err != nil {
 			r.log.Warn("controller close", "err", err)
 		}
 	}
@@ -37,7 +37,7 @@ func (r *run) teardown() error {
 		scancel()
 	}
 	// After the agents: their sockets keep a control until they close.
-	if err := r.closeCongestion(); err != nil {
+	if err := r.ccs.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	left, err := cleanup.Find(r.opt.Registry, r.tag)

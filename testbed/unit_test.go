@@ -3,6 +3,7 @@ package testbed
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/homatb/homatb/testbed/agents"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,8 +135,8 @@ func TestHostRole(t *testing.T) {
 		client, server bool
 		want           string
 	}{{true, false, runfmt.RoleClient}, {false, true, runfmt.RoleServer}, {true, true, runfmt.RoleBoth}} {
-		if got := hostRole(tc.client, tc.server); got != tc.want {
-			t.Errorf("hostRole(%v, %v) = %q, want %q", tc.client, tc.server, got, tc.want)
+		if got := runfmt.HostRole(tc.client, tc.server); got != tc.want {
+			t.Errorf("HostRole(%v, %v) = %q, want %q", tc.client, tc.server, got, tc.want)
 		}
 	}
 	c := &agentpb.Counters{Served: 7, Transport: map[string]uint64{"homa_tx_grant_p7": 3}}
@@ -143,18 +144,6 @@ func TestHostRole(t *testing.T) {
 	c.Transport["homa_tx_grant_p7"] = 99 // the record keeps its own copy
 	if h.Served != 7 || h.Transport["homa_tx_grant_p7"] != 3 {
 		t.Errorf("hostCounters = %+v", h)
-	}
-}
-
-func TestSwitchBufferArgs(t *testing.T) {
-	sw := scenario.Switch{QueueDepthBytes: 64000, Buffer: scenario.Buffer{SharedBytes: 2e6, Alpha: 0.5, PortPkts: 300}}
-	got := strings.Join(switchBufferArgs(sw), " ")
-	want := "--queue-depth-bytes 64000 --shared-buffer-bytes 2000000 --shared-alpha 0.5 --port-buffer-pkts 300"
-	if got != want {
-		t.Errorf("args %q, want %q", got, want)
-	}
-	if args := switchBufferArgs(scenario.Switch{QueueDepthPkts: 128}); len(args) != 0 {
-		t.Errorf("no buffer gave args %v", args)
 	}
 }
 
@@ -182,11 +171,11 @@ func TestLoadWarning(t *testing.T) {
 			t.Errorf("%s: %q does not name the host and count", tc.name, got)
 		}
 	}
-	bps, rps, unrated := configuredLoad(map[string]*agentpb.Workload{
+	bps, rps, unrated := agents.Roles{Clients: map[string]*agentpb.Workload{
 		"h2": {Arrivals: scenario.ArrivalsPoisson, RateRps: 100},
 		"h3": {Arrivals: scenario.ArrivalsPoisson, RateRps: 50},
 		"h4": {Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1},
-	}, map[string]float64{"h2": 1000, "h3": 2000, "h4": 1e6})
+	}, MeanSize: map[string]float64{"h2": 1000, "h3": 2000, "h4": 1e6}}.ConfiguredLoad()
 	if bps != 100*1000*8+50*2000*8 || rps != 150 || unrated != 1 {
 		t.Errorf("configuredLoad = %g bit/s, %g RPC/s, %d unrated; want 1.6e6, 150, 1 (the closed loop)", bps, rps, unrated)
 	}
@@ -207,7 +196,7 @@ func TestCalibrationResponse(t *testing.T) {
 		{"no phases echo", nil, 0},
 	}
 	for _, tc := range tests {
-		if got := calibrationResponse(&scenario.Scenario{Phases: tc.phases}); got != tc.want {
+		if got := (&scenario.Scenario{Phases: tc.phases}).CalibrationResponse(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -229,7 +218,7 @@ func TestFabricOf(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &scenario.Scenario{Topology: tc.topo, Link: scenario.Link{Rate: 50e6, MTU: 1500}}
-		f := fabricRecord(fabricOf(n, s))
+		f := runfmt.NewFabric(n.Fabric(s))
 		if f.LinkBps != 50e6 || f.MTU != 1500 || f.FrameOverhead != 38 || f.InterSwitchLinks != tc.interLink || len(f.Hosts) != len(n.Hosts) {
 			t.Errorf("%s: fabric %+v", tc.topo.Kind, f)
 		}
@@ -249,7 +238,7 @@ func TestFabricOf(t *testing.T) {
 // units, not Go's field names and nanoseconds.
 func TestScenarioDoc(t *testing.T) {
 	s := &scenario.Scenario{Name: "x", Link: scenario.Link{Rate: 50e6, MTU: 1500}, Warmup: scenario.Duration(2 * time.Second)}
-	b, err := json.Marshal(scenarioDoc(s))
+	b, err := json.Marshal(s.Doc())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@ func newCompareCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if out == "" {
+				out = filepath.Join("results", name)
+			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			if err := reports.Compare(cmd.Context(), args[0], args[1], out, reports.WithLogger(logger)); err != nil {
 				return err
@@ -31,7 +34,7 @@ func newCompareCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&parent, "out", "results", "parent directory of the comparison's directory, compare-<A>-vs-<B>")
+	cmd.Flags().StringVar(&parent, "out", "", "parent directory of the comparison's directory, compare-<A>-vs-<B> (default results)")
 	cmd.Flags().StringVar(&exact, "run-dir", "", "exact directory for compare.json and compare.html (instead of OUT/compare-<A>-vs-<B>)")
 	return cmd
 }

@@ -30,6 +30,11 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(strings.Replace(oneTransport, "name: homa", "name: dctcp", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	tcp := filepath.Join(dir, "tcp.yaml")
+	if err := os.WriteFile(tcp, []byte(strings.Replace(oneTransport, "  - name: homa\n", "  - name: homa\n  - name: tcp\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sim := filepath.Join(dir, "sim")
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -50,6 +55,10 @@ func TestExitCodes(t *testing.T) {
 		{"dry run", []string{"run", "--dry-run", good}, "", exitOK, "1 experiment, about", ""},
 		{"report of no run", []string{"report", filepath.Join(dir, "none")}, "", exitFailed, "", "none"},
 		{"version", []string{"version"}, "", exitOK, "homatb ", ""},
+		{"simulate refuses kernel TCP", []string{"validate", "--simulate", tcp}, "", exitUsage, "", "tcp-cubic are the kernel's TCP"},
+		{"only names none", []string{"run", "--dry-run", "--only", "ndp", good}, "", exitUsage, "", `no configuration of this scenario is "ndp" (it has homa)`},
+		{"simulated run", []string{"run", "--simulate", "--run-dir", sim, good}, "", exitOK, "(simulated)", ""},
+		{"compare into an exact directory", []string{"compare", sim, sim, "--run-dir", filepath.Join(dir, "cmp")}, "", exitOK, filepath.Join(dir, "cmp", "compare.html"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := newRootCmd()

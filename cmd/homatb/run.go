@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,18 +19,22 @@ import (
 
 	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/simulate"
 )
 
 // runFlags are the settings of `homatb run`.
 type runFlags struct {
 	out, runDir, binary, registry  string
 	dryRun, clean, quiet, noReport bool
-	realtime                       bool
+	realtime, simulate             bool
 	timeout, slice                 time.Duration
 	repetitions                    int
+	only                           []string
+	hostNIC                        string
 }
 
 // newRunCmd runs a scenario end to end and writes a run directory.
@@ -46,6 +51,9 @@ func newRunCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "results", "parent directory of run directories")
 	fl.StringVar(&f.runDir, "run-dir", "", "exact run directory (default OUT/<timestamp>-<scenario>)")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these configurations (transport names or labels as the report names them, comma-separated)")
+	fl.BoolVar(&f.simulate, "simulate", false, "run in virtual time: homatb's own engine and switch code on a discrete-event network, no packets and no root (engine transports only; docs/simulation.md)")
+	fl.StringVar(&f.hostNIC, "host-nic", simulate.NICFIFO, "with --simulate: the hosts' NIC, \"fifo\" (a real NIC at the link rate) or \"shaper\" (the emulated hosts' 15 kB-burst htb, for setting a run beside an emulated one)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
@@ -71,8 +79,24 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if cmd.Flags().Changed("host-nic") && !f.simulate {
+		return usagef("--host-nic applies to --simulate only: an emulated run's hosts are Mininet's")
+	}
+	if len(f.only) > 0 {
+		if err := plan.Only(f.only); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	if f.simulate {
+		if err := simulate.Check(plan); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+	}
 	if f.dryRun {
 		return plan.Describe(stdout)
+	}
+	if f.simulate {
+		return runSimulated(cmd, plan, file, f)
 	}
 	bin := f.binary
 	if bin == "" {
@@ -104,13 +128,39 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if res == nil {
 		return runErr
 	}
-	printHeadline(stdout, res)
+	printHeadline(stdout, res.RunDir, res.Run, res.Incomplete, &res.Manifest.Manifest)
 	if runErr != nil {
 		fmt.Fprintf(stderr, "run stopped early; what was measured is in %s (marked incomplete)\n", res.RunDir)
 		return runErr
 	}
 	if res.Incomplete {
 		return fmt.Errorf("run %s is incomplete (see its manifest.json and fidelity warnings)", res.RunDir)
+	}
+	return nil
+}
+
+// runSimulated runs plan in virtual time and prints its headline.
+func runSimulated(cmd *cobra.Command, plan *scenario.Plan, file string, f runFlags) error {
+	ctx := cmd.Context()
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
+		defer cancel()
+	}
+	res, runErr := simulate.Run(ctx, plan, simulate.Options{OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, NoReport: f.noReport, HostNIC: f.hostNIC})
+	if res == nil {
+		return runErr
+	}
+	man, _, err := runfmt.ReadManifest(res.RunDir)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	printHeadline(cmd.OutOrStdout(), res.RunDir, res.Run, res.Incomplete, man)
+	if runErr != nil {
+		return runErr
+	}
+	if res.Incomplete {
+		return fmt.Errorf("run %s is incomplete (see its manifest.json)", res.RunDir)
 	}
 	return nil
 }
@@ -148,20 +198,23 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 // printHeadline prints each experiment's books and, when the report was
 // built, the short-message tail latency, Homa against TCP in each
 // configuration, and where report.html is.
-func printHeadline(w io.Writer, res *testbed.Result) {
-	fmt.Fprintf(w, "run %s: %s", res.Run, res.RunDir)
-	if res.Incomplete {
+func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt.Manifest) {
+	fmt.Fprintf(w, "run %s: %s", run, runDir)
+	if man.Mode == runfmt.ModeSimulated {
+		fmt.Fprint(w, " (simulated)")
+	}
+	if incomplete {
 		fmt.Fprint(w, " (incomplete)")
 	}
 	fmt.Fprintln(w)
-	sum := readSummary(filepath.Join(res.RunDir, "summary.json"))
+	sum := readSummary(filepath.Join(runDir, "summary.json"))
 	short := map[string]float64{}
 	for _, e := range sum.Experiments {
 		if e.Short.P99us != nil {
 			short[e.Name] = *e.Short.P99us
 		}
 	}
-	for _, e := range res.Manifest.Experiments {
+	for _, e := range man.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
 			fmt.Fprintf(w, "; short-message P99 %s", reports.FormatLatency(p))
@@ -171,7 +224,7 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 			fmt.Fprintf(w, "    fidelity: %s\n", fw)
 		}
 	}
-	for _, fw := range res.Manifest.Fidelity {
+	for _, fw := range man.Fidelity {
 		fmt.Fprintf(w, "  fidelity: %s\n", fw)
 	}
 	if lines := repetitionLines(sum); len(lines) > 0 {
@@ -185,8 +238,8 @@ func printHeadline(w io.Writer, res *testbed.Result) {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(res.RunDir, "report.html")); err == nil {
-		fmt.Fprintf(w, "report: %s\n", filepath.Join(res.RunDir, "report.html"))
+	if _, err := os.Stat(filepath.Join(runDir, "report.html")); err == nil {
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(runDir, "report.html"))
 	}
 }
 

@@ -9,12 +9,13 @@ import (
 
 	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/simulate"
 )
 
 // newValidateCmd checks scenario files without running them: every error
 // names the file, line and field and says what was expected.
 func newValidateCmd() *cobra.Command {
-	var verbose bool
+	var verbose, simulated bool
 	cmd := &cobra.Command{
 		Use:   "validate SCENARIO.yaml... (- reads standard input)",
 		Short: "Check scenario files without running them",
@@ -26,6 +27,11 @@ every file is valid, 2 when one is not.`,
 			var failed []string
 			for _, f := range args {
 				plan, err := loadPlan(f, cmd.InOrStdin())
+				if err == nil && simulated {
+					if err = simulate.Check(plan); err != nil {
+						err = fmt.Errorf("%s: %w", f, err)
+					}
+				}
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					failed = append(failed, f)
@@ -48,6 +54,7 @@ every file is valid, 2 when one is not.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the expanded plan")
+	cmd.Flags().BoolVar(&simulated, "simulate", false, "also check that homatb run --simulate can run it (engine transports only)")
 	return cmd
 }
 

@@ -37,7 +37,7 @@ func measure(n int, fn func()) (perSec, perCPUSec float64) {
 // bareCalls issues n calls through the transport with benchOutstanding
 // goroutines: the transport's own cost, the baseline for the agent's.
 func bareCalls(b *testing.B, tr Transport, target string, n int) {
-	req := requestBuffer(100, 0)[:100]
+	req := RequestBuffer(100, 0)[:100]
 	var left atomic.Int64
 	left.Store(int64(n))
 	var wg sync.WaitGroup

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"runtime"
 	"strings"
@@ -70,7 +69,7 @@ func newExperiment(name, transport, phase, client string, spec *clientSpec, tr T
 		issuing:     make(chan struct{}),
 	}
 	if spec != nil {
-		e.req = requestBuffer(spec.sizes.Max(), spec.respBytes)
+		e.req = RequestBuffer(spec.sizes.Max(), spec.respBytes)
 	}
 	return e
 }
@@ -103,7 +102,6 @@ func (e *experiment) start(ctx context.Context) {
 // recorded; max_outstanding, if set, holds issuing back and counts it.
 func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
 	s := e.spec
-	rng := rand.New(rand.NewPCG(s.seed, 0x5eed))
 	var sched workloads.Schedule
 	if s.burstInterval > 0 {
 		b, err := workloads.NewBursts(s.burstInterval, s.burstJitter)
@@ -130,10 +128,11 @@ func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
 	if s.maxOutstanding > 0 {
 		slots = make(chan struct{}, s.maxOutstanding)
 	}
+	draws := workloads.NewOpenLoop(s.seed, sched, s.sizes, len(s.targets))
 	// RPC goroutines are not waited for: issuing is over when the loop is,
 	// and Stop accounts for whatever is still outstanding.
 	for n := uint64(0); s.maxRPCs == 0 || n < s.maxRPCs; n++ {
-		off := sched.Next(rng)
+		off, size, ti := draws.Next()
 		if s.duration > 0 && off >= s.duration {
 			return
 		}
@@ -153,8 +152,7 @@ func (e *experiment) runOpen(ctx, callCtx context.Context, start time.Time) {
 				}
 			}
 		}
-		size := s.sizes.Sample(rng)
-		target := s.targets[rng.IntN(len(s.targets))]
+		target := s.targets[ti]
 		phase := e.phaseAt(off)
 		go func() {
 			e.call(callCtx, intended, size, target, phase)
@@ -183,7 +181,7 @@ func (e *experiment) runClosed(ctx, callCtx context.Context, start time.Time) {
 	var wg sync.WaitGroup
 	for w := range s.maxOutstanding {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(s.seed, uint64(w)+1))
+			draws := workloads.NewClosedLoop(s.seed, w, s.sizes, len(s.targets))
 			for ctx.Err() == nil {
 				if s.maxRPCs > 0 && n.Add(1) > s.maxRPCs {
 					return
@@ -193,9 +191,8 @@ func (e *experiment) runClosed(ctx, callCtx context.Context, start time.Time) {
 				if s.duration > 0 && off >= s.duration {
 					return
 				}
-				size := s.sizes.Sample(rng)
-				target := s.targets[rng.IntN(len(s.targets))]
-				e.call(callCtx, now, size, target, e.phaseAt(off))
+				size, ti := draws.Next()
+				e.call(callCtx, now, size, s.targets[ti], e.phaseAt(off))
 			}
 		})
 	}

@@ -122,12 +122,12 @@ func TestHomaValidationAgrees(t *testing.T) {
 			continue // not a Config at all: the agent cannot be sent it
 		}
 		tr := src.Raw.Transports[0]
-		_, agentErr := homaConfig(agentpb.NewHomaParams(tr.HomaConfig(src.Raw)))
+		_, agentErr := homaConfig(agentpb.NewHomaParams(tr.HomaConfig(src.Raw.Fabric())))
 		plan, err := src.Plan(scenario.Options{})
 		if err == nil {
 			accepted++
 			for _, e := range plan.Experiments {
-				if _, err := homaConfig(agentpb.NewHomaParams(e.Transport.HomaConfig(e.Scenario))); err != nil {
+				if _, err := homaConfig(agentpb.NewHomaParams(e.Transport.HomaConfig(e.Scenario.Fabric()))); err != nil {
 					t.Errorf("validate accepted {%s} on %s, mtu %d; the agent refuses it: %v", strings.Join(kv, ", "), name, mtu, err)
 				}
 			}

@@ -95,12 +95,23 @@ var ErrUnsupported = errors.New("transport not supported by this agent")
 // header are always echoed.
 const appHeaderLen = 4
 
-// requestBuffer returns a read-only request buffer of maxLen bytes asking
+// RequestBuffer returns a read-only request buffer of maxLen bytes asking
 // for respBytes in the reply; an RPC of n bytes sends its first n bytes.
-func requestBuffer(maxLen int, respBytes uint32) []byte {
+func RequestBuffer(maxLen int, respBytes uint32) []byte {
 	b := make([]byte, max(maxLen, appHeaderLen))
 	binary.BigEndian.PutUint32(b, respBytes)
 	return b
+}
+
+// ResponseLength is the response length req asks for: its first four
+// bytes, or its own length (an echo) when they are zero or it is shorter.
+func ResponseLength(req []byte) int {
+	if len(req) >= appHeaderLen {
+		if want := binary.BigEndian.Uint32(req); want > 0 {
+			return int(want)
+		}
+	}
+	return len(req)
 }
 
 // responder answers requests with zero bytes of the length they ask for.
@@ -112,12 +123,7 @@ type responder struct {
 }
 
 func (r *responder) handle(req []byte) []byte {
-	n := len(req)
-	if n >= appHeaderLen {
-		if want := binary.BigEndian.Uint32(req); want > 0 {
-			n = int(want)
-		}
-	}
+	n := ResponseLength(req)
 	r.served.Add(1)
 	return r.buffer(n)[:n]
 }

@@ -49,6 +49,14 @@ type Endpoint struct {
 
 	closed bool
 	state  endpointState // guarded by mu
+
+	// clock, when set, is the caller's clock (a Driven Endpoint's virtual
+	// time); nil reads the wall clock since epoch.
+	clock func() time.Duration
+	// driven: the caller runs the Endpoint (Driven), so finished Calls
+	// are listed in state.finished instead of signalled, and ticks visit
+	// RPCs in id order so that a run repeats exactly.
+	driven bool
 }
 
 // NewEndpoint starts an Endpoint on conn. On success it owns conn and

@@ -51,6 +51,9 @@ type endpointState struct {
 	held     []heldNack // NDP sender: NACKed packets waiting for a PULL
 	ctrlPrio uint8
 	prios    int
+	// finished are a Driven Endpoint's Calls that ended during the
+	// current event, for its caller's callbacks.
+	finished []*rpc
 }
 
 // init readies st for an Endpoint with configuration cfg (defaults filled
@@ -118,7 +121,12 @@ func (e *Endpoint) unlock() {
 
 // now reads the Endpoint's clock, the time since it started: the
 // protocol keeps its times on it.
-func (e *Endpoint) now() time.Duration { return time.Since(e.epoch) }
+func (e *Endpoint) now() time.Duration {
+	if e.clock != nil {
+		return e.clock()
+	}
+	return time.Since(e.epoch)
+}
 
 // at converts a reading of the Endpoint's clock into a wall-clock time,
 // for CallInfo.
@@ -250,6 +258,10 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 		}
 	}
 	r.resp, r.err = resp, err
+	if e.driven {
+		st.finished = append(st.finished, r)
+		return
+	}
 	r.done <- struct{}{}
 	st.handoffs++
 }

@@ -11,15 +11,19 @@ import (
 func (e *Endpoint) onTick(now time.Duration) {
 	st := &e.state
 	st.tick++
-	for _, r := range st.clients {
-		e.checkRPC(now, r)
-	}
 	servers := 0
-	for _, p := range st.peers {
-		for _, r := range p.servers {
+	if e.driven {
+		servers = e.checkInOrder(now)
+	} else {
+		for _, r := range st.clients {
 			e.checkRPC(now, r)
 		}
-		servers += len(p.servers)
+		for _, p := range st.peers {
+			for _, r := range p.servers {
+				e.checkRPC(now, r)
+			}
+			servers += len(p.servers)
+		}
 	}
 	e.c.clientRPCs.Store(uint64(len(st.clients)))
 	e.c.serverRPCs.Store(uint64(servers))

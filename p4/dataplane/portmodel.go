@@ -1,5 +1,7 @@
 package dataplane
 
+import "github.com/homatb/homatb/p4/switchstats"
+
 // PortModel is one egress port's traffic manager and shaper, the switch's
 // own (eight strict-priority queues, their limits, the switch modes, the
 // rate), driven by its caller: frames go in with the verdict ingress would
@@ -104,3 +106,7 @@ func (m *PortModel) Stats() PortModelStats {
 	}
 	return s
 }
+
+// Queues returns the port's per-queue counters, depths, peaks and delays
+// as the switch's statistics report them.
+func (m *PortModel) Queues() []switchstats.Queue { return m.t.snapshot() }

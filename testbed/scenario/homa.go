@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/internal/fabric"
 )
 
 // HomaParams is a transport's homa block: the homaconf.Config the agents
@@ -93,18 +94,31 @@ func (h HomaParams) MarshalYAML() (any, error) {
 func homaKeys() []string { return append(homaconf.Keys(), "extra") }
 
 // HomaConfig is the configuration the agents of transport t get before
-// calibration: the homa block with the scenario's link rate and MTU and
-// the variant the transport's name selects (pFabric, pHost and NDP are
-// the engine's variants). Validation checks exactly this value.
-func (t Transport) HomaConfig(s *Scenario) homaconf.Config {
+// calibration on fabric f: the homa block with the fabric's link rate and
+// MTU and the variant the transport's name selects (pFabric, pHost and NDP
+// are the engine's variants). Validation checks this value on the
+// scenario's own fabric (Scenario.Fabric), the run on the laid-out one,
+// which has the same rate and MTU.
+func (t Transport) HomaConfig(f *fabric.Fabric) homaconf.Config {
 	c := t.Homa.Config
 	c.UnschedCutoffs = append([]uint32(nil), c.UnschedCutoffs...)
-	c.LinkBps = uint64(s.Link.Rate)
-	c.MTU = s.Link.MTU
+	c.LinkBps, c.MTU = f.RateBps, f.MTU
 	if t.Name != TransportHoma {
 		c.Variant = homaconf.Variant(t.Name)
 	}
 	return c
+}
+
+// Fabric is the scenario's links as the one fabric description
+// (internal/fabric): rate, MTU, framing, queue depth and the switch-to-
+// switch hops of a path. A run adds each host's place once it has laid
+// the topology out.
+func (s *Scenario) Fabric() *fabric.Fabric {
+	f := fabric.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
+	if s.Topology.Kind == KindLeafSpine {
+		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
+	}
+	return f
 }
 
 // homaField is the scenario path of the field an error of

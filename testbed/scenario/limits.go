@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/internal/fabric"
 	"strings"
 	"time"
 
@@ -108,7 +107,7 @@ func (c *checker) checkMessageLimits(s *Scenario) {
 		if resp == 0 {
 			resp = st.Max
 		}
-		wire := fabric.WireTime(uint64(s.Link.Rate), int(st.Max+resp))
+		wire := s.Fabric().WireTime(int(st.Max + resp))
 		if wire > s.Duration.D() {
 			c.errorf("duration", "the longest RPC of phase %q (%d bytes and a %d-byte response) takes %s at the link rate %s, longer than the measurement: expected a duration of at least %s, or shorter messages",
 				ph.Name, st.Max, resp, wire.Round(time.Microsecond), s.Link.Rate, (2*wire).Truncate(time.Millisecond)+time.Millisecond)

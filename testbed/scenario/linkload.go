@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/internal/fabric"
 	"slices"
 	"strings"
 	"time"
@@ -40,7 +39,7 @@ func phaseRPS(s *Scenario, ph Phase, mean float64) float64 {
 	case ph.Incast != nil && ph.Incast.Interval > 0:
 		return float64(time.Second) / float64(ph.Incast.Interval)
 	case ph.Load > 0:
-		return fabric.RateFor(uint64(s.Link.Rate), ph.Load, mean)
+		return s.Fabric().RateFor(ph.Load, mean)
 	}
 	return ph.RateRPS
 }
@@ -69,7 +68,7 @@ func (ll LinkLoad) addPhase(s *Scenario, i int, meanOf func(string) (float64, er
 	if err != nil {
 		return err
 	}
-	rate := fabric.BytesPerSecond(uint64(s.Link.Rate))
+	rate := s.Fabric().BytesPerSecond()
 	resp := float64(ph.ResponseBytes)
 	if resp == 0 {
 		resp = mean

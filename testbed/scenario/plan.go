@@ -524,3 +524,67 @@ func (p *Plan) Describe(w io.Writer) error {
 	}
 	return nil
 }
+
+// Order is every experiment's name in the order the run runs them.
+func (p *Plan) Order() []string {
+	out := make([]string, 0, len(p.Experiments))
+	for _, e := range p.Experiments {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// Seeds are the experiments' distinct seeds, in the order they first run.
+func (p *Plan) Seeds() []uint64 {
+	var out []uint64
+	seen := map[uint64]bool{}
+	for _, e := range p.Experiments {
+		if !seen[e.Seed] {
+			seen[e.Seed] = true
+			out = append(out, e.Seed)
+		}
+	}
+	return out
+}
+
+// Doc is the scenario as its YAML schema names it (keys and units as a
+// scenario file is written), for manifest.json.
+func (s *Scenario) Doc() any {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return doc
+}
+
+// CalibrationResponse is the response length calibration RPCs ask for:
+// the one most of the scenario's phases use (0 echoes the request), so
+// that each transport's own unloaded RTT is measured with the workload's
+// responses. On a tie a fixed length wins over echoing, since an echo
+// doubles a long calibration RPC, then the smaller length.
+func (s *Scenario) CalibrationResponse() uint32 {
+	count := map[uint32]int{}
+	for _, ph := range s.Phases {
+		count[ph.ResponseBytes]++
+	}
+	better := func(r uint32, c int, best uint32, n int) bool {
+		switch {
+		case c != n:
+			return c > n
+		case (r == 0) != (best == 0):
+			return best == 0
+		}
+		return r < best
+	}
+	best, n := uint32(0), 0
+	for r, c := range count {
+		if better(r, c, best, n) {
+			best, n = r, c
+		}
+	}
+	return best
+}

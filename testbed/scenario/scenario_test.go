@@ -530,13 +530,13 @@ func TestHomaKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := plan.Experiments[0]
-	c := e.Transport.HomaConfig(e.Scenario)
+	c := e.Transport.HomaConfig(e.Scenario.Fabric())
 	if !c.StartMsg || c.Poll != 50*time.Microsecond || !c.DisableFIFOGrants || c.Tick != 250*time.Microsecond ||
 		c.LinkBps != 100e6 || c.MTU != 1500 || c.Variant != "" {
 		t.Errorf("homa config %+v", c)
 	}
 	e = plan.Experiments[1]
-	c = e.Transport.HomaConfig(e.Scenario)
+	c = e.Transport.HomaConfig(e.Scenario.Fabric())
 	if c.Variant != homaconf.VariantNDP || c.PacerSpin >= 0 || c.Overcommit != 2 {
 		t.Errorf("ndp config %+v", c)
 	}

@@ -397,7 +397,7 @@ func (c *checker) checkHoma(p string, t Transport, s *Scenario) {
 		c.errorf(c.homaPath(p, "variant"), "the variant is the transport's name (%s); expected it or nothing, got %q", t.Name, h.Variant)
 		return
 	}
-	if _, err := t.HomaConfig(s).WithDefaults(); err != nil {
+	if _, err := t.HomaConfig(s.Fabric()).WithDefaults(); err != nil {
 		var he *homaconf.Error
 		if !errors.As(err, &he) {
 			c.errorf(p, "%v", err)

@@ -1,0 +1,409 @@
+package simnet
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/switchstats"
+)
+
+// Host is a host of the network and where it attaches.
+type Host struct {
+	Name string
+	IP   netip.Addr
+	MAC  uint64 // 48 bits
+	// Switch is the host's switch, Port its port there.
+	Switch string
+	Port   uint16
+}
+
+// Link joins two switches' ports.
+type Link struct {
+	A     string
+	APort uint16
+	B     string
+	BPort uint16
+}
+
+// Config describes a network. Every link runs at RateBps.
+type Config struct {
+	RateBps uint64
+	// WireOverhead is what a link charges per frame beyond its bytes
+	// (fabric.WireOverhead: preamble, gap, FCS).
+	WireOverhead int
+	// QueueDepthPkts is each switch egress queue's depth in packets;
+	// PortBufferBytes bounds a port's eight queues together (0: no bound).
+	QueueDepthPkts  int
+	PortBufferBytes int
+	// Delay is each link's propagation delay.
+	Delay time.Duration
+	// HostBurstBytes, when positive, makes each host's NIC the emulated
+	// hosts' shaper: a token bucket at the link rate holding this many
+	// bytes (Mininet's htb and tbf hold 15 kB), which hands frames to the
+	// switch as soon as it has the tokens, so up to a burst of them wait in
+	// the switch's priority queues rather than in the host. 0 makes it a
+	// real NIC: a FIFO that serialises each frame at the link rate.
+	HostBurstBytes int
+	Hosts          []Host
+	Links          []Link
+	// Switches are the switches' tor.p4 pipelines, programmed.
+	Switches map[string]*pipeline.Pipeline
+	// Seed makes loss repeatable.
+	Seed uint64
+}
+
+// Network is a running simulated network.
+type Network struct {
+	cfg      Config
+	clock    Clock
+	hosts    []*Node
+	byName   map[string]*Node
+	byIP     map[netip.Addr]*Node
+	switches map[string]*swtch
+	names    []string // switch names, sorted
+	rng      *rand.Rand
+	// postcard, when set, receives every frame a switch sends, as the
+	// embedded switch records it; arrivals holds the frames queued meanwhile.
+	postcard func(sw string, p *switchstats.Postcard)
+	arrivals map[*byte]arrival
+	card     switchstats.Postcard
+}
+
+// arrival is when and where a queued frame came into its switch.
+type arrival struct {
+	at   int64
+	port uint16
+}
+
+// OnPostcard has every switch report each frame it sends to fn, with the
+// times on the simulation's clock (ns since it started).
+func (n *Network) OnPostcard(fn func(sw string, p *switchstats.Postcard)) {
+	n.postcard, n.arrivals = fn, map[*byte]arrival{}
+}
+
+// New builds the network; nothing happens until its Clock runs.
+func New(cfg Config) (*Network, error) {
+	if cfg.RateBps == 0 {
+		return nil, fmt.Errorf("simnet: no link rate")
+	}
+	if cfg.QueueDepthPkts == 0 {
+		cfg.QueueDepthPkts = dataplane.DefaultQueueDepthPkts
+	}
+	n := &Network{cfg: cfg, byName: map[string]*Node{}, byIP: map[netip.Addr]*Node{},
+		switches: map[string]*swtch{}, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51e7))}
+	for name, pl := range cfg.Switches {
+		if pl == nil {
+			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
+		}
+		n.switches[name] = &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		n.names = append(n.names, name)
+	}
+	slices.Sort(n.names)
+	for _, h := range cfg.Hosts {
+		sw := n.switches[h.Switch]
+		if sw == nil {
+			return nil, fmt.Errorf("simnet: host %s: no switch %q", h.Name, h.Switch)
+		}
+		if n.byName[h.Name] != nil || n.byIP[h.IP] != nil {
+			return nil, fmt.Errorf("simnet: host %s: name or address %v used twice", h.Name, h.IP)
+		}
+		node := &Node{n: n, Host: h}
+		toSwitch := func(f []byte) { sw.receive(f, h.Port) }
+		if cfg.HostBurstBytes > 0 {
+			node.shaper = &bucket{n: n, out: toSwitch, rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
+				tokens: float64(cfg.HostBurstBytes)}
+		} else {
+			node.nic = n.newPort(toSwitch, nicQueuePkts, 0)
+		}
+		if sw.ports[h.Port] != nil {
+			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
+		}
+		sw.ports[h.Port] = n.newPort(node.receive, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		sw.ports[h.Port].sw, sw.ports[h.Port].num = sw, h.Port
+		n.hosts = append(n.hosts, node)
+		n.byName[h.Name], n.byIP[h.IP] = node, node
+	}
+	for _, l := range cfg.Links {
+		a, b := n.switches[l.A], n.switches[l.B]
+		if a == nil || b == nil {
+			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: unknown switch", l.A, l.APort, l.B, l.BPort)
+		}
+		if a.ports[l.APort] != nil || b.ports[l.BPort] != nil {
+			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
+		}
+		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		a.ports[l.APort].sw, a.ports[l.APort].num = a, l.APort
+		b.ports[l.BPort].sw, b.ports[l.BPort].num = b, l.BPort
+	}
+	return n, nil
+}
+
+// Clock is the network's virtual time and event queue.
+func (n *Network) Clock() *Clock { return &n.clock }
+
+// Node returns the named host.
+func (n *Network) Node(name string) *Node { return n.byName[name] }
+
+// Nodes returns every host in the order of Config.Hosts.
+func (n *Network) Nodes() []*Node { return n.hosts }
+
+// port is one direction of a link: its sender's queues and shaper (a
+// switch's egress port, or a host's NIC), then the wire's delay.
+type port struct {
+	n       *Network
+	pm      *dataplane.PortModel
+	out     func([]byte)
+	pending bool // a service event is scheduled
+	// sw and num are a switch port's switch and number (postcards).
+	sw  *swtch
+	num uint16
+	// counters of a switch port
+	txPkts, txBytes       uint64
+	lossDrops, queueDrops uint64
+	loss                  float64 // probability a frame is lost on this link
+}
+
+// nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
+const nicQueuePkts = 1000
+
+func (n *Network) newPort(out func([]byte), depthPkts, bufferBytes int) *port {
+	return &port{n: n, out: out, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
+		RateBps: n.cfg.RateBps, WireOverhead: n.cfg.WireOverhead,
+		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
+}
+
+// enqueue queues frame f as verdict v says; false if the port dropped it.
+func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
+	ok := p.pm.Enqueue(f, v, p.n.clock.now)
+	if !ok {
+		p.queueDrops++
+	}
+	if !p.pending {
+		p.service()
+	}
+	return ok
+}
+
+// service sends the next frame when the port may: it leaves the port when
+// its serialization ends and arrives after the link's delay.
+func (p *port) service() {
+	p.pending = false
+	now := p.n.clock.now
+	d, ok, wake := p.pm.Dequeue(now)
+	switch {
+	case ok:
+		p.pending = true
+		p.txPkts++
+		p.txBytes += uint64(len(d.Frame))
+		f := d.Frame
+		if p.n.postcard != nil && p.sw != nil {
+			p.n.sent(p, &d)
+		}
+		if p.loss > 0 && p.n.rng.Float64() < p.loss {
+			p.lossDrops++
+			f = nil
+		}
+		arrive := d.End + p.n.cfg.Delay.Nanoseconds()
+		if f != nil {
+			p.n.clock.At(arrive, func() { p.out(f) })
+		}
+		p.n.clock.At(d.End, p.service)
+	case wake != 0:
+		p.pending = true
+		p.n.clock.At(wake, p.service)
+	}
+}
+
+// swtch is one switch: tor.p4's pipeline in front of its ports.
+type swtch struct {
+	n      *Network
+	name   string
+	pl     *pipeline.Pipeline
+	ports  map[uint16]*port
+	drops  uint64 // the pipeline's drops (no route)
+	noPort uint64 // verdicts for a port with nothing attached
+}
+
+// receive runs ingress on a frame arriving on inPort and queues it.
+func (s *swtch) receive(f []byte, inPort uint16) {
+	var v dataplane.Verdict
+	s.pl.Ingress(f, inPort, &v)
+	if v.Drop {
+		s.drops++
+		return
+	}
+	p := s.ports[v.EgressPort]
+	if p == nil {
+		s.noPort++
+		return
+	}
+	if s.n.postcard != nil && len(f) > 0 {
+		s.n.arrivals[&f[0]] = arrival{at: s.n.clock.now, port: inPort}
+	}
+	if !p.enqueue(f, v) && s.n.postcard != nil && len(f) > 0 {
+		delete(s.n.arrivals, &f[0])
+	}
+}
+
+// sent reports a frame switch port p sends, as a postcard.
+func (n *Network) sent(p *port, d *dataplane.PortDeparture) {
+	if len(d.Frame) == 0 {
+		return
+	}
+	a, ok := n.arrivals[&d.Frame[0]]
+	if !ok {
+		return
+	}
+	delete(n.arrivals, &d.Frame[0])
+	c := &n.card
+	c.ArrivalNs, c.EnqueueNs, c.DequeueNs = a.at, a.at, d.Start
+	c.IngressPort, c.EgressPort, c.Queue, c.FrameLen = a.port, p.num, d.Queue, uint16(len(d.Frame))
+	c.ParseKey(d.Frame)
+	n.postcard(p.sw.name, c)
+}
+
+// Frame layout: Ethernet, IPv4 without options, then the Homa packet.
+const (
+	ethLen   = 14
+	ipLen    = 20
+	frameHdr = ethLen + ipLen
+)
+
+// frame builds the frame carrying a Homa packet from src to dst.
+func frame(src, dst *Host, tos uint8, payload []byte) []byte {
+	f := make([]byte, frameHdr+len(payload))
+	putMAC(f[0:6], dst.MAC)
+	putMAC(f[6:12], src.MAC)
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[ethLen:]
+	ip[0], ip[1], ip[8], ip[9] = 0x45, tos, 64, wire.IPProto
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+len(payload)))
+	s4, d4 := src.IP.As4(), dst.IP.As4()
+	copy(ip[12:16], s4[:])
+	copy(ip[16:20], d4[:])
+	binary.BigEndian.PutUint16(ip[10:], ^ipSum(ip[:ipLen]))
+	copy(f[frameHdr:], payload)
+	return f
+}
+
+// ipSum is the ones'-complement sum of an IPv4 header with a zero
+// checksum field.
+func ipSum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		if i == 10 {
+			continue
+		}
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
+}
+
+func putMAC(b []byte, mac uint64) {
+	for i := range 6 {
+		b[i] = byte(mac >> (8 * (5 - i)))
+	}
+}
+
+// SwitchStats are each switch's port counters since the network was
+// built, in the switch statistics' format (switch name -> statistics).
+func (n *Network) SwitchStats() map[string]switchstats.Stats {
+	out := map[string]switchstats.Stats{}
+	for _, name := range n.names {
+		s := n.switches[name]
+		var st switchstats.Stats
+		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
+			p := s.ports[pn]
+			pms := p.pm.Stats()
+			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
+				RateBps: n.cfg.RateBps, Queues: p.pm.Queues(), TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
+				PipelineDrops: s.drops, BadVerdicts: s.noPort})
+		}
+		out[name] = st
+	}
+	return out
+}
+
+// SetLoss makes frames on the link into host (from its switch) be lost
+// with probability toHost, and those out of it (its NIC) with fromHost, as
+// the scenario's loss faults do.
+func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
+	h := n.byName[host]
+	if h == nil {
+		return fmt.Errorf("simnet: no host %q", host)
+	}
+	if h.nic != nil {
+		h.nic.loss = fromHost
+	} else {
+		h.shaper.loss = fromHost
+	}
+	n.switches[h.Switch].ports[h.Port].loss = toHost
+	return nil
+}
+
+// bucket is an emulated host's shaper: a token bucket at the link rate
+// that releases frames at once while it has tokens for them, in order.
+type bucket struct {
+	n       *Network
+	out     func([]byte)
+	rate    float64 // bytes per ns
+	burst   float64
+	tokens  float64
+	at      int64 // when tokens was last brought up to date
+	q       [][]byte
+	pending bool // a release is scheduled
+	loss    float64
+	// Drops counts frames refused because nicQueuePkts were waiting.
+	drops, lossDrops uint64
+}
+
+func (b *bucket) send(f []byte) {
+	if len(b.q) >= nicQueuePkts {
+		b.drops++
+		return
+	}
+	b.q = append(b.q, f)
+	if !b.pending {
+		b.release()
+	}
+}
+
+// release hands on the waiting frames the tokens pay for, and schedules
+// itself for when the next one is paid for.
+func (b *bucket) release() {
+	b.pending = false
+	now := b.n.clock.now
+	b.tokens = min(b.burst, b.tokens+float64(now-b.at)*b.rate)
+	b.at = now
+	for len(b.q) > 0 {
+		f := b.q[0]
+		need := float64(len(f))
+		if b.tokens < need {
+			b.pending = true
+			b.n.clock.At(now+int64((need-b.tokens)/b.rate)+1, b.release)
+			return
+		}
+		b.tokens -= need
+		b.q[0] = nil
+		b.q = b.q[1:]
+		if b.loss > 0 && b.n.rng.Float64() < b.loss {
+			b.lossDrops++
+			continue
+		}
+		arrive := now + b.n.cfg.Delay.Nanoseconds()
+		b.n.clock.At(arrive, func() { b.out(f) })
+	}
+}

@@ -1,0 +1,96 @@
+package simnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4/pipeline"
+	"github.com/homatb/homatb/p4/target"
+)
+
+// Switches are a simulation's switches as the controller sees them: for
+// each switch of a topology, an embedded switch's P4Runtime server on
+// loopback (no ports) that the controller programs exactly as it programs
+// an emulated run's; the simulation then forwards through their
+// pipelines.
+type Switches struct {
+	fabric *controller.Fabric
+	policy controller.Policy
+	sws    map[string]*target.Switch
+	cancel context.CancelFunc
+	ran    chan error
+	n      int
+}
+
+// StartSwitches starts and programs topo's switches with policy. topo's
+// switch addresses are overwritten with the servers' loopback addresses.
+func StartSwitches(ctx context.Context, topo *controller.Topology, policy controller.Policy, log *slog.Logger) (*Switches, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Switches{sws: map[string]*target.Switch{}, cancel: cancel, ran: make(chan error, len(topo.Switches)), policy: policy}
+	for i, sw := range topo.Switches {
+		t, err := target.New(target.Config{DeviceID: sw.DeviceID, Addr: "127.0.0.1:0"})
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("simnet: switch %s: %w", sw.Name, err), s.Close())
+		}
+		topo.Switches[i].Address = t.Addr()
+		topo.Switches[i].Target = controller.TargetEmbedded
+		s.sws[sw.Name] = t
+		s.n++
+		go func() { s.ran <- t.Run(runCtx) }()
+	}
+	f, err := controller.Connect(ctx, topo, p4rtclient.WithLogger(log))
+	if err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	s.fabric = f
+	if err := f.Program(ctx, policy); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// Pipelines are the programmed switches' pipelines, by name.
+func (s *Switches) Pipelines() map[string]*pipeline.Pipeline {
+	m := make(map[string]*pipeline.Pipeline, len(s.sws))
+	for name, t := range s.sws {
+		m[name] = t.Pipeline()
+	}
+	return m
+}
+
+// SetPortModes reprograms the switches' port modes (pFabric's rank order,
+// NDP's trimming), as an emulated run does between experiments.
+func (s *Switches) SetPortModes(ctx context.Context, modes []controller.PortMode) error {
+	pol := s.policy
+	pol.PortModes = modes
+	if err := s.fabric.Sync(ctx, pol); err != nil {
+		return fmt.Errorf("simnet: port modes %v: %w", modes, err)
+	}
+	s.policy = pol
+	return nil
+}
+
+// Close disconnects the controller and stops the servers; the pipelines
+// keep their entries.
+func (s *Switches) Close() error {
+	var errs []error
+	if s.fabric != nil {
+		errs = append(errs, s.fabric.Close())
+		s.fabric = nil
+	}
+	if s.cancel != nil {
+		s.cancel()
+		for range s.n {
+			errs = append(errs, <-s.ran)
+		}
+		s.cancel, s.n = nil, 0
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,155 @@
+package simnet
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/internal/fabric"
+)
+
+// star builds a one-switch network of n hosts at rate, programmed by the
+// controller.
+func star(t *testing.T, n int, rate uint64) *Network {
+	t.Helper()
+	topo := &controller.Topology{Switches: []controller.Switch{{Name: "s1", DeviceID: 1}}}
+	var hosts []Host
+	for i := 1; i <= n; i++ {
+		ip := netip.AddrFrom4([4]byte{10, 0, 0, byte(i)})
+		mac := controller.MAC{2, 0, 0, 0, 0, byte(i)}
+		topo.Hosts = append(topo.Hosts, controller.Host{Name: fmt.Sprintf("h%d", i), IP: ip, MAC: mac, Switch: "s1", Port: i})
+		hosts = append(hosts, Host{Name: fmt.Sprintf("h%d", i), IP: ip, MAC: uint64(i) | 2<<40, Switch: "s1", Port: uint16(i)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sws, err := StartSwitches(ctx, topo, controller.DefaultPolicy(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sws.Close() })
+	net, err := New(Config{RateBps: rate, WireOverhead: fabric.WireOverhead, Hosts: hosts,
+		Switches: sws.Pipelines(), Delay: time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net
+}
+
+func homaCfg(rate uint64) homaconf.Config {
+	return homaconf.Config{LinkBps: rate, FrameOverhead: fabric.Framing, UnloadedRTT: 20 * time.Microsecond}
+}
+
+// echo serves port 4000 on h with responses of respBytes.
+func echo(t *testing.T, h *Node, respBytes int) {
+	t.Helper()
+	resp := make([]byte, respBytes)
+	if err := h.Serve(4000, func(sr *homa.ServerRPC) {
+		if err := h.Reply(sr, resp); err != nil {
+			t.Errorf("reply: %v", err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnloadedRTTIsWireTime checks one RPC on an idle network takes what
+// its bytes take on the wire, store-and-forward through the switch: the
+// simulation adds no time of its own.
+func TestUnloadedRTTIsWireTime(t *testing.T) {
+	const rate = 10_000_000_000
+	tests := []struct {
+		name     string
+		req      int
+		wantPkts int
+	}{
+		{"100B", 100, 1},
+		{"1400B", 1400, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := star(t, 2, rate)
+			epoch := time.Unix(1_000_000, 0)
+			for i, h := range n.Nodes() {
+				if err := h.Start(homaCfg(rate), uint64(i)<<40, epoch, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			echo(t, n.Node("h2"), 100)
+			var got time.Duration
+			n.Node("h1").Call(netip.AddrPortFrom(n.Node("h2").IP, 4000), make([]byte, tt.req), func(_ []byte, info homa.CallInfo, err error) {
+				if err != nil {
+					t.Errorf("call: %v", err)
+				}
+				got = info.Done.Sub(info.Sent)
+			})
+			n.Clock().Run(int64(10 * time.Millisecond))
+			// Two hops each way, each a frame's wire time plus the delay.
+			hdr := 20 + 40 // IPv4 + a DATA header, about
+			wireT := func(b int) time.Duration {
+				return fabric.WireTime(rate, b+hdr+fabric.Framing) + time.Microsecond
+			}
+			want := 2*wireT(tt.req) + 2*wireT(100)
+			if got < want*9/10 || got > want*11/10 {
+				t.Errorf("RTT %v, want about %v", got, want)
+			}
+		})
+	}
+}
+
+// run drives an incast of clients calling h1 on a fresh network and
+// returns every call's completion time and the counters.
+func runIncast(t *testing.T, clients, calls int) []int64 {
+	t.Helper()
+	const rate = 1_000_000_000
+	n := star(t, clients+1, rate)
+	epoch := time.Unix(1_000_000, 0)
+	for i, h := range n.Nodes() {
+		if err := h.Start(homaCfg(rate), uint64(i+1)<<40, epoch, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo(t, n.Node("h1"), 100)
+	var done []int64
+	srv := netip.AddrPortFrom(n.Node("h1").IP, 4000)
+	for c := 2; c <= clients+1; c++ {
+		h := n.Node(fmt.Sprintf("h%d", c))
+		for k := range calls {
+			at := int64(k) * int64(200*time.Microsecond)
+			size := 1000 + 37_000*((k+c)%5)
+			n.Clock().At(at, func() {
+				h.Call(srv, make([]byte, size), func(_ []byte, info homa.CallInfo, err error) {
+					if err != nil {
+						t.Errorf("call from %s: %v", h.Name, err)
+						return
+					}
+					done = append(done, info.Done.Sub(epoch).Nanoseconds())
+				})
+			})
+		}
+	}
+	n.Clock().Run(int64(time.Second))
+	if len(done) != clients*calls {
+		t.Fatalf("%d of %d calls completed", len(done), clients*calls)
+	}
+	return done
+}
+
+// TestRepeatsExactly checks two runs of the same incast give the same
+// completion times, call for call.
+func TestRepeatsExactly(t *testing.T) {
+	a := runIncast(t, 4, 50)
+	b := runIncast(t, 4, 50)
+	if len(a) != len(b) {
+		t.Fatalf("%d vs %d completions", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("completion %d at %d ns in one run, %d ns in the other", i, a[i], b[i])
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package agents
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// Roles is who does what in one experiment: what an emulated run
+// configures its agents with, and what a simulated one runs.
+type Roles struct {
+	// Clients is each sending host's workload; MeanSize its mean request
+	// size in bytes.
+	Clients  map[string]*agentpb.Workload
+	MeanSize map[string]float64
+	Servers  map[string]bool
+	// Receivers are the serving hosts in the topology's order.
+	Receivers []string
+	// Used are the hosts taking part, clients or servers, in the layout's
+	// order.
+	Used []string
+	// Start is when the clients begin (Unix ns); the measurement begins a
+	// warm-up later.
+	Start int64
+}
+
+// PlanRoles works out each host's client workload in experiment e on the
+// laid-out network n with fabric f, and whether it serves. The clients of
+// every phase start at start (Unix ns).
+func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start int64) (Roles, error) {
+	s := e.Scenario
+	all := s.Topology.HostNames()
+	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start}
+	for pi, ph := range s.Phases {
+		cs, err := scenario.ExpandHosts(ph.Clients, all)
+		if err != nil {
+			return Roles{}, err
+		}
+		ss, err := scenario.ExpandHosts(ph.Servers, all)
+		if err != nil {
+			return Roles{}, err
+		}
+		for _, sv := range ss {
+			ro.Servers[sv] = true
+		}
+		mean, err := scenario.MeanSize(ph.Sizes)
+		if err != nil {
+			return Roles{}, err
+		}
+		for _, c := range cs {
+			w := workload(e, pi, c, ss, start, mean, n, f)
+			if w == nil {
+				continue
+			}
+			ro.Clients[c] = w
+			ro.MeanSize[c] = mean
+		}
+	}
+	for _, h := range all {
+		if ro.Servers[h] {
+			ro.Receivers = append(ro.Receivers, h)
+		}
+	}
+	for _, h := range n.Hosts {
+		if ro.Clients[h.Name] != nil || ro.Servers[h.Name] {
+			ro.Used = append(ro.Used, h.Name)
+		}
+	}
+	return ro, nil
+}
+
+// workload is client c's workload in phase pi against servers, nil when
+// it has no server but itself (a host does not send to itself).
+func workload(e *scenario.Experiment, pi int, c string, servers []string, start int64, mean float64, n *topo.Network, f *fabdesc.Fabric) *agentpb.Workload {
+	s := e.Scenario
+	ph := s.Phases[pi]
+	h, _ := n.Host(c)
+	var targets []string
+	for _, sv := range servers {
+		if sv == c {
+			continue
+		}
+		sh, _ := n.Host(sv)
+		targets = append(targets, fmt.Sprintf("%s:%d", sh.IP, ServerPort))
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	w := &agentpb.Workload{
+		Sizes: ph.Sizes, Arrivals: ph.Arrivals, RateRps: ph.RateRPS, MaxOutstanding: ph.MaxOutstanding,
+		Targets: targets, ResponseBytes: ph.ResponseBytes,
+		Seed:       e.Seed*7919 + uint64(pi)*131 + uint64(h.Index),
+		DurationMs: uint32((s.Warmup.D() + s.Duration.D()) / time.Millisecond),
+		WarmupMs:   uint32(s.Warmup.D() / time.Millisecond),
+		MaxRpcs:    ph.MaxRPCs, StartUnixNs: start,
+	}
+	if ph.Load > 0 {
+		// Offered load counts message bytes only, as cp_node does.
+		w.RateRps = f.RateFor(ph.Load, mean)
+	}
+	if ph.Incast != nil {
+		w.BurstIntervalUs = uint32(ph.Incast.Interval.D() / time.Microsecond)
+		w.BurstJitterUs = uint32(ph.Incast.Jitter.D() / time.Microsecond)
+	}
+	return w
+}
+
+// ClientHosts are the used hosts that run a workload.
+func (ro Roles) ClientHosts() []string {
+	var out []string
+	for _, h := range ro.Used {
+		if ro.Clients[h] != nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ServerOnly are the used hosts that only serve.
+func (ro Roles) ServerOnly() []string {
+	var out []string
+	for _, h := range ro.Used {
+		if ro.Clients[h] == nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ConfiguredLoad is the request load the open-loop clients are configured
+// to offer, in bits per second (message bytes only, as the scenario's load
+// counts them) and in RPCs per second; 0 when no client has a constant
+// rate. unrated counts the clients whose load no rate fixes (closed loops,
+// bursts, bounded counts).
+func (ro Roles) ConfiguredLoad() (bps, rps float64, unrated int) {
+	for h, w := range ro.Clients {
+		if w.GetArrivals() == scenario.ArrivalsPoisson && w.GetBurstIntervalUs() == 0 && w.GetMaxRpcs() == 0 {
+			bps += w.GetRateRps() * ro.MeanSize[h] * 8
+			rps += w.GetRateRps()
+		} else {
+			unrated++
+		}
+	}
+	return bps, rps, unrated
+}

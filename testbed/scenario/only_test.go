@@ -1,0 +1,72 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOnly(t *testing.T) {
+	src := `name: o
+topology: {kind: star, hosts: 3}
+link: {rate: 10Mbit}
+switch: {ecn_threshold_pkts: 20}
+transports:
+  - name: homa
+  - name: tcp
+    tcp: {congestion: cubic}
+  - name: tcp
+    label: dctcp
+    tcp: {congestion: dctcp}
+phases:
+  - {name: p, clients: [h2], servers: [h1], sizes: fixed:1000, arrivals: poisson, rate_rps: 10}
+warmup: 1s
+duration: 2s
+`
+	tests := []struct {
+		names   []string
+		want    []string // configurations left
+		wantErr string
+	}{
+		{[]string{"homa"}, []string{"homa"}, ""},
+		{[]string{"tcp"}, []string{"tcp-cubic", "tcp-dctcp"}, ""},
+		{[]string{"homa", "tcp-dctcp"}, []string{"homa", "tcp-dctcp"}, ""},
+		{[]string{"ndp"}, nil, `no configuration of this scenario is "ndp" (it has homa, tcp-cubic, tcp-dctcp)`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.names, ","), func(t *testing.T) {
+			s, err := Parse("o.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.Plan(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.Only(tt.names)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tr := range p.Base.Transports {
+				got = append(got, tr.Config())
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("transports %v, want %v", got, tt.want)
+			}
+			for _, e := range p.Experiments {
+				if !strings.Contains(strings.Join(tt.want, " "), e.Transport.Config()) {
+					t.Errorf("experiment %s of %s kept", e.Name, e.Transport.Config())
+				}
+			}
+			if len(p.Experiments) != len(tt.want) {
+				t.Errorf("%d experiments, want %d", len(p.Experiments), len(tt.want))
+			}
+		})
+	}
+}

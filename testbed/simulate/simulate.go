@@ -1,0 +1,484 @@
+// Package simulate runs a scenario in virtual time (homatb run
+// --simulate): the same scenario, seeds and workloads as an emulated run,
+// on simnet's discrete-event network of homatb's own engine hosts and
+// tor.p4 switches, written to the same run directory files so that the
+// same reports read it. Calibration is measured in the simulator, so the
+// slowdowns divide by the simulator's own unloaded RTTs.
+package simulate
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/internal/buildinfo"
+	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/testbed/agents"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/switches"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// Options tunes a simulated run.
+type Options struct {
+	// OutDir is the parent of the run directory (default "results");
+	// RunDir, when set, is the run directory itself.
+	OutDir, RunDir string
+	ScenarioFile   string
+	// Logger also receives the run's log (the run directory's
+	// logs/homatb.log always does).
+	Logger   *slog.Logger
+	NoReport bool
+	// HostNIC is NICFIFO (the default) or NICShaper.
+	HostNIC string
+}
+
+// Result is where a simulated run went.
+type Result struct {
+	RunDir, Run string
+	Incomplete  bool
+}
+
+// Epoch is the wall time a simulated run's first experiment starts at:
+// fixed, so that the same scenario and seed write the same rpcs.csv.
+// Each later experiment starts an hour of virtual time after the last.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// model says what the simulator models and leaves out, in the manifest.
+var model = []string{
+	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
+	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
+	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
+	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, faults other than loss",
+}
+
+// Host NIC models (Options.HostNIC).
+const (
+	// NICFIFO is a real NIC: a FIFO serialising each frame at the link
+	// rate. The report's ideal RTT assumes it.
+	NICFIFO = "fifo"
+	// NICShaper is the emulated hosts' shaper (Mininet's TCIntf: htb or
+	// tbf with burst 15k): a token bucket at the link rate that hands up to
+	// a burst of frames to the switch at once. With it short messages
+	// overtake their sender's long ones in the switch's priority queues,
+	// as in the emulation, where a FIFO NIC holds them in the host.
+	NICShaper = "shaper"
+)
+
+// hostBurstBytes is Mininet's htb and tbf burst.
+const hostBurstBytes = 15000
+
+// Run simulates every experiment of plan and builds the report.
+func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
+	if err := Check(plan); err != nil {
+		return nil, err
+	}
+	wallStart := time.Now()
+	s := plan.Base
+	// The run's name is its content's: the same scenario and seed make the
+	// same run, so its summary repeats byte for byte. Its directory is
+	// named by when it ran, like an emulated run's.
+	runID := fmt.Sprintf("%s-simulated-seed%d", s.Name, *s.Seed)
+	dir := opt.RunDir
+	if dir == "" {
+		if opt.OutDir == "" {
+			opt.OutDir = "results"
+		}
+		dir = filepath.Join(opt.OutDir, wallStart.UTC().Format("20060102-150405")+"-"+s.Name+"-sim")
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("run directory %s is not empty: choose another --run-dir or remove it", dir)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "logs", "homatb.log"))
+	if err != nil {
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if opt.Logger != nil {
+		log = opt.Logger
+	}
+	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]runfmt.Calibration{}, nic: opt.HostNIC}
+	nicModel := "host NIC: a FIFO at the link rate (a real NIC; Linux txqueuelen 1000)"
+	switch opt.HostNIC {
+	case "", NICFIFO:
+		r.nic = NICFIFO
+	case NICShaper:
+		nicModel = "host NIC: the emulated hosts' shaper, a token bucket at the link rate with Mininet's 15 kB burst handing frames to the switch at once (--host-nic shaper)"
+	default:
+		return nil, fmt.Errorf("--host-nic %q: expected %q or %q", opt.HostNIC, NICFIFO, NICShaper)
+	}
+	r.man = newManifest(runID, opt.ScenarioFile, plan, wallStart)
+	res := &Result{RunDir: dir, Run: runID}
+	runErr := r.execute(ctx)
+	wall := time.Since(wallStart).Seconds()
+	r.man.Ended = time.Now().UnixNano()
+	r.man.Incomplete = runErr != nil || len(r.man.Experiments) < len(plan.Experiments)
+	if runErr != nil {
+		r.man.Error = runErr.Error()
+	}
+	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
+		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
+		Model: append([]string{model[0], nicModel}, model[1:]...)}
+	res.Incomplete = r.man.Incomplete
+	if err := r.save(); err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	if !opt.NoReport && len(r.man.Experiments) > 0 {
+		if _, err := reports.Build(ctx, dir); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("report: %w", err))
+		}
+	}
+	return res, runErr
+}
+
+// simRun is one simulated run under way.
+type simRun struct {
+	plan   *scenario.Plan
+	dir    string
+	log    *slog.Logger
+	man    *runfmt.Manifest
+	layout *topo.Network
+	fab    *fabric.Fabric
+	hosts  []simnet.Host
+	sws    *simnet.Switches
+	rpcs   *os.File
+	rpcW   *runfmt.CSVWriter[runfmt.RPC]
+	calib  map[string]runfmt.Calibration
+	events uint64
+	simNs  int64
+	exps   int // experiments simulated, calibration included: each gets its own hour
+	nic    string
+}
+
+func (r *simRun) save() error {
+	return runfmt.WriteJSON(filepath.Join(r.dir, runfmt.ManifestFile), r.man)
+}
+
+// execute lays out the network, programs its switches, calibrates each
+// transport and runs every experiment.
+func (r *simRun) execute(ctx context.Context) error {
+	s := r.plan.Base
+	var err error
+	if r.layout, err = topo.Layout(s.Topology, "hb51a00"); err != nil {
+		return err
+	}
+	r.fab = r.layout.Fabric(s)
+	r.man.Fabric = runfmt.NewFabric(r.fab)
+	if r.hosts, err = simHosts(r.layout); err != nil {
+		return err
+	}
+	ct, err := switches.ControllerTopology(r.layout, r.fab, s, "")
+	if err != nil {
+		return err
+	}
+	pol, err := switches.Policy(s)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	r.sws, err = simnet.StartSwitches(pctx, ct, pol, r.log)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("program the simulated switches: %w", err)
+	}
+	defer r.sws.Close()
+	if r.rpcs, err = os.Create(filepath.Join(r.dir, runfmt.RPCs().File)); err != nil {
+		return err
+	}
+	defer r.rpcs.Close()
+	if r.rpcW, err = runfmt.RPCs().NewWriter(r.rpcs, true); err != nil {
+		return err
+	}
+	if err := r.save(); err != nil {
+		return err
+	}
+	if !s.Calibration.Skip {
+		if err := r.calibrate(ctx); err != nil {
+			return fmt.Errorf("calibration: %w", err)
+		}
+	}
+	for i := range r.plan.Experiments {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := &r.plan.Experiments[i]
+		if err := r.experiment(ctx, e); err != nil {
+			return fmt.Errorf("experiment %s: %w", e.Name, err)
+		}
+		if err := r.save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// network is a fresh simulated network with the switches' port modes set
+// for transport t.
+func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64) (*simnet.Network, error) {
+	if err := r.sws.SetPortModes(ctx, switches.TransportPortModes(t)); err != nil {
+		return nil, err
+	}
+	burst := 0
+	if r.nic == NICShaper {
+		burst = hostBurstBytes
+	}
+	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, WireOverhead: fabric.WireOverhead,
+		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst})
+}
+
+// nextEpoch is the wall time the next job's virtual time 0 stands for.
+func (r *simRun) nextEpoch() time.Time {
+	r.exps++
+	return epoch.Add(time.Duration(r.exps) * time.Hour)
+}
+
+// finish books a job's events and writes its records.
+func (r *simRun) finish(j *job) error {
+	r.events += j.net.Clock().Events()
+	r.simNs += j.net.Clock().Now()
+	for _, row := range j.rows {
+		if err := r.rpcW.Write(&row); err != nil {
+			return err
+		}
+	}
+	return r.rpcW.Flush()
+}
+
+// calibrate measures each transport's unloaded RTT per calibration size
+// between the first two hosts, one RPC at a time, as an emulated run
+// does; the rows enter rpcs.csv under calibrate-<transport>.
+func (r *simRun) calibrate(ctx context.Context) error {
+	s := r.plan.Base
+	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
+	resp := s.CalibrationResponse()
+	seen := map[string]bool{}
+	for _, t := range s.Transports {
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		name := runfmt.CalibrationExperiment(t.Name)
+		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: resp}
+		for _, size := range s.Calibration.Sizes {
+			net, err := r.network(ctx, t, *s.Seed)
+			if err != nil {
+				return err
+			}
+			sizes, err := fixedSize(size)
+			if err != nil {
+				return err
+			}
+			c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
+				maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
+				targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
+			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), clients: []client{c},
+				servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
+				length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log}
+			if err := j.run(); err != nil {
+				return err
+			}
+			var rtts []float64
+			for _, row := range j.rows {
+				if row.Status == runfmt.StatusCompleted {
+					rtts = append(rtts, float64(row.DoneNs-row.IntendedNs)/1e3)
+				}
+			}
+			if len(rtts) == 0 {
+				return fmt.Errorf("%s-%d: no RPC completed between %s and %s", name, size, cl.Name, server.Name)
+			}
+			if err := r.finish(j); err != nil {
+				return err
+			}
+			slices.Sort(rtts)
+			cal.RTTus[size] = rtts[len(rtts)/2]
+		}
+		cal.UnschedBytes = agents.UnschedBytes(r.fab, agents.BaseRTT(cal))
+		r.calib[t.Name] = cal
+		r.man.Calibration[t.Name] = cal
+		r.log.Info("calibrated in the simulator", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
+	}
+	return nil
+}
+
+// experiment simulates one experiment and records it.
+func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
+	s := e.Scenario
+	net, err := r.network(ctx, e.Transport, e.Seed)
+	if err != nil {
+		return err
+	}
+	for _, f := range s.Faults {
+		if f.Loss == nil {
+			continue // Check refused the other kinds
+		}
+		to, from := *f.Loss, *f.Loss
+		switch f.Direction {
+		case "to_host":
+			from = 0
+		case "from_host":
+			to = 0
+		}
+		if err := net.SetLoss(f.Link, to, from); err != nil {
+			return err
+		}
+	}
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, 0)
+	if err != nil {
+		return err
+	}
+	cs, err := clientsOf(ro, r.layout)
+	if err != nil {
+		return err
+	}
+	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport),
+		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
+		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log}
+	j.bookServed = true
+	var cards *postcards
+	if s.Switch.PostcardsOn() {
+		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
+			return err
+		}
+		net.OnPostcard(cards.write)
+	}
+	runErr := j.run()
+	if cards != nil {
+		runErr = errors.Join(runErr, cards.close())
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if err := r.finish(j); err != nil {
+		return err
+	}
+	if err := r.writeServed(j.served); err != nil {
+		return err
+	}
+	for name, st := range net.SwitchStats() {
+		if err := runfmt.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
+			return err
+		}
+	}
+	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
+		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
+		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
+		Fidelity: []string{}, RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
+	if rec.Params == nil {
+		rec.Params = map[string]string{}
+	}
+	rec.Receivers = ro.Receivers
+	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
+	r.man.Experiments = append(r.man.Experiments, rec)
+	r.log.Info("simulated", "experiment", e.Name, "issued", j.books.Issued, "completed", j.books.Completed,
+		"failed", j.books.Failed, "in_flight", j.books.InFlight, "events", net.Clock().Events())
+	return nil
+}
+
+// writeServed appends a job's served rows to served.csv.
+func (r *simRun) writeServed(rows []runfmt.Served) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	path := filepath.Join(r.dir, runfmt.ServedRPCs().File)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w, err := runfmt.ServedRPCs().NewWriter(f, statErr != nil)
+	if err != nil {
+		return errors.Join(err, f.Close())
+	}
+	for i := range rows {
+		if err := w.Write(&rows[i]); err != nil {
+			return errors.Join(err, f.Close())
+		}
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
+
+// postcards writes each switch's postcards of one experiment, as the
+// embedded switch does (switch/<experiment>/<sw>.postcards).
+type postcards struct {
+	files map[string]*os.File
+	bufs  map[string]*bufio.Writer
+	rec   [switchstats.PostcardLen]byte
+	err   error
+}
+
+func newPostcards(dir, exp string, epoch time.Time, layout *topo.Network) (*postcards, error) {
+	pc := &postcards{files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}}
+	for _, sw := range layout.Switches {
+		path := runfmt.PostcardsPath(dir, exp, sw.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, errors.Join(err, pc.close())
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, errors.Join(err, pc.close())
+		}
+		pc.files[sw.Name], pc.bufs[sw.Name] = f, bufio.NewWriterSize(f, 1<<16)
+		if _, err := pc.bufs[sw.Name].Write(switchstats.AppendPostcardHeader(nil, epoch.UnixNano())); err != nil {
+			return nil, errors.Join(err, pc.close())
+		}
+	}
+	return pc, nil
+}
+
+func (pc *postcards) write(sw string, p *switchstats.Postcard) {
+	p.Encode(&pc.rec)
+	if _, err := pc.bufs[sw].Write(pc.rec[:]); err != nil && pc.err == nil {
+		pc.err = fmt.Errorf("postcards of %s: %w", sw, err)
+	}
+}
+
+func (pc *postcards) close() error {
+	errs := []error{pc.err}
+	for name, f := range pc.files {
+		if b := pc.bufs[name]; b != nil {
+			errs = append(errs, b.Flush())
+		}
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// homaConfig is engine transport t's configuration as an emulated run's
+// agents get it (the calibration so far included), framed as the fabric
+// frames packets.
+func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
+	c := agents.Requests{Fabric: r.fab, Calibration: r.calib}.HomaConfig(t)
+	c.FrameOverhead = r.fab.Framing
+	return c
+}
+
+// newManifest opens a simulated run's manifest.
+func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *runfmt.Manifest {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	return &runfmt.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: plan.Base.Doc(),
+		Started: started.UnixNano(), Incomplete: true, Mode: runfmt.ModeSimulated,
+		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
+		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{},
+		Calibration: map[string]runfmt.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
+}

@@ -1,0 +1,236 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// load parses a scenario written inline.
+func load(t *testing.T, src string) *scenario.Plan {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenario.Load(path, scenario.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// simulate runs plan into a fresh directory and returns it.
+func simulate(t *testing.T, p *scenario.Plan) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), p, Options{RunDir: dir, ScenarioFile: p.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Incomplete {
+		t.Fatalf("run %s incomplete", dir)
+	}
+	return dir
+}
+
+type summary struct {
+	Experiments []struct {
+		Name string `json:"name"`
+		RPCs struct {
+			Issued, Completed, Failed uint64
+			InFlight                  uint64 `json:"in_flight"`
+		} `json:"rpcs"`
+		Short struct {
+			P99us *float64 `json:"p99_us"`
+		} `json:"short"`
+		GoodputGbps *float64 `json:"goodput_gbps"`
+		Anatomy     *struct {
+			RPCs      int    `json:"rpcs"`
+			Joined    int    `json:"joined"`
+			TailCause string `json:"tail_cause"`
+		} `json:"anatomy"`
+	} `json:"experiments"`
+}
+
+func readSummary(t *testing.T, dir string) summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const idle = `name: idle
+topology: {kind: star, hosts: 3}
+link: {rate: 50Mbit}
+transports:
+  - name: homa
+phases:
+  - name: mixed
+    clients: [h2]
+    servers: [h1]
+    sizes: mix:fixed:1000@2,fixed:10000@2,fixed:100000@1,fixed:300000@1
+    arrivals: poisson
+    rate_rps: 5
+    response_bytes: 100
+warmup: 2s
+duration: 40s
+drain: 1s
+seed: SEED
+`
+
+// TestIdleSlowdownIsOne checks the simulator's unloaded RTT is the ideal
+// the report divides by: on a nearly idle network every size's median
+// slowdown is 1.00 +- 0.05.
+func TestIdleSlowdownIsOne(t *testing.T) {
+	dir := simulate(t, load(t, strings.Replace(idle, "SEED", "1", 1)))
+	b, err := os.ReadFile(filepath.Join(dir, "by_size.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	cols := strings.Split(lines[0], ",")
+	at := map[string]int{}
+	for i, c := range cols {
+		at[c] = i
+	}
+	if len(lines) != 5 {
+		t.Fatalf("by_size.csv has %d sizes, want 4:\n%s", len(lines)-1, b)
+	}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		var s50 float64
+		if err := json.Unmarshal([]byte(f[at["s50"]]), &s50); err != nil {
+			t.Fatalf("s50 %q: %v", f[at["s50"]], err)
+		}
+		if s50 < 0.95 || s50 > 1.05 {
+			t.Errorf("length %s: median slowdown %.3f, want 1.00 +- 0.05", f[at["length"]], s50)
+		}
+	}
+}
+
+// TestRepeatsExactly checks that the same scenario and seed give the same
+// rpcs.csv and summary.json byte for byte, and another seed other records.
+// The scenario is faults-heavy.yaml's Homa: with 10% loss every tick
+// finds several RPCs to send RESENDs for, and a run that visited them in
+// map order (as emulated hosts do) would not repeat.
+func TestRepeatsExactly(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/faults-heavy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeded := func(seed string) *scenario.Plan {
+		p := load(t, string(src)+"\nseed: "+seed+"\n") // it sets none: the default is 1
+		if err := p.Only([]string{"homa"}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, c := simulate(t, seeded("1")), simulate(t, seeded("1")), simulate(t, seeded("2"))
+	read := func(dir, f string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	for _, f := range []string{"rpcs.csv", "summary.json"} {
+		if !bytes.Equal(read(a, f), read(b, f)) {
+			t.Errorf("%s differs between two runs of the same scenario and seed", f)
+		}
+	}
+	if bytes.Equal(read(a, "rpcs.csv"), read(c, "rpcs.csv")) {
+		t.Error("rpcs.csv is the same with seeds 1 and 2")
+	}
+}
+
+// TestIncast checks the default incast, simulated: books balance and the
+// probes' tail is the protocol's alone, a few unloaded RTTs.
+func TestIncast(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/incast.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, string(src))
+	if err := p.Only([]string{"homa"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := simulate(t, p)
+	s := readSummary(t, dir)
+	if len(s.Experiments) != 1 {
+		t.Fatalf("%d experiments", len(s.Experiments))
+	}
+	e := s.Experiments[0]
+	if e.RPCs.Issued == 0 || e.RPCs.Issued != e.RPCs.Completed+e.RPCs.Failed+e.RPCs.InFlight {
+		t.Errorf("books do not balance: %+v", e.RPCs)
+	}
+	var m struct {
+		Calibration map[string]struct {
+			RTTus map[string]float64 `json:"rtt_us"`
+		} `json:"calibration"`
+		Mode string `json:"mode"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Mode != "simulated" {
+		t.Errorf("manifest mode %q", m.Mode)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h1>homatb report: incast-simulated-seed1 (simulated)</h1>", "simulated in virtual time"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	rtt := m.Calibration["homa"].RTTus["100"]
+	if rtt == 0 || e.Short.P99us == nil {
+		t.Fatalf("no unloaded RTT (%v) or short P99", rtt)
+	}
+	if *e.Short.P99us > 5*rtt {
+		t.Errorf("probes' P99 %.0f µs is over 5x the unloaded 100 B RTT %.0f µs", *e.Short.P99us, rtt)
+	}
+	// The switch's postcards and the servers' rows join every short RPC,
+	// and with no host time the tail is the switch's queues.
+	if a := e.Anatomy; a == nil || a.RPCs == 0 || a.Joined != a.RPCs || a.TailCause != "queue" {
+		t.Errorf("anatomy %+v: want every short RPC joined and the tail in the queues", a)
+	}
+	// The bottleneck carries the 8 senders' bytes at about the link rate.
+	if e.GoodputGbps == nil || *e.GoodputGbps < 0.040 || *e.GoodputGbps > 0.050 {
+		t.Errorf("goodput %v Gbit/s, want 0.040-0.050 of the 0.050 link", e.GoodputGbps)
+	}
+}
+
+func TestRefusesKernelTCP(t *testing.T) {
+	p := load(t, strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n", 1))
+	err := Check(p)
+	if err == nil || !strings.Contains(err.Error(), "tcp-cubic") || !strings.Contains(err.Error(), "kernel's TCP") {
+		t.Fatalf("Check = %v, want a refusal naming tcp-cubic", err)
+	}
+}
+
+func TestRefusesCapture(t *testing.T) {
+	p := load(t, strings.Replace(idle, "SEED", "1", 1)+"capture: {hosts: [h1]}\n")
+	if err := Check(p); err == nil || !strings.Contains(err.Error(), "capture:") {
+		t.Fatalf("Check = %v, want a refusal of capture", err)
+	}
+}

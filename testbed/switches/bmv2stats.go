@@ -1,0 +1,159 @@
+package switches
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/p4"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// QueueCounterReader reads one switch's tor.p4 queue counters over
+// P4Runtime (*Control does).
+type QueueCounterReader interface {
+	QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error)
+}
+
+// QueueCounters reads switch sw's queue counters.
+func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
+	return c.fabric.QueueCounters(ctx, sw)
+}
+
+// BMv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue
+// counters over P4Runtime, and the kernel port shaper's per-queue classes
+// read with tc in the switch's namespace. Per (port, queue): enq_* is what
+// entered BMv2's queue (ingress_queue_counter); sent_* what left the port
+// (the shaper's class); drop_pkts what BMv2's queue dropped (entered but
+// never reached egress_queue_counter) plus what the shaper's FIFO dropped;
+// depth_* the shaper's backlog (BMv2's own queue depth is a register).
+type BMv2Stats struct {
+	sw       topo.Switch
+	rateBps  uint64
+	counters QueueCounterReader
+	// tc runs tc in the switch's namespace and returns its output.
+	tc func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+// NewBMv2Stats reads switch sw of a run at rateBps, its counters through
+// counters.
+func NewBMv2Stats(sw topo.Switch, rateBps uint64, counters QueueCounterReader) *BMv2Stats {
+	return &BMv2Stats{sw: sw, rateBps: rateBps, counters: counters, tc: func(ctx context.Context, args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + sw.NetNS, "--", "tc"}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("tc %s in %s: %w: %s", strings.Join(args, " "), sw.NetNS, err, strings.TrimSpace(stderr.String()))
+		}
+		return out, nil
+	}}
+}
+
+// ResetWindow has nothing to restart: BMv2 keeps no windowed gauges that
+// the run reads.
+func (b *BMv2Stats) ResetWindow(context.Context) error { return nil }
+
+// tcQdisc is the part of `tc -s -j qdisc show` the statistics use.
+type tcQdisc struct {
+	Kind    string `json:"kind"`
+	Handle  string `json:"handle"`
+	Parent  string `json:"parent"`
+	Bytes   uint64 `json:"bytes"`
+	Packets uint64 `json:"packets"`
+	Drops   uint64 `json:"drops"`
+	Backlog int    `json:"backlog"`
+	Qlen    int    `json:"qlen"`
+}
+
+// shaperQueues reads the port shaper of every interface: the FIFO under
+// class 1:1q is queue q (mininet/homatb_mn.py, shaper_commands).
+func (b *BMv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdisc, error) {
+	out := map[string]map[int]tcQdisc{}
+	for _, port := range b.sw.Ports {
+		dev := b.sw.Intfs[port]
+		raw, err := b.tc(ctx, "-s", "-j", "qdisc", "show", "dev", dev)
+		if err != nil {
+			return nil, err
+		}
+		var qs []tcQdisc
+		if err := json.Unmarshal(raw, &qs); err != nil {
+			return nil, fmt.Errorf("tc qdisc show dev %s: %w", dev, err)
+		}
+		byQueue := map[int]tcQdisc{}
+		for _, q := range qs {
+			if minor, ok := strings.CutPrefix(q.Parent, "1:1"); ok && len(minor) == 1 {
+				if n, err := strconv.Atoi(minor); err == nil && n < p4.QueuesPerPort {
+					byQueue[n] = q
+				}
+			}
+		}
+		if len(byQueue) != p4.QueuesPerPort {
+			return nil, fmt.Errorf("switch %s port %d (%s): the port shaper has %d of %d queues", b.sw.Name, port, dev, len(byQueue), p4.QueuesPerPort)
+		}
+		out[dev] = byQueue
+	}
+	return out, nil
+}
+
+// Fetch returns the switch's statistics: counters and shaper queues.
+func (b *BMv2Stats) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
+	st := runfmt.SwitchStats{DeviceID: b.sw.DeviceID}
+	rows, err := b.counters.QueueCounters(ctx, b.sw.Name)
+	if err != nil {
+		return st, fmt.Errorf("switch %s counters: %w", b.sw.Name, err)
+	}
+	shaper, err := b.shaperQueues(ctx)
+	if err != nil {
+		return st, err
+	}
+	byKey := map[[2]int]controller.Sample{}
+	for _, r := range rows {
+		byKey[[2]int{r.Port, r.Queue}] = r
+	}
+	for _, port := range b.sw.Ports {
+		dev := b.sw.Intfs[port]
+		p := switchstats.Port{Port: uint16(port), Iface: dev, RateBps: b.rateBps}
+		for q := range p4.QueuesPerPort {
+			c := byKey[[2]int{port, q}]
+			k := shaper[dev][q]
+			// Entered BMv2's queue but never left it: its tail drops (the
+			// queue is empty when an experiment's statistics are read).
+			tmDrops := uint64(max(c.EnqPkts-c.SentPkts, 0))
+			p.Queues = append(p.Queues, switchstats.Queue{Queue: q,
+				EnqPkts: uint64(c.EnqPkts), EnqBytes: uint64(c.EnqBytes),
+				SentPkts: k.Packets, SentBytes: k.Bytes,
+				DropPkts: tmDrops + k.Drops, DepthPkts: k.Qlen, DepthBytes: k.Backlog})
+			p.TxPkts += k.Packets
+			p.TxBytes += k.Bytes
+		}
+		st.Ports = append(st.Ports, p)
+	}
+	return st, nil
+}
+
+var errBMv2Faults = errors.New("fault injection needs the embedded target: BMv2 has no fault injector")
+
+// SetFault refuses: BMv2 has no fault injector.
+func (b *BMv2Stats) SetFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
+
+// StartPostcards refuses: BMv2 writes no per-packet records.
+func (b *BMv2Stats) StartPostcards(context.Context, string) error {
+	return errors.New("per-packet switch records need the embedded target")
+}
+
+// StopPostcards has nothing to stop.
+func (b *BMv2Stats) StopPostcards(context.Context) (switchstats.PostcardSummary, error) {
+	return switchstats.PostcardSummary{}, nil
+}

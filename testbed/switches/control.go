@@ -1,0 +1,181 @@
+// Package switches is the orchestrator's side of the switches: the
+// controller programming a run's fabric (topology, DSCP policy, port
+// modes, telemetry), each switch's statistics (the embedded target's admin
+// socket; BMv2's counters and port shaper), what the emulated network
+// needs for BMv2 (pipeline file, namespaces, port shaper, socket buffers)
+// and the embedded switch's buffer flags, and BMv2's preflight checks.
+package switches
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/controller/p4rtclient"
+	fabdesc "github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/topo"
+)
+
+// ControllerTopology describes the layout, with its switches' assigned
+// ports, to the controller.
+func ControllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string) (*controller.Topology, error) {
+	t := &controller.Topology{Pipeline: controller.Pipeline{BMv2JSON: bmv2JSON}}
+	target := controller.TargetEmbedded
+	if s.Switch.Target == scenario.TargetBMv2 {
+		target = controller.TargetBMv2
+	}
+	for _, sw := range n.Switches {
+		cs := controller.Switch{Name: sw.Name, DeviceID: sw.DeviceID, Address: sw.Address(), Ports: sw.Ports, Target: target}
+		if sw.Target != "" {
+			cs.Target = ExternalTarget(sw.Target)
+		}
+		if target == controller.TargetBMv2 {
+			// BMv2 shapes queues in packets per second: the link rate in
+			// MTU-sized frames.
+			cs.BMv2 = controller.BMv2Queues{RatePPS: f.FramesPerSecond(), DepthPkts: f.QueueDepthPkts,
+				ThriftPort: sw.ThriftPort, NetNS: sw.NetNS}
+		}
+		t.Switches = append(t.Switches, cs)
+	}
+	for _, h := range n.Hosts {
+		mac, err := controller.ParseMAC(h.MAC)
+		if err != nil {
+			return nil, err
+		}
+		t.Hosts = append(t.Hosts, controller.Host{Name: h.Name, IP: h.IP, MAC: mac, Switch: h.Switch, Port: h.Port})
+	}
+	for _, l := range n.Links {
+		t.Links = append(t.Links, controller.Link{A: l.A, APort: l.APort, B: l.B, BPort: l.BPort})
+	}
+	return t, nil
+}
+
+// Policy turns the scenario's DSCP section into the controller's policy.
+func Policy(s *scenario.Scenario) (controller.Policy, error) {
+	p := controller.DefaultPolicy()
+	switch s.DSCP.Policy {
+	case scenario.DSCPSingleQueue:
+		m, err := controller.CollapsedDSCPQueues(1)
+		if err != nil {
+			return p, err
+		}
+		p.DSCPQueue = m
+	case scenario.DSCPMap:
+		p.DSCPQueue = map[uint8]uint8{}
+		for d, q := range s.DSCP.Map {
+			p.DSCPQueue[uint8(d)] = uint8(q)
+		}
+	}
+	p.ECNThresholdPkts = uint32(s.Switch.ECNThresholdPkts)
+	return p, p.Validate()
+}
+
+// Control keeps the controller's connections for the whole run: the
+// switches are programmed once and read for telemetry in every experiment.
+type Control struct {
+	fabric *controller.Fabric
+	log    *slog.Logger
+	// policy is the installed policy, port modes included.
+	policy controller.Policy
+
+	mu          sync.Mutex
+	wroteHeader bool
+}
+
+// Program dials every switch, pushes tor.p4 and installs
+// forwarding, ARP proxy and the DSCP policy, verified by read-back.
+func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenario.Scenario, bmv2JSON string, log *slog.Logger) (*Control, error) {
+	t, err := ControllerTopology(n, fd, s, bmv2JSON)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := Policy(s)
+	if err != nil {
+		return nil, err
+	}
+	f, err := controller.Connect(ctx, t, p4rtclient.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Program(ctx, pol); err != nil {
+		return nil, fmt.Errorf("%w (also: %v)", err, f.Close())
+	}
+	return &Control{fabric: f, log: log, policy: pol}, nil
+}
+
+// portModeKey names a set of port modes, to skip a reprogramming that
+// would change nothing.
+func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) }
+
+// PortModes reprograms the switches' port modes, verified by read-back,
+// when they differ from the installed ones.
+func (c *Control) PortModes(ctx context.Context, modes []controller.PortMode) error {
+	if portModeKey(modes) == portModeKey(c.policy.PortModes) {
+		return nil
+	}
+	pol := c.policy
+	pol.PortModes = modes
+	if err := c.fabric.Sync(ctx, pol); err != nil {
+		return fmt.Errorf("switch port modes %v: %w", modes, err)
+	}
+	c.policy = pol
+	c.log.Info("switch port modes", "modes", modes)
+	return nil
+}
+
+// TransportPortModes are the switch modes transport t needs on every
+// host-facing port: pFabric's rank-ordered queue, NDP's trimming; none
+// for the others (strict priority).
+func TransportPortModes(t scenario.Transport) []controller.PortMode {
+	switch t.Name {
+	case scenario.TransportPFabric:
+		return []controller.PortMode{{Mode: controller.ModeRankOrder, Ports: controller.PortsHosts, BufferBytes: uint32(t.PFabric.BufferBytes)}}
+	case scenario.TransportNDP:
+		return []controller.PortMode{{Mode: controller.ModeTrimAbove, Ports: controller.PortsHosts, ThresholdPkts: uint16(t.NDP.TrimThresholdPkts)}}
+	}
+	return nil
+}
+
+// Telemetry samples every switch until ctx ends and appends the series to
+// w as telemetry.csv rows.
+func (c *Control) Telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
+	p, err := c.fabric.NewPoller(interval)
+	if err != nil {
+		return err
+	}
+	runErr := p.Run(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	header := !c.wroteHeader
+	c.wroteHeader = true
+	if err := runfmt.WriteTelemetry(w, exp, p.Samples(), header); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// ResetQueuePeaks restarts the queue peaks telemetry reports.
+func (c *Control) ResetQueuePeaks(ctx context.Context) error {
+	return c.fabric.ResetQueuePeaks(ctx)
+}
+
+// Close closes the connections to the switches.
+func (c *Control) Close() error {
+	return c.fabric.Close()
+}
+
+// ExternalTarget maps an external switch's kind to the controller's: BMv2
+// gets p4c's JSON as its device config; the embedded target, Stratum and
+// others get tor.p4's P4Info only (they run tor.p4 already).
+func ExternalTarget(kind string) string {
+	if kind == scenario.ExternalBMv2 {
+		return controller.TargetBMv2
+	}
+	return controller.TargetEmbedded
+}

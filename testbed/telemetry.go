@@ -1,0 +1,211 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// readSwitchStats reads every switch's statistics (none for those that fail).
+func (r *run) readSwitchStats(ctx context.Context) map[string]runfmt.SwitchStats {
+	out := map[string]runfmt.SwitchStats{}
+	for name, c := range r.stats {
+		m, err := c.Fetch(ctx)
+		if err != nil {
+			r.log.Warn("switch stats", "switch", name, "err", err)
+			continue
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// collectSwitchStats writes switch/<experiment>/<switch>.json as
+// differences over the experiment and returns fidelity warnings.
+func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]runfmt.SwitchStats) []string {
+	var warn []string
+	end := r.readSwitchStats(ctx)
+	for name := range r.stats {
+		e, ok := end[name]
+		if !ok {
+			warn = append(warn, fmt.Sprintf("switch %s: statistics unavailable for this experiment", name))
+			continue
+		}
+		d := switchstats.Diff(start[name], e)
+		if err := runfmt.WriteSwitchStats(r.dir, exp, name, d); err != nil {
+			warn = append(warn, fmt.Sprintf("switch %s: %v", name, err))
+			continue
+		}
+		t := totals(d)
+		if t.kernelDrops > 0 {
+			warn = append(warn, fmt.Sprintf("switch %s fell behind: %d packets were lost in its sockets before it read them", name, t.kernelDrops))
+		}
+		if t.noBuffer > 0 || t.txErrors > 0 {
+			warn = append(warn, fmt.Sprintf("switch %s: %d packets without buffer, %d transmit errors", name, t.noBuffer, t.txErrors))
+		}
+	}
+	return warn
+}
+
+// startPostcards has every switch record each frame it forwards during the
+// experiment into switch/<experiment>/<sw>.postcards. BMv2 has no such
+// records, and the entry says that the switch's share of latency is
+// unavailable rather than leaving it to be guessed.
+func (x *experimentRun) startPostcards(ctx context.Context) {
+	r := x.r
+	if !r.postcards {
+		if len(r.stats) > 0 && x.e.Scenario.Switch.Target == scenario.TargetBMv2 {
+			x.rec.Fidelity = append(x.rec.Fidelity, "per-packet switch records (latency anatomy) are unavailable on BMv2")
+		}
+		return
+	}
+	for name, c := range r.stats {
+		path, err := filepath.Abs(runfmt.PostcardsPath(r.dir, x.e.Name, name))
+		if err == nil {
+			err = c.StartPostcards(ctx, path)
+		}
+		if err != nil {
+			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: no per-packet records for this experiment: %v", name, err))
+		}
+	}
+}
+
+// stopPostcards ends the switches' per-packet records and notes records
+// lost because a switch's writer fell behind.
+func (x *experimentRun) stopPostcards(ctx context.Context) {
+	if !x.r.postcards {
+		return
+	}
+	for name, c := range x.r.stats {
+		s, err := c.StopPostcards(ctx)
+		switch {
+		case err != nil:
+			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: per-packet records may be incomplete: %v", name, err))
+		case s.Dropped > 0:
+			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("switch %s: %d of %d per-packet records dropped (its writer fell behind)", name, s.Dropped, s.Dropped+s.Records))
+		}
+	}
+}
+
+// waitQueuesEmpty waits until every switch queue is empty, so one
+// experiment's backlog does not spill into the next.
+func (r *run) waitQueuesEmpty(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		busy := false
+		for _, st := range r.readSwitchStats(ctx) {
+			for _, p := range st.Ports {
+				for _, q := range p.Queues {
+					busy = busy || q.DepthPkts > 0
+				}
+			}
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// startTelemetry runs the telemetry part for one experiment, appending to
+// telemetry.csv; the returned func stops it and waits.
+func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Duration) func() {
+	if r.ctl == nil {
+		return func() {}
+	}
+	path := filepath.Join(r.dir, runfmt.Telemetry().File)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		r.log.Warn("telemetry file", "err", err)
+		return func() {}
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.ctl.Telemetry(tctx, exp, interval, f); err != nil {
+			r.log.Warn("telemetry", "experiment", exp, "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = f.Close()
+	}
+}
+
+// switchTotals is what the fidelity checks need from an experiment's
+// statistics: packets the switch lost or could not send.
+type switchTotals struct {
+	kernelDrops, noBuffer, txErrors uint64
+}
+
+func totals(st runfmt.SwitchStats) switchTotals {
+	var t switchTotals
+	for _, p := range st.Ports {
+		t.kernelDrops += p.KernelDrops
+		t.noBuffer += p.NoBuffer
+		t.txErrors += p.TxErrors
+	}
+	return t
+}
+
+// startHostTelemetry follows the Homa gauges of hosts through their
+// agents' Status streams every interval while the experiment runs; the
+// returned func stops it and appends the samples to hosts.csv. A host
+// whose stream fails is logged and left out, the experiment goes on.
+func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string, interval time.Duration) func() {
+	if interval <= 0 {
+		return func() {}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	samples := make([][]runfmt.HostSample, len(hosts))
+	for i, h := range hosts {
+		a := r.agents.get(h)
+		if a == nil {
+			continue
+		}
+		wg.Go(func() {
+			s, err := a.FollowGauges(sctx, exp, interval)
+			if err != nil && sctx.Err() == nil {
+				r.log.Warn("host telemetry", "experiment", exp, "host", h, "err", err)
+			}
+			samples[i] = s
+		})
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		if err := appendHostsCSV(filepath.Join(r.dir, runfmt.Hosts().File), samples); err != nil {
+			r.log.Warn("host telemetry file", "experiment", exp, "err", err)
+		}
+	}
+}
+
+// appendHostsCSV appends samples to path (runfmt.Hosts), writing the
+// header when the file is new.
+func appendHostsCSV(path string, samples [][]runfmt.HostSample) error {
+	return appendRows(path, runfmt.Hosts(), func(w *runfmt.CSVWriter[runfmt.HostSample]) error {
+		for _, hs := range samples {
+			for i := range hs {
+				if err := w.Write(&hs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
