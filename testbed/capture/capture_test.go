@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/gopacket/pcapgo"
 
