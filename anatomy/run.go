@@ -15,8 +15,9 @@ import (
 	"github.com/homatb/homatb/runfmt"
 )
 
-// ShortMaxBytes bounds the requests the summary calls short.
-const ShortMaxBytes = 1000
+// ShortMaxBytes bounds the messages the summary calls short
+// (runfmt.IsShort).
+const ShortMaxBytes = runfmt.ShortMaxBytes
 
 // Parts is one statistic of each part of the RTT, in microseconds.
 type Parts struct {
@@ -100,7 +101,7 @@ func Analyse(ctx context.Context, dir string, fabric *runfmt.Fabric) (*Result, e
 		for i := range rows[exp] {
 			a := j.Decompose(&rows[exp][i])
 			res.Rows = append(res.Rows, a)
-			if a.ReqBytes <= ShortMaxBytes {
+			if runfmt.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
 				short = append(short, a)
 			}
 		}

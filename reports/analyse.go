@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -135,7 +134,10 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if me.Transport == "" {
 			me.Transport = er.transport
 		}
-		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], c)
+		ec := c
+		ec.headlinePhase = headlinePhase(man, me)
+		ec.phaseOrder, _ = scenarioPhases(man)
+		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], ec)
 		if !seen[me.Name] && hasMan {
 			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
 		}
@@ -215,6 +217,7 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 			InFlight: er.inFlight, Warmup: er.warmup,
 		},
 		Short:    Short{MaxLength: c.shortMax},
+		Phases:   []PhaseStats{},
 		BySize:   []SizeRow{},
 		Fidelity: []string{},
 		Links:    []LinkStats{},
@@ -361,19 +364,49 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 		e.BySize = append(e.BySize, row)
 	}
 
-	// Short messages: a prefix of the length-sorted samples.
-	nShort := sort.Search(n, func(i int) bool { return s[i].length > c.shortMax })
+	// Per phase, by the phase each client ran (runs that record it).
+	phaseOf := func(x sample) string {
+		if int(x.client) < len(er.clients) {
+			return me.ClientPhases[er.clients[x.client]]
+		}
+		return ""
+	}
+	if ps := phaseStats(s, phaseOf, c.phaseOrder, ideal, c.confidence); ps != nil {
+		e.Phases = ps
+	}
+
+	// Short messages: both directions within the bound (runfmt.IsShort),
+	// or with a headline phase, that phase's RPCs. The samples are read
+	// afresh: the buckets above sorted rtts and slows in place.
+	var short []int64
+	var shortSlows []float64
+	for _, x := range s {
+		in := runfmt.IsShort(x.length, int64(x.resp), c.shortMax)
+		if c.headlinePhase != "" {
+			in = phaseOf(x) == c.headlinePhase
+		}
+		if !in {
+			continue
+		}
+		short = append(short, x.rtt)
+		if ideal != nil {
+			shortSlows = append(shortSlows, float64(x.rtt)/ideal.at(x.length, int64(x.resp), int(x.links)))
+		}
+	}
+	if c.headlinePhase != "" {
+		e.Short.Phase = c.headlinePhase
+	}
+	nShort := len(short)
 	e.Short.Count = int64(nShort)
 	if nShort > 0 {
-		short := slices.Clone(rtts[:nShort])
 		slices.Sort(short)
 		p50, p99, p999 := estimate(short, 0.5, c.confidence, 1e-3), estimate(short, 0.99, c.confidence, 1e-3), estimate(short, 0.999, c.confidence, 1e-3)
 		e.Short.P50us, e.Short.P50CI = fp(p50.Value), p50.interval()
 		e.Short.P99us, e.Short.P99CI = fp(p99.Value), p99.interval()
 		e.Short.P999us, e.Short.P999CI = fp(p999.Value), p999.interval()
 		e.ccdf = ccdfPoints(short, 1e-3)
-		if slows != nil {
-			ss := slices.Clone(slows[:nShort])
+		if shortSlows != nil {
+			ss := shortSlows
 			slices.Sort(ss)
 			e.Short.S50 = fp(estimate(ss, 0.5, c.confidence, 1).Value)
 			e.Short.S99 = fp(estimate(ss, 0.99, c.confidence, 1).Value)

@@ -177,7 +177,7 @@ func Compare(ctx context.Context, dirA, dirB, outDir string, opts ...Option) err
 		la, lb := "A "+p.ea.Name, "B "+p.eb.Name
 		specs := []chartSpec{
 			rttChart(fmt.Sprintf("cmp-rtt-%d", i), "RTT vs request length: "+p.Name, append(rttSeries(p.ea, la, ca), rttSeries(p.eb, lb, cb)...)),
-			ccdfChart(fmt.Sprintf("cmp-ccdf-%d", i), fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes: %s", c.shortMax, p.Name),
+			ccdfChart(fmt.Sprintf("cmp-ccdf-%d", i), fmt.Sprintf("CCDF of RTT, RPCs with request and response ≤ %d bytes: %s", c.shortMax, p.Name),
 				append(ccdfSeries(p.ea, la, ca, false), ccdfSeries(p.eb, lb, cb, true)...)),
 		}
 		if sa, sb := slowdownSeries(p.ea, la, ca), slowdownSeries(p.eb, lb, cb); sa != nil && sb != nil {

@@ -68,7 +68,7 @@ func headlineSentences(s *Summary, cs []comparison) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s: %s vs %s, median of %d runs (ratio %sx to %sx)%s.",
-			comparedBy(r.Baseline, r.Config, r.P99.Median), fmtLatency(base.ShortP99us.Median), fmtLatency(other.ShortP99us.Median),
+			comparedBy(s.ShortLabel(), r.Baseline, r.Config, r.P99.Median), fmtLatency(base.ShortP99us.Median), fmtLatency(other.ShortP99us.Median),
 			r.Repetitions, fmtNum(r.P99.Min), fmtNum(r.P99.Max), atParams(paramsKey(Experiment{Params: r.Params}, ""))))
 	}
 	if len(out) > 0 {
@@ -78,7 +78,7 @@ func headlineSentences(s *Summary, cs []comparison) []string {
 		if c.RatioP99 == nil || c.Base.Short.P99us == nil || c.Other.Short.P99us == nil {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy(configID(c.Base), configID(c.Other), *c.RatioP99),
+		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy(s.ShortLabel(), configID(c.Base), configID(c.Other), *c.RatioP99),
 			fmtLatency(*c.Base.Short.P99us), fmtLatency(*c.Other.Short.P99us), atParams(c.Params)))
 	}
 	return out
@@ -86,11 +86,11 @@ func headlineSentences(s *Summary, cs []comparison) []string {
 
 // comparedBy is the sentence's verb: the baseline's P99 was r times lower
 // than the other's (or higher, for r below 1).
-func comparedBy(baseline, other string, r float64) string {
+func comparedBy(label, baseline, other string, r float64) string {
 	if r >= 1 {
-		return fmt.Sprintf("%s's short-message P99 was %sx lower than %s's", baseline, fmtNum(r), other)
+		return fmt.Sprintf("%s's %s P99 was %sx lower than %s's", baseline, label, fmtNum(r), other)
 	}
-	return fmt.Sprintf("%s's short-message P99 was %sx higher than %s's", baseline, fmtNum(1/r), other)
+	return fmt.Sprintf("%s's %s P99 was %sx higher than %s's", baseline, label, fmtNum(1/r), other)
 }
 
 func atParams(p string) string {

@@ -300,7 +300,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			specs = append(specs, slowdownChart(fmt.Sprintf("slowdown-pct-%d", gi), title("Slowdown vs message size, spaced by cumulative % of messages"), rows, slow))
 		}
 		specs = append(specs, rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt))
-		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title(fmt.Sprintf("CCDF of RTT, requests ≤ %d bytes", s.ShortMax())), ccdf))
+		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title("CCDF of RTT, "+s.ShortSet()), ccdf))
 		for i, e := range exps {
 			if len(e.active) > 0 {
 				specs = append(specs, activeChart(fmt.Sprintf("active-%d-%d", gi, i), e))
@@ -330,7 +330,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 			g.Charts = append(g.Charts, c)
 			if sp.id == fmt.Sprintf("ccdf-%d", gi) {
 				// Where the short RPCs' time went, right after their CCDF.
-				ac := anatomyChart(fmt.Sprintf("anatomy-%d", gi), title(fmt.Sprintf("Latency anatomy, requests ≤ %d bytes: share of the RTT by part", anatomy.ShortMaxBytes)), exps)
+				ac := anatomyChart(fmt.Sprintf("anatomy-%d", gi), title(fmt.Sprintf("Latency anatomy, RPCs with request and response ≤ %d bytes: share of the RTT by part", anatomy.ShortMaxBytes)), exps)
 				if ac.SVG != "" {
 					g.Charts = append(g.Charts, ac)
 				} else {
@@ -348,6 +348,36 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	}
 	pg.Captures = captureRows(s.manifest)
 	return pg, nil
+}
+
+// HasPhases reports whether any experiment has per-phase percentiles.
+func (p *reportPage) HasPhases() bool {
+	for _, e := range p.Experiments {
+		if len(e.Phases) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ShortLabel names the RPCs the headline is about: "short-message"
+// (request and response both within ShortMax), or the phase the
+// scenario's report.headline_phase names.
+func (s *Summary) ShortLabel() string {
+	for _, e := range s.Experiments {
+		if e.Short.Phase != "" {
+			return e.Short.Phase
+		}
+	}
+	return "short-message"
+}
+
+// ShortSet says in words which RPCs the headline's percentiles are over.
+func (s *Summary) ShortSet() string {
+	if l := s.ShortLabel(); l != "short-message" {
+		return fmt.Sprintf("the RPCs of phase %s (the scenario's report.headline_phase), whatever their size", l)
+	}
+	return fmt.Sprintf("short messages, RPCs whose request and response are both at most %d bytes", s.ShortMax())
 }
 
 // ShortMax is the short-message bound the summary was computed with.

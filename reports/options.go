@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/homatb/homatb/runfmt"
 	"io"
 	"log/slog"
 )
@@ -13,6 +14,10 @@ type config struct {
 	maxExact      int
 	minBinSamples int
 	shortMax      int64
+	// headlinePhase, when set, makes the short set one phase's RPCs (the
+	// scenario's report.headline_phase); set per experiment.
+	headlinePhase string
+	phaseOrder    []string
 	confidence    float64
 }
 
@@ -21,7 +26,7 @@ func defaultConfig() config {
 		logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		maxExact:      100,
 		minBinSamples: 1000,
-		shortMax:      1000,
+		shortMax:      runfmt.ShortMaxBytes,
 		confidence:    0.95,
 	}
 }

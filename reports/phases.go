@@ -1,6 +1,10 @@
 package reports
 
-import "github.com/homatb/homatb/runfmt"
+import (
+	"slices"
+
+	"github.com/homatb/homatb/runfmt"
+)
 
 // phasesOf lays out an experiment's warm-up, measurement and drain on the
 // time axis of its series (seconds since the experiment started), from the
@@ -16,6 +20,84 @@ func phasesOf(me runfmt.Experiment) []band {
 		if end := float64(me.Ended-me.Started) / 1e9; end > measured {
 			out = append(out, band{measured, end, "drain"})
 		}
+	}
+	return out
+}
+
+// scenarioPhases are the phase names of the run's scenario in its order,
+// and the phase the scenario's report.headline_phase names ("" for none).
+func scenarioPhases(m *manifest) (names []string, headline string) {
+	if m == nil {
+		return nil, ""
+	}
+	sc := mapOf(m.Scenario)
+	for _, p := range listOf(sc["phases"]) {
+		names = append(names, str(mapOf(p)["name"]))
+	}
+	return names, str(mapOf(sc["report"])["headline_phase"])
+}
+
+// headlinePhase is the phase experiment me's headline is about: the
+// scenario's report.headline_phase when some client of me ran it, else ""
+// (the short messages by size).
+func headlinePhase(m *manifest, me runfmt.Experiment) string {
+	_, h := scenarioPhases(m)
+	if h == "" {
+		return ""
+	}
+	for _, p := range me.ClientPhases {
+		if p == h {
+			return h
+		}
+	}
+	return ""
+}
+
+// phaseStats are the percentiles of each phase's samples, in the order
+// of order (then any phase it lacks, by name); nil when no sample has a
+// phase.
+func phaseStats(s []sample, phaseOf func(sample) string, order []string, ideal *idealRTT, conf float64) []PhaseStats {
+	rtts := map[string][]int64{}
+	slows := map[string][]float64{}
+	lo, hi := map[string]int64{}, map[string]int64{}
+	for _, x := range s {
+		p := phaseOf(x)
+		if p == "" {
+			continue
+		}
+		if _, ok := rtts[p]; !ok || x.length < lo[p] {
+			lo[p] = x.length
+		}
+		hi[p] = max(hi[p], x.length)
+		rtts[p] = append(rtts[p], x.rtt)
+		if ideal != nil {
+			slows[p] = append(slows[p], float64(x.rtt)/ideal.at(x.length, int64(x.resp), int(x.links)))
+		}
+	}
+	if len(rtts) == 0 {
+		return nil
+	}
+	names := slices.Clone(order)
+	names = slices.DeleteFunc(names, func(n string) bool { _, ok := rtts[n]; return !ok })
+	var rest []string
+	for n := range rtts {
+		if !slices.Contains(names, n) {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	var out []PhaseStats
+	for _, n := range append(names, rest...) {
+		r := rtts[n]
+		slices.Sort(r)
+		ps := PhaseStats{Name: n, Count: int64(len(r)), MinBytes: lo[n], MaxBytes: hi[n],
+			P50us: fp(estimate(r, 0.5, conf, 1e-3).Value), P99us: fp(estimate(r, 0.99, conf, 1e-3).Value),
+			P999us: fp(estimate(r, 0.999, conf, 1e-3).Value)}
+		if sl := slows[n]; sl != nil {
+			slices.Sort(sl)
+			ps.S50, ps.S99 = fp(estimate(sl, 0.5, conf, 1).Value), fp(estimate(sl, 0.99, conf, 1).Value)
+		}
+		out = append(out, ps)
 	}
 	return out
 }

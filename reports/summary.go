@@ -44,6 +44,10 @@ type Experiment struct {
 	Params map[string]any `json:"params"`
 	RPCs   RPCCounts      `json:"rpcs"`
 	Short  Short          `json:"short"`
+	// Phases are the percentiles of each scenario phase's RPCs (by the
+	// phase its client ran), in the order of the scenario; empty for runs
+	// that did not record the clients' phases.
+	Phases []PhaseStats `json:"phases"`
 	// Binning is "exact" (one row per request length) or "log" (log-spaced
 	// bins of at least MinBinSamples samples each).
 	Binning string    `json:"binning"`
@@ -116,16 +120,22 @@ type RPCCounts struct {
 
 // Short is RTT statistics of RPCs whose request is at most MaxLength bytes.
 type Short struct {
-	MaxLength int64    `json:"max_length"`
-	Count     int64    `json:"count"`
-	P50us     *float64 `json:"p50_us"`
-	P99us     *float64 `json:"p99_us"`
-	P999us    *float64 `json:"p999_us"`
-	P50CI     Interval `json:"p50_ci_us"`
-	P99CI     Interval `json:"p99_ci_us"`
-	P999CI    Interval `json:"p999_ci_us"`
-	S50       *float64 `json:"s50"`
-	S99       *float64 `json:"s99"`
+	// MaxLength bounds both the request and the response of a short RPC
+	// (runfmt.IsShort); runs summarised before it bounded requests only.
+	MaxLength int64 `json:"max_length"`
+	// Phase, when the scenario names a headline phase
+	// (report.headline_phase), is that phase: the set is then its RPCs,
+	// whatever their size.
+	Phase  string   `json:"phase,omitempty"`
+	Count  int64    `json:"count"`
+	P50us  *float64 `json:"p50_us"`
+	P99us  *float64 `json:"p99_us"`
+	P999us *float64 `json:"p999_us"`
+	P50CI  Interval `json:"p50_ci_us"`
+	P99CI  Interval `json:"p99_ci_us"`
+	P999CI Interval `json:"p999_ci_us"`
+	S50    *float64 `json:"s50"`
+	S99    *float64 `json:"s99"`
 }
 
 // SizeRow is one message-size bucket, in cperf's columns plus intervals.
@@ -261,4 +271,19 @@ type TransportStats struct {
 	// told apart from its senders'. Hosts counts the hosts of each role.
 	ByRole map[string]map[string]uint64 `json:"by_role,omitempty"`
 	Hosts  map[string]int               `json:"hosts_by_role,omitempty"`
+}
+
+// PhaseStats are one phase's RPCs in an experiment: how many were
+// measured and their RTT percentiles (µs), with the median and P99
+// slowdown when the ideal RTT is known.
+type PhaseStats struct {
+	Name     string   `json:"name"`
+	Count    int64    `json:"count"`
+	MinBytes int64    `json:"min_request_bytes"`
+	MaxBytes int64    `json:"max_request_bytes"`
+	P50us    *float64 `json:"p50_us"`
+	P99us    *float64 `json:"p99_us"`
+	P999us   *float64 `json:"p999_us"`
+	S50      *float64 `json:"s50"`
+	S99      *float64 `json:"s99"`
 }

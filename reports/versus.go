@@ -17,6 +17,8 @@ type Versus struct {
 	Baseline, Config   string
 	Base, Other        Headline
 	RatioP50, RatioP99 *float64 // short-message P50 and P99
+	// Label names the RPCs compared (Summary.ShortLabel).
+	Label string
 }
 
 // Versus pairs, in each group of params, the baseline's first experiment
@@ -26,7 +28,7 @@ func (s *Summary) Versus() []Versus {
 	var out []Versus
 	for _, c := range comparisons(s.Experiments, s.Baseline) {
 		out = append(out, Versus{Params: c.Params, Baseline: configID(c.Base), Config: configID(c.Other),
-			Base: headlineOf(c.Base), Other: headlineOf(c.Other), RatioP50: c.RatioP50, RatioP99: c.RatioP99})
+			Base: headlineOf(c.Base), Other: headlineOf(c.Other), RatioP50: c.RatioP50, RatioP99: c.RatioP99, Label: s.ShortLabel()})
 	}
 	return out
 }

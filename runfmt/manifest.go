@@ -198,6 +198,10 @@ type Experiment struct {
 	Incomplete     bool     `json:"incomplete"`
 	// RPCs are the agents' books summed over hosts, warm-up included.
 	RPCs Books `json:"rpcs"`
+	// ClientPhases names the scenario phase each client host ran (its
+	// workload), so reports can split an experiment's RPCs by phase;
+	// absent in runs written before it existed.
+	ClientPhases map[string]string `json:"client_phases,omitempty"`
 	// TransportCounters are the transport counters of every host that took
 	// part, clients and servers, merged by MergeCounters; Hosts has each
 	// host's own, with its role.

@@ -18,6 +18,18 @@ const (
 	StatusInflight  = "inflight"
 )
 
+// ShortMaxBytes is the default bound of a short message (homatb report
+// --short-max).
+const ShortMaxBytes = 1000
+
+// IsShort is the one definition of a short message: an RPC is short when
+// both its request and its response are at most max bytes. An RPC whose
+// short request fetches a long response is not: what its caller waits
+// for is the long message.
+func IsShort(reqBytes, respBytes, max int64) bool {
+	return reqBytes <= max && respBytes <= max
+}
+
 // Phases of an RPC: only measured RPCs enter statistics.
 const (
 	PhaseCalibrate = "calibrate"

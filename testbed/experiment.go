@@ -107,6 +107,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 		rec.Params = map[string]string{}
 	}
 	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
+	rec.ClientPhases = ro.Phases
 	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]runfmt.HostCounters{}}, nil
 }

@@ -16,7 +16,7 @@ func TestVersusLine(t *testing.T) {
 		{"both", reports.Versus{Baseline: "homa", Config: "tcp-cubic",
 			Base: reports.Headline{ShortP50us: f(733), ShortP99us: f(9322)}, Other: reports.Headline{ShortP50us: f(61525), ShortP99us: f(126800)},
 			RatioP50: f(83.9), RatioP99: f(13.6)},
-			"headline: short-message P99 homa 9.32 ms, tcp-cubic 127 ms: 13.6x lower with homa; P50 733 µs vs 61.5 ms (83.9x)"},
+			"headline: short-message P99 homa 9.32 ms, tcp-cubic 127 ms: 13.6x lower with homa; P50 733 µs vs 61.5 ms (83.9x lower with homa)"},
 		{"params named", reports.Versus{Params: "load=0.5", Baseline: "homa", Config: "tcp-dctcp",
 			Base: reports.Headline{ShortP99us: f(10)}, Other: reports.Headline{ShortP99us: f(20)}, RatioP99: f(2)},
 			"headline (load=0.5): short-message P99 homa 10.0 µs, tcp-dctcp 20.0 µs: 2.0x lower with homa"},

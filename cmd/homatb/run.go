@@ -217,7 +217,7 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt
 	for _, e := range man.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
-			fmt.Fprintf(w, "; short-message P99 %s", reports.FormatLatency(p))
+			fmt.Fprintf(w, "; %s P99 %s", sum.ShortLabel(), reports.FormatLatency(p))
 		}
 		fmt.Fprintln(w)
 		for _, fw := range e.Fidelity {
@@ -252,10 +252,14 @@ func versusLine(v reports.Versus) string {
 		return ""
 	}
 	lat := reports.FormatLatency
-	line := fmt.Sprintf("headline%s: short-message P99 %s %s, %s %s: %s",
-		paramsSuffix(v.Params), v.Baseline, lat(*b.ShortP99us), v.Config, lat(*o.ShortP99us), timesLower(*v.RatioP99, v.Baseline, v.Config))
+	label := v.Label
+	if label == "" {
+		label = "short-message"
+	}
+	line := fmt.Sprintf("headline%s: %s P99 %s %s, %s %s: %s",
+		paramsSuffix(v.Params), label, v.Baseline, lat(*b.ShortP99us), v.Config, lat(*o.ShortP99us), timesLower(*v.RatioP99, v.Baseline, v.Config))
 	if b.ShortP50us != nil && o.ShortP50us != nil && v.RatioP50 != nil {
-		line += fmt.Sprintf("; P50 %s vs %s (%.1fx)", lat(*b.ShortP50us), lat(*o.ShortP50us), *v.RatioP50)
+		line += fmt.Sprintf("; P50 %s vs %s (%s)", lat(*b.ShortP50us), lat(*o.ShortP50us), timesLower(*v.RatioP50, v.Baseline, v.Config))
 	}
 	return line
 }
@@ -294,8 +298,8 @@ func repetitionLines(sum *reports.Summary) []string {
 		lat := func(s *reports.Spread) string {
 			return fmt.Sprintf("%s (%s–%s)", reports.FormatLatency(s.Median), reports.FormatLatency(s.Min), reports.FormatLatency(s.Max))
 		}
-		line := fmt.Sprintf("headline%s, median of %d repetitions (range): short-message P99 %s %s, %s %s; %s/%s %.1f (%.1f–%.1f)x",
-			paramsString(r.Params), r.Repetitions, r.Baseline, lat(base.ShortP99us), r.Config, lat(other.ShortP99us),
+		line := fmt.Sprintf("headline%s, median of %d repetitions (range): %s P99 %s %s, %s %s; %s/%s %.1f (%.1f–%.1f)x",
+			paramsString(r.Params), r.Repetitions, sum.ShortLabel(), r.Baseline, lat(base.ShortP99us), r.Config, lat(other.ShortP99us),
 			r.Config, r.Baseline, r.P99.Median, r.P99.Min, r.P99.Max)
 		if base.ShortP50us != nil && other.ShortP50us != nil {
 			line += fmt.Sprintf("; P50 %s %s, %s %s", r.Baseline, lat(base.ShortP50us), r.Config, lat(other.ShortP50us))

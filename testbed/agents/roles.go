@@ -26,6 +26,8 @@ type Roles struct {
 	// Start is when the clients begin (Unix ns); the measurement begins a
 	// warm-up later.
 	Start int64
+	// Phases names the phase each client's workload comes from.
+	Phases map[string]string
 }
 
 // PlanRoles works out each host's client workload in experiment e on the
@@ -34,7 +36,8 @@ type Roles struct {
 func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start int64) (Roles, error) {
 	s := e.Scenario
 	all := s.Topology.HostNames()
-	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start}
+	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start,
+		Phases: map[string]string{}}
 	for pi, ph := range s.Phases {
 		cs, err := scenario.ExpandHosts(ph.Clients, all)
 		if err != nil {
@@ -58,6 +61,7 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 			}
 			ro.Clients[c] = w
 			ro.MeanSize[c] = mean
+			ro.Phases[c] = ph.Name
 		}
 	}
 	for _, h := range all {

@@ -139,6 +139,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unclosed mapping", "link:\n  rate: 100Mbit", "link: {rate: 100Mbit", 5, "link", "a mapping opened with { is not closed"},
 		{"key indented too far", "  hosts: 4", "   hosts: 4", 4, "hosts", "indented deeper than the key above"},
 		{"unknown baseline", "duration: 2s", "duration: 2s\nreport:\n  baseline: dctcp", 21, "report.baseline", `(homa, tcp-cubic), got "dctcp"`},
+		{"unknown headline phase", "duration: 2s", "duration: 2s\nreport:\n  headline_phase: probe", 21, "report.headline_phase", `expected the name of one of the phases`},
 		{"two labels for one configuration", "  - name: tcp", "  - name: tcp\n  - name: tcp\n    label: cubic", 13, "transports[2].label", `configuration "tcp-cubic" is listed twice`},
 		{"bad sweep value range", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.priorities\n    values: [4, 9]", 22, "transports[0].homa.priorities", "1, 2, 4 or 8"},
 	}

@@ -58,6 +58,10 @@ type Report struct {
 	// "homa-basic"); empty means the first Homa entry, or the first
 	// transport when there is no Homa.
 	Baseline string `yaml:"baseline"`
+	// HeadlinePhase names the phase the headline is about: its RPCs,
+	// whatever their size, instead of the short messages (requests and
+	// responses of at most 1000 bytes).
+	HeadlinePhase string `yaml:"headline_phase"`
 }
 
 // BaselineConfig is the label of the configuration the report compares

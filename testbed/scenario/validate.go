@@ -353,10 +353,18 @@ func (c *checker) checkTransports(s *Scenario) {
 	}
 }
 
-// checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
 // checkReport checks that report.baseline names one of the transports'
-// configurations.
+// configurations and report.headline_phase one of the phases.
 func (c *checker) checkReport(s *Scenario) {
+	if h := s.Report.HeadlinePhase; h != "" {
+		var names []string
+		for _, ph := range s.Phases {
+			names = append(names, ph.Name)
+		}
+		if !slices.Contains(names, h) {
+			c.errorf("report.headline_phase", "expected the name of one of the phases (%s), got %q", strings.Join(names, ", "), h)
+		}
+	}
 	b := s.Report.Baseline
 	if b == "" {
 		return
@@ -371,6 +379,7 @@ func (c *checker) checkReport(s *Scenario) {
 	c.errorf("report.baseline", "expected the label of one of the transports (%s), got %q", strings.Join(labels, ", "), b)
 }
 
+// checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
 func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	switch t.TCP.Congestion {
 	case "reno", "cubic", "bbr", "nv":

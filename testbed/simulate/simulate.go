@@ -386,6 +386,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	rec.Receivers = ro.Receivers
 	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
+	rec.ClientPhases = ro.Phases
 	r.man.Experiments = append(r.man.Experiments, rec)
 	r.log.Info("simulated", "experiment", e.Name, "issued", j.books.Issued, "completed", j.books.Completed,
 		"failed", j.books.Failed, "in_flight", j.books.InFlight, "events", net.Clock().Events())
