@@ -171,6 +171,9 @@ type port struct {
 	txPkts, txBytes       uint64
 	lossDrops, queueDrops uint64
 	loss                  float64 // probability a frame is lost on this link
+	// downFrom and downTo bound the windows the link is down, both ways
+	// (a switch port toward a host; SetDown).
+	downFrom, downTo []int64
 }
 
 // nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
@@ -209,7 +212,7 @@ func (p *port) service() {
 		if p.n.postcard != nil && p.sw != nil {
 			p.n.sent(p, &d)
 		}
-		if p.loss > 0 && p.n.rng.Float64() < p.loss {
+		if (p.loss > 0 && p.n.rng.Float64() < p.loss) || p.isDown(now) {
 			p.lossDrops++
 			f = nil
 		}
@@ -236,6 +239,10 @@ type swtch struct {
 
 // receive runs ingress on a frame arriving on inPort and queues it.
 func (s *swtch) receive(f []byte, inPort uint16) {
+	if in := s.ports[inPort]; in != nil && in.isDown(s.n.clock.now) {
+		in.lossDrops++
+		return
+	}
 	var v dataplane.Verdict
 	s.pl.Ingress(f, inPort, &v)
 	if v.Drop {
@@ -352,6 +359,29 @@ func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
 	}
 	n.switches[h.Switch].ports[h.Port].loss = toHost
 	return nil
+}
+
+// SetDown takes the link of host down, both ways, from from until to
+// (ns on the simulation's clock), as the scenario's link-down faults do:
+// the switch drops what the host sends and what it would send the host.
+func (n *Network) SetDown(host string, from, to int64) error {
+	h := n.byName[host]
+	if h == nil {
+		return fmt.Errorf("simnet: no host %q", host)
+	}
+	p := n.switches[h.Switch].ports[h.Port]
+	p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
+	return nil
+}
+
+// isDown reports whether the link is down at now.
+func (p *port) isDown(now int64) bool {
+	for i, f := range p.downFrom {
+		if now >= f && now < p.downTo[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // bucket is an emulated host's shaper: a token bucket at the link rate

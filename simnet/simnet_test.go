@@ -153,3 +153,46 @@ func TestRepeatsExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkDown checks a link-down window drops what crosses the link both
+// ways, counts it, and that Homa recovers the calls it hit once it is up.
+func TestLinkDown(t *testing.T) {
+	const rate = 1_000_000_000
+	n := star(t, 2, rate)
+	epoch := time.Unix(1_000_000, 0)
+	for i, h := range n.Nodes() {
+		if err := h.Start(homaCfg(rate), uint64(i+1)<<40, epoch, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo(t, n.Node("h1"), 100)
+	if err := n.SetDown("h1", int64(2*time.Millisecond), int64(4*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	done, failed := 0, 0
+	srv := netip.AddrPortFrom(n.Node("h1").IP, 4000)
+	for k := range 100 {
+		n.Clock().At(int64(k)*int64(100*time.Microsecond), func() {
+			n.Node("h2").Call(srv, make([]byte, 5000), func(_ []byte, _ homa.CallInfo, err error) {
+				if err != nil {
+					failed++
+					return
+				}
+				done++
+			})
+		})
+	}
+	n.Clock().Run(int64(2 * time.Second))
+	if done != 100 || failed != 0 {
+		t.Errorf("%d calls completed and %d failed of 100", done, failed)
+	}
+	var drops uint64
+	for _, p := range n.SwitchStats()["s1"].Ports {
+		if p.Port == 1 {
+			drops = p.FaultDrops
+		}
+	}
+	if drops == 0 {
+		t.Error("the down link dropped nothing")
+	}
+}

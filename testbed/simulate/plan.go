@@ -40,8 +40,8 @@ func Check(p *scenario.Plan) error {
 		errs = append(errs, "topology kind external runs on real machines: it cannot be simulated")
 	}
 	for i, f := range s.Faults {
-		if f.Loss == nil {
-			errs = append(errs, fmt.Sprintf("faults[%d] (%s on %s): the simulator models loss faults only", i, f.Kind(), f.Link))
+		if f.KillAgent != nil {
+			errs = append(errs, fmt.Sprintf("faults[%d] (kill_agent on %s): the simulator has no agent processes to kill (loss and down it models)", i, f.Link))
 		}
 	}
 	if s.Capture != nil {

@@ -62,7 +62,7 @@ var model = []string{
 	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
 	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
 	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
-	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, faults other than loss",
+	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, agent kills",
 }
 
 // Host NIC models (Options.HostNIC).
@@ -326,6 +326,14 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	for _, f := range s.Faults {
+		if f.Down != nil {
+			// At is in the measurement, which starts a warm-up after the
+			// clients (virtual time 0).
+			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
+			if err := net.SetDown(f.Link, from, from+f.Down.For.D().Nanoseconds()); err != nil {
+				return err
+			}
+		}
 		if f.Loss == nil {
 			continue // Check refused the other kinds
 		}
