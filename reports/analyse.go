@@ -418,6 +418,22 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 		}
 	}
 
+	// The shortest half of the messages, by request length (the Homa
+	// papers' "shortest 50%"): every RPC no longer than the median length.
+	if ideal != nil {
+		medLen := s[(n-1)/2].length
+		var half []float64
+		for _, x := range s {
+			if x.length > medLen {
+				break // s is sorted by length
+			}
+			half = append(half, float64(x.rtt)/ideal.at(x.length, int64(x.resp), int(x.links)))
+		}
+		slices.Sort(half)
+		e.ShortestHalf = &ShortestHalf{MaxLength: medLen, Count: int64(len(half)),
+			S50: fp(estimate(half, 0.5, c.confidence, 1).Value), S99: fp(estimate(half, 0.99, c.confidence, 1).Value)}
+	}
+
 	// Whole experiment.
 	slices.Sort(rtts)
 	e.RTT = percentiles(rtts, c.confidence, 1e-3)

@@ -44,6 +44,10 @@ type Experiment struct {
 	Params map[string]any `json:"params"`
 	RPCs   RPCCounts      `json:"rpcs"`
 	Short  Short          `json:"short"`
+	// ShortestHalf is the slowdown of the shortest 50% of the messages
+	// (every RPC whose request is no longer than the median request), the
+	// Homa papers' headline metric; null without an ideal RTT.
+	ShortestHalf *ShortestHalf `json:"shortest_half"`
 	// Phases are the percentiles of each scenario phase's RPCs (by the
 	// phase its client ran), in the order of the scenario; empty for runs
 	// that did not record the clients' phases.
@@ -286,4 +290,14 @@ type PhaseStats struct {
 	P999us   *float64 `json:"p999_us"`
 	S50      *float64 `json:"s50"`
 	S99      *float64 `json:"s99"`
+}
+
+// ShortestHalf is the slowdown of an experiment's shortest half of
+// messages: MaxLength is the median request length, Count the RPCs at or
+// below it.
+type ShortestHalf struct {
+	MaxLength int64    `json:"max_length"`
+	Count     int64    `json:"count"`
+	S50       *float64 `json:"s50"`
+	S99       *float64 `json:"s99"`
 }

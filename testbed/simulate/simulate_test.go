@@ -50,8 +50,13 @@ type summary struct {
 		Short struct {
 			P99us *float64 `json:"p99_us"`
 		} `json:"short"`
-		GoodputGbps *float64 `json:"goodput_gbps"`
-		Anatomy     *struct {
+		GoodputGbps  *float64 `json:"goodput_gbps"`
+		ShortestHalf *struct {
+			MaxLength int64    `json:"max_length"`
+			Count     int64    `json:"count"`
+			S50       *float64 `json:"s50"`
+		} `json:"shortest_half"`
+		Anatomy *struct {
 			RPCs      int    `json:"rpcs"`
 			Joined    int    `json:"joined"`
 			TailCause string `json:"tail_cause"`
@@ -108,6 +113,13 @@ func TestIdleSlowdownIsOne(t *testing.T) {
 	}
 	if len(lines) != 5 {
 		t.Fatalf("by_size.csv has %d sizes, want 4:\n%s", len(lines)-1, b)
+	}
+	// The shortest half: the 1 KB and 10 KB requests (the median is 10 KB),
+	// about two thirds of the RPCs, at slowdown 1 too.
+	e := readSummary(t, dir).Experiments[0]
+	if h := e.ShortestHalf; h == nil || h.MaxLength != 10000 || h.S50 == nil || *h.S50 < 0.95 || *h.S50 > 1.05 ||
+		h.Count*2 < int64(e.RPCs.Completed) {
+		t.Errorf("shortest half %+v of %d RPCs: want up to 10000 B, at least half, median slowdown 1.00 +- 0.05", h, e.RPCs.Completed)
 	}
 	for _, l := range lines[1:] {
 		f := strings.Split(l, ",")
