@@ -8,41 +8,27 @@
 // wall clock or starts a goroutine, so a run repeats exactly.
 package simnet
 
-import "container/heap"
-
-// event is something that happens at a time; seq orders events of the
-// same time by when they were scheduled, so a run repeats exactly.
+// event is something that happens at a time: fn, or frameFn with frame,
+// or timeFn with the event's time. seq orders events of the same time by
+// when they were scheduled, so a run repeats exactly. The three forms let
+// the hot paths schedule with functions made once, not a closure per
+// event.
 type event struct {
-	at  int64
-	seq uint64
-	fn  func()
-}
-
-type eventHeap []event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = event{}
-	*h = old[:len(old)-1]
-	return e
+	at      int64
+	seq     uint64
+	fn      func()
+	frameFn func([]byte)
+	frame   []byte
+	timeFn  func(int64)
 }
 
 // Clock is a simulation's event queue and virtual time, in nanoseconds
-// from the simulation's start.
+// from the simulation's start. The queue is a binary heap of events by
+// value, so scheduling allocates nothing once it has grown.
 type Clock struct {
 	now    int64
 	seq    uint64
-	q      eventHeap
+	q      []event
 	events uint64
 }
 
@@ -50,9 +36,70 @@ type Clock struct {
 func (c *Clock) Now() int64 { return c.now }
 
 // At schedules fn at time at (now, if at is in the past).
-func (c *Clock) At(at int64, fn func()) {
+func (c *Clock) At(at int64, fn func()) { c.push(event{at: at, fn: fn}) }
+
+// AtFrame schedules fn(frame) at time at.
+func (c *Clock) AtFrame(at int64, fn func([]byte), frame []byte) {
+	c.push(event{at: at, frameFn: fn, frame: frame})
+}
+
+// AtTime schedules fn(at) at time at: a timer that knows which arm it is.
+func (c *Clock) AtTime(at int64, fn func(int64)) { c.push(event{at: at, timeFn: fn}) }
+
+func (c *Clock) push(e event) {
+	e.at = max(e.at, c.now)
 	c.seq++
-	heap.Push(&c.q, event{at: max(at, c.now), seq: c.seq, fn: fn})
+	e.seq = c.seq
+	c.q = append(c.q, e)
+	c.up(len(c.q) - 1)
+}
+
+func (c *Clock) less(i, j int) bool {
+	a, b := &c.q[i], &c.q[j]
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+func (c *Clock) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !c.less(i, p) {
+			return
+		}
+		c.q[i], c.q[p] = c.q[p], c.q[i]
+		i = p
+	}
+}
+
+func (c *Clock) down(i int) {
+	n := len(c.q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && c.less(r, l) {
+			m = r
+		}
+		if !c.less(m, i) {
+			return
+		}
+		c.q[i], c.q[m] = c.q[m], c.q[i]
+		i = m
+	}
+}
+
+// pop removes and returns the earliest event.
+func (c *Clock) pop() event {
+	e := c.q[0]
+	last := len(c.q) - 1
+	c.q[0] = c.q[last]
+	c.q[last] = event{}
+	c.q = c.q[:last]
+	if last > 0 {
+		c.down(0)
+	}
+	return e
 }
 
 // Run runs events in time order until none is left at or before until,
@@ -60,10 +107,17 @@ func (c *Clock) At(at int64, fn func()) {
 // are not wanted).
 func (c *Clock) Run(until int64) {
 	for len(c.q) > 0 && c.q[0].at <= until {
-		e := heap.Pop(&c.q).(event)
+		e := c.pop()
 		c.now = e.at
 		c.events++
-		e.fn()
+		switch {
+		case e.fn != nil:
+			e.fn()
+		case e.frameFn != nil:
+			e.frameFn(e.frame)
+		default:
+			e.timeFn(e.at)
+		}
 	}
 	c.now = max(c.now, until)
 }

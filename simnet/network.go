@@ -71,6 +71,8 @@ type Network struct {
 	switches map[string]*swtch
 	names    []string // switch names, sorted
 	rng      *rand.Rand
+	// frames are frame buffers back from delivered and dropped frames.
+	frames [][]byte
 	// postcard, when set, receives every frame a switch sends, as the
 	// embedded switch records it; arrivals holds the frames queued meanwhile.
 	postcard func(sw string, p *switchstats.Postcard)
@@ -117,10 +119,12 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("simnet: host %s: name or address %v used twice", h.Name, h.IP)
 		}
 		node := &Node{n: n, Host: h}
+		node.wakeFn = node.wake
 		toSwitch := func(f []byte) { sw.receive(f, h.Port) }
 		if cfg.HostBurstBytes > 0 {
 			node.shaper = &bucket{n: n, out: toSwitch, rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
 				tokens: float64(cfg.HostBurstBytes)}
+			node.shaper.releaseFn = node.shaper.release
 		} else {
 			node.nic = n.newPort(toSwitch, nicQueuePkts, 0)
 		}
@@ -164,6 +168,8 @@ type port struct {
 	pm      *dataplane.PortModel
 	out     func([]byte)
 	pending bool // a service event is scheduled
+	// serviceFn is service, made once: scheduling it allocates nothing.
+	serviceFn func()
 	// sw and num are a switch port's switch and number (postcards).
 	sw  *swtch
 	num uint16
@@ -180,9 +186,11 @@ type port struct {
 const nicQueuePkts = 1000
 
 func (n *Network) newPort(out func([]byte), depthPkts, bufferBytes int) *port {
-	return &port{n: n, out: out, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
+	p := &port{n: n, out: out, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
 		RateBps: n.cfg.RateBps, WireOverhead: n.cfg.WireOverhead,
 		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
+	p.serviceFn = p.service
+	return p
 }
 
 // enqueue queues frame f as verdict v says; false if the port dropped it.
@@ -190,6 +198,7 @@ func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
 	ok := p.pm.Enqueue(f, v, p.n.clock.now)
 	if !ok {
 		p.queueDrops++
+		p.n.freeFrame(f)
 	}
 	if !p.pending {
 		p.service()
@@ -214,16 +223,14 @@ func (p *port) service() {
 		}
 		if (p.loss > 0 && p.n.rng.Float64() < p.loss) || p.isDown(now) {
 			p.lossDrops++
-			f = nil
+			p.n.freeFrame(f)
+		} else {
+			p.n.clock.AtFrame(d.End+p.n.cfg.Delay.Nanoseconds(), p.out, f)
 		}
-		arrive := d.End + p.n.cfg.Delay.Nanoseconds()
-		if f != nil {
-			p.n.clock.At(arrive, func() { p.out(f) })
-		}
-		p.n.clock.At(d.End, p.service)
+		p.n.clock.At(d.End, p.serviceFn)
 	case wake != 0:
 		p.pending = true
-		p.n.clock.At(wake, p.service)
+		p.n.clock.At(wake, p.serviceFn)
 	}
 }
 
@@ -241,17 +248,20 @@ type swtch struct {
 func (s *swtch) receive(f []byte, inPort uint16) {
 	if in := s.ports[inPort]; in != nil && in.isDown(s.n.clock.now) {
 		in.lossDrops++
+		s.n.freeFrame(f)
 		return
 	}
 	var v dataplane.Verdict
 	s.pl.Ingress(f, inPort, &v)
 	if v.Drop {
 		s.drops++
+		s.n.freeFrame(f)
 		return
 	}
 	p := s.ports[v.EgressPort]
 	if p == nil {
 		s.noPort++
+		s.n.freeFrame(f)
 		return
 	}
 	if s.n.postcard != nil && len(f) > 0 {
@@ -286,9 +296,10 @@ const (
 	frameHdr = ethLen + ipLen
 )
 
-// frame builds the frame carrying a Homa packet from src to dst.
-func frame(src, dst *Host, tos uint8, payload []byte) []byte {
-	f := make([]byte, frameHdr+len(payload))
+// frame builds the frame carrying a Homa packet from src to dst, in a
+// buffer from the network's free list.
+func (n *Network) frame(src, dst *Host, tos uint8, payload []byte) []byte {
+	f := n.newFrame(frameHdr + len(payload))
 	putMAC(f[0:6], dst.MAC)
 	putMAC(f[6:12], src.MAC)
 	binary.BigEndian.PutUint16(f[12:], 0x0800)
@@ -395,7 +406,9 @@ type bucket struct {
 	at      int64 // when tokens was last brought up to date
 	q       [][]byte
 	pending bool // a release is scheduled
-	loss    float64
+	// releaseFn is release, made once.
+	releaseFn func()
+	loss      float64
 	// Drops counts frames refused because nicQueuePkts were waiting.
 	drops, lossDrops uint64
 }
@@ -423,7 +436,7 @@ func (b *bucket) release() {
 		need := float64(len(f))
 		if b.tokens < need {
 			b.pending = true
-			b.n.clock.At(now+int64((need-b.tokens)/b.rate)+1, b.release)
+			b.n.clock.At(now+int64((need-b.tokens)/b.rate)+1, b.releaseFn)
 			return
 		}
 		b.tokens -= need
@@ -431,9 +444,36 @@ func (b *bucket) release() {
 		b.q = b.q[1:]
 		if b.loss > 0 && b.n.rng.Float64() < b.loss {
 			b.lossDrops++
+			b.n.freeFrame(f)
 			continue
 		}
-		arrive := now + b.n.cfg.Delay.Nanoseconds()
-		b.n.clock.At(arrive, func() { b.out(f) })
+		b.n.clock.AtFrame(now+b.n.cfg.Delay.Nanoseconds(), b.out, f)
+	}
+}
+
+// maxFrame is the capacity of the frames the free list keeps: a 1500-byte
+// MTU's frame, rounded up. Longer frames are allocated as they come and
+// left to the garbage collector.
+const maxFrame = 2048
+
+// newFrame returns a frame buffer of length n, reused when one is free.
+// Its bytes are not cleared: the caller writes every one.
+func (n *Network) newFrame(size int) []byte {
+	if k := len(n.frames); k > 0 && size <= maxFrame {
+		f := n.frames[k-1]
+		n.frames = n.frames[:k-1]
+		return f[:size]
+	}
+	if size > maxFrame {
+		return make([]byte, size)
+	}
+	return make([]byte, size, maxFrame)
+}
+
+// freeFrame takes back a frame nothing refers to any more: delivered to
+// its host's endpoint (which copies what it keeps) or dropped.
+func (n *Network) freeFrame(f []byte) {
+	if cap(f) == maxFrame && len(n.frames) < 1<<16 {
+		n.frames = append(n.frames, f[:0])
 	}
 }

@@ -26,6 +26,9 @@ type Node struct {
 	wakeAt  time.Duration
 	wakeSet bool
 	rx      [1]homa.Packet
+	wakeFn  func(int64) // wake, made once
+	// wakeSched is when the wake-up is scheduled on the simulation's clock.
+	wakeSched int64
 	// NoRoute counts packets the endpoint sent to an address no host has.
 	NoRoute uint64
 }
@@ -109,19 +112,25 @@ func (h *Node) settle() {
 		return
 	}
 	h.wakeAt, h.wakeSet = at, true
-	h.n.clock.At((at - clockBase).Nanoseconds(), func() {
-		if h.d == nil || !h.wakeSet || h.wakeAt != at {
-			return // a later arm replaced this one
-		}
-		h.wakeSet = false
-		h.d.Wake()
-		h.settle()
-	})
+	h.wakeSched = max((at - clockBase).Nanoseconds(), h.n.clock.now)
+	h.n.clock.AtTime(h.wakeSched, h.wakeFn)
+}
+
+// wake is the pacer's wake-up scheduled for virtual time t, unless a
+// later arm replaced it.
+func (h *Node) wake(t int64) {
+	if h.d == nil || !h.wakeSet || h.wakeSched != t {
+		return
+	}
+	h.wakeSet = false
+	h.d.Wake()
+	h.settle()
 }
 
 // receive hands a frame that arrived at h to its endpoint.
 func (h *Node) receive(f []byte) {
 	if h.d == nil || len(f) < frameHdr {
+		h.n.freeFrame(f)
 		return
 	}
 	ip := f[ethLen:]
@@ -132,6 +141,7 @@ func (h *Node) receive(f []byte) {
 	h.rx[0] = p
 	h.d.Deliver(h.rx[:])
 	h.rx[0] = homa.Packet{}
+	h.n.freeFrame(f) // the endpoint copied what it keeps
 	h.settle()
 }
 
@@ -154,7 +164,7 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			h.NoRoute++
 			continue
 		}
-		f := frame(&h.Host, &dst.Host, p.TOS, p.Buf)
+		f := h.n.frame(&h.Host, &dst.Host, p.TOS, p.Buf)
 		if h.shaper != nil {
 			h.shaper.send(f)
 		} else {

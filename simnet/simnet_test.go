@@ -15,7 +15,7 @@ import (
 
 // star builds a one-switch network of n hosts at rate, programmed by the
 // controller.
-func star(t *testing.T, n int, rate uint64) *Network {
+func star(t testing.TB, n int, rate uint64) *Network {
 	t.Helper()
 	topo := &controller.Topology{Switches: []controller.Switch{{Name: "s1", DeviceID: 1}}}
 	var hosts []Host

@@ -1,6 +1,10 @@
 package dataplane
 
-import "github.com/homatb/homatb/p4/switchstats"
+import (
+	"sync"
+
+	"github.com/homatb/homatb/p4/switchstats"
+)
 
 // PortModel is one egress port's traffic manager and shaper, the switch's
 // own (eight strict-priority queues, their limits, the switch modes, the
@@ -12,6 +16,10 @@ import "github.com/homatb/homatb/p4/switchstats"
 // methods may be called from several goroutines.
 type PortModel struct {
 	t *tm
+	// free keeps the packets frames left in, so a simulation's ports
+	// allocate none per frame (sync.Pool: the methods may be called from
+	// several goroutines).
+	free sync.Pool
 }
 
 // PortModelConfig describes a PortModel; zero fields mean the documented
@@ -72,7 +80,11 @@ func NewPortModel(cfg PortModelConfig) *PortModel {
 // takes frame (a trim_above verdict may rewrite it); the caller gets it
 // back from Dequeue. It returns false when the port dropped it.
 func (m *PortModel) Enqueue(frame []byte, v Verdict, now int64) bool {
-	p := &packet{buf: frame, n: len(frame)}
+	p, _ := m.free.Get().(*packet)
+	if p == nil {
+		p = new(packet)
+	}
+	*p = packet{buf: frame, n: len(frame)}
 	if v.Queue >= NumQueues {
 		v.Queue = NumQueues - 1
 	}
@@ -93,7 +105,10 @@ func (m *PortModel) Dequeue(now int64) (d PortDeparture, ok bool, wake int64) {
 	end := m.t.shaper.freeAt
 	m.t.mu.Unlock()
 	p := out[0].pkt
-	return PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs)}, true, 0
+	d = PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs)}
+	*p = packet{}
+	m.free.Put(p)
+	return d, true, 0
 }
 
 // Stats returns the port's counters and depth.

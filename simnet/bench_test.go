@@ -1,0 +1,69 @@
+package simnet
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/workloads"
+)
+
+// BenchmarkAllToAll simulates 2 ms of 16 hosts at 10 Gbit/s sending W4
+// messages (truncated at 1 MB) to each other at about 60% load, and
+// reports the simulator's speed: events per wall second and simulated
+// µs per wall second, with the allocations per event.
+func BenchmarkAllToAll(b *testing.B) {
+	const (
+		rate  = 10_000_000_000
+		hosts = 16
+		span  = 2 * time.Millisecond
+	)
+	sizes, err := workloads.ParseSizeSpec("w4,max=1000000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var events uint64
+	for b.Loop() {
+		b.StopTimer()
+		n := star(b, hosts, rate)
+		epoch := time.Unix(1_000_000, 0)
+		for i, h := range n.Nodes() {
+			if err := h.Start(homaCfg(rate), uint64(i+1)<<40, epoch, nil); err != nil {
+				b.Fatal(err)
+			}
+			resp := make([]byte, 100)
+			if err := h.Serve(4000, func(sr *homa.ServerRPC) { _ = h.Reply(sr, resp) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		req := make([]byte, sizes.Max())
+		// Per host, messages at 60% of its link, Poisson.
+		perHost := 0.6 * rate / 8 / sizes.Mean()
+		for i := 1; i <= hosts; i++ {
+			h := n.Node(fmt.Sprintf("h%d", i))
+			var at float64
+			for {
+				at += rng.ExpFloat64() / perHost
+				if at >= span.Seconds() {
+					break
+				}
+				dst := n.Node(fmt.Sprintf("h%d", 1+(i+rng.IntN(hosts-1))%hosts))
+				size := sizes.Sample(rng)
+				n.Clock().At(int64(at*1e9), func() {
+					h.Call(netip.AddrPortFrom(dst.IP, 4000), req[:size], func([]byte, homa.CallInfo, error) {})
+				})
+			}
+		}
+		b.StartTimer()
+		before := n.Clock().Events()
+		n.Clock().Run(int64(span))
+		events += n.Clock().Events() - before
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(events)/sec, "events/s")
+	b.ReportMetric(float64(span.Microseconds())*float64(b.N)/sec, "sim-µs/s")
+}
