@@ -74,7 +74,7 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.slice != 0 && (f.slice < schedprio.MinSlice || f.slice > schedprio.MaxSlice) {
 		return usagef("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
 	}
-	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions})
+	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions, Simulate: f.simulate})
 	if err != nil {
 		return err
 	}

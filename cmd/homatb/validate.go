@@ -26,7 +26,7 @@ every file is valid, 2 when one is not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed []string
 			for _, f := range args {
-				plan, err := loadPlan(f, cmd.InOrStdin())
+				plan, err := loadPlan(f, cmd.InOrStdin(), scenario.Options{Simulate: simulated})
 				if err == nil && simulated {
 					if err = simulate.Check(plan); err != nil {
 						err = fmt.Errorf("%s: %w", f, err)
@@ -63,9 +63,9 @@ const stdinName = "<stdin>"
 
 // loadPlan reads, validates and expands the scenario in file, or in stdin
 // when file is "-".
-func loadPlan(file string, stdin io.Reader) (*scenario.Plan, error) {
+func loadPlan(file string, stdin io.Reader, opt scenario.Options) (*scenario.Plan, error) {
 	if file != "-" {
-		return scenario.Load(file, scenario.Options{})
+		return scenario.Load(file, opt)
 	}
 	data, err := io.ReadAll(stdin)
 	if err != nil {
@@ -75,5 +75,5 @@ func loadPlan(file string, stdin io.Reader) (*scenario.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return src.Plan(scenario.Options{})
+	return src.Plan(opt)
 }

@@ -70,3 +70,36 @@ duration: 2s
 		})
 	}
 }
+
+// TestSimulateRates: rates beyond Mininet's shaper are valid for the
+// simulator only.
+func TestSimulateRates(t *testing.T) {
+	src := `name: r
+topology: {kind: star, hosts: 3}
+link: {rate: 10Gbit}
+transports:
+  - name: homa
+phases:
+  - {name: p, clients: [h2], servers: [h1], sizes: fixed:1000, arrivals: poisson, rate_rps: 10}
+duration: 1s
+`
+	for _, tc := range []struct {
+		simulate bool
+		wantErr  string
+	}{
+		{false, "link.rate: expected a rate from 1Mbit to 1Gbit"},
+		{true, ""},
+	} {
+		s, err := Parse("r.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Plan(Options{Simulate: tc.simulate})
+		if tc.wantErr == "" && err != nil {
+			t.Errorf("simulate %v: %v", tc.simulate, err)
+		}
+		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("simulate %v: err %v, want %q", tc.simulate, err, tc.wantErr)
+		}
+	}
+}

@@ -50,6 +50,9 @@ type Options struct {
 	// Repetitions, when positive, replaces the scenario's repetitions
 	// (homatb run --repetitions).
 	Repetitions int
+	// Simulate checks the scenario for homatb run --simulate: the limits
+	// that are Mininet's (the hosts' shaped rate) do not apply.
+	Simulate bool
 }
 
 // SizeStats is what validation needs of a size distribution.
@@ -141,7 +144,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	if opt.Repetitions > 0 {
 		base.Repetitions = opt.Repetitions
 	}
-	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec()}
+	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)
 	if len(c.errs) > 0 {
@@ -319,7 +322,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c := &checker{file: src.File, idx: src.idx, overrides: map[string]int{}, sizeSpec: opt.sizeSpec()}
+	c := &checker{file: src.File, idx: src.idx, overrides: map[string]int{}, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
 	params := map[string]string{}
 	var order []string
 	idx := sweepIndexes(base, k)

@@ -37,6 +37,8 @@ type checker struct {
 	// SizeSpec validates a size spec and returns its mean and longest
 	// length.
 	sizeSpec func(string) (SizeStats, error)
+	// simulate: the scenario is for the simulator (Options.Simulate).
+	simulate bool
 }
 
 func (c *checker) errorf(path, format string, args ...any) {
@@ -194,8 +196,12 @@ func (c *checker) checkLink(s *Scenario) {
 		if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxExternalLinkRate {
 			c.errorf("link.rate", "expected the hosts' NIC rate, from 1Mbit to 400Gbit, got %s", s.Link.Rate)
 		}
+	} else if c.simulate {
+		if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxExternalLinkRate {
+			c.errorf("link.rate", "expected a rate from 1Mbit to 400Gbit, got %s", s.Link.Rate)
+		}
 	} else if s.Link.Rate < MinLinkRate || s.Link.Rate > MaxLinkRate {
-		c.errorf("link.rate", "expected a rate from 1Mbit to 1Gbit (Mininet's TCLink shapes hosts up to 1000 Mbit/s), got %s", s.Link.Rate)
+		c.errorf("link.rate", "expected a rate from 1Mbit to 1Gbit (Mininet's TCLink shapes hosts up to 1000 Mbit/s; homatb run --simulate takes up to 400Gbit), got %s", s.Link.Rate)
 	}
 	if s.Link.MTU < 576 || s.Link.MTU > 9000 {
 		c.errorf("link.mtu", "expected an MTU from 576 to 9000 bytes, got %d", s.Link.MTU)
