@@ -30,8 +30,10 @@ type idealRTT struct {
 	baseReq, baseResp int64
 	baseLinks         int
 	rateBps           float64
-	mtu, overhead     int
-	source            string
+	// uplinkBps is the links' between switches (0: rateBps).
+	uplinkBps     float64
+	mtu, overhead int
+	source        string
 }
 
 // wire is the bytes a message of n bytes takes on a link, and those of its
@@ -43,10 +45,18 @@ func (id *idealRTT) wire(n int64) (all, first float64) {
 	return float64(n) + float64(pkts)*per, float64(min(n, payload)) + per
 }
 
-// transfer is the ns a message of n bytes takes over links links.
+// transfer is the ns a message of n bytes takes over links links: all
+// of it at the hosts' rate, and store and forward, its first packet once
+// more on each further link, at the hosts' rate on the second host link
+// and at the uplinks' rate between switches.
 func (id *idealRTT) transfer(n int64, links int) float64 {
 	all, first := id.wire(n)
-	return (all + float64(max(links-1, 0))*first) * 8 / id.rateBps * 1e9
+	up := id.uplinkBps
+	if up == 0 {
+		up = id.rateBps
+	}
+	ns := (all + float64(min(max(links-1, 0), 1))*first) * 8 / id.rateBps * 1e9
+	return ns + float64(max(links-2, 0))*first*8/up*1e9
 }
 
 // at returns the ideal RTT (ns) of an RPC; links 0 (unknown) is taken as
@@ -66,6 +76,7 @@ func newIdeal(calib map[string]map[int64]*calibPoint, man *manifest) (id *idealR
 	id = &idealRTT{baseNs: math.Inf(1)}
 	if f := man.Fabric; f != nil {
 		id.rateBps, id.mtu, id.overhead = float64(f.LinkBps), f.MTU, f.FrameOverhead
+		id.uplinkBps = float64(f.UplinkBps)
 	} else {
 		id.rateBps, id.mtu, id.overhead = float64(man.RateBps()), 1500, fabric.Framing
 		note = fmt.Sprintf("manifest.json describes no fabric: the ideal RTT assumes MTU %d, %d B framing and 2 links each way", id.mtu, id.overhead)

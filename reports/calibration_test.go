@@ -33,6 +33,12 @@ func TestIdealRTT(t *testing.T) {
 			t.Errorf("%s: ideal %.0f ns, want %.0f", tc.name, got, tc.want)
 		}
 	}
+	// Uplinks at 4x the hosts' rate: the two spine hops of a 100 B
+	// message take a quarter of their time (178 B x 160 / 4 each).
+	id.uplinkBps = 200e6
+	if got, want := id.at(100, 100, 4), 256_000+2*(2*178*160/4.0); math.Abs(got-want) > 1e-6 {
+		t.Errorf("across a spine at 4x: ideal %.0f ns, want %.0f", got, want)
+	}
 }
 
 func TestOwnBaselineLinear(t *testing.T) {

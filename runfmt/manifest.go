@@ -84,6 +84,9 @@ func (m *Manifest) RateBps() uint64 {
 // NewFabric is the fabric description f as manifest.json holds it.
 func NewFabric(f *fabric.Fabric) *Fabric {
 	r := &Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	if f.UplinkBps != 0 && f.UplinkBps != f.RateBps {
+		r.UplinkBps = f.UplinkBps
+	}
 	for _, h := range f.Hosts {
 		r.Hosts = append(r.Hosts, FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
 	}
@@ -116,6 +119,9 @@ type Fabric struct {
 	// InterSwitchLinks is how many links a packet crosses between two
 	// top-of-rack switches (2 in a leaf-spine: leaf, spine, leaf).
 	InterSwitchLinks int `json:"inter_switch_links"`
+	// UplinkBps is the rate of the links between switches when it is not
+	// LinkBps (topology.uplink_rate); 0 otherwise.
+	UplinkBps uint64 `json:"uplink_bps,omitempty"`
 }
 
 // FabricHost is one host of the fabric.

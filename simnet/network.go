@@ -1,6 +1,7 @@
 package simnet
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -37,6 +38,9 @@ type Link struct {
 // Config describes a network. Every link runs at RateBps.
 type Config struct {
 	RateBps uint64
+	// UplinkBps is the rate of the links between switches; zero means
+	// RateBps.
+	UplinkBps uint64
 	// WireOverhead is what a link charges per frame beyond its bytes
 	// (fabric.WireOverhead: preamble, gap, FCS).
 	WireOverhead int
@@ -126,12 +130,12 @@ func New(cfg Config) (*Network, error) {
 				tokens: float64(cfg.HostBurstBytes)}
 			node.shaper.releaseFn = node.shaper.release
 		} else {
-			node.nic = n.newPort(toSwitch, nicQueuePkts, 0)
+			node.nic = n.newPort(toSwitch, cfg.RateBps, nicQueuePkts, 0)
 		}
 		if sw.ports[h.Port] != nil {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
-		sw.ports[h.Port] = n.newPort(node.receive, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		sw.ports[h.Port] = n.newPort(node.receive, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		sw.ports[h.Port].sw, sw.ports[h.Port].num = sw, h.Port
 		n.hosts = append(n.hosts, node)
 		n.byName[h.Name], n.byIP[h.IP] = node, node
@@ -144,8 +148,9 @@ func New(cfg Config) (*Network, error) {
 		if a.ports[l.APort] != nil || b.ports[l.BPort] != nil {
 			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
 		}
-		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		up := cmp.Or(cfg.UplinkBps, cfg.RateBps)
+		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		a.ports[l.APort].sw, a.ports[l.APort].num = a, l.APort
 		b.ports[l.BPort].sw, b.ports[l.BPort].num = b, l.BPort
 	}
@@ -170,6 +175,7 @@ type port struct {
 	pending bool // a service event is scheduled
 	// serviceFn is service, made once: scheduling it allocates nothing.
 	serviceFn func()
+	rate      uint64 // bit/s
 	// sw and num are a switch port's switch and number (postcards).
 	sw  *swtch
 	num uint16
@@ -185,9 +191,9 @@ type port struct {
 // nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
 const nicQueuePkts = 1000
 
-func (n *Network) newPort(out func([]byte), depthPkts, bufferBytes int) *port {
-	p := &port{n: n, out: out, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
-		RateBps: n.cfg.RateBps, WireOverhead: n.cfg.WireOverhead,
+func (n *Network) newPort(out func([]byte), rateBps uint64, depthPkts, bufferBytes int) *port {
+	p := &port{n: n, out: out, rate: rateBps, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
+		RateBps: rateBps, WireOverhead: n.cfg.WireOverhead,
 		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
 	p.serviceFn = p.service
 	return p
@@ -347,7 +353,7 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 			p := s.ports[pn]
 			pms := p.pm.Stats()
 			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
-				RateBps: n.cfg.RateBps, Queues: p.pm.Queues(), TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
+				RateBps: p.rate, Queues: p.pm.Queues(), TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
 				PipelineDrops: s.drops, BadVerdicts: s.noPort})
 		}
 		out[name] = st

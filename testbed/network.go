@@ -202,12 +202,33 @@ func mininetSpec(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, files
 			LinkBps: f.RateBps, QueueDepthPkts: f.QueueDepthPkts,
 			StatsFile: filepath.Join(files.runDir, "switch", sw.Name+"-final.json"),
 			LogFile:   filepath.Join(files.runDir, "logs", sw.Name+".log"), AdminSocket: files.adminSocket(sw.Name),
-			ExtraArgs: append(switches.BufferArgs(s.Switch), files.scheduling...), PcapDir: files.pcapDir(),
+			ExtraArgs: append(append(switches.BufferArgs(s.Switch), uplinkArgs(n, f, sw.Name)...), files.scheduling...), PcapDir: files.pcapDir(),
 			BMv2JSON: files.bmv2JSON, ThriftPort: sw.ThriftPort,
 			GRPCSocket: sw.GRPCSocket, Notifications: notify, PortShaper: shaper,
 		})
 	}
 	return spec, nil
+}
+
+// uplinkArgs are switch sw's --port-rate flags for its links to other
+// switches, when they run at another rate than the hosts' links
+// (topology.uplink_rate).
+func uplinkArgs(n *topo.Network, f *fabdesc.Fabric, sw string) []string {
+	if f.Uplink() == f.RateBps {
+		return nil
+	}
+	var args []string
+	for _, l := range n.Links {
+		for _, end := range []struct {
+			name string
+			port int
+		}{{l.A, l.APort}, {l.B, l.BPort}} {
+			if end.name == sw {
+				args = append(args, "--port-rate", fmt.Sprintf("%d:%d", end.port, f.Uplink()))
+			}
+		}
+	}
+	return args
 }
 
 // schedulingArgs are the agents' flags for the run's scheduling.

@@ -3,6 +3,7 @@ package testbed
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +112,38 @@ func TestSchedFlags(t *testing.T) {
 	for _, tc := range tests {
 		if got := schedFlags(tc.opt, 7); !slices.Equal(got, tc.want) {
 			t.Errorf("%+v: %q, want %q", tc.opt, got, tc.want)
+		}
+	}
+}
+
+// TestUplinkArgs: with topology.uplink_rate every switch shapes its ports
+// toward other switches at that rate, and only those.
+func TestUplinkArgs(t *testing.T) {
+	n, err := topo.Layout(scenario.Topology{Kind: scenario.KindLeafSpine, Leaves: 2, Spines: 2, HostsPerLeaf: 3}, "hb0c0de")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scenario.Scenario{Topology: scenario.Topology{Kind: scenario.KindLeafSpine}, Link: scenario.Link{Rate: 100e6, MTU: 1500}}
+	if got := uplinkArgs(n, n.Fabric(s), "s1"); got != nil {
+		t.Errorf("without uplink_rate: %v, want none", got)
+	}
+	s.Topology.UplinkRate = 400e6
+	f := n.Fabric(s)
+	for _, sw := range n.Switches {
+		args := uplinkArgs(n, f, sw.Name)
+		var links int
+		for _, l := range n.Links {
+			if l.A == sw.Name || l.B == sw.Name {
+				links++
+			}
+		}
+		if len(args) != 2*links || links == 0 {
+			t.Errorf("%s: %v for %d links to other switches", sw.Name, args, links)
+		}
+		for i := 1; i < len(args); i += 2 {
+			if !strings.HasSuffix(args[i], ":400000000") {
+				t.Errorf("%s: %s, want PORT:400000000", sw.Name, args[i])
+			}
 		}
 	}
 }

@@ -29,6 +29,7 @@ type switchFlags struct {
 	deviceID        uint64
 	grpcAddr        string
 	linkRate        string
+	portRates       []string
 	queueDepthPkts  int
 	queueDepthBytes int
 	queueDepths     []string
@@ -81,6 +82,7 @@ forwarded frame (--postcards records from start to exit).`,
 	fl.Uint64Var(&f.deviceID, "device-id", 1, "P4Runtime device_id")
 	fl.StringVar(&f.grpcAddr, "grpc-server-addr", "127.0.0.1:9559", "P4Runtime listen address")
 	fl.StringVar(&f.linkRate, "link-rate", "1Gbit", `egress shaper rate of every port ("100Mbit", "1Gbit", bits/s, or "unlimited")`)
+	fl.StringArrayVar(&f.portRates, "port-rate", nil, `PORT:RATE egress shaper rate of one port instead of --link-rate ("4Gbit"), repeatable`)
 	fl.IntVar(&f.queueDepthPkts, "queue-depth-pkts", dataplane.DefaultQueueDepthPkts, "packet limit of every (port, queue), as BMv2's set_queue_depth")
 	fl.IntVar(&f.queueDepthBytes, "queue-depth-bytes", 0, "byte limit of every (port, queue) (0: packets only)")
 	fl.StringArrayVar(&f.queueDepths, "queue-depth", nil, "PORT:QUEUE:PKTS packet limit of one queue (QUEUE * for all), repeatable")
@@ -209,6 +211,20 @@ func (f *switchFlags) dataplaneConfig(log *slog.Logger) (dataplane.Config, error
 		return cfg, fmt.Errorf("--link-rate: %w", err)
 	}
 	cfg.LinkRateBps, cfg.Unshaped = rate, rate == 0
+	for _, s := range f.portRates {
+		port, v, err := parsePortValue(s)
+		if err != nil {
+			return cfg, fmt.Errorf("--port-rate: %w", err)
+		}
+		r, err := parseLinkRate(v)
+		if err != nil || r == 0 {
+			return cfg, fmt.Errorf("--port-rate %s: expected PORT:RATE with a rate such as 4Gbit", s)
+		}
+		if cfg.PortRateBps == nil {
+			cfg.PortRateBps = map[uint16]uint64{}
+		}
+		cfg.PortRateBps[port] = r
+	}
 	for _, s := range f.queueDepths {
 		port, queue, n, err := parsePortQueueValue(s)
 		if err != nil {

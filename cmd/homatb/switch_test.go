@@ -59,6 +59,7 @@ func TestSwitchFlagsToConfig(t *testing.T) {
 		queueRates:     []string{"1:*:1000"},
 		dropProb:       []string{"2:0.25"},
 		dropEvery:      []string{"2:10"},
+		portRates:      []string{"2:400Mbit"},
 		batch:          16,
 	}
 	cfg, err := f.dataplaneConfig(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -80,6 +81,9 @@ func TestSwitchFlagsToConfig(t *testing.T) {
 	if cfg.Faults[2] != (dataplane.Fault{DropProb: 0.25, EveryN: 10}) {
 		t.Errorf("faults %+v", cfg.Faults)
 	}
+	if len(cfg.PortRateBps) != 1 || cfg.PortRateBps[2] != 400_000_000 {
+		t.Errorf("port rates %v, want port 2 at 400 Mbit/s", cfg.PortRateBps)
+	}
 }
 
 func TestSwitchFlagsRejected(t *testing.T) {
@@ -98,6 +102,8 @@ func TestSwitchFlagsRejected(t *testing.T) {
 		{"queue depth shape", func(f *switchFlags) { f.queueDepths = []string{"1:2"} }},
 		{"probability above 1", func(f *switchFlags) { f.dropProb = []string{"1:1.5"} }},
 		{"drop every negative", func(f *switchFlags) { f.dropEvery = []string{"1:-3"} }},
+		{"port rate shape", func(f *switchFlags) { f.portRates = []string{"1"} }},
+		{"port rate unlimited", func(f *switchFlags) { f.portRates = []string{"1:unlimited"} }},
 	}
 	for _, tc := range tests {
 		f := base()

@@ -41,7 +41,18 @@ type Fabric struct {
 	// InterSwitchLinks is how many links a packet crosses between two
 	// top-of-rack switches (2 in a leaf-spine).
 	InterSwitchLinks int
-	Hosts            []Host
+	// UplinkBps is the rate of the links between switches; zero means
+	// RateBps (Uplink).
+	UplinkBps uint64
+	Hosts     []Host
+}
+
+// Uplink is the rate of the links between switches.
+func (f *Fabric) Uplink() uint64 {
+	if f.UplinkBps != 0 {
+		return f.UplinkBps
+	}
+	return f.RateBps
 }
 
 // New returns a fabric of links at rateBps carrying packets of at most

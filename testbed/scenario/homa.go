@@ -117,6 +117,7 @@ func (s *Scenario) Fabric() *fabric.Fabric {
 	f := fabric.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
 	if s.Topology.Kind == KindLeafSpine {
 		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
+		f.UplinkBps = uint64(s.Topology.UplinkRate)
 	}
 	return f
 }

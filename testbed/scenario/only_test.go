@@ -103,3 +103,48 @@ duration: 1s
 		}
 	}
 }
+
+// TestUplinkRate: uplinks of their own rate on a leaf-spine only, within
+// the emulation's rates unless simulated.
+func TestUplinkRate(t *testing.T) {
+	base := `name: u
+topology: {kind: KIND, UPLINK}
+link: {rate: 100Mbit}
+transports:
+  - name: homa
+phases:
+  - {name: p, clients: [h2], servers: [h1], sizes: fixed:1000, arrivals: poisson, rate_rps: 10}
+duration: 1s
+`
+	for _, tc := range []struct {
+		name, kind, uplink string
+		simulate           bool
+		wantErr            string
+	}{
+		{"leaf-spine at 400Mbit", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "uplink_rate: 400Mbit", false, ""},
+		{"star has no uplinks", "star, hosts: 3", "uplink_rate: 400Mbit", false, "only a leaf-spine topology has uplinks"},
+		{"beyond the emulation", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "uplink_rate: 40Gbit", false, "expected a rate from 1Mbit to 1Gbit"},
+		{"simulated at 40Gbit", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "uplink_rate: 40Gbit", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.NewReplacer("KIND", tc.kind, "UPLINK", tc.uplink).Replace(base)
+			s, err := Parse("u.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.Plan(Options{Simulate: tc.simulate})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := p.Base.Fabric(); f.Uplink() != uint64(p.Base.Topology.UplinkRate) {
+					t.Errorf("fabric uplink %d, want %d", f.Uplink(), uint64(p.Base.Topology.UplinkRate))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "topology.uplink_rate") {
+				t.Errorf("err %v, want topology.uplink_rate: %q", err, tc.wantErr)
+			}
+		})
+	}
+}

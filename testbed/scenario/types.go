@@ -102,6 +102,9 @@ type Topology struct {
 	Leaves       int    `yaml:"leaves"`
 	Spines       int    `yaml:"spines"`
 	HostsPerLeaf int    `yaml:"hosts_per_leaf"`
+	// UplinkRate is the rate of the links between leaves and spines
+	// (leaf-spine only); zero means link.rate.
+	UplinkRate Rate `yaml:"uplink_rate,omitempty"`
 	// External lists the machines of kind external (external.go).
 	External *External `yaml:"external,omitempty"`
 }

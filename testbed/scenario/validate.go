@@ -184,6 +184,20 @@ func (c *checker) checkTopology(s *Scenario) {
 	default:
 		c.errorf("topology.kind", "expected %q, %q or %q, got %q", KindStar, KindLeafSpine, KindExternal, t.Kind)
 	}
+	if t.UplinkRate != 0 {
+		max, why := Rate(MaxLinkRate), "1Gbit (the embedded switch's shaper in this emulation)"
+		if c.simulate {
+			max, why = MaxExternalLinkRate, "400Gbit"
+		}
+		switch {
+		case t.Kind != KindLeafSpine:
+			c.errorf("topology.uplink_rate", "only a leaf-spine topology has uplinks, not %s", t.Kind)
+		case s.Switch.Target == TargetBMv2:
+			c.errorf("topology.uplink_rate", "BMv2's port shaper has one rate for every port: leave uplink_rate out or use switch.target embedded")
+		case t.UplinkRate < MinLinkRate || t.UplinkRate > max:
+			c.errorf("topology.uplink_rate", "expected a rate from 1Mbit to %s, got %s", why, t.UplinkRate)
+		}
+	}
 	if t.External != nil && t.Kind != KindExternal {
 		c.errorf("topology.external", "the external section belongs to kind external, not %s", t.Kind)
 	}

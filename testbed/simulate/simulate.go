@@ -239,7 +239,7 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 	if r.nic == NICShaper {
 		burst = hostBurstBytes
 	}
-	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, WireOverhead: fabric.WireOverhead,
+	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
 		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst})
 }

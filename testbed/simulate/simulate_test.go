@@ -246,3 +246,44 @@ func TestRefusesCapture(t *testing.T) {
 		t.Fatalf("Check = %v, want a refusal of capture", err)
 	}
 }
+
+// TestUplinkRate: a leaf-spine's uplinks run at topology.uplink_rate in
+// the simulated switches, the hosts' links at link.rate.
+func TestUplinkRate(t *testing.T) {
+	dir := simulate(t, load(t, `name: up
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2, uplink_rate: 400Mbit}
+link: {rate: 100Mbit}
+transports:
+  - name: homa
+phases:
+  - {name: p, clients: [h1], servers: [h4], sizes: fixed:10000, arrivals: poisson, rate_rps: 100}
+warmup: 100ms
+duration: 1s
+`))
+	rates := map[uint64]int{}
+	for _, sw := range []string{"l1", "l2", "p1"} {
+		b, err := os.ReadFile(filepath.Join(dir, "switch", "up-homa", sw+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Ports []struct {
+				RateBps uint64 `json:"rate_bps"`
+			} `json:"ports"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.Ports {
+			rates[p.RateBps]++
+		}
+	}
+	// 4 host ports at 100 Mbit/s; each leaf's uplink and the spine's two
+	// ports at 400 Mbit/s.
+	if rates[100e6] != 4 || rates[400e6] != 4 {
+		t.Errorf("ports by rate %v, want 4 at 100 Mbit/s and 4 at 400 Mbit/s", rates)
+	}
+	if s := readSummary(t, dir); s.Experiments[0].RPCs.Completed == 0 {
+		t.Error("no RPC crossed the spine")
+	}
+}
