@@ -79,6 +79,9 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if plan.Base.Simulated && !f.simulate && !f.dryRun {
+		return usagef("%s is a scenario for the simulator (simulated: true): run it with --simulate", file)
+	}
 	if cmd.Flags().Changed("host-nic") && !f.simulate {
 		return usagef("--host-nic applies to --simulate only: an emulated run's hosts are Mininet's")
 	}

@@ -144,6 +144,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	if opt.Repetitions > 0 {
 		base.Repetitions = opt.Repetitions
 	}
+	opt.Simulate = opt.Simulate || base.Simulated
 	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)

@@ -39,8 +39,12 @@ type Scenario struct {
 	// AllowOverload accepts open-loop phases and bursts that offer a link
 	// more than its rate: such a run measures the backlog, which is an
 	// error unless asked for.
-	AllowOverload bool        `yaml:"allow_overload"`
-	Calibration   Calibration `yaml:"calibration"`
+	AllowOverload bool `yaml:"allow_overload"`
+	// Simulated marks a scenario for homatb run --simulate only: its
+	// rates or scale are beyond what this machine emulates, so it is
+	// checked against the simulator's limits and an emulated run refuses it.
+	Simulated   bool        `yaml:"simulated"`
+	Calibration Calibration `yaml:"calibration"`
 	Telemetry     Telemetry   `yaml:"telemetry"`
 	Sweep         []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
