@@ -17,6 +17,13 @@ import (
 // controller.
 func star(t testing.TB, n int, rate uint64) *Network {
 	t.Helper()
+	return starWith(t, n, rate, controller.DefaultPolicy(), 0)
+}
+
+// starWith is star with the switch programmed with policy and queues of
+// depth packets (0: the default).
+func starWith(t testing.TB, n int, rate uint64, policy controller.Policy, depth int) *Network {
+	t.Helper()
 	topo := &controller.Topology{Switches: []controller.Switch{{Name: "s1", DeviceID: 1}}}
 	var hosts []Host
 	for i := 1; i <= n; i++ {
@@ -27,13 +34,13 @@ func star(t testing.TB, n int, rate uint64) *Network {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sws, err := StartSwitches(ctx, topo, controller.DefaultPolicy(), nil)
+	sws, err := StartSwitches(ctx, topo, policy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sws.Close() })
 	net, err := New(Config{RateBps: rate, WireOverhead: fabric.WireOverhead, Hosts: hosts,
-		Switches: sws.Pipelines(), Delay: time.Microsecond})
+		Switches: sws.Pipelines(), Delay: time.Microsecond, QueueDepthPkts: depth})
 	if err != nil {
 		t.Fatal(err)
 	}
