@@ -402,7 +402,12 @@ func (c *checker) checkReport(s *Scenario) {
 // checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
 func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	switch t.TCP.Congestion {
-	case "reno", "cubic", "bbr", "nv":
+	case "bbr", "nv":
+		if c.simulate {
+			// The laws simnet/tcpmodel.LawOf knows.
+			c.errorf(p+".tcp.congestion", "%s is emulation-only: the simulator's TCP model has reno (also standing in for cubic) and dctcp; run without --simulate or choose one of those", t.TCP.Congestion)
+		}
+	case "reno", "cubic":
 	case "dctcp":
 		// DCTCP reacts only to CE marks, which only the switch sets.
 		if s.Switch.ECNThresholdPkts <= 0 {

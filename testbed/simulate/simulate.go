@@ -20,12 +20,14 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
@@ -62,8 +64,14 @@ var model = []string{
 	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
 	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
 	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
-	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, agent kills",
+	"not modelled: the kernel's TCP itself, host CPU and wake-up noise, telemetry series, hosts.csv, agent kills",
 }
+
+// tcpModel says what stands for the kernel's TCP when a scenario has tcp
+// or pias transports.
+const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on one connection per client-server pair, " +
+	"MSS segments, an ACK per segment (no delayed ACK), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no handshake, no TSO; " +
+	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, CE echoed per segment); PIAS tags by bytes sent with the agents' thresholds"
 
 // Host NIC models (Options.HostNIC).
 const (
@@ -136,6 +144,12 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
 		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
 		Model: append([]string{model[0], nicModel}, model[1:]...)}
+	for _, t := range plan.Base.Transports {
+		if !t.Engine() {
+			r.man.Simulation.Model = append(r.man.Simulation.Model, tcpModel)
+			break
+		}
+	}
 	res.Incomplete = r.man.Incomplete
 	if err := r.save(); err != nil {
 		return res, errors.Join(runErr, err)
@@ -289,7 +303,11 @@ func (r *simRun) calibrate(ctx context.Context) error {
 			c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
 				maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
 				targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
-			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), clients: []client{c},
+			tcp, err := r.tcpConfig(t)
+			if err != nil {
+				return err
+			}
+			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, clients: []client{c},
 				servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
 				length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log}
 			if err := j.run(); err != nil {
@@ -356,7 +374,11 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
-	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport),
+	tcp, err := r.tcpConfig(e.Transport)
+	if err != nil {
+		return err
+	}
+	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp,
 		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log}
 	j.bookServed = true
@@ -478,6 +500,40 @@ func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
 	c.FrameOverhead = r.fab.Framing
 	return c
 }
+
+// tcpConfig is the TCP model's configuration for kernel-TCP transport t
+// (nil for an engine transport): its window law, tcprpc's connections per
+// peer, segments of the fabric's MTU, and for PIAS the tagging the agents
+// would attach (agents.Requests.TCPParams, pias.ForRun: the same
+// thresholds from the same calibration).
+func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
+	if t.Engine() {
+		return nil, nil
+	}
+	law, err := tcpmodel.LawOf(t.TCP.Congestion)
+	if err != nil {
+		return nil, err
+	}
+	tp := agents.Requests{Fabric: r.fab, Calibration: r.calib}.TCPParams(t)
+	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer())}
+	if tp.GetPias() {
+		us := time.Microsecond
+		pc := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
+			time.Duration(tp.GetPiasIdleResetUs())*us)
+		if err := pc.Validate(); err != nil {
+			return nil, fmt.Errorf("transport %s: %w", t.Config(), err)
+		}
+		cfg.PIAS = &tcpmodel.PIAS{Thresholds: pc.Thresholds, IdleReset: pc.IdleReset}
+		for i := range pc.Levels() {
+			cfg.PIAS.DSCP = append(cfg.PIAS.DSCP, pc.LevelDSCP(i))
+		}
+	}
+	return cfg, nil
+}
+
+// ipTCPHeaders are an IPv4 and a TCP header without options: the MTU less
+// them is the MSS.
+const ipTCPHeaders = 40
 
 // newManifest opens a simulated run's manifest.
 func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *runfmt.Manifest {

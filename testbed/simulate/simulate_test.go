@@ -232,11 +232,102 @@ func TestIncast(t *testing.T) {
 	}
 }
 
-func TestRefusesKernelTCP(t *testing.T) {
-	p := load(t, strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n", 1))
-	err := Check(p)
-	if err == nil || !strings.Contains(err.Error(), "tcp-cubic") || !strings.Contains(err.Error(), "kernel's TCP") {
-		t.Fatalf("Check = %v, want a refusal naming tcp-cubic", err)
+func TestRefusesNV(t *testing.T) {
+	src := strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: nv}\n", 1)
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := scenario.Load(path, scenario.Options{Simulate: true})
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:7: transports[1].tcp.congestion: nv is emulation-only") {
+		t.Fatalf("Load --simulate = %v, want a refusal of nv naming its line", err)
+	}
+	if err := Check(load(t, src)); err == nil || !strings.Contains(err.Error(), "tcp-nv") {
+		t.Fatalf("Check = %v, want a refusal naming tcp-nv", err)
+	}
+}
+
+// TestTCPModelIncast runs the incast over the TCP model's three
+// configurations: books balance, the manifest says a model ran, the
+// switch marks CE only for the ECN-capable ones, DCTCP's and PIAS's
+// probes wait less than cubic's (reno's, modelled) behind the full queue,
+// and a second run repeats the records byte for byte.
+func TestTCPModelIncast(t *testing.T) {
+	src := `name: inc
+topology: {kind: star, hosts: 6}
+link: {rate: 50Mbit}
+switch: {queue_depth_pkts: 128, ecn_threshold_pkts: 20}
+transports:
+  - name: tcp
+  - name: tcp
+    label: dctcp
+    tcp: {congestion: dctcp}
+  - name: pias
+phases:
+  - {name: bulk, clients: [h2-h5], servers: [h1], sizes: "fixed:1000000", arrivals: closed, max_outstanding: 1, response_bytes: 100}
+  - {name: probes, clients: [h6], servers: [h1], sizes: "fixed:100", arrivals: poisson, rate_rps: 100}
+warmup: 500ms
+duration: 3s
+drain: 1s
+seed: 3
+calibration: {sizes: [100, 100000], samples: 3}
+`
+	p := load(t, src)
+	if err := Check(p); err != nil {
+		t.Fatal(err)
+	}
+	dir := simulate(t, p)
+	s := readSummary(t, dir)
+	p99 := map[string]float64{}
+	for _, e := range s.Experiments {
+		if e.RPCs.Issued == 0 || e.RPCs.Completed+e.RPCs.Failed+e.RPCs.InFlight != e.RPCs.Issued || e.RPCs.Failed != 0 {
+			t.Errorf("%s: books %+v", e.Name, e.RPCs)
+		}
+		if e.Short.P99us == nil {
+			t.Fatalf("%s: no short P99", e.Name)
+		}
+		p99[e.Name] = *e.Short.P99us
+	}
+	if !(p99["inc-tcp-dctcp"] < p99["inc-tcp"]/3 && p99["inc-pias"] < p99["inc-tcp-dctcp"]) {
+		t.Errorf("short P99s %v: want pias < dctcp < cubic/3", p99)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("a model of TCP (simnet/tcpmodel)")) {
+		t.Error("the manifest does not say TCP was a model")
+	}
+	for exp, wantCE := range map[string]bool{"inc-tcp": false, "inc-tcp-dctcp": true, "inc-pias": true} {
+		sw, err := os.ReadFile(filepath.Join(dir, "switch", exp, "s1.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Ports []struct {
+				Queues []struct {
+					CE uint64 `json:"ce_marked_pkts"`
+				} `json:"queues"`
+			} `json:"ports"`
+		}
+		if err := json.Unmarshal(sw, &st); err != nil {
+			t.Fatal(err)
+		}
+		var ce uint64
+		for _, p := range st.Ports {
+			for _, q := range p.Queues {
+				ce += q.CE
+			}
+		}
+		if (ce > 0) != wantCE {
+			t.Errorf("%s: %d CE marks in the switch statistics, want some: %v", exp, ce, wantCE)
+		}
+	}
+	again := simulate(t, load(t, src))
+	x, _ := os.ReadFile(filepath.Join(dir, "rpcs.csv"))
+	y, _ := os.ReadFile(filepath.Join(again, "rpcs.csv"))
+	if len(x) == 0 || !bytes.Equal(x, y) {
+		t.Error("two runs of the same seed wrote different rpcs.csv")
 	}
 }
 
