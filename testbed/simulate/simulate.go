@@ -410,7 +410,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: []string{}, RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
+		Fidelity: modelNote(e.Transport, tcp), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
 	if rec.Params == nil {
 		rec.Params = map[string]string{}
 	}
@@ -529,6 +529,24 @@ func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// modelNote is an experiment's fidelity note when its transport ran on
+// the TCP model (empty for engine transports, which are the real code):
+// the summary and the report carry it beside the results.
+func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
+	if tcp == nil {
+		return []string{}
+	}
+	law := tcp.Law.String()
+	if t.TCP.Congestion == "cubic" {
+		law += ", standing in for cubic"
+	}
+	pi := ""
+	if tcp.PIAS != nil {
+		pi = " with PIAS's tagging"
+	}
+	return []string{fmt.Sprintf("%s ran on the simulator's model of TCP (simnet/tcpmodel, window law %s%s), not the kernel's TCP", t.Config(), law, pi)}
 }
 
 // ipTCPHeaders are an IPv4 and a TCP header without options: the MTU less
