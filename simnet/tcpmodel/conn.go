@@ -64,6 +64,11 @@ type conn struct {
 	sentTo int
 }
 
+// compactAt is how many finished entries a connection's message or call
+// queue holds before it moves the rest down (when they are at least half
+// of it), so a connection that never empties does not grow without bound.
+const compactAt = 1024
+
 // span is the stream bytes [start, end).
 type span struct{ start, end uint64 }
 
@@ -273,10 +278,13 @@ func (c *conn) deliver(now int64) {
 		if c.rcvNxt < m.end {
 			return
 		}
+		p.msgs[p.mh] = msg{}
 		p.mh++
 		c.firstIn = false
 		if p.mh == len(p.msgs) {
 			p.msgs, p.mh = p.msgs[:0], 0
+		} else if p.mh >= compactAt && p.mh*2 >= len(p.msgs) {
+			p.msgs, p.mh = p.msgs[:copy(p.msgs, p.msgs[p.mh:])], 0
 		}
 		if c.client {
 			c.complete(now, m)
@@ -299,6 +307,9 @@ func (c *conn) complete(now int64, m msg) {
 	c.sentTo = max(c.sentTo, c.ch)
 	if c.ch == len(c.calls) {
 		c.calls, c.ch, c.sentTo = c.calls[:0], 0, 0
+	} else if c.ch >= compactAt && c.ch*2 >= len(c.calls) {
+		c.sentTo -= c.ch
+		c.calls, c.ch = c.calls[:copy(c.calls, c.calls[c.ch:])], 0
 	}
 	k.done(Result{RespBytes: int(m.end - m.start - framing), ReqOut: k.reqOut, FirstResp: k.firstResp, Done: now,
 		Retrans: int(c.retrans - k.retrans0), Local: netip.AddrPortFrom(c.h.addr, c.local),

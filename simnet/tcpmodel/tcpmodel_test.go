@@ -186,3 +186,47 @@ func TestPIASLevels(t *testing.T) {
 		t.Errorf("after idle: DSCPs %v, want one segment at 56", dscps)
 	}
 }
+
+// TestPipelinedCalls: calls issued together share one connection (tcprpc's
+// default) and end in the order they were sent, a short one behind a long
+// one included, each once, at consecutive places in the streams; more
+// of them than a queue holds before it compacts.
+func TestPipelinedCalls(t *testing.T) {
+	p := newPair(t, Config{MSS: 1460}, nil)
+	const calls = 3 * compactAt
+	var order []int
+	var offsets []int64
+	for i := range calls {
+		size := 100
+		if i == 0 {
+			size = 1_000_000
+		}
+		p.client.Call(p.now, netip.AddrPortFrom(p.sAddr, 4000), make([]byte, size), func(r Result, err error) {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			order = append(order, i)
+			offsets = append(offsets, r.ReqOffset, r.RespOffset)
+		})
+	}
+	p.run(int64(10 * time.Second))
+	if len(order) != calls {
+		t.Fatalf("%d of %d calls ended", len(order), calls)
+	}
+	for i, k := range order {
+		if k != i {
+			t.Fatalf("call %d ended %dth", k, i)
+		}
+	}
+	if st := p.client.Stats(); st.Conns != 1 {
+		t.Errorf("%d connections, want 1", st.Conns)
+	}
+	// Call i's request starts after the 1 MB one and i-1 short ones, each
+	// with its 4-byte length; responses are 100 bytes each.
+	for i := 1; i < calls; i++ {
+		wantReq, wantResp := int64(1_000_004+(i-1)*104), int64(i*104)
+		if offsets[2*i] != wantReq || offsets[2*i+1] != wantResp {
+			t.Fatalf("call %d at offsets %d, %d, want %d, %d", i, offsets[2*i], offsets[2*i+1], wantReq, wantResp)
+		}
+	}
+}
