@@ -22,6 +22,7 @@ type bulk struct {
 	depth    int
 	msgBytes int
 	length   time.Duration
+	delack   bool // delayed ACKs
 }
 
 // bulkResult is what a bulk experiment measured: each sender's goodput
@@ -43,7 +44,7 @@ func (b bulk) run(t *testing.T) bulkResult {
 	pol := controller.DefaultPolicy()
 	pol.ECNThresholdPkts = b.ecnK
 	n := starWith(t, b.senders+1, bulkRate, pol, b.depth)
-	cfg := tcpmodel.Config{MSS: 1460, Law: b.law}
+	cfg := tcpmodel.Config{MSS: 1460, Law: b.law, DelayedAck: b.delack}
 	for _, h := range n.Nodes() {
 		if err := h.StartTCP(cfg); err != nil {
 			t.Fatal(err)
@@ -160,11 +161,17 @@ func TestTCPModelSharesLink(t *testing.T) {
 // TestDCTCPModelQueueNearThreshold: four DCTCP flows keep the bottleneck
 // queue near the switch's marking threshold K = 20 (median within K/2 of
 // it, P95 under 3K, no drop), where Reno's fill the 256-packet buffer;
-// both fill the link.
+// both fill the link; with an ACK per segment and with delayed ACKs.
 func TestDCTCPModelQueueNearThreshold(t *testing.T) {
+	for _, delack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delayed-ack=%v", delack), func(t *testing.T) { dctcpQueue(t, delack) })
+	}
+}
+
+func dctcpQueue(t *testing.T, delack bool) {
 	const k = 20
-	d := bulk{senders: 4, law: tcpmodel.DCTCP, ecnK: k, depth: 256, msgBytes: 1_000_000, length: 4 * time.Second}.run(t)
-	r := bulk{senders: 4, law: tcpmodel.Reno, ecnK: k, depth: 256, msgBytes: 1_000_000, length: 4 * time.Second}.run(t)
+	d := bulk{senders: 4, law: tcpmodel.DCTCP, ecnK: k, depth: 256, msgBytes: 1_000_000, length: 4 * time.Second, delack: delack}.run(t)
+	r := bulk{senders: 4, law: tcpmodel.Reno, ecnK: k, depth: 256, msgBytes: 1_000_000, length: 4 * time.Second, delack: delack}.run(t)
 	p95 := func(v []int) int { s := slices.Clone(v); slices.Sort(s); return s[len(s)*95/100] }
 	t.Logf("dctcp: queue median %d p95 %d peak %d, %d CE marks, goodput %.1f; reno: median %d p95 %d peak %d, goodput %.1f",
 		median(d.depths), p95(d.depths), slices.Max(d.depths), d.ce, sum(d.goodput)/1e6,

@@ -1,11 +1,12 @@
 // Package tcpmodel is a model of the kernel's TCP for the simulator (homatb
 // run --simulate), not TCP itself: RPCs over persistent byte-stream
 // connections framed as hostagent/tcprpc frames them, segmented at the MSS,
-// acknowledged segment by segment, with slow start, congestion
+// acknowledged per segment or with delayed ACKs, with slow start, congestion
 // avoidance, NewReno fast retransmit and recovery on three duplicate ACKs,
 // a retransmission timeout with Linux's 200 ms floor, and one of two
 // window laws: Reno (which stands in for Linux's default, cubic) or DCTCP
-// (ECN-capable data, the receiver echoing each segment's CE, alpha with
+// (ECN-capable data, the receiver echoing the CE state of what it
+// acknowledges, alpha with
 // g = 1/16). PIAS tags each data segment's DSCP by the bytes its direction
 // has sent, with hostagent/pias's thresholds and idle restart.
 //
@@ -79,6 +80,12 @@ type Config struct {
 	// Linux's TCP_RTO_MIN); InitRTO the timeout before the first RTT
 	// sample (default 1 s, TCP_TIMEOUT_INIT).
 	MinRTO, InitRTO time.Duration
+	// DelayedAck has receivers ACK every second full segment (and at once
+	// out of order, on a CE change, or with data going back) instead of
+	// every segment, the rest after DelAckTimeout (default 40 ms, Linux's
+	// TCP_DELACK_MIN) if no data carries the ACK sooner.
+	DelayedAck    bool
+	DelAckTimeout time.Duration
 	// ConnsPerPeer is how many connections a client opens to each server
 	// (default 1, tcprpc's), used in turn.
 	ConnsPerPeer int
@@ -104,6 +111,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ConnsPerPeer == 0 {
 		c.ConnsPerPeer = 1
+	}
+	if c.DelAckTimeout == 0 {
+		c.DelAckTimeout = 40 * time.Millisecond
 	}
 	if p := c.PIAS; p != nil && len(p.DSCP) != len(p.Thresholds)+1 {
 		return c, fmt.Errorf("tcpmodel: PIAS has %d DSCPs for %d thresholds, want one per level", len(p.DSCP), len(p.Thresholds))

@@ -51,6 +51,9 @@ type conn struct {
 	spans   []span // beyond rcvNxt, sorted, disjoint
 	ackDue  bool   // an ACK is owed for data received
 	ceDue   bool   // the data it acknowledges arrived CE
+	ackNow  bool   // the ACK owed may not wait (Config.DelayedAck)
+	unacked int    // full segments received since the last ACK
+	delAck  int64  // when a delayed ACK is due; 0: none
 	firstIn bool   // the head message's first byte has been seen
 
 	// msgs are the messages written on this end's stream, from mh on not
@@ -101,7 +104,7 @@ func (c *conn) write(now int64, n int, req []byte) {
 	c.sndEnd += uint64(n + framing)
 	c.msgs = append(c.msgs, msg{start: start, end: c.sndEnd, req: req})
 	c.push(now)
-	c.flushAck()
+	c.settleAck(now)
 }
 
 // push sends new data while the window has room (TCP_NODELAY: a short
@@ -181,7 +184,7 @@ func (c *conn) header(s *Segment) {
 		dscp = p.DSCP[0] // pure ACKs go at the highest level
 	}
 	s.TOS = dscp << 2
-	c.ackDue = false
+	c.ackDue, c.ackNow, c.unacked, c.delAck = false, false, 0, 0
 }
 
 // flushAck sends the ACK owed, if no data segment carried it.
@@ -213,7 +216,20 @@ func (c *conn) receive(now int64, s *Segment) {
 	}
 	c.onAck(now, unwrap(c.sndUna, s.Ack), s.Flags&FlagECE != 0, s.Len > 0)
 	c.push(now)
-	c.flushAck()
+	c.settleAck(now)
+}
+
+// settleAck sends the ACK owed when it may not wait, else has the timer
+// send it after DelAckTimeout unless data carries it first.
+func (c *conn) settleAck(now int64) {
+	switch {
+	case !c.ackDue:
+	case c.ackNow || !c.h.cfg.DelayedAck:
+		c.flushAck()
+	case c.delAck == 0:
+		c.delAck = now + c.h.cfg.DelAckTimeout.Nanoseconds()
+		c.schedule(c.delAck)
+	}
 }
 
 // unwrap is the 64-bit stream offset near base whose low 32 bits are v.
@@ -222,17 +238,30 @@ func unwrap(base uint64, v uint32) uint64 {
 }
 
 // onData takes the bytes [seq, seq+n): in order they advance rcvNxt
-// (and the spans it reaches), beyond it they wait in spans. Every data
-// segment is acknowledged (no delayed ACK), with ECE exactly when it
-// arrived CE: DCTCP's receiver state machine with an ACK per segment.
+// (and the spans it reaches), beyond it they wait in spans. Without
+// delayed ACKs every data segment is acknowledged, with ECE exactly when
+// it arrived CE. With them (Linux's way) an ACK goes at once for every
+// second full segment, for data out of order or filling a hole, and when
+// the CE state changes, the ACK owed for the earlier data leaves first
+// with the old state: DCTCP's receiver state machine (RFC 8257, 3.2).
 func (c *conn) onData(now int64, seq, n uint64, ce bool) {
 	if ce {
 		c.h.stats.CEReceived++
 	}
+	if c.ackDue && ce != c.ceDue {
+		c.flushAck()
+	}
 	c.ackDue, c.ceDue = true, ce
 	end := seq + n
 	if end <= c.rcvNxt {
+		c.ackNow = true
 		return // a duplicate: ACK it again
+	}
+	if n >= uint64(c.h.cfg.MSS) {
+		c.unacked++
+	}
+	if seq > c.rcvNxt || len(c.spans) > 0 || c.unacked >= 2 {
+		c.ackNow = true
 	}
 	c.addSpan(max(seq, c.rcvNxt), end)
 	// Spans are merged when they touch, so only the first can reach rcvNxt.
@@ -450,29 +479,42 @@ const maxRTO = int64(120 * time.Second)
 // arm (re)starts the retransmission timer from now.
 func (c *conn) arm(now int64) {
 	c.rtoAt = now + min(c.rto<<c.backoff, maxRTO)
-	if c.timerAt == 0 || c.timerAt > c.rtoAt {
-		c.timerAt = c.rtoAt
-		c.h.schedule(c.rtoAt, c.timerFn)
+	c.schedule(c.rtoAt)
+}
+
+// schedule has the connection's timer event run by at, unless one is
+// already scheduled sooner.
+func (c *conn) schedule(at int64) {
+	if c.timerAt == 0 || c.timerAt > at {
+		c.timerAt = at
+		c.h.schedule(at, c.timerFn)
 	}
 }
 
-// onTimer runs at a scheduled time t: the timeout if it is due, else the
-// timer is scheduled again for when it is (timers move later on every
-// ACK, so one event per timeout period is scheduled, not one per ACK).
+// onTimer runs at a scheduled time t: the delayed ACK and the timeout if
+// they are due, and the timer is scheduled again for the next deadline
+// (the timeout moves later on every ACK, so one event per timeout period
+// is scheduled, not one per ACK).
 func (c *conn) onTimer(t int64) {
 	if t != c.timerAt || c.h.closed {
 		return // replaced by an earlier one
 	}
 	c.timerAt = 0
-	switch {
-	case c.rtoAt == 0:
-		return
-	case c.rtoAt > t:
-		c.timerAt = c.rtoAt
-		c.h.schedule(c.rtoAt, c.timerFn)
+	if c.delAck != 0 && c.delAck <= t {
+		c.flushAck()
+	}
+	if c.rtoAt == 0 || c.rtoAt > t {
+		for _, at := range [2]int64{c.rtoAt, c.delAck} {
+			if at != 0 {
+				c.schedule(at)
+			}
+		}
 		return
 	}
 	c.rtoAt = 0
+	if c.delAck != 0 {
+		c.schedule(c.delAck)
+	}
 	if c.sndUna == c.sndMax {
 		return
 	}
@@ -488,5 +530,5 @@ func (c *conn) onTimer(t int64) {
 	c.h.stats.Timeouts++
 	c.push(t)
 	c.arm(t)
-	c.flushAck()
+	c.settleAck(t)
 }

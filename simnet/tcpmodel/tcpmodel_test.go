@@ -16,6 +16,7 @@ type pair struct {
 	now, seq     int64
 	delay        int64
 	drop         func(s *Segment) bool
+	tap          func(from netip.Addr, s *Segment) // sees every segment sent
 	dataSegs     int
 	cAddr, sAddr netip.Addr
 }
@@ -59,6 +60,9 @@ func newPair(t *testing.T, cfg Config, drop func(*Segment) bool) *pair {
 		cAddr: netip.MustParseAddr("10.0.0.2"), sAddr: netip.MustParseAddr("10.0.0.1")}
 	out := func(from netip.Addr) Output {
 		return func(dst netip.Addr, s *Segment) {
+			if p.tap != nil {
+				p.tap(from, s)
+			}
 			if s.Len > 0 && from == p.cAddr {
 				p.dataSegs++
 				if p.drop != nil && p.drop(s) {
@@ -228,5 +232,32 @@ func TestPipelinedCalls(t *testing.T) {
 		if offsets[2*i] != wantReq || offsets[2*i+1] != wantResp {
 			t.Fatalf("call %d at offsets %d, %d, want %d, %d", i, offsets[2*i], offsets[2*i+1], wantReq, wantResp)
 		}
+	}
+}
+
+// TestDelayedAck: with delayed ACKs the receiver of a bulk transfer ACKs
+// every second full segment, and an ACK that nothing carries leaves after
+// the 40 ms timeout: the client's for the response it got last.
+func TestDelayedAck(t *testing.T) {
+	p := newPair(t, Config{MSS: 1000, DelayedAck: true}, nil)
+	var srvAcks int
+	var lastClientAck int64
+	p.tap = func(from netip.Addr, s *Segment) {
+		switch {
+		case from == p.sAddr && s.Len == 0:
+			srvAcks++
+		case from == p.cAddr && s.Len == 0:
+			lastClientAck = p.now
+		}
+	}
+	r, ok := p.call(t, 100_000-framing, time.Second) // 100 full segments
+	if !ok {
+		t.Fatal("call did not complete")
+	}
+	if srvAcks < 45 || srvAcks > 55 {
+		t.Errorf("the server sent %d pure ACKs for 100 segments, want about 50", srvAcks)
+	}
+	if d := time.Duration(lastClientAck - r.Done); d != 40*time.Millisecond {
+		t.Errorf("the client's ACK of the response left %v after it arrived, want 40ms", d)
 	}
 }

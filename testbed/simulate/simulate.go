@@ -70,8 +70,8 @@ var model = []string{
 // tcpModel says what stands for the kernel's TCP when a scenario has tcp
 // or pias transports.
 const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on one connection per client-server pair, " +
-	"MSS segments, an ACK per segment (no delayed ACK), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no handshake, no TSO; " +
-	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, CE echoed per segment); PIAS tags by bytes sent with the agents' thresholds"
+	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no handshake, no TSO; " +
+	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, the CE state echoed as RFC 8257's receiver does); PIAS tags by bytes sent with the agents' thresholds"
 
 // Host NIC models (Options.HostNIC).
 const (
@@ -515,7 +515,7 @@ func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 		return nil, err
 	}
 	tp := agents.Requests{Fabric: r.fab, Calibration: r.calib}.TCPParams(t)
-	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer())}
+	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer()), DelayedAck: true}
 	if tp.GetPias() {
 		us := time.Microsecond
 		pc := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
