@@ -52,7 +52,7 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.out, "out", "results", "parent directory of run directories")
 	fl.StringVar(&f.runDir, "run-dir", "", "exact run directory (default OUT/<timestamp>-<scenario>)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these configurations (transport names or labels as the report names them, comma-separated)")
-	fl.BoolVar(&f.simulate, "simulate", false, "run in virtual time: homatb's own engine and switch code on a discrete-event network, no packets and no root (engine transports only; docs/simulation.md)")
+	fl.BoolVar(&f.simulate, "simulate", false, "run in virtual time: homatb's own engine and switch code on a discrete-event network, no packets and no root (tcp and pias on a model of TCP; docs/simulation.md)")
 	fl.StringVar(&f.hostNIC, "host-nic", simulate.NICFIFO, "with --simulate: the hosts' NIC, \"fifo\" (a real NIC at the link rate) or \"shaper\" (the emulated hosts' 15 kB-burst htb, for setting a run beside an emulated one)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
