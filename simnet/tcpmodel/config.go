@@ -135,6 +135,7 @@ type Segment struct {
 
 // TCP header flags the model uses.
 const (
+	FlagSYN = 0x02
 	FlagACK = 0x10
 	FlagECE = 0x40
 	FlagCWR = 0x80

@@ -131,7 +131,7 @@ func (c *conn) sendData(now int64, seq, n uint64) {
 	h := c.h
 	s := &h.seg
 	c.header(s)
-	s.Seq, s.Len = uint32(seq), int(n)
+	s.Seq, s.Len = uint32(seq+1), int(n)
 	if c.cwrFlag {
 		s.Flags |= FlagCWR
 		c.cwrFlag = false
@@ -175,7 +175,7 @@ func (c *conn) sendData(now int64, seq, n uint64) {
 // header fills the fields every segment of c carries: ports, the
 // acknowledgement and its ECE, the level-0 DSCP. It settles the ACK owed.
 func (c *conn) header(s *Segment) {
-	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Ack: uint32(c.rcvNxt), Flags: FlagACK}
+	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Seq: uint32(c.sndNxt + 1), Ack: uint32(c.rcvNxt + 1), Flags: FlagACK}
 	if c.ceDue {
 		s.Flags |= FlagECE
 	}
@@ -185,6 +185,23 @@ func (c *conn) header(s *Segment) {
 	}
 	s.TOS = dscp << 2
 	c.ackDue, c.ackNow, c.unacked, c.delAck = false, false, 0, 0
+}
+
+// sendSYN sends a SYN (or SYN-ACK): sequence number 0, the stream's
+// initial one, so that data byte k of the stream is sequence number k+1 as
+// in a real connection and records of the segments (postcards, the latency
+// anatomy) place the stream's offsets from it. The model does not wait for
+// the handshake: the client's first data leaves right behind its SYN.
+func (c *conn) sendSYN(flags uint8) {
+	s := &c.h.seg
+	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Flags: flags, TOS: c.h.cfg.DSCP << 2}
+	if flags&FlagACK != 0 {
+		s.Ack = 1
+	}
+	if p := c.h.cfg.PIAS; p != nil {
+		s.TOS = p.DSCP[0] << 2
+	}
+	c.h.send(c.remote.Addr())
 }
 
 // flushAck sends the ACK owed, if no data segment carried it.
@@ -210,11 +227,17 @@ func (c *conn) noteSent(now int64) {
 
 // receive handles a segment from the peer.
 func (c *conn) receive(now int64, s *Segment) {
+	if s.Flags&FlagSYN != 0 {
+		if s.Flags&FlagACK == 0 { // the client's SYN: answer it
+			c.sendSYN(FlagSYN | FlagACK)
+		}
+		return
+	}
 	ce := s.TOS&ecnMask == ecnCE
 	if s.Len > 0 {
-		c.onData(now, unwrap(c.rcvNxt, s.Seq), uint64(s.Len), ce)
+		c.onData(now, unwrap(c.rcvNxt, s.Seq-1), uint64(s.Len), ce)
 	}
-	c.onAck(now, unwrap(c.sndUna, s.Ack), s.Flags&FlagECE != 0, s.Len > 0)
+	c.onAck(now, unwrap(c.sndUna, s.Ack-1), s.Flags&FlagECE != 0, s.Len > 0)
 	c.push(now)
 	c.settleAck(now)
 }

@@ -170,7 +170,9 @@ func (h *Host) Call(now int64, dst netip.AddrPort, req []byte, done func(Result,
 		}
 		p = &peer{}
 		for range h.cfg.ConnsPerPeer {
-			p.conns = append(p.conns, h.connect(srv, dst.Port()))
+			c := h.connect(srv, dst.Port())
+			c.sendSYN(FlagSYN)
+			p.conns = append(p.conns, c)
 		}
 		h.peers[dst] = p
 	}

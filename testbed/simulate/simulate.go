@@ -70,7 +70,7 @@ var model = []string{
 // tcpModel says what stands for the kernel's TCP when a scenario has tcp
 // or pias transports.
 const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on one connection per client-server pair, " +
-	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no handshake, no TSO; " +
+	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no wait for the handshake, no SACK, no TSO; " +
 	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, the CE state echoed as RFC 8257's receiver does); PIAS tags by bytes sent with the agents' thresholds"
 
 // Host NIC models (Options.HostNIC).

@@ -249,7 +249,8 @@ func TestRefusesNV(t *testing.T) {
 
 // TestTCPModelIncast runs the incast over the TCP model's three
 // configurations: books balance, the manifest says a model ran, the
-// switch marks CE only for the ECN-capable ones, DCTCP's and PIAS's
+// switch marks CE only for the ECN-capable ones, the latency anatomy
+// joins every short RPC to its segments' postcards, DCTCP's and PIAS's
 // probes wait less than cubic's (reno's, modelled) behind the full queue,
 // and a second run repeats the records byte for byte.
 func TestTCPModelIncast(t *testing.T) {
@@ -287,6 +288,9 @@ calibration: {sizes: [100, 100000], samples: 3}
 			t.Fatalf("%s: no short P99", e.Name)
 		}
 		p99[e.Name] = *e.Short.P99us
+		if e.Anatomy == nil || e.Anatomy.RPCs == 0 || e.Anatomy.Joined != e.Anatomy.RPCs {
+			t.Errorf("%s: the latency anatomy joined %+v short RPCs, want all", e.Name, e.Anatomy)
+		}
 	}
 	if !(p99["inc-tcp-dctcp"] < p99["inc-tcp"]/3 && p99["inc-pias"] < p99["inc-tcp-dctcp"]) {
 		t.Errorf("short P99s %v: want pias < dctcp < cubic/3", p99)
