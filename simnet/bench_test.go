@@ -87,7 +87,7 @@ func BenchmarkTCPModel(b *testing.B) {
 	var ms runtime.MemStats
 	for b.Loop() {
 		b.StopTimer()
-		n := starWith(b, 5, rate, pol, 256)
+		n := starPolicy(b, 5, Config{RateBps: rate, Delay: time.Microsecond, QueueDepthPkts: 256}, pol)
 		for _, h := range n.Nodes() {
 			if err := h.StartTCP(tcpmodel.Config{MSS: 1460, Law: tcpmodel.DCTCP}); err != nil {
 				b.Fatal(err)

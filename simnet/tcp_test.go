@@ -43,7 +43,7 @@ func (b bulk) run(t *testing.T) bulkResult {
 	t.Helper()
 	pol := controller.DefaultPolicy()
 	pol.ECNThresholdPkts = b.ecnK
-	n := starWith(t, b.senders+1, bulkRate, pol, b.depth)
+	n := starPolicy(t, b.senders+1, Config{RateBps: bulkRate, Delay: time.Microsecond, QueueDepthPkts: b.depth}, pol)
 	cfg := tcpmodel.Config{MSS: 1460, Law: b.law, DelayedAck: b.delack}
 	for _, h := range n.Nodes() {
 		if err := h.StartTCP(cfg); err != nil {

@@ -43,10 +43,12 @@ type Scenario struct {
 	// Simulated marks a scenario for homatb run --simulate only: its
 	// rates or scale are beyond what this machine emulates, so it is
 	// checked against the simulator's limits and an emulated run refuses it.
-	Simulated   bool        `yaml:"simulated"`
+	Simulated bool `yaml:"simulated"`
+	// Simulation is the simulator's latency model (simulation.go).
+	Simulation  *Simulation `yaml:"simulation"`
 	Calibration Calibration `yaml:"calibration"`
-	Telemetry     Telemetry   `yaml:"telemetry"`
-	Sweep         []Sweep     `yaml:"sweep"`
+	Telemetry   Telemetry   `yaml:"telemetry"`
+	Sweep       []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
 	// Report tunes how the report compares the configurations.
