@@ -148,3 +148,48 @@ duration: 1s
 		})
 	}
 }
+
+// TestLoadBalancing: topology.load_balancing is spray or ecmp, on a
+// leaf-spine only, and errors name the file, line and field.
+func TestLoadBalancing(t *testing.T) {
+	base := `name: lb
+topology:
+  kind: KIND
+  load_balancing: LB
+link: {rate: 100Mbit}
+transports:
+  - name: homa
+phases:
+  - {name: p, clients: [h2], servers: [h1], sizes: fixed:1000, arrivals: poisson, rate_rps: 10}
+duration: 1s
+`
+	for _, tc := range []struct {
+		name, kind, lb, wantErr string
+	}{
+		{"spray", "leaf-spine\n  leaves: 2\n  spines: 2\n  hosts_per_leaf: 2", "spray", ""},
+		{"ecmp", "leaf-spine\n  leaves: 2\n  spines: 2\n  hosts_per_leaf: 2", "ecmp", ""},
+		{"unknown", "leaf-spine\n  leaves: 2\n  spines: 2\n  hosts_per_leaf: 2", "flowlet", `lb.yaml:7: topology.load_balancing: expected "spray" (per packet, the default) or "ecmp" (per flow), got "flowlet"`},
+		{"star", "star\n  hosts: 3", "ecmp", "lb.yaml:5: topology.load_balancing: only a leaf-spine topology has several paths to balance, not star"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.NewReplacer("KIND", tc.kind, "LB", tc.lb).Replace(base)
+			s, err := Parse("lb.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.Plan(Options{})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.Base.Topology.LoadBalancing; got != tc.lb {
+					t.Errorf("load_balancing %q, want %q", got, tc.lb)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

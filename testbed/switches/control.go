@@ -73,6 +73,7 @@ func Policy(s *scenario.Scenario) (controller.Policy, error) {
 		}
 	}
 	p.ECNThresholdPkts = uint32(s.Switch.ECNThresholdPkts)
+	p.LoadBalancing = s.Topology.LoadBalancing
 	return p, p.Validate()
 }
 
