@@ -114,6 +114,16 @@ func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenar
 // would change nothing.
 func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) }
 
+// SetLinkDown moves the fabric's next-hop groups off the link between
+// switches a and b (down) or back onto it (controller.Fabric.SetLinkDown).
+func (c *Control) SetLinkDown(ctx context.Context, a, b string, down bool) error {
+	if err := c.fabric.SetLinkDown(ctx, a, b, down); err != nil {
+		return err
+	}
+	c.log.Info("switch paths", "link", a+"-"+b, "down", down)
+	return nil
+}
+
 // PortModes reprograms the switches' port modes, verified by read-back,
 // when they differ from the installed ones.
 func (c *Control) PortModes(ctx context.Context, modes []controller.PortMode) error {
