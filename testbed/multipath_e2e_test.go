@@ -1,0 +1,111 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/p4/switchstats"
+)
+
+// multipathScenario is two leaves of two hosts and two spines; h1 and h2
+// (leaf l1) send to h3 and h4 (leaf l2), so all their traffic crosses the
+// spines. FAULTS is replaced by the faults list.
+const multipathScenario = `name: mp
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+link: {rate: 100Mbit}
+switch: {target: embedded, postcards: false}
+transports:
+  - name: homa
+phases:
+  - {name: bulk, clients: [h1, h2], servers: [h3, h4], sizes: fixed:20000, arrivals: poisson, load: 0.3}
+warmup: 200ms
+duration: 3s
+drain: 300ms
+calibration: {sizes: [100], samples: 3}
+FAULTS`
+
+// spineBytes runs the scenario with faults and returns the bytes each
+// spine sent in its experiment (the switch statistics the report shows
+// per port) and the run's summary.
+func spineBytes(t *testing.T, bin, faults string) (map[string]uint64, summaryFile) {
+	t.Helper()
+	dir, reg := runDirs(t)
+	yaml := filepath.Join(t.TempDir(), "mp.yaml")
+	if err := os.WriteFile(yaml, []byte(strings.Replace(multipathScenario, "FAULTS", faults, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "run", yaml, "--run-dir", dir, "--registry", reg, "--binary", bin, "--no-report")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	m := readManifest(t, dir)
+	t.Cleanup(func() { assertNothingLeft(t, reg, m.Tag) })
+	if err != nil {
+		logs, _ := os.ReadFile(filepath.Join(dir, "logs", "homatb.log"))
+		t.Fatalf("homatb run: %v\n%s\n--- logs/homatb.log ---\n%s", err, out.String(), tail(logs, 4000))
+	}
+	got := map[string]uint64{}
+	for _, sp := range []string{"p1", "p2"} {
+		b, err := os.ReadFile(filepath.Join(dir, "switch", "mp-homa", sp+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st switchstats.Stats
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("%s.json: %v", sp, err)
+		}
+		for _, p := range st.Ports {
+			for _, q := range p.Queues {
+				got[sp] += q.SentBytes
+			}
+		}
+	}
+	return got, readSummary(t, dir, &out)
+}
+
+// TestLeafSpineUsesBothSpines runs traffic across a two-spine fabric: both
+// spines carry a fair share of it; with the link l1-p1 down for most of
+// the measurement, the controller moves the paths to p2, which then
+// carries most of it, and every RPC still completes.
+func TestLeafSpineUsesBothSpines(t *testing.T) {
+	needRunPrereqs(t)
+	bin := buildHomatb(t)
+
+	both, s := spineBytes(t, bin, "")
+	if both["p1"] == 0 || both["p2"] == 0 || both["p1"] > 2*both["p2"] || both["p2"] > 2*both["p1"] {
+		t.Errorf("spines sent %v bytes: want both within 2x of each other", both)
+	}
+	checkMultipathBooks(t, s, false)
+	t.Logf("no fault: spine bytes %v", both)
+
+	faulted, s := spineBytes(t, bin, "faults:\n  - {link: l1-p1, down: {at: 0s, for: 2500ms}}\n")
+	if faulted["p2"] < 3*faulted["p1"] {
+		t.Errorf("l1-p1 down 2.5 s of 3 s: spines sent %v bytes, want p2 at least 3x p1", faulted)
+	}
+	checkMultipathBooks(t, s, true)
+	t.Logf("l1-p1 down: spine bytes %v", faulted)
+}
+
+// checkMultipathBooks checks the experiment's books balance and, without a fault,
+// that nothing failed.
+func checkMultipathBooks(t *testing.T, s summaryFile, faulted bool) {
+	t.Helper()
+	for _, e := range s.Experiments {
+		r := e.RPCs
+		if r.Issued == 0 || r.Issued != r.Completed+r.Failed {
+			t.Errorf("%s: issued %d, completed %d, failed %d", e.Name, r.Issued, r.Completed, r.Failed)
+		}
+		if !faulted && r.Failed != 0 {
+			t.Errorf("%s: %d RPCs failed without a fault: %v", e.Name, r.Failed, r.Failures)
+		}
+	}
+}
