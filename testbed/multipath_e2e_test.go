@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,22 +38,9 @@ FAULTS`
 // per port) and the run's summary.
 func spineBytes(t *testing.T, bin, faults string) (map[string]uint64, summaryFile) {
 	t.Helper()
-	dir, reg := runDirs(t)
-	yaml := filepath.Join(t.TempDir(), "mp.yaml")
-	if err := os.WriteFile(yaml, []byte(strings.Replace(multipathScenario, "FAULTS", faults, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "run", yaml, "--run-dir", dir, "--registry", reg, "--binary", bin)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	m := readManifest(t, dir)
-	t.Cleanup(func() { assertNothingLeft(t, reg, m.Tag) })
+	dir, out, err := runScenarioText(t, bin, strings.Replace(multipathScenario, "FAULTS", faults, 1), 150*time.Second)
 	if err != nil {
-		logs, _ := os.ReadFile(filepath.Join(dir, "logs", "homatb.log"))
-		t.Fatalf("homatb run: %v\n%s\n--- logs/homatb.log ---\n%s", err, out.String(), tail(logs, 4000))
+		t.Fatal(err)
 	}
 	got := map[string]uint64{}
 	for _, sp := range []string{"p1", "p2"} {
@@ -70,7 +58,33 @@ func spineBytes(t *testing.T, bin, faults string) (map[string]uint64, summaryFil
 			}
 		}
 	}
-	return got, readSummary(t, dir, &out)
+	return got, readSummary(t, dir, out)
+}
+
+// runScenarioText runs the scenario text with the homatb binary bin in a
+// fresh run directory and registry, at most timeout, and checks nothing of
+// the run is left afterwards. err says why a run failed or came out
+// incomplete, with its output and log.
+func runScenarioText(t *testing.T, bin, text string, timeout time.Duration) (dir string, out *bytes.Buffer, err error) {
+	t.Helper()
+	dir, reg := runDirs(t)
+	file := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out = &bytes.Buffer{}
+	cmd := exec.CommandContext(ctx, bin, "run", file, "--run-dir", dir, "--registry", reg, "--binary", bin)
+	cmd.Stdout, cmd.Stderr = out, out
+	runErr := cmd.Run()
+	m := readManifest(t, dir)
+	t.Cleanup(func() { assertNothingLeft(t, reg, m.Tag) })
+	if runErr != nil || m.Incomplete {
+		logs, _ := os.ReadFile(filepath.Join(dir, "logs", "homatb.log"))
+		return dir, out, fmt.Errorf("homatb run: %v (incomplete %v)\n%s\n--- logs/homatb.log ---\n%s", runErr, m.Incomplete, out.String(), tail(logs, 4000))
+	}
+	return dir, out, nil
 }
 
 // TestLeafSpineUsesBothSpines runs traffic across a two-spine fabric: both

@@ -43,8 +43,8 @@ func Check(p *scenario.Plan) error {
 		if f.KillAgent != nil {
 			errs = append(errs, fmt.Sprintf("faults[%d] (kill_agent on %s): the simulator has no agent processes to kill (loss and down it models)", i, f.Link))
 		}
-		if _, _, sw := f.SwitchLink(); sw {
-			errs = append(errs, fmt.Sprintf("faults[%d] (on %s): the simulator models faults on hosts' links only; faults on links between switches run in the emulation", i, f.Link))
+		if _, _, sw := f.SwitchLink(); sw && f.Loss != nil {
+			errs = append(errs, fmt.Sprintf("faults[%d] (loss on %s): the simulator models loss on hosts' links only; down windows on links between switches it models", i, f.Link))
 		}
 	}
 	if s.Capture != nil {
