@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/p4/pipeline"
 	"github.com/homatb/homatb/p4/target/targettest"
@@ -129,3 +130,26 @@ func TestPolicyRejectsUnknownLoadBalancing(t *testing.T) {
 	}
 }
 
+// TestRepushRestoresGroups restarts a leaf: the client pushes its members
+// and groups back before the routes that name them, and flows spread again.
+func TestRepushRestoresGroups(t *testing.T) {
+	topo, sws := leafSpine(t)
+	f := programmed(t, topo, Policy{LoadBalancing: LoadBalanceSpray})
+	c := f.Client("l1")
+	if err := sws["l1"].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the client to notice the stream broke", func() bool { return !c.IsPrimary() })
+	restarted := targettest.Start(t, sws["l1"].Addr(), sws["l1"].DeviceID())
+	waitFor(t, 10*time.Second, "the re-push", func() bool { return c.Stats().Repushes == 1 })
+	ctx := testContext(t)
+	if err := c.WaitPrimary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Verify(ctx, Policy{LoadBalancing: LoadBalanceSpray}); err != nil {
+		t.Fatalf("Verify after the re-push: %v", err)
+	}
+	if got := uplinks(restarted.Pipeline(), 100, true); got[3] == 0 || got[4] == 0 {
+		t.Errorf("restarted l1 sprays one flow over %v, want ports 3 and 4", got)
+	}
+}
