@@ -104,20 +104,11 @@ func TestFaultValues(t *testing.T) {
 // TestSwitchLinkFaults: on a leaf-spine, faults take a leaf-spine link by
 // its switches, either order, for loss and down only.
 func TestSwitchLinkFaults(t *testing.T) {
-	base := `name: f
-topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
-link: {rate: 100Mbit}
-transports:
-  - name: homa
-phases:
-  - {name: p, clients: [h3], servers: [h1], sizes: fixed:1000, arrivals: poisson, rate_rps: 10}
-duration: 2s
-faults:
-`
+	base := strings.NewReplacer("KIND", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", ", UPLINK", "").Replace(topologyScenario) + "faults:\n"
 	for _, tc := range []struct {
 		name, faults, wantErr string
 	}{
-		{"down", "  - {link: l1-p1, down: {at: 500ms, for: 1s}}\n", ""},
+		{"down", "  - {link: l1-p1, down: {at: 200ms, for: 500ms}}\n", ""},
 		{"spine first, loss", "  - {link: p2-l2, loss: 0.1}\n", ""},
 		{"no such spine", "  - {link: l1-p3, loss: 0.1}\n", `f.yaml:10: faults[0].link: expected a leaf-spine link l1..l2-p1..p2 (leaf, spine), got "l1-p3"`},
 		{"two leaves", "  - {link: l1-l2, loss: 0.1}\n", `faults[0].link: expected a leaf-spine link`},
