@@ -50,6 +50,16 @@ type Config struct {
 	PortBufferBytes int
 	// Delay is each link's propagation delay.
 	Delay time.Duration
+	// SwitchDelay is a switch's fixed latency: a frame's ingress runs this
+	// long after the frame has arrived (store and forward is separate: a
+	// frame arrives when its last bit does).
+	SwitchDelay time.Duration
+	// HostTxDelay and HostRxDelay are a host's software and NIC time per
+	// packet on the way out (after the NIC's serialisation, so the order
+	// of a host's frames is kept) and on the way in (before the endpoint
+	// sees the packet). The Homa paper's simulator charges 0.5 µs each
+	// (hostNicSxThinkTime, hostSwTurnAroundTime) and 0.25 µs per switch.
+	HostTxDelay, HostRxDelay time.Duration
 	// HostBurstBytes, when positive, makes each host's NIC the emulated
 	// hosts' shaper: a token bucket at the link rate holding this many
 	// bytes (Mininet's htb and tbf hold 15 kB), which hands frames to the
@@ -125,17 +135,18 @@ func New(cfg Config) (*Network, error) {
 		node := &Node{n: n, Host: h}
 		node.wakeFn = node.wake
 		toSwitch := func(f []byte) { sw.receive(f, h.Port) }
+		toSwitchDelay := cfg.Delay + cfg.HostTxDelay + cfg.SwitchDelay
 		if cfg.HostBurstBytes > 0 {
-			node.shaper = &bucket{n: n, out: toSwitch, rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
+			node.shaper = &bucket{n: n, out: toSwitch, delay: toSwitchDelay.Nanoseconds(), rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
 				tokens: float64(cfg.HostBurstBytes)}
 			node.shaper.releaseFn = node.shaper.release
 		} else {
-			node.nic = n.newPort(toSwitch, cfg.RateBps, nicQueuePkts, 0)
+			node.nic = n.newPort(toSwitch, toSwitchDelay, cfg.RateBps, nicQueuePkts, 0)
 		}
 		if sw.ports[h.Port] != nil {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
-		sw.ports[h.Port] = n.newPort(node.receive, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		sw.ports[h.Port] = n.newPort(node.receive, cfg.Delay+cfg.HostRxDelay, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		sw.ports[h.Port].sw, sw.ports[h.Port].num = sw, h.Port
 		n.hosts = append(n.hosts, node)
 		n.byName[h.Name], n.byIP[h.IP] = node, node
@@ -149,8 +160,9 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
 		}
 		up := cmp.Or(cfg.UplinkBps, cfg.RateBps)
-		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		hop := cfg.Delay + cfg.SwitchDelay
+		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		a.ports[l.APort].sw, a.ports[l.APort].num = a, l.APort
 		b.ports[l.BPort].sw, b.ports[l.BPort].num = b, l.BPort
 	}
@@ -176,6 +188,9 @@ type port struct {
 	// serviceFn is service, made once: scheduling it allocates nothing.
 	serviceFn func()
 	rate      uint64 // bit/s
+	// delay is from the end of a frame's serialisation to its arrival:
+	// the wire's, then the receiver's fixed latency.
+	delay int64
 	// sw and num are a switch port's switch and number (postcards).
 	sw  *swtch
 	num uint16
@@ -191,8 +206,8 @@ type port struct {
 // nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
 const nicQueuePkts = 1000
 
-func (n *Network) newPort(out func([]byte), rateBps uint64, depthPkts, bufferBytes int) *port {
-	p := &port{n: n, out: out, rate: rateBps, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
+func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64, depthPkts, bufferBytes int) *port {
+	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(dataplane.PortModelConfig{
 		RateBps: rateBps, WireOverhead: n.cfg.WireOverhead,
 		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
 	p.serviceFn = p.service
@@ -231,7 +246,7 @@ func (p *port) service() {
 			p.lossDrops++
 			p.n.freeFrame(f)
 		} else {
-			p.n.clock.AtFrame(d.End+p.n.cfg.Delay.Nanoseconds(), p.out, f)
+			p.n.clock.AtFrame(d.End+p.delay, p.out, f)
 		}
 		p.n.clock.At(d.End, p.serviceFn)
 	case wake != 0:
@@ -424,6 +439,7 @@ func (p *port) isDown(now int64) bool {
 type bucket struct {
 	n       *Network
 	out     func([]byte)
+	delay   int64   // as port.delay
 	rate    float64 // bytes per ns
 	burst   float64
 	tokens  float64
@@ -471,7 +487,7 @@ func (b *bucket) release() {
 			b.n.freeFrame(f)
 			continue
 		}
-		b.n.clock.AtFrame(now+b.n.cfg.Delay.Nanoseconds(), b.out, f)
+		b.n.clock.AtFrame(now+b.delay, b.out, f)
 	}
 }
 

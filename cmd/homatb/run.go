@@ -199,8 +199,9 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 }
 
 // printHeadline prints each experiment's books and, when the report was
-// built, the short-message tail latency, Homa against TCP in each
-// configuration, and where report.html is.
+// built, the short-message (or headline phase's) tail latency, the
+// per-phase table, Homa against TCP in each configuration, and where
+// report.html is.
 func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt.Manifest) {
 	fmt.Fprintf(w, "run %s: %s", run, runDir)
 	if man.Mode == runfmt.ModeSimulated {
@@ -229,6 +230,9 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt
 	}
 	for _, fw := range man.Fidelity {
 		fmt.Fprintf(w, "  fidelity: %s\n", fw)
+	}
+	for _, l := range phaseLines(sum) {
+		fmt.Fprintln(w, l)
 	}
 	if lines := repetitionLines(sum); len(lines) > 0 {
 		for _, l := range lines {

@@ -43,7 +43,9 @@ type Scenario struct {
 	// Simulated marks a scenario for homatb run --simulate only: its
 	// rates or scale are beyond what this machine emulates, so it is
 	// checked against the simulator's limits and an emulated run refuses it.
-	Simulated   bool        `yaml:"simulated"`
+	Simulated bool `yaml:"simulated"`
+	// Simulation is the simulator's latency model (simulation.go).
+	Simulation  *Simulation `yaml:"simulation"`
 	Calibration Calibration `yaml:"calibration"`
 	Telemetry   Telemetry   `yaml:"telemetry"`
 	Sweep       []Sweep     `yaml:"sweep"`

@@ -61,8 +61,18 @@ var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 var model = []string{
 	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
 	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
-	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
+	"links: the fabric's rate and framing, store and forward",
 	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, agent kills",
+}
+
+// latencyModel says which fixed latencies the run charged (scenario
+// simulation:).
+func latencyModel(m *scenario.Simulation) string {
+	if m == nil || *m == (scenario.Simulation{}) {
+		return "latencies: none beyond each frame's serialisation on each link (store and forward)"
+	}
+	return fmt.Sprintf("latencies beyond serialisation: link %v, switch %v, host send %v, host receive %v (scenario simulation:)",
+		m.LinkDelay.D(), m.SwitchDelay.D(), m.HostTxDelay.D(), m.HostRxDelay.D())
 }
 
 // Host NIC models (Options.HostNIC).
@@ -135,7 +145,7 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	}
 	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
 		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
-		Model: append([]string{model[0], nicModel}, model[1:]...)}
+		Model: append([]string{model[0], nicModel, latencyModel(plan.Base.Simulation)}, model[1:]...)}
 	res.Incomplete = r.man.Incomplete
 	if err := r.save(); err != nil {
 		return res, errors.Join(runErr, err)
@@ -239,9 +249,14 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 	if r.nic == NICShaper {
 		burst = hostBurstBytes
 	}
-	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
+	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst})
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst}
+	if m := r.plan.Base.Simulation; m != nil {
+		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
+		cfg.HostTxDelay, cfg.HostRxDelay = m.HostTxDelay.D(), m.HostRxDelay.D()
+	}
+	return simnet.New(cfg)
 }
 
 // nextEpoch is the wall time the next job's virtual time 0 stands for.

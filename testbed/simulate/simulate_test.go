@@ -55,6 +55,7 @@ type summary struct {
 			MaxLength int64    `json:"max_length"`
 			Count     int64    `json:"count"`
 			S50       *float64 `json:"s50"`
+			S99       *float64 `json:"s99"`
 		} `json:"shortest_half"`
 		Anatomy *struct {
 			RPCs      int    `json:"rpcs"`
