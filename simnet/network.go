@@ -485,6 +485,24 @@ func (n *Network) SetDown(host string, from, to int64) error {
 	return nil
 }
 
+// SetLinkDown takes the link between switches a and b down, both ways,
+// from from until to: the port of a toward b drops what it sends and
+// what it receives, as a leaf-spine link-down fault does on the leaf.
+func (n *Network) SetLinkDown(a, b string, from, to int64) error {
+	for _, l := range n.cfg.Links {
+		if l.A == a && l.B == b || l.A == b && l.B == a {
+			end, port := l.A, l.APort
+			if l.B == a {
+				end, port = l.B, l.BPort
+			}
+			p := n.switches[end].ports[port]
+			p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
+			return nil
+		}
+	}
+	return fmt.Errorf("simnet: no link %s-%s", a, b)
+}
+
 // isDown reports whether the link is down at now.
 func (p *port) isDown(now int64) bool {
 	for i, f := range p.downFrom {

@@ -198,6 +198,14 @@ func (c *checker) checkTopology(s *Scenario) {
 			c.errorf("topology.uplink_rate", "expected a rate from 1Mbit to %s, got %s", why, t.UplinkRate)
 		}
 	}
+	if t.LoadBalancing != "" {
+		switch {
+		case t.Kind != KindLeafSpine:
+			c.errorf("topology.load_balancing", "only a leaf-spine topology has several paths to balance, not %s", t.Kind)
+		case t.LoadBalancing != LoadBalanceSpray && t.LoadBalancing != LoadBalanceECMP:
+			c.errorf("topology.load_balancing", "expected %q (per packet, the default) or %q (per flow), got %q", LoadBalanceSpray, LoadBalanceECMP, t.LoadBalancing)
+		}
+	}
 	if t.External != nil && t.Kind != KindExternal {
 		c.errorf("topology.external", "the external section belongs to kind external, not %s", t.Kind)
 	}

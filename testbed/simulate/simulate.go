@@ -358,7 +358,35 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
+	var (
+		fidelity []string
+		moveErrs []error
+	)
 	for _, f := range s.Faults {
+		leaf, spine, switchLink := f.SwitchLink()
+		if f.Down != nil && switchLink {
+			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
+			to := from + f.Down.For.D().Nanoseconds()
+			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
+				return err
+			}
+			// The controller moves the paths at the fault's instant and
+			// back at its end; the event loop waits for its writes, so
+			// in virtual time they take none.
+			move := func(down bool) func() {
+				return func() {
+					if err := r.sws.SetLinkDown(ctx, leaf, spine, down); err != nil {
+						moveErrs = append(moveErrs, err)
+					}
+				}
+			}
+			net.Clock().At(from, move(true))
+			net.Clock().At(to, move(false))
+			defer move(false)() // the groups as the next experiment expects them
+			fidelity = append(fidelity, fmt.Sprintf("link %s down at %s into the measurement for %s; the simulated controller moved the paths off it at that instant and back at its end (no convergence delay)",
+				f.Link, f.Down.At.D(), f.Down.For.D()))
+			continue
+		}
 		if f.Down != nil {
 			// At is in the measurement, which starts a warm-up after the
 			// clients (virtual time 0).
@@ -404,7 +432,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 		}
 		net.OnPostcard(cards.write)
 	}
-	runErr := j.run()
+	runErr := errors.Join(j.run(), errors.Join(moveErrs...))
 	if cards != nil {
 		runErr = errors.Join(runErr, cards.close())
 	}
@@ -425,7 +453,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: modelNote(e.Transport, tcp), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
+		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
 	if rec.Params == nil {
 		rec.Params = map[string]string{}
 	}

@@ -383,3 +383,65 @@ duration: 1s
 		t.Error("no RPC crossed the spine")
 	}
 }
+
+// spineSent is the bytes every queue of spine sw sent in experiment exp.
+func spineSent(t *testing.T, dir, exp, sw string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "switch", exp, sw+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Ports []struct {
+			Queues []struct {
+				SentBytes uint64 `json:"sent_bytes"`
+			} `json:"queues"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, p := range st.Ports {
+		for _, q := range p.Queues {
+			n += q.SentBytes
+		}
+	}
+	return n
+}
+
+// TestSpinesShareAndLinkDownMovesPaths: two leaves, two spines, traffic
+// across: both spines carry it; with l1-p1 down for most of the
+// measurement the controller's paths put nearly all of it on p2 and every
+// RPC still completes.
+func TestSpinesShareAndLinkDownMovesPaths(t *testing.T) {
+	const base = `name: mp
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2, load_balancing: LB}
+link: {rate: 100Mbit}
+transports:
+  - name: homa
+phases:
+  - {name: p, clients: [h1, h2], servers: [h3, h4], sizes: fixed:20000, arrivals: poisson, rate_rps: 100}
+warmup: 50ms
+duration: 1s
+drain: 200ms
+`
+	for _, lb := range []string{"spray", "ecmp"} {
+		t.Run(lb, func(t *testing.T) {
+			dir := simulate(t, load(t, strings.Replace(base, "LB", lb, 1)))
+			p1, p2 := spineSent(t, dir, "mp-homa", "p1"), spineSent(t, dir, "mp-homa", "p2")
+			if p1 == 0 || p2 == 0 || p1 > 3*p2 || p2 > 3*p1 {
+				t.Errorf("spines sent p1 %d, p2 %d bytes: want both within 3x", p1, p2)
+			}
+		})
+	}
+	dir := simulate(t, load(t, strings.Replace(base, "LB", "spray", 1)+"faults:\n  - {link: l1-p1, down: {at: 0s, for: 900ms}}\n"))
+	p1, p2 := spineSent(t, dir, "mp-homa", "p1"), spineSent(t, dir, "mp-homa", "p2")
+	if p2 < 4*p1 {
+		t.Errorf("l1-p1 down 900 ms of 1 s: spines sent p1 %d, p2 %d bytes: want p2 at least 4x p1", p1, p2)
+	}
+	if r := readSummary(t, dir).Experiments[0].RPCs; r.Completed == 0 || r.Failed != 0 {
+		t.Errorf("with l1-p1 down: %+v, want every RPC completed", r)
+	}
+	t.Logf("l1-p1 down: p1 %d, p2 %d bytes", p1, p2)
+}
