@@ -1,0 +1,123 @@
+package homaconf
+
+import (
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// DCQCN's reference rates: the HPCC simulator's presets scale their
+// increase steps as bandwidth/25 Gbit/s (its run.py: ai = 5 x bw/25,
+// hai = 50 x bw/25), and the DCQCN paper's byte counter is for its
+// 40 Gbit/s links. homatb scales the rate-like settings (steps, lowest
+// rate, byte counter) to LinkBps the same way and keeps the times as
+// published, as the HPCC simulator does.
+const (
+	dcqcnRefBps     = 25_000_000_000
+	dcqcnPaperBps   = 40_000_000_000
+	dcqcnAIBps      = 5_000_000     // HPCC dcqcn presets: RATE_AI 5 Mb/s at 25 Gbit/s
+	dcqcnHAIBps     = 50_000_000    // HPCC dcqcn presets: RATE_HAI 50 Mb/s at 25 Gbit/s
+	dcqcnMinBps     = 1_000_000_000 // HPCC config: MIN_RATE 1000 Mb/s (its 25 Gbit/s runs)
+	dcqcnByteCount  = 10_000_000    // DCQCN paper: byte counter B = 10 MB at 40 Gbit/s
+	dcqcnGInverse   = 256           // DCQCN paper and HPCC: g = 1/256
+	dcqcnFast       = 5             // DCQCN paper: F = 5 fast-recovery steps
+	dcqcnCNPGap     = 50 * time.Microsecond
+	dcqcnAlphaGap   = 50 * time.Microsecond // HPCC dcqcn_paper: ALPHA_RESUME_INTERVAL 50
+	dcqcnRateTimer  = 55 * time.Microsecond // DCQCN paper and HPCC dcqcn_paper: RP_TIMER 55
+	roceAckEvery    = 4
+	roceDataLevel   = 3
+	roceControlPrio = 6
+)
+
+// RoCEPayload is the data a full-size RoCE packet carries: the MTU less
+// the IPv4, UDP and BTH headers and the ICRC.
+func (c *Config) RoCEPayload() uint32 {
+	return uint32(c.MTU - IPHeaderLen - wire.UDPHeaderLen - wire.RoCEOverhead)
+}
+
+// roceDefaults fills in the roce variant's settings and checks them.
+func (c *Config) roceDefaults() error {
+	// Homa's own machinery stays off: every byte goes without grants
+	// (the queue pair's rate is the only limit), and a delivered message
+	// needs no ACK or tombstone (the PSNs make delivery exactly once).
+	c.UnschedBytes = c.MaxMessageBytes
+	c.IncastControl = false
+	c.AtLeastOnce = true
+	if c.RoCEQPsPerPeer == 0 {
+		c.RoCEQPsPerPeer = 1
+	}
+	if c.RoCEQPsPerPeer < 1 || c.RoCEQPsPerPeer > 256 {
+		return keyErr("roce_qps_per_peer", "%d not in 1..256", c.RoCEQPsPerPeer)
+	}
+	if c.RoCEPriority == 0 {
+		c.RoCEPriority = roceDataLevel
+	}
+	if c.RoCECtrlPriority == 0 {
+		c.RoCECtrlPriority = roceControlPrio
+	}
+	for _, p := range []struct {
+		key string
+		v   int
+	}{{"roce_priority", c.RoCEPriority}, {"roce_ctrl_priority", c.RoCECtrlPriority}} {
+		if p.v < 0 || p.v >= c.Priorities {
+			return keyErr(p.key, "%d not in 0..%d (priorities %d)", p.v, c.Priorities-1, c.Priorities)
+		}
+	}
+	if c.RoCEAckEvery == 0 {
+		c.RoCEAckEvery = roceAckEvery
+	}
+	if c.RoCEAckEvery < 1 {
+		return keyErr("roce_ack_every", "%d packets, expected at least 1", c.RoCEAckEvery)
+	}
+	if c.RoCETimeoutTicks == 0 {
+		// Well above a full queue's delay (a NIC's local ACK timeout is
+		// thousands of round trips: 67 ms at its common setting 14):
+		// a timeout that fires while the packets still wait in a queue
+		// sends a whole window again into it.
+		c.RoCETimeoutTicks = max(1, c.TimeoutTicks/5)
+	}
+	if c.RoCETimeoutTicks < 1 || c.RoCETimeoutTicks >= c.TimeoutTicks {
+		return keyErr("roce_timeout_ticks", "%d not in 1..%d (below timeout_ticks)", c.RoCETimeoutTicks, c.TimeoutTicks-1)
+	}
+	if c.RoCEPayload() <= wire.RoCEMsgHeaderLen {
+		return keyErr("mtu", "%d leaves no room for a RoCE message header", c.MTU)
+	}
+	scale := func(v uint64, ref uint64) uint64 { return max(1, v*c.LinkBps/ref) }
+	setDur := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	setDur(&c.DCQCNCNPInterval, dcqcnCNPGap)
+	setDur(&c.DCQCNAlphaInterval, dcqcnAlphaGap)
+	setDur(&c.DCQCNRateTimer, dcqcnRateTimer)
+	if c.DCQCNByteCounter == 0 {
+		c.DCQCNByteCounter = uint32(max(uint64(c.MTU), scale(dcqcnByteCount, dcqcnPaperBps)))
+	}
+	if c.DCQCNGainInverse == 0 {
+		c.DCQCNGainInverse = dcqcnGInverse
+	}
+	if c.DCQCNFastRecovery == 0 {
+		c.DCQCNFastRecovery = dcqcnFast
+	}
+	if c.DCQCNAdditiveBps == 0 {
+		c.DCQCNAdditiveBps = scale(dcqcnAIBps, dcqcnRefBps)
+	}
+	if c.DCQCNHyperBps == 0 {
+		c.DCQCNHyperBps = scale(dcqcnHAIBps, dcqcnRefBps)
+	}
+	if c.DCQCNMinRateBps == 0 {
+		c.DCQCNMinRateBps = scale(dcqcnMinBps, dcqcnRefBps)
+	}
+	switch {
+	case c.DCQCNCNPInterval < 0 || c.DCQCNAlphaInterval <= 0 || c.DCQCNRateTimer <= 0:
+		return keyErr("roce_rate_timer_us", "DCQCN's intervals must be positive")
+	case c.DCQCNGainInverse < 1:
+		return keyErr("roce_g_inverse", "%d, expected at least 1 (g = 1/roce_g_inverse)", c.DCQCNGainInverse)
+	case c.DCQCNFastRecovery < 1:
+		return keyErr("roce_fast_recovery", "%d steps, expected at least 1", c.DCQCNFastRecovery)
+	case c.DCQCNMinRateBps > c.LinkBps:
+		return keyErr("roce_min_rate_bps", "%d above the link rate %d", c.DCQCNMinRateBps, c.LinkBps)
+	}
+	return nil
+}
