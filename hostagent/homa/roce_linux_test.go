@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 )
 
@@ -27,23 +26,8 @@ import (
 func TestRoCESocket(t *testing.T) {
 	v := newVethPair(t, "qp", 0)
 	cfg := homaconf.Config{Variant: homaconf.VariantRoCE, LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000}
-	var ends [2]*homa.Endpoint
-	for i := range 2 {
-		var conn *homa.RawConn
-		if err := inNetns(v.ns[i], func() (err error) {
-			conn, err = homa.Listen(v.addr[i], homaconf.VariantRoCE)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		e, err := homa.NewEndpoint(conn, cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		ends[i] = e
-	}
-	srv, err := ends[1].Listen(serverPort)
+	client, server := rawPair(t, v, cfg)
+	srv, err := server.Listen(serverPort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +39,7 @@ func TestRoCESocket(t *testing.T) {
 		for i := range n {
 			req := make([]byte, []int{1, 100, 1500, 9000, 60_000}[i%5])
 			fill(req, seed+uint64(i))
-			resp, _, err := ends[0].Call(ctx, dest, req)
+			resp, _, err := client.Call(ctx, dest, req)
 			if err != nil || string(resp) != string(req) {
 				t.Fatalf("call %d (%d bytes): %v, response of %d bytes differs: %v", i, len(req), err, len(resp), string(resp) != string(req))
 			}
