@@ -182,7 +182,8 @@ type port struct {
 	// counters of a switch port
 	txPkts, txBytes       uint64
 	lossDrops, queueDrops uint64
-	loss                  float64 // probability a frame is lost on this link
+	ceMarks               [dataplane.NumQueues]uint64 // frames tor.p4's egress marked CE
+	loss                  float64                     // probability a frame is lost on this link
 	// downFrom and downTo bound the windows the link is down, both ways
 	// (a switch port toward a host; SetDown).
 	downFrom, downTo []int64
@@ -212,6 +213,20 @@ func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
 	return ok
 }
 
+// egress runs tor.p4's egress control on a frame leaving switch port p, as
+// the embedded target does at departure: its queue registers and ECN
+// marking (CE on an ECN-capable frame that found its queue at or above the
+// threshold), which it counts.
+func (p *port) egress(f []byte, d *dataplane.PortDeparture) {
+	const tosOff, ce = ethLen + 1, 3
+	ect := len(f) > tosOff && f[tosOff]&ce != 0 && f[tosOff]&ce != ce
+	d.Meta.EgressPort = p.num
+	p.sw.pl.Egress(f, &d.Meta)
+	if ect && f[tosOff]&ce == ce {
+		p.ceMarks[d.Queue&(dataplane.NumQueues-1)]++
+	}
+}
+
 // service sends the next frame when the port may: it leaves the port when
 // its serialization ends and arrives after the link's delay.
 func (p *port) service() {
@@ -224,6 +239,9 @@ func (p *port) service() {
 		p.txPkts++
 		p.txBytes += uint64(len(d.Frame))
 		f := d.Frame
+		if p.sw != nil {
+			p.egress(f, &d)
+		}
 		if p.n.postcard != nil && p.sw != nil {
 			p.n.sent(p, &d)
 		}
@@ -302,21 +320,37 @@ const (
 	frameHdr = ethLen + ipLen
 )
 
+// udpProto is IPv4's protocol number of UDP.
+const udpProto = 17
+
 // frame builds the frame carrying a Homa packet from src to dst, in a
-// buffer from the network's free list.
-func (n *Network) frame(src, dst *Host, tos uint8, payload []byte) []byte {
-	f := n.newFrame(frameHdr + len(payload))
+// buffer from the network's free list; with udp, a RoCEv2 packet (the
+// payload of a UDP datagram from and to port 4791).
+func (n *Network) frame(src, dst *Host, tos uint8, payload []byte, udp bool) []byte {
+	l4 := 0
+	if udp {
+		l4 = wire.UDPHeaderLen
+	}
+	f := n.newFrame(frameHdr + l4 + len(payload))
 	putMAC(f[0:6], dst.MAC)
 	putMAC(f[6:12], src.MAC)
 	binary.BigEndian.PutUint16(f[12:], 0x0800)
 	ip := f[ethLen:]
 	ip[0], ip[1], ip[8], ip[9] = 0x45, tos, 64, wire.IPProto
-	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+len(payload)))
+	if udp {
+		ip[9] = udpProto
+		u := ip[ipLen:]
+		binary.BigEndian.PutUint16(u[0:], wire.RoCEPort)
+		binary.BigEndian.PutUint16(u[2:], wire.RoCEPort)
+		binary.BigEndian.PutUint16(u[4:], uint16(l4+len(payload)))
+		binary.BigEndian.PutUint16(u[6:], 0) // no checksum: allowed over IPv4
+	}
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+l4+len(payload)))
 	s4, d4 := src.IP.As4(), dst.IP.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
 	binary.BigEndian.PutUint16(ip[10:], ^ipSum(ip[:ipLen]))
-	copy(f[frameHdr:], payload)
+	copy(f[frameHdr+l4:], payload)
 	return f
 }
 
@@ -352,8 +386,12 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
 			p := s.ports[pn]
 			pms := p.pm.Stats()
+			qs := p.pm.Queues()
+			for q := range qs {
+				qs[q].CEMarkedPkts = p.ceMarks[q]
+			}
 			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
-				RateBps: p.rate, Queues: p.pm.Queues(), TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
+				RateBps: p.rate, Queues: qs, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
 				PipelineDrops: s.drops, BadVerdicts: s.noPort})
 		}
 		out[name] = st

@@ -31,6 +31,9 @@ type Node struct {
 	wakeSched int64
 	// NoRoute counts packets the endpoint sent to an address no host has.
 	NoRoute uint64
+	// udp: the endpoint's packets are UDP payloads (the roce variant's
+	// RoCEv2 on port 4791), framed with a UDP header, not IP protocol 146.
+	udp bool
 }
 
 // clockBase is virtual time 0 on an endpoint's clock, where 0 means "not
@@ -53,6 +56,7 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
 	}
 	h.d = d
+	h.udp = cfg.Variant == homaconf.VariantRoCE
 	tick := d.Endpoint().Config().Tick.Nanoseconds()
 	var next func()
 	next = func() {
@@ -135,7 +139,9 @@ func (h *Node) receive(f []byte) {
 	}
 	ip := f[ethLen:]
 	p := homa.Packet{Buf: f[frameHdr:], Addr: netip.AddrFrom4([4]byte(ip[12:16])), TOS: ip[1]}
-	if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
+	if ip[9] == udpProto {
+		p.Buf = p.Buf[min(len(p.Buf), wire.UDPHeaderLen):]
+	} else if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
 		p.TOS = homa.TOS(dataplane.TrimQueue)
 	}
 	h.rx[0] = p
@@ -164,7 +170,7 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			h.NoRoute++
 			continue
 		}
-		f := h.n.frame(&h.Host, &dst.Host, p.TOS, p.Buf)
+		f := h.n.frame(&h.Host, &dst.Host, p.TOS, p.Buf, h.udp)
 		if h.shaper != nil {
 			h.shaper.send(f)
 		} else {

@@ -33,7 +33,7 @@ func Check(p *scenario.Plan) error {
 	var errs []string
 	if len(kernel) > 0 {
 		errs = append(errs, fmt.Sprintf("transports %s are the kernel's TCP, which the simulator does not model yet: "+
-			"--simulate runs homatb's own engine transports (homa, pfabric, phost, ndp); drop the others or run without --simulate",
+			"--simulate runs homatb's own engine transports (homa, pfabric, phost, ndp, roce); drop the others or run without --simulate",
 			strings.Join(kernel, ", ")))
 	}
 	if s.Topology.Kind == scenario.KindExternal {

@@ -1,24 +1,32 @@
 package homaconf
 
 import (
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// DCQCN's reference rates: the HPCC simulator's presets scale their
-// increase steps as bandwidth/25 Gbit/s (its run.py: ai = 5 x bw/25,
-// hai = 50 x bw/25), and the DCQCN paper's byte counter is for its
-// 40 Gbit/s links. homatb scales the rate-like settings (steps, lowest
-// rate, byte counter) to LinkBps the same way and keeps the times as
-// published, as the HPCC simulator does.
+// DCQCN's published settings are for datacenter links; the HPCC
+// simulator's presets are for 25 Gbit/s, the rate its run.py scales its
+// increase steps from (ai = 5 x bw/25, hai = 50 x bw/25). An emulated
+// link is a datacenter link slowed down by s = 25 Gbit/s / LinkBps (a
+// 50 Mbit/s link: s = 500), and its round trips are in proportion (a
+// millisecond here, microseconds there), so homatb stretches DCQCN's
+// times by s and divides its rates by s: the algorithm then makes the
+// same decisions per packet and per round trip as at 25 Gbit/s. Byte
+// counts are unchanged by the stretch. Keeping the times as published
+// (what the HPCC simulator does between 25 and 100 Gbit/s, where round
+// trips hardly change) was tried first: at 50 Mbit/s a rate cut was made
+// good by fast recovery within one packet time, and the incast's queue
+// sat at its 256-packet limit with 146,000 drops (simulated).
 const (
 	dcqcnRefBps     = 25_000_000_000
-	dcqcnPaperBps   = 40_000_000_000
 	dcqcnAIBps      = 5_000_000     // HPCC dcqcn presets: RATE_AI 5 Mb/s at 25 Gbit/s
 	dcqcnHAIBps     = 50_000_000    // HPCC dcqcn presets: RATE_HAI 50 Mb/s at 25 Gbit/s
 	dcqcnMinBps     = 1_000_000_000 // HPCC config: MIN_RATE 1000 Mb/s (its 25 Gbit/s runs)
-	dcqcnByteCount  = 10_000_000    // DCQCN paper: byte counter B = 10 MB at 40 Gbit/s
+	dcqcnByteCount  = 10_000_000    // DCQCN paper: byte counter B = 10 MB
 	dcqcnGInverse   = 256           // DCQCN paper and HPCC: g = 1/256
 	dcqcnFast       = 5             // DCQCN paper: F = 5 fast-recovery steps
 	dcqcnCNPGap     = 50 * time.Microsecond
@@ -82,17 +90,17 @@ func (c *Config) roceDefaults() error {
 	if c.RoCEPayload() <= wire.RoCEMsgHeaderLen {
 		return keyErr("mtu", "%d leaves no room for a RoCE message header", c.MTU)
 	}
-	scale := func(v uint64, ref uint64) uint64 { return max(1, v*c.LinkBps/ref) }
+	rate := func(v uint64) uint64 { return max(1, v*c.LinkBps/dcqcnRefBps) }
 	setDur := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
-			*d = v
+			*d = time.Duration(float64(v) * dcqcnRefBps / float64(c.LinkBps))
 		}
 	}
 	setDur(&c.DCQCNCNPInterval, dcqcnCNPGap)
 	setDur(&c.DCQCNAlphaInterval, dcqcnAlphaGap)
 	setDur(&c.DCQCNRateTimer, dcqcnRateTimer)
 	if c.DCQCNByteCounter == 0 {
-		c.DCQCNByteCounter = uint32(max(uint64(c.MTU), scale(dcqcnByteCount, dcqcnPaperBps)))
+		c.DCQCNByteCounter = dcqcnByteCount
 	}
 	if c.DCQCNGainInverse == 0 {
 		c.DCQCNGainInverse = dcqcnGInverse
@@ -101,13 +109,13 @@ func (c *Config) roceDefaults() error {
 		c.DCQCNFastRecovery = dcqcnFast
 	}
 	if c.DCQCNAdditiveBps == 0 {
-		c.DCQCNAdditiveBps = scale(dcqcnAIBps, dcqcnRefBps)
+		c.DCQCNAdditiveBps = rate(dcqcnAIBps)
 	}
 	if c.DCQCNHyperBps == 0 {
-		c.DCQCNHyperBps = scale(dcqcnHAIBps, dcqcnRefBps)
+		c.DCQCNHyperBps = rate(dcqcnHAIBps)
 	}
 	if c.DCQCNMinRateBps == 0 {
-		c.DCQCNMinRateBps = scale(dcqcnMinBps, dcqcnRefBps)
+		c.DCQCNMinRateBps = rate(dcqcnMinBps)
 	}
 	switch {
 	case c.DCQCNCNPInterval < 0 || c.DCQCNAlphaInterval <= 0 || c.DCQCNRateTimer <= 0:
@@ -120,4 +128,17 @@ func (c *Config) roceDefaults() error {
 		return keyErr("roce_min_rate_bps", "%d above the link rate %d", c.DCQCNMinRateBps, c.LinkBps)
 	}
 	return nil
+}
+
+// RoCEKeys lists the roce_* keys c sets (nonzero), which only the roce
+// variant reads.
+func (c *Config) RoCEKeys() []string {
+	v := reflect.ValueOf(c).Elem()
+	var out []string
+	for _, f := range keyFields() {
+		if strings.HasPrefix(f.key, "roce_") && !v.Field(f.index).IsZero() {
+			out = append(out, f.key)
+		}
+	}
+	return out
 }
