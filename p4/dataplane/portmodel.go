@@ -46,9 +46,6 @@ type PortDeparture struct {
 	Frame      []byte
 	Queue      uint8
 	Start, End int64
-	// Meta is what the egress control sees of the frame (EgressPort is
-	// left 0: a PortModel does not know its number).
-	Meta EgressMeta
 }
 
 // PortModelStats are a PortModel's counters and depth.
@@ -108,8 +105,7 @@ func (m *PortModel) Dequeue(now int64) (d PortDeparture, ok bool, wake int64) {
 	end := m.t.shaper.freeAt
 	m.t.mu.Unlock()
 	p := out[0].pkt
-	d = PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs),
-		Meta: EgressMeta{Queue: p.queue, EnqDepthPkts: p.enqDepth, DeqDepthPkts: out[0].deqDepth, DeqTimedeltaUs: out[0].delayUs, Length: p.n}}
+	d = PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs)}
 	*p = packet{}
 	m.free.Put(p)
 	return d, true, 0
