@@ -1,6 +1,7 @@
 package homaconf
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"time"
@@ -51,18 +52,12 @@ func (c *Config) roceDefaults() error {
 	c.UnschedBytes = c.MaxMessageBytes
 	c.IncastControl = false
 	c.AtLeastOnce = true
-	if c.RoCEQPsPerPeer == 0 {
-		c.RoCEQPsPerPeer = 1
-	}
+	c.RoCEQPsPerPeer = cmp.Or(c.RoCEQPsPerPeer, 1)
 	if c.RoCEQPsPerPeer < 1 || c.RoCEQPsPerPeer > 256 {
 		return keyErr("roce_qps_per_peer", "%d not in 1..256", c.RoCEQPsPerPeer)
 	}
-	if c.RoCEPriority == 0 {
-		c.RoCEPriority = roceDataLevel
-	}
-	if c.RoCECtrlPriority == 0 {
-		c.RoCECtrlPriority = roceControlPrio
-	}
+	c.RoCEPriority = cmp.Or(c.RoCEPriority, roceDataLevel)
+	c.RoCECtrlPriority = cmp.Or(c.RoCECtrlPriority, roceControlPrio)
 	for _, p := range []struct {
 		key string
 		v   int
@@ -71,9 +66,7 @@ func (c *Config) roceDefaults() error {
 			return keyErr(p.key, "%d not in 0..%d (priorities %d)", p.v, c.Priorities-1, c.Priorities)
 		}
 	}
-	if c.RoCEAckEvery == 0 {
-		c.RoCEAckEvery = roceAckEvery
-	}
+	c.RoCEAckEvery = cmp.Or(c.RoCEAckEvery, roceAckEvery)
 	if c.RoCEAckEvery < 1 {
 		return keyErr("roce_ack_every", "%d packets, expected at least 1", c.RoCEAckEvery)
 	}
@@ -99,24 +92,12 @@ func (c *Config) roceDefaults() error {
 	setDur(&c.DCQCNCNPInterval, dcqcnCNPGap)
 	setDur(&c.DCQCNAlphaInterval, dcqcnAlphaGap)
 	setDur(&c.DCQCNRateTimer, dcqcnRateTimer)
-	if c.DCQCNByteCounter == 0 {
-		c.DCQCNByteCounter = dcqcnByteCount
-	}
-	if c.DCQCNGainInverse == 0 {
-		c.DCQCNGainInverse = dcqcnGInverse
-	}
-	if c.DCQCNFastRecovery == 0 {
-		c.DCQCNFastRecovery = dcqcnFast
-	}
-	if c.DCQCNAdditiveBps == 0 {
-		c.DCQCNAdditiveBps = rate(dcqcnAIBps)
-	}
-	if c.DCQCNHyperBps == 0 {
-		c.DCQCNHyperBps = rate(dcqcnHAIBps)
-	}
-	if c.DCQCNMinRateBps == 0 {
-		c.DCQCNMinRateBps = rate(dcqcnMinBps)
-	}
+	c.DCQCNByteCounter = cmp.Or(c.DCQCNByteCounter, dcqcnByteCount)
+	c.DCQCNGainInverse = cmp.Or(c.DCQCNGainInverse, dcqcnGInverse)
+	c.DCQCNFastRecovery = cmp.Or(c.DCQCNFastRecovery, dcqcnFast)
+	c.DCQCNAdditiveBps = cmp.Or(c.DCQCNAdditiveBps, rate(dcqcnAIBps))
+	c.DCQCNHyperBps = cmp.Or(c.DCQCNHyperBps, rate(dcqcnHAIBps))
+	c.DCQCNMinRateBps = cmp.Or(c.DCQCNMinRateBps, rate(dcqcnMinBps))
 	switch {
 	case c.DCQCNCNPInterval < 0 || c.DCQCNAlphaInterval <= 0 || c.DCQCNRateTimer <= 0:
 		return keyErr("roce_rate_timer_us", "DCQCN's intervals must be positive")
