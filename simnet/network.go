@@ -301,7 +301,7 @@ func (p *port) service() {
 }
 
 // egress runs tor.p4's egress control on an ECN-capable frame a switch
-// port sends (only the TCP model's are: Homa's never set ECT), with the
+// port sends (the TCP model's and the roce variant's: Homa's never set ECT), with the
 // queue depth it found when it came, so the switch marks CE as the
 // emulation's does.
 func (p *port) egress(d *dataplane.PortDeparture) {

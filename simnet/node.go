@@ -38,6 +38,9 @@ type Node struct {
 	tcp       *tcpmodel.Host
 	rxSeg     tcpmodel.Segment
 	sendSegFn tcpmodel.Output
+	// udp: the endpoint's packets are UDP payloads (the roce variant's
+	// RoCEv2 on port 4791), framed with a UDP header, not IP protocol 146.
+	udp bool
 }
 
 // clockBase is virtual time 0 on an endpoint's clock, where 0 means "not
@@ -60,6 +63,7 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
 	}
 	h.d = d
+	h.udp = cfg.Variant == homaconf.VariantRoCE
 	tick := d.Endpoint().Config().Tick.Nanoseconds()
 	var next func()
 	next = func() {
@@ -172,7 +176,9 @@ func (h *Node) receive(f []byte) {
 	}
 	ip := f[ethLen:]
 	p := homa.Packet{Buf: f[frameHdr:], Addr: netip.AddrFrom4([4]byte(ip[12:16])), TOS: ip[1]}
-	if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
+	if ip[9] == ipProtoUDP {
+		p.Buf = p.Buf[min(len(p.Buf), wire.UDPHeaderLen):]
+	} else if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
 		p.TOS = homa.TOS(dataplane.TrimQueue)
 	}
 	h.rx[0] = p
@@ -201,6 +207,10 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			h.NoRoute++
 			continue
 		}
+		if h.udp {
+			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf))
+			continue
+		}
 		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf))
 	}
 	return nil
@@ -217,6 +227,22 @@ func (h *Node) transmit(f []byte) {
 
 // ipProtoTCP is IPv4's protocol number of TCP.
 const ipProtoTCP = 6
+
+// ipProtoUDP is IPv4's protocol number of UDP.
+const ipProtoUDP = 17
+
+// udpFrame builds the frame carrying a RoCEv2 packet, payload, as a UDP
+// datagram from and to port 4791.
+func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte) []byte {
+	f := n.frameOf(src, dst, ipProtoUDP, tos, wire.UDPHeaderLen+len(payload))
+	u := f[frameHdr:]
+	binary.BigEndian.PutUint16(u[0:], wire.RoCEPort)
+	binary.BigEndian.PutUint16(u[2:], wire.RoCEPort)
+	binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+len(payload)))
+	binary.BigEndian.PutUint16(u[6:], 0) // no checksum: allowed over IPv4
+	copy(u[wire.UDPHeaderLen:], payload)
+	return f
+}
 
 // sendSeg frames a TCP model's segment (a TCP header without options, then
 // payload bytes the model does not fill) and queues it on the NIC.

@@ -19,13 +19,13 @@ func rawPair(t testing.TB, v *vethPair, cfg homaconf.Config) (client, server *ho
 	return rawEndpoint(t, v, 0, cfg), rawEndpoint(t, v, 1, cfg)
 }
 
-// rawEndpoint opens an Endpoint on a raw socket at v.addr[i] in v.ns[i],
-// closed in t.Cleanup.
+// rawEndpoint opens an Endpoint on its variant's socket (raw, or UDP for
+// roce) at v.addr[i] in v.ns[i], closed in t.Cleanup.
 func rawEndpoint(t testing.TB, v *vethPair, i int, cfg homaconf.Config) *homa.Endpoint {
 	t.Helper()
 	var conn *homa.RawConn
 	if err := inNetns(v.ns[i], func() (err error) {
-		conn, err = homa.ListenRaw(v.addr[i])
+		conn, err = homa.Listen(v.addr[i], cfg.Variant)
 		return err
 	}); err != nil {
 		t.Fatal(err)

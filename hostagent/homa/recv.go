@@ -22,6 +22,10 @@ const (
 // handlePacket decodes one packet and dispatches it by type. Malformed
 // packets are counted and dropped.
 func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
+	if e.state.pol.roce {
+		e.onRoCE(now, p)
+		return
+	}
 	b := p.Buf
 	c, err := wire.ParseCommon(b)
 	if err != nil {

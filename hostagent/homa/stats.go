@@ -26,6 +26,10 @@ type counters struct {
 	active, activeMax, incomingBytes, pacerWaits, trimmed atomic.Uint64
 	polled, spinRead                                      atomic.Uint64
 	clientRPCs, serverRPCs                                atomic.Uint64
+	// roce: CNPs, NAKs, packets out of sequence, DCQCN rate cuts and
+	// go-back-N timeouts.
+	cnpSent, cnpRecv, naksSent, naksRecv  atomic.Uint64
+	outOfSequence, rateCuts, roceTimeouts atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -71,6 +75,12 @@ type Stats struct {
 	// as of its last tick: Calls not yet returned, and requests or
 	// responses of its servers not yet forgotten.
 	ClientRPCs, ServerRPCs uint64
+	// The roce variant's: CNPs sent (for CE-marked packets) and received,
+	// NAKs sent and received, SEND packets dropped out of sequence, DCQCN
+	// rate cuts, and timeouts that sent a queue pair back to its oldest
+	// unacknowledged packet.
+	CNPsSent, CNPsReceived, NAKsSent, NAKsReceived uint64
+	OutOfSequence, RateCuts, RoCETimeouts          uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -96,6 +106,8 @@ func (c *counters) snapshot() Stats {
 	s.PacerWaits = c.pacerWaits.Load()
 	s.Trimmed = c.trimmed.Load()
 	s.ClientRPCs, s.ServerRPCs = c.clientRPCs.Load(), c.serverRPCs.Load()
+	s.CNPsSent, s.CNPsReceived, s.NAKsSent, s.NAKsReceived = c.cnpSent.Load(), c.cnpRecv.Load(), c.naksSent.Load(), c.naksRecv.Load()
+	s.OutOfSequence, s.RateCuts, s.RoCETimeouts = c.outOfSequence.Load(), c.rateCuts.Load(), c.roceTimeouts.Load()
 	return s
 }
 
@@ -115,6 +127,12 @@ func (s Stats) Map() map[string]uint64 {
 	}
 	if s.Trimmed != 0 { // NDP only: Homa's counters stay as they were
 		m["trimmed"] = s.Trimmed
+	}
+	for k, v := range map[string]uint64{"cnps_sent": s.CNPsSent, "cnps_received": s.CNPsReceived, "naks_sent": s.NAKsSent,
+		"naks_received": s.NAKsReceived, "out_of_sequence": s.OutOfSequence, "rate_cuts": s.RateCuts, "roce_timeouts": s.RoCETimeouts} {
+		if v != 0 { // RoCE only
+			m[k] = v
+		}
 	}
 	for t := range wire.NumTypes {
 		name := (wire.TypeData + wire.Type(t)).String()

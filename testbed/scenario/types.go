@@ -211,7 +211,7 @@ type DSCPPolicy struct {
 	Map    map[int]int `yaml:"map"`
 }
 
-// Transport names. pFabric, pHost and NDP run on the Homa engine as
+// Transport names. pFabric, pHost, NDP and RoCE run on the Homa engine as
 // policies (their parameters are the homa block's); PIAS is kernel TCP
 // with its packets tagged by bytes sent (the tcp block's, DCTCP by
 // default). docs/transports.md describes each.
@@ -222,10 +222,11 @@ const (
 	TransportPHost   = "phost"
 	TransportNDP     = "ndp"
 	TransportPIAS    = "pias"
+	TransportRoCE    = "roce"
 )
 
 // TransportNames lists every transport a scenario may name.
-var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS}
+var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS, TransportRoCE}
 
 // Transport is one transport to compare, with its parameters.
 type Transport struct {
@@ -240,10 +241,10 @@ type Transport struct {
 }
 
 // Engine reports whether the transport runs on the Homa engine (Homa,
-// pFabric, pHost, NDP); the others are kernel TCP.
+// pFabric, pHost, NDP, RoCE); the others are kernel TCP.
 func (t Transport) Engine() bool {
 	switch t.Name {
-	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP:
+	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP, TransportRoCE:
 		return true
 	}
 	return false

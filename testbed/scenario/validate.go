@@ -345,6 +345,9 @@ func (c *checker) checkTransports(s *Scenario) {
 		if t.Name != TransportNDP && t.NDP != (NDPParams{}) {
 			c.errorf(p+".ndp", "ndp parameters on %s", t.Name)
 		}
+		if keys := t.Homa.RoCEKeys(); t.Name != TransportRoCE && len(keys) > 0 {
+			c.errorf(p+".homa."+keys[0], "%s is the roce transport's setting, not %s's", keys[0], t.Name)
+		}
 		if t.Name != TransportPIAS && (len(t.PIAS.Thresholds) > 0 || t.PIAS.IdleReset != 0) {
 			c.errorf(p+".pias", "pias parameters on %s", t.Name)
 		}

@@ -62,6 +62,13 @@ type summary struct {
 			Joined    int    `json:"joined"`
 			TailCause string `json:"tail_cause"`
 		} `json:"anatomy"`
+		Switch struct {
+			Drops   int64 `json:"drops"`
+			CEMarks int64 `json:"ce_marks"`
+		} `json:"switch"`
+		Internals *struct {
+			Counters map[string]uint64 `json:"counters"`
+		} `json:"transport_internals"`
 	} `json:"experiments"`
 }
 
@@ -230,6 +237,40 @@ func TestIncast(t *testing.T) {
 	// The bottleneck carries the 8 senders' bytes at about the link rate.
 	if e.GoodputGbps == nil || *e.GoodputGbps < 0.040 || *e.GoodputGbps > 0.050 {
 		t.Errorf("goodput %v Gbit/s, want 0.040-0.050 of the 0.050 link", e.GoodputGbps)
+	}
+}
+
+// TestRoCEIncast simulates roce-incast.yaml's RoCE experiment: the roce
+// policy runs on the simulator's hosts as on the emulated ones (its
+// packets framed as UDP), tor.p4's egress marks its ECN-capable packets,
+// the receiver answers with CNPs and DCQCN cuts the senders' rates, and
+// every RPC completes, the switch's drops recovered by go-back-N.
+func TestRoCEIncast(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/roce-incast.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, string(src))
+	if err := p.Only([]string{"roce"}); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, simulate(t, p))
+	if len(s.Experiments) != 1 || s.Experiments[0].Internals == nil {
+		t.Fatalf("%d experiments, or no transport counters", len(s.Experiments))
+	}
+	e := s.Experiments[0]
+	if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued {
+		t.Errorf("rpcs %+v: want every one completed", e.RPCs)
+	}
+	c := e.Internals.Counters
+	if e.Switch.CEMarks == 0 || c["homa_cnps_sent"] == 0 || c["homa_rate_cuts"] == 0 {
+		t.Errorf("CE marks %d, CNPs %d, rate cuts %d: want all nonzero", e.Switch.CEMarks, c["homa_cnps_sent"], c["homa_rate_cuts"])
+	}
+	if e.Switch.Drops > 0 && c["homa_retransmits"] == 0 {
+		t.Errorf("%d switch drops but no retransmission", e.Switch.Drops)
+	}
+	if e.GoodputGbps == nil || *e.GoodputGbps < 0.025 {
+		t.Errorf("goodput %v Gbit/s of the 0.050 link", e.GoodputGbps)
 	}
 }
 
