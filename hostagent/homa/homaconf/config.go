@@ -159,6 +159,14 @@ type Config struct {
 	// ServerBacklog is the number of complete requests waiting for
 	// Server.Receive before new ones are dropped (default 4096).
 	ServerBacklog int `homa:"server_backlog"`
+	// ResendLimit is how many RESENDs from one source address the
+	// Endpoint answers per tick (a retransmission, BUSY or RPC_UNKNOWN);
+	// the rest are dropped and counted (Stats.Drops, resend_limited), and
+	// their senders ask again. A receiver sends one RESEND per stalled
+	// message per resend interval, so the default 64 leaves room for
+	// hundreds of stalled messages per peer while a forged or runaway
+	// RESEND stream cannot turn the host into a retransmission amplifier.
+	ResendLimit int `homa:"resend_limit"`
 }
 
 // Variant names a transport built on the engine.
@@ -193,6 +201,7 @@ const (
 	DefaultMTU             = 1500
 	DefaultMaxMessageBytes = 1_000_000
 	DefaultFrameOverhead   = 42 // Ethernet header, CRC, preamble, SFD, gap (HOMA_ETH_OVERHEAD)
+	DefaultResendLimit     = 64
 )
 
 // IPHeaderLen is the IPv4 header in front of every Homa packet (no
@@ -341,6 +350,12 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.ServerBacklog == 0 {
 		c.ServerBacklog = 4096
+	}
+	if c.ResendLimit == 0 {
+		c.ResendLimit = DefaultResendLimit
+	}
+	if c.ResendLimit < 0 || c.ResendLimit > 1<<20 {
+		return c, keyErr("resend_limit", "%d RESENDs per peer per tick not in 1..%d (0: the default %d)", c.ResendLimit, 1<<20, DefaultResendLimit)
 	}
 	return c, nil
 }
