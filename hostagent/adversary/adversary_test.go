@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
@@ -21,22 +22,23 @@ func (r *recorder) WriteBatch(pkts []homa.Packet) error {
 	return nil
 }
 
-// TestKinds runs each kind for 100 ms at 20,000 packets/s and checks the
-// count stays within the rate's bound and each packet is what the kind
+// TestKinds runs each kind for 100 ms at 20 Mbit/s and checks the bytes
+// stay within the rate's bound and each packet is what the kind
 // promises: GRANTs and RESENDs that decode, whole blind messages of DATA,
 // top-priority datagrams, and Homa packets that mostly fail to decode.
 func TestKinds(t *testing.T) {
 	victim := netip.MustParseAddr("10.0.0.2")
-	for _, k := range Kinds {
+	for _, k := range kind.All() {
 		t.Run(string(k), func(t *testing.T) {
 			var r recorder
-			cfg := Config{Kind: k, Target: victim, Port: 4000, Rate: 20_000, For: 100 * time.Millisecond, Seed: 1}
+			cfg := Config{Kind: k, Target: victim, Port: 4000, Rate: 20e6, For: 100 * time.Millisecond, Seed: 1}
 			c, err := Run(t.Context(), &r, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if max := uint64(cfg.Rate*cfg.For.Seconds()) + 1; c.Packets == 0 || c.Packets > max || int(c.Packets) != len(r.pkts) {
-				t.Fatalf("%d packets counted, %d sent, want 1..%d", c.Packets, len(r.pkts), max)
+			// The rate's bytes, and at most one packet more.
+			if max := uint64(cfg.Rate/8*cfg.For.Seconds()) + 1500; c.Packets == 0 || c.Bytes > max || int(c.Packets) != len(r.pkts) {
+				t.Fatalf("%d packets counted, %d sent, %d bytes: want some, at most %d bytes", c.Packets, len(r.pkts), c.Bytes, max)
 			}
 			bad := 0
 			for _, p := range r.pkts {
@@ -45,25 +47,25 @@ func TestKinds(t *testing.T) {
 				}
 				var err error
 				switch k {
-				case ForgedGrants:
+				case kind.ForgedGrants:
 					var g wire.Grant
 					g, err = wire.ParseGrant(p.Buf)
 					if err == nil && (g.DPort != clientPort || g.FromClient()) {
 						t.Fatalf("grant %+v: not a server's to a client", g)
 					}
-				case ForgedResend:
+				case kind.ForgedResend:
 					_, err = wire.ParseResend(p.Buf)
-				case UnschedFlood:
+				case kind.UnschedFlood:
 					var d wire.Data
 					d, _, err = wire.ParseData(p.Buf)
 					if err == nil && d.Incoming != d.MessageLength {
 						t.Fatalf("DATA %+v is not all unscheduled", d)
 					}
-				case PriorityAbuse:
+				case kind.PriorityAbuse:
 					if len(p.Buf) != 1500-28 {
 						t.Fatalf("datagram of %d bytes, want %d", len(p.Buf), 1500-28)
 					}
-				case Malformed:
+				case kind.Malformed:
 					if _, err := wire.ParseCommon(p.Buf); err != nil {
 						bad++
 						continue
@@ -80,7 +82,7 @@ func TestKinds(t *testing.T) {
 					t.Fatalf("TOS %#x, want the top priority's %#x", p.TOS, topTOS)
 				}
 			}
-			if k == Malformed && bad != len(r.pkts) {
+			if k == kind.Malformed && bad != len(r.pkts) {
 				t.Errorf("only %d of %d malformed packets fail to decode", bad, len(r.pkts))
 			}
 		})
@@ -107,13 +109,13 @@ func decodes(b []byte) bool {
 // TestRunBounded: MaxPackets and a cancelled context end an attack early.
 func TestRunBounded(t *testing.T) {
 	var r recorder
-	c, err := Run(t.Context(), &r, Config{Kind: ForgedResend, Target: netip.MustParseAddr("10.0.0.2"), Rate: 1e6, For: time.Second, MaxPackets: 100})
+	c, err := Run(t.Context(), &r, Config{Kind: kind.ForgedResend, Target: netip.MustParseAddr("10.0.0.2"), Rate: 1e9, For: time.Second, MaxPackets: 100})
 	if err != nil || c.Packets != 100 {
 		t.Fatalf("%d packets, err %v; want 100", c.Packets, err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if c, err := Run(ctx, &r, Config{Kind: Malformed, Target: netip.MustParseAddr("10.0.0.2"), Rate: 1e6, For: time.Hour}); err != nil || c.Packets != 0 {
+	if c, err := Run(ctx, &r, Config{Kind: kind.Malformed, Target: netip.MustParseAddr("10.0.0.2"), Rate: 1e9, For: time.Hour}); err != nil || c.Packets != 0 {
 		t.Fatalf("cancelled: %d packets, err %v", c.Packets, err)
 	}
 	if _, err := Run(t.Context(), &r, Config{Kind: "smurf", Rate: 1, For: time.Second}); err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
 )
 
@@ -22,8 +23,8 @@ const discardPort = 9
 // Open returns the Sender for cfg's kind from local: a raw Homa socket
 // (homa.RawConn, batched through sendmmsg) for the Homa kinds, a UDP
 // socket whose every datagram carries the top TOS for priority_abuse.
-func Open(local netip.Addr, kind Kind) (Sender, func() error, error) {
-	if kind != PriorityAbuse {
+func Open(local netip.Addr, k Kind) (Sender, func() error, error) {
+	if k != kind.PriorityAbuse {
 		c, err := homa.ListenRaw(local)
 		if err != nil {
 			return nil, nil, err

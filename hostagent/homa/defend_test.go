@@ -192,7 +192,34 @@ func TestForgedControl(t *testing.T) {
 	if st.Malformed != 0 {
 		t.Errorf("malformed %d, want 0: the refusals are not malformed packets", st.Malformed)
 	}
-	t.Logf("unscheduled %d B; drops %v", unsched, st.Map())
+	t.Logf("unscheduled %d B; drops by reason %v", unsched, st.Drops)
+}
+
+// TestForgedGrantUndefended: with the defences off (defences: false) the
+// same forged GRANT from another host makes the client send its whole
+// request blind, which is the harm the peer check prevents.
+func TestForgedGrantUndefended(t *testing.T) {
+	p := newDrivenPair(t, homaconf.Config{LinkBps: 1e9, DisableDefences: true})
+	req := make([]byte, 200_000)
+	p.cli.Call(netip.AddrPortFrom(srvAddr, serverPort), req, func([]byte, homa.CallInfo, error) {})
+	first := p.co.take()
+	d := dataOf(t, first)
+	sent := dataBytes(first)
+	c := wire.Common{SPort: d.DPort, DPort: d.SPort, SenderID: d.SenderID | 1}
+	p.cli.Deliver([]homa.Packet{{Buf: wire.AppendGrant(nil, &wire.Grant{Common: c, Offset: d.MessageLength, Priority: 7}), Addr: evilAddr}})
+	for range 10_000 {
+		p.now += 10 * time.Microsecond
+		if at, ok := p.cli.Timer(); ok && at <= p.now {
+			p.cli.Wake()
+		}
+		sent += dataBytes(p.co.take())
+	}
+	if sent != len(req) {
+		t.Errorf("the forged GRANT let %d of %d bytes go, want all", sent, len(req))
+	}
+	if st := p.cli.Endpoint().Stats(); st.Drops[homa.DropWrongPeer] != 0 {
+		t.Errorf("defences off, yet %d wrong_peer drops", st.Drops[homa.DropWrongPeer])
+	}
 }
 
 // TestResendLimit: RESENDs from one address beyond Config.ResendLimit in

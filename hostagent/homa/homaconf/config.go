@@ -167,6 +167,11 @@ type Config struct {
 	// hundreds of stalled messages per peer while a forged or runaway
 	// RESEND stream cannot turn the host into a retransmission amplifier.
 	ResendLimit int `homa:"resend_limit"`
+	// DisableDefences (scenario: defences: false) turns off the checks
+	// that refuse well-formed packets: the peer check, GRANT and RESEND
+	// ranges, the RESEND limit. Malformed packets are dropped whatever it
+	// says. Only for measuring what the defences buy (docs/homa.md).
+	DisableDefences bool `homa:"defences,not"`
 }
 
 // Variant names a transport built on the engine.
