@@ -45,10 +45,12 @@ type Scenario struct {
 	// checked against the simulator's limits and an emulated run refuses it.
 	Simulated   bool        `yaml:"simulated"`
 	Calibration Calibration `yaml:"calibration"`
-	Telemetry     Telemetry   `yaml:"telemetry"`
-	Sweep         []Sweep     `yaml:"sweep"`
+	Telemetry   Telemetry   `yaml:"telemetry"`
+	Sweep       []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
+	// Adversaries attack victims in every experiment (adversaries.go).
+	Adversaries []Adversary `yaml:"adversaries"`
 	// Report tunes how the report compares the configurations.
 	Report Report `yaml:"report"`
 	// Capture writes pcapng files of chosen experiments (capture.go).
