@@ -24,6 +24,7 @@ import (
 	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // Kind is an attack; the kinds:
@@ -62,15 +63,7 @@ type Config struct {
 }
 
 // Counters are what the adversary sent.
-type Counters struct {
-	Kind        Kind    `json:"kind"`
-	Target      string  `json:"target"`
-	Packets     uint64  `json:"packets"`
-	Bytes       uint64  `json:"bytes"`
-	Batches     uint64  `json:"batches"`
-	WriteErrors uint64  `json:"write_errors"`
-	Seconds     float64 `json:"seconds"`
-}
+type Counters = runfmt.Adversary
 
 // Sender is a batch packet writer (homa.RawConn for the Homa kinds).
 type Sender interface {
@@ -98,7 +91,7 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 		limit = uint64(cfg.Rate/8*cfg.For.Seconds()/ipHeader) + 1
 	}
 	g := newGenerator(cfg)
-	cnt := Counters{Kind: cfg.Kind, Target: cfg.Target.String()}
+	cnt := Counters{Kind: string(cfg.Kind), Target: cfg.Target.String(), RateBps: cfg.Rate}
 	pkts := make([]homa.Packet, batch)
 	for i := range pkts {
 		pkts[i] = homa.Packet{Buf: make([]byte, 0, cfg.MTU), Addr: cfg.Target}

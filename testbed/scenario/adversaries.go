@@ -17,7 +17,8 @@ type Adversary struct {
 	// Host is the adversary ("h11").
 	Host string `yaml:"host"`
 	// Kind is forged_grants, forged_resend, unsched_flood, priority_abuse
-	// or malformed.
+	// or malformed; none sends nothing (the attack-free entry of a sweep
+	// over kinds).
 	Kind string `yaml:"kind"`
 	// Target is the victim ("h1").
 	Target string `yaml:"target"`
@@ -81,8 +82,8 @@ func (c *checker) checkAdversaries(s *Scenario) {
 		case !victims[a.Target]:
 			c.errorf(p+".target", "%s is no phase's client or server: expected a victim whose traffic the attack can harm", a.Target)
 		}
-		if !kind.Kind(a.Kind).Valid() {
-			c.errorf(p+".kind", "expected one of %v, got %q", kind.All(), a.Kind)
+		if k := kind.Kind(a.Kind); !k.Valid() && k != kind.None {
+			c.errorf(p+".kind", "expected one of %v, or %s (no attack, a sweep's baseline), got %q", kind.All(), kind.None, a.Kind)
 		}
 		if a.Rate == 0 {
 			c.errorf(p+".rate", "expected the attack's rate, such as 20Mbit")

@@ -126,7 +126,7 @@ func TestBadScenarios(t *testing.T) {
 		{"sweep of unknown phase", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.burst.load\n    values: [1]", 21, "sweep[0].param", `no entry named "burst"`},
 		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", `expected an integer, got "x"`},
 		{"adversary is a victim", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h2, kind: malformed, target: h1, rate: 10Mbit}", 21, "adversaries[0].host", "h2 is a client or server of a phase"},
-		{"adversary of unknown kind", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: smurf, target: h1, rate: 10Mbit}", 21, "adversaries[0].kind", `expected one of [forged_grants forged_resend unsched_flood priority_abuse malformed], got "smurf"`},
+		{"adversary of unknown kind", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: smurf, target: h1, rate: 10Mbit}", 21, "adversaries[0].kind", `expected one of [forged_grants forged_resend unsched_flood priority_abuse malformed], or none (no attack, a sweep's baseline), got "smurf"`},
 		{"adversary target no victim", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h9, rate: 10Mbit}", 21, "adversaries[0].target", `expected the victim, a host of the run`},
 		{"adversary without rate", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h1}", 21, "adversaries[0].rate", "expected the attack's rate"},
 		{"adversary above the link", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: unsched_flood, target: h1, rate: 200Mbit}", 21, "adversaries[0].rate", "above the link's"},

@@ -13,6 +13,9 @@ const (
 	UnschedFlood  Kind = "unsched_flood"
 	PriorityAbuse Kind = "priority_abuse"
 	Malformed     Kind = "malformed"
+	// None sends nothing: in a scenario, the attack-free run of a sweep
+	// over kinds. Not in All: there is nothing to run.
+	None Kind = "none"
 )
 
 // All lists the kinds.
