@@ -207,6 +207,7 @@ type reportPage struct {
 	ManifestKV  [][2]string
 	Experiments []*Experiment
 	Captures    []captureRow
+	Adversaries []adversaryRow
 }
 
 // groupExperiments groups experiments by configuration, in first-seen order.
@@ -347,6 +348,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		return nil, err
 	}
 	pg.Captures = captureRows(s.manifest)
+	pg.Adversaries = adversaryRows(s)
 	return pg, nil
 }
 
