@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/adversary"
+	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
@@ -313,4 +315,69 @@ func dropMap(st homa.Stats) map[string]uint64 {
 		}
 	}
 	return m
+}
+
+// TestRawAdversaryKinds runs each kind of package adversary for 300 ms at
+// 50 Mbit/s, over a raw (or UDP) socket in the client's namespace, at a
+// server Endpoint that is serving the client's RPCs meanwhile: the server
+// survives, every RPC completes, and the server's counters show the attack
+// as refused (malformed packets, RESENDs beyond its limit, GRANTs for no
+// RPC) or, for the flood, served.
+func TestRawAdversaryKinds(t *testing.T) {
+	v := newVethPair(t, "adv", 0)
+	for _, k := range kind.All() {
+		t.Run(string(k), func(t *testing.T) {
+			client, se := rawPair(t, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000})
+			srv, err := se.Listen(serverPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s adversary.Sender
+			var closeFn func() error
+			if err := inNetns(v.ns[0], func() (err error) {
+				s, closeFn, err = adversary.Open(v.addr[0], k)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer closeFn()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			es := serveEcho(ctx, t, srv)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(v.addr[1], serverPort), 500, 4, 9)
+			}()
+			before := se.Stats()
+			c, err := adversary.Run(ctx, s, adversary.Config{Kind: k, Target: v.addr[1], Port: serverPort, Rate: 50e6, For: 300 * time.Millisecond, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			time.Sleep(50 * time.Millisecond) // the last packets' handling
+			after := se.Stats()
+			diff := func(r homa.DropReason) uint64 { return after.Drops[r] - before.Drops[r] }
+			t.Logf("sent %d packets (%d B, %d write errors); server: malformed +%d, resends +%d, limited +%d, unknown rpc +%d, served +%d",
+				c.Packets, c.Bytes, c.WriteErrors, after.Malformed-before.Malformed, after.ResendsReceived-before.ResendsReceived,
+				diff(homa.DropResendLimited), after.UnknownRPC-before.UnknownRPC, after.Served-before.Served)
+			if c.Packets == 0 {
+				t.Fatal("the adversary sent nothing")
+			}
+			switch k {
+			case kind.Malformed:
+				if got := after.Malformed - before.Malformed; got < c.Packets*9/10 {
+					t.Errorf("%d of %d malformed packets counted", got, c.Packets)
+				}
+			case kind.ForgedResend:
+				if diff(homa.DropResendLimited) == 0 {
+					t.Error("no RESEND was limited")
+				}
+			case kind.ForgedGrants:
+				if after.UnknownRPC-before.UnknownRPC < c.Packets*9/10 {
+					t.Errorf("%d of %d forged GRANTs counted as for no RPC", after.UnknownRPC-before.UnknownRPC, c.Packets)
+				}
+			}
+		})
+	}
 }
