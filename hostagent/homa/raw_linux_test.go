@@ -332,6 +332,14 @@ func TestRawAdversaryKinds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The attack goes to a port of its own: the flood's requests
+			// are all alike, and the echo server's check that no request
+			// runs twice is for the client's.
+			const attacked = serverPort + 1
+			victim, err := se.Listen(attacked)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var s adversary.Sender
 			var closeFn func() error
 			if err := inNetns(v.ns[0], func() (err error) {
@@ -344,13 +352,14 @@ func TestRawAdversaryKinds(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			es := serveEcho(ctx, t, srv)
+			serveFixed(ctx, victim, []byte{1})
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
 				homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(v.addr[1], serverPort), 500, 4, 9)
 			}()
 			before := se.Stats()
-			c, err := adversary.Run(ctx, s, adversary.Config{Kind: k, Target: v.addr[1], Port: serverPort, Rate: 50e6, For: 300 * time.Millisecond, Seed: 3})
+			c, err := adversary.Run(ctx, s, adversary.Config{Kind: k, Target: v.addr[1], Port: attacked, Rate: 50e6, For: 300 * time.Millisecond, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
