@@ -115,6 +115,8 @@ func TestBadScenarios(t *testing.T) {
 		{"pias dctcp without ecn", "  - name: tcp", "  - name: pias", 11, "transports[1].tcp.congestion", "ecn_threshold_pkts"},
 		{"ndp parameters on tcp", "  - name: tcp", "  - name: tcp\n    ndp: {trim_threshold_pkts: 4}", 12, "transports[1].ndp", "ndp parameters on tcp"},
 		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},
+		{"negative simulated latency", "duration: 2s", "duration: 2s\nsimulation: {switch_delay: -1us}", 20, "simulation.switch_delay", "expected a latency from 0 to 1ms, got -1µs"},
+		{"unknown simulation key", "duration: 2s", "duration: 2s\nsimulation:\n  host_delay: 1us", 21, "simulation.host_delay", "host_tx_delay"},
 		{"closed without outstanding", "    max_outstanding: 1\n", "", 13, "phases[0].max_outstanding", "at least 1"},
 		{"list expected", "clients: [h2-h3]", "clients: {a: b}", 14, "phases[0].clients", "expected a list"},
 		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star", "leaf-spine" or "external"`},

@@ -43,7 +43,9 @@ type Scenario struct {
 	// Simulated marks a scenario for homatb run --simulate only: its
 	// rates or scale are beyond what this machine emulates, so it is
 	// checked against the simulator's limits and an emulated run refuses it.
-	Simulated   bool        `yaml:"simulated"`
+	Simulated bool `yaml:"simulated"`
+	// Simulation is the simulator's latency model (simulation.go).
+	Simulation  *Simulation `yaml:"simulation"`
 	Calibration Calibration `yaml:"calibration"`
 	Telemetry   Telemetry   `yaml:"telemetry"`
 	Sweep       []Sweep     `yaml:"sweep"`
@@ -99,6 +101,12 @@ const (
 	KindLeafSpine = "leaf-spine"
 )
 
+// Values of topology.load_balancing.
+const (
+	LoadBalanceSpray = "spray"
+	LoadBalanceECMP  = "ecmp"
+)
+
 // Topology describes the emulated rack: a star (one ToR, Hosts hosts) or a
 // leaf-spine fabric (Leaves ToRs with HostsPerLeaf hosts each, Spines
 // spines); or, of kind external, machines that already exist.
@@ -111,6 +119,10 @@ type Topology struct {
 	// UplinkRate is the rate of the links between leaves and spines
 	// (leaf-spine only); zero means link.rate.
 	UplinkRate Rate `yaml:"uplink_rate,omitempty"`
+	// LoadBalancing spreads traffic over the spines (leaf-spine only):
+	// LoadBalanceSpray per packet (the default, as the Homa paper's
+	// simulator does) or LoadBalanceECMP per flow.
+	LoadBalancing string `yaml:"load_balancing,omitempty"`
 	// External lists the machines of kind external (external.go).
 	External *External `yaml:"external,omitempty"`
 }
