@@ -210,6 +210,7 @@ type reportPage struct {
 	ManifestKV  [][2]string
 	Experiments []*Experiment
 	Captures    []captureRow
+	Adversaries []adversaryRow
 }
 
 // groupExperiments groups experiments by configuration, in first-seen order.
@@ -355,6 +356,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		return nil, err
 	}
 	pg.Captures = captureRows(s.manifest)
+	pg.Adversaries = adversaryRows(s)
 	return pg, nil
 }
 

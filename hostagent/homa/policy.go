@@ -195,8 +195,15 @@ func rankOf(o *msgOut) uint32 { return o.left() }
 func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
 	st := &e.state
 	d, err := wire.ParseTrimmed(b)
-	if err != nil || !st.pol.ndp || d.MessageLength > e.cfg.MaxMessageBytes {
-		e.c.malformed.Add(1)
+	switch {
+	case err != nil:
+		e.dropErr(err)
+		return
+	case !st.pol.ndp:
+		e.drop(DropWrongVariant) // only NDP's switch ports trim
+		return
+	case d.MessageLength > e.cfg.MaxMessageBytes:
+		e.drop(DropTooLarge)
 		return
 	}
 	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, 0, r) {
@@ -233,7 +240,7 @@ func (e *Endpoint) onNDP(now time.Duration, b []byte, t wire.Type, r *rpc) {
 		}
 	}
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 	}
 }
 

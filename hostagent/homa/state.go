@@ -21,6 +21,7 @@ type endpointState struct {
 	tombHead int
 	ports    map[uint16]*Server
 	peers    map[uint32]*peer // by v4(address)
+	resends  resendLimiter    // RESENDs answered per source this tick
 	sendq    []*rpc
 	sched    grantSched
 	schedDue bool

@@ -30,6 +30,7 @@ type counters struct {
 	// go-back-N timeouts.
 	cnpSent, cnpRecv, naksSent, naksRecv  atomic.Uint64
 	outOfSequence, rateCuts, roceTimeouts atomic.Uint64
+	drops                                 [NumDropReasons]atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -54,9 +55,12 @@ type Stats struct {
 	// sent to the oldest message.
 	GrantsByPriority [wire.MaxPriorities]uint64
 	FIFOGrants       uint64
-	// Malformed packets were dropped by the decoder; UnknownRPC packets
-	// named no RPC; DuplicateData carried bytes already received.
+	// Malformed packets were dropped as malformed (the reasons of Drops
+	// that are DropReason.Malformed); UnknownRPC packets named no RPC;
+	// DuplicateData carried bytes already received.
 	Malformed, UnknownRPC, DuplicateData uint64
+	// Drops counts the packets dropped, by DropReason.
+	Drops [NumDropReasons]uint64
 	// Retransmits counts DATA packets sent again for a RESEND.
 	Retransmits                                         uint64
 	ResendsSent, ResendsReceived, BusySent, Restarts    uint64
@@ -108,11 +112,15 @@ func (c *counters) snapshot() Stats {
 	s.ClientRPCs, s.ServerRPCs = c.clientRPCs.Load(), c.serverRPCs.Load()
 	s.CNPsSent, s.CNPsReceived, s.NAKsSent, s.NAKsReceived = c.cnpSent.Load(), c.cnpRecv.Load(), c.naksSent.Load(), c.naksRecv.Load()
 	s.OutOfSequence, s.RateCuts, s.RoCETimeouts = c.outOfSequence.Load(), c.rateCuts.Load(), c.roceTimeouts.Load()
+	for r := range s.Drops {
+		s.Drops[r] = c.drops[r].Load()
+	}
 	return s
 }
 
 // Map flattens s into named counters for reports, e.g. "tx_data_p3",
-// "rx_grant_p7", "resends_sent". Zero per-priority counters are left out.
+// "rx_grant_p7", "resends_sent", "drop_wrong_peer". Zero per-priority
+// counters are left out; every drop reason is present.
 func (s Stats) Map() map[string]uint64 {
 	m := map[string]uint64{
 		"tx_bytes": s.TxBytes, "rx_bytes": s.RxBytes, "tx_batches": s.TxBatches, "rx_batches": s.RxBatches, "polled_batches": s.PolledBatches,
@@ -124,6 +132,9 @@ func (s Stats) Map() map[string]uint64 {
 		"acked": s.Acked, "calls_completed": s.CallsCompleted, "calls_failed": s.CallsFailed,
 		"served": s.Served, "cutoffs_version": s.CutoffsVersion, "active_messages": s.ActiveMessages,
 		"active_max": s.ActiveMax, "incoming_bytes": s.IncomingBytes, "pacer_waits": s.PacerWaits,
+	}
+	for r, v := range s.Drops {
+		m["drop_"+DropReason(r).String()] = v
 	}
 	if s.Trimmed != 0 { // NDP only: Homa's counters stay as they were
 		m["trimmed"] = s.Trimmed

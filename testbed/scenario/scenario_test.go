@@ -38,6 +38,32 @@ phases:
 duration: 2s
 `
 
+// TestAdversaryScenario: a valid adversary and a sweep over its kind make
+// one experiment per kind and transport, each with its adversary's kind.
+func TestAdversaryScenario(t *testing.T) {
+	src, err := Parse("adv.yaml", []byte(good+"adversaries:\n  - {host: h4, kind: malformed, target: h1, rate: 10Mbit}\nsweep:\n  - param: adversaries.0.kind\n    values: [forged_resend, unsched_flood]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range plan.Experiments {
+		kinds = append(kinds, e.Scenario.Adversaries[0].Kind)
+	}
+	if want := []string{"forged_resend", "forged_resend", "unsched_flood", "unsched_flood"}; !slices.Equal(kinds, want) {
+		t.Errorf("kinds %v, want %v", kinds, want)
+	}
+	if start, dur := plan.Base.Adversaries[0].Window(plan.Base); start != 0 || dur != 2*time.Second {
+		t.Errorf("window %v for %v, want the whole measurement", start, dur)
+	}
+	if _, err := src.Plan(Options{Simulate: true}); err == nil || !strings.Contains(err.Error(), "adversaries") {
+		t.Errorf("simulated: %v, want the adversaries refused", err)
+	}
+}
+
 func TestGoodScenario(t *testing.T) {
 	src, err := Parse("good.yaml", []byte(good))
 	if err != nil {
@@ -103,6 +129,13 @@ func TestBadScenarios(t *testing.T) {
 		{"sweep of unknown field", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.bulk.lod\n    values: [1]", 21, "sweep[0].param", `no field "lod"`},
 		{"sweep of unknown phase", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.burst.load\n    values: [1]", 21, "sweep[0].param", `no entry named "burst"`},
 		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", `expected an integer, got "x"`},
+		{"adversary is a victim", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h2, kind: malformed, target: h1, rate: 10Mbit}", 21, "adversaries[0].host", "h2 is a client or server of a phase"},
+		{"adversary of unknown kind", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: smurf, target: h1, rate: 10Mbit}", 21, "adversaries[0].kind", `expected one of [forged_grants forged_resend unsched_flood priority_abuse malformed], or none (no attack, a sweep's baseline), got "smurf"`},
+		{"adversary target no victim", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h9, rate: 10Mbit}", 21, "adversaries[0].target", `expected the victim, a host of the run`},
+		{"adversary without rate", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h1}", 21, "adversaries[0].rate", "expected the attack's rate"},
+		{"adversary above the link", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: unsched_flood, target: h1, rate: 200Mbit}", 21, "adversaries[0].rate", "above the link's"},
+		{"adversary past the end", "duration: 2s", "duration: 2s\nadversaries:\n  - host: h4\n    kind: malformed\n    target: h1\n    rate: 10Mbit\n    start: 1s\n    for: 2s", 26, "adversaries[0].for", "after the measurement ends"},
+		{"adversary bad start", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h1, rate: 10Mbit, start: 5s}", 21, "adversaries[0].start", "below the measurement's duration"},
 		{"buffer below one packet", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 100", 22, "switch.buffer.shared_bytes", "at least one MTU"},
 		{"buffer size not a size", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    port_bytes: lots", 22, "switch.buffer.port_bytes", "expected a size"},
 		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},

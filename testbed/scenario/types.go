@@ -51,6 +51,8 @@ type Scenario struct {
 	Sweep       []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
+	// Adversaries attack victims in every experiment (adversaries.go).
+	Adversaries []Adversary `yaml:"adversaries"`
 	// Report tunes how the report compares the configurations.
 	Report Report `yaml:"report"`
 	// Capture writes pcapng files of chosen experiments (capture.go).

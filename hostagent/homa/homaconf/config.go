@@ -203,6 +203,19 @@ type Config struct {
 	DCQCNAdditiveBps   uint64        `homa:"roce_ai_bps"`
 	DCQCNHyperBps      uint64        `homa:"roce_hai_bps"`
 	DCQCNMinRateBps    uint64        `homa:"roce_min_rate_bps"`
+	// ResendLimit is how many RESENDs from one source address the
+	// Endpoint answers per tick (a retransmission, BUSY or RPC_UNKNOWN);
+	// the rest are dropped and counted (Stats.Drops, resend_limited), and
+	// their senders ask again. A receiver sends one RESEND per stalled
+	// message per resend interval, so the default 64 leaves room for
+	// hundreds of stalled messages per peer while a forged or runaway
+	// RESEND stream cannot turn the host into a retransmission amplifier.
+	ResendLimit int `homa:"resend_limit"`
+	// DisableDefences (scenario: defences: false) turns off the checks
+	// that refuse well-formed packets: the peer check, GRANT and RESEND
+	// ranges, the RESEND limit. Malformed packets are dropped whatever it
+	// says. Only for measuring what the defences buy (docs/homa.md).
+	DisableDefences bool `homa:"defences,not"`
 }
 
 // Variant names a transport built on the engine.
@@ -241,6 +254,7 @@ const (
 	DefaultMTU             = 1500
 	DefaultMaxMessageBytes = 1_000_000
 	DefaultFrameOverhead   = 42 // Ethernet header, CRC, preamble, SFD, gap (HOMA_ETH_OVERHEAD)
+	DefaultResendLimit     = 64
 )
 
 // IPHeaderLen is the IPv4 header in front of every Homa packet (no
@@ -394,6 +408,12 @@ func (c Config) WithDefaults() (Config, error) {
 		if err := c.roceDefaults(); err != nil {
 			return c, err
 		}
+	}
+	if c.ResendLimit == 0 {
+		c.ResendLimit = DefaultResendLimit
+	}
+	if c.ResendLimit < 0 || c.ResendLimit > 1<<20 {
+		return c, keyErr("resend_limit", "%d RESENDs per peer per tick not in 1..%d (0: the default %d)", c.ResendLimit, 1<<20, DefaultResendLimit)
 	}
 	return c, nil
 }
