@@ -26,7 +26,7 @@ func BenchmarkPaperFabric(b *testing.B) {
 	}
 	yaml := string(src)
 	for _, r := range [][2]string{
-		{"warmup: 10ms", "warmup: 1ms"}, {"duration: 40ms", "duration: 4ms"}, {"drain: 20ms", "drain: 2ms"},
+		{"warmup: 2ms", "warmup: 1ms"}, {"duration: 10ms", "duration: 4ms"}, {"drain: 5ms", "drain: 2ms"},
 		{"samples: 5", "samples: 1"},
 		{`values: ["w2", "w3", "w4,max=1000000", "w5,max=1000000"]`, `values: ["w4,max=1000000"]`},
 	} {
