@@ -137,6 +137,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		ec := c
 		ec.headlinePhase = headlinePhase(man, me)
 		ec.phaseOrder, _ = scenarioPhases(man)
+		ec.collOrder, ec.collKinds = collectiveKinds(man)
 		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], ec)
 		if !seen[me.Name] && hasMan {
 			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
@@ -374,6 +375,7 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	if ps := phaseStats(s, phaseOf, c.phaseOrder, ideal, c.confidence); ps != nil {
 		e.Phases = ps
 	}
+	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
 
 	// Short messages: both directions within the bound (runfmt.IsShort),
 	// or with a headline phase, that phase's RPCs. The samples are read
