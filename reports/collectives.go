@@ -3,6 +3,7 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"github.com/homatb/homatb/workloads"
 	"slices"
 )
 
@@ -59,22 +60,6 @@ type CCTStats struct {
 type StepStats struct {
 	P50 *float64 `json:"p50"`
 	P99 *float64 `json:"p99"`
-}
-
-// collectiveSteps is the number of step messages one iteration of kind
-// over n hosts sends, and the steps on its critical path.
-func collectiveSteps(kind string, n int) (messages, critical int) {
-	switch kind {
-	case "ring-allreduce":
-		return n * 2 * (n - 1), 2 * (n - 1)
-	case "allgather", "reduce-scatter":
-		return n * (n - 1), n - 1
-	case "alltoall":
-		return n * (n - 1), 1
-	case "incast-barrier":
-		return 2 * (n - 1), 2
-	}
-	return 0, 0
 }
 
 // collectiveKinds maps each collective phase of the run's scenario to its
@@ -140,7 +125,7 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 	}
 	slices.SortFunc(cs.Hosts, naturalCompare)
 	n := len(cs.Hosts)
-	want, critical := collectiveSteps(kind, n)
+	want, critical := workloads.CollectiveShape(kind, n)
 	var ccts []int64
 	var waitNs, computeNs int64
 	var first int64
@@ -208,8 +193,8 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 		// and a step on the critical path.
 		chunk := slices.MinFunc(ss, func(a, b collStep) int { return cmp.Compare(a.step, b.step) }).bytes
 		per := ideal.at(chunk, 1, 0)
-		if kind == "incast-barrier" {
-			per = ideal.at(chunk, 1, 0) + ideal.at(32, 1, 0)
+		if kind == workloads.KindIncastBarrier {
+			per = ideal.at(chunk, 1, 0) + ideal.at(workloads.MinCollectiveMessage, 1, 0)
 			critical = 1
 		}
 		cs.IdealCCT = fp(float64(critical) * per / 1e3)

@@ -12,19 +12,8 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/workloads"
 )
-
-// Collective kinds (agentpb.Collective.kind, the scenario's collective.kind).
-const (
-	KindRingAllReduce = "ring-allreduce"
-	KindAllGather     = "allgather"
-	KindReduceScatter = "reduce-scatter"
-	KindAllToAll      = "alltoall"
-	KindIncastBarrier = "incast-barrier"
-)
-
-// CollectiveKinds lists every collective kind.
-var CollectiveKinds = []string{KindRingAllReduce, KindAllGather, KindReduceScatter, KindAllToAll, KindIncastBarrier}
 
 // A collective's step message starts with the application header (the
 // response length, 1 byte: an acknowledgement) and then collHeaderLen-4
@@ -39,10 +28,6 @@ var CollectiveKinds = []string{KindRingAllReduce, KindAllGather, KindReduceScatt
 // Ordinary requests carry zeros there, so they never match.
 const (
 	collHeaderLen = 26
-	// MinCollectiveMessage is the shortest step message: the header.
-	MinCollectiveMessage = 32
-	// releaseBytes is the length of incast-barrier's release messages.
-	releaseBytes = MinCollectiveMessage
 )
 
 var collMagic = [8]byte{'h', 'o', 'm', 'a', 't', 'b', 'C', 'o'}
@@ -52,67 +37,6 @@ func collectiveID(phase string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(phase))
 	return h.Sum32()
-}
-
-// collSend is one sending step of a host in every iteration: a message
-// of bytes to each of dests (ranks), sent once dep's inputs have arrived
-// (count of them, of step dep of the same iteration; dep < 0: at once
-// after the compute).
-type collSend struct {
-	step      int
-	dests     []int
-	bytes     int
-	dep, deps int
-}
-
-// collPlan is what a host does in each iteration: its sends in order,
-// and the inputs (count by step) that must have arrived for its part to
-// be done.
-type collPlan struct {
-	sends  []collSend
-	expect map[int]int
-}
-
-// planCollective is rank r's part in a collective of kind over n members
-// moving bytes (each message carries bytes/n).
-func planCollective(kind string, n, r, bytes int) collPlan {
-	chunk := max(bytes/n, MinCollectiveMessage)
-	next := (r + 1) % n
-	ring := func(steps int) collPlan {
-		p := collPlan{expect: map[int]int{steps - 1: 1}}
-		for k := range steps {
-			s := collSend{step: k, dests: []int{next}, bytes: chunk, dep: k - 1, deps: 1}
-			if k == 0 {
-				s.deps = 0
-			}
-			p.sends = append(p.sends, s)
-		}
-		return p
-	}
-	switch kind {
-	case KindRingAllReduce:
-		return ring(2 * (n - 1))
-	case KindAllGather, KindReduceScatter:
-		return ring(n - 1)
-	case KindAllToAll:
-		var others []int
-		for i := range n {
-			if i != r {
-				others = append(others, i)
-			}
-		}
-		return collPlan{sends: []collSend{{step: 0, dests: others, bytes: chunk, dep: -1}}, expect: map[int]int{0: n - 1}}
-	case KindIncastBarrier:
-		if r == 0 {
-			var others []int
-			for i := 1; i < n; i++ {
-				others = append(others, i)
-			}
-			return collPlan{sends: []collSend{{step: 1, dests: others, bytes: releaseBytes, dep: 0, deps: n - 1}}, expect: map[int]int{0: n - 1}}
-		}
-		return collPlan{sends: []collSend{{step: 0, dests: []int{0}, bytes: chunk, dep: -1}}, expect: map[int]int{1: 1}}
-	}
-	return collPlan{}
 }
 
 // collSpec is a validated agentpb.Collective.
@@ -145,11 +69,11 @@ func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error
 		return nil, invalid(f("phase"), "", "expected the phase's name")
 	}
 	known := false
-	for _, k := range CollectiveKinds {
+	for _, k := range workloads.CollectiveKinds {
 		known = known || k == s.kind
 	}
 	if !known {
-		return nil, invalid(f("kind"), s.kind, "expected one of %v", CollectiveKinds)
+		return nil, invalid(f("kind"), s.kind, "expected one of %v", workloads.CollectiveKinds)
 	}
 	n := len(s.targets)
 	if n < 2 || len(s.hosts) != n {
@@ -163,8 +87,8 @@ func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error
 	if s.rank >= n {
 		return nil, invalid(f("rank"), s.rank, "expected less than the %d members", n)
 	}
-	if s.bytes/n < MinCollectiveMessage || s.bytes/n > maxMessage {
-		return nil, invalid(f("bytes"), s.bytes, "each of the %d members' messages (bytes/%d) must be %d to %d bytes", n, n, MinCollectiveMessage, maxMessage)
+	if s.bytes/n < workloads.MinCollectiveMessage || s.bytes/n > maxMessage {
+		return nil, invalid(f("bytes"), s.bytes, "each of the %d members' messages (bytes/%d) must be %d to %d bytes", n, n, workloads.MinCollectiveMessage, maxMessage)
 	}
 	if s.iterations < 1 {
 		return nil, invalid(f("iterations"), s.iterations, "expected at least 1")
@@ -193,13 +117,15 @@ type arrivals struct {
 type collective struct {
 	e    *experiment
 	spec *collSpec
-	plan collPlan
+	plan workloads.CollectivePlan
 
-	mu      sync.Mutex
-	callCtx context.Context // set by run; nil until then
-	in      map[stepKey]*arrivals
-	iter    int // the iteration being run, -1 before the first
-	started bool
+	mu sync.Mutex
+	// issueCtx and callCtx are run's: no step is launched once issuing
+	// has stopped; nil until run begins.
+	issueCtx, callCtx context.Context
+	in                map[stepKey]*arrivals
+	iter              int // the iteration being run, -1 before the first
+	started           bool
 	// computeEnd and computeNs describe the current iteration's compute.
 	computeEnd time.Time
 	computeNs  int64
@@ -210,7 +136,7 @@ type collective struct {
 }
 
 func newCollective(e *experiment, spec *collSpec) *collective {
-	p := planCollective(spec.kind, len(spec.targets), spec.rank, spec.bytes)
+	p := workloads.PlanCollective(spec.kind, len(spec.targets), spec.rank, spec.bytes)
 	return &collective{e: e, spec: spec, plan: p, in: map[stepKey]*arrivals{}, iter: -1}
 }
 
@@ -275,9 +201,9 @@ func (c *collective) run(ctx, callCtx context.Context) {
 				delete(c.in, k) // inputs of an iteration given up on
 			}
 		}
-		c.callCtx = callCtx
+		c.issueCtx, c.callCtx = ctx, callCtx
 		c.iter, c.started, c.computeEnd, c.computeNs = i, true, end, end.Sub(from).Nanoseconds()
-		c.launched, c.pending, c.failed, c.done = make([]bool, len(c.plan.sends)), 0, false, done
+		c.launched, c.pending, c.failed, c.done = make([]bool, len(c.plan.Sends)), 0, false, done
 		c.launchReady()
 		c.checkDone()
 		c.mu.Unlock()
@@ -301,15 +227,18 @@ func (c *collective) run(ctx, callCtx context.Context) {
 // launchReady starts every send of the current iteration whose inputs are
 // all here; c.mu held.
 func (c *collective) launchReady() {
-	for i, s := range c.plan.sends {
+	if c.issueCtx.Err() != nil {
+		return
+	}
+	for i, s := range c.plan.Sends {
 		if c.launched[i] {
 			continue
 		}
 		ready := c.computeEnd
 		var input time.Time
-		if s.dep >= 0 {
-			a := c.in[stepKey{c.iter, s.dep}]
-			if a == nil || a.n < s.deps {
+		if s.Dep >= 0 {
+			a := c.in[stepKey{c.iter, s.Dep}]
+			if a == nil || a.n < s.Deps {
 				continue
 			}
 			input = a.last
@@ -318,37 +247,45 @@ func (c *collective) launchReady() {
 			}
 		}
 		c.launched[i] = true
-		c.pending += len(s.dests)
 		compute := int64(0)
-		if s.dep < 0 || i == 0 {
+		if s.Dep < 0 || i == 0 {
 			compute = c.computeNs
 		}
-		for _, d := range s.dests {
-			go c.send(c.iter, s, d, ready, input, compute)
+		for _, d := range s.Dests {
+			buf := c.message(c.iter, s)
+			// Booked here, under c.mu, so that a Stop's drain waits for it.
+			r := c.e.book(Record{
+				Experiment: c.e.name, Transport: c.e.transport, Phase: runfmt.PhaseMeasure, Client: c.e.client,
+				Server: c.spec.targets[d], ServerHost: c.spec.hosts[d], ReqBytes: int64(s.Bytes),
+				IntendedNs: ready.UnixNano(), Collective: c.spec.phase, Iteration: int64(c.iter), Step: int64(s.Step),
+				InputNs: unixOrZero(input), ComputeNs: compute,
+			})
+			if r == nil {
+				return
+			}
+			c.pending++
+			go c.send(c.iter, r, buf)
 		}
 	}
 }
 
-// send issues one step message and books its answer.
-func (c *collective) send(iter int, s collSend, dest int, ready, input time.Time, compute int64) {
-	// A buffer of its own: the header differs by step, and a transport
-	// may still read a request after a later step is sent.
-	buf := make([]byte, s.bytes)
+// message is a step's request: a buffer of its own, as the header differs
+// by step and a transport may still read a request after a later step is
+// sent.
+func (c *collective) message(iter int, s workloads.CollectiveSend) []byte {
+	buf := make([]byte, s.Bytes)
 	binary.BigEndian.PutUint32(buf[0:4], 1)
 	copy(buf[4:12], collMagic[:])
 	binary.BigEndian.PutUint32(buf[12:16], c.spec.id)
 	binary.BigEndian.PutUint32(buf[16:20], uint32(iter))
-	binary.BigEndian.PutUint32(buf[20:24], uint32(s.step))
+	binary.BigEndian.PutUint32(buf[20:24], uint32(s.Step))
 	binary.BigEndian.PutUint16(buf[24:26], uint16(c.spec.rank))
-	c.mu.Lock()
-	ctx := c.callCtx
-	c.mu.Unlock()
-	_, ok := c.e.issue(ctx, Record{
-		Experiment: c.e.name, Transport: c.e.transport, Phase: runfmt.PhaseMeasure, Client: c.e.client,
-		Server: c.spec.targets[dest], ServerHost: c.spec.hosts[dest], ReqBytes: int64(s.bytes),
-		IntendedNs: ready.UnixNano(), Collective: c.spec.phase, Iteration: int64(iter), Step: int64(s.step),
-		InputNs: unixOrZero(input), ComputeNs: compute,
-	}, buf)
+	return buf
+}
+
+// send issues one booked step message and accounts for its answer.
+func (c *collective) send(iter int, r *rpcState, buf []byte) {
+	_, ok := c.e.send(c.callCtx, r, buf)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if iter != c.iter {
@@ -374,7 +311,7 @@ func (c *collective) checkDone() {
 			return
 		}
 	}
-	for step, n := range c.plan.expect {
+	for step, n := range c.plan.Expect {
 		if a := c.in[stepKey{c.iter, step}]; a == nil || a.n < n {
 			return
 		}

@@ -7,43 +7,8 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/workloads"
 )
-
-func TestPlanCollectiveSteps(t *testing.T) {
-	tests := []struct {
-		kind          string
-		n             int
-		sends, expect int // messages each non-root host sends, inputs it waits for
-	}{
-		{KindRingAllReduce, 4, 6, 1},
-		{KindAllGather, 4, 3, 1},
-		{KindReduceScatter, 3, 2, 1},
-		{KindAllToAll, 4, 3, 3},
-		{KindIncastBarrier, 4, 1, 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.kind, func(t *testing.T) {
-			p := planCollective(tc.kind, tc.n, 1, 4096)
-			msgs, expect := 0, 0
-			for i, s := range p.sends {
-				msgs += len(s.dests)
-				if (s.dep < 0) != (i == 0) {
-					t.Errorf("send %d depends on step %d: only the first send goes on compute alone", i, s.dep)
-				}
-			}
-			for _, n := range p.expect {
-				expect += n
-			}
-			if msgs != tc.sends || expect != tc.expect {
-				t.Errorf("rank 1 sends %d messages and waits for %d inputs, want %d and %d", msgs, expect, tc.sends, tc.expect)
-			}
-		})
-	}
-	root := planCollective(KindIncastBarrier, 4, 0, 4096)
-	if len(root.sends) != 1 || root.sends[0].deps != 3 || len(root.sends[0].dests) != 3 {
-		t.Errorf("incast-barrier root %+v: want one release to 3 hosts after 3 inputs", root)
-	}
-}
 
 // TestCollectivesOverTCP runs each collective kind among four in-process
 // agents over loopback TCP and checks the books, that every iteration
@@ -51,7 +16,7 @@ func TestPlanCollectiveSteps(t *testing.T) {
 // arrived.
 func TestCollectivesOverTCP(t *testing.T) {
 	const members, iterations = 4, 5
-	for _, kind := range CollectiveKinds {
+	for _, kind := range workloads.CollectiveKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
 			var apis []agentpb.AgentClient
@@ -82,10 +47,13 @@ func TestCollectivesOverTCP(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want := map[string]uint64{KindRingAllReduce: 6, KindAllGather: 3, KindReduceScatter: 3, KindAllToAll: 3, KindIncastBarrier: 1}[kind]
 			deadline := time.Now().Add(20 * time.Second)
-			for _, api := range apis[1:] { // rank 0 of incast-barrier sends 3 releases
-				for statusOnce(t, api).GetCompleted() < want*iterations && time.Now().Before(deadline) {
+			for i, api := range apis {
+				want := uint64(0)
+				for _, s := range workloads.PlanCollective(kind, members, i, 256<<10).Sends {
+					want += uint64(len(s.Dests)) * iterations
+				}
+				for statusOnce(t, api).GetCompleted() < want && time.Now().Before(deadline) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
@@ -110,7 +78,7 @@ func TestCollectivesOverTCP(t *testing.T) {
 				}
 				steps[r.Iteration]++
 			}
-			perIter := map[string]int{KindRingAllReduce: 24, KindAllGather: 12, KindReduceScatter: 12, KindAllToAll: 12, KindIncastBarrier: 6}[kind]
+			perIter := map[string]int{workloads.KindRingAllReduce: 24, workloads.KindAllGather: 12, workloads.KindReduceScatter: 12, workloads.KindAllToAll: 12, workloads.KindIncastBarrier: 6}[kind]
 			for i := range int64(iterations) {
 				if steps[i] != perIter {
 					t.Errorf("iteration %d: %d step messages, want %d", i, steps[i], perIter)
@@ -120,7 +88,7 @@ func TestCollectivesOverTCP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if kind != KindAllToAll && n == 0 {
+			if kind != workloads.KindAllToAll && n == 0 {
 				t.Error("no dependent step checked")
 			}
 		})

@@ -51,7 +51,10 @@ type experiment struct {
 	stopErr     error
 }
 
-type rpcState struct{ rec Record }
+type rpcState struct {
+	rec  Record
+	sent time.Time // rec.SentNs with the monotonic clock
+}
 
 // lagMaxUs bounds the lag histogram (one minute); longer lags saturate.
 const lagMaxUs = 60_000_000
@@ -245,19 +248,33 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 // transport fields filled here), books it and writes its record. It
 // reports whether the RPC completed, and when.
 func (e *experiment) issue(ctx context.Context, rec Record, req []byte) (time.Time, bool) {
+	r := e.book(rec)
+	if r == nil {
+		return time.Time{}, false
+	}
+	return e.send(ctx, r, req)
+}
+
+// book counts an RPC as issued and outstanding, sent now; nil once the
+// books are closed.
+func (e *experiment) book(rec Record) *rpcState {
 	sent := time.Now()
 	rec.SentNs = sent.UnixNano()
-	r := &rpcState{rec: rec}
+	r := &rpcState{rec: rec, sent: sent}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.closedBooks {
-		e.mu.Unlock()
-		return time.Time{}, false
+		return nil
 	}
 	e.issued.Add(1)
 	e.outstanding[r] = struct{}{}
 	e.lag.RecordValue(min(max((rec.SentNs-rec.IntendedNs)/1000, 0), lagMaxUs))
-	e.mu.Unlock()
+	return r
+}
 
+// send issues a booked RPC and records how it ended.
+func (e *experiment) send(ctx context.Context, r *rpcState, req []byte) (time.Time, bool) {
+	rec, sent := r.rec, r.sent
 	res, err := e.tr.Call(ctx, rec.Server, req)
 	done := time.Now()
 

@@ -45,8 +45,8 @@ type Scenario struct {
 	// checked against the simulator's limits and an emulated run refuses it.
 	Simulated   bool        `yaml:"simulated"`
 	Calibration Calibration `yaml:"calibration"`
-	Telemetry     Telemetry   `yaml:"telemetry"`
-	Sweep         []Sweep     `yaml:"sweep"`
+	Telemetry   Telemetry   `yaml:"telemetry"`
+	Sweep       []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
 	// Report tunes how the report compares the configurations.
@@ -315,6 +315,10 @@ type Phase struct {
 	ResponseBytes uint32  `yaml:"response_bytes"`
 	MaxRPCs       uint64  `yaml:"max_rpcs"`
 	Incast        *Incast `yaml:"incast"`
+	// Hosts and Collective make the phase a collective among Hosts (in
+	// ring order) instead of clients sending to servers (collective.go).
+	Hosts      []string    `yaml:"hosts,omitempty"`
+	Collective *Collective `yaml:"collective,omitempty"`
 }
 
 // Incast makes every client of a phase send at the same instants.
