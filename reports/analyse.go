@@ -291,6 +291,8 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	slices.Sort(er.lags)
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
 
+	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
+
 	s := er.samples
 	if len(s) == 0 {
 		return e, nil
@@ -375,7 +377,6 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	if ps := phaseStats(s, phaseOf, c.phaseOrder, ideal, c.confidence); ps != nil {
 		e.Phases = ps
 	}
-	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
 
 	// Short messages: both directions within the bound (runfmt.IsShort),
 	// or with a headline phase, that phase's RPCs. The samples are read

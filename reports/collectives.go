@@ -86,19 +86,9 @@ func collectiveStats(steps []collStep, order []string, kinds map[string]string, 
 	for _, s := range steps {
 		byPhase[s.phase] = append(byPhase[s.phase], s)
 	}
-	names := slices.Clone(order)
-	var extra []string
-	for p := range byPhase {
-		if !slices.Contains(names, p) {
-			extra = append(extra, p)
-		}
-	}
-	slices.Sort(extra)
 	var out []CollectiveStats
-	for _, p := range append(names, extra...) {
-		if ss := byPhase[p]; len(ss) > 0 {
-			out = append(out, oneCollective(p, kinds[p], ss, ideal, conf))
-		}
+	for _, p := range orderedKeys(order, byPhase) {
+		out = append(out, oneCollective(p, kinds[p], byPhase[p], ideal, conf))
 	}
 	return out
 }

@@ -207,6 +207,7 @@ type reportPage struct {
 	ManifestKV  [][2]string
 	Experiments []*Experiment
 	Captures    []captureRow
+	Collectives []collectiveSection
 }
 
 // groupExperiments groups experiments by configuration, in first-seen order.
@@ -341,6 +342,9 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		pg.Groups = append(pg.Groups, g)
 	}
 	if err := buildSweeps(pg, s); err != nil {
+		return nil, err
+	}
+	if err := buildCollectives(pg, s); err != nil {
 		return nil, err
 	}
 	if err := manifestView(pg, s.manifest); err != nil {
