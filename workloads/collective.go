@@ -1,5 +1,7 @@
 package workloads
 
+import "slices"
+
 // Collective kinds: the communication patterns a collective phase runs,
 // each iteration after every member's compute.
 const (
@@ -103,4 +105,128 @@ func CollectiveShape(kind string, n int) (messages, critical int) {
 		critical = 2
 	}
 	return messages, critical
+}
+
+// CollectiveRun is one member's progress through a collective's
+// iterations, on any clock: the agents run it in real time, the simulator
+// in virtual time. Inputs may arrive for an iteration the member has not
+// begun; they wait for it. It is not safe for concurrent use.
+type CollectiveRun struct {
+	plan CollectivePlan
+	in   map[[2]int]*collArrivals // by (iteration, step)
+	iter int                      // the iteration being run, -1 before the first
+	// computeEnd and computeNs are the current iteration's compute.
+	computeEnd, computeNs int64
+	launched              []bool // by index in plan.Sends
+	pending               int    // sends launched and not yet answered
+	failed                bool
+}
+
+type collArrivals struct {
+	n    int
+	last int64
+}
+
+// CollectiveLaunch is a step message to send now: to rank Dest, Bytes
+// long. Ready is when it could go (the later of its last input's arrival,
+// Input, 0 for none, and the compute's end); ComputeNs is the compute
+// before the member's first send of the iteration, 0 on the others.
+type CollectiveLaunch struct {
+	Iter, Step, Dest, Bytes int
+	Ready, Input, ComputeNs int64
+}
+
+// NewCollectiveRun starts a member's run of plan.
+func NewCollectiveRun(plan CollectivePlan) *CollectiveRun {
+	return &CollectiveRun{plan: plan, in: map[[2]int]*collArrivals{}, iter: -1}
+}
+
+// Begin starts iteration iter, whose compute of computeNs ended at end,
+// and returns the messages to send now. Inputs of earlier iterations still
+// held are dropped.
+func (c *CollectiveRun) Begin(iter int, end, computeNs int64) []CollectiveLaunch {
+	for k := range c.in {
+		if k[0] < iter {
+			delete(c.in, k)
+		}
+	}
+	c.iter, c.computeEnd, c.computeNs = iter, end, computeNs
+	c.launched, c.pending, c.failed = make([]bool, len(c.plan.Sends)), 0, false
+	return c.ready(nil)
+}
+
+// Arrived counts an input, step of iteration iter, arrived at at, and
+// returns the messages it lets go now.
+func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
+	a := c.in[[2]int{iter, step}]
+	if a == nil {
+		a = &collArrivals{}
+		c.in[[2]int{iter, step}] = a
+	}
+	a.n++
+	a.last = max(a.last, at)
+	if iter != c.iter {
+		return nil
+	}
+	return c.ready(nil)
+}
+
+// Answered counts the answer to one launched message of iteration iter.
+func (c *CollectiveRun) Answered(iter int, ok bool) {
+	if iter != c.iter {
+		return
+	}
+	c.pending--
+	c.failed = c.failed || !ok
+}
+
+// Done reports whether the member's part of the current iteration is
+// over: every message sent and answered and every input it waits for
+// arrived; or failed, when a message of it failed (its successors would
+// wait for ever).
+func (c *CollectiveRun) Done() (done, failed bool) {
+	if c.iter < 0 {
+		return false, false
+	}
+	if c.failed {
+		return true, true
+	}
+	if c.pending > 0 || slices.Contains(c.launched, false) {
+		return false, false
+	}
+	for step, n := range c.plan.Expect {
+		if a := c.in[[2]int{c.iter, step}]; a == nil || a.n < n {
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// ready appends to out the messages of the current iteration whose
+// inputs are all here, marking them launched.
+func (c *CollectiveRun) ready(out []CollectiveLaunch) []CollectiveLaunch {
+	for i, s := range c.plan.Sends {
+		if c.launched[i] {
+			continue
+		}
+		readyAt, input := c.computeEnd, int64(0)
+		if s.Dep >= 0 {
+			a := c.in[[2]int{c.iter, s.Dep}]
+			if a == nil || a.n < s.Deps {
+				continue
+			}
+			input = a.last
+			readyAt = max(readyAt, input)
+		}
+		c.launched[i] = true
+		compute := int64(0)
+		if i == 0 {
+			compute = c.computeNs
+		}
+		for _, d := range s.Dests {
+			c.pending++
+			out = append(out, CollectiveLaunch{Iter: c.iter, Step: s.Step, Dest: d, Bytes: s.Bytes, Ready: readyAt, Input: input, ComputeNs: compute})
+		}
+	}
+	return out
 }

@@ -46,3 +46,45 @@ func TestPlanCollective(t *testing.T) {
 		t.Errorf("incast-barrier root %+v: want one short release to 3 hosts after 3 inputs", root)
 	}
 }
+
+// TestCollectiveRun walks rank 1 of a 3-host ring all-reduce through an
+// iteration: an input that arrives before the compute ends waits for it,
+// each later step goes when its input arrives, and the part is done once
+// the last input is in and every send answered.
+func TestCollectiveRun(t *testing.T) {
+	c := NewCollectiveRun(PlanCollective(KindRingAllReduce, 3, 1, 3000))
+	if done, _ := c.Done(); done {
+		t.Fatal("done before the first iteration")
+	}
+	if ls := c.Arrived(0, 0, 50); len(ls) != 0 {
+		t.Fatalf("launched %v before the compute ended", ls)
+	}
+	ls := c.Begin(0, 100, 80)
+	if len(ls) != 2 || ls[0].Step != 0 || ls[0].Ready != 100 || ls[0].ComputeNs != 80 || ls[1].Step != 1 || ls[1].Ready != 100 || ls[1].Input != 50 || ls[1].Dest != 2 || ls[1].Bytes != 1000 {
+		t.Fatalf("begin launched %+v: want steps 0 and 1 at the compute's end, step 1's input at 50", ls)
+	}
+	c.Answered(0, true)
+	c.Answered(0, true)
+	for step := 1; step < 3; step++ {
+		ls := c.Arrived(0, step, int64(200+step))
+		if len(ls) != 1 || ls[0].Step != step+1 || ls[0].Ready != int64(200+step) || ls[0].ComputeNs != 0 {
+			t.Fatalf("input of step %d launched %+v", step, ls)
+		}
+		c.Answered(0, true)
+	}
+	if done, _ := c.Done(); done {
+		t.Fatal("done before the last input arrived")
+	}
+	if ls := c.Arrived(1, 0, 250); len(ls) != 0 {
+		t.Fatalf("an input of the next iteration launched %v", ls)
+	}
+	c.Arrived(0, 3, 300)
+	if done, failed := c.Done(); !done || failed {
+		t.Fatalf("done %v failed %v after every input and answer", done, failed)
+	}
+	c.Begin(1, 400, 100)
+	c.Answered(1, false)
+	if done, failed := c.Done(); !done || !failed {
+		t.Fatalf("done %v failed %v after a failed send: want both", done, failed)
+	}
+}

@@ -101,43 +101,26 @@ func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error
 	return s, nil
 }
 
-// stepKey names one step of one iteration.
-type stepKey struct{ iter, step int }
-
-// arrivals counts a step's inputs at this host and when the last came.
-type arrivals struct {
-	n    int
-	last time.Time
-}
-
 // collective runs one host's part in a collective phase. Its loop computes
-// then starts an iteration; every later send is started by the arrival of
+// then begins an iteration; every later send is started by the arrival of
 // the input it depends on (arrived, called by this host's server as the
-// message comes in), so no coordinator sits on the critical path.
+// message comes in), so no coordinator sits on the critical path. The
+// dependencies are workloads.CollectiveRun's, which the simulator runs too.
 type collective struct {
 	e    *experiment
 	spec *collSpec
-	plan workloads.CollectivePlan
 
-	mu sync.Mutex
-	// issueCtx and callCtx are run's: no step is launched once issuing
-	// has stopped; nil until run begins.
+	mu  sync.Mutex
+	run *workloads.CollectiveRun
+	// issueCtx and callCtx are loop's: no step is launched once issuing
+	// has stopped; nil until loop begins.
 	issueCtx, callCtx context.Context
-	in                map[stepKey]*arrivals
-	iter              int // the iteration being run, -1 before the first
-	started           bool
-	// computeEnd and computeNs describe the current iteration's compute.
-	computeEnd time.Time
-	computeNs  int64
-	launched   []bool // by index in plan.sends, current iteration
-	pending    int    // sends of the current iteration not yet answered
-	failed     bool
-	done       chan struct{} // closed when the current iteration's part is done
+	done              chan struct{} // closed when the current iteration's part is done
 }
 
 func newCollective(e *experiment, spec *collSpec) *collective {
 	p := workloads.PlanCollective(spec.kind, len(spec.targets), spec.rank, spec.bytes)
-	return &collective{e: e, spec: spec, plan: p, in: map[stepKey]*arrivals{}, iter: -1}
+	return &collective{e: e, spec: spec, run: workloads.NewCollectiveRun(p)}
 }
 
 // arrived is told of every request this host's servers receive; it
@@ -146,26 +129,17 @@ func (c *collective) arrived(req []byte, at time.Time) bool {
 	if len(req) < collHeaderLen || [8]byte(req[4:12]) != collMagic || binary.BigEndian.Uint32(req[12:16]) != c.spec.id {
 		return false
 	}
-	k := stepKey{int(binary.BigEndian.Uint32(req[16:20])), int(binary.BigEndian.Uint32(req[20:24]))}
+	iter, step := int(binary.BigEndian.Uint32(req[16:20])), int(binary.BigEndian.Uint32(req[20:24]))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := c.in[k]
-	if a == nil {
-		a = &arrivals{}
-		c.in[k] = a
-	}
-	a.n++
-	a.last = at
-	if k.iter == c.iter && c.started {
-		c.launchReady()
-		c.checkDone()
-	}
+	c.launch(c.run.Arrived(iter, step, at.UnixNano()))
+	c.checkDone()
 	return true
 }
 
-// run computes and starts each iteration in turn, and waits for this
+// loop computes and begins each iteration in turn, and waits for this
 // host's part of it to be done before the next.
-func (c *collective) run(ctx, callCtx context.Context) {
+func (c *collective) loop(ctx, callCtx context.Context) {
 	s := c.spec
 	tm, err := issueTimer(ctx)
 	if err != nil {
@@ -196,15 +170,8 @@ func (c *collective) run(ctx, callCtx context.Context) {
 		end := time.Now()
 		done := make(chan struct{})
 		c.mu.Lock()
-		for k := range c.in {
-			if k.iter < i {
-				delete(c.in, k) // inputs of an iteration given up on
-			}
-		}
-		c.issueCtx, c.callCtx = ctx, callCtx
-		c.iter, c.started, c.computeEnd, c.computeNs = i, true, end, end.Sub(from).Nanoseconds()
-		c.launched, c.pending, c.failed, c.done = make([]bool, len(c.plan.Sends)), 0, false, done
-		c.launchReady()
+		c.issueCtx, c.callCtx, c.done = ctx, callCtx, done
+		c.launch(c.run.Begin(i, end.UnixNano(), end.Sub(from).Nanoseconds()))
 		c.checkDone()
 		c.mu.Unlock()
 		select {
@@ -213,72 +180,50 @@ func (c *collective) run(ctx, callCtx context.Context) {
 			return
 		}
 		c.mu.Lock()
-		failed := c.failed
+		_, failed := c.run.Done()
 		c.mu.Unlock()
 		if failed {
 			// A lost step leaves its successors waiting for ever: stop
-			// here rather than start iterations that cannot finish.
+			// here rather than begin iterations that cannot finish.
 			c.e.log.Warn("collective step failed; no further iterations", "phase", s.phase, "iteration", i)
 			return
 		}
 	}
 }
 
-// launchReady starts every send of the current iteration whose inputs are
-// all here; c.mu held.
-func (c *collective) launchReady() {
-	if c.issueCtx.Err() != nil {
-		return
-	}
-	for i, s := range c.plan.Sends {
-		if c.launched[i] {
+// launch books and sends each message; c.mu held. Booking here, before
+// the sending goroutine runs, lets a Stop's drain wait for it.
+func (c *collective) launch(ls []workloads.CollectiveLaunch) {
+	for _, l := range ls {
+		if c.issueCtx == nil || c.issueCtx.Err() != nil {
+			c.run.Answered(l.Iter, false)
 			continue
 		}
-		ready := c.computeEnd
-		var input time.Time
-		if s.Dep >= 0 {
-			a := c.in[stepKey{c.iter, s.Dep}]
-			if a == nil || a.n < s.Deps {
-				continue
-			}
-			input = a.last
-			if input.After(ready) {
-				ready = input
-			}
+		buf := c.message(l)
+		r := c.e.book(Record{
+			Experiment: c.e.name, Transport: c.e.transport, Phase: runfmt.PhaseMeasure, Client: c.e.client,
+			Server: c.spec.targets[l.Dest], ServerHost: c.spec.hosts[l.Dest], ReqBytes: int64(l.Bytes),
+			IntendedNs: l.Ready, Collective: c.spec.phase, Iteration: int64(l.Iter), Step: int64(l.Step),
+			InputNs: l.Input, ComputeNs: l.ComputeNs,
+		})
+		if r == nil {
+			c.run.Answered(l.Iter, false)
+			continue
 		}
-		c.launched[i] = true
-		compute := int64(0)
-		if s.Dep < 0 || i == 0 {
-			compute = c.computeNs
-		}
-		for _, d := range s.Dests {
-			buf := c.message(c.iter, s)
-			// Booked here, under c.mu, so that a Stop's drain waits for it.
-			r := c.e.book(Record{
-				Experiment: c.e.name, Transport: c.e.transport, Phase: runfmt.PhaseMeasure, Client: c.e.client,
-				Server: c.spec.targets[d], ServerHost: c.spec.hosts[d], ReqBytes: int64(s.Bytes),
-				IntendedNs: ready.UnixNano(), Collective: c.spec.phase, Iteration: int64(c.iter), Step: int64(s.Step),
-				InputNs: unixOrZero(input), ComputeNs: compute,
-			})
-			if r == nil {
-				return
-			}
-			c.pending++
-			go c.send(c.iter, r, buf)
-		}
+		go c.send(l.Iter, r, buf)
 	}
 }
 
 // message is a step's request: a buffer of its own, as the header differs
 // by step and a transport may still read a request after a later step is
 // sent.
-func (c *collective) message(iter int, s workloads.CollectiveSend) []byte {
-	buf := make([]byte, s.Bytes)
+func (c *collective) message(l workloads.CollectiveLaunch) []byte {
+	buf := make([]byte, l.Bytes)
 	binary.BigEndian.PutUint32(buf[0:4], 1)
 	copy(buf[4:12], collMagic[:])
 	binary.BigEndian.PutUint32(buf[12:16], c.spec.id)
-	binary.BigEndian.PutUint32(buf[16:20], uint32(iter))
-	binary.BigEndian.PutUint32(buf[20:24], uint32(s.Step))
+	binary.BigEndian.PutUint32(buf[16:20], uint32(l.Iter))
+	binary.BigEndian.PutUint32(buf[20:24], uint32(l.Step))
 	binary.BigEndian.PutUint16(buf[24:26], uint16(c.spec.rank))
 	return buf
 }
@@ -288,41 +233,18 @@ func (c *collective) send(iter int, r *rpcState, buf []byte) {
 	_, ok := c.e.send(c.callCtx, r, buf)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if iter != c.iter {
-		return
-	}
-	c.pending--
-	if !ok {
-		c.failed = true
-		c.closeDone()
-		return
-	}
+	c.run.Answered(iter, ok)
 	c.checkDone()
 }
 
-// checkDone ends the current iteration's wait once every send is answered
-// and every expected input has arrived; c.mu held.
+// checkDone ends the current iteration's wait once its part is done;
+// c.mu held.
 func (c *collective) checkDone() {
-	if !c.started || c.pending > 0 {
-		return
-	}
-	for _, l := range c.launched {
-		if !l {
-			return
+	if done, _ := c.run.Done(); done && c.done != nil {
+		select {
+		case <-c.done:
+		default:
+			close(c.done)
 		}
-	}
-	for step, n := range c.plan.Expect {
-		if a := c.in[stepKey{c.iter, step}]; a == nil || a.n < n {
-			return
-		}
-	}
-	c.closeDone()
-}
-
-func (c *collective) closeDone() {
-	select {
-	case <-c.done:
-	default:
-		close(c.done)
 	}
 }

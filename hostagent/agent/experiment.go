@@ -101,7 +101,7 @@ func (e *experiment) start(ctx context.Context) {
 			})
 		}
 		for _, c := range e.colls {
-			wg.Go(func() { c.run(issueCtx, callCtx) })
+			wg.Go(func() { c.loop(issueCtx, callCtx) })
 		}
 		wg.Wait()
 	}()
