@@ -115,7 +115,7 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 	}
 	slices.SortFunc(cs.Hosts, naturalCompare)
 	n := len(cs.Hosts)
-	want, critical := workloads.CollectiveShape(kind, n)
+	want, critical := workloads.CollectiveShape(kind, n, bufferBytes(n, ss))
 	var ccts []int64
 	var waitNs, computeNs int64
 	var first int64
@@ -178,18 +178,26 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 	if waitNs+computeNs > 0 {
 		cs.ExposedFraction = fp(float64(waitNs) / float64(waitNs+computeNs))
 	}
-	if ideal != nil && critical > 0 && len(ss) > 0 {
-		// The first step's message: incast-barrier's release is shorter,
-		// and a step on the critical path.
-		chunk := slices.MinFunc(ss, func(a, b collStep) int { return cmp.Compare(a.step, b.step) }).bytes
-		per := ideal.at(chunk, 1, 0)
-		if kind == workloads.KindIncastBarrier {
-			per = ideal.at(chunk, 1, 0) + ideal.at(workloads.MinCollectiveMessage, 1, 0)
-			critical = 1
+	if ideal != nil && len(critical) > 0 {
+		// The busiest link's bytes of each step on the critical path as
+		// one message, with a 1-byte answer.
+		var ns float64
+		for _, b := range critical {
+			ns += ideal.at(int64(b), 1, 0)
 		}
-		cs.IdealCCT = fp(float64(critical) * per / 1e3)
+		cs.IdealCCT = fp(ns / 1e3)
 	}
 	return cs
+}
+
+// bufferBytes is the collective's buffer as its records show it: n
+// times its longest step message (an incast-barrier's release is shorter).
+func bufferBytes(n int, ss []collStep) int {
+	var longest int64
+	for _, s := range ss {
+		longest = max(longest, s.bytes)
+	}
+	return int(longest) * n
 }
 
 // naturalCompare orders host names as people number them: h2 before h10.

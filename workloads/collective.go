@@ -87,22 +87,34 @@ func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 }
 
 // CollectiveShape is how many step messages one iteration of kind among
-// n members sends in all, and how many steps lie on its critical path.
-func CollectiveShape(kind string, n int) (messages, critical int) {
+// n members moving bytes sends in all, and its critical path: for each
+// step on it, the bytes the busiest link carries in that step (a ring's
+// one message per link; an all-to-all's n-1 messages on each host's
+// uplink; incast-barrier's n-1 messages into the first host, then its
+// n-1 releases).
+func CollectiveShape(kind string, n, bytes int) (messages int, critical []int) {
 	for r := range n {
-		for _, s := range PlanCollective(kind, n, r, 0).Sends {
+		for _, s := range PlanCollective(kind, n, r, bytes).Sends {
 			messages += len(s.Dests)
 		}
 	}
+	chunk := max(bytes/max(n, 1), MinCollectiveMessage)
+	ring := func(steps int) []int {
+		out := make([]int, steps)
+		for i := range out {
+			out[i] = chunk
+		}
+		return out
+	}
 	switch kind {
 	case KindRingAllReduce:
-		critical = 2 * (n - 1)
+		critical = ring(2 * (n - 1))
 	case KindAllGather, KindReduceScatter:
-		critical = n - 1
+		critical = ring(n - 1)
 	case KindAllToAll:
-		critical = 1
+		critical = []int{(n - 1) * chunk}
 	case KindIncastBarrier:
-		critical = 2
+		critical = []int{(n - 1) * chunk, (n - 1) * MinCollectiveMessage}
 	}
 	return messages, critical
 }
@@ -154,6 +166,9 @@ func (c *CollectiveRun) Begin(iter int, end, computeNs int64) []CollectiveLaunch
 	c.launched, c.pending, c.failed = make([]bool, len(c.plan.Sends)), 0, false
 	return c.ready(nil)
 }
+
+// Iter is the iteration being run, -1 before the first.
+func (c *CollectiveRun) Iter() int { return c.iter }
 
 // Arrived counts an input, step of iteration iter, arrived at at, and
 // returns the messages it lets go now.

@@ -36,8 +36,8 @@ func TestPlanCollective(t *testing.T) {
 			if msgs != tc.sends || expect != tc.expect {
 				t.Errorf("rank 1 sends %d messages and waits for %d inputs, want %d and %d", msgs, expect, tc.sends, tc.expect)
 			}
-			if m, _ := CollectiveShape(tc.kind, tc.n); m != tc.messages {
-				t.Errorf("%d messages an iteration, want %d", m, tc.messages)
+			if m, crit := CollectiveShape(tc.kind, tc.n, 4096); m != tc.messages || len(crit) == 0 || crit[0] < 4096/tc.n {
+				t.Errorf("%d messages an iteration, critical path %v: want %d messages", m, crit, tc.messages)
 			}
 		})
 	}

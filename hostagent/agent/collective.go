@@ -32,8 +32,39 @@ const (
 
 var collMagic = [8]byte{'h', 'o', 'm', 'a', 't', 'b', 'C', 'o'}
 
-// collectiveID is the number a phase's step messages carry for it.
-func collectiveID(phase string) uint32 {
+// CollectiveStep is what a step message's header says: the phase's id
+// (CollectiveID), the iteration, the step and the sender's rank.
+type CollectiveStep struct {
+	ID               uint32
+	Iter, Step, Rank int
+}
+
+// CollectiveMessage is a step message of n bytes (at least
+// workloads.MinCollectiveMessage) carrying st, asking for a 1-byte
+// answer. The simulator sends the same bytes as the agents.
+func CollectiveMessage(n int, st CollectiveStep) []byte {
+	buf := make([]byte, max(n, collHeaderLen))
+	binary.BigEndian.PutUint32(buf[0:4], 1)
+	copy(buf[4:12], collMagic[:])
+	binary.BigEndian.PutUint32(buf[12:16], st.ID)
+	binary.BigEndian.PutUint32(buf[16:20], uint32(st.Iter))
+	binary.BigEndian.PutUint32(buf[20:24], uint32(st.Step))
+	binary.BigEndian.PutUint16(buf[24:26], uint16(st.Rank))
+	return buf
+}
+
+// ParseCollectiveMessage reads a request's step header; false for a
+// request that is not a step message.
+func ParseCollectiveMessage(req []byte) (CollectiveStep, bool) {
+	if len(req) < collHeaderLen || [8]byte(req[4:12]) != collMagic {
+		return CollectiveStep{}, false
+	}
+	return CollectiveStep{ID: binary.BigEndian.Uint32(req[12:16]), Iter: int(binary.BigEndian.Uint32(req[16:20])),
+		Step: int(binary.BigEndian.Uint32(req[20:24])), Rank: int(binary.BigEndian.Uint16(req[24:26]))}, true
+}
+
+// CollectiveID is the number a phase's step messages carry for it.
+func CollectiveID(phase string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(phase))
 	return h.Sum32()
@@ -59,7 +90,7 @@ type collSpec struct {
 func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error) {
 	f := func(name string) string { return "collectives[" + strconv.Itoa(i) + "]." + name }
 	s := &collSpec{
-		phase: c.GetPhase(), kind: c.GetKind(), id: collectiveID(c.GetPhase()),
+		phase: c.GetPhase(), kind: c.GetKind(), id: CollectiveID(c.GetPhase()),
 		targets: c.GetTargets(), hosts: c.GetHosts(), rank: int(c.GetRank()),
 		bytes: int(c.GetBytes()), iterations: int(c.GetIterations()),
 		compute: time.Duration(c.GetComputeNs()), jitter: time.Duration(c.GetJitterNs()),
@@ -126,13 +157,13 @@ func newCollective(e *experiment, spec *collSpec) *collective {
 // arrived is told of every request this host's servers receive; it
 // returns false for a request that is not one of this collective's steps.
 func (c *collective) arrived(req []byte, at time.Time) bool {
-	if len(req) < collHeaderLen || [8]byte(req[4:12]) != collMagic || binary.BigEndian.Uint32(req[12:16]) != c.spec.id {
+	st, ok := ParseCollectiveMessage(req)
+	if !ok || st.ID != c.spec.id {
 		return false
 	}
-	iter, step := int(binary.BigEndian.Uint32(req[16:20])), int(binary.BigEndian.Uint32(req[20:24]))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.launch(c.run.Arrived(iter, step, at.UnixNano()))
+	c.launch(c.run.Arrived(st.Iter, st.Step, at.UnixNano()))
 	c.checkDone()
 	return true
 }
@@ -199,7 +230,7 @@ func (c *collective) launch(ls []workloads.CollectiveLaunch) {
 			c.run.Answered(l.Iter, false)
 			continue
 		}
-		buf := c.message(l)
+		buf := CollectiveMessage(l.Bytes, CollectiveStep{ID: c.spec.id, Iter: l.Iter, Step: l.Step, Rank: c.spec.rank})
 		r := c.e.book(Record{
 			Experiment: c.e.name, Transport: c.e.transport, Phase: runfmt.PhaseMeasure, Client: c.e.client,
 			Server: c.spec.targets[l.Dest], ServerHost: c.spec.hosts[l.Dest], ReqBytes: int64(l.Bytes),
@@ -212,20 +243,6 @@ func (c *collective) launch(ls []workloads.CollectiveLaunch) {
 		}
 		go c.send(l.Iter, r, buf)
 	}
-}
-
-// message is a step's request: a buffer of its own, as the header differs
-// by step and a transport may still read a request after a later step is
-// sent.
-func (c *collective) message(l workloads.CollectiveLaunch) []byte {
-	buf := make([]byte, l.Bytes)
-	binary.BigEndian.PutUint32(buf[0:4], 1)
-	copy(buf[4:12], collMagic[:])
-	binary.BigEndian.PutUint32(buf[12:16], c.spec.id)
-	binary.BigEndian.PutUint32(buf[16:20], uint32(l.Iter))
-	binary.BigEndian.PutUint32(buf[20:24], uint32(l.Step))
-	binary.BigEndian.PutUint16(buf[24:26], uint16(c.spec.rank))
-	return buf
 }
 
 // send issues one booked step message and accounts for its answer.
