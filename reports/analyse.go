@@ -292,6 +292,11 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
 
 	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
+	for _, cs := range e.Collectives {
+		if cs.OrderError != "" {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("collective %s: a step started before its input arrived: %s", cs.Phase, cs.OrderError))
+		}
+	}
 
 	s := er.samples
 	if len(s) == 0 {

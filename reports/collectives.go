@@ -3,6 +3,7 @@ package reports
 import (
 	"cmp"
 	"fmt"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/workloads"
 	"slices"
 )
@@ -14,6 +15,7 @@ type collStep struct {
 	client, server                  string
 	bytes                           int64
 	intended, sent, done, computeNs int64
+	input                           int64
 	completed                       bool
 }
 
@@ -44,6 +46,11 @@ type CollectiveStats struct {
 	// step message (the unloaded RTT of the smallest RPC plus the step's
 	// bytes at the link rate); null without calibration and link rate.
 	IdealCCT *float64 `json:"ideal_cct_us"`
+	// OrderChecked counts the steps whose inputs runfmt.CheckCollectiveOrder
+	// found arrived before the step started; OrderError is its first
+	// violation ("" for none).
+	OrderChecked int    `json:"order_checked"`
+	OrderError   string `json:"order_error,omitempty"`
 	// Series is each complete iteration's start (s since the experiment's
 	// first) and CCT (µs), for the report's chart.
 	Series [][2]float64 `json:"series"`
@@ -165,6 +172,11 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 		cs.Series = append(cs.Series, [2]float64{float64(start-first) / 1e9, float64(end-start) / 1e3})
 	}
 	cs.Iterations = len(ccts)
+	if n, err := runfmt.CheckCollectiveOrder(asRows(ss)); err != nil {
+		cs.OrderError = err.Error()
+	} else {
+		cs.OrderChecked = n
+	}
 	if len(ccts) > 0 {
 		slices.Sort(ccts)
 		p := percentiles(ccts, conf, 1e-3)
@@ -188,6 +200,21 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 		cs.IdealCCT = fp(ns / 1e3)
 	}
 	return cs
+}
+
+// asRows are the steps as the rpcs.csv rows they came from, as far as
+// runfmt.CheckCollectiveOrder reads them.
+func asRows(ss []collStep) []runfmt.RPC {
+	out := make([]runfmt.RPC, len(ss))
+	for i, s := range ss {
+		status := runfmt.StatusFailed
+		if s.completed {
+			status = runfmt.StatusCompleted
+		}
+		out[i] = runfmt.RPC{Collective: s.phase, Client: s.client, ServerHost: s.server, Iteration: int64(s.iter), Step: int64(s.step),
+			IntendedNs: s.intended, SentNs: s.sent, DoneNs: s.done, InputNs: s.input, Status: status}
+	}
+	return out
 }
 
 // bufferBytes is the collective's buffer as its records show it: n

@@ -205,7 +205,7 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 	if rec.Collective != "" {
 		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
 			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
-			done: rec.DoneNs, computeNs: rec.ComputeNs, completed: rec.Status == runfmt.StatusCompleted})
+			done: rec.DoneNs, computeNs: rec.ComputeNs, input: rec.InputNs, completed: rec.Status == runfmt.StatusCompleted})
 	}
 	switch rec.Status {
 	case runfmt.StatusCompleted:
