@@ -29,6 +29,10 @@ type Policy struct {
 	// (pFabric's rank order, NDP's trimming); ports in none keep strict
 	// priority, and a port may be in one only.
 	PortModes []PortMode
+	// LoadBalancing spreads traffic over equal-cost paths per packet
+	// (LoadBalanceSpray, the default when empty) or per flow
+	// (LoadBalanceECMP).
+	LoadBalancing string
 }
 
 // DefaultPolicy maps class selector CSp (DSCP p<<3) to queue p, answers
@@ -111,8 +115,8 @@ func validateDSCP(m map[uint8]uint8) error {
 	return nil
 }
 
-// Validate checks the DSCP map, the ECN threshold (a bit<19> in tor.p4)
-// and the port modes.
+// Validate checks the DSCP map, the ECN threshold (a bit<19> in tor.p4),
+// the port modes and the load balancing.
 func (p Policy) Validate() error {
 	if err := validateDSCP(p.DSCPQueue); err != nil {
 		return fmt.Errorf("policy: %w", err)
@@ -124,6 +128,11 @@ func (p Policy) Validate() error {
 		if err := m.Validate(); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
+	}
+	switch p.LoadBalancing {
+	case "", LoadBalanceSpray, LoadBalanceECMP:
+	default:
+		return fmt.Errorf("policy: load balancing %q: want %q or %q", p.LoadBalancing, LoadBalanceECMP, LoadBalanceSpray)
 	}
 	return nil
 }

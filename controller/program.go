@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/homatb/homatb/controller/p4rtclient"
 
@@ -25,6 +26,9 @@ type Fabric struct {
 	topo    *Topology
 	clients map[string]*p4rtclient.Client
 	log     *slog.Logger
+
+	mu   sync.Mutex
+	down map[linkEnd]bool // ends of links SetLinkDown took down
 }
 
 // Connect validates the topology, dials every switch (with the given client
@@ -34,7 +38,7 @@ func Connect(ctx context.Context, topo *Topology, opts ...p4rtclient.Option) (*F
 	if err := topo.validate(); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	f := &Fabric{topo: topo, clients: map[string]*p4rtclient.Client{}, log: slog.New(slog.DiscardHandler)}
+	f := &Fabric{topo: topo, clients: map[string]*p4rtclient.Client{}, log: slog.New(slog.DiscardHandler), down: map[linkEnd]bool{}}
 	clients := make([]*p4rtclient.Client, len(topo.Switches))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, sw := range topo.Switches {
@@ -122,11 +126,17 @@ func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.
 	if err != nil {
 		return err
 	}
+	if err := f.programMultipath(ctx, sw.Name, policy); err != nil {
+		return err
+	}
 	if err := c.Insert(ctx, entries...); err != nil {
 		return err
 	}
 	f.log.Info("switch programmed", "switch", sw.Name, "addr", sw.Address, "entries", len(entries))
-	return f.verifySwitch(ctx, sw.Name, entries)
+	if err := f.verifySwitch(ctx, sw.Name, entries); err != nil {
+		return err
+	}
+	return f.verifyMultipath(ctx, sw.Name, policy)
 }
 
 // Verify reads every switch's tables and checks they hold exactly the
@@ -137,6 +147,9 @@ func (f *Fabric) Verify(ctx context.Context, policy Policy) error {
 		entries, err := f.topo.switchEntries(sw.Name, policy)
 		if err == nil {
 			err = f.verifySwitch(ctx, sw.Name, entries)
+		}
+		if err == nil {
+			err = f.verifyMultipath(ctx, sw.Name, policy)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("switch %q: %w", sw.Name, err))

@@ -54,8 +54,14 @@ func (f *Fabric) syncSwitch(ctx context.Context, name string, policy Policy) err
 	if err := c.Insert(ctx, plan.Insert...); err != nil {
 		return err
 	}
+	if err := c.SetDefault(ctx, loadBalanceDefault(policy)); err != nil {
+		return err
+	}
 	f.log.Info("switch synced", "switch", name, "deleted", len(plan.Delete), "modified", len(plan.Modify), "inserted", len(plan.Insert))
-	return f.verifySwitch(ctx, name, want)
+	if err := f.verifySwitch(ctx, name, want); err != nil {
+		return err
+	}
+	return f.verifyMultipath(ctx, name, policy)
 }
 
 // syncPlan is what turns one set of table entries into another.

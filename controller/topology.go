@@ -275,8 +275,16 @@ func (t *Topology) checkReachable() []error {
 // nextHops returns, for every other switch, the ports of from that start a
 // shortest path to it (several when paths tie: the ECMP set), in port order.
 func (t *Topology) nextHops(from string) map[string][]int {
+	return t.nextHopsWithout(from, nil)
+}
+
+// nextHopsWithout is nextHops over the links whose ends are not in down.
+func (t *Topology) nextHopsWithout(from string, down map[linkEnd]bool) map[string][]int {
 	adj := map[string][]Link{}
 	for _, l := range t.Links {
+		if down[linkEnd{l.A, l.APort}] || down[linkEnd{l.B, l.BPort}] {
+			continue
+		}
 		adj[l.A] = append(adj[l.A], l)
 		adj[l.B] = append(adj[l.B], Link{A: l.B, APort: l.BPort, B: l.A, BPort: l.APort})
 	}

@@ -39,9 +39,11 @@ const (
 )
 
 // switchEntries lists the table entries one switch gets from the topology
-// and policy: an ipv4_lpm /32 route to every host (its own port for local
-// hosts, the first port of a shortest path otherwise, rewriting the
-// destination MAC to the host's), the DSCP-to-queue map, an ARP-proxy entry
+// and policy: an ipv4_lpm /32 route to every host rewriting the
+// destination MAC to the host's (its own port for local hosts, the one
+// port of the shortest path to a host on another switch, or, when several
+// ports tie, ecmp_forward to that switch's next-hop group, whose
+// nexthop_group entry is listed too; see switchMultipath), the DSCP-to-queue map, an ARP-proxy entry
 // per host, an ECN threshold on every port, and the policy's port modes.
 // The order is stable.
 func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, error) {
@@ -53,6 +55,7 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 		return nil, err
 	}
 	hops := t.nextHops(name)
+	mp := t.switchMultipath(name, nil)
 	var out []p4rtclient.Entry
 	for _, h := range t.Hosts {
 		port := h.Port
@@ -61,8 +64,15 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 			if len(ports) == 0 {
 				return nil, fmt.Errorf("switch %q: no path to host %q on %q", name, h.Name, h.Switch)
 			}
-			// tor.p4 has no action selector, so of equal-cost paths the
-			// lowest port carries the traffic.
+			if g, ok := mp.groupOf[h.Switch]; ok {
+				out = append(out, p4rtclient.Entry{
+					Table:  tableIPv4LPM,
+					Match:  []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(h.IP), 32)},
+					Action: actionECMPForward,
+					Params: map[string]p4rtclient.Value{"group": p4rtclient.Uint(uint64(g)), "dst_mac": h.MAC.value()},
+				})
+				continue
+			}
 			port = ports[0]
 		}
 		out = append(out, p4rtclient.Entry{
@@ -105,5 +115,5 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 	if err != nil {
 		return nil, err
 	}
-	return append(out, modes...), nil
+	return append(append(out, mp.entries...), modes...), nil
 }

@@ -24,6 +24,8 @@ const (
 	TableARPProxy    uint32 = 0x02000003 // TorIngress.arp_proxy
 	TableECNConfig   uint32 = 0x02000004 // TorEgress.ecn_config
 	TablePortMode    uint32 = 0x02000005 // TorIngress.port_mode
+	TableLoadBalance uint32 = 0x02000010 // TorIngress.load_balance (keyless)
+	TableNexthop     uint32 = 0x02000011 // TorIngress.nexthop_group (indirect, uplink_selector)
 
 	ActionNoAction        uint32 = 0x01445b37 // NoAction (p4c's hash id)
 	ActionDrop            uint32 = 0x01000001 // TorIngress.drop
@@ -34,6 +36,12 @@ const (
 	ActionStrictPriority  uint32 = 0x01000006 // TorIngress.strict_priority()
 	ActionRankOrder       uint32 = 0x01000007 // TorIngress.rank_order(buffer_bytes)
 	ActionTrimAbove       uint32 = 0x01000008 // TorIngress.trim_above(threshold_pkts)
+	ActionECMPForward     uint32 = 0x01000010 // TorIngress.ecmp_forward(group, dst_mac)
+	ActionSetEgress       uint32 = 0x01000011 // TorIngress.set_egress(port)
+	ActionFlowHash        uint32 = 0x01000012 // TorIngress.flow_hash()
+	ActionSpray           uint32 = 0x01000013 // TorIngress.spray()
+
+	ProfileUplinkSelector uint32 = 0x11000010 // TorIngress.uplink_selector (action selector)
 
 	CounterIngressQueue uint32 = 0x12000001 // TorIngress.ingress_queue_counter
 	CounterEgressQueue  uint32 = 0x12000002 // TorEgress.egress_queue_counter
@@ -41,6 +49,7 @@ const (
 	RegisterQueueDepth uint32 = 0x16000001 // TorEgress.queue_depth
 	RegisterQueuePeak  uint32 = 0x16000002 // TorEgress.queue_peak
 	RegisterQueueDelay uint32 = 0x16000003 // TorEgress.queue_delay
+	RegisterSpraySeq   uint32 = 0x16000010 // TorIngress.spray_seq (size 1)
 )
 
 // Shape of the per-(port, queue) counters and registers.

@@ -47,8 +47,11 @@ func TestP4InfoIDPrefixes(t *testing.T) {
 	for _, x := range info.GetRegisters() {
 		check("register", x.GetPreamble(), p4configv1.P4Ids_REGISTER)
 	}
-	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters())); got != 19 {
-		t.Errorf("P4Info has %d objects, the contract lists 19", got)
+	for _, x := range info.GetActionProfiles() {
+		check("action profile", x.GetPreamble(), p4configv1.P4Ids_ACTION_PROFILE)
+	}
+	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters()) + len(info.GetActionProfiles())); got != 27 {
+		t.Errorf("P4Info has %d objects, the contract lists 27", got)
 	}
 }
 
@@ -77,6 +80,9 @@ func TestConstantsMatchP4Info(t *testing.T) {
 	for _, x := range info.GetRegisters() {
 		ids[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
 	}
+	for _, x := range info.GetActionProfiles() {
+		ids[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
+	}
 	for _, tc := range []struct {
 		name string
 		id   uint32
@@ -100,6 +106,14 @@ func TestConstantsMatchP4Info(t *testing.T) {
 		{"TorEgress.queue_depth", RegisterQueueDepth},
 		{"TorEgress.queue_peak", RegisterQueuePeak},
 		{"TorEgress.queue_delay", RegisterQueueDelay},
+		{"TorIngress.load_balance", TableLoadBalance},
+		{"TorIngress.nexthop_group", TableNexthop},
+		{"TorIngress.ecmp_forward", ActionECMPForward},
+		{"TorIngress.set_egress", ActionSetEgress},
+		{"TorIngress.flow_hash", ActionFlowHash},
+		{"TorIngress.spray", ActionSpray},
+		{"TorIngress.uplink_selector", ProfileUplinkSelector},
+		{"TorIngress.spray_seq", RegisterSpraySeq},
 	} {
 		if got, ok := ids[tc.name]; !ok || got != tc.id {
 			t.Errorf("%s: P4Info id %#08x (present %v), constant %#08x", tc.name, got, ok, tc.id)
@@ -110,7 +124,7 @@ func TestConstantsMatchP4Info(t *testing.T) {
 var (
 	controlRe = regexp.MustCompile(`^control (\w+)\(`)
 	idRe      = regexp.MustCompile(`^\s*@id\((0x[0-9a-fA-F]+)\)\s*$`)
-	declRe    = regexp.MustCompile(`^\s*(?:action|table)\s+(\w+)|^\s*(?:counter|register)\b.*\)\s*(\w+);`)
+	declRe    = regexp.MustCompile(`^\s*(?:action|table)\s+(\w+)|^\s*(?:counter|register|action_selector)\b.*\)\s*(\w+);`)
 	paramRe   = regexp.MustCompile(`@id\((\d+)\) bit<(\d+)> (\w+)`)
 	tableRe   = regexp.MustCompile(`^\s*table\s`)
 	keyRe     = regexp.MustCompile(`^\s*([\w.]+)\s*:\s*(\w+)\s+@id\((\d+)\);`)
@@ -147,6 +161,9 @@ func TestSourceIDsMatchP4Info(t *testing.T) {
 		objects[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
 	}
 	for _, x := range info.GetRegisters() {
+		objects[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
+	}
+	for _, x := range info.GetActionProfiles() {
 		objects[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
 	}
 

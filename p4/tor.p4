@@ -27,6 +27,17 @@
  * frame to queue 7; the embedded target decides at enqueue, as NDP's
  * switches do.
  *
+ * Multipath (docs/controller.md): a route to a host behind another switch
+ * is ecmp_forward(group, dst_mac), which names a next-hop group instead of
+ * a port; nexthop_group, an indirect table whose implementation is the
+ * action selector uplink_selector, then picks one member (set_egress(port))
+ * of the group by hashing meta.lb_nonce and the flow: the TCP, UDP or Homa
+ * ports, IPv4 source, destination and protocol. load_balance, a keyless
+ * table whose default action the controller sets, chooses what lb_nonce
+ * is: flow_hash() keeps it 0, so every packet of a flow takes one path
+ * (ECMP); spray() sets it from a per-switch packet counter (spray_seq), so
+ * consecutive packets of a flow hash to different members (packet spraying).
+ *
  * Every P4Runtime object carries a full 32-bit @id so that p4c emits exactly
  * the ids of tor.p4info.txtpb, which the embedded target and the controller
  * both rely on. Counter and register index: egress_port * 8 + queue, ports
@@ -45,6 +56,8 @@ const bit<16> ARP_OPER_REPLY = 2;
 const bit<32> QUEUE_SLOTS = 512;
 
 const bit<8>  IP_PROTO_HOMA = 146;
+const bit<8>  IP_PROTO_TCP = 6;
+const bit<8>  IP_PROTO_UDP = 17;
 const bit<8>  HOMA_TYPE_DATA = 0x10;
 const bit<8>  HOMA_FLAG_TRIMMED = 0x01;
 /* A trimmed DATA frame: Ethernet 14 + IPv4 20 + DATA header 56 bytes. */
@@ -118,6 +131,9 @@ struct headers_t {
 }
 
 struct metadata_t {
+    bit<16> nexthop_group; /* ecmp_forward's group, 0: none */
+    bit<32> l4_ports;      /* TCP, UDP or Homa source and destination port */
+    bit<32> lb_nonce;      /* load_balance: 0 (flow_hash) or spray_seq */
     bit<19> ecn_threshold;
     bit<1>  ecn_enabled;
     bit<2>  mode;       /* MODE_*, from port_mode */
@@ -144,11 +160,19 @@ parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         /* Only option-less headers: the rank's offset is fixed. */
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (5, IP_PROTO_HOMA): parse_homa;
+            (5, IP_PROTO_TCP): parse_l4_ports;
+            (5, IP_PROTO_UDP): parse_l4_ports;
             default: accept;
         }
     }
     state parse_homa {
         packet.extract(hdr.homa);
+        meta.l4_ports = hdr.homa.sport ++ hdr.homa.dport;
+        transition accept;
+    }
+    /* The flow hash needs the ports only: no header is extracted. */
+    state parse_l4_ports {
+        meta.l4_ports = packet.lookahead<bit<32>>();
         transition accept;
     }
 }
@@ -213,6 +237,69 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         meta.mode_arg = (bit<32>)threshold_pkts;
     }
 
+    /* Multipath: the packet is dropped unless nexthop_group picks a port. */
+    @id(0x01000010)
+    action ecmp_forward(@id(1) bit<16> group, @id(2) bit<48> dst_mac) {
+        mark_to_drop(standard_metadata);
+        meta.nexthop_group = group;
+        hdr.ethernet.dstAddr = dst_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    /* A member of a next-hop group: one uplink. */
+    @id(0x01000011)
+    action set_egress(@id(1) bit<9> port) {
+        standard_metadata.egress_spec = port;
+    }
+
+    /* Packets sprayed so far; its value is the next packet's nonce. */
+    @id(0x16000010)
+    register<bit<32>>(1) spray_seq;
+
+    @id(0x01000012)
+    action flow_hash() {
+        meta.lb_nonce = 0;
+    }
+
+    @id(0x01000013)
+    action spray() {
+        spray_seq.read(meta.lb_nonce, 0);
+        spray_seq.write(0, meta.lb_nonce + 1);
+    }
+
+    @id(0x11000010)
+    action_selector(HashAlgorithm.crc32, 32w1024, 32w16) uplink_selector;
+
+    @id(0x02000010)
+    table load_balance {
+        actions = {
+            flow_hash;
+            spray;
+        }
+        default_action = flow_hash();
+        size = 1;
+    }
+
+    @id(0x02000011)
+    table nexthop_group {
+        key = {
+            meta.nexthop_group : exact @id(1);
+            /* The fields that vary within a flow or between flows
+             * first. CRC-32, not crc16: with CRC-16 (0x8005), hash % 4
+             * of consecutive nonces or Homa ports took two values only. */
+            meta.lb_nonce      : selector;
+            meta.l4_ports      : selector;
+            hdr.ipv4.srcAddr   : selector;
+            hdr.ipv4.dstAddr   : selector;
+            hdr.ipv4.protocol  : selector;
+        }
+        actions = {
+            set_egress;
+        }
+        implementation = uplink_selector;
+        size = 1024;
+    }
+
     @id(0x02000001)
     table ipv4_lpm {
         key = {
@@ -220,6 +307,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         }
         actions = {
             ipv4_forward;
+            ecmp_forward;
             drop;
         }
         default_action = drop();
@@ -276,6 +364,10 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
             if (hdr.ipv4.ttl <= 1) {
                 drop();
             } else if (ipv4_lpm.apply().hit) {
+                if (meta.nexthop_group != 0) {
+                    load_balance.apply();
+                    nexthop_group.apply();
+                }
                 dscp_to_queue.apply();
                 port_mode.apply();
                 if (meta.mode == MODE_RANK_ORDER) {

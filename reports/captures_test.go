@@ -59,3 +59,59 @@ func TestCapturesLinked(t *testing.T) {
 		}
 	}
 }
+
+// TestAdversariesSection: a run whose second experiment had an adversary
+// gets an "Adversaries" section listing both experiments, the attack with
+// its packets and rate, and the victims' drops by reason from the
+// transport counters; the attack-free one says none.
+func TestAdversariesSection(t *testing.T) {
+	run := synthRun{seed: 7, lengths: []int64{100, 1000000}, noCalib: true, noTel: true, noSwitch: true,
+		exps: []synthExp{{name: "adv-homa-kindnone", transport: "homa", n: 200, meanNs: 1000},
+			{name: "adv-homa-kindmalformed", transport: "homa", n: 200, meanNs: 3000}}}
+	dir := t.TempDir()
+	run.write(t, dir)
+	m, _, err := runfmt.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Experiments[1].Adversaries = []runfmt.Adversary{{Host: "h11", TargetHost: "h1", Kind: "malformed", Target: "10.0.0.1",
+		RateBps: 10e6, Packets: 20000, Bytes: 5_000_000, Seconds: 4}}
+	m.Experiments[1].TransportCounters = map[string]uint64{"homa_drop_truncated": 6000, "homa_drop_bad_field": 2700, "homa_drop_wrong_peer": 0}
+	if err := runfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := string(b)
+	for _, want := range []string{
+		`<h2 id="adversaries">Adversaries</h2>`,
+		`<a href="#adversaries">Adversaries</a>`,
+		`<td class="l">malformed h11→h1: 20000 packets, 10.0 Mbit/s</td>`,
+		`<a href="#exp-adv-homa-kindnone">adv-homa-kindnone</a></td><td class="l"></td><td class="l">none</td>`,
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+}
+
+// TestDropString lists the nonzero drop counters, sorted, and "none".
+func TestDropString(t *testing.T) {
+	for _, tt := range []struct {
+		in   map[string]uint64
+		want string
+	}{
+		{nil, "none"},
+		{map[string]uint64{"homa_drop_wrong_peer": 0, "homa_malformed": 9}, "none"},
+		{map[string]uint64{"homa_drop_truncated": 6, "homa_drop_bad_field": 2, "homa_drop_wrong_peer": 0}, "bad_field 2, truncated 6"},
+	} {
+		if got := dropString(tt.in); got != tt.want {
+			t.Errorf("dropString(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -199,7 +199,10 @@ type reportPage struct {
 	Setup     [][2]string
 	// Repeated has the headline over repetitions, when a configuration
 	// ran more than once.
-	Repeated    []repeated
+	Repeated []repeated
+	// Paper is the Homa paper's slowdown grid, when a sweep covers
+	// workloads.
+	Paper       *paperGrid
 	Groups      []group
 	Sweeps      []chart
 	SweepNotes  []string
@@ -208,6 +211,7 @@ type reportPage struct {
 	Experiments []*Experiment
 	Captures    []captureRow
 	Collectives []collectiveSection
+	Adversaries []adversaryRow
 }
 
 // groupExperiments groups experiments by configuration, in first-seen order.
@@ -341,6 +345,11 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		}
 		pg.Groups = append(pg.Groups, g)
 	}
+	paper, err := buildPaperGrid(s)
+	if err != nil {
+		return nil, err
+	}
+	pg.Paper = paper
 	if err := buildSweeps(pg, s); err != nil {
 		return nil, err
 	}
@@ -351,6 +360,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		return nil, err
 	}
 	pg.Captures = captureRows(s.manifest)
+	pg.Adversaries = adversaryRows(s)
 	return pg, nil
 }
 

@@ -8,18 +8,19 @@ import "fmt"
 // input_ns (the last of them arriving at h, on h's clock) must lie between
 // the last one's send and its answer, its intended time must not be
 // earlier than that, and it must not have been sent before its intended
-// time. It returns how many dependent steps it checked, or the first
+// time. Rows of several experiments are checked each among its own. It
+// returns how many dependent steps it checked, or the first
 // violation.
 func CheckCollectiveOrder(rows []RPC) (int, error) {
 	type key struct {
-		phase, to  string
-		iter, step int64
+		exp, phase, to string
+		iter, step     int64
 	}
 	inputs := map[key][]*RPC{}
 	for i := range rows {
 		r := &rows[i]
 		if r.Collective != "" {
-			k := key{r.Collective, r.ServerHost, r.Iteration, r.Step}
+			k := key{r.Experiment, r.Collective, r.ServerHost, r.Iteration, r.Step}
 			inputs[k] = append(inputs[k], r)
 		}
 	}
@@ -36,7 +37,7 @@ func CheckCollectiveOrder(rows []RPC) (int, error) {
 		if r.Step == 0 {
 			continue
 		}
-		in := inputs[key{r.Collective, r.Client, r.Iteration, r.Step - 1}]
+		in := inputs[key{r.Experiment, r.Collective, r.Client, r.Iteration, r.Step - 1}]
 		if len(in) == 0 {
 			return checked, fmt.Errorf("%s: no step %d message to %s", what, r.Step-1, r.Client)
 		}

@@ -226,6 +226,29 @@ type Experiment struct {
 	OtherCPUs float64 `json:"other_cpus"`
 	// Captures are the experiment's packet captures (capture.go).
 	Captures []Capture `json:"captures,omitempty"`
+	// Adversaries are what the scenario's adversaries sent, kept apart
+	// from the books: their packets are no RPCs of the run.
+	Adversaries []Adversary `json:"adversaries,omitempty"`
+}
+
+// Adversary is what one adversary (scenario adversaries[i], homatb
+// adversary) sent in an experiment.
+type Adversary struct {
+	// Host is the adversary, TargetHost its victim (scenario names; the
+	// orchestrator fills them in), Target the victim's address.
+	Host       string `json:"host,omitempty"`
+	TargetHost string `json:"target_host,omitempty"`
+	Kind       string `json:"kind"`
+	Target     string `json:"target"`
+	// RateBps is the configured rate; Packets, Bytes (IP payload) and
+	// Batches (sendmmsg calls) what went out in Seconds; WriteErrors the
+	// batches the kernel refused (a full socket buffer).
+	RateBps     float64 `json:"rate_bps"`
+	Packets     uint64  `json:"packets"`
+	Bytes       uint64  `json:"bytes"`
+	Batches     uint64  `json:"batches"`
+	WriteErrors uint64  `json:"write_errors"`
+	Seconds     float64 `json:"seconds"`
 }
 
 // Books count an experiment's RPCs: Issued = Completed + Failed + InFlight.

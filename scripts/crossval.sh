@@ -2,9 +2,13 @@
 # The cross-validation of docs/simulation.md: each scenario's engine
 # transports emulated (3 repetitions) and simulated with the same seeds
 # (with the emulated hosts' shaper as the simulated hosts' NIC),
-# paired by `homatb compare`, then printed as one markdown table.
+# paired by `homatb compare`, then printed as one markdown table. The
+# TCP family's row (incast-tcp) pairs the kernel's TCP, emulated, with the
+# simulator's model of it.
 #
 #   scripts/crossval.sh [OUT]     (default results/crossval; needs root)
+#   ROWS="incast-tcp tcp,pias" scripts/crossval.sh [OUT]   (some rows only:
+#                                 "scenario transports", ';' between rows)
 #
 # An emulated run already in OUT/emu-<scenario> is reused, so the table can
 # be rebuilt without emulating again; delete it to measure anew.
@@ -14,7 +18,8 @@ OUT=${1:-results/crossval}
 B=${HOMATB:-bin/homatb}
 REPS=${REPS:-3}
 mkdir -p "$OUT"
-for row in "incast homa" "overcommit homa" "priorities homa" "compare2018 homa,pfabric,phost,ndp"; do
+IFS=';' read -ra rows <<<"${ROWS:-incast homa;overcommit homa;priorities homa;compare2018 homa,pfabric,phost,ndp;incast-tcp tcp,pias}"
+for row in "${rows[@]}"; do
 	set -- $row
 	s=$1 only=$2
 	if [ ! -f "$OUT/emu-$s/summary.json" ]; then

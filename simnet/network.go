@@ -10,11 +10,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/pipeline"
 	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/simnet/tcpmodel"
 )
 
 // Host is a host of the network and where it attaches.
@@ -50,6 +50,16 @@ type Config struct {
 	PortBufferBytes int
 	// Delay is each link's propagation delay.
 	Delay time.Duration
+	// SwitchDelay is a switch's fixed latency: a frame's ingress runs this
+	// long after the frame has arrived (store and forward is separate: a
+	// frame arrives when its last bit does).
+	SwitchDelay time.Duration
+	// HostTxDelay and HostRxDelay are a host's software and NIC time per
+	// packet on the way out (after the NIC's serialisation, so the order
+	// of a host's frames is kept) and on the way in (before the endpoint
+	// sees the packet). The Homa paper's simulator charges 0.5 µs each
+	// (hostNicSxThinkTime, hostSwTurnAroundTime) and 0.25 µs per switch.
+	HostTxDelay, HostRxDelay time.Duration
 	// HostBurstBytes, when positive, makes each host's NIC the emulated
 	// hosts' shaper: a token bucket at the link rate holding this many
 	// bytes (Mininet's htb and tbf hold 15 kB), which hands frames to the
@@ -82,6 +92,10 @@ type Network struct {
 	postcard func(sw string, p *switchstats.Postcard)
 	arrivals map[*byte]arrival
 	card     switchstats.Postcard
+	// tcp is the TCP model's hosts, once a Node has started one;
+	// scheduleFn schedules their timers, made once.
+	tcp        *tcpmodel.Net
+	scheduleFn tcpmodel.Schedule
 }
 
 // arrival is when and where a queued frame came into its switch.
@@ -106,6 +120,7 @@ func New(cfg Config) (*Network, error) {
 	}
 	n := &Network{cfg: cfg, byName: map[string]*Node{}, byIP: map[netip.Addr]*Node{},
 		switches: map[string]*swtch{}, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51e7))}
+	n.scheduleFn = n.clock.AtTime
 	for name, pl := range cfg.Switches {
 		if pl == nil {
 			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
@@ -125,17 +140,18 @@ func New(cfg Config) (*Network, error) {
 		node := &Node{n: n, Host: h}
 		node.wakeFn = node.wake
 		toSwitch := func(f []byte) { sw.receive(f, h.Port) }
+		toSwitchDelay := cfg.Delay + cfg.HostTxDelay + cfg.SwitchDelay
 		if cfg.HostBurstBytes > 0 {
-			node.shaper = &bucket{n: n, out: toSwitch, rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
+			node.shaper = &bucket{n: n, out: toSwitch, delay: toSwitchDelay.Nanoseconds(), rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
 				tokens: float64(cfg.HostBurstBytes)}
 			node.shaper.releaseFn = node.shaper.release
 		} else {
-			node.nic = n.newPort(toSwitch, cfg.RateBps, nicQueuePkts, 0)
+			node.nic = n.newPort(toSwitch, toSwitchDelay, cfg.RateBps, nicQueuePkts, 0)
 		}
 		if sw.ports[h.Port] != nil {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
-		sw.ports[h.Port] = n.newPort(node.receive, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		sw.ports[h.Port] = n.newPort(node.receive, cfg.Delay+cfg.HostRxDelay, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		sw.ports[h.Port].sw, sw.ports[h.Port].num = sw, h.Port
 		n.hosts = append(n.hosts, node)
 		n.byName[h.Name], n.byIP[h.IP] = node, node
@@ -149,8 +165,9 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
 		}
 		up := cmp.Or(cfg.UplinkBps, cfg.RateBps)
-		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		hop := cfg.Delay + cfg.SwitchDelay
+		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		a.ports[l.APort].sw, a.ports[l.APort].num = a, l.APort
 		b.ports[l.BPort].sw, b.ports[l.BPort].num = b, l.BPort
 	}
@@ -176,6 +193,9 @@ type port struct {
 	// serviceFn is service, made once: scheduling it allocates nothing.
 	serviceFn func()
 	rate      uint64 // bit/s
+	// delay is from the end of a frame's serialisation to its arrival:
+	// the wire's, then the receiver's fixed latency.
+	delay int64
 	// sw and num are a switch port's switch and number (postcards).
 	sw  *swtch
 	num uint16
@@ -186,13 +206,46 @@ type port struct {
 	// downFrom and downTo bound the windows the link is down, both ways
 	// (a switch port toward a host; SetDown).
 	downFrom, downTo []int64
+	// depths are, per queue of a switch port, each queued frame's queue
+	// depth when it came (tor.p4's enq_qdepth), in order: what the egress
+	// control's ECN marking reads. Kept while the port queues in strict
+	// priority, where each queue is a FIFO; ceMarks counts the frames it
+	// marked CE, per queue.
+	depths  [dataplane.NumQueues]depthFIFO
+	ceMarks [dataplane.NumQueues]uint64
+	md      pipeline.EgressMeta
+}
+
+// depthFIFO is a queue's enqueue depths in order, allocation-free once
+// grown.
+type depthFIFO struct {
+	d    []uint32
+	head int
+}
+
+func (q *depthFIFO) len() int { return len(q.d) - q.head }
+
+func (q *depthFIFO) push(v uint32) {
+	if q.head > 0 && q.head == len(q.d) {
+		q.d, q.head = q.d[:0], 0
+	}
+	q.d = append(q.d, v)
+}
+
+func (q *depthFIFO) pop() (uint32, bool) {
+	if q.head == len(q.d) {
+		return 0, false
+	}
+	v := q.d[q.head]
+	q.head++
+	return v, true
 }
 
 // nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
 const nicQueuePkts = 1000
 
-func (n *Network) newPort(out func([]byte), rateBps uint64, depthPkts, bufferBytes int) *port {
-	p := &port{n: n, out: out, rate: rateBps, pm: dataplane.NewPortModel(dataplane.PortModelConfig{
+func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64, depthPkts, bufferBytes int) *port {
+	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(dataplane.PortModelConfig{
 		RateBps: rateBps, WireOverhead: n.cfg.WireOverhead,
 		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
 	p.serviceFn = p.service
@@ -201,10 +254,14 @@ func (n *Network) newPort(out func([]byte), rateBps uint64, depthPkts, bufferByt
 
 // enqueue queues frame f as verdict v says; false if the port dropped it.
 func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
+	q := min(v.Queue, dataplane.NumQueues-1)
+	depth := uint32(p.depths[q].len())
 	ok := p.pm.Enqueue(f, v, p.n.clock.now)
 	if !ok {
 		p.queueDrops++
 		p.n.freeFrame(f)
+	} else if p.sw != nil && v.Mode == dataplane.ModeStrictPriority {
+		p.depths[q].push(depth)
 	}
 	if !p.pending {
 		p.service()
@@ -224,6 +281,9 @@ func (p *port) service() {
 		p.txPkts++
 		p.txBytes += uint64(len(d.Frame))
 		f := d.Frame
+		if p.sw != nil {
+			p.egress(&d)
+		}
 		if p.n.postcard != nil && p.sw != nil {
 			p.n.sent(p, &d)
 		}
@@ -231,12 +291,33 @@ func (p *port) service() {
 			p.lossDrops++
 			p.n.freeFrame(f)
 		} else {
-			p.n.clock.AtFrame(d.End+p.n.cfg.Delay.Nanoseconds(), p.out, f)
+			p.n.clock.AtFrame(d.End+p.delay, p.out, f)
 		}
 		p.n.clock.At(d.End, p.serviceFn)
 	case wake != 0:
 		p.pending = true
 		p.n.clock.At(wake, p.serviceFn)
+	}
+}
+
+// egress runs tor.p4's egress control on an ECN-capable frame a switch
+// port sends (the TCP model's and the roce variant's: Homa's never set ECT), with the
+// queue depth it found when it came, so the switch marks CE as the
+// emulation's does.
+func (p *port) egress(d *dataplane.PortDeparture) {
+	depth, ok := p.depths[d.Queue&(dataplane.NumQueues-1)].pop()
+	f := d.Frame
+	if !ok || len(f) < frameHdr || f[12] != 0x08 || f[13] != 0x00 {
+		return
+	}
+	tos := f[ethLen+1]
+	if tos&3 == 0 || tos&3 == 3 {
+		return
+	}
+	p.md = pipeline.EgressMeta{EgressPort: p.num, Queue: d.Queue, EnqDepthPkts: depth, Length: len(f)}
+	p.sw.pl.Egress(f, &p.md)
+	if f[ethLen+1]&3 == 3 {
+		p.ceMarks[d.Queue&(dataplane.NumQueues-1)]++
 	}
 }
 
@@ -302,21 +383,28 @@ const (
 	frameHdr = ethLen + ipLen
 )
 
-// frame builds the frame carrying a Homa packet from src to dst, in a
-// buffer from the network's free list.
-func (n *Network) frame(src, dst *Host, tos uint8, payload []byte) []byte {
-	f := n.newFrame(frameHdr + len(payload))
+// frame builds the frame carrying payload, a packet of IP protocol proto,
+// from src to dst, in a buffer from the network's free list.
+func (n *Network) frame(src, dst *Host, proto, tos uint8, payload []byte) []byte {
+	f := n.frameOf(src, dst, proto, tos, len(payload))
+	copy(f[frameHdr:], payload)
+	return f
+}
+
+// frameOf builds the Ethernet and IPv4 headers of a frame from src to dst
+// with size bytes of IP payload, which the caller writes.
+func (n *Network) frameOf(src, dst *Host, proto, tos uint8, size int) []byte {
+	f := n.newFrame(frameHdr + size)
 	putMAC(f[0:6], dst.MAC)
 	putMAC(f[6:12], src.MAC)
 	binary.BigEndian.PutUint16(f[12:], 0x0800)
 	ip := f[ethLen:]
-	ip[0], ip[1], ip[8], ip[9] = 0x45, tos, 64, wire.IPProto
-	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+len(payload)))
+	ip[0], ip[1], ip[8], ip[9] = 0x45, tos, 64, proto
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+size))
 	s4, d4 := src.IP.As4(), dst.IP.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
 	binary.BigEndian.PutUint16(ip[10:], ^ipSum(ip[:ipLen]))
-	copy(f[frameHdr:], payload)
 	return f
 }
 
@@ -352,8 +440,14 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
 			p := s.ports[pn]
 			pms := p.pm.Stats()
+			qs := p.pm.Queues()
+			for i := range qs {
+				if q := qs[i].Queue; q >= 0 && q < len(p.ceMarks) {
+					qs[i].CEMarkedPkts = p.ceMarks[q]
+				}
+			}
 			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
-				RateBps: p.rate, Queues: p.pm.Queues(), TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
+				RateBps: p.rate, Queues: qs, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
 				PipelineDrops: s.drops, BadVerdicts: s.noPort})
 		}
 		out[name] = st
@@ -391,6 +485,24 @@ func (n *Network) SetDown(host string, from, to int64) error {
 	return nil
 }
 
+// SetLinkDown takes the link between switches a and b down, both ways,
+// from from until to: the port of a toward b drops what it sends and
+// what it receives, as a leaf-spine link-down fault does on the leaf.
+func (n *Network) SetLinkDown(a, b string, from, to int64) error {
+	for _, l := range n.cfg.Links {
+		if l.A == a && l.B == b || l.A == b && l.B == a {
+			end, port := l.A, l.APort
+			if l.B == a {
+				end, port = l.B, l.BPort
+			}
+			p := n.switches[end].ports[port]
+			p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
+			return nil
+		}
+	}
+	return fmt.Errorf("simnet: no link %s-%s", a, b)
+}
+
 // isDown reports whether the link is down at now.
 func (p *port) isDown(now int64) bool {
 	for i, f := range p.downFrom {
@@ -406,6 +518,7 @@ func (p *port) isDown(now int64) bool {
 type bucket struct {
 	n       *Network
 	out     func([]byte)
+	delay   int64   // as port.delay
 	rate    float64 // bytes per ns
 	burst   float64
 	tokens  float64
@@ -453,7 +566,7 @@ func (b *bucket) release() {
 			b.n.freeFrame(f)
 			continue
 		}
-		b.n.clock.AtFrame(now+b.n.cfg.Delay.Nanoseconds(), b.out, f)
+		b.n.clock.AtFrame(now+b.delay, b.out, f)
 	}
 }
 

@@ -1,6 +1,7 @@
 package simnet
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/simnet/tcpmodel"
 )
 
 // Node is a host of the simulated network: its NIC (a FIFO at the link
@@ -31,6 +33,14 @@ type Node struct {
 	wakeSched int64
 	// NoRoute counts packets the endpoint sent to an address no host has.
 	NoRoute uint64
+	// tcp is the host's TCP model when started with StartTCP instead;
+	// rxSeg is the segment being delivered to it, sendSegFn its output.
+	tcp       *tcpmodel.Host
+	rxSeg     tcpmodel.Segment
+	sendSegFn tcpmodel.Output
+	// udp: the endpoint's packets are UDP payloads (the roce variant's
+	// RoCEv2 on port 4791), framed with a UDP header, not IP protocol 146.
+	udp bool
 }
 
 // clockBase is virtual time 0 on an endpoint's clock, where 0 means "not
@@ -53,6 +63,7 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
 	}
 	h.d = d
+	h.udp = cfg.Variant == homaconf.VariantRoCE
 	tick := d.Endpoint().Config().Tick.Nanoseconds()
 	var next func()
 	next = func() {
@@ -67,12 +78,37 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 	return nil
 }
 
+// StartTCP attaches the TCP model (simnet/tcpmodel) with configuration
+// cfg instead of a Homa endpoint.
+func (h *Node) StartTCP(cfg tcpmodel.Config) error {
+	if h.d != nil || h.tcp != nil {
+		return fmt.Errorf("simnet: host %s started twice", h.Name)
+	}
+	if h.n.tcp == nil {
+		h.n.tcp = tcpmodel.NewNet()
+	}
+	h.sendSegFn = h.sendSeg
+	t, err := h.n.tcp.NewHost(h.IP, cfg, h.sendSegFn, h.n.scheduleFn)
+	if err != nil {
+		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
+	}
+	h.tcp = t
+	return nil
+}
+
+// TCP is the host's TCP model, nil unless StartTCP started it.
+func (h *Node) TCP() *tcpmodel.Host { return h.tcp }
+
 // Stop closes the endpoint: its outstanding Calls fail (their callbacks
-// run) and its ticks end.
+// run) and its ticks end. A TCP model stops its timers; its outstanding
+// calls' callbacks do not run.
 func (h *Node) Stop() {
 	if h.d != nil {
 		_ = h.d.Close()
 		h.d = nil
+	}
+	if h.tcp != nil {
+		h.tcp.Close()
 	}
 }
 
@@ -127,15 +163,22 @@ func (h *Node) wake(t int64) {
 	h.settle()
 }
 
-// receive hands a frame that arrived at h to its endpoint.
+// receive hands a frame that arrived at h to its endpoint (or its TCP
+// model).
 func (h *Node) receive(f []byte) {
+	if h.tcp != nil && len(f) >= frameHdr+tcpmodel.HeaderLen && f[ethLen+9] == ipProtoTCP {
+		h.receiveTCP(f)
+		return
+	}
 	if h.d == nil || len(f) < frameHdr {
 		h.n.freeFrame(f)
 		return
 	}
 	ip := f[ethLen:]
 	p := homa.Packet{Buf: f[frameHdr:], Addr: netip.AddrFrom4([4]byte(ip[12:16])), TOS: ip[1]}
-	if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
+	if ip[9] == ipProtoUDP {
+		p.Buf = p.Buf[min(len(p.Buf), wire.UDPHeaderLen):]
+	} else if c, err := wire.ParseCommon(p.Buf); err == nil && c.Trimmed() {
 		p.TOS = homa.TOS(dataplane.TrimQueue)
 	}
 	h.rx[0] = p
@@ -164,12 +207,69 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			h.NoRoute++
 			continue
 		}
-		f := h.n.frame(&h.Host, &dst.Host, p.TOS, p.Buf)
-		if h.shaper != nil {
-			h.shaper.send(f)
-		} else {
-			h.nic.enqueue(f, dataplane.Verdict{})
+		if h.udp {
+			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf))
+			continue
 		}
+		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf))
 	}
 	return nil
+}
+
+// transmit queues frame f on the host's NIC (or shaper).
+func (h *Node) transmit(f []byte) {
+	if h.shaper != nil {
+		h.shaper.send(f)
+	} else {
+		h.nic.enqueue(f, dataplane.Verdict{})
+	}
+}
+
+// ipProtoTCP is IPv4's protocol number of TCP.
+const ipProtoTCP = 6
+
+// ipProtoUDP is IPv4's protocol number of UDP.
+const ipProtoUDP = 17
+
+// udpFrame builds the frame carrying a RoCEv2 packet, payload, as a UDP
+// datagram from and to port 4791.
+func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte) []byte {
+	f := n.frameOf(src, dst, ipProtoUDP, tos, wire.UDPHeaderLen+len(payload))
+	u := f[frameHdr:]
+	binary.BigEndian.PutUint16(u[0:], wire.RoCEPort)
+	binary.BigEndian.PutUint16(u[2:], wire.RoCEPort)
+	binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+len(payload)))
+	binary.BigEndian.PutUint16(u[6:], 0) // no checksum: allowed over IPv4
+	copy(u[wire.UDPHeaderLen:], payload)
+	return f
+}
+
+// sendSeg frames a TCP model's segment (a TCP header without options, then
+// payload bytes the model does not fill) and queues it on the NIC.
+func (h *Node) sendSeg(dst netip.Addr, s *tcpmodel.Segment) {
+	d := h.n.byIP[dst]
+	if d == nil {
+		h.NoRoute++
+		return
+	}
+	f := h.n.frameOf(&h.Host, &d.Host, ipProtoTCP, s.TOS, tcpmodel.HeaderLen+s.Len)
+	t := f[frameHdr:]
+	binary.BigEndian.PutUint16(t[0:], s.SrcPort)
+	binary.BigEndian.PutUint16(t[2:], s.DstPort)
+	binary.BigEndian.PutUint32(t[4:], s.Seq)
+	binary.BigEndian.PutUint32(t[8:], s.Ack)
+	t[12], t[13] = tcpmodel.HeaderLen/4<<4, s.Flags
+	h.transmit(f)
+}
+
+// receiveTCP hands a TCP frame to the host's model.
+func (h *Node) receiveTCP(f []byte) {
+	ip, t := f[ethLen:], f[frameHdr:]
+	s := &h.rxSeg
+	*s = tcpmodel.Segment{SrcPort: binary.BigEndian.Uint16(t[0:]), DstPort: binary.BigEndian.Uint16(t[2:]),
+		Seq: binary.BigEndian.Uint32(t[4:]), Ack: binary.BigEndian.Uint32(t[8:]), Flags: t[13], TOS: ip[1],
+		Len: int(binary.BigEndian.Uint16(ip[2:])) - ipLen - int(t[12]>>4)*4}
+	src := netip.AddrFrom4([4]byte(ip[12:16]))
+	h.n.freeFrame(f)
+	h.tcp.Deliver(h.n.clock.now, src, s)
 }

@@ -77,6 +77,16 @@ func (s *Switches) SetPortModes(ctx context.Context, modes []controller.PortMode
 	return nil
 }
 
+// SetLinkDown has the controller move the switches' next-hop groups off
+// the link between switches a and b (down) or back onto it, as the
+// emulation's controller does during a leaf-spine link-down fault.
+func (s *Switches) SetLinkDown(ctx context.Context, a, b string, down bool) error {
+	if err := s.fabric.SetLinkDown(ctx, a, b, down); err != nil {
+		return fmt.Errorf("simnet: link %s-%s down %v: %w", a, b, down, err)
+	}
+	return nil
+}
+
 // Close disconnects the controller and stops the servers; the pipelines
 // keep their entries.
 func (s *Switches) Close() error {

@@ -17,6 +17,19 @@ import (
 // controller.
 func star(t testing.TB, n int, rate uint64) *Network {
 	t.Helper()
+	return starWith(t, n, Config{RateBps: rate, Delay: time.Microsecond})
+}
+
+// starWith is star with cfg's rate and delays (its hosts and switches are
+// the star's).
+func starWith(t testing.TB, n int, cfg Config) *Network {
+	t.Helper()
+	return starPolicy(t, n, cfg, controller.DefaultPolicy())
+}
+
+// starPolicy is starWith with the switch programmed with policy.
+func starPolicy(t testing.TB, n int, cfg Config, policy controller.Policy) *Network {
+	t.Helper()
 	topo := &controller.Topology{Switches: []controller.Switch{{Name: "s1", DeviceID: 1}}}
 	var hosts []Host
 	for i := 1; i <= n; i++ {
@@ -27,13 +40,13 @@ func star(t testing.TB, n int, rate uint64) *Network {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sws, err := StartSwitches(ctx, topo, controller.DefaultPolicy(), nil)
+	sws, err := StartSwitches(ctx, topo, policy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sws.Close() })
-	net, err := New(Config{RateBps: rate, WireOverhead: fabric.WireOverhead, Hosts: hosts,
-		Switches: sws.Pipelines(), Delay: time.Microsecond})
+	cfg.WireOverhead, cfg.Hosts, cfg.Switches = fabric.WireOverhead, hosts, sws.Pipelines()
+	net, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,21 +71,27 @@ func echo(t *testing.T, h *Node, respBytes int) {
 }
 
 // TestUnloadedRTTIsWireTime checks one RPC on an idle network takes what
-// its bytes take on the wire, store-and-forward through the switch: the
-// simulation adds no time of its own.
+// its bytes take on the wire, store-and-forward through the switch, plus
+// the fixed latencies configured: the simulation adds no time of its own.
 func TestUnloadedRTTIsWireTime(t *testing.T) {
 	const rate = 10_000_000_000
+	// The Homa paper's simulator's host and switch latencies.
+	paper := Config{SwitchDelay: 250 * time.Nanosecond, HostTxDelay: 500 * time.Nanosecond, HostRxDelay: 500 * time.Nanosecond}
 	tests := []struct {
-		name     string
-		req      int
-		wantPkts int
+		name  string
+		req   int
+		fixed Config
 	}{
-		{"100B", 100, 1},
-		{"1400B", 1400, 1},
+		{"100B", 100, Config{}},
+		{"1400B", 1400, Config{}},
+		{"100B with latencies", 100, paper},
+		{"1400B with latencies", 1400, paper},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := star(t, 2, rate)
+			cfg := tt.fixed
+			cfg.RateBps, cfg.Delay = rate, time.Microsecond
+			n := starWith(t, 2, cfg)
 			epoch := time.Unix(1_000_000, 0)
 			for i, h := range n.Nodes() {
 				if err := h.Start(homaCfg(rate), uint64(i)<<40, epoch, nil); err != nil {
@@ -93,8 +112,10 @@ func TestUnloadedRTTIsWireTime(t *testing.T) {
 			wireT := func(b int) time.Duration {
 				return fabric.WireTime(rate, b+hdr+fabric.Framing) + time.Microsecond
 			}
-			want := 2*wireT(tt.req) + 2*wireT(100)
-			if got < want*9/10 || got > want*11/10 {
+			// Each way: a host's send and receive time, one switch's.
+			fixed := 2 * (cfg.HostTxDelay + cfg.SwitchDelay + cfg.HostRxDelay)
+			want := 2*wireT(tt.req) + 2*wireT(100) + fixed
+			if got < want*95/100 || got > want*105/100 {
 				t.Errorf("RTT %v, want about %v", got, want)
 			}
 		})

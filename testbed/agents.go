@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -228,6 +229,17 @@ type faultEnv struct{ x *experimentRun }
 
 func (f faultEnv) Port(host string) (string, uint16, error) {
 	r := f.x.r
+	if leaf, spine, ok := strings.Cut(host, "-"); ok {
+		for _, l := range r.layout.Links {
+			if l.A == leaf && l.B == spine {
+				if r.stats[l.A] == nil {
+					return "", 0, fmt.Errorf("fault: switch %s has no admin socket", l.A)
+				}
+				return l.A, uint16(l.APort), nil
+			}
+		}
+		return "", 0, fmt.Errorf("fault: no link %s", host)
+	}
 	h, ok := r.layout.Host(host)
 	if !ok {
 		return "", 0, fmt.Errorf("fault: no host %s", host)
@@ -236,6 +248,20 @@ func (f faultEnv) Port(host string) (string, uint16, error) {
 		return "", 0, fmt.Errorf("fault: switch %s of %s has no admin socket", h.Switch, host)
 	}
 	return h.Switch, uint16(h.Port), nil
+}
+
+// linkRerouter is a controller that can move paths off a link
+// (*switches.Control).
+type linkRerouter interface {
+	SetLinkDown(ctx context.Context, a, b string, down bool) error
+}
+
+func (f faultEnv) Reroute(ctx context.Context, leaf, spine string, down bool) error {
+	lr, ok := f.x.r.ctl.(linkRerouter)
+	if !ok {
+		return fmt.Errorf("the run's controller (%T) cannot move paths", f.x.r.ctl)
+	}
+	return lr.SetLinkDown(ctx, leaf, spine, down)
 }
 
 func (f faultEnv) SetFault(ctx context.Context, sw string, fs switchstats.FaultSetting) error {

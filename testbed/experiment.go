@@ -33,6 +33,7 @@ type experimentRun struct {
 	stopTelemetry func()
 	faults        *faults.Run
 	capture       *capture.Session
+	adversaries   []adversaryProc
 
 	mu          sync.Mutex
 	cpuUs       uint64
@@ -69,6 +70,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	defer stopCancel()
 	stopErr := x.stop(stopCtx, drain, interrupted)
 	x.endMeasurement(stopCtx)
+	x.collectAdversaries(stopCtx)
 	x.rec.Captures = x.capture.Stop()
 	x.rec.Fidelity = append(x.rec.Fidelity, x.capture.Warnings()...)
 	x.faults.Clear(stopCtx) // after the statistics, whose gauges show the faults in force
@@ -171,6 +173,12 @@ func (x *experimentRun) start(ctx context.Context) error {
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return fmt.Errorf("start clients: %w", err)
+	}
+	if err := x.startAdversaries(ctx); err != nil {
+		x.faults.End()
+		x.faults.Clear(ctx)
+		x.stopTelemetry()
+		return err
 	}
 	return nil
 }

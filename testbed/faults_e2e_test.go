@@ -1,11 +1,6 @@
 package testbed
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,26 +79,14 @@ func TestFaultsEndToEnd(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, reg := runDirs(t)
-			file := filepath.Join(t.TempDir(), "faults.yaml")
-			if err := os.WriteFile(file, []byte(faultsScenario+tc.faults), 0o644); err != nil {
+			start := time.Now()
+			dir, out, err := runScenarioText(t, bin, faultsScenario+tc.faults, 60*time.Second)
+			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			var out bytes.Buffer
-			cmd := exec.CommandContext(ctx, bin, "run", file, "--run-dir", dir, "--registry", reg, "--binary", bin)
-			cmd.Stdout, cmd.Stderr = &out, &out
-			start := time.Now()
-			err := cmd.Run()
 			m := readManifest(t, dir)
-			t.Cleanup(func() { assertNothingLeft(t, reg, m.Tag) })
-			if err != nil || m.Incomplete {
-				logs, _ := os.ReadFile(filepath.Join(dir, "logs", "homatb.log"))
-				t.Fatalf("homatb run: %v (incomplete %v)\n%s\n--- logs/homatb.log ---\n%s", err, m.Incomplete, out.String(), tail(logs, 4000))
-			}
 			t.Logf("%s: run took %v\n%s", tc.name, time.Since(start).Round(time.Millisecond), out.String())
-			s := readSummary(t, dir, &out)
+			s := readSummary(t, dir, out)
 			if len(s.Experiments) != 1 {
 				t.Fatalf("summary.json: %d experiments, want 1", len(s.Experiments))
 			}

@@ -19,6 +19,7 @@ type controllerOpts struct {
 	dscp         string
 	ecnThreshold uint32
 	noARPProxy   bool
+	loadBalance  string
 	electionID   uint64
 	dialTimeout  time.Duration
 	verifyOnly   bool
@@ -53,6 +54,7 @@ samples per-queue counters into a telemetry.csv file. See docs/controller.md.`,
 	fl.StringVar(&o.dscp, "dscp", "default", `DSCP-to-queue policy: "default" (CSp -> queue p), "collapse:N" (N = 1, 2, 4, 8), or "dscp=queue,..."`)
 	fl.Uint32Var(&o.ecnThreshold, "ecn-threshold", 0, "mark ECN CE when a queue holds at least this many packets (0: off)")
 	fl.BoolVar(&o.noARPProxy, "no-arp-proxy", false, "do not install ARP-proxy entries")
+	fl.StringVar(&o.loadBalance, "load-balancing", controller.LoadBalanceSpray, "spread traffic over equal-cost paths per packet (spray) or per flow (ecmp)")
 	fl.Uint64Var(&o.electionID, "election-id", 1, "P4Runtime election id: the embedded switch makes a controller primary only with an id at least the highest it has seen since it started (BMv2: the highest of the connected controllers); a lower id fails at once and names the id to use")
 	fl.DurationVar(&o.dialTimeout, "dial-timeout", 10*time.Second, "how long to keep trying to reach each switch")
 	fl.BoolVar(&o.verifyOnly, "verify-only", false, "do not write: only check that the switches hold the expected entries")
@@ -80,7 +82,7 @@ func runController(ctx context.Context, o *controllerOpts) error {
 	if err != nil {
 		return err
 	}
-	policy := controller.Policy{DSCPQueue: dscp, ECNThresholdPkts: o.ecnThreshold, NoARPProxy: o.noARPProxy}
+	policy := controller.Policy{DSCPQueue: dscp, ECNThresholdPkts: o.ecnThreshold, NoARPProxy: o.noARPProxy, LoadBalancing: o.loadBalance}
 	if err := policy.Validate(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/runfmt"
 	"github.com/spf13/cobra"
 )
 
@@ -58,8 +59,11 @@ func newReportCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			for _, e := range sum.Experiments {
-				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  short P50 %s  P99 %s  goodput %.1f Mbit/s\n",
-					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps*1e3)
+				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  %s P50 %s  P99 %s  goodput %.1f Mbit/s\n",
+					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, sum.ShortLabel(), optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps*1e3)
+			}
+			for _, l := range phaseLines(sum) {
+				fmt.Fprintln(w, l)
 			}
 			fmt.Fprintln(w, filepath.Join(dir, "report.html"))
 			return nil
@@ -70,7 +74,7 @@ func newReportCmd() *cobra.Command {
 	f.StringVar(&exact, "run-dir", "", "write the outputs into exactly this directory instead of into DIR")
 	f.IntVar(&maxExact, "max-exact-lengths", 100, "bin by exact request length when there are at most this many distinct lengths, else log-spaced bins")
 	f.IntVar(&minBin, "min-bin-samples", 1000, "fewest samples in a log-spaced size bin")
-	f.Int64Var(&shortMax, "short-max", 1000, "largest request (bytes) counted as a short message")
+	f.Int64Var(&shortMax, "short-max", runfmt.ShortMaxBytes, "largest request and response (bytes) of a short message: an RPC is short when both are at most this")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	return cmd
 }

@@ -52,7 +52,7 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.out, "out", "results", "parent directory of run directories")
 	fl.StringVar(&f.runDir, "run-dir", "", "exact run directory (default OUT/<timestamp>-<scenario>)")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these configurations (transport names or labels as the report names them, comma-separated)")
-	fl.BoolVar(&f.simulate, "simulate", false, "run in virtual time: homatb's own engine and switch code on a discrete-event network, no packets and no root (engine transports only; docs/simulation.md)")
+	fl.BoolVar(&f.simulate, "simulate", false, "run in virtual time: homatb's own engine and switch code on a discrete-event network, no packets and no root (tcp and pias on a model of TCP; docs/simulation.md)")
 	fl.StringVar(&f.hostNIC, "host-nic", simulate.NICFIFO, "with --simulate: the hosts' NIC, \"fifo\" (a real NIC at the link rate) or \"shaper\" (the emulated hosts' 15 kB-burst htb, for setting a run beside an emulated one)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and print the expanded plan without running")
 	fl.BoolVar(&f.clean, "clean", false, "remove leftovers of earlier runs without asking")
@@ -199,8 +199,9 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 }
 
 // printHeadline prints each experiment's books and, when the report was
-// built, the short-message tail latency, Homa against TCP in each
-// configuration, and where report.html is.
+// built, the short-message (or headline phase's) tail latency, the
+// per-phase table, Homa against TCP in each configuration, and where
+// report.html is.
 func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt.Manifest) {
 	fmt.Fprintf(w, "run %s: %s", run, runDir)
 	if man.Mode == runfmt.ModeSimulated {
@@ -239,6 +240,9 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt
 	}
 	for _, fw := range man.Fidelity {
 		fmt.Fprintf(w, "  fidelity: %s\n", fw)
+	}
+	for _, l := range phaseLines(sum) {
+		fmt.Fprintln(w, l)
 	}
 	if lines := repetitionLines(sum); len(lines) > 0 {
 		for _, l := range lines {

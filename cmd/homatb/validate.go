@@ -54,7 +54,7 @@ every file is valid, 2 when one is not.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the expanded plan")
-	cmd.Flags().BoolVar(&simulated, "simulate", false, "also check that homatb run --simulate can run it (engine transports only)")
+	cmd.Flags().BoolVar(&simulated, "simulate", false, "also check that homatb run --simulate can run it (no TCP-NV or BBR, no BMv2, no real machines)")
 	return cmd
 }
 

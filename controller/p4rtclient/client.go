@@ -53,7 +53,7 @@ type Client struct {
 	changed  chan struct{} // closed and replaced on every state change
 	schema   *Schema
 	pipeline *p4v1.ForwardingPipelineConfig
-	written  map[string]*p4v1.TableEntry
+	written  map[string]*p4v1.Entity // by writtenKey: members, then groups, then table entries
 	stats    Stats
 
 	dialed     chan error // gets the first arbitration outcome, once
@@ -101,7 +101,7 @@ func Dial(ctx context.Context, addr string, deviceID uint64, opts ...Option) (*C
 		rpc:      p4v1.NewP4RuntimeClient(conn),
 		election: o.election,
 		changed:  make(chan struct{}),
-		written:  map[string]*p4v1.TableEntry{},
+		written:  map[string]*p4v1.Entity{},
 		dialed:   make(chan error, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -419,19 +419,17 @@ func (c *Client) resyncOnce() error {
 		return fmt.Errorf("re-push pipeline: %w", err)
 	}
 	c.mu.Lock()
-	entries := make([]*p4v1.TableEntry, 0, len(c.written))
+	// Members before the groups that list them, groups before the
+	// entries that name them (writtenKey sorts so).
+	updates := make([]*p4v1.Update, 0, len(c.written))
 	for _, k := range sortedKeys(c.written) {
-		entries = append(entries, c.written[k])
-	}
-	c.mu.Unlock()
-	updates := make([]*p4v1.Update, len(entries))
-	for i, te := range entries {
 		typ := p4v1.Update_INSERT
-		if te.GetIsDefaultAction() {
+		if c.written[k].GetTableEntry().GetIsDefaultAction() {
 			typ = p4v1.Update_MODIFY
 		}
-		updates[i] = &p4v1.Update{Type: typ, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}}
+		updates = append(updates, &p4v1.Update{Type: typ, Entity: c.written[k]})
 	}
+	c.mu.Unlock()
 	if err := c.writeLocked(ctx, updates); err != nil {
 		return fmt.Errorf("re-push %d entries: %w", len(updates), err)
 	}
@@ -469,7 +467,7 @@ func (c *Client) SetPipeline(ctx context.Context, info *p4configv1.P4Info, devic
 	switch c.o.pipelineAction {
 	case p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT:
 		c.pipeline = pipe
-		c.written = map[string]*p4v1.TableEntry{}
+		c.written = map[string]*p4v1.Entity{}
 	case p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT:
 		c.pipeline = pipe
 	}

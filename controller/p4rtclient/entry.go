@@ -97,6 +97,10 @@ type Entry struct {
 	Params   map[string]Value
 	Priority int32
 	Default  bool
+	// Member or Group, in an entry of a table with an action profile (an
+	// indirect table), names the profile's member or group that runs
+	// instead of Action, which is then empty.
+	Member, Group uint32
 }
 
 // String prints the entry as table{key} -> action(params), with parameters
@@ -112,16 +116,29 @@ func (e Entry) String() string {
 	if e.Priority != 0 {
 		fmt.Fprintf(&b, " prio %d", e.Priority)
 	}
-	if e.Action != "" {
-		fmt.Fprintf(&b, " -> %s(", e.Action)
-		for i, name := range slices.Sorted(maps.Keys(e.Params)) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%s=%s", name, e.Params[name])
-		}
-		b.WriteString(")")
+	switch {
+	case e.Member != 0:
+		fmt.Fprintf(&b, " -> member %d", e.Member)
+	case e.Group != 0:
+		fmt.Fprintf(&b, " -> group %d", e.Group)
 	}
+	if e.Action != "" {
+		b.WriteString(" -> " + actionString(e.Action, e.Params))
+	}
+	return b.String()
+}
+
+// actionString prints action(params) with the parameters in name order.
+func actionString(action string, params map[string]Value) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(", action)
+	for i, name := range slices.Sorted(maps.Keys(params)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%s", name, params[name])
+	}
+	b.WriteString(")")
 	return b.String()
 }
 

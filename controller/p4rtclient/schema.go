@@ -24,6 +24,8 @@ type Schema struct {
 	counterID map[uint32]*p4configv1.Counter
 	registers map[string]*p4configv1.Register
 	regIDs    map[uint32]*p4configv1.Register
+	profiles  map[string]*p4configv1.ActionProfile
+	profIDs   map[uint32]*p4configv1.ActionProfile
 }
 
 type tableInfo struct {
@@ -55,6 +57,8 @@ func NewSchema(info *p4configv1.P4Info) (*Schema, error) {
 		counterID: map[uint32]*p4configv1.Counter{},
 		registers: map[string]*p4configv1.Register{},
 		regIDs:    map[uint32]*p4configv1.Register{},
+		profiles:  map[string]*p4configv1.ActionProfile{},
+		profIDs:   map[uint32]*p4configv1.ActionProfile{},
 	}
 	ids := map[uint32]string{}
 	claim := func(kind string, p *p4configv1.Preamble) error {
@@ -123,6 +127,18 @@ func NewSchema(info *p4configv1.P4Info) (*Schema, error) {
 		}
 		s.regIDs[r.GetPreamble().GetId()] = r
 	}
+	for _, p := range info.GetActionProfiles() {
+		if err := claim("action profile", p.GetPreamble()); err != nil {
+			return nil, err
+		}
+		for _, tid := range p.GetTableIds() {
+			if s.tableIDs[tid] == nil {
+				return nil, fmt.Errorf("action profile %q: table %#x is not a declared table", p.GetPreamble().GetName(), tid)
+			}
+		}
+		s.profIDs[p.GetPreamble().GetId()] = p
+	}
+	indexNames(s.profiles, s.profIDs, (*p4configv1.ActionProfile).GetPreamble)
 	indexNames(s.tables, s.tableIDs, func(t *tableInfo) *p4configv1.Preamble { return t.t.GetPreamble() })
 	indexNames(s.actions, s.actionIDs, func(a *actionInfo) *p4configv1.Preamble { return a.a.GetPreamble() })
 	indexNames(s.counters, s.counterID, (*p4configv1.Counter).GetPreamble)
@@ -263,6 +279,20 @@ func (s *Schema) TableEntry(e Entry) (*p4v1.TableEntry, error) {
 		}
 	}
 	slices.SortFunc(te.Match, func(a, b *p4v1.FieldMatch) int { return int(a.GetFieldId()) - int(b.GetFieldId()) })
+	if indirect := t.t.GetImplementationId() != 0; indirect && !e.Default {
+		switch {
+		case e.Action != "" || (e.Member != 0) == (e.Group != 0):
+			return nil, fail(&EntryError{Action: e.Action, Err: errors.New("an entry of a table with an action profile names exactly one member or group, no action")})
+		case e.Member != 0:
+			te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileMemberId{ActionProfileMemberId: e.Member}}
+		default:
+			te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_ActionProfileGroupId{ActionProfileGroupId: e.Group}}
+		}
+		return te, nil
+	}
+	if e.Member != 0 || e.Group != 0 {
+		return nil, fail(&EntryError{Err: errors.New("member or group in a table without an action profile")})
+	}
 	if e.Action == "" {
 		if !e.Default {
 			return nil, fail(&EntryError{Err: errors.New("no action")})
@@ -428,6 +458,7 @@ func (s *Schema) Entry(te *p4v1.TableEntry) (Entry, error) {
 		}
 		e.Match = append(e.Match, m)
 	}
+	e.Member, e.Group = te.GetAction().GetActionProfileMemberId(), te.GetAction().GetActionProfileGroupId()
 	if act := te.GetAction().GetAction(); act != nil {
 		a := s.actionIDs[act.GetActionId()]
 		if a == nil {

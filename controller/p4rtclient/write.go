@@ -70,21 +70,36 @@ func (c *Client) remember(batch []*p4v1.Update, ok []bool) {
 		return // nothing to re-push onto
 	}
 	for i, u := range batch {
-		te := u.GetEntity().GetTableEntry()
-		if te == nil || (ok != nil && !ok[i]) {
+		k, keep := writtenKey(u.GetEntity())
+		if !keep || (ok != nil && !ok[i]) {
 			continue
 		}
-		k := EntryKey(te)
 		switch u.GetType() {
 		case p4v1.Update_INSERT, p4v1.Update_MODIFY:
-			c.written[k] = te
+			c.written[k] = u.GetEntity()
 		case p4v1.Update_DELETE:
-			if te.GetIsDefaultAction() {
+			if u.GetEntity().GetTableEntry().GetIsDefaultAction() {
 				continue
 			}
 			delete(c.written, k)
 		}
 	}
+}
+
+// writtenKey identifies an entity the client re-pushes after a switch
+// restart: action profile members ("0"), then groups ("1"), then table
+// entries ("2"), so that sorting the keys orders the pushes as references
+// require. keep is false for other entities.
+func writtenKey(e *p4v1.Entity) (k string, keep bool) {
+	switch x := e.GetEntity().(type) {
+	case *p4v1.Entity_ActionProfileMember:
+		return fmt.Sprintf("0 %08x %010d", x.ActionProfileMember.GetActionProfileId(), x.ActionProfileMember.GetMemberId()), true
+	case *p4v1.Entity_ActionProfileGroup:
+		return fmt.Sprintf("1 %08x %010d", x.ActionProfileGroup.GetActionProfileId(), x.ActionProfileGroup.GetGroupId()), true
+	case *p4v1.Entity_TableEntry:
+		return "2 " + EntryKey(x.TableEntry), true
+	}
+	return "", false
 }
 
 // EntryKey identifies a table entry by what the spec makes its key: the

@@ -35,9 +35,9 @@ func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transpor
 	if err != nil {
 		return nil, invalid("address", req.GetAddress(), "Homa needs this host's IPv4 address")
 	}
-	conn, err := homa.ListenRaw(addr)
+	conn, err := homa.Listen(addr, cfg.Variant)
 	if err != nil {
-		return nil, fmt.Errorf("homa raw socket on %v: %w", addr, err)
+		return nil, fmt.Errorf("homa socket on %v: %w", addr, err)
 	}
 	ep, err := homa.NewEndpoint(conn, cfg, log)
 	if err != nil {

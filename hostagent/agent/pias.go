@@ -20,14 +20,9 @@ func piasConfig(tp *agentpb.TcpParams) (pias.Config, bool, error) {
 	if tp.GetLinkBps() == 0 {
 		return pias.Config{}, false, invalid("tcp.link_bps", 0, "PIAS sizes its thresholds from the host's link rate")
 	}
-	rtt := time.Duration(max(tp.GetBaseRttUs(), 1)) * time.Microsecond
-	cfg := pias.DefaultConfig(tp.GetLinkBps(), rtt)
-	if th := tp.GetPiasThresholds(); len(th) > 0 {
-		cfg.Thresholds = th
-	}
-	if us := tp.GetPiasIdleResetUs(); us > 0 {
-		cfg.IdleReset = time.Duration(us) * time.Microsecond
-	}
+	us := time.Microsecond
+	cfg := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
+		time.Duration(tp.GetPiasIdleResetUs())*us)
 	if err := cfg.Validate(); err != nil {
 		return cfg, false, invalid("tcp.pias_thresholds", tp.GetPiasThresholds(), "%v", err)
 	}

@@ -129,14 +129,22 @@ func (c *pipeConn) Close() error          { return nil }
 // handling and delivery, Reply, the response's handling and the result
 // (plus a copy of each packet in pipeConn). A tick every 60 RPCs keeps the
 // tombstones at what 60,000 RPCs a second leave.
-func BenchmarkRPCPath(b *testing.B) {
+func BenchmarkRPCPath(b *testing.B) { rpcPath(b, homaconf.Config{LinkBps: 10e9}) }
+
+// BenchmarkRoCERPCPath is BenchmarkRPCPath for the roce variant: SEND
+// Only request and response, each ACKed.
+func BenchmarkRoCERPCPath(b *testing.B) {
+	rpcPath(b, homaconf.Config{LinkBps: 10e9, Variant: homaconf.VariantRoCE})
+}
+
+func rpcPath(b *testing.B, cfg homaconf.Config) {
 	ca, sa := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	cc, sc := &pipeConn{addr: ca}, &pipeConn{addr: sa}
-	c, err := newEndpoint(cc, homaconf.Config{LinkBps: 10e9}, nil)
+	c, err := newEndpoint(cc, cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := newEndpoint(sc, homaconf.Config{LinkBps: 10e9}, nil)
+	s, err := newEndpoint(sc, cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

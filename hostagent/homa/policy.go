@@ -38,6 +38,9 @@ type policy struct {
 	// tokenWindow: a pHost receiver gives no token to a message with this
 	// many bytes of tokens (or blind bytes) not yet used.
 	tokenWindow uint32
+	// roce: queue pairs carry the messages (roce.go) instead of Homa's
+	// per-message DATA, GRANT and RESEND.
+	roce bool
 }
 
 // newPolicy derives the policy of cfg (defaults filled in).
@@ -57,6 +60,10 @@ func newPolicy(cfg homaconf.Config) policy {
 		// Data at the bottom; the switch forwards trimmed headers at the
 		// top, where PULLs and NACKs go too.
 		p.credit, p.ndp = creditPulls, true
+	case homaconf.VariantRoCE:
+		// Every byte may go (UnschedBytes is the largest message): the
+		// queue pair's DCQCN rate is the only limit.
+		p.credit, p.roce = creditNone, true
 	}
 	return p
 }
@@ -102,10 +109,7 @@ func (e *Endpoint) issueCredits(now time.Duration) {
 	gap := st.pol.creditGap
 	for range len(st.credq) * 64 { // bounded: each pass sends one credit or ends
 		if st.creditAt > now {
-			if at := st.creditAt; !st.armed || at < st.armedAt {
-				st.armed, st.armedAt = true, at
-				st.pacer.Reset(at - now)
-			}
+			e.armPacer(now, st.creditAt)
 			return
 		}
 		m := e.pickCredit()
@@ -191,8 +195,15 @@ func rankOf(o *msgOut) uint32 { return o.left() }
 func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
 	st := &e.state
 	d, err := wire.ParseTrimmed(b)
-	if err != nil || !st.pol.ndp || d.MessageLength > e.cfg.MaxMessageBytes {
-		e.c.malformed.Add(1)
+	switch {
+	case err != nil:
+		e.dropErr(err)
+		return
+	case !st.pol.ndp:
+		e.drop(DropWrongVariant) // only NDP's switch ports trim
+		return
+	case d.MessageLength > e.cfg.MaxMessageBytes:
+		e.drop(DropTooLarge)
 		return
 	}
 	if r = e.inboundRPC(now, addr, &d, r); r == nil || !e.beginIn(now, addr, &d, 0, r) {
@@ -229,7 +240,7 @@ func (e *Endpoint) onNDP(now time.Duration, b []byte, t wire.Type, r *rpc) {
 		}
 	}
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/internal/batchsock"
 )
@@ -36,6 +37,20 @@ var _ Conn = (*RawConn)(nil)
 // receives only Homa packets addressed to local. It needs CAP_NET_RAW.
 func ListenRaw(local netip.Addr) (*RawConn, error) { return listenBatch(local, 0) }
 
+// ListenRoCE opens the roce variant's socket: UDP on local's port 4791,
+// to peers on the same port, with each datagram's TOS byte read (the
+// responder sends CNPs for ECN CE) and written (priority and ECT).
+func ListenRoCE(local netip.Addr) (*RawConn, error) { return listenBatch(local, wire.RoCEPort) }
+
+// Listen opens the socket the variant of cfg runs on: ListenRoCE for
+// roce, ListenRaw for the others.
+func Listen(local netip.Addr, v homaconf.Variant) (*RawConn, error) {
+	if v == homaconf.VariantRoCE {
+		return ListenRoCE(local)
+	}
+	return ListenRaw(local)
+}
+
 // listenBatch opens the raw socket, or with udpPort != 0 a UDP socket on
 // that port whose peers use the same port: the baseline the benchmarks
 // compare Homa with, through the very same batched code.
@@ -62,12 +77,24 @@ func listenBatch(local netip.Addr, udpPort uint16) (*RawConn, error) {
 			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], 8<<20)
 		}
 	}
+	// A UDP socket delivers no IP header: ask for the TOS byte with
+	// each datagram instead.
+	if udpPort != 0 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVTOS, 1); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("homa: udp socket IP_RECVTOS: %w", err)
+		}
+	}
 	conn, err := batchsock.NewConn(fd, fmt.Sprintf("homa-raw-%v", local), batchsock.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("homa: raw socket: %w", err)
 	}
-	return &RawConn{conn: conn, local: local, udpPort: udpPort, rd: batchsock.NewBatch(rawBatch, batchsock.IPv4),
-		try: batchsock.NewBatch(rawBatch, batchsock.IPv4), w: batchsock.NewBatch(rawBatch, batchsock.IPv4TOS)}, nil
+	rk := batchsock.IPv4
+	if udpPort != 0 {
+		rk = batchsock.IPv4TOS
+	}
+	return &RawConn{conn: conn, local: local, udpPort: udpPort, rd: batchsock.NewBatch(rawBatch, rk),
+		try: batchsock.NewBatch(rawBatch, rk), w: batchsock.NewBatch(rawBatch, batchsock.IPv4TOS)}, nil
 }
 
 // LocalAddr implements Conn.
@@ -115,7 +142,7 @@ func (c *RawConn) finish(b *batchsock.Batch, pkts []Packet, got int) int {
 	if c.udpPort != 0 {
 		for i := range got {
 			pkts[i].Buf = pkts[i].Buf[:b.Len(i)]
-			pkts[i].Addr, pkts[i].TOS = netip.AddrFrom4(b.Src(i)), 0
+			pkts[i].Addr, pkts[i].TOS = netip.AddrFrom4(b.Src(i)), b.TOS(i)
 		}
 		return got
 	}

@@ -3,14 +3,19 @@
 package homa_test
 
 import (
+	"bytes"
 	"context"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/hostagent/adversary"
+	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/homatest"
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // rawPair starts a Homa endpoint in each namespace of v.
@@ -19,13 +24,13 @@ func rawPair(t testing.TB, v *vethPair, cfg homaconf.Config) (client, server *ho
 	return rawEndpoint(t, v, 0, cfg), rawEndpoint(t, v, 1, cfg)
 }
 
-// rawEndpoint opens an Endpoint on a raw socket at v.addr[i] in v.ns[i],
-// closed in t.Cleanup.
+// rawEndpoint opens an Endpoint on its variant's socket (raw, or UDP for
+// roce) at v.addr[i] in v.ns[i], closed in t.Cleanup.
 func rawEndpoint(t testing.TB, v *vethPair, i int, cfg homaconf.Config) *homa.Endpoint {
 	t.Helper()
 	var conn *homa.RawConn
 	if err := inNetns(v.ns[i], func() (err error) {
-		conn, err = homa.ListenRaw(v.addr[i])
+		conn, err = homa.Listen(v.addr[i], cfg.Variant)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -156,5 +161,232 @@ func TestSpinningPacerReadsSocket(t *testing.T) {
 	t.Logf("pacer waits %d, batches read by the spinning pacer %d of %d", st.PacerWaits, st.SpinBatches, st.RxBatches)
 	if st.SpinBatches == 0 {
 		t.Errorf("the pacer waited %d times and never read the socket while it spun", st.PacerWaits)
+	}
+}
+
+// TestRawMalformedFlood sends malformed Homa packets over a real raw
+// socket, from a second socket in the client's namespace, into a server
+// Endpoint that is serving the client's RPCs at the same time: first
+// each known malformed case (the server must count every copy under its
+// reason), then seeded random mutations of valid packets of every type
+// (truncated, bytes flipped, types and lengths changed). The server must
+// survive, count its drops, and complete every one of the client's RPCs.
+func TestRawMalformedFlood(t *testing.T) {
+	v := newVethPair(t, "mal", 0)
+	client, se := rawPair(t, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000})
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evil *homa.RawConn
+	if err := inNetns(v.ns[0], func() (err error) {
+		evil, err = homa.ListenRaw(v.addr[0])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer evil.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	es := serveEcho(ctx, t, srv)
+	dest := netip.AddrPortFrom(v.addr[1], serverPort)
+	rpcsDone := make(chan struct{})
+	go func() {
+		defer close(rpcsDone)
+		homatest.CheckMixedRPCs(ctx, t, client, es, dest, 2000, 8, 5)
+	}()
+
+	send := func(pkts []homa.Packet) {
+		for len(pkts) > 0 {
+			n := min(len(pkts), evil.BatchSize())
+			if err := evil.WriteBatch(pkts[:n]); err != nil {
+				t.Fatal(err)
+			}
+			pkts = pkts[n:]
+			time.Sleep(200 * time.Microsecond) // keep within the server's socket buffer
+		}
+	}
+
+	// Phase 1: every known case, copies times each; counted exactly.
+	const copies = 50
+	c := wire.Common{SPort: 0x9000, DPort: serverPort, SenderID: 1 << 40}
+	var want [homa.NumDropReasons]uint64
+	var pkts []homa.Packet
+	for _, m := range malformedCases(c) {
+		for range copies {
+			pkts = append(pkts, homa.Packet{Buf: m.b, Addr: v.addr[1]})
+		}
+		want[m.reason] += copies
+	}
+	base := se.Stats().Drops
+	send(pkts)
+	var got [homa.NumDropReasons]uint64
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		now := se.Stats().Drops
+		for r := range got {
+			got[r] = now[r] - base[r]
+		}
+		if got == want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for r := range homa.NumDropReasons {
+		if got[r] != want[r] {
+			t.Errorf("%v: %d drops, want %d", r, got[r], want[r])
+		}
+	}
+
+	// Phase 2: random mutations of valid packets of every type.
+	rng := rand.New(rand.NewPCG(36, 1))
+	valid := validPackets(c)
+	const mutants = 20_000
+	pkts = pkts[:0]
+	for range mutants {
+		b := mutate(rng, bytes.Clone(valid[rng.IntN(len(valid))]))
+		pkts = append(pkts, homa.Packet{Buf: b, Addr: v.addr[1], TOS: homa.TOS(uint8(rng.IntN(8)))})
+	}
+	before := se.Stats()
+	send(pkts)
+	<-rpcsDone
+	after := se.Stats()
+	var dropped uint64
+	for r := range after.Drops {
+		dropped += after.Drops[r] - before.Drops[r]
+	}
+	if after.Malformed == before.Malformed {
+		t.Errorf("%d mutated packets and none counted malformed", mutants)
+	}
+	t.Logf("phase 2: %d mutants, %d dropped (%d malformed), server drops now %v", mutants, dropped, after.Malformed-before.Malformed, dropMap(after))
+}
+
+// validPackets are one valid packet of each type, client to server.
+func validPackets(c wire.Common) [][]byte {
+	srvSide := c
+	srvSide.SenderID |= 1
+	data := append(wire.AppendData(nil, &wire.Data{Common: c, MessageLength: 3000, Incoming: 3000, Offset: 1400}), make([]byte, 1400)...)
+	return [][]byte{
+		data,
+		wire.AppendGrant(nil, &wire.Grant{Common: srvSide, Offset: 5000, Priority: 5}),
+		wire.AppendResend(nil, &wire.Resend{Common: srvSide, Offset: 0, Length: wire.ResendAll}),
+		wire.AppendHeaderOnly(nil, &wire.Common{SPort: c.SPort, DPort: c.DPort, SenderID: c.SenderID, Type: wire.TypeBusy}),
+		wire.AppendHeaderOnly(nil, &wire.Common{SPort: c.SPort, DPort: c.DPort, SenderID: c.SenderID | 1, Type: wire.TypeRPCUnknown}),
+		wire.AppendHeaderOnly(nil, &wire.Common{SPort: c.SPort, DPort: c.DPort, SenderID: c.SenderID | 1, Type: wire.TypeNeedAck}),
+		wire.AppendCutoffs(nil, &wire.Cutoffs{Common: srvSide, Version: 3}),
+		wire.AppendAck(nil, &wire.Ack{Common: c, NumAcks: 1, Acks: [wire.MaxAcks]wire.AckEntry{{ClientID: 8, ServerPort: serverPort}}}),
+		wire.AppendStartMsg(nil, &wire.StartMsg{Common: c, MessageLength: 100_000}),
+		wire.AppendPull(nil, &wire.Pull{Common: srvSide, Count: 3}),
+		wire.AppendNack(nil, &wire.Nack{Common: srvSide, Offset: 0, Length: 1400}),
+	}
+}
+
+// mutate damages b one of several ways: truncated, bytes flipped, the
+// type code replaced, a length or offset field overwritten.
+func mutate(rng *rand.Rand, b []byte) []byte {
+	switch rng.IntN(5) {
+	case 0:
+		return b[:1+rng.IntN(len(b)-1)] // a raw socket sends no empty datagram
+	case 1:
+		for range 1 + rng.IntN(4) {
+			b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
+		}
+	case 2:
+		b[wire.TypeOffset] = byte(rng.IntN(256))
+	case 3:
+		if len(b) >= 36 {
+			i := wire.CommonLen + rng.IntN(2)*4 // DATA: message length or incoming; others: their first fields
+			b[i], b[i+1], b[i+2], b[i+3] = byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))
+		}
+	default:
+		if len(b) >= wire.DataLen {
+			off := rng.Uint32()
+			b[52], b[53], b[54], b[55] = byte(off>>24), byte(off>>16), byte(off>>8), byte(off)
+		}
+	}
+	return b
+}
+
+// dropMap is the drop counters of st that are not zero.
+func dropMap(st homa.Stats) map[string]uint64 {
+	m := map[string]uint64{}
+	for r, n := range st.Drops {
+		if n != 0 {
+			m[homa.DropReason(r).String()] = n
+		}
+	}
+	return m
+}
+
+// TestRawAdversaryKinds runs each kind of package adversary for 300 ms at
+// 50 Mbit/s, over a raw (or UDP) socket in the client's namespace, at a
+// server Endpoint that is serving the client's RPCs meanwhile: the server
+// survives, every RPC completes, and the server's counters show the attack
+// as refused (malformed packets, RESENDs beyond its limit, GRANTs for no
+// RPC) or, for the flood, served.
+func TestRawAdversaryKinds(t *testing.T) {
+	v := newVethPair(t, "adv", 0)
+	for _, k := range kind.All() {
+		t.Run(string(k), func(t *testing.T) {
+			client, se := rawPair(t, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000})
+			srv, err := se.Listen(serverPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The attack goes to a port of its own: the flood's requests
+			// are all alike, and the echo server's check that no request
+			// runs twice is for the client's.
+			const attacked = serverPort + 1
+			victim, err := se.Listen(attacked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s adversary.Sender
+			var closeFn func() error
+			if err := inNetns(v.ns[0], func() (err error) {
+				s, closeFn, err = adversary.Open(v.addr[0], k)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer closeFn()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			es := serveEcho(ctx, t, srv)
+			serveFixed(ctx, victim, []byte{1})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(v.addr[1], serverPort), 500, 4, 9)
+			}()
+			before := se.Stats()
+			c, err := adversary.Run(ctx, s, adversary.Config{Kind: k, Target: v.addr[1], Port: attacked, Rate: 50e6, For: 300 * time.Millisecond, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			time.Sleep(50 * time.Millisecond) // the last packets' handling
+			after := se.Stats()
+			diff := func(r homa.DropReason) uint64 { return after.Drops[r] - before.Drops[r] }
+			t.Logf("sent %d packets (%d B, %d write errors); server: malformed +%d, resends +%d, limited +%d, unknown rpc +%d, served +%d",
+				c.Packets, c.Bytes, c.WriteErrors, after.Malformed-before.Malformed, after.ResendsReceived-before.ResendsReceived,
+				diff(homa.DropResendLimited), after.UnknownRPC-before.UnknownRPC, after.Served-before.Served)
+			if c.Packets == 0 {
+				t.Fatal("the adversary sent nothing")
+			}
+			switch k {
+			case kind.Malformed:
+				if got := after.Malformed - before.Malformed; got < c.Packets*9/10 {
+					t.Errorf("%d of %d malformed packets counted", got, c.Packets)
+				}
+			case kind.ForgedResend:
+				if diff(homa.DropResendLimited) == 0 {
+					t.Error("no RESEND was limited")
+				}
+			case kind.ForgedGrants:
+				if after.UnknownRPC-before.UnknownRPC < c.Packets*9/10 {
+					t.Errorf("%d of %d forged GRANTs counted as for no RPC", after.UnknownRPC-before.UnknownRPC, c.Packets)
+				}
+			}
+		})
 	}
 }

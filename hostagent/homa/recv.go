@@ -20,21 +20,30 @@ const (
 )
 
 // handlePacket decodes one packet and dispatches it by type. Malformed
-// packets are counted and dropped.
+// packets, and packets about an RPC from anyone but its peer, are dropped
+// and counted by reason (defend.go).
 func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
+	if e.state.pol.roce {
+		e.onRoCE(now, p)
+		return
+	}
 	b := p.Buf
 	c, err := wire.ParseCommon(b)
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 		return
 	}
 	if !e.state.pol.accepts(c.Type) {
-		e.c.malformed.Add(1) // as an unknown type: not this variant's
+		e.drop(DropWrongVariant)
 		return
 	}
 	e.c.rxPkts[c.Type.Index()][Priority(p.TOS)].Add(1)
 	e.c.rxBytes.Add(uint64(len(b)))
 	r := e.lookup(p.Addr, &c)
+	if r != nil && !e.cfg.DisableDefences && !fromPeer(p.Addr, &c, r) {
+		e.drop(DropWrongPeer)
+		return
+	}
 	if r != nil {
 		// GRANT and BUSY show the peer is working on the RPC (DATA too,
 		// in onData); a RESEND or other control packet shows only that it
@@ -82,8 +91,12 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uint8, r *rpc) {
 	st := &e.state
 	d, payload, err := wire.ParseData(b)
-	if err != nil || d.MessageLength > e.cfg.MaxMessageBytes {
-		e.c.malformed.Add(1)
+	if err != nil {
+		e.dropErr(err)
+		return
+	}
+	if d.MessageLength > e.cfg.MaxMessageBytes {
+		e.drop(DropTooLarge)
 		return
 	}
 	if d.AckID != 0 && d.FromClient() {
@@ -159,7 +172,7 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 			r.info.firstResponse = now
 		}
 	} else if d.MessageLength != m.length {
-		e.c.malformed.Add(1)
+		e.drop(DropLengthMismatch)
 		return false
 	}
 	// The other variants choose their priorities themselves: no cutoffs.
@@ -174,8 +187,12 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 // scheduler grants it from byte 0.
 func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio uint8, r *rpc) {
 	s, err := wire.ParseStartMsg(b)
-	if err != nil || s.MessageLength > e.cfg.MaxMessageBytes {
-		e.c.malformed.Add(1)
+	if err != nil {
+		e.dropErr(err)
+		return
+	}
+	if s.MessageLength > e.cfg.MaxMessageBytes {
+		e.drop(DropTooLarge)
 		return
 	}
 	d := wire.Data{Common: s.Common, MessageLength: s.MessageLength, CutoffVersion: s.CutoffVersion, Flags: s.Flags}
@@ -231,12 +248,17 @@ func (e *Endpoint) deliver(r *rpc) {
 func (e *Endpoint) onGrant(now time.Duration, b []byte, r *rpc) {
 	g, err := wire.ParseGrant(b)
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 		return
 	}
-	if e.sending(r) {
-		e.credit(now, r, g.Offset, g.Priority)
+	if !e.sending(r) {
+		return
 	}
+	if g.Offset > r.out.length && !e.cfg.DisableDefences { // no receiver grants past the end
+		e.drop(DropBadRange)
+		return
+	}
+	e.credit(now, r, g.Offset, g.Priority)
 }
 
 // sending reports whether r has an outbound message for a GRANT, PULL or
@@ -269,10 +291,16 @@ func (e *Endpoint) credit(now time.Duration, r *rpc, offset uint32, prio uint8) 
 func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wire.Common, r *rpc) {
 	rs, err := wire.ParseResend(b)
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 		return
 	}
 	e.c.resendsRecv.Add(1)
+	// Every answer costs a packet or a retransmission: at most
+	// ResendLimit per source address and tick.
+	if st := &e.state; !e.cfg.DisableDefences && !st.resends.allow(addr, st.tick, e.cfg.ResendLimit) {
+		e.drop(DropResendLimited)
+		return
+	}
 	if r == nil {
 		e.sendControl(now, addr, wire.Common{SPort: c.DPort, DPort: c.SPort, SenderID: c.LocalID(), Type: wire.TypeRPCUnknown})
 		return
@@ -285,8 +313,12 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 	}
 	// The peer is still receiving our message: not a silence that should
 	// end it (a response fully sent waits here for its ACK).
-	r.silent = 0
 	o := &r.out
+	if rs.Offset >= o.length && !e.cfg.DisableDefences {
+		e.drop(DropBadRange)
+		return
+	}
+	r.silent = 0
 	end := o.length
 	if rs.Length != wire.ResendAll {
 		end = min(o.length, rs.Offset+rs.Length)
@@ -349,7 +381,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {
 	c, err := wire.ParseCutoffs(b)
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 		return
 	}
 	p := e.peer(addr)
@@ -360,7 +392,7 @@ func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {
 func (e *Endpoint) onAck(addr netip.Addr, b []byte) {
 	a, err := wire.ParseAck(b)
 	if err != nil {
-		e.c.malformed.Add(1)
+		e.dropErr(err)
 		return
 	}
 	if a.SenderID != 0 && a.FromClient() {

@@ -27,13 +27,26 @@ func (e *Endpoint) txBuf() []byte {
 
 // txCommit queues the packet built in buf for addr at priority prio.
 func (e *Endpoint) txCommit(now time.Duration, buf []byte, addr netip.Addr, t wire.Type, prio uint8) {
+	e.txCommitTOS(now, buf, addr, t, prio, TOS(prio))
+}
+
+// txCommitTOS is txCommit with the whole TOS byte given (the roce
+// variant's ECN bits); a packet whose t is not a Homa type (a RoCE CNP)
+// is counted by its sender only.
+func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t wire.Type, prio, tos uint8) {
 	st := &e.state
-	st.tx[st.txN] = Packet{Buf: buf, Addr: addr, TOS: TOS(prio)}
+	st.tx[st.txN] = Packet{Buf: buf, Addr: addr, TOS: tos}
 	st.txN++
-	e.c.txPkts[t.Index()][prio].Add(1)
+	if t.Valid() {
+		e.c.txPkts[t.Index()][prio].Add(1)
+	}
 	e.c.txBytes.Add(uint64(len(buf)))
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+homaconf.IPHeaderLen+e.cfg.FrameOverhead, e.cfg.LinkBps*99/100)
+	over := homaconf.IPHeaderLen + e.cfg.FrameOverhead
+	if st.pol.roce {
+		over += wire.UDPHeaderLen
+	}
+	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+over, e.cfg.LinkBps*99/100)
 }
 
 // flush hands the queued packets to the Conn.
@@ -54,28 +67,51 @@ func (e *Endpoint) flush() {
 // with a FIFO share for the oldest; messages with few bytes left bypass
 // the pacer because they cannot build a queue.
 func (e *Endpoint) pump(now time.Duration) {
-	st := &e.state
+	if e.state.pol.roce {
+		e.pumpRoCE(now)
+		return
+	}
 	for {
 		r := e.pickSender()
 		if r == nil {
 			return
 		}
-		if r.out.left() > e.cfg.BypassBytes && st.linkIdle > now+e.cfg.MaxNICBacklog {
-			// Sleep until half the backlog has drained, so each wake-up
-			// sends several packets rather than one.
-			wait := st.linkIdle - e.cfg.MaxNICBacklog/2 - now
-			// A clock that did not move since the last poll is a fake one
-			// (testing/synctest): polling would never let it advance.
-			if wait < e.cfg.PacerSpin && now != st.spunAt {
-				st.spinning, st.spunAt = true, now
-			} else if !st.armed {
-				st.armed, st.armedAt = true, now+wait
-				st.pacer.Reset(wait)
-			}
-			e.c.pacerWaits.Add(1)
+		if r.out.left() > e.cfg.BypassBytes && e.pacerHolds(now) {
 			return
 		}
 		e.sendData(now, r)
+	}
+}
+
+// pacerHolds reports whether the NIC's queue is too far ahead of the link
+// for another packet now; if so it sets up the wake-up: a sleep until
+// half the backlog has drained, so each wake-up sends several packets
+// rather than one, or a poll for short waits.
+func (e *Endpoint) pacerHolds(now time.Duration) bool {
+	st := &e.state
+	if st.linkIdle <= now+e.cfg.MaxNICBacklog {
+		return false
+	}
+	wait := st.linkIdle - e.cfg.MaxNICBacklog/2 - now
+	// A clock that did not move since the last poll is a fake one
+	// (testing/synctest): polling would never let it advance.
+	if wait < e.cfg.PacerSpin && now != st.spunAt {
+		st.spinning, st.spunAt = true, now
+	} else if !st.armed {
+		st.armed, st.armedAt = true, now+wait
+		st.pacer.Reset(wait)
+	}
+	e.c.pacerWaits.Add(1)
+	return true
+}
+
+// armPacer makes the pacer's timer fire by at (a credit or a queue pair's
+// rate due then).
+func (e *Endpoint) armPacer(now, at time.Duration) {
+	st := &e.state
+	if !st.armed || at < st.armedAt {
+		st.armed, st.armedAt = true, at
+		st.pacer.Reset(at - now)
 	}
 }
 

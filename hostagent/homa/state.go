@@ -21,6 +21,7 @@ type endpointState struct {
 	tombHead int
 	ports    map[uint16]*Server
 	peers    map[uint32]*peer // by v4(address)
+	resends  resendLimiter    // RESENDs answered per source this tick
 	sendq    []*rpc
 	sched    grantSched
 	schedDue bool
@@ -54,6 +55,8 @@ type endpointState struct {
 	// finished are a Driven Endpoint's Calls that ended during the
 	// current event, for its caller's callbacks.
 	finished []*rpc
+	// roce is the roce variant's queue pairs and DCQCN settings.
+	roce roceState
 }
 
 // init readies st for an Endpoint with configuration cfg (defaults filled
@@ -66,6 +69,9 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 	}
 	st.pkt = cfg.PayloadPerPacket()
 	st.pol = newPolicy(cfg)
+	if st.pol.roce {
+		st.initRoCE(cfg)
+	}
 	st.prios = cfg.Priorities
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
@@ -140,7 +146,7 @@ func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req
 	r.lport, r.rport = e.cfg.ClientPort, dest.Port()
 	r.heard = now
 	var flags uint8
-	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold {
+	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold && !st.pol.roce {
 		flags = wire.FlagIncast
 	}
 	e.startOut(now, r, req, e.cfg.UnschedBytes, flags)
@@ -217,6 +223,10 @@ func (e *Endpoint) unschedLevel(p *peer, n uint32) uint8 {
 
 // startOut begins sending data as r's outbound message.
 func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
+	if e.state.pol.roce {
+		e.roceStartOut(now, r, data)
+		return
+	}
 	n := uint32(len(data))
 	announce := e.cfg.StartMsg && n > unsched
 	if announce {
@@ -258,6 +268,9 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 		}
 	}
 	r.resp, r.err = resp, err
+	if st.pol.roce {
+		e.roceDone(r, err)
+	}
 	if e.driven {
 		st.finished = append(st.finished, r)
 		return

@@ -26,6 +26,11 @@ type counters struct {
 	active, activeMax, incomingBytes, pacerWaits, trimmed atomic.Uint64
 	polled, spinRead                                      atomic.Uint64
 	clientRPCs, serverRPCs                                atomic.Uint64
+	// roce: CNPs, NAKs, packets out of sequence, DCQCN rate cuts and
+	// go-back-N timeouts.
+	cnpSent, cnpRecv, naksSent, naksRecv  atomic.Uint64
+	outOfSequence, rateCuts, roceTimeouts atomic.Uint64
+	drops                                 [NumDropReasons]atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -50,9 +55,12 @@ type Stats struct {
 	// sent to the oldest message.
 	GrantsByPriority [wire.MaxPriorities]uint64
 	FIFOGrants       uint64
-	// Malformed packets were dropped by the decoder; UnknownRPC packets
-	// named no RPC; DuplicateData carried bytes already received.
+	// Malformed packets were dropped as malformed (the reasons of Drops
+	// that are DropReason.Malformed); UnknownRPC packets named no RPC;
+	// DuplicateData carried bytes already received.
 	Malformed, UnknownRPC, DuplicateData uint64
+	// Drops counts the packets dropped, by DropReason.
+	Drops [NumDropReasons]uint64
 	// Retransmits counts DATA packets sent again for a RESEND.
 	Retransmits                                         uint64
 	ResendsSent, ResendsReceived, BusySent, Restarts    uint64
@@ -71,6 +79,12 @@ type Stats struct {
 	// as of its last tick: Calls not yet returned, and requests or
 	// responses of its servers not yet forgotten.
 	ClientRPCs, ServerRPCs uint64
+	// The roce variant's: CNPs sent (for CE-marked packets) and received,
+	// NAKs sent and received, SEND packets dropped out of sequence, DCQCN
+	// rate cuts, and timeouts that sent a queue pair back to its oldest
+	// unacknowledged packet.
+	CNPsSent, CNPsReceived, NAKsSent, NAKsReceived uint64
+	OutOfSequence, RateCuts, RoCETimeouts          uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -96,11 +110,17 @@ func (c *counters) snapshot() Stats {
 	s.PacerWaits = c.pacerWaits.Load()
 	s.Trimmed = c.trimmed.Load()
 	s.ClientRPCs, s.ServerRPCs = c.clientRPCs.Load(), c.serverRPCs.Load()
+	s.CNPsSent, s.CNPsReceived, s.NAKsSent, s.NAKsReceived = c.cnpSent.Load(), c.cnpRecv.Load(), c.naksSent.Load(), c.naksRecv.Load()
+	s.OutOfSequence, s.RateCuts, s.RoCETimeouts = c.outOfSequence.Load(), c.rateCuts.Load(), c.roceTimeouts.Load()
+	for r := range s.Drops {
+		s.Drops[r] = c.drops[r].Load()
+	}
 	return s
 }
 
 // Map flattens s into named counters for reports, e.g. "tx_data_p3",
-// "rx_grant_p7", "resends_sent". Zero per-priority counters are left out.
+// "rx_grant_p7", "resends_sent", "drop_wrong_peer". Zero per-priority
+// counters are left out; every drop reason is present.
 func (s Stats) Map() map[string]uint64 {
 	m := map[string]uint64{
 		"tx_bytes": s.TxBytes, "rx_bytes": s.RxBytes, "tx_batches": s.TxBatches, "rx_batches": s.RxBatches, "polled_batches": s.PolledBatches,
@@ -113,8 +133,17 @@ func (s Stats) Map() map[string]uint64 {
 		"served": s.Served, "cutoffs_version": s.CutoffsVersion, "active_messages": s.ActiveMessages,
 		"active_max": s.ActiveMax, "incoming_bytes": s.IncomingBytes, "pacer_waits": s.PacerWaits,
 	}
+	for r, v := range s.Drops {
+		m["drop_"+DropReason(r).String()] = v
+	}
 	if s.Trimmed != 0 { // NDP only: Homa's counters stay as they were
 		m["trimmed"] = s.Trimmed
+	}
+	for k, v := range map[string]uint64{"cnps_sent": s.CNPsSent, "cnps_received": s.CNPsReceived, "naks_sent": s.NAKsSent,
+		"naks_received": s.NAKsReceived, "out_of_sequence": s.OutOfSequence, "rate_cuts": s.RateCuts, "roce_timeouts": s.RoCETimeouts} {
+		if v != 0 { // RoCE only
+			m[k] = v
+		}
 	}
 	for t := range wire.NumTypes {
 		name := (wire.TypeData + wire.Type(t)).String()

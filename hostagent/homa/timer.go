@@ -12,7 +12,12 @@ func (e *Endpoint) onTick(now time.Duration) {
 	st := &e.state
 	st.tick++
 	servers := 0
-	if e.driven {
+	if st.pol.roce {
+		e.roceTick(now)
+		for _, p := range st.peers {
+			servers += len(p.servers)
+		}
+	} else if e.driven {
 		servers = e.checkInOrder(now)
 	} else {
 		for _, r := range st.clients {

@@ -1,6 +1,7 @@
 package pias
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,31 @@ func TestDefaultConfig(t *testing.T) {
 		if d := c.LevelDSCP(i); d != wantDSCP {
 			t.Errorf("LevelDSCP(%d) = %d, want CS%d = %d", i, d, 7-i, wantDSCP)
 		}
+	}
+}
+
+// TestForRun: a run's tagging is the defaults for the link and round trip
+// unless the scenario sets thresholds or an idle gap.
+func TestForRun(t *testing.T) {
+	def := DefaultConfig(10_000_000, 2*time.Millisecond)
+	tests := []struct {
+		name     string
+		th       []uint64
+		idle     time.Duration
+		wantTh   []uint64
+		wantIdle time.Duration
+	}{
+		{"defaults", nil, 0, def.Thresholds, def.IdleReset},
+		{"thresholds", []uint64{5000, 50000}, 0, []uint64{5000, 50000}, def.IdleReset},
+		{"idle gap", nil, 3 * time.Millisecond, def.Thresholds, 3 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ForRun(10_000_000, 2*time.Millisecond, tc.th, tc.idle)
+			if !slices.Equal(c.Thresholds, tc.wantTh) || c.IdleReset != tc.wantIdle || c.DSCP != nil {
+				t.Errorf("ForRun = %+v, want thresholds %v, idle %v", c, tc.wantTh, tc.wantIdle)
+			}
+		})
 	}
 }
 

@@ -315,7 +315,7 @@ func TestTagsTCPByBytesSent(t *testing.T) {
 			}
 			u.Close()
 			time.Sleep(200 * time.Millisecond)
-			seen, udp := checkFrames(t, cfg, stop(), total, func(off uint64) int { return levelAt(cfg, off) })
+			seen, udp, resent := checkFrames(t, cfg, stop(), total, func(off uint64) int { return levelAt(cfg, off) })
 			for lv, n := range seen {
 				if n == 0 {
 					t.Errorf("no data packet captured at level %d", lv)
@@ -337,10 +337,11 @@ func TestTagsTCPByBytesSent(t *testing.T) {
 				}
 			}
 			// The egress hook also counts what TCP sent again (a tail loss
-			// probe or a retransmission on a loaded machine), so the levels
-			// may hold a little more than the stream.
-			if bytes < total || bytes > total+total/100 {
-				t.Errorf("stats: %d payload bytes over the levels, want the %d sent plus at most 1%% resent", bytes, total)
+			// probe, or a spurious retransmission when a loaded machine
+			// delays the ACKs), which the capture saw too; 1% of slack for
+			// a partial retransmission the capture's accounting misses.
+			if bytes < total || bytes > total+resent+total/100 {
+				t.Errorf("stats: %d payload bytes over the levels, want the %d sent plus the %d the capture saw resent (+1%%)", bytes, total, resent)
 			}
 			t.Logf("stats by level: %+v", levels)
 		})
@@ -349,9 +350,9 @@ func TestTagsTCPByBytesSent(t *testing.T) {
 
 // checkFrames checks the captured frames of one TCP flow of total bytes,
 // whose data at sequence offset off must be at level want(off), and that
-// UDP passed untouched. It returns the data packets seen at each level and
-// the UDP packets.
-func checkFrames(t *testing.T, cfg Config, frames []frame, total int, want func(off uint64) int) (seen []int, udp int) {
+// UDP passed untouched. It returns the data packets seen at each level,
+// the UDP packets and the payload bytes TCP sent again.
+func checkFrames(t *testing.T, cfg Config, frames []frame, total int, want func(off uint64) int) (seen []int, udp int, resent uint64) {
 	t.Helper()
 	var isn uint32
 	var synSeen bool
@@ -383,6 +384,7 @@ func checkFrames(t *testing.T, cfg Config, frames []frame, total int, want func(
 			}
 			off := uint64(f.seq - isn - 1)
 			if off+uint64(f.payload) <= end {
+				resent += uint64(f.payload)
 				continue // a retransmission: counted twice by the tagger
 			}
 			end = off + uint64(f.payload)
@@ -400,8 +402,8 @@ func checkFrames(t *testing.T, cfg Config, frames []frame, total int, want func(
 	if end != uint64(total) {
 		t.Errorf("captured data up to offset %d, sent %d", end, total)
 	}
-	t.Logf("%d frames; data packets by level: %v", len(frames), seen)
-	return seen, udp
+	t.Logf("%d frames; data packets by level: %v; %d bytes resent", len(frames), seen, resent)
+	return seen, udp, resent
 }
 
 // TestIdleReset sends on one connection, pauses longer than IdleReset and
@@ -427,7 +429,7 @@ func TestIdleReset(t *testing.T) {
 	write(t, c, third)
 	finish(t, c, got, first+second+third)
 	time.Sleep(100 * time.Millisecond)
-	seen, _ := checkFrames(t, cfg, stop(), first+second+third, func(off uint64) int {
+	seen, _, _ := checkFrames(t, cfg, stop(), first+second+third, func(off uint64) int {
 		if off < first {
 			return levelAt(cfg, off)
 		}

@@ -66,6 +66,22 @@ func DefaultConfig(rateBps uint64, rtt time.Duration) Config {
 	}
 }
 
+// ForRun is the tagging a run's hosts use: DefaultConfig for the host
+// link's rate and base round trip, with the scenario's thresholds and idle
+// gap where it sets them (nil and 0 keep the defaults). The host agents
+// and the simulator's TCP model (simnet/tcpmodel) both take it from here,
+// so the two tag alike.
+func ForRun(rateBps uint64, rtt time.Duration, thresholds []uint64, idleReset time.Duration) Config {
+	cfg := DefaultConfig(rateBps, rtt)
+	if len(thresholds) > 0 {
+		cfg.Thresholds = thresholds
+	}
+	if idleReset > 0 {
+		cfg.IdleReset = idleReset
+	}
+	return cfg
+}
+
 // Thresholds returns levels-1 thresholds growing geometrically by 4 from
 // first bytes (at least one 1500-byte frame): first, 4 first, 16 first, ...
 func Thresholds(first uint64, levels int) []uint64 {

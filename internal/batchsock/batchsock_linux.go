@@ -25,7 +25,8 @@ const (
 	// datagram read or the destination of one written.
 	IPv4
 	// IPv4TOS is IPv4 with an IP_TOS control message per slot, which sets
-	// the TOS byte of each datagram written (SetDest).
+	// the TOS byte of each datagram written (SetDest), or on a socket with
+	// IP_RECVTOS carries the TOS byte of each datagram read (TOS).
 	IPv4TOS
 )
 
@@ -99,6 +100,9 @@ func (b *Batch) SetBuf(i int, buf []byte) {
 	if b.kind != Frames {
 		h.Namelen = unix.SizeofSockaddrInet4 // a read overwrites it
 	}
+	if b.kind == IPv4TOS {
+		h.SetControllen(cmsgTOSSpace) // a read shortens it
+	}
 }
 
 // SetDest sets slot i's destination for a write, and with IPv4TOS the TOS
@@ -120,6 +124,21 @@ func (b *Batch) Len(i int) int { return int(b.h[i].Len) }
 // Src is the source address of the datagram read into slot i. Not for
 // Frames batches.
 func (b *Batch) Src(i int) [4]byte { return b.name[i].Addr }
+
+// TOS is the TOS byte of the datagram read into slot i of an IPv4TOS
+// batch, from the IP_TOS control message a socket with IP_RECVTOS
+// delivers; 0 without one.
+func (b *Batch) TOS(i int) uint8 {
+	if b.h[i].Hdr.Controllen < uint64(unix.CmsgLen(1)) {
+		return 0
+	}
+	oob := b.oob[i*cmsgTOSSpace : (i+1)*cmsgTOSSpace]
+	c := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	if c.Level != unix.IPPROTO_IP || c.Type != unix.IP_TOS {
+		return 0
+	}
+	return oob[unix.CmsgLen(0)]
+}
 
 // recv reads up to b.n datagrams without blocking; false parks the caller
 // on the netpoller until the socket is readable.

@@ -53,6 +53,10 @@ func (s *Server) readEntity(sc *schema, ts *tableState, ent *p4v1.Entity) ([]*p4
 		return s.readCounters(sc, e.CounterEntry)
 	case *p4v1.Entity_RegisterEntry:
 		return s.readRegisters(sc, e.RegisterEntry)
+	case *p4v1.Entity_ActionProfileMember:
+		return s.readMembers(sc, ts, e.ActionProfileMember)
+	case *p4v1.Entity_ActionProfileGroup:
+		return s.readGroups(sc, ts, e.ActionProfileGroup)
 	case nil:
 		return nil, errorf(codes.InvalidArgument, "entity not set")
 	default:

@@ -9,13 +9,15 @@ import (
 
 // schema indexes a P4Info by id for request validation.
 type schema struct {
-	tables    map[uint32]*tableSchema
-	actions   map[uint32]*actionSchema
-	counters  map[uint32]*p4configv1.Counter
-	registers map[uint32]*p4configv1.Register
-	tableIDs  []uint32 // P4Info order, for wildcard reads
-	counterID []uint32
-	regIDs    []uint32
+	tables      map[uint32]*tableSchema
+	actions     map[uint32]*actionSchema
+	counters    map[uint32]*p4configv1.Counter
+	registers   map[uint32]*p4configv1.Register
+	tableIDs    []uint32 // P4Info order, for wildcard reads
+	counterID   []uint32
+	regIDs      []uint32
+	profiles    map[uint32]*profileSchema
+	profileList []uint32 // P4Info order
 }
 
 type tableSchema struct {
@@ -42,6 +44,7 @@ func newSchema(info *p4configv1.P4Info) (*schema, error) {
 		actions:   map[uint32]*actionSchema{},
 		counters:  map[uint32]*p4configv1.Counter{},
 		registers: map[uint32]*p4configv1.Register{},
+		profiles:  map[uint32]*profileSchema{},
 	}
 	for _, a := range info.GetActions() {
 		as := &actionSchema{info: a, params: a.GetParams(), paramIndex: map[uint32]int{}}
@@ -75,6 +78,14 @@ func newSchema(info *p4configv1.P4Info) (*schema, error) {
 		}
 		s.tables[t.GetPreamble().GetId()] = ts
 		s.tableIDs = append(s.tableIDs, t.GetPreamble().GetId())
+	}
+	for _, p := range info.GetActionProfiles() {
+		name := p.GetPreamble().GetName()
+		if len(p.GetTableIds()) == 0 || s.tables[p.GetTableIds()[0]] == nil {
+			return nil, fmt.Errorf("action profile %s: no table of the P4Info uses it", name)
+		}
+		s.profiles[p.GetPreamble().GetId()] = &profileSchema{info: p, table: s.tables[p.GetTableIds()[0]]}
+		s.profileList = append(s.profileList, p.GetPreamble().GetId())
 	}
 	for _, c := range info.GetCounters() {
 		s.counters[c.GetPreamble().GetId()] = c

@@ -1,5 +1,5 @@
 // Package p4rt is the P4Runtime (v1.4.1) server of the embedded tor.p4
-// target: pipeline config push, table and counter writes, reads with
+// target: pipeline config push, table, action profile and counter writes, reads with
 // wildcards, and client arbitration on the stream channel, all as the spec
 // defines them. docs/p4runtime.md lists where it departs from BMv2's
 // simple_switch_grpc and why.
@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/homatb/homatb/p4/pipeline"
@@ -256,6 +258,8 @@ func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetFor
 // and what the pipeline snapshot is built from.
 type tableState struct {
 	tables map[uint32]*tableData
+	// profiles holds the members and groups of each action profile.
+	profiles map[uint32]*profileState
 }
 
 type tableData struct {
@@ -264,7 +268,9 @@ type tableData struct {
 	def *checkedEntry
 }
 
-func newTableState() *tableState { return &tableState{tables: map[uint32]*tableData{}} }
+func newTableState() *tableState {
+	return &tableState{tables: map[uint32]*tableData{}, profiles: map[uint32]*profileState{}}
+}
 
 func (ts *tableState) table(id uint32) *tableData {
 	t, ok := ts.tables[id]
@@ -275,13 +281,32 @@ func (ts *tableState) table(id uint32) *tableData {
 	return t
 }
 
-// contents converts the state into the pipeline's form.
+// contents converts the state into the pipeline's form. An entry of an
+// indirect table runs its member's action, or selects among its group's
+// members (pipeline.ActionSelect with the group's index in Groups).
 func (ts *tableState) contents() map[uint32]pipeline.TableContents {
 	out := map[uint32]pipeline.TableContents{}
 	for id, t := range ts.tables {
 		c := pipeline.TableContents{Entries: make([]pipeline.Entry, 0, len(t.entries))}
-		for _, e := range t.entries {
-			c.Entries = append(c.Entries, e.pe)
+		groupIndex := map[uint32]uint64{}
+		for _, k := range slices.Sorted(maps.Keys(t.entries)) {
+			e := t.entries[k]
+			pe := e.pe
+			if st := ts.profiles[e.profile]; e.profile != 0 && st != nil {
+				switch r := e.te.GetAction().GetType().(type) {
+				case *p4v1.TableAction_ActionProfileMemberId:
+					pe.Action = st.members[r.ActionProfileMemberId].call
+				case *p4v1.TableAction_ActionProfileGroupId:
+					idx, ok := groupIndex[r.ActionProfileGroupId]
+					if !ok {
+						idx = uint64(len(c.Groups))
+						groupIndex[r.ActionProfileGroupId] = idx
+						c.Groups = append(c.Groups, st.calls(r.ActionProfileGroupId))
+					}
+					pe.Action = pipeline.ActionCall{ID: pipeline.ActionSelect, Params: [pipeline.MaxParams]uint64{idx}}
+				}
+			}
+			c.Entries = append(c.Entries, pe)
 		}
 		if t.def != nil {
 			a := t.def.pe.Action

@@ -404,8 +404,8 @@ func TestCountersAndRegisters(t *testing.T) {
 		t.Errorf("queue_delay %x, want 63 (99 µs)", v)
 	}
 	allRegs, err := h.read(&p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{}}})
-	if err != nil || len(allRegs) != 3*p4.QueueSlots {
-		t.Errorf("wildcard register read: %d (%v), want %d", len(allRegs), err, 3*p4.QueueSlots)
+	if err != nil || len(allRegs) != 3*p4.QueueSlots+1 {
+		t.Errorf("wildcard register read: %d (%v), want %d (three per queue, spray_seq)", len(allRegs), err, 3*p4.QueueSlots+1)
 	}
 }
 

@@ -16,6 +16,10 @@ type checkedEntry struct {
 	te  *p4v1.TableEntry
 	pe  pipeline.Entry
 	key string // identity of the entry: table, match and priority
+	// profile is the table's action profile when the entry refers to one
+	// of its members or groups (te's action); pe's action is then resolved
+	// by tableState.contents.
+	profile uint32
 }
 
 // checkTableEntry validates te for an update of type typ against s and
@@ -104,6 +108,11 @@ func checkTableEntry(s *schema, te *p4v1.TableEntry, typ p4v1.Update_Type) (*che
 	}
 	if te.GetAction() == nil {
 		return nil, errorf(codes.InvalidArgument, "%s: %v needs an action", name, typ)
+	}
+	if p := ts.info.GetImplementationId(); p != 0 {
+		ce.profile = p // checked against the profile's state by the caller
+		out.Action = proto.Clone(te.GetAction()).(*p4v1.TableAction)
+		return ce, nil
 	}
 	a, call, err := checkAction(s, ts, te.GetAction(), false)
 	if err != nil {

@@ -55,6 +55,12 @@ func (s *Server) applyUpdate(sc *schema, ts *tableState, u *p4v1.Update) (change
 		return false, s.writeCounter(sc, u.GetType(), e.CounterEntry)
 	case *p4v1.Entity_RegisterEntry:
 		return false, s.writeRegister(sc, u.GetType(), e.RegisterEntry)
+	case *p4v1.Entity_ActionProfileMember:
+		err := s.writeMember(sc, ts, u.GetType(), e.ActionProfileMember)
+		return err == nil, err
+	case *p4v1.Entity_ActionProfileGroup:
+		err := s.writeGroup(sc, ts, u.GetType(), e.ActionProfileGroup)
+		return err == nil, err
 	case nil:
 		return false, errorf(codes.InvalidArgument, "update without an entity")
 	default:
@@ -77,6 +83,11 @@ func (s *Server) writeTableEntry(sc *schema, ts *tableState, typ p4v1.Update_Typ
 		return true, nil
 	}
 	tsch := sc.tables[te.GetTableId()]
+	if ce.profile != 0 && typ != p4v1.Update_DELETE {
+		if ce.te.Action, err = checkIndirect(ts, tsch, ce.te.GetAction()); err != nil {
+			return false, err
+		}
+	}
 	_, exists := t.entries[ce.key]
 	switch typ {
 	case p4v1.Update_INSERT:

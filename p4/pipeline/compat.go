@@ -11,7 +11,7 @@ import (
 )
 
 // CheckP4Info reports whether this target can run a pipeline with info: its
-// tables, actions, counters and registers must be exactly those of tor.p4
+// tables, actions, action profiles, counters and registers must be exactly those of tor.p4
 // (names, ids, match fields, parameters, widths, sizes). Names of aliases,
 // annotations and documentation may differ. The error lists every
 // difference, one per line.
@@ -51,7 +51,7 @@ func CheckP4Info(info *p4configv1.P4Info) error {
 				add("%s: const default action %#08x, this target has %#08x", where, g.GetConstDefaultActionId(), w.GetConstDefaultActionId())
 			}
 			if w.GetImplementationId() != g.GetImplementationId() {
-				add("%s: implementation %#08x, this target has none", where, g.GetImplementationId())
+				add("%s: implementation %#08x, this target runs %#08x", where, g.GetImplementationId(), w.GetImplementationId())
 			}
 			if len(g.GetDirectResourceIds()) != 0 {
 				add("%s: direct resources %#08x, this target has none", where, g.GetDirectResourceIds())
@@ -86,9 +86,16 @@ func CheckP4Info(info *p4configv1.P4Info) error {
 				add("%s: bit<%d>, this target runs bit<%d>", where, gw, ww)
 			}
 		})
+	compareObjects(add, "action profile", want.GetActionProfiles(), info.GetActionProfiles(), (*p4configv1.ActionProfile).GetPreamble,
+		func(where string, w, g *p4configv1.ActionProfile) {
+			if w.GetSize() != g.GetSize() || w.GetWithSelector() != g.GetWithSelector() || !slices.Equal(w.GetTableIds(), g.GetTableIds()) {
+				add("%s: size %d, selector %v, tables %#08x; this target runs size %d, selector %v, tables %#08x", where,
+					g.GetSize(), g.GetWithSelector(), g.GetTableIds(), w.GetSize(), w.GetWithSelector(), w.GetTableIds())
+			}
+		})
 	for kind, n := range map[string]int{
 		"direct counter": len(info.GetDirectCounters()), "meter": len(info.GetMeters()),
-		"direct meter": len(info.GetDirectMeters()), "action profile": len(info.GetActionProfiles()),
+		"direct meter":               len(info.GetDirectMeters()),
 		"controller packet metadata": len(info.GetControllerPacketMetadata()), "value set": len(info.GetValueSets()),
 		"digest": len(info.GetDigests()), "extern": len(info.GetExterns()),
 	} {

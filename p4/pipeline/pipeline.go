@@ -9,6 +9,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/homatb/homatb/p4"
@@ -35,8 +36,16 @@ const (
 	tblARPProxy
 	tblECNConfig
 	tblPortMode
+	tblLoadBalance
+	tblNexthop
 	numTables
 )
+
+// ActionSelect is the action of a nexthop_group entry that refers to an
+// action profile group: Params[0] is the index of the group in that
+// table's TableContents.Groups, whose member the selector picks per packet.
+// It is the selector's id, which no P4 action can have.
+const ActionSelect = p4.ProfileUplinkSelector
 
 // snapshot is one immutable set of table contents, swapped in whole.
 type snapshot struct {
@@ -45,6 +54,11 @@ type snapshot struct {
 	// strict_priority, so ingress can skip the lookup: the common case
 	// then costs what it did before the table existed.
 	modes bool
+	// groups are nexthop_group's action profile groups: the member actions
+	// in selection order (a member of weight w appears w times).
+	groups [][]ActionCall
+	// spray is true when load_balance's default is spray().
+	spray bool
 }
 
 // TableContents is what the control plane wrote into one table.
@@ -52,6 +66,11 @@ type TableContents struct {
 	Entries []Entry
 	// Default replaces the P4 default action when non-nil.
 	Default *ActionCall
+	// Groups are the action profile groups entries of an indirect table
+	// (nexthop_group) refer to with ActionSelect: each the actions of its
+	// members in selection order. An empty group selects nothing (the
+	// packet keeps ecmp_forward's drop).
+	Groups [][]ActionCall
 }
 
 // tableInfo describes one tor.p4 table as this target runs it.
@@ -61,16 +80,20 @@ type tableInfo struct {
 	Actions []uint32 // actions an entry or the default may use
 	Default ActionCall
 	Size    int
+	// Selector: entries refer to action profile groups (ActionSelect).
+	Selector bool
 }
 
 // torTables is the table layout of tor.p4, in tableIndex order.
 func torTables() [numTables]tableInfo {
 	return [numTables]tableInfo{
-		{ID: p4.TableIPv4LPM, Name: "TorIngress.ipv4_lpm", Actions: []uint32{p4.ActionIPv4Forward, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
+		{ID: p4.TableIPv4LPM, Name: "TorIngress.ipv4_lpm", Actions: []uint32{p4.ActionIPv4Forward, p4.ActionECMPForward, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableDSCPToQueue, Name: "TorIngress.dscp_to_queue", Actions: []uint32{p4.ActionSetQueue}, Default: ActionCall{ID: p4.ActionSetQueue}, Size: 64},
 		{ID: p4.TableARPProxy, Name: "TorIngress.arp_proxy", Actions: []uint32{p4.ActionARPReply, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
 		{ID: p4.TablePortMode, Name: "TorIngress.port_mode", Actions: []uint32{p4.ActionStrictPriority, p4.ActionRankOrder, p4.ActionTrimAbove}, Default: ActionCall{ID: p4.ActionStrictPriority}, Size: 512},
+		{ID: p4.TableLoadBalance, Name: "TorIngress.load_balance", Actions: []uint32{p4.ActionFlowHash, p4.ActionSpray}, Default: ActionCall{ID: p4.ActionFlowHash}, Size: 1},
+		{ID: p4.TableNexthop, Name: "TorIngress.nexthop_group", Actions: []uint32{p4.ActionSetEgress, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 1024, Selector: true},
 	}
 }
 
@@ -109,6 +132,8 @@ type Pipeline struct {
 	depth      [p4.QueueSlots]atomic.Uint32
 	peak       [p4.QueueSlots]atomic.Uint32
 	delay      [p4.QueueSlots]atomic.Uint32
+	// spraySeq is tor.p4's spray_seq register (one cell).
+	spraySeq [1]atomic.Uint32
 }
 
 // New returns a pipeline with empty tables (every packet is dropped until the
@@ -141,17 +166,41 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 		if err := checkAction(info, def); err != nil {
 			return fmt.Errorf("install %s default: %w", info.Name, err)
 		}
+		if len(c.Groups) > 0 && !info.Selector {
+			return fmt.Errorf("install %s: action profile groups on a table without a selector", info.Name)
+		}
 		for _, e := range c.Entries {
+			if info.Selector && e.Action.ID == ActionSelect {
+				if e.Action.Params[0] >= uint64(len(c.Groups)) {
+					return fmt.Errorf("install %s entry: group index %d of %d", info.Name, e.Action.Params[0], len(c.Groups))
+				}
+				continue
+			}
 			if err := checkAction(info, e.Action); err != nil {
 				return fmt.Errorf("install %s entry: %w", info.Name, err)
+			}
+		}
+		for gi, g := range c.Groups {
+			for _, a := range g {
+				if err := checkAction(info, a); err != nil || a.ID == p4.ActionNoAction {
+					return fmt.Errorf("install %s group %d: member action %#08x: not a member action", info.Name, gi, a.ID)
+				}
 			}
 		}
 		if len(c.Entries) > info.Size {
 			return fmt.Errorf("install %s: %d entries, size %d", info.Name, len(c.Entries), info.Size)
 		}
 		snap.tables[i] = NewTable(c.Entries, def)
-		if info.ID == p4.TablePortMode {
+		switch info.ID {
+		case p4.TablePortMode:
 			snap.modes = len(c.Entries) > 0 || def.ID != p4.ActionStrictPriority
+		case p4.TableLoadBalance:
+			snap.spray = def.ID == p4.ActionSpray
+		case p4.TableNexthop:
+			snap.groups = make([][]ActionCall, len(c.Groups))
+			for i, g := range c.Groups {
+				snap.groups[i] = slices.Clone(g)
+			}
 		}
 	}
 	p.snap.Store(snap)
@@ -186,14 +235,16 @@ func (p *Pipeline) counterArray(id uint32) *[p4.QueueSlots]counterCell {
 	return nil
 }
 
-func (p *Pipeline) registerArray(id uint32) *[p4.QueueSlots]atomic.Uint32 {
+func (p *Pipeline) registerArray(id uint32) []atomic.Uint32 {
 	switch id {
 	case p4.RegisterQueueDepth:
-		return &p.depth
+		return p.depth[:]
 	case p4.RegisterQueuePeak:
-		return &p.peak
+		return p.peak[:]
 	case p4.RegisterQueueDelay:
-		return &p.delay
+		return p.delay[:]
+	case p4.RegisterSpraySeq:
+		return p.spraySeq[:]
 	}
 	return nil
 }
@@ -261,4 +312,5 @@ func (p *Pipeline) ResetState() {
 		p.peak[i].Store(0)
 		p.delay[i].Store(0)
 	}
+	p.spraySeq[0].Store(0)
 }

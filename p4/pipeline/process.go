@@ -29,7 +29,10 @@ const (
 	ipTTLOff     = ethLen + 8
 	ipProtoOff   = ethLen + 9
 	ipCsumOff    = ethLen + 10
+	ipSrcOff     = ethLen + 12
 	ipDstOff     = ethLen + 16
+	ipProtoTCP   = 6
+	ipProtoUDP   = 17
 	maxQdepthP4  = 1<<19 - 1 // enq_qdepth is bit<19> in v1model
 	macLen       = 6
 	ecnCE        = 3
@@ -60,6 +63,9 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 				key := Key{uint64(binary.BigEndian.Uint32(frame[ipDstOff:]))}
 				a, hit := snap.tables[tblIPv4LPM].Lookup(&key)
 				egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
+				if a.ID == p4.ActionECMPForward && a.Params[0] != 0 {
+					egressSpec = p.selectUplink(snap, frame, a.Params[0], inPort, egressSpec)
+				}
 				if hit {
 					key = Key{uint64(frame[ipTOSOff] >> dscpShift)}
 					a, _ = snap.tables[tblDSCPToQueue].Lookup(&key)
@@ -98,6 +104,12 @@ func runIngressAction(a ActionCall, frame []byte, inPort, egressSpec uint16, que
 		putMAC(frame[0:], a.Params[1])
 		frame[ipTTLOff]--
 		return uint16(a.Params[0] & portMask)
+	case p4.ActionECMPForward:
+		putMAC(frame[0:], a.Params[1])
+		frame[ipTTLOff]--
+		return DropPort // until nexthop_group picks a member
+	case p4.ActionSetEgress:
+		return uint16(a.Params[0] & portMask)
 	case p4.ActionSetQueue:
 		*queue = uint8(a.Params[0] & queueMask)
 	case p4.ActionARPReply:
@@ -115,6 +127,73 @@ func runIngressAction(a ActionCall, frame []byte, inPort, egressSpec uint16, que
 	}
 	return egressSpec
 }
+
+// selectUplink runs load_balance and nexthop_group for group: a member
+// entry's action directly, a group's member chosen by the flow hash.
+func (p *Pipeline) selectUplink(snap *snapshot, frame []byte, group uint64, inPort, egressSpec uint16) uint16 {
+	var nonce uint32
+	if snap.spray {
+		nonce = p.spraySeq[0].Add(1) - 1 // spray_seq.read, then write + 1
+	}
+	key := Key{group}
+	a, _ := snap.tables[tblNexthop].Lookup(&key)
+	if a.ID == ActionSelect {
+		members := snap.groups[a.Params[0]]
+		if len(members) == 0 {
+			return egressSpec
+		}
+		a = members[int(FlowHash(frame, nonce))%len(members)]
+	}
+	var queue uint8
+	return runIngressAction(a, frame, inPort, egressSpec, &queue)
+}
+
+// FlowHash is uplink_selector's hash of frame (IPv4): CRC-32 (IEEE) over
+// the selector fields in tor.p4's key order, big-endian: the nonce
+// (meta.lb_nonce), meta.l4_ports (TCP, UDP or Homa source and destination
+// port; 0 for other protocols or with IPv4 options), srcAddr, dstAddr and
+// protocol, cut to the selector's 16-bit output.
+func FlowHash(frame []byte, nonce uint32) uint16 {
+	var in [17]byte
+	binary.BigEndian.PutUint32(in[0:], nonce)
+	if frame[ethLen]&0x0f == ipv4Len/4 {
+		switch frame[ipProtoOff] {
+		case wire.IPProto:
+			if len(frame) >= dataplane.HomaOffset+dataplane.HomaCommonLen {
+				copy(in[4:8], frame[ethLen+ipv4Len:])
+			}
+		case ipProtoTCP, ipProtoUDP:
+			if len(frame) >= ethLen+ipv4Len+4 {
+				copy(in[4:8], frame[ethLen+ipv4Len:])
+			}
+		}
+	}
+	copy(in[8:16], frame[ipSrcOff:ipSrcOff+8]) // srcAddr, dstAddr
+	in[16] = frame[ipProtoOff]
+	crc := ^uint32(0)
+	for _, b := range in {
+		crc = crc>>8 ^ crc32Table[byte(crc)^b]
+	}
+	return uint16(^crc)
+}
+
+// crc32Table is CRC-32/IEEE's byte table (reflected polynomial
+// 0xedb88320), read-only after init. hash/crc32 would move the hash
+// input to the heap on every packet.
+var crc32Table = func() (t [256]uint32) {
+	for i := range t {
+		c := uint32(i)
+		for range 8 {
+			if c&1 != 0 {
+				c = c>>1 ^ 0xedb88320
+			} else {
+				c >>= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
 
 // portMode runs a rank_order or trim_above action of port_mode on frame
 // and the tor.p4 lines after it, filling v's mode fields and changing the

@@ -40,12 +40,20 @@ func (q Requests) Configure(t scenario.Transport, s *scenario.Scenario, exp, pha
 	if t.Engine() {
 		req.Homa = q.homaParams(t)
 	} else {
-		req.Tcp = &agentpb.TcpParams{Congestion: t.TCP.Congestion, ConnectionsPerPeer: t.TCP.ConnectionsPerPeer}
-		if t.Name == scenario.TransportPIAS {
-			q.piasParams(req.Tcp, t)
-		}
+		req.Tcp = q.TCPParams(t)
 	}
 	return req
+}
+
+// TCPParams are kernel-TCP transport t's parameters (TCP, PIAS) as the
+// agents get them, PIAS's settings included; the simulator's TCP model
+// takes them too.
+func (q Requests) TCPParams(t scenario.Transport) *agentpb.TcpParams {
+	tp := &agentpb.TcpParams{Congestion: t.TCP.Congestion, ConnectionsPerPeer: t.TCP.ConnectionsPerPeer}
+	if t.Name == scenario.TransportPIAS {
+		q.piasParams(tp, t)
+	}
+	return tp
 }
 
 func transportEnum(t scenario.Transport) agentpb.Transport {

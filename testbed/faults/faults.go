@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -47,9 +48,14 @@ type Agent interface {
 
 // Env is the run as fault injection reaches it.
 type Env interface {
-	// Port is the switch and port host hangs off; an error when there is no
-	// such host or its switch takes no faults.
+	// Port is the switch and port host hangs off, or for a leaf-spine link
+	// ("l1-p2") the leaf's port toward the spine; an error when there is no
+	// such host or link or its switch takes no faults.
 	Port(host string) (sw string, port uint16, err error)
+	// Reroute tells the controller that the link between leaf and spine is
+	// down (or up again): it moves the leaves' next-hop groups off (or
+	// back onto) it.
+	Reroute(ctx context.Context, leaf, spine string, down bool) error
 	// SetFault changes the fault settings of one port of switch sw.
 	SetFault(ctx context.Context, sw string, fs switchstats.FaultSetting) error
 	// Agent is host's agent, nil when it is down.
@@ -95,6 +101,9 @@ type Run struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	ports  map[portRef]bool // ports whose settings Clear undoes
+	// rerouted are the leaf-spine links the controller took out of its
+	// paths and has not taken back (Clear does).
+	rerouted map[string]scenario.Fault
 
 	mu       sync.Mutex
 	killed   map[string]*killedAgent
@@ -128,10 +137,13 @@ type killedAgent struct {
 	restartErr        error
 }
 
-// timedFault is a down window or a kill at its time in the measurement.
+// timedFault is a down window or a kill at its time in the measurement;
+// up marks the end of a down window on a link between switches, when the
+// controller takes the link back.
 type timedFault struct {
 	at time.Duration
 	f  scenario.Fault
+	up bool
 }
 
 // Start sets the loss faults now and schedules the timed ones from the
@@ -141,7 +153,8 @@ type timedFault struct {
 // an error (the experiment would not measure what the scenario asks); the
 // Run returned is then one with nothing scheduled, for Clear.
 func Start(ctx context.Context, env Env, x Experiment, log *slog.Logger) (fr *Run, notes []string, err error) {
-	fr = &Run{env: env, x: x, log: log, done: make(chan struct{}), ports: map[portRef]bool{}, killed: map[string]*killedAgent{}}
+	fr = &Run{env: env, x: x, log: log, done: make(chan struct{}), ports: map[portRef]bool{}, killed: map[string]*killedAgent{},
+		rerouted: map[string]scenario.Fault{}}
 	var timed []timedFault
 	for _, f := range x.Scenario.Faults {
 		notes = append(notes, "fault injected: "+Describe(f))
@@ -159,9 +172,12 @@ func Start(ctx context.Context, env Env, x Experiment, log *slog.Logger) (fr *Ru
 				return fr, notes, fmt.Errorf("fault on %s's link: %w", f.Link, err)
 			}
 		case "down":
-			timed = append(timed, timedFault{f.Down.At.D(), f})
+			timed = append(timed, timedFault{at: f.Down.At.D(), f: f})
+			if _, _, sw := f.SwitchLink(); sw {
+				timed = append(timed, timedFault{at: f.Down.At.D() + f.Down.For.D(), f: f, up: true})
+			}
 		case "kill_agent":
-			timed = append(timed, timedFault{f.KillAgent.At.D(), f})
+			timed = append(timed, timedFault{at: f.KillAgent.At.D(), f: f})
 		}
 	}
 	for _, h := range x.Used {
@@ -210,6 +226,10 @@ func (fr *Run) schedule(ctx context.Context, measure time.Time, timed []timedFau
 		}
 		switch t.f.Kind() {
 		case "down":
+			if t.up {
+				fr.reroute(ctx, t.f, false)
+				continue
+			}
 			p, err := fr.port(t.f.Link)
 			if err == nil {
 				fr.mu.Lock()
@@ -222,10 +242,31 @@ func (fr *Run) schedule(ctx context.Context, measure time.Time, timed []timedFau
 				fr.warn("link %s was not taken down at %s: %v", t.f.Link, t.at, err)
 			}
 			fr.log.Info("fault: link down", "link", t.f.Link, "at", t.at, "for", t.f.Down.For.D(), "err", err)
+			if _, _, sw := t.f.SwitchLink(); sw && err == nil {
+				fr.reroute(ctx, t.f, true)
+			}
 		case "kill_agent":
 			fr.kill(ctx, t.f.Link, t.at, t.f.RestartAgent())
 		}
 	}
+}
+
+// reroute has the controller take a leaf-spine link out of the next-hop
+// groups (down) or back in, and remembers which links Clear must restore.
+func (fr *Run) reroute(ctx context.Context, f scenario.Fault, down bool) {
+	leaf, spine, _ := f.SwitchLink()
+	err := fr.env.Reroute(ctx, leaf, spine, down)
+	fr.mu.Lock()
+	if down && err == nil {
+		fr.rerouted[f.Link] = f
+	} else if !down {
+		delete(fr.rerouted, f.Link)
+	}
+	fr.mu.Unlock()
+	if err != nil {
+		fr.warn("link %s: the controller did not move the paths (down %v): %v", f.Link, down, err)
+	}
+	fr.log.Info("fault: paths moved", "link", f.Link, "down", down, "err", err)
 }
 
 // kill reads the agent's books, then kills it with SIGKILL; its exit is
@@ -303,8 +344,15 @@ func (fr *Run) End() {
 	<-fr.done
 }
 
-// Clear brings every faulted port back to no loss and up.
+// Clear brings every faulted port back to no loss and up, and the
+// controller's paths back onto every link it took out.
 func (fr *Run) Clear(ctx context.Context) {
+	fr.mu.Lock()
+	back := slices.Collect(maps.Values(fr.rerouted))
+	fr.mu.Unlock()
+	for _, f := range back {
+		fr.reroute(ctx, f, false)
+	}
 	zero, egress, up := 0.0, switchstats.DirectionEgress, "0s"
 	fr.mu.Lock()
 	ports := make([]portRef, 0, len(fr.ports))
@@ -367,6 +415,9 @@ func Describe(f scenario.Fault) string {
 			scenario.DirectionFromHost: "from the host"}[f.LossDirection()]
 		return fmt.Sprintf("loss %s %s on %s's link for the whole experiment", strconv.FormatFloat(*f.Loss, 'g', -1, 64), way, f.Link)
 	case "down":
+		if _, _, sw := f.SwitchLink(); sw {
+			return fmt.Sprintf("link %s down at %s into the measurement for %s (the controller moves the paths off it and back)", f.Link, f.Down.At.D(), f.Down.For.D())
+		}
 		return fmt.Sprintf("%s's link down at %s into the measurement for %s", f.Link, f.Down.At.D(), f.Down.For.D())
 	case "kill_agent":
 		return fmt.Sprintf("agent %s killed at %s into the measurement (restart: %v)", f.Link, f.KillAgent.At.D(), f.RestartAgent())

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -13,11 +14,13 @@ const (
 )
 
 // Fault is one entry of the scenario's faults list: a host's link (the
-// switch port the host hangs off) and exactly one of Loss, Down or
-// KillAgent. Faults apply to every experiment of the scenario, and their
+// switch port the host hangs off) or, on a leaf-spine, a link between a
+// leaf and a spine ("l1-p2"), and exactly one of Loss, Down or KillAgent
+// (a host's link only). Faults apply to every experiment of the scenario, and their
 // times count from the start of the measurement (after the warm-up).
 type Fault struct {
-	// Link names the host whose link the fault is on ("h1").
+	// Link names the host whose link the fault is on ("h1"), or a
+	// leaf-spine link by its two switches ("l1-p2": leaf 1, spine 2).
 	Link string `yaml:"link"`
 	// Loss drops each frame with this probability for the whole experiment
 	// (warm-up, measurement and drain), in Direction.
@@ -78,7 +81,38 @@ func (f Fault) LossDirection() string {
 // RestartAgent reports whether a killed agent is started again.
 func (f Fault) RestartAgent() bool { return f.Restart != nil && *f.Restart }
 
-// checkFaults checks the faults list: a host's link each, exactly one
+// SwitchLink splits a fault's link between two switches ("l1-p2") into
+// the leaf and the spine; ok is false for a host's link.
+func (f Fault) SwitchLink() (leaf, spine string, ok bool) {
+	a, b, cut := strings.Cut(f.Link, "-")
+	if !cut {
+		return "", "", false
+	}
+	if strings.HasPrefix(a, "p") {
+		a, b = b, a
+	}
+	return a, b, true
+}
+
+// checkSwitchLink checks a fault on a leaf-spine link of s's topology.
+func (c *checker) checkSwitchLink(s *Scenario, p string, f Fault) {
+	leaf, spine, _ := f.SwitchLink()
+	t := s.Topology
+	in := func(name, prefix string, n int) bool {
+		i, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
+		return strings.HasPrefix(name, prefix) && err == nil && i >= 1 && i <= n && name == prefix+strconv.Itoa(i)
+	}
+	switch {
+	case t.Kind != KindLeafSpine:
+		c.errorf(p+".link", "a link between switches (%q) needs a leaf-spine topology, not %s", f.Link, t.Kind)
+	case !in(leaf, "l", t.Leaves) || !in(spine, "p", t.Spines):
+		c.errorf(p+".link", "expected a leaf-spine link l1..l%d-p1..p%d (leaf, spine), got %q", t.Leaves, t.Spines, f.Link)
+	case f.KillAgent != nil:
+		c.errorf(p+".kill_agent", "kill_agent kills a host's agent; %q is a link between switches", f.Link)
+	}
+}
+
+// checkFaults checks the faults list: a host's or leaf-spine link each, exactly one
 // action, times inside the measurement, and no two loss rules or kills on
 // one link (they would overwrite each other).
 func (c *checker) checkFaults(s *Scenario) {
@@ -97,8 +131,10 @@ func (c *checker) checkFaults(s *Scenario) {
 	lossOn, killOn := map[string]int{}, map[string]int{}
 	for i, f := range s.Faults {
 		p := fmt.Sprintf("faults[%d]", i)
-		if !known[f.Link] {
-			c.errorf(p+".link", "expected a host whose link the fault is on (%s), got %q", describeHosts(hosts), f.Link)
+		if _, _, sw := f.SwitchLink(); sw {
+			c.checkSwitchLink(s, p, f)
+		} else if !known[f.Link] {
+			c.errorf(p+".link", "expected a host whose link the fault is on (%s) or, on a leaf-spine, a link l<leaf>-p<spine>, got %q", describeHosts(hosts), f.Link)
 		}
 		switch kinds := f.kinds(); len(kinds) {
 		case 0:

@@ -25,7 +25,8 @@ func TestFaults(t *testing.T) {
 		{name: "kill and restart", faults: "  - {link: h2, kill_agent: {at: 1s}, restart: true}\n  - {link: h1, loss: 0.01}\n"},
 		{name: "two downs on a link", faults: "  - {link: h1, down: {at: 0s, for: 100ms}}\n  - {link: h1, down: {at: 1s, for: 100ms}}\n"},
 
-		{"unknown host", "  - {link: h9, loss: 0.1}\n", 21, "faults[0].link", `expected a host whose link the fault is on (h1 to h4), got "h9"`},
+		{"unknown host", "  - {link: h9, loss: 0.1}\n", 21, "faults[0].link", `expected a host whose link the fault is on (h1 to h4) or, on a leaf-spine, a link l<leaf>-p<spine>, got "h9"`},
+		{"switch link on a star", "  - {link: l1-p1, loss: 0.1}\n", 21, "faults[0].link", `a link between switches ("l1-p1") needs a leaf-spine topology, not star`},
 		{"no action", "  - {link: h1}\n", 21, "faults[0]", "exactly one of loss, down or kill_agent, got none"},
 		{"two actions", "  - link: h1\n    loss: 0.1\n    down: {at: 1s, for: 1s}\n", 23, "faults[0].down", "got loss and down"},
 		{"loss zero", "  - {link: h1, loss: 0}\n", 21, "faults[0].loss", "above 0 and at most 1, got 0"},
@@ -97,5 +98,33 @@ func TestFaultValues(t *testing.T) {
 		if fs[3].RestartAgent() {
 			t.Error("faults[3] restarts without restart: true")
 		}
+	}
+}
+
+// TestSwitchLinkFaults: on a leaf-spine, faults take a leaf-spine link by
+// its switches, either order, for loss and down only.
+func TestSwitchLinkFaults(t *testing.T) {
+	base := strings.NewReplacer("KIND", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", ", UPLINK", "").Replace(topologyScenario) + "faults:\n"
+	for _, tc := range []struct {
+		name, faults, wantErr string
+	}{
+		{"down", "  - {link: l1-p1, down: {at: 200ms, for: 500ms}}\n", ""},
+		{"spine first, loss", "  - {link: p2-l2, loss: 0.1}\n", ""},
+		{"no such spine", "  - {link: l1-p3, loss: 0.1}\n", `f.yaml:10: faults[0].link: expected a leaf-spine link l1..l2-p1..p2 (leaf, spine), got "l1-p3"`},
+		{"two leaves", "  - {link: l1-l2, loss: 0.1}\n", `faults[0].link: expected a leaf-spine link`},
+		{"kill a link", "  - {link: l1-p1, kill_agent: {at: 1s}}\n", `f.yaml:10: faults[0].kill_agent: kill_agent kills a host's agent; "l1-p1" is a link between switches`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := parseAndPlan("f.yaml", base+tc.faults)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -104,10 +104,9 @@ duration: 1s
 	}
 }
 
-// TestUplinkRate: uplinks of their own rate on a leaf-spine only, within
-// the emulation's rates unless simulated.
-func TestUplinkRate(t *testing.T) {
-	base := `name: u
+// topologyScenario is a small valid scenario whose topology line is
+// {kind: KIND, UPLINK} (line 2), for tests of topology keys.
+const topologyScenario = `name: u
 topology: {kind: KIND, UPLINK}
 link: {rate: 100Mbit}
 transports:
@@ -116,6 +115,11 @@ phases:
   - {name: p, clients: [h2], servers: [h1], sizes: fixed:1000, arrivals: poisson, rate_rps: 10}
 duration: 1s
 `
+
+// TestUplinkRate: uplinks of their own rate on a leaf-spine only, within
+// the emulation's rates unless simulated.
+func TestUplinkRate(t *testing.T) {
+	base := topologyScenario
 	for _, tc := range []struct {
 		name, kind, uplink string
 		simulate           bool
@@ -144,6 +148,40 @@ duration: 1s
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "topology.uplink_rate") {
 				t.Errorf("err %v, want topology.uplink_rate: %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestLoadBalancing: topology.load_balancing is spray or ecmp, on a
+// leaf-spine only, and errors name the file, line and field.
+func TestLoadBalancing(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind, lb, wantErr string
+	}{
+		{"spray", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "spray", ""},
+		{"ecmp", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "ecmp", ""},
+		{"unknown", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "flowlet", `lb.yaml:2: topology.load_balancing: expected "spray" (per packet, the default) or "ecmp" (per flow), got "flowlet"`},
+		{"star", "star, hosts: 3", "ecmp", "lb.yaml:2: topology.load_balancing: only a leaf-spine topology has several paths to balance, not star"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.NewReplacer("KIND", tc.kind, "UPLINK", "load_balancing: "+tc.lb).Replace(topologyScenario)
+			s, err := Parse("lb.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.Plan(Options{})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.Base.Topology.LoadBalancing; got != tc.lb {
+					t.Errorf("load_balancing %q, want %q", got, tc.lb)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

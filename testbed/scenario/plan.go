@@ -124,6 +124,7 @@ func Load(path string, opt Options) (*Plan, error) {
 // one run per value.
 var sweepable = map[string]bool{
 	"transports": true, "phases": true, "duration": true, "warmup": true, "drain": true, "seed": true,
+	"adversaries": true,
 }
 
 type resolvedSweep struct {

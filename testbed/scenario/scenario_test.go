@@ -38,6 +38,32 @@ phases:
 duration: 2s
 `
 
+// TestAdversaryScenario: a valid adversary and a sweep over its kind make
+// one experiment per kind and transport, each with its adversary's kind.
+func TestAdversaryScenario(t *testing.T) {
+	src, err := Parse("adv.yaml", []byte(good+"adversaries:\n  - {host: h4, kind: malformed, target: h1, rate: 10Mbit}\nsweep:\n  - param: adversaries.0.kind\n    values: [forged_resend, unsched_flood]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range plan.Experiments {
+		kinds = append(kinds, e.Scenario.Adversaries[0].Kind)
+	}
+	if want := []string{"forged_resend", "forged_resend", "unsched_flood", "unsched_flood"}; !slices.Equal(kinds, want) {
+		t.Errorf("kinds %v, want %v", kinds, want)
+	}
+	if start, dur := plan.Base.Adversaries[0].Window(plan.Base); start != 0 || dur != 2*time.Second {
+		t.Errorf("window %v for %v, want the whole measurement", start, dur)
+	}
+	if _, err := src.Plan(Options{Simulate: true}); err == nil || !strings.Contains(err.Error(), "adversaries") {
+		t.Errorf("simulated: %v, want the adversaries refused", err)
+	}
+}
+
 func TestGoodScenario(t *testing.T) {
 	src, err := Parse("good.yaml", []byte(good))
 	if err != nil {
@@ -81,14 +107,18 @@ func TestBadScenarios(t *testing.T) {
 		{"start_msg on pfabric", "  - name: tcp", "  - name: pfabric\n    homa: {start_msg: true}", 12, "transports[1].homa.start_msg", "start_msg is Homa's"},
 		{"unknown host", "servers: [h1]", "servers: [h7]", 15, "phases[0].servers", `host "h7" does not exist`},
 		{"host range past end", "clients: [h2-h3]", "clients: [h2-h9]", 14, "phases[0].clients", "h9"},
-		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `homa, tcp, pfabric, phost, ndp, pias, got "quic"`},
+		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `homa, tcp, pfabric, phost, ndp, pias, roce, got "quic"`},
 		{"pfabric on bmv2", "  - name: tcp", "  - name: pfabric\nswitch: {target: bmv2}", 11, "transports[1].name", "BMv2's FIFO queues cannot"},
 		{"pfabric buffer below a frame", "  - name: tcp", "  - name: pfabric\n    pfabric: {buffer_bytes: 100}", 12, "transports[1].pfabric.buffer_bytes", "at least one frame"},
 		{"ndp threshold above the queue", "  - name: tcp", "  - name: ndp\n    ndp: {trim_threshold_pkts: 100000}", 12, "transports[1].ndp.trim_threshold_pkts", "to the queue depth"},
 		{"pias thresholds not ascending", "  - name: tcp", "  - name: pias\n    tcp: {congestion: cubic}\n    pias: {thresholds: [10KB, 5KB]}", 13, "transports[1].pias.thresholds[1]", "ascending"},
 		{"pias dctcp without ecn", "  - name: tcp", "  - name: pias", 11, "transports[1].tcp.congestion", "ecn_threshold_pkts"},
+		{"roce key on homa", "      priorities: 8", "      roce_qps_per_peer: 2", 10, "transports[0].homa.roce_qps_per_peer", "roce transport's setting"},
+		{"roce queue pairs out of range", "  - name: tcp", "  - name: roce\n    homa: {roce_qps_per_peer: 1000}", 12, "transports[1].homa.roce_qps_per_peer", "not in 1..256"},
 		{"ndp parameters on tcp", "  - name: tcp", "  - name: tcp\n    ndp: {trim_threshold_pkts: 4}", 12, "transports[1].ndp", "ndp parameters on tcp"},
 		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},
+		{"negative simulated latency", "duration: 2s", "duration: 2s\nsimulation: {switch_delay: -1us}", 20, "simulation.switch_delay", "expected a latency from 0 to 1ms, got -1µs"},
+		{"unknown simulation key", "duration: 2s", "duration: 2s\nsimulation:\n  host_delay: 1us", 21, "simulation.host_delay", "host_tx_delay"},
 		{"closed without outstanding", "    max_outstanding: 1\n", "", 13, "phases[0].max_outstanding", "at least 1"},
 		{"list expected", "clients: [h2-h3]", "clients: {a: b}", 14, "phases[0].clients", "expected a list"},
 		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star", "leaf-spine" or "external"`},
@@ -99,6 +129,13 @@ func TestBadScenarios(t *testing.T) {
 		{"sweep of unknown field", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.bulk.lod\n    values: [1]", 21, "sweep[0].param", `no field "lod"`},
 		{"sweep of unknown phase", "duration: 2s", "duration: 2s\nsweep:\n  - param: phases.burst.load\n    values: [1]", 21, "sweep[0].param", `no entry named "burst"`},
 		{"bad sweep value type", "duration: 2s", "duration: 2s\nsweep:\n  - param: transports.homa.homa.overcommit\n    values: [2, x]", 22, "sweep[0].values[1] (transports.homa.homa.overcommit)", `expected an integer, got "x"`},
+		{"adversary is a victim", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h2, kind: malformed, target: h1, rate: 10Mbit}", 21, "adversaries[0].host", "h2 is a client or server of a phase"},
+		{"adversary of unknown kind", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: smurf, target: h1, rate: 10Mbit}", 21, "adversaries[0].kind", `expected one of [forged_grants forged_resend unsched_flood priority_abuse malformed], or none (no attack, a sweep's baseline), got "smurf"`},
+		{"adversary target no victim", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h9, rate: 10Mbit}", 21, "adversaries[0].target", `expected the victim, a host of the run`},
+		{"adversary without rate", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h1}", 21, "adversaries[0].rate", "expected the attack's rate"},
+		{"adversary above the link", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: unsched_flood, target: h1, rate: 200Mbit}", 21, "adversaries[0].rate", "above the link's"},
+		{"adversary past the end", "duration: 2s", "duration: 2s\nadversaries:\n  - host: h4\n    kind: malformed\n    target: h1\n    rate: 10Mbit\n    start: 1s\n    for: 2s", 26, "adversaries[0].for", "after the measurement ends"},
+		{"adversary bad start", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h1, rate: 10Mbit, start: 5s}", 21, "adversaries[0].start", "below the measurement's duration"},
 		{"buffer below one packet", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 100", 22, "switch.buffer.shared_bytes", "at least one MTU"},
 		{"buffer size not a size", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    port_bytes: lots", 22, "switch.buffer.port_bytes", "expected a size"},
 		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},
@@ -132,7 +169,7 @@ func TestBadScenarios(t *testing.T) {
 		{"dctcp as a transport", "  - name: tcp", "  - name: dctcp", 11, "transports[1].name",
 			"dctcp is kernel TCP with a congestion control: write name: tcp with tcp: {congestion: dctcp}"},
 		{"near miss of a transport", "  - name: tcp", "  - name: phots", 11, "transports[1].name", `did you mean "phost"?`},
-		{"no transports", "  - name: homa\n    homa:\n      priorities: 8\n  - name: tcp\n", "", 7, "transports", "homa, tcp, pfabric, phost, ndp, pias"},
+		{"no transports", "  - name: homa\n    homa:\n      priorities: 8\n  - name: tcp\n", "", 7, "transports", "homa, tcp, pfabric, phost, ndp, pias, roce"},
 		{"unclosed list", "clients: [h2-h3]", "clients: [h2-h3", 14, "clients", "a list opened with [ is not closed"},
 		{"tab in the indentation", "    servers: [h1]", "\tservers: [h1]", 15, "servers", "a tab in the indentation"},
 		{"unclosed quote", "name: t\n", "name: \"t\n", 1, "name", "a quoted string is not closed"},

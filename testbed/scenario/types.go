@@ -43,12 +43,16 @@ type Scenario struct {
 	// Simulated marks a scenario for homatb run --simulate only: its
 	// rates or scale are beyond what this machine emulates, so it is
 	// checked against the simulator's limits and an emulated run refuses it.
-	Simulated   bool        `yaml:"simulated"`
+	Simulated bool `yaml:"simulated"`
+	// Simulation is the simulator's latency model (simulation.go).
+	Simulation  *Simulation `yaml:"simulation"`
 	Calibration Calibration `yaml:"calibration"`
 	Telemetry   Telemetry   `yaml:"telemetry"`
 	Sweep       []Sweep     `yaml:"sweep"`
 	// Faults are injected into every experiment (faults.go).
 	Faults []Fault `yaml:"faults"`
+	// Adversaries attack victims in every experiment (adversaries.go).
+	Adversaries []Adversary `yaml:"adversaries"`
 	// Report tunes how the report compares the configurations.
 	Report Report `yaml:"report"`
 	// Capture writes pcapng files of chosen experiments (capture.go).
@@ -97,6 +101,12 @@ const (
 	KindLeafSpine = "leaf-spine"
 )
 
+// Values of topology.load_balancing.
+const (
+	LoadBalanceSpray = "spray"
+	LoadBalanceECMP  = "ecmp"
+)
+
 // Topology describes the emulated rack: a star (one ToR, Hosts hosts) or a
 // leaf-spine fabric (Leaves ToRs with HostsPerLeaf hosts each, Spines
 // spines); or, of kind external, machines that already exist.
@@ -109,6 +119,10 @@ type Topology struct {
 	// UplinkRate is the rate of the links between leaves and spines
 	// (leaf-spine only); zero means link.rate.
 	UplinkRate Rate `yaml:"uplink_rate,omitempty"`
+	// LoadBalancing spreads traffic over the spines (leaf-spine only):
+	// LoadBalanceSpray per packet (the default, as the Homa paper's
+	// simulator does) or LoadBalanceECMP per flow.
+	LoadBalancing string `yaml:"load_balancing,omitempty"`
 	// External lists the machines of kind external (external.go).
 	External *External `yaml:"external,omitempty"`
 }
@@ -199,7 +213,7 @@ type DSCPPolicy struct {
 	Map    map[int]int `yaml:"map"`
 }
 
-// Transport names. pFabric, pHost and NDP run on the Homa engine as
+// Transport names. pFabric, pHost, NDP and RoCE run on the Homa engine as
 // policies (their parameters are the homa block's); PIAS is kernel TCP
 // with its packets tagged by bytes sent (the tcp block's, DCTCP by
 // default). docs/transports.md describes each.
@@ -210,10 +224,11 @@ const (
 	TransportPHost   = "phost"
 	TransportNDP     = "ndp"
 	TransportPIAS    = "pias"
+	TransportRoCE    = "roce"
 )
 
 // TransportNames lists every transport a scenario may name.
-var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS}
+var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS, TransportRoCE}
 
 // Transport is one transport to compare, with its parameters.
 type Transport struct {
@@ -228,10 +243,10 @@ type Transport struct {
 }
 
 // Engine reports whether the transport runs on the Homa engine (Homa,
-// pFabric, pHost, NDP); the others are kernel TCP.
+// pFabric, pHost, NDP, RoCE); the others are kernel TCP.
 func (t Transport) Engine() bool {
 	switch t.Name {
-	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP:
+	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP, TransportRoCE:
 		return true
 	}
 	return false

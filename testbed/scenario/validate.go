@@ -140,7 +140,8 @@ func applyDefaults(s *Scenario) {
 func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
-		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkReport, c.checkCapture,
+		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkAdversaries, c.checkReport, c.checkCapture,
+		c.checkSimulation,
 		c.checkMessageLimits, c.checkCalibrationLimits, c.checkOverload,
 	} {
 		f(s)
@@ -200,6 +201,14 @@ func (c *checker) checkTopology(s *Scenario) {
 			c.errorf("topology.uplink_rate", "BMv2's port shaper has one rate for every port: leave uplink_rate out or use switch.target embedded")
 		case t.UplinkRate < MinLinkRate || t.UplinkRate > max:
 			c.errorf("topology.uplink_rate", "expected a rate from 1Mbit to %s, got %s", why, t.UplinkRate)
+		}
+	}
+	if t.LoadBalancing != "" {
+		switch {
+		case t.Kind != KindLeafSpine:
+			c.errorf("topology.load_balancing", "only a leaf-spine topology has several paths to balance, not %s", t.Kind)
+		case t.LoadBalancing != LoadBalanceSpray && t.LoadBalancing != LoadBalanceECMP:
+			c.errorf("topology.load_balancing", "expected %q (per packet, the default) or %q (per flow), got %q", LoadBalanceSpray, LoadBalanceECMP, t.LoadBalancing)
 		}
 	}
 	if t.External != nil && t.Kind != KindExternal {
@@ -341,6 +350,9 @@ func (c *checker) checkTransports(s *Scenario) {
 		if t.Name != TransportNDP && t.NDP != (NDPParams{}) {
 			c.errorf(p+".ndp", "ndp parameters on %s", t.Name)
 		}
+		if keys := t.Homa.RoCEKeys(); t.Name != TransportRoCE && len(keys) > 0 {
+			c.errorf(p+".homa."+keys[0], "%s is the roce transport's setting, not %s's", keys[0], t.Name)
+		}
 		if t.Name != TransportPIAS && (len(t.PIAS.Thresholds) > 0 || t.PIAS.IdleReset != 0) {
 			c.errorf(p+".pias", "pias parameters on %s", t.Name)
 		}
@@ -406,7 +418,12 @@ func (c *checker) checkReport(s *Scenario) {
 // checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
 func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	switch t.TCP.Congestion {
-	case "reno", "cubic", "bbr", "nv":
+	case "bbr", "nv":
+		if c.simulate {
+			// The laws simnet/tcpmodel.LawOf knows.
+			c.errorf(p+".tcp.congestion", "%s is emulation-only: the simulator's TCP model has reno (also standing in for cubic) and dctcp; run without --simulate or choose one of those", t.TCP.Congestion)
+		}
+	case "reno", "cubic":
 	case "dctcp":
 		// DCTCP reacts only to CE marks, which only the switch sets.
 		if s.Switch.ECNThresholdPkts <= 0 {

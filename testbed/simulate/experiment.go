@@ -10,6 +10,7 @@ import (
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -19,13 +20,16 @@ type job struct {
 	name, transport string
 	net             *simnet.Network
 	cfg             homaconf.Config
-	clients         []client
-	servers         map[string]bool
-	used            []string // hosts taking part, in layout order
-	warmup, length  time.Duration
-	drain           time.Duration
-	epoch           time.Time // wall time of virtual time 0
-	log             *slog.Logger
+	// tcp, when set, runs the TCP model on the hosts instead of Homa
+	// (kernel-TCP transports: tcp, pias).
+	tcp            *tcpmodel.Config
+	clients        []client
+	servers        map[string]bool
+	used           []string // hosts taking part, in layout order
+	warmup, length time.Duration
+	drain          time.Duration
+	epoch          time.Time // wall time of virtual time 0
+	log            *slog.Logger
 
 	rows  []runfmt.RPC
 	books runfmt.Books
@@ -33,9 +37,11 @@ type job struct {
 	// hosts each one's.
 	counters map[string]uint64
 	hosts    []runfmt.HostCounters
-	// served are the servers' answers when bookServed.
+	// served are the servers' answers when bookServed; servedBy counts
+	// each TCP model server's.
 	served     []runfmt.Served
 	bookServed bool
+	servedBy   map[string]uint64
 	// open are the issued RPCs not yet ended, by their row's index;
 	// issuing counts the clients (closed-loop workers) still issuing.
 	open    map[int]bool
@@ -54,7 +60,13 @@ func (j *job) run() error {
 	clock := j.net.Clock()
 	for i, name := range j.used {
 		h := j.net.Node(name)
-		if err := h.Start(j.cfg, uint64(i+1)<<40, j.epoch, j.log); err != nil {
+		var err error
+		if j.tcp != nil {
+			err = h.StartTCP(*j.tcp)
+		} else {
+			err = h.Start(j.cfg, uint64(i+1)<<40, j.epoch, j.log)
+		}
+		if err != nil {
 			return err
 		}
 		if j.servers[name] {
@@ -91,11 +103,18 @@ func (j *job) run() error {
 		isClient[c.host] = true
 	}
 	for _, name := range j.used {
-		st := j.net.Node(name).Endpoint().Stats()
-		h := runfmt.HostCounters{Host: name, Role: runfmt.HostRole(isClient[name], j.servers[name]), Served: st.Served,
-			Transport: map[string]uint64{}}
-		for k, v := range st.Map() {
-			h.Transport["homa_"+k] = v // as the agent names them
+		h := runfmt.HostCounters{Host: name, Role: runfmt.HostRole(isClient[name], j.servers[name]), Transport: map[string]uint64{}}
+		if t := j.net.Node(name).TCP(); t != nil {
+			h.Served = j.servedBy[name]
+			for k, v := range t.Stats().Map() {
+				h.Transport["tcpmodel_"+k] = v // a model's, not the kernel's tcp_ counters
+			}
+		} else {
+			st := j.net.Node(name).Endpoint().Stats()
+			h.Served = st.Served
+			for k, v := range st.Map() {
+				h.Transport["homa_"+k] = v // as the agent names them
+			}
 		}
 		runfmt.MergeCounters(j.counters, h.Transport)
 		j.hosts = append(j.hosts, h)
@@ -110,6 +129,26 @@ func (j *job) run() error {
 func (j *job) serve(h *simnet.Node) error {
 	var zeros []byte
 	local := netip.AddrPortFrom(h.IP, ServerPort).String()
+	if t := h.TCP(); t != nil {
+		if j.servedBy == nil {
+			j.servedBy = map[string]uint64{}
+		}
+		return t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
+			if j.arrived != nil {
+				j.arrived(h.Name, sr.Req)
+			}
+			n := agent.ResponseLength(sr.Req)
+			j.servedBy[h.Name]++
+			now := j.net.Clock().Now()
+			_ = t.Reply(now, sr, n) // fails only when replied twice
+			if j.bookServed && !j.closed {
+				at := j.epoch.Add(time.Duration(now)).UnixNano()
+				j.served = append(j.served, runfmt.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+					Server: local, Client: sr.Peer.String(), ReqBytes: int64(len(sr.Req)), RespBytes: int64(n),
+					ReqNs: at, ReplyNs: at, ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset})
+			}
+		})
+	}
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
 		if j.arrived != nil {
 			j.arrived(h.Name, sr.Request())
@@ -217,9 +256,45 @@ func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64
 // books it and fills its row; then runs after it ends, told whether it
 // completed.
 func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []byte, then func(ok bool)) {
-	row.SentNs = j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
-	row.Local = netip.AddrPortFrom(h.IP, h.Endpoint().Config().ClientPort).String()
+	clock := j.net.Clock()
+	row.SentNs = j.epoch.Add(time.Duration(clock.Now())).UnixNano()
+	if h.Endpoint() != nil {
+		row.Local = netip.AddrPortFrom(h.IP, h.Endpoint().Config().ClientPort).String()
+	}
 	idx := len(j.rows)
+	if t := h.TCP(); t != nil {
+		j.rows = append(j.rows, row)
+		j.books.Issued++
+		j.open[idx] = true
+		t.Call(clock.Now(), target, req, func(res tcpmodel.Result, err error) {
+			if j.closed {
+				return
+			}
+			delete(j.open, idx)
+			r := &j.rows[idx]
+			r.Retries = int64(res.Retrans)
+			if res.Local.IsValid() {
+				r.Local = res.Local.String()
+			}
+			r.ReqOffset, r.RespOffset = res.ReqOffset, res.RespOffset
+			if err != nil {
+				r.Status, r.Error, r.Reason = runfmt.StatusFailed, err.Error(), "refused"
+				j.books.Failed++
+			} else {
+				at := func(ns int64) int64 {
+					if ns == 0 {
+						return 0
+					}
+					return j.epoch.Add(time.Duration(ns)).UnixNano()
+				}
+				r.ReqOutNs, r.FirstRespNs = at(res.ReqOut), at(res.FirstResp)
+				r.Status, r.RespBytes, r.DoneNs = runfmt.StatusCompleted, int64(res.RespBytes), at(res.Done)
+				j.books.Completed++
+			}
+			then(err == nil)
+		})
+		return
+	}
 	j.rows = append(j.rows, row)
 	j.books.Issued++
 	j.open[idx] = true

@@ -9,6 +9,7 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -19,22 +20,19 @@ import (
 // does in an emulated run.
 const ServerPort = agents.ServerPort
 
-// Check refuses what the simulator cannot run: transports that are the
-// kernel's TCP (a model of them is a later step), BMv2 and machines that
-// exist. The error names the file's transports.
+// Check refuses what the simulator cannot run: kernel-TCP congestion
+// controls its TCP model lacks (nv, bbr), BMv2 and machines that exist.
+// The error names the file's transports.
 func Check(p *scenario.Plan) error {
 	s := p.Base
-	var kernel []string
-	for _, t := range s.Transports {
-		if !t.Engine() {
-			kernel = append(kernel, t.Config())
-		}
-	}
 	var errs []string
-	if len(kernel) > 0 {
-		errs = append(errs, fmt.Sprintf("transports %s are the kernel's TCP, which the simulator does not model yet: "+
-			"--simulate runs homatb's own engine transports (homa, pfabric, phost, ndp); drop the others or run without --simulate",
-			strings.Join(kernel, ", ")))
+	for _, t := range s.Transports {
+		if t.Engine() {
+			continue
+		}
+		if _, err := tcpmodel.LawOf(t.TCP.Congestion); err != nil {
+			errs = append(errs, fmt.Sprintf("transport %s: %v; %s stays emulation-only (run without --simulate)", t.Config(), err, t.TCP.Congestion))
+		}
 	}
 	if s.Topology.Kind == scenario.KindExternal {
 		errs = append(errs, "topology kind external runs on real machines: it cannot be simulated")
@@ -42,6 +40,9 @@ func Check(p *scenario.Plan) error {
 	for i, f := range s.Faults {
 		if f.KillAgent != nil {
 			errs = append(errs, fmt.Sprintf("faults[%d] (kill_agent on %s): the simulator has no agent processes to kill (loss and down it models)", i, f.Link))
+		}
+		if _, _, sw := f.SwitchLink(); sw && f.Loss != nil {
+			errs = append(errs, fmt.Sprintf("faults[%d] (loss on %s): the simulator models loss on hosts' links only; down windows on links between switches it models", i, f.Link))
 		}
 	}
 	if s.Capture != nil {

@@ -20,12 +20,14 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
@@ -61,8 +63,24 @@ var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 var model = []string{
 	"hosts: homatb's Homa engine (homa.Driven) with the scenario's configuration; servers reply at once (no application or host software time)",
 	"switches: tor.p4's pipeline (p4/pipeline) programmed by the controller over P4Runtime, then the switch's traffic manager and shaper (p4/dataplane.PortModel)",
-	"links: the fabric's rate and framing, no propagation delay beyond serialisation",
-	"not modelled: kernel TCP, host CPU and wake-up noise, telemetry series, hosts.csv, agent kills",
+	"links: the fabric's rate and framing, store and forward",
+	"not modelled: the kernel's TCP itself, host CPU and wake-up noise, telemetry series, hosts.csv, agent kills",
+}
+
+// tcpModel says what stands for the kernel's TCP when a scenario has tcp
+// or pias transports.
+const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on one connection per client-server pair, " +
+	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no wait for the handshake, no SACK, no TSO; " +
+	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, the CE state echoed as RFC 8257's receiver does); PIAS tags by bytes sent with the agents' thresholds"
+
+// latencyModel says which fixed latencies the run charged (scenario
+// simulation:).
+func latencyModel(m *scenario.Simulation) string {
+	if m == nil || *m == (scenario.Simulation{}) {
+		return "latencies: none beyond each frame's serialisation on each link (store and forward)"
+	}
+	return fmt.Sprintf("latencies beyond serialisation: link %v, switch %v, host send %v, host receive %v (scenario simulation:)",
+		m.LinkDelay.D(), m.SwitchDelay.D(), m.HostTxDelay.D(), m.HostRxDelay.D())
 }
 
 // Host NIC models (Options.HostNIC).
@@ -135,7 +153,13 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	}
 	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
 		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
-		Model: append([]string{model[0], nicModel}, model[1:]...)}
+		Model: append([]string{model[0], nicModel, latencyModel(plan.Base.Simulation)}, model[1:]...)}
+	for _, t := range plan.Base.Transports {
+		if !t.Engine() {
+			r.man.Simulation.Model = append(r.man.Simulation.Model, tcpModel)
+			break
+		}
+	}
 	res.Incomplete = r.man.Incomplete
 	if err := r.save(); err != nil {
 		return res, errors.Join(runErr, err)
@@ -239,9 +263,14 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 	if r.nic == NICShaper {
 		burst = hostBurstBytes
 	}
-	return simnet.New(simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
+	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst})
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst}
+	if m := r.plan.Base.Simulation; m != nil {
+		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
+		cfg.HostTxDelay, cfg.HostRxDelay = m.HostTxDelay.D(), m.HostRxDelay.D()
+	}
+	return simnet.New(cfg)
 }
 
 // nextEpoch is the wall time the next job's virtual time 0 stands for.
@@ -289,7 +318,11 @@ func (r *simRun) calibrate(ctx context.Context) error {
 			c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
 				maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
 				targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
-			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), clients: []client{c},
+			tcp, err := r.tcpConfig(t)
+			if err != nil {
+				return err
+			}
+			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, clients: []client{c},
 				servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
 				length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log}
 			if err := j.run(); err != nil {
@@ -325,7 +358,35 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
+	var (
+		fidelity []string
+		moveErrs []error
+	)
 	for _, f := range s.Faults {
+		leaf, spine, switchLink := f.SwitchLink()
+		if f.Down != nil && switchLink {
+			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
+			to := from + f.Down.For.D().Nanoseconds()
+			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
+				return err
+			}
+			// The controller moves the paths at the fault's instant and
+			// back at its end; the event loop waits for its writes, so
+			// in virtual time they take none.
+			move := func(down bool) func() {
+				return func() {
+					if err := r.sws.SetLinkDown(ctx, leaf, spine, down); err != nil {
+						moveErrs = append(moveErrs, err)
+					}
+				}
+			}
+			net.Clock().At(from, move(true))
+			net.Clock().At(to, move(false))
+			defer move(false)() // the groups as the next experiment expects them
+			fidelity = append(fidelity, fmt.Sprintf("link %s down at %s into the measurement for %s; the simulated controller moved the paths off it at that instant and back at its end (no convergence delay)",
+				f.Link, f.Down.At.D(), f.Down.For.D()))
+			continue
+		}
 		if f.Down != nil {
 			// At is in the measurement, which starts a warm-up after the
 			// clients (virtual time 0).
@@ -356,7 +417,11 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
-	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport),
+	tcp, err := r.tcpConfig(e.Transport)
+	if err != nil {
+		return err
+	}
+	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp,
 		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log}
 	if j.colls, err = collectivesOf(ro); err != nil {
@@ -370,7 +435,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 		}
 		net.OnPostcard(cards.write)
 	}
-	runErr := j.run()
+	runErr := errors.Join(j.run(), errors.Join(moveErrs...))
 	if cards != nil {
 		runErr = errors.Join(runErr, cards.close())
 	}
@@ -391,7 +456,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: []string{}, RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
+		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
 	if rec.Params == nil {
 		rec.Params = map[string]string{}
 	}
@@ -481,6 +546,58 @@ func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
 	c.FrameOverhead = r.fab.Framing
 	return c
 }
+
+// tcpConfig is the TCP model's configuration for kernel-TCP transport t
+// (nil for an engine transport): its window law, tcprpc's connections per
+// peer, segments of the fabric's MTU, and for PIAS the tagging the agents
+// would attach (agents.Requests.TCPParams, pias.ForRun: the same
+// thresholds from the same calibration).
+func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
+	if t.Engine() {
+		return nil, nil
+	}
+	law, err := tcpmodel.LawOf(t.TCP.Congestion)
+	if err != nil {
+		return nil, err
+	}
+	tp := agents.Requests{Fabric: r.fab, Calibration: r.calib}.TCPParams(t)
+	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer()), DelayedAck: true}
+	if tp.GetPias() {
+		us := time.Microsecond
+		pc := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
+			time.Duration(tp.GetPiasIdleResetUs())*us)
+		if err := pc.Validate(); err != nil {
+			return nil, fmt.Errorf("transport %s: %w", t.Config(), err)
+		}
+		cfg.PIAS = &tcpmodel.PIAS{Thresholds: pc.Thresholds, IdleReset: pc.IdleReset}
+		for i := range pc.Levels() {
+			cfg.PIAS.DSCP = append(cfg.PIAS.DSCP, pc.LevelDSCP(i))
+		}
+	}
+	return cfg, nil
+}
+
+// modelNote is an experiment's fidelity note when its transport ran on
+// the TCP model (empty for engine transports, which are the real code):
+// the summary and the report carry it beside the results.
+func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
+	if tcp == nil {
+		return []string{}
+	}
+	law := tcp.Law.String()
+	if t.TCP.Congestion == "cubic" {
+		law += ", standing in for cubic"
+	}
+	pi := ""
+	if tcp.PIAS != nil {
+		pi = " with PIAS's tagging"
+	}
+	return []string{fmt.Sprintf("%s ran on the simulator's model of TCP (simnet/tcpmodel, window law %s%s), not the kernel's TCP", t.Config(), law, pi)}
+}
+
+// ipTCPHeaders are an IPv4 and a TCP header without options: the MTU less
+// them is the MSS.
+const ipTCPHeaders = 40
 
 // newManifest opens a simulated run's manifest.
 func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *runfmt.Manifest {

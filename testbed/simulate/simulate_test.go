@@ -55,12 +55,20 @@ type summary struct {
 			MaxLength int64    `json:"max_length"`
 			Count     int64    `json:"count"`
 			S50       *float64 `json:"s50"`
+			S99       *float64 `json:"s99"`
 		} `json:"shortest_half"`
 		Anatomy *struct {
 			RPCs      int    `json:"rpcs"`
 			Joined    int    `json:"joined"`
 			TailCause string `json:"tail_cause"`
 		} `json:"anatomy"`
+		Switch struct {
+			Drops   int64 `json:"drops"`
+			CEMarks int64 `json:"ce_marks"`
+		} `json:"switch"`
+		Internals *struct {
+			Counters map[string]uint64 `json:"counters"`
+		} `json:"transport_internals"`
 	} `json:"experiments"`
 }
 
@@ -232,11 +240,140 @@ func TestIncast(t *testing.T) {
 	}
 }
 
-func TestRefusesKernelTCP(t *testing.T) {
-	p := load(t, strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n", 1))
-	err := Check(p)
-	if err == nil || !strings.Contains(err.Error(), "tcp-cubic") || !strings.Contains(err.Error(), "kernel's TCP") {
-		t.Fatalf("Check = %v, want a refusal naming tcp-cubic", err)
+// TestRoCEIncast simulates roce-incast.yaml's RoCE experiment: the roce
+// policy runs on the simulator's hosts as on the emulated ones (its
+// packets framed as UDP), tor.p4's egress marks its ECN-capable packets,
+// the receiver answers with CNPs and DCQCN cuts the senders' rates, and
+// every RPC completes, the switch's drops recovered by go-back-N.
+func TestRoCEIncast(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/roce-incast.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, string(src))
+	if err := p.Only([]string{"roce"}); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, simulate(t, p))
+	if len(s.Experiments) != 1 || s.Experiments[0].Internals == nil {
+		t.Fatalf("%d experiments, or no transport counters", len(s.Experiments))
+	}
+	e := s.Experiments[0]
+	if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued {
+		t.Errorf("rpcs %+v: want every one completed", e.RPCs)
+	}
+	c := e.Internals.Counters
+	if e.Switch.CEMarks == 0 || c["homa_cnps_sent"] == 0 || c["homa_rate_cuts"] == 0 {
+		t.Errorf("CE marks %d, CNPs %d, rate cuts %d: want all nonzero", e.Switch.CEMarks, c["homa_cnps_sent"], c["homa_rate_cuts"])
+	}
+	if e.Switch.Drops > 0 && c["homa_retransmits"] == 0 {
+		t.Errorf("%d switch drops but no retransmission", e.Switch.Drops)
+	}
+	if e.GoodputGbps == nil || *e.GoodputGbps < 0.025 {
+		t.Errorf("goodput %v Gbit/s of the 0.050 link", e.GoodputGbps)
+	}
+}
+
+func TestRefusesNV(t *testing.T) {
+	src := strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: nv}\n", 1)
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := scenario.Load(path, scenario.Options{Simulate: true})
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:7: transports[1].tcp.congestion: nv is emulation-only") {
+		t.Fatalf("Load --simulate = %v, want a refusal of nv naming its line", err)
+	}
+	if err := Check(load(t, src)); err == nil || !strings.Contains(err.Error(), "tcp-nv") {
+		t.Fatalf("Check = %v, want a refusal naming tcp-nv", err)
+	}
+}
+
+// TestTCPModelIncast runs the incast over the TCP model's three
+// configurations: books balance, the manifest says a model ran, the
+// switch marks CE only for the ECN-capable ones, the latency anatomy
+// joins every short RPC to its segments' postcards, DCTCP's and PIAS's
+// probes wait less than cubic's (reno's, modelled) behind the full queue,
+// and a second run repeats the records byte for byte.
+func TestTCPModelIncast(t *testing.T) {
+	src := `name: inc
+topology: {kind: star, hosts: 6}
+link: {rate: 50Mbit}
+switch: {queue_depth_pkts: 128, ecn_threshold_pkts: 20}
+transports:
+  - name: tcp
+  - name: tcp
+    label: dctcp
+    tcp: {congestion: dctcp}
+  - name: pias
+phases:
+  - {name: bulk, clients: [h2-h5], servers: [h1], sizes: "fixed:1000000", arrivals: closed, max_outstanding: 1, response_bytes: 100}
+  - {name: probes, clients: [h6], servers: [h1], sizes: "fixed:100", arrivals: poisson, rate_rps: 100}
+warmup: 500ms
+duration: 3s
+drain: 1s
+seed: 3
+calibration: {sizes: [100, 100000], samples: 3}
+`
+	p := load(t, src)
+	if err := Check(p); err != nil {
+		t.Fatal(err)
+	}
+	dir := simulate(t, p)
+	s := readSummary(t, dir)
+	p99 := map[string]float64{}
+	for _, e := range s.Experiments {
+		if e.RPCs.Issued == 0 || e.RPCs.Completed+e.RPCs.Failed+e.RPCs.InFlight != e.RPCs.Issued || e.RPCs.Failed != 0 {
+			t.Errorf("%s: books %+v", e.Name, e.RPCs)
+		}
+		if e.Short.P99us == nil {
+			t.Fatalf("%s: no short P99", e.Name)
+		}
+		p99[e.Name] = *e.Short.P99us
+		if e.Anatomy == nil || e.Anatomy.RPCs == 0 || e.Anatomy.Joined != e.Anatomy.RPCs {
+			t.Errorf("%s: the latency anatomy joined %+v short RPCs, want all", e.Name, e.Anatomy)
+		}
+	}
+	if !(p99["inc-tcp-dctcp"] < p99["inc-tcp"]/3 && p99["inc-pias"] < p99["inc-tcp-dctcp"]) {
+		t.Errorf("short P99s %v: want pias < dctcp < cubic/3", p99)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("a model of TCP (simnet/tcpmodel)")) {
+		t.Error("the manifest does not say TCP was a model")
+	}
+	for exp, wantCE := range map[string]bool{"inc-tcp": false, "inc-tcp-dctcp": true, "inc-pias": true} {
+		sw, err := os.ReadFile(filepath.Join(dir, "switch", exp, "s1.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Ports []struct {
+				Queues []struct {
+					CE uint64 `json:"ce_marked_pkts"`
+				} `json:"queues"`
+			} `json:"ports"`
+		}
+		if err := json.Unmarshal(sw, &st); err != nil {
+			t.Fatal(err)
+		}
+		var ce uint64
+		for _, p := range st.Ports {
+			for _, q := range p.Queues {
+				ce += q.CE
+			}
+		}
+		if (ce > 0) != wantCE {
+			t.Errorf("%s: %d CE marks in the switch statistics, want some: %v", exp, ce, wantCE)
+		}
+	}
+	again := simulate(t, load(t, src))
+	x, _ := os.ReadFile(filepath.Join(dir, "rpcs.csv"))
+	y, _ := os.ReadFile(filepath.Join(again, "rpcs.csv"))
+	if len(x) == 0 || !bytes.Equal(x, y) {
+		t.Error("two runs of the same seed wrote different rpcs.csv")
 	}
 }
 
@@ -286,4 +423,66 @@ duration: 1s
 	if s := readSummary(t, dir); s.Experiments[0].RPCs.Completed == 0 {
 		t.Error("no RPC crossed the spine")
 	}
+}
+
+// spineSent is the bytes every queue of spine sw sent in experiment exp.
+func spineSent(t *testing.T, dir, exp, sw string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "switch", exp, sw+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Ports []struct {
+			Queues []struct {
+				SentBytes uint64 `json:"sent_bytes"`
+			} `json:"queues"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, p := range st.Ports {
+		for _, q := range p.Queues {
+			n += q.SentBytes
+		}
+	}
+	return n
+}
+
+// TestSpinesShareAndLinkDownMovesPaths: two leaves, two spines, traffic
+// across: both spines carry it; with l1-p1 down for most of the
+// measurement the controller's paths put nearly all of it on p2 and every
+// RPC still completes.
+func TestSpinesShareAndLinkDownMovesPaths(t *testing.T) {
+	const base = `name: mp
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2, load_balancing: LB}
+link: {rate: 100Mbit}
+transports:
+  - name: homa
+phases:
+  - {name: p, clients: [h1, h2], servers: [h3, h4], sizes: fixed:20000, arrivals: poisson, rate_rps: 100}
+warmup: 50ms
+duration: 1s
+drain: 200ms
+`
+	for _, lb := range []string{"spray", "ecmp"} {
+		t.Run(lb, func(t *testing.T) {
+			dir := simulate(t, load(t, strings.Replace(base, "LB", lb, 1)))
+			p1, p2 := spineSent(t, dir, "mp-homa", "p1"), spineSent(t, dir, "mp-homa", "p2")
+			if p1 == 0 || p2 == 0 || p1 > 3*p2 || p2 > 3*p1 {
+				t.Errorf("spines sent p1 %d, p2 %d bytes: want both within 3x", p1, p2)
+			}
+		})
+	}
+	dir := simulate(t, load(t, strings.Replace(base, "LB", "spray", 1)+"faults:\n  - {link: l1-p1, down: {at: 0s, for: 900ms}}\n"))
+	p1, p2 := spineSent(t, dir, "mp-homa", "p1"), spineSent(t, dir, "mp-homa", "p2")
+	if p2 < 4*p1 {
+		t.Errorf("l1-p1 down 900 ms of 1 s: spines sent p1 %d, p2 %d bytes: want p2 at least 4x p1", p1, p2)
+	}
+	if r := readSummary(t, dir).Experiments[0].RPCs; r.Completed == 0 || r.Failed != 0 {
+		t.Errorf("with l1-p1 down: %+v, want every RPC completed", r)
+	}
+	t.Logf("l1-p1 down: p1 %d, p2 %d bytes", p1, p2)
 }

@@ -73,6 +73,7 @@ func Policy(s *scenario.Scenario) (controller.Policy, error) {
 		}
 	}
 	p.ECNThresholdPkts = uint32(s.Switch.ECNThresholdPkts)
+	p.LoadBalancing = s.Topology.LoadBalancing
 	return p, p.Validate()
 }
 
@@ -112,6 +113,16 @@ func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenar
 // portModeKey names a set of port modes, to skip a reprogramming that
 // would change nothing.
 func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) }
+
+// SetLinkDown moves the fabric's next-hop groups off the link between
+// switches a and b (down) or back onto it (controller.Fabric.SetLinkDown).
+func (c *Control) SetLinkDown(ctx context.Context, a, b string, down bool) error {
+	if err := c.fabric.SetLinkDown(ctx, a, b, down); err != nil {
+		return err
+	}
+	c.log.Info("switch paths", "link", a+"-"+b, "down", down)
+	return nil
+}
 
 // PortModes reprograms the switches' port modes, verified by read-back,
 // when they differ from the installed ones.

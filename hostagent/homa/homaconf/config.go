@@ -159,6 +159,63 @@ type Config struct {
 	// ServerBacklog is the number of complete requests waiting for
 	// Server.Receive before new ones are dropped (default 4096).
 	ServerBacklog int `homa:"server_backlog"`
+	// The roce variant's settings (docs/transports.md, "RoCE"): its queue
+	// pairs, loss recovery, priorities and DCQCN. Zero means the default
+	// WithDefaults fills in for the variant; the other variants ignore
+	// them.
+	//
+	// RoCEQPsPerPeer is the number of reliable connections (queue pairs) to
+	// each peer (default 1); an RPC uses the one its id selects, and
+	// messages on one queue pair are delivered in order.
+	RoCEQPsPerPeer int `homa:"roce_qps_per_peer"`
+	// RoCEPriority is the level of data packets (default 3, the usual
+	// lossless class: DSCP CS3); ACKs, NAKs and CNPs go at RoCECtrlPriority
+	// (default 6: DSCP CS6, NVIDIA's CNP DSCP 48).
+	RoCEPriority     int `homa:"roce_priority"`
+	RoCECtrlPriority int `homa:"roce_ctrl_priority"`
+	// RoCEGoBack0: a receiver that sees a packet out of sequence drops the
+	// message it was assembling and the sender starts that message again
+	// from its first packet, instead of go-back-N from the first missing
+	// packet.
+	RoCEGoBack0 bool `homa:"roce_go_back_0"`
+	// RoCEAckEvery: the sender asks for an acknowledgement on every
+	// RoCEAckEvery-th packet and on the last of each message (default 4).
+	RoCEAckEvery int `homa:"roce_ack_every"`
+	// RoCETimeoutTicks of no acknowledged progress with packets outstanding
+	// before the sender goes back to the first unacknowledged one
+	// (default TimeoutTicks/5).
+	RoCETimeoutTicks int `homa:"roce_timeout_ticks"`
+	// RoCENoDCQCN sends at line rate always (roce_dcqcn: false); by default
+	// DCQCN sets each queue pair's rate.
+	RoCENoDCQCN bool `homa:"roce_dcqcn,not"`
+	// DCQCN's parameters (docs/transports.md lists each default, its
+	// source and how it scales with LinkBps): the receiver's shortest
+	// gap between CNPs for one queue pair; the sender's alpha update
+	// interval, rate-increase timer and byte counter, gain g as 1/G,
+	// fast-recovery steps F, additive and hyper increase steps and
+	// lowest rate.
+	DCQCNCNPInterval   time.Duration `homa:"roce_cnp_interval_us"`
+	DCQCNAlphaInterval time.Duration `homa:"roce_alpha_interval_us"`
+	DCQCNRateTimer     time.Duration `homa:"roce_rate_timer_us"`
+	DCQCNByteCounter   uint32        `homa:"roce_byte_counter"`
+	DCQCNGainInverse   int           `homa:"roce_g_inverse"`
+	DCQCNFastRecovery  int           `homa:"roce_fast_recovery"`
+	DCQCNAdditiveBps   uint64        `homa:"roce_ai_bps"`
+	DCQCNHyperBps      uint64        `homa:"roce_hai_bps"`
+	DCQCNMinRateBps    uint64        `homa:"roce_min_rate_bps"`
+	// ResendLimit is how many RESENDs from one source address the
+	// Endpoint answers per tick (a retransmission, BUSY or RPC_UNKNOWN);
+	// the rest are dropped and counted (Stats.Drops, resend_limited), and
+	// their senders ask again. A receiver sends one RESEND per stalled
+	// message per resend interval, so the default 64 leaves room for
+	// hundreds of stalled messages per peer while a forged or runaway
+	// RESEND stream cannot turn the host into a retransmission amplifier.
+	ResendLimit int `homa:"resend_limit"`
+	// DisableDefences (scenario: defences: false) turns off the checks
+	// that refuse well-formed packets: the peer check, GRANT and RESEND
+	// ranges, the RESEND limit. Malformed packets are dropped whatever it
+	// says. Only for measuring what the defences buy (docs/homa.md).
+	DisableDefences bool `homa:"defences,not"`
 }
 
 // Variant names a transport built on the engine.
@@ -181,10 +238,14 @@ const (
 	// arrived, and NACK packets a switch trimmed, which the sender
 	// retransmits at once.
 	VariantNDP Variant = "ndp"
+	// VariantRoCE runs RoCEv2 reliable connections: SENDs of MTU packets
+	// with PSNs over UDP port 4791, ACK/NAK, go-back-N, DCQCN
+	// (docs/transports.md). Its Conn is a UDP socket (homa.ListenRoCE).
+	VariantRoCE Variant = "roce"
 )
 
 // Variants lists the known variants.
-var Variants = []Variant{VariantHoma, VariantPFabric, VariantPHost, VariantNDP}
+var Variants = []Variant{VariantHoma, VariantPFabric, VariantPHost, VariantNDP, VariantRoCE}
 
 // Defaults of Config, as documented on its fields.
 const (
@@ -193,6 +254,7 @@ const (
 	DefaultMTU             = 1500
 	DefaultMaxMessageBytes = 1_000_000
 	DefaultFrameOverhead   = 42 // Ethernet header, CRC, preamble, SFD, gap (HOMA_ETH_OVERHEAD)
+	DefaultResendLimit     = 64
 )
 
 // IPHeaderLen is the IPv4 header in front of every Homa packet (no
@@ -229,7 +291,7 @@ func (c Config) WithDefaults() (Config, error) {
 	switch c.Variant {
 	case "":
 		c.Variant = VariantHoma
-	case VariantHoma, VariantPHost, VariantNDP:
+	case VariantHoma, VariantPHost, VariantNDP, VariantRoCE:
 	case VariantPFabric:
 		if c.ResendTicks == 0 {
 			c.ResendTicks = 2 // pFabric's small RTO, at tick granularity
@@ -341,6 +403,17 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.ServerBacklog == 0 {
 		c.ServerBacklog = 4096
+	}
+	if c.Variant == VariantRoCE {
+		if err := c.roceDefaults(); err != nil {
+			return c, err
+		}
+	}
+	if c.ResendLimit == 0 {
+		c.ResendLimit = DefaultResendLimit
+	}
+	if c.ResendLimit < 0 || c.ResendLimit > 1<<20 {
+		return c, keyErr("resend_limit", "%d RESENDs per peer per tick not in 1..%d (0: the default %d)", c.ResendLimit, 1<<20, DefaultResendLimit)
 	}
 	return c, nil
 }

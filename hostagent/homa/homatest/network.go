@@ -60,6 +60,11 @@ type LinkConfig struct {
 	// not fit in QueueBytes the largest-rank packets are dropped (the
 	// arriving one if it is the largest). Non-Homa packets rank last.
 	RankOrder bool
+	// ECNAbovePackets, when positive, makes every downlink mark ECN CE on
+	// an ECN-capable packet (ECT in its TOS byte) that arrives while its
+	// queue holds at least this many packets, as tor.p4's ecn_config
+	// threshold does.
+	ECNAbovePackets int
 	// Tap, when set, sees every frame a downlink delivers (Ethernet, IPv4
 	// and the Homa packet, as the switch's port toward the host sends it,
 	// trimmed or not), when its serialization ends: for captures. It is
@@ -74,6 +79,8 @@ type Stats struct {
 	MaxQueueBytes uint64
 	// Trimmed counts DATA packets a downlink trimmed (TrimAbovePackets).
 	Trimmed uint64
+	// Marked counts packets a downlink marked CE (ECNAbovePackets).
+	Marked uint64
 }
 
 // Network joins Conns. Create it inside the synctest bubble that uses it.
@@ -86,7 +93,7 @@ type Network struct {
 	once  sync.Once
 	wg    sync.WaitGroup
 
-	sent, delivered, lost, queueDrops, reordered, maxQueue, trimmed atomic.Uint64
+	sent, delivered, lost, queueDrops, reordered, maxQueue, trimmed, marked atomic.Uint64
 }
 
 // NewNetwork returns an empty network.
@@ -110,7 +117,7 @@ func NewNetwork(cfg LinkConfig) *Network {
 func (n *Network) Stats() Stats {
 	return Stats{Sent: n.sent.Load(), Delivered: n.delivered.Load(), Lost: n.lost.Load(),
 		QueueDrops: n.queueDrops.Load(), Reordered: n.reordered.Load(), MaxQueueBytes: n.maxQueue.Load(),
-		Trimmed: n.trimmed.Load()}
+		Trimmed: n.trimmed.Load(), Marked: n.marked.Load()}
 }
 
 // Close stops every link; Conns then return net.ErrClosed.
@@ -355,6 +362,10 @@ func received(f []byte) homa.Packet {
 func (l *link) enqueue(f []byte) {
 	tos, buf := f[ethLen+1], f[frameHdr:]
 	v := dataplane.Verdict{Queue: uint8(homa.Priority(tos))}
+	if k := l.n.cfg.ECNAbovePackets; l.port && k > 0 && tos&3 != 0 && l.pm.Stats().QueuedPkts >= k {
+		f[ethLen+1] |= 3
+		l.n.marked.Add(1)
+	}
 	if l.port {
 		switch c, err := wire.ParseCommon(buf); {
 		case l.n.cfg.RankOrder:

@@ -46,7 +46,7 @@ func ParseAck(b []byte) (Ack, error) {
 	h := (*[AckLen]byte)(b)
 	a := Ack{Common: c, NumAcks: be.Uint16(h[28:])}
 	if a.NumAcks > MaxAcks {
-		return a, invalid(TypeAck, "%d acks", a.NumAcks)
+		return a, invalid(TypeAck, ErrBadLength, "%d acks", a.NumAcks)
 	}
 	for i := range int(a.NumAcks) {
 		o := 30 + 10*i // entries of 10 bytes: client id, server port

@@ -91,10 +91,10 @@ func ParseCommon(b []byte) (Common, error) {
 		SenderID:    be.Uint64(h[SenderIDOffset:]),
 	}
 	if !c.Type.Valid() {
-		return c, invalid(c.Type, "unknown type")
+		return c, invalid(c.Type, ErrUnknownType, "unknown type")
 	}
 	if want := doff(c.Type); h[12] != want {
-		return c, invalid(c.Type, "doff 0x%02x, want 0x%02x", h[12], want)
+		return c, invalid(c.Type, ErrBadHeader, "doff 0x%02x, want 0x%02x", h[12], want)
 	}
 	return c, nil
 }
@@ -110,7 +110,7 @@ func parseTyped(b []byte, t Type, n int) (Common, error) {
 		return c, err
 	}
 	if c.Type != t {
-		return c, invalid(c.Type, "not %v", t)
+		return c, invalid(c.Type, ErrBadHeader, "not %v", t)
 	}
 	if len(b) < n {
 		return c, truncated(t, n, len(b))

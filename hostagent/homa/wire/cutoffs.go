@@ -37,7 +37,7 @@ func ParseCutoffs(b []byte) (Cutoffs, error) {
 		c.Cutoffs[i] = be.Uint32(h[28+4*i:])
 	}
 	if c.Version == 0 {
-		return c, invalid(TypeCutoffs, "version 0")
+		return c, invalid(TypeCutoffs, ErrBadField, "version 0")
 	}
 	return c, nil
 }

@@ -57,7 +57,7 @@ func AppendData(b []byte, d *Data) []byte {
 func ParseTrimmed(b []byte) (Data, error) {
 	d, err := parseDataHeader(b)
 	if err == nil && !d.Trimmed() {
-		err = invalid(TypeData, "not trimmed")
+		err = invalid(TypeData, ErrBadField, "not trimmed")
 	}
 	return d, err
 }
@@ -73,11 +73,11 @@ func ParseData(b []byte) (Data, []byte, error) {
 	payload := b[DataLen:]
 	switch {
 	case d.Trimmed():
-		return d, nil, invalid(TypeData, "trimmed by the switch")
+		return d, nil, invalid(TypeData, ErrBadField, "trimmed by the switch")
 	case len(payload) == 0:
-		return d, nil, invalid(TypeData, "no payload")
+		return d, nil, invalid(TypeData, ErrBadLength, "no payload")
 	case uint64(d.Offset)+uint64(len(payload)) > uint64(d.MessageLength):
-		return d, nil, invalid(TypeData, "bytes %d+%d beyond length %d", d.Offset, len(payload), d.MessageLength)
+		return d, nil, invalid(TypeData, ErrBadOffset, "bytes %d+%d beyond length %d", d.Offset, len(payload), d.MessageLength)
 	}
 	return d, payload, nil
 }
@@ -102,11 +102,11 @@ func parseDataHeader(b []byte) (Data, error) {
 	}
 	switch {
 	case d.MessageLength == 0:
-		return d, invalid(TypeData, "zero message length")
+		return d, invalid(TypeData, ErrBadLength, "zero message length")
 	case d.Offset >= d.MessageLength:
-		return d, invalid(TypeData, "offset %d beyond length %d", d.Offset, d.MessageLength)
+		return d, invalid(TypeData, ErrBadOffset, "offset %d beyond length %d", d.Offset, d.MessageLength)
 	case d.Retransmit > 1:
-		return d, invalid(TypeData, "retransmit %d", d.Retransmit)
+		return d, invalid(TypeData, ErrBadField, "retransmit %d", d.Retransmit)
 	}
 	return d, nil
 }

@@ -30,7 +30,7 @@ func ParseGrant(b []byte) (Grant, error) {
 	h := (*[GrantLen]byte)(b)
 	g := Grant{Common: c, Offset: be.Uint32(h[28:]), Priority: h[32]}
 	if g.Priority >= MaxPriorities {
-		return g, invalid(TypeGrant, "priority %d", g.Priority)
+		return g, invalid(TypeGrant, ErrBadField, "priority %d", g.Priority)
 	}
 	return g, nil
 }

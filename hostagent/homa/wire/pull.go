@@ -59,7 +59,7 @@ func ParseNack(b []byte) (Nack, error) {
 	h := (*[NackLen]byte)(b)
 	n := Nack{Common: c, Offset: be.Uint32(h[28:]), Length: be.Uint32(h[32:])}
 	if n.Length == 0 {
-		return n, invalid(TypeNack, "zero length")
+		return n, invalid(TypeNack, ErrBadLength, "zero length")
 	}
 	return n, nil
 }

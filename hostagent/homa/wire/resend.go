@@ -35,10 +35,10 @@ func ParseResend(b []byte) (Resend, error) {
 	h := (*[ResendLen]byte)(b)
 	r := Resend{Common: c, Offset: be.Uint32(h[28:]), Length: be.Uint32(h[32:]), Priority: h[36]}
 	if r.Priority >= MaxPriorities {
-		return r, invalid(TypeResend, "priority %d", r.Priority)
+		return r, invalid(TypeResend, ErrBadField, "priority %d", r.Priority)
 	}
 	if r.Length == 0 {
-		return r, invalid(TypeResend, "zero length")
+		return r, invalid(TypeResend, ErrBadLength, "zero length")
 	}
 	return r, nil
 }

@@ -36,7 +36,7 @@ func ParseStartMsg(b []byte) (StartMsg, error) {
 	h := (*[StartMsgLen]byte)(b)
 	s := StartMsg{Common: c, MessageLength: be.Uint32(h[28:]), CutoffVersion: be.Uint16(h[32:]), Flags: h[34]}
 	if s.MessageLength == 0 {
-		return s, invalid(TypeStartMsg, "message length 0")
+		return s, invalid(TypeStartMsg, ErrBadLength, "message length 0")
 	}
 	return s, nil
 }

@@ -76,12 +76,32 @@ var (
 	ErrInvalid = errors.New("invalid packet")
 )
 
+// The kinds of ErrInvalid: each wraps ErrInvalid, so errors.Is(err,
+// ErrInvalid) holds for all of them, and a receiver that counts its drops
+// by reason tells them apart with errors.Is.
+var (
+	// ErrUnknownType: the type code is not a known packet type.
+	ErrUnknownType = fmt.Errorf("unknown type: %w", ErrInvalid)
+	// ErrBadHeader: the common header contradicts the type (doff), or
+	// the packet is not of the type its decoder reads.
+	ErrBadHeader = fmt.Errorf("bad header: %w", ErrInvalid)
+	// ErrBadLength: a length field is zero or out of range (message
+	// length, RESEND or NACK length, ACK count, an empty DATA payload).
+	ErrBadLength = fmt.Errorf("bad length: %w", ErrInvalid)
+	// ErrBadOffset: an offset lies at or beyond the message's length.
+	ErrBadOffset = fmt.Errorf("bad offset: %w", ErrInvalid)
+	// ErrBadField: another field has a value the protocol forbids
+	// (priority, retransmit flag, CUTOFFS version, trimmed flag).
+	ErrBadField = fmt.Errorf("bad field: %w", ErrInvalid)
+)
+
 var be = binary.BigEndian
 
 func truncated(t Type, need, have int) error {
 	return fmt.Errorf("%v: need %d bytes, have %d: %w", t, need, have, ErrTruncated)
 }
 
-func invalid(t Type, format string, args ...any) error {
-	return fmt.Errorf("%v: %s: %w", t, fmt.Sprintf(format, args...), ErrInvalid)
+// invalid returns an error of kind (one of the ErrInvalid kinds above).
+func invalid(t Type, kind error, format string, args ...any) error {
+	return fmt.Errorf("%v: %s: %w", t, fmt.Sprintf(format, args...), kind)
 }

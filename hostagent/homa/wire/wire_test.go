@@ -252,3 +252,34 @@ func TestNewTypesNamed(t *testing.T) {
 		}
 	}
 }
+
+// FuzzErrorKinds: every decoder's error is ErrTruncated or exactly one of
+// the kinds of ErrInvalid, so a receiver can count each drop under one
+// reason.
+func FuzzErrorKinds(f *testing.F) {
+	for _, p := range packets() {
+		f.Add(p.b)
+		f.Add(p.b[:len(p.b)/2])
+	}
+	kinds := []error{ErrTruncated, ErrUnknownType, ErrBadHeader, ErrBadLength, ErrBadOffset, ErrBadField}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, p := range packets() {
+			_, err := p.reenc(b)
+			if err == nil {
+				continue
+			}
+			n := 0
+			for _, k := range kinds {
+				if errors.Is(err, k) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("%s: %v is of %d kinds, want 1", p.name, err, n)
+			}
+			if !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%s: %v is neither truncated nor invalid", p.name, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,143 @@
+package homa
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// The Endpoint's defences against packets it must not act on: malformed
+// ones (every decoder validates strictly; a failure is counted by its
+// kind), packets about an RPC that come from anyone but the RPC's peer,
+// GRANTs and RESENDs for bytes the message does not have, and RESENDs
+// beyond a per-peer rate. Each drop is counted by reason (Stats.Drops),
+// so a run under attack shows what the hosts refused. Everything here runs
+// on the receive path only for packets it refuses, or as a comparison on
+// fields already decoded: no allocation, no lock of its own.
+
+// DropReason is why the Endpoint dropped a received packet.
+type DropReason uint8
+
+// The reasons. The first ones, up to DropLengthMismatch, are malformed
+// packets (Stats.Malformed counts them all); the others are well-formed
+// packets the Endpoint refuses.
+const (
+	// DropTruncated: shorter than its type's header.
+	DropTruncated DropReason = iota
+	// DropUnknownType: a type code no transport of the engine uses.
+	DropUnknownType
+	// DropBadHeader: a doff that contradicts the type.
+	DropBadHeader
+	// DropBadLength: a zero or out-of-range length field, or a DATA
+	// packet without payload.
+	DropBadLength
+	// DropBadOffset: an offset, or payload end, beyond the message.
+	DropBadOffset
+	// DropBadField: another forbidden value (priority, retransmit flag,
+	// CUTOFFS version, a trimmed flag where none belongs).
+	DropBadField
+	// DropTooLarge: a message longer than Config.MaxMessageBytes.
+	DropTooLarge
+	// DropWrongVariant: a valid type this variant does not use (an NDP
+	// PULL at a Homa host).
+	DropWrongVariant
+	// DropLengthMismatch: DATA whose message length differs from that of
+	// the message's earlier packets.
+	DropLengthMismatch
+	// DropWrongPeer: names an existing RPC but comes from another
+	// address, or another pair of ports, than the RPC's peer (a forged
+	// GRANT or RESEND with a guessed or overheard id).
+	DropWrongPeer
+	// DropBadRange: a GRANT beyond the message's length, or a RESEND
+	// starting at or beyond it.
+	DropBadRange
+	// DropResendLimited: a RESEND beyond Config.ResendLimit from its
+	// source address in this tick; left unanswered.
+	DropResendLimited
+	// NumDropReasons bounds the reasons, for arrays indexed by them.
+	NumDropReasons
+)
+
+var dropNames = [NumDropReasons]string{
+	"truncated", "unknown_type", "bad_header", "bad_length", "bad_offset", "bad_field",
+	"too_large", "wrong_variant", "length_mismatch", "wrong_peer", "bad_range", "resend_limited",
+}
+
+// String returns the reason's name in counters ("truncated", ...).
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// Malformed reports whether r is a malformed packet rather than a
+// well-formed one refused.
+func (r DropReason) Malformed() bool { return r <= DropLengthMismatch }
+
+// wireReason classifies a decoder's error.
+func wireReason(err error) DropReason {
+	switch {
+	case errors.Is(err, wire.ErrTruncated):
+		return DropTruncated
+	case errors.Is(err, wire.ErrUnknownType):
+		return DropUnknownType
+	case errors.Is(err, wire.ErrBadHeader):
+		return DropBadHeader
+	case errors.Is(err, wire.ErrBadLength):
+		return DropBadLength
+	case errors.Is(err, wire.ErrBadOffset):
+		return DropBadOffset
+	default:
+		return DropBadField
+	}
+}
+
+// drop counts a dropped packet.
+func (e *Endpoint) drop(r DropReason) {
+	e.c.drops[r].Add(1)
+	if r.Malformed() {
+		e.c.malformed.Add(1)
+	}
+}
+
+// dropErr counts a packet a decoder refused with err.
+func (e *Endpoint) dropErr(err error) { e.drop(wireReason(err)) }
+
+// fromPeer reports whether a packet with header c from addr is from r's
+// peer: its address, and its ports mirrored. Server RPCs are found by
+// their peer's address, client RPCs by id alone, so for those the address
+// check is what keeps another host from steering our Call.
+func fromPeer(addr netip.Addr, c *wire.Common, r *rpc) bool {
+	return v4(addr) == v4(r.peer.addr) && c.SPort == r.rport && c.DPort == r.lport
+}
+
+// resendSlots is the size of the RESEND rate limiter's table: source
+// addresses hash into it, and two sharing a slot share a budget.
+const resendSlots = 256
+
+// resendLimiter counts the RESENDs answered per source address per tick
+// in a fixed table, so a stream of RESENDs from forged addresses costs no
+// memory per address.
+type resendLimiter struct {
+	slots [resendSlots]struct {
+		tick uint64
+		n    int
+	}
+}
+
+// allow reports whether one more RESEND from addr may be answered in
+// tick, at most limit per tick.
+func (l *resendLimiter) allow(addr netip.Addr, tick uint64, limit int) bool {
+	k := v4(addr)
+	s := &l.slots[(k*2654435761)>>24%resendSlots] // Fibonacci hashing
+	if s.tick != tick {
+		s.tick, s.n = tick, 0
+	}
+	if s.n >= limit {
+		return false
+	}
+	s.n++
+	return true
+}

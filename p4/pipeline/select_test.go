@@ -1,0 +1,217 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"strings"
+	"testing"
+
+	"github.com/homatb/homatb/p4"
+)
+
+// ecmpContents is torContents plus 10.0.1.0/24 behind next-hop group 1,
+// an action profile group of the uplinks 5..8, and 10.0.2.0/24 behind
+// group 2, whose entry is one member (set_egress(9)) without a group.
+func ecmpContents(spray bool) map[uint32]TableContents {
+	c := torContents()
+	remote := lpm(0x0a000100, 24)
+	remote.Action = ActionCall{ID: p4.ActionECMPForward, Params: [MaxParams]uint64{1, h2MAC}}
+	single := lpm(0x0a000200, 24)
+	single.Action = ActionCall{ID: p4.ActionECMPForward, Params: [MaxParams]uint64{2, h2MAC}}
+	lp := c[p4.TableIPv4LPM]
+	lp.Entries = append(lp.Entries, remote, single)
+	c[p4.TableIPv4LPM] = lp
+	var members []ActionCall
+	for port := uint64(5); port <= 8; port++ {
+		members = append(members, ActionCall{ID: p4.ActionSetEgress, Params: [MaxParams]uint64{port}})
+	}
+	c[p4.TableNexthop] = TableContents{
+		Entries: []Entry{
+			{Match: [MaxKeyFields]FieldMatch{{Value: 1, Mask: FieldMask(16)}}, Action: ActionCall{ID: ActionSelect, Params: [MaxParams]uint64{0}}},
+			{Match: [MaxKeyFields]FieldMatch{{Value: 2, Mask: FieldMask(16)}}, Action: ActionCall{ID: p4.ActionSetEgress, Params: [MaxParams]uint64{9}}},
+		},
+		Groups: [][]ActionCall{members},
+	}
+	if spray {
+		c[p4.TableLoadBalance] = TableContents{Default: &ActionCall{ID: p4.ActionSpray}}
+	}
+	return c
+}
+
+// udpFrame is a UDP frame to dst with the given source port.
+func udpFrame(dst uint32, sport uint16) []byte {
+	f := ipv4Frame(dst, 0, 64, 100)
+	binary.BigEndian.PutUint16(f[ethLen+ipv4Len:], sport)
+	binary.BigEndian.PutUint16(f[ethLen+ipv4Len+2:], 4000)
+	return f
+}
+
+func installed(t testing.TB, c map[uint32]TableContents) *Pipeline {
+	t.Helper()
+	p := New()
+	if err := p.Install(c); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestECMPFlowHashSpreadsFlowsAndPinsEach(t *testing.T) {
+	p := installed(t, ecmpContents(false))
+	perPort := map[uint16]int{}
+	for sport := uint16(1000); sport < 1400; sport++ {
+		var first uint16
+		for i := range 5 {
+			var v Verdict
+			f := udpFrame(0x0a000107, sport)
+			p.Ingress(f, 1, &v)
+			if v.Drop || v.EgressPort < 5 || v.EgressPort > 8 {
+				t.Fatalf("sport %d: verdict %+v, want an uplink 5..8", sport, v)
+			}
+			if i == 0 {
+				first = v.EgressPort
+				perPort[first]++
+			} else if v.EgressPort != first {
+				t.Fatalf("sport %d: packet %d on port %d, the flow's first on %d", sport, i, v.EgressPort, first)
+			}
+			if f[ipTTLOff] != 63 || binary.BigEndian.Uint16(f[4:6]) != uint16(h2MAC) || Checksum(f[ethLen:ethLen+ipv4Len]) != 0 {
+				t.Fatalf("sport %d: frame not rewritten as ecmp_forward says", sport)
+			}
+		}
+	}
+	// 400 flows over 4 members: each member gets its share within 40%.
+	for port := uint16(5); port <= 8; port++ {
+		if n := perPort[port]; n < 60 || n > 140 {
+			t.Errorf("port %d carries %d of 400 flows: %v", port, n, perPort)
+		}
+	}
+}
+
+func TestECMPHashesHomaPorts(t *testing.T) {
+	p := installed(t, ecmpContents(false))
+	seen := map[uint16]bool{}
+	for sport := uint16(1); sport <= 64; sport++ {
+		f := homaFrame(0, 0x10, 0, 0, 1000)
+		binary.BigEndian.PutUint32(f[ipDstOff:], 0x0a000107)
+		binary.BigEndian.PutUint16(f[ethLen+ipv4Len:], sport)
+		var v Verdict
+		p.Ingress(f, 1, &v)
+		seen[v.EgressPort] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("64 Homa flows by source port used ports %v, want all four uplinks", seen)
+	}
+	if FlowHash(homaFrame(0, 0x10, 0, 0, 1000), 0) == FlowHash(homaFrame(0, 0x10, 0, 0, 1000), 1) {
+		t.Error("the nonce does not change the hash")
+	}
+}
+
+func TestSprayMovesOneFlowAcrossUplinks(t *testing.T) {
+	p := installed(t, ecmpContents(true))
+	perPort := map[uint16]int{}
+	const n = 400
+	for range n {
+		var v Verdict
+		p.Ingress(udpFrame(0x0a000107, 1000), 1, &v)
+		perPort[v.EgressPort]++
+	}
+	for port := uint16(5); port <= 8; port++ {
+		if c := perPort[port]; c < n/4*6/10 || c > n/4*14/10 {
+			t.Errorf("one sprayed flow: port %d got %d of %d packets: %v", port, c, n, perPort)
+		}
+	}
+	if seq, _ := p.Register(p4.RegisterSpraySeq, 0); seq != n {
+		t.Errorf("spray_seq = %d after %d sprayed packets", seq, n)
+	}
+	var v Verdict
+	p.Ingress(udpFrame(0x0a000002, 1000), 1, &v)
+	if seq, _ := p.Register(p4.RegisterSpraySeq, 0); seq != n {
+		t.Errorf("a packet to a local host advanced spray_seq to %d", seq)
+	}
+}
+
+func TestNexthopMemberMissAndEmptyGroup(t *testing.T) {
+	c := ecmpContents(false)
+	var v Verdict
+	installed(t, c).Ingress(udpFrame(0x0a000201, 1), 1, &v)
+	if v != (Verdict{EgressPort: 9}) {
+		t.Errorf("member entry: verdict %+v, want port 9", v)
+	}
+	nh := c[p4.TableNexthop]
+	nh.Groups = [][]ActionCall{nil}
+	c[p4.TableNexthop] = nh
+	installed(t, c).Ingress(udpFrame(0x0a000107, 1), 1, &v)
+	if !v.Drop {
+		t.Errorf("empty group: verdict %+v, want drop", v)
+	}
+	c[p4.TableNexthop] = TableContents{}
+	installed(t, c).Ingress(udpFrame(0x0a000107, 1), 1, &v)
+	if !v.Drop {
+		t.Errorf("nexthop_group miss: verdict %+v, want drop", v)
+	}
+}
+
+func TestInstallRejectsBadGroups(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(c map[uint32]TableContents)
+		want string
+	}{
+		{"groups on a direct table", func(c map[uint32]TableContents) {
+			x := c[p4.TableIPv4LPM]
+			x.Groups = [][]ActionCall{{{ID: p4.ActionSetEgress}}}
+			c[p4.TableIPv4LPM] = x
+		}, "without a selector"},
+		{"group index beyond the groups", func(c map[uint32]TableContents) {
+			x := c[p4.TableNexthop]
+			x.Groups = nil
+			c[p4.TableNexthop] = x
+		}, "group index 0 of 0"},
+		{"member action not of the table", func(c map[uint32]TableContents) {
+			x := c[p4.TableNexthop]
+			x.Groups = [][]ActionCall{{{ID: p4.ActionIPv4Forward}}}
+			c[p4.TableNexthop] = x
+		}, "not a member action"},
+		{"selection outside the selector table", func(c map[uint32]TableContents) {
+			x := c[p4.TableIPv4LPM]
+			x.Entries[0].Action = ActionCall{ID: ActionSelect}
+			c[p4.TableIPv4LPM] = x
+		}, "not allowed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ecmpContents(false)
+			tc.edit(c)
+			err := New().Install(c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Install: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSelectorAllocatesNothing(t *testing.T) {
+	for _, spray := range []bool{false, true} {
+		p := installed(t, ecmpContents(spray))
+		f := udpFrame(0x0a000107, 1000)
+		var v Verdict
+		allocs := testing.AllocsPerRun(1000, func() {
+			f[ipTTLOff] = 64
+			p.Ingress(f, 1, &v)
+		})
+		if allocs != 0 {
+			t.Errorf("spray %v: Ingress through the selector allocates %.1f times per packet", spray, allocs)
+		}
+	}
+}
+
+func TestFlowHashIsCRC32(t *testing.T) {
+	f := udpFrame(0x0a000107, 1000)
+	var in []byte
+	in = binary.BigEndian.AppendUint32(in, 7)
+	in = append(in, f[ethLen+ipv4Len:ethLen+ipv4Len+4]...)
+	in = append(in, f[ipSrcOff:ipSrcOff+8]...)
+	in = append(in, f[ipProtoOff])
+	if got, want := FlowHash(f, 7), uint16(crc32.ChecksumIEEE(in)); got != want {
+		t.Errorf("FlowHash = %#04x, CRC-32 of the selector fields %#04x", got, want)
+	}
+}

@@ -1,0 +1,155 @@
+// Package tcpmodel is a model of the kernel's TCP for the simulator (homatb
+// run --simulate), not TCP itself: RPCs over persistent byte-stream
+// connections framed as hostagent/tcprpc frames them, segmented at the MSS,
+// acknowledged per segment or with delayed ACKs, with slow start, congestion
+// avoidance, NewReno fast retransmit and recovery on three duplicate ACKs,
+// a retransmission timeout with Linux's 200 ms floor, and one of two
+// window laws: Reno (which stands in for Linux's default, cubic) or DCTCP
+// (ECN-capable data, the receiver echoing the CE state of what it
+// acknowledges, alpha with
+// g = 1/16). PIAS tags each data segment's DSCP by the bytes its direction
+// has sent, with hostagent/pias's thresholds and idle restart.
+//
+// The model is a state machine on its caller's clock: every entry point
+// takes the virtual time now (ns), it starts no goroutine, reads no wall
+// clock and takes no lock, and it hands segments to its caller
+// synchronously, allocating nothing per segment once its buffers have
+// grown. docs/simulation.md lists where it departs from the kernel.
+package tcpmodel
+
+import (
+	"fmt"
+	"time"
+)
+
+// Law is a congestion window law.
+type Law uint8
+
+const (
+	// Reno is RFC 5681's window law: slow start, one segment per window in
+	// congestion avoidance, halving on loss.
+	Reno Law = iota
+	// DCTCP is RFC 8257's: Reno's growth and loss response, and once per
+	// window of ECN echoes cwnd <- cwnd (1 - alpha/2).
+	DCTCP
+)
+
+func (l Law) String() string {
+	if l == DCTCP {
+		return "dctcp"
+	}
+	return "reno"
+}
+
+// LawOf is the model's law for a scenario's tcp.congestion: "dctcp" is
+// DCTCP; "reno", "cubic" and "" (the kernel's default, cubic) are Reno.
+// Others (bbr, nv) the model does not have.
+func LawOf(congestion string) (Law, error) {
+	switch congestion {
+	case "dctcp":
+		return DCTCP, nil
+	case "reno", "cubic", "":
+		return Reno, nil
+	}
+	return Reno, fmt.Errorf("tcp congestion %q: the simulator's TCP model has reno (also standing in for cubic) and dctcp", congestion)
+}
+
+// PIAS is the tagging by bytes sent (hostagent/pias.Config's meaning).
+type PIAS struct {
+	// Thresholds are the demotion thresholds in bytes, ascending: a segment
+	// that leaves after its direction has sent fewer than Thresholds[0]
+	// bytes is at level 0, after at least Thresholds[i-1] at level i.
+	Thresholds []uint64
+	// DSCP is each level's DSCP, len(Thresholds)+1 values.
+	DSCP []uint8
+	// IdleReset restarts a direction's count when it sends data after
+	// sending none for longer than this (0: never).
+	IdleReset time.Duration
+}
+
+// Config configures every connection of a host.
+type Config struct {
+	// MSS is a segment's payload bytes at most (the MTU less the IPv4 and
+	// TCP headers).
+	MSS int
+	// Law is the congestion window law.
+	Law Law
+	// InitCwnd is the initial window in segments (default 10, Linux's).
+	InitCwnd int
+	// MinRTO is the retransmission timeout's floor (default 200 ms,
+	// Linux's TCP_RTO_MIN); InitRTO the timeout before the first RTT
+	// sample (default 1 s, TCP_TIMEOUT_INIT).
+	MinRTO, InitRTO time.Duration
+	// DelayedAck has receivers ACK every second full segment (and at once
+	// out of order, on a CE change, or with data going back) instead of
+	// every segment, the rest after DelAckTimeout (default 40 ms, Linux's
+	// TCP_DELACK_MIN) if no data carries the ACK sooner.
+	DelayedAck    bool
+	DelAckTimeout time.Duration
+	// ConnsPerPeer is how many connections a client opens to each server
+	// (default 1, tcprpc's), used in turn.
+	ConnsPerPeer int
+	// DSCP is the DSCP of every segment without PIAS (the kernel's 0).
+	DSCP uint8
+	// PIAS, when set, tags data segments by bytes sent instead.
+	PIAS *PIAS
+}
+
+// withDefaults fills the zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.MSS <= 0 {
+		return c, fmt.Errorf("tcpmodel: MSS %d: expected > 0", c.MSS)
+	}
+	if c.InitCwnd == 0 {
+		c.InitCwnd = 10
+	}
+	if c.MinRTO == 0 {
+		c.MinRTO = 200 * time.Millisecond
+	}
+	if c.InitRTO == 0 {
+		c.InitRTO = time.Second
+	}
+	if c.ConnsPerPeer == 0 {
+		c.ConnsPerPeer = 1
+	}
+	if c.DelAckTimeout == 0 {
+		c.DelAckTimeout = 40 * time.Millisecond
+	}
+	if p := c.PIAS; p != nil && len(p.DSCP) != len(p.Thresholds)+1 {
+		return c, fmt.Errorf("tcpmodel: PIAS has %d DSCPs for %d thresholds, want one per level", len(p.DSCP), len(p.Thresholds))
+	}
+	return c, nil
+}
+
+// Segment is one TCP segment as the model sends and receives it: what its
+// header carries (ports, sequence and acknowledgement numbers, the ACK,
+// ECE and CWR flags, the IP header's TOS byte) and its payload's length.
+// The payload's bytes are not modelled.
+type Segment struct {
+	SrcPort, DstPort uint16
+	Seq, Ack         uint32
+	Flags            uint8
+	TOS              uint8
+	Len              int
+}
+
+// TCP header flags the model uses.
+const (
+	FlagSYN = 0x02
+	FlagACK = 0x10
+	FlagECE = 0x40
+	FlagCWR = 0x80
+)
+
+// ECN codepoints in the TOS byte's low two bits.
+const (
+	ecnMask = 3
+	ect0    = 2
+	ecnCE   = 3
+)
+
+// HeaderLen is a segment's TCP header (no options).
+const HeaderLen = 20
+
+// framing is tcprpc's length prefix on every message.
+const framing = 4

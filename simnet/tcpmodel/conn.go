@@ -1,0 +1,557 @@
+package tcpmodel
+
+import (
+	"net/netip"
+	"time"
+)
+
+// conn is one end of a connection: its sending half (the window, loss
+// recovery, the timer, DCTCP's alpha, PIAS's count) and its receiving
+// half (what has arrived in order, and the spans beyond it).
+type conn struct {
+	h      *Host
+	remote netip.AddrPort
+	local  uint16
+	peer   *conn // the other end: whose messages this end receives
+	client bool
+
+	// Sending half, in stream offsets from 0 (the first data byte).
+	sndUna, sndNxt, sndMax uint64 // sndMax: the highest sent so far
+	sndEnd                 uint64 // what the application has written
+	cwnd, cwndCnt          int    // segments; growth carried in congestion avoidance
+	ssthresh               int
+	dupAcks                int
+	inRecovery             bool
+	recover                uint64 // sndMax when recovery or the last timeout began
+	lastSend               int64  // when data last left (restart after idle)
+	retrans                uint64
+	cwrFlag                bool // the next data segment carries CWR
+
+	// RTT estimation (RFC 6298 with Linux's floor) from one timed segment
+	// at a time, never a retransmitted one (Karn).
+	srtt, mdev     int64 // ns; mdev is the mean deviation
+	rto            int64
+	backoff        uint
+	timing         bool
+	timedSeq       uint64
+	timedAt        int64
+	rtoAt          int64 // when the timer fires; 0: disarmed
+	timerAt        int64 // when the scheduled event runs; 0: none
+	timerFn        func(int64)
+	alpha          float64 // DCTCP
+	alphaEnd       uint64  // the observation window ends when sndUna passes it
+	acked, ackedCE uint64
+	cwrEnd         uint64 // no ECE reduction until sndUna passes it
+
+	// PIAS: payload bytes this direction has sent since its last restart.
+	piasCount uint64
+
+	// Receiving half.
+	rcvNxt  uint64
+	spans   []span // beyond rcvNxt, sorted, disjoint
+	ackDue  bool   // an ACK is owed for data received
+	ceDue   bool   // the data it acknowledges arrived CE
+	ackNow  bool   // the ACK owed may not wait (Config.DelayedAck)
+	unacked int    // full segments received since the last ACK
+	delAck  int64  // when a delayed ACK is due; 0: none
+	firstIn bool   // the head message's first byte has been seen
+
+	// msgs are the messages written on this end's stream, from mh on not
+	// yet received whole by the peer.
+	msgs []msg
+	mh   int
+	// calls are a client end's outstanding calls, in order, from ch on;
+	// sentTo is the first whose request has not left whole.
+	calls  []call
+	ch     int
+	sentTo int
+}
+
+// compactAt is how many finished entries a connection's message or call
+// queue holds before it moves the rest down (when they are at least half
+// of it), so a connection that never empties does not grow without bound.
+const compactAt = 1024
+
+// span is the stream bytes [start, end).
+type span struct{ start, end uint64 }
+
+// msg is one message on a stream: its bytes (length prefix included) and,
+// for a request, its payload.
+type msg struct {
+	start, end uint64
+	req        []byte
+}
+
+// call is a client's outstanding call.
+type call struct {
+	done              func(Result, error)
+	reqStart, reqEnd  uint64
+	reqOut, firstResp int64
+	retrans0          uint64
+}
+
+func newConn(h *Host, remote netip.AddrPort, local uint16) *conn {
+	c := &conn{h: h, remote: remote, local: local, cwnd: h.cfg.InitCwnd, ssthresh: 1 << 30,
+		rto: h.cfg.InitRTO.Nanoseconds(), alpha: 1}
+	c.timerFn = c.onTimer
+	return c
+}
+
+// write puts a message of n payload bytes (and its length prefix) on the
+// stream and sends what the window allows.
+func (c *conn) write(now int64, n int, req []byte) {
+	start := c.sndEnd
+	c.sndEnd += uint64(n + framing)
+	c.msgs = append(c.msgs, msg{start: start, end: c.sndEnd, req: req})
+	c.push(now)
+	c.settleAck(now)
+}
+
+// push sends new data while the window has room (TCP_NODELAY: a short
+// segment leaves at once).
+func (c *conn) push(now int64) {
+	mss := uint64(c.h.cfg.MSS)
+	if c.sndNxt == c.sndUna && c.sndNxt < c.sndEnd && c.lastSend != 0 && now-c.lastSend > c.rto {
+		// Linux's slow start after idle: the window restarts from the
+		// initial one after an idle RTO.
+		c.cwnd = min(c.cwnd, c.h.cfg.InitCwnd)
+	}
+	for c.sndNxt < c.sndEnd {
+		n := min(mss, c.sndEnd-c.sndNxt)
+		if c.sndNxt-c.sndUna+n > uint64(c.cwnd)*mss && c.sndNxt > c.sndUna {
+			return
+		}
+		c.sendData(now, c.sndNxt, n)
+		c.sndNxt += n
+	}
+}
+
+// sendData sends the stream's bytes [seq, seq+n).
+func (c *conn) sendData(now int64, seq, n uint64) {
+	h := c.h
+	s := &h.seg
+	c.header(s)
+	s.Seq, s.Len = uint32(seq+1), int(n)
+	if c.cwrFlag {
+		s.Flags |= FlagCWR
+		c.cwrFlag = false
+	}
+	dscp := h.cfg.DSCP
+	if p := h.cfg.PIAS; p != nil {
+		if p.IdleReset > 0 && c.lastSend != 0 && now-c.lastSend > p.IdleReset.Nanoseconds() {
+			c.piasCount = 0
+		}
+		level := 0
+		for level < len(p.Thresholds) && c.piasCount >= p.Thresholds[level] {
+			level++
+		}
+		dscp = p.DSCP[level]
+		c.piasCount += n
+	}
+	s.TOS = dscp << 2
+	if h.cfg.Law == DCTCP {
+		s.TOS |= ect0
+	}
+	if seq < c.sndMax {
+		c.retrans++
+		h.stats.Retransmits++
+		if c.timing && c.timedSeq >= seq {
+			c.timing = false // Karn: no sample from a retransmitted segment
+		}
+	} else {
+		if !c.timing {
+			c.timing, c.timedSeq, c.timedAt = true, seq+n, now
+		}
+		c.sndMax = seq + n
+		c.noteSent(now)
+	}
+	c.lastSend = now
+	if c.rtoAt == 0 {
+		c.arm(now)
+	}
+	h.send(c.remote.Addr())
+}
+
+// header fills the fields every segment of c carries: ports, the
+// acknowledgement and its ECE, the level-0 DSCP. It settles the ACK owed.
+func (c *conn) header(s *Segment) {
+	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Seq: uint32(c.sndNxt + 1), Ack: uint32(c.rcvNxt + 1), Flags: FlagACK}
+	if c.ceDue {
+		s.Flags |= FlagECE
+	}
+	dscp := c.h.cfg.DSCP
+	if p := c.h.cfg.PIAS; p != nil {
+		dscp = p.DSCP[0] // pure ACKs go at the highest level
+	}
+	s.TOS = dscp << 2
+	c.ackDue, c.ackNow, c.unacked, c.delAck = false, false, 0, 0
+}
+
+// sendSYN sends a SYN (or SYN-ACK): sequence number 0, the stream's
+// initial one, so that data byte k of the stream is sequence number k+1 as
+// in a real connection and records of the segments (postcards, the latency
+// anatomy) place the stream's offsets from it. The model does not wait for
+// the handshake: the client's first data leaves right behind its SYN.
+func (c *conn) sendSYN(flags uint8) {
+	s := &c.h.seg
+	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Flags: flags, TOS: c.h.cfg.DSCP << 2}
+	if flags&FlagACK != 0 {
+		s.Ack = 1
+	}
+	if p := c.h.cfg.PIAS; p != nil {
+		s.TOS = p.DSCP[0] << 2
+	}
+	c.h.send(c.remote.Addr())
+}
+
+// flushAck sends the ACK owed, if no data segment carried it.
+func (c *conn) flushAck() {
+	if !c.ackDue {
+		return
+	}
+	c.header(&c.h.seg)
+	c.h.send(c.remote.Addr())
+}
+
+// noteSent books the requests whose last byte has now left.
+func (c *conn) noteSent(now int64) {
+	for c.sentTo < len(c.calls) {
+		k := &c.calls[c.sentTo]
+		if c.sndMax < k.reqEnd {
+			return
+		}
+		k.reqOut = now
+		c.sentTo++
+	}
+}
+
+// receive handles a segment from the peer.
+func (c *conn) receive(now int64, s *Segment) {
+	if s.Flags&FlagSYN != 0 {
+		if s.Flags&FlagACK == 0 { // the client's SYN: answer it
+			c.sendSYN(FlagSYN | FlagACK)
+		}
+		return
+	}
+	ce := s.TOS&ecnMask == ecnCE
+	if s.Len > 0 {
+		c.onData(now, unwrap(c.rcvNxt, s.Seq-1), uint64(s.Len), ce)
+	}
+	c.onAck(now, unwrap(c.sndUna, s.Ack-1), s.Flags&FlagECE != 0, s.Len > 0)
+	c.push(now)
+	c.settleAck(now)
+}
+
+// settleAck sends the ACK owed when it may not wait, else has the timer
+// send it after DelAckTimeout unless data carries it first.
+func (c *conn) settleAck(now int64) {
+	switch {
+	case !c.ackDue:
+	case c.ackNow || !c.h.cfg.DelayedAck:
+		c.flushAck()
+	case c.delAck == 0:
+		c.delAck = now + c.h.cfg.DelAckTimeout.Nanoseconds()
+		c.schedule(c.delAck)
+	}
+}
+
+// unwrap is the 64-bit stream offset near base whose low 32 bits are v.
+func unwrap(base uint64, v uint32) uint64 {
+	return uint64(int64(base) + int64(int32(v-uint32(base))))
+}
+
+// onData takes the bytes [seq, seq+n): in order they advance rcvNxt
+// (and the spans it reaches), beyond it they wait in spans. Without
+// delayed ACKs every data segment is acknowledged, with ECE exactly when
+// it arrived CE. With them (Linux's way) an ACK goes at once for every
+// second full segment, for data out of order or filling a hole, and when
+// the CE state changes, the ACK owed for the earlier data leaves first
+// with the old state: DCTCP's receiver state machine (RFC 8257, 3.2).
+func (c *conn) onData(now int64, seq, n uint64, ce bool) {
+	if ce {
+		c.h.stats.CEReceived++
+	}
+	if c.ackDue && ce != c.ceDue {
+		c.flushAck()
+	}
+	c.ackDue, c.ceDue = true, ce
+	end := seq + n
+	if end <= c.rcvNxt {
+		c.ackNow = true
+		return // a duplicate: ACK it again
+	}
+	if n >= uint64(c.h.cfg.MSS) {
+		c.unacked++
+	}
+	if seq > c.rcvNxt || len(c.spans) > 0 || c.unacked >= 2 {
+		c.ackNow = true
+	}
+	c.addSpan(max(seq, c.rcvNxt), end)
+	// Spans are merged when they touch, so only the first can reach rcvNxt.
+	if c.spans[0].start <= c.rcvNxt {
+		c.rcvNxt = c.spans[0].end
+		c.spans = c.spans[:copy(c.spans, c.spans[1:])]
+		c.deliver(now)
+	}
+}
+
+// addSpan merges [start, end) into the spans beyond rcvNxt.
+func (c *conn) addSpan(start, end uint64) {
+	i := 0
+	for i < len(c.spans) && c.spans[i].end < start {
+		i++
+	}
+	j := i
+	for j < len(c.spans) && c.spans[j].start <= end {
+		start, end = min(start, c.spans[j].start), max(end, c.spans[j].end)
+		j++
+	}
+	switch {
+	case j > i: // replaces spans[i:j]
+		c.spans[i] = span{start, end}
+		c.spans = append(c.spans[:i+1], c.spans[j:]...)
+	default:
+		c.spans = append(c.spans, span{})
+		copy(c.spans[i+1:], c.spans[i:])
+		c.spans[i] = span{start, end}
+	}
+}
+
+// deliver hands the peer's messages that rcvNxt now covers to this end:
+// requests to the server's handler, responses to the client's calls.
+func (c *conn) deliver(now int64) {
+	p := c.peer
+	for p.mh < len(p.msgs) {
+		m := p.msgs[p.mh]
+		if c.client && !c.firstIn && c.rcvNxt > m.start && c.ch < len(c.calls) {
+			c.firstIn = true
+			c.calls[c.ch].firstResp = now
+		}
+		if c.rcvNxt < m.end {
+			return
+		}
+		p.msgs[p.mh] = msg{}
+		p.mh++
+		c.firstIn = false
+		if p.mh == len(p.msgs) {
+			p.msgs, p.mh = p.msgs[:0], 0
+		} else if p.mh >= compactAt && p.mh*2 >= len(p.msgs) {
+			p.msgs, p.mh = p.msgs[:copy(p.msgs, p.msgs[p.mh:])], 0
+		}
+		if c.client {
+			c.complete(now, m)
+			continue
+		}
+		if h := c.h.servers[c.local]; h != nil {
+			h(&ServerRPC{c: c, Req: m.req, Peer: c.remote, ReqOffset: int64(m.start)})
+		}
+	}
+}
+
+// complete ends the client's oldest call with response m.
+func (c *conn) complete(now int64, m msg) {
+	if c.ch >= len(c.calls) {
+		return
+	}
+	k := c.calls[c.ch]
+	c.calls[c.ch] = call{}
+	c.ch++
+	c.sentTo = max(c.sentTo, c.ch)
+	if c.ch == len(c.calls) {
+		c.calls, c.ch, c.sentTo = c.calls[:0], 0, 0
+	} else if c.ch >= compactAt && c.ch*2 >= len(c.calls) {
+		c.sentTo -= c.ch
+		c.calls, c.ch = c.calls[:copy(c.calls, c.calls[c.ch:])], 0
+	}
+	k.done(Result{RespBytes: int(m.end - m.start - framing), ReqOut: k.reqOut, FirstResp: k.firstResp, Done: now,
+		Retrans: int(c.retrans - k.retrans0), Local: netip.AddrPortFrom(c.h.addr, c.local),
+		ReqOffset: int64(k.reqStart), RespOffset: int64(m.start)}, nil)
+}
+
+// onAck handles an acknowledgement of everything below ack.
+func (c *conn) onAck(now int64, ack uint64, ece, data bool) {
+	if ece {
+		c.h.stats.ECEAcked++
+	}
+	if ack > c.sndMax {
+		return // acknowledges what was never sent
+	}
+	if ack > c.sndUna {
+		c.newAck(now, ack, ece)
+	} else if ack == c.sndUna && !data && c.sndMax > c.sndUna {
+		c.dupAck(now)
+	}
+	if ece && c.h.cfg.Law == DCTCP && c.sndUna >= c.cwrEnd && !c.inRecovery {
+		// Once per window of data: cwnd <- cwnd (1 - alpha/2).
+		c.ssthresh = max(int(float64(c.cwnd)*(1-c.alpha/2)), 2)
+		c.cwnd, c.cwndCnt = c.ssthresh, 0
+		c.cwrEnd, c.cwrFlag = c.sndNxt, true
+		c.h.stats.CWRReduces++
+	}
+}
+
+// newAck advances sndUna to ack.
+func (c *conn) newAck(now int64, ack uint64, ece bool) {
+	mss := uint64(c.h.cfg.MSS)
+	n := ack - c.sndUna
+	flight := c.sndMax - c.sndUna
+	if c.timing && ack >= c.timedSeq {
+		c.timing = false
+		c.sample(now - c.timedAt)
+	}
+	if c.h.cfg.Law == DCTCP {
+		c.acked += n
+		if ece {
+			c.ackedCE += n
+		}
+		if ack >= c.alphaEnd {
+			const g = 1.0 / 16
+			c.alpha = (1-g)*c.alpha + g*float64(c.ackedCE)/float64(max(c.acked, 1))
+			c.acked, c.ackedCE, c.alphaEnd = 0, 0, c.sndNxt
+		}
+	}
+	c.sndUna = ack
+	c.sndNxt = max(c.sndNxt, ack)
+	c.backoff, c.dupAcks = 0, 0
+	segs := int((n + mss - 1) / mss)
+	switch {
+	case c.inRecovery && ack >= c.recover:
+		c.inRecovery = false
+		c.cwnd, c.cwndCnt = c.ssthresh, 0
+	case c.inRecovery:
+		// NewReno's partial ACK: the next hole is lost too; deflate by
+		// what was acknowledged.
+		c.sendData(now, c.sndUna, min(mss, c.sndMax-c.sndUna))
+		c.cwnd = max(c.cwnd-segs+1, 1)
+	default:
+		c.grow(segs, flight)
+	}
+	if c.sndUna == c.sndMax {
+		c.rtoAt = 0
+	} else {
+		c.arm(now)
+	}
+}
+
+// grow opens the window for segs segments acknowledged, while the window
+// was what limited the flight (Linux's tcp_is_cwnd_limited).
+func (c *conn) grow(segs int, flight uint64) {
+	mss := uint64(c.h.cfg.MSS)
+	if c.cwnd < c.ssthresh {
+		if flight*2 < uint64(c.cwnd)*mss {
+			return
+		}
+		add := min(segs, c.ssthresh-c.cwnd)
+		c.cwnd += add
+		segs -= add
+		if segs == 0 {
+			return
+		}
+	}
+	if flight+mss < uint64(c.cwnd)*mss {
+		return
+	}
+	c.cwndCnt += segs
+	if c.cwndCnt >= c.cwnd {
+		c.cwnd, c.cwndCnt = c.cwnd+c.cwndCnt/c.cwnd, c.cwndCnt%c.cwnd
+	}
+}
+
+// dupAck counts a duplicate ACK: the third starts fast retransmit and
+// NewReno's recovery, later ones inflate the window.
+func (c *conn) dupAck(now int64) {
+	c.dupAcks++
+	switch {
+	case c.inRecovery:
+		c.cwnd++
+	case c.dupAcks == 3 && c.sndUna >= c.recover:
+		mss := uint64(c.h.cfg.MSS)
+		flight := int((c.sndMax - c.sndUna + mss - 1) / mss)
+		c.ssthresh = max(flight/2, 2)
+		c.cwnd, c.cwndCnt = c.ssthresh+3, 0
+		c.inRecovery, c.recover = true, c.sndMax
+		c.h.stats.FastRecovery++
+		c.sendData(now, c.sndUna, min(mss, c.sndMax-c.sndUna))
+	}
+}
+
+// sample updates the RTT estimate and the timeout as Linux does: RTO =
+// srtt + max(4 mdev, MinRTO).
+func (c *conn) sample(rtt int64) {
+	rtt = max(rtt, 1)
+	if c.srtt == 0 {
+		c.srtt, c.mdev = rtt, rtt/2
+	} else {
+		d := rtt - c.srtt
+		c.srtt += d / 8
+		c.mdev += (abs(d) - c.mdev) / 4
+	}
+	c.rto = c.srtt + max(4*c.mdev, c.h.cfg.MinRTO.Nanoseconds())
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// maxRTO bounds the backed-off timeout (Linux's TCP_RTO_MAX).
+const maxRTO = int64(120 * time.Second)
+
+// arm (re)starts the retransmission timer from now.
+func (c *conn) arm(now int64) {
+	c.rtoAt = now + min(c.rto<<c.backoff, maxRTO)
+	c.schedule(c.rtoAt)
+}
+
+// schedule has the connection's timer event run by at, unless one is
+// already scheduled sooner.
+func (c *conn) schedule(at int64) {
+	if c.timerAt == 0 || c.timerAt > at {
+		c.timerAt = at
+		c.h.schedule(at, c.timerFn)
+	}
+}
+
+// onTimer runs at a scheduled time t: the delayed ACK and the timeout if
+// they are due, and the timer is scheduled again for the next deadline
+// (the timeout moves later on every ACK, so one event per timeout period
+// is scheduled, not one per ACK).
+func (c *conn) onTimer(t int64) {
+	if t != c.timerAt || c.h.closed {
+		return // replaced by an earlier one
+	}
+	c.timerAt = 0
+	if c.delAck != 0 && c.delAck <= t {
+		c.flushAck()
+	}
+	if c.rtoAt == 0 || c.rtoAt > t {
+		for _, at := range [2]int64{c.rtoAt, c.delAck} {
+			if at != 0 {
+				c.schedule(at)
+			}
+		}
+		return
+	}
+	c.rtoAt = 0
+	if c.delAck != 0 {
+		c.schedule(c.delAck)
+	}
+	if c.sndUna == c.sndMax {
+		return
+	}
+	// Timeout: back to one segment from the first unacknowledged byte
+	// (go-back-N), half the flight as the threshold, the timer backed off.
+	mss := uint64(c.h.cfg.MSS)
+	flight := int((c.sndMax - c.sndUna + mss - 1) / mss)
+	c.ssthresh = max(flight/2, 2)
+	c.cwnd, c.cwndCnt, c.dupAcks = 1, 0, 0
+	c.inRecovery, c.recover = false, c.sndMax
+	c.sndNxt, c.timing = c.sndUna, false
+	c.backoff = min(c.backoff+1, 16)
+	c.h.stats.Timeouts++
+	c.push(t)
+	c.arm(t)
+	c.settleAck(t)
+}

@@ -1,0 +1,263 @@
+package tcpmodel
+
+import (
+	"container/heap"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// pair is two hosts joined by a wire of fixed delay that loses the data
+// segments drop picks: the model's own harness, on a clock of its own.
+type pair struct {
+	net          *Net
+	client, srv  *Host
+	q            events
+	now, seq     int64
+	delay        int64
+	drop         func(s *Segment) bool
+	tap          func(from netip.Addr, s *Segment) // sees every segment sent
+	dataSegs     int
+	cAddr, sAddr netip.Addr
+}
+
+type event struct {
+	at, seq int64
+	fn      func(int64)
+}
+
+type events []event
+
+func (e events) Len() int { return len(e) }
+func (e events) Less(i, j int) bool {
+	return e[i].at < e[j].at || (e[i].at == e[j].at && e[i].seq < e[j].seq)
+}
+func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+func (p *pair) schedule(at int64, fn func(int64)) {
+	p.seq++
+	heap.Push(&p.q, event{at: max(at, p.now), seq: p.seq, fn: fn})
+}
+
+func (p *pair) run(until int64) {
+	for p.q.Len() > 0 && p.q[0].at <= until {
+		e := heap.Pop(&p.q).(event)
+		p.now = e.at
+		e.fn(e.at)
+	}
+}
+
+func newPair(t *testing.T, cfg Config, drop func(*Segment) bool) *pair {
+	t.Helper()
+	p := &pair{net: NewNet(), delay: int64(50 * time.Microsecond), drop: drop,
+		cAddr: netip.MustParseAddr("10.0.0.2"), sAddr: netip.MustParseAddr("10.0.0.1")}
+	out := func(from netip.Addr) Output {
+		return func(dst netip.Addr, s *Segment) {
+			if p.tap != nil {
+				p.tap(from, s)
+			}
+			if s.Len > 0 && from == p.cAddr {
+				p.dataSegs++
+				if p.drop != nil && p.drop(s) {
+					return
+				}
+			}
+			seg := *s
+			p.schedule(p.now+p.delay, func(now int64) { p.net.hosts[dst].Deliver(now, from, &seg) })
+		}
+	}
+	var err error
+	if p.client, err = p.net.NewHost(p.cAddr, cfg, out(p.cAddr), p.schedule); err != nil {
+		t.Fatal(err)
+	}
+	if p.srv, err = p.net.NewHost(p.sAddr, cfg, out(p.sAddr), p.schedule); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.srv.Serve(4000, func(sr *ServerRPC) {
+		if err := p.srv.Reply(p.now, sr, 100); err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// call makes one call of n bytes at now and runs until it ends or until.
+func (p *pair) call(t *testing.T, n int, until time.Duration) (Result, bool) {
+	t.Helper()
+	var res Result
+	done := false
+	p.client.Call(p.now, netip.AddrPortFrom(p.sAddr, 4000), make([]byte, n), func(r Result, err error) {
+		if err != nil {
+			t.Errorf("call: %v", err)
+		}
+		res, done = r, true
+	})
+	p.run(p.now + until.Nanoseconds())
+	return res, done
+}
+
+// TestLossRepair: a lost segment in the middle of a message is repaired
+// by fast retransmit (three duplicate ACKs, no timeout); a lost last
+// segment, which leaves no segment behind it to raise duplicate ACKs, by
+// the retransmission timeout, no sooner than its 200 ms floor.
+func TestLossRepair(t *testing.T) {
+	for _, law := range []Law{Reno, DCTCP} {
+		t.Run(law.String(), func(t *testing.T) {
+			cfg := Config{MSS: 1000, Law: law}
+			// The 20th data segment of the second call is lost once.
+			var p *pair
+			lost := false
+			target := -1
+			p = newPair(t, cfg, func(*Segment) bool {
+				if !lost && p.dataSegs == target {
+					lost = true
+					return true
+				}
+				return false
+			})
+			if _, ok := p.call(t, 10_000, time.Second); !ok { // an RTT sample first
+				t.Fatal("first call did not complete")
+			}
+			target = p.dataSegs + 20
+			start := p.now
+			r, ok := p.call(t, 100_000, 5*time.Second)
+			st := p.client.Stats()
+			if !ok || !lost || st.FastRecovery != 1 || st.Timeouts != 0 || r.Retrans < 1 {
+				t.Fatalf("mid-message loss: done %v lost %v, %+v, retrans %d; want done by one fast recovery", ok, lost, st, r.Retrans)
+			}
+			if d := time.Duration(r.Done - start); d > 50*time.Millisecond {
+				t.Errorf("fast retransmit took %v", d)
+			}
+
+			// Tail loss: the 100th (last) segment of the next call.
+			lost, target = false, p.dataSegs+100
+			start = p.now
+			r, ok = p.call(t, 100_000-framing, 5*time.Second)
+			st = p.client.Stats()
+			if !ok || !lost || st.Timeouts != 1 {
+				t.Fatalf("tail loss: done %v lost %v, %+v; want done after one timeout", ok, lost, st)
+			}
+			if d := time.Duration(r.Done - start); d < 200*time.Millisecond || d > 400*time.Millisecond {
+				t.Errorf("tail loss repaired after %v, want the RTO: 200 ms plus a round trip or so", d)
+			}
+		})
+	}
+}
+
+// TestPIASLevels: data segments leave at the level of the bytes their
+// direction sent before them, pure ACKs at level 0, and the count
+// restarts after an idle gap.
+func TestPIASLevels(t *testing.T) {
+	pi := &PIAS{Thresholds: []uint64{3000, 12000}, DSCP: []uint8{56, 48, 40}, IdleReset: time.Millisecond}
+	var dscps []uint8
+	var p *pair
+	p = newPair(t, Config{MSS: 1000, PIAS: pi, Law: DCTCP}, func(s *Segment) bool {
+		dscps = append(dscps, s.TOS>>2)
+		if s.TOS&ecnMask != ect0 {
+			t.Errorf("data segment TOS %#x not ECT(0)", s.TOS)
+		}
+		return false
+	})
+	if _, ok := p.call(t, 20_000-framing, time.Second); !ok {
+		t.Fatal("call did not complete")
+	}
+	want := func(i int) uint8 { // segment i carries bytes [1000 i, 1000 i + 1000)
+		switch {
+		case i*1000 < 3000:
+			return 56
+		case i*1000 < 12000:
+			return 48
+		}
+		return 40
+	}
+	for i, d := range dscps {
+		if d != want(i) {
+			t.Errorf("segment %d: DSCP %d, want %d", i, d, want(i))
+		}
+	}
+	dscps = nil
+	p.run(p.now + int64(2*time.Millisecond)) // idle beyond IdleReset
+	if _, ok := p.call(t, 100, time.Second); !ok || len(dscps) != 1 || dscps[0] != 56 {
+		t.Errorf("after idle: DSCPs %v, want one segment at 56", dscps)
+	}
+}
+
+// TestPipelinedCalls: calls issued together share one connection (tcprpc's
+// default) and end in the order they were sent, a short one behind a long
+// one included, each once, at consecutive places in the streams; more
+// of them than a queue holds before it compacts.
+func TestPipelinedCalls(t *testing.T) {
+	p := newPair(t, Config{MSS: 1460}, nil)
+	const calls = 3 * compactAt
+	var order []int
+	var offsets []int64
+	for i := range calls {
+		size := 100
+		if i == 0 {
+			size = 1_000_000
+		}
+		p.client.Call(p.now, netip.AddrPortFrom(p.sAddr, 4000), make([]byte, size), func(r Result, err error) {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			order = append(order, i)
+			offsets = append(offsets, r.ReqOffset, r.RespOffset)
+		})
+	}
+	p.run(int64(10 * time.Second))
+	if len(order) != calls {
+		t.Fatalf("%d of %d calls ended", len(order), calls)
+	}
+	for i, k := range order {
+		if k != i {
+			t.Fatalf("call %d ended %dth", k, i)
+		}
+	}
+	if st := p.client.Stats(); st.Conns != 1 {
+		t.Errorf("%d connections, want 1", st.Conns)
+	}
+	// Call i's request starts after the 1 MB one and i-1 short ones, each
+	// with its 4-byte length; responses are 100 bytes each.
+	for i := 1; i < calls; i++ {
+		wantReq, wantResp := int64(1_000_004+(i-1)*104), int64(i*104)
+		if offsets[2*i] != wantReq || offsets[2*i+1] != wantResp {
+			t.Fatalf("call %d at offsets %d, %d, want %d, %d", i, offsets[2*i], offsets[2*i+1], wantReq, wantResp)
+		}
+	}
+}
+
+// TestDelayedAck: with delayed ACKs the receiver of a bulk transfer ACKs
+// every second full segment, and an ACK that nothing carries leaves after
+// the 40 ms timeout: the client's for the response it got last.
+func TestDelayedAck(t *testing.T) {
+	p := newPair(t, Config{MSS: 1000, DelayedAck: true}, nil)
+	var srvAcks int
+	var lastClientAck int64
+	p.tap = func(from netip.Addr, s *Segment) {
+		switch {
+		case from == p.sAddr && s.Len == 0:
+			srvAcks++
+		case from == p.cAddr && s.Len == 0:
+			lastClientAck = p.now
+		}
+	}
+	r, ok := p.call(t, 100_000-framing, time.Second) // 100 full segments
+	if !ok {
+		t.Fatal("call did not complete")
+	}
+	if srvAcks < 45 || srvAcks > 55 {
+		t.Errorf("the server sent %d pure ACKs for 100 segments, want about 50", srvAcks)
+	}
+	if d := time.Duration(lastClientAck - r.Done); d != 40*time.Millisecond {
+		t.Errorf("the client's ACK of the response left %v after it arrived, want 40ms", d)
+	}
+}

@@ -1,0 +1,99 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// linkEnv records what fault injection asks of a run with one leaf-spine
+// link, l1-p1 on l1's port 3; it has no agents.
+type linkEnv struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *linkEnv) log(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, fmt.Sprintf(format, args...))
+}
+
+func (e *linkEnv) Port(link string) (string, uint16, error) {
+	if link != "l1-p1" {
+		return "", 0, fmt.Errorf("no link %s", link)
+	}
+	return "l1", 3, nil
+}
+
+func (e *linkEnv) Reroute(_ context.Context, leaf, spine string, down bool) error {
+	e.log("reroute %s-%s down=%v", leaf, spine, down)
+	return nil
+}
+
+func (e *linkEnv) SetFault(_ context.Context, sw string, fs switchstats.FaultSetting) error {
+	down := ""
+	if fs.DownFor != nil {
+		down = *fs.DownFor
+	}
+	e.log("fault %s:%d down_for=%s", sw, fs.Port, down)
+	return nil
+}
+
+func (e *linkEnv) Agent(string) Agent                         { return nil }
+func (e *linkEnv) Down(string) bool                           { return false }
+func (e *linkEnv) Kill(context.Context, string) (bool, error) { return false, nil }
+func (e *linkEnv) Restart(context.Context, string, *agentpb.Workload) error {
+	return nil
+}
+func (e *linkEnv) StartAgent(context.Context, string) error { return nil }
+func (e *linkEnv) RecordsPath(string) string                { return "" }
+
+// TestSwitchLinkDownMovesPaths: a down window on a leaf-spine link drops at
+// the leaf's port and has the controller move the paths off the link at
+// its start and back at its end; Clear takes back a link whose window the
+// experiment cut short.
+func TestSwitchLinkDownMovesPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		want []string
+	}{
+		{"whole window", 150 * time.Millisecond, []string{"fault l1:3 down_for=50ms", "reroute l1-p1 down=true", "reroute l1-p1 down=false", "fault l1:3 down_for=0s"}},
+		{"cut short", 30 * time.Millisecond, []string{"fault l1:3 down_for=50ms", "reroute l1-p1 down=true", "reroute l1-p1 down=false", "fault l1:3 down_for=0s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &linkEnv{}
+			f := scenario.Fault{Link: "l1-p1", Down: &scenario.DownWindow{At: scenario.Duration(10 * time.Millisecond), For: scenario.Duration(50 * time.Millisecond)}}
+			x := Experiment{Experiment: &scenario.Experiment{Scenario: &scenario.Scenario{Faults: []scenario.Fault{f}}}, Start: time.Now()}
+			fr, notes, err := Start(context.Background(), env, x, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(notes) != 1 || notes[0] != "fault injected: link l1-p1 down at 10ms into the measurement for 50ms (the controller moves the paths off it and back)" {
+				t.Errorf("notes %q", notes)
+			}
+			time.Sleep(tc.wait)
+			fr.End()
+			fr.Clear(context.Background())
+			env.mu.Lock()
+			got := slices.Clone(env.events)
+			env.mu.Unlock()
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("events %q, want %q", got, tc.want)
+			}
+			if w := fr.Warnings(); len(w) != 0 {
+				t.Errorf("warnings %q", w)
+			}
+		})
+	}
+}
