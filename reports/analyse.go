@@ -137,6 +137,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		ec := c
 		ec.headlinePhase = headlinePhase(man, me)
 		ec.phaseOrder, _ = scenarioPhases(man)
+		ec.collOrder, ec.collKinds = collectiveKinds(man)
 		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], ec)
 		if !seen[me.Name] && hasMan {
 			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
@@ -289,6 +290,13 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	}
 	slices.Sort(er.lags)
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
+
+	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
+	for _, cs := range e.Collectives {
+		if cs.OrderError != "" {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("collective %s: a step started before its input arrived: %s", cs.Phase, cs.OrderError))
+		}
+	}
 
 	s := er.samples
 	if len(s) == 0 {

@@ -210,6 +210,7 @@ type reportPage struct {
 	ManifestKV  [][2]string
 	Experiments []*Experiment
 	Captures    []captureRow
+	Collectives []collectiveSection
 	Adversaries []adversaryRow
 }
 
@@ -350,6 +351,9 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	}
 	pg.Paper = paper
 	if err := buildSweeps(pg, s); err != nil {
+		return nil, err
+	}
+	if err := buildCollectives(pg, s); err != nil {
 		return nil, err
 	}
 	if err := manifestView(pg, s.manifest); err != nil {

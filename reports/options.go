@@ -18,7 +18,11 @@ type config struct {
 	// scenario's report.headline_phase); set per experiment.
 	headlinePhase string
 	phaseOrder    []string
-	confidence    float64
+	// collOrder and collKinds are the scenario's collective phases and
+	// their kinds; set per experiment.
+	collOrder  []string
+	collKinds  map[string]string
+	confidence float64
 }
 
 func defaultConfig() config {

@@ -77,17 +77,8 @@ func phaseStats(s []sample, phaseOf func(sample) string, order []string, ideal *
 	if len(rtts) == 0 {
 		return nil
 	}
-	names := slices.Clone(order)
-	names = slices.DeleteFunc(names, func(n string) bool { _, ok := rtts[n]; return !ok })
-	var rest []string
-	for n := range rtts {
-		if !slices.Contains(names, n) {
-			rest = append(rest, n)
-		}
-	}
-	slices.Sort(rest)
 	var out []PhaseStats
-	for _, n := range append(names, rest...) {
+	for _, n := range orderedKeys(order, rtts) {
 		r := rtts[n]
 		slices.Sort(r)
 		ps := PhaseStats{Name: n, Count: int64(len(r)), MinBytes: lo[n], MaxBytes: hi[n],
@@ -100,4 +91,18 @@ func phaseStats(s []sample, phaseOf func(sample) string, order []string, ideal *
 		out = append(out, ps)
 	}
 	return out
+}
+
+// orderedKeys are m's keys: those order names in its order, then the
+// others by name.
+func orderedKeys[V any](order []string, m map[string]V) []string {
+	names := slices.DeleteFunc(slices.Clone(order), func(n string) bool { _, ok := m[n]; return !ok })
+	var rest []string
+	for n := range m {
+		if !slices.Contains(names, n) {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	return append(names, rest...)
 }

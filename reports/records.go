@@ -54,6 +54,8 @@ type expRecords struct {
 	last     int64 // latest done_ns
 	failures map[string]int64
 	clients  []string // client hosts, in first-seen order
+	// steps are the collectives' step messages, kept out of samples.
+	steps []collStep
 }
 
 // recordSet is everything read from rpcs.csv.
@@ -200,6 +202,11 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 	if rec.SentNs > 0 && intended > 0 {
 		e.lags = append(e.lags, rec.SentNs-intended)
 	}
+	if rec.Collective != "" {
+		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
+			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
+			done: rec.DoneNs, computeNs: rec.ComputeNs, input: rec.InputNs, completed: rec.Status == runfmt.StatusCompleted})
+	}
 	switch rec.Status {
 	case runfmt.StatusCompleted:
 		done := rec.DoneNs
@@ -215,7 +222,9 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		if x.firstResp, err = sinceIntended(rec.FirstRespNs, "first_resp_ns", intended, done); err != nil {
 			return err
 		}
-		e.samples = append(e.samples, x)
+		if rec.Collective == "" {
+			e.samples = append(e.samples, x)
+		}
 	case runfmt.StatusFailed:
 		e.failed++
 		reason := rec.Reason

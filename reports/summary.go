@@ -52,6 +52,10 @@ type Experiment struct {
 	// phase its client ran), in the order of the scenario; empty for runs
 	// that did not record the clients' phases.
 	Phases []PhaseStats `json:"phases"`
+	// Collectives summarise the collective phases; their step messages
+	// enter no other statistic of the experiment but its RPC counts, send
+	// lag and goodput.
+	Collectives []CollectiveStats `json:"collectives,omitempty"`
 	// Binning is "exact" (one row per request length) or "log" (log-spaced
 	// bins of at least MinBinSamples samples each).
 	Binning string    `json:"binning"`

@@ -81,6 +81,17 @@ type RPC struct {
 	// RecoveryFromNs is when the client began waiting for a lost packet
 	// (Unix ns; Homa's CallInfo.RecoveryFrom), 0 if it never did.
 	RecoveryFromNs int64
+	// Collective is the phase name of a collective's step message (empty
+	// for other RPCs); Iteration and Step place it in the collective.
+	// InputNs is when the last input the step depends on arrived at the
+	// sender (0 for a step that depends on none), ComputeNs how long the
+	// compute before the host's first send of the iteration was (0 on its
+	// other sends); IntendedNs is the later of the input's arrival and the
+	// compute's end: when the step could go.
+	Collective      string
+	Iteration, Step int64
+	InputNs         int64
+	ComputeNs       int64
 }
 
 // RPCs is the rpcs.csv format: written by each agent per experiment,
@@ -117,6 +128,11 @@ func RPCs() *CSVFormat[RPC] {
 			i64Col("resp_offset", func(r *RPC) *int64 { return &r.RespOffset }).opt(),
 			strCol("reason", func(r *RPC) *string { return &r.Reason }).opt(),
 			i64Col("recovery_from_ns", func(r *RPC) *int64 { return &r.RecoveryFromNs }).opt(),
+			strCol("collective", func(r *RPC) *string { return &r.Collective }).opt(),
+			i64Col("iteration", func(r *RPC) *int64 { return &r.Iteration }).opt(),
+			i64Col("step", func(r *RPC) *int64 { return &r.Step }).opt(),
+			i64Col("input_ns", func(r *RPC) *int64 { return &r.InputNs }).opt(),
+			i64Col("compute_ns", func(r *RPC) *int64 { return &r.ComputeNs }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0

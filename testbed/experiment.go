@@ -126,7 +126,9 @@ func (x *experimentRun) configure(ctx context.Context) error {
 				return nil
 			}
 			h, _ := x.r.layout.Host(host)
-			return a.Configure(ctx, x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.Servers[host], x.roles.Clients[host]))
+			req := x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.Servers[host], x.roles.Clients[host])
+			req.Collectives = x.roles.Collectives[host]
+			return a.Configure(ctx, req)
 		})
 		if err != nil {
 			return err

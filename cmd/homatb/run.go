@@ -213,15 +213,25 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt
 	fmt.Fprintln(w)
 	sum := readSummary(filepath.Join(runDir, "summary.json"))
 	short := map[string]float64{}
+	colls := map[string][]reports.CollectiveStats{}
 	for _, e := range sum.Experiments {
 		if e.Short.P99us != nil {
 			short[e.Name] = *e.Short.P99us
 		}
+		colls[e.Name] = e.Collectives
 	}
 	for _, e := range man.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
 			fmt.Fprintf(w, "; %s P99 %s", sum.ShortLabel(), reports.FormatLatency(p))
+		}
+		for _, c := range colls[e.Name] {
+			if c.CCT.P50 != nil {
+				fmt.Fprintf(w, "; %s CCT P50 %s", c.Phase, reports.FormatLatency(*c.CCT.P50))
+				if c.IdealCCT != nil && *c.IdealCCT > 0 {
+					fmt.Fprintf(w, " (%.2fx ideal)", *c.CCT.P50 / *c.IdealCCT)
+				}
+			}
 		}
 		fmt.Fprintln(w)
 		for _, fw := range e.Fidelity {

@@ -32,6 +32,7 @@ type experiment struct {
 	conns                          *connSampler // TCP clients' connections over time; nil for others
 	log                            *slog.Logger
 	req                            []byte // shared request bytes
+	colls                          []*collective
 
 	issued, completed, failed, inflight atomic.Uint64
 	slotWaits                           atomic.Uint64
@@ -50,7 +51,10 @@ type experiment struct {
 	stopErr     error
 }
 
-type rpcState struct{ rec Record }
+type rpcState struct {
+	rec  Record
+	sent time.Time // rec.SentNs with the monotonic clock
+}
 
 // lagMaxUs bounds the lag histogram (one minute); longer lags saturate.
 const lagMaxUs = 60_000_000
@@ -74,26 +78,32 @@ func newExperiment(name, transport, phase, client string, spec *clientSpec, tr T
 	return e
 }
 
-// start begins issuing; ctx bounds the whole experiment.
+// start begins issuing; ctx bounds the whole experiment. Issuing is over
+// when the client workload and every collective have stopped.
 func (e *experiment) start(ctx context.Context) {
 	issueCtx, stopIssue := context.WithCancel(ctx)
 	callCtx, cancelCalls := context.WithCancel(ctx)
 	e.stopIssue, e.cancelCalls = stopIssue, cancelCalls
-	if e.spec == nil {
-		close(e.issuing)
-		return
-	}
 	go func() {
 		defer close(e.issuing)
-		start := e.spec.startAt
-		if start.IsZero() {
-			start = time.Now()
+		var wg sync.WaitGroup
+		if e.spec != nil {
+			wg.Go(func() {
+				start := e.spec.startAt
+				if start.IsZero() {
+					start = time.Now()
+				}
+				if e.spec.closed {
+					e.runClosed(issueCtx, callCtx, start)
+				} else {
+					e.runOpen(issueCtx, callCtx, start)
+				}
+			})
 		}
-		if e.spec.closed {
-			e.runClosed(issueCtx, callCtx, start)
-		} else {
-			e.runOpen(issueCtx, callCtx, start)
+		for _, c := range e.colls {
+			wg.Go(func() { c.loop(issueCtx, callCtx) })
 		}
+		wg.Wait()
 	}()
 }
 
@@ -228,28 +238,50 @@ func (e *experiment) phaseAt(off time.Duration) string {
 
 // call issues one RPC and books it.
 func (e *experiment) call(ctx context.Context, intended time.Time, size int, target, phase string) {
-	sent := time.Now()
-	r := &rpcState{rec: Record{
+	e.issue(ctx, Record{
 		Experiment: e.name, Transport: e.transport, Phase: phase, Client: e.client, Server: target,
-		ReqBytes: int64(size), IntendedNs: intended.UnixNano(), SentNs: sent.UnixNano(),
-	}}
+		ReqBytes: int64(size), IntendedNs: intended.UnixNano(),
+	}, e.req[:size])
+}
+
+// issue sends req as one RPC described by rec (its sent, done and
+// transport fields filled here), books it and writes its record. It
+// reports whether the RPC completed, and when.
+func (e *experiment) issue(ctx context.Context, rec Record, req []byte) (time.Time, bool) {
+	r := e.book(rec)
+	if r == nil {
+		return time.Time{}, false
+	}
+	return e.send(ctx, r, req)
+}
+
+// book counts an RPC as issued and outstanding, sent now; nil once the
+// books are closed.
+func (e *experiment) book(rec Record) *rpcState {
+	sent := time.Now()
+	rec.SentNs = sent.UnixNano()
+	r := &rpcState{rec: rec, sent: sent}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.closedBooks {
-		e.mu.Unlock()
-		return
+		return nil
 	}
 	e.issued.Add(1)
 	e.outstanding[r] = struct{}{}
-	e.lag.RecordValue(min(max(sent.Sub(intended).Microseconds(), 0), lagMaxUs))
-	e.mu.Unlock()
+	e.lag.RecordValue(min(max((rec.SentNs-rec.IntendedNs)/1000, 0), lagMaxUs))
+	return r
+}
 
-	res, err := e.tr.Call(ctx, target, e.req[:size])
+// send issues a booked RPC and records how it ended.
+func (e *experiment) send(ctx context.Context, r *rpcState, req []byte) (time.Time, bool) {
+	rec, sent := r.rec, r.sent
+	res, err := e.tr.Call(ctx, rec.Server, req)
 	done := time.Now()
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.outstanding[r]; !ok {
-		return // already recorded as in flight at Stop
+		return time.Time{}, false // already recorded as in flight at Stop
 	}
 	delete(e.outstanding, r)
 	r.rec.Retries = int64(res.Retries)
@@ -268,12 +300,13 @@ func (e *experiment) call(ctx context.Context, intended time.Time, size int, tar
 	} else {
 		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, int64(res.RespBytes), done.UnixNano()
 		e.completed.Add(1)
-		if phase != runfmt.PhaseWarmup {
-			e.rtt.RecordValue(min(max(done.Sub(intended).Microseconds(), 1), lagMaxUs))
+		if rec.Phase != runfmt.PhaseWarmup {
+			e.rtt.RecordValue(min(max((r.rec.DoneNs-rec.IntendedNs)/1000, 1), lagMaxUs))
 		}
 	}
 	// Under mu, so Stop cannot close the writer between the check and here.
 	e.rec.Write(r.rec)
+	return done, err == nil
 }
 
 // stop ends issuing, gives outstanding RPCs drain to finish, records the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -105,6 +106,9 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 			return nil, apiError(err)
 		}
 	}
+	if len(req.GetCollectives()) > 0 && len(req.GetServerPorts()) == 0 {
+		return nil, apiError(invalid("server_ports", "", "a collective's members must serve: its steps arrive as requests"))
+	}
 	for _, p := range req.GetServerPorts() {
 		if p == 0 || p > 65535 {
 			return nil, apiError(invalid("server_ports", p, "expected 1..65535"))
@@ -128,6 +132,20 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 				"messages up to %d bytes, but %s carries at most %d: truncate with \",max=%d\"",
 				longest, transportLabel(req), tr.MaxMessage(), tr.MaxMessage()))
 		}
+	}
+	var colls []*collSpec
+	ids := map[uint32]string{}
+	for i, c := range req.GetCollectives() {
+		cs, err := parseCollective(c, i, tr.MaxMessage())
+		if err == nil && ids[cs.id] != "" {
+			err = invalid("collectives["+strconv.Itoa(i)+"].phase", cs.phase, "its id collides with phase %q's: rename one", ids[cs.id])
+		}
+		if err != nil {
+			tr.Close()
+			return nil, apiError(err)
+		}
+		ids[cs.id] = cs.phase
+		colls = append(colls, cs)
 	}
 	phase := req.GetPhase()
 	if phase == "" {
@@ -157,7 +175,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 	}
 	var rec *recordWriter
-	if spec != nil {
+	if spec != nil || len(colls) > 0 {
 		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".rpcs.csv")
 		if rec, err = newRecordWriter(path); err != nil {
 			tr.Close()
@@ -177,10 +195,16 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	s.tr, s.resp, s.expName = tr, resp, req.GetExperiment()
 	s.exp = newExperiment(req.GetExperiment(), transportLabel(req), phase, host, spec, tr, rec, s.log)
 	s.exp.conns = conns
+	if len(colls) > 0 {
+		for _, cs := range colls {
+			s.exp.colls = append(s.exp.colls, newCollective(s.exp, cs))
+		}
+		resp.colls.Store(&s.exp.colls)
+	}
 	s.state = StateConfigured
 	syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
 	s.log.Info("configured", "experiment", s.expName, "transport", transportLabel(req),
-		"server_ports", req.GetServerPorts(), "client", spec != nil)
+		"server_ports", req.GetServerPorts(), "client", spec != nil, "collectives", len(colls))
 	return &agentpb.ConfigureReply{}, nil
 }
 

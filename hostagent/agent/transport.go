@@ -120,9 +120,20 @@ type responder struct {
 	mu     sync.Mutex
 	zeros  atomic.Pointer[[]byte]
 	served atomic.Uint64
+	// colls are the collectives of the experiment, told of their step
+	// messages as they arrive; nil without any.
+	colls atomic.Pointer[[]*collective]
 }
 
 func (r *responder) handle(req []byte) []byte {
+	if cs := r.colls.Load(); cs != nil {
+		at := time.Now()
+		for _, c := range *cs {
+			if c.arrived(req, at) {
+				break
+			}
+		}
+	}
 	n := ResponseLength(req)
 	r.served.Add(1)
 	return r.buffer(n)[:n]

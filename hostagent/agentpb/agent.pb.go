@@ -388,7 +388,9 @@ type ConfigureRequest struct {
 	// Client workload (absent: this agent is a server only).
 	Client *Workload `protobuf:"bytes,8,opt,name=client,proto3" json:"client,omitempty"`
 	// Phase label written into records ("calibrate", "measure").
-	Phase         string `protobuf:"bytes,9,opt,name=phase,proto3" json:"phase,omitempty"`
+	Phase string `protobuf:"bytes,9,opt,name=phase,proto3" json:"phase,omitempty"`
+	// Collectives this host takes part in, each beside the client workload.
+	Collectives   []*Collective `protobuf:"bytes,10,rep,name=collectives,proto3" json:"collectives,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -486,6 +488,157 @@ func (x *ConfigureRequest) GetPhase() string {
 	return ""
 }
 
+func (x *ConfigureRequest) GetCollectives() []*Collective {
+	if x != nil {
+		return x.Collectives
+	}
+	return nil
+}
+
+// Collective is one host's part in a collective phase: iterations of
+// compute then steps, each step a message (an RPC with a short reply) whose
+// sending waits for the inputs it depends on to arrive at this host.
+type Collective struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The scenario's phase name, written into each step's record.
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// "ring-allreduce", "allgather", "reduce-scatter", "alltoall" or
+	// "incast-barrier".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Every member's server address "ip:port", in ring order, and its host
+	// name; rank is this host's index in them.
+	Targets []string `protobuf:"bytes,3,rep,name=targets,proto3" json:"targets,omitempty"`
+	Hosts   []string `protobuf:"bytes,4,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	Rank    uint32   `protobuf:"varint,5,opt,name=rank,proto3" json:"rank,omitempty"`
+	// The collective's buffer; each step message carries bytes / members.
+	Bytes      uint64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Iterations uint32 `protobuf:"varint,7,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	// Compute before each iteration, plus a uniform draw in [0, jitter).
+	ComputeNs uint64 `protobuf:"varint,8,opt,name=compute_ns,json=computeNs,proto3" json:"compute_ns,omitempty"`
+	JitterNs  uint64 `protobuf:"varint,9,opt,name=jitter_ns,json=jitterNs,proto3" json:"jitter_ns,omitempty"`
+	Seed      uint64 `protobuf:"varint,10,opt,name=seed,proto3" json:"seed,omitempty"`
+	// Absolute start time (Unix ns), 0 = at Start; no iteration begins
+	// after duration_ms from it.
+	StartUnixNs   int64  `protobuf:"varint,11,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	DurationMs    uint32 `protobuf:"varint,12,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Collective) Reset() {
+	*x = Collective{}
+	mi := &file_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Collective) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Collective) ProtoMessage() {}
+
+func (x *Collective) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Collective.ProtoReflect.Descriptor instead.
+func (*Collective) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Collective) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *Collective) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Collective) GetTargets() []string {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+func (x *Collective) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *Collective) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *Collective) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *Collective) GetIterations() uint32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *Collective) GetComputeNs() uint64 {
+	if x != nil {
+		return x.ComputeNs
+	}
+	return 0
+}
+
+func (x *Collective) GetJitterNs() uint64 {
+	if x != nil {
+		return x.JitterNs
+	}
+	return 0
+}
+
+func (x *Collective) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+func (x *Collective) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *Collective) GetDurationMs() uint32 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
 type ConfigureReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -494,7 +647,7 @@ type ConfigureReply struct {
 
 func (x *ConfigureReply) Reset() {
 	*x = ConfigureReply{}
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +659,7 @@ func (x *ConfigureReply) String() string {
 func (*ConfigureReply) ProtoMessage() {}
 
 func (x *ConfigureReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +672,7 @@ func (x *ConfigureReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureReply.ProtoReflect.Descriptor instead.
 func (*ConfigureReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{4}
+	return file_agent_proto_rawDescGZIP(), []int{5}
 }
 
 type StartRequest struct {
@@ -530,7 +683,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +695,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +708,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{5}
+	return file_agent_proto_rawDescGZIP(), []int{6}
 }
 
 type StartReply struct {
@@ -566,7 +719,7 @@ type StartReply struct {
 
 func (x *StartReply) Reset() {
 	*x = StartReply{}
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +731,7 @@ func (x *StartReply) String() string {
 func (*StartReply) ProtoMessage() {}
 
 func (x *StartReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +744,7 @@ func (x *StartReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartReply.ProtoReflect.Descriptor instead.
 func (*StartReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{6}
+	return file_agent_proto_rawDescGZIP(), []int{7}
 }
 
 type StopRequest struct {
@@ -603,7 +756,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +768,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +781,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{7}
+	return file_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StopRequest) GetDrainMs() uint32 {
@@ -647,7 +800,7 @@ type StopReply struct {
 
 func (x *StopReply) Reset() {
 	*x = StopReply{}
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +812,7 @@ func (x *StopReply) String() string {
 func (*StopReply) ProtoMessage() {}
 
 func (x *StopReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +825,7 @@ func (x *StopReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopReply.ProtoReflect.Descriptor instead.
 func (*StopReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{8}
+	return file_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StopReply) GetCounters() *Counters {
@@ -716,7 +869,7 @@ type Counters struct {
 
 func (x *Counters) Reset() {
 	*x = Counters{}
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +881,7 @@ func (x *Counters) String() string {
 func (*Counters) ProtoMessage() {}
 
 func (x *Counters) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +894,7 @@ func (x *Counters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counters.ProtoReflect.Descriptor instead.
 func (*Counters) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{9}
+	return file_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Counters) GetIssued() uint64 {
@@ -868,7 +1021,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1033,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1046,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{10}
+	return file_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StatusRequest) GetIntervalMs() uint32 {
@@ -926,7 +1079,7 @@ type StatusReply struct {
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1091,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1104,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{11}
+	return file_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StatusReply) GetExperiment() string {
@@ -1010,7 +1163,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1175,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1188,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{12}
+	return file_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Machine) GetHostname() string {
@@ -1106,7 +1259,7 @@ type FetchRecordsRequest struct {
 
 func (x *FetchRecordsRequest) Reset() {
 	*x = FetchRecordsRequest{}
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1271,7 @@ func (x *FetchRecordsRequest) String() string {
 func (*FetchRecordsRequest) ProtoMessage() {}
 
 func (x *FetchRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1284,7 @@ func (x *FetchRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRecordsRequest.ProtoReflect.Descriptor instead.
 func (*FetchRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{13}
+	return file_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FetchRecordsRequest) GetExperiment() string {
@@ -1157,7 +1310,7 @@ type RecordChunk struct {
 
 func (x *RecordChunk) Reset() {
 	*x = RecordChunk{}
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1322,7 @@ func (x *RecordChunk) String() string {
 func (*RecordChunk) ProtoMessage() {}
 
 func (x *RecordChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1335,7 @@ func (x *RecordChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordChunk.ProtoReflect.Descriptor instead.
 func (*RecordChunk) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{14}
+	return file_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RecordChunk) GetData() []byte {
@@ -1200,7 +1353,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1365,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1378,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{15}
+	return file_agent_proto_rawDescGZIP(), []int{16}
 }
 
 type ShutdownReply struct {
@@ -1236,7 +1389,7 @@ type ShutdownReply struct {
 
 func (x *ShutdownReply) Reset() {
 	*x = ShutdownReply{}
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1401,7 @@ func (x *ShutdownReply) String() string {
 func (*ShutdownReply) ProtoMessage() {}
 
 func (x *ShutdownReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1414,7 @@ func (x *ShutdownReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownReply.ProtoReflect.Descriptor instead.
 func (*ShutdownReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{16}
+	return file_agent_proto_rawDescGZIP(), []int{17}
 }
 
 var File_agent_proto protoreflect.FileDescriptor
@@ -1300,7 +1453,7 @@ const file_agent_proto_rawDesc = "" +
 	" \x01(\rR\bwarmupMs\x12*\n" +
 	"\x11burst_interval_us\x18\v \x01(\rR\x0fburstIntervalUs\x12&\n" +
 	"\x0fburst_jitter_us\x18\f \x01(\rR\rburstJitterUs\x12\"\n" +
-	"\rstart_unix_ns\x18\r \x01(\x03R\vstartUnixNs\"\xe5\x02\n" +
+	"\rstart_unix_ns\x18\r \x01(\x03R\vstartUnixNs\"\xa4\x03\n" +
 	"\x10ConfigureRequest\x12\x1e\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\tR\n" +
@@ -1312,7 +1465,28 @@ const file_agent_proto_rawDesc = "" +
 	"\aaddress\x18\x06 \x01(\tR\aaddress\x12!\n" +
 	"\fserver_ports\x18\a \x03(\rR\vserverPorts\x121\n" +
 	"\x06client\x18\b \x01(\v2\x19.homatb.agent.v1.WorkloadR\x06client\x12\x14\n" +
-	"\x05phase\x18\t \x01(\tR\x05phase\"\x10\n" +
+	"\x05phase\x18\t \x01(\tR\x05phase\x12=\n" +
+	"\vcollectives\x18\n" +
+	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\xc5\x02\n" +
+	"\n" +
+	"Collective\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
+	"\atargets\x18\x03 \x03(\tR\atargets\x12\x14\n" +
+	"\x05hosts\x18\x04 \x03(\tR\x05hosts\x12\x12\n" +
+	"\x04rank\x18\x05 \x01(\rR\x04rank\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x04R\x05bytes\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\a \x01(\rR\n" +
+	"iterations\x12\x1d\n" +
+	"\n" +
+	"compute_ns\x18\b \x01(\x04R\tcomputeNs\x12\x1b\n" +
+	"\tjitter_ns\x18\t \x01(\x04R\bjitterNs\x12\x12\n" +
+	"\x04seed\x18\n" +
+	" \x01(\x04R\x04seed\x12\"\n" +
+	"\rstart_unix_ns\x18\v \x01(\x03R\vstartUnixNs\x12\x1f\n" +
+	"\vduration_ms\x18\f \x01(\rR\n" +
+	"durationMs\"\x10\n" +
 	"\x0eConfigureReply\"\x0e\n" +
 	"\fStartRequest\"\f\n" +
 	"\n" +
@@ -1409,56 +1583,58 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_agent_proto_goTypes = []any{
 	(Transport)(0),              // 0: homatb.agent.v1.Transport
 	(*HomaParams)(nil),          // 1: homatb.agent.v1.HomaParams
 	(*TcpParams)(nil),           // 2: homatb.agent.v1.TcpParams
 	(*Workload)(nil),            // 3: homatb.agent.v1.Workload
 	(*ConfigureRequest)(nil),    // 4: homatb.agent.v1.ConfigureRequest
-	(*ConfigureReply)(nil),      // 5: homatb.agent.v1.ConfigureReply
-	(*StartRequest)(nil),        // 6: homatb.agent.v1.StartRequest
-	(*StartReply)(nil),          // 7: homatb.agent.v1.StartReply
-	(*StopRequest)(nil),         // 8: homatb.agent.v1.StopRequest
-	(*StopReply)(nil),           // 9: homatb.agent.v1.StopReply
-	(*Counters)(nil),            // 10: homatb.agent.v1.Counters
-	(*StatusRequest)(nil),       // 11: homatb.agent.v1.StatusRequest
-	(*StatusReply)(nil),         // 12: homatb.agent.v1.StatusReply
-	(*Machine)(nil),             // 13: homatb.agent.v1.Machine
-	(*FetchRecordsRequest)(nil), // 14: homatb.agent.v1.FetchRecordsRequest
-	(*RecordChunk)(nil),         // 15: homatb.agent.v1.RecordChunk
-	(*ShutdownRequest)(nil),     // 16: homatb.agent.v1.ShutdownRequest
-	(*ShutdownReply)(nil),       // 17: homatb.agent.v1.ShutdownReply
-	nil,                         // 18: homatb.agent.v1.Counters.TransportEntry
-	nil,                         // 19: homatb.agent.v1.Counters.FailuresEntry
+	(*Collective)(nil),          // 5: homatb.agent.v1.Collective
+	(*ConfigureReply)(nil),      // 6: homatb.agent.v1.ConfigureReply
+	(*StartRequest)(nil),        // 7: homatb.agent.v1.StartRequest
+	(*StartReply)(nil),          // 8: homatb.agent.v1.StartReply
+	(*StopRequest)(nil),         // 9: homatb.agent.v1.StopRequest
+	(*StopReply)(nil),           // 10: homatb.agent.v1.StopReply
+	(*Counters)(nil),            // 11: homatb.agent.v1.Counters
+	(*StatusRequest)(nil),       // 12: homatb.agent.v1.StatusRequest
+	(*StatusReply)(nil),         // 13: homatb.agent.v1.StatusReply
+	(*Machine)(nil),             // 14: homatb.agent.v1.Machine
+	(*FetchRecordsRequest)(nil), // 15: homatb.agent.v1.FetchRecordsRequest
+	(*RecordChunk)(nil),         // 16: homatb.agent.v1.RecordChunk
+	(*ShutdownRequest)(nil),     // 17: homatb.agent.v1.ShutdownRequest
+	(*ShutdownReply)(nil),       // 18: homatb.agent.v1.ShutdownReply
+	nil,                         // 19: homatb.agent.v1.Counters.TransportEntry
+	nil,                         // 20: homatb.agent.v1.Counters.FailuresEntry
 }
 var file_agent_proto_depIdxs = []int32{
 	0,  // 0: homatb.agent.v1.ConfigureRequest.transport:type_name -> homatb.agent.v1.Transport
 	1,  // 1: homatb.agent.v1.ConfigureRequest.homa:type_name -> homatb.agent.v1.HomaParams
 	2,  // 2: homatb.agent.v1.ConfigureRequest.tcp:type_name -> homatb.agent.v1.TcpParams
 	3,  // 3: homatb.agent.v1.ConfigureRequest.client:type_name -> homatb.agent.v1.Workload
-	10, // 4: homatb.agent.v1.StopReply.counters:type_name -> homatb.agent.v1.Counters
-	18, // 5: homatb.agent.v1.Counters.transport:type_name -> homatb.agent.v1.Counters.TransportEntry
-	19, // 6: homatb.agent.v1.Counters.failures:type_name -> homatb.agent.v1.Counters.FailuresEntry
-	10, // 7: homatb.agent.v1.StatusReply.counters:type_name -> homatb.agent.v1.Counters
-	13, // 8: homatb.agent.v1.StatusReply.machine:type_name -> homatb.agent.v1.Machine
-	4,  // 9: homatb.agent.v1.Agent.Configure:input_type -> homatb.agent.v1.ConfigureRequest
-	6,  // 10: homatb.agent.v1.Agent.Start:input_type -> homatb.agent.v1.StartRequest
-	8,  // 11: homatb.agent.v1.Agent.Stop:input_type -> homatb.agent.v1.StopRequest
-	11, // 12: homatb.agent.v1.Agent.Status:input_type -> homatb.agent.v1.StatusRequest
-	14, // 13: homatb.agent.v1.Agent.FetchRecords:input_type -> homatb.agent.v1.FetchRecordsRequest
-	16, // 14: homatb.agent.v1.Agent.Shutdown:input_type -> homatb.agent.v1.ShutdownRequest
-	5,  // 15: homatb.agent.v1.Agent.Configure:output_type -> homatb.agent.v1.ConfigureReply
-	7,  // 16: homatb.agent.v1.Agent.Start:output_type -> homatb.agent.v1.StartReply
-	9,  // 17: homatb.agent.v1.Agent.Stop:output_type -> homatb.agent.v1.StopReply
-	12, // 18: homatb.agent.v1.Agent.Status:output_type -> homatb.agent.v1.StatusReply
-	15, // 19: homatb.agent.v1.Agent.FetchRecords:output_type -> homatb.agent.v1.RecordChunk
-	17, // 20: homatb.agent.v1.Agent.Shutdown:output_type -> homatb.agent.v1.ShutdownReply
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	5,  // 4: homatb.agent.v1.ConfigureRequest.collectives:type_name -> homatb.agent.v1.Collective
+	11, // 5: homatb.agent.v1.StopReply.counters:type_name -> homatb.agent.v1.Counters
+	19, // 6: homatb.agent.v1.Counters.transport:type_name -> homatb.agent.v1.Counters.TransportEntry
+	20, // 7: homatb.agent.v1.Counters.failures:type_name -> homatb.agent.v1.Counters.FailuresEntry
+	11, // 8: homatb.agent.v1.StatusReply.counters:type_name -> homatb.agent.v1.Counters
+	14, // 9: homatb.agent.v1.StatusReply.machine:type_name -> homatb.agent.v1.Machine
+	4,  // 10: homatb.agent.v1.Agent.Configure:input_type -> homatb.agent.v1.ConfigureRequest
+	7,  // 11: homatb.agent.v1.Agent.Start:input_type -> homatb.agent.v1.StartRequest
+	9,  // 12: homatb.agent.v1.Agent.Stop:input_type -> homatb.agent.v1.StopRequest
+	12, // 13: homatb.agent.v1.Agent.Status:input_type -> homatb.agent.v1.StatusRequest
+	15, // 14: homatb.agent.v1.Agent.FetchRecords:input_type -> homatb.agent.v1.FetchRecordsRequest
+	17, // 15: homatb.agent.v1.Agent.Shutdown:input_type -> homatb.agent.v1.ShutdownRequest
+	6,  // 16: homatb.agent.v1.Agent.Configure:output_type -> homatb.agent.v1.ConfigureReply
+	8,  // 17: homatb.agent.v1.Agent.Start:output_type -> homatb.agent.v1.StartReply
+	10, // 18: homatb.agent.v1.Agent.Stop:output_type -> homatb.agent.v1.StopReply
+	13, // 19: homatb.agent.v1.Agent.Status:output_type -> homatb.agent.v1.StatusReply
+	16, // 20: homatb.agent.v1.Agent.FetchRecords:output_type -> homatb.agent.v1.RecordChunk
+	18, // 21: homatb.agent.v1.Agent.Shutdown:output_type -> homatb.agent.v1.ShutdownReply
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -1472,7 +1648,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,9 @@ type Roles struct {
 	Start int64
 	// Phases names the phase each client's workload comes from.
 	Phases map[string]string
+	// Collectives are each host's parts in the collective phases; a host
+	// may run them beside a client workload.
+	Collectives map[string][]*agentpb.Collective
 }
 
 // PlanRoles works out each host's client workload in experiment e on the
@@ -37,8 +40,14 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 	s := e.Scenario
 	all := s.Topology.HostNames()
 	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start,
-		Phases: map[string]string{}}
+		Phases: map[string]string{}, Collectives: map[string][]*agentpb.Collective{}}
 	for pi, ph := range s.Phases {
+		if ph.Collective != nil {
+			if err := ro.addCollective(e, pi, n, start); err != nil {
+				return Roles{}, err
+			}
+			continue
+		}
 		cs, err := scenario.ExpandHosts(ph.Clients, all)
 		if err != nil {
 			return Roles{}, err
@@ -70,7 +79,7 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 		}
 	}
 	for _, h := range n.Hosts {
-		if ro.Clients[h.Name] != nil || ro.Servers[h.Name] {
+		if ro.Clients[h.Name] != nil || ro.Servers[h.Name] || len(ro.Collectives[h.Name]) > 0 {
 			ro.Used = append(ro.Used, h.Name)
 		}
 	}
@@ -113,11 +122,52 @@ func workload(e *scenario.Experiment, pi int, c string, servers []string, start 
 	return w
 }
 
-// ClientHosts are the used hosts that run a workload.
+// addCollective gives each host of collective phase pi its part: the
+// members in ring order, its rank, the collective's settings. Iterations
+// begin with the measurement (start plus the warm-up) and none begins
+// after it.
+func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, start int64) error {
+	s := e.Scenario
+	ph := s.Phases[pi]
+	hosts, err := s.CollectiveHosts(ph)
+	if err != nil {
+		return err
+	}
+	var targets []string
+	for _, h := range hosts {
+		th, ok := n.Host(h)
+		if !ok {
+			return fmt.Errorf("phase %s: host %s is not in the network", ph.Name, h)
+		}
+		targets = append(targets, fmt.Sprintf("%s:%d", th.IP, ServerPort))
+	}
+	co := ph.Collective
+	for r, h := range hosts {
+		ro.Servers[h] = true
+		ro.Collectives[h] = append(ro.Collectives[h], &agentpb.Collective{
+			Phase: ph.Name, Kind: co.Kind, Targets: targets, Hosts: hosts, Rank: uint32(r),
+			Bytes: uint64(co.Bytes), Iterations: uint32(co.Iterations),
+			ComputeNs: uint64(co.Compute.D()), JitterNs: uint64(co.Jitter.D()),
+			Seed:        e.Seed*7919 + uint64(pi)*131,
+			StartUnixNs: start + int64(s.Warmup.D()),
+			DurationMs:  uint32(s.Duration.D() / time.Millisecond),
+		})
+	}
+	return nil
+}
+
+// Runs reports whether host runs a workload: a client's or a part in a
+// collective.
+func (ro Roles) Runs(host string) bool {
+	return ro.Clients[host] != nil || len(ro.Collectives[host]) > 0
+}
+
+// ClientHosts are the used hosts that run a workload: a client's, or a
+// part in a collective.
 func (ro Roles) ClientHosts() []string {
 	var out []string
 	for _, h := range ro.Used {
-		if ro.Clients[h] != nil {
+		if ro.Runs(h) {
 			out = append(out, h)
 		}
 	}
@@ -128,7 +178,7 @@ func (ro Roles) ClientHosts() []string {
 func (ro Roles) ServerOnly() []string {
 	var out []string
 	for _, h := range ro.Used {
-		if ro.Clients[h] == nil {
+		if !ro.Runs(h) {
 			out = append(out, h)
 		}
 	}

@@ -574,7 +574,9 @@ func (s *Scenario) Doc() any {
 func (s *Scenario) CalibrationResponse() uint32 {
 	count := map[uint32]int{}
 	for _, ph := range s.Phases {
-		count[ph.ResponseBytes]++
+		if ph.Collective == nil {
+			count[ph.ResponseBytes]++
+		}
 	}
 	better := func(r uint32, c int, best uint32, n int) bool {
 		switch {

@@ -330,6 +330,10 @@ type Phase struct {
 	ResponseBytes uint32  `yaml:"response_bytes"`
 	MaxRPCs       uint64  `yaml:"max_rpcs"`
 	Incast        *Incast `yaml:"incast"`
+	// Hosts and Collective make the phase a collective among Hosts (in
+	// ring order) instead of clients sending to servers (collective.go).
+	Hosts      []string    `yaml:"hosts,omitempty"`
+	Collective *Collective `yaml:"collective,omitempty"`
 }
 
 // Incast makes every client of a phase send at the same instants.

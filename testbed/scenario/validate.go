@@ -103,6 +103,10 @@ func applyDefaults(s *Scenario) {
 	}
 	for i := range s.Phases {
 		p := &s.Phases[i]
+		if p.Collective != nil {
+			p.Collective.applyDefaults()
+			continue
+		}
 		if p.Arrivals == "" {
 			p.Arrivals = ArrivalsPoisson
 		}
@@ -486,6 +490,10 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.errorf(p+".name", "phase %q is defined twice", ph.Name)
 		}
 		names[ph.Name] = true
+		if ph.Collective != nil || len(ph.Hosts) > 0 {
+			c.checkCollective(s, p, ph)
+			continue
+		}
 		clients, err := ExpandHosts(ph.Clients, hosts)
 		if err != nil {
 			c.errorf(p+".clients", "%v", err)

@@ -46,6 +46,10 @@ type job struct {
 	// issuing counts the clients (closed-loop workers) still issuing.
 	open    map[int]bool
 	issuing int
+	// colls are the hosts' parts in collectives; arrived tells them of
+	// each request a server receives.
+	colls   []*simColl
+	arrived func(host string, req []byte)
 	closed  bool // books closed: later callbacks are the shutdown's
 }
 
@@ -76,6 +80,7 @@ func (j *job) run() error {
 	for k := range j.clients {
 		j.startClient(&j.clients[k], start)
 	}
+	j.startCollectives(start)
 	// Ticks keep the clock's queue from ever emptying, so it runs in steps
 	// of a millisecond: to the end, or until every client has issued its
 	// last RPC and none is open (a bounded count, as calibration's), then
@@ -129,6 +134,9 @@ func (j *job) serve(h *simnet.Node) error {
 			j.servedBy = map[string]uint64{}
 		}
 		return t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
+			if j.arrived != nil {
+				j.arrived(h.Name, sr.Req)
+			}
 			n := agent.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
 			now := j.net.Clock().Now()
@@ -142,6 +150,9 @@ func (j *job) serve(h *simnet.Node) error {
 		})
 	}
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
+		if j.arrived != nil {
+			j.arrived(h.Name, sr.Request())
+		}
 		n := agent.ResponseLength(sr.Request())
 		if len(zeros) < n {
 			zeros = make([]byte, n)
@@ -231,13 +242,22 @@ func (j *job) phaseAt(c *client, off time.Duration) string {
 // call issues one RPC of c's to target ti and books it; then runs after
 // it ends.
 func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64, phase string, then func()) {
-	clock := j.net.Clock()
 	target := c.targets[ti]
-	sent := j.epoch.Add(time.Duration(clock.Now()))
-	row := runfmt.RPC{Experiment: j.name, Transport: j.transport, Phase: phase, Client: c.host,
+	j.send(h, runfmt.RPC{Experiment: j.name, Transport: j.transport, Phase: phase, Client: c.host,
 		Server: target.String(), ServerHost: c.targetHosts[ti], ReqBytes: int64(len(req)),
-		IntendedNs: j.epoch.Add(time.Duration(intended)).UnixNano(), SentNs: sent.UnixNano(),
-	}
+		IntendedNs: j.epoch.Add(time.Duration(intended)).UnixNano()}, target, req, func(bool) {
+		if then != nil {
+			then()
+		}
+	})
+}
+
+// send issues req from h to target as the RPC row describes, sent now,
+// books it and fills its row; then runs after it ends, told whether it
+// completed.
+func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []byte, then func(ok bool)) {
+	clock := j.net.Clock()
+	row.SentNs = j.epoch.Add(time.Duration(clock.Now())).UnixNano()
 	if h.Endpoint() != nil {
 		row.Local = netip.AddrPortFrom(h.IP, h.Endpoint().Config().ClientPort).String()
 	}
@@ -271,9 +291,7 @@ func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64
 				r.Status, r.RespBytes, r.DoneNs = runfmt.StatusCompleted, int64(res.RespBytes), at(res.Done)
 				j.books.Completed++
 			}
-			if then != nil {
-				then()
-			}
+			then(err == nil)
 		})
 		return
 	}
@@ -296,9 +314,7 @@ func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64
 			r.Status, r.RespBytes, r.DoneNs = runfmt.StatusCompleted, int64(len(resp)), unixNs(info.Done)
 			j.books.Completed++
 		}
-		if then != nil {
-			then()
-		}
+		then(err == nil)
 	})
 }
 

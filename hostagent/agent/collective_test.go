@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/workloads"
+)
+
+// TestCollectivesOverTCP runs each collective kind among four in-process
+// agents over loopback TCP and checks the books, that every iteration
+// completed, and from the records that no step started before its input
+// arrived.
+func TestCollectivesOverTCP(t *testing.T) {
+	const members, iterations = 4, 5
+	for _, kind := range workloads.CollectiveKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := t.Context()
+			var apis []agentpb.AgentClient
+			var targets, hosts []string
+			for i := range members {
+				api, _ := startAgent(t, "h"+strconv.Itoa(i))
+				apis = append(apis, api)
+				targets = append(targets, "127.0.0.1:"+strconv.Itoa(int(freePort(t))))
+				hosts = append(hosts, "h"+strconv.Itoa(i))
+			}
+			start := time.Now().Add(200 * time.Millisecond).UnixNano()
+			for i, api := range apis {
+				port, _ := strconv.Atoi(targets[i][len("127.0.0.1:"):])
+				if _, err := api.Configure(ctx, &agentpb.ConfigureRequest{
+					Experiment: "coll", Transport: agentpb.Transport_TRANSPORT_TCP, Host: hosts[i], Address: "127.0.0.1",
+					ServerPorts: []uint32{uint32(port)},
+					Collectives: []*agentpb.Collective{{
+						Phase: "train", Kind: kind, Targets: targets, Hosts: hosts, Rank: uint32(i),
+						Bytes: 256 << 10, Iterations: iterations, ComputeNs: uint64(time.Millisecond), JitterNs: uint64(500 * time.Microsecond),
+						Seed: 7, StartUnixNs: start, DurationMs: 20_000,
+					}},
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, api := range apis {
+				if _, err := api.Start(ctx, &agentpb.StartRequest{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for i, api := range apis {
+				want := uint64(0)
+				for _, s := range workloads.PlanCollective(kind, members, i, 256<<10).Sends {
+					want += uint64(len(s.Dests)) * iterations
+				}
+				for statusOnce(t, api).GetCompleted() < want && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			var rows []runfmt.RPC
+			for i, api := range apis {
+				stop, err := api.Stop(ctx, &agentpb.StopRequest{DrainMs: 2000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw := fetchRecords(t, api, "coll")
+				checkBooks(t, raw, stop.GetCounters(), "tcp")
+				c := stop.GetCounters()
+				if c.GetFailed() != 0 || c.GetInFlight() != 0 {
+					t.Errorf("%s: counters %v, want no failures or RPCs in flight", hosts[i], c)
+				}
+				rows = append(rows, readRows(t, runfmt.RPCs(), raw)...)
+			}
+			steps := map[int64]int{}
+			for _, r := range rows {
+				if r.Collective != "train" || r.Status != runfmt.StatusCompleted || r.ServerHost == r.Client {
+					t.Fatalf("row %+v: want a completed step of train to another host", r)
+				}
+				steps[r.Iteration]++
+			}
+			perIter := map[string]int{workloads.KindRingAllReduce: 24, workloads.KindAllGather: 12, workloads.KindReduceScatter: 12, workloads.KindAllToAll: 12, workloads.KindIncastBarrier: 6}[kind]
+			for i := range int64(iterations) {
+				if steps[i] != perIter {
+					t.Errorf("iteration %d: %d step messages, want %d", i, steps[i], perIter)
+				}
+			}
+			n, err := runfmt.CheckCollectiveOrder(rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kind != workloads.KindAllToAll && n == 0 {
+				t.Error("no dependent step checked")
+			}
+		})
+	}
+}

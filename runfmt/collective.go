@@ -1,0 +1,57 @@
+package runfmt
+
+import "fmt"
+
+// CheckCollectiveOrder checks from the records that no collective step
+// started before its input arrived: a step k > 0 of iteration i sent by
+// host h depends on every step k-1 message of iteration i sent to h; its
+// input_ns (the last of them arriving at h, on h's clock) must lie between
+// the last one's send and its answer, its intended time must not be
+// earlier than that, and it must not have been sent before its intended
+// time. Rows of several experiments are checked each among its own. It
+// returns how many dependent steps it checked, or the first
+// violation.
+func CheckCollectiveOrder(rows []RPC) (int, error) {
+	type key struct {
+		exp, phase, to string
+		iter, step     int64
+	}
+	inputs := map[key][]*RPC{}
+	for i := range rows {
+		r := &rows[i]
+		if r.Collective != "" {
+			k := key{r.Experiment, r.Collective, r.ServerHost, r.Iteration, r.Step}
+			inputs[k] = append(inputs[k], r)
+		}
+	}
+	checked := 0
+	for i := range rows {
+		r := &rows[i]
+		if r.Collective == "" || r.SentNs == 0 {
+			continue
+		}
+		what := fmt.Sprintf("%s iteration %d step %d from %s", r.Collective, r.Iteration, r.Step, r.Client)
+		if r.SentNs < r.IntendedNs || r.IntendedNs < r.InputNs {
+			return checked, fmt.Errorf("%s: sent at %d, intended %d, its input arrived at %d: want input <= intended <= sent", what, r.SentNs, r.IntendedNs, r.InputNs)
+		}
+		if r.Step == 0 {
+			continue
+		}
+		in := inputs[key{r.Experiment, r.Collective, r.Client, r.Iteration, r.Step - 1}]
+		if len(in) == 0 {
+			return checked, fmt.Errorf("%s: no step %d message to %s", what, r.Step-1, r.Client)
+		}
+		var lastSent, lastDone int64
+		for _, q := range in {
+			if q.Status != StatusCompleted {
+				return checked, fmt.Errorf("%s: sent though its input from %s is %s", what, q.Client, q.Status)
+			}
+			lastSent, lastDone = max(lastSent, q.SentNs), max(lastDone, q.DoneNs)
+		}
+		if r.InputNs < lastSent || r.InputNs > lastDone {
+			return checked, fmt.Errorf("%s: its input arrived at %d, outside the last input's send %d .. answer %d", what, r.InputNs, lastSent, lastDone)
+		}
+		checked++
+	}
+	return checked, nil
+}

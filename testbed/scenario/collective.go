@@ -1,0 +1,106 @@
+package scenario
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/homatb/homatb/workloads"
+)
+
+// Collective makes a phase a collective among its hosts: every iteration
+// each host computes, then the hosts exchange the collective's step
+// messages, a step starting on a host when the data it depends on has
+// arrived there (docs/scenarios.md, "Collectives").
+type Collective struct {
+	// Kind is one of workloads.CollectiveKinds.
+	Kind string `yaml:"kind"`
+	// Bytes is the collective's buffer; each step message carries
+	// bytes divided by the number of hosts.
+	Bytes      ByteSize `yaml:"bytes"`
+	Iterations int      `yaml:"iterations"`
+	// Compute is each host's compute before each iteration, plus a
+	// uniform draw in [0, Jitter).
+	Compute Duration `yaml:"compute"`
+	Jitter  Duration `yaml:"jitter"`
+}
+
+// MaxIterations bounds a collective's iterations.
+const MaxIterations = 1_000_000
+
+func (c *Collective) applyDefaults() {
+	if c.Iterations == 0 {
+		c.Iterations = 100
+	}
+}
+
+// checkCollective checks a collective phase p: hosts and a collective
+// block, none of the client-server keys.
+func (c *checker) checkCollective(s *Scenario, p string, ph Phase) {
+	if ph.Collective == nil {
+		c.errorf(p+".hosts", "hosts is for collective phases: expected a collective block beside it (or clients and servers instead)")
+		return
+	}
+	for _, f := range []struct {
+		key string
+		set bool
+	}{
+		{"clients", len(ph.Clients) > 0}, {"servers", len(ph.Servers) > 0}, {"sizes", ph.Sizes != ""},
+		{"arrivals", ph.Arrivals != ""}, {"load", ph.Load != 0}, {"rate_rps", ph.RateRPS != 0},
+		{"max_outstanding", ph.MaxOutstanding != 0}, {"response_bytes", ph.ResponseBytes != 0},
+		{"max_rpcs", ph.MaxRPCs != 0}, {"incast", ph.Incast != nil},
+	} {
+		if f.set {
+			c.errorf(p+"."+f.key, "a collective phase takes hosts and collective, not %s", f.key)
+		}
+	}
+	hosts, err := ExpandHosts(ph.Hosts, s.Topology.HostNames())
+	switch {
+	case err != nil:
+		c.errorf(p+".hosts", "%v", err)
+		return
+	case len(hosts) < 2:
+		c.errorf(p+".hosts", "expected at least 2 hosts in the collective, got %d", len(hosts))
+		return
+	}
+	// ExpandHosts merges repeats; a ring needs each host once.
+	seen := map[string]bool{}
+	for _, item := range ph.Hosts {
+		each, _ := ExpandHosts([]string{item}, s.Topology.HostNames())
+		for _, h := range each {
+			if seen[h] {
+				c.errorf(p+".hosts", "host %s is listed twice; each host holds one place in the ring", h)
+				return
+			}
+			seen[h] = true
+		}
+	}
+	co := ph.Collective
+	q := p + ".collective"
+	if !slices.Contains(workloads.CollectiveKinds, co.Kind) {
+		c.errorf(q+".kind", "expected one of %s, got %q", strings.Join(workloads.CollectiveKinds, ", "), co.Kind)
+	}
+	chunk := int(co.Bytes) / len(hosts)
+	if chunk < workloads.MinCollectiveMessage {
+		c.errorf(q+".bytes", "expected at least %d bytes per host (%d bytes among %d hosts), got %d", workloads.MinCollectiveMessage,
+			workloads.MinCollectiveMessage*len(hosts), len(hosts), int64(co.Bytes))
+	}
+	for j, t := range s.Transports {
+		if limit := t.MaxMessage(); chunk > limit {
+			c.errorf(q+".bytes", "each step message is %d bytes (bytes / %d hosts), but %s (transports[%d]) carries at most %d", chunk, len(hosts), t.Config(), j, limit)
+		}
+	}
+	if co.Iterations < 1 || co.Iterations > MaxIterations {
+		c.errorf(q+".iterations", "expected 1 to %d iterations, got %d", MaxIterations, co.Iterations)
+	}
+	if co.Compute < 0 || co.Compute > s.Duration {
+		c.errorf(q+".compute", "expected a compute time from 0 to the duration %s, got %s", s.Duration.D(), co.Compute.D())
+	}
+	if co.Jitter < 0 || co.Jitter > s.Duration {
+		c.errorf(q+".jitter", "expected a jitter from 0 to the duration %s, got %s", s.Duration.D(), co.Jitter.D())
+	}
+}
+
+// CollectiveHosts are a collective phase's hosts in ring order.
+func (s *Scenario) CollectiveHosts(ph Phase) ([]string, error) {
+	return ExpandHosts(ph.Hosts, s.Topology.HostNames())
+}

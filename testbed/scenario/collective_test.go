@@ -1,0 +1,92 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// goodCollective is a valid scenario with a collective beside serving
+// RPCs, which the bad cases below each break in one place.
+const goodCollective = `name: c
+topology:
+  kind: star
+  hosts: 4
+link:
+  rate: 100Mbit
+transports:
+  - name: homa
+  - name: tcp
+phases:
+  - name: train
+    hosts: [h1-h4]
+    collective:
+      kind: ring-allreduce
+      bytes: 1MB
+      iterations: 10
+      compute: 2ms
+      jitter: 100us
+  - name: serve
+    clients: [h1]
+    servers: [h2]
+    sizes: fixed:1000
+    rate_rps: 100
+duration: 2s
+`
+
+func TestGoodCollective(t *testing.T) {
+	src, err := Parse("c.yaml", []byte(goodCollective))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := plan.Experiments[0].Scenario.Phases[0]
+	hosts, err := plan.Base.CollectiveHosts(ph)
+	if err != nil || strings.Join(hosts, ",") != "h1,h2,h3,h4" {
+		t.Errorf("hosts %v (%v), want h1..h4 in order", hosts, err)
+	}
+	if c := ph.Collective; c.Kind != "ring-allreduce" || c.Bytes != 1_000_000 || c.Iterations != 10 || c.Compute.D().Microseconds() != 2000 || c.Jitter.D().Microseconds() != 100 {
+		t.Errorf("collective %+v", c)
+	}
+}
+
+func TestBadCollectives(t *testing.T) {
+	tests := []struct {
+		name, from, to string
+		line           int
+		field, msg     string
+	}{
+		{"unknown kind", "kind: ring-allreduce", "kind: tree", 14, "phases[0].collective.kind", `expected one of ring-allreduce, allgather, reduce-scatter, alltoall, incast-barrier, got "tree"`},
+		{"too few bytes", "bytes: 1MB", "bytes: 100", 15, "phases[0].collective.bytes", "expected at least 32 bytes per host (128 bytes among 4 hosts), got 100"},
+		{"step over homa's limit", "bytes: 1MB", "bytes: 8MB", 15, "phases[0].collective.bytes", "each step message is 2000000 bytes (bytes / 4 hosts), but homa (transports[0]) carries at most 1000000"},
+		{"bytes not a size", "bytes: 1MB", "bytes: big", 15, "phases[0].collective.bytes", "expected a size"},
+		{"no iterations", "iterations: 10", "iterations: -1", 16, "phases[0].collective.iterations", "expected 1 to 1000000 iterations, got -1"},
+		{"compute beyond the run", "compute: 2ms", "compute: 1h", 17, "phases[0].collective.compute", "expected a compute time from 0 to the duration 2s, got 1h0m0s"},
+		{"negative jitter", "jitter: 100us", "jitter: -1ms", 18, "phases[0].collective.jitter", "expected a jitter from 0"},
+		{"one host", "hosts: [h1-h4]", "hosts: [h2]", 12, "phases[0].hosts", "expected at least 2 hosts in the collective, got 1"},
+		{"unknown host", "hosts: [h1-h4]", "hosts: [h1-h9]", 12, "phases[0].hosts", "h9"},
+		{"host twice", "hosts: [h1-h4]", "hosts: [h1, h2, h1]", 12, "phases[0].hosts", "host h1 is listed twice"},
+		{"clients in a collective", "    hosts: [h1-h4]\n", "    hosts: [h1-h4]\n    clients: [h1]\n", 13, "phases[0].clients", "a collective phase takes hosts and collective, not clients"},
+		{"hosts without a collective", "    hosts: [h1-h4]\n    collective:\n      kind: ring-allreduce\n      bytes: 1MB\n      iterations: 10\n      compute: 2ms\n      jitter: 100us\n", "    hosts: [h1-h4]\n", 12, "phases[0].hosts", "expected a collective block"},
+		{"unknown collective key", "iterations: 10", "iteration: 10", 16, "phases[0].collective.iteration", "unknown field"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(goodCollective, tc.from, tc.to, 1)
+			if text == goodCollective {
+				t.Fatalf("replacement %q not found", tc.from)
+			}
+			err := parseAndPlan("bad.yaml", text)
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 {
+				t.Fatalf("want exactly one *Error, got %T: %v", err, err)
+			}
+			if e := es[0]; e.File != "bad.yaml" || e.Line != tc.line || e.Field != tc.field || !strings.Contains(e.Msg, tc.msg) {
+				t.Errorf("got %s\nwant bad.yaml:%d: %s: ...%s...", e, tc.line, tc.field, tc.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package simulate
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homatb/homatb/runfmt"
+)
+
+// TestCollectiveInTheTwin runs each collective kind among four simulated
+// hosts on pFabric (the engine transport with no grant round trip) and on
+// the simulator's TCP model, and
+// checks every iteration completes, no step started before its input
+// arrived (from the records), and, for the ring all-reduce, that the
+// CCT is close to its ideal on an otherwise idle network.
+func TestCollectiveInTheTwin(t *testing.T) {
+	for _, kind := range []string{"ring-allreduce", "allgather", "reduce-scatter", "alltoall", "incast-barrier"} {
+		t.Run(kind, func(t *testing.T) {
+			p := load(t, `name: coll
+topology: {kind: star, hosts: 4}
+link: {rate: 1Gbit}
+transports:
+  - name: pfabric
+  - name: tcp
+phases:
+  - name: train
+    hosts: [h1-h4]
+    collective: {kind: `+kind+`, bytes: 1MB, iterations: 20, compute: 1ms}
+calibration: {sizes: [100, 1000, 10000, 100000, 250000]}
+warmup: 1ms
+duration: 1s
+`)
+			dir := simulate(t, p)
+			rows := readRPCs(t, dir)
+			n, err := runfmt.CheckCollectiveOrder(rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kind != "alltoall" && n == 0 {
+				t.Error("no dependent step checked")
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s struct {
+				Experiments []struct {
+					Name        string
+					Collectives []struct {
+						Iterations, Incomplete int
+						CCT                    struct{ P50 *float64 } `json:"cct_us"`
+						Ideal                  *float64               `json:"ideal_cct_us"`
+					} `json:"collectives"`
+				} `json:"experiments"`
+			}
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range s.Experiments {
+				c := e.Collectives[0]
+				if c.Iterations != 20 || c.Incomplete != 0 || c.CCT.P50 == nil || c.Ideal == nil {
+					t.Fatalf("%s: collective %+v: want 20 complete iterations with a CCT and its ideal", e.Name, c)
+				}
+				r := *c.CCT.P50 / *c.Ideal
+				t.Logf("%s: CCT P50 %.0f µs, ideal %.0f µs: %.3f", e.Name, *c.CCT.P50, *c.Ideal, r)
+				if kind == "ring-allreduce" && strings.HasSuffix(e.Name, "pfabric") && (r < 0.9 || r > 1.1) {
+					t.Errorf("CCT P50 %.0f µs is %.3f of the ideal %.0f µs: want within 10%%", *c.CCT.P50, r, *c.Ideal)
+				}
+			}
+		})
+	}
+}
+
+func readRPCs(t *testing.T, dir string) []runfmt.RPC {
+	t.Helper()
+	rc, name, err := runfmt.OpenRPCs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	r, err := runfmt.RPCs().NewReader(rc, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []runfmt.RPC
+	for {
+		var row runfmt.RPC
+		if err := r.Read(&row); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if row.Collective != "" {
+			out = append(out, row)
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package workloads
+
+import "testing"
+
+func TestPlanCollective(t *testing.T) {
+	tests := []struct {
+		kind          string
+		n             int
+		sends, expect int // messages rank 1 sends, inputs it waits for
+		messages      int // in one iteration, all ranks
+	}{
+		{KindRingAllReduce, 4, 6, 1, 24},
+		{KindAllGather, 4, 3, 1, 12},
+		{KindReduceScatter, 3, 2, 1, 6},
+		{KindAllToAll, 4, 3, 3, 12},
+		{KindIncastBarrier, 4, 1, 1, 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind, func(t *testing.T) {
+			p := PlanCollective(tc.kind, tc.n, 1, 4096)
+			msgs, expect := 0, 0
+			for i, s := range p.Sends {
+				msgs += len(s.Dests)
+				if (s.Dep < 0) != (i == 0) || (s.Dep >= 0 && s.Dep != s.Step-1) {
+					t.Errorf("send %d (step %d) depends on step %d: want only the first on compute alone, the others on the step before", i, s.Step, s.Dep)
+				}
+				for _, d := range s.Dests {
+					if d == 1 || d < 0 || d >= tc.n {
+						t.Errorf("send to rank %d", d)
+					}
+				}
+			}
+			for _, n := range p.Expect {
+				expect += n
+			}
+			if msgs != tc.sends || expect != tc.expect {
+				t.Errorf("rank 1 sends %d messages and waits for %d inputs, want %d and %d", msgs, expect, tc.sends, tc.expect)
+			}
+			if m, crit := CollectiveShape(tc.kind, tc.n, 4096); m != tc.messages || len(crit) == 0 || crit[0] < 4096/tc.n {
+				t.Errorf("%d messages an iteration, critical path %v: want %d messages", m, crit, tc.messages)
+			}
+		})
+	}
+	root := PlanCollective(KindIncastBarrier, 4, 0, 4096)
+	if len(root.Sends) != 1 || root.Sends[0].Deps != 3 || len(root.Sends[0].Dests) != 3 || root.Sends[0].Bytes != MinCollectiveMessage {
+		t.Errorf("incast-barrier root %+v: want one short release to 3 hosts after 3 inputs", root)
+	}
+}
+
+// TestCollectiveRun walks rank 1 of a 3-host ring all-reduce through an
+// iteration: an input that arrives before the compute ends waits for it,
+// each later step goes when its input arrives, and the part is done once
+// the last input is in and every send answered.
+func TestCollectiveRun(t *testing.T) {
+	c := NewCollectiveRun(PlanCollective(KindRingAllReduce, 3, 1, 3000))
+	if done, _ := c.Done(); done {
+		t.Fatal("done before the first iteration")
+	}
+	if ls := c.Arrived(0, 0, 50); len(ls) != 0 {
+		t.Fatalf("launched %v before the compute ended", ls)
+	}
+	ls := c.Begin(0, 100, 80)
+	if len(ls) != 2 || ls[0].Step != 0 || ls[0].Ready != 100 || ls[0].ComputeNs != 80 || ls[1].Step != 1 || ls[1].Ready != 100 || ls[1].Input != 50 || ls[1].Dest != 2 || ls[1].Bytes != 1000 {
+		t.Fatalf("begin launched %+v: want steps 0 and 1 at the compute's end, step 1's input at 50", ls)
+	}
+	c.Answered(0, true)
+	c.Answered(0, true)
+	for step := 1; step < 3; step++ {
+		ls := c.Arrived(0, step, int64(200+step))
+		if len(ls) != 1 || ls[0].Step != step+1 || ls[0].Ready != int64(200+step) || ls[0].ComputeNs != 0 {
+			t.Fatalf("input of step %d launched %+v", step, ls)
+		}
+		c.Answered(0, true)
+	}
+	if done, _ := c.Done(); done {
+		t.Fatal("done before the last input arrived")
+	}
+	if ls := c.Arrived(1, 0, 250); len(ls) != 0 {
+		t.Fatalf("an input of the next iteration launched %v", ls)
+	}
+	c.Arrived(0, 3, 300)
+	if done, failed := c.Done(); !done || failed {
+		t.Fatalf("done %v failed %v after every input and answer", done, failed)
+	}
+	c.Begin(1, 400, 100)
+	c.Answered(1, false)
+	if done, failed := c.Done(); !done || !failed {
+		t.Fatalf("done %v failed %v after a failed send: want both", done, failed)
+	}
+}
