@@ -3,6 +3,7 @@ package homa
 import (
 	"errors"
 	"net/netip"
+	"unsafe"
 
 	"github.com/homatb/homatb/hostagent/homa/wire"
 )
@@ -55,6 +56,11 @@ const (
 	// DropResendLimited: a RESEND beyond Config.ResendLimit from its
 	// source address in this tick; left unanswered.
 	DropResendLimited
+	// DropInMemory: DATA or START_MSG whose message would take the memory
+	// held for incomplete inbound messages beyond
+	// Config.MaxIncompletePeerBytes for its source address or
+	// Config.MaxIncompleteBytes in all.
+	DropInMemory
 	// NumDropReasons bounds the reasons, for arrays indexed by them.
 	NumDropReasons
 )
@@ -62,6 +68,7 @@ const (
 var dropNames = [NumDropReasons]string{
 	"truncated", "unknown_type", "bad_header", "bad_length", "bad_offset", "bad_field",
 	"too_large", "wrong_variant", "length_mismatch", "wrong_peer", "bad_range", "resend_limited",
+	"in_memory",
 }
 
 // String returns the reason's name in counters ("truncated", ...).
@@ -139,5 +146,51 @@ func (l *resendLimiter) allow(addr netip.Addr, tick uint64, limit int) bool {
 		return false
 	}
 	s.n++
+	return true
+}
+
+// rpcCharge is what an incomplete inbound message is charged besides its
+// buffer: the RPC that holds it, so a flood of one-packet messages is
+// bounded by what it really costs, not only by its few payload bytes.
+const rpcCharge = uint64(unsafe.Sizeof(rpc{}))
+
+// charge commits n more bytes to r's incomplete inbound message, or
+// reports false when that would take r's peer or the Endpoint beyond its
+// bound (Config.MaxIncompletePeerBytes, Config.MaxIncompleteBytes).
+func (e *Endpoint) charge(r *rpc, n uint64) bool {
+	st, p := &e.state, r.peer
+	if !e.cfg.DisableDefences && (p.inHeld+n > e.cfg.MaxIncompletePeerBytes || st.inHeld+n > e.cfg.MaxIncompleteBytes) {
+		return false
+	}
+	p.inHeld += n
+	st.inHeld += n
+	r.in.held += n
+	return true
+}
+
+// release returns what r's inbound message was charged: it is complete,
+// and its buffer now the application's, or r is gone or starts afresh.
+func (e *Endpoint) release(r *rpc) {
+	r.peer.inHeld -= r.in.held
+	e.state.inHeld -= r.in.held
+	r.in.held = 0
+}
+
+// growIn makes r's inbound buffer hold at least its first end bytes:
+// twice its size, so a message is copied O(log n) times, or just end when
+// the bound does not leave room for that. False, with nothing changed,
+// when the bound leaves no room for end either.
+func (e *Endpoint) growIn(r *rpc, end uint32) bool {
+	m := &r.in
+	have := uint32(len(m.buf))
+	n := min(m.length, max(end, 2*have))
+	if !e.charge(r, uint64(n-have)) {
+		if n = end; !e.charge(r, uint64(n-have)) {
+			return false
+		}
+	}
+	b := make([]byte, n)
+	copy(b, m.buf)
+	m.buf = b
 	return true
 }

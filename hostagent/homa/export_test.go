@@ -70,3 +70,25 @@ func RPCIDs(e *Endpoint) []uint64 {
 	}
 	return ids
 }
+
+// IncompleteHeld reports what e holds for inbound messages not yet
+// complete: the bytes charged against its bounds, and the capacity of
+// their receive buffers.
+func IncompleteHeld(e *Endpoint) (charged, bufCap uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	add := func(r *rpc) {
+		if r.in.started && r.in.received < r.in.length {
+			bufCap += uint64(cap(r.in.buf))
+		}
+	}
+	for _, r := range e.state.clients {
+		add(r)
+	}
+	for _, p := range e.state.peers {
+		for _, r := range p.servers {
+			add(r)
+		}
+	}
+	return e.state.inHeld, bufCap
+}

@@ -106,6 +106,10 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		return
 	}
 	m := &r.in
+	if end := d.Offset + uint32(len(payload)); end > uint32(len(m.buf)) && !e.growIn(r, end) {
+		e.refuseIn(r)
+		return
+	}
 	m.granted = max(m.granted, min(d.Incoming, m.length))
 	fresh := m.got.add(d.Offset, d.Offset+uint32(len(payload)))
 	if fresh == 0 {
@@ -127,6 +131,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		return
 	}
 	st.sched.remove(m)
+	e.release(r)
 	if r.client {
 		e.finishCall(now, r, m.buf, nil)
 		return
@@ -162,9 +167,13 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 	st := &e.state
 	m := &r.in
 	if !m.started {
+		if !e.charge(r, rpcCharge) {
+			e.refuseIn(r)
+			return false
+		}
 		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
 		m.prio = prio // the unscheduled level, until a grant sets another
-		m.buf = make([]byte, d.MessageLength)
+		m.buf = nil   // grown as bytes arrive: the length is only a claim
 		m.received, m.granted = 0, 0
 		m.unschedOnly = d.Incoming >= d.MessageLength
 		e.observeLength(d.MessageLength)
@@ -180,6 +189,17 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 		e.sendCutoffs(now, r.peer, &d.Common)
 	}
 	return true
+}
+
+// refuseIn drops a packet of r's inbound message that the memory bound
+// refuses. A server RPC that has received nothing yet is forgotten, so a
+// refused flood leaves nothing behind; its client, if honest, restarts it
+// on the RPC_UNKNOWN its RESEND draws.
+func (e *Endpoint) refuseIn(r *rpc) {
+	e.drop(DropInMemory)
+	if !r.client && r.in.received == 0 {
+		e.forgetServer(r, false)
+	}
 }
 
 // onStartMsg handles a START_MSG: the sender of a message that needs
@@ -372,6 +392,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	if r.in.credited {
 		e.untrack(&r.in)
 	}
+	e.release(r)
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
 	r.progress(now) // the RPC starts afresh

@@ -197,6 +197,7 @@ type peer struct {
 	cutoffTick uint64      // tick we last sent it our CUTOFFS
 	acks       []ackRef    // RPCs of the peer's servers we may ack
 	ackQueued  bool
+	inHeld     uint64 // charged to the peer's incomplete inbound messages
 	// servers are the peer's RPCs to our servers, by client id, and tombs
 	// the ones forgotten after they ran -> tick the tombstone expires.
 	servers map[uint64]*rpc

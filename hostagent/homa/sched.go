@@ -9,7 +9,8 @@ import (
 
 // msgIn is an inbound message as the receiver and its grant scheduler see it.
 type msgIn struct {
-	buf      []byte
+	buf      []byte // grown with the bytes that arrive (growIn)
+	held     uint64 // bytes charged for the message while incomplete
 	length   uint32
 	got      rangeSet
 	received uint32 // bytes arrived (each counted once)

@@ -22,6 +22,7 @@ type endpointState struct {
 	ports    map[uint16]*Server
 	peers    map[uint32]*peer // by v4(address)
 	resends  resendLimiter    // RESENDs answered per source this tick
+	inHeld   uint64           // charged to incomplete inbound messages (charge)
 	sendq    []*rpc
 	sched    grantSched
 	schedDue bool
@@ -254,6 +255,7 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 	st := &e.state
 	delete(st.clients, r.id)
 	r.dead = true
+	e.release(r)
 	if r.in.tracked {
 		st.sched.remove(&r.in)
 		st.schedDue = true
@@ -286,6 +288,7 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	p := r.peer
 	delete(p.servers, r.id)
 	r.dead = true
+	e.release(r)
 	if r.in.tracked {
 		st.sched.remove(&r.in)
 		st.schedDue = true

@@ -216,6 +216,17 @@ type Config struct {
 	// ranges, the RESEND limit. Malformed packets are dropped whatever it
 	// says. Only for measuring what the defences buy (docs/homa.md).
 	DisableDefences bool `homa:"defences,not"`
+	// MaxIncompleteBytes bounds the memory the Endpoint commits to inbound
+	// messages not yet complete, in all (default 64 x MaxMessageBytes),
+	// and MaxIncompletePeerBytes the part of it one source address may
+	// hold (default 16 x MaxMessageBytes). A message's buffer grows with
+	// the bytes that arrive, not with the length its first packet claims;
+	// each is charged its buffer plus its RPC's own state. A packet that
+	// would go beyond either bound is dropped and counted (Stats.Drops,
+	// in_memory); its sender retransmits it on the receiver's RESENDs or
+	// restarts the RPC (docs/homa.md, defences on the receive path).
+	MaxIncompleteBytes     uint64 `homa:"max_incomplete_bytes"`
+	MaxIncompletePeerBytes uint64 `homa:"max_incomplete_peer_bytes"`
 }
 
 // Variant names a transport built on the engine.
@@ -379,6 +390,9 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if err := c.incompleteDefaults(); err != nil {
+		return c, err
+	}
 	if c.Variant == VariantPFabric {
 		c.UnschedBytes = c.MaxMessageBytes // every byte blind: no grants
 		c.IncastControl = false            // a smaller blind response would wait for grants forever
@@ -416,6 +430,26 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, keyErr("resend_limit", "%d RESENDs per peer per tick not in 1..%d (0: the default %d)", c.ResendLimit, 1<<20, DefaultResendLimit)
 	}
 	return c, nil
+}
+
+// incompleteDefaults fills in and checks the bounds on incomplete inbound
+// messages: one peer must be able to send at least one message of
+// MaxMessageBytes, and the total must admit at least one peer's worth.
+func (c *Config) incompleteDefaults() error {
+	mm := uint64(c.MaxMessageBytes)
+	if c.MaxIncompletePeerBytes == 0 {
+		c.MaxIncompletePeerBytes = 16 * mm
+	}
+	if c.MaxIncompleteBytes == 0 {
+		c.MaxIncompleteBytes = max(64*mm, c.MaxIncompletePeerBytes)
+	}
+	if min := 2 * mm; c.MaxIncompletePeerBytes < min {
+		return keyErr("max_incomplete_peer_bytes", "%d below %d, twice max_message_bytes (0: the default %d)", c.MaxIncompletePeerBytes, min, 16*mm)
+	}
+	if c.MaxIncompleteBytes < c.MaxIncompletePeerBytes {
+		return keyErr("max_incomplete_bytes", "%d below max_incomplete_peer_bytes %d (0: the default %d)", c.MaxIncompleteBytes, c.MaxIncompletePeerBytes, 64*mm)
+	}
+	return nil
 }
 
 // wireTime is how long n bytes occupy a link of bps.

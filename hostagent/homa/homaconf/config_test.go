@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.Overcommit != 8 || c.Priorities != 8 || c.MaxIncoming != 9*c.UnschedBytes || c.FIFOGrantPermille != 50 ||
 		c.Tick != time.Millisecond || c.ResendTicks != 5 || c.TimeoutTicks != 100 || c.MaxMessageBytes != 1_000_000 ||
-		c.FrameOverhead != 42 {
+		c.FrameOverhead != 42 || c.MaxIncompletePeerBytes != 16_000_000 || c.MaxIncompleteBytes != 64_000_000 {
 		t.Errorf("defaults %+v", c)
 	}
 	basic, _ := Config{Basic: true}.WithDefaults()
@@ -70,6 +70,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Variant: VariantNDP, StartMsg: true}, "start_msg"},
 		{Config{Priorities: 3}, "priorities"},
 		{Config{MTU: 100}, "mtu"},
+		{Config{MaxIncompletePeerBytes: 1_999_999}, "max_incomplete_peer_bytes"},
+		{Config{MaxIncompletePeerBytes: 4 << 20, MaxIncompleteBytes: 3 << 20}, "max_incomplete_bytes"},
 		{Config{FIFOGrantPermille: 1000}, "fifo_grant_permille"},
 		{Config{UnschedCutoffs: make([]uint32, 9)}, "unsched_cutoffs"},
 		{Config{UnschedCutoffs: []uint32{100, 200}}, "unsched_cutoffs"},
