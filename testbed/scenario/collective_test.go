@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -79,14 +78,7 @@ func TestBadCollectives(t *testing.T) {
 			if text == goodCollective {
 				t.Fatalf("replacement %q not found", tc.from)
 			}
-			err := parseAndPlan("bad.yaml", text)
-			var es Errors
-			if !errors.As(err, &es) || len(es) != 1 {
-				t.Fatalf("want exactly one *Error, got %T: %v", err, err)
-			}
-			if e := es[0]; e.File != "bad.yaml" || e.Line != tc.line || e.Field != tc.field || !strings.Contains(e.Msg, tc.msg) {
-				t.Errorf("got %s\nwant bad.yaml:%d: %s: ...%s...", e, tc.line, tc.field, tc.msg)
-			}
+			wantOneError(t, text, tc.line, tc.field, tc.msg)
 		})
 	}
 }

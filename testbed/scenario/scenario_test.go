@@ -186,22 +186,7 @@ func TestBadScenarios(t *testing.T) {
 			if text == good {
 				t.Fatalf("replacement %q not found in the good scenario", tc.from)
 			}
-
-			err := parseAndPlan("bad.yaml", text)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			var es Errors
-			if !errors.As(err, &es) || len(es) != 1 {
-				t.Fatalf("want exactly one *Error, got %T: %v", err, err)
-			}
-			e := es[0]
-			if e.File != "bad.yaml" || e.Line != tc.line || e.Field != tc.field || !strings.Contains(e.Msg, tc.msgSubstr) {
-				t.Errorf("got %s\nwant bad.yaml:%d: %s: ...%s...", e, tc.line, tc.field, tc.msgSubstr)
-			}
-			if !strings.HasPrefix(e.Error(), fmt.Sprintf("bad.yaml:%d: ", tc.line)) {
-				t.Errorf("message %q does not start with file:line", e.Error())
-			}
+			wantOneError(t, text, tc.line, tc.field, tc.msgSubstr)
 		})
 	}
 }
@@ -684,5 +669,26 @@ func TestFilePathsBesideTheScenario(t *testing.T) {
 	}
 	if got, want := plan.Experiments[0].Scenario.Phases[0].Sizes, "file:"+filepath.Join(dir, "cdf.tsv"); got != want {
 		t.Errorf("sizes %q, want %q", got, want)
+	}
+}
+
+// wantOneError plans text as bad.yaml and requires exactly one error, at
+// line on field, whose message contains msg and starts with FILE:LINE.
+func wantOneError(t *testing.T, text string, line int, field, msg string) {
+	t.Helper()
+	err := parseAndPlan("bad.yaml", text)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 {
+		t.Fatalf("want exactly one *Error, got %T: %v", err, err)
+	}
+	e := es[0]
+	if e.File != "bad.yaml" || e.Line != line || e.Field != field || !strings.Contains(e.Msg, msg) {
+		t.Errorf("got %s\nwant bad.yaml:%d: %s: ...%s...", e, line, field, msg)
+	}
+	if !strings.HasPrefix(e.Error(), fmt.Sprintf("bad.yaml:%d: ", line)) {
+		t.Errorf("message %q does not start with file:line", e.Error())
 	}
 }
