@@ -126,6 +126,32 @@ func (h *Node) Call(dest netip.AddrPort, req []byte, done func(resp []byte, info
 	h.settle()
 }
 
+// Send starts a one-way message from h; done runs when it ends
+// (homa.Driven.Send). It returns the message's id.
+func (h *Node) Send(dest netip.AddrPort, msg []byte, done func(info homa.CallInfo, err error)) uint64 {
+	id := h.d.Send(dest, msg, done)
+	h.settle()
+	return id
+}
+
+// Delivered ends h's one-way message id as its receiver has it whole
+// (homa.Driven.Delivered): the simulation's acknowledgement, free on the
+// wire.
+func (h *Node) Delivered(id uint64) {
+	if h.d == nil {
+		return
+	}
+	h.d.Delivered(id)
+	h.settle()
+}
+
+// Drop ends a one-way message h's server received, without a response.
+func (h *Node) Drop(sr *homa.ServerRPC) error {
+	err := sr.Drop()
+	h.settle()
+	return err
+}
+
 // Serve takes the requests to port with handler (homa.Driven.Serve).
 func (h *Node) Serve(port uint16, handler func(*homa.ServerRPC)) error {
 	return h.d.Serve(port, handler)

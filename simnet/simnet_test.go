@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,96 @@ func TestLinkDown(t *testing.T) {
 	}
 	if drops == 0 {
 		t.Error("the down link dropped nothing")
+	}
+}
+
+// TestOneWayMessage sends one-way messages (homa.Driven.Send): each ends
+// when its receiver has it whole, at its one-way wire time when the
+// network is idle, and no DATA goes back (a scheduled message's receiver
+// still sends its grants); the sender finishes without an ACK.
+func TestOneWayMessage(t *testing.T) {
+	const rate = 10_000_000_000
+	tests := []struct {
+		name     string
+		size     int
+		maxGrant int // the receiver's grants, at most
+	}{
+		{"100B unscheduled", 100, 0},
+		{"200KB scheduled", 200_000, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{RateBps: rate, Delay: time.Microsecond, SwitchDelay: 250 * time.Nanosecond,
+				HostTxDelay: 500 * time.Nanosecond, HostRxDelay: 500 * time.Nanosecond}
+			n := starWith(t, 2, cfg)
+			epoch := time.Unix(1_000_000, 0)
+			for i, h := range n.Nodes() {
+				if err := h.Start(homaCfg(rate), uint64(i)<<40, epoch, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			snd, rcv := n.Node("h1"), n.Node("h2")
+			var delivered int64
+			if err := rcv.Serve(4000, func(sr *homa.ServerRPC) {
+				delivered = n.Clock().Now()
+				if err := rcv.Drop(sr); err != nil {
+					t.Errorf("drop: %v", err)
+				}
+				snd.Delivered(sr.ID())
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var ended time.Duration
+			ends := 0
+			snd.Send(netip.AddrPortFrom(rcv.IP, 4000), make([]byte, tt.size), func(info homa.CallInfo, err error) {
+				if err != nil {
+					t.Errorf("send: %v", err)
+				}
+				ends++
+				ended = info.Done.Sub(info.Sent)
+			})
+			n.Clock().Run(int64(20 * time.Millisecond))
+			if ends != 1 {
+				t.Fatalf("the message ended %d times, want once", ends)
+			}
+			if got := time.Duration(delivered); got != ended {
+				t.Errorf("sender saw it end after %v, the receiver had it at %v: want the same instant", ended, got)
+			}
+			if tt.maxGrant == 0 {
+				hdr := 20 + 56 // IPv4 + Homa's DATA header
+				want := 2*(fabric.WireTime(rate, tt.size+hdr+fabric.Framing)+time.Microsecond) +
+					cfg.HostTxDelay + cfg.SwitchDelay + cfg.HostRxDelay
+				if ended < want*95/100 || ended > want*105/100 {
+					t.Errorf("one-way time %v, want about %v (wire time and latencies one way)", ended, want)
+				}
+			}
+			back := rcv.Endpoint().Stats().Map()
+			var data, grants uint64
+			for k, v := range back {
+				switch {
+				case strings.HasPrefix(k, "tx_data_"):
+					data += v
+				case strings.HasPrefix(k, "tx_grant_"):
+					grants += v
+				}
+			}
+			if data != 0 || grants > uint64(tt.maxGrant) || back["served"] != 1 {
+				t.Errorf("receiver sent %d DATA and %d GRANTs and served %d, want no DATA, at most %d grants, 1 served",
+					data, grants, back["served"], tt.maxGrant)
+			}
+			if tt.maxGrant > 0 && grants == 0 {
+				t.Errorf("a scheduled message got no grants")
+			}
+			st := snd.Endpoint().Stats()
+			if st.CallsCompleted != 1 || st.ClientRPCs != 0 {
+				t.Errorf("sender: %d calls completed, %d client RPCs left, want 1 and 0", st.CallsCompleted, st.ClientRPCs)
+			}
+			// Let a few ticks pass: nothing more goes either way.
+			before := snd.Endpoint().Stats().TxBytes + rcv.Endpoint().Stats().TxBytes
+			n.Clock().Run(int64(60 * time.Millisecond))
+			if after := snd.Endpoint().Stats().TxBytes + rcv.Endpoint().Stats().TxBytes; after != before {
+				t.Errorf("%d bytes sent after the message ended, want none (no ACK, no RESEND)", after-before)
+			}
+		})
 	}
 }

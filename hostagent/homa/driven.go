@@ -120,24 +120,55 @@ func (d *Driven) Wake() {
 // Call starts an RPC to dest; done runs when it completes or fails, from
 // inside a later (or this) call of d's. The Endpoint reads req until then.
 func (d *Driven) Call(dest netip.AddrPort, req []byte, done func(resp []byte, info CallInfo, err error)) {
+	d.call(dest, req, false, done)
+}
+
+// Send starts a one-way message to dest: a request its server does not
+// answer (it ends it with ServerRPC.Drop). done runs when Delivered says
+// the receiver has the message whole, or when it fails. The returned id
+// is the one the receiver's ServerRPC.ID reports. Until then the message
+// is an RPC like any other: granted, paced, retransmitted on the
+// receiver's RESENDs; only its end differs.
+func (d *Driven) Send(dest netip.AddrPort, msg []byte, done func(info CallInfo, err error)) uint64 {
+	return d.call(dest, msg, true, func(_ []byte, info CallInfo, err error) { done(info, err) })
+}
+
+// Delivered ends the one-way message id (Send) as its receiver now has it
+// whole. It stands for an acknowledgement that costs the wire nothing: a
+// simulation, which sees both hosts on one clock, calls it from the
+// receiver's handler; no packet carries it. Other ids are ignored.
+func (d *Driven) Delivered(id uint64) {
+	e := d.e
+	if !e.lock() {
+		return
+	}
+	if r := e.state.clients[id]; r != nil && r.oneWay {
+		e.finishCall(e.now(), r, nil, nil)
+	}
+	e.unlock()
+	d.settle()
+}
+
+func (d *Driven) call(dest netip.AddrPort, req []byte, oneWay bool, done func(resp []byte, info CallInfo, err error)) uint64 {
 	e := d.e
 	id := e.nextID.Add(2)
-	r := &rpc{id: id, client: true, info: callInfo{sent: e.now()}}
+	r := &rpc{id: id, client: true, oneWay: oneWay, info: callInfo{sent: e.now()}}
 	if e.cfg.TraceGrants {
 		r.info.grants = new([]grantEvent)
 	}
 	if err := e.checkLength(len(req)); err != nil {
 		done(nil, e.callInfo(r), fmt.Errorf("homa: call %v: %w", dest, err))
-		return
+		return id
 	}
 	if !e.lock() {
 		done(nil, e.callInfo(r), fmt.Errorf("homa: call %v: %w", dest, ErrClosed))
-		return
+		return id
 	}
 	d.calls[id] = done
 	e.startCall(e.now(), r, dest, req)
 	e.unlock()
 	d.settle()
+	return id
 }
 
 // Serve takes the requests to port: handler runs for each complete one,

@@ -310,3 +310,22 @@ func (s *ServerRPC) Reply(resp []byte) error {
 	}
 	return nil
 }
+
+// Drop ends the request without a response: a one-way message (a
+// simulation's Driven.Send). The server forgets the RPC at once, leaving
+// a tombstone so that a late duplicate of the request is not served again;
+// it counts as served.
+func (s *ServerRPC) Drop() error {
+	if s.replied.Swap(true) {
+		return fmt.Errorf("homa: drop request from %v: already replied", s.from)
+	}
+	if !s.e.lock() {
+		return fmt.Errorf("homa: drop request from %v: %w", s.from, ErrClosed)
+	}
+	if r := s.r; !r.dead && r.state == srvServing {
+		s.e.forgetServer(r, true)
+		s.e.c.served.Add(1)
+	}
+	s.e.unlock()
+	return nil
+}

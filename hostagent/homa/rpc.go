@@ -58,14 +58,18 @@ func (o *msgOut) left() uint32 {
 
 // rpc is one RPC on either side. Both sides key it by the client's id.
 type rpc struct {
-	id       uint64 // client id (even)
-	client   bool
-	peer     *peer
-	lport    uint16
-	rport    uint16
-	state    rpcState
-	dead     bool // finished; stale references skip it
-	incast   bool // server: the client asked for a small unscheduled response
+	id     uint64 // client id (even)
+	client bool
+	peer   *peer
+	lport  uint16
+	rport  uint16
+	state  rpcState
+	dead   bool // finished; stale references skip it
+	incast bool // server: the client asked for a small unscheduled response
+	// oneWay marks a client RPC whose server does not reply (Driven.Send):
+	// it ends when Driven.Delivered says the receiver has it whole, and
+	// its server forgets it then, so no ACK follows.
+	oneWay   bool
 	out      msgOut
 	in       msgIn
 	silent   int // ticks without a packet from the peer

@@ -265,7 +265,7 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 		e.c.callsFailed.Add(1)
 	} else {
 		e.c.callsDone.Add(1)
-		if !e.cfg.AtLeastOnce {
+		if !e.cfg.AtLeastOnce && !r.oneWay {
 			e.queueAck(r.peer, ackRef{id: r.id, port: r.rport})
 		}
 	}
