@@ -224,3 +224,17 @@ func (d *piecewise) truncated(spec string, m int) (*piecewise, error) {
 	}
 	return newPiecewise(spec, segs)
 }
+
+// MeanPackets is the mean number of packets of payload bytes each that a
+// message drawn from d takes (an empty message would take one):
+// E[ceil(X/payload)], the sum over k of P(X > k*payload).
+func MeanPackets(d SizeDist, payload int) float64 {
+	if payload <= 0 {
+		return 0
+	}
+	n := 1.0 // every message is at least one packet
+	for k := payload; k < d.Max(); k += payload {
+		n += 1 - d.CDF(k)
+	}
+	return n
+}

@@ -324,3 +324,40 @@ func TestResolveFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanPackets checks MeanPackets against the mean packet count of a
+// million samples (within four standard errors), and exactly for fixed
+// sizes at packet boundaries.
+func TestMeanPackets(t *testing.T) {
+	const payload, n = 1424, 1_000_000
+	for _, tt := range []struct {
+		spec string
+		want float64 // exact, or 0 to sample
+	}{
+		{"fixed:1", 1}, {"fixed:1424", 1}, {"fixed:1425", 2}, {"fixed:2848", 2},
+		{"w1", 0}, {"w2", 0}, {"w4,max=1000000", 0}, {"uniform:1:10000", 0},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			d := mustParse(t, tt.spec)
+			got := MeanPackets(d, payload)
+			if tt.want != 0 {
+				if got != tt.want {
+					t.Errorf("MeanPackets = %g, want %g", got, tt.want)
+				}
+				return
+			}
+			r := rand.New(rand.NewPCG(7, 11))
+			var sum, sumSq float64
+			for range n {
+				k := float64((d.Sample(r) + payload - 1) / payload)
+				sum += k
+				sumSq += k * k
+			}
+			mean := sum / n
+			se := math.Sqrt(max(sumSq/n-mean*mean, 0) / n)
+			if math.Abs(got-mean) > 4*se+1e-9 {
+				t.Errorf("MeanPackets = %.4f, sampled %.4f (standard error %.4f)", got, mean, se)
+			}
+		})
+	}
+}

@@ -133,6 +133,20 @@ func (h *Host) Reply(now int64, sr *ServerRPC, n int) error {
 	return nil
 }
 
+// Delivered ends the call whose request sr is, now, as a one-way message:
+// no response goes on the stream. It stands for an acknowledgement that
+// costs the wire nothing (a simulation sees both hosts on one clock); the
+// request's bytes are acknowledged by TCP as any others. The call reports
+// no response bytes.
+func (h *Host) Delivered(now int64, sr *ServerRPC) error {
+	if sr.replied {
+		return errors.New("tcpmodel: replied twice")
+	}
+	sr.replied = true
+	sr.c.peer.complete(now, msg{end: framing})
+	return nil
+}
+
 // Result is what a call reports.
 type Result struct {
 	// RespBytes is the response's payload length.

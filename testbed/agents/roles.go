@@ -59,12 +59,13 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 		for _, sv := range ss {
 			ro.Servers[sv] = true
 		}
-		mean, err := scenario.MeanSize(ph.Sizes)
+		st, err := scenario.SizeStatsOf(ph.Sizes)
 		if err != nil {
 			return Roles{}, err
 		}
+		mean := st.Mean
 		for _, c := range cs {
-			w := workload(e, pi, c, ss, start, mean, n, f)
+			w := workload(e, pi, c, ss, start, st, n, f)
 			if w == nil {
 				continue
 			}
@@ -88,7 +89,7 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 
 // workload is client c's workload in phase pi against servers, nil when
 // it has no server but itself (a host does not send to itself).
-func workload(e *scenario.Experiment, pi int, c string, servers []string, start int64, mean float64, n *topo.Network, f *fabdesc.Fabric) *agentpb.Workload {
+func workload(e *scenario.Experiment, pi int, c string, servers []string, start int64, st scenario.SizeStats, n *topo.Network, f *fabdesc.Fabric) *agentpb.Workload {
 	s := e.Scenario
 	ph := s.Phases[pi]
 	h, _ := n.Host(c)
@@ -112,8 +113,9 @@ func workload(e *scenario.Experiment, pi int, c string, servers []string, start 
 		MaxRpcs:    ph.MaxRPCs, StartUnixNs: start,
 	}
 	if ph.Load > 0 {
-		// Offered load counts message bytes only, as cp_node does.
-		w.RateRps = f.RateFor(ph.Load, mean)
+		// Offered load counts message bytes (as cp_node does), or with
+		// load_of: wire their DATA frames.
+		w.RateRps = f.RateFor(ph.Load, s.LoadBytes(ph, st))
 	}
 	if ph.Incast != nil {
 		w.BurstIntervalUs = uint32(ph.Incast.Interval.D() / time.Microsecond)

@@ -146,15 +146,11 @@ func (c *checker) checkOverload(s *Scenario) {
 	if s.AllowOverload || c.sizeSpec == nil || s.Link.Rate == 0 || c.reported("phases", "link", "topology") {
 		return // a field the load depends on is wrong: its load means nothing
 	}
-	meanOf := func(spec string) (float64, error) {
-		st, err := c.sizeSpec(spec)
-		return st.Mean, err
-	}
 	total := LinkLoad{Up: map[string]float64{}, Down: map[string]float64{}}
 	per := make([]LinkLoad, len(s.Phases))
 	for i := range s.Phases {
 		per[i] = LinkLoad{Up: map[string]float64{}, Down: map[string]float64{}}
-		if per[i].addPhase(s, i, meanOf) != nil || total.addPhase(s, i, meanOf) != nil {
+		if per[i].addPhase(s, i, c.sizeSpec) != nil || total.addPhase(s, i, c.sizeSpec) != nil {
 			return // checkPhases has reported it
 		}
 	}
@@ -199,7 +195,7 @@ func (c *checker) checkOverload(s *Scenario) {
 			pi, share = i, v
 		}
 	}
-	c.errorf(overloadField(s.Phases[pi], pi), "%s %s of the link rate %s (requests and responses together; responses echo the request when response_bytes is 0), beyond what any transport carries: %s, or set allow_overload: true to measure the backlog on purpose",
+	c.errorf(overloadField(s.Phases[pi], pi), "%s %s of the link rate %s (requests and responses together, on the wire for one-way or load_of: wire phases; responses echo the request when response_bytes is 0), beyond what any transport carries: %s, or set allow_overload: true to measure the backlog on purpose",
 		overloadCause(s.Phases[pi]), strings.Join(parts, " and "), s.Link.Rate, overloadFix(s.Phases[pi], share, worst))
 }
 

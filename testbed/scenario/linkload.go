@@ -2,15 +2,24 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/workloads"
 )
 
 // LinkLoad is the load a scenario's open-loop phases put on each host's
 // links, as fractions of the link rate: requests and their responses
-// (message bytes only, as `load` counts them). Closed-loop phases adapt to
-// what the network carries and are left out.
+// (none for one-way messages), counted as the phase's load counts them.
+// That is message bytes by default; for a phase with load_of: wire or
+// one_way it is their DATA frames as the wire carries them, payload,
+// headers and framing (WireBytes), as the Homa paper's simulator counts
+// load. Control packets (grants, ACKs) are left out: they depend on the
+// transport. Closed-loop phases adapt to what the network carries and
+// are left out too.
 type LinkLoad struct {
 	Up, Down map[string]float64
 }
@@ -23,39 +32,65 @@ type LinkLoad struct {
 func OfferedLinkLoad(s *Scenario) (LinkLoad, error) {
 	ll := LinkLoad{Up: map[string]float64{}, Down: map[string]float64{}}
 	for i := range s.Phases {
-		if err := ll.addPhase(s, i, MeanSize); err != nil {
+		if err := ll.addPhase(s, i, SizeStatsOf); err != nil {
 			return ll, err
 		}
 	}
 	return ll, nil
 }
 
+// WireBytes is the mean bytes a message of st takes on a link as the
+// engine's DATA packets at the scenario's MTU: its payload, and for each
+// packet the IPv4 and DATA headers and the link's framing.
+func (s *Scenario) WireBytes(st SizeStats) float64 {
+	mtu := s.Link.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	payload := mtu - homaconf.DataHeaderLen
+	var pkts float64
+	if st.Dist != nil {
+		pkts = workloads.MeanPackets(st.Dist, payload)
+	} else {
+		pkts = max(1, math.Ceil(st.Mean/float64(payload)))
+	}
+	return st.Mean + pkts*float64(homaconf.DataHeaderLen+s.Fabric().Framing)
+}
+
+// LoadBytes is what one message of st counts for in ph's load: its bytes,
+// or with load_of: wire its WireBytes.
+func (s *Scenario) LoadBytes(ph Phase, st SizeStats) float64 {
+	if ph.LoadOf == LoadOfWire {
+		return s.WireBytes(st)
+	}
+	return st.Mean
+}
+
 // phaseRPS is the RPCs per second each client of an open-loop phase
 // issues, 0 for a phase no rate fixes (closed loops).
-func phaseRPS(s *Scenario, ph Phase, mean float64) float64 {
+func phaseRPS(s *Scenario, ph Phase, st SizeStats) float64 {
 	switch {
 	case ph.Arrivals != ArrivalsPoisson:
 		return 0
 	case ph.Incast != nil && ph.Incast.Interval > 0:
 		return float64(time.Second) / float64(ph.Incast.Interval)
 	case ph.Load > 0:
-		return s.Fabric().RateFor(ph.Load, mean)
+		return s.Fabric().RateFor(ph.Load, s.LoadBytes(ph, st))
 	}
 	return ph.RateRPS
 }
 
-// addPhase adds phase i's load to ll, with meanOf giving the mean length
-// of a size spec.
-func (ll LinkLoad) addPhase(s *Scenario, i int, meanOf func(string) (float64, error)) error {
+// addPhase adds phase i's load to ll, with statsOf describing a size spec.
+func (ll LinkLoad) addPhase(s *Scenario, i int, statsOf func(string) (SizeStats, error)) error {
 	ph := s.Phases[i]
 	if ph.Arrivals != ArrivalsPoisson {
 		return nil
 	}
-	mean, err := meanOf(ph.Sizes)
+	st, err := statsOf(ph.Sizes)
 	if err != nil {
 		return err
 	}
-	rps := phaseRPS(s, ph, mean)
+	rps := phaseRPS(s, ph, st)
 	if rps == 0 {
 		return nil
 	}
@@ -69,9 +104,21 @@ func (ll LinkLoad) addPhase(s *Scenario, i int, meanOf func(string) (float64, er
 		return err
 	}
 	rate := s.Fabric().BytesPerSecond()
-	resp := float64(ph.ResponseBytes)
-	if resp == 0 {
-		resp = mean
+	// A phase that counts its load on the wire, or sends one-way messages
+	// as the Homa paper's simulations do, is checked on the wire; other
+	// phases count message bytes, as their load does.
+	bytes := func(st SizeStats) float64 { return st.Mean }
+	if ph.OneWay || ph.LoadOf == LoadOfWire {
+		bytes = s.WireBytes
+	}
+	req := bytes(st)
+	var resp float64
+	switch {
+	case ph.OneWay:
+	case ph.ResponseBytes == 0:
+		resp = req // echoed
+	default:
+		resp = bytes(SizeStats{Mean: float64(ph.ResponseBytes)})
 	}
 	for _, c := range clients {
 		var targets []string
@@ -83,11 +130,11 @@ func (ll LinkLoad) addPhase(s *Scenario, i int, meanOf func(string) (float64, er
 		if len(targets) == 0 {
 			continue
 		}
-		ll.Up[c] += rps * mean / rate
+		ll.Up[c] += rps * req / rate
 		ll.Down[c] += rps * resp / rate
 		for _, t := range targets {
 			share := rps / float64(len(targets))
-			ll.Down[t] += share * mean / rate
+			ll.Down[t] += share * req / rate
 			ll.Up[t] += share * resp / rate
 		}
 	}

@@ -61,6 +61,9 @@ type SizeStats struct {
 	// the transports' message limits.
 	Mean float64
 	Max  int
+	// Dist is the distribution, when known: it gives the mean packet
+	// count that wire bytes need (else it is worked out from Mean).
+	Dist workloads.SizeDist
 }
 
 func (o Options) sizeSpec() func(string) (SizeStats, error) {
@@ -77,7 +80,7 @@ func SizeStatsOf(spec string) (SizeStats, error) {
 	if err != nil {
 		return SizeStats{}, err
 	}
-	return SizeStats{Mean: d.Mean(), Max: d.Max()}, nil
+	return SizeStats{Mean: d.Mean(), Max: d.Max(), Dist: d}, nil
 }
 
 // MeanSize parses a size spec with workloads.ParseSizeSpec and returns the

@@ -166,6 +166,12 @@ func TestBadScenarios(t *testing.T) {
 			`phase "bulk"'s bursts (every client sends one RPC each 10ms) put the downlink of h1 at up to 160%`},
 		{"offered load beyond the link", "    arrivals: closed\n    max_outstanding: 1", "    load: 0.8", 17, "phases[0].load",
 			"expected a load of at most 0.5 here"},
+		{"one-way messages in emulation", "    arrivals: closed\n    max_outstanding: 1", "    load: 0.3\n    one_way: true", 18, "phases[0].one_way",
+			"only the simulator sees on one clock"},
+		{"unknown load_of", "    arrivals: closed\n    max_outstanding: 1", "    load: 0.3\n    load_of: bytes", 18, "phases[0].load_of",
+			`expected "messages" (message bytes, the default) or "wire"`},
+		{"load_of without a load", "    max_outstanding: 1", "    max_outstanding: 1\n    load_of: wire", 19, "phases[0].load_of",
+			"the phase has no load"},
 		{"dctcp as a transport", "  - name: tcp", "  - name: dctcp", 11, "transports[1].name",
 			"dctcp is kernel TCP with a congestion control: write name: tcp with tcp: {congestion: dctcp}"},
 		{"near miss of a transport", "  - name: tcp", "  - name: phots", 11, "transports[1].name", `did you mean "phost"?`},
@@ -690,5 +696,62 @@ func wantOneError(t *testing.T, text string, line int, field, msg string) {
 	}
 	if !strings.HasPrefix(e.Error(), fmt.Sprintf("bad.yaml:%d: ", line)) {
 		t.Errorf("message %q does not start with file:line", e.Error())
+	}
+}
+
+// TestOneWayLoadOnTheWire checks the Homa paper's load on the wire: W1's
+// one-way messages at 80% of the link counted as message bytes ask more
+// than the link once their headers are on it (refused); counted on the
+// wire (load_of: wire), as the paper's simulator counts them, they fit at
+// exactly 80%, and a one-way phase with a response is refused.
+func TestOneWayLoadOnTheWire(t *testing.T) {
+	const base = `name: w1
+topology: {kind: star, hosts: 16}
+link: {rate: 10Gbit}
+simulated: true
+transports:
+  - name: homa
+phases:
+  - name: all2all
+    clients: [all]
+    servers: [all]
+    sizes: w1
+    load: 0.8
+    one_way: true
+duration: 10ms
+`
+	plan := func(text string) (*Plan, error) {
+		src, err := Parse("w1.yaml", []byte(text))
+		if err != nil {
+			return nil, err
+		}
+		return src.Plan(Options{Simulate: true})
+	}
+	if _, err := plan(base); err == nil || !strings.Contains(err.Error(), "phases[0].load") || !strings.Contains(err.Error(), "on the wire for one-way") {
+		t.Errorf("W1 one-way at 0.8 of message bytes: %v, want refused at phases[0].load", err)
+	}
+	p, err := plan(strings.Replace(base, "    load: 0.8\n", "    load: 0.8\n    load_of: wire\n", 1))
+	if err != nil {
+		t.Fatalf("W1 one-way at 0.8 on the wire: %v", err)
+	}
+	s := p.Experiments[0].Scenario
+	ll, err := OfferedLinkLoad(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"h1", "h16"} {
+		if u, d := ll.Up[h], ll.Down[h]; math.Abs(u-0.8) > 1e-9 || math.Abs(d-0.8) > 1e-9 {
+			t.Errorf("%s: up %.4f, down %.4f, want 0.8 each (one-way messages, no responses)", h, u, d)
+		}
+	}
+	st, err := SizeStatsOf("w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The message bytes' share of the wire: HomaSimulation configures W1
+	// at 0.657 of its wire load (homaTransportConfig.ini).
+	t.Logf("W1: mean %.1f B, %.1f B on the wire: message load %.3f of the wire load", st.Mean, s.WireBytes(st), st.Mean/s.WireBytes(st))
+	if _, err := plan(strings.Replace(base, "    one_way: true\n", "    one_way: true\n    response_bytes: 100\n", 1)); err == nil || !strings.Contains(err.Error(), "phases[0].response_bytes") {
+		t.Errorf("one-way with a response: %v, want refused at phases[0].response_bytes", err)
 	}
 }

@@ -326,15 +326,35 @@ type Phase struct {
 	Load           float64 `yaml:"load"`
 	RateRPS        float64 `yaml:"rate_rps"`
 	MaxOutstanding uint32  `yaml:"max_outstanding"`
+	// LoadOf says what Load is a fraction of the link for: LoadOfMessages
+	// (the default) or LoadOfWire.
+	LoadOf string `yaml:"load_of"`
 	// ResponseBytes 0 echoes the request's length.
-	ResponseBytes uint32  `yaml:"response_bytes"`
-	MaxRPCs       uint64  `yaml:"max_rpcs"`
-	Incast        *Incast `yaml:"incast"`
+	ResponseBytes uint32 `yaml:"response_bytes"`
+	// OneWay makes each request a one-way message: the server answers
+	// nothing, and the message's latency ends when its last byte reaches
+	// the server (the Homa paper's simulations time one-way messages).
+	// Simulated runs only: the instant a peer has a message is known on
+	// the simulator's one clock, not on two hosts'.
+	OneWay  bool    `yaml:"one_way"`
+	MaxRPCs uint64  `yaml:"max_rpcs"`
+	Incast  *Incast `yaml:"incast"`
 	// Hosts and Collective make the phase a collective among Hosts (in
 	// ring order) instead of clients sending to servers (collective.go).
 	Hosts      []string    `yaml:"hosts,omitempty"`
 	Collective *Collective `yaml:"collective,omitempty"`
 }
+
+// What a phase's load counts (Phase.LoadOf).
+const (
+	// LoadOfMessages counts message bytes only, as cp_node does.
+	LoadOfMessages = "messages"
+	// LoadOfWire counts the messages' DATA frames as the link carries
+	// them: payload, the engine's IPv4 and DATA headers, and the link's
+	// framing, per packet. HomaSimulation's load factor counts the wire
+	// the same way (its realLoadFactor; grants aside, docs/scenarios.md).
+	LoadOfWire = "wire"
+)
 
 // Incast makes every client of a phase send at the same instants.
 type Incast struct {

@@ -482,6 +482,7 @@ func (c *checker) checkPhases(s *Scenario) {
 	hosts := s.Topology.HostNames()
 	names := map[string]bool{}
 	clientOf := map[string]string{}
+	oneWay := -1 // the first client phase's one_way (0/1), -1 before it
 	for i, ph := range s.Phases {
 		p := fmt.Sprintf("phases[%d]", i)
 		if !nameRe.MatchString(ph.Name) {
@@ -516,6 +517,7 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.errorf(p+".servers", "the only server is the only client (%s); a host does not send to itself", servers[0])
 		}
 		c.checkArrivals(p, ph)
+		c.checkOneWay(s, p, ph, &oneWay)
 		if ph.Sizes == "" {
 			c.errorf(p+".sizes", "expected a size spec such as fixed:1000000, w4 or uniform:100:1000")
 		} else if c.sizeSpec != nil {
@@ -526,6 +528,41 @@ func (c *checker) checkPhases(s *Scenario) {
 		if ph.Incast != nil && ph.Incast.Interval <= 0 {
 			c.errorf(p+".incast.interval", "expected a positive burst interval such as 50ms")
 		}
+	}
+}
+
+// checkOneWay checks a client phase's load_of and one_way: one-way
+// messages need the simulator (their latency ends at another host) and
+// no response, and every client phase agrees on them (calibration times
+// one kind of message). first is the first client phase's one_way.
+func (c *checker) checkOneWay(s *Scenario, p string, ph Phase, first *int) {
+	switch ph.LoadOf {
+	case "", LoadOfMessages:
+	case LoadOfWire:
+		if ph.Load == 0 {
+			c.errorf(p+".load_of", "load_of says what load counts, but the phase has no load: give a load or drop load_of")
+		}
+	default:
+		c.errorf(p+".load_of", "expected %q (message bytes, the default) or %q (DATA frames with headers and framing, as the Homa paper's simulator counts load), got %q", LoadOfMessages, LoadOfWire, ph.LoadOf)
+	}
+	this := 0
+	if ph.OneWay {
+		this = 1
+	}
+	switch {
+	case *first < 0:
+		*first = this
+	case *first != this:
+		c.errorf(p+".one_way", "every client phase must agree on one_way (calibration times one kind of message); an earlier phase has one_way: %v", *first == 1)
+	}
+	if !ph.OneWay {
+		return
+	}
+	if !c.simulate {
+		c.errorf(p+".one_way", "one-way messages are timed from the sender's send to the last byte's arrival at the receiver, which only the simulator sees on one clock (two hosts' clocks and records cannot place it); run with homatb run --simulate, or drop one_way")
+	}
+	if ph.ResponseBytes != 0 {
+		c.errorf(p+".response_bytes", "a one-way message has no response: drop response_bytes (got %d) or one_way", ph.ResponseBytes)
 	}
 }
 

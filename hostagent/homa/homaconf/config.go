@@ -272,6 +272,10 @@ const (
 // options).
 const IPHeaderLen = 20
 
+// DataHeaderLen is what each DATA packet carries beyond its payload: the
+// IPv4 header and the DATA header.
+const DataHeaderLen = IPHeaderLen + wire.DataLen
+
 // MaxDefaultTick caps the default Tick on slow links.
 const MaxDefaultTick = 20 * time.Millisecond
 
