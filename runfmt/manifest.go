@@ -168,6 +168,12 @@ type Calibration struct {
 	// ResponseBytes is the calibration RPCs' response length; 0 echoed
 	// the request.
 	ResponseBytes uint32 `json:"response_bytes"`
+	// OneWayUs maps message length to the median unloaded one-way time in
+	// µs, for runs of one-way messages (simulated): the calibration rows
+	// in rpcs.csv are then these messages, and RTTus holds the round trip
+	// of the smallest size only, which the transports' parameters derive
+	// from.
+	OneWayUs map[uint32]float64 `json:"one_way_us,omitempty"`
 }
 
 // Experiment is one experiment's entry in the manifest.

@@ -574,6 +574,17 @@ func (s *Scenario) Doc() any {
 // that each transport's own unloaded RTT is measured with the workload's
 // responses. On a tie a fixed length wins over echoing, since an echo
 // doubles a long calibration RPC, then the smaller length.
+// OneWay reports whether the scenario's client phases send one-way
+// messages (validation has them all agree).
+func (s *Scenario) OneWay() bool {
+	for _, ph := range s.Phases {
+		if ph.Collective == nil && ph.OneWay {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Scenario) CalibrationResponse() uint32 {
 	count := map[uint32]int{}
 	for _, ph := range s.Phases {

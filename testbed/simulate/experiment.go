@@ -51,12 +51,21 @@ type job struct {
 	colls   []*simColl
 	arrived func(host string, req []byte)
 	closed  bool // books closed: later callbacks are the shutdown's
+	// oneWay sends the clients' requests as one-way messages: a server
+	// answers none, and each ends as its receiver has it whole (the
+	// receiver tells the sender's endpoint, free on the wire).
+	oneWay bool
+	byIP   map[netip.Addr]*simnet.Node
 }
 
 // run simulates the job and returns its records: every issued RPC
 // completed, failed, or in flight at the end.
 func (j *job) run() error {
 	j.open = map[int]bool{}
+	j.byIP = map[netip.Addr]*simnet.Node{}
+	for _, h := range j.net.Nodes() {
+		j.byIP[h.IP] = h
+	}
 	clock := j.net.Clock()
 	for i, name := range j.used {
 		h := j.net.Node(name)
@@ -140,7 +149,12 @@ func (j *job) serve(h *simnet.Node) error {
 			n := agent.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
 			now := j.net.Clock().Now()
-			_ = t.Reply(now, sr, n) // fails only when replied twice
+			if j.oneWay {
+				n = 0
+				_ = t.Delivered(now, sr) // fails only when replied twice
+			} else {
+				_ = t.Reply(now, sr, n)
+			}
 			if j.bookServed && !j.closed {
 				at := j.epoch.Add(time.Duration(now)).UnixNano()
 				j.served = append(j.served, runfmt.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
@@ -154,6 +168,9 @@ func (j *job) serve(h *simnet.Node) error {
 			j.arrived(h.Name, sr.Request())
 		}
 		n := agent.ResponseLength(sr.Request())
+		if j.oneWay {
+			n = 0
+		}
 		if len(zeros) < n {
 			zeros = make([]byte, n)
 		}
@@ -162,6 +179,13 @@ func (j *job) serve(h *simnet.Node) error {
 			j.served = append(j.served, runfmt.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
 				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
 				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
+		}
+		if j.oneWay {
+			_ = h.Drop(sr) // fails only when replied twice
+			if c := j.byIP[sr.Peer().Addr()]; c != nil {
+				c.Delivered(sr.ID())
+			}
+			return
 		}
 		_ = h.Reply(sr, zeros[:n]) // fails only for an RPC its client gave up
 	})
@@ -298,7 +322,7 @@ func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []
 	j.rows = append(j.rows, row)
 	j.books.Issued++
 	j.open[idx] = true
-	h.Call(target, req, func(resp []byte, info homa.CallInfo, err error) {
+	ended := func(resp []byte, info homa.CallInfo, err error) {
 		if j.closed {
 			return
 		}
@@ -315,7 +339,12 @@ func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []
 			j.books.Completed++
 		}
 		then(err == nil)
-	})
+	}
+	if j.oneWay {
+		h.Send(target, req, func(info homa.CallInfo, err error) { ended(nil, info, err) })
+		return
+	}
+	h.Call(target, req, ended)
 }
 
 func unixNs(t time.Time) int64 {

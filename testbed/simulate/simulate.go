@@ -293,62 +293,99 @@ func (r *simRun) finish(j *job) error {
 
 // calibrate measures each transport's unloaded RTT per calibration size
 // between the first two hosts, one RPC at a time, as an emulated run
-// does; the rows enter rpcs.csv under calibrate-<transport>.
+// does; the rows enter rpcs.csv under calibrate-<transport>. A scenario
+// of one-way messages calibrates one-way messages instead (their rows in
+// rpcs.csv, so that slowdowns divide by a one-way ideal) and the round
+// trip of the smallest size only, unrecorded, for the transports'
+// parameters (Homa's RTTbytes).
 func (r *simRun) calibrate(ctx context.Context) error {
 	s := r.plan.Base
-	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
 	resp := s.CalibrationResponse()
+	oneWay := s.OneWay()
 	seen := map[string]bool{}
 	for _, t := range s.Transports {
 		if seen[t.Name] {
 			continue
 		}
 		seen[t.Name] = true
-		name := runfmt.CalibrationExperiment(t.Name)
 		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: resp}
+		if oneWay {
+			cal.OneWayUs = map[uint32]float64{}
+		}
 		for _, size := range s.Calibration.Sizes {
-			net, err := r.network(ctx, t, *s.Seed)
+			med, err := r.calibrateSize(ctx, t, size, resp, oneWay, true)
 			if err != nil {
 				return err
 			}
-			sizes, err := fixedSize(size)
+			if oneWay {
+				cal.OneWayUs[size] = med
+			} else {
+				cal.RTTus[size] = med
+			}
+		}
+		if oneWay {
+			small := slices.Min(s.Calibration.Sizes)
+			med, err := r.calibrateSize(ctx, t, small, resp, false, false)
 			if err != nil {
 				return err
 			}
-			c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
-				maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
-				targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
-			tcp, err := r.tcpConfig(t)
-			if err != nil {
-				return err
-			}
-			j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, clients: []client{c},
-				servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
-				length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log}
-			if err := j.run(); err != nil {
-				return err
-			}
-			var rtts []float64
-			for _, row := range j.rows {
-				if row.Status == runfmt.StatusCompleted {
-					rtts = append(rtts, float64(row.DoneNs-row.IntendedNs)/1e3)
-				}
-			}
-			if len(rtts) == 0 {
-				return fmt.Errorf("%s-%d: no RPC completed between %s and %s", name, size, cl.Name, server.Name)
-			}
-			if err := r.finish(j); err != nil {
-				return err
-			}
-			slices.Sort(rtts)
-			cal.RTTus[size] = rtts[len(rtts)/2]
+			cal.RTTus[small] = med
 		}
 		cal.UnschedBytes = agents.UnschedBytes(r.fab, agents.BaseRTT(cal))
 		r.calib[t.Name] = cal
 		r.man.Calibration[t.Name] = cal
-		r.log.Info("calibrated in the simulator", "transport", t.Name, "rtt_us", cal.RTTus, "unsched_bytes", cal.UnschedBytes)
+		r.log.Info("calibrated in the simulator", "transport", t.Name, "rtt_us", cal.RTTus, "one_way_us", cal.OneWayUs, "unsched_bytes", cal.UnschedBytes)
 	}
 	return nil
+}
+
+// calibrateSize runs transport t's calibration messages of size bytes
+// (one-way, or RPCs with resp-byte responses) on a fresh network and
+// returns their median time in µs; book puts their rows in rpcs.csv.
+func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay, book bool) (float64, error) {
+	s := r.plan.Base
+	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
+	name := runfmt.CalibrationExperiment(t.Name)
+	net, err := r.network(ctx, t, *s.Seed)
+	if err != nil {
+		return 0, err
+	}
+	sizes, err := fixedSize(size)
+	if err != nil {
+		return 0, err
+	}
+	c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
+		maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
+		targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
+	tcp, err := r.tcpConfig(t)
+	if err != nil {
+		return 0, err
+	}
+	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, clients: []client{c},
+		servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
+		length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log, oneWay: oneWay}
+	if err := j.run(); err != nil {
+		return 0, err
+	}
+	var times []float64
+	for _, row := range j.rows {
+		if row.Status == runfmt.StatusCompleted {
+			times = append(times, float64(row.DoneNs-row.IntendedNs)/1e3)
+		}
+	}
+	if len(times) == 0 {
+		return 0, fmt.Errorf("%s-%d: no RPC completed between %s and %s", name, size, cl.Name, server.Name)
+	}
+	if book {
+		if err := r.finish(j); err != nil {
+			return 0, err
+		}
+	} else {
+		r.events += j.net.Clock().Events()
+		r.simNs += j.net.Clock().Now()
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
 }
 
 // experiment simulates one experiment and records it.
@@ -423,7 +460,10 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp,
 		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
-		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log}
+		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log, oneWay: s.OneWay()}
+	if j.oneWay {
+		fidelity = append(fidelity, "one-way messages: each ends when its last byte reaches the receiver, on the simulator's one clock; the sender learns of it at that instant and at no cost on the wire (no response, no ACK), which the emulation could not do")
+	}
 	if j.colls, err = collectivesOf(ro); err != nil {
 		return err
 	}
