@@ -2,11 +2,14 @@ package reports
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/internal/fabric"
 	"maps"
 	"math"
 	"slices"
 	"sort"
+	"time"
+
+	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/runfmt"
 )
 
 // Slowdown divides an RPC's RTT by the ideal RTT of that RPC on this fabric
@@ -34,6 +37,15 @@ type idealRTT struct {
 	uplinkBps     float64
 	mtu, overhead int
 	source        string
+	// hopNs is the fixed latency a simulated run charges per link beyond
+	// its serialisation: a link's delay and the switch it leads to
+	// (simulation.link_delay and switch_delay; 0 in emulated runs, whose
+	// base holds the machine's). A path longer than the base's pays it
+	// for each further link, each way.
+	hopNs float64
+	// oneWay: the run timed one-way messages (calibration one_way_us),
+	// so the ideal is a message's one way, with no response.
+	oneWay bool
 }
 
 // wire is the bytes a message of n bytes takes on a link, and those of its
@@ -65,8 +77,31 @@ func (id *idealRTT) at(req, resp int64, links int) float64 {
 	if links == 0 {
 		links = id.baseLinks
 	}
+	ways := 2.0
+	if id.oneWay {
+		ways = 1
+	}
 	return id.baseNs + id.transfer(req, links) + id.transfer(resp, links) -
-		id.transfer(id.baseReq, id.baseLinks) - id.transfer(id.baseResp, id.baseLinks)
+		id.transfer(id.baseReq, id.baseLinks) - id.transfer(id.baseResp, id.baseLinks) +
+		ways*float64(links-id.baseLinks)*id.hopNs
+}
+
+// simulatedHop is the fixed latency per link a simulated run charged
+// (its scenario's simulation block), 0 for other runs.
+func simulatedHop(man *manifest) float64 {
+	if man.Mode != runfmt.ModeSimulated {
+		return 0
+	}
+	sim, _ := mapOf(man.Scenario)["simulation"].(map[string]any)
+	var ns float64
+	for _, k := range []string{"link_delay", "switch_delay"} {
+		if v, ok := sim[k].(string); ok {
+			if d, err := time.ParseDuration(v); err == nil {
+				ns += float64(d.Nanoseconds())
+			}
+		}
+	}
+	return ns
 }
 
 // newIdeal picks the base, the smallest calibrated RPC's median RTT of the
@@ -80,6 +115,10 @@ func newIdeal(calib map[string]map[int64]*calibPoint, man *manifest) (id *idealR
 	} else {
 		id.rateBps, id.mtu, id.overhead = float64(man.RateBps()), 1500, fabric.Framing
 		note = fmt.Sprintf("manifest.json describes no fabric: the ideal RTT assumes MTU %d, %d B framing and 2 links each way", id.mtu, id.overhead)
+	}
+	id.hopNs = simulatedHop(man)
+	for _, c := range man.Calibration {
+		id.oneWay = id.oneWay || len(c.OneWayUs) > 0
 	}
 	for _, tr := range slices.Sorted(maps.Keys(calib)) {
 		byLen := calib[tr]
