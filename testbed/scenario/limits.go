@@ -104,8 +104,8 @@ func (c *checker) checkMessageLimits(s *Scenario) {
 			continue
 		}
 		resp := int(ph.ResponseBytes)
-		if resp == 0 {
-			resp = st.Max
+		if resp == 0 && !ph.OneWay {
+			resp = st.Max // echoed; a one-way message has none
 		}
 		wire := s.Fabric().WireTime(int(st.Max + resp))
 		if wire > s.Duration.D() {
