@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4"
 )
 
 // Names of the tor.p4 objects the controller programs and reads (the P4
@@ -21,6 +22,7 @@ const (
 	actionSetQueue        = "TorIngress.set_queue"
 	actionARPReply        = "TorIngress.arp_reply"
 	actionSetECNThreshold = "TorEgress.set_ecn_threshold"
+	actionSetECNRED       = "TorEgress.set_ecn_red"
 	actionStrictPriority  = "TorIngress.strict_priority"
 	actionRankOrder       = "TorIngress.rank_order"
 	actionTrimAbove       = "TorIngress.trim_above"
@@ -101,13 +103,13 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 			})
 		}
 	}
-	if p.ECNThresholdPkts > 0 {
+	if action, params := p.ecnAction(); action != "" {
 		for _, port := range t.switchPorts(name) {
 			out = append(out, p4rtclient.Entry{
 				Table:  tableECNConfig,
 				Match:  []p4rtclient.Match{p4rtclient.Exact(fieldEgressPort, p4rtclient.Uint(uint64(port)))},
-				Action: actionSetECNThreshold,
-				Params: map[string]p4rtclient.Value{"threshold_pkts": p4rtclient.Uint(uint64(p.ECNThresholdPkts))},
+				Action: action,
+				Params: params,
 			})
 		}
 	}
@@ -116,4 +118,20 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 		return nil, err
 	}
 	return append(append(out, mp.entries...), modes...), nil
+}
+
+// ecnAction is ecn_config's action for every switch port: a RED profile,
+// a step threshold, or none ("").
+func (p Policy) ecnAction() (string, map[string]p4rtclient.Value) {
+	if r := p.ECNRED; r.KmaxPkts != 0 {
+		return actionSetECNRED, map[string]p4rtclient.Value{
+			"kmin_pkts": p4rtclient.Uint(uint64(r.KminPkts)),
+			"kmax_pkts": p4rtclient.Uint(uint64(r.KmaxPkts)),
+			"slope":     p4rtclient.Uint(uint64(p4.ECNSlope(r.KminPkts, r.KmaxPkts, r.Pmax))),
+		}
+	}
+	if p.ECNThresholdPkts > 0 {
+		return actionSetECNThreshold, map[string]p4rtclient.Value{"threshold_pkts": p4rtclient.Uint(uint64(p.ECNThresholdPkts))}
+	}
+	return "", nil
 }

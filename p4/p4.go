@@ -40,6 +40,7 @@ const (
 	ActionSetEgress       uint32 = 0x01000011 // TorIngress.set_egress(port)
 	ActionFlowHash        uint32 = 0x01000012 // TorIngress.flow_hash()
 	ActionSpray           uint32 = 0x01000013 // TorIngress.spray()
+	ActionSetECNRED       uint32 = 0x01000030 // TorEgress.set_ecn_red(kmin_pkts, kmax_pkts, slope)
 
 	ProfileUplinkSelector uint32 = 0x11000010 // TorIngress.uplink_selector (action selector)
 
@@ -51,6 +52,18 @@ const (
 	RegisterQueueDelay uint32 = 0x16000003 // TorEgress.queue_delay
 	RegisterSpraySeq   uint32 = 0x16000010 // TorIngress.spray_seq (size 1)
 )
+
+// ECNSlopeOne is set_ecn_red's slope for a marking probability of 1 per
+// packet above Kmin: slopes are probabilities scaled by 2^16.
+const ECNSlopeOne = 1 << 16
+
+// ECNSlope is set_ecn_red's slope for a RED profile that marks with
+// probability 0 at kminPkts rising linearly to pmax at kmaxPkts: pmax
+// * 2^16 / (kmax - kmin), rounded down (tor.p4 has no division). kmaxPkts
+// must be above kminPkts and pmax in [0, 1].
+func ECNSlope(kminPkts, kmaxPkts uint32, pmax float64) uint32 {
+	return uint32(pmax * ECNSlopeOne / float64(kmaxPkts-kminPkts))
+}
 
 // Shape of the per-(port, queue) counters and registers.
 const (

@@ -50,8 +50,8 @@ func TestP4InfoIDPrefixes(t *testing.T) {
 	for _, x := range info.GetActionProfiles() {
 		check("action profile", x.GetPreamble(), p4configv1.P4Ids_ACTION_PROFILE)
 	}
-	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters()) + len(info.GetActionProfiles())); got != 27 {
-		t.Errorf("P4Info has %d objects, the contract lists 27", got)
+	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters()) + len(info.GetActionProfiles())); got != 28 {
+		t.Errorf("P4Info has %d objects, the contract lists 28", got)
 	}
 }
 
@@ -98,6 +98,7 @@ func TestConstantsMatchP4Info(t *testing.T) {
 		{"TorIngress.set_queue", ActionSetQueue},
 		{"TorIngress.arp_reply", ActionARPReply},
 		{"TorEgress.set_ecn_threshold", ActionSetECNThreshold},
+		{"TorEgress.set_ecn_red", ActionSetECNRED},
 		{"TorIngress.strict_priority", ActionStrictPriority},
 		{"TorIngress.rank_order", ActionRankOrder},
 		{"TorIngress.trim_above", ActionTrimAbove},

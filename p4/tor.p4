@@ -6,7 +6,11 @@
  * expiry) and picks one of eight strict-priority egress queues from the DSCP
  * (dscp_to_queue, default queue 0). Egress counts the packets that left each
  * (port, queue), records its depth, peak depth and queueing delay in
- * registers, and marks ECN CE above a per-port threshold (ecn_config).
+ * registers, and marks ECN CE by a per-port RED profile (ecn_config):
+ * never below Kmin packets, with a probability rising linearly from 0 at
+ * Kmin to Pmax at Kmax drawn with v1model's random(), always from Kmax
+ * (set_ecn_red); a step threshold is the profile with Kmin = Kmax
+ * (set_ecn_threshold).
  *
  * Switch modes (docs/transports.md): port_mode, keyed by egress port, picks
  * how the traffic manager queues what goes out of that port. The default,
@@ -134,7 +138,9 @@ struct metadata_t {
     bit<16> nexthop_group; /* ecmp_forward's group, 0: none */
     bit<32> l4_ports;      /* TCP, UDP or Homa source and destination port */
     bit<32> lb_nonce;      /* load_balance: 0 (flow_hash) or spray_seq */
-    bit<19> ecn_threshold;
+    bit<19> ecn_threshold; /* Kmin */
+    bit<19> ecn_kmax;
+    bit<32> ecn_slope;     /* P(mark) * 2^16 per packet above Kmin */
     bit<1>  ecn_enabled;
     bit<2>  mode;       /* MODE_*, from port_mode */
     bit<32> mode_arg;   /* rank_order: buffer bytes; trim_above: threshold */
@@ -411,6 +417,17 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
     @id(0x01000005)
     action set_ecn_threshold(@id(1) bit<19> threshold_pkts) {
         meta.ecn_threshold = threshold_pkts;
+        meta.ecn_kmax = threshold_pkts;
+        meta.ecn_enabled = 1;
+    }
+
+    /* RED: slope = Pmax * 2^16 / (Kmax - Kmin), computed by the
+     * controller (no division in the data plane). */
+    @id(0x01000030)
+    action set_ecn_red(@id(1) bit<19> kmin_pkts, @id(2) bit<19> kmax_pkts, @id(3) bit<32> slope) {
+        meta.ecn_threshold = kmin_pkts;
+        meta.ecn_kmax = kmax_pkts;
+        meta.ecn_slope = slope;
         meta.ecn_enabled = 1;
     }
 
@@ -421,6 +438,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
         }
         actions = {
             set_ecn_threshold;
+            set_ecn_red;
             NoAction;
         }
         default_action = NoAction();
@@ -446,7 +464,15 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
             /* ECT(0), ECT(1) or CE: the sender understands ECN. */
             if (meta.ecn_enabled == 1 && hdr.ipv4.ecn != 0 &&
                 standard_metadata.enq_qdepth >= meta.ecn_threshold) {
-                hdr.ipv4.ecn = 3;
+                bit<32> r = 0;
+                if (standard_metadata.enq_qdepth < meta.ecn_kmax) {
+                    random(r, 0, 0xffff);
+                    r = r + 1; /* 1..2^16: a zero slope never marks */
+                }
+                if (r <= (bit<32>)(standard_metadata.enq_qdepth -
+                                   meta.ecn_threshold) * meta.ecn_slope) {
+                    hdr.ipv4.ecn = 3;
+                }
             }
         }
 

@@ -143,6 +143,9 @@ func setupOf(m *manifest) [][2]string {
 		if e := str(sw["ecn_threshold_pkts"]); e != "" && e != "0" {
 			q += ", ECN marks above " + e + " packets"
 		}
+		if e := mapOf(sw["ecn"]); len(e) > 0 {
+			q += fmt.Sprintf(", ECN marks by RED (Kmin %s, Kmax %s packets, Pmax %s)", str(e["kmin_pkts"]), str(e["kmax_pkts"]), str(e["pmax"]))
+		}
 		add("switch", q)
 	}
 	for _, t := range listOf(sc["transports"]) {

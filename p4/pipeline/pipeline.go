@@ -90,7 +90,7 @@ func torTables() [numTables]tableInfo {
 		{ID: p4.TableIPv4LPM, Name: "TorIngress.ipv4_lpm", Actions: []uint32{p4.ActionIPv4Forward, p4.ActionECMPForward, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableDSCPToQueue, Name: "TorIngress.dscp_to_queue", Actions: []uint32{p4.ActionSetQueue}, Default: ActionCall{ID: p4.ActionSetQueue}, Size: 64},
 		{ID: p4.TableARPProxy, Name: "TorIngress.arp_proxy", Actions: []uint32{p4.ActionARPReply, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
-		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
+		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionSetECNRED, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
 		{ID: p4.TablePortMode, Name: "TorIngress.port_mode", Actions: []uint32{p4.ActionStrictPriority, p4.ActionRankOrder, p4.ActionTrimAbove}, Default: ActionCall{ID: p4.ActionStrictPriority}, Size: 512},
 		{ID: p4.TableLoadBalance, Name: "TorIngress.load_balance", Actions: []uint32{p4.ActionFlowHash, p4.ActionSpray}, Default: ActionCall{ID: p4.ActionFlowHash}, Size: 1},
 		{ID: p4.TableNexthop, Name: "TorIngress.nexthop_group", Actions: []uint32{p4.ActionSetEgress, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 1024, Selector: true},
@@ -134,12 +134,33 @@ type Pipeline struct {
 	delay      [p4.QueueSlots]atomic.Uint32
 	// spraySeq is tor.p4's spray_seq register (one cell).
 	spraySeq [1]atomic.Uint32
+	// rng is the state of v1model's random() (RED marking): a counter
+	// that each draw advances and mixes, so draws need no lock, and a
+	// seed and the order of draws give the same sequence (the simulator
+	// repeats exactly).
+	rng atomic.Uint64
+}
+
+// defaultRandomSeed is random()'s seed until SeedRandom.
+const defaultRandomSeed = 0x746f722e7034 // "tor.p4"
+
+// SeedRandom restarts the sequence of v1model's random() from seed.
+func (p *Pipeline) SeedRandom(seed uint64) { p.rng.Store(seed) }
+
+// random16 is v1model's random(r, 0, 0xffff): SplitMix64 (Steele, Lea and
+// Flood 2014) over the draw counter, cut to 16 bits.
+func (p *Pipeline) random16() uint32 {
+	z := p.rng.Add(0x9e3779b97f4a7c15)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return uint32((z ^ z>>31) & 0xffff)
 }
 
 // New returns a pipeline with empty tables (every packet is dropped until the
 // control plane writes forwarding entries).
 func New() *Pipeline {
 	p := &Pipeline{}
+	p.SeedRandom(defaultRandomSeed)
 	if err := p.Install(nil); err != nil {
 		panic(fmt.Sprintf("pipeline: empty install failed: %v", err)) // cannot happen: nil contents
 	}

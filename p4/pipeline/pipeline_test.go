@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -415,17 +417,20 @@ func TestCheckP4Info(t *testing.T) {
 }
 
 func TestHotPathAllocatesNothing(t *testing.T) {
-	p := newTor(t)
-	f := ipv4Frame(0x0a000002, 7<<5|2, 64, 1000)
-	md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: 20, Length: len(f)}
-	var v Verdict
-	allocs := testing.AllocsPerRun(1000, func() {
-		f[ipTTLOff] = 64
-		p.Ingress(f, 1, &v)
-		p.Egress(f, &md)
-	})
-	if allocs != 0 {
-		t.Errorf("Ingress+Egress allocate %.1f times per packet, want 0", allocs)
+	for name, c := range map[string]map[uint32]TableContents{"threshold": torContents(), "red": redContents()} {
+		p := installed(t, c)
+		f := ipv4Frame(0x0a000002, 7<<5|2, 64, 1000)
+		md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: 20, Length: len(f)}
+		var v Verdict
+		allocs := testing.AllocsPerRun(1000, func() {
+			f[ipTTLOff] = 64
+			f[ipTOSOff] = 7<<5 | 2
+			p.Ingress(f, 1, &v)
+			p.Egress(f, &md)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: Ingress+Egress allocate %.1f times per packet, want 0", name, allocs)
+		}
 	}
 }
 
@@ -441,15 +446,18 @@ func BenchmarkForward(b *testing.B) {
 		name     string
 		contents map[uint32]TableContents
 		dst      uint32
+		tos      byte
+		depth    uint32
 	}{
-		{"direct", torContents(), 0x0a000002},
-		{"ecmp", ecmpContents(false), 0x0a000107},
-		{"spray", ecmpContents(true), 0x0a000107},
+		{"direct", torContents(), 0x0a000002, 7 << 5, 0},
+		{"ecmp", ecmpContents(false), 0x0a000107, 7 << 5, 0},
+		{"spray", ecmpContents(true), 0x0a000107, 7 << 5, 0},
+		{"red", redContents(), 0x0a000002, 3<<5 | 2, 20},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := installed(b, tc.contents)
-			f := ipv4Frame(tc.dst, 7<<5, 64, 1000)
-			md := EgressMeta{EgressPort: 2, Queue: 7, Length: len(f)}
+			f := ipv4Frame(tc.dst, tc.tos, 64, 1000)
+			md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: tc.depth, Length: len(f)}
 			dst := make([]byte, len(f))
 			const copies = 1 << 16
 			t0 := time.Now()
@@ -467,6 +475,9 @@ func BenchmarkForward(b *testing.B) {
 			}
 			if v.Drop {
 				b.Fatal("the benchmark frame was dropped")
+			}
+			if tc.depth > 0 {
+				f[ipTOSOff] = tc.tos // unmarked again for the next run
 			}
 			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 			b.ReportMetric(perOp/copyNs, "x-copy")
@@ -510,4 +521,73 @@ func FuzzIngressEgress(f *testing.F) {
 		md := EgressMeta{EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: depth, Length: n}
 		p.Egress(frame, &md)
 	})
+}
+
+// redContents are torContents with a RED profile (Kmin 10, Kmax 30, Pmax
+// 0.2) on port 2 instead of the step threshold.
+func redContents() map[uint32]TableContents {
+	c := torContents()
+	c[p4.TableECNConfig] = TableContents{Entries: []Entry{{
+		Match:  [MaxKeyFields]FieldMatch{{Value: 2, Mask: FieldMask(9)}},
+		Action: ActionCall{ID: p4.ActionSetECNRED, Params: [MaxParams]uint64{10, 30, uint64(p4.ECNSlope(10, 30, 0.2))}},
+	}}}
+	return c
+}
+
+// TestEgressREDProfile checks set_ecn_red's marking probability at each
+// depth against the profile (0 below Kmin, linear to Pmax at Kmax, 1 from
+// Kmax) over many draws, and that a seed repeats the same marks.
+func TestEgressREDProfile(t *testing.T) {
+	const kmin, kmax, pmax, draws = 10, 30, 0.2, 20000
+	contents := redContents() // Kmin, Kmax and Pmax as above
+	marks := func(p *Pipeline, depth uint32, n int) (marked int, seq []bool) {
+		for range n {
+			f := ipv4Frame(0x0a000002, 0x02, 64, 10)
+			md := EgressMeta{EgressPort: 2, EnqDepthPkts: depth, Length: len(f)}
+			p.Egress(f, &md)
+			m := f[ipTOSOff]&ecnMask == ecnCE
+			if m {
+				marked++
+			}
+			if Checksum(f[ethLen:ethLen+ipv4Len]) != 0 {
+				t.Fatal("checksum invalid after marking")
+			}
+			seq = append(seq, m)
+		}
+		return marked, seq
+	}
+	p := New()
+	if err := p.Install(contents); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		depth uint32
+		want  float64
+	}{
+		{0, 0}, {kmin - 1, 0}, {kmin, 0}, {15, 0.05}, {20, 0.1}, {29, 0.19}, {kmax, 1}, {500, 1},
+	} {
+		got, _ := marks(p, tc.depth, draws)
+		frac := float64(got) / draws
+		// 4 standard deviations of a binomial fraction, at least 0.
+		tol := 4 * math.Sqrt(tc.want*(1-tc.want)/draws)
+		if math.Abs(frac-tc.want) > tol+1e-9 {
+			t.Errorf("depth %d: marked %.4f, want %.4f ± %.4f", tc.depth, frac, tc.want, tol)
+		}
+	}
+	a, b := New(), New()
+	for _, p := range []*Pipeline{a, b} {
+		if err := p.Install(contents); err != nil {
+			t.Fatal(err)
+		}
+		p.SeedRandom(42)
+	}
+	_, sa := marks(a, 20, 200)
+	_, sb := marks(b, 20, 200)
+	if !slices.Equal(sa, sb) {
+		t.Error("two pipelines seeded alike marked differently")
+	}
+	b.SeedRandom(43)
+	if _, sc := marks(b, 20, 200); slices.Equal(sa, sc) {
+		t.Error("another seed marked the same 200 packets")
+	}
 }

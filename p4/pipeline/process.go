@@ -248,14 +248,32 @@ func (p *Pipeline) Egress(frame []byte, md *EgressMeta) bool {
 	}
 	key := Key{uint64(md.EgressPort & portMask)}
 	a, _ := p.snap.Load().tables[tblECNConfig].Lookup(&key)
-	if a.ID == p4.ActionSetECNThreshold {
-		tos := frame[ipTOSOff]
-		if tos&ecnMask != 0 && uint64(min(md.EnqDepthPkts, maxQdepthP4)) >= a.Params[0] && tos&ecnMask != ecnCE {
-			frame[ipTOSOff] = tos | ecnCE
-			updateIPv4Checksum(frame)
-		}
+	tos := frame[ipTOSOff]
+	if tos&ecnMask != 0 && (a.ID == p4.ActionSetECNThreshold || a.ID == p4.ActionSetECNRED) &&
+		p.redMarks(a, min(md.EnqDepthPkts, maxQdepthP4)) && tos&ecnMask != ecnCE {
+		frame[ipTOSOff] = tos | ecnCE
+		updateIPv4Checksum(frame)
 	}
 	return true
+}
+
+// redMarks is tor.p4's marking decision for an ECN-capable frame that
+// found depth packets in its queue, under ecn_config's action a:
+// set_ecn_threshold(t) is set_ecn_red(t, t, 0).
+func (p *Pipeline) redMarks(a ActionCall, depth uint32) bool {
+	kmin, kmax, slope := a.Params[0], a.Params[0], uint64(0)
+	if a.ID == p4.ActionSetECNRED {
+		kmax, slope = a.Params[1], a.Params[2]
+	}
+	d := uint64(depth)
+	if d < kmin {
+		return false
+	}
+	var r uint64
+	if d < kmax {
+		r = uint64(p.random16()) + 1
+	}
+	return r <= uint64(uint32((d-kmin)*slope)) // bit<32> in tor.p4
 }
 
 func putMAC(b []byte, mac uint64) {

@@ -151,8 +151,10 @@ type Switch struct {
 	// Buffer is the packet memory the queues share (embedded target only).
 	Buffer Buffer `yaml:"buffer"`
 	// ECNThresholdPkts marks CE on ECT packets at this queue depth (0: off).
-	ECNThresholdPkts int  `yaml:"ecn_threshold_pkts"`
-	Pcap             bool `yaml:"pcap"`
+	ECNThresholdPkts int `yaml:"ecn_threshold_pkts"`
+	// ECN marks CE by a RED profile instead (nil: ECNThresholdPkts).
+	ECN  *ECN `yaml:"ecn,omitempty"`
+	Pcap bool `yaml:"pcap"`
 	// Postcards records every forwarded frame's times and transport key
 	// (switch/<experiment>/<sw>.postcards) for the latency anatomy: on by
 	// default on the embedded target, where a record costs 12-15 ns and
@@ -160,6 +162,19 @@ type Switch struct {
 	// (docs/bench-switch.md); BMv2 has no such records.
 	Postcards *bool `yaml:"postcards"`
 }
+
+// ECN is a RED marking profile, as RoCE switches are configured: an
+// ECN-capable packet that finds fewer than KminPkts packets in its queue
+// is never marked, one that finds KmaxPkts or more always, and in between
+// with a probability rising linearly from 0 at Kmin to Pmax at Kmax.
+type ECN struct {
+	KminPkts int     `yaml:"kmin_pkts"`
+	KmaxPkts int     `yaml:"kmax_pkts"`
+	Pmax     float64 `yaml:"pmax"`
+}
+
+// Marks reports whether the switches mark ECN at all.
+func (s Switch) Marks() bool { return s.ECN != nil || s.ECNThresholdPkts > 0 }
 
 // PostcardsOn reports whether the switches record per-packet postcards.
 func (s Switch) PostcardsOn() bool { return s.Postcards != nil && *s.Postcards }

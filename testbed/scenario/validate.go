@@ -248,6 +248,20 @@ func (c *checker) checkSwitch(s *Scenario) {
 	if s.Switch.ECNThresholdPkts < 0 || s.Switch.ECNThresholdPkts >= 1<<19 {
 		c.errorf("switch.ecn_threshold_pkts", "expected 0 (off) to %d packets, got %d", 1<<19-1, s.Switch.ECNThresholdPkts)
 	}
+	if e := s.Switch.ECN; e != nil {
+		if s.Switch.ECNThresholdPkts > 0 {
+			c.errorf("switch.ecn", "expected either ecn (a RED profile) or ecn_threshold_pkts (a step, Kmin = Kmax), not both")
+		}
+		if e.KminPkts < 1 || e.KminPkts >= 1<<19-1 {
+			c.errorf("switch.ecn.kmin_pkts", "expected 1 to %d packets, got %d", 1<<19-2, e.KminPkts)
+		}
+		if e.KmaxPkts <= e.KminPkts || e.KmaxPkts >= 1<<19 {
+			c.errorf("switch.ecn.kmax_pkts", "expected more than kmin_pkts (%d) and below %d packets (for a step, set kmax_pkts to kmin_pkts + 1 with pmax 1, or use ecn_threshold_pkts), got %d", e.KminPkts, 1<<19, e.KmaxPkts)
+		}
+		if !(e.Pmax > 0 && e.Pmax <= 1) {
+			c.errorf("switch.ecn.pmax", "expected a marking probability at Kmax above 0 and at most 1, got %v", e.Pmax)
+		}
+	}
 	if d := s.Switch.QueueDepthBytes; d != 0 && int(d) < s.Link.MTU {
 		c.errorf("switch.queue_depth_bytes", "expected 0 (packets only) or at least one MTU (%d bytes), got %d", s.Link.MTU, d)
 	}
@@ -426,8 +440,8 @@ func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	case "reno", "cubic":
 	case "dctcp":
 		// DCTCP reacts only to CE marks, which only the switch sets.
-		if s.Switch.ECNThresholdPkts <= 0 {
-			c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20)")
+		if !s.Switch.Marks() {
+			c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20) or switch.ecn")
 		}
 	default:
 		c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)

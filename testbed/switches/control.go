@@ -73,6 +73,9 @@ func Policy(s *scenario.Scenario) (controller.Policy, error) {
 		}
 	}
 	p.ECNThresholdPkts = uint32(s.Switch.ECNThresholdPkts)
+	if e := s.Switch.ECN; e != nil {
+		p.ECNRED = controller.ECNProfile{KminPkts: uint32(e.KminPkts), KmaxPkts: uint32(e.KmaxPkts), Pmax: e.Pmax}
+	}
 	p.LoadBalancing = s.Topology.LoadBalancing
 	return p, p.Validate()
 }
