@@ -210,6 +210,7 @@ type reportPage struct {
 	ManifestKV  [][2]string
 	Experiments []*Experiment
 	Captures    []captureRow
+	PFC         []pfcRow
 	Collectives []collectiveSection
 	Adversaries []adversaryRow
 }
@@ -360,6 +361,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		return nil, err
 	}
 	pg.Captures = captureRows(s.manifest)
+	pg.PFC = pfcRows(s)
 	pg.Adversaries = adversaryRows(s)
 	return pg, nil
 }

@@ -253,6 +253,26 @@ type SwitchStats struct {
 	// shows as unavailable rather than as zeros.
 	Target      string   `json:"target,omitempty"`
 	Unavailable []string `json:"unavailable,omitempty"`
+	// PFC lists, per switch port and priority that sent or received any,
+	// the PAUSE frames (802.1Qbb) of the experiment and how long the
+	// port's egress queue was paused (switch.pfc).
+	PFC []PFCPort `json:"pfc,omitempty"`
+}
+
+// PFCPort is one switch port's priority flow control of one priority over
+// an experiment: PAUSE frames and resumes it sent upstream (its ingress
+// reached XOFF, then XON), those it received, and the time its own egress
+// queue of that priority stood paused.
+type PFCPort struct {
+	Switch         string  `json:"switch"`
+	Port           int     `json:"port"`
+	Iface          string  `json:"iface"`
+	Priority       int     `json:"priority"`
+	PausesSent     int64   `json:"pauses_sent"`
+	ResumesSent    int64   `json:"resumes_sent"`
+	PausesReceived int64   `json:"pauses_received"`
+	ResumesRecv    int64   `json:"resumes_received"`
+	PausedMs       float64 `json:"paused_ms"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

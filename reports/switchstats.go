@@ -55,6 +55,12 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 					st.MaxDelayUs = append(st.MaxDelayUs, 0)
 					st.CEMarksByQueue = append(st.CEMarksByQueue, 0)
 				}
+				if q.PFCPausesSent+q.PFCResumesSent+q.PFCPausesRecv+q.PFCResumesRecv+q.PFCPausedNs > 0 {
+					st.PFC = append(st.PFC, PFCPort{Switch: sf.Switch, Port: int(p.Port), Iface: p.Iface, Priority: q.Queue,
+						PausesSent: int64(q.PFCPausesSent), ResumesSent: int64(q.PFCResumesSent),
+						PausesReceived: int64(q.PFCPausesRecv), ResumesRecv: int64(q.PFCResumesRecv),
+						PausedMs: float64(q.PFCPausedNs) / 1e6})
+				}
 				st.CEMarks += int64(q.CEMarkedPkts)
 				st.CEMarksByQueue[q.Queue] += int64(q.CEMarkedPkts)
 				st.Drops += int64(q.DropPkts)

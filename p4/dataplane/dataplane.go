@@ -51,6 +51,7 @@ type portState struct {
 	// ceMarks counts, per queue, the frames the egress control turned
 	// CE (tor.p4's ECN marking), seen around the Egress call.
 	ceMarks [NumQueues]atomic.Uint64
+	pfc     pfcPort
 }
 
 // ipTOSOffset is where an IPv4 frame's TOS byte sits (after the 14-byte
@@ -325,6 +326,9 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 		if ps.fault.dropIngress(now) {
 			continue // lost on the wire before the switch saw it
 		}
+		if d.cfg.PFC.On() && d.pfcReceive(ps, p.buf[:size], now) {
+			continue // MAC control: obeyed, not forwarded
+		}
 		p.n, p.inPort, p.arrNs = size, ps.num, now
 		if ps.capIn != nil {
 			ps.capIn.add(p.frame(), wall)
@@ -347,6 +351,9 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 			continue // tail drop, counted by the queue
 		}
 		notify |= 1 << rs.v.EgressPort
+		if d.cfg.PFC.On() && d.pfcHeld(ps, p.queue) {
+			notify |= 1 << ps.num
+		}
 		rs.slots[i] = d.refill(ps)
 		rs.bufs[i] = rs.slots[i].buf
 	}
@@ -432,6 +439,11 @@ func (d *Dataplane) pump(ps *portState) (now, wake int64, link bool, err error) 
 	tx := &ps.tx
 	for {
 		now = d.now()
+		if ps.pfc.pending.Load() != 0 {
+			if err := d.sendPFC(ps, now); err != nil {
+				return now, 0, false, err
+			}
+		}
 		var n int
 		n, wake, link = ps.tm.dequeue(now, tx.out)
 		if n == 0 {
@@ -458,6 +470,9 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 	for i := range deps {
 		dep := &deps[i]
 		p := dep.pkt
+		if d.cfg.PFC.On() {
+			d.pfcLeft(p.inPort, p.queue, now)
+		}
 		tx.md = EgressMeta{
 			IngressPort:    p.inPort,
 			EgressPort:     ps.num,

@@ -124,4 +124,4 @@ func (m *PortModel) Stats() PortModelStats {
 
 // Queues returns the port's per-queue counters, depths, peaks and delays
 // as the switch's statistics report them.
-func (m *PortModel) Queues() []switchstats.Queue { return m.t.snapshot() }
+func (m *PortModel) Queues() []switchstats.Queue { return m.t.snapshot(0) }

@@ -46,10 +46,13 @@ func (d *Dataplane) Stats() switchstats.Stats {
 		if kd, ok := ps.io.(interface{ KernelDrops() uint64 }); ok {
 			p.KernelDrops = kd.KernelDrops()
 		}
-		p.Queues = ps.tm.snapshot()
+		p.Queues = ps.tm.snapshot(d.now())
 		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.portCounters()
 		for q := range p.Queues {
-			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
+			pq := &p.Queues[q]
+			pq.CEMarkedPkts = ps.ceMarks[q].Load()
+			pq.PFCPausesSent, pq.PFCResumesSent = ps.pfc.pausesSent[q].Load(), ps.pfc.resumesSent[q].Load()
+			pq.PFCPausesRecv, pq.PFCResumesRecv = ps.pfc.pausesRecv[q].Load(), ps.pfc.resumesRecv[q].Load()
 		}
 		s.Ports = append(s.Ports, p)
 	}
@@ -64,28 +67,30 @@ func (t *tm) portCounters() (rankDrops, trimmed, lostNs uint64) {
 	return t.rankDrops, t.trimmed, uint64(t.shaper.lost)
 }
 
-// snapshot copies the per-queue counters under the port's lock.
-func (t *tm) snapshot() []switchstats.Queue {
+// snapshot copies the per-queue counters under the port's lock; now is
+// the dataplane's clock, for the time a queue has been paused.
+func (t *tm) snapshot(now int64) []switchstats.Queue {
 	qs := make([]switchstats.Queue, NumQueues)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for q := range NumQueues {
 		st := &t.st[q]
 		qs[q] = switchstats.Queue{
-			Queue:      q,
-			EnqPkts:    st.enqPkts,
-			EnqBytes:   st.enqBytes,
-			SentPkts:   st.sentPkts,
-			SentBytes:  st.sentBytes,
-			DropPkts:   st.dropPkts,
-			DropBytes:  st.dropBytes,
-			DepthPkts:  t.depthPkts(q),
-			DepthBytes: st.depthBytes,
-			PeakPkts:   st.peakPkts,
-			PeakBytes:  st.peakBytes,
-			DelayP50Us: st.delay.percentile(0.50),
-			DelayP99Us: st.delay.percentile(0.99),
-			DelayMaxUs: st.delay.max,
+			Queue:       q,
+			EnqPkts:     st.enqPkts,
+			EnqBytes:    st.enqBytes,
+			SentPkts:    st.sentPkts,
+			SentBytes:   st.sentBytes,
+			DropPkts:    st.dropPkts,
+			DropBytes:   st.dropBytes,
+			DepthPkts:   t.depthPkts(q),
+			DepthBytes:  st.depthBytes,
+			PeakPkts:    st.peakPkts,
+			PeakBytes:   st.peakBytes,
+			DelayP50Us:  st.delay.percentile(0.50),
+			DelayP99Us:  st.delay.percentile(0.99),
+			DelayMaxUs:  st.delay.max,
+			PFCPausedNs: t.pausedTotal(q, now),
 		}
 	}
 	return qs

@@ -72,6 +72,16 @@ type Queue struct {
 	DelayP50Us   uint32 `json:"delay_p50_us"`
 	DelayP99Us   uint32 `json:"delay_p99_us"`
 	DelayMaxUs   uint32 `json:"delay_max_us"`
+	// PFC (802.1Qbb) of this priority on this port, when configured:
+	// PAUSE frames the switch sent out of the port because the frames it
+	// received there reached XOFF, resumes it sent at XON, PAUSE frames
+	// and resumes it received, and how long, in ns, the peer kept this
+	// egress queue paused.
+	PFCPausesSent  uint64 `json:"pfc_pauses_sent,omitempty"`
+	PFCResumesSent uint64 `json:"pfc_resumes_sent,omitempty"`
+	PFCPausesRecv  uint64 `json:"pfc_pauses_received,omitempty"`
+	PFCResumesRecv uint64 `json:"pfc_resumes_received,omitempty"`
+	PFCPausedNs    uint64 `json:"pfc_paused_ns,omitempty"`
 }
 
 // Diff returns what happened between two snapshots of the same switch:
@@ -119,6 +129,11 @@ func Diff(start, end Stats) Stats {
 			q.DropPkts = sub(sq.DropPkts, eq.DropPkts)
 			q.DropBytes = sub(sq.DropBytes, eq.DropBytes)
 			q.CEMarkedPkts = sub(sq.CEMarkedPkts, eq.CEMarkedPkts)
+			q.PFCPausesSent = sub(sq.PFCPausesSent, eq.PFCPausesSent)
+			q.PFCResumesSent = sub(sq.PFCResumesSent, eq.PFCResumesSent)
+			q.PFCPausesRecv = sub(sq.PFCPausesRecv, eq.PFCPausesRecv)
+			q.PFCResumesRecv = sub(sq.PFCResumesRecv, eq.PFCResumesRecv)
+			q.PFCPausedNs = sub(sq.PFCPausedNs, eq.PFCPausedNs)
 			p.Queues[j] = q
 		}
 		out.Ports[i] = p

@@ -64,6 +64,22 @@ func TestAdversaryScenario(t *testing.T) {
 	}
 }
 
+// TestPFCRefusedInTheSimulator: switch.pfc is refused under --simulate
+// with its file and line; the emulated run takes it.
+func TestPFCRefusedInTheSimulator(t *testing.T) {
+	src, err := Parse("pfc.yaml", []byte(good+"switch:\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 10}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Plan(Options{}); err != nil {
+		t.Fatalf("emulated: %v", err)
+	}
+	_, err = src.Plan(Options{Simulate: true})
+	if err == nil || !strings.Contains(err.Error(), "pfc.yaml:21: switch.pfc: the simulator has no priority flow control") {
+		t.Errorf("simulated: %v, want pfc.yaml:21 refused", err)
+	}
+}
+
 func TestGoodScenario(t *testing.T) {
 	src, err := Parse("good.yaml", []byte(good))
 	if err != nil {
@@ -119,6 +135,10 @@ func TestBadScenarios(t *testing.T) {
 		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},
 		{"red kmax below kmin", "duration: 2s", "duration: 2s\nswitch:\n  ecn: {kmin_pkts: 20, kmax_pkts: 10, pmax: 0.1}", 21, "switch.ecn.kmax_pkts", "more than kmin_pkts (20)"},
 		{"red pmax above one", "duration: 2s", "duration: 2s\nswitch:\n  ecn: {kmin_pkts: 5, kmax_pkts: 10, pmax: 2}", 21, "switch.ecn.pmax", "at most 1, got 2"},
+		{"pfc on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 10}", 22, "switch.pfc", "BMv2's simple_switch has no priority flow control"},
+		{"pfc xon above xoff", "duration: 2s", "duration: 2s\nswitch:\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 30}", 21, "switch.pfc.xon_pkts", "0 to xoff_pkts - 1 packets, got 30"},
+		{"pfc xoff beyond the queue", "duration: 2s", "duration: 2s\nswitch:\n  queue_depth_pkts: 64\n  pfc: {priorities: [3], xoff_pkts: 64, xon_pkts: 30}", 22, "switch.pfc.xoff_pkts", "pauses before a queue drops, got 64"},
+		{"pfc priority out of range", "duration: 2s", "duration: 2s\nswitch:\n  pfc:\n    priorities: [3, 8]\n    xoff_pkts: 20\n    xon_pkts: 10", 22, "switch.pfc.priorities[1]", "0..7, each once, got 8"},
 		{"red and a step", "duration: 2s", "duration: 2s\nswitch:\n  ecn_threshold_pkts: 20\n  ecn: {kmin_pkts: 5, kmax_pkts: 10, pmax: 0.1}", 22, "switch.ecn", "not both"},
 		{"negative simulated latency", "duration: 2s", "duration: 2s\nsimulation: {switch_delay: -1us}", 20, "simulation.switch_delay", "expected a latency from 0 to 1ms, got -1µs"},
 		{"unknown simulation key", "duration: 2s", "duration: 2s\nsimulation:\n  host_delay: 1us", 21, "simulation.host_delay", "host_tx_delay"},

@@ -153,7 +153,10 @@ type Switch struct {
 	// ECNThresholdPkts marks CE on ECT packets at this queue depth (0: off).
 	ECNThresholdPkts int `yaml:"ecn_threshold_pkts"`
 	// ECN marks CE by a RED profile instead (nil: ECNThresholdPkts).
-	ECN  *ECN `yaml:"ecn,omitempty"`
+	ECN *ECN `yaml:"ecn,omitempty"`
+	// PFC makes priorities lossless with 802.1Qbb PAUSE frames (embedded
+	// target, emulated runs only).
+	PFC  *PFC `yaml:"pfc,omitempty"`
 	Pcap bool `yaml:"pcap"`
 	// Postcards records every forwarded frame's times and transport key
 	// (switch/<experiment>/<sw>.postcards) for the latency anatomy: on by
@@ -171,6 +174,17 @@ type ECN struct {
 	KminPkts int     `yaml:"kmin_pkts"`
 	KmaxPkts int     `yaml:"kmax_pkts"`
 	Pmax     float64 `yaml:"pmax"`
+}
+
+// PFC is priority flow control on every switch port: for each priority
+// (egress queue) in Priorities, when the frames one port received and the
+// switch still buffers reach XoffPkts, the switch sends a PAUSE for it out
+// of that port, and a resume when they fall to XonPkts; a PAUSE received
+// stops that priority on the port. Hosts obey it for RoCE's data.
+type PFC struct {
+	Priorities []int `yaml:"priorities"`
+	XoffPkts   int   `yaml:"xoff_pkts"`
+	XonPkts    int   `yaml:"xon_pkts"`
 }
 
 // Marks reports whether the switches mark ECN at all.

@@ -272,6 +272,40 @@ func (c *checker) checkSwitch(s *Scenario) {
 		c.errorf("switch.postcards", "BMv2 keeps no per-packet records; postcards needs target %q", TargetEmbedded)
 	}
 	c.checkBuffer(s)
+	c.checkPFC(s)
+}
+
+// checkPFC checks switch.pfc: only the embedded target sends and obeys
+// PAUSE frames, and only in an emulated run.
+func (c *checker) checkPFC(s *Scenario) {
+	p := s.Switch.PFC
+	if p == nil {
+		return
+	}
+	switch {
+	case s.Switch.Target == TargetBMv2:
+		c.errorf("switch.pfc", "BMv2's simple_switch has no priority flow control (no PAUSE frames, no per-ingress accounting); pfc needs target %q", TargetEmbedded)
+		return
+	case c.simulate:
+		c.errorf("switch.pfc", "the simulator has no priority flow control yet; run this scenario emulated (without --simulate) or drop switch.pfc")
+		return
+	}
+	if len(p.Priorities) == 0 {
+		c.errorf("switch.pfc.priorities", "expected at least one lossless priority (0..7; RoCE's data uses 3)")
+	}
+	seen := map[int]bool{}
+	for i, q := range p.Priorities {
+		if q < 0 || q > 7 || seen[q] {
+			c.errorf(fmt.Sprintf("switch.pfc.priorities[%d]", i), "expected a priority (egress queue) 0..7, each once, got %d", q)
+		}
+		seen[q] = true
+	}
+	if p.XoffPkts < 1 || p.XoffPkts >= s.Switch.QueueDepthPkts {
+		c.errorf("switch.pfc.xoff_pkts", "expected 1 to queue_depth_pkts - 1 (%d) packets, so the switch pauses before a queue drops, got %d", s.Switch.QueueDepthPkts-1, p.XoffPkts)
+	}
+	if p.XonPkts < 0 || p.XonPkts >= p.XoffPkts {
+		c.errorf("switch.pfc.xon_pkts", "expected 0 to xoff_pkts - 1 packets, got %d", p.XonPkts)
+	}
 }
 
 // checkBuffer checks switch.buffer: each limit holds at least one packet,

@@ -1,0 +1,259 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+)
+
+// PFC configures priority flow control (IEEE 802.1Qbb) on every port:
+// for each lossless priority, the packets a port received and the switch
+// still buffers (in any egress queue) are counted; when they reach
+// XoffPkts the switch sends a PAUSE frame for that priority out of the
+// port they came in on, and when they fall to XonPkts a resume (a PAUSE
+// with quanta 0). A PAUSE the switch receives stops the port's egress
+// queue of that priority for the quanta it names, until a resume. A
+// priority is an egress queue: frames are untagged, so the class is the
+// queue ingress chose from the DSCP (dscp_to_queue), as switches map DSCP
+// to a priority group for RoCE.
+type PFC struct {
+	// Priorities has bit q set when queue q is lossless; 0 turns PFC off.
+	Priorities uint8
+	XoffPkts   int
+	XonPkts    int
+}
+
+// On reports whether PFC is configured.
+func (p PFC) On() bool { return p.Priorities != 0 }
+
+func (p PFC) check() error {
+	if !p.On() {
+		return nil
+	}
+	if p.XoffPkts < 1 || p.XonPkts < 0 || p.XonPkts >= p.XoffPkts {
+		return fmt.Errorf("dataplane: pfc xoff %d xon %d packets: want 0 <= xon < xoff", p.XoffPkts, p.XonPkts)
+	}
+	return nil
+}
+
+// MAC control (IEEE 802.3 Annex 31D) as PFC uses it.
+const (
+	EtherTypeMACControl = 0x8808
+	OpcodePFC           = 0x0101
+	// PFCQuantaMax is the longest pause one frame asks for, in quanta of
+	// 512 bit times; the switch sends it for XOFF and refreshes it while
+	// the priority stays above XON.
+	PFCQuantaMax = 0xffff
+	// pfcFrameLen is a PAUSE frame without its FCS: destination, source,
+	// ethertype, opcode, class-enable vector, eight quanta, padding.
+	pfcFrameLen   = 60
+	pfcVectorOff  = 16
+	pfcQuantaOff  = 18
+	pfcOpcodeOff  = 14
+	pfcBitsPerQnt = 512
+)
+
+// pfcDst is the MAC control multicast address PAUSE frames go to.
+var pfcDst = [6]byte{0x01, 0x80, 0xc2, 0x00, 0x00, 0x01}
+
+// PutPFCFrame writes a PFC PAUSE frame into b (at least 60 bytes) from src:
+// classes in vector, each with quanta[class] (0 resumes it).
+func PutPFCFrame(b []byte, src [6]byte, vector uint8, quanta *[NumQueues]uint16) {
+	clear(b[:pfcFrameLen])
+	copy(b[0:6], pfcDst[:])
+	copy(b[6:12], src[:])
+	binary.BigEndian.PutUint16(b[12:], EtherTypeMACControl)
+	binary.BigEndian.PutUint16(b[pfcOpcodeOff:], OpcodePFC)
+	binary.BigEndian.PutUint16(b[pfcVectorOff:], uint16(vector))
+	for c := range NumQueues {
+		binary.BigEndian.PutUint16(b[pfcQuantaOff+2*c:], quanta[c])
+	}
+}
+
+// ParsePFCFrame reads a PFC PAUSE frame: its class-enable vector and the
+// quanta of each class; ok is false for any other frame.
+func ParsePFCFrame(f []byte) (vector uint8, quanta [NumQueues]uint16, ok bool) {
+	if len(f) < pfcQuantaOff+2*NumQueues || binary.BigEndian.Uint16(f[12:]) != EtherTypeMACControl ||
+		binary.BigEndian.Uint16(f[pfcOpcodeOff:]) != OpcodePFC {
+		return 0, quanta, false
+	}
+	vector = uint8(binary.BigEndian.Uint16(f[pfcVectorOff:]))
+	for c := range NumQueues {
+		quanta[c] = binary.BigEndian.Uint16(f[pfcQuantaOff+2*c:])
+	}
+	return vector, quanta, true
+}
+
+// pfcPort is a port's PFC state as an ingress port: what it asked its
+// peer to pause, and the frames that say so.
+type pfcPort struct {
+	// buffered counts, per priority, the frames this port received that
+	// the switch still holds in an egress queue.
+	buffered [NumQueues]atomic.Int32
+	// xoff is set while the port has asked its peer to pause that
+	// priority; sentAt is when it last said so (for the refresh).
+	xoff   [NumQueues]atomic.Bool
+	sentAt [NumQueues]atomic.Int64
+	// pending has bit q set when priority q's state must be announced
+	// (the port's sender reads xoff then).
+	pending atomic.Uint32
+	// counters per priority
+	pausesSent, resumesSent, pausesRecv, resumesRecv [NumQueues]atomic.Uint64
+	frame                                            [pfcFrameLen]byte
+	frames                                           [][]byte
+}
+
+// pfcHeld counts frame p, just queued, against its ingress port and asks
+// for a PAUSE when the priority reaches XOFF; it reports whether the
+// ingress port has a PAUSE to send.
+func (d *Dataplane) pfcHeld(in *portState, q uint8) bool {
+	cfg := d.cfg.PFC
+	if cfg.Priorities&(1<<q) == 0 {
+		return false
+	}
+	pf := &in.pfc
+	if int(pf.buffered[q].Add(1)) >= cfg.XoffPkts && pf.xoff[q].CompareAndSwap(false, true) {
+		pf.pending.Or(1 << q)
+		return true
+	}
+	return false
+}
+
+// pfcLeft uncounts a frame of priority q from ingress port num that left
+// the switch (sent or dropped after queueing) and asks for a resume when
+// the priority falls to XON, or for a refresh of the PAUSE when half its
+// quanta passed while it stays above; the ingress port's scheduler is woken
+// to send it.
+func (d *Dataplane) pfcLeft(num uint16, q uint8, now int64) {
+	cfg := d.cfg.PFC
+	if cfg.Priorities&(1<<q) == 0 || int(num) >= len(d.byNum) || d.byNum[num] == nil {
+		return
+	}
+	in := d.byNum[num]
+	pf := &in.pfc
+	n := int(pf.buffered[q].Add(-1))
+	switch {
+	case !pf.xoff[q].Load():
+		return
+	case n <= cfg.XonPkts:
+		if !pf.xoff[q].CompareAndSwap(true, false) {
+			return
+		}
+	case now-pf.sentAt[q].Load() < in.tm.pauseNs(PFCQuantaMax)/2:
+		return
+	}
+	pf.pending.Or(1 << q)
+	select {
+	case in.notify <- struct{}{}:
+	default:
+	}
+}
+
+// sendPFC sends ps's pending PAUSE and resume announcements in one frame,
+// ahead of its queues (MAC control frames bypass them). The caller holds
+// ps.tx.mu.
+func (d *Dataplane) sendPFC(ps *portState, now int64) error {
+	pf := &ps.pfc
+	vec := uint8(pf.pending.Swap(0))
+	if vec == 0 {
+		return nil
+	}
+	var quanta [NumQueues]uint16
+	for q := range uint8(NumQueues) {
+		if vec&(1<<q) == 0 {
+			continue
+		}
+		if pf.xoff[q].Load() {
+			quanta[q] = PFCQuantaMax
+			pf.pausesSent[q].Add(1)
+		} else {
+			pf.resumesSent[q].Add(1)
+		}
+		pf.sentAt[q].Store(now)
+	}
+	PutPFCFrame(pf.frame[:], d.portMAC(ps.num), vec, &quanta)
+	pf.frames = append(pf.frames[:0], pf.frame[:])
+	sent, err := ps.io.Send(pf.frames)
+	ps.txPkts.Add(uint64(sent))
+	ps.txBytes.Add(uint64(sent * pfcFrameLen))
+	if err != nil {
+		return fmt.Errorf("dataplane: port %d: pfc: %w", ps.num, err)
+	}
+	return nil
+}
+
+// portMAC is the source address of the switch's own frames on port num: a
+// locally administered address from the device id and the port.
+func (d *Dataplane) portMAC(num uint16) [6]byte {
+	id := d.cfg.DeviceID
+	return [6]byte{0x02, byte(id >> 16), byte(id >> 8), byte(id), byte(num >> 8), byte(num)}
+}
+
+// pfcReceive obeys a PAUSE frame f that arrived on ps: each class it
+// names stops (or, with quanta 0, resumes) ps's egress queue of that
+// priority. It reports whether f was a PAUSE frame (consumed here).
+func (d *Dataplane) pfcReceive(ps *portState, f []byte, now int64) bool {
+	vec, quanta, ok := ParsePFCFrame(f)
+	if !ok {
+		return false
+	}
+	ps.tm.pause(vec, &quanta, now)
+	for q := range NumQueues {
+		if vec&(1<<q) == 0 {
+			continue
+		}
+		if quanta[q] == 0 {
+			ps.pfc.resumesRecv[q].Add(1)
+		} else {
+			ps.pfc.pausesRecv[q].Add(1)
+		}
+	}
+	select { // a resume lets the scheduler send again
+	case ps.notify <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pauseNs is how long quanta of 512 bit times last on this port's link
+// (at 1 Gbit/s when the port is unshaped).
+func (t *tm) pauseNs(quanta uint16) int64 {
+	rate := t.shaper.rate
+	if rate == 0 {
+		rate = DefaultLinkRateBps
+	}
+	return int64(uint64(quanta) * pfcBitsPerQnt * 1e9 / rate)
+}
+
+// pause stops the queues in vec until now plus their quanta (0 resumes),
+// keeping the time each was paused.
+func (t *tm) pause(vec uint8, quanta *[NumQueues]uint16, now int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for q := range NumQueues {
+		if vec&(1<<q) == 0 {
+			continue
+		}
+		if t.pausedUntil[q] <= now { // not paused: a new pause period
+			t.pausedNs[q] += t.pausedUntil[q] - t.pausedSince[q]
+			t.pausedSince[q] = now
+		}
+		t.pausedUntil[q] = now + t.pauseNs(quanta[q])
+	}
+}
+
+// pausedMask is the set of queues paused at now (t.mu held).
+func (t *tm) pausedMask(now int64) uint8 {
+	var m uint8
+	for q := range NumQueues {
+		if t.pausedUntil[q] > now {
+			m |= 1 << q
+		}
+	}
+	return m
+}
+
+// pausedTotal is how long queue q has been paused up to now (t.mu held).
+func (t *tm) pausedTotal(q int, now int64) uint64 {
+	return uint64(t.pausedNs[q] + min(now, t.pausedUntil[q]) - t.pausedSince[q])
+}
