@@ -1,9 +1,10 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // PFC configures priority flow control (IEEE 802.1Qbb) on every port:
@@ -36,53 +37,14 @@ func (p PFC) check() error {
 	return nil
 }
 
-// MAC control (IEEE 802.3 Annex 31D) as PFC uses it.
+// The PAUSE frame's layout is the wire package's (wire.PutPFCFrame).
 const (
-	EtherTypeMACControl = 0x8808
-	OpcodePFC           = 0x0101
+	pfcFrameLen = wire.PFCFrameLen
 	// PFCQuantaMax is the longest pause one frame asks for, in quanta of
 	// 512 bit times; the switch sends it for XOFF and refreshes it while
 	// the priority stays above XON.
-	PFCQuantaMax = 0xffff
-	// pfcFrameLen is a PAUSE frame without its FCS: destination, source,
-	// ethertype, opcode, class-enable vector, eight quanta, padding.
-	pfcFrameLen   = 60
-	pfcVectorOff  = 16
-	pfcQuantaOff  = 18
-	pfcOpcodeOff  = 14
-	pfcBitsPerQnt = 512
+	PFCQuantaMax = wire.PFCQuantaMax
 )
-
-// pfcDst is the MAC control multicast address PAUSE frames go to.
-var pfcDst = [6]byte{0x01, 0x80, 0xc2, 0x00, 0x00, 0x01}
-
-// PutPFCFrame writes a PFC PAUSE frame into b (at least 60 bytes) from src:
-// classes in vector, each with quanta[class] (0 resumes it).
-func PutPFCFrame(b []byte, src [6]byte, vector uint8, quanta *[NumQueues]uint16) {
-	clear(b[:pfcFrameLen])
-	copy(b[0:6], pfcDst[:])
-	copy(b[6:12], src[:])
-	binary.BigEndian.PutUint16(b[12:], EtherTypeMACControl)
-	binary.BigEndian.PutUint16(b[pfcOpcodeOff:], OpcodePFC)
-	binary.BigEndian.PutUint16(b[pfcVectorOff:], uint16(vector))
-	for c := range NumQueues {
-		binary.BigEndian.PutUint16(b[pfcQuantaOff+2*c:], quanta[c])
-	}
-}
-
-// ParsePFCFrame reads a PFC PAUSE frame: its class-enable vector and the
-// quanta of each class; ok is false for any other frame.
-func ParsePFCFrame(f []byte) (vector uint8, quanta [NumQueues]uint16, ok bool) {
-	if len(f) < pfcQuantaOff+2*NumQueues || binary.BigEndian.Uint16(f[12:]) != EtherTypeMACControl ||
-		binary.BigEndian.Uint16(f[pfcOpcodeOff:]) != OpcodePFC {
-		return 0, quanta, false
-	}
-	vector = uint8(binary.BigEndian.Uint16(f[pfcVectorOff:]))
-	for c := range NumQueues {
-		quanta[c] = binary.BigEndian.Uint16(f[pfcQuantaOff+2*c:])
-	}
-	return vector, quanta, true
-}
 
 // pfcPort is a port's PFC state as an ingress port: what it asked its
 // peer to pause, and the frames that say so.
@@ -171,7 +133,7 @@ func (d *Dataplane) sendPFC(ps *portState, now int64) error {
 		}
 		pf.sentAt[q].Store(now)
 	}
-	PutPFCFrame(pf.frame[:], d.portMAC(ps.num), vec, &quanta)
+	wire.PutPFCFrame(pf.frame[:], d.portMAC(ps.num), vec, &quanta)
 	pf.frames = append(pf.frames[:0], pf.frame[:])
 	sent, err := ps.io.Send(pf.frames)
 	ps.txPkts.Add(uint64(sent))
@@ -193,7 +155,7 @@ func (d *Dataplane) portMAC(num uint16) [6]byte {
 // names stops (or, with quanta 0, resumes) ps's egress queue of that
 // priority. It reports whether f was a PAUSE frame (consumed here).
 func (d *Dataplane) pfcReceive(ps *portState, f []byte, now int64) bool {
-	vec, quanta, ok := ParsePFCFrame(f)
+	vec, quanta, ok := wire.ParsePFCFrame(f)
 	if !ok {
 		return false
 	}
@@ -222,7 +184,7 @@ func (t *tm) pauseNs(quanta uint16) int64 {
 	if rate == 0 {
 		rate = DefaultLinkRateBps
 	}
-	return int64(uint64(quanta) * pfcBitsPerQnt * 1e9 / rate)
+	return wire.PFCPause(quanta, rate)
 }
 
 // pause stops the queues in vec until now plus their quanta (0 resumes),

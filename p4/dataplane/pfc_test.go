@@ -3,6 +3,8 @@ package dataplane
 import (
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // pauseFrame is a PFC PAUSE frame from a peer for the classes in vec, each
@@ -15,24 +17,8 @@ func pauseFrame(vec uint8, q uint16) []byte {
 		}
 	}
 	f := make([]byte, pfcFrameLen)
-	PutPFCFrame(f, [6]byte{0x02, 0, 0, 0, 0, 0x99}, vec, &quanta)
+	wire.PutPFCFrame(f, [6]byte{0x02, 0, 0, 0, 0, 0x99}, vec, &quanta)
 	return f
-}
-
-func TestPFCFrameRoundTrip(t *testing.T) {
-	quanta := [NumQueues]uint16{3: 0xffff, 5: 7}
-	f := make([]byte, pfcFrameLen)
-	PutPFCFrame(f, [6]byte{2, 0, 0, 0, 0, 1}, 1<<3|1<<5, &quanta)
-	vec, got, ok := ParsePFCFrame(f)
-	if !ok || vec != 1<<3|1<<5 || got != quanta {
-		t.Fatalf("parsed %v %08b %v, want %08b %v", ok, vec, got, 1<<3|1<<5, quanta)
-	}
-	if f[0] != 0x01 || f[5] != 0x01 || f[12] != 0x88 || f[13] != 0x08 || f[14] != 0x01 || f[15] != 0x01 {
-		t.Errorf("header % x: want 01:80:c2:00:00:01, ethertype 8808, opcode 0101", f[:16])
-	}
-	if _, _, ok := ParsePFCFrame(makeFrame(60, 2, 3, 0)); ok {
-		t.Error("an IPv4 frame parsed as PAUSE")
-	}
 }
 
 // TestPFCPausesUpstreamAndResumes: port 2's peer pauses priority 3, so the
@@ -56,7 +42,7 @@ func TestPFCPausesUpstreamAndResumes(t *testing.T) {
 		t.Fatalf("port 2 sent frame %d first, want the priority-5 frame", frameSeq(got[0]))
 	}
 	up := r.recvN(t, 1, 1)[0]
-	vec, quanta, ok := ParsePFCFrame(up)
+	vec, quanta, ok := wire.ParsePFCFrame(up)
 	if !ok || vec != 1<<3 || quanta[3] != PFCQuantaMax {
 		t.Fatalf("port 1 sent %x, want a PAUSE of priority 3", up)
 	}
@@ -72,7 +58,7 @@ func TestPFCPausesUpstreamAndResumes(t *testing.T) {
 			t.Errorf("frame %d is %d: want FIFO order", i, frameSeq(f))
 		}
 	}
-	vec, quanta, ok = ParsePFCFrame(r.recvN(t, 1, 1)[0])
+	vec, quanta, ok = wire.ParsePFCFrame(r.recvN(t, 1, 1)[0])
 	if !ok || vec != 1<<3 || quanta[3] != 0 {
 		t.Fatalf("port 1's second frame: vector %08b quanta %d, want a resume of priority 3", vec, quanta[3])
 	}
