@@ -55,6 +55,7 @@ type switchFlags struct {
 	pfcPriorities   []int
 	pfcXoff         int
 	pfcXon          int
+	pfcHeadroom     int
 }
 
 // newSwitchCmd is `homatb switch`: the embedded P4 target running tor.p4,
@@ -110,6 +111,7 @@ forwarded frame (--postcards records from start to exit).`,
 	fl.IntSliceVar(&f.pfcPriorities, "pfc-priorities", nil, "lossless priorities (egress queues 0..7) under PFC, 802.1Qbb: PAUSE frames at --pfc-xoff-pkts, resumes at --pfc-xon-pkts; none: PFC off")
 	fl.IntVar(&f.pfcXoff, "pfc-xoff-pkts", 0, "with --pfc-priorities: packets from one ingress port and priority the switch buffers before it pauses that port's peer")
 	fl.IntVar(&f.pfcXon, "pfc-xon-pkts", 0, "with --pfc-priorities: the count at which it resumes the peer")
+	fl.IntVar(&f.pfcHeadroom, "pfc-headroom-pkts", 0, "with --pfc-priorities: packets a lossless queue may hold beyond its depth, for frames in flight when a PAUSE goes out")
 	fl.BoolVar(&f.noP4, "no-p4", true, "start without a pipeline config (always the case; accepted for BMv2 compatibility)")
 	return cmd
 }
@@ -278,7 +280,7 @@ func (f *switchFlags) dataplaneConfig(log *slog.Logger) (dataplane.Config, error
 		}
 		cfg.PFC.Priorities |= 1 << q
 	}
-	cfg.PFC.XoffPkts, cfg.PFC.XonPkts = f.pfcXoff, f.pfcXon
+	cfg.PFC.XoffPkts, cfg.PFC.XonPkts, cfg.PFC.HeadroomPkts = f.pfcXoff, f.pfcXon, f.pfcHeadroom
 	return cfg, nil
 }
 

@@ -236,6 +236,9 @@ func (c *Config) queueLimitPkts(p uint16, q int) int {
 			n = d.Pkts
 		}
 	}
+	if c.PFC.Priorities&(1<<q) != 0 {
+		n += c.PFC.HeadroomPkts
+	}
 	return n
 }
 

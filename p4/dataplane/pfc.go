@@ -22,6 +22,10 @@ type PFC struct {
 	Priorities uint8
 	XoffPkts   int
 	XonPkts    int
+	// HeadroomPkts is what a lossless queue may hold beyond its depth:
+	// room for the frames already on their way when a PAUSE goes out
+	// (PFC headroom, which switches reserve per priority group).
+	HeadroomPkts int
 }
 
 // On reports whether PFC is configured.
@@ -31,8 +35,8 @@ func (p PFC) check() error {
 	if !p.On() {
 		return nil
 	}
-	if p.XoffPkts < 1 || p.XonPkts < 0 || p.XonPkts >= p.XoffPkts {
-		return fmt.Errorf("dataplane: pfc xoff %d xon %d packets: want 0 <= xon < xoff", p.XoffPkts, p.XonPkts)
+	if p.XoffPkts < 1 || p.XonPkts < 0 || p.XonPkts >= p.XoffPkts || p.HeadroomPkts < 0 {
+		return fmt.Errorf("dataplane: pfc xoff %d xon %d packets: want 0 <= xon < xoff, headroom >= 0", p.XoffPkts, p.XonPkts)
 	}
 	return nil
 }

@@ -110,3 +110,14 @@ func TestPFCConfigChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestPFCHeadroom: lossless queues hold their headroom beyond the depth,
+// the others do not.
+func TestPFCHeadroom(t *testing.T) {
+	c := Config{QueueDepthPkts: 64, PFC: PFC{Priorities: 1<<3 | 1<<4, XoffPkts: 8, XonPkts: 4, HeadroomPkts: 100}}
+	for q, want := range []int{64, 64, 64, 164, 164, 64, 64, 64} {
+		if got := c.queueLimitPkts(1, q); got != want {
+			t.Errorf("queue %d holds %d packets, want %d", q, got, want)
+		}
+	}
+}

@@ -180,11 +180,14 @@ type ECN struct {
 // (egress queue) in Priorities, when the frames one port received and the
 // switch still buffers reach XoffPkts, the switch sends a PAUSE for it out
 // of that port, and a resume when they fall to XonPkts; a PAUSE received
-// stops that priority on the port. Hosts obey it for RoCE's data.
+// stops that priority on the port. Hosts obey it for RoCE's data. A
+// lossless queue holds HeadroomPkts beyond queue_depth_pkts: the frames
+// still arriving after a PAUSE went out.
 type PFC struct {
-	Priorities []int `yaml:"priorities"`
-	XoffPkts   int   `yaml:"xoff_pkts"`
-	XonPkts    int   `yaml:"xon_pkts"`
+	Priorities   []int `yaml:"priorities"`
+	XoffPkts     int   `yaml:"xoff_pkts"`
+	XonPkts      int   `yaml:"xon_pkts"`
+	HeadroomPkts int   `yaml:"headroom_pkts"`
 }
 
 // Marks reports whether the switches mark ECN at all.

@@ -306,6 +306,9 @@ func (c *checker) checkPFC(s *Scenario) {
 	if p.XonPkts < 0 || p.XonPkts >= p.XoffPkts {
 		c.errorf("switch.pfc.xon_pkts", "expected 0 to xoff_pkts - 1 packets, got %d", p.XonPkts)
 	}
+	if p.HeadroomPkts < 0 || p.HeadroomPkts > 100000 {
+		c.errorf("switch.pfc.headroom_pkts", "expected 0 to 100000 packets beyond queue_depth_pkts, got %d", p.HeadroomPkts)
+	}
 }
 
 // checkBuffer checks switch.buffer: each limit holds at least one packet,

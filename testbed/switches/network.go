@@ -137,6 +137,7 @@ func BufferArgs(sw scenario.Switch) []string {
 		}
 		add("--pfc-xoff-pkts", int64(pfc.XoffPkts))
 		add("--pfc-xon-pkts", int64(pfc.XonPkts))
+		add("--pfc-headroom-pkts", int64(pfc.HeadroomPkts))
 	}
 	return args
 }
