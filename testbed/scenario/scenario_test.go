@@ -139,6 +139,7 @@ func TestBadScenarios(t *testing.T) {
 		{"pfc xon above xoff", "duration: 2s", "duration: 2s\nswitch:\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 30}", 21, "switch.pfc.xon_pkts", "0 to xoff_pkts - 1 packets, got 30"},
 		{"pfc xoff beyond the queue", "duration: 2s", "duration: 2s\nswitch:\n  queue_depth_pkts: 64\n  pfc: {priorities: [3], xoff_pkts: 64, xon_pkts: 30}", 22, "switch.pfc.xoff_pkts", "pauses before a queue drops, got 64"},
 		{"pfc priority out of range", "duration: 2s", "duration: 2s\nswitch:\n  pfc:\n    priorities: [3, 8]\n    xoff_pkts: 20\n    xon_pkts: 10", 22, "switch.pfc.priorities[1]", "0..7, each once, got 8"},
+		{"pfc lossless queue 0 with pfabric", "  - name: tcp", "  - name: pfabric\nswitch:\n  pfc: {priorities: [0], xoff_pkts: 20, xon_pkts: 10}", 11, "transports[1].name", "leave priority 0 out"},
 		{"red and a step", "duration: 2s", "duration: 2s\nswitch:\n  ecn_threshold_pkts: 20\n  ecn: {kmin_pkts: 5, kmax_pkts: 10, pmax: 0.1}", 22, "switch.ecn", "not both"},
 		{"negative simulated latency", "duration: 2s", "duration: 2s\nsimulation: {switch_delay: -1us}", 20, "simulation.switch_delay", "expected a latency from 0 to 1ms, got -1µs"},
 		{"unknown simulation key", "duration: 2s", "duration: 2s\nsimulation:\n  host_delay: 1us", 21, "simulation.host_delay", "host_tx_delay"},

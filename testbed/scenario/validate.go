@@ -300,6 +300,13 @@ func (c *checker) checkPFC(s *Scenario) {
 		}
 		seen[q] = true
 	}
+	for i, t := range s.Transports {
+		// pFabric's rank-ordered queue (queue 0) drops frames it already
+		// holds, which PFC's per-port count would never see leave.
+		if t.Name == TransportPFabric && seen[0] {
+			c.errorf(fmt.Sprintf("transports[%d].name", i), "pfabric drops queued frames by rank, which a lossless queue 0 cannot: leave priority 0 out of switch.pfc.priorities")
+		}
+	}
 	if p.XoffPkts < 1 || p.XoffPkts >= s.Switch.QueueDepthPkts {
 		c.errorf("switch.pfc.xoff_pkts", "expected 1 to queue_depth_pkts - 1 (%d) packets, so the switch pauses before a queue drops, got %d", s.Switch.QueueDepthPkts-1, p.XoffPkts)
 	}
