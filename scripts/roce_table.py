@@ -34,10 +34,13 @@ def rows_of(d, a):
             n_long[e] = n_long.get(e, 0) + 1
     sw, port = a.port.split("/")
     depths = {}
-    with open(f"{d}/telemetry.csv") as f:
-        for r in csv.DictReader(f):
-            if r["switch"] == sw and r["port"] == port and r["queue"] == str(a.queue):
-                depths.setdefault(r["experiment"], []).append(int(r["depth_pkts"]))
+    try:  # a simulated run writes no telemetry
+        with open(f"{d}/telemetry.csv") as f:
+            for r in csv.DictReader(f):
+                if r["switch"] == sw and r["port"] == port and r["queue"] == str(a.queue):
+                    depths.setdefault(r["experiment"], []).append(int(r["depth_pkts"]))
+    except FileNotFoundError:
+        pass
     out = []
     for e in s["experiments"]:
         name, st = e["name"], e["switch"]

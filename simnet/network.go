@@ -73,6 +73,10 @@ type Config struct {
 	Switches map[string]*pipeline.Pipeline
 	// Seed makes loss repeatable.
 	Seed uint64
+	// PFC is the switches' priority flow control (zero: off): PAUSE
+	// frames go on the links as the embedded switch sends them, switches
+	// obey them on their ports and the hosts' roce endpoints on theirs.
+	PFC dataplane.PFC
 }
 
 // Network is a running simulated network.
@@ -214,6 +218,11 @@ type port struct {
 	depths  [dataplane.NumQueues]depthFIFO
 	ceMarks [dataplane.NumQueues]uint64
 	md      pipeline.EgressMeta
+	// ins are, per queue of a switch port under PFC, each queued frame's
+	// ingress port, in order (strict priority only), and pfc the port's
+	// own PFC state as an ingress port.
+	ins [dataplane.NumQueues]depthFIFO
+	pfc dataplane.PFCIngress
 }
 
 // depthFIFO is a queue's enqueue depths in order, allocation-free once
@@ -252,8 +261,9 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 	return p
 }
 
-// enqueue queues frame f as verdict v says; false if the port dropped it.
-func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
+// enqueue queues frame f, which came in on switch port inPort, as verdict
+// v says; false if the port dropped it.
+func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
 	q := min(v.Queue, dataplane.NumQueues-1)
 	depth := uint32(p.depths[q].len())
 	ok := p.pm.Enqueue(f, v, p.n.clock.now)
@@ -262,6 +272,10 @@ func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
 		p.n.freeFrame(f)
 	} else if p.sw != nil && v.Mode == dataplane.ModeStrictPriority {
 		p.depths[q].push(depth)
+		if p.n.cfg.PFC.On() {
+			p.ins[q].push(uint32(inPort))
+			p.sw.held(inPort, q)
+		}
 	}
 	if !p.pending {
 		p.service()
@@ -282,6 +296,11 @@ func (p *port) service() {
 		p.txBytes += uint64(len(d.Frame))
 		f := d.Frame
 		if p.sw != nil {
+			if p.n.cfg.PFC.On() {
+				if in, ok := p.ins[d.Queue&(dataplane.NumQueues-1)].pop(); ok {
+					p.sw.left(uint16(in), d.Queue, now)
+				}
+			}
 			p.egress(&d)
 		}
 		if p.n.postcard != nil && p.sw != nil {
@@ -338,6 +357,9 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 		s.n.freeFrame(f)
 		return
 	}
+	if s.n.cfg.PFC.On() && s.pause(f, inPort) {
+		return
+	}
 	var v dataplane.Verdict
 	s.pl.Ingress(f, inPort, &v)
 	if v.Drop {
@@ -354,7 +376,7 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 	if s.n.postcard != nil && len(f) > 0 {
 		s.n.arrivals[&f[0]] = arrival{at: s.n.clock.now, port: inPort}
 	}
-	if !p.enqueue(f, v) && s.n.postcard != nil && len(f) > 0 {
+	if !p.enqueue(f, v, inPort) && s.n.postcard != nil && len(f) > 0 {
 		delete(s.n.arrivals, &f[0])
 	}
 }
@@ -440,7 +462,8 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
 			p := s.ports[pn]
 			pms := p.pm.Stats()
-			qs := p.pm.Queues()
+			qs := p.pm.Queues(n.clock.now)
+			p.pfc.Count(qs)
 			for i := range qs {
 				if q := qs[i].Queue; q >= 0 && q < len(p.ceMarks) {
 					qs[i].CEMarkedPkts = p.ceMarks[q]

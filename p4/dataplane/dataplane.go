@@ -439,7 +439,7 @@ func (d *Dataplane) pump(ps *portState) (now, wake int64, link bool, err error) 
 	tx := &ps.tx
 	for {
 		now = d.now()
-		if ps.pfc.pending.Load() != 0 {
+		if ps.pfc.Pending() {
 			if err := d.sendPFC(ps, now); err != nil {
 				return now, 0, false, err
 			}

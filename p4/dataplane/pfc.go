@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/p4/switchstats"
 )
 
 // PFC configures priority flow control (IEEE 802.1Qbb) on every port:
@@ -50,9 +51,11 @@ const (
 	PFCQuantaMax = wire.PFCQuantaMax
 )
 
-// pfcPort is a port's PFC state as an ingress port: what it asked its
-// peer to pause, and the frames that say so.
-type pfcPort struct {
+// PFCIngress is one port's PFC state as an ingress port: what it holds
+// of each priority, what it asked its peer to pause, and the counters.
+// The dataplane keeps one per port and calls it from any goroutine; the
+// simulator keeps one per switch port on its one goroutine.
+type PFCIngress struct {
 	// buffered counts, per priority, the frames this port received that
 	// the switch still holds in an egress queue.
 	buffered [NumQueues]atomic.Int32
@@ -61,23 +64,19 @@ type pfcPort struct {
 	xoff   [NumQueues]atomic.Bool
 	sentAt [NumQueues]atomic.Int64
 	// pending has bit q set when priority q's state must be announced
-	// (the port's sender reads xoff then).
+	// (Announce reads xoff then).
 	pending atomic.Uint32
 	// counters per priority
 	pausesSent, resumesSent, pausesRecv, resumesRecv [NumQueues]atomic.Uint64
-	frame                                            [pfcFrameLen]byte
-	frames                                           [][]byte
 }
 
-// pfcHeld counts frame p, just queued, against its ingress port and asks
-// for a PAUSE when the priority reaches XOFF; it reports whether the
-// ingress port has a PAUSE to send.
-func (d *Dataplane) pfcHeld(in *portState, q uint8) bool {
-	cfg := d.cfg.PFC
+// Held counts a frame of priority q this port received that the switch
+// just queued, and reports whether the port now has a PAUSE to announce
+// (the priority reached XOFF).
+func (pf *PFCIngress) Held(cfg PFC, q uint8) bool {
 	if cfg.Priorities&(1<<q) == 0 {
 		return false
 	}
-	pf := &in.pfc
 	if int(pf.buffered[q].Add(1)) >= cfg.XoffPkts && pf.xoff[q].CompareAndSwap(false, true) {
 		pf.pending.Or(1 << q)
 		return true
@@ -85,46 +84,38 @@ func (d *Dataplane) pfcHeld(in *portState, q uint8) bool {
 	return false
 }
 
-// pfcLeft uncounts a frame of priority q from ingress port num that left
-// the switch (sent or dropped after queueing) and asks for a resume when
-// the priority falls to XON, or for a refresh of the PAUSE when half its
-// quanta passed while it stays above; the ingress port's scheduler is woken
-// to send it.
-func (d *Dataplane) pfcLeft(num uint16, q uint8, now int64) {
-	cfg := d.cfg.PFC
-	if cfg.Priorities&(1<<q) == 0 || int(num) >= len(d.byNum) || d.byNum[num] == nil {
-		return
+// Left uncounts a frame of priority q that left the switch (sent, or
+// dropped after queueing) at now, and reports whether the port now has
+// something to announce: a resume when the priority fell to XON, or a
+// refresh of its PAUSE when halfPause ns passed since it was sent while it
+// stays above.
+func (pf *PFCIngress) Left(cfg PFC, q uint8, now, halfPause int64) bool {
+	if cfg.Priorities&(1<<q) == 0 {
+		return false
 	}
-	in := d.byNum[num]
-	pf := &in.pfc
 	n := int(pf.buffered[q].Add(-1))
 	switch {
 	case !pf.xoff[q].Load():
-		return
+		return false
 	case n <= cfg.XonPkts:
 		if !pf.xoff[q].CompareAndSwap(true, false) {
-			return
+			return false
 		}
-	case now-pf.sentAt[q].Load() < in.tm.pauseNs(PFCQuantaMax)/2:
-		return
+	case now-pf.sentAt[q].Load() < halfPause:
+		return false
 	}
 	pf.pending.Or(1 << q)
-	select {
-	case in.notify <- struct{}{}:
-	default:
-	}
+	return true
 }
 
-// sendPFC sends ps's pending PAUSE and resume announcements in one frame,
-// ahead of its queues (MAC control frames bypass them). The caller holds
-// ps.tx.mu.
-func (d *Dataplane) sendPFC(ps *portState, now int64) error {
-	pf := &ps.pfc
-	vec := uint8(pf.pending.Swap(0))
-	if vec == 0 {
-		return nil
-	}
-	var quanta [NumQueues]uint16
+// Pending reports whether the port has something to announce.
+func (pf *PFCIngress) Pending() bool { return pf.pending.Load() != 0 }
+
+// Announce takes what the port has to announce at now: the classes of one
+// PAUSE frame and their quanta (PFCQuantaMax to pause, 0 to resume),
+// counted as sent. A zero vector means nothing.
+func (pf *PFCIngress) Announce(now int64) (vec uint8, quanta [NumQueues]uint16) {
+	vec = uint8(pf.pending.Swap(0))
 	for q := range uint8(NumQueues) {
 		if vec&(1<<q) == 0 {
 			continue
@@ -136,6 +127,74 @@ func (d *Dataplane) sendPFC(ps *portState, now int64) error {
 			pf.resumesSent[q].Add(1)
 		}
 		pf.sentAt[q].Store(now)
+	}
+	return vec, quanta
+}
+
+// Received counts a PAUSE frame the port received.
+func (pf *PFCIngress) Received(vec uint8, quanta *[NumQueues]uint16) {
+	for q := range NumQueues {
+		if vec&(1<<q) == 0 {
+			continue
+		}
+		if quanta[q] == 0 {
+			pf.resumesRecv[q].Add(1)
+		} else {
+			pf.pausesRecv[q].Add(1)
+		}
+	}
+}
+
+// Count fills queue statistics qs (by queue) with the port's PFC
+// counters.
+func (pf *PFCIngress) Count(qs []switchstats.Queue) {
+	for i := range qs {
+		q := qs[i].Queue
+		if q < 0 || q >= NumQueues {
+			continue
+		}
+		qs[i].PFCPausesSent, qs[i].PFCResumesSent = pf.pausesSent[q].Load(), pf.resumesSent[q].Load()
+		qs[i].PFCPausesRecv, qs[i].PFCResumesRecv = pf.pausesRecv[q].Load(), pf.resumesRecv[q].Load()
+	}
+}
+
+// pfcPort is a port's PFC state in the dataplane: its ingress state and
+// the buffer its PAUSE frames are built in.
+type pfcPort struct {
+	PFCIngress
+	frame  [pfcFrameLen]byte
+	frames [][]byte
+}
+
+// pfcHeld counts a frame of priority q, just queued, against its ingress
+// port in and reports whether in has a PAUSE to send.
+func (d *Dataplane) pfcHeld(in *portState, q uint8) bool { return in.pfc.Held(d.cfg.PFC, q) }
+
+// pfcLeft uncounts a frame of priority q from ingress port num that left
+// the switch and wakes that port's scheduler when it has a resume or a
+// refresh to send.
+func (d *Dataplane) pfcLeft(num uint16, q uint8, now int64) {
+	if int(num) >= len(d.byNum) || d.byNum[num] == nil {
+		return
+	}
+	in := d.byNum[num]
+	if !in.pfc.Left(d.cfg.PFC, q, now, in.tm.pauseNs(PFCQuantaMax)/2) {
+		return
+	}
+	select {
+	case in.notify <- struct{}{}:
+	default:
+	}
+}
+
+// sendPFC sends ps's pending PAUSE and resume announcements in one frame,
+// ahead of its queues (MAC control frames bypass them). The caller holds
+// ps.tx.mu.
+func (d *Dataplane) sendPFC(ps *portState, now int64) error {
+	pf := &ps.pfc
+	vec, quanta := pf.Announce(now)
+	if vec == 0 {
+		return nil
 	}
 	wire.PutPFCFrame(pf.frame[:], d.portMAC(ps.num), vec, &quanta)
 	pf.frames = append(pf.frames[:0], pf.frame[:])
@@ -164,16 +223,7 @@ func (d *Dataplane) pfcReceive(ps *portState, f []byte, now int64) bool {
 		return false
 	}
 	ps.tm.pause(vec, &quanta, now)
-	for q := range NumQueues {
-		if vec&(1<<q) == 0 {
-			continue
-		}
-		if quanta[q] == 0 {
-			ps.pfc.resumesRecv[q].Add(1)
-		} else {
-			ps.pfc.pausesRecv[q].Add(1)
-		}
-	}
+	ps.pfc.Received(vec, &quanta)
 	select { // a resume lets the scheduler send again
 	case ps.notify <- struct{}{}:
 	default:

@@ -49,11 +49,9 @@ func (d *Dataplane) Stats() switchstats.Stats {
 		p.Queues = ps.tm.snapshot(d.now())
 		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.portCounters()
 		for q := range p.Queues {
-			pq := &p.Queues[q]
-			pq.CEMarkedPkts = ps.ceMarks[q].Load()
-			pq.PFCPausesSent, pq.PFCResumesSent = ps.pfc.pausesSent[q].Load(), ps.pfc.resumesSent[q].Load()
-			pq.PFCPausesRecv, pq.PFCResumesRecv = ps.pfc.pausesRecv[q].Load(), ps.pfc.resumesRecv[q].Load()
+			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
 		}
+		ps.pfc.Count(p.Queues)
 		s.Ports = append(s.Ports, p)
 	}
 	return s

@@ -155,7 +155,7 @@ type Switch struct {
 	// ECN marks CE by a RED profile instead (nil: ECNThresholdPkts).
 	ECN *ECN `yaml:"ecn,omitempty"`
 	// PFC makes priorities lossless with 802.1Qbb PAUSE frames (embedded
-	// target, emulated runs only).
+	// target and the simulator).
 	PFC  *PFC `yaml:"pfc,omitempty"`
 	Pcap bool `yaml:"pcap"`
 	// Postcards records every forwarded frame's times and transport key

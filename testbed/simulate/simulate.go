@@ -23,6 +23,7 @@ import (
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
@@ -265,7 +266,7 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 	}
 	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst}
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC)}
 	if m := r.plan.Base.Simulation; m != nil {
 		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
 		cfg.HostTxDelay, cfg.HostRxDelay = m.HostTxDelay.D(), m.HostRxDelay.D()
@@ -610,4 +611,16 @@ func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *ru
 		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
 		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{},
 		Calibration: map[string]runfmt.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
+}
+
+// pfcOf is the scenario's switch.pfc as the switches run it (zero: off).
+func pfcOf(p *scenario.PFC) dataplane.PFC {
+	if p == nil {
+		return dataplane.PFC{}
+	}
+	c := dataplane.PFC{XoffPkts: p.XoffPkts, XonPkts: p.XonPkts, HeadroomPkts: p.HeadroomPkts}
+	for _, q := range p.Priorities {
+		c.Priorities |= 1 << q
+	}
+	return c
 }

@@ -66,6 +66,9 @@ type summary struct {
 		Switch struct {
 			Drops   int64 `json:"drops"`
 			CEMarks int64 `json:"ce_marks"`
+			PFC     []struct {
+				PausesSent int64 `json:"pauses_sent"`
+			} `json:"pfc"`
 		} `json:"switch"`
 		Internals *struct {
 			Counters map[string]uint64 `json:"counters"`
@@ -278,6 +281,44 @@ func TestRoCEIncast(t *testing.T) {
 	}
 	if e.GoodputGbps == nil || *e.GoodputGbps < 0.025 {
 		t.Errorf("goodput %v Gbit/s of the 0.050 link", e.GoodputGbps)
+	}
+}
+
+// TestRoCEIncastPFC simulates roce-incast.yaml's RoCE on the lossless
+// priority, with DCQCN and without: PFC keeps every packet (no switch
+// drop, no retransmission), the switch sends PAUSE frames that the hosts
+// obey, every RPC completes, and without DCQCN the pauses are many more.
+func TestRoCEIncastPFC(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/roce-incast.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, string(src))
+	if err := p.Only([]string{"roce-pfc", "roce-pfc-no-dcqcn"}); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, simulate(t, p))
+	if len(s.Experiments) != 2 {
+		t.Fatalf("%d experiments, want 2", len(s.Experiments))
+	}
+	var pauses [2]int64
+	for i, e := range s.Experiments {
+		c := e.Internals.Counters
+		if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued {
+			t.Errorf("%s: rpcs %+v: want every one completed", e.Name, e.RPCs)
+		}
+		if e.Switch.Drops != 0 || c["homa_retransmits"] != 0 {
+			t.Errorf("%s: %d switch drops, %d retransmissions: want none under PFC", e.Name, e.Switch.Drops, c["homa_retransmits"])
+		}
+		for _, pp := range e.Switch.PFC {
+			pauses[i] += pp.PausesSent
+		}
+		if pauses[i] == 0 || c["homa_pfc_pauses_received"] == 0 {
+			t.Errorf("%s: switch sent %d PAUSE frames, hosts obeyed %d: want both nonzero", e.Name, pauses[i], c["homa_pfc_pauses_received"])
+		}
+	}
+	if pauses[1] <= 10*pauses[0] {
+		t.Errorf("PAUSE frames with DCQCN %d, without %d: want many more without", pauses[0], pauses[1])
 	}
 }
 

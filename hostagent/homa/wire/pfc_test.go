@@ -21,4 +21,3 @@ func TestPFCFrameRoundTrip(t *testing.T) {
 		t.Errorf("a full pause at 1 Gbit/s lasts %d ns, want 65535 x 512 ns", got)
 	}
 }
-
