@@ -24,6 +24,10 @@ const (
 	TriggerBarrier = "barrier"
 )
 
+// KindConnectionMatrix is the agents' collective kind of a phase that
+// runs a connection matrix.
+const KindConnectionMatrix = "connection-matrix"
+
 // MaxMatrixFlows bounds a connection matrix's flows and triggers.
 const MaxMatrixFlows = 1_000_000
 
@@ -32,8 +36,10 @@ const MaxMatrixFlows = 1_000_000
 // `Triggers T` lines, then one line per flow and per trigger
 // (docs/scenarios.md, "Connection matrices").
 type Matrix struct {
-	// File names the matrix in errors.
+	// File names the matrix in errors; Text is what was parsed (the
+	// agents are sent it and parse it again).
 	File  string
+	Text  []byte
 	Nodes int
 	// Flows are in file order; Triggers by id.
 	Flows    []MatrixFlow
@@ -107,7 +113,7 @@ func LoadMatrix(file string) (*Matrix, error) {
 // second, a barrier's one past its count), unknown trigger ids, repeated
 // flow ids, nodes outside Nodes, and a flow to its own node.
 func ParseMatrix(file string, text []byte) (*Matrix, error) {
-	m := &Matrix{File: file, Triggers: map[int]*MatrixTrigger{}}
+	m := &Matrix{File: file, Text: text, Triggers: map[int]*MatrixTrigger{}}
 	errAt := func(line int, format string, a ...any) error {
 		return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, a...))
 	}

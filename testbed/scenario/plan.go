@@ -279,6 +279,9 @@ func (src *Source) resolveFiles(s *Scenario) {
 	}
 	for i := range s.Phases {
 		s.Phases[i].Sizes = workloads.ResolveFiles(s.Phases[i].Sizes, dir)
+		if m := s.Phases[i].ConnectionMatrix; m != "" && !filepath.IsAbs(m) {
+			s.Phases[i].ConnectionMatrix = filepath.Join(dir, m)
+		}
 	}
 }
 
@@ -574,7 +577,7 @@ func (s *Scenario) Doc() any {
 func (s *Scenario) CalibrationResponse() uint32 {
 	count := map[uint32]int{}
 	for _, ph := range s.Phases {
-		if ph.Collective == nil {
+		if ph.Collective == nil && ph.ConnectionMatrix == "" {
 			count[ph.ResponseBytes]++
 		}
 	}
