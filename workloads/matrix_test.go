@@ -156,3 +156,55 @@ trigger id 3 multishot
 		}
 	}
 }
+
+// TestGenerateMatrix parses what each generator writes and runs its
+// triggers: every flow starts, and the ring's chains follow the ring.
+func TestGenerateMatrix(t *testing.T) {
+	for _, c := range []struct {
+		kind            string
+		release         int64
+		flows, triggers int
+	}{
+		{GenRingAllReduce, 0, 8 * 14, 8 * 13},
+		{GenIncast, 0, 7, 0},
+		{GenIncast, 64, 14, 1},
+	} {
+		text, err := GenerateMatrix(c.kind, 8, 1<<20, c.release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ParseMatrix(c.kind+".cm", text)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.kind, err, text)
+		}
+		if len(m.Flows) != c.flows || len(m.Triggers) != c.triggers {
+			t.Errorf("%s: %d flows, %d triggers; want %d, %d", c.kind, len(m.Flows), len(m.Triggers), c.flows, c.triggers)
+		}
+		perNode := map[int]int{}
+		for _, f := range m.Flows {
+			perNode[f.Src]++
+			if f.Size != 1<<20/8 && f.Size != c.release {
+				t.Errorf("%s: flow %d of %d bytes", c.kind, f.ID, f.Size)
+			}
+			if c.kind == GenRingAllReduce && f.Dst != (f.Src+1)%8 {
+				t.Errorf("flow %d goes %d->%d, not to the next in the ring", f.ID, f.Src, f.Dst)
+			}
+		}
+		if c.kind == GenRingAllReduce {
+			for n := range 8 {
+				if perNode[n] != 14 {
+					t.Errorf("node %d sends %d flows, want 2(N-1) = 14", n, perNode[n])
+				}
+			}
+		}
+	}
+	for _, bad := range []struct {
+		kind  string
+		nodes int
+		bytes int64
+	}{{"tree", 8, 1 << 20}, {GenIncast, 1, 1 << 20}, {GenRingAllReduce, 8, 7}} {
+		if _, err := GenerateMatrix(bad.kind, bad.nodes, bad.bytes, 0); err == nil {
+			t.Errorf("GenerateMatrix(%q, %d, %d): no error", bad.kind, bad.nodes, bad.bytes)
+		}
+	}
+}
