@@ -106,7 +106,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if baselines[tr] != nil {
 			continue
 		}
-		if b := manifestBaseline(cal.RTTus); b != nil {
+		if b := manifestBaseline(cal.RTTus, cal.ResponseBytes); b != nil {
 			baselines[tr] = b
 		}
 	}
@@ -293,7 +293,7 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	slices.Sort(er.lags)
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
 
-	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
+	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
 	e.Flows = matrixStats(er.flows, c.matrices, c.confidence)
 	for _, ms := range e.Flows {
 		if ms.OrderError != "" {

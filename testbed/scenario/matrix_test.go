@@ -32,14 +32,7 @@ duration: 2s
 `
 
 func TestGoodMatrix(t *testing.T) {
-	src, err := Parse("m.yaml", []byte(goodMatrix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := src.Plan(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlan(t, goodMatrix)
 	ph := plan.Experiments[0].Scenario.Phases[0]
 	if ph.Matrix == nil || len(ph.Matrix.Flows) != 9 || !filepath.IsAbs(ph.ConnectionMatrix) {
 		t.Fatalf("phase %+v: want the matrix parsed, its path made absolute", ph)
@@ -66,25 +59,12 @@ func TestBadMatrixPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	const cm = "connection_matrix: ../../workloads/testdata/triggers.cm"
-	tests := []struct {
-		name, from, to string
-		line           int
-		field, msg     string
-	}{
+	wantBadEdits(t, goodMatrix, []badEdit{
 		{"missing file", cm, "connection_matrix: nowhere.cm", 12, "phases[0].connection_matrix", "nowhere.cm: no such file"},
 		{"bad line", cm, "connection_matrix: " + bad, 12, "phases[0].connection_matrix", bad + `:3: unknown key "colour"`},
 		{"flow over homa's limit", cm, "connection_matrix: " + big, 12, "phases[0].connection_matrix", big + ":3: flow 1 is 2000000 bytes, but homa (transports[0]) carries at most 1000000"},
 		{"too few hosts", "hosts: [h2-h5]", "hosts: [h2-h4]", 13, "phases[0].hosts", "has 4 nodes but 3 hosts are given"},
 		{"host twice", "hosts: [h2-h5]", "hosts: [h2, h3, h4, h3]", 13, "phases[0].hosts", "host h3 is listed twice"},
 		{"clients", "    hosts: [h2-h5]\n", "    hosts: [h2-h5]\n    clients: [h1]\n", 14, "phases[0].clients", "a connection-matrix phase takes connection_matrix and hosts, not clients"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			text := strings.Replace(goodMatrix, tc.from, tc.to, 1)
-			if text == goodMatrix {
-				t.Fatalf("replacement %q not found", tc.from)
-			}
-			wantOneError(t, text, tc.line, tc.field, tc.msg)
-		})
-	}
+	})
 }
