@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -205,6 +206,29 @@ func TestGenerateMatrix(t *testing.T) {
 	}{{"tree", 8, 1 << 20}, {GenIncast, 1, 1 << 20}, {GenRingAllReduce, 8, 7}} {
 		if _, err := GenerateMatrix(bad.kind, bad.nodes, bad.bytes, 0); err == nil {
 			t.Errorf("GenerateMatrix(%q, %d, %d): no error", bad.kind, bad.nodes, bad.bytes)
+		}
+	}
+}
+
+// TestCommittedMatrices: the scenarios' matrices are what `homatb cm`
+// writes today (regenerate them with the commands in
+// scenarios/ai-cluster-cm.yaml).
+func TestCommittedMatrices(t *testing.T) {
+	for _, c := range []struct {
+		file    string
+		kind    string
+		release int64
+	}{{"../scenarios/ring8.cm", GenRingAllReduce, 0}, {"../scenarios/incast8.cm", GenIncast, 64}} {
+		want, err := GenerateMatrix(c.kind, 8, 1_000_000, c.release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from what homatb cm %s writes now", c.file, c.kind)
 		}
 	}
 }
