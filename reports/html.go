@@ -211,6 +211,7 @@ type reportPage struct {
 	Experiments []*Experiment
 	Captures    []captureRow
 	Collectives []collectiveSection
+	Matrices    []matrixRow
 	Adversaries []adversaryRow
 }
 
@@ -356,6 +357,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	if err := buildCollectives(pg, s); err != nil {
 		return nil, err
 	}
+	pg.Matrices = matrixRows(s)
 	if err := manifestView(pg, s.manifest); err != nil {
 		return nil, err
 	}

@@ -124,3 +124,21 @@ func oneMatrix(ph matrixPhase, rows []runfmt.RPC, conf float64) MatrixStats {
 	}
 	return ms
 }
+
+// matrixRow is one experiment's connection-matrix phase in the report.
+type matrixRow struct {
+	Name, Config string
+	M            MatrixStats
+}
+
+// matrixRows are the report's rows of connection matrices: each
+// experiment's, in the summary's order.
+func matrixRows(s *Summary) []matrixRow {
+	var out []matrixRow
+	for _, e := range s.Experiments {
+		for _, m := range e.Flows {
+			out = append(out, matrixRow{Name: e.Name, Config: e.Config, M: m})
+		}
+	}
+	return out
+}

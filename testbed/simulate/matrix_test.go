@@ -1,7 +1,9 @@
 package simulate
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/homatb/homatb/runfmt"
@@ -62,6 +64,9 @@ duration: 1s
 		if n != 5 {
 			t.Errorf("%s: checked %d triggered flows, want 5", exp, n)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(run, "report.html")); err != nil || !strings.Contains(string(b), `id="matrices"`) {
+		t.Errorf("report.html: %v, want its Connection matrices table", err)
 	}
 	var s struct {
 		Experiments []struct {
