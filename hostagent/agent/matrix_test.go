@@ -2,12 +2,15 @@ package agent
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/workloads"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestMatrixOverTCP runs workloads/testdata/triggers.cm (every trigger
@@ -77,5 +80,37 @@ func TestMatrixOverTCP(t *testing.T) {
 	}
 	if n != 5 {
 		t.Errorf("checked %d triggered flows, want 5", n)
+	}
+}
+
+// TestBadMatrixPart: a part whose matrix does not parse, does not fit its
+// members or carries a flow over the transport's limit is refused with
+// one line naming the field and, for the matrix, its FILE:LINE.
+func TestBadMatrixPart(t *testing.T) {
+	svc := NewService(t.Context(), "h1", t.TempDir(), nil, nil)
+	t.Cleanup(svc.Close)
+	two := []string{"10.0.0.1:4000", "10.0.0.2:4000"}
+	for _, c := range []struct {
+		name, matrix string
+		targets      []string
+		want         string
+	}{
+		{"bad line", "Nodes 2\nConnections 1\n0->1 start 0 size 10 colour red\n", two, `collectives[0].matrix = "x.cm": x.cm:3: unknown key "colour"`},
+		{"nodes and members", "Nodes 3\nConnections 1\n0->1 start 0 size 10\n", two, "expected one member per node of the matrix's 3"},
+		{"too large", "Nodes 2\nConnections 1\n0->1 start 0 size 2000000000\n", two, "x.cm:3: flow 1 is 2000000000 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := svc.Configure(t.Context(), &agentpb.ConfigureRequest{
+				Experiment: "bad", Transport: agentpb.Transport_TRANSPORT_TCP, ServerPorts: []uint32{4000},
+				Collectives: []*agentpb.Collective{{Phase: "g", Kind: workloads.KindConnectionMatrix, Targets: c.targets,
+					Hosts: []string{"h1", "h2"}, Matrix: []byte(c.matrix), MatrixFile: "x.cm", Iterations: 1}},
+			})
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("error %v, want InvalidArgument", err)
+			}
+			if msg := status.Convert(err).Message(); !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line containing %q", msg, c.want)
+			}
+		})
 	}
 }
