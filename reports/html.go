@@ -212,6 +212,7 @@ type reportPage struct {
 	Captures    []captureRow
 	PFC         []pfcRow
 	Collectives []collectiveSection
+	Matrices    []matrixRow
 	Adversaries []adversaryRow
 }
 
@@ -357,6 +358,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	if err := buildCollectives(pg, s); err != nil {
 		return nil, err
 	}
+	pg.Matrices = matrixRows(s)
 	if err := manifestView(pg, s.manifest); err != nil {
 		return nil, err
 	}

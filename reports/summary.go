@@ -56,6 +56,10 @@ type Experiment struct {
 	// enter no other statistic of the experiment but its RPC counts, send
 	// lag and goodput.
 	Collectives []CollectiveStats `json:"collectives,omitempty"`
+	// Flows summarise the connection-matrix phases; their flows and
+	// trigger notifications, like step messages, enter no other latency
+	// statistic.
+	Flows []MatrixStats `json:"flows,omitempty"`
 	// Binning is "exact" (one row per request length) or "log" (log-spaced
 	// bins of at least MinBinSamples samples each).
 	Binning string    `json:"binning"`

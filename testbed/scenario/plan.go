@@ -279,6 +279,9 @@ func (src *Source) resolveFiles(s *Scenario) {
 	}
 	for i := range s.Phases {
 		s.Phases[i].Sizes = workloads.ResolveFiles(s.Phases[i].Sizes, dir)
+		if m := s.Phases[i].ConnectionMatrix; m != "" && !filepath.IsAbs(m) {
+			s.Phases[i].ConnectionMatrix = filepath.Join(dir, m)
+		}
 	}
 }
 
@@ -570,13 +573,19 @@ func (s *Scenario) Doc() any {
 // the one most of the scenario's phases use (0 echoes the request), so
 // that each transport's own unloaded RTT is measured with the workload's
 // responses. On a tie a fixed length wins over echoing, since an echo
-// doubles a long calibration RPC, then the smaller length.
+// doubles a long calibration RPC, then the smaller length. A scenario of
+// collectives and connection matrices alone calibrates with 1-byte
+// responses, as their messages are answered.
 func (s *Scenario) CalibrationResponse() uint32 {
 	count := map[uint32]int{}
 	for _, ph := range s.Phases {
-		if ph.Collective == nil {
+		if ph.Collective == nil && ph.ConnectionMatrix == "" {
 			count[ph.ResponseBytes]++
 		}
+	}
+	if len(count) == 0 && len(s.Phases) > 0 {
+		// Only collectives and matrices: their messages ask 1-byte answers.
+		return 1
 	}
 	better := func(r uint32, c int, best uint32, n int) bool {
 		switch {

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/homatb/homatb/internal/units"
+	"github.com/homatb/homatb/workloads"
 )
 
 // Scenario is one scenario file as written by its author, with defaults
@@ -366,6 +367,12 @@ type Phase struct {
 	// ring order) instead of clients sending to servers (collective.go).
 	Hosts      []string    `yaml:"hosts,omitempty"`
 	Collective *Collective `yaml:"collective,omitempty"`
+	// ConnectionMatrix makes the phase an htsim connection matrix (a file,
+	// relative to the scenario's) run among Hosts, node i on the i-th
+	// (all the topology's hosts when Hosts is empty; matrix.go). Matrix is
+	// the file parsed by validation.
+	ConnectionMatrix string            `yaml:"connection_matrix,omitempty"`
+	Matrix           *workloads.Matrix `yaml:"-" json:"-"`
 }
 
 // Incast makes every client of a phase send at the same instants.

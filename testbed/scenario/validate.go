@@ -107,6 +107,9 @@ func applyDefaults(s *Scenario) {
 			p.Collective.applyDefaults()
 			continue
 		}
+		if p.ConnectionMatrix != "" {
+			continue
+		}
 		if p.Arrivals == "" {
 			p.Arrivals = ArrivalsPoisson
 		}
@@ -545,6 +548,10 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.errorf(p+".name", "phase %q is defined twice", ph.Name)
 		}
 		names[ph.Name] = true
+		if ph.ConnectionMatrix != "" {
+			s.Phases[i].Matrix = c.checkMatrix(s, p, ph)
+			continue
+		}
 		if ph.Collective != nil || len(ph.Hosts) > 0 {
 			c.checkCollective(s, p, ph)
 			continue

@@ -425,7 +425,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp,
 		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log}
-	if j.colls, err = collectivesOf(ro); err != nil {
+	if j.colls, j.mats, err = collectivesOf(ro); err != nil {
 		return err
 	}
 	j.bookServed = true

@@ -78,14 +78,8 @@ type summary struct {
 
 func readSummary(t *testing.T, dir string) summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	decodeSummary(t, dir, &s)
 	return s
 }
 
