@@ -57,10 +57,10 @@ type group struct {
 	// below 1<<pairShift and field 1 below 1<<(64-pairShift): byWord is
 	// keyed by both in one word (an ingress port and an address or a
 	// queue, as tor.p4's defences key them).
-	pair        bool
-	byWord      map[uint64]slot
-	direct      []slot // by field-0 value, when single and values < maxDirect
-	present     []bool
+	pair    bool
+	byWord  map[uint64]slot
+	direct  []slot // by field-0 value, when single and values < maxDirect
+	present []bool
 }
 
 // pairShift is how many low bits of a pair group's word field 0 takes.
