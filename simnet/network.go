@@ -125,6 +125,7 @@ func New(cfg Config) (*Network, error) {
 		if pl == nil {
 			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
 		}
+		pl.SetClock(func() int64 { return n.clock.now }) // the meters run on virtual time
 		n.switches[name] = &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
 		n.names = append(n.names, name)
 	}
@@ -446,9 +447,11 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 					qs[i].CEMarkedPkts = p.ceMarks[q]
 				}
 			}
-			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
+			sp := switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
 				RateBps: p.rate, Queues: qs, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
-				PipelineDrops: s.drops, BadVerdicts: s.noPort})
+				PipelineDrops: s.drops, BadVerdicts: s.noPort}
+			sp.RemarkedPkts, sp.MeteredPkts, sp.SpoofDrops = s.pl.DefenceCounters(pn)
+			st.Ports = append(st.Ports, sp)
 		}
 		out[name] = st
 	}

@@ -140,3 +140,12 @@ func (p *Pipeline) Meter(id uint32, index int) (MeterConfig, error) {
 	}
 	return p.meters[index].config(), nil
 }
+
+// DefenceCounters reads remark_counter, meter_counter and spoof_counter
+// of ingress port inPort (packets).
+func (p *Pipeline) DefenceCounters(inPort uint16) (remarked, metered, spoofed uint64) {
+	if inPort >= p4.PortSlots {
+		return 0, 0, 0
+	}
+	return p.remarkCtr[inPort].pkts.Load(), p.meterCtr[inPort].pkts.Load(), p.spoofCtr[inPort].pkts.Load()
+}

@@ -163,9 +163,16 @@ func New() *Pipeline {
 }
 
 // SetClock makes the meters measure time by now (ns, never decreasing),
-// such as a simulation's virtual clock, instead of the wall clock. Call it
-// before the first packet.
-func (p *Pipeline) SetClock(now func() int64) { p.clock = now }
+// such as a simulation's virtual clock, instead of the wall clock, and
+// fills every meter's buckets at its start. Call it while no packet is in
+// the pipeline.
+func (p *Pipeline) SetClock(now func() int64) {
+	p.clock = now
+	t := now()
+	for i := range p.meters {
+		p.meters[i].set(p.meters[i].config(), t)
+	}
+}
 
 // Install builds a snapshot from contents (by table id; missing tables are
 // empty with their P4 default action) and publishes it atomically: packets

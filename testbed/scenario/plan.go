@@ -127,6 +127,10 @@ var sweepable = map[string]bool{
 	"adversaries": true,
 }
 
+// sweepablePaths are single settings outside those sections that the
+// switches change between experiments without a new network.
+var sweepablePaths = map[string]bool{"switch.defences": true}
+
 type resolvedSweep struct {
 	param string
 	canon string
@@ -290,7 +294,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 		p := fmt.Sprintf("sweep[%d]", i)
 		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param"), transport: -1}
 		top, _, _ := strings.Cut(sw.Param, ".")
-		if !sweepable[top] {
+		if !sweepable[top] && !sweepablePaths[sw.Param] {
 			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
 				sw.Param, strings.Join(sortedKeys(sweepable), ", "))
 			continue
