@@ -390,3 +390,60 @@ func TestRawAdversaryKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestRawSpoofedGrants: forged GRANTs written with the server's address as
+// their source (adversary.OpenSpoofed, a raw socket writing its own IPv4
+// header) at a client whose ids are sequential (Linux's numbering) pass
+// the peer check and name its live RPCs, which an unspoofed forger's
+// cannot: the client drops none as wrong_peer, some name RPCs in flight
+// (not counted as for no RPC), and every RPC still completes.
+func TestRawSpoofedGrants(t *testing.T) {
+	v := newVethPair(t, "spf", 0)
+	cfg := homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000, SequentialIDs: true}
+	client, se := rawPair(t, v, cfg)
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s adversary.Sender
+	var closeFn func() error
+	// The forger sits in the client's namespace: the kernel hands a raw
+	// packet to a local address back through the stack, source and all.
+	if err := inNetns(v.ns[0], func() (err error) {
+		s, closeFn, err = adversary.OpenSpoofed(v.addr[1])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	es := serveEcho(ctx, t, srv)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(v.addr[1], serverPort), 300, 4, 5)
+	}()
+	before := client.Stats()
+	c, err := adversary.Run(ctx, s, adversary.Config{Kind: kind.ForgedGrants, Target: v.addr[1], Port: serverPort, Rate: 20e6,
+		For: 300 * time.Millisecond, Seed: 3, Spoof: true, Peers: []netip.Addr{v.addr[0]}, IDWindow: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	time.Sleep(50 * time.Millisecond)
+	after := client.Stats()
+	unknown := after.UnknownRPC - before.UnknownRPC
+	wrongPeer := after.Drops[homa.DropWrongPeer] - before.Drops[homa.DropWrongPeer]
+	t.Logf("sent %d spoofed GRANTs (%d write errors); client: wrong_peer +%d, for no RPC +%d, drops %v",
+		c.Packets, c.WriteErrors, wrongPeer, unknown, dropMap(after))
+	if c.Packets == 0 || c.WriteErrors != 0 {
+		t.Fatalf("%d packets, %d write errors", c.Packets, c.WriteErrors)
+	}
+	if wrongPeer != 0 {
+		t.Errorf("%d spoofed GRANTs failed the peer check", wrongPeer)
+	}
+	if unknown >= c.Packets {
+		t.Errorf("all %d spoofed GRANTs named no RPC; want some to name live ones", c.Packets)
+	}
+}

@@ -41,3 +41,24 @@ sweep:
 		t.Errorf("meter %+v", m)
 	}
 }
+
+// TestAdversaryPeers: a spoofing adversary's peers are the hosts that
+// exchange messages with its target, both ways.
+func TestAdversaryPeers(t *testing.T) {
+	src, err := Parse("p.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		target string
+		want   []string
+	}{{"h1", []string{"h2", "h3"}}, {"h2", []string{"h1"}}, {"h4", nil}} {
+		if got := (Adversary{Target: tc.target}).Peers(plan.Base); !slices.Equal(got, tc.want) {
+			t.Errorf("peers of %s: %v, want %v", tc.target, got, tc.want)
+		}
+	}
+}
