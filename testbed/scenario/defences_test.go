@@ -37,6 +37,11 @@ sweep:
 	if want := []bool{true, true, false, false}; !slices.Equal(on, want) {
 		t.Errorf("defences on %v, want %v", on, want)
 	}
+	for _, e := range plan.Experiments[1:] {
+		if e.Seed != plan.Experiments[0].Seed {
+			t.Errorf("%s: seed %d, want %d: the defences are compared on the same traffic", e.Name, e.Seed, plan.Experiments[0].Seed)
+		}
+	}
 	if m := plan.Base.Switch.Meters[0]; m.Rate != 5e6 || m.Burst != 15000 || m.Exceed != ExceedDrop {
 		t.Errorf("meter %+v", m)
 	}

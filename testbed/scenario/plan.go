@@ -253,11 +253,13 @@ func sweepsApply(sweeps []resolvedSweep, idx []int, ti int) bool {
 }
 
 // trafficIndex numbers a combination by the values of the sweeps that are
-// not one transport's parameter (mixed radix, as sweepIndexes).
+// not one transport's parameter (mixed radix, as sweepIndexes); the
+// switch's settings (sweepablePaths) leave the traffic as it is, so a
+// setting's values are compared on the same seeds.
 func trafficIndex(base *Scenario, sweeps []resolvedSweep, idx []int) int {
 	k := 0
 	for i, sw := range sweeps {
-		if sw.transport < 0 {
+		if sw.transport < 0 && !sweepablePaths[sw.param] {
 			k = k*len(base.Sweep[i].Values) + idx[i]
 		}
 	}
