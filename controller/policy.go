@@ -36,6 +36,8 @@ type Policy struct {
 	// (LoadBalanceSpray, the default when empty) or per flow
 	// (LoadBalanceECMP).
 	LoadBalancing string
+	// Defences are DSCP trust, anti-spoofing and meters on host ports.
+	Defences Defences
 }
 
 // ECNProfile is a RED marking profile: an ECN-capable packet finding
@@ -128,7 +130,7 @@ func validateDSCP(m map[uint8]uint8) error {
 }
 
 // Validate checks the DSCP map, the ECN threshold (a bit<19> in tor.p4),
-// the port modes and the load balancing.
+// the port modes, the load balancing and the defences.
 func (p Policy) Validate() error {
 	if err := validateDSCP(p.DSCPQueue); err != nil {
 		return fmt.Errorf("policy: %w", err)
@@ -155,6 +157,9 @@ func (p Policy) Validate() error {
 	case "", LoadBalanceSpray, LoadBalanceECMP:
 	default:
 		return fmt.Errorf("policy: load balancing %q: want %q or %q", p.LoadBalancing, LoadBalanceECMP, LoadBalanceSpray)
+	}
+	if err := p.Defences.Validate(); err != nil {
+		return fmt.Errorf("policy: %w", err)
 	}
 	return nil
 }

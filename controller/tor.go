@@ -46,7 +46,8 @@ const (
 // port of the shortest path to a host on another switch, or, when several
 // ports tie, ecmp_forward to that switch's next-hop group, whose
 // nexthop_group entry is listed too; see switchMultipath), the DSCP-to-queue map, an ARP-proxy entry
-// per host, an ECN threshold on every port, and the policy's port modes.
+// per host, an ECN threshold on every port, the policy's port modes and
+// its defences on host ports.
 // The order is stable.
 func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, error) {
 	sw := t.findSwitch(name)
@@ -117,7 +118,11 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 	if err != nil {
 		return nil, err
 	}
-	return append(append(out, mp.entries...), modes...), nil
+	defences, err := t.defenceEntries(name, p.Defences)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(out, mp.entries...), modes...), defences...), nil
 }
 
 // ecnAction is ecn_config's action for every switch port: a RED profile,

@@ -252,6 +252,14 @@ type SwitchStats struct {
 	// (ports that lost none are left out).
 	LostLinkMs       float64            `json:"lost_link_ms"`
 	LostLinkMsByPort map[string]float64 `json:"lost_link_ms_by_port"`
+	// RemarkedPkts, MeteredPkts and SpoofDrops are what tor.p4's defences
+	// did (switch.meters, dscp.trust, switch.anti_spoofing), in all and by
+	// the "switch/port" the packets arrived on (ports where they did
+	// nothing are left out).
+	RemarkedPkts   int64                    `json:"remarked_pkts"`
+	MeteredPkts    int64                    `json:"metered_pkts"`
+	SpoofDrops     int64                    `json:"spoof_drops"`
+	DefencesByPort map[string]DefenceCounts `json:"defences_by_port"`
 	// Target is the run's switch target; Unavailable lists the statistics
 	// (switch statistics field names) it cannot give, which the report
 	// shows as unavailable rather than as zeros.
@@ -277,6 +285,14 @@ type PFCPort struct {
 	PausesReceived int64   `json:"pauses_received"`
 	ResumesRecv    int64   `json:"resumes_received"`
 	PausedMs       float64 `json:"paused_ms"`
+}
+
+// DefenceCounts are what the switch's defences did to the packets that
+// arrived on one port.
+type DefenceCounts struct {
+	Remarked int64 `json:"remarked"`
+	Metered  int64 `json:"metered"`
+	Spoofed  int64 `json:"spoofed"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

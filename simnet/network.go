@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/pipeline"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -129,7 +130,12 @@ func New(cfg Config) (*Network, error) {
 		if pl == nil {
 			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
 		}
-		n.switches[name] = &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		pl.SetClock(func() int64 { return n.clock.now }) // the meters run on virtual time
+		sw := &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		for p := range sw.defences {
+			sw.defences[p][0], sw.defences[p][1], sw.defences[p][2] = pl.DefenceCounters(uint16(p))
+		}
+		n.switches[name] = sw
 		n.names = append(n.names, name)
 	}
 	slices.Sort(n.names)
@@ -348,6 +354,9 @@ type swtch struct {
 	ports  map[uint16]*port
 	drops  uint64 // the pipeline's drops (no route)
 	noPort uint64 // verdicts for a port with nothing attached
+	// defences are the pipeline's defence counters by port when the
+	// network was built: the pipeline outlives it, its statistics do not.
+	defences [p4.PortSlots][3]uint64
 }
 
 // receive runs ingress on a frame arriving on inPort and queues it.
@@ -469,9 +478,15 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 					qs[i].CEMarkedPkts = p.ceMarks[q]
 				}
 			}
-			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
+			sp := switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
 				RateBps: p.rate, Queues: qs, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
-				PipelineDrops: s.drops, BadVerdicts: s.noPort})
+				PipelineDrops: s.drops, BadVerdicts: s.noPort}
+			sp.RemarkedPkts, sp.MeteredPkts, sp.SpoofDrops = s.pl.DefenceCounters(pn)
+			if int(pn) < len(s.defences) {
+				base := s.defences[pn]
+				sp.RemarkedPkts, sp.MeteredPkts, sp.SpoofDrops = sp.RemarkedPkts-base[0], sp.MeteredPkts-base[1], sp.SpoofDrops-base[2]
+			}
+			st.Ports = append(st.Ports, sp)
 		}
 		out[name] = st
 	}

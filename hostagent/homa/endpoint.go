@@ -111,6 +111,9 @@ func newEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint
 	// ids its peers still hold tombstones for (they would drop the new request
 	// as a duplicate and answer RPC_UNKNOWN).
 	e.nextID.Store((rand.Uint64() >> 2) << 1)
+	if cfg.SequentialIDs {
+		e.nextID.Store(0) // HomaModule's first id is 2
+	}
 	bs := max(1, conn.BatchSize())
 	e.state.init(cfg, conn, bs)
 	e.c.cutoffVersion.Store(uint64(e.state.cut.version))

@@ -40,3 +40,10 @@ type Pipeline interface {
 	// about to be transmitted; it may rewrite frame in place; false drops it.
 	Egress(frame []byte, md *EgressMeta) bool
 }
+
+// DefenceCounters is what a pipeline with defences against lying hosts
+// (tor.p4's) tells the switch statistics about the packets that arrived
+// on a port: DSCP re-marked, over a meter, dropped for a spoofed source.
+type DefenceCounters interface {
+	DefenceCounters(inPort uint16) (remarked, metered, spoofed uint64)
+}

@@ -48,6 +48,9 @@ func (d *Dataplane) Stats() switchstats.Stats {
 		}
 		p.Queues = ps.tm.snapshot(d.now())
 		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.portCounters()
+		if dc, ok := d.pl.(DefenceCounters); ok {
+			p.RemarkedPkts, p.MeteredPkts, p.SpoofDrops = dc.DefenceCounters(ps.num)
+		}
 		for q := range p.Queues {
 			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
 		}

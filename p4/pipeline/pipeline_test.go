@@ -396,7 +396,8 @@ func TestCheckP4Info(t *testing.T) {
 		{"initial default", func(i *p4configv1.P4Info) {
 			i.Tables[1].InitialDefaultAction.Arguments[0].Value = []byte{5}
 		}, "initial default action"},
-		{"meter", func(i *p4configv1.P4Info) { i.Meters = append(i.Meters, &p4configv1.Meter{}) }, "1 meter object(s)"},
+		{"meter size", func(i *p4configv1.P4Info) { i.Meters[0].Size = 64 }, "size 64 unit BYTES, this target runs size 256"},
+		{"direct meter", func(i *p4configv1.P4Info) { i.DirectMeters = append(i.DirectMeters, &p4configv1.DirectMeter{}) }, "1 direct meter object(s)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -438,7 +439,9 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 // a route, a DSCP entry and an ECN threshold installed: direct, a host
 // route (ipv4_forward); ecmp, a route through nexthop_group's action
 // selector (a group of four uplinks, flow hash); spray, the same with
-// load_balance set to spray(). It also reports x-copy: that cost as a
+// load_balance set to spray(); defended, direct with every defence on the
+// ingress port (its DSCP re-marked, its source checked, the re-marked
+// queue metered at a rate it never exceeds). It also reports x-copy: that cost as a
 // multiple of copying the 1042-byte frame once, timed in the same run, so
 // the figure survives a noisy machine. -benchmem shows 0 allocs/op.
 func BenchmarkForward(b *testing.B) {
@@ -453,9 +456,13 @@ func BenchmarkForward(b *testing.B) {
 		{"ecmp", ecmpContents(false), 0x0a000107, 7 << 5, 0},
 		{"spray", ecmpContents(true), 0x0a000107, 7 << 5, 0},
 		{"red", redContents(), 0x0a000002, 3<<5 | 2, 20},
+		{"defended", benchDefences(), 0x0a000002, 7 << 5, 0},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := installed(b, tc.contents)
+			if err := p.SetMeter(p4.MeterPriority, int(p4.MeterIndex(0, 1)), MeterConfig{CIR: MaxMeterRate, CBurst: 1 << 20, PIR: MaxMeterRate, PBurst: 1 << 20}); err != nil {
+				b.Fatal(err)
+			}
 			f := ipv4Frame(tc.dst, tc.tos, 64, 1000)
 			md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: tc.depth, Length: len(f)}
 			dst := make([]byte, len(f))
@@ -469,7 +476,7 @@ func BenchmarkForward(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				f[ipTTLOff] = 64
+				f[ipTTLOff], f[ipTOSOff] = 64, 7<<5
 				p.Ingress(f, 1, &v)
 				p.Egress(f, &md)
 			}

@@ -127,6 +127,10 @@ var sweepable = map[string]bool{
 	"adversaries": true,
 }
 
+// sweepablePaths are single settings outside those sections that the
+// switches change between experiments without a new network.
+var sweepablePaths = map[string]bool{"switch.defences": true}
+
 type resolvedSweep struct {
 	param string
 	canon string
@@ -249,11 +253,13 @@ func sweepsApply(sweeps []resolvedSweep, idx []int, ti int) bool {
 }
 
 // trafficIndex numbers a combination by the values of the sweeps that are
-// not one transport's parameter (mixed radix, as sweepIndexes).
+// not one transport's parameter (mixed radix, as sweepIndexes); the
+// switch's settings (sweepablePaths) leave the traffic as it is, so a
+// setting's values are compared on the same seeds.
 func trafficIndex(base *Scenario, sweeps []resolvedSweep, idx []int) int {
 	k := 0
 	for i, sw := range sweeps {
-		if sw.transport < 0 {
+		if sw.transport < 0 && !sweepablePaths[sw.param] {
 			k = k*len(base.Sweep[i].Values) + idx[i]
 		}
 	}
@@ -293,7 +299,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 		p := fmt.Sprintf("sweep[%d]", i)
 		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param"), transport: -1}
 		top, _, _ := strings.Cut(sw.Param, ".")
-		if !sweepable[top] {
+		if !sweepable[top] && !sweepablePaths[sw.Param] {
 			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
 				sw.Param, strings.Join(sortedKeys(sweepable), ", "))
 			continue

@@ -165,6 +165,11 @@ type Switch struct {
 	// the file about 0.5 MB a second at the testbed's rates
 	// (docs/bench-switch.md); BMv2 has no such records.
 	Postcards *bool `yaml:"postcards"`
+	// AntiSpoofing, Meters and Defences are tor.p4's defences on host
+	// ports (defences.go).
+	AntiSpoofing bool          `yaml:"anti_spoofing"`
+	Meters       []SwitchMeter `yaml:"meters"`
+	Defences     *bool         `yaml:"defences"`
 }
 
 // ECN is a RED marking profile, as RoCE switches are configured: an
@@ -244,6 +249,10 @@ const (
 type DSCPPolicy struct {
 	Policy string      `yaml:"policy"`
 	Map    map[int]int `yaml:"map"`
+	// Trust lists the hosts whose DSCP the switch believes; when set, the
+	// others' packets are re-marked as Untrusted says (defences.go).
+	Trust     []string   `yaml:"trust"`
+	Untrusted *Untrusted `yaml:"untrusted"`
 }
 
 // Transport names. pFabric, pHost, NDP and RoCE run on the Homa engine as

@@ -143,7 +143,7 @@ func applyDefaults(s *Scenario) {
 func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
-		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkAdversaries, c.checkReport, c.checkCapture,
+		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkAdversaries, c.checkDefences, c.checkReport, c.checkCapture,
 		c.checkSimulation,
 		c.checkMessageLimits, c.checkCalibrationLimits, c.checkOverload,
 	} {

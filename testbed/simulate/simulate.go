@@ -19,6 +19,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/buildinfo"
@@ -355,6 +356,15 @@ func (r *simRun) calibrate(ctx context.Context) error {
 // experiment simulates one experiment and records it.
 func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	s := e.Scenario
+	if s.HasDefences() {
+		var d controller.Defences
+		if s.Switch.DefencesOn() {
+			d = switches.Defences(s)
+		}
+		if err := r.sws.SetDefences(ctx, d); err != nil {
+			return err
+		}
+	}
 	net, err := r.network(ctx, e.Transport, e.Seed)
 	if err != nil {
 		return err
