@@ -370,7 +370,7 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 		return
 	}
 	var v dataplane.Verdict
-	s.pl.Ingress(f, inPort, &v)
+	s.pl.IngressAt(f, inPort, s.n.clock.now, &v)
 	if v.Drop {
 		s.drops++
 		s.n.freeFrame(f)

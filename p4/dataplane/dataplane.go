@@ -66,6 +66,7 @@ const (
 type Dataplane struct {
 	cfg    Config
 	pl     Pipeline
+	timed  TimedPipeline // pl, when its meters take the batch's time
 	log    *slog.Logger
 	epoch  time.Time
 	byNum  [MaxPort + 1]*portState
@@ -119,6 +120,10 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 		return nil, errors.New("dataplane: nil pipeline")
 	}
 	d := &Dataplane{cfg: c, pl: pl, log: c.Logger, epoch: time.Now()}
+	if tp, ok := pl.(TimedPipeline); ok {
+		tp.SetClock(d.now) // one clock: the batch times ingest passes
+		d.timed = tp
+	}
 	if c.SharedBufferBytes > 0 {
 		d.shared = &sharedBuffer{size: int64(c.SharedBufferBytes), alpha: c.SharedAlpha}
 	}
@@ -334,7 +339,11 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 			ps.capIn.add(p.frame(), wall)
 		}
 		rs.v = Verdict{}
-		d.pl.Ingress(p.frame(), ps.num, &rs.v)
+		if d.timed != nil {
+			d.timed.IngressAt(p.frame(), ps.num, now, &rs.v)
+		} else {
+			d.pl.Ingress(p.frame(), ps.num, &rs.v)
+		}
 		if rs.v.Drop {
 			ps.pipelineDrops.Add(1)
 			continue

@@ -87,7 +87,14 @@ func TestPFCPauseExpires(t *testing.T) {
 	})
 	// 5859 quanta of 512 bit times at 1 Gbit/s: 3 ms.
 	r.ports[2].in <- pauseFrame(1<<3, 5859)
-	time.Sleep(time.Millisecond)
+	// The data frame must come after the PAUSE took effect: on a loaded
+	// machine port 2's reader may see it later than a fixed sleep allows.
+	for deadline := time.Now().Add(time.Second); r.d.Stats().Ports[1].Queues[3].PFCPausesRecv == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the PAUSE was not received within 1 s")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 	start := time.Now()
 	r.ports[1].in <- makeFrame(100, 2, 3, 1)
 	r.recvN(t, 2, 1)
