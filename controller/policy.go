@@ -22,6 +22,9 @@ type Policy struct {
 	// when their queue holds at least this many packets; 0 installs no
 	// marking.
 	ECNThresholdPkts uint32
+	// ECNRED, when its KmaxPkts is non-zero, marks by a RED profile
+	// instead of ECNThresholdPkts' step.
+	ECNRED ECNProfile
 	// NoARPProxy leaves the arp_proxy table empty; by default every switch
 	// answers ARP for every host, so hosts need no static ARP entries.
 	NoARPProxy bool
@@ -33,6 +36,17 @@ type Policy struct {
 	// (LoadBalanceSpray, the default when empty) or per flow
 	// (LoadBalanceECMP).
 	LoadBalancing string
+	// Defences are DSCP trust, anti-spoofing and meters on host ports.
+	Defences Defences
+}
+
+// ECNProfile is a RED marking profile: an ECN-capable packet finding
+// fewer than KminPkts packets in its queue is not marked, one finding
+// KmaxPkts or more is, and in between with a probability rising linearly
+// from 0 at Kmin to Pmax at Kmax (tor.p4's set_ecn_red).
+type ECNProfile struct {
+	KminPkts, KmaxPkts uint32
+	Pmax               float64
 }
 
 // DefaultPolicy maps class selector CSp (DSCP p<<3) to queue p, answers
@@ -116,13 +130,23 @@ func validateDSCP(m map[uint8]uint8) error {
 }
 
 // Validate checks the DSCP map, the ECN threshold (a bit<19> in tor.p4),
-// the port modes and the load balancing.
+// the port modes, the load balancing and the defences.
 func (p Policy) Validate() error {
 	if err := validateDSCP(p.DSCPQueue); err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
 	if p.ECNThresholdPkts >= 1<<19 {
 		return fmt.Errorf("policy: ecn threshold %d packets does not fit in 19 bits", p.ECNThresholdPkts)
+	}
+	if r := p.ECNRED; r.KmaxPkts != 0 {
+		switch {
+		case p.ECNThresholdPkts != 0:
+			return fmt.Errorf("policy: both an ecn threshold and a RED profile")
+		case r.KminPkts == 0 || r.KmaxPkts <= r.KminPkts || r.KmaxPkts >= 1<<19:
+			return fmt.Errorf("policy: RED profile kmin %d kmax %d packets: want 0 < kmin < kmax < 2^19", r.KminPkts, r.KmaxPkts)
+		case !(r.Pmax > 0 && r.Pmax <= 1):
+			return fmt.Errorf("policy: RED profile pmax %v: want 0 < pmax <= 1", r.Pmax)
+		}
 	}
 	for _, m := range p.PortModes {
 		if err := m.Validate(); err != nil {
@@ -133,6 +157,9 @@ func (p Policy) Validate() error {
 	case "", LoadBalanceSpray, LoadBalanceECMP:
 	default:
 		return fmt.Errorf("policy: load balancing %q: want %q or %q", p.LoadBalancing, LoadBalanceECMP, LoadBalanceSpray)
+	}
+	if err := p.Defences.Validate(); err != nil {
+		return fmt.Errorf("policy: %w", err)
 	}
 	return nil
 }

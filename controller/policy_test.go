@@ -64,6 +64,7 @@ func TestSwitchEntriesFollowPolicy(t *testing.T) {
 		{"zero policy is the default", Policy{}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 8, tableARPProxy: 2}},
 		{"ecn and no arp", Policy{ECNThresholdPkts: 30, NoARPProxy: true}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 8, tableECNConfig: 2}},
 		{"explicit map", Policy{DSCPQueue: map[uint8]uint8{46: 7}}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 1, tableARPProxy: 2}},
+		{"red profile", Policy{ECNRED: ECNProfile{KminPkts: 5, KmaxPkts: 40, Pmax: 0.1}}, map[string]int{tableIPv4LPM: 2, tableDSCPToQueue: 8, tableARPProxy: 2, tableECNConfig: 2}},
 	}
 	s := torSchema(t)
 	for _, tt := range tests {
@@ -82,5 +83,14 @@ func TestSwitchEntriesFollowPolicy(t *testing.T) {
 	}
 	if _, err := topo.switchEntries("s1", Policy{ECNThresholdPkts: 1 << 19}); err == nil {
 		t.Error("an ECN threshold wider than 19 bits was accepted")
+	}
+	for _, bad := range []Policy{
+		{ECNThresholdPkts: 20, ECNRED: ECNProfile{KminPkts: 5, KmaxPkts: 40, Pmax: 0.1}},
+		{ECNRED: ECNProfile{KminPkts: 40, KmaxPkts: 40, Pmax: 0.1}},
+		{ECNRED: ECNProfile{KminPkts: 5, KmaxPkts: 40, Pmax: 1.5}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("policy %+v was accepted", bad.ECNRED)
+		}
 	}
 }

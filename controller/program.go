@@ -132,6 +132,9 @@ func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.
 	if err := c.Insert(ctx, entries...); err != nil {
 		return err
 	}
+	if err := f.programMeters(ctx, sw.Name, policy.Defences); err != nil {
+		return err
+	}
 	f.log.Info("switch programmed", "switch", sw.Name, "addr", sw.Address, "entries", len(entries))
 	if err := f.verifySwitch(ctx, sw.Name, entries); err != nil {
 		return err

@@ -50,6 +50,29 @@ func TestProgramThreeHostsReadsBackExactly(t *testing.T) {
 	}
 }
 
+// TestProgramREDProfile programs a RED profile and reads it back: the
+// embedded target's ecn_config holds set_ecn_red with the slope of the
+// profile on every port.
+func TestProgramREDProfile(t *testing.T) {
+	sw := targettest.Start(t, "127.0.0.1:0", 1)
+	topo := oneSwitchTopology(t, sw)
+	policy := Policy{ECNRED: ECNProfile{KminPkts: 5, KmaxPkts: 37, Pmax: 0.25}}
+	f := programmed(t, topo, policy)
+	got, err := f.Client("s1").ReadEntries(testContext(t), tableECNConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("read back %d ecn_config entries, want one per port (3)", len(got))
+	}
+	const slope uint64 = 0.25 * p4.ECNSlopeOne / 32
+	for _, e := range got {
+		if v, err := e.Params["slope"].Uint64(); e.Action != actionSetECNRED || err != nil || v != slope {
+			t.Errorf("entry %+v, want set_ecn_red with slope %d", e, slope)
+		}
+	}
+}
+
 func TestProgramMultiSwitchPaths(t *testing.T) {
 	// s1 - s2 - s3 in a line, one host on port 1 of each: the middle
 	// switch routes both ways, the ends send everything else to s2.

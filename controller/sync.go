@@ -57,6 +57,9 @@ func (f *Fabric) syncSwitch(ctx context.Context, name string, policy Policy) err
 	if err := c.SetDefault(ctx, loadBalanceDefault(policy)); err != nil {
 		return err
 	}
+	if err := f.programMeters(ctx, name, policy.Defences); err != nil {
+		return err
+	}
 	f.log.Info("switch synced", "switch", name, "deleted", len(plan.Delete), "modified", len(plan.Modify), "inserted", len(plan.Insert))
 	if err := f.verifySwitch(ctx, name, want); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/p4"
 )
 
 // Names of the tor.p4 objects the controller programs and reads (the P4
@@ -21,6 +22,7 @@ const (
 	actionSetQueue        = "TorIngress.set_queue"
 	actionARPReply        = "TorIngress.arp_reply"
 	actionSetECNThreshold = "TorEgress.set_ecn_threshold"
+	actionSetECNRED       = "TorEgress.set_ecn_red"
 	actionStrictPriority  = "TorIngress.strict_priority"
 	actionRankOrder       = "TorIngress.rank_order"
 	actionTrimAbove       = "TorIngress.trim_above"
@@ -44,7 +46,8 @@ const (
 // port of the shortest path to a host on another switch, or, when several
 // ports tie, ecmp_forward to that switch's next-hop group, whose
 // nexthop_group entry is listed too; see switchMultipath), the DSCP-to-queue map, an ARP-proxy entry
-// per host, an ECN threshold on every port, and the policy's port modes.
+// per host, an ECN threshold on every port, the policy's port modes and
+// its defences on host ports.
 // The order is stable.
 func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, error) {
 	sw := t.findSwitch(name)
@@ -101,13 +104,13 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 			})
 		}
 	}
-	if p.ECNThresholdPkts > 0 {
+	if action, params := p.ecnAction(); action != "" {
 		for _, port := range t.switchPorts(name) {
 			out = append(out, p4rtclient.Entry{
 				Table:  tableECNConfig,
 				Match:  []p4rtclient.Match{p4rtclient.Exact(fieldEgressPort, p4rtclient.Uint(uint64(port)))},
-				Action: actionSetECNThreshold,
-				Params: map[string]p4rtclient.Value{"threshold_pkts": p4rtclient.Uint(uint64(p.ECNThresholdPkts))},
+				Action: action,
+				Params: params,
 			})
 		}
 	}
@@ -115,5 +118,25 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 	if err != nil {
 		return nil, err
 	}
-	return append(append(out, mp.entries...), modes...), nil
+	defences, err := t.defenceEntries(name, p.Defences)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(out, mp.entries...), modes...), defences...), nil
+}
+
+// ecnAction is ecn_config's action for every switch port: a RED profile,
+// a step threshold, or none ("").
+func (p Policy) ecnAction() (string, map[string]p4rtclient.Value) {
+	if r := p.ECNRED; r.KmaxPkts != 0 {
+		return actionSetECNRED, map[string]p4rtclient.Value{
+			"kmin_pkts": p4rtclient.Uint(uint64(r.KminPkts)),
+			"kmax_pkts": p4rtclient.Uint(uint64(r.KmaxPkts)),
+			"slope":     p4rtclient.Uint(uint64(p4.ECNSlope(r.KminPkts, r.KmaxPkts, r.Pmax))),
+		}
+	}
+	if p.ECNThresholdPkts > 0 {
+		return actionSetECNThreshold, map[string]p4rtclient.Value{"threshold_pkts": p4rtclient.Uint(uint64(p.ECNThresholdPkts))}
+	}
+	return "", nil
 }

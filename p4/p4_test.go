@@ -50,8 +50,11 @@ func TestP4InfoIDPrefixes(t *testing.T) {
 	for _, x := range info.GetActionProfiles() {
 		check("action profile", x.GetPreamble(), p4configv1.P4Ids_ACTION_PROFILE)
 	}
-	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters()) + len(info.GetActionProfiles())); got != 27 {
-		t.Errorf("P4Info has %d objects, the contract lists 27", got)
+	for _, x := range info.GetMeters() {
+		check("meter", x.GetPreamble(), p4configv1.P4Ids_METER)
+	}
+	if got := uint32(len(info.GetTables()) + len(info.GetActions()) + len(info.GetCounters()) + len(info.GetRegisters()) + len(info.GetActionProfiles()) + len(info.GetMeters())); got != 38 {
+		t.Errorf("P4Info has %d objects, the contract lists 38", got)
 	}
 }
 
@@ -83,6 +86,9 @@ func TestConstantsMatchP4Info(t *testing.T) {
 	for _, x := range info.GetActionProfiles() {
 		ids[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
 	}
+	for _, x := range info.GetMeters() {
+		ids[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
+	}
 	for _, tc := range []struct {
 		name string
 		id   uint32
@@ -98,6 +104,7 @@ func TestConstantsMatchP4Info(t *testing.T) {
 		{"TorIngress.set_queue", ActionSetQueue},
 		{"TorIngress.arp_reply", ActionARPReply},
 		{"TorEgress.set_ecn_threshold", ActionSetECNThreshold},
+		{"TorEgress.set_ecn_red", ActionSetECNRED},
 		{"TorIngress.strict_priority", ActionStrictPriority},
 		{"TorIngress.rank_order", ActionRankOrder},
 		{"TorIngress.trim_above", ActionTrimAbove},
@@ -114,6 +121,16 @@ func TestConstantsMatchP4Info(t *testing.T) {
 		{"TorIngress.spray", ActionSpray},
 		{"TorIngress.uplink_selector", ProfileUplinkSelector},
 		{"TorIngress.spray_seq", RegisterSpraySeq},
+		{"TorIngress.ingress_defence", TableDefence},
+		{"TorIngress.source_guard", TableSourceGuard},
+		{"TorIngress.meter_select", TableMeterSelect},
+		{"TorIngress.port_defence", ActionPortDefence},
+		{"TorIngress.source_ok", ActionSourceOK},
+		{"TorIngress.use_meter", ActionUseMeter},
+		{"TorIngress.remark_counter", CounterRemark},
+		{"TorIngress.meter_counter", CounterMeter},
+		{"TorIngress.spoof_counter", CounterSpoof},
+		{"TorIngress.priority_meter", MeterPriority},
 	} {
 		if got, ok := ids[tc.name]; !ok || got != tc.id {
 			t.Errorf("%s: P4Info id %#08x (present %v), constant %#08x", tc.name, got, ok, tc.id)
@@ -124,7 +141,7 @@ func TestConstantsMatchP4Info(t *testing.T) {
 var (
 	controlRe = regexp.MustCompile(`^control (\w+)\(`)
 	idRe      = regexp.MustCompile(`^\s*@id\((0x[0-9a-fA-F]+)\)\s*$`)
-	declRe    = regexp.MustCompile(`^\s*(?:action|table)\s+(\w+)|^\s*(?:counter|register|action_selector)\b.*\)\s*(\w+);`)
+	declRe    = regexp.MustCompile(`^\s*(?:action|table)\s+(\w+)|^\s*(?:counter|register|action_selector|meter)\b.*\)\s*(\w+);`)
 	paramRe   = regexp.MustCompile(`@id\((\d+)\) bit<(\d+)> (\w+)`)
 	tableRe   = regexp.MustCompile(`^\s*table\s`)
 	keyRe     = regexp.MustCompile(`^\s*([\w.]+)\s*:\s*(\w+)\s+@id\((\d+)\);`)
@@ -164,6 +181,9 @@ func TestSourceIDsMatchP4Info(t *testing.T) {
 		objects[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
 	}
 	for _, x := range info.GetActionProfiles() {
+		objects[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
+	}
+	for _, x := range info.GetMeters() {
 		objects[x.GetPreamble().GetName()] = x.GetPreamble().GetId()
 	}
 

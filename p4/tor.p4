@@ -6,7 +6,11 @@
  * expiry) and picks one of eight strict-priority egress queues from the DSCP
  * (dscp_to_queue, default queue 0). Egress counts the packets that left each
  * (port, queue), records its depth, peak depth and queueing delay in
- * registers, and marks ECN CE above a per-port threshold (ecn_config).
+ * registers, and marks ECN CE by a per-port RED profile (ecn_config):
+ * never below Kmin packets, with a probability rising linearly from 0 at
+ * Kmin to Pmax at Kmax drawn with v1model's random(), always from Kmax
+ * (set_ecn_red); a step threshold is the profile with Kmin = Kmax
+ * (set_ecn_threshold).
  *
  * Switch modes (docs/transports.md): port_mode, keyed by egress port, picks
  * how the traffic manager queues what goes out of that port. The default,
@@ -38,6 +42,14 @@
  * (ECMP); spray() sets it from a per-switch packet counter (spray_seq), so
  * consecutive packets of a flow hash to different members (packet spraying).
  *
+ * Defences (docs/controller.md, "Defences"), per ingress port: ingress_defence
+ * re-marks an untrusted port's DSCP before dscp_to_queue and turns on the
+ * source check, which drops a packet whose (port, IPv4 source) source_guard
+ * does not list; meter_select sends chosen (port, queue) pairs through
+ * priority_meter (v1model's two-rate three-colour meter, bytes) and re-marks
+ * (queue 0, DSCP 0) or drops what comes out red. remark_counter,
+ * meter_counter and spoof_counter count per ingress port.
+ *
  * Every P4Runtime object carries a full 32-bit @id so that p4c emits exactly
  * the ids of tor.p4info.txtpb, which the embedded target and the controller
  * both rely on. Counter and register index: egress_port * 8 + queue, ports
@@ -65,6 +77,9 @@ const bit<32> TRIMMED_FRAME_LEN = 90;
 const bit<16> TRIMMED_IPV4_LEN = 76;
 const bit<32> RANK_MAX = 0xffffffff;
 const bit<3>  QUEUE_TRIMMED = 7;
+const bit<32> PORT_SLOTS = 64;
+const bit<32> METER_SLOTS = 256;
+const bit<2>  METER_RED = 2;
 
 /* Values of meta.mode, set by the port_mode actions. */
 const bit<2> MODE_STRICT_PRIORITY = 0;
@@ -134,11 +149,19 @@ struct metadata_t {
     bit<16> nexthop_group; /* ecmp_forward's group, 0: none */
     bit<32> l4_ports;      /* TCP, UDP or Homa source and destination port */
     bit<32> lb_nonce;      /* load_balance: 0 (flow_hash) or spray_seq */
-    bit<19> ecn_threshold;
+    bit<19> ecn_threshold; /* Kmin */
+    bit<19> ecn_kmax;
+    bit<32> ecn_slope;     /* P(mark) * 2^16 per packet above Kmin */
     bit<1>  ecn_enabled;
     bit<2>  mode;       /* MODE_*, from port_mode */
     bit<32> mode_arg;   /* rank_order: buffer bytes; trim_above: threshold */
     bit<32> rank;       /* rank_order: the frame's rank, RANK_MAX if not Homa */
+    bit<1>  remark;     /* ingress_defence: untrusted port */
+    bit<6>  remark_dscp;
+    bit<1>  guard;      /* ingress_defence: check the source */
+    bit<8>  meter_index;
+    bit<1>  meter_drop; /* red: drop, else re-mark */
+    bit<2>  color;
 }
 
 parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -300,6 +323,73 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         size = 1024;
     }
 
+    /* Defences, per ingress port. */
+    @id(0x12000020)
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) remark_counter;
+    @id(0x12000021)
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) meter_counter;
+    @id(0x12000022)
+    counter(PORT_SLOTS, CounterType.packets_and_bytes) spoof_counter;
+    @id(0x14000020)
+    meter(METER_SLOTS, MeterType.bytes) priority_meter;
+
+    @id(0x01000020)
+    action port_defence(@id(1) bit<1> remark, @id(2) bit<6> dscp, @id(3) bit<1> guard) {
+        meta.remark = remark;
+        meta.remark_dscp = dscp;
+        meta.guard = guard;
+    }
+
+    @id(0x01000021)
+    action source_ok() { }
+
+    @id(0x01000022)
+    action use_meter(@id(1) bit<8> index, @id(2) bit<1> drop_red) {
+        meta.meter_index = index;
+        meta.meter_drop = drop_red;
+    }
+
+    @id(0x02000020)
+    table ingress_defence {
+        key = {
+            standard_metadata.ingress_port : exact @id(1);
+        }
+        actions = {
+            port_defence;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    @id(0x02000021)
+    table source_guard {
+        key = {
+            standard_metadata.ingress_port : exact @id(1);
+            hdr.ipv4.srcAddr : exact @id(2);
+        }
+        actions = {
+            source_ok;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1024;
+    }
+
+    @id(0x02000022)
+    table meter_select {
+        key = {
+            standard_metadata.ingress_port : exact @id(1);
+            standard_metadata.priority : exact @id(2);
+        }
+        actions = {
+            use_meter;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 512;
+    }
+
     @id(0x02000001)
     table ipv4_lpm {
         key = {
@@ -361,14 +451,39 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
                 drop();
             }
         } else if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ttl <= 1) {
+            bit<32> in_port = (bit<32>)standard_metadata.ingress_port;
+            bool spoofed = false;
+            ingress_defence.apply();
+            if (meta.guard == 1) {
+                if (!source_guard.apply().hit) {
+                    spoof_counter.count(in_port);
+                    spoofed = true;
+                }
+            }
+            if (spoofed || hdr.ipv4.ttl <= 1) {
                 drop();
             } else if (ipv4_lpm.apply().hit) {
                 if (meta.nexthop_group != 0) {
                     load_balance.apply();
                     nexthop_group.apply();
                 }
+                if (meta.remark == 1 && hdr.ipv4.dscp != meta.remark_dscp) {
+                    hdr.ipv4.dscp = meta.remark_dscp;
+                    remark_counter.count(in_port);
+                }
                 dscp_to_queue.apply();
+                if (meter_select.apply().hit) {
+                    priority_meter.execute_meter((bit<32>)meta.meter_index, meta.color);
+                    if (meta.color == METER_RED) {
+                        meter_counter.count(in_port);
+                        if (meta.meter_drop == 1) {
+                            drop();
+                        } else {
+                            standard_metadata.priority = 0;
+                            hdr.ipv4.dscp = 0;
+                        }
+                    }
+                }
                 port_mode.apply();
                 if (meta.mode == MODE_RANK_ORDER) {
                     /* v1model cannot hand meta.rank to BMv2's queues. */
@@ -411,6 +526,17 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
     @id(0x01000005)
     action set_ecn_threshold(@id(1) bit<19> threshold_pkts) {
         meta.ecn_threshold = threshold_pkts;
+        meta.ecn_kmax = threshold_pkts;
+        meta.ecn_enabled = 1;
+    }
+
+    /* RED: slope = Pmax * 2^16 / (Kmax - Kmin), computed by the
+     * controller (no division in the data plane). */
+    @id(0x01000030)
+    action set_ecn_red(@id(1) bit<19> kmin_pkts, @id(2) bit<19> kmax_pkts, @id(3) bit<32> slope) {
+        meta.ecn_threshold = kmin_pkts;
+        meta.ecn_kmax = kmax_pkts;
+        meta.ecn_slope = slope;
         meta.ecn_enabled = 1;
     }
 
@@ -421,6 +547,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
         }
         actions = {
             set_ecn_threshold;
+            set_ecn_red;
             NoAction;
         }
         default_action = NoAction();
@@ -446,7 +573,15 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
             /* ECT(0), ECT(1) or CE: the sender understands ECN. */
             if (meta.ecn_enabled == 1 && hdr.ipv4.ecn != 0 &&
                 standard_metadata.enq_qdepth >= meta.ecn_threshold) {
-                hdr.ipv4.ecn = 3;
+                bit<32> r = 0;
+                if (standard_metadata.enq_qdepth < meta.ecn_kmax) {
+                    random(r, 0, 0xffff);
+                    r = r + 1; /* 1..2^16: a zero slope never marks */
+                }
+                if (r <= (bit<32>)(standard_metadata.enq_qdepth -
+                                   meta.ecn_threshold) * meta.ecn_slope) {
+                    hdr.ipv4.ecn = 3;
+                }
             }
         }
 

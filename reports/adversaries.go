@@ -27,6 +27,9 @@ type adversaryRow struct {
 	// Drops are the victims' engine drops by reason (homa_drop_*), the
 	// nonzero ones.
 	Drops string
+	// Switch is what the switch's defences did: packets re-marked,
+	// metered and dropped as spoofed ("" when the target cannot say).
+	Switch string
 }
 
 // adversaryRows lists every experiment when any experiment of the run had
@@ -63,6 +66,9 @@ func adversaryRows(s *Summary) []adversaryRow {
 		}
 		if e.Homa != nil {
 			row.Drops = dropString(e.Homa.Counters)
+		}
+		if sw := e.Switch; sw.Present && !sw.unavailable("spoof_drops") {
+			row.Switch = fmt.Sprintf("re-marked %d, metered %d, spoofed %d", sw.RemarkedPkts, sw.MeteredPkts, sw.SpoofDrops)
 		}
 		rows = append(rows, row)
 	}

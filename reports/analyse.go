@@ -106,7 +106,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		if baselines[tr] != nil {
 			continue
 		}
-		if b := manifestBaseline(cal.RTTus); b != nil {
+		if b := manifestBaseline(cal.RTTus, cal.ResponseBytes); b != nil {
 			baselines[tr] = b
 		}
 	}
@@ -123,6 +123,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		}
 	}
 	target := switchTarget(man.Scenario)
+	matrices := matrixPhases(man)
 	for _, me := range metas {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -138,6 +139,7 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 		ec.headlinePhase = headlinePhase(man, me)
 		ec.phaseOrder, _ = scenarioPhases(man)
 		ec.collOrder, ec.collKinds = collectiveKinds(man)
+		ec.matrices = matrices
 		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], ec)
 		if !seen[me.Name] && hasMan {
 			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
@@ -291,7 +293,13 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 	slices.Sort(er.lags)
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
 
-	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, c.confidence)
+	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
+	e.Flows = matrixStats(er.flows, c.matrices, c.confidence)
+	for _, ms := range e.Flows {
+		if ms.OrderError != "" {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("connection matrix %s: %s", ms.Phase, ms.OrderError))
+		}
+	}
 	for _, cs := range e.Collectives {
 		if cs.OrderError != "" {
 			e.Fidelity = append(e.Fidelity, fmt.Sprintf("collective %s: a step started before its input arrived: %s", cs.Phase, cs.OrderError))

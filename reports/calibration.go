@@ -170,6 +170,7 @@ func medianNs(v []int64) float64 {
 type ownBaseline struct {
 	lengths []int64   // ascending
 	rtts    []float64 // ns, median per length
+	resps   []int64   // the response bytes of each length's RPCs
 	samples int       // calibration RPCs; 0 when taken from the manifest
 	source  string    // where the values come from
 }
@@ -183,14 +184,16 @@ func newOwnBaseline(byLen map[int64]*calibPoint) *ownBaseline {
 	b := &ownBaseline{lengths: slices.Sorted(maps.Keys(byLen))}
 	for _, l := range b.lengths {
 		b.rtts = append(b.rtts, medianNs(byLen[l].rtts))
+		b.resps = append(b.resps, byLen[l].resp)
 		b.samples += len(byLen[l].rtts)
 	}
 	return b
 }
 
 // manifestBaseline builds a baseline from manifest.json's calibration
-// digest (length -> median RTT in µs); nil when it has no usable entry.
-func manifestBaseline(rttUs map[uint32]float64) *ownBaseline {
+// digest (length -> median RTT in µs) and response length (0: echoed);
+// nil when it has no usable entry.
+func manifestBaseline(rttUs map[uint32]float64, resp uint32) *ownBaseline {
 	byLen := map[int64]float64{}
 	for l, us := range rttUs {
 		if us > 0 {
@@ -204,8 +207,31 @@ func manifestBaseline(rttUs map[uint32]float64) *ownBaseline {
 	b.lengths = slices.Sorted(maps.Keys(byLen))
 	for _, l := range b.lengths {
 		b.rtts = append(b.rtts, byLen[l])
+		r := int64(resp)
+		if r == 0 {
+			r = l
+		}
+		b.resps = append(b.resps, r)
 	}
 	return b
+}
+
+// withAnswer returns the unloaded RTT (ns) of a request of length with an
+// answer of answer bytes: the calibrated RTT at length (as at), with the
+// calibration's response's time on the wire (its own length, or length
+// when echoed) replaced by answer's, by the fabric's wire time (id) over
+// the base path. With the calibration's responses answer bytes long, it
+// is at(length) exactly.
+func (b *ownBaseline) withAnswer(length, answer int64, id *idealRTT) float64 {
+	ns := b.at(length)
+	resp := b.resps[0]
+	if resp == b.lengths[0] && len(b.lengths) > 1 && b.resps[1] == b.lengths[1] {
+		resp = length // echoed
+	}
+	if resp != answer && id != nil {
+		ns += id.transfer(answer, id.baseLinks) - id.transfer(resp, id.baseLinks)
+	}
+	return ns
 }
 
 // at returns the unloaded RTT (ns) for a request length: the calibrated

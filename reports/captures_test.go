@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/runfmt"
 )
 
@@ -80,6 +81,11 @@ func TestAdversariesSection(t *testing.T) {
 	if err := runfmt.WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
+	// The attacked experiment's switch counted its defences on port 11.
+	if err := runfmt.WriteSwitchStats(dir, "adv-homa-kindmalformed", "s1", runfmt.SwitchStats{Ports: []switchstats.Port{
+		{Port: 11, RemarkedPkts: 15000, MeteredPkts: 7, SpoofDrops: 3}, {Port: 1}}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Build(t.Context(), dir); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +95,8 @@ func TestAdversariesSection(t *testing.T) {
 	}
 	h := string(b)
 	for _, want := range []string{
+		`<td class="l">re-marked 15000, metered 7, spoofed 3</td></tr>`,
+		`<td class="l">none</td><td class="l">unavailable</td></tr>`,
 		`<h2 id="adversaries">Adversaries</h2>`,
 		`<a href="#adversaries">Adversaries</a>`,
 		`<td class="l">malformed h11→h1: 20000 packets, 10.0 Mbit/s</td>`,

@@ -42,10 +42,15 @@ type CollectiveStats struct {
 	// send answered and its last input answered by it), against the
 	// compute recorded before its first send.
 	ExposedFraction *float64 `json:"exposed_fraction"`
-	// IdealCCT is steps on the critical path times the ideal RTT of one
-	// step message (the unloaded RTT of the smallest RPC plus the step's
-	// bytes at the link rate); null without calibration and link rate.
-	IdealCCT *float64 `json:"ideal_cct_us"`
+	// IdealCCT is, over the steps on the critical path, this transport's
+	// own unloaded RTT of one step message with its 1-byte answer (from
+	// the run's calibration of the transport: docs/reports.md); null
+	// without calibration. FabricIdealCCT is the same steps over the
+	// fabric's ideal RTT instead (the fastest transport's smallest
+	// calibrated RPC plus the step's bytes at the link rate), the same for
+	// every transport; null without calibration and link rate.
+	IdealCCT       *float64 `json:"ideal_cct_us"`
+	FabricIdealCCT *float64 `json:"fabric_ideal_cct_us"`
 	// OrderChecked counts the steps whose inputs runfmt.CheckCollectiveOrder
 	// found arrived before the step started; OrderError is its first
 	// violation ("" for none).
@@ -88,14 +93,14 @@ func collectiveKinds(m *manifest) (names []string, kinds map[string]string) {
 
 // collectiveStats summarises the step records of one experiment, one
 // entry per collective phase (order: the scenario's, then by name).
-func collectiveStats(steps []collStep, order []string, kinds map[string]string, ideal *idealRTT, conf float64) []CollectiveStats {
+func collectiveStats(steps []collStep, order []string, kinds map[string]string, ideal *idealRTT, own *ownBaseline, conf float64) []CollectiveStats {
 	byPhase := map[string][]collStep{}
 	for _, s := range steps {
 		byPhase[s.phase] = append(byPhase[s.phase], s)
 	}
 	var out []CollectiveStats
 	for _, p := range orderedKeys(order, byPhase) {
-		out = append(out, oneCollective(p, kinds[p], byPhase[p], ideal, conf))
+		out = append(out, oneCollective(p, kinds[p], byPhase[p], ideal, own, conf))
 	}
 	return out
 }
@@ -105,7 +110,7 @@ type hostIter struct {
 	iter int
 }
 
-func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf float64) CollectiveStats {
+func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownBaseline, conf float64) CollectiveStats {
 	cs := CollectiveStats{Phase: phase, Kind: kind, Series: [][2]float64{}}
 	hosts := map[string]bool{}
 	byIter := map[int][]collStep{}
@@ -190,12 +195,19 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, conf floa
 	if waitNs+computeNs > 0 {
 		cs.ExposedFraction = fp(float64(waitNs) / float64(waitNs+computeNs))
 	}
+	// The busiest link's bytes of each step on the critical path as one
+	// message, with a 1-byte answer.
 	if ideal != nil && len(critical) > 0 {
-		// The busiest link's bytes of each step on the critical path as
-		// one message, with a 1-byte answer.
 		var ns float64
 		for _, b := range critical {
 			ns += ideal.at(int64(b), 1, 0)
+		}
+		cs.FabricIdealCCT = fp(ns / 1e3)
+	}
+	if own != nil && len(critical) > 0 {
+		var ns float64
+		for _, b := range critical {
+			ns += own.withAnswer(int64(b), 1, ideal)
 		}
 		cs.IdealCCT = fp(ns / 1e3)
 	}

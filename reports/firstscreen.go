@@ -143,6 +143,16 @@ func setupOf(m *manifest) [][2]string {
 		if e := str(sw["ecn_threshold_pkts"]); e != "" && e != "0" {
 			q += ", ECN marks above " + e + " packets"
 		}
+		if e := mapOf(sw["ecn"]); len(e) > 0 {
+			q += fmt.Sprintf(", ECN marks by RED (Kmin %s, Kmax %s packets, Pmax %s)", str(e["kmin_pkts"]), str(e["kmax_pkts"]), str(e["pmax"]))
+		}
+		if p := mapOf(sw["pfc"]); len(p) > 0 {
+			var prios []string
+			for _, v := range listOf(p["priorities"]) {
+				prios = append(prios, str(v))
+			}
+			q += fmt.Sprintf(", PFC on priorities %s (XOFF %s, XON %s, headroom %s packets)", strings.Join(prios, ", "), str(p["xoff_pkts"]), str(p["xon_pkts"]), str(p["headroom_pkts"]))
+		}
 		add("switch", q)
 	}
 	for _, t := range listOf(sc["transports"]) {

@@ -29,6 +29,21 @@ func demoScenario() map[string]any {
 	}
 }
 
+// TestFirstScreenSwitchFeatures: the setup names a RED profile and PFC.
+func TestFirstScreenSwitchFeatures(t *testing.T) {
+	run := demoRun()
+	run.scenario = demoScenario()
+	run.scenario["switch"] = map[string]any{"target": "embedded", "queue_depth_pkts": 256.0, "ecn_threshold_pkts": 0.0,
+		"ecn": map[string]any{"kmin_pkts": 10.0, "kmax_pkts": 60.0, "pmax": 0.2},
+		"pfc": map[string]any{"priorities": []any{3.0}, "xoff_pkts": 16.0, "xon_pkts": 8.0, "headroom_pkts": 1024.0}}
+	page := buildReport(t, run)
+	for _, want := range []string{"ECN marks by RED (Kmin 10, Kmax 60 packets, Pmax 0.2)", "PFC on priorities 3 (XOFF 16, XON 8, headroom 1024 packets)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("setup lacks %q", want)
+		}
+	}
+}
+
 // buildReport writes run into a fresh directory, builds its report and
 // returns report.html.
 func buildReport(t *testing.T, run synthRun) string {

@@ -210,7 +210,9 @@ type reportPage struct {
 	ManifestKV  [][2]string
 	Experiments []*Experiment
 	Captures    []captureRow
+	PFC         []pfcRow
 	Collectives []collectiveSection
+	Matrices    []matrixRow
 	Adversaries []adversaryRow
 }
 
@@ -356,10 +358,12 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	if err := buildCollectives(pg, s); err != nil {
 		return nil, err
 	}
+	pg.Matrices = matrixRows(s)
 	if err := manifestView(pg, s.manifest); err != nil {
 		return nil, err
 	}
 	pg.Captures = captureRows(s.manifest)
+	pg.PFC = pfcRows(s)
 	pg.Adversaries = adversaryRows(s)
 	return pg, nil
 }

@@ -20,8 +20,10 @@ type config struct {
 	phaseOrder    []string
 	// collOrder and collKinds are the scenario's collective phases and
 	// their kinds; set per experiment.
-	collOrder  []string
-	collKinds  map[string]string
+	collOrder []string
+	collKinds map[string]string
+	// matrices are the scenario's connection-matrix phases.
+	matrices   []matrixPhase
 	confidence float64
 }
 

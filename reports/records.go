@@ -54,8 +54,10 @@ type expRecords struct {
 	last     int64 // latest done_ns
 	failures map[string]int64
 	clients  []string // client hosts, in first-seen order
-	// steps are the collectives' step messages, kept out of samples.
+	// steps are the collectives' step messages, kept out of samples;
+	// flows the connection matrices' rows, kept out of them too.
 	steps []collStep
+	flows []runfmt.RPC
 }
 
 // recordSet is everything read from rpcs.csv.
@@ -202,6 +204,9 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 	if rec.SentNs > 0 && intended > 0 {
 		e.lags = append(e.lags, rec.SentNs-intended)
 	}
+	if rec.Matrix != "" {
+		e.flows = append(e.flows, *rec)
+	}
 	if rec.Collective != "" {
 		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
 			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
@@ -222,7 +227,7 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		if x.firstResp, err = sinceIntended(rec.FirstRespNs, "first_resp_ns", intended, done); err != nil {
 			return err
 		}
-		if rec.Collective == "" {
+		if rec.Collective == "" && rec.Matrix == "" {
 			e.samples = append(e.samples, x)
 		}
 	case runfmt.StatusFailed:

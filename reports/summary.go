@@ -56,6 +56,10 @@ type Experiment struct {
 	// enter no other statistic of the experiment but its RPC counts, send
 	// lag and goodput.
 	Collectives []CollectiveStats `json:"collectives,omitempty"`
+	// Flows summarise the connection-matrix phases; their flows and
+	// trigger notifications, like step messages, enter no other latency
+	// statistic.
+	Flows []MatrixStats `json:"flows,omitempty"`
 	// Binning is "exact" (one row per request length) or "log" (log-spaced
 	// bins of at least MinBinSamples samples each).
 	Binning string    `json:"binning"`
@@ -248,11 +252,47 @@ type SwitchStats struct {
 	// (ports that lost none are left out).
 	LostLinkMs       float64            `json:"lost_link_ms"`
 	LostLinkMsByPort map[string]float64 `json:"lost_link_ms_by_port"`
+	// RemarkedPkts, MeteredPkts and SpoofDrops are what tor.p4's defences
+	// did (switch.meters, dscp.trust, switch.anti_spoofing), in all and by
+	// the "switch/port" the packets arrived on (ports where they did
+	// nothing are left out).
+	RemarkedPkts   int64                    `json:"remarked_pkts"`
+	MeteredPkts    int64                    `json:"metered_pkts"`
+	SpoofDrops     int64                    `json:"spoof_drops"`
+	DefencesByPort map[string]DefenceCounts `json:"defences_by_port"`
 	// Target is the run's switch target; Unavailable lists the statistics
 	// (switch statistics field names) it cannot give, which the report
 	// shows as unavailable rather than as zeros.
 	Target      string   `json:"target,omitempty"`
 	Unavailable []string `json:"unavailable,omitempty"`
+	// PFC lists, per switch port and priority that sent or received any,
+	// the PAUSE frames (802.1Qbb) of the experiment and how long the
+	// port's egress queue was paused (switch.pfc).
+	PFC []PFCPort `json:"pfc,omitempty"`
+}
+
+// PFCPort is one switch port's priority flow control of one priority over
+// an experiment: PAUSE frames and resumes it sent upstream (its ingress
+// reached XOFF, then XON), those it received, and the time its own egress
+// queue of that priority stood paused.
+type PFCPort struct {
+	Switch         string  `json:"switch"`
+	Port           int     `json:"port"`
+	Iface          string  `json:"iface"`
+	Priority       int     `json:"priority"`
+	PausesSent     int64   `json:"pauses_sent"`
+	ResumesSent    int64   `json:"resumes_sent"`
+	PausesReceived int64   `json:"pauses_received"`
+	ResumesRecv    int64   `json:"resumes_received"`
+	PausedMs       float64 `json:"paused_ms"`
+}
+
+// DefenceCounts are what the switch's defences did to the packets that
+// arrived on one port.
+type DefenceCounts struct {
+	Remarked int64 `json:"remarked"`
+	Metered  int64 `json:"metered"`
+	Spoofed  int64 `json:"spoofed"`
 }
 
 // LinkStats is the utilisation of one switch egress port from telemetry.

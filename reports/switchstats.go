@@ -19,7 +19,7 @@ type portKey struct {
 func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
 	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
 		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}, CEMarksByQueue: []int64{},
-		LostLinkMsByPort: map[string]float64{}}
+		LostLinkMsByPort: map[string]float64{}, DefencesByPort: map[string]DefenceCounts{}}
 	rates := make(map[portKey]float64)
 	files, err := runfmt.ReadSwitchStats(dir, experiment)
 	if err != nil {
@@ -32,6 +32,12 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 			st.FaultDrops += int64(p.FaultDrops)
 			st.RankDrops += int64(p.RankDrops)
 			st.TrimmedPkts += int64(p.TrimmedPkts)
+			if d := (DefenceCounts{Remarked: int64(p.RemarkedPkts), Metered: int64(p.MeteredPkts), Spoofed: int64(p.SpoofDrops)}); d != (DefenceCounts{}) {
+				st.RemarkedPkts += d.Remarked
+				st.MeteredPkts += d.Metered
+				st.SpoofDrops += d.Spoofed
+				st.DefencesByPort[fmt.Sprintf("%s/%d", sf.Switch, p.Port)] = d
+			}
 			if p.LostLinkNs > 0 {
 				ms := float64(p.LostLinkNs) / 1e6
 				st.LostLinkMs += ms
@@ -54,6 +60,12 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 					st.MaxQueuePkts = append(st.MaxQueuePkts, 0)
 					st.MaxDelayUs = append(st.MaxDelayUs, 0)
 					st.CEMarksByQueue = append(st.CEMarksByQueue, 0)
+				}
+				if q.PFCPausesSent+q.PFCResumesSent+q.PFCPausesRecv+q.PFCResumesRecv+q.PFCPausedNs > 0 {
+					st.PFC = append(st.PFC, PFCPort{Switch: sf.Switch, Port: int(p.Port), Iface: p.Iface, Priority: q.Queue,
+						PausesSent: int64(q.PFCPausesSent), ResumesSent: int64(q.PFCResumesSent),
+						PausesReceived: int64(q.PFCPausesRecv), ResumesRecv: int64(q.PFCResumesRecv),
+						PausedMs: float64(q.PFCPausedNs) / 1e6})
 				}
 				st.CEMarks += int64(q.CEMarkedPkts)
 				st.CEMarksByQueue[q.Queue] += int64(q.CEMarkedPkts)
@@ -104,9 +116,10 @@ func switchTarget(scenario any) string {
 
 // bmv2Unavailable are the statistics a BMv2 run lacks: tor.p4's queue
 // registers (peaks, delays) cannot be read over P4Runtime on BMv2, and
-// nothing counts its CE marks.
+// nothing counts its CE marks; its statistics do not read the defences'
+// counters yet.
 func bmv2Unavailable() []string {
-	return []string{"peak_pkts", "peak_bytes", "delay_max_us", "ce_marked_pkts"}
+	return []string{"peak_pkts", "peak_bytes", "delay_max_us", "ce_marked_pkts", "remarked_pkts", "metered_pkts", "spoof_drops"}
 }
 
 // bmv2Note says, beside a BMv2 experiment's numbers, where BMv2 departs

@@ -92,6 +92,13 @@ type RPC struct {
 	Iteration, Step int64
 	InputNs         int64
 	ComputeNs       int64
+	// Matrix is the phase name of a connection matrix's message (empty
+	// for other RPCs). A flow's row has its Flow id and the Trigger it
+	// waited on (0 for a flow with a start time; InputNs is then when the
+	// trigger fired at the sender); a trigger notification's row has Flow
+	// 0 and the Trigger it activates at its receiver.
+	Matrix        string
+	Flow, Trigger int64
 }
 
 // RPCs is the rpcs.csv format: written by each agent per experiment,
@@ -133,6 +140,9 @@ func RPCs() *CSVFormat[RPC] {
 			i64Col("step", func(r *RPC) *int64 { return &r.Step }).opt(),
 			i64Col("input_ns", func(r *RPC) *int64 { return &r.InputNs }).opt(),
 			i64Col("compute_ns", func(r *RPC) *int64 { return &r.ComputeNs }).opt(),
+			strCol("matrix", func(r *RPC) *string { return &r.Matrix }).opt(),
+			i64Col("flow", func(r *RPC) *int64 { return &r.Flow }).opt(),
+			i64Col("trigger", func(r *RPC) *int64 { return &r.Trigger }).opt(),
 		},
 		prepare: func(r *RPC) {
 			r.RTTNs = 0

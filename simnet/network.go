@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/pipeline"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -73,6 +74,10 @@ type Config struct {
 	Switches map[string]*pipeline.Pipeline
 	// Seed makes loss repeatable.
 	Seed uint64
+	// PFC is the switches' priority flow control (zero: off): PAUSE
+	// frames go on the links as the embedded switch sends them, switches
+	// obey them on their ports and the hosts' roce endpoints on theirs.
+	PFC dataplane.PFC
 }
 
 // Network is a running simulated network.
@@ -125,7 +130,12 @@ func New(cfg Config) (*Network, error) {
 		if pl == nil {
 			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
 		}
-		n.switches[name] = &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		pl.SetClock(func() int64 { return n.clock.now }) // the meters run on virtual time
+		sw := &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		for p := range sw.defences {
+			sw.defences[p][0], sw.defences[p][1], sw.defences[p][2] = pl.DefenceCounters(uint16(p))
+		}
+		n.switches[name] = sw
 		n.names = append(n.names, name)
 	}
 	slices.Sort(n.names)
@@ -214,6 +224,11 @@ type port struct {
 	depths  [dataplane.NumQueues]depthFIFO
 	ceMarks [dataplane.NumQueues]uint64
 	md      pipeline.EgressMeta
+	// ins are, per queue of a switch port under PFC, each queued frame's
+	// ingress port, in order (strict priority only), and pfc the port's
+	// own PFC state as an ingress port.
+	ins [dataplane.NumQueues]depthFIFO
+	pfc dataplane.PFCIngress
 }
 
 // depthFIFO is a queue's enqueue depths in order, allocation-free once
@@ -252,8 +267,9 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 	return p
 }
 
-// enqueue queues frame f as verdict v says; false if the port dropped it.
-func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
+// enqueue queues frame f, which came in on switch port inPort, as verdict
+// v says; false if the port dropped it.
+func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
 	q := min(v.Queue, dataplane.NumQueues-1)
 	depth := uint32(p.depths[q].len())
 	ok := p.pm.Enqueue(f, v, p.n.clock.now)
@@ -262,6 +278,10 @@ func (p *port) enqueue(f []byte, v dataplane.Verdict) bool {
 		p.n.freeFrame(f)
 	} else if p.sw != nil && v.Mode == dataplane.ModeStrictPriority {
 		p.depths[q].push(depth)
+		if p.n.cfg.PFC.On() {
+			p.ins[q].push(uint32(inPort))
+			p.sw.held(inPort, q)
+		}
 	}
 	if !p.pending {
 		p.service()
@@ -282,6 +302,11 @@ func (p *port) service() {
 		p.txBytes += uint64(len(d.Frame))
 		f := d.Frame
 		if p.sw != nil {
+			if p.n.cfg.PFC.On() {
+				if in, ok := p.ins[d.Queue&(dataplane.NumQueues-1)].pop(); ok {
+					p.sw.left(uint16(in), d.Queue, now)
+				}
+			}
 			p.egress(&d)
 		}
 		if p.n.postcard != nil && p.sw != nil {
@@ -329,6 +354,9 @@ type swtch struct {
 	ports  map[uint16]*port
 	drops  uint64 // the pipeline's drops (no route)
 	noPort uint64 // verdicts for a port with nothing attached
+	// defences are the pipeline's defence counters by port when the
+	// network was built: the pipeline outlives it, its statistics do not.
+	defences [p4.PortSlots][3]uint64
 }
 
 // receive runs ingress on a frame arriving on inPort and queues it.
@@ -338,8 +366,11 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 		s.n.freeFrame(f)
 		return
 	}
+	if s.n.cfg.PFC.On() && s.pause(f, inPort) {
+		return
+	}
 	var v dataplane.Verdict
-	s.pl.Ingress(f, inPort, &v)
+	s.pl.IngressAt(f, inPort, s.n.clock.now, &v)
 	if v.Drop {
 		s.drops++
 		s.n.freeFrame(f)
@@ -354,7 +385,7 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 	if s.n.postcard != nil && len(f) > 0 {
 		s.n.arrivals[&f[0]] = arrival{at: s.n.clock.now, port: inPort}
 	}
-	if !p.enqueue(f, v) && s.n.postcard != nil && len(f) > 0 {
+	if !p.enqueue(f, v, inPort) && s.n.postcard != nil && len(f) > 0 {
 		delete(s.n.arrivals, &f[0])
 	}
 }
@@ -440,15 +471,22 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
 			p := s.ports[pn]
 			pms := p.pm.Stats()
-			qs := p.pm.Queues()
+			qs := p.pm.Queues(n.clock.now)
+			p.pfc.Count(qs)
 			for i := range qs {
 				if q := qs[i].Queue; q >= 0 && q < len(p.ceMarks) {
 					qs[i].CEMarkedPkts = p.ceMarks[q]
 				}
 			}
-			st.Ports = append(st.Ports, switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
+			sp := switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
 				RateBps: p.rate, Queues: qs, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
-				PipelineDrops: s.drops, BadVerdicts: s.noPort})
+				PipelineDrops: s.drops, BadVerdicts: s.noPort}
+			sp.RemarkedPkts, sp.MeteredPkts, sp.SpoofDrops = s.pl.DefenceCounters(pn)
+			if int(pn) < len(s.defences) {
+				base := s.defences[pn]
+				sp.RemarkedPkts, sp.MeteredPkts, sp.SpoofDrops = sp.RemarkedPkts-base[0], sp.MeteredPkts-base[1], sp.SpoofDrops-base[2]
+			}
+			st.Ports = append(st.Ports, sp)
 		}
 		out[name] = st
 	}

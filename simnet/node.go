@@ -192,6 +192,9 @@ func (h *Node) wake(t int64) {
 // receive hands a frame that arrived at h to its endpoint (or its TCP
 // model).
 func (h *Node) receive(f []byte) {
+	if h.n.cfg.PFC.On() && h.pauseNode(f) {
+		return
+	}
 	if h.tcp != nil && len(f) >= frameHdr+tcpmodel.HeaderLen && f[ethLen+9] == ipProtoTCP {
 		h.receiveTCP(f)
 		return
@@ -247,7 +250,7 @@ func (h *Node) transmit(f []byte) {
 	if h.shaper != nil {
 		h.shaper.send(f)
 	} else {
-		h.nic.enqueue(f, dataplane.Verdict{})
+		h.nic.enqueue(f, dataplane.Verdict{}, 0)
 	}
 }
 

@@ -77,6 +77,19 @@ func (s *Switches) SetPortModes(ctx context.Context, modes []controller.PortMode
 	return nil
 }
 
+// SetDefences reprograms the switches' defences (DSCP trust,
+// anti-spoofing, meters), as an emulated run does between experiments
+// that sweep switch.defences.
+func (s *Switches) SetDefences(ctx context.Context, d controller.Defences) error {
+	pol := s.policy
+	pol.Defences = d
+	if err := s.fabric.Sync(ctx, pol); err != nil {
+		return fmt.Errorf("simnet: defences: %w", err)
+	}
+	s.policy = pol
+	return nil
+}
+
 // SetLinkDown has the controller move the switches' next-hop groups off
 // the link between switches a and b (down) or back onto it, as the
 // emulation's controller does during a leaf-spine link-down fault.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +50,15 @@ func (x *experimentRun) startAdversaries(ctx context.Context) error {
 			"--port", strconv.Itoa(agents.ServerPort), "--kind", a.Kind, "--rate", strconv.FormatUint(uint64(a.Rate), 10),
 			"--start", wait.String(), "--for", dur.String(), "--seed", strconv.FormatUint(x.e.Seed+uint64(i), 10),
 			"--mtu", strconv.Itoa(s.Link.MTU), "--out", p.out}
+		if a.Spoof {
+			var peers []string
+			for _, name := range a.Peers(s) {
+				if ph, ok := r.layout.Host(name); ok {
+					peers = append(peers, ph.IP.String())
+				}
+			}
+			args = append(args, "--spoof", "--peers", strings.Join(peers, ","))
+		}
 		r.killed.Add(p.name)
 		if _, err := r.runner.Popen(ctx, p.name, a.Host, filepath.Join(r.dir, "logs", p.name+".log"), nil, args...); err != nil {
 			r.killed.Forget(p.name)

@@ -120,6 +120,11 @@ func (x *experimentRun) configure(ctx context.Context) error {
 	if err := x.r.ctl.PortModes(ctx, switches.TransportPortModes(x.e.Transport)); err != nil {
 		return err
 	}
+	if x.e.Scenario.HasDefences() {
+		if err := x.r.ctl.Defences(ctx, x.e.Scenario.Switch.DefencesOn()); err != nil {
+			return err
+		}
+	}
 	for _, serverPass := range []bool{true, false} {
 		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
 			if (x.roles.Clients[host] == nil) != serverPass {

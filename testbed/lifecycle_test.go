@@ -291,6 +291,10 @@ func (f *fakeFabric) Telemetry(ctx context.Context, exp string, _ time.Duration,
 
 func (f *fakeFabric) Close() error { return f.j.add("controller close") }
 
+func (f *fakeFabric) Defences(_ context.Context, on bool) error {
+	return f.j.add("defences %v", on)
+}
+
 func (f *fakeFabric) PortModes(_ context.Context, modes []controller.PortMode) error {
 	if len(modes) == 0 {
 		return nil

@@ -83,6 +83,9 @@ type fabric interface {
 	// PortModes puts the switches' ports in the modes a transport needs
 	// (pFabric's rank order, NDP's trimming), the rest in strict priority.
 	PortModes(ctx context.Context, modes []controller.PortMode) error
+	// Defences installs the scenario's switch defences (DSCP trust,
+	// anti-spoofing, meters) or removes them.
+	Defences(ctx context.Context, on bool) error
 	Close() error
 }
 

@@ -194,6 +194,8 @@ func TestCalibrationResponse(t *testing.T) {
 		{"a tie takes the smaller", []scenario.Phase{phase(500), phase(100)}, 100},
 		{"a tie takes a fixed length over echo", []scenario.Phase{phase(0), phase(100)}, 100},
 		{"no phases echo", nil, 0},
+		{"collectives alone: the steps' 1-byte answers", []scenario.Phase{{Collective: &scenario.Collective{}}, {ConnectionMatrix: "x.cm"}}, 1},
+		{"a collective beside serving RPCs: theirs", []scenario.Phase{{Collective: &scenario.Collective{}}, phase(0)}, 0},
 	}
 	for _, tc := range tests {
 		if got := (&scenario.Scenario{Phases: tc.phases}).CalibrationResponse(); got != tc.want {

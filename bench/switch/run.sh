@@ -23,6 +23,12 @@
 #   X+spin       X with --spin $SPIN
 #   homatb+postcards  homatb recording a per-packet postcard of every frame
 #                (--postcards), as a run does during experiments
+#   homatb+defences  homatb with every tor.p4 defence on both host ports
+#                (ha untrusted, anti-spoofing, queue 0 metered at 10 Gbit/s,
+#                which the test never exceeds): each frame takes every
+#                defence lookup and the meter
+#   X#N          X again, under another name (interleaved repetitions:
+#                VARIANTS="homatb homatb+defences homatb#2 homatb+defences#2")
 #   bmv2         BMv2's simple_switch_grpc running build/tor.json (make p4c),
 #                programmed by `homatb controller` as a run does; in a network
 #                namespace of its own (its Thrift server binds every address),
@@ -136,7 +142,9 @@ start_target() {
 		SW=$!
 		PIDS+=("$SW")
 		# Program it over P4Runtime like a run does: routes, DSCP policy, ARP.
-		"$HOMATB" controller --topology "$WORK/topo.yaml" --dial-timeout 20s >"$WORK/ctl.log" 2>&1 ||
+		local defences=()
+		case $variant in *+defences*) defences=(--untrusted ha --anti-spoofing --meter 0:10Gbit:1MB) ;; esac
+		"$HOMATB" controller --topology "$WORK/topo.yaml" --dial-timeout 20s "${defences[@]}" >"$WORK/ctl.log" 2>&1 ||
 			{ cat "$WORK/ctl.log" "$WORK/fwd.log" >&2; exit 1; }
 		;;
 	bmv2)

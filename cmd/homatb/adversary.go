@@ -18,6 +18,8 @@ import (
 // adversaryFlags are the command-line settings of `homatb adversary`.
 type adversaryFlags struct {
 	local, target, kind, out string
+	peers                    []string
+	spoof                    bool
 	port                     uint16
 	rate                     float64
 	start, dur               time.Duration
@@ -41,6 +43,8 @@ func newAdversaryCmd() *cobra.Command {
 	fl.DurationVar(&f.dur, "for", 0, "attack for this long (required)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the packets' ids and damage")
 	fl.IntVar(&f.mtu, "mtu", 1500, "the link's MTU")
+	fl.BoolVar(&f.spoof, "spoof", false, "forged_grants and forged_resend: send from the target's address to --peers, naming the ids 2, 4, ... of their Calls")
+	fl.StringSliceVar(&f.peers, "peers", nil, "with --spoof: the IPv4 addresses of the hosts that exchange messages with the target")
 	fl.StringVar(&f.out, "out", "", "write the counters of what was sent here as JSON (default stdout)")
 	return cmd
 }
@@ -58,9 +62,24 @@ func (f *adversaryFlags) run(cmd *cobra.Command, _ []string) error {
 	if !cfg.Kind.Valid() || f.rate <= 0 || f.dur <= 0 {
 		return usagef("expected --kind one of %v, a positive --rate and --for; got %q, %g, %v", kind.All(), f.kind, f.rate, f.dur)
 	}
+	cfg.Spoof = f.spoof
+	for _, p := range f.peers {
+		a, err := netip.ParseAddr(p)
+		if err != nil {
+			return usagef("--peers: %v", err)
+		}
+		cfg.Peers = append(cfg.Peers, a)
+	}
+	if f.spoof && len(cfg.Peers) == 0 {
+		return usagef("--spoof needs --peers")
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, closeFn, err := adversary.Open(local, cfg.Kind)
+	open := func() (adversary.Sender, func() error, error) { return adversary.Open(local, cfg.Kind) }
+	if f.spoof && (cfg.Kind == kind.ForgedGrants || cfg.Kind == kind.ForgedResend) {
+		open = func() (adversary.Sender, func() error, error) { return adversary.OpenSpoofed(target) }
+	}
+	s, closeFn, err := open()
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/controller/p4rtclient"
+	"github.com/homatb/homatb/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -29,6 +32,11 @@ type controllerOpts struct {
 	telemetry    string
 	experiment   string
 	verbose      bool
+	// Defences (docs/controller.md, "Defences").
+	untrusted    []string
+	remarkDSCP   uint8
+	antiSpoofing bool
+	meters       []string
 }
 
 // newControllerCmd is `homatb controller`: program the switches of a
@@ -64,6 +72,10 @@ samples per-queue counters into a telemetry.csv file. See docs/controller.md.`,
 	fl.StringVar(&o.telemetry, "telemetry", "", "sample queue counters until interrupted and write them to this CSV file (implies --watch)")
 	fl.StringVar(&o.experiment, "experiment", "controller", "experiment name written in the telemetry rows")
 	fl.BoolVarP(&o.verbose, "verbose", "v", false, "log debug detail")
+	fl.StringSliceVar(&o.untrusted, "untrusted", nil, "hosts whose DSCP the switches re-mark to --remark-dscp before classifying")
+	fl.Uint8Var(&o.remarkDSCP, "remark-dscp", 0, "the DSCP value untrusted hosts' packets get")
+	fl.BoolVar(&o.antiSpoofing, "anti-spoofing", false, "drop packets from a host's port whose IPv4 source is not that host's")
+	fl.StringSliceVar(&o.meters, "meter", nil, `meter each host port's packets in some queues: "QUEUES:RATE:BURST[:drop]", e.g. "6+7:10Mbit:64KB" (excess re-marked to queue 0, or dropped)`)
 	_ = cmd.MarkFlagRequired("topology")
 	return cmd
 }
@@ -82,7 +94,15 @@ func runController(ctx context.Context, o *controllerOpts) error {
 	if err != nil {
 		return err
 	}
-	policy := controller.Policy{DSCPQueue: dscp, ECNThresholdPkts: o.ecnThreshold, NoARPProxy: o.noARPProxy, LoadBalancing: o.loadBalance}
+	policy := controller.Policy{DSCPQueue: dscp, ECNThresholdPkts: o.ecnThreshold, NoARPProxy: o.noARPProxy, LoadBalancing: o.loadBalance,
+		Defences: controller.Defences{Untrusted: o.untrusted, RemarkDSCP: o.remarkDSCP, AntiSpoofing: o.antiSpoofing}}
+	for _, m := range o.meters {
+		cm, err := parseMeter(m)
+		if err != nil {
+			return err
+		}
+		policy.Defences.Meters = append(policy.Defences.Meters, cm)
+	}
 	if err := policy.Validate(); err != nil {
 		return err
 	}
@@ -151,4 +171,31 @@ func recordTelemetry(ctx context.Context, fabric *controller.Fabric, o *controll
 	}
 	log.Info("telemetry written", "rows", len(poller.Samples()), "file", o.telemetry)
 	return runErr
+}
+
+// parseMeter reads --meter's "QUEUES:RATE:BURST[:drop]" (queues joined by
+// "+", a rate in bits per second, a burst in bytes).
+func parseMeter(s string) (controller.Meter, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 && (len(parts) != 4 || parts[3] != "drop") {
+		return controller.Meter{}, fmt.Errorf("--meter %q: expected QUEUES:RATE:BURST[:drop], e.g. 6+7:10Mbit:64KB", s)
+	}
+	var m controller.Meter
+	for _, q := range strings.Split(parts[0], "+") {
+		v, err := strconv.ParseUint(q, 10, 3)
+		if err != nil {
+			return m, fmt.Errorf("--meter %q: queue %q: expected 0..7", s, q)
+		}
+		m.Queues = append(m.Queues, uint8(v))
+	}
+	rate, err := units.ParseRate(parts[1])
+	if err != nil {
+		return m, fmt.Errorf("--meter %q: rate: %w", s, err)
+	}
+	burst, err := units.ParseSize(parts[2])
+	if err != nil {
+		return m, fmt.Errorf("--meter %q: burst: %w", s, err)
+	}
+	m.RateBytes, m.BurstBytes, m.Drop = int64(rate/8), burst, len(parts) == 4
+	return m, nil
 }

@@ -31,6 +31,7 @@ line or an invalid scenario (nothing ran).`,
 		newControllerCmd(),
 		newCleanCmd(),
 		newDissectorCmd(),
+		newCMCmd(),
 		newVersionCmd(),
 	)
 	markUsageErrors(root)

@@ -214,11 +214,13 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt
 	sum := readSummary(filepath.Join(runDir, "summary.json"))
 	short := map[string]float64{}
 	colls := map[string][]reports.CollectiveStats{}
+	mats := map[string][]reports.MatrixStats{}
 	for _, e := range sum.Experiments {
 		if e.Short.P99us != nil {
 			short[e.Name] = *e.Short.P99us
 		}
 		colls[e.Name] = e.Collectives
+		mats[e.Name] = e.Flows
 	}
 	for _, e := range man.Experiments {
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
@@ -231,6 +233,12 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt
 				if c.IdealCCT != nil && *c.IdealCCT > 0 {
 					fmt.Fprintf(w, " (%.2fx ideal)", *c.CCT.P50 / *c.IdealCCT)
 				}
+			}
+		}
+		for _, m := range mats[e.Name] {
+			fmt.Fprintf(w, "; %s %d/%d flows", m.Phase, m.Completed, m.Flows)
+			if m.Completion != nil {
+				fmt.Fprintf(w, " in %s", reports.FormatLatency(*m.Completion))
 			}
 		}
 		fmt.Fprintln(w)

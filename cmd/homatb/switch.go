@@ -52,6 +52,10 @@ type switchFlags struct {
 	slice           time.Duration
 	logLevel        string
 	noP4            bool
+	pfcPriorities   []int
+	pfcXoff         int
+	pfcXon          int
+	pfcHeadroom     int
 }
 
 // newSwitchCmd is `homatb switch`: the embedded P4 target running tor.p4,
@@ -104,6 +108,10 @@ forwarded frame (--postcards records from start to exit).`,
 	fl.IntVar(&f.rtPrio, "rt-priority", 0, "SCHED_FIFO priority of the switch's threads (1-99; homatb run --realtime sets it); 0 for ordinary scheduling at --nice")
 	fl.DurationVar(&f.slice, "slice", defaultSlice, "EEVDF time slice of the switch's threads under ordinary scheduling (100µs-100ms; 0 leaves the kernel's)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.IntSliceVar(&f.pfcPriorities, "pfc-priorities", nil, "lossless priorities (egress queues 0..7) under PFC, 802.1Qbb: PAUSE frames at --pfc-xoff-pkts, resumes at --pfc-xon-pkts; none: PFC off")
+	fl.IntVar(&f.pfcXoff, "pfc-xoff-pkts", 0, "with --pfc-priorities: packets from one ingress port and priority the switch buffers before it pauses that port's peer")
+	fl.IntVar(&f.pfcXon, "pfc-xon-pkts", 0, "with --pfc-priorities: the count at which it resumes the peer")
+	fl.IntVar(&f.pfcHeadroom, "pfc-headroom-pkts", 0, "with --pfc-priorities: packets a lossless queue may hold beyond its depth, for frames in flight when a PAUSE goes out")
 	fl.BoolVar(&f.noP4, "no-p4", true, "start without a pipeline config (always the case; accepted for BMv2 compatibility)")
 	return cmd
 }
@@ -155,7 +163,8 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	log.Info("switch running", "device_id", f.deviceID, "grpc", sw.Addr(), "ports", len(cfg.Ports),
 		"queue_depth_pkts", cfg.QueueDepthPkts, "queue_depth_bytes", cfg.QueueDepthBytes,
 		"shared_buffer_bytes", cfg.SharedBufferBytes, "shared_alpha", cfg.SharedAlpha,
-		"port_buffer_bytes", cfg.PortBufferBytes, "port_buffer_pkts", cfg.PortBufferPkts)
+		"port_buffer_bytes", cfg.PortBufferBytes, "port_buffer_pkts", cfg.PortBufferPkts,
+		"pfc_priorities", fmt.Sprintf("%08b", cfg.PFC.Priorities), "pfc_xoff_pkts", cfg.PFC.XoffPkts, "pfc_xon_pkts", cfg.PFC.XonPkts)
 	err = g.Wait()
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = nil // SIGINT/SIGTERM: a clean stop
@@ -265,6 +274,13 @@ func (f *switchFlags) dataplaneConfig(log *slog.Logger) (dataplane.Config, error
 		fault.EveryN = n
 		cfg.Faults[port] = fault
 	}
+	for _, q := range f.pfcPriorities {
+		if q < 0 || q >= dataplane.NumQueues {
+			return cfg, fmt.Errorf("--pfc-priorities: priority %d not in 0..%d", q, dataplane.NumQueues-1)
+		}
+		cfg.PFC.Priorities |= 1 << q
+	}
+	cfg.PFC.XoffPkts, cfg.PFC.XonPkts, cfg.PFC.HeadroomPkts = f.pfcXoff, f.pfcXon, f.pfcHeadroom
 	return cfg, nil
 }
 

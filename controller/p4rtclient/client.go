@@ -424,7 +424,7 @@ func (c *Client) resyncOnce() error {
 	updates := make([]*p4v1.Update, 0, len(c.written))
 	for _, k := range sortedKeys(c.written) {
 		typ := p4v1.Update_INSERT
-		if c.written[k].GetTableEntry().GetIsDefaultAction() {
+		if c.written[k].GetTableEntry().GetIsDefaultAction() || c.written[k].GetMeterEntry() != nil {
 			typ = p4v1.Update_MODIFY
 		}
 		updates = append(updates, &p4v1.Update{Type: typ, Entity: c.written[k]})

@@ -123,6 +123,12 @@ func (s *Schema) Describe(ent *p4v1.Entity) string {
 			name = r.GetPreamble().GetName()
 		}
 		return indexed(name, x.RegisterEntry.GetIndex())
+	case *p4v1.Entity_MeterEntry:
+		name := fmt.Sprintf("meter %#x", x.MeterEntry.GetMeterId())
+		if m := s.meterIDs[x.MeterEntry.GetMeterId()]; m != nil {
+			name = m.GetPreamble().GetName()
+		}
+		return indexed(name, x.MeterEntry.GetIndex())
 	}
 	return fmt.Sprintf("%T", ent.GetEntity())
 }

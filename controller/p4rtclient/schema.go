@@ -12,8 +12,8 @@ import (
 )
 
 // Schema resolves P4Info names to ids and widths, builds P4Runtime entities
-// from named entries and decodes them back. Tables, actions, counters and
-// registers are found by their full name or, when unambiguous, their alias.
+// from named entries and decodes them back. Tables, actions, counters,
+// meters and registers are found by their full name or, when unambiguous, their alias.
 type Schema struct {
 	info      *p4configv1.P4Info
 	tables    map[string]*tableInfo
@@ -24,6 +24,8 @@ type Schema struct {
 	counterID map[uint32]*p4configv1.Counter
 	registers map[string]*p4configv1.Register
 	regIDs    map[uint32]*p4configv1.Register
+	meters    map[string]*p4configv1.Meter
+	meterIDs  map[uint32]*p4configv1.Meter
 	profiles  map[string]*p4configv1.ActionProfile
 	profIDs   map[uint32]*p4configv1.ActionProfile
 }
@@ -57,6 +59,8 @@ func NewSchema(info *p4configv1.P4Info) (*Schema, error) {
 		counterID: map[uint32]*p4configv1.Counter{},
 		registers: map[string]*p4configv1.Register{},
 		regIDs:    map[uint32]*p4configv1.Register{},
+		meters:    map[string]*p4configv1.Meter{},
+		meterIDs:  map[uint32]*p4configv1.Meter{},
 		profiles:  map[string]*p4configv1.ActionProfile{},
 		profIDs:   map[uint32]*p4configv1.ActionProfile{},
 	}
@@ -127,6 +131,12 @@ func NewSchema(info *p4configv1.P4Info) (*Schema, error) {
 		}
 		s.regIDs[r.GetPreamble().GetId()] = r
 	}
+	for _, m := range info.GetMeters() {
+		if err := claim("meter", m.GetPreamble()); err != nil {
+			return nil, err
+		}
+		s.meterIDs[m.GetPreamble().GetId()] = m
+	}
 	for _, p := range info.GetActionProfiles() {
 		if err := claim("action profile", p.GetPreamble()); err != nil {
 			return nil, err
@@ -143,6 +153,7 @@ func NewSchema(info *p4configv1.P4Info) (*Schema, error) {
 	indexNames(s.actions, s.actionIDs, func(a *actionInfo) *p4configv1.Preamble { return a.a.GetPreamble() })
 	indexNames(s.counters, s.counterID, (*p4configv1.Counter).GetPreamble)
 	indexNames(s.registers, s.regIDs, (*p4configv1.Register).GetPreamble)
+	indexNames(s.meters, s.meterIDs, (*p4configv1.Meter).GetPreamble)
 	return s, nil
 }
 

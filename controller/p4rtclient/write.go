@@ -89,7 +89,7 @@ func (c *Client) remember(batch []*p4v1.Update, ok []bool) {
 // writtenKey identifies an entity the client re-pushes after a switch
 // restart: action profile members ("0"), then groups ("1"), then table
 // entries ("2"), so that sorting the keys orders the pushes as references
-// require. keep is false for other entities.
+// require, and meter configs ("3"). keep is false for other entities.
 func writtenKey(e *p4v1.Entity) (k string, keep bool) {
 	switch x := e.GetEntity().(type) {
 	case *p4v1.Entity_ActionProfileMember:
@@ -98,6 +98,11 @@ func writtenKey(e *p4v1.Entity) (k string, keep bool) {
 		return fmt.Sprintf("1 %08x %010d", x.ActionProfileGroup.GetActionProfileId(), x.ActionProfileGroup.GetGroupId()), true
 	case *p4v1.Entity_TableEntry:
 		return "2 " + EntryKey(x.TableEntry), true
+	case *p4v1.Entity_MeterEntry:
+		if x.MeterEntry.GetIndex() == nil {
+			return "", false // a reset of every cell: nothing to re-push
+		}
+		return fmt.Sprintf("3 %08x %010d", x.MeterEntry.GetMeterId(), x.MeterEntry.GetIndex().GetIndex()), true
 	}
 	return "", false
 }

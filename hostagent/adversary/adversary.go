@@ -6,12 +6,18 @@
 // through that host's link and its counters are kept apart from the
 // victims' books.
 //
-// The forged kinds guess RPC ids: the engine draws each Endpoint's first
-// id at random from 62 bits, and an adversary on a switched fabric sees
-// none of the victims' packets, so a guess names a live RPC with
-// negligible probability. What they measure is the victims' cost of
-// refusing them, and for RESENDs the answers (RPC_UNKNOWN) a victim sends
-// back, which its resend_limit bounds.
+// The forged kinds guess RPC ids. By default the engine draws each
+// Endpoint's first id at random from 62 bits, and an adversary on a
+// switched fabric sees none of the victims' packets, so a guess names a
+// live RPC with negligible probability: what they measure is the victims'
+// cost of refusing them, and for RESENDs the answers (RPC_UNKNOWN) a
+// victim sends back, which its resend_limit bounds. With Config.Spoof the
+// forged packets instead go to the victim's peers from the victim's own
+// address (a raw IPv4 socket writing its own headers), naming the ids
+// 2, 4, ... 2×IDWindow that victims numbering their RPCs as Linux does
+// (homa sequential_ids) give their first RPCs: the forgeries then name
+// live RPCs, pass the engine's peer check, and only the switch's
+// anti-spoofing stops them.
 package adversary
 
 import (
@@ -60,6 +66,16 @@ type Config struct {
 	MTU int
 	// Seed makes the packets repeat.
 	Seed uint64
+	// Spoof sends forged_grants and forged_resend from Target's address
+	// to each of Peers in turn (the hosts that exchange messages with
+	// the victim), for the ids 2, 4, ... 2×IDWindow (default 64) of
+	// their Calls from ClientPort (default 0x8000) to the victim's
+	// server Port: a GRANT of a random part of the request, or a RESEND
+	// of all of it, as if the victim had sent them.
+	Spoof      bool
+	Peers      []netip.Addr
+	ClientPort uint16
+	IDWindow   int
 }
 
 // Counters are what the adversary sent.
@@ -90,6 +106,15 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 	if limit == 0 {
 		limit = uint64(cfg.Rate/8*cfg.For.Seconds()/ipHeader) + 1
 	}
+	if cfg.Spoof && len(cfg.Peers) == 0 {
+		return Counters{}, fmt.Errorf("adversary: spoofing %s needs the victim's peers", cfg.Kind)
+	}
+	if cfg.ClientPort == 0 {
+		cfg.ClientPort = clientPort
+	}
+	if cfg.IDWindow <= 0 {
+		cfg.IDWindow = defaultIDWindow
+	}
 	g := newGenerator(cfg)
 	cnt := Counters{Kind: string(cfg.Kind), Target: cfg.Target.String(), RateBps: cfg.Rate}
 	pkts := make([]homa.Packet, batch)
@@ -116,7 +141,7 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 		for owed > 0 && cnt.Packets < limit {
 			n := 0
 			for n < batch && owed > 0 && cnt.Packets+uint64(n) < limit {
-				pkts[n].Buf, pkts[n].TOS = g.next(pkts[n].Buf[:0])
+				g.next(&pkts[n])
 				sz := float64(len(pkts[n].Buf) + g.header())
 				owed -= sz
 				sent += sz
@@ -136,6 +161,10 @@ func Run(ctx context.Context, s Sender, cfg Config) (Counters, error) {
 
 // clientPort is the engine's default Calls' source port (homaconf).
 const clientPort = 0x8000
+
+// defaultIDWindow is how many of each peer's first ids spoofed forgeries
+// name: a bulk sender of the default incast starts a few RPCs a second.
+const defaultIDWindow = 64
 
 // topTOS is the TOS byte of the top priority (7).
 const topTOS = 7 << 5
@@ -162,6 +191,8 @@ type generator struct {
 	// unsched_flood: the message being sent, its id and next offset.
 	id     uint64
 	offset uint32
+	// spoofed forgeries: the next (peer, id) pair, peer first.
+	peer, guess int
 }
 
 func newGenerator(cfg Config) *generator {
@@ -174,8 +205,35 @@ func (g *generator) floodMessage() uint32 { return 10 * g.payload() }
 
 func (g *generator) payload() uint32 { return uint32(g.cfg.MTU - ipHeader - wire.DataLen) }
 
-// next appends the next packet to b and returns it with its TOS byte.
-func (g *generator) next(b []byte) ([]byte, uint8) {
+// next fills p with the next packet: its bytes, TOS and destination.
+func (g *generator) next(p *homa.Packet) {
+	p.Addr = g.cfg.Target
+	if g.cfg.Spoof && (g.cfg.Kind == kind.ForgedGrants || g.cfg.Kind == kind.ForgedResend) {
+		p.Buf, p.TOS, p.Addr = g.spoofed(p.Buf[:0])
+		return
+	}
+	p.Buf, p.TOS = g.packet(p.Buf[:0])
+}
+
+// spoofed appends a forged GRANT or RESEND from the victim's server port
+// to a peer's Call and returns it with its TOS and the peer: the Call's
+// id is the next guess, the victim's side of it (id + 1) on the wire.
+func (g *generator) spoofed(b []byte) ([]byte, uint8, netip.Addr) {
+	peer := g.cfg.Peers[g.peer]
+	id := uint64(2*(g.guess+1)) | 1
+	if g.peer++; g.peer == len(g.cfg.Peers) {
+		g.peer, g.guess = 0, (g.guess+1)%g.cfg.IDWindow
+	}
+	c := wire.Common{SPort: g.cfg.Port, DPort: g.cfg.ClientPort, SenderID: id}
+	if g.cfg.Kind == kind.ForgedGrants {
+		return wire.AppendGrant(b, &wire.Grant{Common: c, Offset: 1 + g.rng.Uint32N(1_000_000), Priority: 7}), topTOS, peer
+	}
+	return wire.AppendResend(b, &wire.Resend{Common: c, Offset: 0, Length: wire.ResendAll, Priority: 7}), topTOS, peer
+}
+
+// packet appends the next packet of an unspoofed attack to b and returns
+// it with its TOS byte.
+func (g *generator) packet(b []byte) ([]byte, uint8) {
 	switch g.cfg.Kind {
 	case kind.ForgedGrants:
 		c := wire.Common{SPort: g.cfg.Port, DPort: clientPort, SenderID: g.rng.Uint64() | 1}

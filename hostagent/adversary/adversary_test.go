@@ -122,3 +122,31 @@ func TestRunBounded(t *testing.T) {
 		t.Error("an unknown kind ran")
 	}
 }
+
+// TestSpoofedForgeries: with Spoof, forged GRANTs and RESENDs go to each
+// peer in turn, from the victim's server port to the peers' Calls, naming
+// ids 2, 4, ... 2×IDWindow on the victim's side (odd), then again.
+func TestSpoofedForgeries(t *testing.T) {
+	peers := []netip.Addr{netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.4")}
+	for _, k := range []kind.Kind{kind.ForgedGrants, kind.ForgedResend} {
+		var r recorder
+		cfg := Config{Kind: k, Target: netip.MustParseAddr("10.0.0.2"), Port: 4000, Rate: 1e6, For: time.Second, MaxPackets: 10,
+			Spoof: true, Peers: peers, IDWindow: 3}
+		if _, err := Run(t.Context(), &r, cfg); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range r.pkts {
+			c, err := wire.ParseCommon(p.Buf)
+			if err != nil {
+				t.Fatalf("%s packet %d: %v", k, i, err)
+			}
+			wantID := uint64(2*((i/2)%3+1)) | 1
+			if p.Addr != peers[i%2] || c.SenderID != wantID || c.SPort != 4000 || c.DPort != clientPort {
+				t.Errorf("%s packet %d to %v: %+v, want to %v id %d from 4000 to %d", k, i, p.Addr, c, peers[i%2], wantID, clientPort)
+			}
+		}
+	}
+	if _, err := Run(t.Context(), &recorder{}, Config{Kind: kind.ForgedGrants, Target: netip.MustParseAddr("10.0.0.2"), Rate: 1e6, For: time.Second, Spoof: true}); err == nil {
+		t.Error("spoofing without peers accepted")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/internal/hrtime"
 	"github.com/homatb/homatb/runfmt"
 	"github.com/homatb/homatb/workloads"
 )
@@ -43,9 +45,22 @@ type CollectiveStep struct {
 // workloads.MinCollectiveMessage) carrying st, asking for a 1-byte
 // answer. The simulator sends the same bytes as the agents.
 func CollectiveMessage(n int, st CollectiveStep) []byte {
+	return stepMessage(n, collMagic, st)
+}
+
+// ParseCollectiveMessage reads a request's step header; false for a
+// request that is not a step message.
+func ParseCollectiveMessage(req []byte) (CollectiveStep, bool) {
+	return parseStepMessage(req, collMagic)
+}
+
+// stepMessage is an n-byte request asking for a 1-byte answer whose
+// header, after magic, carries st's four numbers; connection matrices'
+// messages use the same layout under their own magic.
+func stepMessage(n int, magic [8]byte, st CollectiveStep) []byte {
 	buf := make([]byte, max(n, collHeaderLen))
 	binary.BigEndian.PutUint32(buf[0:4], 1)
-	copy(buf[4:12], collMagic[:])
+	copy(buf[4:12], magic[:])
 	binary.BigEndian.PutUint32(buf[12:16], st.ID)
 	binary.BigEndian.PutUint32(buf[16:20], uint32(st.Iter))
 	binary.BigEndian.PutUint32(buf[20:24], uint32(st.Step))
@@ -53,10 +68,8 @@ func CollectiveMessage(n int, st CollectiveStep) []byte {
 	return buf
 }
 
-// ParseCollectiveMessage reads a request's step header; false for a
-// request that is not a step message.
-func ParseCollectiveMessage(req []byte) (CollectiveStep, bool) {
-	if len(req) < collHeaderLen || [8]byte(req[4:12]) != collMagic {
+func parseStepMessage(req []byte, magic [8]byte) (CollectiveStep, bool) {
+	if len(req) < collHeaderLen || [8]byte(req[4:12]) != magic {
 		return CollectiveStep{}, false
 	}
 	return CollectiveStep{ID: binary.BigEndian.Uint32(req[12:16]), Iter: int(binary.BigEndian.Uint32(req[16:20])),
@@ -83,6 +96,8 @@ type collSpec struct {
 	seed           uint64
 	startAt        time.Time
 	duration       time.Duration
+	// matrix is a connection-matrix phase's, nil for a collective.
+	matrix *workloads.Matrix
 }
 
 // parseCollective checks the i-th collective of a Configure request
@@ -99,6 +114,9 @@ func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error
 	if s.phase == "" {
 		return nil, invalid(f("phase"), "", "expected the phase's name")
 	}
+	if s.kind == workloads.KindConnectionMatrix {
+		return parseMatrixSpec(c, s, f, maxMessage)
+	}
 	known := false
 	for _, k := range workloads.CollectiveKinds {
 		known = known || k == s.kind
@@ -107,16 +125,8 @@ func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error
 		return nil, invalid(f("kind"), s.kind, "expected one of %v", workloads.CollectiveKinds)
 	}
 	n := len(s.targets)
-	if n < 2 || len(s.hosts) != n {
-		return nil, invalid(f("targets"), n, "expected at least 2 members, each with a host name (got %d names)", len(s.hosts))
-	}
-	for _, t := range s.targets {
-		if host, port, err := net.SplitHostPort(t); err != nil || net.ParseIP(host) == nil || port == "" {
-			return nil, invalid(f("targets"), t, "expected \"ip:port\"")
-		}
-	}
-	if s.rank >= n {
-		return nil, invalid(f("rank"), s.rank, "expected less than the %d members", n)
+	if err := s.checkMembers(f); err != nil {
+		return nil, err
 	}
 	if s.bytes/n < workloads.MinCollectiveMessage || s.bytes/n > maxMessage {
 		return nil, invalid(f("bytes"), s.bytes, "each of the %d members' messages (bytes/%d) must be %d to %d bytes", n, n, workloads.MinCollectiveMessage, maxMessage)
@@ -124,12 +134,37 @@ func parseCollective(c *agentpb.Collective, i, maxMessage int) (*collSpec, error
 	if s.iterations < 1 {
 		return nil, invalid(f("iterations"), s.iterations, "expected at least 1")
 	}
+	if err := s.setStart(c, f); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkMembers checks the members' addresses, names and this host's rank.
+func (s *collSpec) checkMembers(f func(string) string) error {
+	n := len(s.targets)
+	if n < 2 || len(s.hosts) != n {
+		return invalid(f("targets"), n, "expected at least 2 members, each with a host name (got %d names)", len(s.hosts))
+	}
+	for _, t := range s.targets {
+		if host, port, err := net.SplitHostPort(t); err != nil || net.ParseIP(host) == nil || port == "" {
+			return invalid(f("targets"), t, "expected \"ip:port\"")
+		}
+	}
+	if s.rank >= n {
+		return invalid(f("rank"), s.rank, "expected less than the %d members", n)
+	}
+	return nil
+}
+
+// setStart reads the start time: 0 starts at once.
+func (s *collSpec) setStart(c *agentpb.Collective, f func(string) string) error {
 	if ns := c.GetStartUnixNs(); ns < 0 {
-		return nil, invalid(f("start_unix_ns"), ns, "expected a Unix time in ns, or 0 to start at once")
+		return invalid(f("start_unix_ns"), ns, "expected a Unix time in ns, or 0 to start at once")
 	} else if ns > 0 {
 		s.startAt = time.Unix(0, ns)
 	}
-	return s, nil
+	return nil
 }
 
 // collective runs one host's part in a collective phase. Its loop computes
@@ -172,19 +207,11 @@ func (c *collective) arrived(req []byte, at time.Time) bool {
 // host's part of it to be done before the next.
 func (c *collective) loop(ctx, callCtx context.Context) {
 	s := c.spec
-	tm, err := issueTimer(ctx)
-	if err != nil {
-		c.e.log.Error("collective", "phase", s.phase, "err", err)
+	tm, start, ok := s.awaitStart(ctx, c.e.log)
+	if !ok {
 		return
 	}
 	defer tm.Close()
-	start := s.startAt
-	if start.IsZero() {
-		start = time.Now()
-	}
-	if !sleepUntil(ctx, tm, start) {
-		return
-	}
 	rng := rand.New(rand.NewPCG(s.seed, uint64(s.rank)))
 	for i := range s.iterations {
 		if s.duration > 0 && time.Since(start) >= s.duration {
@@ -264,4 +291,24 @@ func (c *collective) checkDone() {
 			close(c.done)
 		}
 	}
+}
+
+// awaitStart waits for the part's start time (now when it has none) on
+// a new issue timer, which the caller closes; false when ctx ended first
+// or no timer could be made.
+func (s *collSpec) awaitStart(ctx context.Context, log *slog.Logger) (*hrtime.Timer, time.Time, bool) {
+	tm, err := issueTimer(ctx)
+	if err != nil {
+		log.Error("collective", "phase", s.phase, "err", err)
+		return nil, time.Time{}, false
+	}
+	start := s.startAt
+	if start.IsZero() {
+		start = time.Now()
+	}
+	if !sleepUntil(ctx, tm, start) {
+		tm.Close()
+		return nil, time.Time{}, false
+	}
+	return tm, start, true
 }

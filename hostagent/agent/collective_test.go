@@ -18,35 +18,14 @@ func TestCollectivesOverTCP(t *testing.T) {
 	const members, iterations = 4, 5
 	for _, kind := range workloads.CollectiveKinds {
 		t.Run(kind, func(t *testing.T) {
-			ctx := t.Context()
-			var apis []agentpb.AgentClient
-			var targets, hosts []string
-			for i := range members {
-				api, _ := startAgent(t, "h"+strconv.Itoa(i))
-				apis = append(apis, api)
-				targets = append(targets, "127.0.0.1:"+strconv.Itoa(int(freePort(t))))
-				hosts = append(hosts, "h"+strconv.Itoa(i))
-			}
 			start := time.Now().Add(200 * time.Millisecond).UnixNano()
-			for i, api := range apis {
-				port, _ := strconv.Atoi(targets[i][len("127.0.0.1:"):])
-				if _, err := api.Configure(ctx, &agentpb.ConfigureRequest{
-					Experiment: "coll", Transport: agentpb.Transport_TRANSPORT_TCP, Host: hosts[i], Address: "127.0.0.1",
-					ServerPorts: []uint32{uint32(port)},
-					Collectives: []*agentpb.Collective{{
-						Phase: "train", Kind: kind, Targets: targets, Hosts: hosts, Rank: uint32(i),
-						Bytes: 256 << 10, Iterations: iterations, ComputeNs: uint64(time.Millisecond), JitterNs: uint64(500 * time.Microsecond),
-						Seed: 7, StartUnixNs: start, DurationMs: 20_000,
-					}},
-				}); err != nil {
-					t.Fatal(err)
+			apis, hosts := startMembers(t, "coll", members, func(i int, targets, hosts []string) *agentpb.Collective {
+				return &agentpb.Collective{
+					Phase: "train", Kind: kind, Targets: targets, Hosts: hosts, Rank: uint32(i),
+					Bytes: 256 << 10, Iterations: iterations, ComputeNs: uint64(time.Millisecond), JitterNs: uint64(500 * time.Microsecond),
+					Seed: 7, StartUnixNs: start, DurationMs: 20_000,
 				}
-			}
-			for _, api := range apis {
-				if _, err := api.Start(ctx, &agentpb.StartRequest{}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			})
 			deadline := time.Now().Add(20 * time.Second)
 			for i, api := range apis {
 				want := uint64(0)
@@ -57,20 +36,7 @@ func TestCollectivesOverTCP(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-			var rows []runfmt.RPC
-			for i, api := range apis {
-				stop, err := api.Stop(ctx, &agentpb.StopRequest{DrainMs: 2000})
-				if err != nil {
-					t.Fatal(err)
-				}
-				raw := fetchRecords(t, api, "coll")
-				checkBooks(t, raw, stop.GetCounters(), "tcp")
-				c := stop.GetCounters()
-				if c.GetFailed() != 0 || c.GetInFlight() != 0 {
-					t.Errorf("%s: counters %v, want no failures or RPCs in flight", hosts[i], c)
-				}
-				rows = append(rows, readRows(t, runfmt.RPCs(), raw)...)
-			}
+			rows := stopMembers(t, apis, "coll", hosts)
 			steps := map[int64]int{}
 			for _, r := range rows {
 				if r.Collective != "train" || r.Status != runfmt.StatusCompleted || r.ServerHost == r.Client {
@@ -93,4 +59,55 @@ func TestCollectivesOverTCP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startMembers starts n in-process agents h0.. serving on loopback TCP,
+// configures each with experiment exp and the collective part(i, targets,
+// hosts) gives it, and starts them.
+func startMembers(t *testing.T, exp string, n int, part func(i int, targets, hosts []string) *agentpb.Collective) ([]agentpb.AgentClient, []string) {
+	t.Helper()
+	ctx := t.Context()
+	var apis []agentpb.AgentClient
+	var targets, hosts []string
+	for i := range n {
+		api, _ := startAgent(t, "h"+strconv.Itoa(i))
+		apis = append(apis, api)
+		targets = append(targets, "127.0.0.1:"+strconv.Itoa(int(freePort(t))))
+		hosts = append(hosts, "h"+strconv.Itoa(i))
+	}
+	for i, api := range apis {
+		port, _ := strconv.Atoi(targets[i][len("127.0.0.1:"):])
+		if _, err := api.Configure(ctx, &agentpb.ConfigureRequest{
+			Experiment: exp, Transport: agentpb.Transport_TRANSPORT_TCP, Host: hosts[i], Address: "127.0.0.1",
+			ServerPorts: []uint32{uint32(port)}, Collectives: []*agentpb.Collective{part(i, targets, hosts)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, api := range apis {
+		if _, err := api.Start(ctx, &agentpb.StartRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return apis, hosts
+}
+
+// stopMembers stops the agents, checks each one's books and that nothing
+// failed or stayed in flight, and returns their records of exp.
+func stopMembers(t *testing.T, apis []agentpb.AgentClient, exp string, hosts []string) []runfmt.RPC {
+	t.Helper()
+	var rows []runfmt.RPC
+	for i, api := range apis {
+		stop, err := api.Stop(t.Context(), &agentpb.StopRequest{DrainMs: 2000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := fetchRecords(t, api, exp)
+		checkBooks(t, raw, stop.GetCounters(), "tcp")
+		if c := stop.GetCounters(); c.GetFailed() != 0 || c.GetInFlight() != 0 {
+			t.Errorf("%s: counters %v, want no failures or RPCs in flight", hosts[i], c)
+		}
+		rows = append(rows, readRows(t, runfmt.RPCs(), raw)...)
+	}
+	return rows
 }

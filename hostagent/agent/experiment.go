@@ -32,7 +32,7 @@ type experiment struct {
 	conns                          *connSampler // TCP clients' connections over time; nil for others
 	log                            *slog.Logger
 	req                            []byte // shared request bytes
-	colls                          []*collective
+	colls                          []member
 
 	issued, completed, failed, inflight atomic.Uint64
 	slotWaits                           atomic.Uint64

@@ -197,7 +197,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	s.exp.conns = conns
 	if len(colls) > 0 {
 		for _, cs := range colls {
-			s.exp.colls = append(s.exp.colls, newCollective(s.exp, cs))
+			s.exp.colls = append(s.exp.colls, newMember(s.exp, cs))
 		}
 		resp.colls.Store(&s.exp.colls)
 	}

@@ -122,7 +122,7 @@ type responder struct {
 	served atomic.Uint64
 	// colls are the collectives of the experiment, told of their step
 	// messages as they arrive; nil without any.
-	colls atomic.Pointer[[]*collective]
+	colls atomic.Pointer[[]member]
 }
 
 func (r *responder) handle(req []byte) []byte {

@@ -519,8 +519,14 @@ type Collective struct {
 	Seed      uint64 `protobuf:"varint,10,opt,name=seed,proto3" json:"seed,omitempty"`
 	// Absolute start time (Unix ns), 0 = at Start; no iteration begins
 	// after duration_ms from it.
-	StartUnixNs   int64  `protobuf:"varint,11,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
-	DurationMs    uint32 `protobuf:"varint,12,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	StartUnixNs int64  `protobuf:"varint,11,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	DurationMs  uint32 `protobuf:"varint,12,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// For kind "connection-matrix": the matrix's text in htsim's format and
+	// its file name (for errors); rank is this host's node, targets and hosts
+	// every node's in node order; bytes, iterations, compute and jitter are
+	// unused.
+	Matrix        []byte `protobuf:"bytes,13,opt,name=matrix,proto3" json:"matrix,omitempty"`
+	MatrixFile    string `protobuf:"bytes,14,opt,name=matrix_file,json=matrixFile,proto3" json:"matrix_file,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -637,6 +643,20 @@ func (x *Collective) GetDurationMs() uint32 {
 		return x.DurationMs
 	}
 	return 0
+}
+
+func (x *Collective) GetMatrix() []byte {
+	if x != nil {
+		return x.Matrix
+	}
+	return nil
+}
+
+func (x *Collective) GetMatrixFile() string {
+	if x != nil {
+		return x.MatrixFile
+	}
+	return ""
 }
 
 type ConfigureReply struct {
@@ -1467,7 +1487,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x06client\x18\b \x01(\v2\x19.homatb.agent.v1.WorkloadR\x06client\x12\x14\n" +
 	"\x05phase\x18\t \x01(\tR\x05phase\x12=\n" +
 	"\vcollectives\x18\n" +
-	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\xc5\x02\n" +
+	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\xfe\x02\n" +
 	"\n" +
 	"Collective\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
@@ -1486,7 +1506,10 @@ const file_agent_proto_rawDesc = "" +
 	" \x01(\x04R\x04seed\x12\"\n" +
 	"\rstart_unix_ns\x18\v \x01(\x03R\vstartUnixNs\x12\x1f\n" +
 	"\vduration_ms\x18\f \x01(\rR\n" +
-	"durationMs\"\x10\n" +
+	"durationMs\x12\x16\n" +
+	"\x06matrix\x18\r \x01(\fR\x06matrix\x12\x1f\n" +
+	"\vmatrix_file\x18\x0e \x01(\tR\n" +
+	"matrixFile\"\x10\n" +
 	"\x0eConfigureReply\"\x0e\n" +
 	"\fStartRequest\"\f\n" +
 	"\n" +

@@ -42,3 +42,13 @@ func TOS(p uint8) uint8 { return p << 5 }
 
 // Priority returns the Homa priority carried in a TOS byte.
 func Priority(tos uint8) uint8 { return tos >> 5 }
+
+// PauseReader is a Conn that also receives the PFC PAUSE frames (IEEE
+// 802.1Qbb, wire.ParsePFCFrame) its link's switch sends, as a NIC does:
+// the roce variant stops its data for the priority they name.
+type PauseReader interface {
+	// ReadPause blocks until a MAC control frame arrives and copies it
+	// (from its Ethernet header) into b. After Close it returns an error
+	// wrapping net.ErrClosed.
+	ReadPause(b []byte) (int, error)
+}

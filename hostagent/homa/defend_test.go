@@ -325,6 +325,16 @@ func TestMalformedByReason(t *testing.T) {
 	}
 }
 
+// malformedDrops sums st's drops of malformed reasons.
+func malformedDrops(st homa.Stats) (n uint64) {
+	for r, k := range st.Drops {
+		if homa.DropReason(r).Malformed() {
+			n += k
+		}
+	}
+	return n
+}
+
 // FuzzHandlePacket delivers arbitrary bytes, from the peer or from a
 // stranger, to a client in the middle of a Call: the Endpoint must not
 // panic, must count every packet it drops as malformed under a malformed
@@ -355,13 +365,7 @@ func FuzzHandlePacket(f *testing.F) {
 		}
 		p.cli.Deliver([]homa.Packet{{Buf: b, Addr: src}})
 		st := p.cli.Endpoint().Stats()
-		var malformed uint64
-		for r, n := range st.Drops {
-			if homa.DropReason(r).Malformed() {
-				malformed += n
-			}
-		}
-		if malformed != st.Malformed {
+		if malformed := malformedDrops(st); malformed != st.Malformed {
 			t.Errorf("malformed %d, drops of malformed reasons %d", st.Malformed, malformed)
 		}
 		if !p.pump(2_000_000, func() bool { return ended }) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // Driven is an Endpoint its caller runs, as a discrete-event simulation
@@ -81,6 +82,20 @@ func (d *Driven) Deliver(pkts []Packet) {
 	for i := range pkts {
 		e.handlePacket(now, &pkts[i])
 	}
+	e.unlock()
+	d.settle()
+}
+
+// Pause is a PFC PAUSE frame (wire.ParsePFCFrame) that arrived now: the
+// roce variant stops its data for the quanta of its data's priority, or
+// resumes at quanta 0; other variants ignore it, as their hosts do.
+func (d *Driven) Pause(vec uint8, quanta *[wire.PFCClasses]uint16) {
+	e := d.e
+	prio := uint(e.cfg.RoCEPriority)
+	if e.cfg.Variant != homaconf.VariantRoCE || vec&(1<<prio) == 0 || !e.lock() {
+		return
+	}
+	e.rocePause(e.now(), quanta[prio])
 	e.unlock()
 	d.settle()
 }

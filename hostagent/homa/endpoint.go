@@ -70,7 +70,27 @@ func NewEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint
 	e.wg.Add(2)
 	go e.reader()
 	go e.timers()
+	if e.cfg.Variant == homaconf.VariantRoCE {
+		e.startPauses(conn)
+	}
 	return e, nil
+}
+
+// startPauses has the roce variant obey the PFC PAUSE frames its Conn
+// receives, when it receives them.
+func (e *Endpoint) startPauses(conn Conn) {
+	pr, ok := conn.(PauseReader)
+	if u, has := conn.(interface{ PauseUnavailable() error }); ok && has {
+		if err := u.PauseUnavailable(); err != nil {
+			e.log.Warn("homa: roce does not obey PFC PAUSE frames", "err", err)
+			return
+		}
+	}
+	if !ok {
+		return
+	}
+	e.wg.Add(1)
+	go e.pauses(pr)
 }
 
 // newEndpoint builds an Endpoint without starting its goroutines, so
@@ -91,6 +111,9 @@ func newEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint
 	// ids its peers still hold tombstones for (they would drop the new request
 	// as a duplicate and answer RPC_UNKNOWN).
 	e.nextID.Store((rand.Uint64() >> 2) << 1)
+	if cfg.SequentialIDs {
+		e.nextID.Store(0) // HomaModule's first id is 2
+	}
 	bs := max(1, conn.BatchSize())
 	e.state.init(cfg, conn, bs)
 	e.c.cutoffVersion.Store(uint64(e.state.cut.version))

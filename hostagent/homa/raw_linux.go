@@ -3,6 +3,7 @@
 package homa
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -29,6 +30,11 @@ type RawConn struct {
 
 	rd, try *batchsock.Batch // ReadBatch's and TryReadBatch's
 	w       *batchsock.Batch // WriteBatch's
+
+	// pause receives PFC PAUSE frames (roce only; nil when it could not be
+	// opened, pauseErr says why).
+	pause    *pauseSock
+	pauseErr error
 }
 
 var _ Conn = (*RawConn)(nil)
@@ -40,7 +46,31 @@ func ListenRaw(local netip.Addr) (*RawConn, error) { return listenBatch(local, 0
 // ListenRoCE opens the roce variant's socket: UDP on local's port 4791,
 // to peers on the same port, with each datagram's TOS byte read (the
 // responder sends CNPs for ECN CE) and written (priority and ECT).
-func ListenRoCE(local netip.Addr) (*RawConn, error) { return listenBatch(local, wire.RoCEPort) }
+//
+// It also opens a packet socket for the PFC PAUSE frames the interface
+// that holds local receives (ReadPause), which needs CAP_NET_RAW; without
+// it the Conn works and its Endpoint does not obey PAUSE frames
+// (PauseUnavailable says why).
+func ListenRoCE(local netip.Addr) (*RawConn, error) {
+	c, err := listenBatch(local, wire.RoCEPort)
+	if err != nil {
+		return nil, err
+	}
+	c.pause, c.pauseErr = openPause(local)
+	return c, nil
+}
+
+// PauseUnavailable says why the Conn does not receive PAUSE frames (nil
+// when it does).
+func (c *RawConn) PauseUnavailable() error {
+	if c.pause != nil {
+		return nil
+	}
+	if c.pauseErr == nil {
+		return errors.New("not a roce socket")
+	}
+	return c.pauseErr
+}
 
 // Listen opens the socket the variant of cfg runs on: ListenRoCE for
 // roce, ListenRaw for the others.
@@ -104,7 +134,13 @@ func (c *RawConn) LocalAddr() netip.Addr { return c.local }
 func (c *RawConn) BatchSize() int { return rawBatch }
 
 // Close implements Conn.
-func (c *RawConn) Close() error { return c.conn.Close() }
+func (c *RawConn) Close() error {
+	err := c.conn.Close()
+	if c.pause != nil {
+		err = errors.Join(err, c.pause.f.Close())
+	}
+	return err
+}
 
 // ReadBatch implements Conn. The kernel delivers each packet with its IP
 // header; the header is stripped after its TOS and source are read.

@@ -306,6 +306,22 @@ func mutate(rng *rand.Rand, b []byte) []byte {
 	return b
 }
 
+// openAdversary opens an adversary's Sender in namespace ns, closed in
+// t.Cleanup.
+func openAdversary(t *testing.T, ns string, open func() (adversary.Sender, func() error, error)) adversary.Sender {
+	t.Helper()
+	var s adversary.Sender
+	var closeFn func() error
+	if err := inNetns(ns, func() (err error) {
+		s, closeFn, err = open()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeFn() })
+	return s
+}
+
 // dropMap is the drop counters of st that are not zero.
 func dropMap(st homa.Stats) map[string]uint64 {
 	m := map[string]uint64{}
@@ -340,15 +356,7 @@ func TestRawAdversaryKinds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var s adversary.Sender
-			var closeFn func() error
-			if err := inNetns(v.ns[0], func() (err error) {
-				s, closeFn, err = adversary.Open(v.addr[0], k)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			defer closeFn()
+			s := openAdversary(t, v.ns[0], func() (adversary.Sender, func() error, error) { return adversary.Open(v.addr[0], k) })
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			es := serveEcho(ctx, t, srv)
@@ -389,4 +397,123 @@ func TestRawAdversaryKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRawSpoofedGrants: forged GRANTs written with the server's address as
+// their source (adversary.OpenSpoofed, a raw socket writing its own IPv4
+// header) at a client whose ids are sequential (Linux's numbering) pass
+// the peer check and name its live RPCs, which an unspoofed forger's
+// cannot: the client drops none as wrong_peer, some name RPCs in flight
+// (not counted as for no RPC), and every RPC still completes.
+func TestRawSpoofedGrants(t *testing.T) {
+	v := newVethPair(t, "spf", 0)
+	cfg := homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000, SequentialIDs: true}
+	client, se := rawPair(t, v, cfg)
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The forger sits in the client's namespace: the kernel hands a raw
+	// packet to a local address back through the stack, source and all.
+	s := openAdversary(t, v.ns[0], func() (adversary.Sender, func() error, error) { return adversary.OpenSpoofed(v.addr[1]) })
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	es := serveEcho(ctx, t, srv)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		homatest.CheckMixedRPCs(ctx, t, client, es, netip.AddrPortFrom(v.addr[1], serverPort), 300, 4, 5)
+	}()
+	before := client.Stats()
+	c, err := adversary.Run(ctx, s, adversary.Config{Kind: kind.ForgedGrants, Target: v.addr[1], Port: serverPort, Rate: 20e6,
+		For: 300 * time.Millisecond, Seed: 3, Spoof: true, Peers: []netip.Addr{v.addr[0]}, IDWindow: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	time.Sleep(50 * time.Millisecond)
+	after := client.Stats()
+	unknown := after.UnknownRPC - before.UnknownRPC
+	wrongPeer := after.Drops[homa.DropWrongPeer] - before.Drops[homa.DropWrongPeer]
+	t.Logf("sent %d spoofed GRANTs (%d write errors); client: wrong_peer +%d, for no RPC +%d, drops %v",
+		c.Packets, c.WriteErrors, wrongPeer, unknown, dropMap(after))
+	if c.Packets == 0 || c.WriteErrors != 0 {
+		t.Fatalf("%d packets, %d write errors", c.Packets, c.WriteErrors)
+	}
+	if wrongPeer != 0 {
+		t.Errorf("%d spoofed GRANTs failed the peer check", wrongPeer)
+	}
+	if unknown >= c.Packets {
+		t.Errorf("all %d spoofed GRANTs named no RPC; want some to name live ones", c.Packets)
+	}
+}
+
+// FuzzRawReceive sends each input as a Homa packet over a real raw socket,
+// from the client's namespace, to a server Endpoint in the other: the
+// receive path as the kernel hands it packets, not as a test delivers
+// them. The Endpoint must take every packet in (counted as received by
+// type, or dropped by reason), keep its malformed counter equal to its
+// drops of malformed reasons, and still serve an RPC afterwards. `go test`
+// runs the seeds (the malformed cases, and a valid packet of each kind);
+// `go test -fuzz FuzzRawReceive` explores, as root.
+func FuzzRawReceive(f *testing.F) {
+	c := wire.Common{SPort: 0x9000, DPort: serverPort, SenderID: 1 << 40}
+	f.Add(append(wire.AppendData(nil, &wire.Data{Common: c, MessageLength: 3000, Incoming: 3000}), make([]byte, 1000)...))
+	f.Add(wire.AppendGrant(nil, &wire.Grant{Common: c, Offset: 20_000, Priority: 3}))
+	f.Add(wire.AppendResend(nil, &wire.Resend{Common: c, Offset: 0, Length: 5000}))
+	f.Add(wire.AppendCutoffs(nil, &wire.Cutoffs{Common: c, Version: 2}))
+	for _, m := range malformedCases(c) {
+		f.Add(m.b)
+	}
+	v := newVethPair(f, "fzr", 0)
+	client, se := rawPair(f, v, homaconf.Config{LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond})
+	srv, err := se.Listen(serverPort)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Cleanup(cancel)
+	serveFixed(ctx, srv, []byte{7})
+	var evil *homa.RawConn
+	if err := inNetns(v.ns[0], func() (err error) {
+		evil, err = homa.ListenRaw(v.addr[0])
+		return err
+	}); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { evil.Close() })
+	taken := func(st homa.Stats) (n uint64) {
+		for _, byPrio := range st.RxPackets {
+			for _, k := range byPrio {
+				n += k
+			}
+		}
+		for _, k := range st.Drops {
+			n += k
+		}
+		return n + st.UnknownRPC
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || len(b) > 1400 {
+			return // nothing to send, or more than the MTU carries
+		}
+		before := taken(se.Stats())
+		if err := evil.WriteBatch([]homa.Packet{{Buf: b, Addr: v.addr[1]}}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(2 * time.Second); taken(se.Stats()) == before; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the server did not take in the packet %x", b)
+			}
+		}
+		st := se.Stats()
+		if malformed := malformedDrops(st); malformed != st.Malformed {
+			t.Errorf("malformed %d, drops of malformed reasons %d", st.Malformed, malformed)
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		defer ccancel()
+		if _, _, err := client.Call(cctx, netip.AddrPortFrom(v.addr[1], serverPort), []byte{1}); err != nil {
+			t.Fatalf("the server no longer serves: %v", err)
+		}
+	})
 }

@@ -2,7 +2,9 @@ package homa
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -47,6 +49,10 @@ type roceState struct {
 	pl    uint32             // payload of a full packet
 	clist []*rpc             // scratch: clients in id order for a tick
 	dc    dcqcnParams
+	// pausedUntil is when the switch's last PFC PAUSE for the data's
+	// priority ends (a resume sets it to its arrival); pausedSince when
+	// the current or last pause began.
+	pausedUntil, pausedSince time.Duration
 }
 
 // roceOut is a message on a queue pair's send queue: PSNs first to
@@ -176,6 +182,10 @@ func (e *Endpoint) pumpRoCE(now time.Duration) {
 			if wake >= 0 {
 				e.armPacer(now, wake)
 			}
+			return
+		}
+		if rs.pausedUntil > now { // PFC: the switch paused the data's priority
+			e.armPacer(now, rs.pausedUntil)
 			return
 		}
 		if e.pacerHolds(now) {
@@ -519,4 +529,50 @@ func (e *Endpoint) roceTick(now time.Duration) {
 	}
 	clear(rs)
 	st.roce.clist = rs[:0]
+}
+
+// rocePause obeys a PFC PAUSE frame for the data's priority that arrived
+// at now: the queue pairs send no data for quanta of 512 bit times at the
+// link rate, or again at once for quanta 0 (a resume). ACKs, NAKs and
+// CNPs go at their own priority and are not held, as a NIC does.
+func (e *Endpoint) rocePause(now time.Duration, quanta uint16) {
+	rs := &e.state.roce
+	// The pause before this frame ran until now or until it ran out.
+	e.c.pausedNs.Add(uint64(min(now, rs.pausedUntil) - rs.pausedSince))
+	rs.pausedSince = now
+	rs.pausedUntil = now + time.Duration(wire.PFCPause(quanta, e.cfg.LinkBps))
+	if quanta == 0 {
+		e.c.resumesRecv.Add(1)
+	} else {
+		e.c.pausesRecv.Add(1)
+	}
+}
+
+// pauses reads the PAUSE frames pr receives and obeys those for the
+// data's priority, until the Conn is closed.
+func (e *Endpoint) pauses(pr PauseReader) {
+	defer e.wg.Done()
+	buf := make([]byte, 128)
+	prio := uint(e.cfg.RoCEPriority)
+	for failures := 0; failures <= 10; {
+		n, err := pr.ReadPause(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			failures++ // a transient error, retried a bounded number of times in a row
+			e.log.Warn("homa: read pause frame", "err", err, "in_a_row", failures)
+			continue
+		}
+		failures = 0
+		vec, quanta, ok := wire.ParsePFCFrame(buf[:n])
+		if !ok || vec&(1<<prio) == 0 {
+			continue
+		}
+		if !e.lock() {
+			return
+		}
+		e.rocePause(e.now(), quanta[prio])
+		e.unlock() // a resume lets the queue pairs send again
+	}
 }

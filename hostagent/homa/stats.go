@@ -30,7 +30,10 @@ type counters struct {
 	// go-back-N timeouts.
 	cnpSent, cnpRecv, naksSent, naksRecv  atomic.Uint64
 	outOfSequence, rateCuts, roceTimeouts atomic.Uint64
-	drops                                 [NumDropReasons]atomic.Uint64
+	// roce: PFC PAUSE frames and resumes obeyed, and the time data
+	// stood paused (ns).
+	pausesRecv, resumesRecv, pausedNs atomic.Uint64
+	drops                             [NumDropReasons]atomic.Uint64
 }
 
 func (c *counters) setActive(n int) {
@@ -85,6 +88,9 @@ type Stats struct {
 	// unacknowledged packet.
 	CNPsSent, CNPsReceived, NAKsSent, NAKsReceived uint64
 	OutOfSequence, RateCuts, RoCETimeouts          uint64
+	// PFC PAUSE frames (and resumes) for the data's priority the
+	// Endpoint obeyed, and how long, in ns, its data stood paused.
+	PausesReceived, ResumesReceived, PausedNs uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -112,6 +118,7 @@ func (c *counters) snapshot() Stats {
 	s.ClientRPCs, s.ServerRPCs = c.clientRPCs.Load(), c.serverRPCs.Load()
 	s.CNPsSent, s.CNPsReceived, s.NAKsSent, s.NAKsReceived = c.cnpSent.Load(), c.cnpRecv.Load(), c.naksSent.Load(), c.naksRecv.Load()
 	s.OutOfSequence, s.RateCuts, s.RoCETimeouts = c.outOfSequence.Load(), c.rateCuts.Load(), c.roceTimeouts.Load()
+	s.PausesReceived, s.ResumesReceived, s.PausedNs = c.pausesRecv.Load(), c.resumesRecv.Load(), c.pausedNs.Load()
 	for r := range s.Drops {
 		s.Drops[r] = c.drops[r].Load()
 	}
@@ -140,7 +147,8 @@ func (s Stats) Map() map[string]uint64 {
 		m["trimmed"] = s.Trimmed
 	}
 	for k, v := range map[string]uint64{"cnps_sent": s.CNPsSent, "cnps_received": s.CNPsReceived, "naks_sent": s.NAKsSent,
-		"naks_received": s.NAKsReceived, "out_of_sequence": s.OutOfSequence, "rate_cuts": s.RateCuts, "roce_timeouts": s.RoCETimeouts} {
+		"naks_received": s.NAKsReceived, "out_of_sequence": s.OutOfSequence, "rate_cuts": s.RateCuts, "roce_timeouts": s.RoCETimeouts,
+		"pfc_pauses_received": s.PausesReceived, "pfc_resumes_received": s.ResumesReceived, "pfc_paused_us": s.PausedNs / 1e3} {
 		if v != 0 { // RoCE only
 			m[k] = v
 		}

@@ -42,6 +42,14 @@ func BenchmarkForwardModes(b *testing.B) {
 	}
 }
 
+// BenchmarkForwardPFC is BenchmarkForward (1500-byte frames, shaped) with
+// the frames' priority lossless: each is counted against its ingress port
+// and uncounted as it leaves, its XOFF (1024, above the benchmark's
+// window of 48) never reached.
+func BenchmarkForwardPFC(b *testing.B) {
+	benchForwardWith(b, benchOpts{size: 1500, shaped: true, pfc: PFC{Priorities: 1 << 5, XoffPkts: 1024, XonPkts: 512}})
+}
+
 func benchForward(b *testing.B, size int, shaped bool) {
 	benchForwardWith(b, benchOpts{size: size, shaped: shaped})
 }
@@ -57,6 +65,8 @@ type benchOpts struct {
 	modeArg uint32
 	// homa sends Homa DATA frames instead of UDP ones.
 	homa bool
+	// pfc is the switch's PFC (zero: off).
+	pfc PFC
 }
 
 // benchForwardWith is benchForward with the settings of o.
@@ -77,6 +87,7 @@ func benchForwardWith(b *testing.B, o benchOpts) {
 		// Far above what the CPU forwards, so the shaper's bookkeeping
 		// runs on every frame without limiting the rate.
 		LinkRateBps: 400e9,
+		PFC:         o.pfc,
 	}
 	d, err := NewWithPorts(cfg, pl, map[uint16]Port{1: gen, 2: sink})
 	if err != nil {

@@ -92,6 +92,8 @@ type Config struct {
 	// port may hold before its writer drains them; further records are
 	// counted as postcard_drops. Rounded up to a power of two.
 	PostcardRing int
+	// PFC turns priority flow control on for some queues (zero: off).
+	PFC PFC
 	// Faults sets the initial fault injection per port.
 	Faults map[uint16]Fault
 	// BatchSize is the receive and send batch (default 64); it is fixed for
@@ -165,6 +167,9 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Spin < 0 || c.ShaperLag < 0:
 		return c, errors.New("dataplane: negative duration")
 	}
+	if err := c.PFC.check(); err != nil {
+		return c, err
+	}
 	for p, r := range c.PortRateBps {
 		if _, ok := c.Ports[p]; !ok {
 			return c, fmt.Errorf("dataplane: rate for unknown port %d", p)
@@ -230,6 +235,9 @@ func (c *Config) queueLimitPkts(p uint16, q int) int {
 		if matches(d.Port, d.Queue, p, q) {
 			n = d.Pkts
 		}
+	}
+	if c.PFC.Priorities&(1<<q) != 0 {
+		n += c.PFC.HeadroomPkts
 	}
 	return n
 }

@@ -51,6 +51,7 @@ type portState struct {
 	// ceMarks counts, per queue, the frames the egress control turned
 	// CE (tor.p4's ECN marking), seen around the Egress call.
 	ceMarks [NumQueues]atomic.Uint64
+	pfc     pfcPort
 }
 
 // ipTOSOffset is where an IPv4 frame's TOS byte sits (after the 14-byte
@@ -65,6 +66,7 @@ const (
 type Dataplane struct {
 	cfg    Config
 	pl     Pipeline
+	timed  TimedPipeline // pl, when its meters take the batch's time
 	log    *slog.Logger
 	epoch  time.Time
 	byNum  [MaxPort + 1]*portState
@@ -118,6 +120,10 @@ func NewWithPorts(cfg Config, pl Pipeline, io map[uint16]Port) (*Dataplane, erro
 		return nil, errors.New("dataplane: nil pipeline")
 	}
 	d := &Dataplane{cfg: c, pl: pl, log: c.Logger, epoch: time.Now()}
+	if tp, ok := pl.(TimedPipeline); ok {
+		tp.SetClock(d.now) // one clock: the batch times ingest passes
+		d.timed = tp
+	}
 	if c.SharedBufferBytes > 0 {
 		d.shared = &sharedBuffer{size: int64(c.SharedBufferBytes), alpha: c.SharedAlpha}
 	}
@@ -325,12 +331,19 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 		if ps.fault.dropIngress(now) {
 			continue // lost on the wire before the switch saw it
 		}
+		if d.cfg.PFC.On() && d.pfcReceive(ps, p.buf[:size], now) {
+			continue // MAC control: obeyed, not forwarded
+		}
 		p.n, p.inPort, p.arrNs = size, ps.num, now
 		if ps.capIn != nil {
 			ps.capIn.add(p.frame(), wall)
 		}
 		rs.v = Verdict{}
-		d.pl.Ingress(p.frame(), ps.num, &rs.v)
+		if d.timed != nil {
+			d.timed.IngressAt(p.frame(), ps.num, now, &rs.v)
+		} else {
+			d.pl.Ingress(p.frame(), ps.num, &rs.v)
+		}
 		if rs.v.Drop {
 			ps.pipelineDrops.Add(1)
 			continue
@@ -347,6 +360,9 @@ func (d *Dataplane) ingest(ps *portState, rs *rxState, n int) error {
 			continue // tail drop, counted by the queue
 		}
 		notify |= 1 << rs.v.EgressPort
+		if d.cfg.PFC.On() && d.pfcHeld(ps, p.queue) {
+			notify |= 1 << ps.num
+		}
 		rs.slots[i] = d.refill(ps)
 		rs.bufs[i] = rs.slots[i].buf
 	}
@@ -432,6 +448,11 @@ func (d *Dataplane) pump(ps *portState) (now, wake int64, link bool, err error) 
 	tx := &ps.tx
 	for {
 		now = d.now()
+		if ps.pfc.Pending() {
+			if err := d.sendPFC(ps, now); err != nil {
+				return now, 0, false, err
+			}
+		}
 		var n int
 		n, wake, link = ps.tm.dequeue(now, tx.out)
 		if n == 0 {
@@ -458,6 +479,9 @@ func (d *Dataplane) send(ps *portState, deps []departure) error {
 	for i := range deps {
 		dep := &deps[i]
 		p := dep.pkt
+		if d.cfg.PFC.On() {
+			d.pfcLeft(p.inPort, p.queue, now)
+		}
 		tx.md = EgressMeta{
 			IngressPort:    p.inPort,
 			EgressPort:     ps.num,

@@ -95,7 +95,7 @@ func TestRankOrder(t *testing.T) {
 			if !slices.Equal(dropped, tc.dropped) {
 				t.Errorf("dropped %v, want %v", dropped, tc.dropped)
 			}
-			st := tmq.snapshot()[0]
+			st := tmq.snapshot(0)[0]
 			if tmq.rankDrops != uint64(len(tc.dropped)) || st.DropPkts != uint64(len(tc.dropped)) {
 				t.Errorf("rank drops %d, queue 0 drops %d, want %d", tmq.rankDrops, st.DropPkts, len(tc.dropped))
 			}
@@ -177,7 +177,7 @@ func TestRankOrderAfterStrictPriority(t *testing.T) {
 	p := home.get()
 	p.n, p.inPort = 64, 0
 	tmq.enqueue(p, 3, 0)
-	if got := tmq.snapshot()[0].DepthPkts; got != 2 {
+	if got := tmq.snapshot(0)[0].DepthPkts; got != 2 {
 		t.Errorf("queue 0 depth %d packets, want the rank queue's 2", got)
 	}
 	deps, _, _ := drainAll(tmq, 1, nil)
@@ -260,7 +260,7 @@ func TestTrimAbove(t *testing.T) {
 			if trimmed != nTrim || tmq.trimmed != uint64(nTrim) {
 				t.Errorf("trimmed %d (counter %d), want %d", trimmed, tmq.trimmed, nTrim)
 			}
-			if got := tmq.snapshot()[tc.queue].DropPkts; got != tc.wantDrops {
+			if got := tmq.snapshot(0)[tc.queue].DropPkts; got != tc.wantDrops {
 				t.Errorf("queue %d drops %d, want %d", tc.queue, got, tc.wantDrops)
 			}
 			// Trimmed headers leave first: they sit in queue 7.

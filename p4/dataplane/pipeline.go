@@ -40,3 +40,22 @@ type Pipeline interface {
 	// about to be transmitted; it may rewrite frame in place; false drops it.
 	Egress(frame []byte, md *EgressMeta) bool
 }
+
+// TimedPipeline is a Pipeline whose meters take a frame's arrival time
+// (tor.p4's, like v1model's ingress_global_timestamp): the dataplane hands
+// it the time it read once for a batch and sets the pipeline's clock to its
+// own, instead of the pipeline reading a clock per packet.
+type TimedPipeline interface {
+	Pipeline
+	// IngressAt is Ingress for a frame that arrived at now (ns).
+	IngressAt(frame []byte, inPort uint16, now int64, v *Verdict)
+	// SetClock makes now the pipeline's clock (ns, never decreasing).
+	SetClock(now func() int64)
+}
+
+// DefenceCounters is what a pipeline with defences against lying hosts
+// (tor.p4's) tells the switch statistics about the packets that arrived
+// on a port: DSCP re-marked, over a meter, dropped for a spoofed source.
+type DefenceCounters interface {
+	DefenceCounters(inPort uint16) (remarked, metered, spoofed uint64)
+}

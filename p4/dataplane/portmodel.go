@@ -123,5 +123,17 @@ func (m *PortModel) Stats() PortModelStats {
 }
 
 // Queues returns the port's per-queue counters, depths, peaks and delays
-// as the switch's statistics report them.
-func (m *PortModel) Queues() []switchstats.Queue { return m.t.snapshot() }
+// as the switch's statistics report them at now (the time a queue stood
+// paused by PFC runs up to it).
+func (m *PortModel) Queues(now int64) []switchstats.Queue { return m.t.snapshot(now) }
+
+// Pause obeys a PFC PAUSE frame that arrived at now from the port's peer:
+// the queues in vec stop for their quanta (0 resumes them). Dequeue's wake
+// time covers the end of a pause.
+func (m *PortModel) Pause(vec uint8, quanta *[NumQueues]uint16, now int64) {
+	m.t.pause(vec, quanta, now)
+}
+
+// HalfPauseNs is half of a full PAUSE's time on the port's link: how long
+// a switch waits before it repeats a PAUSE it still means.
+func (m *PortModel) HalfPauseNs() int64 { return m.t.pauseNs(PFCQuantaMax) / 2 }

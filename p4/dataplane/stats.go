@@ -46,11 +46,15 @@ func (d *Dataplane) Stats() switchstats.Stats {
 		if kd, ok := ps.io.(interface{ KernelDrops() uint64 }); ok {
 			p.KernelDrops = kd.KernelDrops()
 		}
-		p.Queues = ps.tm.snapshot()
+		p.Queues = ps.tm.snapshot(d.now())
 		p.RankDrops, p.TrimmedPkts, p.LostLinkNs = ps.tm.portCounters()
+		if dc, ok := d.pl.(DefenceCounters); ok {
+			p.RemarkedPkts, p.MeteredPkts, p.SpoofDrops = dc.DefenceCounters(ps.num)
+		}
 		for q := range p.Queues {
 			p.Queues[q].CEMarkedPkts = ps.ceMarks[q].Load()
 		}
+		ps.pfc.Count(p.Queues)
 		s.Ports = append(s.Ports, p)
 	}
 	return s
@@ -64,28 +68,30 @@ func (t *tm) portCounters() (rankDrops, trimmed, lostNs uint64) {
 	return t.rankDrops, t.trimmed, uint64(t.shaper.lost)
 }
 
-// snapshot copies the per-queue counters under the port's lock.
-func (t *tm) snapshot() []switchstats.Queue {
+// snapshot copies the per-queue counters under the port's lock; now is
+// the dataplane's clock, for the time a queue has been paused.
+func (t *tm) snapshot(now int64) []switchstats.Queue {
 	qs := make([]switchstats.Queue, NumQueues)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for q := range NumQueues {
 		st := &t.st[q]
 		qs[q] = switchstats.Queue{
-			Queue:      q,
-			EnqPkts:    st.enqPkts,
-			EnqBytes:   st.enqBytes,
-			SentPkts:   st.sentPkts,
-			SentBytes:  st.sentBytes,
-			DropPkts:   st.dropPkts,
-			DropBytes:  st.dropBytes,
-			DepthPkts:  t.depthPkts(q),
-			DepthBytes: st.depthBytes,
-			PeakPkts:   st.peakPkts,
-			PeakBytes:  st.peakBytes,
-			DelayP50Us: st.delay.percentile(0.50),
-			DelayP99Us: st.delay.percentile(0.99),
-			DelayMaxUs: st.delay.max,
+			Queue:       q,
+			EnqPkts:     st.enqPkts,
+			EnqBytes:    st.enqBytes,
+			SentPkts:    st.sentPkts,
+			SentBytes:   st.sentBytes,
+			DropPkts:    st.dropPkts,
+			DropBytes:   st.dropBytes,
+			DepthPkts:   t.depthPkts(q),
+			DepthBytes:  st.depthBytes,
+			PeakPkts:    st.peakPkts,
+			PeakBytes:   st.peakBytes,
+			DelayP50Us:  st.delay.percentile(0.50),
+			DelayP99Us:  st.delay.percentile(0.99),
+			DelayMaxUs:  st.delay.max,
+			PFCPausedNs: t.pausedTotal(q, now),
 		}
 	}
 	return qs

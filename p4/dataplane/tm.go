@@ -72,6 +72,10 @@ type tm struct {
 	nextAt                    [NumQueues]int64 // earliest next departure of that queue
 	busy                      uint8            // bit q set when queue q is not empty
 	lag                       int64
+	// PFC: queue q may not send before pausedUntil[q] (the peer's PAUSE);
+	// pausedSince[q] is when its current or last pause began, pausedNs[q]
+	// the time of the pauses before it.
+	pausedUntil, pausedSince, pausedNs [NumQueues]int64
 }
 
 func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
@@ -286,6 +290,10 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 		for b := t.busy; b != 0; {
 			hi := 7 - bits.LeadingZeros8(b)
 			b &^= 1 << hi
+			if t.pausedUntil[hi] > now { // PFC: the peer paused this priority
+				wake = min(wake, t.pausedUntil[hi])
+				continue
+			}
 			if t.nextAt[hi] <= now {
 				q = hi
 				break

@@ -248,7 +248,7 @@ func TestTailDropAccounting(t *testing.T) {
 			if dropped != tc.wantDrop {
 				t.Errorf("dropped %d, want %d", dropped, tc.wantDrop)
 			}
-			st := tmq.snapshot()[tc.queue]
+			st := tmq.snapshot(0)[tc.queue]
 			if st.DropPkts != uint64(dropped) || st.DropBytes != uint64(droppedBytes) {
 				t.Errorf("drop counters %d pkts %d B, want %d, %d", st.DropPkts, st.DropBytes, dropped, droppedBytes)
 			}
@@ -259,7 +259,7 @@ func TestTailDropAccounting(t *testing.T) {
 				t.Errorf("depth %d pkts %d B peak %d B, want %d, %d", st.DepthPkts, st.DepthBytes, st.PeakBytes, st.EnqPkts, enqBytes)
 			}
 			drainAll(tmq, 0, nil)
-			st = tmq.snapshot()[tc.queue]
+			st = tmq.snapshot(0)[tc.queue]
 			if st.SentPkts != st.EnqPkts || st.SentBytes != st.EnqBytes || st.DepthPkts != 0 || st.DepthBytes != 0 {
 				t.Errorf("after drain: sent %d/%d B, depth %d/%d B", st.SentPkts, st.SentBytes, st.DepthPkts, st.DepthBytes)
 			}
@@ -290,7 +290,7 @@ func TestEnqDeqDepthAndDelay(t *testing.T) {
 			t.Errorf("delay of packet %d is %d µs, want %d", i, d.delayUs, want)
 		}
 	}
-	st := tmq.snapshot()[4]
+	st := tmq.snapshot(0)[4]
 	if want := uint32(4 * ser / 1000); st.DelayMaxUs != want || st.PeakPkts != 5 {
 		t.Errorf("max delay %d µs peak %d, want %d, 5", st.DelayMaxUs, st.PeakPkts, want)
 	}

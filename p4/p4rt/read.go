@@ -12,7 +12,7 @@ import (
 // readChunk is how many entities go into one streamed ReadResponse.
 const readChunk = 1000
 
-// Read answers table, counter and register reads, including the spec's
+// Read answers table, counter, meter and register reads, including the spec's
 // wildcards (table_id 0, counter_id 0, register_id 0, unset match, unset
 // index). If any entity is malformed, the entities of the others are still
 // streamed, and then the Read fails with UNKNOWN and one p4.v1.Error per
@@ -53,6 +53,8 @@ func (s *Server) readEntity(sc *schema, ts *tableState, ent *p4v1.Entity) ([]*p4
 		return s.readCounters(sc, e.CounterEntry)
 	case *p4v1.Entity_RegisterEntry:
 		return s.readRegisters(sc, e.RegisterEntry)
+	case *p4v1.Entity_MeterEntry:
+		return s.readMeters(sc, e.MeterEntry)
 	case *p4v1.Entity_ActionProfileMember:
 		return s.readMembers(sc, ts, e.ActionProfileMember)
 	case *p4v1.Entity_ActionProfileGroup:

@@ -13,6 +13,8 @@ type schema struct {
 	actions     map[uint32]*actionSchema
 	counters    map[uint32]*p4configv1.Counter
 	registers   map[uint32]*p4configv1.Register
+	meters      map[uint32]*p4configv1.Meter
+	meterIDs    []uint32 // P4Info order
 	tableIDs    []uint32 // P4Info order, for wildcard reads
 	counterID   []uint32
 	regIDs      []uint32
@@ -44,6 +46,7 @@ func newSchema(info *p4configv1.P4Info) (*schema, error) {
 		actions:   map[uint32]*actionSchema{},
 		counters:  map[uint32]*p4configv1.Counter{},
 		registers: map[uint32]*p4configv1.Register{},
+		meters:    map[uint32]*p4configv1.Meter{},
 		profiles:  map[uint32]*profileSchema{},
 	}
 	for _, a := range info.GetActions() {
@@ -90,6 +93,10 @@ func newSchema(info *p4configv1.P4Info) (*schema, error) {
 	for _, c := range info.GetCounters() {
 		s.counters[c.GetPreamble().GetId()] = c
 		s.counterID = append(s.counterID, c.GetPreamble().GetId())
+	}
+	for _, m := range info.GetMeters() {
+		s.meters[m.GetPreamble().GetId()] = m
+		s.meterIDs = append(s.meterIDs, m.GetPreamble().GetId())
 	}
 	for _, r := range info.GetRegisters() {
 		s.registers[r.GetPreamble().GetId()] = r

@@ -1,5 +1,5 @@
 // Package p4rt is the P4Runtime (v1.4.1) server of the embedded tor.p4
-// target: pipeline config push, table, action profile and counter writes, reads with
+// target: pipeline config push, table, action profile, counter and meter writes, reads with
 // wildcards, and client arbitration on the stream channel, all as the spec
 // defines them. docs/p4runtime.md lists where it departs from BMv2's
 // simple_switch_grpc and why.

@@ -366,8 +366,8 @@ func TestCountersAndRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 2*p4.QueueSlots {
-		t.Errorf("wildcard counter read: %d cells, want %d", len(all), 2*p4.QueueSlots)
+	if want := 2*p4.QueueSlots + 3*p4.PortSlots; len(all) != want {
+		t.Errorf("wildcard counter read: %d cells, want %d", len(all), want)
 	}
 	one := func(id uint32, idx int64) *p4v1.CounterData {
 		got, err := h.read(&p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: id, Index: &p4v1.Index{Index: idx}}}})

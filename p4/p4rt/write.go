@@ -55,6 +55,8 @@ func (s *Server) applyUpdate(sc *schema, ts *tableState, u *p4v1.Update) (change
 		return false, s.writeCounter(sc, u.GetType(), e.CounterEntry)
 	case *p4v1.Entity_RegisterEntry:
 		return false, s.writeRegister(sc, u.GetType(), e.RegisterEntry)
+	case *p4v1.Entity_MeterEntry:
+		return false, s.writeMeter(sc, u.GetType(), e.MeterEntry)
 	case *p4v1.Entity_ActionProfileMember:
 		err := s.writeMember(sc, ts, u.GetType(), e.ActionProfileMember)
 		return err == nil, err

@@ -11,7 +11,7 @@ import (
 )
 
 // CheckP4Info reports whether this target can run a pipeline with info: its
-// tables, actions, action profiles, counters and registers must be exactly those of tor.p4
+// tables, actions, action profiles, counters, meters and registers must be exactly those of tor.p4
 // (names, ids, match fields, parameters, widths, sizes). Names of aliases,
 // annotations and documentation may differ. The error lists every
 // difference, one per line.
@@ -93,8 +93,14 @@ func CheckP4Info(info *p4configv1.P4Info) error {
 					g.GetSize(), g.GetWithSelector(), g.GetTableIds(), w.GetSize(), w.GetWithSelector(), w.GetTableIds())
 			}
 		})
+	compareObjects(add, "meter", want.GetMeters(), info.GetMeters(), (*p4configv1.Meter).GetPreamble,
+		func(where string, w, g *p4configv1.Meter) {
+			if w.GetSize() != g.GetSize() || w.GetSpec().GetUnit() != g.GetSpec().GetUnit() {
+				add("%s: size %d unit %v, this target runs size %d unit %v", where, g.GetSize(), g.GetSpec().GetUnit(), w.GetSize(), w.GetSpec().GetUnit())
+			}
+		})
 	for kind, n := range map[string]int{
-		"direct counter": len(info.GetDirectCounters()), "meter": len(info.GetMeters()),
+		"direct counter":             len(info.GetDirectCounters()),
 		"direct meter":               len(info.GetDirectMeters()),
 		"controller packet metadata": len(info.GetControllerPacketMetadata()), "value set": len(info.GetValueSets()),
 		"digest": len(info.GetDigests()), "extern": len(info.GetExterns()),

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
@@ -38,6 +39,9 @@ const (
 	tblPortMode
 	tblLoadBalance
 	tblNexthop
+	tblDefence
+	tblSourceGuard
+	tblMeterSelect
 	numTables
 )
 
@@ -59,6 +63,9 @@ type snapshot struct {
 	groups [][]ActionCall
 	// spray is true when load_balance's default is spray().
 	spray bool
+	// defences is false while ingress_defence and meter_select are empty
+	// with their NoAction defaults, so ingress skips them.
+	defences bool
 }
 
 // TableContents is what the control plane wrote into one table.
@@ -90,10 +97,13 @@ func torTables() [numTables]tableInfo {
 		{ID: p4.TableIPv4LPM, Name: "TorIngress.ipv4_lpm", Actions: []uint32{p4.ActionIPv4Forward, p4.ActionECMPForward, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
 		{ID: p4.TableDSCPToQueue, Name: "TorIngress.dscp_to_queue", Actions: []uint32{p4.ActionSetQueue}, Default: ActionCall{ID: p4.ActionSetQueue}, Size: 64},
 		{ID: p4.TableARPProxy, Name: "TorIngress.arp_proxy", Actions: []uint32{p4.ActionARPReply, p4.ActionDrop}, Default: ActionCall{ID: p4.ActionDrop}, Size: 1024},
-		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
+		{ID: p4.TableECNConfig, Name: "TorEgress.ecn_config", Actions: []uint32{p4.ActionSetECNThreshold, p4.ActionSetECNRED, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
 		{ID: p4.TablePortMode, Name: "TorIngress.port_mode", Actions: []uint32{p4.ActionStrictPriority, p4.ActionRankOrder, p4.ActionTrimAbove}, Default: ActionCall{ID: p4.ActionStrictPriority}, Size: 512},
 		{ID: p4.TableLoadBalance, Name: "TorIngress.load_balance", Actions: []uint32{p4.ActionFlowHash, p4.ActionSpray}, Default: ActionCall{ID: p4.ActionFlowHash}, Size: 1},
 		{ID: p4.TableNexthop, Name: "TorIngress.nexthop_group", Actions: []uint32{p4.ActionSetEgress, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 1024, Selector: true},
+		{ID: p4.TableDefence, Name: "TorIngress.ingress_defence", Actions: []uint32{p4.ActionPortDefence, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 64},
+		{ID: p4.TableSourceGuard, Name: "TorIngress.source_guard", Actions: []uint32{p4.ActionSourceOK, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 1024},
+		{ID: p4.TableMeterSelect, Name: "TorIngress.meter_select", Actions: []uint32{p4.ActionUseMeter, p4.ActionNoAction}, Default: ActionCall{ID: p4.ActionNoAction}, Size: 512},
 	}
 }
 
@@ -134,16 +144,55 @@ type Pipeline struct {
 	delay      [p4.QueueSlots]atomic.Uint32
 	// spraySeq is tor.p4's spray_seq register (one cell).
 	spraySeq [1]atomic.Uint32
+	// The defences' counters, by ingress port, and priority_meter.
+	remarkCtr, meterCtr, spoofCtr [p4.PortSlots]counterCell
+	meters                        [p4.MeterSlots]meterCell
+	// clock is what the meters measure time by, ns.
+	clock func() int64
+	// rng is the state of v1model's random() (RED marking): a counter
+	// that each draw advances and mixes, so draws need no lock, and a
+	// seed and the order of draws give the same sequence (the simulator
+	// repeats exactly).
+	rng atomic.Uint64
+}
+
+// defaultRandomSeed is random()'s seed until SeedRandom.
+const defaultRandomSeed = 0x746f722e7034 // "tor.p4"
+
+// SeedRandom restarts the sequence of v1model's random() from seed.
+func (p *Pipeline) SeedRandom(seed uint64) { p.rng.Store(seed) }
+
+// random16 is v1model's random(r, 0, 0xffff): SplitMix64 (Steele, Lea and
+// Flood 2014) over the draw counter, cut to 16 bits.
+func (p *Pipeline) random16() uint32 {
+	z := p.rng.Add(0x9e3779b97f4a7c15)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return uint32((z ^ z>>31) & 0xffff)
 }
 
 // New returns a pipeline with empty tables (every packet is dropped until the
 // control plane writes forwarding entries).
 func New() *Pipeline {
-	p := &Pipeline{}
+	epoch := time.Now()
+	p := &Pipeline{clock: func() int64 { return int64(time.Since(epoch)) }}
+	p.SeedRandom(defaultRandomSeed)
 	if err := p.Install(nil); err != nil {
 		panic(fmt.Sprintf("pipeline: empty install failed: %v", err)) // cannot happen: nil contents
 	}
 	return p
+}
+
+// SetClock makes the meters measure time by now (ns, never decreasing),
+// such as a simulation's virtual clock, instead of the wall clock, and
+// fills every meter's buckets at its start. Call it while no packet is in
+// the pipeline.
+func (p *Pipeline) SetClock(now func() int64) {
+	p.clock = now
+	t := now()
+	for i := range p.meters {
+		p.meters[i].set(p.meters[i].config(), t)
+	}
 }
 
 // Install builds a snapshot from contents (by table id; missing tables are
@@ -196,6 +245,8 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 			snap.modes = len(c.Entries) > 0 || def.ID != p4.ActionStrictPriority
 		case p4.TableLoadBalance:
 			snap.spray = def.ID == p4.ActionSpray
+		case p4.TableDefence, p4.TableMeterSelect:
+			snap.defences = snap.defences || len(c.Entries) > 0 || def.ID != p4.ActionNoAction
 		case p4.TableNexthop:
 			snap.groups = make([][]ActionCall, len(c.Groups))
 			for i, g := range c.Groups {
@@ -225,12 +276,18 @@ func tableIndexOf(id uint32) int {
 	return -1
 }
 
-func (p *Pipeline) counterArray(id uint32) *[p4.QueueSlots]counterCell {
+func (p *Pipeline) counterArray(id uint32) []counterCell {
 	switch id {
 	case p4.CounterIngressQueue:
-		return &p.ingressCtr
+		return p.ingressCtr[:]
 	case p4.CounterEgressQueue:
-		return &p.egressCtr
+		return p.egressCtr[:]
+	case p4.CounterRemark:
+		return p.remarkCtr[:]
+	case p4.CounterMeter:
+		return p.meterCtr[:]
+	case p4.CounterSpoof:
+		return p.spoofCtr[:]
 	}
 	return nil
 }
@@ -313,4 +370,20 @@ func (p *Pipeline) ResetState() {
 		p.delay[i].Store(0)
 	}
 	p.spraySeq[0].Store(0)
+	for _, arr := range [][]counterCell{p.remarkCtr[:], p.meterCtr[:], p.spoofCtr[:]} {
+		for i := range arr {
+			arr[i].pkts.Store(0)
+			arr[i].bytes.Store(0)
+		}
+	}
+	now := p.clock()
+	for i := range p.meters {
+		p.meters[i].set(MeterConfig{}, now)
+	}
+}
+
+// add counts one packet of n bytes.
+func (c *counterCell) add(n int) {
+	c.pkts.Add(1)
+	c.bytes.Add(uint64(n))
 }

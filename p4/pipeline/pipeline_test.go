@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -394,7 +396,8 @@ func TestCheckP4Info(t *testing.T) {
 		{"initial default", func(i *p4configv1.P4Info) {
 			i.Tables[1].InitialDefaultAction.Arguments[0].Value = []byte{5}
 		}, "initial default action"},
-		{"meter", func(i *p4configv1.P4Info) { i.Meters = append(i.Meters, &p4configv1.Meter{}) }, "1 meter object(s)"},
+		{"meter size", func(i *p4configv1.P4Info) { i.Meters[0].Size = 64 }, "size 64 unit BYTES, this target runs size 256"},
+		{"direct meter", func(i *p4configv1.P4Info) { i.DirectMeters = append(i.DirectMeters, &p4configv1.DirectMeter{}) }, "1 direct meter object(s)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -415,17 +418,20 @@ func TestCheckP4Info(t *testing.T) {
 }
 
 func TestHotPathAllocatesNothing(t *testing.T) {
-	p := newTor(t)
-	f := ipv4Frame(0x0a000002, 7<<5|2, 64, 1000)
-	md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: 20, Length: len(f)}
-	var v Verdict
-	allocs := testing.AllocsPerRun(1000, func() {
-		f[ipTTLOff] = 64
-		p.Ingress(f, 1, &v)
-		p.Egress(f, &md)
-	})
-	if allocs != 0 {
-		t.Errorf("Ingress+Egress allocate %.1f times per packet, want 0", allocs)
+	for name, c := range map[string]map[uint32]TableContents{"threshold": torContents(), "red": redContents()} {
+		p := installed(t, c)
+		f := ipv4Frame(0x0a000002, 7<<5|2, 64, 1000)
+		md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: 20, Length: len(f)}
+		var v Verdict
+		allocs := testing.AllocsPerRun(1000, func() {
+			f[ipTTLOff] = 64
+			f[ipTOSOff] = 7<<5 | 2
+			p.Ingress(f, 1, &v)
+			p.Egress(f, &md)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: Ingress+Egress allocate %.1f times per packet, want 0", name, allocs)
+		}
 	}
 }
 
@@ -433,7 +439,9 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 // a route, a DSCP entry and an ECN threshold installed: direct, a host
 // route (ipv4_forward); ecmp, a route through nexthop_group's action
 // selector (a group of four uplinks, flow hash); spray, the same with
-// load_balance set to spray(). It also reports x-copy: that cost as a
+// load_balance set to spray(); defended, direct with every defence on the
+// ingress port (its DSCP re-marked, its source checked, the re-marked
+// queue metered at a rate it never exceeds). It also reports x-copy: that cost as a
 // multiple of copying the 1042-byte frame once, timed in the same run, so
 // the figure survives a noisy machine. -benchmem shows 0 allocs/op.
 func BenchmarkForward(b *testing.B) {
@@ -441,15 +449,22 @@ func BenchmarkForward(b *testing.B) {
 		name     string
 		contents map[uint32]TableContents
 		dst      uint32
+		tos      byte
+		depth    uint32
 	}{
-		{"direct", torContents(), 0x0a000002},
-		{"ecmp", ecmpContents(false), 0x0a000107},
-		{"spray", ecmpContents(true), 0x0a000107},
+		{"direct", torContents(), 0x0a000002, 7 << 5, 0},
+		{"ecmp", ecmpContents(false), 0x0a000107, 7 << 5, 0},
+		{"spray", ecmpContents(true), 0x0a000107, 7 << 5, 0},
+		{"red", redContents(), 0x0a000002, 3<<5 | 2, 20},
+		{"defended", benchDefences(), 0x0a000002, 7 << 5, 0},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := installed(b, tc.contents)
-			f := ipv4Frame(tc.dst, 7<<5, 64, 1000)
-			md := EgressMeta{EgressPort: 2, Queue: 7, Length: len(f)}
+			if err := p.SetMeter(p4.MeterPriority, int(p4.MeterIndex(0, 1)), MeterConfig{CIR: MaxMeterRate, CBurst: 1 << 20, PIR: MaxMeterRate, PBurst: 1 << 20}); err != nil {
+				b.Fatal(err)
+			}
+			f := ipv4Frame(tc.dst, tc.tos, 64, 1000)
+			md := EgressMeta{EgressPort: 2, Queue: 7, EnqDepthPkts: tc.depth, Length: len(f)}
 			dst := make([]byte, len(f))
 			const copies = 1 << 16
 			t0 := time.Now()
@@ -460,13 +475,23 @@ func BenchmarkForward(b *testing.B) {
 			var v Verdict
 			b.ReportAllocs()
 			b.ResetTimer()
-			for b.Loop() {
-				f[ipTTLOff] = 64
-				p.Ingress(f, 1, &v)
+			epoch := time.Now()
+			var now int64
+			for i := 0; b.Loop(); i++ {
+				// The TOS back as built: the defences may re-mark it, and
+				// RED's frame stays ECN-capable whether marked or not.
+				f[ipTTLOff], f[ipTOSOff] = 64, tc.tos
+				if i%32 == 0 { // as the dataplane reads it: once a batch
+					now = int64(time.Since(epoch))
+				}
+				p.IngressAt(f, 1, now, &v)
 				p.Egress(f, &md)
 			}
 			if v.Drop {
 				b.Fatal("the benchmark frame was dropped")
+			}
+			if tc.depth > 0 {
+				f[ipTOSOff] = tc.tos // unmarked again for the next run
 			}
 			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 			b.ReportMetric(perOp/copyNs, "x-copy")
@@ -510,4 +535,73 @@ func FuzzIngressEgress(f *testing.F) {
 		md := EgressMeta{EgressPort: v.EgressPort, Queue: v.Queue, EnqDepthPkts: depth, Length: n}
 		p.Egress(frame, &md)
 	})
+}
+
+// redContents are torContents with a RED profile (Kmin 10, Kmax 30, Pmax
+// 0.2) on port 2 instead of the step threshold.
+func redContents() map[uint32]TableContents {
+	c := torContents()
+	c[p4.TableECNConfig] = TableContents{Entries: []Entry{{
+		Match:  [MaxKeyFields]FieldMatch{{Value: 2, Mask: FieldMask(9)}},
+		Action: ActionCall{ID: p4.ActionSetECNRED, Params: [MaxParams]uint64{10, 30, uint64(p4.ECNSlope(10, 30, 0.2))}},
+	}}}
+	return c
+}
+
+// TestEgressREDProfile checks set_ecn_red's marking probability at each
+// depth against the profile (0 below Kmin, linear to Pmax at Kmax, 1 from
+// Kmax) over many draws, and that a seed repeats the same marks.
+func TestEgressREDProfile(t *testing.T) {
+	const kmin, kmax, pmax, draws = 10, 30, 0.2, 20000
+	contents := redContents() // Kmin, Kmax and Pmax as above
+	marks := func(p *Pipeline, depth uint32, n int) (marked int, seq []bool) {
+		for range n {
+			f := ipv4Frame(0x0a000002, 0x02, 64, 10)
+			md := EgressMeta{EgressPort: 2, EnqDepthPkts: depth, Length: len(f)}
+			p.Egress(f, &md)
+			m := f[ipTOSOff]&ecnMask == ecnCE
+			if m {
+				marked++
+			}
+			if Checksum(f[ethLen:ethLen+ipv4Len]) != 0 {
+				t.Fatal("checksum invalid after marking")
+			}
+			seq = append(seq, m)
+		}
+		return marked, seq
+	}
+	p := New()
+	if err := p.Install(contents); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		depth uint32
+		want  float64
+	}{
+		{0, 0}, {kmin - 1, 0}, {kmin, 0}, {15, 0.05}, {20, 0.1}, {29, 0.19}, {kmax, 1}, {500, 1},
+	} {
+		got, _ := marks(p, tc.depth, draws)
+		frac := float64(got) / draws
+		// 4 standard deviations of a binomial fraction, at least 0.
+		tol := 4 * math.Sqrt(tc.want*(1-tc.want)/draws)
+		if math.Abs(frac-tc.want) > tol+1e-9 {
+			t.Errorf("depth %d: marked %.4f, want %.4f ± %.4f", tc.depth, frac, tc.want, tol)
+		}
+	}
+	a, b := New(), New()
+	for _, p := range []*Pipeline{a, b} {
+		if err := p.Install(contents); err != nil {
+			t.Fatal(err)
+		}
+		p.SeedRandom(42)
+	}
+	_, sa := marks(a, 20, 200)
+	_, sb := marks(b, 20, 200)
+	if !slices.Equal(sa, sb) {
+		t.Error("two pipelines seeded alike marked differently")
+	}
+	b.SeedRandom(43)
+	if _, sc := marks(b, 20, 200); slices.Equal(sa, sc) {
+		t.Error("another seed marked the same 200 packets")
+	}
 }

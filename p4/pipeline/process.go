@@ -40,13 +40,22 @@ const (
 	queueMask    = 7
 	portMask     = 1<<9 - 1
 	dscpShift    = 2
+	dscpMask     = 1<<6 - 1
 	macWidthMask = 1<<48 - 1
 )
 
 // Ingress runs TorParser and TorIngress on frame, received on inPort, and
 // rewrites it in place (MACs, TTL, checksum, ARP reply). It neither retains
-// frame nor allocates.
+// frame nor allocates. The meters read the pipeline's clock.
 func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
+	p.IngressAt(frame, inPort, -1, v)
+}
+
+// IngressAt is Ingress for a frame that arrived at now (ns on the
+// pipeline's clock, v1model's ingress_global_timestamp), which the meters
+// use: a caller that has the time of a batch saves a clock read per packet
+// (tens of ns on a virtual machine). A negative now reads the clock.
+func (p *Pipeline) IngressAt(frame []byte, inPort uint16, now int64, v *Verdict) {
 	*v = Verdict{}
 	snap := p.snap.Load()
 	egressSpec, queue := uint16(DropPort), uint8(0)
@@ -59,7 +68,11 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 				egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
 			}
 		case etherIPv4:
-			if len(frame) >= ethLen+ipv4Len && frame[ipTTLOff] > 1 {
+			var defence ActionCall // ingress_defence's action; zero: none
+			if len(frame) >= ethLen+ipv4Len && snap.defences {
+				defence = p.sourceGuard(snap, frame, inPort)
+			}
+			if len(frame) >= ethLen+ipv4Len && frame[ipTTLOff] > 1 && defence.ID != actionSpoofed {
 				key := Key{uint64(binary.BigEndian.Uint32(frame[ipDstOff:]))}
 				a, hit := snap.tables[tblIPv4LPM].Lookup(&key)
 				egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
@@ -67,9 +80,15 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 					egressSpec = p.selectUplink(snap, frame, a.Params[0], inPort, egressSpec)
 				}
 				if hit {
+					if defence.ID == p4.ActionPortDefence && defence.Params[0] != 0 {
+						p.remark(frame, inPort, uint8(defence.Params[1]))
+					}
 					key = Key{uint64(frame[ipTOSOff] >> dscpShift)}
 					a, _ = snap.tables[tblDSCPToQueue].Lookup(&key)
 					egressSpec = runIngressAction(a, frame, inPort, egressSpec, &queue)
+					if snap.defences {
+						egressSpec = p.meter(snap, frame, inPort, now, egressSpec, &queue)
+					}
 					if snap.modes {
 						key = Key{uint64(egressSpec & portMask)}
 						a, _ = snap.tables[tblPortMode].Lookup(&key)
@@ -92,6 +111,68 @@ func (p *Pipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 		c.bytes.Add(uint64(len(frame)))
 	}
 	v.EgressPort, v.Queue = egressSpec, queue
+}
+
+// actionSpoofed is what sourceGuard returns for a packet source_guard
+// drops: an id no tor.p4 action has (prefix 0).
+const actionSpoofed = 1
+
+// sourceGuard runs ingress_defence and, when the port's action turns the
+// check on, source_guard: a packet whose (port, source) has no entry is
+// counted in spoof_counter and reported as actionSpoofed.
+func (p *Pipeline) sourceGuard(snap *snapshot, frame []byte, inPort uint16) ActionCall {
+	key := Key{uint64(inPort & portMask)}
+	a, _ := snap.tables[tblDefence].Lookup(&key)
+	if a.ID != p4.ActionPortDefence || a.Params[2] == 0 {
+		return a
+	}
+	key[1] = uint64(binary.BigEndian.Uint32(frame[ipSrcOff:]))
+	if _, ok := snap.tables[tblSourceGuard].Lookup(&key); ok {
+		return a
+	}
+	if inPort < p4.PortSlots {
+		p.spoofCtr[inPort].add(len(frame))
+	}
+	return ActionCall{ID: actionSpoofed}
+}
+
+// remark sets an untrusted port's packet's DSCP (the checksum is updated
+// with the TTL's), counting the packets it changes.
+func (p *Pipeline) remark(frame []byte, inPort uint16, dscp uint8) {
+	tos := frame[ipTOSOff]
+	if tos>>dscpShift == dscp&dscpMask {
+		return
+	}
+	frame[ipTOSOff] = dscp<<dscpShift | tos&ecnMask
+	if inPort < p4.PortSlots {
+		p.remarkCtr[inPort].add(len(frame))
+	}
+}
+
+// meter runs meter_select on (inPort, queue) and priority_meter on what
+// it selects: a red packet is counted and dropped, or re-marked to queue 0
+// and DSCP 0, as the entry's drop_red says. It returns the egress_spec.
+func (p *Pipeline) meter(snap *snapshot, frame []byte, inPort uint16, now int64, egressSpec uint16, queue *uint8) uint16 {
+	key := Key{uint64(inPort & portMask), uint64(*queue)}
+	a, ok := snap.tables[tblMeterSelect].Lookup(&key)
+	if !ok || a.ID != p4.ActionUseMeter || a.Params[0] >= p4.MeterSlots {
+		return egressSpec
+	}
+	if now < 0 {
+		now = p.clock()
+	}
+	if p.meters[a.Params[0]].execute(now, len(frame)) != ColorRed {
+		return egressSpec
+	}
+	if inPort < p4.PortSlots {
+		p.meterCtr[inPort].add(len(frame))
+	}
+	if a.Params[1] != 0 {
+		return DropPort
+	}
+	*queue = 0
+	frame[ipTOSOff] &= ecnMask
+	return egressSpec
 }
 
 // runIngressAction executes one TorIngress action and returns the new
@@ -248,14 +329,32 @@ func (p *Pipeline) Egress(frame []byte, md *EgressMeta) bool {
 	}
 	key := Key{uint64(md.EgressPort & portMask)}
 	a, _ := p.snap.Load().tables[tblECNConfig].Lookup(&key)
-	if a.ID == p4.ActionSetECNThreshold {
-		tos := frame[ipTOSOff]
-		if tos&ecnMask != 0 && uint64(min(md.EnqDepthPkts, maxQdepthP4)) >= a.Params[0] && tos&ecnMask != ecnCE {
-			frame[ipTOSOff] = tos | ecnCE
-			updateIPv4Checksum(frame)
-		}
+	tos := frame[ipTOSOff]
+	if tos&ecnMask != 0 && (a.ID == p4.ActionSetECNThreshold || a.ID == p4.ActionSetECNRED) &&
+		p.redMarks(a, min(md.EnqDepthPkts, maxQdepthP4)) && tos&ecnMask != ecnCE {
+		frame[ipTOSOff] = tos | ecnCE
+		updateIPv4Checksum(frame)
 	}
 	return true
+}
+
+// redMarks is tor.p4's marking decision for an ECN-capable frame that
+// found depth packets in its queue, under ecn_config's action a:
+// set_ecn_threshold(t) is set_ecn_red(t, t, 0).
+func (p *Pipeline) redMarks(a ActionCall, depth uint32) bool {
+	kmin, kmax, slope := a.Params[0], a.Params[0], uint64(0)
+	if a.ID == p4.ActionSetECNRED {
+		kmax, slope = a.Params[1], a.Params[2]
+	}
+	d := uint64(depth)
+	if d < kmin {
+		return false
+	}
+	var r uint64
+	if d < kmax {
+		r = uint64(p.random16()) + 1
+	}
+	return r <= uint64(uint32((d-kmin)*slope)) // bit<32> in tor.p4
 }
 
 func putMAC(b []byte, mac uint64) {

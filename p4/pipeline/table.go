@@ -53,9 +53,26 @@ type group struct {
 	maxPriority int32
 	entries     map[Key]slot
 	single      bool // only field 0 is masked
-	byWord      map[uint64]slot
-	direct      []slot // by field-0 value, when single and values < maxDirect
-	present     []bool
+	// pair: only fields 0 and 1 are masked, every entry's field 0 is
+	// below 1<<pairShift and field 1 below 1<<(64-pairShift): byWord is
+	// keyed by both in one word (an ingress port and an address or a
+	// queue, as tor.p4's defences key them).
+	pair    bool
+	byWord  map[uint64]slot
+	direct  []slot // by field-0 value, when single and values < maxDirect
+	present []bool
+}
+
+// pairShift is how many low bits of a pair group's word field 0 takes.
+const pairShift = 16
+
+// pairWord packs fields 0 and 1 of k into one word; ok is false when they
+// do not fit.
+func pairWord(k *Key) (w uint64, ok bool) {
+	if k[0] >= 1<<pairShift || k[1] >= 1<<(64-pairShift) {
+		return 0, false
+	}
+	return k[0] | k[1]<<pairShift, true
 }
 
 // maxDirect bounds the direct-array index of a single-field group.
@@ -109,8 +126,20 @@ func NewTable(entries []Entry, def ActionCall) *Table {
 	return t
 }
 
-// index builds the single-field forms of g.
+// index builds the single-field or pair forms of g.
 func (g *group) index() {
+	if g.mask[2] == 0 && g.mask[3] == 0 && g.mask[1] != 0 {
+		byWord := make(map[uint64]slot, len(g.entries))
+		for k, s := range g.entries {
+			w, ok := pairWord(&k)
+			if !ok {
+				return // keep the generic probe
+			}
+			byWord[w] = s
+		}
+		g.pair, g.byWord = true, byWord
+		return
+	}
 	for _, m := range g.mask[1:] {
 		if m != 0 {
 			return
@@ -159,6 +188,11 @@ func (t *Table) Lookup(key *Key) (ActionCall, bool) {
 			}
 		case g.single:
 			s, ok = g.byWord[key[0]&g.mask[0]]
+		case g.pair:
+			probeKey[0], probeKey[1] = key[0]&g.mask[0], key[1]&g.mask[1]
+			if w, fits := pairWord(&probeKey); fits {
+				s, ok = g.byWord[w]
+			}
 		default:
 			for f := range probeKey {
 				probeKey[f] = key[f] & g.mask[f]

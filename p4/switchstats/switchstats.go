@@ -46,9 +46,16 @@ type Port struct {
 	// a frame waited: it woke later than it may catch up, so the port
 	// sent less than its rate. It measures the host's CPU, not the
 	// network; an emulation is faithful only while it stays near 0.
-	LostLinkNs uint64  `json:"lost_link_ns"`
-	DropProb   float64 `json:"drop_prob"`  // gauge: the fault injector's setting
-	DropEvery  uint64  `json:"drop_every"` // gauge: the fault injector's setting
+	LostLinkNs uint64 `json:"lost_link_ns"`
+	// RemarkedPkts, MeteredPkts and SpoofDrops are tor.p4's defences on
+	// the packets that arrived on this port: DSCP re-marked (an untrusted
+	// host), over a meter (re-marked to queue 0 or dropped), dropped for
+	// a source address not the port's host's (also in PipelineDrops).
+	RemarkedPkts uint64  `json:"remarked_pkts"`
+	MeteredPkts  uint64  `json:"metered_pkts"`
+	SpoofDrops   uint64  `json:"spoof_drops"`
+	DropProb     float64 `json:"drop_prob"`  // gauge: the fault injector's setting
+	DropEvery    uint64  `json:"drop_every"` // gauge: the fault injector's setting
 }
 
 // Queue holds the counters of one (port, queue). Depth, peak and delay
@@ -72,6 +79,16 @@ type Queue struct {
 	DelayP50Us   uint32 `json:"delay_p50_us"`
 	DelayP99Us   uint32 `json:"delay_p99_us"`
 	DelayMaxUs   uint32 `json:"delay_max_us"`
+	// PFC (802.1Qbb) of this priority on this port, when configured:
+	// PAUSE frames the switch sent out of the port because the frames it
+	// received there reached XOFF, resumes it sent at XON, PAUSE frames
+	// and resumes it received, and how long, in ns, the peer kept this
+	// egress queue paused.
+	PFCPausesSent  uint64 `json:"pfc_pauses_sent,omitempty"`
+	PFCResumesSent uint64 `json:"pfc_resumes_sent,omitempty"`
+	PFCPausesRecv  uint64 `json:"pfc_pauses_received,omitempty"`
+	PFCResumesRecv uint64 `json:"pfc_resumes_received,omitempty"`
+	PFCPausedNs    uint64 `json:"pfc_paused_ns,omitempty"`
 }
 
 // Diff returns what happened between two snapshots of the same switch:
@@ -105,6 +122,9 @@ func Diff(start, end Stats) Stats {
 		p.RankDrops = sub(s.RankDrops, e.RankDrops)
 		p.TrimmedPkts = sub(s.TrimmedPkts, e.TrimmedPkts)
 		p.LostLinkNs = sub(s.LostLinkNs, e.LostLinkNs)
+		p.RemarkedPkts = sub(s.RemarkedPkts, e.RemarkedPkts)
+		p.MeteredPkts = sub(s.MeteredPkts, e.MeteredPkts)
+		p.SpoofDrops = sub(s.SpoofDrops, e.SpoofDrops)
 		p.Queues = make([]Queue, len(e.Queues))
 		for j, eq := range e.Queues {
 			var sq Queue
@@ -119,6 +139,11 @@ func Diff(start, end Stats) Stats {
 			q.DropPkts = sub(sq.DropPkts, eq.DropPkts)
 			q.DropBytes = sub(sq.DropBytes, eq.DropBytes)
 			q.CEMarkedPkts = sub(sq.CEMarkedPkts, eq.CEMarkedPkts)
+			q.PFCPausesSent = sub(sq.PFCPausesSent, eq.PFCPausesSent)
+			q.PFCResumesSent = sub(sq.PFCResumesSent, eq.PFCResumesSent)
+			q.PFCPausesRecv = sub(sq.PFCPausesRecv, eq.PFCPausesRecv)
+			q.PFCResumesRecv = sub(sq.PFCResumesRecv, eq.PFCResumesRecv)
+			q.PFCPausedNs = sub(sq.PFCPausedNs, eq.PFCPausedNs)
 			p.Queues[j] = q
 		}
 		out.Ports[i] = p

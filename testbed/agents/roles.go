@@ -8,6 +8,7 @@ import (
 	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
+	"github.com/homatb/homatb/workloads"
 )
 
 // Roles is who does what in one experiment: what an emulated run
@@ -42,7 +43,7 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start,
 		Phases: map[string]string{}, Collectives: map[string][]*agentpb.Collective{}}
 	for pi, ph := range s.Phases {
-		if ph.Collective != nil {
+		if ph.Collective != nil || ph.ConnectionMatrix != "" {
 			if err := ro.addCollective(e, pi, n, start); err != nil {
 				return Roles{}, err
 			}
@@ -124,14 +125,26 @@ func workload(e *scenario.Experiment, pi int, c string, servers []string, start 
 	return w
 }
 
-// addCollective gives each host of collective phase pi its part: the
-// members in ring order, its rank, the collective's settings. Iterations
-// begin with the measurement (start plus the warm-up) and none begins
-// after it.
+// addCollective gives each host of collective or connection-matrix phase
+// pi its part: the members in ring (or node) order, its rank (node), the
+// collective's settings or the matrix. Iterations (the matrix) begin with
+// the measurement (start plus the warm-up) and none begins after it.
 func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, start int64) error {
 	s := e.Scenario
 	ph := s.Phases[pi]
-	hosts, err := s.CollectiveHosts(ph)
+	var hosts []string
+	var err error
+	if ph.ConnectionMatrix != "" && ph.Matrix == nil {
+		// A scenario that did not come through validation.
+		if ph.Matrix, err = workloads.LoadMatrix(ph.ConnectionMatrix); err != nil {
+			return fmt.Errorf("phase %s: %w", ph.Name, err)
+		}
+	}
+	if ph.Matrix != nil {
+		hosts, err = s.MatrixHosts(ph, ph.Matrix)
+	} else {
+		hosts, err = s.CollectiveHosts(ph)
+	}
 	if err != nil {
 		return err
 	}
@@ -142,6 +155,18 @@ func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, s
 			return fmt.Errorf("phase %s: host %s is not in the network", ph.Name, h)
 		}
 		targets = append(targets, fmt.Sprintf("%s:%d", th.IP, ServerPort))
+	}
+	if m := ph.Matrix; m != nil {
+		for r, h := range hosts {
+			ro.Servers[h] = true
+			ro.Collectives[h] = append(ro.Collectives[h], &agentpb.Collective{
+				Phase: ph.Name, Kind: workloads.KindConnectionMatrix, Targets: targets, Hosts: hosts, Rank: uint32(r),
+				Matrix: m.Text, MatrixFile: m.File, Iterations: 1,
+				StartUnixNs: start + int64(s.Warmup.D()),
+				DurationMs:  uint32(s.Duration.D() / time.Millisecond),
+			})
+		}
+		return nil
 	}
 	co := ph.Collective
 	for r, h := range hosts {

@@ -166,5 +166,14 @@ func (f *HandSet) PortModes(_ context.Context, modes []controller.PortMode) erro
 	return nil
 }
 
+// Defences refuses to install any: validation refuses defences on an
+// external topology, whose switch the run does not program.
+func (f *HandSet) Defences(_ context.Context, on bool) error {
+	if on {
+		return fmt.Errorf("switch defences: the switch is configured by hand (topology.external has no switches)")
+	}
+	return nil
+}
+
 // Close has nothing to close.
 func (f *HandSet) Close() error { return nil }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/adversary/kind"
@@ -28,6 +29,36 @@ type Adversary struct {
 	// how long it lasts; For 0 means to the end of the measurement.
 	Start Duration `yaml:"start"`
 	For   Duration `yaml:"for"`
+	// Spoof sends forged_grants and forged_resend from the target's
+	// address to the hosts it exchanges messages with (Peers), naming
+	// the ids victims give their first RPCs when they number them as
+	// Linux does (homa sequential_ids); the other kinds ignore it.
+	Spoof bool `yaml:"spoof"`
+}
+
+// Peers are the hosts of s that exchange messages with the adversary's
+// target: the clients of the phases it serves and the servers of those
+// it is a client of.
+func (a Adversary) Peers(s *Scenario) []string {
+	hosts := s.Topology.HostNames()
+	seen := map[string]bool{a.Target: true}
+	var out []string
+	for _, ph := range s.Phases {
+		cl, _ := ExpandHosts(ph.Clients, hosts)
+		sv, _ := ExpandHosts(ph.Servers, hosts)
+		for _, pair := range [][2][]string{{sv, cl}, {cl, sv}} {
+			if !slices.Contains(pair[0], a.Target) {
+				continue
+			}
+			for _, h := range pair[1] {
+				if !seen[h] {
+					seen[h] = true
+					out = append(out, h)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Window is when the attack runs, counted from the start of the

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -40,20 +41,10 @@ func (c *checker) checkCollective(s *Scenario, p string, ph Phase) {
 		c.errorf(p+".hosts", "hosts is for collective phases: expected a collective block beside it (or clients and servers instead)")
 		return
 	}
-	for _, f := range []struct {
-		key string
-		set bool
-	}{
-		{"clients", len(ph.Clients) > 0}, {"servers", len(ph.Servers) > 0}, {"sizes", ph.Sizes != ""},
-		{"arrivals", ph.Arrivals != ""}, {"load", ph.Load != 0}, {"rate_rps", ph.RateRPS != 0},
-		{"max_outstanding", ph.MaxOutstanding != 0}, {"response_bytes", ph.ResponseBytes != 0},
-		{"max_rpcs", ph.MaxRPCs != 0}, {"incast", ph.Incast != nil},
-	} {
-		if f.set {
-			c.errorf(p+"."+f.key, "a collective phase takes hosts and collective, not %s", f.key)
-		}
+	for _, key := range clientKeys(ph) {
+		c.errorf(p+"."+key, "a collective phase takes hosts and collective, not %s", key)
 	}
-	hosts, err := ExpandHosts(ph.Hosts, s.Topology.HostNames())
+	hosts, err := distinctHosts(ph.Hosts, s.Topology.HostNames(), "the ring")
 	switch {
 	case err != nil:
 		c.errorf(p+".hosts", "%v", err)
@@ -61,18 +52,6 @@ func (c *checker) checkCollective(s *Scenario, p string, ph Phase) {
 	case len(hosts) < 2:
 		c.errorf(p+".hosts", "expected at least 2 hosts in the collective, got %d", len(hosts))
 		return
-	}
-	// ExpandHosts merges repeats; a ring needs each host once.
-	seen := map[string]bool{}
-	for _, item := range ph.Hosts {
-		each, _ := ExpandHosts([]string{item}, s.Topology.HostNames())
-		for _, h := range each {
-			if seen[h] {
-				c.errorf(p+".hosts", "host %s is listed twice; each host holds one place in the ring", h)
-				return
-			}
-			seen[h] = true
-		}
 	}
 	co := ph.Collective
 	q := p + ".collective"
@@ -103,4 +82,46 @@ func (c *checker) checkCollective(s *Scenario, p string, ph Phase) {
 // CollectiveHosts are a collective phase's hosts in ring order.
 func (s *Scenario) CollectiveHosts(ph Phase) ([]string, error) {
 	return ExpandHosts(ph.Hosts, s.Topology.HostNames())
+}
+
+// distinctHosts expands a host list in its order, refusing a host listed
+// twice (ExpandHosts would merge the repeats): each holds one place in
+// what (a ring, a matrix's nodes).
+func distinctHosts(items, all []string, what string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, item := range items {
+		each, err := ExpandHosts([]string{item}, all)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range each {
+			if seen[h] {
+				return nil, fmt.Errorf("host %s is listed twice; each host holds one place in %s", h, what)
+			}
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// clientKeys are the client-server keys phase ph sets, which collective
+// and connection-matrix phases refuse.
+func clientKeys(ph Phase) []string {
+	var out []string
+	for _, f := range []struct {
+		key string
+		set bool
+	}{
+		{"clients", len(ph.Clients) > 0}, {"servers", len(ph.Servers) > 0}, {"sizes", ph.Sizes != ""},
+		{"arrivals", ph.Arrivals != ""}, {"load", ph.Load != 0}, {"rate_rps", ph.RateRPS != 0},
+		{"max_outstanding", ph.MaxOutstanding != 0}, {"response_bytes", ph.ResponseBytes != 0},
+		{"max_rpcs", ph.MaxRPCs != 0}, {"incast", ph.Incast != nil},
+	} {
+		if f.set {
+			out = append(out, f.key)
+		}
+	}
+	return out
 }

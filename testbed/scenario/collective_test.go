@@ -34,14 +34,7 @@ duration: 2s
 `
 
 func TestGoodCollective(t *testing.T) {
-	src, err := Parse("c.yaml", []byte(goodCollective))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := src.Plan(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlan(t, goodCollective)
 	ph := plan.Experiments[0].Scenario.Phases[0]
 	hosts, err := plan.Base.CollectiveHosts(ph)
 	if err != nil || strings.Join(hosts, ",") != "h1,h2,h3,h4" {
@@ -53,11 +46,7 @@ func TestGoodCollective(t *testing.T) {
 }
 
 func TestBadCollectives(t *testing.T) {
-	tests := []struct {
-		name, from, to string
-		line           int
-		field, msg     string
-	}{
+	wantBadEdits(t, goodCollective, []badEdit{
 		{"unknown kind", "kind: ring-allreduce", "kind: tree", 14, "phases[0].collective.kind", `expected one of ring-allreduce, allgather, reduce-scatter, alltoall, incast-barrier, got "tree"`},
 		{"too few bytes", "bytes: 1MB", "bytes: 100", 15, "phases[0].collective.bytes", "expected at least 32 bytes per host (128 bytes among 4 hosts), got 100"},
 		{"step over homa's limit", "bytes: 1MB", "bytes: 8MB", 15, "phases[0].collective.bytes", "each step message is 2000000 bytes (bytes / 4 hosts), but homa (transports[0]) carries at most 1000000"},
@@ -71,11 +60,24 @@ func TestBadCollectives(t *testing.T) {
 		{"clients in a collective", "    hosts: [h1-h4]\n", "    hosts: [h1-h4]\n    clients: [h1]\n", 13, "phases[0].clients", "a collective phase takes hosts and collective, not clients"},
 		{"hosts without a collective", "    hosts: [h1-h4]\n    collective:\n      kind: ring-allreduce\n      bytes: 1MB\n      iterations: 10\n      compute: 2ms\n      jitter: 100us\n", "    hosts: [h1-h4]\n", 12, "phases[0].hosts", "expected a collective block"},
 		{"unknown collective key", "iterations: 10", "iteration: 10", 16, "phases[0].collective.iteration", "unknown field"},
-	}
-	for _, tc := range tests {
+	})
+}
+
+// badEdit breaks a good scenario by replacing from with to; the one error
+// expected names line and field and contains msg.
+type badEdit struct {
+	name, from, to string
+	line           int
+	field, msg     string
+}
+
+// wantBadEdits checks each edit of good gives its one error.
+func wantBadEdits(t *testing.T, good string, edits []badEdit) {
+	t.Helper()
+	for _, tc := range edits {
 		t.Run(tc.name, func(t *testing.T) {
-			text := strings.Replace(goodCollective, tc.from, tc.to, 1)
-			if text == goodCollective {
+			text := strings.Replace(good, tc.from, tc.to, 1)
+			if text == good {
 				t.Fatalf("replacement %q not found", tc.from)
 			}
 			wantOneError(t, text, tc.line, tc.field, tc.msg)

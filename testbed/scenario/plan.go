@@ -130,6 +130,10 @@ var sweepable = map[string]bool{
 	"adversaries": true,
 }
 
+// sweepablePaths are single settings outside those sections that the
+// switches change between experiments without a new network.
+var sweepablePaths = map[string]bool{"switch.defences": true}
+
 type resolvedSweep struct {
 	param string
 	canon string
@@ -252,11 +256,13 @@ func sweepsApply(sweeps []resolvedSweep, idx []int, ti int) bool {
 }
 
 // trafficIndex numbers a combination by the values of the sweeps that are
-// not one transport's parameter (mixed radix, as sweepIndexes).
+// not one transport's parameter (mixed radix, as sweepIndexes); the
+// switch's settings (sweepablePaths) leave the traffic as it is, so a
+// setting's values are compared on the same seeds.
 func trafficIndex(base *Scenario, sweeps []resolvedSweep, idx []int) int {
 	k := 0
 	for i, sw := range sweeps {
-		if sw.transport < 0 {
+		if sw.transport < 0 && !sweepablePaths[sw.param] {
 			k = k*len(base.Sweep[i].Values) + idx[i]
 		}
 	}
@@ -282,6 +288,9 @@ func (src *Source) resolveFiles(s *Scenario) {
 	}
 	for i := range s.Phases {
 		s.Phases[i].Sizes = workloads.ResolveFiles(s.Phases[i].Sizes, dir)
+		if m := s.Phases[i].ConnectionMatrix; m != "" && !filepath.IsAbs(m) {
+			s.Phases[i].ConnectionMatrix = filepath.Join(dir, m)
+		}
 	}
 }
 
@@ -293,7 +302,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 		p := fmt.Sprintf("sweep[%d]", i)
 		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param"), transport: -1}
 		top, _, _ := strings.Cut(sw.Param, ".")
-		if !sweepable[top] {
+		if !sweepable[top] && !sweepablePaths[sw.Param] {
 			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
 				sw.Param, strings.Join(sortedKeys(sweepable), ", "))
 			continue
@@ -569,11 +578,6 @@ func (s *Scenario) Doc() any {
 	return doc
 }
 
-// CalibrationResponse is the response length calibration RPCs ask for:
-// the one most of the scenario's phases use (0 echoes the request), so
-// that each transport's own unloaded RTT is measured with the workload's
-// responses. On a tie a fixed length wins over echoing, since an echo
-// doubles a long calibration RPC, then the smaller length.
 // OneWay reports whether the scenario's client phases send one-way
 // messages (validation has them all agree).
 func (s *Scenario) OneWay() bool {
@@ -585,12 +589,23 @@ func (s *Scenario) OneWay() bool {
 	return false
 }
 
+// CalibrationResponse is the response length calibration RPCs ask for:
+// the one most of the scenario's phases use (0 echoes the request), so
+// that each transport's own unloaded RTT is measured with the workload's
+// responses. On a tie a fixed length wins over echoing, since an echo
+// doubles a long calibration RPC, then the smaller length. A scenario of
+// collectives and connection matrices alone calibrates with 1-byte
+// responses, as their messages are answered.
 func (s *Scenario) CalibrationResponse() uint32 {
 	count := map[uint32]int{}
 	for _, ph := range s.Phases {
-		if ph.Collective == nil {
+		if ph.Collective == nil && ph.ConnectionMatrix == "" {
 			count[ph.ResponseBytes]++
 		}
+	}
+	if len(count) == 0 && len(s.Phases) > 0 {
+		// Only collectives and matrices: their messages ask 1-byte answers.
+		return 1
 	}
 	better := func(r uint32, c int, best uint32, n int) bool {
 		switch {

@@ -64,6 +64,19 @@ func TestAdversaryScenario(t *testing.T) {
 	}
 }
 
+// TestPFCInTheSimulator: switch.pfc plans emulated and simulated alike.
+func TestPFCInTheSimulator(t *testing.T) {
+	src, err := Parse("pfc.yaml", []byte(good+"switch:\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 10}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sim := range []bool{false, true} {
+		if _, err := src.Plan(Options{Simulate: sim}); err != nil {
+			t.Errorf("simulate %v: %v", sim, err)
+		}
+	}
+}
+
 func TestGoodScenario(t *testing.T) {
 	src, err := Parse("good.yaml", []byte(good))
 	if err != nil {
@@ -117,6 +130,14 @@ func TestBadScenarios(t *testing.T) {
 		{"roce queue pairs out of range", "  - name: tcp", "  - name: roce\n    homa: {roce_qps_per_peer: 1000}", 12, "transports[1].homa.roce_qps_per_peer", "not in 1..256"},
 		{"ndp parameters on tcp", "  - name: tcp", "  - name: tcp\n    ndp: {trim_threshold_pkts: 4}", 12, "transports[1].ndp", "ndp parameters on tcp"},
 		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},
+		{"red kmax below kmin", "duration: 2s", "duration: 2s\nswitch:\n  ecn: {kmin_pkts: 20, kmax_pkts: 10, pmax: 0.1}", 21, "switch.ecn.kmax_pkts", "more than kmin_pkts (20)"},
+		{"red pmax above one", "duration: 2s", "duration: 2s\nswitch:\n  ecn: {kmin_pkts: 5, kmax_pkts: 10, pmax: 2}", 21, "switch.ecn.pmax", "at most 1, got 2"},
+		{"pfc on bmv2", "duration: 2s", "duration: 2s\nswitch:\n  target: bmv2\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 10}", 22, "switch.pfc", "BMv2's simple_switch has no priority flow control"},
+		{"pfc xon above xoff", "duration: 2s", "duration: 2s\nswitch:\n  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 30}", 21, "switch.pfc.xon_pkts", "0 to xoff_pkts - 1 packets, got 30"},
+		{"pfc xoff beyond the queue", "duration: 2s", "duration: 2s\nswitch:\n  queue_depth_pkts: 64\n  pfc: {priorities: [3], xoff_pkts: 64, xon_pkts: 30}", 22, "switch.pfc.xoff_pkts", "pauses before a queue drops, got 64"},
+		{"pfc priority out of range", "duration: 2s", "duration: 2s\nswitch:\n  pfc:\n    priorities: [3, 8]\n    xoff_pkts: 20\n    xon_pkts: 10", 22, "switch.pfc.priorities[1]", "0..7, each once, got 8"},
+		{"pfc lossless queue 0 with pfabric", "  - name: tcp", "  - name: pfabric\nswitch:\n  pfc: {priorities: [0], xoff_pkts: 20, xon_pkts: 10}", 11, "transports[1].name", "leave priority 0 out"},
+		{"red and a step", "duration: 2s", "duration: 2s\nswitch:\n  ecn_threshold_pkts: 20\n  ecn: {kmin_pkts: 5, kmax_pkts: 10, pmax: 0.1}", 22, "switch.ecn", "not both"},
 		{"negative simulated latency", "duration: 2s", "duration: 2s\nsimulation: {switch_delay: -1us}", 20, "simulation.switch_delay", "expected a latency from 0 to 1ms, got -1µs"},
 		{"unknown simulation key", "duration: 2s", "duration: 2s\nsimulation:\n  host_delay: 1us", 21, "simulation.host_delay", "host_tx_delay"},
 		{"closed without outstanding", "    max_outstanding: 1\n", "", 13, "phases[0].max_outstanding", "at least 1"},
@@ -136,6 +157,17 @@ func TestBadScenarios(t *testing.T) {
 		{"adversary above the link", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: unsched_flood, target: h1, rate: 200Mbit}", 21, "adversaries[0].rate", "above the link's"},
 		{"adversary past the end", "duration: 2s", "duration: 2s\nadversaries:\n  - host: h4\n    kind: malformed\n    target: h1\n    rate: 10Mbit\n    start: 1s\n    for: 2s", 26, "adversaries[0].for", "after the measurement ends"},
 		{"adversary bad start", "duration: 2s", "duration: 2s\nadversaries:\n  - {host: h4, kind: malformed, target: h1, rate: 10Mbit, start: 5s}", 21, "adversaries[0].start", "below the measurement's duration"},
+		{"trust of an unknown host", "duration: 2s", "duration: 2s\ndscp:\n  trust: [h9]", 21, "dscp.trust", `host "h9" does not exist`},
+		{"untrusted without trust", "duration: 2s", "duration: 2s\ndscp:\n  untrusted: {remark: 0}", 21, "dscp.untrusted", "give dscp.trust"},
+		{"remark beyond DSCP", "duration: 2s", "duration: 2s\ndscp:\n  trust: [h1]\n  untrusted: {remark: 64}", 22, "dscp.untrusted.remark", "from 0 to 63, got 64"},
+		{"meter of queue 9", "duration: 2s", "duration: 2s\nswitch:\n  meters:\n    - {priorities: [9], rate: 1Mbit, burst: 15KB}", 22, "switch.meters[0].priorities", "from 0 (lowest) to 7 (highest), got 9"},
+		{"queue in two meters", "duration: 2s", "duration: 2s\nswitch:\n  meters:\n    - {priorities: [7], rate: 1Mbit, burst: 15KB}\n    - {priorities: [6, 7], rate: 1Mbit, burst: 15KB}", 23, "switch.meters[1].priorities", "metered by switch.meters[0] already"},
+		{"meter without rate", "duration: 2s", "duration: 2s\nswitch:\n  meters:\n    - priorities: [7]\n      burst: 15KB", 22, "switch.meters[0].rate", "expected the metered rate"},
+		{"meter above the link", "duration: 2s", "duration: 2s\nswitch:\n  meters:\n    - priorities: [7]\n      rate: 1Gbit\n      burst: 15KB", 23, "switch.meters[0].rate", "above the link's"},
+		{"meter burst below a frame", "duration: 2s", "duration: 2s\nswitch:\n  meters:\n    - priorities: [7]\n      rate: 1Mbit\n      burst: 100", 24, "switch.meters[0].burst", "from one MTU (1500 bytes)"},
+		{"meter excess action", "duration: 2s", "duration: 2s\nswitch:\n  meters:\n    - priorities: [7]\n      rate: 1Mbit\n      burst: 15KB\n      exceed: police", 25, "switch.meters[0].exceed", `expected "remark" (queue 0, DSCP 0) or "drop", got "police"`},
+		{"five meters", "duration: 2s", "duration: 2s\nswitch:\n  meters:" + "\n    - {priorities: [0], rate: 1Mbit, burst: 15KB}" + "\n    - {priorities: [1], rate: 1Mbit, burst: 15KB}\n    - {priorities: [2], rate: 1Mbit, burst: 15KB}\n    - {priorities: [3], rate: 1Mbit, burst: 15KB}\n    - {priorities: [4], rate: 1Mbit, burst: 15KB}", 21, "switch.meters", "at most 4 meters"},
+		{"defences switch without defences", "duration: 2s", "duration: 2s\nswitch:\n  defences: false", 21, "switch.defences", "none is set"},
 		{"buffer below one packet", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    shared_bytes: 100", 22, "switch.buffer.shared_bytes", "at least one MTU"},
 		{"buffer size not a size", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    port_bytes: lots", 22, "switch.buffer.port_bytes", "expected a size"},
 		{"alpha without shared buffer", "duration: 2s", "duration: 2s\nswitch:\n  buffer:\n    alpha: 2", 22, "switch.buffer.alpha", "give shared_bytes"},

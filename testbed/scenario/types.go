@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/homatb/homatb/internal/units"
+	"github.com/homatb/homatb/workloads"
 )
 
 // Scenario is one scenario file as written by its author, with defaults
@@ -151,15 +152,52 @@ type Switch struct {
 	// Buffer is the packet memory the queues share (embedded target only).
 	Buffer Buffer `yaml:"buffer"`
 	// ECNThresholdPkts marks CE on ECT packets at this queue depth (0: off).
-	ECNThresholdPkts int  `yaml:"ecn_threshold_pkts"`
-	Pcap             bool `yaml:"pcap"`
+	ECNThresholdPkts int `yaml:"ecn_threshold_pkts"`
+	// ECN marks CE by a RED profile instead (nil: ECNThresholdPkts).
+	ECN *ECN `yaml:"ecn,omitempty"`
+	// PFC makes priorities lossless with 802.1Qbb PAUSE frames (embedded
+	// target and the simulator).
+	PFC  *PFC `yaml:"pfc,omitempty"`
+	Pcap bool `yaml:"pcap"`
 	// Postcards records every forwarded frame's times and transport key
 	// (switch/<experiment>/<sw>.postcards) for the latency anatomy: on by
 	// default on the embedded target, where a record costs 12-15 ns and
 	// the file about 0.5 MB a second at the testbed's rates
 	// (docs/bench-switch.md); BMv2 has no such records.
 	Postcards *bool `yaml:"postcards"`
+	// AntiSpoofing, Meters and Defences are tor.p4's defences on host
+	// ports (defences.go).
+	AntiSpoofing bool          `yaml:"anti_spoofing"`
+	Meters       []SwitchMeter `yaml:"meters"`
+	Defences     *bool         `yaml:"defences"`
 }
+
+// ECN is a RED marking profile, as RoCE switches are configured: an
+// ECN-capable packet that finds fewer than KminPkts packets in its queue
+// is never marked, one that finds KmaxPkts or more always, and in between
+// with a probability rising linearly from 0 at Kmin to Pmax at Kmax.
+type ECN struct {
+	KminPkts int     `yaml:"kmin_pkts"`
+	KmaxPkts int     `yaml:"kmax_pkts"`
+	Pmax     float64 `yaml:"pmax"`
+}
+
+// PFC is priority flow control on every switch port: for each priority
+// (egress queue) in Priorities, when the frames one port received and the
+// switch still buffers reach XoffPkts, the switch sends a PAUSE for it out
+// of that port, and a resume when they fall to XonPkts; a PAUSE received
+// stops that priority on the port. Hosts obey it for RoCE's data. A
+// lossless queue holds HeadroomPkts beyond queue_depth_pkts: the frames
+// still arriving after a PAUSE went out.
+type PFC struct {
+	Priorities   []int `yaml:"priorities"`
+	XoffPkts     int   `yaml:"xoff_pkts"`
+	XonPkts      int   `yaml:"xon_pkts"`
+	HeadroomPkts int   `yaml:"headroom_pkts"`
+}
+
+// Marks reports whether the switches mark ECN at all.
+func (s Switch) Marks() bool { return s.ECN != nil || s.ECNThresholdPkts > 0 }
 
 // PostcardsOn reports whether the switches record per-packet postcards.
 func (s Switch) PostcardsOn() bool { return s.Postcards != nil && *s.Postcards }
@@ -211,6 +249,10 @@ const (
 type DSCPPolicy struct {
 	Policy string      `yaml:"policy"`
 	Map    map[int]int `yaml:"map"`
+	// Trust lists the hosts whose DSCP the switch believes; when set, the
+	// others' packets are re-marked as Untrusted says (defences.go).
+	Trust     []string   `yaml:"trust"`
+	Untrusted *Untrusted `yaml:"untrusted"`
 }
 
 // Transport names. pFabric, pHost, NDP and RoCE run on the Homa engine as
@@ -343,6 +385,12 @@ type Phase struct {
 	// ring order) instead of clients sending to servers (collective.go).
 	Hosts      []string    `yaml:"hosts,omitempty"`
 	Collective *Collective `yaml:"collective,omitempty"`
+	// ConnectionMatrix makes the phase an htsim connection matrix (a file,
+	// relative to the scenario's) run among Hosts, node i on the i-th
+	// (all the topology's hosts when Hosts is empty; matrix.go). Matrix is
+	// the file parsed by validation.
+	ConnectionMatrix string            `yaml:"connection_matrix,omitempty"`
+	Matrix           *workloads.Matrix `yaml:"-" json:"-"`
 }
 
 // What a phase's load counts (Phase.LoadOf).

@@ -107,6 +107,9 @@ func applyDefaults(s *Scenario) {
 			p.Collective.applyDefaults()
 			continue
 		}
+		if p.ConnectionMatrix != "" {
+			continue
+		}
 		if p.Arrivals == "" {
 			p.Arrivals = ArrivalsPoisson
 		}
@@ -140,7 +143,7 @@ func applyDefaults(s *Scenario) {
 func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
-		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkAdversaries, c.checkReport, c.checkCapture,
+		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkAdversaries, c.checkDefences, c.checkReport, c.checkCapture,
 		c.checkSimulation,
 		c.checkMessageLimits, c.checkCalibrationLimits, c.checkOverload,
 	} {
@@ -248,6 +251,20 @@ func (c *checker) checkSwitch(s *Scenario) {
 	if s.Switch.ECNThresholdPkts < 0 || s.Switch.ECNThresholdPkts >= 1<<19 {
 		c.errorf("switch.ecn_threshold_pkts", "expected 0 (off) to %d packets, got %d", 1<<19-1, s.Switch.ECNThresholdPkts)
 	}
+	if e := s.Switch.ECN; e != nil {
+		if s.Switch.ECNThresholdPkts > 0 {
+			c.errorf("switch.ecn", "expected either ecn (a RED profile) or ecn_threshold_pkts (a step, Kmin = Kmax), not both")
+		}
+		if e.KminPkts < 1 || e.KminPkts >= 1<<19-1 {
+			c.errorf("switch.ecn.kmin_pkts", "expected 1 to %d packets, got %d", 1<<19-2, e.KminPkts)
+		}
+		if e.KmaxPkts <= e.KminPkts || e.KmaxPkts >= 1<<19 {
+			c.errorf("switch.ecn.kmax_pkts", "expected more than kmin_pkts (%d) and below %d packets (for a step, set kmax_pkts to kmin_pkts + 1 with pmax 1, or use ecn_threshold_pkts), got %d", e.KminPkts, 1<<19, e.KmaxPkts)
+		}
+		if !(e.Pmax > 0 && e.Pmax <= 1) {
+			c.errorf("switch.ecn.pmax", "expected a marking probability at Kmax above 0 and at most 1, got %v", e.Pmax)
+		}
+	}
 	if d := s.Switch.QueueDepthBytes; d != 0 && int(d) < s.Link.MTU {
 		c.errorf("switch.queue_depth_bytes", "expected 0 (packets only) or at least one MTU (%d bytes), got %d", s.Link.MTU, d)
 	}
@@ -258,6 +275,47 @@ func (c *checker) checkSwitch(s *Scenario) {
 		c.errorf("switch.postcards", "BMv2 keeps no per-packet records; postcards needs target %q", TargetEmbedded)
 	}
 	c.checkBuffer(s)
+	c.checkPFC(s)
+}
+
+// checkPFC checks switch.pfc: only the embedded target (and the
+// simulator's switches, which run its code) send and obey PAUSE frames.
+func (c *checker) checkPFC(s *Scenario) {
+	p := s.Switch.PFC
+	if p == nil {
+		return
+	}
+	switch {
+	case s.Switch.Target == TargetBMv2:
+		c.errorf("switch.pfc", "BMv2's simple_switch has no priority flow control (no PAUSE frames, no per-ingress accounting); pfc needs target %q", TargetEmbedded)
+		return
+	}
+	if len(p.Priorities) == 0 {
+		c.errorf("switch.pfc.priorities", "expected at least one lossless priority (0..7; RoCE's data uses 3)")
+	}
+	seen := map[int]bool{}
+	for i, q := range p.Priorities {
+		if q < 0 || q > 7 || seen[q] {
+			c.errorf(fmt.Sprintf("switch.pfc.priorities[%d]", i), "expected a priority (egress queue) 0..7, each once, got %d", q)
+		}
+		seen[q] = true
+	}
+	for i, t := range s.Transports {
+		// pFabric's rank-ordered queue (queue 0) drops frames it already
+		// holds, which PFC's per-port count would never see leave.
+		if t.Name == TransportPFabric && seen[0] {
+			c.errorf(fmt.Sprintf("transports[%d].name", i), "pfabric drops queued frames by rank, which a lossless queue 0 cannot: leave priority 0 out of switch.pfc.priorities")
+		}
+	}
+	if p.XoffPkts < 1 || p.XoffPkts >= s.Switch.QueueDepthPkts {
+		c.errorf("switch.pfc.xoff_pkts", "expected 1 to queue_depth_pkts - 1 (%d) packets, so the switch pauses before a queue drops, got %d", s.Switch.QueueDepthPkts-1, p.XoffPkts)
+	}
+	if p.XonPkts < 0 || p.XonPkts >= p.XoffPkts {
+		c.errorf("switch.pfc.xon_pkts", "expected 0 to xoff_pkts - 1 packets, got %d", p.XonPkts)
+	}
+	if p.HeadroomPkts < 0 || p.HeadroomPkts > 100000 {
+		c.errorf("switch.pfc.headroom_pkts", "expected 0 to 100000 packets beyond queue_depth_pkts, got %d", p.HeadroomPkts)
+	}
 }
 
 // checkBuffer checks switch.buffer: each limit holds at least one packet,
@@ -426,8 +484,8 @@ func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	case "reno", "cubic":
 	case "dctcp":
 		// DCTCP reacts only to CE marks, which only the switch sets.
-		if s.Switch.ECNThresholdPkts <= 0 {
-			c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20)")
+		if !s.Switch.Marks() {
+			c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20) or switch.ecn")
 		}
 	default:
 		c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)
@@ -491,6 +549,10 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.errorf(p+".name", "phase %q is defined twice", ph.Name)
 		}
 		names[ph.Name] = true
+		if ph.ConnectionMatrix != "" {
+			s.Phases[i].Matrix = c.checkMatrix(s, p, ph)
+			continue
+		}
 		if ph.Collective != nil || len(ph.Hosts) > 0 {
 			c.checkCollective(s, p, ph)
 			continue

@@ -33,33 +33,43 @@ type simColl struct {
 
 // collectivesOf are the hosts' parts in the experiment's collectives, in
 // the layout's order.
-func collectivesOf(ro agents.Roles) ([]*simColl, error) {
+func collectivesOf(ro agents.Roles) ([]*simColl, []*simMatrix, error) {
 	var out []*simColl
+	var mats []*simMatrix
 	for _, host := range ro.Used {
 		for _, c := range ro.Collectives[host] {
-			sc := &simColl{host: host, spec: c, id: agent.CollectiveID(c.GetPhase()),
-				run: workloads.NewCollectiveRun(workloads.PlanCollective(c.GetKind(), len(c.GetTargets()), int(c.GetRank()), int(c.GetBytes()))),
-				rng: rand.New(rand.NewPCG(c.GetSeed(), uint64(c.GetRank())))}
+			var targets []netip.AddrPort
 			for _, t := range c.GetTargets() {
 				ap, err := netip.ParseAddrPort(t)
 				if err != nil {
-					return nil, fmt.Errorf("%s: collective %s: target %q: %w", host, c.GetPhase(), t, err)
+					return nil, nil, fmt.Errorf("%s: collective %s: target %q: %w", host, c.GetPhase(), t, err)
 				}
-				sc.targets = append(sc.targets, ap)
+				targets = append(targets, ap)
 			}
-			out = append(out, sc)
+			if c.GetKind() == workloads.KindConnectionMatrix {
+				sm, err := newSimMatrix(host, c, targets)
+				if err != nil {
+					return nil, nil, err
+				}
+				mats = append(mats, sm)
+				continue
+			}
+			out = append(out, &simColl{host: host, spec: c, id: agent.CollectiveID(c.GetPhase()), targets: targets,
+				run: workloads.NewCollectiveRun(workloads.PlanCollective(c.GetKind(), len(c.GetTargets()), int(c.GetRank()), int(c.GetBytes()))),
+				rng: rand.New(rand.NewPCG(c.GetSeed(), uint64(c.GetRank())))})
 		}
 	}
-	return out, nil
+	return out, mats, nil
 }
 
 // startCollectives begins every part at the measurement's start (the
 // collective's start_unix_ns is the offset from start here, as PlanRoles
 // is given 0) and routes the servers' requests to them.
 func (j *job) startCollectives(start int64) {
-	if len(j.colls) == 0 {
+	if len(j.colls) == 0 && len(j.mats) == 0 {
 		return
 	}
+	j.startMatrices(start)
 	byHost := map[string][]*simColl{}
 	for _, c := range j.colls {
 		byHost[c.host] = append(byHost[c.host], c)
@@ -73,6 +83,7 @@ func (j *job) startCollectives(start int64) {
 	j.arrived = func(host string, req []byte) {
 		st, ok := agent.ParseCollectiveMessage(req)
 		if !ok {
+			j.matrixArrived(host, req)
 			return
 		}
 		for _, c := range byHost[host] {

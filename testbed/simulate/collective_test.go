@@ -44,10 +44,6 @@ duration: 1s
 			if kind != "alltoall" && n == 0 {
 				t.Error("no dependent step checked")
 			}
-			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			var s struct {
 				Experiments []struct {
 					Name        string
@@ -58,9 +54,7 @@ duration: 1s
 					} `json:"collectives"`
 				} `json:"experiments"`
 			}
-			if err := json.Unmarshal(b, &s); err != nil {
-				t.Fatal(err)
-			}
+			decodeSummary(t, dir, &s)
 			for _, e := range s.Experiments {
 				c := e.Collectives[0]
 				if c.Iterations != 20 || c.Incomplete != 0 || c.CCT.P50 == nil || c.Ideal == nil {
@@ -76,7 +70,20 @@ duration: 1s
 	}
 }
 
+// readRPCs are the collectives' rows of the run in dir.
 func readRPCs(t *testing.T, dir string) []runfmt.RPC {
+	t.Helper()
+	var out []runfmt.RPC
+	for _, row := range readAllRPCs(t, dir) {
+		if row.Collective != "" {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// readAllRPCs are the rows of the run in dir.
+func readAllRPCs(t *testing.T, dir string) []runfmt.RPC {
 	t.Helper()
 	rc, name, err := runfmt.OpenRPCs(dir)
 	if err != nil {
@@ -95,9 +102,19 @@ func readRPCs(t *testing.T, dir string) []runfmt.RPC {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if row.Collective != "" {
-			out = append(out, row)
-		}
+		out = append(out, row)
 	}
 	return out
+}
+
+// decodeSummary decodes the summary.json of the run in dir into v.
+func decodeSummary(t *testing.T, dir string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
 }

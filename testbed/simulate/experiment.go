@@ -49,6 +49,7 @@ type job struct {
 	// colls are the hosts' parts in collectives; arrived tells them of
 	// each request a server receives.
 	colls   []*simColl
+	mats    []*simMatrix
 	arrived func(host string, req []byte)
 	closed  bool // books closed: later callbacks are the shutdown's
 	// oneWay sends the clients' requests as one-way messages: a server

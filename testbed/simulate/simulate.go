@@ -19,10 +19,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/runfmt"
@@ -265,7 +267,7 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 	}
 	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst}
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC)}
 	if m := r.plan.Base.Simulation; m != nil {
 		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
 		cfg.HostTxDelay, cfg.HostRxDelay = m.HostTxDelay.D(), m.HostRxDelay.D()
@@ -391,6 +393,15 @@ func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, 
 // experiment simulates one experiment and records it.
 func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	s := e.Scenario
+	if s.HasDefences() {
+		var d controller.Defences
+		if s.Switch.DefencesOn() {
+			d = switches.Defences(s)
+		}
+		if err := r.sws.SetDefences(ctx, d); err != nil {
+			return err
+		}
+	}
 	net, err := r.network(ctx, e.Transport, e.Seed)
 	if err != nil {
 		return err
@@ -464,7 +475,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if j.oneWay {
 		fidelity = append(fidelity, "one-way messages: each ends when its last byte reaches the receiver, on the simulator's one clock; the sender learns of it at that instant and at no cost on the wire (no response, no ACK), which the emulation could not do")
 	}
-	if j.colls, err = collectivesOf(ro); err != nil {
+	if j.colls, j.mats, err = collectivesOf(ro); err != nil {
 		return err
 	}
 	j.bookServed = true
@@ -650,4 +661,16 @@ func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *ru
 		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
 		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{},
 		Calibration: map[string]runfmt.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
+}
+
+// pfcOf is the scenario's switch.pfc as the switches run it (zero: off).
+func pfcOf(p *scenario.PFC) dataplane.PFC {
+	if p == nil {
+		return dataplane.PFC{}
+	}
+	c := dataplane.PFC{XoffPkts: p.XoffPkts, XonPkts: p.XonPkts, HeadroomPkts: p.HeadroomPkts}
+	for _, q := range p.Priorities {
+		c.Priorities |= 1 << q
+	}
+	return c
 }

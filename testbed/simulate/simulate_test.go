@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -65,6 +66,9 @@ type summary struct {
 		Switch struct {
 			Drops   int64 `json:"drops"`
 			CEMarks int64 `json:"ce_marks"`
+			PFC     []struct {
+				PausesSent int64 `json:"pauses_sent"`
+			} `json:"pfc"`
 		} `json:"switch"`
 		Internals *struct {
 			Counters map[string]uint64 `json:"counters"`
@@ -74,14 +78,8 @@ type summary struct {
 
 func readSummary(t *testing.T, dir string) summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
+	decodeSummary(t, dir, &s)
 	return s
 }
 
@@ -240,18 +238,24 @@ func TestIncast(t *testing.T) {
 	}
 }
 
-// TestRoCEIncast simulates roce-incast.yaml's RoCE experiment: the roce
+// TestRoCEIncast simulates roce-incast.yaml's lossy RoCE experiment
+// (without the switch's PFC, which the simulator refuses): the roce
 // policy runs on the simulator's hosts as on the emulated ones (its
-// packets framed as UDP), tor.p4's egress marks its ECN-capable packets,
-// the receiver answers with CNPs and DCQCN cuts the senders' rates, and
-// every RPC completes, the switch's drops recovered by go-back-N.
+// packets framed as UDP), tor.p4's egress marks its ECN-capable packets
+// by the RED profile, the receiver answers with CNPs and DCQCN cuts the
+// senders' rates, and every RPC completes, the switch's drops recovered
+// by go-back-N.
 func TestRoCEIncast(t *testing.T) {
-	src, err := os.ReadFile("../../scenarios/roce-incast.yaml")
+	raw, err := os.ReadFile("../../scenarios/roce-incast.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := load(t, string(src))
-	if err := p.Only([]string{"roce"}); err != nil {
+	src := regexp.MustCompile(`(?m)^  pfc: .*\n`).ReplaceAllString(string(raw), "")
+	if len(src) == len(raw) {
+		t.Fatal("roce-incast.yaml has no switch.pfc line to leave out")
+	}
+	p := load(t, src)
+	if err := p.Only([]string{"roce-lossy"}); err != nil {
 		t.Fatal(err)
 	}
 	s := readSummary(t, simulate(t, p))
@@ -271,6 +275,44 @@ func TestRoCEIncast(t *testing.T) {
 	}
 	if e.GoodputGbps == nil || *e.GoodputGbps < 0.025 {
 		t.Errorf("goodput %v Gbit/s of the 0.050 link", e.GoodputGbps)
+	}
+}
+
+// TestRoCEIncastPFC simulates roce-incast.yaml's RoCE on the lossless
+// priority, with DCQCN and without: PFC keeps every packet (no switch
+// drop, no retransmission), the switch sends PAUSE frames that the hosts
+// obey, every RPC completes, and without DCQCN the pauses are many more.
+func TestRoCEIncastPFC(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/roce-incast.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, string(src))
+	if err := p.Only([]string{"roce-pfc", "roce-pfc-no-dcqcn"}); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, simulate(t, p))
+	if len(s.Experiments) != 2 {
+		t.Fatalf("%d experiments, want 2", len(s.Experiments))
+	}
+	var pauses [2]int64
+	for i, e := range s.Experiments {
+		c := e.Internals.Counters
+		if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued {
+			t.Errorf("%s: rpcs %+v: want every one completed", e.Name, e.RPCs)
+		}
+		if e.Switch.Drops != 0 || c["homa_retransmits"] != 0 {
+			t.Errorf("%s: %d switch drops, %d retransmissions: want none under PFC", e.Name, e.Switch.Drops, c["homa_retransmits"])
+		}
+		for _, pp := range e.Switch.PFC {
+			pauses[i] += pp.PausesSent
+		}
+		if pauses[i] == 0 || c["homa_pfc_pauses_received"] == 0 {
+			t.Errorf("%s: switch sent %d PAUSE frames, hosts obeyed %d: want both nonzero", e.Name, pauses[i], c["homa_pfc_pauses_received"])
+		}
+	}
+	if pauses[1] <= 10*pauses[0] {
+		t.Errorf("PAUSE frames with DCQCN %d, without %d: want many more without", pauses[0], pauses[1])
 	}
 }
 

@@ -73,8 +73,31 @@ func Policy(s *scenario.Scenario) (controller.Policy, error) {
 		}
 	}
 	p.ECNThresholdPkts = uint32(s.Switch.ECNThresholdPkts)
+	if e := s.Switch.ECN; e != nil {
+		p.ECNRED = controller.ECNProfile{KminPkts: uint32(e.KminPkts), KmaxPkts: uint32(e.KmaxPkts), Pmax: e.Pmax}
+	}
 	p.LoadBalancing = s.Topology.LoadBalancing
+	if s.Switch.DefencesOn() {
+		p.Defences = Defences(s)
+	}
 	return p, p.Validate()
+}
+
+// Defences are the scenario's switch defences for the controller: the
+// hosts dscp.trust leaves out re-marked, anti-spoofing, the meters.
+func Defences(s *scenario.Scenario) controller.Defences {
+	d := controller.Defences{Untrusted: s.UntrustedHosts(), AntiSpoofing: s.Switch.AntiSpoofing}
+	if u := s.DSCP.Untrusted; u != nil {
+		d.RemarkDSCP = uint8(u.Remark)
+	}
+	for _, m := range s.Switch.Meters {
+		cm := controller.Meter{RateBytes: int64(m.Rate / 8), BurstBytes: int64(m.Burst), Drop: m.Exceed == scenario.ExceedDrop}
+		for _, q := range m.Priorities {
+			cm.Queues = append(cm.Queues, uint8(q))
+		}
+		d.Meters = append(d.Meters, cm)
+	}
+	return d
 }
 
 // Control keeps the controller's connections for the whole run: the
@@ -84,6 +107,8 @@ type Control struct {
 	log    *slog.Logger
 	// policy is the installed policy, port modes included.
 	policy controller.Policy
+	// defences are the scenario's, installed or not (Defences).
+	defences controller.Defences
 
 	mu          sync.Mutex
 	wroteHeader bool
@@ -107,7 +132,7 @@ func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenar
 	if err := f.Program(ctx, pol); err != nil {
 		return nil, fmt.Errorf("%w (also: %v)", err, f.Close())
 	}
-	return &Control{fabric: f, log: log, policy: pol}, nil
+	return &Control{fabric: f, log: log, policy: pol, defences: Defences(s)}, nil
 }
 
 // portModeKey names a set of port modes, to skip a reprogramming that
@@ -132,11 +157,32 @@ func (c *Control) PortModes(ctx context.Context, modes []controller.PortMode) er
 	}
 	pol := c.policy
 	pol.PortModes = modes
+	return c.sync(ctx, pol, "port modes", modes)
+}
+
+// Defences installs the scenario's switch defences (on) or removes them,
+// verified by read-back, when that changes what the switches hold.
+func (c *Control) Defences(ctx context.Context, on bool) error {
+	var want controller.Defences
+	if on {
+		want = c.defences
+	}
+	if fmt.Sprint(want) == fmt.Sprint(c.policy.Defences) {
+		return nil
+	}
+	pol := c.policy
+	pol.Defences = want
+	return c.sync(ctx, pol, "defences", on)
+}
+
+// sync brings the switches to pol, which differs from the installed
+// policy in what (set to v).
+func (c *Control) sync(ctx context.Context, pol controller.Policy, what string, v any) error {
 	if err := c.fabric.Sync(ctx, pol); err != nil {
-		return fmt.Errorf("switch port modes %v: %w", modes, err)
+		return fmt.Errorf("switch %s %v: %w", what, v, err)
 	}
 	c.policy = pol
-	c.log.Info("switch port modes", "modes", modes)
+	c.log.Info("switch "+what, "value", v)
 	return nil
 }
 

@@ -50,4 +50,10 @@ func TestSwitchBufferArgs(t *testing.T) {
 	if args := BufferArgs(scenario.Switch{QueueDepthPkts: 128}); len(args) != 0 {
 		t.Errorf("no buffer gave args %v", args)
 	}
+	pfc := scenario.Switch{PFC: &scenario.PFC{Priorities: []int{3, 4}, XoffPkts: 16, XonPkts: 8, HeadroomPkts: 500}}
+	got = strings.Join(BufferArgs(pfc), " ")
+	want = "--pfc-priorities 3 --pfc-priorities 4 --pfc-xoff-pkts 16 --pfc-xon-pkts 8 --pfc-headroom-pkts 500"
+	if got != want {
+		t.Errorf("pfc args %q, want %q", got, want)
+	}
 }

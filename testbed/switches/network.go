@@ -131,6 +131,14 @@ func BufferArgs(sw scenario.Switch) []string {
 	}
 	add("--port-buffer-bytes", int64(b.PortBytes))
 	add("--port-buffer-pkts", int64(b.PortPkts))
+	if pfc := sw.PFC; pfc != nil {
+		for _, q := range pfc.Priorities {
+			args = append(args, "--pfc-priorities", strconv.Itoa(q))
+		}
+		add("--pfc-xoff-pkts", int64(pfc.XoffPkts))
+		add("--pfc-xon-pkts", int64(pfc.XonPkts))
+		add("--pfc-headroom-pkts", int64(pfc.HeadroomPkts))
+	}
 	return args
 }
 

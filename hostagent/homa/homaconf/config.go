@@ -227,6 +227,12 @@ type Config struct {
 	// restarts the RPC (docs/homa.md, defences on the receive path).
 	MaxIncompleteBytes     uint64 `homa:"max_incomplete_bytes"`
 	MaxIncompletePeerBytes uint64 `homa:"max_incomplete_peer_bytes"`
+	// SequentialIDs numbers an Endpoint's RPCs 2, 4, 6, ... from its
+	// start, as Linux's HomaModule numbers them (from a counter that
+	// starts at 2), instead of from a random 62-bit base: ids an off-path
+	// forger can guess. Off by default; an adversaries scenario turns it
+	// on to measure forged control packets that name live RPCs.
+	SequentialIDs bool `homa:"sequential_ids"`
 }
 
 // Variant names a transport built on the engine.

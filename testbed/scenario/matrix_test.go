@@ -1,0 +1,70 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// goodMatrix runs workloads/testdata/triggers.cm (4 nodes, flows up to
+// 400,000 bytes) on h2..h5 beside serving RPCs; the bad cases below each
+// break it in one place.
+const goodMatrix = `name: m
+topology:
+  kind: star
+  hosts: 6
+link:
+  rate: 100Mbit
+transports:
+  - name: homa
+  - name: tcp
+phases:
+  - name: graph
+    connection_matrix: ../../workloads/testdata/triggers.cm
+    hosts: [h2-h5]
+  - name: serve
+    clients: [h1]
+    servers: [h6]
+    sizes: fixed:1000
+    rate_rps: 100
+duration: 2s
+`
+
+func TestGoodMatrix(t *testing.T) {
+	plan := mustPlan(t, goodMatrix)
+	ph := plan.Experiments[0].Scenario.Phases[0]
+	if ph.Matrix == nil || len(ph.Matrix.Flows) != 9 || !filepath.IsAbs(ph.ConnectionMatrix) {
+		t.Fatalf("phase %+v: want the matrix parsed, its path made absolute", ph)
+	}
+	hosts, err := plan.Base.MatrixHosts(ph, ph.Matrix)
+	if err != nil || strings.Join(hosts, ",") != "h2,h3,h4,h5" {
+		t.Errorf("hosts %v (%v), want h2..h5 in order", hosts, err)
+	}
+	// Without hosts, node i is the topology's i-th host.
+	ph.Hosts = nil
+	if hosts, err := plan.Base.MatrixHosts(ph, ph.Matrix); err != nil || strings.Join(hosts, ",") != "h1,h2,h3,h4" {
+		t.Errorf("hosts %v (%v), want h1..h4", hosts, err)
+	}
+}
+
+func TestBadMatrixPhases(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.cm")
+	if err := os.WriteFile(bad, []byte("Nodes 2\nConnections 1\n0->1 start 0 size 1 colour red\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.cm")
+	if err := os.WriteFile(big, []byte("Nodes 2\nConnections 1\n0->1 start 0 size 2000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const cm = "connection_matrix: ../../workloads/testdata/triggers.cm"
+	wantBadEdits(t, goodMatrix, []badEdit{
+		{"missing file", cm, "connection_matrix: nowhere.cm", 12, "phases[0].connection_matrix", "nowhere.cm: no such file"},
+		{"bad line", cm, "connection_matrix: " + bad, 12, "phases[0].connection_matrix", bad + `:3: unknown key "colour"`},
+		{"flow over homa's limit", cm, "connection_matrix: " + big, 12, "phases[0].connection_matrix", big + ":3: flow 1 is 2000000 bytes, but homa (transports[0]) carries at most 1000000"},
+		{"too few hosts", "hosts: [h2-h5]", "hosts: [h2-h4]", 13, "phases[0].hosts", "has 4 nodes but 3 hosts are given"},
+		{"host twice", "hosts: [h2-h5]", "hosts: [h2, h3, h4, h3]", 13, "phases[0].hosts", "host h3 is listed twice"},
+		{"clients", "    hosts: [h2-h5]\n", "    hosts: [h2-h5]\n    clients: [h1]\n", 14, "phases[0].clients", "a connection-matrix phase takes connection_matrix and hosts, not clients"},
+	})
+}
