@@ -134,13 +134,27 @@ var sweepable = map[string]bool{
 // switches change between experiments without a new network.
 var sweepablePaths = map[string]bool{"switch.defences": true}
 
-type resolvedSweep struct {
+// resolvedParam is one parameter a sweep sets.
+type resolvedParam struct {
 	param string
 	canon string
 	line  int
-	// transport is the index of the transport whose parameter the sweep
-	// sets, -1 when it sets something all transports share.
+	// transport is the index of the transport whose parameter this is, -1
+	// when it is something all transports share.
 	transport int
+}
+
+// resolvedSweep is a sweep's parameters resolved against the scenario.
+type resolvedSweep struct {
+	params []resolvedParam
+	// transport is the index of the transport whose parameters the sweep
+	// sets, -1 when it sets something all transports share (or the
+	// parameters of several transports).
+	transport int
+	// traffic says whether the sweep's values change the traffic (a
+	// parameter shared by all transports that is not a switch setting), so
+	// its values get seeds of their own.
+	traffic bool
 }
 
 // Plan validates the scenario and every sweep combination and returns the
@@ -206,7 +220,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 					Seed: *cb.s.Seed + uint64(trafficIndex(base, sweeps, cb.idx))*1000003 + uint64(rep-1),
 				}
 				for _, p := range cb.order {
-					if sw := sweepNamed(sweeps, p); sw.transport < 0 || sw.transport == ti {
+					if pt := paramTransport(sweeps, p); pt < 0 || pt == ti {
 						e.Params[p] = cb.params[p]
 						e.ParamOrder = append(e.ParamOrder, p)
 					}
@@ -255,28 +269,31 @@ func sweepsApply(sweeps []resolvedSweep, idx []int, ti int) bool {
 	return true
 }
 
-// trafficIndex numbers a combination by the values of the sweeps that are
-// not one transport's parameter (mixed radix, as sweepIndexes); the
-// switch's settings (sweepablePaths) leave the traffic as it is, so a
-// setting's values are compared on the same seeds.
+// trafficIndex numbers a combination by the values of the sweeps that
+// change the traffic (mixed radix, as sweepIndexes): one transport's
+// parameters and the switch's settings (sweepablePaths) leave it as it is,
+// so their values are compared on the same seeds.
 func trafficIndex(base *Scenario, sweeps []resolvedSweep, idx []int) int {
 	k := 0
 	for i, sw := range sweeps {
-		if sw.transport < 0 && !sweepablePaths[sw.param] {
+		if sw.traffic {
 			k = k*len(base.Sweep[i].Values) + idx[i]
 		}
 	}
 	return k
 }
 
-// sweepNamed returns the sweep of param as written.
-func sweepNamed(sweeps []resolvedSweep, param string) resolvedSweep {
+// paramTransport is the index of the transport whose parameter param (as
+// written in a sweep) is, -1 when all transports share it.
+func paramTransport(sweeps []resolvedSweep, param string) int {
 	for _, sw := range sweeps {
-		if sw.param == param {
-			return sw
+		for _, p := range sw.params {
+			if p.param == param {
+				return p.transport
+			}
 		}
 	}
-	return resolvedSweep{transport: -1}
+	return -1
 }
 
 // resolveFiles makes the file: paths of the phases' size specs relative
@@ -294,39 +311,105 @@ func (src *Source) resolveFiles(s *Scenario) {
 	}
 }
 
-// checkSweeps resolves every sweep parameter against the base scenario.
+// checkSweeps resolves every sweep parameter against the base scenario,
+// and checks that each value of a lockstep sweep has one item per param.
 func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 	out := make([]resolvedSweep, len(base.Sweep))
 	seen := map[string]int{}
 	for i, sw := range base.Sweep {
 		p := fmt.Sprintf("sweep[%d]", i)
-		out[i] = resolvedSweep{param: sw.Param, line: src.idx.lineOf(p + ".param"), transport: -1}
-		top, _, _ := strings.Cut(sw.Param, ".")
-		if !sweepable[top] && !sweepablePaths[sw.Param] {
-			c.errorf(p+".param", "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
-				sw.Param, strings.Join(sortedKeys(sweepable), ", "))
+		out[i] = resolvedSweep{transport: -1}
+		key := ".param"
+		switch {
+		case sw.Param != "" && sw.Params != nil:
+			c.errorf(p+".params", "expected param (one parameter) or params (several in lockstep), not both")
 			continue
-		}
-		_, canon, _, err := resolvePath(reflect.ValueOf(base).Elem(), sw.Param)
-		if err != nil {
-			c.errorf(p+".param", "%v", err)
-			continue
-		}
-		if j, dup := seen[canon]; dup {
-			c.errorf(p+".param", "%q is already swept by sweep[%d]", sw.Param, j)
-		}
-		seen[canon] = i
-		out[i].canon = canon
-		if rest, ok := strings.CutPrefix(canon, "transports["); ok {
-			if n, _, ok := strings.Cut(rest, "]"); ok {
-				out[i].transport, _ = strconv.Atoi(n)
+		case sw.Params != nil:
+			key = ".params"
+			if len(sw.Params) == 0 {
+				c.errorf(p+".params", "expected a non-empty list of parameters to change in lockstep")
+				continue
 			}
+		case sw.Param == "":
+			c.errorf(p, "expected param: PATH (or params: [PATH, ...] with a list of values per entry of values)")
+			continue
 		}
+		for j, param := range sw.Paths() {
+			f := p + key
+			if sw.Params != nil {
+				f = fmt.Sprintf("%s[%d]", f, j)
+			}
+			rp := src.resolveParam(c, f, param, base)
+			if rp.canon != "" {
+				if k, dup := seen[rp.canon]; dup {
+					c.errorf(f, "%q is already swept by sweep[%d]", param, k)
+				}
+				seen[rp.canon] = i
+			}
+			out[i].params = append(out[i].params, rp)
+		}
+		out[i].transport, out[i].traffic = sweepEffect(out[i].params)
 		if len(sw.Values) == 0 {
-			c.errorf(p+".values", "expected a non-empty list of values for %s", sw.Param)
+			c.errorf(p+".values", "expected a non-empty list of values for %s", strings.Join(sw.Paths(), ", "))
+		}
+		for j := range sw.Values {
+			if sw.tuple(j) == nil {
+				v := &sw.Values[j]
+				got := "one value"
+				if v.Kind == yaml.SequenceNode {
+					got = units.Count(len(v.Content), "value")
+				}
+				c.errs = append(c.errs, &Error{File: src.File, Line: v.Line, Field: fmt.Sprintf("%s.values[%d]", p, j),
+					Msg: fmt.Sprintf("expected a list of %d values, one per param (%s), got %s", len(sw.Params), strings.Join(sw.Params, ", "), got)})
+			}
 		}
 	}
 	return out
+}
+
+// resolveParam resolves one swept parameter; canon is empty when it cannot
+// be swept (the error is in c).
+func (src *Source) resolveParam(c *checker, field, param string, base *Scenario) resolvedParam {
+	rp := resolvedParam{param: param, line: src.idx.lineOf(field), transport: -1}
+	top, _, _ := strings.Cut(param, ".")
+	if !sweepable[top] && !sweepablePaths[param] {
+		c.errorf(field, "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
+			param, strings.Join(sortedKeys(sweepable), ", "))
+		return rp
+	}
+	_, canon, _, err := resolvePath(reflect.ValueOf(base).Elem(), param)
+	if err != nil {
+		c.errorf(field, "%v", err)
+		return rp
+	}
+	rp.canon = canon
+	if rest, ok := strings.CutPrefix(canon, "transports["); ok {
+		if n, _, ok := strings.Cut(rest, "]"); ok {
+			rp.transport, _ = strconv.Atoi(n)
+		}
+	}
+	return rp
+}
+
+// sweepEffect is what a sweep's parameters change together: the one
+// transport they all belong to (else -1), and whether the traffic changes.
+func sweepEffect(params []resolvedParam) (transport int, traffic bool) {
+	transport = -1
+	for i, p := range params {
+		switch {
+		case i == 0:
+			transport = p.transport
+		case p.transport != transport:
+			transport = -1
+		}
+		if p.transport < 0 && !sweepablePaths[p.param] {
+			traffic = true
+		}
+	}
+	if traffic {
+		transport = -1
+	}
+	return transport, traffic
 }
 
 // combination builds the k-th combination of sweep values (mixed radix, the
@@ -341,40 +424,20 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	var order []string
 	idx := sweepIndexes(base, k)
 	for i, sw := range base.Sweep {
-		vn := &sw.Values[idx[i]]
-		field, canon, key, err := resolvePath(reflect.ValueOf(s).Elem(), sw.Param)
-		if err != nil {
-			return nil, nil, nil, Errors{{File: src.File, Line: sweeps[i].line, Field: fmt.Sprintf("sweep[%d].param", i), Msg: err.Error()}}
-		}
-		if key != "" {
-			h := field.Addr().Interface().(*HomaParams)
-			if err := setHomaKey(&h.Config, &yaml.Node{Value: key, Line: vn.Line}, vn); err != nil {
-				e := fromYAMLMessage(src.File, err.Error(), src.idx)
-				e.Field = fmt.Sprintf("sweep[%d].values[%d] (%s)", i, idx[i], sw.Param)
-				return nil, nil, nil, Errors{e}
+		tuple := sw.tuple(idx[i])
+		for j, param := range sw.Paths() {
+			vn := tuple[j]
+			field := fmt.Sprintf("sweep[%d].values[%d]", i, idx[i])
+			if sw.Params != nil {
+				field = fmt.Sprintf("%s[%d]", field, j)
 			}
-			c.overrides[canon] = vn.Line
-			params[sw.Param] = scalarText(vn)
-			order = append(order, sw.Param)
-			continue
-		}
-		var errs Errors
-		checkKnown(src.File, vn, field.Type(), canon, &errs)
-		if len(errs) > 0 {
-			return nil, nil, nil, errs
-		}
-		fresh := reflect.New(field.Type())
-		if err := vn.Decode(fresh.Interface()); err != nil {
-			e := src.yamlErrors(err).(Errors)
-			for _, x := range e {
-				x.Field = fmt.Sprintf("sweep[%d].values[%d] (%s)", i, idx[i], sw.Param)
+			field += " (" + param + ")"
+			if err := src.setSwept(c, s, sweeps[i].params[j], vn, field); err != nil {
+				return nil, nil, nil, err
 			}
-			return nil, nil, nil, e
+			params[param] = scalarText(vn)
+			order = append(order, param)
 		}
-		field.Set(fresh.Elem())
-		c.overrides[canon] = vn.Line
-		params[sw.Param] = scalarText(vn)
-		order = append(order, sw.Param)
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
@@ -385,6 +448,41 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 		return nil, nil, nil, err
 	}
 	return s, params, order, nil
+}
+
+// setSwept sets one swept parameter of s to the value vn; field names the
+// value in errors.
+func (src *Source) setSwept(c *checker, s *Scenario, rp resolvedParam, vn *yaml.Node, field string) error {
+	target, canon, key, err := resolvePath(reflect.ValueOf(s).Elem(), rp.param)
+	if err != nil {
+		return Errors{{File: src.File, Line: rp.line, Field: field, Msg: err.Error()}}
+	}
+	if key != "" {
+		h := target.Addr().Interface().(*HomaParams)
+		if err := setHomaKey(&h.Config, &yaml.Node{Value: key, Line: vn.Line}, vn); err != nil {
+			e := fromYAMLMessage(src.File, err.Error(), src.idx)
+			e.Field = field
+			return Errors{e}
+		}
+		c.overrides[canon] = vn.Line
+		return nil
+	}
+	var errs Errors
+	checkKnown(src.File, vn, target.Type(), canon, &errs)
+	if len(errs) > 0 {
+		return errs
+	}
+	fresh := reflect.New(target.Type())
+	if err := vn.Decode(fresh.Interface()); err != nil {
+		e := src.yamlErrors(err).(Errors)
+		for _, x := range e {
+			x.Field = field
+		}
+		return e
+	}
+	target.Set(fresh.Elem())
+	c.overrides[canon] = vn.Line
+	return nil
 }
 
 // scalarText is a sweep value as it appears in experiment names and params.

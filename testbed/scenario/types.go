@@ -425,10 +425,38 @@ type Telemetry struct {
 
 // Sweep lists values for one parameter, addressed by a dotted path such as
 // "phases.bulk.load" or "transports.homa.homa.overcommit" (a list element is
-// picked by its name or by its index).
+// picked by its name or by its index), or for several parameters in
+// lockstep: with Params, each value is a list of one value per parameter,
+// and the parameters change together rather than over their cartesian
+// product (a workload and the measured time that suits it).
 type Sweep struct {
 	Param  string      `yaml:"param"`
+	Params []string    `yaml:"params"`
 	Values []yaml.Node `yaml:"values"`
+}
+
+// Paths are the parameters the sweep sets: Params, or Param alone.
+func (s Sweep) Paths() []string {
+	if len(s.Params) > 0 {
+		return s.Params
+	}
+	return []string{s.Param}
+}
+
+// tuple is what value i sets, one node per path (nil where a lockstep
+// value is not a list of len(Paths) items; checkSweeps reports it).
+func (s Sweep) tuple(i int) []*yaml.Node {
+	v := &s.Values[i]
+	if len(s.Params) == 0 {
+		return []*yaml.Node{v}
+	}
+	if v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	if v.Kind != yaml.SequenceNode || len(v.Content) != len(s.Params) {
+		return nil
+	}
+	return v.Content
 }
 
 // Rate is a link rate in bits per second, written "100Mbit", "1Gbit",
@@ -493,8 +521,21 @@ func typeError(n *yaml.Node, msg string) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
 }
 
-// MarshalJSON writes a sweep with its values as text, for manifest.json.
+// MarshalJSON writes a sweep with its values as text, for manifest.json: a
+// lockstep sweep's values as one list of texts per value.
 func (s Sweep) MarshalJSON() ([]byte, error) {
+	if len(s.Params) > 0 {
+		vals := make([][]string, len(s.Values))
+		for i := range s.Values {
+			for _, n := range s.tuple(i) {
+				vals[i] = append(vals[i], scalarText(n))
+			}
+		}
+		return json.Marshal(struct {
+			Params []string   `json:"params"`
+			Values [][]string `json:"values"`
+		}{s.Params, vals})
+	}
 	vals := make([]string, len(s.Values))
 	for i := range s.Values {
 		vals[i] = scalarText(&s.Values[i])
