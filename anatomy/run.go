@@ -61,89 +61,10 @@ type Summary struct {
 	TailCause string `json:"tail_cause"`
 }
 
-// Result is a run's anatomy: a row per completed measured RPC of every
-// experiment with switch records, and each such experiment's summary.
-type Result struct {
-	Rows      []runfmt.Anatomy
-	Summaries map[string]*Summary
-}
-
-// Analyse decomposes every completed measured RPC of the run in dir whose
-// experiment has switch records. A run without records (BMv2, postcards
-// off, or an older run) has no anatomy: nil.
-func Analyse(ctx context.Context, dir string, fabric *runfmt.Fabric) (*Result, error) {
-	if fabric == nil {
-		return nil, nil
-	}
-	exps, err := experimentsWithRecords(dir)
-	if err != nil || len(exps) == 0 {
-		return nil, err
-	}
-	rows, err := readRPCs(ctx, dir, exps)
-	if err != nil {
-		return nil, err
-	}
-	served, err := readServed(dir, exps)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Summaries: map[string]*Summary{}}
-	for _, exp := range exps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		ix, err := Load(dir, exp)
-		if err != nil {
-			return nil, err
-		}
-		j := NewJoiner(ix, fabric, served[exp])
-		var short []runfmt.Anatomy
-		for i := range rows[exp] {
-			a := j.Decompose(&rows[exp][i])
-			res.Rows = append(res.Rows, a)
-			if runfmt.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
-				short = append(short, a)
-			}
-		}
-		if len(short) > 0 {
-			res.Summaries[exp] = Summarize(short)
-		}
-	}
-	return res, nil
-}
-
-// WriteCSV writes rows as anatomy.csv at path.
-func WriteCSV(path string, rows []runfmt.Anatomy) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("anatomy: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	cw, err := runfmt.Anatomies().NewWriter(bw, true)
-	if err == nil {
-		for i := range rows {
-			if err = cw.Write(&rows[i]); err != nil {
-				break
-			}
-		}
-	}
-	if err == nil {
-		err = cw.Flush()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("anatomy: %s: %w", path, err)
-	}
-	return nil
-}
-
-// experimentsWithRecords lists the experiments with postcard files.
-func experimentsWithRecords(dir string) ([]string, error) {
+// Experiments lists the experiments of the run in dir that have switch
+// records (postcard files), sorted. A run without them (BMv2, postcards
+// off, or an older run) has no anatomy.
+func Experiments(dir string) ([]string, error) {
 	files, err := filepath.Glob(runfmt.PostcardsPath(dir, "*", "*"))
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
@@ -158,49 +79,93 @@ func experimentsWithRecords(dir string) ([]string, error) {
 	return exps, nil
 }
 
-// readRPCs keeps the completed measured rows of the given experiments.
-func readRPCs(ctx context.Context, dir string, exps []string) (map[string][]runfmt.RPC, error) {
-	rc, name, err := runfmt.OpenRPCs(dir)
+// Experiment decomposes one experiment's completed measured RPCs (rows,
+// its rows of rpcs.csv) with its switches' postcards in run directory dir
+// and its servers' rows (served), hands each decomposed row to write in
+// the order of rows, and returns the summary of its short RPCs (nil when
+// it has none). Only this experiment's postcards are in memory, and only
+// while it runs.
+func Experiment(ctx context.Context, dir, exp string, fabric *runfmt.Fabric, rows []runfmt.RPC, served []runfmt.Served, write func(*runfmt.Anatomy) error) (*Summary, error) {
+	ix, err := Load(dir, exp)
 	if err != nil {
-		return nil, fmt.Errorf("anatomy: %w", err)
+		return nil, err
 	}
-	defer rc.Close()
-	rd, err := runfmt.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
-	if err != nil {
-		return nil, fmt.Errorf("anatomy: %w", err)
-	}
-	out := map[string][]runfmt.RPC{}
-	var r runfmt.RPC
-	for n := 0; ; n++ {
-		if err := rd.Read(&r); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("anatomy: %w", err)
-		}
-		if n&0xffff == 0 && ctx.Err() != nil {
+	j := NewJoiner(ix, fabric, served)
+	var short []runfmt.Anatomy
+	for i := range rows {
+		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if r.Phase == runfmt.PhaseMeasure && r.Status == runfmt.StatusCompleted && slices.Contains(exps, r.Experiment) {
-			out[r.Experiment] = append(out[r.Experiment], r)
+		a := j.Decompose(&rows[i])
+		if err := write(&a); err != nil {
+			return nil, err
+		}
+		if runfmt.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
+			short = append(short, a)
 		}
 	}
+	if len(short) == 0 {
+		return nil, nil
+	}
+	return Summarize(short), nil
 }
 
-// readServed groups served.csv's rows by experiment; a run without the
-// file (older, or no server answered) has none.
-func readServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
-	path := filepath.Join(dir, runfmt.ServedRPCs().File)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("anatomy: %w", err)
-	}
-	defer f.Close()
-	rd, err := runfmt.ServedRPCs().NewReader(bufio.NewReaderSize(f, 1<<20), path)
+// Writer writes anatomy.csv a row at a time.
+type Writer struct {
+	path string
+	f    *os.File
+	bw   *bufio.Writer
+	cw   *runfmt.CSVWriter[runfmt.Anatomy]
+}
+
+// Create starts anatomy.csv at path (its header written), replacing any
+// file there.
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
 	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	cw, err := runfmt.Anatomies().NewWriter(bw, true)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("anatomy: %s: %w", path, err)
+	}
+	return &Writer{path: path, f: f, bw: bw, cw: cw}, nil
+}
+
+// Write appends one row.
+func (w *Writer) Write(a *runfmt.Anatomy) error {
+	if err := w.cw.Write(a); err != nil {
+		return fmt.Errorf("anatomy: %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Close flushes the rows and closes the file.
+func (w *Writer) Close() error {
+	err := w.cw.Flush()
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("anatomy: %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// ReadServed groups served.csv's rows of the given experiments by
+// experiment, the whole file at once; a run without the file (older, or no
+// server answered) has none. ServedGroups reads one experiment at a time.
+func ReadServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
+	rd, c, err := openServed(dir)
+	if rd == nil || err != nil {
+		return nil, err
+	}
+	defer c.Close()
 	out := map[string][]runfmt.Served{}
 	var s runfmt.Served
 	for {
@@ -213,6 +178,108 @@ func readServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
 			out[s.Experiment] = append(out[s.Experiment], s)
 		}
 	}
+}
+
+// openServed opens served.csv; nil without the file.
+func openServed(dir string) (*runfmt.CSVReader[runfmt.Served], io.Closer, error) {
+	path := filepath.Join(dir, runfmt.ServedRPCs().File)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("anatomy: %w", err)
+	}
+	rd, err := runfmt.ServedRPCs().NewReader(bufio.NewReaderSize(f, 1<<20), path)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("anatomy: %w", err)
+	}
+	return rd, f, nil
+}
+
+// ServedGroups reads served.csv one experiment at a time, in the order
+// the run wrote them (each experiment's rows together, experiments in the
+// order they ran), so only one experiment's rows are in memory.
+type ServedGroups struct {
+	rd    *runfmt.CSVReader[runfmt.Served]
+	c     io.Closer
+	pos   map[string]int // each experiment's place in the run's order
+	asked map[string]bool
+	last  int // the place of the experiment asked for last
+	// strs interns the rows' strings, so a row kept does not hold on to
+	// its CSV line.
+	strs runfmt.Strings
+	next runfmt.Served
+	has  bool // next holds a row not yet handed out
+	eof  bool
+}
+
+// OpenServedGroups opens served.csv of dir, whose experiments ran in
+// order; without the file every experiment has no rows.
+func OpenServedGroups(dir string, order []string) (*ServedGroups, error) {
+	rd, c, err := openServed(dir)
+	if err != nil {
+		return nil, err
+	}
+	g := &ServedGroups{rd: rd, c: c, pos: map[string]int{}, asked: map[string]bool{}, strs: runfmt.Strings{}, last: -1, eof: rd == nil}
+	for i, e := range order {
+		g.pos[e] = i
+	}
+	return g, nil
+}
+
+// For returns experiment exp's rows. Experiments must be asked for in the
+// run's order (not every one need be); the rows of those skipped are
+// passed over. runfmt.ErrNotGrouped when exp is not in the order or the
+// file's rows are not grouped in it.
+func (g *ServedGroups) For(exp string) ([]runfmt.Served, error) {
+	at, ok := g.pos[exp]
+	if !ok || at <= g.last {
+		return nil, fmt.Errorf("anatomy: served.csv: %s asked for out of the run's order: %w", exp, runfmt.ErrNotGrouped)
+	}
+	g.asked[exp], g.last = true, at
+	var out []runfmt.Served
+	for {
+		if !g.has && !g.eof {
+			switch err := g.rd.Read(&g.next); {
+			case errors.Is(err, io.EOF):
+				g.eof = true
+			case err != nil:
+				return nil, fmt.Errorf("anatomy: %w", err)
+			default:
+				g.has = true
+			}
+		}
+		if !g.has {
+			return out, nil
+		}
+		k := g.next.Experiment
+		kAt, known := g.pos[k]
+		switch {
+		case k == exp:
+			row := g.next
+			row.Experiment, row.Transport, row.ServerHost = exp, g.strs.Intern(row.Transport), g.strs.Intern(row.ServerHost)
+			row.Server, row.Client = g.strs.Intern(row.Server), g.strs.Intern(row.Client)
+			out = append(out, row)
+			g.has = false
+		case !known:
+			return nil, fmt.Errorf("anatomy: served.csv: experiment %s is not the run's: %w", k, runfmt.ErrNotGrouped)
+		case kAt > at:
+			return out, nil // exp's rows end here, or it has none
+		case g.asked[k]:
+			return nil, fmt.Errorf("anatomy: served.csv: experiment %s again after %s: %w", k, exp, runfmt.ErrNotGrouped)
+		default:
+			g.has = false // an earlier experiment's, not asked for
+		}
+	}
+}
+
+// Close closes the file.
+func (g *ServedGroups) Close() error {
+	if g.c == nil {
+		return nil
+	}
+	return g.c.Close()
 }
 
 // nParts is how many values partsOf gives.

@@ -3,9 +3,11 @@ package reports
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,50 +32,110 @@ const unfinished = "unfinished: still in flight when the experiment ended"
 
 // analysis is a run directory's summary plus what the exporters need.
 type analysis struct {
-	sum   *Summary
-	hists map[string]*hdrhistogram.Histogram // experiment -> all RTTs (ns)
-	// anatomy is the per-RPC latency anatomy (anatomy.csv); nil without
-	// switch records.
-	anatomy *anatomy.Result
+	sum *Summary
 }
 
 // analyse reads a run directory and computes its statistics; it writes
 // nothing.
 func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
+	return analyseInto(ctx, dir, c, "")
+}
+
+// analyseInto reads a run directory and computes its statistics, one
+// experiment at a time. When out is not "", each experiment's exports of
+// its raw records (its clients' RTT files under cperf/, its .hgrm, its
+// rows of anatomy.csv) are written there as soon as it is analysed, and
+// the raw records dropped: the memory is one experiment's, not the run's.
+// Records not written the way runs write them (runfmt.ErrNotGrouped) are
+// read again, every experiment's kept until the end.
+func analyseInto(ctx context.Context, dir string, c config, out string) (*analysis, error) {
+	a, err := analyseRun(ctx, dir, c, out, false)
+	if errors.Is(err, runfmt.ErrNotGrouped) {
+		c.logger.Info("records not grouped by experiment: reading every experiment's at once", "dir", dir, "why", err)
+		a, err = analyseRun(ctx, dir, c, out, true)
+	}
+	return a, err
+}
+
+// runAnalysis is what the analysis of each experiment shares.
+type runAnalysis struct {
+	ctx     context.Context
+	dir     string
+	out     string
+	c       config
+	man     *manifest
+	hasMan  bool
+	sum     *Summary
+	metas   map[string]runfmt.Experiment // the manifest's experiments by name
+	tel     telemetry
+	hostTel hostTelemetry
+	tcp     map[string][]TCPConn
+	target  string
+	// ideal and baselines come from the calibration rows, which precede
+	// every experiment's; prepared by the first experiment.
+	prepared  bool
+	ideal     *idealRTT
+	baselines map[string]*ownBaseline
+	// anatExps are the experiments with switch records; served gives
+	// their servers' rows (from groups, one experiment at a time), anat
+	// writes their rows of anatomy.csv.
+	anatExps []string
+	served   func(exp string) ([]runfmt.Served, error)
+	groups   *anatomy.ServedGroups
+	anat     *anatomy.Writer
+	// whole keeps every experiment's records until the file ends; else
+	// last is the manifest position of the experiment analysed last.
+	whole bool
+	last  int
+	// done holds each analysed experiment.
+	done map[string]Experiment
+}
+
+// analyseRun is one reading of the run directory: with whole, every
+// experiment's records are kept until the file ends.
+func analyseRun(ctx context.Context, dir string, c config, out string, whole bool) (a *analysis, err error) {
 	man, hasMan, err := readManifest(dir)
 	if err != nil {
 		return nil, err
 	}
-	c.logger.Info("reading records", "dir", dir)
-	rs, err := readRecords(ctx, dir, man.Fabric)
-	if err != nil {
+	// One experiment at a time follows the manifest's order.
+	whole = whole || !hasMan
+	r := &runAnalysis{ctx: ctx, dir: dir, out: out, c: c, man: man, hasMan: hasMan, whole: whole, last: -1,
+		metas: map[string]runfmt.Experiment{}, target: switchTarget(man.Scenario), done: map[string]Experiment{}}
+	for _, me := range man.Experiments {
+		r.metas[me.Name] = me
+	}
+	if r.tel, err = readTelemetry(ctx, dir); err != nil {
 		return nil, err
 	}
-	tel, err := readTelemetry(ctx, dir)
-	if err != nil {
+	if r.hostTel, err = readHostTelemetry(ctx, dir); err != nil {
 		return nil, err
 	}
-	hostTel, err := readHostTelemetry(ctx, dir)
-	if err != nil {
+	if r.tcp, err = readTCPConns(ctx, dir); err != nil {
 		return nil, err
 	}
-	tcpConns, err := readTCPConns(ctx, dir)
-	if err != nil {
-		return nil, err
+	if man.Fabric != nil {
+		if r.anatExps, err = anatomy.Experiments(dir); err != nil {
+			return nil, err
+		}
 	}
-	anat, err := anatomy.Analyse(ctx, dir, man.Fabric)
-	if err != nil {
-		return nil, err
+	if len(r.anatExps) > 0 {
+		defer func() {
+			if cerr := r.closeAnatomy(); err == nil && cerr != nil {
+				a, err = nil, cerr
+			}
+		}()
+		if err := r.openAnatomy(); err != nil {
+			return nil, err
+		}
 	}
-	a := &analysis{hists: map[string]*hdrhistogram.Histogram{}, anatomy: anat}
-	sum := &Summary{
+	r.sum = &Summary{
 		Run:                  man.Run,
-		Records:              rs.file,
 		PercentileDefinition: percentileDefinition,
 		Confidence:           c.confidence,
 		manifest:             man,
 	}
-	a.sum = sum
+	sum := r.sum
 	// Empty lists stay [] in JSON so scripts can iterate without checks.
 	sum.Experiments, sum.Fidelity = []Experiment{}, []string{}
 	sum.Fidelity = append(sum.Fidelity, man.Fidelity...)
@@ -83,119 +145,46 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	if !hasMan {
 		sum.Fidelity = append(sum.Fidelity, "no manifest.json: experiments, parameters and fidelity checks of the run are unknown")
 	}
+
+	c.logger.Info("reading records", "dir", dir)
+	inAnatomy := func(exp string) bool { return slices.Contains(r.anatExps, exp) }
+	var each func(*recordSet, *expRecords) error
+	if !whole {
+		each = r.experiment
+	}
+	rs, err := readRecords(ctx, dir, man.Fabric, inAnatomy, each)
+	if err != nil {
+		return nil, err
+	}
+	sum.Records = rs.file
 	if rs.empty {
 		sum.Fidelity = append(sum.Fidelity, rs.file+" is empty: the run recorded no RPC")
 	}
 	if man.Incomplete {
 		sum.Fidelity = append(sum.Fidelity, "the run is marked incomplete: it stopped before every experiment finished")
 	}
-
-	ideal, note := newIdeal(rs.calib, man)
-	if note != "" {
-		sum.Fidelity = append(sum.Fidelity, note)
-	}
-	baselines := map[string]*ownBaseline{}
-	for tr, byLen := range rs.calib {
-		if b := newOwnBaseline(byLen); b != nil {
-			b.source = runfmt.CalibrationExperiment(tr)
-			baselines[tr] = b
+	for _, name := range rs.order {
+		if er := rs.exps[name]; er != nil { // kept whole
+			delete(rs.exps, name)
+			if err := r.experiment(rs, er); err != nil {
+				return nil, err
+			}
 		}
 	}
-	// Without calibration rows, the manifest's digest of them will do.
-	for tr, cal := range man.Calibration {
-		if baselines[tr] != nil {
-			continue
-		}
-		if b := manifestBaseline(cal.RTTus, cal.ResponseBytes); b != nil {
-			baselines[tr] = b
-		}
-	}
+	r.prepare(rs)
 	// Experiments in manifest order, then any found only in the records.
-	var metas []runfmt.Experiment
-	seen := map[string]bool{}
 	for _, me := range man.Experiments {
-		metas = append(metas, me)
-		seen[me.Name] = true
+		e, ok := r.done[me.Name]
+		if !ok {
+			if e, err = r.build(me, &expRecords{name: me.Name, transport: me.Transport}); err != nil {
+				return nil, err
+			}
+		}
+		sum.Experiments = append(sum.Experiments, e)
 	}
 	for _, name := range rs.order {
-		if !seen[name] {
-			metas = append(metas, runfmt.Experiment{Name: name, Transport: rs.exps[name].transport})
-		}
-	}
-	target := switchTarget(man.Scenario)
-	matrices := matrixPhases(man)
-	for _, me := range metas {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		er := rs.exps[me.Name]
-		if er == nil {
-			er = &expRecords{name: me.Name, transport: me.Transport}
-		}
-		if me.Transport == "" {
-			me.Transport = er.transport
-		}
-		ec := c
-		ec.headlinePhase = headlinePhase(man, me)
-		ec.phaseOrder, _ = scenarioPhases(man)
-		ec.collOrder, ec.collKinds = collectiveKinds(man)
-		ec.matrices = matrices
-		exp, hist := computeExperiment(er, me, ideal, baselines[me.Transport], ec)
-		if !seen[me.Name] && hasMan {
-			exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
-		}
-		if er.issued == 0 {
-			exp.Fidelity = append(exp.Fidelity, "no measure-phase records for this experiment")
-		}
-		st, rates, err := readSwitchStats(dir, me.Name)
-		if err != nil {
-			return nil, err
-		}
-		st.markUnavailable(target)
-		exp.Switch = st
-		if w := lostLinkWarning(st, float64(me.Ended-me.Started)/1e9); w != "" {
-			exp.Fidelity = append(exp.Fidelity, w)
-		}
-		if target == targetBMv2 {
-			exp.Fidelity = append(exp.Fidelity, bmv2Note)
-		}
-		defRate := float64(man.RateBps())
-		if defRate <= 0 {
-			defRate = float64(me.LinkBps) // a run written before the fabric description
-		}
-		if rows := tel[me.Name]; len(rows) > 0 {
-			exp.series, exp.Links = analyseTelemetry(rows, rates, defRate, me.Started)
-			exp.MeanLinkUtil = meanUtil(exp.Links)
-			exp.BusiestLinkUtil = busiestUtil(exp.Links)
-		}
-		exp.HostGauges, exp.active = analyseHosts(hostTel[me.Name], me.Started)
-		exp.phases = phasesOf(me)
-		if anat != nil {
-			exp.Anatomy = anat.Summaries[me.Name]
-			if w := anatomyWarning(exp.Anatomy); w != "" {
-				exp.Fidelity = append(exp.Fidelity, w)
-			}
-		}
-		exp.TCPConns = tcpConns[me.Name]
-		if exp.TCPConns == nil {
-			exp.TCPConns = []TCPConn{}
-		}
-		if exp.HostGauges == nil {
-			exp.HostGauges = []HostGauges{}
-		}
-		byRole, hostsByRole := countersByRole(me.Hosts)
-		counters := me.TransportCounters
-		if len(counters) == 0 && len(me.Hosts) > 0 {
-			counters = map[string]uint64{}
-			for _, h := range me.Hosts {
-				runfmt.MergeCounters(counters, h.Transport)
-			}
-		}
-		exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters),
-			ByRole: byRole, Hosts: hostsByRole}
-		sum.Experiments = append(sum.Experiments, exp)
-		if hist != nil {
-			a.hists[me.Name] = hist
+		if _, ok := r.metas[name]; !ok {
+			sum.Experiments = append(sum.Experiments, r.done[name])
 		}
 	}
 	sum.Baseline = chooseBaseline(sum.Experiments, man.Baseline)
@@ -204,7 +193,203 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 	if sum.SweptParams == nil {
 		sum.SweptParams = []string{}
 	}
-	return a, nil
+	return &analysis{sum: sum}, nil
+}
+
+// openAnatomy starts anatomy.csv in the output directory (when there is
+// one) and the source of the servers' rows: one experiment at a time in
+// the manifest's order, or the whole file at once.
+func (r *runAnalysis) openAnatomy() error {
+	if r.whole {
+		all, err := anatomy.ReadServed(r.dir, r.anatExps)
+		if err != nil {
+			return err
+		}
+		r.served = func(exp string) ([]runfmt.Served, error) { return all[exp], nil }
+	} else {
+		order := make([]string, len(r.man.Experiments))
+		for i, me := range r.man.Experiments {
+			order[i] = me.Name
+		}
+		g, err := anatomy.OpenServedGroups(r.dir, order)
+		if err != nil {
+			return err
+		}
+		r.groups, r.served = g, g.For
+	}
+	if r.out == "" {
+		return nil
+	}
+	w, err := anatomy.Create(filepath.Join(r.out, runfmt.Anatomies().File))
+	if err != nil {
+		return err
+	}
+	r.anat = w
+	return nil
+}
+
+// closeAnatomy closes what openAnatomy opened.
+func (r *runAnalysis) closeAnatomy() error {
+	var errs []error
+	if r.groups != nil {
+		errs = append(errs, r.groups.Close())
+	}
+	if r.anat != nil {
+		errs = append(errs, r.anat.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// prepare derives, once, the slowdown ideal and each transport's own
+// baseline from the calibration rows (or the manifest's digest of them).
+func (r *runAnalysis) prepare(rs *recordSet) {
+	if r.prepared {
+		return
+	}
+	r.prepared = true
+	ideal, note := newIdeal(rs.calib, r.man)
+	if note != "" {
+		r.sum.Fidelity = append(r.sum.Fidelity, note)
+	}
+	r.ideal = ideal
+	r.baselines = map[string]*ownBaseline{}
+	for tr, byLen := range rs.calib {
+		if b := newOwnBaseline(byLen); b != nil {
+			b.source = runfmt.CalibrationExperiment(tr)
+			r.baselines[tr] = b
+		}
+	}
+	// Without calibration rows, the manifest's digest of them will do.
+	for tr, cal := range r.man.Calibration {
+		if r.baselines[tr] != nil {
+			continue
+		}
+		if b := manifestBaseline(cal.RTTus, cal.ResponseBytes); b != nil {
+			r.baselines[tr] = b
+		}
+	}
+}
+
+// experiment analyses one experiment of the records, once its rows are
+// all read, and writes its exports.
+func (r *runAnalysis) experiment(rs *recordSet, er *expRecords) error {
+	me, ok := r.metas[er.name]
+	if !r.whole {
+		at := slices.IndexFunc(r.man.Experiments, func(m runfmt.Experiment) bool { return m.Name == er.name })
+		if !ok || at < r.last {
+			return fmt.Errorf("%s: experiment %s is not in the manifest's order: %w", rs.file, er.name, runfmt.ErrNotGrouped)
+		}
+		r.last = at
+	}
+	if !ok {
+		me = runfmt.Experiment{Name: er.name, Transport: er.transport}
+	}
+	r.prepare(rs)
+	e, err := r.build(me, er)
+	if err != nil {
+		return err
+	}
+	r.done[er.name] = e
+	return nil
+}
+
+// build computes one experiment's statistics from its records er and its
+// entry in the manifest me, and writes the exports of its raw records.
+func (r *runAnalysis) build(me runfmt.Experiment, er *expRecords) (Experiment, error) {
+	if err := r.ctx.Err(); err != nil {
+		return Experiment{}, err
+	}
+	c, man := r.c, r.man
+	if me.Transport == "" {
+		me.Transport = er.transport
+	}
+	ec := c
+	ec.headlinePhase = headlinePhase(man, me)
+	ec.phaseOrder, _ = scenarioPhases(man)
+	ec.collOrder, ec.collKinds = collectiveKinds(man)
+	ec.matrices = matrixPhases(man)
+	exp, hist := computeExperiment(er, me, r.ideal, r.baselines[me.Transport], ec)
+	if _, inMan := r.metas[me.Name]; !inMan && r.hasMan {
+		exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
+	}
+	if er.issued == 0 {
+		exp.Fidelity = append(exp.Fidelity, "no measure-phase records for this experiment")
+	}
+	st, rates, err := readSwitchStats(r.dir, me.Name)
+	if err != nil {
+		return Experiment{}, err
+	}
+	st.markUnavailable(r.target)
+	exp.Switch = st
+	if w := lostLinkWarning(st, float64(me.Ended-me.Started)/1e9); w != "" {
+		exp.Fidelity = append(exp.Fidelity, w)
+	}
+	if r.target == targetBMv2 {
+		exp.Fidelity = append(exp.Fidelity, bmv2Note)
+	}
+	defRate := float64(man.RateBps())
+	if defRate <= 0 {
+		defRate = float64(me.LinkBps) // a run written before the fabric description
+	}
+	if rows := r.tel[me.Name]; len(rows) > 0 {
+		exp.series, exp.Links = analyseTelemetry(rows, rates, defRate, me.Started)
+		exp.MeanLinkUtil = meanUtil(exp.Links)
+		exp.BusiestLinkUtil = busiestUtil(exp.Links)
+	}
+	exp.HostGauges, exp.active = analyseHosts(r.hostTel[me.Name], me.Started)
+	exp.phases = phasesOf(me)
+	if slices.Contains(r.anatExps, me.Name) {
+		if exp.Anatomy, err = r.anatomy(me.Name, er.anat); err != nil {
+			return Experiment{}, err
+		}
+		er.anat = nil
+		if w := anatomyWarning(exp.Anatomy); w != "" {
+			exp.Fidelity = append(exp.Fidelity, w)
+		}
+	}
+	exp.TCPConns = r.tcp[me.Name]
+	if exp.TCPConns == nil {
+		exp.TCPConns = []TCPConn{}
+	}
+	if exp.HostGauges == nil {
+		exp.HostGauges = []HostGauges{}
+	}
+	byRole, hostsByRole := countersByRole(me.Hosts)
+	counters := me.TransportCounters
+	if len(counters) == 0 && len(me.Hosts) > 0 {
+		counters = map[string]uint64{}
+		for _, h := range me.Hosts {
+			runfmt.MergeCounters(counters, h.Transport)
+		}
+	}
+	exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters),
+		ByRole: byRole, Hosts: hostsByRole}
+	if r.out != "" {
+		if err := writeRawExports(r.out, &exp, hist); err != nil {
+			return Experiment{}, err
+		}
+	}
+	// The raw samples are in the files now; the summary keeps aggregates.
+	exp.samples, exp.clients = nil, nil
+	return exp, nil
+}
+
+// anatomy decomposes one experiment's completed measured RPCs (rows),
+// writing them to anatomy.csv when there is an output directory, and
+// returns the summary of its short ones.
+func (r *runAnalysis) anatomy(exp string, rows []runfmt.RPC) (*anatomy.Summary, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	served, err := r.served(exp)
+	if err != nil {
+		return nil, err
+	}
+	write := func(*runfmt.Anatomy) error { return nil }
+	if r.anat != nil {
+		write = r.anat.Write
+	}
+	return anatomy.Experiment(r.ctx, r.dir, exp, r.man.Fabric, rows, served, write)
 }
 
 // computeExperiment derives every statistic of one experiment's records.

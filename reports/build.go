@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -17,13 +18,16 @@ func Build(ctx context.Context, runDir string, opts ...Option) (*Summary, error)
 		return nil, err
 	}
 	start := time.Now()
-	a, err := analyse(ctx, runDir, c)
-	if err != nil {
-		return nil, fmt.Errorf("report %s: %w", runDir, err)
-	}
 	out := c.outDir
 	if out == "" {
 		out = runDir
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("report %s: create output dir: %w", runDir, err)
+	}
+	a, err := analyseInto(ctx, runDir, c, out)
+	if err != nil {
+		return nil, fmt.Errorf("report %s: %w", runDir, err)
 	}
 	if err := writeOutputs(out, a); err != nil {
 		return nil, fmt.Errorf("report %s: %w", runDir, err)

@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/homatb/homatb/anatomy"
-	"github.com/homatb/homatb/runfmt"
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // writeFile creates path, lets fill write it through a buffer, and reports
@@ -107,21 +106,15 @@ func csvField(s string) string {
 	return s
 }
 
-// writeOutputs writes every export of an analysis into dir.
+// writeOutputs writes the exports of an analysis's aggregates into dir
+// (each experiment's raw exports were written as it was analysed:
+// writeRawExports).
 func writeOutputs(dir string, a *analysis) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create output dir: %w", err)
-	}
 	if err := writeSummary(filepath.Join(dir, "summary.json"), a.sum); err != nil {
 		return err
 	}
 	if err := writeBySizeCSV(filepath.Join(dir, "by_size.csv"), a.sum); err != nil {
 		return err
-	}
-	if a.anatomy != nil {
-		if err := anatomy.WriteCSV(filepath.Join(dir, runfmt.Anatomies().File), a.anatomy.Rows); err != nil {
-			return err
-		}
 	}
 	for i := range a.sum.Experiments {
 		e := &a.sum.Experiments[i]
@@ -134,19 +127,23 @@ func writeOutputs(dir string, a *analysis) error {
 				return err
 			}
 		}
-		if err := writeRTTs(dir, e); err != nil {
-			return err
-		}
-		if h := a.hists[e.Name]; h != nil {
-			err := writeFile(filepath.Join(dir, stem+".hgrm"), func(w io.Writer) error {
-				// Values in µs; 5 ticks per half distance as HdrHistogram's tools do.
-				_, err := h.PercentilesPrint(w, 5, 1000)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-		}
 	}
 	return nil
+}
+
+// writeRawExports writes the exports of one experiment's raw records into
+// dir: its clients' RTT files (cperf/) and its HdrHistogram (hist, nil
+// without samples).
+func writeRawExports(dir string, e *Experiment, hist *hdrhistogram.Histogram) error {
+	if err := writeRTTs(dir, e); err != nil {
+		return err
+	}
+	if hist == nil {
+		return nil
+	}
+	return writeFile(filepath.Join(dir, fileStem(e.Name)+".hgrm"), func(w io.Writer) error {
+		// Values in µs; 5 ticks per half distance as HdrHistogram's tools do.
+		_, err := hist.PercentilesPrint(w, 5, 1000)
+		return err
+	})
 }

@@ -64,7 +64,7 @@ func TestRealSmokeRun(t *testing.T) {
 	}
 	// The report's unloaded RTTs are the calibration medians the testbed
 	// computed independently.
-	rs, err := readRecords(context.Background(), dir, nil)
+	rs, err := readRecords(context.Background(), dir, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

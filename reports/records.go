@@ -58,6 +58,9 @@ type expRecords struct {
 	// flows the connection matrices' rows, kept out of them too.
 	steps []collStep
 	flows []runfmt.RPC
+	// anat holds the completed measured rows the latency anatomy joins
+	// (only the columns it reads), for an experiment with switch records.
+	anat []runfmt.RPC
 }
 
 // recordSet is everything read from rpcs.csv.
@@ -73,6 +76,12 @@ type recordSet struct {
 	fabric   *runfmt.Fabric
 	rows     int64
 	empty    bool // the file had not even a header
+	// anatomy says which experiments the latency anatomy joins (those with
+	// switch records); their completed measured rows are kept in anat.
+	anatomy func(experiment string) bool
+	// strs interns the host and address strings of the rows kept, so they
+	// do not hold on to their CSV lines.
+	strs runfmt.Strings
 }
 
 // maxFailureReasons bounds the distinct error strings kept per experiment.
@@ -111,20 +120,41 @@ func failureKey(msg string) string {
 func openRecords(dir string) (io.ReadCloser, string, error) { return runfmt.OpenRPCs(dir) }
 
 // readRecords streams rpcs.csv once, keeping only compact per-RPC samples.
-// fabric, when known, tells each RPC's path length.
-func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric) (*recordSet, error) {
+// fabric, when known, tells each RPC's path length; anatomy, when not nil,
+// picks the experiments whose rows the latency anatomy needs.
+//
+// With done nil every experiment's records stay in the set. Otherwise done
+// gets each experiment as soon as its rows end, and the set drops it: only
+// one experiment's records are in memory at a time. That needs the file as
+// runs write it, calibration first and each experiment's rows together;
+// anything else is runfmt.ErrNotGrouped, and the caller reads again with
+// done nil.
+func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric, anatomy func(string) bool, done func(*recordSet, *expRecords) error) (*recordSet, error) {
 	rc, name, err := openRecords(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
 	rs := &recordSet{
-		file:  filepath.Base(name),
-		exps:  make(map[string]*expRecords),
-		calib: make(map[string]map[int64]*calibPoint),
+		file:    filepath.Base(name),
+		exps:    make(map[string]*expRecords),
+		calib:   make(map[string]map[int64]*calibPoint),
+		anatomy: anatomy,
+		strs:    runfmt.Strings{},
 	}
 	if fabric != nil {
 		rs.fabric, rs.switchOf = fabric, fabric.SwitchOf()
+	}
+	var current string
+	finished := map[string]bool{}
+	finish := func() error {
+		if current == "" {
+			return nil
+		}
+		e := rs.exps[current]
+		delete(rs.exps, current)
+		finished[current] = true
+		return done(rs, e)
 	}
 	r, err := runfmt.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
 	if err != nil {
@@ -145,11 +175,40 @@ func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric) (*recor
 				return nil, err
 			}
 		}
+		if done != nil {
+			switch {
+			case rec.Phase == runfmt.PhaseCalibrate && (current != "" || len(finished) > 0):
+				return nil, fmt.Errorf("%s row %d: a calibration row after experiment %s's: %w", name, rs.rows, current, runfmt.ErrNotGrouped)
+			case rec.Phase == runfmt.PhaseCalibrate || rec.Experiment == current:
+			case finished[rec.Experiment]:
+				return nil, fmt.Errorf("%s row %d: experiment %s again after %s: %w", name, rs.rows, rec.Experiment, current, runfmt.ErrNotGrouped)
+			default:
+				if err := finish(); err != nil {
+					return nil, err
+				}
+				current = rec.Experiment
+			}
+		}
 		if err := rs.add(&rec); err != nil {
 			return nil, fmt.Errorf("%s row %d: %w", name, rs.rows, err)
 		}
 	}
+	if done != nil {
+		if err := finish(); err != nil {
+			return nil, err
+		}
+	}
 	return rs, nil
+}
+
+// anatomyRow is the part of rec the latency anatomy reads
+// (anatomy.Joiner.Decompose), its strings interned.
+func (rs *recordSet) anatomyRow(e *expRecords, rec *runfmt.RPC) runfmt.RPC {
+	return runfmt.RPC{Experiment: e.name, Transport: e.transport,
+		Client: rs.strs.Intern(rec.Client), Server: rs.strs.Intern(rec.Server), Local: rs.strs.Intern(rec.Local),
+		RPCID: rec.RPCID, ReqBytes: rec.ReqBytes, RespBytes: rec.RespBytes, RTTNs: rec.RTTNs,
+		IntendedNs: rec.IntendedNs, SentNs: rec.SentNs, DoneNs: rec.DoneNs,
+		ReqOffset: rec.ReqOffset, RespOffset: rec.RespOffset, RecoveryFromNs: rec.RecoveryFromNs}
 }
 
 // sinceIntended turns a transport time into ns since intended: 0 when the
@@ -230,6 +289,9 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		if rec.Collective == "" && rec.Matrix == "" {
 			e.samples = append(e.samples, x)
 		}
+		if rs.anatomy != nil && rs.anatomy(e.name) {
+			e.anat = append(e.anat, rs.anatomyRow(e, rec))
+		}
 	case runfmt.StatusFailed:
 		e.failed++
 		reason := rec.Reason
@@ -275,8 +337,8 @@ func (rs *recordSet) exp(name, transport string) *expRecords {
 	if e, ok := rs.exps[name]; ok {
 		return e
 	}
-	e := &expRecords{name: name, transport: transport, failures: make(map[string]int64)}
+	e := &expRecords{name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), failures: make(map[string]int64)}
 	rs.exps[name] = e
-	rs.order = append(rs.order, name)
+	rs.order = append(rs.order, e.name)
 	return e
 }

@@ -270,6 +270,12 @@ func Anatomies() *CSVFormat[Anatomy] {
 	}
 }
 
+// ErrNotGrouped says a file's rows of one experiment are not all together,
+// in the order the run wrote them (calibration first, then each
+// experiment's rows in one block, as runs write rpcs.csv and served.csv): a
+// reader that takes one experiment at a time cannot serve it.
+var ErrNotGrouped = errors.New("the rows of each experiment are not together")
+
 // OpenRPCs opens a run directory's rpcs.csv, or rpcs.csv.gz when the plain
 // file is absent (a run archived compressed), and returns it with its path.
 func OpenRPCs(dir string) (io.ReadCloser, string, error) {
