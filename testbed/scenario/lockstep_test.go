@@ -156,3 +156,28 @@ func TestLockstepValuesApplied(t *testing.T) {
 		t.Errorf("manifest sweep %s\nwant %s", b, want)
 	}
 }
+
+// TestDescribeSweptTimes: the dry run's description gives the range of an
+// experiment's traffic time when a sweep changes the times, and the one
+// time otherwise.
+func TestDescribeSweptTimes(t *testing.T) {
+	tests := []struct {
+		name, sweep, want string
+	}{
+		{"times swept", "sweep:\n  - params: [phases.bulk.sizes, duration]\n    values: [[fixed:1000, 1s], [w4, 3s]]\n",
+			"4 experiments, 2s to 4s of traffic each (warm-up + measure + drain, swept)"},
+		{"times not swept", "sweep:\n  - param: phases.bulk.sizes\n    values: [fixed:1000, w4]\n",
+			"4 experiments, about 3s of traffic each (warm-up 0s + measure 2s + drain 1s)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := mustPlan(t, good+tc.sweep).Describe(&b); err != nil {
+				t.Fatal(err)
+			}
+			if lines := strings.Split(b.String(), "\n"); len(lines) < 2 || lines[1] != tc.want {
+				t.Errorf("description\n%s\nwant its second line %q", b.String(), tc.want)
+			}
+		})
+	}
+}

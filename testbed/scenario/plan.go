@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -621,10 +622,13 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		topo = fmt.Sprintf("external, %s, %s", units.Count(len(b.Topology.HostNames()), "host"), sw)
 	}
-	per := b.Warmup.D() + b.Duration.D() + b.Drain.D()
-	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%s, about %s of traffic each (warm-up %s + measure %s + drain %s)\n",
+	per := fmt.Sprintf("about %s of traffic each (warm-up %s + measure %s + drain %s)", b.Warmup.D()+b.Duration.D()+b.Drain.D(), b.Warmup.D(), b.Duration.D(), b.Drain.D())
+	if lo, hi := p.trafficTimes(); lo != hi {
+		per = fmt.Sprintf("%s to %s of traffic each (warm-up + measure + drain, swept)", lo, hi)
+	}
+	_, err := fmt.Fprintf(w, "scenario %s (%s): %s, links %s, MTU %d, switch %s, %d queue pkts, DSCP %s\n%s, %s\n",
 		b.Name, p.File, topo, b.Link.Rate, b.Link.MTU, b.Switch.Target, b.Switch.QueueDepthPkts, b.DSCP.Policy,
-		units.Count(len(p.Experiments), "experiment"), per, b.Warmup.D(), b.Duration.D(), b.Drain.D())
+		units.Count(len(p.Experiments), "experiment"), per)
 	if err != nil {
 		return err
 	}
@@ -638,6 +642,19 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// trafficTimes are the shortest and the longest warm-up, measurement and
+// drain of an experiment, which sweeps of the times make differ.
+func (p *Plan) trafficTimes() (lo, hi time.Duration) {
+	for i, e := range p.Experiments {
+		t := e.Scenario.Warmup.D() + e.Scenario.Duration.D() + e.Scenario.Drain.D()
+		if i == 0 || t < lo {
+			lo = t
+		}
+		hi = max(hi, t)
+	}
+	return lo, hi
 }
 
 // Order is every experiment's name in the order the run runs them.
