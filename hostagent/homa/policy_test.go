@@ -132,15 +132,7 @@ func TestTrimmedRequestPulled(t *testing.T) {
 	}
 
 	// The client: its request sent whole, NACKed, then pulled.
-	cli, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
-	cli.state.clients[4] = r
-	cli.mu.Lock()
-	cli.startOut(0, r, make([]byte, 3000), cli.cfg.UnschedBytes, 0)
-	cli.unlock()
+	cli, r := ndpRequestSent(t, peer, 3000)
 	if r.out.next != 3000 {
 		t.Fatalf("sent %d of 3000 bytes blind", r.out.next)
 	}
@@ -156,4 +148,56 @@ func TestTrimmedRequestPulled(t *testing.T) {
 	if r.info.retransmits != 1 || r.out.granted != 3000 || len(cli.state.held) != 0 {
 		t.Errorf("retransmits %d, granted %d, held %d: want 1, 3000, 0", r.info.retransmits, r.out.granted, len(cli.state.held))
 	}
+}
+
+// TestPullBeforeNack: a trimmed packet's NACK and PULL, sprayed over
+// different spines, can reach the sender in the other order. The PULL then
+// finds nothing to send (the message went whole, nothing is held yet); the
+// NACK that follows must send the packet again at once, not leave it held
+// until a RESEND (5 ms at 10 Gbit/s). One-packet messages of the Homa
+// paper's W4 waited that long before.
+func TestPullBeforeNack(t *testing.T) {
+	peer := netip.MustParseAddr("10.0.0.2")
+	for _, tc := range []struct {
+		name  string
+		order []wire.Type
+	}{
+		{"nack first", []wire.Type{wire.TypeNack, wire.TypePull}},
+		{"pull first", []wire.Type{wire.TypePull, wire.TypeNack}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli, r := ndpRequestSent(t, peer, 300)
+			for _, typ := range tc.order {
+				c := wire.Common{SPort: 99, DPort: 0x8000, SenderID: 5, Type: typ}
+				var b []byte
+				if typ == wire.TypeNack {
+					b = wire.AppendNack(nil, &wire.Nack{Common: c, Offset: 0, Length: 300})
+				} else {
+					b = wire.AppendPull(nil, &wire.Pull{Common: c, Count: 1})
+				}
+				cli.mu.Lock()
+				cli.handlePacket(0, &Packet{Buf: b, Addr: peer, TOS: TOS(7)})
+				cli.unlock()
+			}
+			if r.info.retransmits != 1 || len(cli.state.held) != 0 {
+				t.Errorf("retransmits %d, held %d: want 1, 0", r.info.retransmits, len(cli.state.held))
+			}
+		})
+	}
+}
+
+// ndpRequestSent is an NDP client whose RPC 4 to peer's port 99 has sent
+// a request of n bytes blind.
+func ndpRequestSent(t *testing.T, peer netip.Addr, n int) (*Endpoint, *rpc) {
+	t.Helper()
+	cli, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
+	cli.state.clients[4] = r
+	cli.mu.Lock()
+	cli.startOut(0, r, make([]byte, n), cli.cfg.UnschedBytes, 0)
+	cli.unlock()
+	return cli, r
 }
