@@ -3,6 +3,7 @@ package homa
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/homa/wire"
@@ -103,12 +104,7 @@ func (c *recConn) WriteBatch(p []Packet) error {
 // again without waiting for a RESEND; the sender spends that PULL on the
 // NACKed packet, not on new bytes.
 func TestTrimmedRequestPulled(t *testing.T) {
-	rc := &recConn{}
-	srv, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.state.ports[99] = &Server{}
+	srv, rc := ndpServer(t)
 	peer := netip.MustParseAddr("10.0.0.2")
 	d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: 3000, Incoming: 3000, Offset: 1424}
 	b, _ := wire.Trim(append(wire.AppendData(nil, &d), make([]byte, 1424)...))
@@ -200,4 +196,40 @@ func ndpRequestSent(t *testing.T, peer netip.Addr, n int) (*Endpoint, *rpc) {
 	cli.startOut(0, r, make([]byte, n), cli.cfg.UnschedBytes, 0)
 	cli.unlock()
 	return cli, r
+}
+
+// TestNackedRetransmissionAsksNothing: an NDP receiver that gets the
+// retransmission of a NACKed packet while the message's next packet is
+// still on its way sends no RESEND for it: the retransmission answers a
+// NACK, not a RESEND after silence, so the gap after it is not lost (the
+// RESEND made the sender send that packet twice).
+func TestNackedRetransmissionAsksNothing(t *testing.T) {
+	srv, rc := ndpServer(t)
+	peer := netip.MustParseAddr("10.0.0.2")
+	d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: 3000, Incoming: 3000}
+	trimmed, _ := wire.Trim(append(wire.AppendData(nil, &d), make([]byte, 1424)...))
+	d.Retransmit = 1
+	again := append(wire.AppendData(nil, &d), make([]byte, 1424)...)
+	srv.mu.Lock()
+	srv.handlePacket(0, &Packet{Buf: trimmed, Addr: peer, TOS: TOS(7)})
+	srv.handlePacket(time.Microsecond, &Packet{Buf: again, Addr: peer})
+	srv.unlock()
+	for _, p := range rc.sent {
+		if c, _ := wire.ParseCommon(p.Buf); c.Type == wire.TypeResend {
+			rs, _ := wire.ParseResend(p.Buf)
+			t.Errorf("RESEND for bytes %d+%d of a packet still on its way", rs.Offset, rs.Length)
+		}
+	}
+}
+
+// ndpServer is an NDP endpoint serving port 99 whose packets rc records.
+func ndpServer(t *testing.T) (*Endpoint, *recConn) {
+	t.Helper()
+	rc := &recConn{}
+	srv, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.state.ports[99] = &Server{}
+	return srv, rc
 }
