@@ -341,10 +341,15 @@ func (t Transport) Config() string {
 	return t.ID()
 }
 
-// TCPParams mirrors agentpb.TcpParams.
+// TCPParams mirrors agentpb.TcpParams, but for OpenWhenBusy.
 type TCPParams struct {
 	Congestion         string `yaml:"congestion"`
 	ConnectionsPerPeer uint32 `yaml:"connections_per_peer"`
+	// OpenWhenBusy (simulator only: the TCP model's Config.OpenWhenBusy)
+	// sends each message on an idle connection of its client-server pair
+	// and opens another when all are busy, as the PIAS and pFabric papers'
+	// simulations did; connections_per_peer are opened first.
+	OpenWhenBusy bool `yaml:"open_when_busy"`
 }
 
 // Arrival processes.
