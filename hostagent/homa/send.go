@@ -41,6 +41,15 @@ func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t
 		e.c.txPkts[t.Index()][prio].Add(1)
 	}
 	e.c.txBytes.Add(uint64(len(buf)))
+	if st.paced && t == wire.TypeData {
+		// The first DATA after the pacer held some: if its estimate of
+		// the link ran dry before now, the wake-up came that much too
+		// late and the link idled with packets waiting.
+		st.paced = false
+		if now > st.linkIdle {
+			e.c.pacerLateNs.Add(uint64(now - st.linkIdle))
+		}
+	}
 	// The pacer's estimate of when the link drains, at 99% of its rate.
 	over := homaconf.IPHeaderLen + e.cfg.FrameOverhead
 	if st.pol.roce {
@@ -74,6 +83,7 @@ func (e *Endpoint) pump(now time.Duration) {
 	for {
 		r := e.pickSender()
 		if r == nil {
+			e.state.paced = false // an idle link now waits for data, not the pacer
 			return
 		}
 		if r.out.left() > e.cfg.BypassBytes && e.pacerHolds(now) {
@@ -85,14 +95,15 @@ func (e *Endpoint) pump(now time.Duration) {
 
 // pacerHolds reports whether the NIC's queue is too far ahead of the link
 // for another packet now; if so it sets up the wake-up: a sleep until
-// half the backlog has drained, so each wake-up sends several packets
-// rather than one, or a poll for short waits.
+// the backlog has drained to st.wakeAt (pacerWake), or a poll for short
+// waits.
 func (e *Endpoint) pacerHolds(now time.Duration) bool {
 	st := &e.state
 	if st.linkIdle <= now+e.cfg.MaxNICBacklog {
 		return false
 	}
-	wait := st.linkIdle - e.cfg.MaxNICBacklog/2 - now
+	st.paced = true
+	wait := st.linkIdle - st.wakeAt - now
 	// A clock that did not move since the last poll is a fake one
 	// (testing/synctest): polling would never let it advance.
 	if wait < e.cfg.PacerSpin && now != st.spunAt {
@@ -103,6 +114,22 @@ func (e *Endpoint) pacerHolds(now time.Duration) bool {
 	}
 	e.c.pacerWaits.Add(1)
 	return true
+}
+
+// pacerWake is how much of a backlog of at most backlog the pacer lets stay
+// queued before it wakes, for packets of pkt wire time: as much as
+// leaves room for as many packets as a wake-up at half the backlog
+// would send. Each wake-up sends as many packets either way, but the
+// queue left to cover the wake-up's lateness is longer: with a backlog
+// under two packets (a slow link, or a short max_nic_backlog_us) a
+// wake-up at half sends one packet and leaves under half a packet's
+// time queued, so on a busy machine the link idles for every wake-up
+// more than that late; this one leaves the whole backlog.
+func pacerWake(backlog, pkt time.Duration) time.Duration {
+	if pkt <= 0 {
+		return backlog / 2
+	}
+	return backlog - pkt*(backlog/(2*pkt))
 }
 
 // armPacer makes the pacer's timer fire by at (a credit or a queue pair's
