@@ -2,11 +2,13 @@ package homa_test
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
 )
 
 // TestPacerLateness sends one message from a Driven pFabric Endpoint (no
@@ -57,5 +59,53 @@ func TestPacerLateness(t *testing.T) {
 				t.Errorf("PacerLateNs %v after %d wake-ups %v late, want %v", got, wakes, tt.late, want)
 			}
 		})
+	}
+}
+
+// TestEqualMessagesGoOldestFirst starts three equal messages from a
+// Driven pFabric Endpoint at 25 Mbit/s, a few µs apart, and checks that
+// the pacer sends them whole in the order they were started: SRPT has no
+// preference among them, and the oldest is the one a collective's next
+// step waits for.
+func TestEqualMessagesGoOldestFirst(t *testing.T) {
+	var now time.Duration
+	o := &outbox{addr: cliAddr}
+	cfg := homaconf.Config{LinkBps: 25e6, MaxNICBacklog: 500 * time.Microsecond, Variant: homaconf.VariantPFabric}
+	d, err := homa.NewDriven(o, cfg, homa.DrivenConfig{Clock: func() time.Duration { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const n = 3
+	for range n {
+		d.Call(netip.AddrPortFrom(srvAddr, serverPort), make([]byte, 20000), func([]byte, homa.CallInfo, error) {})
+		now += 5 * time.Microsecond
+	}
+	var order []uint64 // sender ids, each once, in the order of their first DATA
+	var pkts []homa.Packet
+	for range 200 {
+		pkts = append(pkts, o.take()...)
+		at, armed := d.Timer()
+		if !armed {
+			break
+		}
+		now = at
+		d.Wake()
+	}
+	last := uint64(0)
+	for _, p := range pkts {
+		dt, _, err := wire.ParseData(p.Buf)
+		if err != nil {
+			continue
+		}
+		if id := dt.SenderID; id != last {
+			if slices.Contains(order, id) {
+				t.Fatalf("message %d resumed after another began: order %v", id, order)
+			}
+			order, last = append(order, id), id
+		}
+	}
+	if len(order) != n || !slices.IsSorted(order) {
+		t.Errorf("messages sent in the order of their ids %v, want %d in the order started (ascending)", order, n)
 	}
 }

@@ -157,7 +157,13 @@ func (e *Endpoint) pickSender() *rpc {
 			st.sendq = st.sendq[:last]
 			continue
 		}
-		if best == nil || r.out.left() < best.out.left() {
+		// Ties go to the older message, as on the receivers (grants,
+		// credits) and in Linux Homa's throttled list: the queue's order
+		// is no guide once entries are swapped out, and a collective's
+		// equal step messages would otherwise go newest first, its
+		// later steps ahead of the one the next host waits for.
+		if best == nil || r.out.left() < best.out.left() ||
+			(r.out.left() == best.out.left() && r.out.birth < best.out.birth) {
 			best = r
 		}
 		if oldest == nil || r.out.birth < oldest.out.birth {
