@@ -14,9 +14,10 @@ import (
 // TestPacerLateness sends one message from a Driven pFabric Endpoint (no
 // grants: only the pacer holds its DATA) at 25 Mbit/s with a backlog of
 // 500 µs, one 1,542 B packet, and delivers every pacer wake-up late by a
-// fixed amount. The pacer wakes with the whole backlog still queued, so
-// a wake-up up to 500 µs late costs the link nothing, and PacerLateNs
-// counts the rest of each later one: the link time lost to the wake-ups.
+// fixed amount. The pacer wakes with half the backlog (250 µs) still
+// queued, so a wake-up up to that late costs the link nothing, and
+// PacerLateNs counts the rest of each later one: the link time lost to
+// the wake-ups.
 func TestPacerLateness(t *testing.T) {
 	const us = time.Microsecond
 	for _, tt := range []struct {
@@ -25,8 +26,8 @@ func TestPacerLateness(t *testing.T) {
 		perWake time.Duration // link time lost per late wake-up
 	}{
 		{"on time", 0, 0},
-		{"within the backlog", 450 * us, 0},
-		{"beyond the backlog", 800 * us, 300 * us},
+		{"within the backlog left", 200 * us, 0},
+		{"beyond it", 800 * us, 550 * us},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var now time.Duration

@@ -37,10 +37,7 @@ type endpointState struct {
 	tx       []Packet
 	txN      int
 	linkIdle time.Duration
-	// wakeAt is how much of the NIC's backlog the pacer lets stay queued
-	// when it wakes (pacerWake); paced says it holds DATA for the link.
-	wakeAt   time.Duration
-	paced    bool
+	paced    bool // the pacer holds DATA for the link (pacer_late_ns)
 	pacer    pacerTimer
 	armed    bool
 	spinning bool
@@ -73,7 +70,6 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 		st.tx[i].Buf = make([]byte, 0, cfg.MTU)
 	}
 	st.pkt = cfg.PayloadPerPacket()
-	st.wakeAt = pacerWake(cfg.MaxNICBacklog, wireTime(cfg.MTU+cfg.FrameOverhead, cfg.LinkBps*99/100))
 	st.pol = newPolicy(cfg)
 	if st.pol.roce {
 		st.initRoCE(cfg)
