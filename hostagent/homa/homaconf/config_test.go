@@ -79,6 +79,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Poll: -time.Microsecond}, "poll_us"},
 		{Config{Poll: time.Second}, "poll_us"},
 		{Config{FrameOverhead: -14}, "frame_overhead"},
+		{Config{CreditWindow: 10_000}, "credit_window_bytes"},
+		{Config{Variant: VariantPFabric, CreditWindow: 10_000}, "credit_window_bytes"},
 	} {
 		_, err := tt.cfg.WithDefaults()
 		var ke *Error
@@ -204,6 +206,40 @@ func TestVariantDefaults(t *testing.T) {
 		if c.UnschedBytes != tt.unsched || c.ResendTicks != tt.resendTicks || c.IncastControl != tt.incastControlLeft {
 			t.Errorf("%s: unsched %d resend ticks %d incast %v, want %d %d %v", tt.v, c.UnschedBytes, c.ResendTicks,
 				c.IncastControl, tt.unsched, tt.resendTicks, tt.incastControlLeft)
+		}
+	}
+}
+
+// TestCreditWindowDefaults: pHost's credit window covers the unloaded
+// round trip (UnschedBytes) and a credit's wait behind data on a loaded
+// path (the receiver's NIC backlog and two full frames), in whole packets;
+// NDP's is UnschedBytes; a value given is only rounded up.
+func TestCreditWindowDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		pkts uint32
+	}{
+		// 4,272 B (3 packets) + 25 Mbit/s x 500 µs (1,562 B) + 2 x 1,542 B
+		// = 8,918 B: 7 packets (scenarios/ai-cluster-idle.yaml).
+		{"25 Mbit/s, 500 µs backlog", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272, MaxNICBacklog: 500 * time.Microsecond}, 7},
+		// NDP keeps its initial window at the unloaded round trip unless
+		// told.
+		{"ndp", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272, MaxNICBacklog: 500 * time.Microsecond}, 3},
+		{"ndp given", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272, CreditWindow: 9968}, 7},
+		// The default backlog, four full frames (1.97 ms, 6,168 B): 13,524 B,
+		// 9.5 packets.
+		{"25 Mbit/s, default backlog", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272}, 10},
+		// 10 Gbit/s, 1 µs: 1,250 B + 3,084 B on top of the given 90 packets.
+		{"10 Gbit/s, 1 µs backlog", Config{Variant: VariantPHost, LinkBps: 10e9, UnschedBytes: 90 * 1424, MaxNICBacklog: time.Microsecond}, 94},
+		{"given, rounded up", Config{Variant: VariantPHost, CreditWindow: 1425}, 2},
+	} {
+		c, err := tt.cfg.WithDefaults()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if want := tt.pkts * c.PayloadPerPacket(); c.CreditWindow != want {
+			t.Errorf("%s: credit window %d B, want %d (%d packets)", tt.name, c.CreditWindow, want, tt.pkts)
 		}
 	}
 }
