@@ -8,7 +8,6 @@
 package homaconf
 
 import (
-	"math"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/wire"
@@ -38,19 +37,19 @@ type Config struct {
 	// DATA or GRANT stopped its message for a whole RESEND interval).
 	UnschedBytes uint32 `homa:"unsched_bytes"`
 	// CreditWindow (pHost and NDP) is the round trip of their credit loop
-	// in bytes: what a message sends blind (pHost's free tokens, NDP's
-	// initial window, which its PULLs then keep in flight) and, on pHost,
-	// its token window (a message with this much of its tokens and blind
-	// bytes unused gets no more). A host that sends while it receives (a
-	// ring's) queues its tokens and PULLs behind its own DATA, and a
-	// window of the unloaded round trip then runs dry and leaves the
-	// sender's link idle (docs/scenarios.md, "Collectives"). pHost's
-	// default covers that: UnschedBytes (the unloaded round trip) plus
-	// what the link carries while a credit waits behind data, the
-	// receiver's NIC backlog (MaxNICBacklog), the packet on its wire and
-	// one on the switch port toward the sender (CreditWindowFor). NDP's
-	// default is UnschedBytes: its initial window also goes blind into
-	// incasts, where the switch trims what a wider one adds. Rounded up to
+	// in bytes (default UnschedBytes, the unloaded one): what a message
+	// sends blind (pHost's free tokens, NDP's initial window, which its
+	// PULLs then keep in flight) and, on pHost, its token window (a
+	// message with this much of its tokens and blind bytes unused gets no
+	// more). A host that sends while it receives (a ring's) queues its
+	// tokens and PULLs behind its own DATA, in its NIC (MaxNICBacklog and
+	// the packet on its wire) and on the switch port toward the sender
+	// (the packet being sent); a window of the unloaded round trip then
+	// runs dry and the sender's link idles. Such a scenario sets it to
+	// UnschedBytes plus what the link carries in that wait
+	// (docs/scenarios.md, "Collectives"). The default stays the unloaded
+	// round trip because the window goes blind into incasts, where a wider
+	// one overflows or is trimmed (docs/transports.md). Rounded up to
 	// whole packets.
 	CreditWindow uint32 `homa:"credit_window_bytes"`
 	// Overcommit is the number of inbound messages granted at once (1..8,
@@ -432,13 +431,8 @@ func (c Config) WithDefaults() (Config, error) {
 		if c.CreditWindow != 0 {
 			return c, keyErr("credit_window_bytes", "%d: the phost and ndp transports' setting; variant %q has no credit window", c.CreditWindow, c.Variant)
 		}
-	case c.CreditWindow == 0 && c.Variant == VariantNDP:
-		// NDP sends its whole initial window blind, also into incasts,
-		// where a wider one is trimmed (docs/transports.md, "NDP hosts").
-		c.CreditWindow = c.UnschedBytes
 	case c.CreditWindow == 0:
-		c.CreditWindow = CreditWindowFor(c.UnschedBytes, c.LinkBps, c.MaxNICBacklog, c.MTU+c.FrameOverhead)
-		fallthrough
+		c.CreditWindow = c.UnschedBytes
 	default:
 		c.CreditWindow = roundUp(c.CreditWindow, pkt)
 	}
@@ -492,17 +486,6 @@ func (c *Config) incompleteDefaults() error {
 		return keyErr("max_incomplete_bytes", "%d below max_incomplete_peer_bytes %d (0: the default %d)", c.MaxIncompleteBytes, c.MaxIncompletePeerBytes, 64*mm)
 	}
 	return nil
-}
-
-// CreditWindowFor is the default CreditWindow: rtt bytes (the unloaded
-// round trip's, UnschedBytes) plus the bytes a link of bps carries while a
-// credit waits behind data: backlog in the receiver's NIC, the frame of
-// frame bytes it finds on the receiver's wire and one more on the switch
-// port toward the sender (strict priority lets it pass the queue, not
-// the frame being sent).
-func CreditWindowFor(rtt uint32, bps uint64, backlog time.Duration, frame int) uint32 {
-	w := float64(rtt) + float64(bps)/8*backlog.Seconds() + 2*float64(frame)
-	return uint32(min(w, math.MaxUint32/2)) // any window past the largest message is the same
 }
 
 // wireTime is how long n bytes occupy a link of bps.

@@ -210,29 +210,21 @@ func TestVariantDefaults(t *testing.T) {
 	}
 }
 
-// TestCreditWindowDefaults: pHost's credit window covers the unloaded
-// round trip (UnschedBytes) and a credit's wait behind data on a loaded
-// path (the receiver's NIC backlog and two full frames), in whole packets;
-// NDP's is UnschedBytes; a value given is only rounded up.
+// TestCreditWindowDefaults: pHost's and NDP's credit window is
+// UnschedBytes unless given; a value given is rounded up to whole
+// packets.
 func TestCreditWindowDefaults(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		cfg  Config
 		pkts uint32
 	}{
-		// 4,272 B (3 packets) + 25 Mbit/s x 500 µs (1,562 B) + 2 x 1,542 B
-		// = 8,918 B: 7 packets (scenarios/ai-cluster-idle.yaml).
-		{"25 Mbit/s, 500 µs backlog", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272, MaxNICBacklog: 500 * time.Microsecond}, 7},
-		// NDP keeps its initial window at the unloaded round trip unless
-		// told.
-		{"ndp", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272, MaxNICBacklog: 500 * time.Microsecond}, 3},
-		{"ndp given", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272, CreditWindow: 9968}, 7},
-		// The default backlog, four full frames (1.97 ms, 6,168 B): 13,524 B,
-		// 9.5 packets.
-		{"25 Mbit/s, default backlog", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272}, 10},
-		// 10 Gbit/s, 1 µs: 1,250 B + 3,084 B on top of the given 90 packets.
-		{"10 Gbit/s, 1 µs backlog", Config{Variant: VariantPHost, LinkBps: 10e9, UnschedBytes: 90 * 1424, MaxNICBacklog: time.Microsecond}, 94},
-		{"given, rounded up", Config{Variant: VariantPHost, CreditWindow: 1425}, 2},
+		{"phost", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272}, 3},
+		{"ndp", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272}, 3},
+		// scenarios/ai-cluster-idle.yaml: 4,272 B + 25 Mbit/s x 500 µs
+		// (1,562 B) + two 1,542-byte frames = 8,918 B, written as 7 packets.
+		{"given", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272, CreditWindow: 9968}, 7},
+		{"given, rounded up", Config{Variant: VariantNDP, CreditWindow: 1425}, 2},
 	} {
 		c, err := tt.cfg.WithDefaults()
 		if err != nil {
