@@ -41,6 +41,9 @@ type Node struct {
 	// udp: the endpoint's packets are UDP payloads (the roce variant's
 	// RoCEv2 on port 4791), framed with a UDP header, not IP protocol 146.
 	udp bool
+	// nicPrio: the NIC serves the TCP model's frames by their DSCP class
+	// (PrioritizeNIC) instead of in one FIFO.
+	nicPrio bool
 }
 
 // clockBase is virtual time 0 on an endpoint's clock, where 0 means "not
@@ -93,6 +96,21 @@ func (h *Node) StartTCP(cfg tcpmodel.Config) error {
 		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
 	}
 	h.tcp = t
+	return nil
+}
+
+// PrioritizeNIC has the host's NIC queue each TCP model segment by its
+// DSCP's class (CSp in queue p, the switch's default policy) and serve the
+// queues in strict priority, as the switches do, instead of in one FIFO:
+// the hosts of the PIAS and pFabric papers' ns-2 simulations, whose links
+// from host to switch carry the switches' queues, so a flow's packets at
+// a high level pass the host's own lower ones. Not with the emulated
+// hosts' shaper (Config.HostBurstBytes).
+func (h *Node) PrioritizeNIC() error {
+	if h.shaper != nil {
+		return fmt.Errorf("simnet: host %s: its NIC is the emulated hosts' shaper, which has one queue", h.Name)
+	}
+	h.nicPrio = true
 	return nil
 }
 
@@ -237,20 +255,21 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			continue
 		}
 		if h.udp {
-			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf))
+			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf), 0)
 			continue
 		}
-		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf))
+		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf), 0)
 	}
 	return nil
 }
 
-// transmit queues frame f on the host's NIC (or shaper).
-func (h *Node) transmit(f []byte) {
+// transmit queues frame f on the host's NIC (or shaper), in queue q of a
+// NIC with priorities (PrioritizeNIC; q is 0 otherwise).
+func (h *Node) transmit(f []byte, q uint8) {
 	if h.shaper != nil {
 		h.shaper.send(f)
 	} else {
-		h.nic.enqueue(f, dataplane.Verdict{}, 0)
+		h.nic.enqueue(f, dataplane.Verdict{Queue: q}, 0)
 	}
 }
 
@@ -288,7 +307,11 @@ func (h *Node) sendSeg(dst netip.Addr, s *tcpmodel.Segment) {
 	binary.BigEndian.PutUint32(t[4:], s.Seq)
 	binary.BigEndian.PutUint32(t[8:], s.Ack)
 	t[12], t[13] = tcpmodel.HeaderLen/4<<4, s.Flags
-	h.transmit(f)
+	var q uint8
+	if h.nicPrio {
+		q = s.TOS >> 5 // the DSCP's class: CSp is p
+	}
+	h.transmit(f, q)
 }
 
 // receiveTCP hands a TCP frame to the host's model.

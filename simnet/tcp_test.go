@@ -213,3 +213,57 @@ func TestTCPModelRepeatsExactly(t *testing.T) {
 		t.Fatalf("%d and %d completions differ", len(x.done), len(y.done))
 	}
 }
+
+// TestPrioritizedNIC: a PIAS host that sends a 100 B message on a
+// connection of its own just after a 1 MB one has the short one's segment
+// behind the long one's first window in a FIFO NIC (ten full segments,
+// 1.2 ms at 100 Mbit/s); with PrioritizeNIC its level-0 segment passes the
+// long message's demoted ones and it arrives within a few segments' time.
+func TestPrioritizedNIC(t *testing.T) {
+	// Thresholds: 1 segment at level 0, the rest at level 1 (CS6).
+	pias := &tcpmodel.PIAS{Thresholds: []uint64{1460}, DSCP: []uint8{56, 48}}
+	for _, prio := range []bool{false, true} {
+		n := starPolicy(t, 2, Config{RateBps: bulkRate, Delay: time.Microsecond, QueueDepthPkts: 1000}, controller.DefaultPolicy())
+		cfg := tcpmodel.Config{MSS: 1460, Law: tcpmodel.Reno, OpenWhenBusy: true, PIAS: pias}
+		for _, h := range n.Nodes() {
+			if err := h.StartTCP(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if prio {
+				if err := h.PrioritizeNIC(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		srv, cl := n.Node("h1"), n.Node("h2")
+		if err := srv.TCP().Serve(4000, func(sr *tcpmodel.ServerRPC) {
+			if err := srv.TCP().Delivered(n.Clock().Now(), sr); err != nil {
+				t.Error(err)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		dst := netip.AddrPortFrom(srv.IP, 4000)
+		var short int64
+		start := int64(20 * time.Microsecond) // the long message's first window is in the NIC
+		n.Clock().At(0, func() { cl.TCP().Call(0, dst, make([]byte, 1_000_000), func(tcpmodel.Result, error) {}) })
+		n.Clock().At(start, func() {
+			cl.TCP().Call(start, dst, make([]byte, 100), func(r tcpmodel.Result, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+				short = r.Done - start
+			})
+		})
+		n.Clock().Run(int64(time.Second))
+		frame := int64(1538 * 8 * time.Second / bulkRate)
+		switch {
+		case short == 0:
+			t.Errorf("priorities %v: the short message did not arrive", prio)
+		case prio && short > 3*frame:
+			t.Errorf("with priorities the short message took %v, want under three full frames' time (%v)", time.Duration(short), time.Duration(3*frame))
+		case !prio && short < 8*frame:
+			t.Errorf("in one FIFO the short message took %v, want it behind the long message's first window (over %v)", time.Duration(short), time.Duration(8*frame))
+		}
+	}
+}

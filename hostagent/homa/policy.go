@@ -258,7 +258,11 @@ func (e *Endpoint) onNDP(now time.Duration, b []byte, t wire.Type, r *rpc) {
 
 // onPull handles an NDP PULL with count pulls: each PULL not seen before
 // lets one packet go, a NACKed one first, else the next new one (as a
-// GRANT of one more packet).
+// GRANT of one more packet). A PULL with neither to send is kept (spare)
+// for the next NACK: the receiver sends a trimmed packet's NACK and then
+// its PULL, but packets sprayed over the spines can arrive in the other
+// order, and a PULL spent on nothing would leave the NACKed packet held
+// until the RESEND timeout (milliseconds at the Homa paper's scale).
 func (e *Endpoint) onPull(now time.Duration, count uint32, r *rpc) {
 	o := &r.out
 	if count <= o.pulled {
@@ -266,8 +270,12 @@ func (e *Endpoint) onPull(now time.Duration, count uint32, r *rpc) {
 	}
 	offset := o.granted
 	for n := count - o.pulled; n > 0; n-- {
-		if !e.releaseHeld(r) {
+		switch {
+		case e.releaseHeld(r):
+		case offset < o.length:
 			offset = min(o.length, offset+e.state.pkt)
+		default:
+			o.spare++
 		}
 	}
 	o.pulled = count
@@ -303,10 +311,17 @@ func (e *Endpoint) releaseHeld(r *rpc) bool {
 
 // onNack handles an NDP NACK: the packet carrying [Offset, Offset+Length)
 // lost its payload in a switch; it goes again on the next PULL, ahead of
-// new bytes, as NDP's sender does.
+// new bytes, as NDP's sender does, or at once on a PULL that came before
+// the NACK and found nothing to send (onPull).
 func (e *Endpoint) onNack(n *wire.Nack, r *rpc) {
 	o := &r.out
-	if end := min(o.next, n.Offset+n.Length); n.Offset < end {
-		e.state.held = append(e.state.held, heldNack{r, span{n.Offset, end}})
+	end := min(o.next, n.Offset+n.Length)
+	if n.Offset >= end {
+		return
+	}
+	e.state.held = append(e.state.held, heldNack{r, span{n.Offset, end}})
+	if o.spare > 0 && e.releaseHeld(r) {
+		o.spare--
+		e.enqueue(r)
 	}
 }

@@ -104,12 +104,7 @@ func (c *recConn) WriteBatch(p []Packet) error {
 // again without waiting for a RESEND; the sender spends that PULL on the
 // NACKed packet, not on new bytes.
 func TestTrimmedRequestPulled(t *testing.T) {
-	rc := &recConn{}
-	srv, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.state.ports[99] = &Server{}
+	srv, rc := ndpServer(t)
 	peer := netip.MustParseAddr("10.0.0.2")
 	d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: 3000, Incoming: 3000, Offset: 1424}
 	b, _ := wire.Trim(append(wire.AppendData(nil, &d), make([]byte, 1424)...))
@@ -133,15 +128,7 @@ func TestTrimmedRequestPulled(t *testing.T) {
 	}
 
 	// The client: its request sent whole, NACKed, then pulled.
-	cli, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
-	cli.state.clients[4] = r
-	cli.mu.Lock()
-	cli.startOut(0, r, make([]byte, 3000), cli.cfg.UnschedBytes, 0)
-	cli.unlock()
+	cli, r := ndpRequestSent(t, peer, 3000)
 	if r.out.next != 3000 {
 		t.Fatalf("sent %d of 3000 bytes blind", r.out.next)
 	}
@@ -203,4 +190,92 @@ func TestPHostBlindPriorities(t *testing.T) {
 			t.Errorf("%s: %d packets at level 6, %d at 0, %d in all; want %d, %d, %d", tt.name, high, low, len(rc.sent), tt.high, tt.low, tt.all)
 		}
 	}
+}
+
+// TestPullBeforeNack: a trimmed packet's NACK and PULL, sprayed over
+// different spines, can reach the sender in the other order. The PULL then
+// finds nothing to send (the message went whole, nothing is held yet); the
+// NACK that follows must send the packet again at once, not leave it held
+// until a RESEND (5 ms at 10 Gbit/s). One-packet messages of the Homa
+// paper's W4 waited that long before.
+func TestPullBeforeNack(t *testing.T) {
+	peer := netip.MustParseAddr("10.0.0.2")
+	for _, tc := range []struct {
+		name  string
+		order []wire.Type
+	}{
+		{"nack first", []wire.Type{wire.TypeNack, wire.TypePull}},
+		{"pull first", []wire.Type{wire.TypePull, wire.TypeNack}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli, r := ndpRequestSent(t, peer, 300)
+			for _, typ := range tc.order {
+				c := wire.Common{SPort: 99, DPort: 0x8000, SenderID: 5, Type: typ}
+				var b []byte
+				if typ == wire.TypeNack {
+					b = wire.AppendNack(nil, &wire.Nack{Common: c, Offset: 0, Length: 300})
+				} else {
+					b = wire.AppendPull(nil, &wire.Pull{Common: c, Count: 1})
+				}
+				cli.mu.Lock()
+				cli.handlePacket(0, &Packet{Buf: b, Addr: peer, TOS: TOS(7)})
+				cli.unlock()
+			}
+			if r.info.retransmits != 1 || len(cli.state.held) != 0 {
+				t.Errorf("retransmits %d, held %d: want 1, 0", r.info.retransmits, len(cli.state.held))
+			}
+		})
+	}
+}
+
+// ndpRequestSent is an NDP client whose RPC 4 to peer's port 99 has sent
+// a request of n bytes blind.
+func ndpRequestSent(t *testing.T, peer netip.Addr, n int) (*Endpoint, *rpc) {
+	t.Helper()
+	cli, err := newEndpoint(&sinkConn{}, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
+	cli.state.clients[4] = r
+	cli.mu.Lock()
+	cli.startOut(0, r, make([]byte, n), cli.cfg.UnschedBytes, 0)
+	cli.unlock()
+	return cli, r
+}
+
+// TestNackedRetransmissionAsksNothing: an NDP receiver that gets the
+// retransmission of a NACKed packet while the message's next packet is
+// still on its way sends no RESEND for it: the retransmission answers a
+// NACK, not a RESEND after silence, so the gap after it is not lost (the
+// RESEND made the sender send that packet twice).
+func TestNackedRetransmissionAsksNothing(t *testing.T) {
+	srv, rc := ndpServer(t)
+	peer := netip.MustParseAddr("10.0.0.2")
+	d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: 3000, Incoming: 3000}
+	trimmed, _ := wire.Trim(append(wire.AppendData(nil, &d), make([]byte, 1424)...))
+	d.Retransmit = 1
+	again := append(wire.AppendData(nil, &d), make([]byte, 1424)...)
+	srv.mu.Lock()
+	srv.handlePacket(0, &Packet{Buf: trimmed, Addr: peer, TOS: TOS(7)})
+	srv.handlePacket(time.Microsecond, &Packet{Buf: again, Addr: peer})
+	srv.unlock()
+	for _, p := range rc.sent {
+		if c, _ := wire.ParseCommon(p.Buf); c.Type == wire.TypeResend {
+			rs, _ := wire.ParseResend(p.Buf)
+			t.Errorf("RESEND for bytes %d+%d of a packet still on its way", rs.Offset, rs.Length)
+		}
+	}
+}
+
+// ndpServer is an NDP endpoint serving port 99 whose packets rc records.
+func ndpServer(t *testing.T) (*Endpoint, *recConn) {
+	t.Helper()
+	rc := &recConn{}
+	srv, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantNDP}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.state.ports[99] = &Server{}
+	return srv, rc
 }

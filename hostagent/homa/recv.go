@@ -120,7 +120,13 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 	m.received += fresh
 	if d.Retransmit != 0 {
 		r.lost(now)
-		e.resendRest(now, r, d.Offset+uint32(len(payload)))
+		// The rest of the gap is lost only if the retransmission answers
+		// our RESEND, sent after silent ticks. NDP's answer a NACK: the
+		// packets after it are still on their way (sprayed, or queued
+		// behind it as NACKed), and asking for them again sent each twice.
+		if !st.pol.ndp || r.resent {
+			e.resendRest(now, r, d.Offset+uint32(len(payload)))
+		}
 	}
 	st.schedDue = true
 	if m.received < m.length {

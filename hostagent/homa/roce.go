@@ -179,6 +179,7 @@ func (e *Endpoint) pumpRoCE(now time.Duration) {
 			break
 		}
 		if pick == nil {
+			e.state.paced = false
 			if wake >= 0 {
 				e.armPacer(now, wake)
 			}

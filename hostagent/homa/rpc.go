@@ -32,9 +32,12 @@ type msgOut struct {
 	schedPrio uint8 // from the latest GRANT
 	flags     uint8
 	pulled    uint32 // NDP: the receiver's PULL count used so far
-	rexmit    []resendReq
-	birth     time.Duration
-	queued    bool // in the endpoint's send queue
+	// spare counts NDP PULLs that found nothing to send (no NACKed packet
+	// held, no new byte left): the next NACK spends one at once.
+	spare  uint32
+	rexmit []resendReq
+	birth  time.Duration
+	queued bool // in the endpoint's send queue
 }
 
 func (o *msgOut) sendable() bool {

@@ -41,6 +41,15 @@ func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t
 		e.c.txPkts[t.Index()][prio].Add(1)
 	}
 	e.c.txBytes.Add(uint64(len(buf)))
+	if st.paced && t == wire.TypeData {
+		// The first DATA after the pacer held some: if its estimate of
+		// the link ran dry before now, the wake-up came that much too
+		// late and the link idled with packets waiting.
+		st.paced = false
+		if now > st.linkIdle {
+			e.c.pacerLateNs.Add(uint64(now - st.linkIdle))
+		}
+	}
 	// The pacer's estimate of when the link drains, at 99% of its rate.
 	over := homaconf.IPHeaderLen + e.cfg.FrameOverhead
 	if st.pol.roce {
@@ -74,6 +83,7 @@ func (e *Endpoint) pump(now time.Duration) {
 	for {
 		r := e.pickSender()
 		if r == nil {
+			e.state.paced = false // an idle link now waits for data, not the pacer
 			return
 		}
 		if r.out.left() > e.cfg.BypassBytes && e.pacerHolds(now) {
@@ -86,12 +96,18 @@ func (e *Endpoint) pump(now time.Duration) {
 // pacerHolds reports whether the NIC's queue is too far ahead of the link
 // for another packet now; if so it sets up the wake-up: a sleep until
 // half the backlog has drained, so each wake-up sends several packets
-// rather than one, or a poll for short waits.
+// rather than one, or a poll for short waits. (Waking as soon as a packet
+// fits, with the whole backlog queued, would leave more room for a late
+// wake-up when the backlog is under two packets, but the queue it keeps
+// is deeper, and grants, pulls and answers wait behind it: in the twin,
+// scenarios/ai-cluster-idle.yaml's pHost and NDP went from 1.11 to 1.15 of
+// their ideal CCT.)
 func (e *Endpoint) pacerHolds(now time.Duration) bool {
 	st := &e.state
 	if st.linkIdle <= now+e.cfg.MaxNICBacklog {
 		return false
 	}
+	st.paced = true
 	wait := st.linkIdle - e.cfg.MaxNICBacklog/2 - now
 	// A clock that did not move since the last poll is a fake one
 	// (testing/synctest): polling would never let it advance.
@@ -130,7 +146,13 @@ func (e *Endpoint) pickSender() *rpc {
 			st.sendq = st.sendq[:last]
 			continue
 		}
-		if best == nil || r.out.left() < best.out.left() {
+		// Ties go to the older message, as on the receivers (grants,
+		// credits) and in Linux Homa's throttled list: the queue's order
+		// is no guide once entries are swapped out, and a collective's
+		// equal step messages would otherwise go newest first, its
+		// later steps ahead of the one the next host waits for.
+		if best == nil || r.out.left() < best.out.left() ||
+			(r.out.left() == best.out.left() && r.out.birth < best.out.birth) {
 			best = r
 		}
 		if oldest == nil || r.out.birth < oldest.out.birth {

@@ -37,6 +37,7 @@ type endpointState struct {
 	tx       []Packet
 	txN      int
 	linkIdle time.Duration
+	paced    bool // the pacer holds DATA for the link (pacer_late_ns)
 	pacer    pacerTimer
 	armed    bool
 	spinning bool

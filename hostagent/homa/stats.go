@@ -25,6 +25,7 @@ type counters struct {
 	callsDone, callsFailed, served, cutoffVersion         atomic.Uint64
 	active, activeMax, incomingBytes, pacerWaits, trimmed atomic.Uint64
 	polled, spinRead                                      atomic.Uint64
+	pacerLateNs                                           atomic.Uint64
 	clientRPCs, serverRPCs                                atomic.Uint64
 	// roce: CNPs, NAKs, packets out of sequence, DCQCN rate cuts and
 	// go-back-N timeouts.
@@ -75,6 +76,12 @@ type Stats struct {
 	IncomingBytes uint64
 	// PacerWaits counts times the pacer held a packet for the link.
 	PacerWaits uint64
+	// PacerLateNs is the link time, in ns, the host's NIC idled with
+	// DATA held by the pacer, by the pacer's own estimate of the link
+	// (which drains at 99% of the rate, so the real idle time is at
+	// least this): its wake-ups that came after the queue ran dry, the
+	// machine's scheduling delay, not the protocol's.
+	PacerLateNs uint64
 	// Trimmed counts DATA packets that arrived trimmed (NDP) and were
 	// NACKed.
 	Trimmed uint64
@@ -113,7 +120,7 @@ func (c *counters) snapshot() Stats {
 	s.Timeouts, s.BacklogDrops, s.WriteErrors, s.Acked = c.timeouts.Load(), c.backlogDrops.Load(), c.writeErrors.Load(), c.acked.Load()
 	s.CallsCompleted, s.CallsFailed, s.Served, s.CutoffsVersion = c.callsDone.Load(), c.callsFailed.Load(), c.served.Load(), c.cutoffVersion.Load()
 	s.ActiveMessages, s.ActiveMax, s.IncomingBytes = c.active.Load(), c.activeMax.Load(), c.incomingBytes.Load()
-	s.PacerWaits = c.pacerWaits.Load()
+	s.PacerWaits, s.PacerLateNs = c.pacerWaits.Load(), c.pacerLateNs.Load()
 	s.Trimmed = c.trimmed.Load()
 	s.ClientRPCs, s.ServerRPCs = c.clientRPCs.Load(), c.serverRPCs.Load()
 	s.CNPsSent, s.CNPsReceived, s.NAKsSent, s.NAKsReceived = c.cnpSent.Load(), c.cnpRecv.Load(), c.naksSent.Load(), c.naksRecv.Load()
@@ -138,7 +145,7 @@ func (s Stats) Map() map[string]uint64 {
 		"timeouts": s.Timeouts, "backlog_drops": s.BacklogDrops, "write_errors": s.WriteErrors,
 		"acked": s.Acked, "calls_completed": s.CallsCompleted, "calls_failed": s.CallsFailed,
 		"served": s.Served, "cutoffs_version": s.CutoffsVersion, "active_messages": s.ActiveMessages,
-		"active_max": s.ActiveMax, "incoming_bytes": s.IncomingBytes, "pacer_waits": s.PacerWaits,
+		"active_max": s.ActiveMax, "incoming_bytes": s.IncomingBytes, "pacer_waits": s.PacerWaits, "pacer_late_ns": s.PacerLateNs,
 	}
 	for r, v := range s.Drops {
 		m["drop_"+DropReason(r).String()] = v

@@ -89,11 +89,23 @@ type Config struct {
 	// ConnsPerPeer is how many connections a client opens to each server
 	// (default 1, tcprpc's), used in turn.
 	ConnsPerPeer int
+	// OpenWhenBusy has a call take an idle connection to its server (one
+	// with no call outstanding), the first opened first, and open another
+	// when every one is busy, up to MaxConnsPerPeer: the pool per pair of
+	// hosts of pFabric's and PIAS's ns-2 simulations, where a message
+	// never waits behind another on its connection. ConnsPerPeer are
+	// opened at the first call.
+	OpenWhenBusy bool
 	// DSCP is the DSCP of every segment without PIAS (the kernel's 0).
 	DSCP uint8
 	// PIAS, when set, tags data segments by bytes sent instead.
 	PIAS *PIAS
 }
+
+// MaxConnsPerPeer bounds a client's connections to one server with
+// Config.OpenWhenBusy (tcprpc's bound on connections per peer); past it,
+// calls take the connections in turn.
+const MaxConnsPerPeer = 1024
 
 // withDefaults fills the zero fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {

@@ -167,34 +167,60 @@ type Result struct {
 var ErrRefused = errors.New("tcpmodel: connection refused")
 
 // Call sends req to dst on one of the host's connections to it (opened
-// on first use, in turn among Config.ConnsPerPeer), behind whatever that
-// connection already carries. done runs when the response has arrived
-// whole, or at once with an error if the call cannot start.
+// on first use, in turn among Config.ConnsPerPeer, or an idle one with
+// Config.OpenWhenBusy), behind whatever that connection already carries.
+// done runs when the response has arrived whole, or at once with an error
+// if the call cannot start.
 func (h *Host) Call(now int64, dst netip.AddrPort, req []byte, done func(Result, error)) {
 	if h.closed {
 		done(Result{}, errors.New("tcpmodel: host closed"))
 		return
 	}
+	srv := h.net.hosts[dst.Addr()]
 	p := h.peers[dst]
 	if p == nil {
-		srv := h.net.hosts[dst.Addr()]
 		if srv == nil || srv.servers[dst.Port()] == nil {
 			done(Result{}, fmt.Errorf("%w: %v", ErrRefused, dst))
 			return
 		}
 		p = &peer{}
 		for range h.cfg.ConnsPerPeer {
-			c := h.connect(srv, dst.Port())
-			c.sendSYN(FlagSYN)
-			p.conns = append(p.conns, c)
+			p.open(h, srv, dst.Port())
 		}
 		h.peers[dst] = p
 	}
-	c := p.conns[p.next]
-	p.next = (p.next + 1) % len(p.conns)
+	var c *conn
+	if h.cfg.OpenWhenBusy {
+		if c = p.idle(); c == nil && len(p.conns) < MaxConnsPerPeer {
+			c = p.open(h, srv, dst.Port())
+		}
+	}
+	if c == nil {
+		c = p.conns[p.next]
+		p.next = (p.next + 1) % len(p.conns)
+	}
 	start := c.sndEnd
 	c.calls = append(c.calls, call{done: done, reqStart: start, reqEnd: start + uint64(len(req)+framing), retrans0: c.retrans})
 	c.write(now, len(req), req)
+}
+
+// open adds a connection from h to srv's port to the pool, its SYN sent.
+func (p *peer) open(h *Host, srv *Host, port uint16) *conn {
+	c := h.connect(srv, port)
+	c.sendSYN(FlagSYN)
+	p.conns = append(p.conns, c)
+	return c
+}
+
+// idle returns the first of p's connections with no call outstanding, or
+// nil.
+func (p *peer) idle() *conn {
+	for _, c := range p.conns {
+		if c.ch == len(c.calls) {
+			return c
+		}
+	}
+	return nil
 }
 
 // connect opens a connection to srv's port: both ends at once.

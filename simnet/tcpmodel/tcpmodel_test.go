@@ -261,3 +261,41 @@ func TestDelayedAck(t *testing.T) {
 		t.Errorf("the client's ACK of the response left %v after it arrived, want 40ms", d)
 	}
 }
+
+// TestOpenWhenBusy: with Config.OpenWhenBusy a short call issued while a
+// 1 MB one is outstanding goes on a connection of its own and ends first,
+// one round trip after it started, instead of behind the long one's bytes
+// (TestPipelinedCalls); a call after both ended reuses the first
+// connection, so the pool holds what was busy at once.
+func TestOpenWhenBusy(t *testing.T) {
+	p := newPair(t, Config{MSS: 1460, OpenWhenBusy: true}, nil)
+	dst := netip.AddrPortFrom(p.sAddr, 4000)
+	var order []int
+	var shortDone int64
+	for i, size := range []int{1_000_000, 100} {
+		p.client.Call(p.now, dst, make([]byte, size), func(r Result, err error) {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			order = append(order, i)
+			if i == 1 {
+				shortDone = r.Done
+			}
+		})
+	}
+	p.run(int64(10 * time.Second))
+	if len(order) != 2 || order[0] != 1 {
+		t.Fatalf("calls ended in order %v, want the short one (1) first", order)
+	}
+	// Two one-way delays and the frames' nothing: the pair's wire has no
+	// rate, so the short call takes its round trip and no more.
+	if rtt := 2 * p.delay; shortDone > rtt+rtt/10 {
+		t.Errorf("the short call ended at %v, want within 10%% of the round trip %v", time.Duration(shortDone), time.Duration(rtt))
+	}
+	if _, ok := p.call(t, 100, time.Second); !ok {
+		t.Fatal("the third call did not end")
+	}
+	if st := p.client.Stats(); st.Conns != 2 {
+		t.Errorf("%d connections, want 2 (the third call on an idle one)", st.Conns)
+	}
+}

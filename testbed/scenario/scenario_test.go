@@ -122,6 +122,8 @@ func TestBadScenarios(t *testing.T) {
 		{"host range past end", "clients: [h2-h3]", "clients: [h2-h9]", 14, "phases[0].clients", "h9"},
 		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `homa, tcp, pfabric, phost, ndp, pias, roce, got "quic"`},
 		{"pfabric on bmv2", "  - name: tcp", "  - name: pfabric\nswitch: {target: bmv2}", 11, "transports[1].name", "BMv2's FIFO queues cannot"},
+		{"open_when_busy emulated", "  - name: tcp", "  - name: tcp\n    tcp: {open_when_busy: true}", 12, "transports[1].tcp.open_when_busy", "simulator's TCP model"},
+		{"nic_priorities emulated", "  - name: tcp", "  - name: tcp\n    tcp: {nic_priorities: true}", 12, "transports[1].tcp.nic_priorities", "simulator's"},
 		{"pfabric buffer below a frame", "  - name: tcp", "  - name: pfabric\n    pfabric: {buffer_bytes: 100}", 12, "transports[1].pfabric.buffer_bytes", "at least one frame"},
 		{"ndp threshold above the queue", "  - name: tcp", "  - name: ndp\n    ndp: {trim_threshold_pkts: 100000}", 12, "transports[1].ndp.trim_threshold_pkts", "to the queue depth"},
 		{"pias thresholds not ascending", "  - name: tcp", "  - name: pias\n    tcp: {congestion: cubic}\n    pias: {thresholds: [10KB, 5KB]}", 13, "transports[1].pias.thresholds[1]", "ascending"},

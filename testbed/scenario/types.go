@@ -341,10 +341,21 @@ func (t Transport) Config() string {
 	return t.ID()
 }
 
-// TCPParams mirrors agentpb.TcpParams.
+// TCPParams mirrors agentpb.TcpParams, but for the simulator's
+// OpenWhenBusy and NICPriorities.
 type TCPParams struct {
 	Congestion         string `yaml:"congestion"`
 	ConnectionsPerPeer uint32 `yaml:"connections_per_peer"`
+	// OpenWhenBusy (simulator only: the TCP model's Config.OpenWhenBusy)
+	// sends each message on an idle connection of its client-server pair
+	// and opens another when all are busy, as the PIAS and pFabric papers'
+	// simulations did; connections_per_peer are opened first.
+	OpenWhenBusy bool `yaml:"open_when_busy"`
+	// NICPriorities (simulator only: simnet.Node.PrioritizeNIC) has each
+	// host's NIC queue segments by their DSCP's class and serve them in
+	// strict priority, as the switches do, as the PIAS and pFabric papers'
+	// simulated hosts did; without it the NIC is one FIFO.
+	NICPriorities bool `yaml:"nic_priorities"`
 }
 
 // Arrival processes.

@@ -493,6 +493,12 @@ func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	if t.TCP.ConnectionsPerPeer > 64 {
 		c.errorf(p+".tcp.connections_per_peer", "expected 1 to 64, got %d", t.TCP.ConnectionsPerPeer)
 	}
+	if t.TCP.OpenWhenBusy && !c.simulate {
+		c.errorf(p+".tcp.open_when_busy", "a connection opened per busy pair is the simulator's TCP model's (homatb run --simulate); the emulated hosts' tcprpc keeps connections_per_peer connections, used in turn: drop open_when_busy or raise connections_per_peer")
+	}
+	if t.TCP.NICPriorities && !c.simulate {
+		c.errorf(p+".tcp.nic_priorities", "a NIC with priority queues is the simulator's (homatb run --simulate); the emulated hosts send through one shaper queue: drop nic_priorities")
+	}
 }
 
 // checkHoma checks an engine transport's homa block with homaconf's own

@@ -22,7 +22,10 @@ type job struct {
 	cfg             homaconf.Config
 	// tcp, when set, runs the TCP model on the hosts instead of Homa
 	// (kernel-TCP transports: tcp, pias).
-	tcp            *tcpmodel.Config
+	tcp *tcpmodel.Config
+	// nicPrio: the TCP model's hosts queue by DSCP class in their NICs
+	// (tcp.nic_priorities).
+	nicPrio        bool
 	clients        []client
 	servers        map[string]bool
 	used           []string // hosts taking part, in layout order
@@ -72,7 +75,9 @@ func (j *job) run() error {
 		h := j.net.Node(name)
 		var err error
 		if j.tcp != nil {
-			err = h.StartTCP(*j.tcp)
+			if err = h.StartTCP(*j.tcp); err == nil && j.nicPrio {
+				err = h.PrioritizeNIC()
+			}
 		} else {
 			err = h.Start(j.cfg, uint64(i+1)<<40, j.epoch, j.log)
 		}

@@ -71,7 +71,7 @@ var model = []string{
 
 // tcpModel says what stands for the kernel's TCP when a scenario has tcp
 // or pias transports.
-const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on one connection per client-server pair, " +
+const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on connections_per_peer connections per client-server pair used in turn (with tcp.open_when_busy: an idle one, another opened when all are busy; tcp.nic_priorities: NICs queue by DSCP class in strict priority), " +
 	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no wait for the handshake, no SACK, no TSO; " +
 	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, the CE state echoed as RFC 8257's receiver does); PIAS tags by bytes sent with the agents' thresholds"
 
@@ -363,7 +363,7 @@ func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, 
 	if err != nil {
 		return 0, err
 	}
-	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, clients: []client{c},
+	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities, clients: []client{c},
 		servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
 		length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log, oneWay: oneWay}
 	if err := j.run(); err != nil {
@@ -469,7 +469,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
-	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp,
+	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log, oneWay: s.OneWay()}
 	if j.oneWay {
@@ -600,7 +600,7 @@ func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
 
 // tcpConfig is the TCP model's configuration for kernel-TCP transport t
 // (nil for an engine transport): its window law, tcprpc's connections per
-// peer, segments of the fabric's MTU, and for PIAS the tagging the agents
+// peer (or a pool that grows when busy), segments of the fabric's MTU, and for PIAS the tagging the agents
 // would attach (agents.Requests.TCPParams, pias.ForRun: the same
 // thresholds from the same calibration).
 func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
@@ -612,7 +612,8 @@ func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 		return nil, err
 	}
 	tp := agents.Requests{Fabric: r.fab, Calibration: r.calib}.TCPParams(t)
-	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer()), DelayedAck: true}
+	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer()),
+		OpenWhenBusy: t.TCP.OpenWhenBusy, DelayedAck: true}
 	if tp.GetPias() {
 		us := time.Microsecond
 		pc := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
@@ -642,6 +643,12 @@ func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
 	pi := ""
 	if tcp.PIAS != nil {
 		pi = " with PIAS's tagging"
+	}
+	if tcp.OpenWhenBusy {
+		pi += ", a connection opened whenever a pair's are all busy"
+	}
+	if t.TCP.NICPriorities {
+		pi += ", NICs with the switches' priority queues"
 	}
 	return []string{fmt.Sprintf("%s ran on the simulator's model of TCP (simnet/tcpmodel, window law %s%s), not the kernel's TCP", t.Config(), law, pi)}
 }

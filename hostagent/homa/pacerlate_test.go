@@ -1,0 +1,112 @@
+package homa_test
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/hostagent/homa"
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/homa/wire"
+)
+
+// TestPacerLateness sends one message from a Driven pFabric Endpoint (no
+// grants: only the pacer holds its DATA) at 25 Mbit/s with a backlog of
+// 500 µs, one 1,542 B packet, and delivers every pacer wake-up late by a
+// fixed amount. The pacer wakes with half the backlog (250 µs) still
+// queued, so a wake-up up to that late costs the link nothing, and
+// PacerLateNs counts the rest of each later one: the link time lost to
+// the wake-ups.
+func TestPacerLateness(t *testing.T) {
+	const us = time.Microsecond
+	for _, tt := range []struct {
+		name    string
+		late    time.Duration
+		perWake time.Duration // link time lost per late wake-up
+	}{
+		{"on time", 0, 0},
+		{"within the backlog left", 200 * us, 0},
+		{"beyond it", 800 * us, 550 * us},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var now time.Duration
+			o := &outbox{addr: cliAddr}
+			cfg := homaconf.Config{LinkBps: 25e6, MaxNICBacklog: 500 * us, Variant: homaconf.VariantPFabric}
+			d, err := homa.NewDriven(o, cfg, homa.DrivenConfig{Clock: func() time.Duration { return now }}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			d.Call(netip.AddrPortFrom(srvAddr, serverPort), make([]byte, 32000), func([]byte, homa.CallInfo, error) {})
+			wakes := 0
+			for ; wakes < 100; wakes++ {
+				at, armed := d.Timer()
+				if !armed {
+					break
+				}
+				sent := len(o.take())
+				now = at + tt.late
+				d.Wake()
+				if sent == 0 && wakes > 0 {
+					t.Fatalf("wake-up %d found no room for a packet", wakes)
+				}
+			}
+			if wakes < 5 || wakes == 100 {
+				t.Fatalf("%d pacer wake-ups for a 32 KB message", wakes)
+			}
+			got := time.Duration(d.Endpoint().Stats().PacerLateNs)
+			if want := time.Duration(wakes) * tt.perWake; got != want {
+				t.Errorf("PacerLateNs %v after %d wake-ups %v late, want %v", got, wakes, tt.late, want)
+			}
+		})
+	}
+}
+
+// TestEqualMessagesGoOldestFirst starts three equal messages from a
+// Driven pFabric Endpoint at 25 Mbit/s, a few µs apart, and checks that
+// the pacer sends them whole in the order they were started: SRPT has no
+// preference among them, and the oldest is the one a collective's next
+// step waits for.
+func TestEqualMessagesGoOldestFirst(t *testing.T) {
+	var now time.Duration
+	o := &outbox{addr: cliAddr}
+	cfg := homaconf.Config{LinkBps: 25e6, MaxNICBacklog: 500 * time.Microsecond, Variant: homaconf.VariantPFabric}
+	d, err := homa.NewDriven(o, cfg, homa.DrivenConfig{Clock: func() time.Duration { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const n = 3
+	for range n {
+		d.Call(netip.AddrPortFrom(srvAddr, serverPort), make([]byte, 20000), func([]byte, homa.CallInfo, error) {})
+		now += 5 * time.Microsecond
+	}
+	var order []uint64 // sender ids, each once, in the order of their first DATA
+	var pkts []homa.Packet
+	for range 200 {
+		pkts = append(pkts, o.take()...)
+		at, armed := d.Timer()
+		if !armed {
+			break
+		}
+		now = at
+		d.Wake()
+	}
+	last := uint64(0)
+	for _, p := range pkts {
+		dt, _, err := wire.ParseData(p.Buf)
+		if err != nil {
+			continue
+		}
+		if id := dt.SenderID; id != last {
+			if slices.Contains(order, id) {
+				t.Fatalf("message %d resumed after another began: order %v", id, order)
+			}
+			order, last = append(order, id), id
+		}
+	}
+	if len(order) != n || !slices.IsSorted(order) {
+		t.Errorf("messages sent in the order of their ids %v, want %d in the order started (ascending)", order, n)
+	}
+}
