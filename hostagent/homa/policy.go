@@ -1,6 +1,7 @@
 package homa
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -36,8 +37,18 @@ type policy struct {
 	// full-size packet at its link rate.
 	creditGap time.Duration
 	// tokenWindow: a pHost receiver gives no token to a message with this
-	// many bytes of tokens (or blind bytes) not yet used.
+	// many bytes of tokens (or blind bytes) not yet used (CreditWindow).
 	tokenWindow uint32
+	// unsched is how much of a message goes before any credit:
+	// UnschedBytes, but CreditWindow on pHost (its free tokens) and NDP
+	// (its initial window, which its PULLs keep in flight).
+	unsched uint32
+	// blindHigh: only a message's first blindHigh bytes go at blindPrio
+	// (pHost: one unloaded BDP, the paper's free tokens); the rest of its
+	// blind bytes, the slack for a loaded path, go at the credited
+	// bytes' priority, so that short messages, blind whole, do not queue
+	// behind them.
+	blindHigh uint32
 	// roce: queue pairs carry the messages (roce.go) instead of Homa's
 	// per-message DATA, GRANT and RESEND.
 	roce bool
@@ -46,7 +57,8 @@ type policy struct {
 // newPolicy derives the policy of cfg (defaults filled in).
 func newPolicy(cfg homaconf.Config) policy {
 	top := uint8(cfg.Priorities - 1)
-	p := policy{creditGap: wireTime(cfg.MTU+cfg.FrameOverhead, cfg.LinkBps), tokenWindow: cfg.UnschedBytes}
+	p := policy{creditGap: wireTime(cfg.MTU+cfg.FrameOverhead, cfg.LinkBps), tokenWindow: cfg.CreditWindow,
+		unsched: cfg.UnschedBytes, blindHigh: math.MaxUint32}
 	switch cfg.Variant {
 	case homaconf.VariantPFabric:
 		// The switch orders by rank; priorities only keep control packets
@@ -55,11 +67,11 @@ func newPolicy(cfg homaconf.Config) policy {
 	case homaconf.VariantPHost:
 		// Priorities for control packets (top) and free-token packets
 		// (next) only, as the paper; scheduled packets at the bottom.
-		p.credit, p.blindPrio = creditTokens, uint8(max(0, int(top)-1))
+		p.credit, p.blindPrio, p.unsched, p.blindHigh = creditTokens, uint8(max(0, int(top)-1)), cfg.CreditWindow, cfg.UnschedBytes
 	case homaconf.VariantNDP:
 		// Data at the bottom; the switch forwards trimmed headers at the
 		// top, where PULLs and NACKs go too.
-		p.credit, p.ndp = creditPulls, true
+		p.credit, p.ndp, p.unsched = creditPulls, true, cfg.CreditWindow
 	case homaconf.VariantRoCE:
 		// Every byte may go (UnschedBytes is the largest message): the
 		// queue pair's DCQCN rate is the only limit.

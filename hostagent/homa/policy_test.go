@@ -146,6 +146,52 @@ func TestTrimmedRequestPulled(t *testing.T) {
 	}
 }
 
+// TestPHostBlindPriorities: a pHost sender sends its whole credit window
+// blind, the first UnschedBytes (one unloaded BDP, the paper's free
+// tokens) at the level below the top and the rest, the slack for a loaded
+// path, at the token-driven level 0.
+func TestPHostBlindPriorities(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		length         int
+		high, low, all int // packets at level 6, at level 0, in all
+	}{
+		{"long message", 100_000, 3, 4, 7},
+		{"within the unloaded BDP", 4000, 3, 0, 3},
+		{"within the window", 8000, 3, 3, 6},
+	} {
+		rc := &recConn{}
+		// A backlog the pacer never reaches: every blind packet goes at once.
+		e, err := newEndpoint(rc, homaconf.Config{Variant: homaconf.VariantPHost, LinkBps: 25e6,
+			UnschedBytes: 4272, CreditWindow: 9968, MaxNICBacklog: time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := e.cfg.CreditWindow; w != 7*e.state.pkt {
+			t.Fatalf("credit window %d B, want 7 packets of %d", w, e.state.pkt)
+		}
+		r := &rpc{id: 4, client: true, peer: e.peer(netip.MustParseAddr("10.0.0.2")), lport: 0x8000, rport: 99}
+		e.state.clients[4] = r
+		e.mu.Lock()
+		e.startOut(0, r, make([]byte, tt.length), e.state.pol.unsched, 0)
+		e.unlock()
+		var high, low int
+		for _, p := range rc.sent {
+			switch Priority(p.TOS) {
+			case 6:
+				high++
+			case 0:
+				low++
+			default:
+				t.Errorf("%s: DATA at level %d", tt.name, Priority(p.TOS))
+			}
+		}
+		if high != tt.high || low != tt.low || len(rc.sent) != tt.all {
+			t.Errorf("%s: %d packets at level 6, %d at 0, %d in all; want %d, %d, %d", tt.name, high, low, len(rc.sent), tt.high, tt.low, tt.all)
+		}
+	}
+}
+
 // TestPullBeforeNack: a trimmed packet's NACK and PULL, sprayed over
 // different spines, can reach the sender in the other order. The PULL then
 // finds nothing to send (the message went whole, nothing is held yet); the

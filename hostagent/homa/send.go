@@ -192,7 +192,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		d.Offset, n = o.next, min(st.pkt, o.granted-o.next)
 		o.next += n
 		prio = o.schedPrio
-		if d.Offset < o.unsched {
+		if d.Offset < min(o.unsched, st.pol.blindHigh) {
 			prio = e.unschedLevel(r.peer, o.length)
 		}
 	}

@@ -151,7 +151,7 @@ func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req
 	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold && !st.pol.roce {
 		flags = wire.FlagIncast
 	}
-	e.startOut(now, r, req, e.cfg.UnschedBytes, flags)
+	e.startOut(now, r, req, st.pol.unsched, flags)
 	st.clients[r.id] = r
 }
 
@@ -170,7 +170,7 @@ func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) bool {
 		e.c.unknownRPC.Add(1)
 		return false
 	}
-	unsched := e.cfg.UnschedBytes
+	unsched := e.state.pol.unsched
 	if r.incast {
 		unsched = min(unsched, e.cfg.IncastUnschedBytes)
 	}

@@ -128,6 +128,7 @@ func TestBadScenarios(t *testing.T) {
 		{"ndp threshold above the queue", "  - name: tcp", "  - name: ndp\n    ndp: {trim_threshold_pkts: 100000}", 12, "transports[1].ndp.trim_threshold_pkts", "to the queue depth"},
 		{"pias thresholds not ascending", "  - name: tcp", "  - name: pias\n    tcp: {congestion: cubic}\n    pias: {thresholds: [10KB, 5KB]}", 13, "transports[1].pias.thresholds[1]", "ascending"},
 		{"pias dctcp without ecn", "  - name: tcp", "  - name: pias", 11, "transports[1].tcp.congestion", "ecn_threshold_pkts"},
+		{"credit window on homa", "priorities: 8", "priorities: 8\n      credit_window_bytes: 20000", 11, "transports[0].homa.credit_window_bytes", "the phost and ndp transports' setting"},
 		{"roce key on homa", "      priorities: 8", "      roce_qps_per_peer: 2", 10, "transports[0].homa.roce_qps_per_peer", "roce transport's setting"},
 		{"roce queue pairs out of range", "  - name: tcp", "  - name: roce\n    homa: {roce_qps_per_peer: 1000}", 12, "transports[1].homa.roce_qps_per_peer", "not in 1..256"},
 		{"ndp parameters on tcp", "  - name: tcp", "  - name: tcp\n    ndp: {trim_threshold_pkts: 4}", 12, "transports[1].ndp", "ndp parameters on tcp"},

@@ -36,6 +36,22 @@ type Config struct {
 	// got one packet, a window of one packet per message, and each lost
 	// DATA or GRANT stopped its message for a whole RESEND interval).
 	UnschedBytes uint32 `homa:"unsched_bytes"`
+	// CreditWindow (pHost and NDP) is the round trip of their credit loop
+	// in bytes (default UnschedBytes, the unloaded one): what a message
+	// sends blind (pHost's free tokens, NDP's initial window, which its
+	// PULLs then keep in flight) and, on pHost, its token window (a
+	// message with this much of its tokens and blind bytes unused gets no
+	// more). A host that sends while it receives (a ring's) queues its
+	// tokens and PULLs behind its own DATA, in its NIC (MaxNICBacklog and
+	// the packet on its wire) and on the switch port toward the sender
+	// (the packet being sent); a window of the unloaded round trip then
+	// runs dry and the sender's link idles. Such a scenario sets it to
+	// UnschedBytes plus what the link carries in that wait
+	// (docs/scenarios.md, "Collectives"). The default stays the unloaded
+	// round trip because the window goes blind into incasts, where a wider
+	// one overflows or is trimmed (docs/transports.md). Rounded up to
+	// whole packets.
+	CreditWindow uint32 `homa:"credit_window_bytes"`
 	// Overcommit is the number of inbound messages granted at once (1..8,
 	// default 8).
 	Overcommit int `homa:"overcommit"`
@@ -245,12 +261,12 @@ const (
 	// byte with pFabric's rank in each DATA packet; no grants; recovery
 	// on a short timeout (ResendTicks default 2).
 	VariantPFabric Variant = "pfabric"
-	// VariantPHost sends UnschedBytes blind, then one packet per token;
+	// VariantPHost sends CreditWindow blind, then one packet per token;
 	// receivers hand out tokens (one-packet GRANTs) in SRPT order paced
-	// at LinkBps and stop giving them to a message with UnschedBytes of
+	// at LinkBps and stop giving them to a message with CreditWindow of
 	// tokens unused.
 	VariantPHost Variant = "phost"
-	// VariantNDP sends UnschedBytes at line rate, then one packet per
+	// VariantNDP sends CreditWindow at line rate, then one packet per
 	// PULL; receivers pace PULLs at LinkBps, one per packet that
 	// arrived, and NACK packets a switch trimmed, which the sender
 	// retransmits at once.
@@ -409,6 +425,16 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.MaxNICBacklog == 0 {
 		c.MaxNICBacklog = max(10*time.Microsecond, 4*wireTime(c.MTU+c.FrameOverhead, c.LinkBps))
+	}
+	switch {
+	case c.Variant != VariantPHost && c.Variant != VariantNDP:
+		if c.CreditWindow != 0 {
+			return c, keyErr("credit_window_bytes", "%d: the phost and ndp transports' setting; variant %q has no credit window", c.CreditWindow, c.Variant)
+		}
+	case c.CreditWindow == 0:
+		c.CreditWindow = c.UnschedBytes
+	default:
+		c.CreditWindow = roundUp(c.CreditWindow, pkt)
 	}
 	switch {
 	case c.PacerSpin == 0:

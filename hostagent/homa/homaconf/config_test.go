@@ -79,6 +79,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Poll: -time.Microsecond}, "poll_us"},
 		{Config{Poll: time.Second}, "poll_us"},
 		{Config{FrameOverhead: -14}, "frame_overhead"},
+		{Config{CreditWindow: 10_000}, "credit_window_bytes"},
+		{Config{Variant: VariantPFabric, CreditWindow: 10_000}, "credit_window_bytes"},
 	} {
 		_, err := tt.cfg.WithDefaults()
 		var ke *Error
@@ -204,6 +206,32 @@ func TestVariantDefaults(t *testing.T) {
 		if c.UnschedBytes != tt.unsched || c.ResendTicks != tt.resendTicks || c.IncastControl != tt.incastControlLeft {
 			t.Errorf("%s: unsched %d resend ticks %d incast %v, want %d %d %v", tt.v, c.UnschedBytes, c.ResendTicks,
 				c.IncastControl, tt.unsched, tt.resendTicks, tt.incastControlLeft)
+		}
+	}
+}
+
+// TestCreditWindowDefaults: pHost's and NDP's credit window is
+// UnschedBytes unless given; a value given is rounded up to whole
+// packets.
+func TestCreditWindowDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		pkts uint32
+	}{
+		{"phost", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272}, 3},
+		{"ndp", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272}, 3},
+		// scenarios/ai-cluster-idle.yaml: 4,272 B + 25 Mbit/s x 500 µs
+		// (1,562 B) + two 1,542-byte frames = 8,918 B, written as 7 packets.
+		{"given", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272, CreditWindow: 9968}, 7},
+		{"given, rounded up", Config{Variant: VariantNDP, CreditWindow: 1425}, 2},
+	} {
+		c, err := tt.cfg.WithDefaults()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if want := tt.pkts * c.PayloadPerPacket(); c.CreditWindow != want {
+			t.Errorf("%s: credit window %d B, want %d (%d packets)", tt.name, c.CreditWindow, want, tt.pkts)
 		}
 	}
 }
