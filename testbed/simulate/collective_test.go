@@ -128,7 +128,7 @@ func decodeSummary(t *testing.T, dir string, v any) {
 // the switch's (up to 0.5 ms). With the default credit window, the
 // unloaded round trip (3 packets), the senders' links idled and the CCT
 // was 1.31 of the ideal; with the window widened by that wait (7
-// packets), as scenarios/ai-cluster-idle.yaml sets it, what is left is
+// packets), as scenarios/ai-cluster.yaml sets it, what is left is
 // the credits' own airtime on each host's uplink: a 94- or 95-byte frame
 // per packet after the first window, about 4% of a step.
 func TestRingCreditWindow(t *testing.T) {

@@ -221,7 +221,7 @@ func TestCreditWindowDefaults(t *testing.T) {
 	}{
 		{"phost", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272}, 3},
 		{"ndp", Config{Variant: VariantNDP, LinkBps: 25e6, UnschedBytes: 4272}, 3},
-		// scenarios/ai-cluster-idle.yaml: 4,272 B + 25 Mbit/s x 500 µs
+		// scenarios/ai-cluster.yaml: 4,272 B + 25 Mbit/s x 500 µs
 		// (1,562 B) + two 1,542-byte frames = 8,918 B, written as 7 packets.
 		{"given", Config{Variant: VariantPHost, LinkBps: 25e6, UnschedBytes: 4272, CreditWindow: 9968}, 7},
 		{"given, rounded up", Config{Variant: VariantNDP, CreditWindow: 1425}, 2},
