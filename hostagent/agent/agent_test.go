@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,14 +22,23 @@ import (
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// It picks below Linux's default ephemeral range (32768-60999): a port
+// the kernel handed out for a listener could meanwhile become the source
+// port of one of the test's own connections (the agents' gRPC clients,
+// a collective's dials) before the agent listens on it.
 func freePort(t *testing.T) uint32 {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // in use: try another
+		}
+		ln.Close()
+		return uint32(port)
 	}
-	defer ln.Close()
-	return uint32(ln.Addr().(*net.TCPAddr).Port)
+	t.Fatal("no free TCP port in 20000-31999 after 200 tries")
+	return 0
 }
 
 func TestLoopbackTCPThroughControlAPI(t *testing.T) {
