@@ -27,7 +27,7 @@ import (
 	"strings"
 
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Homa's DATA packet type and the length of the headers in front of its
@@ -75,7 +75,7 @@ type Index struct {
 // Load indexes every switch's postcards of an experiment in run directory
 // dir. An experiment without postcards is an empty index (HasRecords false).
 func Load(dir, experiment string) (*Index, error) {
-	files, err := filepath.Glob(runfmt.PostcardsPath(dir, experiment, "*"))
+	files, err := filepath.Glob(rundir.PostcardsPath(dir, experiment, "*"))
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
 	}
@@ -97,12 +97,12 @@ func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}} }
 func (ix *Index) HasRecords() bool { return len(ix.flows) > 0 }
 
 func (ix *Index) load(dir, experiment, sw string) error {
-	pr, c, err := runfmt.OpenPostcards(dir, experiment, sw)
+	pr, c, err := rundir.OpenPostcards(dir, experiment, sw)
 	if err != nil {
 		return fmt.Errorf("anatomy: %w", err)
 	}
 	defer c.Close()
-	var p runfmt.Postcard
+	var p rundir.Postcard
 	for {
 		switch err := pr.Next(&p); {
 		case errors.Is(err, io.EOF):
@@ -118,7 +118,7 @@ func (ix *Index) load(dir, experiment, sw string) error {
 // epochNs (Unix ns): Homa DATA packets, TCP segments with data, and the
 // first TCP segment without data of each direction (the SYN, whose
 // sequence number places the stream's byte offsets).
-func (ix *Index) Add(sw string, epochNs int64, p *runfmt.Postcard) {
+func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 	var k flowKey
 	var payload uint32
 	switch p.Kind {
@@ -332,13 +332,13 @@ type Joiner struct {
 	// switchOf maps a host's name or address to its top-of-rack switch.
 	switchOf map[string]string
 	ipOf     map[string]string
-	served   map[servedKey]*runfmt.Served
+	served   map[servedKey]*rundir.Served
 }
 
 // NewJoiner prepares the join of an experiment's postcards (ix), its
 // servers' rows and the fabric the run built.
-func NewJoiner(ix *Index, fabric *runfmt.Fabric, served []runfmt.Served) *Joiner {
-	j := &Joiner{ix: ix, switchOf: fabric.SwitchOf(), ipOf: map[string]string{}, served: map[servedKey]*runfmt.Served{}}
+func NewJoiner(ix *Index, fabric *rundir.Fabric, served []rundir.Served) *Joiner {
+	j := &Joiner{ix: ix, switchOf: fabric.SwitchOf(), ipOf: map[string]string{}, served: map[servedKey]*rundir.Served{}}
 	for _, h := range fabric.Hosts {
 		j.ipOf[h.Name] = h.IP
 	}
@@ -349,7 +349,7 @@ func NewJoiner(ix *Index, fabric *runfmt.Fabric, served []runfmt.Served) *Joiner
 	return j
 }
 
-func keyOfServed(s *runfmt.Served) servedKey {
+func keyOfServed(s *rundir.Served) servedKey {
 	if s.RPCID != 0 {
 		return servedKey{client: addrOnly(s.Client), server: s.Server, id: s.RPCID}
 	}
@@ -366,8 +366,8 @@ func addrOnly(ipPort string) string {
 // Decompose splits one completed RPC's RTT. Every part is an interval
 // between two recorded times; what no pair of records brackets (a
 // critical packet or the server's row not found) is unattributed.
-func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
-	a := runfmt.Anatomy{Experiment: r.Experiment, Transport: r.Transport, Client: r.Client, Server: r.Server,
+func (j *Joiner) Decompose(r *rundir.RPC) rundir.Anatomy {
+	a := rundir.Anatomy{Experiment: r.Experiment, Transport: r.Transport, Client: r.Client, Server: r.Server,
 		RPCID: r.RPCID, ReqBytes: r.ReqBytes, RespBytes: r.RespBytes, RTTNs: r.RTTNs, SendLagNs: r.SentNs - r.IntendedNs}
 	clientIP := j.ipOf[r.Client]
 	if r.Local != "" {
@@ -375,7 +375,7 @@ func (j *Joiner) Decompose(r *runfmt.RPC) runfmt.Anatomy {
 	}
 	server, _ := netip.ParseAddrPort(r.Server)
 	client, _ := netip.ParseAddr(clientIP)
-	var sv *runfmt.Served
+	var sv *rundir.Served
 	var reqKey, respKey flowKey
 	var reqSpan, respSpan span
 	if r.RPCID != 0 {

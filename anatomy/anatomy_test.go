@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 const (
@@ -15,9 +15,9 @@ const (
 )
 
 // writeTrace writes one switch's postcards of experiment "exp" under dir.
-func writeTrace(t *testing.T, dir, sw string, pcs []runfmt.Postcard) {
+func writeTrace(t *testing.T, dir, sw string, pcs []rundir.Postcard) {
 	t.Helper()
-	path := runfmt.PostcardsPath(dir, "exp", sw)
+	path := rundir.PostcardsPath(dir, "exp", sw)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -36,18 +36,18 @@ func writeTrace(t *testing.T, dir, sw string, pcs []runfmt.Postcard) {
 func at(t int64) int64 { return epoch + t }
 
 // pc is a packet seen by a switch: arrival, enqueue and dequeue in µs.
-func pc(arr, enq, deq int64) runfmt.Postcard {
-	return runfmt.Postcard{ArrivalNs: arr * us, EnqueueNs: enq * us, DequeueNs: deq * us}
+func pc(arr, enq, deq int64) rundir.Postcard {
+	return rundir.Postcard{ArrivalNs: arr * us, EnqueueNs: enq * us, DequeueNs: deq * us}
 }
 
-func homaPkt(p runfmt.Postcard, src, dst [4]byte, id uint64, off uint32, payload int) runfmt.Postcard {
+func homaPkt(p rundir.Postcard, src, dst [4]byte, id uint64, off uint32, payload int) rundir.Postcard {
 	p.Kind, p.IPProto, p.HomaType = switchstats.KindHoma, 146, homaData
 	p.SrcIP, p.DstIP, p.RPCID, p.Seq = src, dst, id, off
 	p.FrameLen = uint16(homaDataFrame + payload)
 	return p
 }
 
-func tcpSeg(p runfmt.Postcard, src, dst [4]byte, sport, dport uint16, seq, n uint32) runfmt.Postcard {
+func tcpSeg(p rundir.Postcard, src, dst [4]byte, sport, dport uint16, seq, n uint32) rundir.Postcard {
 	p.Kind, p.IPProto = switchstats.KindTCP, 6
 	p.SrcIP, p.DstIP, p.SrcPort, p.DstPort, p.Seq, p.PayloadLen = src, dst, sport, dport, seq, n
 	p.FrameLen = uint16(54 + n)
@@ -60,8 +60,8 @@ var (
 	h3 = [4]byte{10, 0, 0, 3}
 )
 
-func fabric() *runfmt.Fabric {
-	return &runfmt.Fabric{LinkBps: 50e6, MTU: 1500, FrameOverhead: 38, Hosts: []runfmt.FabricHost{
+func fabric() *rundir.Fabric {
+	return &rundir.Fabric{LinkBps: 50e6, MTU: 1500, FrameOverhead: 38, Hosts: []rundir.FabricHost{
 		{Name: "h1", IP: "10.0.0.1", Switch: "l1"}, {Name: "h2", IP: "10.0.1.2", Switch: "l2"},
 		{Name: "h3", IP: "10.0.0.3", Switch: "l1"}}}
 }
@@ -74,7 +74,7 @@ func fabric() *runfmt.Fabric {
 // recorded.
 func TestDecomposeKnownTrace(t *testing.T) {
 	dir := t.TempDir()
-	writeTrace(t, dir, "l1", []runfmt.Postcard{
+	writeTrace(t, dir, "l1", []rundir.Postcard{
 		// Homa RPC 100 from h1 to h2: the request's stale copy, then the one
 		// that went on, and the response on its way back.
 		homaPkt(pc(1150, 1151, 1300), h1, h2, 100, 0, 100),
@@ -95,7 +95,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 		tcpSeg(pc(5200, 5201, 5300), h1, h3, 40000, 5000, 7125, 34),
 		tcpSeg(pc(5500, 5501, 5600), h3, h1, 5000, 40000, 9029, 18),
 	})
-	writeTrace(t, dir, "l2", []runfmt.Postcard{
+	writeTrace(t, dir, "l2", []rundir.Postcard{
 		homaPkt(pc(1510, 1511, 1600), h1, h2, 100, 0, 100),
 		homaPkt(pc(1790, 1791, 1795), h1, h2, 100, 0, 100), // after the server had it
 		homaPkt(pc(1800, 1801, 1900), h2, h1, 101, 0, 200),
@@ -104,7 +104,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := []runfmt.Served{
+	served := []rundir.Served{
 		{Experiment: "exp", Transport: "homa", Server: "10.0.1.2:99", Client: "10.0.0.1:32768", RPCID: 100,
 			ReqBytes: 100, RespBytes: 200, ReqNs: at(1700 * us), ReplyNs: at(1750 * us)},
 		{Experiment: "exp", Transport: "tcp", Server: "10.0.0.3:5000", Client: "10.0.0.1:40000", ReqOffset: 104,
@@ -115,45 +115,45 @@ func TestDecomposeKnownTrace(t *testing.T) {
 	j := NewJoiner(ix, fabric(), served)
 	tests := []struct {
 		name string
-		rpc  runfmt.RPC
-		want runfmt.Anatomy
+		rpc  rundir.RPC
+		want rundir.Anatomy
 	}{
-		{"homa two switches", runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
+		{"homa two switches", rundir.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
 			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us},
 			// The stale copy reached l1 50 µs before the one that went on:
 			// loss recovery.
-			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 50 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
+			rundir.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 50 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 750 * us, WireNs: 15 * us,
 				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
-		{"homa, the client waited for a lost packet", runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
+		{"homa, the client waited for a lost packet", rundir.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
 			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us,
 			RecoveryFromNs: at(2600 * us)},
 			// As above, but the client's transport says it waited for a
 			// lost packet from 2600 µs: 400 µs of its receive time was
 			// loss recovery.
-			runfmt.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 450 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
+			rundir.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 450 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 350 * us, WireNs: 15 * us,
 				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
-		{"tcp pipelined, split request", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
+		{"tcp pipelined, split request", rundir.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
 			IntendedNs: at(3900 * us), SentNs: at(3950 * us), DoneNs: at(4900 * us), RTTNs: 1000 * us},
 			// Behind queued bytes of its own connection: the request while
 			// [0,104) queued at l1 (4001-4020 of its 3950-4020 send), the
 			// response while [0,14) did (4601-4610 of 4500-4700).
-			runfmt.Anatomy{SendLagNs: 50 * us, ClientTxNs: 70 * us, ServerRxNs: 50 * us, ServerAppNs: 50 * us,
+			rundir.Anatomy{SendLagNs: 50 * us, ClientTxNs: 70 * us, ServerRxNs: 50 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 200 * us, ClientRxNs: 100 * us, HostNs: 470 * us, HOLNs: 28 * us,
 				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
-		{"tcp held back by a retransmission", runfmt.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
+		{"tcp held back by a retransmission", rundir.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 158, RespOffset: 28, ReqBytes: 20, RespBytes: 14,
 			IntendedNs: at(5000 * us), SentNs: at(5000 * us), DoneNs: at(5700 * us), RTTNs: 700 * us},
 			// The lost segment's first copy came before the send: all of
 			// the wait for its retransmission is loss recovery.
-			runfmt.Anatomy{RecoveryNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
+			rundir.Anatomy{RecoveryNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 300 * us,
 				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
-		{"nothing recorded", runfmt.RPC{Transport: "homa", Client: "h3", Server: "10.0.1.2:99", RPCID: 200, ReqBytes: 100,
+		{"nothing recorded", rundir.RPC{Transport: "homa", Client: "h3", Server: "10.0.1.2:99", RPCID: 200, ReqBytes: 100,
 			IntendedNs: at(5000 * us), SentNs: at(5010 * us), DoneNs: at(6000 * us), RTTNs: 1000 * us},
-			runfmt.Anatomy{SendLagNs: 10 * us, UnattributedNs: 990 * us, Joined: "no-request+no-response+no-server"}},
+			rundir.Anatomy{SendLagNs: 10 * us, UnattributedNs: 990 * us, Joined: "no-request+no-response+no-server"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,11 +176,11 @@ func TestDecomposeKnownTrace(t *testing.T) {
 // within the wait, into recovery; the application's time stays host.
 func TestDecomposeServerRecovery(t *testing.T) {
 	dir := t.TempDir()
-	writeTrace(t, dir, "l1", []runfmt.Postcard{
+	writeTrace(t, dir, "l1", []rundir.Postcard{
 		homaPkt(pc(1200, 1201, 1500), h1, h2, 100, 0, 100),
 		homaPkt(pc(1905, 1906, 2500), h2, h1, 101, 0, 200),
 	})
-	writeTrace(t, dir, "l2", []runfmt.Postcard{
+	writeTrace(t, dir, "l2", []rundir.Postcard{
 		homaPkt(pc(1510, 1511, 1600), h1, h2, 100, 0, 100),
 		homaPkt(pc(1800, 1801, 1900), h2, h1, 101, 0, 200),
 	})
@@ -188,9 +188,9 @@ func TestDecomposeServerRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := []runfmt.Served{{Experiment: "exp", Transport: "homa", Server: "10.0.1.2:99", Client: "10.0.0.1:32768", RPCID: 100,
+	served := []rundir.Served{{Experiment: "exp", Transport: "homa", Server: "10.0.1.2:99", Client: "10.0.0.1:32768", RPCID: 100,
 		ReqBytes: 100, RespBytes: 200, ReqNs: at(1700 * us), ReplyNs: at(1750 * us), RecoveryFromNs: at(1150 * us)}}
-	rpc := runfmt.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
+	rpc := rundir.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
 		RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us}
 	got := NewJoiner(ix, fabric(), served).Decompose(&rpc)
 	// The wait [1150, 1700] covers 50 of the client's 100 µs to l1 and all
@@ -206,7 +206,7 @@ func TestDecomposeServerRecovery(t *testing.T) {
 
 // TestSummarize checks the short-message summary on rows with known parts.
 func TestSummarize(t *testing.T) {
-	var rows []runfmt.Anatomy
+	var rows []rundir.Anatomy
 	for i := range 100 {
 		host, queue := int64(100*us), int64(10*us)
 		if i >= 98 { // the tail: a long switch queue
@@ -216,7 +216,7 @@ func TestSummarize(t *testing.T) {
 		if i < 5 {
 			unattr = 50 * us // five RPCs with a large unexplained part
 		}
-		rows = append(rows, runfmt.Anatomy{Joined: "full", ReqBytes: 100, SendLagNs: 5 * us, HostNs: host, QueueNs: queue,
+		rows = append(rows, rundir.Anatomy{Joined: "full", ReqBytes: 100, SendLagNs: 5 * us, HostNs: host, QueueNs: queue,
 			UnattributedNs: unattr, RTTNs: 5*us + host + queue + unattr})
 	}
 	s := Summarize(rows)
@@ -236,7 +236,7 @@ func TestSummarize(t *testing.T) {
 // connections ignored, the window clipped.
 func TestBehindQueued(t *testing.T) {
 	ix := NewIndex()
-	add := func(p runfmt.Postcard) { ix.Add("l1", 0, &p) }
+	add := func(p rundir.Postcard) { ix.Add("l1", 0, &p) }
 	add(tcpSeg(pc(0, 0, 0), h1, h3, 40000, 5000, 999, 0)) // SYN: stream offset 0 is seq 1000
 	add(tcpSeg(pc(10, 10, 50), h1, h3, 40000, 5000, 1000, 100))
 	add(tcpSeg(pc(20, 30, 80), h1, h3, 40000, 5000, 1100, 100))   // overlaps the one before
@@ -267,13 +267,13 @@ func TestBehindQueued(t *testing.T) {
 // TestTailCauseHOL: a tail spent mostly waiting behind the connection's
 // queued bytes is named for that, not for the host it was spent on.
 func TestTailCauseHOL(t *testing.T) {
-	var rows []runfmt.Anatomy
+	var rows []rundir.Anatomy
 	for i := range 100 {
 		host, hol := int64(100*us), int64(0)
 		if i >= 98 {
 			host, hol = 6000*us, 5000*us
 		}
-		rows = append(rows, runfmt.Anatomy{Joined: "full", HostNs: host, HOLNs: hol, QueueNs: 2000 * us, RTTNs: host + 2000*us + int64(i)})
+		rows = append(rows, rundir.Anatomy{Joined: "full", HostNs: host, HOLNs: hol, QueueNs: 2000 * us, RTTNs: host + 2000*us + int64(i)})
 	}
 	s := Summarize(rows)
 	if s.Tail.HostHOL != 5000 || s.Tail.Host != 6000 || s.TailCause != "host_hol" {

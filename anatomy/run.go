@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // ShortMaxBytes bounds the messages the summary calls short
-// (runfmt.IsShort).
-const ShortMaxBytes = runfmt.ShortMaxBytes
+// (rundir.IsShort).
+const ShortMaxBytes = rundir.ShortMaxBytes
 
 // Parts is one statistic of each part of the RTT, in microseconds.
 type Parts struct {
@@ -30,7 +30,7 @@ type Parts struct {
 	Switch       float64 `json:"switch_us"`
 	Unattributed float64 `json:"unattributed_us"`
 	// HostHOL is the part of Host spent behind bytes of the same TCP
-	// connection that a switch held (runfmt.Anatomy.HOLNs); it is in Host,
+	// connection that a switch held (rundir.Anatomy.HOLNs); it is in Host,
 	// not beside it.
 	HostHOL float64 `json:"host_hol_us"`
 }
@@ -65,7 +65,7 @@ type Summary struct {
 // records (postcard files), sorted. A run without them (BMv2, postcards
 // off, or an older run) has no anatomy.
 func Experiments(dir string) ([]string, error) {
-	files, err := filepath.Glob(runfmt.PostcardsPath(dir, "*", "*"))
+	files, err := filepath.Glob(rundir.PostcardsPath(dir, "*", "*"))
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
 	}
@@ -85,13 +85,13 @@ func Experiments(dir string) ([]string, error) {
 // the order of rows, and returns the summary of its short RPCs (nil when
 // it has none). Only this experiment's postcards are in memory, and only
 // while it runs.
-func Experiment(ctx context.Context, dir, exp string, fabric *runfmt.Fabric, rows []runfmt.RPC, served []runfmt.Served, write func(*runfmt.Anatomy) error) (*Summary, error) {
+func Experiment(ctx context.Context, dir, exp string, fabric *rundir.Fabric, rows []rundir.RPC, served []rundir.Served, write func(*rundir.Anatomy) error) (*Summary, error) {
 	ix, err := Load(dir, exp)
 	if err != nil {
 		return nil, err
 	}
 	j := NewJoiner(ix, fabric, served)
-	var short []runfmt.Anatomy
+	var short []rundir.Anatomy
 	for i := range rows {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -100,7 +100,7 @@ func Experiment(ctx context.Context, dir, exp string, fabric *runfmt.Fabric, row
 		if err := write(&a); err != nil {
 			return nil, err
 		}
-		if runfmt.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
+		if rundir.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
 			short = append(short, a)
 		}
 	}
@@ -115,7 +115,7 @@ type Writer struct {
 	path string
 	f    *os.File
 	bw   *bufio.Writer
-	cw   *runfmt.CSVWriter[runfmt.Anatomy]
+	cw   *rundir.CSVWriter[rundir.Anatomy]
 }
 
 // Create starts anatomy.csv at path (its header written), replacing any
@@ -126,7 +126,7 @@ func Create(path string) (*Writer, error) {
 		return nil, fmt.Errorf("anatomy: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<16)
-	cw, err := runfmt.Anatomies().NewWriter(bw, true)
+	cw, err := rundir.Anatomies().NewWriter(bw, true)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("anatomy: %s: %w", path, err)
@@ -135,7 +135,7 @@ func Create(path string) (*Writer, error) {
 }
 
 // Write appends one row.
-func (w *Writer) Write(a *runfmt.Anatomy) error {
+func (w *Writer) Write(a *rundir.Anatomy) error {
 	if err := w.cw.Write(a); err != nil {
 		return fmt.Errorf("anatomy: %s: %w", w.path, err)
 	}
@@ -160,14 +160,14 @@ func (w *Writer) Close() error {
 // ReadServed groups served.csv's rows of the given experiments by
 // experiment, the whole file at once; a run without the file (older, or no
 // server answered) has none. ServedGroups reads one experiment at a time.
-func ReadServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
+func ReadServed(dir string, exps []string) (map[string][]rundir.Served, error) {
 	rd, c, err := openServed(dir)
 	if rd == nil || err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	out := map[string][]runfmt.Served{}
-	var s runfmt.Served
+	out := map[string][]rundir.Served{}
+	var s rundir.Served
 	for {
 		if err := rd.Read(&s); errors.Is(err, io.EOF) {
 			return out, nil
@@ -181,15 +181,15 @@ func ReadServed(dir string, exps []string) (map[string][]runfmt.Served, error) {
 }
 
 // openServed opens served.csv; nil without the file.
-func openServed(dir string) (*runfmt.CSVReader[runfmt.Served], io.Closer, error) {
-	path := filepath.Join(dir, runfmt.ServedRPCs().File)
+func openServed(dir string) (*rundir.CSVReader[rundir.Served], io.Closer, error) {
+	path := filepath.Join(dir, rundir.ServedRPCs().File)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("anatomy: %w", err)
 	}
-	rd, err := runfmt.ServedRPCs().NewReader(bufio.NewReaderSize(f, 1<<20), path)
+	rd, err := rundir.ServedRPCs().NewReader(bufio.NewReaderSize(f, 1<<20), path)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("anatomy: %w", err)
@@ -201,15 +201,15 @@ func openServed(dir string) (*runfmt.CSVReader[runfmt.Served], io.Closer, error)
 // the run wrote them (each experiment's rows together, experiments in the
 // order they ran), so only one experiment's rows are in memory.
 type ServedGroups struct {
-	rd    *runfmt.CSVReader[runfmt.Served]
+	rd    *rundir.CSVReader[rundir.Served]
 	c     io.Closer
 	pos   map[string]int // each experiment's place in the run's order
 	asked map[string]bool
 	last  int // the place of the experiment asked for last
 	// strs interns the rows' strings, so a row kept does not hold on to
 	// its CSV line.
-	strs runfmt.Strings
-	next runfmt.Served
+	strs rundir.Strings
+	next rundir.Served
 	has  bool // next holds a row not yet handed out
 	eof  bool
 }
@@ -221,7 +221,7 @@ func OpenServedGroups(dir string, order []string) (*ServedGroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &ServedGroups{rd: rd, c: c, pos: map[string]int{}, asked: map[string]bool{}, strs: runfmt.Strings{}, last: -1, eof: rd == nil}
+	g := &ServedGroups{rd: rd, c: c, pos: map[string]int{}, asked: map[string]bool{}, strs: rundir.Strings{}, last: -1, eof: rd == nil}
 	for i, e := range order {
 		g.pos[e] = i
 	}
@@ -230,15 +230,15 @@ func OpenServedGroups(dir string, order []string) (*ServedGroups, error) {
 
 // For returns experiment exp's rows. Experiments must be asked for in the
 // run's order (not every one need be); the rows of those skipped are
-// passed over. runfmt.ErrNotGrouped when exp is not in the order or the
+// passed over. rundir.ErrNotGrouped when exp is not in the order or the
 // file's rows are not grouped in it.
-func (g *ServedGroups) For(exp string) ([]runfmt.Served, error) {
+func (g *ServedGroups) For(exp string) ([]rundir.Served, error) {
 	at, ok := g.pos[exp]
 	if !ok || at <= g.last {
-		return nil, fmt.Errorf("anatomy: served.csv: %s asked for out of the run's order: %w", exp, runfmt.ErrNotGrouped)
+		return nil, fmt.Errorf("anatomy: served.csv: %s asked for out of the run's order: %w", exp, rundir.ErrNotGrouped)
 	}
 	g.asked[exp], g.last = true, at
-	var out []runfmt.Served
+	var out []rundir.Served
 	for {
 		if !g.has && !g.eof {
 			switch err := g.rd.Read(&g.next); {
@@ -263,11 +263,11 @@ func (g *ServedGroups) For(exp string) ([]runfmt.Served, error) {
 			out = append(out, row)
 			g.has = false
 		case !known:
-			return nil, fmt.Errorf("anatomy: served.csv: experiment %s is not the run's: %w", k, runfmt.ErrNotGrouped)
+			return nil, fmt.Errorf("anatomy: served.csv: experiment %s is not the run's: %w", k, rundir.ErrNotGrouped)
 		case kAt > at:
 			return out, nil // exp's rows end here, or it has none
 		case g.asked[k]:
-			return nil, fmt.Errorf("anatomy: served.csv: experiment %s again after %s: %w", k, exp, runfmt.ErrNotGrouped)
+			return nil, fmt.Errorf("anatomy: served.csv: experiment %s again after %s: %w", k, exp, rundir.ErrNotGrouped)
 		default:
 			g.has = false // an earlier experiment's, not asked for
 		}
@@ -286,7 +286,7 @@ func (g *ServedGroups) Close() error {
 const nParts = 9
 
 // partsOf lists a row's RTT and parts in Parts' order.
-func partsOf(a *runfmt.Anatomy) [nParts]int64 {
+func partsOf(a *rundir.Anatomy) [nParts]int64 {
 	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs, a.HOLNs}
 }
 
@@ -295,7 +295,7 @@ func toParts(v [nParts]float64) Parts {
 }
 
 // Summarize computes the summary of rows (one experiment's short RPCs).
-func Summarize(rows []runfmt.Anatomy) *Summary {
+func Summarize(rows []rundir.Anatomy) *Summary {
 	s := &Summary{ShortMaxBytes: ShortMaxBytes, RPCs: len(rows)}
 	if len(rows) == 0 {
 		return s
@@ -331,7 +331,7 @@ func Summarize(rows []runfmt.Anatomy) *Summary {
 
 // meanParts is each part's mean over the rows whose RTT is in [lo, hi],
 // and how many rows that is.
-func meanParts(rows []runfmt.Anatomy, lo, hi int64) (Parts, int) {
+func meanParts(rows []rundir.Anatomy, lo, hi int64) (Parts, int) {
 	var sum [nParts]float64
 	n := 0
 	for i := range rows {

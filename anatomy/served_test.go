@@ -7,23 +7,23 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // writeServed writes served.csv in dir with one row per experiment name
 // given, in that order (its rpc_id the row's place, to tell rows apart).
 func writeServed(t *testing.T, dir string, exps []string) {
 	t.Helper()
-	f, err := os.Create(filepath.Join(dir, runfmt.ServedRPCs().File))
+	f, err := os.Create(filepath.Join(dir, rundir.ServedRPCs().File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := runfmt.ServedRPCs().NewWriter(f, true)
+	w, err := rundir.ServedRPCs().NewWriter(f, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range exps {
-		row := runfmt.Served{Experiment: e, Transport: "homa", ServerHost: "h1", Server: "10.0.0.1:4000",
+		row := rundir.Served{Experiment: e, Transport: "homa", ServerHost: "h1", Server: "10.0.0.1:4000",
 			Client: "10.0.0.2:5000", RPCID: uint64(i + 1), ReqNs: 1, ReplyNs: 2}
 		if err := w.Write(&row); err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func writeServed(t *testing.T, dir string, exps []string) {
 
 // TestServedGroups: served.csv is read one experiment at a time in the
 // run's order, passing over experiments not asked for, and a file whose
-// rows are not in that order is refused with runfmt.ErrNotGrouped.
+// rows are not in that order is refused with rundir.ErrNotGrouped.
 func TestServedGroups(t *testing.T) {
 	order := []string{"a", "b", "c", "d"}
 	tests := []struct {
@@ -77,7 +77,7 @@ func TestServedGroups(t *testing.T) {
 			for i, exp := range tc.ask {
 				rows, err := g.For(exp)
 				if i == tc.bad {
-					if !errors.Is(err, runfmt.ErrNotGrouped) {
+					if !errors.Is(err, rundir.ErrNotGrouped) {
 						t.Fatalf("For(%s) = %v, %v; want ErrNotGrouped", exp, rows, err)
 					}
 					return

@@ -15,12 +15,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Sample is the state of one (switch, port, queue) at one instant: one row
 // of telemetry.csv without its experiment.
-type Sample = runfmt.TelemetrySample
+type Sample = rundir.TelemetrySample
 
 // pollTarget is one switch a Poller reads.
 type pollTarget struct {
@@ -238,7 +238,7 @@ func (p *Poller) Samples() []Sample {
 // WriteCSV writes the series as telemetry.csv rows for one experiment,
 // with the header.
 func (p *Poller) WriteCSV(w io.Writer, experiment string) error {
-	return runfmt.WriteTelemetry(w, experiment, p.Samples(), true)
+	return rundir.WriteTelemetry(w, experiment, p.Samples(), true)
 }
 
 // QueueCounters reads one switch's per-(port, queue) counters once, without

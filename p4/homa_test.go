@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 var (

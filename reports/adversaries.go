@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // adversaryRow is one experiment of a run with adversaries, as the
@@ -39,7 +39,7 @@ func adversaryRows(s *Summary) []adversaryRow {
 	if s.manifest == nil {
 		return nil
 	}
-	attacks := map[string][]runfmt.Adversary{}
+	attacks := map[string][]rundir.Adversary{}
 	for _, e := range s.manifest.Experiments {
 		if len(e.Adversaries) > 0 {
 			attacks[e.Name] = e.Adversaries

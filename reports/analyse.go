@@ -15,7 +15,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/homatb/homatb/anatomy"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // percentileDefinition is stated in summary.json and the report.
@@ -46,11 +46,11 @@ func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
 // its raw records (its clients' RTT files under cperf/, its .hgrm, its
 // rows of anatomy.csv) are written there as soon as it is analysed, and
 // the raw records dropped: the memory is one experiment's, not the run's.
-// Records not written the way runs write them (runfmt.ErrNotGrouped) are
+// Records not written the way runs write them (rundir.ErrNotGrouped) are
 // read again, every experiment's kept until the end.
 func analyseInto(ctx context.Context, dir string, c config, out string) (*analysis, error) {
 	a, err := analyseRun(ctx, dir, c, out, false)
-	if errors.Is(err, runfmt.ErrNotGrouped) {
+	if errors.Is(err, rundir.ErrNotGrouped) {
 		c.logger.Info("records not grouped by experiment: reading every experiment's at once", "dir", dir, "why", err)
 		a, err = analyseRun(ctx, dir, c, out, true)
 	}
@@ -66,7 +66,7 @@ type runAnalysis struct {
 	man     *manifest
 	hasMan  bool
 	sum     *Summary
-	metas   map[string]runfmt.Experiment // the manifest's experiments by name
+	metas   map[string]rundir.Experiment // the manifest's experiments by name
 	tel     telemetry
 	hostTel hostTelemetry
 	tcp     map[string][]TCPConn
@@ -80,7 +80,7 @@ type runAnalysis struct {
 	// their servers' rows (from groups, one experiment at a time), anat
 	// writes their rows of anatomy.csv.
 	anatExps []string
-	served   func(exp string) ([]runfmt.Served, error)
+	served   func(exp string) ([]rundir.Served, error)
 	groups   *anatomy.ServedGroups
 	anat     *anatomy.Writer
 	// whole keeps every experiment's records until the file ends; else
@@ -101,7 +101,7 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	// One experiment at a time follows the manifest's order.
 	whole = whole || !hasMan
 	r := &runAnalysis{ctx: ctx, dir: dir, out: out, c: c, man: man, hasMan: hasMan, whole: whole, last: -1,
-		metas: map[string]runfmt.Experiment{}, target: switchTarget(man.Scenario), done: map[string]Experiment{}}
+		metas: map[string]rundir.Experiment{}, target: switchTarget(man.Scenario), done: map[string]Experiment{}}
 	for _, me := range man.Experiments {
 		r.metas[me.Name] = me
 	}
@@ -205,7 +205,7 @@ func (r *runAnalysis) openAnatomy() error {
 		if err != nil {
 			return err
 		}
-		r.served = func(exp string) ([]runfmt.Served, error) { return all[exp], nil }
+		r.served = func(exp string) ([]rundir.Served, error) { return all[exp], nil }
 	} else {
 		order := make([]string, len(r.man.Experiments))
 		for i, me := range r.man.Experiments {
@@ -220,7 +220,7 @@ func (r *runAnalysis) openAnatomy() error {
 	if r.out == "" {
 		return nil
 	}
-	w, err := anatomy.Create(filepath.Join(r.out, runfmt.Anatomies().File))
+	w, err := anatomy.Create(filepath.Join(r.out, rundir.Anatomies().File))
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (r *runAnalysis) prepare(rs *recordSet) {
 	r.baselines = map[string]*ownBaseline{}
 	for tr, byLen := range rs.calib {
 		if b := newOwnBaseline(byLen); b != nil {
-			b.source = runfmt.CalibrationExperiment(tr)
+			b.source = rundir.CalibrationExperiment(tr)
 			r.baselines[tr] = b
 		}
 	}
@@ -275,14 +275,14 @@ func (r *runAnalysis) prepare(rs *recordSet) {
 func (r *runAnalysis) experiment(rs *recordSet, er *expRecords) error {
 	me, ok := r.metas[er.name]
 	if !r.whole {
-		at := slices.IndexFunc(r.man.Experiments, func(m runfmt.Experiment) bool { return m.Name == er.name })
+		at := slices.IndexFunc(r.man.Experiments, func(m rundir.Experiment) bool { return m.Name == er.name })
 		if !ok || at < r.last {
-			return fmt.Errorf("%s: experiment %s is not in the manifest's order: %w", rs.file, er.name, runfmt.ErrNotGrouped)
+			return fmt.Errorf("%s: experiment %s is not in the manifest's order: %w", rs.file, er.name, rundir.ErrNotGrouped)
 		}
 		r.last = at
 	}
 	if !ok {
-		me = runfmt.Experiment{Name: er.name, Transport: er.transport}
+		me = rundir.Experiment{Name: er.name, Transport: er.transport}
 	}
 	r.prepare(rs)
 	e, err := r.build(me, er)
@@ -295,7 +295,7 @@ func (r *runAnalysis) experiment(rs *recordSet, er *expRecords) error {
 
 // build computes one experiment's statistics from its records er and its
 // entry in the manifest me, and writes the exports of its raw records.
-func (r *runAnalysis) build(me runfmt.Experiment, er *expRecords) (Experiment, error) {
+func (r *runAnalysis) build(me rundir.Experiment, er *expRecords) (Experiment, error) {
 	if err := r.ctx.Err(); err != nil {
 		return Experiment{}, err
 	}
@@ -359,7 +359,7 @@ func (r *runAnalysis) build(me runfmt.Experiment, er *expRecords) (Experiment, e
 	if len(counters) == 0 && len(me.Hosts) > 0 {
 		counters = map[string]uint64{}
 		for _, h := range me.Hosts {
-			runfmt.MergeCounters(counters, h.Transport)
+			rundir.MergeCounters(counters, h.Transport)
 		}
 	}
 	exp.Homa = &TransportStats{Retries: er.retries, Counters: counters, ByPriority: byPriority(counters),
@@ -377,7 +377,7 @@ func (r *runAnalysis) build(me runfmt.Experiment, er *expRecords) (Experiment, e
 // anatomy decomposes one experiment's completed measured RPCs (rows),
 // writing them to anatomy.csv when there is an output directory, and
 // returns the summary of its short ones.
-func (r *runAnalysis) anatomy(exp string, rows []runfmt.RPC) (*anatomy.Summary, error) {
+func (r *runAnalysis) anatomy(exp string, rows []rundir.RPC) (*anatomy.Summary, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
@@ -385,7 +385,7 @@ func (r *runAnalysis) anatomy(exp string, rows []runfmt.RPC) (*anatomy.Summary, 
 	if err != nil {
 		return nil, err
 	}
-	write := func(*runfmt.Anatomy) error { return nil }
+	write := func(*rundir.Anatomy) error { return nil }
 	if r.anat != nil {
 		write = r.anat.Write
 	}
@@ -393,7 +393,7 @@ func (r *runAnalysis) anatomy(exp string, rows []runfmt.RPC) (*anatomy.Summary, 
 }
 
 // computeExperiment derives every statistic of one experiment's records.
-func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, base *ownBaseline, c config) (Experiment, *hdrhistogram.Histogram) {
+func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, base *ownBaseline, c config) (Experiment, *hdrhistogram.Histogram) {
 	e := Experiment{
 		Name:      me.Name,
 		Transport: me.Transport,
@@ -576,13 +576,13 @@ func computeExperiment(er *expRecords, me runfmt.Experiment, ideal *idealRTT, ba
 		e.Phases = ps
 	}
 
-	// Short messages: both directions within the bound (runfmt.IsShort),
+	// Short messages: both directions within the bound (rundir.IsShort),
 	// or with a headline phase, that phase's RPCs. The samples are read
 	// afresh: the buckets above sorted rtts and slows in place.
 	var short []int64
 	var shortSlows []float64
 	for _, x := range s {
-		in := runfmt.IsShort(x.length, int64(x.resp), c.shortMax)
+		in := rundir.IsShort(x.length, int64(x.resp), c.shortMax)
 		if c.headlinePhase != "" {
 			in = phaseOf(x) == c.headlinePhase
 		}
@@ -835,7 +835,7 @@ func meanUtil(links []LinkStats) *float64 {
 
 // countersByRole merges the hosts' transport counters role by role and
 // counts the hosts of each role; nil when the manifest has no hosts.
-func countersByRole(hosts []runfmt.HostCounters) (map[string]map[string]uint64, map[string]int) {
+func countersByRole(hosts []rundir.HostCounters) (map[string]map[string]uint64, map[string]int) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
@@ -849,7 +849,7 @@ func countersByRole(hosts []runfmt.HostCounters) (map[string]map[string]uint64, 
 		if byRole[role] == nil {
 			byRole[role] = map[string]uint64{}
 		}
-		runfmt.MergeCounters(byRole[role], h.Transport)
+		rundir.MergeCounters(byRole[role], h.Transport)
 		n[role]++
 	}
 	return byRole, n

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/internal/fabric"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Slowdown divides an RPC's RTT by the ideal RTT of that RPC on this fabric
@@ -89,7 +89,7 @@ func (id *idealRTT) at(req, resp int64, links int) float64 {
 // simulatedHop is the fixed latency per link a simulated run charged
 // (its scenario's simulation block), 0 for other runs.
 func simulatedHop(man *manifest) float64 {
-	if man.Mode != runfmt.ModeSimulated {
+	if man.Mode != rundir.ModeSimulated {
 		return 0
 	}
 	sim, _ := mapOf(man.Scenario)["simulation"].(map[string]any)

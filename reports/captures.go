@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // captureRow is one packet capture of an experiment (the scenario's
@@ -31,7 +31,7 @@ func tsharkCommand(file string) string {
 }
 
 // dissectorPath is where a run keeps its copy of the dissector.
-var dissectorPath = path.Join(runfmt.CapturesDir, runfmt.DissectorFile)
+var dissectorPath = path.Join(rundir.CapturesDir, rundir.DissectorFile)
 
 // captureRows lists every experiment's captures in manifest order.
 func captureRows(m *manifest) []captureRow {

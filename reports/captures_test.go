@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TestCapturesLinked gives a synthetic run's experiment two captures in
@@ -33,15 +33,15 @@ func TestCapturesLinked(t *testing.T) {
 	if h := html(); strings.Contains(h, `id="captures"`) || strings.Contains(h, "#captures") {
 		t.Error("a run without captures has a captures section")
 	}
-	m, _, err := runfmt.ReadManifest(dir)
+	m, _, err := rundir.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Experiments[0].Captures = []runfmt.Capture{
+	m.Experiments[0].Captures = []rundir.Capture{
 		{File: "captures/incast-homa/h1.pcapng", Point: "host h1", Interface: "hb00001h1e0", Snaplen: 128, MaxBytes: 16 << 20, Packets: 1234, Bytes: 98765},
 		{File: "captures/incast-homa/s1-h1.pcapng", Point: "switch s1 port 1 (to h1)", Snaplen: 128, MaxBytes: 16 << 20, Packets: 1300, LeftOut: 7, KernelDrops: 2, Bytes: 99999},
 	}
-	if err := runfmt.WriteManifest(dir, m); err != nil {
+	if err := rundir.WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
 	h := html()
@@ -71,18 +71,18 @@ func TestAdversariesSection(t *testing.T) {
 			{name: "adv-homa-kindmalformed", transport: "homa", n: 200, meanNs: 3000}}}
 	dir := t.TempDir()
 	run.write(t, dir)
-	m, _, err := runfmt.ReadManifest(dir)
+	m, _, err := rundir.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Experiments[1].Adversaries = []runfmt.Adversary{{Host: "h11", TargetHost: "h1", Kind: "malformed", Target: "10.0.0.1",
+	m.Experiments[1].Adversaries = []rundir.Adversary{{Host: "h11", TargetHost: "h1", Kind: "malformed", Target: "10.0.0.1",
 		RateBps: 10e6, Packets: 20000, Bytes: 5_000_000, Seconds: 4}}
 	m.Experiments[1].TransportCounters = map[string]uint64{"homa_drop_truncated": 6000, "homa_drop_bad_field": 2700, "homa_drop_wrong_peer": 0}
-	if err := runfmt.WriteManifest(dir, m); err != nil {
+	if err := rundir.WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
 	// The attacked experiment's switch counted its defences on port 11.
-	if err := runfmt.WriteSwitchStats(dir, "adv-homa-kindmalformed", "s1", runfmt.SwitchStats{Ports: []switchstats.Port{
+	if err := rundir.WriteSwitchStats(dir, "adv-homa-kindmalformed", "s1", rundir.SwitchStats{Ports: []switchstats.Port{
 		{Port: 11, RemarkedPkts: 15000, MeteredPkts: 7, SpoofDrops: 3}, {Port: 1}}}); err != nil {
 		t.Fatal(err)
 	}

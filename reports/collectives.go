@@ -3,7 +3,7 @@ package reports
 import (
 	"cmp"
 	"fmt"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 	"slices"
 )
@@ -51,7 +51,7 @@ type CollectiveStats struct {
 	// every transport; null without calibration and link rate.
 	IdealCCT       *float64 `json:"ideal_cct_us"`
 	FabricIdealCCT *float64 `json:"fabric_ideal_cct_us"`
-	// OrderChecked counts the steps whose inputs runfmt.CheckCollectiveOrder
+	// OrderChecked counts the steps whose inputs rundir.CheckCollectiveOrder
 	// found arrived before the step started; OrderError is its first
 	// violation ("" for none).
 	OrderChecked int    `json:"order_checked"`
@@ -177,7 +177,7 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownB
 		cs.Series = append(cs.Series, [2]float64{float64(start-first) / 1e9, float64(end-start) / 1e3})
 	}
 	cs.Iterations = len(ccts)
-	if n, err := runfmt.CheckCollectiveOrder(asRows(ss)); err != nil {
+	if n, err := rundir.CheckCollectiveOrder(asRows(ss)); err != nil {
 		cs.OrderError = err.Error()
 	} else {
 		cs.OrderChecked = n
@@ -215,15 +215,15 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownB
 }
 
 // asRows are the steps as the rpcs.csv rows they came from, as far as
-// runfmt.CheckCollectiveOrder reads them.
-func asRows(ss []collStep) []runfmt.RPC {
-	out := make([]runfmt.RPC, len(ss))
+// rundir.CheckCollectiveOrder reads them.
+func asRows(ss []collStep) []rundir.RPC {
+	out := make([]rundir.RPC, len(ss))
 	for i, s := range ss {
-		status := runfmt.StatusFailed
+		status := rundir.StatusFailed
 		if s.completed {
-			status = runfmt.StatusCompleted
+			status = rundir.StatusCompleted
 		}
-		out[i] = runfmt.RPC{Collective: s.phase, Client: s.client, ServerHost: s.server, Iteration: int64(s.iter), Step: int64(s.step),
+		out[i] = rundir.RPC{Collective: s.phase, Client: s.client, ServerHost: s.server, Iteration: int64(s.iter), Step: int64(s.step),
 			IntendedNs: s.intended, SentNs: s.sent, DoneNs: s.done, InputNs: s.input, Status: status}
 	}
 	return out

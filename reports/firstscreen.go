@@ -2,7 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"maps"
 	"math"
 	"slices"
@@ -117,7 +117,7 @@ func setupOf(m *manifest) [][2]string {
 			kv = append(kv, [2]string{k, v})
 		}
 	}
-	if sim := m.Simulation; m.Mode == runfmt.ModeSimulated && sim != nil {
+	if sim := m.Simulation; m.Mode == rundir.ModeSimulated && sim != nil {
 		add("mode", fmt.Sprintf("simulated in virtual time (homatb run --simulate): %.0f s simulated in %.1f s, %.2g events/s. %s",
 			sim.SimulatedSeconds, sim.WallSeconds, sim.EventsPerSecond, strings.Join(sim.Model, "; ")))
 	} else if len(m.Machines) > 0 {

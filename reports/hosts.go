@@ -5,7 +5,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // hostRow is one hosts.csv line: a host's Homa gauges at one time.
@@ -21,7 +21,7 @@ type hostTelemetry map[string]map[string][]hostRow
 // yields none.
 func readHostTelemetry(ctx context.Context, dir string) (hostTelemetry, error) {
 	tel := hostTelemetry{}
-	err := readSeries(ctx, dir, runfmt.Hosts(), func(r *runfmt.HostSample) {
+	err := readSeries(ctx, dir, rundir.Hosts(), func(r *rundir.HostSample) {
 		if tel[r.Experiment] == nil {
 			tel[r.Experiment] = map[string][]hostRow{}
 		}

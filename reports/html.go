@@ -6,7 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"html/template"
 	"io"
 	"math"
@@ -245,7 +245,7 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	if s.Run != "" {
 		pg.Title += ": " + s.Run
 	}
-	if s.manifest != nil && s.manifest.Mode == runfmt.ModeSimulated {
+	if s.manifest != nil && s.manifest.Mode == rundir.ModeSimulated {
 		pg.Title += " (simulated)"
 	}
 	for _, w := range s.Fidelity {

@@ -4,20 +4,20 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
-// manifest is the run's manifest.json (runfmt.Manifest) as reports hold
+// manifest is the run's manifest.json (rundir.Manifest) as reports hold
 // it: raw keeps the file's bytes so the report can show it verbatim.
 type manifest struct {
-	runfmt.Manifest
+	rundir.Manifest
 	raw []byte
 }
 
 // readManifest loads manifest.json. A missing manifest is not an error: the
 // report is still built from the records, with a fidelity warning.
 func readManifest(dir string) (*manifest, bool, error) {
-	m, raw, err := runfmt.ReadManifest(dir)
+	m, raw, err := rundir.ReadManifest(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &manifest{}, false, nil
 	}

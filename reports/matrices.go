@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -33,7 +33,7 @@ type MatrixStats struct {
 	// flow's start to the last flow's answer (µs); null unless every flow
 	// completed.
 	Completion *float64 `json:"completion_us"`
-	// OrderChecked counts the triggered flows runfmt.CheckMatrixOrder found
+	// OrderChecked counts the triggered flows rundir.CheckMatrixOrder found
 	// started after their trigger fired; OrderError is its first violation.
 	OrderChecked int    `json:"order_checked"`
 	OrderError   string `json:"order_error,omitempty"`
@@ -64,8 +64,8 @@ func matrixPhases(man *manifest) []matrixPhase {
 }
 
 // matrixStats summarises the matrices' records of one experiment.
-func matrixStats(rows []runfmt.RPC, phases []matrixPhase, conf float64) []MatrixStats {
-	byPhase := map[string][]runfmt.RPC{}
+func matrixStats(rows []rundir.RPC, phases []matrixPhase, conf float64) []MatrixStats {
+	byPhase := map[string][]rundir.RPC{}
 	for _, r := range rows {
 		byPhase[r.Matrix] = append(byPhase[r.Matrix], r)
 	}
@@ -80,7 +80,7 @@ func matrixStats(rows []runfmt.RPC, phases []matrixPhase, conf float64) []Matrix
 	return out
 }
 
-func oneMatrix(ph matrixPhase, rows []runfmt.RPC, conf float64) MatrixStats {
+func oneMatrix(ph matrixPhase, rows []rundir.RPC, conf float64) MatrixStats {
 	ms := MatrixStats{Phase: ph.name, File: ph.file}
 	var fct []int64
 	var first, last int64
@@ -95,11 +95,11 @@ func oneMatrix(ph matrixPhase, rows []runfmt.RPC, conf float64) MatrixStats {
 			first = r.IntendedNs
 		}
 		switch r.Status {
-		case runfmt.StatusCompleted:
+		case rundir.StatusCompleted:
 			ms.Completed++
 			fct = append(fct, r.DoneNs-r.IntendedNs)
 			last = max(last, r.DoneNs)
-		case runfmt.StatusFailed:
+		case rundir.StatusFailed:
 			ms.Failed++
 		default:
 			ms.InFlight++
@@ -117,7 +117,7 @@ func oneMatrix(ph matrixPhase, rows []runfmt.RPC, conf float64) MatrixStats {
 		us := float64(last-first) / 1e3
 		ms.Completion = &us
 	}
-	n, err := runfmt.CheckMatrixOrder(rows, ph.m)
+	n, err := rundir.CheckMatrixOrder(rows, ph.m)
 	ms.OrderChecked = n
 	if err != nil {
 		ms.OrderError = err.Error()

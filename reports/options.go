@@ -2,7 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"io"
 	"log/slog"
 )
@@ -32,7 +32,7 @@ func defaultConfig() config {
 		logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		maxExact:      100,
 		minBinSamples: 1000,
-		shortMax:      runfmt.ShortMaxBytes,
+		shortMax:      rundir.ShortMaxBytes,
 		confidence:    0.95,
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TestPFCInSummaryAndReport: a switch's PAUSE counters reach the
@@ -18,7 +18,7 @@ func TestPFCInSummaryAndReport(t *testing.T) {
 		{Port: 1, Iface: "s1-eth1", Queues: []switchstats.Queue{{Queue: 3, PFCPausesSent: 12, PFCResumesSent: 11}}},
 		{Port: 2, Iface: "s1-eth2", Queues: []switchstats.Queue{{Queue: 0}, {Queue: 3, PFCPausesRecv: 4, PFCResumesRecv: 4, PFCPausedNs: 2_500_000}}},
 	}}
-	if err := runfmt.WriteSwitchStats(dir, "e1", "s1", st); err != nil {
+	if err := rundir.WriteSwitchStats(dir, "e1", "s1", st); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := readSwitchStats(dir, "e1")

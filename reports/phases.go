@@ -3,13 +3,13 @@ package reports
 import (
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // phasesOf lays out an experiment's warm-up, measurement and drain on the
 // time axis of its series (seconds since the experiment started), from the
 // manifest. Without a start time or a duration there is nothing to shade.
-func phasesOf(me runfmt.Experiment) []band {
+func phasesOf(me rundir.Experiment) []band {
 	if me.Started <= 0 || me.DurationMs <= 0 {
 		return nil
 	}
@@ -40,7 +40,7 @@ func scenarioPhases(m *manifest) (names []string, headline string) {
 // headlinePhase is the phase experiment me's headline is about: the
 // scenario's report.headline_phase when some client of me ran it, else ""
 // (the short messages by size).
-func headlinePhase(m *manifest, me runfmt.Experiment) string {
+func headlinePhase(m *manifest, me rundir.Experiment) string {
 	_, h := scenarioPhases(m)
 	if h == "" {
 		return ""

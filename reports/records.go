@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // sample is one completed RPC of the measure phase: what by-size statistics
@@ -57,10 +57,10 @@ type expRecords struct {
 	// steps are the collectives' step messages, kept out of samples;
 	// flows the connection matrices' rows, kept out of them too.
 	steps []collStep
-	flows []runfmt.RPC
+	flows []rundir.RPC
 	// anat holds the completed measured rows the latency anatomy joins
 	// (only the columns it reads), for an experiment with switch records.
-	anat []runfmt.RPC
+	anat []rundir.RPC
 }
 
 // recordSet is everything read from rpcs.csv.
@@ -73,7 +73,7 @@ type recordSet struct {
 	// switchOf maps host names and addresses to their switch (from the
 	// manifest's fabric), so each RPC knows how many links it crosses.
 	switchOf map[string]string
-	fabric   *runfmt.Fabric
+	fabric   *rundir.Fabric
 	rows     int64
 	empty    bool // the file had not even a header
 	// anatomy says which experiments the latency anatomy joins (those with
@@ -81,7 +81,7 @@ type recordSet struct {
 	anatomy func(experiment string) bool
 	// strs interns the host and address strings of the rows kept, so they
 	// do not hold on to their CSV lines.
-	strs runfmt.Strings
+	strs rundir.Strings
 }
 
 // maxFailureReasons bounds the distinct error strings kept per experiment.
@@ -117,7 +117,7 @@ func failureKey(msg string) string {
 }
 
 // openRecords opens rpcs.csv, or rpcs.csv.gz when the plain file is absent.
-func openRecords(dir string) (io.ReadCloser, string, error) { return runfmt.OpenRPCs(dir) }
+func openRecords(dir string) (io.ReadCloser, string, error) { return rundir.OpenRPCs(dir) }
 
 // readRecords streams rpcs.csv once, keeping only compact per-RPC samples.
 // fabric, when known, tells each RPC's path length; anatomy, when not nil,
@@ -127,9 +127,9 @@ func openRecords(dir string) (io.ReadCloser, string, error) { return runfmt.Open
 // gets each experiment as soon as its rows end, and the set drops it: only
 // one experiment's records are in memory at a time. That needs the file as
 // runs write it, calibration first and each experiment's rows together;
-// anything else is runfmt.ErrNotGrouped, and the caller reads again with
+// anything else is rundir.ErrNotGrouped, and the caller reads again with
 // done nil.
-func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric, anatomy func(string) bool, done func(*recordSet, *expRecords) error) (*recordSet, error) {
+func readRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy func(string) bool, done func(*recordSet, *expRecords) error) (*recordSet, error) {
 	rc, name, err := openRecords(dir)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric, anatomy
 		exps:    make(map[string]*expRecords),
 		calib:   make(map[string]map[int64]*calibPoint),
 		anatomy: anatomy,
-		strs:    runfmt.Strings{},
+		strs:    rundir.Strings{},
 	}
 	if fabric != nil {
 		rs.fabric, rs.switchOf = fabric, fabric.SwitchOf()
@@ -156,13 +156,13 @@ func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric, anatomy
 		finished[current] = true
 		return done(rs, e)
 	}
-	r, err := runfmt.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
+	r, err := rundir.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
 	if err != nil {
 		return nil, err
 	}
 	// An empty file: a run that stopped before any RPC was recorded.
 	rs.empty = r.Empty()
-	var rec runfmt.RPC
+	var rec rundir.RPC
 	for {
 		if err := r.Read(&rec); errors.Is(err, io.EOF) {
 			break
@@ -177,11 +177,11 @@ func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric, anatomy
 		}
 		if done != nil {
 			switch {
-			case rec.Phase == runfmt.PhaseCalibrate && (current != "" || len(finished) > 0):
-				return nil, fmt.Errorf("%s row %d: a calibration row after experiment %s's: %w", name, rs.rows, current, runfmt.ErrNotGrouped)
-			case rec.Phase == runfmt.PhaseCalibrate || rec.Experiment == current:
+			case rec.Phase == rundir.PhaseCalibrate && (current != "" || len(finished) > 0):
+				return nil, fmt.Errorf("%s row %d: a calibration row after experiment %s's: %w", name, rs.rows, current, rundir.ErrNotGrouped)
+			case rec.Phase == rundir.PhaseCalibrate || rec.Experiment == current:
 			case finished[rec.Experiment]:
-				return nil, fmt.Errorf("%s row %d: experiment %s again after %s: %w", name, rs.rows, rec.Experiment, current, runfmt.ErrNotGrouped)
+				return nil, fmt.Errorf("%s row %d: experiment %s again after %s: %w", name, rs.rows, rec.Experiment, current, rundir.ErrNotGrouped)
 			default:
 				if err := finish(); err != nil {
 					return nil, err
@@ -203,8 +203,8 @@ func readRecords(ctx context.Context, dir string, fabric *runfmt.Fabric, anatomy
 
 // anatomyRow is the part of rec the latency anatomy reads
 // (anatomy.Joiner.Decompose), its strings interned.
-func (rs *recordSet) anatomyRow(e *expRecords, rec *runfmt.RPC) runfmt.RPC {
-	return runfmt.RPC{Experiment: e.name, Transport: e.transport,
+func (rs *recordSet) anatomyRow(e *expRecords, rec *rundir.RPC) rundir.RPC {
+	return rundir.RPC{Experiment: e.name, Transport: e.transport,
 		Client: rs.strs.Intern(rec.Client), Server: rs.strs.Intern(rec.Server), Local: rs.strs.Intern(rec.Local),
 		RPCID: rec.RPCID, ReqBytes: rec.ReqBytes, RespBytes: rec.RespBytes, RTTNs: rec.RTTNs,
 		IntendedNs: rec.IntendedNs, SentNs: rec.SentNs, DoneNs: rec.DoneNs,
@@ -224,11 +224,11 @@ func sinceIntended(t int64, what string, intended, done int64) (int64, error) {
 }
 
 // add folds one row into the set.
-func (rs *recordSet) add(rec *runfmt.RPC) error {
+func (rs *recordSet) add(rec *rundir.RPC) error {
 	length, rtt := rec.ReqBytes, rec.RTTNs
 	switch rec.Phase {
-	case runfmt.PhaseCalibrate:
-		if rec.Status != runfmt.StatusCompleted || rtt <= 0 {
+	case rundir.PhaseCalibrate:
+		if rec.Status != rundir.StatusCompleted || rtt <= 0 {
 			return nil
 		}
 		m := rs.calib[rec.Transport]
@@ -244,10 +244,10 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		p.rtts = append(p.rtts, rtt)
 		p.resp, p.links = rec.RespBytes, rs.links(rec)
 		return nil
-	case runfmt.PhaseWarmup:
+	case rundir.PhaseWarmup:
 		rs.exp(rec.Experiment, rec.Transport).warmup++
 		return nil
-	case runfmt.PhaseMeasure:
+	case rundir.PhaseMeasure:
 	default:
 		return fmt.Errorf("unknown phase %q", rec.Phase)
 	}
@@ -269,10 +269,10 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 	if rec.Collective != "" {
 		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
 			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
-			done: rec.DoneNs, computeNs: rec.ComputeNs, input: rec.InputNs, completed: rec.Status == runfmt.StatusCompleted})
+			done: rec.DoneNs, computeNs: rec.ComputeNs, input: rec.InputNs, completed: rec.Status == rundir.StatusCompleted})
 	}
 	switch rec.Status {
-	case runfmt.StatusCompleted:
+	case rundir.StatusCompleted:
 		done := rec.DoneNs
 		e.completed++
 		e.bytes += length + rec.RespBytes
@@ -292,7 +292,7 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		if rs.anatomy != nil && rs.anatomy(e.name) {
 			e.anat = append(e.anat, rs.anatomyRow(e, rec))
 		}
-	case runfmt.StatusFailed:
+	case rundir.StatusFailed:
 		e.failed++
 		reason := rec.Reason
 		if reason == "" { // runs from before the reason column
@@ -303,7 +303,7 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 		} else {
 			e.failures["other"]++
 		}
-	case runfmt.StatusInflight:
+	case rundir.StatusInflight:
 		e.inFlight++
 	default:
 		return fmt.Errorf("unknown status %q", rec.Status)
@@ -312,7 +312,7 @@ func (rs *recordSet) add(rec *runfmt.RPC) error {
 }
 
 // links is how many links the RPC's request crosses, 0 when unknown.
-func (rs *recordSet) links(rec *runfmt.RPC) uint8 {
+func (rs *recordSet) links(rec *rundir.RPC) uint8 {
 	if rs.fabric == nil {
 		return 0
 	}

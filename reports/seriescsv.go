@@ -10,13 +10,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // readSeries reads the run directory's file of format f and calls each
 // with every row. A missing or empty file is no data; a bad row is an
 // error naming the file, line and column.
-func readSeries[T any](ctx context.Context, dir string, f *runfmt.CSVFormat[T], each func(*T)) error {
+func readSeries[T any](ctx context.Context, dir string, f *rundir.CSVFormat[T], each func(*T)) error {
 	name := filepath.Join(dir, f.File)
 	fd, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {

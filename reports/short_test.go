@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // writeMultiget writes a run of one experiment in the shape of
@@ -34,7 +34,7 @@ func writeMultiget(t *testing.T, phases bool, headline string) string {
 	if err := os.WriteFile(filepath.Join(dir, "rpcs.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := runfmt.Manifest{Run: "r", Experiments: []runfmt.Experiment{{Name: "x", Transport: "homa", Config: "homa", DurationMs: 100}}}
+	m := rundir.Manifest{Run: "r", Experiments: []rundir.Experiment{{Name: "x", Transport: "homa", Config: "homa", DurationMs: 100}}}
 	sc := map[string]any{"phases": []any{map[string]any{"name": "multiget"}, map[string]any{"name": "probes"}}}
 	if headline != "" {
 		sc["report"] = map[string]any{"headline_phase": headline}
@@ -43,7 +43,7 @@ func writeMultiget(t *testing.T, phases bool, headline string) string {
 	if phases {
 		m.Experiments[0].ClientPhases = map[string]string{"h1": "multiget", "h10": "probes"}
 	}
-	if err := runfmt.WriteJSON(filepath.Join(dir, runfmt.ManifestFile), m); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ManifestFile), m); err != nil {
 		t.Fatal(err)
 	}
 	return dir

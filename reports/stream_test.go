@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // streamRun is a small synthetic run of three experiments.
@@ -42,7 +42,7 @@ func reorder(t *testing.T, dir string, perm func(rows []string)) {
 
 // TestRecordsOneExperimentAtATime: read as runs write rpcs.csv, each
 // experiment is handed over once its rows end, with every row of it, and
-// the set keeps none; rows not written that way are runfmt.ErrNotGrouped.
+// the set keeps none; rows not written that way are rundir.ErrNotGrouped.
 func TestRecordsOneExperimentAtATime(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -78,7 +78,7 @@ func TestRecordsOneExperimentAtATime(t *testing.T) {
 				return nil
 			})
 			if !tc.grouped {
-				if !errors.Is(err, runfmt.ErrNotGrouped) {
+				if !errors.Is(err, rundir.ErrNotGrouped) {
 					t.Fatalf("got %v, want ErrNotGrouped", err)
 				}
 				return

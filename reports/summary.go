@@ -133,7 +133,7 @@ type RPCCounts struct {
 // Short is RTT statistics of RPCs whose request is at most MaxLength bytes.
 type Short struct {
 	// MaxLength bounds both the request and the response of a short RPC
-	// (runfmt.IsShort); runs summarised before it bounded requests only.
+	// (rundir.IsShort); runs summarised before it bounded requests only.
 	MaxLength int64 `json:"max_length"`
 	// Phase, when the scenario names a headline phase
 	// (report.headline_phase), is that phase: the set is then its RPCs,

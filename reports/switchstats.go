@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // portKey names one switch egress port.
@@ -14,14 +14,14 @@ type portKey struct {
 }
 
 // readSwitchStats sums the experiment's switch statistics
-// (runfmt.ReadSwitchStats). It also returns the configured rate of every
+// (rundir.ReadSwitchStats). It also returns the configured rate of every
 // port, which telemetry utilisation divides by.
 func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
 	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
 		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}, CEMarksByQueue: []int64{},
 		LostLinkMsByPort: map[string]float64{}, DefencesByPort: map[string]DefenceCounts{}}
 	rates := make(map[portKey]float64)
-	files, err := runfmt.ReadSwitchStats(dir, experiment)
+	files, err := rundir.ReadSwitchStats(dir, experiment)
 	if err != nil {
 		return st, rates, err
 	}
@@ -52,7 +52,7 @@ func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 			for _, q := range p.Queues {
 				if q.Queue < 0 || q.Queue > 63 {
 					return st, rates, fmt.Errorf("%s: port %d: queue %d out of range",
-						runfmt.SwitchStatsPath(dir, experiment, sf.Switch), p.Port, q.Queue)
+						rundir.SwitchStatsPath(dir, experiment, sf.Switch), p.Port, q.Queue)
 				}
 				for len(st.DropsByQueue) <= q.Queue {
 					st.DropsByQueue = append(st.DropsByQueue, 0)

@@ -5,7 +5,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TCPConn summarises one TCP client connection over an experiment, from the
@@ -36,14 +36,14 @@ func readTCPConns(ctx context.Context, dir string) (map[string][]TCPConn, error)
 		cwndSum    float64
 		maxCwnd    uint64
 		srtt       []uint64
-		last       runfmt.TCPSample
+		last       rundir.TCPSample
 		firstRetr  uint64
 		firstCE    uint64
 		firstValid bool
 	}
 	byKey := map[key]*acc{}
 	var order []key
-	err := readSeries(ctx, dir, runfmt.TCPConns(), func(r *runfmt.TCPSample) {
+	err := readSeries(ctx, dir, rundir.TCPConns(), func(r *rundir.TCPSample) {
 		k := key{r.Experiment, r.Host, r.Peer, r.Conn}
 		a := byKey[k]
 		if a == nil {

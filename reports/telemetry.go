@@ -5,7 +5,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // point is one (x, y) of a chart series.
@@ -26,7 +26,7 @@ type telemetry map[string]map[string][]telemetryRow
 // readTelemetry reads telemetry.csv; a missing file yields no telemetry.
 func readTelemetry(ctx context.Context, dir string) (telemetry, error) {
 	tel := telemetry{}
-	err := readSeries(ctx, dir, runfmt.Telemetry(), func(r *runfmt.TelemetryRow) {
+	err := readSeries(ctx, dir, rundir.Telemetry(), func(r *rundir.TelemetryRow) {
 		if tel[r.Experiment] == nil {
 			tel[r.Experiment] = make(map[string][]telemetryRow)
 		}

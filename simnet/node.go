@@ -10,9 +10,9 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/simnet/tcpmodel"
+	"github.com/homatb/homatb/wire"
 )
 
 // Node is a host of the simulated network: its NIC (a FIFO at the link

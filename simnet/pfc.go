@@ -1,6 +1,6 @@
 package simnet
 
-import "github.com/homatb/homatb/hostagent/homa/wire"
+import "github.com/homatb/homatb/wire"
 
 // PFC in the simulated switches, as the embedded switch runs it
 // (p4/dataplane's PFCIngress): each switch port counts the frames it

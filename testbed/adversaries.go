@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/adversary/kind"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
@@ -79,7 +79,7 @@ func (x *experimentRun) collectAdversaries(ctx context.Context) {
 			_ = r.runner.Signal(ctx, p.name, syscall.SIGKILL)
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("adversary %s on %s did not end with its window; killed", p.a.Kind, p.a.Host))
 		}
-		var c runfmt.Adversary
+		var c rundir.Adversary
 		b, err := os.ReadFile(p.out)
 		if err == nil {
 			err = json.Unmarshal(b, &c)

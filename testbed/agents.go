@@ -16,7 +16,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -289,7 +289,7 @@ func (f faultEnv) Restart(ctx context.Context, host string, w *agentpb.Workload)
 	}
 	a := r.agents.get(host)
 	h, _ := r.layout.Host(host)
-	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, runfmt.PhaseMeasure, h, x.roles.Servers[host], w))
+	err := a.Configure(ctx, r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, rundir.PhaseMeasure, h, x.roles.Servers[host], w))
 	if err == nil && w != nil {
 		err = a.Start(ctx)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
@@ -24,12 +24,12 @@ func (r *run) calibrate(ctx context.Context) error {
 	server, client := hosts[0], hosts[1]
 	target := fmt.Sprintf("%s:%d", server.IP, agents.ServerPort)
 	for _, t := range distinctTransports(r.plan) {
-		name := runfmt.CalibrationExperiment(t.Name)
+		name := rundir.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
 		if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
 			return err
 		}
-		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: s.CalibrationResponse()}
+		cal := rundir.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: s.CalibrationResponse()}
 		sa, ca := r.agents.get(server.Name), r.agents.get(client.Name)
 		for _, size := range s.Calibration.Sizes {
 			exp := fmt.Sprintf("%s-%d", name, size)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // checkSmokeCaptures checks smoke.yaml's captures of smoke-homa (h1's NIC
@@ -19,7 +19,7 @@ import (
 // the RPCs' DATA and GRANTs are there.
 func checkSmokeCaptures(t *testing.T, dir string, m *Manifest) {
 	t.Helper()
-	var caps []runfmt.Capture
+	var caps []rundir.Capture
 	for _, e := range m.Experiments {
 		switch e.Name {
 		case "smoke-homa":
@@ -33,7 +33,7 @@ func checkSmokeCaptures(t *testing.T, dir string, m *Manifest) {
 	if len(caps) != 2 {
 		t.Fatalf("smoke-homa has %d captures, want h1 and s1-h1: %+v", len(caps), caps)
 	}
-	lua := filepath.Join(dir, runfmt.CapturesDir, runfmt.DissectorFile)
+	lua := filepath.Join(dir, rundir.CapturesDir, rundir.DissectorFile)
 	if _, err := os.Stat(lua); err != nil {
 		t.Errorf("no dissector beside the captures: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/mn"
 )
@@ -181,8 +181,8 @@ func TestSmokeEndToEnd(t *testing.T) {
 			if h.Host != "h1" {
 				continue
 			}
-			if h.Role != runfmt.RoleServer {
-				t.Errorf("h1 has role %q, want %q", h.Role, runfmt.RoleServer)
+			if h.Role != rundir.RoleServer {
+				t.Errorf("h1 has role %q, want %q", h.Role, rundir.RoleServer)
 			}
 			for k, v := range h.Transport {
 				if strings.HasPrefix(k, "homa_tx_grant_p") {
@@ -203,7 +203,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	checkTCPCSV(t, filepath.Join(dir, "tcp.csv"))
 	// smoke.yaml turns on per-packet records: the switch wrote some.
 	pcs := 0
-	if _, err := runfmt.ReadPostcards(dir, "smoke-homa", "s1", func(*runfmt.Postcard) error { pcs++; return nil }); err != nil || pcs == 0 {
+	if _, err := rundir.ReadPostcards(dir, "smoke-homa", "s1", func(*rundir.Postcard) error { pcs++; return nil }); err != nil || pcs == 0 {
 		t.Errorf("smoke-homa's postcards: %d records, %v", pcs, err)
 	}
 	for _, f := range []string{"rpcs.csv", "report.html", "logs/s1.log", "logs/agent-h1.log", "switch/smoke-homa/s1.json"} {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/capture"
 	"github.com/homatb/homatb/testbed/faults"
@@ -26,9 +26,9 @@ type experimentRun struct {
 	r     *run
 	e     *scenario.Experiment
 	roles agents.Roles
-	rec   runfmt.Experiment
+	rec   rundir.Experiment
 
-	startStats    map[string]runfmt.SwitchStats
+	startStats    map[string]rundir.SwitchStats
 	load          *load
 	stopTelemetry func()
 	faults        *faults.Run
@@ -37,7 +37,7 @@ type experimentRun struct {
 
 	mu          sync.Mutex
 	cpuUs       uint64
-	byHost      map[string]runfmt.HostCounters
+	byHost      map[string]rundir.HostCounters
 	lags        []lag
 	lagWarnings []string
 }
@@ -100,7 +100,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := runfmt.Experiment{
+	rec := rundir.Experiment{
 		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
 		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Receivers: ro.Receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
@@ -111,7 +111,7 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
 	rec.ClientPhases = ro.Phases
 	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
-	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]runfmt.HostCounters{}}, nil
+	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]rundir.HostCounters{}}, nil
 }
 
 // configure configures every host taking part: servers first, so no
@@ -249,7 +249,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 		if err != nil {
 			return err
 		}
-		x.addHost(host, runfmt.RoleServer, st.GetCounters())
+		x.addHost(host, rundir.RoleServer, st.GetCounters())
 		return nil
 	})
 	if serverErr != nil {
@@ -257,7 +257,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	}
 	books := x.faults.Account()
 	for host, c := range books.Last {
-		x.addHost(host, runfmt.HostRole(x.roles.Clients[host] != nil, x.roles.Servers[host]), c)
+		x.addHost(host, rundir.HostRole(x.roles.Clients[host] != nil, x.roles.Servers[host]), c)
 	}
 	x.mu.Lock()
 	x.rec.RPCs.Issued += books.Issued
@@ -267,7 +267,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	for _, h := range x.roles.Used {
 		if hc, ok := x.byHost[h]; ok {
 			x.rec.Hosts = append(x.rec.Hosts, hc)
-			runfmt.MergeCounters(x.rec.TransportCounters, hc.Transport)
+			rundir.MergeCounters(x.rec.TransportCounters, hc.Transport)
 		}
 	}
 	return stopErr
@@ -276,7 +276,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 // addClient adds a stopped client's books and checks that it kept its
 // schedule (the load check only when the experiment ran its full length).
 func (x *experimentRun) addClient(host string, c *agentpb.Counters, interrupted bool) {
-	x.addHost(host, runfmt.HostRole(true, x.roles.Servers[host]), c)
+	x.addHost(host, rundir.HostRole(true, x.roles.Servers[host]), c)
 	// A restarted agent's books cover only its new life; the fault's
 	// warning says what it issued before.
 	restarted := x.faults.Restarted(host)
@@ -343,9 +343,9 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		return err
 	})
 	if !x.e.Transport.Engine() {
-		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, runfmt.TCPConns())
+		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}
-	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, runfmt.ServedRPCs())
+	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, rundir.ServedRPCs())
 	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
 		_, _, err := r.records.appendCSV(data, "")
 		return err
@@ -355,7 +355,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 // fetchDiagnostic appends file of experiment exp from the agents of hosts
 // to the run's file of that format, in the hosts' order, and logs what
 // fails.
-func fetchDiagnostic[T any](ctx context.Context, r *run, exp string, hosts []string, file string, format *runfmt.CSVFormat[T]) {
+func fetchDiagnostic[T any](ctx context.Context, r *run, exp string, hosts []string, file string, format *rundir.CSVFormat[T]) {
 	path := filepath.Join(r.dir, format.File)
 	err := r.agents.fetchEach(ctx, hosts, exp, file, func(_ string, data []byte) error {
 		return appendCSVRows(path, format, data)
@@ -377,9 +377,9 @@ func (x *experimentRun) record(ctx context.Context) error {
 	return nil
 }
 
-// hostCounters copies an agent's counters into a runfmt.HostCounters.
-func hostCounters(host, role string, c *agentpb.Counters) runfmt.HostCounters {
-	h := runfmt.HostCounters{Host: host, Role: role, Served: c.GetServed(), Transport: map[string]uint64{}}
+// hostCounters copies an agent's counters into a rundir.HostCounters.
+func hostCounters(host, role string, c *agentpb.Counters) rundir.HostCounters {
+	h := rundir.HostCounters{Host: host, Role: role, Served: c.GetServed(), Transport: map[string]uint64{}}
 	for k, v := range c.GetTransport() {
 		h.Transport[k] = v
 	}

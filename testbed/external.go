@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/external"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
@@ -27,7 +27,7 @@ func (r *run) startExternal(ctx context.Context) error {
 	e := s.Topology.External
 	// The run directory an emulated run has: fetched records per host,
 	// switch statistics.
-	if err := os.MkdirAll(filepath.Join(r.dir, runfmt.SwitchDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.dir, rundir.SwitchDir), 0o755); err != nil {
 		return err
 	}
 	for _, h := range e.Hosts {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
 )
@@ -84,13 +84,13 @@ func TestLifecycleFaults(t *testing.T) {
 				}
 				// h3 reports 10 issued, 7 completed, 2 failed, 1 in flight;
 				// h2's last Status the same, with no records written.
-				want := runfmt.Books{Issued: 20, Completed: 7, Failed: 12, InFlight: 1}
+				want := rundir.Books{Issued: 20, Completed: 7, Failed: 12, InFlight: 1}
 				switch {
 				case restart:
 					// and the restarted h2 the same again.
-					want = runfmt.Books{Issued: 30, Completed: 14, Failed: 14, InFlight: 2}
+					want = rundir.Books{Issued: 30, Completed: 14, Failed: 14, InFlight: 2}
 				case i == 1:
-					want = runfmt.Books{Issued: 10, Completed: 7, Failed: 2, InFlight: 1}
+					want = rundir.Books{Issued: 10, Completed: 7, Failed: 2, InFlight: 1}
 				}
 				if b != want {
 					t.Errorf("%s: books %+v, want %+v", e.Name, b, want)
@@ -128,12 +128,12 @@ func killedRows(t *testing.T, path string) map[string]int {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rd, err := runfmt.RPCs().NewReader(f, path)
+	rd, err := rundir.RPCs().NewReader(f, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
-	var rec runfmt.RPC
+	var rec rundir.RPC
 	for {
 		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
 			return out
@@ -141,7 +141,7 @@ func killedRows(t *testing.T, path string) map[string]int {
 			t.Fatal(err)
 		}
 		killed := rec.Error == faults.AgentKilledReason || rec.Error == faults.AgentKilledUnrecordedReason
-		if killed && rec.Status == runfmt.StatusFailed && rec.Client == "h2" {
+		if killed && rec.Status == rundir.StatusFailed && rec.Client == "h2" {
 			out[rec.Experiment]++
 		}
 	}

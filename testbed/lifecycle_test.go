@@ -20,7 +20,7 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -227,7 +227,7 @@ func (a *fakeAgent) Fetch(_ context.Context, exp, file string, w io.Writer) erro
 	return cw.Error()
 }
 
-func (a *fakeAgent) FollowGauges(ctx context.Context, _ string, _ time.Duration) ([]runfmt.HostSample, error) {
+func (a *fakeAgent) FollowGauges(ctx context.Context, _ string, _ time.Duration) ([]rundir.HostSample, error) {
 	<-ctx.Done()
 	return nil, nil
 }
@@ -248,14 +248,14 @@ func (s *fakeSwitch) ResetWindow(context.Context) error {
 
 // fetch returns statistics whose one counter grows by 100 a read, with
 // empty queues.
-func (s *fakeSwitch) Fetch(context.Context) (runfmt.SwitchStats, error) {
+func (s *fakeSwitch) Fetch(context.Context) (rundir.SwitchStats, error) {
 	if err := s.j.add("switch-stats %s", s.name); err != nil {
-		return runfmt.SwitchStats{}, err
+		return rundir.SwitchStats{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rx += 100
-	return runfmt.SwitchStats{Ports: []switchstats.Port{{Port: 1, RxPkts: s.rx, Queues: []switchstats.Queue{{Queue: 0}}}}}, nil
+	return rundir.SwitchStats{Ports: []switchstats.Port{{Port: 1, RxPkts: s.rx, Queues: []switchstats.Queue{{Queue: 0}}}}}, nil
 }
 
 func (s *fakeSwitch) StartPostcards(context.Context, string) error { return nil }
@@ -558,7 +558,7 @@ func TestLifecycle(t *testing.T) {
 
 // checkBooks compares an experiment's manifest entry with what the fake
 // agents reported: an incomplete experiment keeps what was measured.
-func checkBooks(t *testing.T, j *journal, e runfmt.Experiment, incomplete bool) {
+func checkBooks(t *testing.T, j *journal, e rundir.Experiment, incomplete bool) {
 	t.Helper()
 	b := e.RPCs
 	if e.Incomplete != incomplete {
@@ -659,12 +659,12 @@ const fakeTCPRows = 2000
 
 // fakeTCPSamples writes a client's tcp.csv rows.
 func fakeTCPSamples(w io.Writer, exp, host string) error {
-	tw, err := runfmt.TCPConns().NewWriter(w, true)
+	tw, err := rundir.TCPConns().NewWriter(w, true)
 	if err != nil {
 		return err
 	}
 	for i := range fakeTCPRows {
-		row := runfmt.TCPSample{Experiment: exp, Host: host, Peer: "10.0.0.1:4000", UnixNs: int64(i + 1), CwndSegs: 10, SRTTus: 100}
+		row := rundir.TCPSample{Experiment: exp, Host: host, Peer: "10.0.0.1:4000", UnixNs: int64(i + 1), CwndSegs: 10, SRTTus: 100}
 		if err := tw.Write(&row); err != nil {
 			return err
 		}
@@ -689,20 +689,20 @@ func checkTCPSamples(t *testing.T, path, tcpExp string) {
 }
 
 // readTCPRows reads every row of a tcp.csv.
-func readTCPRows(t *testing.T, path string) []runfmt.TCPSample {
+func readTCPRows(t *testing.T, path string) []rundir.TCPSample {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := runfmt.TCPConns().NewReader(f, path)
+	r, err := rundir.TCPConns().NewReader(f, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []runfmt.TCPSample
+	var rows []rundir.TCPSample
 	for {
-		var row runfmt.TCPSample
+		var row rundir.TCPSample
 		if err := r.Read(&row); errors.Is(err, io.EOF) {
 			return rows
 		} else if err != nil {

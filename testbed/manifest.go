@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/internal/buildinfo"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
-// Manifest is the run's manifest.json (runfmt.Manifest), kept up to date
+// Manifest is the run's manifest.json (rundir.Manifest), kept up to date
 // on disk during the run: it is rewritten after every experiment, so an
 // interrupted run keeps what it measured.
 type Manifest struct {
-	runfmt.Manifest
+	rundir.Manifest
 
 	mu  sync.Mutex
 	dir string
@@ -30,7 +30,7 @@ type Manifest struct {
 func (m *Manifest) save() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return runfmt.WriteManifest(m.dir, &m.Manifest)
+	return rundir.WriteManifest(m.dir, &m.Manifest)
 }
 
 // update applies f under the lock and saves.
@@ -64,8 +64,8 @@ func versions() (map[string]string, string) {
 	return v, commit
 }
 
-func machine() runfmt.Machine {
-	m := runfmt.Machine{CPUs: runtime.NumCPU()}
+func machine() rundir.Machine {
+	m := rundir.Machine{CPUs: runtime.NumCPU()}
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) == nil {
 		m.MemBytes = si.Totalram * uint64(si.Unit)
@@ -80,11 +80,11 @@ func newManifest(runDir, run, tag, file string, plan *scenario.Plan) *Manifest {
 	if err != nil {
 		abs = file
 	}
-	m := &Manifest{Manifest: runfmt.Manifest{
+	m := &Manifest{Manifest: rundir.Manifest{
 		Run: run, Tag: tag, ScenarioFile: abs, Scenario: plan.Base.Doc(), Incomplete: true, Started: time.Now().UnixNano(),
-		Mode:     runfmt.ModeEmulated,
+		Mode:     rundir.ModeEmulated,
 		Versions: v, GitCommit: commit, Machine: machine(),
-		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{}, Calibration: map[string]runfmt.Calibration{},
+		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []rundir.Experiment{}, Calibration: map[string]rundir.Calibration{},
 	}, dir: runDir}
 	m.Order, m.Seeds = plan.Order(), plan.Seeds()
 	return m

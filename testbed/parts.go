@@ -12,7 +12,7 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -52,7 +52,7 @@ type agentAPI interface {
 	Fetch(ctx context.Context, exp, file string, w io.Writer) error
 	// FollowGauges samples the host's Homa gauges every interval until
 	// ctx ends.
-	FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error)
+	FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]rundir.HostSample, error)
 	// Shutdown asks the agent to exit and closes the connection.
 	Shutdown(ctx context.Context)
 }
@@ -63,7 +63,7 @@ type switchStats interface {
 	// ResetWindow restarts the peaks and delay percentiles.
 	ResetWindow(ctx context.Context) error
 	// Fetch returns the statistics document.
-	Fetch(ctx context.Context) (runfmt.SwitchStats, error)
+	Fetch(ctx context.Context) (rundir.SwitchStats, error)
 	// SetFault changes a port's fault injection (POST /faults).
 	SetFault(ctx context.Context, fs switchstats.FaultSetting) error
 	// StartPostcards starts per-packet records into path (embedded target).

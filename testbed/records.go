@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -19,7 +19,7 @@ import (
 type recordsFile struct {
 	mu sync.Mutex
 	f  *os.File
-	w  *runfmt.CSVWriter[runfmt.RPC]
+	w  *rundir.CSVWriter[rundir.RPC]
 	// hostOf names the host of each address, for the server_host column
 	// (agents know their servers by address only).
 	hostOf map[string]string
@@ -32,7 +32,7 @@ func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
-	w, err := runfmt.RPCs().NewWriter(f, true)
+	w, err := rundir.RPCs().NewWriter(f, true)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -47,10 +47,10 @@ func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 // appendCSV adds one agent's records (an rpcs.csv of its own). rename,
 // when set, replaces the experiment (calibration sizes run as separate
 // agent experiments but are one experiment in the run,
-// runfmt.CalibrationExperiment). It returns the rows added and the RTTs
+// rundir.CalibrationExperiment). It returns the rows added and the RTTs
 // (µs) of completed rows.
 func (r *recordsFile) appendCSV(data []byte, rename string) (int, []float64, error) {
-	rd, err := runfmt.RPCs().NewReader(bytes.NewReader(data), "agent records")
+	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), "agent records")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -58,7 +58,7 @@ func (r *recordsFile) appendCSV(data []byte, rename string) (int, []float64, err
 	defer r.mu.Unlock()
 	n := 0
 	var rtts []float64
-	var rec runfmt.RPC
+	var rec rundir.RPC
 	for {
 		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
 			break
@@ -74,7 +74,7 @@ func (r *recordsFile) appendCSV(data []byte, rename string) (int, []float64, err
 		if err := r.w.Write(&rec); err != nil {
 			return n, rtts, err
 		}
-		if rec.Status == runfmt.StatusCompleted {
+		if rec.Status == rundir.StatusCompleted {
 			rtts = append(rtts, float64(rec.RTTNs)/1e3)
 		}
 		n++
@@ -99,12 +99,12 @@ func median(v []float64) float64 {
 
 // appendCSVRows appends the rows of an agent's file of one format (data,
 // with its own header) to the run's file of that format at path.
-func appendCSVRows[T any](path string, format *runfmt.CSVFormat[T], data []byte) error {
+func appendCSVRows[T any](path string, format *rundir.CSVFormat[T], data []byte) error {
 	rd, err := format.NewReader(bytes.NewReader(data), "agent "+format.File)
 	if err != nil {
 		return err
 	}
-	return appendRows(path, format, func(w *runfmt.CSVWriter[T]) error {
+	return appendRows(path, format, func(w *rundir.CSVWriter[T]) error {
 		var row T
 		for {
 			if err := rd.Read(&row); errors.Is(err, io.EOF) {
@@ -121,7 +121,7 @@ func appendCSVRows[T any](path string, format *runfmt.CSVFormat[T], data []byte)
 
 // appendRows opens the run-directory file path for appending, writes its
 // header when the file is new, and lets fill write rows.
-func appendRows[T any](path string, format *runfmt.CSVFormat[T], fill func(*runfmt.CSVWriter[T]) error) error {
+func appendRows[T any](path string, format *rundir.CSVFormat[T], fill func(*rundir.CSVWriter[T]) error) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 
 	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/reports"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/faults"
@@ -100,7 +100,7 @@ type run struct {
 	prog      *progress
 	sockDir   string
 	cancel    context.CancelCauseFunc
-	calib     map[string]runfmt.Calibration
+	calib     map[string]rundir.Calibration
 	ctl       fabric
 	ccs       *agents.Congestion // BPF congestion controls this run registered
 	// requests makes the agents' Configure requests.
@@ -220,7 +220,7 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 	r := &run{
 		opt: opt, parts: p, plan: plan, dir: absDir, tag: NewTag(runID),
 		log:   slog.New(handler).With("run", runID),
-		stats: map[string]switchStats{}, calib: map[string]runfmt.Calibration{},
+		stats: map[string]switchStats{}, calib: map[string]rundir.Calibration{},
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
 	r.man.Scheduling = "nice"
@@ -306,7 +306,7 @@ func (r *run) execute(ctx context.Context) error {
 	r.layout = layout
 	r.fab = layout.Fabric(s)
 	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib}
-	if err := r.man.update(func(m *Manifest) { m.Fabric = runfmt.NewFabric(r.fab) }); err != nil {
+	if err := r.man.update(func(m *Manifest) { m.Fabric = rundir.NewFabric(r.fab) }); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))
@@ -321,7 +321,7 @@ func (r *run) execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.records, err = createRecords(filepath.Join(r.dir, runfmt.RPCs().File), layout.Hosts); err != nil {
+	if r.records, err = createRecords(filepath.Join(r.dir, rundir.RPCs().File), layout.Hosts); err != nil {
 		return err
 	}
 	if !s.Calibration.Skip {

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
 // readSwitchStats reads every switch's statistics (none for those that fail).
-func (r *run) readSwitchStats(ctx context.Context) map[string]runfmt.SwitchStats {
-	out := map[string]runfmt.SwitchStats{}
+func (r *run) readSwitchStats(ctx context.Context) map[string]rundir.SwitchStats {
+	out := map[string]rundir.SwitchStats{}
 	for name, c := range r.stats {
 		m, err := c.Fetch(ctx)
 		if err != nil {
@@ -29,7 +29,7 @@ func (r *run) readSwitchStats(ctx context.Context) map[string]runfmt.SwitchStats
 
 // collectSwitchStats writes switch/<experiment>/<switch>.json as
 // differences over the experiment and returns fidelity warnings.
-func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]runfmt.SwitchStats) []string {
+func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[string]rundir.SwitchStats) []string {
 	var warn []string
 	end := r.readSwitchStats(ctx)
 	for name := range r.stats {
@@ -39,7 +39,7 @@ func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[stri
 			continue
 		}
 		d := switchstats.Diff(start[name], e)
-		if err := runfmt.WriteSwitchStats(r.dir, exp, name, d); err != nil {
+		if err := rundir.WriteSwitchStats(r.dir, exp, name, d); err != nil {
 			warn = append(warn, fmt.Sprintf("switch %s: %v", name, err))
 			continue
 		}
@@ -67,7 +67,7 @@ func (x *experimentRun) startPostcards(ctx context.Context) {
 		return
 	}
 	for name, c := range r.stats {
-		path, err := filepath.Abs(runfmt.PostcardsPath(r.dir, x.e.Name, name))
+		path, err := filepath.Abs(rundir.PostcardsPath(r.dir, x.e.Name, name))
 		if err == nil {
 			err = c.StartPostcards(ctx, path)
 		}
@@ -125,7 +125,7 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 	if r.ctl == nil {
 		return func() {}
 	}
-	path := filepath.Join(r.dir, runfmt.Telemetry().File)
+	path := filepath.Join(r.dir, rundir.Telemetry().File)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		r.log.Warn("telemetry file", "err", err)
@@ -152,7 +152,7 @@ type switchTotals struct {
 	kernelDrops, noBuffer, txErrors uint64
 }
 
-func totals(st runfmt.SwitchStats) switchTotals {
+func totals(st rundir.SwitchStats) switchTotals {
 	var t switchTotals
 	for _, p := range st.Ports {
 		t.kernelDrops += p.KernelDrops
@@ -172,7 +172,7 @@ func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	samples := make([][]runfmt.HostSample, len(hosts))
+	samples := make([][]rundir.HostSample, len(hosts))
 	for i, h := range hosts {
 		a := r.agents.get(h)
 		if a == nil {
@@ -189,16 +189,16 @@ func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string
 	return func() {
 		cancel()
 		wg.Wait()
-		if err := appendHostsCSV(filepath.Join(r.dir, runfmt.Hosts().File), samples); err != nil {
+		if err := appendHostsCSV(filepath.Join(r.dir, rundir.Hosts().File), samples); err != nil {
 			r.log.Warn("host telemetry file", "experiment", exp, "err", err)
 		}
 	}
 }
 
-// appendHostsCSV appends samples to path (runfmt.Hosts), writing the
+// appendHostsCSV appends samples to path (rundir.Hosts), writing the
 // header when the file is new.
-func appendHostsCSV(path string, samples [][]runfmt.HostSample) error {
-	return appendRows(path, runfmt.Hosts(), func(w *runfmt.CSVWriter[runfmt.HostSample]) error {
+func appendHostsCSV(path string, samples [][]rundir.HostSample) error {
+	return appendRows(path, rundir.Hosts(), func(w *rundir.CSVWriter[rundir.HostSample]) error {
 		for _, hs := range samples {
 			for i := range hs {
 				if err := w.Write(&hs[i]); err != nil {

@@ -12,13 +12,13 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
 func TestSwitchTotals(t *testing.T) {
-	st := runfmt.SwitchStats{Ports: []switchstats.Port{{KernelDrops: 3, TxErrors: 1}, {KernelDrops: 2, NoBuffer: 4}}}
+	st := rundir.SwitchStats{Ports: []switchstats.Port{{KernelDrops: 3, TxErrors: 1}, {KernelDrops: 2, NoBuffer: 4}}}
 	if got, want := totals(st), (switchTotals{kernelDrops: 5, noBuffer: 4, txErrors: 1}); got != want {
 		t.Errorf("totals = %+v, want %+v", got, want)
 	}
@@ -134,13 +134,13 @@ func TestHostRole(t *testing.T) {
 	for _, tc := range []struct {
 		client, server bool
 		want           string
-	}{{true, false, runfmt.RoleClient}, {false, true, runfmt.RoleServer}, {true, true, runfmt.RoleBoth}} {
-		if got := runfmt.HostRole(tc.client, tc.server); got != tc.want {
+	}{{true, false, rundir.RoleClient}, {false, true, rundir.RoleServer}, {true, true, rundir.RoleBoth}} {
+		if got := rundir.HostRole(tc.client, tc.server); got != tc.want {
 			t.Errorf("HostRole(%v, %v) = %q, want %q", tc.client, tc.server, got, tc.want)
 		}
 	}
 	c := &agentpb.Counters{Served: 7, Transport: map[string]uint64{"homa_tx_grant_p7": 3}}
-	h := hostCounters("h1", runfmt.RoleServer, c)
+	h := hostCounters("h1", rundir.RoleServer, c)
 	c.Transport["homa_tx_grant_p7"] = 99 // the record keeps its own copy
 	if h.Served != 7 || h.Transport["homa_tx_grant_p7"] != 3 {
 		t.Errorf("hostCounters = %+v", h)
@@ -220,7 +220,7 @@ func TestFabricOf(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &scenario.Scenario{Topology: tc.topo, Link: scenario.Link{Rate: 50e6, MTU: 1500}}
-		f := runfmt.NewFabric(n.Fabric(s))
+		f := rundir.NewFabric(n.Fabric(s))
 		if f.LinkBps != 50e6 || f.MTU != 1500 || f.FrameOverhead != 38 || f.InterSwitchLinks != tc.interLink || len(f.Hosts) != len(n.Hosts) {
 			t.Errorf("%s: fabric %+v", tc.topo.Kind, f)
 		}

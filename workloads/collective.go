@@ -47,7 +47,7 @@ type CollectivePlan struct {
 // PlanCollective is rank r's part in a collective of kind among n members
 // moving bytes (each message carries bytes/n); the zero plan for an
 // unknown kind. A step k > 0 always depends on the step k-1 messages sent
-// to the host, which is what runfmt.CheckCollectiveOrder checks.
+// to the host, which is what rundir.CheckCollectiveOrder checks.
 func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 	chunk := max(bytes/max(n, 1), MinCollectiveMessage)
 	ring := func(steps int) CollectivePlan {

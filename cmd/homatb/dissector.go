@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homatb/homatb/hostagent/homa/wire/dissector"
+	"github.com/homatb/homatb/wire/dissector"
 )
 
 // newDissectorCmd is `homatb dissector`: the Wireshark dissector for

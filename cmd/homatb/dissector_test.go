@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/hostagent/homa/wire/dissector"
+	"github.com/homatb/homatb/wire/dissector"
 )
 
 // runCmd runs homatb with args and returns its standard output.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/homatb/homatb/reports"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/spf13/cobra"
 )
 
@@ -74,7 +74,7 @@ func newReportCmd() *cobra.Command {
 	f.StringVar(&exact, "run-dir", "", "write the outputs into exactly this directory instead of into DIR")
 	f.IntVar(&maxExact, "max-exact-lengths", 100, "bin by exact request length when there are at most this many distinct lengths, else log-spaced bins")
 	f.IntVar(&minBin, "min-bin-samples", 1000, "fewest samples in a log-spaced size bin")
-	f.Int64Var(&shortMax, "short-max", runfmt.ShortMaxBytes, "largest request and response (bytes) of a short message: an RPC is short when both are at most this")
+	f.Int64Var(&shortMax, "short-max", rundir.ShortMaxBytes, "largest request and response (bytes) of a short message: an RPC is short when both are at most this")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	return cmd
 }

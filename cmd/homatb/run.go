@@ -19,7 +19,7 @@ import (
 
 	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -154,7 +154,7 @@ func runSimulated(cmd *cobra.Command, plan *scenario.Plan, file string, f runFla
 	if res == nil {
 		return runErr
 	}
-	man, _, err := runfmt.ReadManifest(res.RunDir)
+	man, _, err := rundir.ReadManifest(res.RunDir)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -202,9 +202,9 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 // built, the short-message (or headline phase's) tail latency, the
 // per-phase table, Homa against TCP in each configuration, and where
 // report.html is.
-func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *runfmt.Manifest) {
+func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir.Manifest) {
 	fmt.Fprintf(w, "run %s: %s", run, runDir)
-	if man.Mode == runfmt.ModeSimulated {
+	if man.Mode == rundir.ModeSimulated {
 		fmt.Fprint(w, " (simulated)")
 	}
 	if incomplete {

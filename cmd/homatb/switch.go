@@ -19,7 +19,7 @@ import (
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/p4/target"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // switchFlags are the command-line settings of `homatb switch`, named like
@@ -352,7 +352,7 @@ func parseLinkRate(s string) (uint64, error) {
 // writeStats writes the statistics JSON atomically, so a reader never
 // sees half a file.
 func writeStats(path string, st switchstats.Stats) error {
-	if err := runfmt.WriteJSON(path, st); err != nil {
+	if err := rundir.WriteJSON(path, st); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
 	return nil

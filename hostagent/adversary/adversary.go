@@ -29,8 +29,8 @@ import (
 
 	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
-	"github.com/homatb/homatb/hostagent/homa/wire"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/wire"
 )
 
 // Kind is an attack; the kinds:
@@ -79,7 +79,7 @@ type Config struct {
 }
 
 // Counters are what the adversary sent.
-type Counters = runfmt.Adversary
+type Counters = rundir.Adversary
 
 // Sender is a batch packet writer (homa.RawConn for the Homa kinds).
 type Sender interface {

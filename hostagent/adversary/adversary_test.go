@@ -9,7 +9,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // recorder keeps copies of what Run sends.

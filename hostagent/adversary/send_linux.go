@@ -14,7 +14,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/adversary/kind"
 	"github.com/homatb/homatb/hostagent/homa"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // discardPort is where priority_abuse's datagrams go (RFC 863): nothing

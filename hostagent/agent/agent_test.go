@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -61,7 +61,7 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 		{"closed", &agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 4, MaxRpcs: 500, ResponseBytes: 10}},
 	}
 	var completed uint64
-	var clientRows []runfmt.RPC
+	var clientRows []rundir.RPC
 	for _, tc := range workloads {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.w.Targets = []string{target}
@@ -102,13 +102,13 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 				}
 			}
 			completed += c.GetCompleted()
-			clientRows = append(clientRows, readRows(t, runfmt.RPCs(), rows)...)
+			clientRows = append(clientRows, readRows(t, rundir.RPCs(), rows)...)
 		})
 	}
 	// The server told of every request it answered, at the connection and
 	// offset its client recorded; fetched while it keeps serving.
-	served := map[string]runfmt.Served{}
-	for _, sv := range readRows(t, runfmt.ServedRPCs(), fetchFile(t, server, "serve", agentpb.FileServed)) {
+	served := map[string]rundir.Served{}
+	for _, sv := range readRows(t, rundir.ServedRPCs(), fetchFile(t, server, "serve", agentpb.FileServed)) {
 		if sv.Experiment != "serve" || sv.Transport != "tcp" || sv.Server != target || sv.ReqNs == 0 || sv.ReplyNs < sv.ReqNs {
 			t.Fatalf("served row %+v", sv)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/internal/hrtime"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -259,7 +259,7 @@ func (c *collective) launch(ls []workloads.CollectiveLaunch) {
 		}
 		buf := CollectiveMessage(l.Bytes, CollectiveStep{ID: c.spec.id, Iter: l.Iter, Step: l.Step, Rank: c.spec.rank})
 		r := c.e.book(Record{
-			Experiment: c.e.name, Transport: c.e.transport, Phase: runfmt.PhaseMeasure, Client: c.e.client,
+			Experiment: c.e.name, Transport: c.e.transport, Phase: rundir.PhaseMeasure, Client: c.e.client,
 			Server: c.spec.targets[l.Dest], ServerHost: c.spec.hosts[l.Dest], ReqBytes: int64(l.Bytes),
 			IntendedNs: l.Ready, Collective: c.spec.phase, Iteration: int64(l.Iter), Step: int64(l.Step),
 			InputNs: l.Input, ComputeNs: l.ComputeNs,

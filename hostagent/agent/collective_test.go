@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -39,7 +39,7 @@ func TestCollectivesOverTCP(t *testing.T) {
 			rows := stopMembers(t, apis, "coll", hosts)
 			steps := map[int64]int{}
 			for _, r := range rows {
-				if r.Collective != "train" || r.Status != runfmt.StatusCompleted || r.ServerHost == r.Client {
+				if r.Collective != "train" || r.Status != rundir.StatusCompleted || r.ServerHost == r.Client {
 					t.Fatalf("row %+v: want a completed step of train to another host", r)
 				}
 				steps[r.Iteration]++
@@ -50,7 +50,7 @@ func TestCollectivesOverTCP(t *testing.T) {
 					t.Errorf("iteration %d: %d step messages, want %d", i, steps[i], perIter)
 				}
 			}
-			n, err := runfmt.CheckCollectiveOrder(rows)
+			n, err := rundir.CheckCollectiveOrder(rows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,9 +94,9 @@ func startMembers(t *testing.T, exp string, n int, part func(i int, targets, hos
 
 // stopMembers stops the agents, checks each one's books and that nothing
 // failed or stayed in flight, and returns their records of exp.
-func stopMembers(t *testing.T, apis []agentpb.AgentClient, exp string, hosts []string) []runfmt.RPC {
+func stopMembers(t *testing.T, apis []agentpb.AgentClient, exp string, hosts []string) []rundir.RPC {
 	t.Helper()
-	var rows []runfmt.RPC
+	var rows []rundir.RPC
 	for i, api := range apis {
 		stop, err := api.Stop(t.Context(), &agentpb.StopRequest{DrainMs: 2000})
 		if err != nil {
@@ -107,7 +107,7 @@ func stopMembers(t *testing.T, apis []agentpb.AgentClient, exp string, hosts []s
 		if c := stop.GetCounters(); c.GetFailed() != 0 || c.GetInFlight() != 0 {
 			t.Errorf("%s: counters %v, want no failures or RPCs in flight", hosts[i], c)
 		}
-		rows = append(rows, readRows(t, runfmt.RPCs(), raw)...)
+		rows = append(rows, readRows(t, rundir.RPCs(), raw)...)
 	}
 	return rows
 }

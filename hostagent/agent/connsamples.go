@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/tcprpc"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // connLister is a transport that can say what its client connections'
@@ -43,7 +43,7 @@ func startConnSampler(path, experiment, host string, src connLister) (*connSampl
 		return nil, fmt.Errorf("tcp samples: %w", err)
 	}
 	bw := bufio.NewWriter(f)
-	w, err := runfmt.TCPConns().NewWriter(bw, true)
+	w, err := rundir.TCPConns().NewWriter(bw, true)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -55,7 +55,7 @@ func startConnSampler(path, experiment, host string, src connLister) (*connSampl
 		var buf []tcprpc.ConnInfo
 		var werr error
 		rows := 0
-		row := runfmt.TCPSample{Experiment: experiment, Host: host}
+		row := rundir.TCPSample{Experiment: experiment, Host: host}
 		for werr == nil && rows < maxConnSamples {
 			select {
 			case <-s.stop:

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/tcprpc"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // fakeConns reports two connections whose window grows with each read.
@@ -39,13 +39,13 @@ func TestConnSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := runfmt.TCPConns().NewReader(f, path)
+	r, err := rundir.TCPConns().NewReader(f, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []runfmt.TCPSample
+	var rows []rundir.TCPSample
 	for {
-		var row runfmt.TCPSample
+		var row rundir.TCPSample
 		if err := r.Read(&row); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {

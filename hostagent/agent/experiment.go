@@ -17,7 +17,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/internal/hrtime"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -231,7 +231,7 @@ func sinceSent(sent, t time.Time) int64 {
 
 func (e *experiment) phaseAt(off time.Duration) string {
 	if off < e.spec.warmup {
-		return runfmt.PhaseWarmup
+		return rundir.PhaseWarmup
 	}
 	return e.phase
 }
@@ -300,7 +300,7 @@ func (e *experiment) send(ctx context.Context, r *rpcState, req []byte) (time.Ti
 	} else {
 		r.rec.Status, r.rec.RespBytes, r.rec.DoneNs = StatusCompleted, int64(res.RespBytes), done.UnixNano()
 		e.completed.Add(1)
-		if rec.Phase != runfmt.PhaseWarmup {
+		if rec.Phase != rundir.PhaseWarmup {
 			e.rtt.RecordValue(min(max((r.rec.DoneNs-rec.IntendedNs)/1000, 1), lagMaxUs))
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // dialAgent connects to an agent's control socket.
@@ -105,7 +105,7 @@ func checkBooks(t *testing.T, rows [][]string, c *agentpb.Counters, transport st
 		t.Errorf("books: issued %d != completed %d + failed %d + in flight %d",
 			c.GetIssued(), c.GetCompleted(), c.GetFailed(), c.GetInFlight())
 	}
-	header := runfmt.RPCs().Header()
+	header := rundir.RPCs().Header()
 	if len(rows[0]) != len(header) {
 		t.Fatalf("header %v, want %v", rows[0], header)
 	}
@@ -230,7 +230,7 @@ func statusOnce(t *testing.T, api agentpb.AgentClient) *agentpb.Counters {
 
 // readRows reads parsed CSV rows (header first) through a run-directory
 // format, as the orchestrator and reports do.
-func readRows[T any](t *testing.T, f *runfmt.CSVFormat[T], rows [][]string) []T {
+func readRows[T any](t *testing.T, f *rundir.CSVFormat[T], rows [][]string) []T {
 	t.Helper()
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)

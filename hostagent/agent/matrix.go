@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -217,7 +217,7 @@ func (p *matrixPart) call(rec Record, req []byte, answered func(ok bool, at time
 	if p.issueCtx.Err() != nil {
 		return // issuing is over: the loop has ended or is ending
 	}
-	rec.Experiment, rec.Transport, rec.Phase, rec.Client, rec.Matrix = p.e.name, p.e.transport, runfmt.PhaseMeasure, p.e.client, p.spec.phase
+	rec.Experiment, rec.Transport, rec.Phase, rec.Client, rec.Matrix = p.e.name, p.e.transport, rundir.PhaseMeasure, p.e.client, p.spec.phase
 	r := p.e.book(rec)
 	if r == nil {
 		return

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,9 +45,9 @@ func TestMatrixOverTCP(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	rows := stopMembers(t, apis, "cm", hosts)
-	flows, notes := map[int64]runfmt.RPC{}, map[int64]int{}
+	flows, notes := map[int64]rundir.RPC{}, map[int64]int{}
 	for _, r := range rows {
-		if r.Matrix != "graph" || r.Status != runfmt.StatusCompleted {
+		if r.Matrix != "graph" || r.Status != rundir.StatusCompleted {
 			t.Fatalf("row %+v: want a completed message of graph", r)
 		}
 		if r.Flow == 0 {
@@ -74,7 +74,7 @@ func TestMatrixOverTCP(t *testing.T) {
 	if got := flows[4].SentNs - start; got < int64(time.Millisecond) {
 		t.Errorf("flow 4 sent %v after the start, want its start time of 1 ms (1e9 ps)", time.Duration(got))
 	}
-	n, err := runfmt.CheckMatrixOrder(rows, m)
+	n, err := rundir.CheckMatrixOrder(rows, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Record is one issued RPC, exactly one per RPC: a row of rpcs.csv.
-type Record = runfmt.RPC
+type Record = rundir.RPC
 
 // RPC statuses in records.
 const (
-	StatusCompleted = runfmt.StatusCompleted
-	StatusFailed    = runfmt.StatusFailed
-	StatusInflight  = runfmt.StatusInflight
+	StatusCompleted = rundir.StatusCompleted
+	StatusFailed    = rundir.StatusFailed
+	StatusInflight  = rundir.StatusInflight
 )
 
 // recordQueue bounds the records waiting for the disk: a full queue makes
@@ -30,14 +30,14 @@ const flushEvery = 200 * time.Millisecond
 type recordWriter = csvStream[Record]
 
 func newRecordWriter(path string) (*recordWriter, error) {
-	return newCSVStream(path, runfmt.RPCs())
+	return newCSVStream(path, rundir.RPCs())
 }
 
 // servedWriter streams a server's answered requests to served.csv rows.
-type servedWriter = csvStream[runfmt.Served]
+type servedWriter = csvStream[rundir.Served]
 
 func newServedWriter(path string) (*servedWriter, error) {
-	return newCSVStream(path, runfmt.ServedRPCs())
+	return newCSVStream(path, rundir.ServedRPCs())
 }
 
 // csvStream streams rows of one run-directory format to a CSV file from
@@ -45,14 +45,14 @@ func newServedWriter(path string) (*servedWriter, error) {
 type csvStream[T any] struct {
 	path   string
 	f      *os.File
-	format *runfmt.CSVFormat[T]
+	format *rundir.CSVFormat[T]
 	ch     chan T
 	flush  chan chan error
 	done   chan error
 	exited chan struct{} // closed when loop returns
 }
 
-func newCSVStream[T any](path string, format *runfmt.CSVFormat[T]) (*csvStream[T], error) {
+func newCSVStream[T any](path string, format *rundir.CSVFormat[T]) (*csvStream[T], error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating records file: %w", err)

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Agent states reported by Status.
@@ -149,7 +149,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	phase := req.GetPhase()
 	if phase == "" {
-		phase = runfmt.PhaseMeasure
+		phase = rundir.PhaseMeasure
 	}
 	host := req.GetHost()
 	if host == "" {
@@ -241,7 +241,7 @@ func unixOrZero(t time.Time) int64 {
 // servedRows turns a transport's answered requests into served.csv rows.
 func servedRows(w *servedWriter, experiment, transport, host string) func(*Served) {
 	return func(sv *Served) {
-		w.Write(runfmt.Served{Experiment: experiment, Transport: transport, ServerHost: host,
+		w.Write(rundir.Served{Experiment: experiment, Transport: transport, ServerHost: host,
 			Server: sv.Local.String(), Client: sv.Client.String(), RPCID: sv.ID,
 			ReqOffset: sv.ReqOffset, RespOffset: sv.RespOffset,
 			ReqBytes: int64(sv.ReqBytes), RespBytes: int64(sv.RespBytes),

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // cutoffTable is one version of a receiver's unscheduled cutoffs, in

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"unsafe"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // The Endpoint's defences against packets it must not act on: malformed

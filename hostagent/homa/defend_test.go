@@ -9,7 +9,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // outbox is a Driven Endpoint's Conn: it keeps a copy of every packet the

@@ -20,7 +20,7 @@ func TestImportsPointOneWay(t *testing.T) {
 		{".", func(p string) bool {
 			return !strings.HasSuffix(p, "/agentpb") && !strings.HasPrefix(p, "google.golang.org/")
 		}},
-		{"homaconf", func(p string) bool { return std(p) || p == "github.com/homatb/homatb/hostagent/homa/wire" }},
+		{"homaconf", func(p string) bool { return std(p) || p == "github.com/homatb/homatb/wire" }},
 		{"wire", std},
 	} {
 		pkg, err := build.ImportDir(tt.dir, 0)

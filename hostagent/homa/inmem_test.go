@@ -7,7 +7,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // TestIncompleteMemoryBound floods a server with one-packet requests that

@@ -8,7 +8,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // TestPacerLateness sends one message from a Driven pFabric Endpoint (no

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // pauseSock is a packet socket for MAC control frames (ethertype 0x8808)

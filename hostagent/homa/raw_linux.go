@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/internal/batchsock"
+	"github.com/homatb/homatb/wire"
 )
 
 // rawBatch is the batch size of raw sockets: recvmmsg/sendmmsg vectors.

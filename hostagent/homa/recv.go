@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // A Call fails with ErrPeerUnknown after maxRefusals restarts on an

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // The roce variant (homaconf.VariantRoCE): RoCEv2 reliable connections

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // endpointState is the protocol state of an Endpoint: its RPCs, peers,

@@ -2,7 +2,7 @@ package homa
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 	"time"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // testPipeline forwards IPv4 frames by the last byte of the destination

@@ -3,7 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // Mode is how an egress port's traffic manager queues a frame. tor.p4's

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 func homaSeq(f []byte) uint32 { return binary.BigEndian.Uint32(f[HomaOffset+28:]) }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/wire"
 )
 
 // PFC configures priority flow control (IEEE 802.1Qbb) on every port:

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // pauseFrame is a PFC PAUSE frame from a peer for the classes in vec, each

@@ -32,7 +32,7 @@ func TestNamespacePostcards(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Three Homa DATA packets of one RPC, as hostagent/homa/wire lays out
+	// Three Homa DATA packets of one RPC, as wire lays out
 	// the common header: ports, offset, type at 11, doff at 12, sender id at 20.
 	var raw net.PacketConn
 	inNS(t, hosts[0].ns, func() (err error) {

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/wire"
 )
 
 // homaFrame is ipv4Frame carrying a Homa packet of type typ with the given

@@ -3,9 +3,9 @@ package pipeline
 import (
 	"encoding/binary"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/wire"
 )
 
 // Frame layout (offsets from the start of the Ethernet header).

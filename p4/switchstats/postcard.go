@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // Postcard is the switch's record of one forwarded frame: when it came in,

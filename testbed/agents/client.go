@@ -25,7 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Client is one host agent reached over its Unix socket (Dial) or over
@@ -272,12 +272,12 @@ const maxHostSamples = 12_000
 
 // FollowGauges reads the agent's Status stream until ctx ends and keeps
 // the Homa gauges of each reply as hosts.csv rows of experiment exp.
-func (a *Client) FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]runfmt.HostSample, error) {
+func (a *Client) FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]rundir.HostSample, error) {
 	st, err := a.api.Status(ctx, &agentpb.StatusRequest{IntervalMs: uint32(max(1, interval.Milliseconds()))})
 	if err != nil {
 		return nil, err
 	}
-	var out []runfmt.HostSample
+	var out []rundir.HostSample
 	for len(out) < maxHostSamples {
 		rep, err := st.Recv()
 		if err != nil {
@@ -287,8 +287,8 @@ func (a *Client) FollowGauges(ctx context.Context, exp string, interval time.Dur
 			return out, err
 		}
 		tr := rep.GetCounters().GetTransport()
-		out = append(out, runfmt.HostSample{Experiment: exp, Host: a.host, UnixNs: rep.GetUnixNs(),
-			Active: tr[runfmt.CounterActiveMessages], Incoming: tr[runfmt.CounterIncomingBytes]})
+		out = append(out, rundir.HostSample{Experiment: exp, Host: a.host, UnixNs: rep.GetUnixNs(),
+			Active: tr[rundir.CounterActiveMessages], Incoming: tr[rundir.CounterIncomingBytes]})
 	}
 	return out, nil
 }

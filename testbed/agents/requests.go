@@ -8,7 +8,7 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -23,7 +23,7 @@ type Requests struct {
 	Fabric *fabdesc.Fabric
 	// Calibration is by transport name; a transport not calibrated yet
 	// (or never: calibration.skip) gets the agent's defaults.
-	Calibration map[string]runfmt.Calibration
+	Calibration map[string]rundir.Calibration
 }
 
 // Configure is the Configure of one host's agent for an experiment (phase
@@ -104,7 +104,7 @@ func (q Requests) piasParams(tp *agentpb.TcpParams, t scenario.Transport) {
 
 // BaseRTT is a calibration's unloaded round trip (µs): that of its
 // smallest size; 0 when nothing was calibrated.
-func BaseRTT(c runfmt.Calibration) float64 {
+func BaseRTT(c rundir.Calibration) float64 {
 	if len(c.RTTus) == 0 {
 		return 0
 	}

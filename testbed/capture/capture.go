@@ -13,10 +13,10 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/homatb/homatb/hostagent/homa/wire/dissector"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
+	"github.com/homatb/homatb/wire/dissector"
 )
 
 // Point is one place to capture, written as one file with two pcapng
@@ -120,7 +120,7 @@ type Session struct {
 	opt      Options
 	caps     []*capturer
 	once     sync.Once
-	records  []runfmt.Capture
+	records  []rundir.Capture
 	warnings []string
 }
 
@@ -147,19 +147,19 @@ func NewSession(opt Options) *Session { return &Session{opt: opt} }
 // Start opens a capture at each point and starts writing. The dissector
 // is written beside the experiments' folders, once per run.
 func (s *Session) Start(points []Point) {
-	dir := filepath.Join(s.opt.RunDir, runfmt.CapturesDir, s.opt.Experiment)
+	dir := filepath.Join(s.opt.RunDir, rundir.CapturesDir, s.opt.Experiment)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		s.warnings = append(s.warnings, fmt.Sprintf("capture: %v", err))
 		return
 	}
-	lua := filepath.Join(s.opt.RunDir, runfmt.CapturesDir, runfmt.DissectorFile)
+	lua := filepath.Join(s.opt.RunDir, rundir.CapturesDir, rundir.DissectorFile)
 	if _, err := os.Stat(lua); err != nil {
 		if err := dissector.Write(lua); err != nil {
 			s.warnings = append(s.warnings, fmt.Sprintf("capture: %v", err))
 		}
 	}
 	for _, p := range points {
-		rel := filepath.Join(runfmt.CapturesDir, s.opt.Experiment, p.Name+".pcapng")
+		rel := filepath.Join(rundir.CapturesDir, s.opt.Experiment, p.Name+".pcapng")
 		c := newCapturer(p, filepath.Join(s.opt.RunDir, rel), s.opt.Snaplen, s.opt.MaxBytes)
 		c.rec.File = filepath.ToSlash(rel)
 		if err := c.start(); err != nil {
@@ -173,7 +173,7 @@ func (s *Session) Start(points []Point) {
 // Stop ends every capture, closes the files and returns their records for
 // the manifest. It may be called more than once; later calls return the
 // same records.
-func (s *Session) Stop() []runfmt.Capture {
+func (s *Session) Stop() []rundir.Capture {
 	if s == nil {
 		return nil
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 
-	"github.com/homatb/homatb/hostagent/homa/wire/dissector"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
+	"github.com/homatb/homatb/wire/dissector"
 )
 
 func TestPoints(t *testing.T) {
@@ -160,7 +160,7 @@ func TestCaptureInNamespace(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Size() != rec.Bytes {
 		t.Errorf("file %v bytes, record says %d (%v)", st.Size(), rec.Bytes, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, runfmt.CapturesDir, runfmt.DissectorFile)); err != nil || string(b) != string(dissector.Lua) {
+	if b, err := os.ReadFile(filepath.Join(dir, rundir.CapturesDir, rundir.DissectorFile)); err != nil || string(b) != string(dissector.Lua) {
 		t.Errorf("no dissector beside the captures: %v", err)
 	}
 	if again := s.Stop(); len(again) != 1 || again[0] != rec {

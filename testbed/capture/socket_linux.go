@@ -20,7 +20,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // pollTimeout bounds how long a blocked read delays Stop.
@@ -56,7 +56,7 @@ type capturer struct {
 	w       *pcapgo.NgWriter
 	size    int64 // what the file holds once flushed
 	werr    error
-	rec     runfmt.Capture
+	rec     rundir.Capture
 }
 
 func newCapturer(p Point, path string, snaplen int, maxBytes int64) *capturer {
@@ -65,7 +65,7 @@ func newCapturer(p Point, path string, snaplen int, maxBytes int64) *capturer {
 		intfs = append(intfs, t.Intf)
 	}
 	return &capturer{p: p, path: path, snaplen: snaplen,
-		rec: runfmt.Capture{Point: p.Where, Interface: strings.Join(intfs, ","), Snaplen: snaplen, MaxBytes: maxBytes}}
+		rec: rundir.Capture{Point: p.Where, Interface: strings.Join(intfs, ","), Snaplen: snaplen, MaxBytes: maxBytes}}
 }
 
 // countingWriter counts what reaches the file.

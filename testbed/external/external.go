@@ -19,7 +19,7 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/internal/runcerts"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -50,8 +50,8 @@ type Prober interface {
 // returns the manifest's hosts and the fidelity notes: every time joined
 // across machines (the latency anatomy) is off by up to the largest
 // offset plus its bound, since records keep each machine's own clock.
-func DescribeMachines(ctx context.Context, e *scenario.External, n *topo.Network, prober func(host string) Prober, log *slog.Logger) (map[string]runfmt.HostMachine, []string, error) {
-	hosts := map[string]runfmt.HostMachine{}
+func DescribeMachines(ctx context.Context, e *scenario.External, n *topo.Network, prober func(host string) Prober, log *slog.Logger) (map[string]rundir.HostMachine, []string, error) {
+	hosts := map[string]rundir.HostMachine{}
 	for _, h := range e.Hosts {
 		p := prober(h.Name)
 		if p == nil {
@@ -62,7 +62,7 @@ func DescribeMachines(ctx context.Context, e *scenario.External, n *topo.Network
 		if err != nil {
 			return nil, nil, err
 		}
-		hosts[h.Name] = runfmt.HostMachine{
+		hosts[h.Name] = rundir.HostMachine{
 			Agent: h.Agent, Hostname: m.GetHostname(), Kernel: m.GetKernel(), CPUModel: m.GetCpuModel(), CPUs: int(m.GetCpus()),
 			NIC: m.GetNic(), NICDriver: m.GetNicDriver(), NICSpeedMbps: m.GetNicSpeedMbps(), AgentVersion: m.GetAgentVersion(),
 			ClockOffsetUs: us(clk.Offset), ClockBoundUs: us(clk.Bound),
@@ -78,7 +78,7 @@ func DescribeMachines(ctx context.Context, e *scenario.External, n *topo.Network
 
 // machinesNote names the machines in one line for the fidelity box: hosts
 // with the same kind of machine and NIC together.
-func machinesNote(hosts map[string]runfmt.HostMachine) string {
+func machinesNote(hosts map[string]rundir.HostMachine) string {
 	var kinds []string
 	byKind := map[string][]string{}
 	for _, name := range slices.Sorted(maps.Keys(hosts)) {
@@ -109,7 +109,7 @@ func orUnknown(s string) string {
 // clockNote is the fidelity note on the hosts' clocks: across machines,
 // how far apart they may be (the largest offset plus its bound), which is
 // how far off the anatomy's joined times may be.
-func clockNote(hosts map[string]runfmt.HostMachine) string {
+func clockNote(hosts map[string]rundir.HostMachine) string {
 	worst, worstHost := -1.0, ""
 	for _, name := range slices.Sorted(maps.Keys(hosts)) {
 		h := hosts[name]
@@ -126,7 +126,7 @@ func clockNote(hosts map[string]runfmt.HostMachine) string {
 
 // machineNames are the distinct machines the hosts run on: hostname and
 // kernel, since namespaces on one machine share both.
-func machineNames(hosts map[string]runfmt.HostMachine) []string {
+func machineNames(hosts map[string]rundir.HostMachine) []string {
 	var out []string
 	for _, h := range hosts {
 		k := h.Hostname + "/" + h.Kernel
@@ -154,7 +154,7 @@ func (f *HandSet) Telemetry(ctx context.Context, exp string, _ time.Duration, w 
 	<-ctx.Done()
 	header := !f.wroteHeader
 	f.wroteHeader = true
-	return runfmt.WriteTelemetry(w, exp, nil, header)
+	return rundir.WriteTelemetry(w, exp, nil, header)
 }
 
 // PortModes refuses every mode but strict priority: a switch set up by

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TestClockNote: hosts on several machines get the bound of their clocks'
@@ -13,14 +13,14 @@ import (
 func TestClockNote(t *testing.T) {
 	tests := []struct {
 		name  string
-		hosts map[string]runfmt.HostMachine
+		hosts map[string]rundir.HostMachine
 		want  []string
 	}{
-		{"namespaces of one machine", map[string]runfmt.HostMachine{
+		{"namespaces of one machine", map[string]rundir.HostMachine{
 			"h1": {Hostname: "vm", Kernel: "6.1", ClockOffsetUs: 3, ClockBoundUs: 40},
 			"h2": {Hostname: "vm", Kernel: "6.1", ClockOffsetUs: -5, ClockBoundUs: 50},
 		}, []string{"share one machine's clock", "within 55 µs"}},
-		{"two machines", map[string]runfmt.HostMachine{
+		{"two machines", map[string]rundir.HostMachine{
 			"h1": {Hostname: "node1", Kernel: "6.1", ClockOffsetUs: 3, ClockBoundUs: 40},
 			"h2": {Hostname: "node2", Kernel: "6.1", ClockOffsetUs: -900, ClockBoundUs: 100},
 		}, []string{"2 machines", "within 1000 µs", "largest on h2", "latency anatomy"}},
@@ -39,7 +39,7 @@ func TestClockNote(t *testing.T) {
 
 // TestMachinesNote: one line for the fidelity box, alike machines together.
 func TestMachinesNote(t *testing.T) {
-	got := machinesNote(map[string]runfmt.HostMachine{
+	got := machinesNote(map[string]rundir.HostMachine{
 		"h1": {Hostname: "node1", CPUs: 32, CPUModel: "EPYC 7543", Kernel: "6.1", NICDriver: "mlx5_core", NICSpeedMbps: 100000},
 		"h2": {Hostname: "node2", CPUs: 32, CPUModel: "EPYC 7543", Kernel: "6.1", NICDriver: "mlx5_core", NICSpeedMbps: 100000},
 		"h3": {Hostname: "node3", CPUs: 16, CPUModel: "Xeon", Kernel: "6.8", NICDriver: "ice"},

@@ -26,7 +26,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -521,11 +521,11 @@ func RecordsFile(exp, host string) string {
 // (its last write may be cut) and counts them by outcome.
 func salvageRecords(data []byte, name string) (kept []byte, completed, failed uint64) {
 	data = data[:bytes.LastIndexByte(data, '\n')+1]
-	rd, err := runfmt.RPCs().NewReader(bytes.NewReader(data), name)
+	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), name)
 	if err != nil {
 		return nil, 0, 0
 	}
-	var rec runfmt.RPC
+	var rec rundir.RPC
 	for {
 		if err := rd.Read(&rec); err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -533,7 +533,7 @@ func salvageRecords(data []byte, name string) (kept []byte, completed, failed ui
 			}
 			return data, completed, failed
 		}
-		if rec.Status == runfmt.StatusCompleted {
+		if rec.Status == rundir.StatusCompleted {
 			completed++
 		} else {
 			failed++
@@ -549,12 +549,12 @@ func lostRows(exp, transport, host string, n uint64, reason string) []byte {
 		return nil
 	}
 	var buf bytes.Buffer
-	w, err := runfmt.RPCs().NewWriter(&buf, true)
+	w, err := rundir.RPCs().NewWriter(&buf, true)
 	if err != nil {
 		return nil
 	}
-	rec := runfmt.RPC{Experiment: exp, Transport: transport, Phase: runfmt.PhaseMeasure, Client: host,
-		Status: runfmt.StatusFailed, Error: reason}
+	rec := rundir.RPC{Experiment: exp, Transport: transport, Phase: rundir.PhaseMeasure, Client: host,
+		Status: rundir.StatusFailed, Error: reason}
 	for range n {
 		if w.Write(&rec) != nil {
 			return nil

@@ -4,16 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TestSalvageRecords keeps the whole rows of a records file cut mid-row.
 func TestSalvageRecords(t *testing.T) {
-	head := strings.Join(runfmt.RPCs().Header(), ",")
+	head := strings.Join(rundir.RPCs().Header(), ",")
 	row := func(status string) string {
 		fields := strings.Split("e,homa,measure,h2,10.0.0.1:4000,100,100,1,2,3,2,"+status+",,0,0,0,0,0,h1,7,10.0.0.2:32768,0,0", ",")
 		// Columns added since are empty.
-		fields = append(fields, make([]string, len(runfmt.RPCs().Header())-len(fields))...)
+		fields = append(fields, make([]string, len(rundir.RPCs().Header())-len(fields))...)
 		return strings.Join(fields, ",") + "\n"
 	}
 	tests := []struct {

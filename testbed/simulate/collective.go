@@ -8,7 +8,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agent"
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/workloads"
 )
@@ -124,7 +124,7 @@ func (j *job) launch(c *simColl, ls []workloads.CollectiveLaunch) {
 	node := j.net.Node(c.host)
 	for _, l := range ls {
 		req := agent.CollectiveMessage(l.Bytes, agent.CollectiveStep{ID: c.id, Iter: l.Iter, Step: l.Step, Rank: int(c.spec.GetRank())})
-		row := runfmt.RPC{Experiment: j.name, Transport: j.transport, Phase: runfmt.PhaseMeasure, Client: c.host,
+		row := rundir.RPC{Experiment: j.name, Transport: j.transport, Phase: rundir.PhaseMeasure, Client: c.host,
 			Server: c.targets[l.Dest].String(), ServerHost: c.spec.GetHosts()[l.Dest], ReqBytes: int64(l.Bytes),
 			IntendedNs: l.Ready, Collective: c.spec.GetPhase(), Iteration: int64(l.Iter), Step: int64(l.Step),
 			InputNs: l.Input, ComputeNs: l.ComputeNs}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TestCollectiveInTheTwin runs each collective kind among four simulated
@@ -37,7 +37,7 @@ duration: 1s
 `)
 			dir := simulate(t, p)
 			rows := readRPCs(t, dir)
-			n, err := runfmt.CheckCollectiveOrder(rows)
+			n, err := rundir.CheckCollectiveOrder(rows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,9 +74,9 @@ type collectiveSummary struct {
 }
 
 // readRPCs are the collectives' rows of the run in dir.
-func readRPCs(t *testing.T, dir string) []runfmt.RPC {
+func readRPCs(t *testing.T, dir string) []rundir.RPC {
 	t.Helper()
-	var out []runfmt.RPC
+	var out []rundir.RPC
 	for _, row := range readAllRPCs(t, dir) {
 		if row.Collective != "" {
 			out = append(out, row)
@@ -86,20 +86,20 @@ func readRPCs(t *testing.T, dir string) []runfmt.RPC {
 }
 
 // readAllRPCs are the rows of the run in dir.
-func readAllRPCs(t *testing.T, dir string) []runfmt.RPC {
+func readAllRPCs(t *testing.T, dir string) []rundir.RPC {
 	t.Helper()
-	rc, name, err := runfmt.OpenRPCs(dir)
+	rc, name, err := rundir.OpenRPCs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	r, err := runfmt.RPCs().NewReader(rc, name)
+	r, err := rundir.RPCs().NewReader(rc, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []runfmt.RPC
+	var out []rundir.RPC
 	for {
-		var row runfmt.RPC
+		var row rundir.RPC
 		if err := r.Read(&row); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {

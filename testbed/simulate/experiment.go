@@ -8,7 +8,7 @@ import (
 	"github.com/homatb/homatb/hostagent/agent"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/workloads"
@@ -34,15 +34,15 @@ type job struct {
 	epoch          time.Time // wall time of virtual time 0
 	log            *slog.Logger
 
-	rows  []runfmt.RPC
-	books runfmt.Books
+	rows  []rundir.RPC
+	books rundir.Books
 	// counters are the hosts' transport counters at the end, merged, and
 	// hosts each one's.
 	counters map[string]uint64
-	hosts    []runfmt.HostCounters
+	hosts    []rundir.HostCounters
 	// served are the servers' answers when bookServed; servedBy counts
 	// each TCP model server's.
-	served     []runfmt.Served
+	served     []rundir.Served
 	bookServed bool
 	servedBy   map[string]uint64
 	// open are the issued RPCs not yet ended, by their row's index;
@@ -109,7 +109,7 @@ func (j *job) run() error {
 	}
 	j.closed = true
 	for i := range j.open {
-		j.rows[i].Status = runfmt.StatusInflight
+		j.rows[i].Status = rundir.StatusInflight
 		j.books.InFlight++
 	}
 	j.counters = map[string]uint64{}
@@ -118,7 +118,7 @@ func (j *job) run() error {
 		isClient[c.host] = true
 	}
 	for _, name := range j.used {
-		h := runfmt.HostCounters{Host: name, Role: runfmt.HostRole(isClient[name], j.servers[name]), Transport: map[string]uint64{}}
+		h := rundir.HostCounters{Host: name, Role: rundir.HostRole(isClient[name], j.servers[name]), Transport: map[string]uint64{}}
 		if t := j.net.Node(name).TCP(); t != nil {
 			h.Served = j.servedBy[name]
 			for k, v := range t.Stats().Map() {
@@ -131,7 +131,7 @@ func (j *job) run() error {
 				h.Transport["homa_"+k] = v // as the agent names them
 			}
 		}
-		runfmt.MergeCounters(j.counters, h.Transport)
+		rundir.MergeCounters(j.counters, h.Transport)
 		j.hosts = append(j.hosts, h)
 		j.net.Node(name).Stop()
 	}
@@ -163,7 +163,7 @@ func (j *job) serve(h *simnet.Node) error {
 			}
 			if j.bookServed && !j.closed {
 				at := j.epoch.Add(time.Duration(now)).UnixNano()
-				j.served = append(j.served, runfmt.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+				j.served = append(j.served, rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
 					Server: local, Client: sr.Peer.String(), ReqBytes: int64(len(sr.Req)), RespBytes: int64(n),
 					ReqNs: at, ReplyNs: at, ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset})
 			}
@@ -182,7 +182,7 @@ func (j *job) serve(h *simnet.Node) error {
 		}
 		if j.bookServed && !j.closed {
 			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
-			j.served = append(j.served, runfmt.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+			j.served = append(j.served, rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
 				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
 				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
 		}
@@ -264,7 +264,7 @@ func (j *job) startClient(c *client, start int64) {
 
 func (j *job) phaseAt(c *client, off time.Duration) string {
 	if off < j.warmup {
-		return runfmt.PhaseWarmup
+		return rundir.PhaseWarmup
 	}
 	return c.phase
 }
@@ -273,7 +273,7 @@ func (j *job) phaseAt(c *client, off time.Duration) string {
 // it ends.
 func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64, phase string, then func()) {
 	target := c.targets[ti]
-	j.send(h, runfmt.RPC{Experiment: j.name, Transport: j.transport, Phase: phase, Client: c.host,
+	j.send(h, rundir.RPC{Experiment: j.name, Transport: j.transport, Phase: phase, Client: c.host,
 		Server: target.String(), ServerHost: c.targetHosts[ti], ReqBytes: int64(len(req)),
 		IntendedNs: j.epoch.Add(time.Duration(intended)).UnixNano()}, target, req, func(bool) {
 		if then != nil {
@@ -285,7 +285,7 @@ func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64
 // send issues req from h to target as the RPC row describes, sent now,
 // books it and fills its row; then runs after it ends, told whether it
 // completed.
-func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []byte, then func(ok bool)) {
+func (j *job) send(h *simnet.Node, row rundir.RPC, target netip.AddrPort, req []byte, then func(ok bool)) {
 	clock := j.net.Clock()
 	row.SentNs = j.epoch.Add(time.Duration(clock.Now())).UnixNano()
 	if h.Endpoint() != nil {
@@ -308,7 +308,7 @@ func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []
 			}
 			r.ReqOffset, r.RespOffset = res.ReqOffset, res.RespOffset
 			if err != nil {
-				r.Status, r.Error, r.Reason = runfmt.StatusFailed, err.Error(), "refused"
+				r.Status, r.Error, r.Reason = rundir.StatusFailed, err.Error(), "refused"
 				j.books.Failed++
 			} else {
 				at := func(ns int64) int64 {
@@ -318,7 +318,7 @@ func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []
 					return j.epoch.Add(time.Duration(ns)).UnixNano()
 				}
 				r.ReqOutNs, r.FirstRespNs = at(res.ReqOut), at(res.FirstResp)
-				r.Status, r.RespBytes, r.DoneNs = runfmt.StatusCompleted, int64(res.RespBytes), at(res.Done)
+				r.Status, r.RespBytes, r.DoneNs = rundir.StatusCompleted, int64(res.RespBytes), at(res.Done)
 				j.books.Completed++
 			}
 			then(err == nil)
@@ -338,10 +338,10 @@ func (j *job) send(h *simnet.Node, row runfmt.RPC, target netip.AddrPort, req []
 		r.ReqOutNs, r.FirstRespNs, r.RecoveryFromNs = unixNs(info.RequestSent), unixNs(info.FirstResponse), unixNs(info.RecoveryFrom)
 		r.GrantsIn, r.GrantsOut = int64(info.GrantsReceived), int64(info.GrantsSent)
 		if err != nil {
-			r.Status, r.Error, r.Reason = runfmt.StatusFailed, err.Error(), homa.Reason(err)
+			r.Status, r.Error, r.Reason = rundir.StatusFailed, err.Error(), homa.Reason(err)
 			j.books.Failed++
 		} else {
-			r.Status, r.RespBytes, r.DoneNs = runfmt.StatusCompleted, int64(len(resp)), unixNs(info.Done)
+			r.Status, r.RespBytes, r.DoneNs = rundir.StatusCompleted, int64(len(resp)), unixNs(info.Done)
 			j.books.Completed++
 		}
 		then(err == nil)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agent"
 	"github.com/homatb/homatb/hostagent/agentpb"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -86,7 +86,7 @@ func (j *job) launchFlows(sm *simMatrix, ls []workloads.MatrixLaunch) {
 	}
 	for _, l := range ls {
 		f := sm.m.Flows[l.Flow]
-		row := runfmt.RPC{Experiment: j.name, Transport: j.transport, Phase: runfmt.PhaseMeasure, Client: sm.host,
+		row := rundir.RPC{Experiment: j.name, Transport: j.transport, Phase: rundir.PhaseMeasure, Client: sm.host,
 			Server: sm.targets[f.Dst].String(), ServerHost: sm.spec.GetHosts()[f.Dst], ReqBytes: max(f.Size, workloads.MinCollectiveMessage),
 			IntendedNs: l.Ready, InputNs: l.Input, Matrix: sm.spec.GetPhase(), Flow: int64(f.ID), Trigger: int64(f.Trigger)}
 		j.send(j.net.Node(sm.host), row, sm.targets[f.Dst], agent.MatrixMessage(int(f.Size), sm.id, false, l.Flow, sm.node), func(ok bool) {
@@ -112,7 +112,7 @@ func (j *job) activate(sm *simMatrix, k int, at int64) {
 			j.launchFlows(sm, sm.run.Activate(k, at))
 			continue
 		}
-		row := runfmt.RPC{Experiment: j.name, Transport: j.transport, Phase: runfmt.PhaseMeasure, Client: sm.host,
+		row := rundir.RPC{Experiment: j.name, Transport: j.transport, Phase: rundir.PhaseMeasure, Client: sm.host,
 			Server: sm.targets[n].String(), ServerHost: sm.spec.GetHosts()[n], ReqBytes: workloads.MinCollectiveMessage,
 			IntendedNs: at, InputNs: at, Matrix: sm.spec.GetPhase(), Trigger: int64(k)}
 		j.send(j.net.Node(sm.host), row, sm.targets[n], agent.MatrixMessage(workloads.MinCollectiveMessage, sm.id, true, k, sm.node), func(bool) {})

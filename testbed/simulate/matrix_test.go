@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -40,13 +40,13 @@ duration: 1s
 		t.Fatal(err)
 	}
 	run := simulate(t, p)
-	var rows []runfmt.RPC
+	var rows []rundir.RPC
 	for _, r := range readAllRPCs(t, run) {
 		if r.Matrix != "" {
 			rows = append(rows, r)
 		}
 	}
-	byExp := map[string][]runfmt.RPC{}
+	byExp := map[string][]rundir.RPC{}
 	for _, r := range rows {
 		byExp[r.Experiment] = append(byExp[r.Experiment], r)
 		if r.Client == "h1" || r.ServerHost == "h1" {
@@ -57,7 +57,7 @@ duration: 1s
 		t.Fatalf("matrix rows of %d experiments, want 2", len(byExp))
 	}
 	for exp, rs := range byExp {
-		n, err := runfmt.CheckMatrixOrder(rs, m)
+		n, err := rundir.CheckMatrixOrder(rs, m)
 		if err != nil {
 			t.Fatalf("%s: %v", exp, err)
 		}

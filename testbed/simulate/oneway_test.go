@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -68,7 +68,7 @@ func TestOneWayIdleSlowdownIsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	var man struct {
-		Calibration map[string]runfmt.Calibration `json:"calibration"`
+		Calibration map[string]rundir.Calibration `json:"calibration"`
 	}
 	if err := json.Unmarshal(b, &man); err != nil {
 		t.Fatal(err)

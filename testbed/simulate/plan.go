@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
@@ -117,7 +117,7 @@ func clientsOf(ro agents.Roles, n *topo.Network) ([]client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: sizes: %w", host, err)
 		}
-		c := client{host: host, phase: runfmt.PhaseMeasure, sizes: sizes, outstanding: int(w.GetMaxOutstanding()),
+		c := client{host: host, phase: rundir.PhaseMeasure, sizes: sizes, outstanding: int(w.GetMaxOutstanding()),
 			maxRPCs: w.GetMaxRpcs(), respBytes: w.GetResponseBytes(), seed: w.GetSeed()}
 		for _, t := range w.GetTargets() {
 			ap, err := netip.ParseAddrPort(t)

@@ -27,7 +27,7 @@ import (
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/reports"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
@@ -134,7 +134,7 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	if opt.Logger != nil {
 		log = opt.Logger
 	}
-	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]runfmt.Calibration{}, nic: opt.HostNIC}
+	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]rundir.Calibration{}, nic: opt.HostNIC}
 	nicModel := "host NIC: a FIFO at the link rate (a real NIC; Linux txqueuelen 1000)"
 	switch opt.HostNIC {
 	case "", NICFIFO:
@@ -153,7 +153,7 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	if runErr != nil {
 		r.man.Error = runErr.Error()
 	}
-	r.man.Simulation = &runfmt.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
+	r.man.Simulation = &rundir.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
 		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
 		Model: append([]string{model[0], nicModel, latencyModel(plan.Base.Simulation)}, model[1:]...)}
 	for _, t := range plan.Base.Transports {
@@ -179,14 +179,14 @@ type simRun struct {
 	plan   *scenario.Plan
 	dir    string
 	log    *slog.Logger
-	man    *runfmt.Manifest
+	man    *rundir.Manifest
 	layout *topo.Network
 	fab    *fabric.Fabric
 	hosts  []simnet.Host
 	sws    *simnet.Switches
 	rpcs   *os.File
-	rpcW   *runfmt.CSVWriter[runfmt.RPC]
-	calib  map[string]runfmt.Calibration
+	rpcW   *rundir.CSVWriter[rundir.RPC]
+	calib  map[string]rundir.Calibration
 	events uint64
 	simNs  int64
 	exps   int // experiments simulated, calibration included: each gets its own hour
@@ -194,7 +194,7 @@ type simRun struct {
 }
 
 func (r *simRun) save() error {
-	return runfmt.WriteJSON(filepath.Join(r.dir, runfmt.ManifestFile), r.man)
+	return rundir.WriteJSON(filepath.Join(r.dir, rundir.ManifestFile), r.man)
 }
 
 // execute lays out the network, programs its switches, calibrates each
@@ -206,7 +206,7 @@ func (r *simRun) execute(ctx context.Context) error {
 		return err
 	}
 	r.fab = r.layout.Fabric(s)
-	r.man.Fabric = runfmt.NewFabric(r.fab)
+	r.man.Fabric = rundir.NewFabric(r.fab)
 	if r.hosts, err = simHosts(r.layout); err != nil {
 		return err
 	}
@@ -225,11 +225,11 @@ func (r *simRun) execute(ctx context.Context) error {
 		return fmt.Errorf("program the simulated switches: %w", err)
 	}
 	defer r.sws.Close()
-	if r.rpcs, err = os.Create(filepath.Join(r.dir, runfmt.RPCs().File)); err != nil {
+	if r.rpcs, err = os.Create(filepath.Join(r.dir, rundir.RPCs().File)); err != nil {
 		return err
 	}
 	defer r.rpcs.Close()
-	if r.rpcW, err = runfmt.RPCs().NewWriter(r.rpcs, true); err != nil {
+	if r.rpcW, err = rundir.RPCs().NewWriter(r.rpcs, true); err != nil {
 		return err
 	}
 	if err := r.save(); err != nil {
@@ -310,7 +310,7 @@ func (r *simRun) calibrate(ctx context.Context) error {
 			continue
 		}
 		seen[t.Name] = true
-		cal := runfmt.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: resp}
+		cal := rundir.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: resp}
 		if oneWay {
 			cal.OneWayUs = map[uint32]float64{}
 		}
@@ -347,7 +347,7 @@ func (r *simRun) calibrate(ctx context.Context) error {
 func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay, book bool) (float64, error) {
 	s := r.plan.Base
 	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
-	name := runfmt.CalibrationExperiment(t.Name)
+	name := rundir.CalibrationExperiment(t.Name)
 	net, err := r.network(ctx, t, *s.Seed)
 	if err != nil {
 		return 0, err
@@ -356,7 +356,7 @@ func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, 
 	if err != nil {
 		return 0, err
 	}
-	c := client{host: cl.Name, phase: runfmt.PhaseCalibrate, sizes: sizes, outstanding: 1,
+	c := client{host: cl.Name, phase: rundir.PhaseCalibrate, sizes: sizes, outstanding: 1,
 		maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
 		targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
 	tcp, err := r.tcpConfig(t)
@@ -371,7 +371,7 @@ func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, 
 	}
 	var times []float64
 	for _, row := range j.rows {
-		if row.Status == runfmt.StatusCompleted {
+		if row.Status == rundir.StatusCompleted {
 			times = append(times, float64(row.DoneNs-row.IntendedNs)/1e3)
 		}
 	}
@@ -500,11 +500,11 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	for name, st := range net.SwitchStats() {
-		if err := runfmt.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
+		if err := rundir.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
 			return err
 		}
 	}
-	rec := runfmt.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
+	rec := rundir.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
 		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
@@ -521,17 +521,17 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 }
 
 // writeServed appends a job's served rows to served.csv.
-func (r *simRun) writeServed(rows []runfmt.Served) error {
+func (r *simRun) writeServed(rows []rundir.Served) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	path := filepath.Join(r.dir, runfmt.ServedRPCs().File)
+	path := filepath.Join(r.dir, rundir.ServedRPCs().File)
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	w, err := runfmt.ServedRPCs().NewWriter(f, statErr != nil)
+	w, err := rundir.ServedRPCs().NewWriter(f, statErr != nil)
 	if err != nil {
 		return errors.Join(err, f.Close())
 	}
@@ -555,7 +555,7 @@ type postcards struct {
 func newPostcards(dir, exp string, epoch time.Time, layout *topo.Network) (*postcards, error) {
 	pc := &postcards{files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}}
 	for _, sw := range layout.Switches {
-		path := runfmt.PostcardsPath(dir, exp, sw.Name)
+		path := rundir.PostcardsPath(dir, exp, sw.Name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, errors.Join(err, pc.close())
 		}
@@ -658,16 +658,16 @@ func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
 const ipTCPHeaders = 40
 
 // newManifest opens a simulated run's manifest.
-func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *runfmt.Manifest {
+func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *rundir.Manifest {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		abs = file
 	}
-	return &runfmt.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: plan.Base.Doc(),
-		Started: started.UnixNano(), Incomplete: true, Mode: runfmt.ModeSimulated,
+	return &rundir.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: plan.Base.Doc(),
+		Started: started.UnixNano(), Incomplete: true, Mode: rundir.ModeSimulated,
 		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
-		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []runfmt.Experiment{},
-		Calibration: map[string]runfmt.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
+		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []rundir.Experiment{},
+		Calibration: map[string]rundir.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
 }
 
 // pfcOf is the scenario's switch.pfc as the switches run it (zero: off).

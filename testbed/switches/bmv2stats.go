@@ -14,7 +14,7 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -108,8 +108,8 @@ func (b *BMv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdis
 }
 
 // Fetch returns the switch's statistics: counters and shaper queues.
-func (b *BMv2Stats) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
-	st := runfmt.SwitchStats{DeviceID: b.sw.DeviceID}
+func (b *BMv2Stats) Fetch(ctx context.Context) (rundir.SwitchStats, error) {
+	st := rundir.SwitchStats{DeviceID: b.sw.DeviceID}
 	rows, err := b.counters.QueueCounters(ctx, b.sw.Name)
 	if err != nil {
 		return st, fmt.Errorf("switch %s counters: %w", b.sw.Name, err)

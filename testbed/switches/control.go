@@ -17,7 +17,7 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/controller/p4rtclient"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -214,7 +214,7 @@ func (c *Control) Telemetry(ctx context.Context, exp string, interval time.Durat
 	defer c.mu.Unlock()
 	header := !c.wroteHeader
 	c.wroteHeader = true
-	if err := runfmt.WriteTelemetry(w, exp, p.Samples(), header); err != nil {
+	if err := rundir.WriteTelemetry(w, exp, p.Samples(), header); err != nil {
 		return err
 	}
 	return runErr

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/runfmt"
+	"github.com/homatb/homatb/rundir"
 )
 
 // StatsClient reads a switch's statistics from its admin socket (GET /stats,
@@ -52,8 +52,8 @@ func (c *StatsClient) ResetWindow(ctx context.Context) error {
 }
 
 // Fetch returns the switch's current statistics.
-func (c *StatsClient) Fetch(ctx context.Context) (runfmt.SwitchStats, error) {
-	var st runfmt.SwitchStats
+func (c *StatsClient) Fetch(ctx context.Context) (rundir.SwitchStats, error) {
+	var st rundir.SwitchStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switch/stats", nil)
 	if err != nil {
 		return st, err

@@ -10,7 +10,7 @@ package homaconf
 import (
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // Config holds the parameters of a homa.Endpoint; a zero field means the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // DCQCN's published settings are for datacenter links; the HPCC

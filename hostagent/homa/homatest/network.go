@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa"
-	"github.com/homatb/homatb/hostagent/homa/wire"
 	"github.com/homatb/homatb/p4/dataplane"
+	"github.com/homatb/homatb/wire"
 )
 
 // LinkConfig describes every link of a Network.

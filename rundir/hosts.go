@@ -1,4 +1,4 @@
-package runfmt
+package rundir
 
 // HostMachine is one host of a run on real machines (an external
 // topology) as manifest.json records it: the machine its agent runs on and

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/wire"
+	"github.com/homatb/homatb/wire"
 )
 
 // goPath maps each dissector field that carries a header field to where

@@ -1,4 +1,4 @@
-// Package runfmt declares every file format of a run directory
+// Package rundir declares every file format of a run directory
 // (results/<run>/), once: the orchestrator (testbed), the host agents, the
 // controller's telemetry poller and reports all read and write these files
 // through the types and functions here, so a writer and a reader cannot
@@ -18,6 +18,6 @@
 // write from these (summary.json, by_size.csv, the cperf .data files,
 // report.html) are declared in package reports, their only writer.
 //
-// runfmt imports nothing of homatb but the switch statistics type, which
+// rundir imports nothing of homatb but the switch statistics type, which
 // lives with the switch so that p4 depends on nothing outside it.
-package runfmt
+package rundir

@@ -1,4 +1,4 @@
-package runfmt
+package rundir
 
 // CapturesDir is the run directory's folder of packet captures: one
 // folder per captured experiment, one pcapng file per capture point, and

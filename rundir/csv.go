@@ -1,4 +1,4 @@
-package runfmt
+package rundir
 
 import (
 	"encoding/csv"

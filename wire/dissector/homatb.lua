@@ -4,7 +4,7 @@
 -- HomaModule layout) with homatb's additions: START_MSG (0x19), NDP's PULL
 -- (0x1a) and NACK (0x1b), pFabric's rank in common-header bytes 16..19, the
 -- switch's trimmed flag in byte 8 and DATA's incast flag in byte 49. The
--- layout is declared in homatb's hostagent/homa/wire package; the offsets
+-- layout is declared in homatb's wire package; the offsets
 -- below follow it, and the tests beside this file (fields_test.go) run
 -- tshark with it over packets the package encodes and compare every field
 -- with the package's decoding.
