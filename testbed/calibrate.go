@@ -9,7 +9,6 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
-	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 )
 
@@ -46,11 +45,7 @@ func (r *run) calibrate(ctx context.Context) error {
 			}
 			perRPC := r.fab.WireTime(int(size+resp)) + 20*time.Millisecond
 			bound := time.Duration(s.Calibration.Samples)*perRPC + 2*time.Second
-			w := &agentpb.Workload{
-				Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
-				Targets: []string{target}, ResponseBytes: cal.ResponseBytes, Seed: *s.Seed,
-				DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
-			}
+			w := agents.CalibrationWorkload(s, size, cal.ResponseBytes, target, bound)
 			if err := ca.Configure(ctx, r.requests.Configure(t, s, exp, "calibrate", client, false, w)); err != nil {
 				return err
 			}

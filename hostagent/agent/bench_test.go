@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/tcprpc"
@@ -37,7 +38,7 @@ func measure(n int, fn func()) (perSec, perCPUSec float64) {
 // bareCalls issues n calls through the transport with benchOutstanding
 // goroutines: the transport's own cost, the baseline for the agent's.
 func bareCalls(b *testing.B, tr Transport, target string, n int) {
-	req := RequestBuffer(100, 0)[:100]
+	req := driver.RequestBuffer(100, 0)[:100]
 	var left atomic.Int64
 	left.Store(int64(n))
 	var wg sync.WaitGroup
@@ -57,7 +58,7 @@ func bareCalls(b *testing.B, tr Transport, target string, n int) {
 // agentCalls runs n RPCs through the agent's closed-loop driver, with
 // books and records, as an experiment would.
 func agentCalls(b *testing.B, tr Transport, target string, n int) {
-	spec, err := parseWorkload(&agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed",
+	spec, err := driver.ParseWorkload(&agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed",
 		MaxOutstanding: benchOutstanding, MaxRpcs: uint64(n), Targets: []string{target}})
 	if err != nil {
 		b.Fatal(err)
@@ -66,9 +67,14 @@ func agentCalls(b *testing.B, tr Transport, target string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := newExperiment("bench", "tcp", "measure", "h1", spec, tr, rec, nil)
-	e.start(context.Background())
-	<-e.issuing
+	e, err := newExperiment(context.Background(), driver.Config{Experiment: "bench", Transport: "tcp", Phase: "measure", Host: "h1", Client: spec}, tr, rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.start()
+	for c := e.snapshot(); c.completed+c.failed < uint64(n); c = e.snapshot() {
+		time.Sleep(100 * time.Microsecond)
+	}
 	if err := e.stop(time.Minute); err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/rundir"
 )
@@ -99,10 +100,10 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	if req.GetExperiment() == "" {
 		return nil, apiError(invalid("experiment", "", "expected a name"))
 	}
-	var spec *clientSpec
+	var spec *driver.ClientSpec
 	if req.GetClient() != nil {
 		var err error
-		if spec, err = parseWorkload(req.GetClient()); err != nil {
+		if spec, err = driver.ParseWorkload(req.GetClient()); err != nil {
 			return nil, apiError(err)
 		}
 	}
@@ -126,25 +127,25 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		return nil, apiError(err)
 	}
 	if spec != nil {
-		if longest := max(spec.sizes.Max(), int(spec.respBytes)); longest > tr.MaxMessage() {
+		if longest := max(spec.Sizes.Max(), int(spec.RespBytes)); longest > tr.MaxMessage() {
 			tr.Close()
 			return nil, apiError(invalid("client.sizes", req.GetClient().GetSizes(),
 				"messages up to %d bytes, but %s carries at most %d: truncate with \",max=%d\"",
 				longest, transportLabel(req), tr.MaxMessage(), tr.MaxMessage()))
 		}
 	}
-	var colls []*collSpec
+	var colls []*driver.CollectiveSpec
 	ids := map[uint32]string{}
 	for i, c := range req.GetCollectives() {
-		cs, err := parseCollective(c, i, tr.MaxMessage())
-		if err == nil && ids[cs.id] != "" {
-			err = invalid("collectives["+strconv.Itoa(i)+"].phase", cs.phase, "its id collides with phase %q's: rename one", ids[cs.id])
+		cs, err := driver.ParseCollective(c, i, tr.MaxMessage())
+		if err == nil && ids[cs.ID] != "" {
+			err = invalid("collectives["+strconv.Itoa(i)+"].phase", cs.Phase, "its id collides with phase %q's: rename one", ids[cs.ID])
 		}
 		if err != nil {
 			tr.Close()
 			return nil, apiError(err)
 		}
-		ids[cs.id] = cs.phase
+		ids[cs.ID] = cs.Phase
 		colls = append(colls, cs)
 	}
 	phase := req.GetPhase()
@@ -192,14 +193,22 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 		s.tcpSamples[req.GetExperiment()] = path
 	}
-	s.tr, s.resp, s.expName = tr, resp, req.GetExperiment()
-	s.exp = newExperiment(req.GetExperiment(), transportLabel(req), phase, host, spec, tr, rec, s.log)
+	exp, err := newExperiment(s.ctx, driver.Config{Experiment: req.GetExperiment(), Transport: transportLabel(req), Phase: phase,
+		Host: host, Client: spec, Collectives: colls, Log: s.log}, tr, rec)
+	if err != nil {
+		tr.Close()
+		if rec != nil {
+			rec.Close()
+		}
+		if conns != nil {
+			conns.Close()
+		}
+		return nil, apiError(err)
+	}
+	s.tr, s.resp, s.expName, s.exp = tr, resp, req.GetExperiment(), exp
 	s.exp.conns = conns
 	if len(colls) > 0 {
-		for _, cs := range colls {
-			s.exp.colls = append(s.exp.colls, newMember(s.exp, cs))
-		}
-		resp.colls.Store(&s.exp.colls)
+		resp.exp.Store(exp)
 	}
 	s.state = StateConfigured
 	syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
@@ -256,7 +265,7 @@ func (s *Service) Start(context.Context, *agentpb.StartRequest) (*agentpb.StartR
 	if s.state != StateConfigured {
 		return nil, status.Errorf(codes.FailedPrecondition, "agent is %s: Configure before Start", s.state)
 	}
-	s.exp.start(s.ctx)
+	s.exp.start()
 	s.state = StateRunning
 	s.log.Info("started", "experiment", s.expName)
 	return &agentpb.StartReply{}, nil

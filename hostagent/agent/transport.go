@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/tcprpc"
@@ -89,52 +89,22 @@ type Handler func(req []byte) []byte
 // ErrUnsupported is returned for a transport this build cannot run.
 var ErrUnsupported = errors.New("transport not supported by this agent")
 
-// Application header: the first 4 bytes of every request carry the
-// response length the client wants (big endian, 0 = echo the request's
-// length), as cp_node's short_response bit does. Requests shorter than the
-// header are always echoed.
-const appHeaderLen = 4
-
-// RequestBuffer returns a read-only request buffer of maxLen bytes asking
-// for respBytes in the reply; an RPC of n bytes sends its first n bytes.
-func RequestBuffer(maxLen int, respBytes uint32) []byte {
-	b := make([]byte, max(maxLen, appHeaderLen))
-	binary.BigEndian.PutUint32(b, respBytes)
-	return b
-}
-
-// ResponseLength is the response length req asks for: its first four
-// bytes, or its own length (an echo) when they are zero or it is shorter.
-func ResponseLength(req []byte) int {
-	if len(req) >= appHeaderLen {
-		if want := binary.BigEndian.Uint32(req); want > 0 {
-			return int(want)
-		}
-	}
-	return len(req)
-}
-
 // responder answers requests with zero bytes of the length they ask for.
 // Its zero buffer grows to the largest response seen and is then shared.
 type responder struct {
 	mu     sync.Mutex
 	zeros  atomic.Pointer[[]byte]
 	served atomic.Uint64
-	// colls are the collectives of the experiment, told of their step
+	// exp is the experiment with collectives or matrices, told of their
 	// messages as they arrive; nil without any.
-	colls atomic.Pointer[[]member]
+	exp atomic.Pointer[experiment]
 }
 
 func (r *responder) handle(req []byte) []byte {
-	if cs := r.colls.Load(); cs != nil {
-		at := time.Now()
-		for _, c := range *cs {
-			if c.arrived(req, at) {
-				break
-			}
-		}
+	if e := r.exp.Load(); e != nil {
+		e.arrived(req)
 	}
-	n := ResponseLength(req)
+	n := driver.ResponseLength(req)
 	r.served.Add(1)
 	return r.buffer(n)[:n]
 }

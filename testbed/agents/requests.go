@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -126,4 +127,15 @@ func UnschedBytes(f *fabdesc.Fabric, smallRTTus float64) uint32 {
 	payload := float64(f.MTU - 20 - 60) // IPv4 and a generous Homa DATA header
 	bytes := f.BytesPerSecond()*smallRTTus/1e6 + 2*float64(f.MTU)
 	return uint32(math.Max(1, math.Ceil(bytes/payload)) * payload)
+}
+
+// CalibrationWorkload is the client workload that times calibration
+// messages of size bytes to target, one at a time: the scenario's samples,
+// responses of resp bytes (0 echoes), within bound.
+func CalibrationWorkload(s *scenario.Scenario, size, resp uint32, target string, bound time.Duration) *agentpb.Workload {
+	return &agentpb.Workload{
+		Sizes: fmt.Sprintf("fixed:%d", size), Arrivals: scenario.ArrivalsClosed, MaxOutstanding: 1,
+		Targets: []string{target}, ResponseBytes: resp, Seed: *s.Seed,
+		DurationMs: uint32(bound / time.Millisecond), MaxRpcs: uint64(s.Calibration.Samples),
+	}
 }

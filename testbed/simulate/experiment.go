@@ -1,21 +1,25 @@
 package simulate
 
 import (
+	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/agent"
+	"github.com/homatb/homatb/driver"
+	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
-	"github.com/homatb/homatb/workloads"
 )
 
 // job is one simulated experiment: who runs what on a fresh network, for
-// how long in virtual time.
+// how long in virtual time. Each host's workload runs on the shared
+// drivers (package driver), as its agent would run it, on the network's
+// clock.
 type job struct {
 	name, transport string
 	net             *simnet.Network
@@ -25,36 +29,30 @@ type job struct {
 	tcp *tcpmodel.Config
 	// nicPrio: the TCP model's hosts queue by DSCP class in their NICs
 	// (tcp.nic_priorities).
-	nicPrio        bool
-	clients        []client
+	nicPrio bool
+	// hosts are the workloads of the hosts taking part, in layout order.
+	hosts          []driver.Config
 	servers        map[string]bool
-	used           []string // hosts taking part, in layout order
 	warmup, length time.Duration
 	drain          time.Duration
 	epoch          time.Time // wall time of virtual time 0
 	log            *slog.Logger
 
-	rows  []rundir.RPC
+	// rows are the issued RPCs' records in the order issued (a
+	// driver.Sink, with books).
+	rows  []*rundir.RPC
 	books rundir.Books
 	// counters are the hosts' transport counters at the end, merged, and
-	// hosts each one's.
-	counters map[string]uint64
-	hosts    []rundir.HostCounters
+	// hostCounters each one's.
+	counters     map[string]uint64
+	hostCounters []rundir.HostCounters
 	// served are the servers' answers when bookServed; servedBy counts
 	// each TCP model server's.
 	served     []rundir.Served
 	bookServed bool
 	servedBy   map[string]uint64
-	// open are the issued RPCs not yet ended, by their row's index;
-	// issuing counts the clients (closed-loop workers) still issuing.
-	open    map[int]bool
-	issuing int
-	// colls are the hosts' parts in collectives; arrived tells them of
-	// each request a server receives.
-	colls   []*simColl
-	mats    []*simMatrix
-	arrived func(host string, req []byte)
-	closed  bool // books closed: later callbacks are the shutdown's
+	drivers    map[string]*driver.Host
+	closed     bool // books closed: later callbacks are the shutdown's
 	// oneWay sends the clients' requests as one-way messages: a server
 	// answers none, and each ends as its receiver has it whole (the
 	// receiver tells the sender's endpoint, free on the wire).
@@ -62,17 +60,44 @@ type job struct {
 	byIP   map[netip.Addr]*simnet.Node
 }
 
+// hostConfig is host's workload as its agent would get it (client w, nil
+// for none, and its parts in collectives), with the client's bounds those
+// of the job.
+func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
+	c := driver.Config{Experiment: j.name, Transport: j.transport, Phase: phase, Host: host, Log: j.log}
+	if w != nil {
+		spec, err := driver.ParseWorkload(w)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", host, err)
+		}
+		// In nanoseconds, where the workload has milliseconds.
+		spec.Duration, spec.Warmup = j.length, j.warmup
+		for i, t := range spec.Targets {
+			if n := j.byIP[t.Addr.Addr()]; n != nil {
+				spec.Targets[i].Host = n.Name
+			}
+		}
+		c.Client = spec
+	}
+	for i, pc := range colls {
+		cs, err := driver.ParseCollective(pc, i, math.MaxInt32)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", host, err)
+		}
+		c.Collectives = append(c.Collectives, cs)
+	}
+	return c, nil
+}
+
 // run simulates the job and returns its records: every issued RPC
 // completed, failed, or in flight at the end.
 func (j *job) run() error {
-	j.open = map[int]bool{}
-	j.byIP = map[netip.Addr]*simnet.Node{}
-	for _, h := range j.net.Nodes() {
-		j.byIP[h.IP] = h
-	}
 	clock := j.net.Clock()
-	for i, name := range j.used {
-		h := j.net.Node(name)
+	sched := driver.OnQueue(clock, j.epoch.UnixNano())
+	var ds []*driver.Host
+	j.drivers = map[string]*driver.Host{}
+	for i, hc := range j.hosts {
+		h := j.net.Node(hc.Host)
 		var err error
 		if j.tcp != nil {
 			if err = h.StartTCP(*j.tcp); err == nil && j.nicPrio {
@@ -84,41 +109,61 @@ func (j *job) run() error {
 		if err != nil {
 			return err
 		}
-		if j.servers[name] {
-			if err := j.serve(h); err != nil {
+		if j.servers[hc.Host] {
+			if err := j.serve(h, sched); err != nil {
 				return err
 			}
 		}
+		d := driver.NewHost(hc, sched, simTransport{j: j, h: h}, j)
+		ds = append(ds, d)
+		j.drivers[hc.Host] = d
 	}
-	end := clock.Now() + j.length.Nanoseconds()
-	start := clock.Now()
-	for k := range j.clients {
-		j.startClient(&j.clients[k], start)
+	// Every client, then every matrix, then every collective, so that
+	// events due at one instant run in that order.
+	for _, d := range ds {
+		d.StartClient()
 	}
-	j.startCollectives(start)
+	for _, d := range ds {
+		d.StartMatrices()
+	}
+	for _, d := range ds {
+		d.StartCollectives()
+	}
+	busy, open := func() bool {
+		for _, d := range ds {
+			if d.Busy() {
+				return true
+			}
+		}
+		return false
+	}, func() bool {
+		for _, d := range ds {
+			if d.Open() > 0 {
+				return true
+			}
+		}
+		return false
+	}
 	// Ticks keep the clock's queue from ever emptying, so it runs in steps
 	// of a millisecond: to the end, or until every client has issued its
 	// last RPC and none is open (a bounded count, as calibration's), then
 	// through the drain while RPCs are open.
+	end := clock.Now() + j.length.Nanoseconds()
 	const step = int64(time.Millisecond)
-	for clock.Now() < end && (j.issuing > 0 || len(j.open) > 0) {
+	for clock.Now() < end && busy() {
 		clock.Run(min(end, clock.Now()+step))
 	}
-	for deadline := end + j.drain.Nanoseconds(); len(j.open) > 0 && clock.Now() < deadline; {
+	for deadline := end + j.drain.Nanoseconds(); open() && clock.Now() < deadline; {
 		clock.Run(min(deadline, clock.Now()+step))
 	}
 	j.closed = true
-	for i := range j.open {
-		j.rows[i].Status = rundir.StatusInflight
-		j.books.InFlight++
+	for _, d := range ds {
+		d.Close()
 	}
 	j.counters = map[string]uint64{}
-	isClient := map[string]bool{}
-	for _, c := range j.clients {
-		isClient[c.host] = true
-	}
-	for _, name := range j.used {
-		h := rundir.HostCounters{Host: name, Role: rundir.HostRole(isClient[name], j.servers[name]), Transport: map[string]uint64{}}
+	for _, hc := range j.hosts {
+		name := hc.Host
+		h := rundir.HostCounters{Host: name, Role: rundir.HostRole(hc.Client != nil, j.servers[name]), Transport: map[string]uint64{}}
 		if t := j.net.Node(name).TCP(); t != nil {
 			h.Served = j.servedBy[name]
 			for k, v := range t.Stats().Map() {
@@ -132,16 +177,39 @@ func (j *job) run() error {
 			}
 		}
 		rundir.MergeCounters(j.counters, h.Transport)
-		j.hosts = append(j.hosts, h)
+		j.hostCounters = append(j.hostCounters, h)
 		j.net.Node(name).Stop()
 	}
 	return nil
 }
 
+// Issued, Ended and InFlight book the rows (driver.Sink).
+func (j *job) Issued(row *rundir.RPC) {
+	j.rows = append(j.rows, row)
+	j.books.Issued++
+}
+
+func (j *job) Ended(row *rundir.RPC) {
+	if row.Status == rundir.StatusCompleted {
+		j.books.Completed++
+	} else {
+		j.books.Failed++
+	}
+}
+
+func (j *job) InFlight(*rundir.RPC) { j.books.InFlight++ }
+
+// arrived tells host's drivers of a request its server has whole.
+func (j *job) arrived(host string, req []byte, s driver.Scheduler) {
+	if d := j.drivers[host]; d != nil {
+		d.Arrived(req, s.Now())
+	}
+}
+
 // serve answers every request to ServerPort with the response length it
 // asks for, at once: the simulated server takes no time. With served set,
 // each answer is booked as a served.csv row.
-func (j *job) serve(h *simnet.Node) error {
+func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	var zeros []byte
 	local := netip.AddrPortFrom(h.IP, ServerPort).String()
 	if t := h.TCP(); t != nil {
@@ -149,10 +217,8 @@ func (j *job) serve(h *simnet.Node) error {
 			j.servedBy = map[string]uint64{}
 		}
 		return t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
-			if j.arrived != nil {
-				j.arrived(h.Name, sr.Req)
-			}
-			n := agent.ResponseLength(sr.Req)
+			j.arrived(h.Name, sr.Req, s)
+			n := driver.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
 			now := j.net.Clock().Now()
 			if j.oneWay {
@@ -170,10 +236,8 @@ func (j *job) serve(h *simnet.Node) error {
 		})
 	}
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		if j.arrived != nil {
-			j.arrived(h.Name, sr.Request())
-		}
-		n := agent.ResponseLength(sr.Request())
+		j.arrived(h.Name, sr.Request(), s)
+		n := driver.ResponseLength(sr.Request())
 		if j.oneWay {
 			n = 0
 		}
@@ -197,160 +261,56 @@ func (j *job) serve(h *simnet.Node) error {
 	})
 }
 
-// startClient schedules client c's RPCs from start: open loops at their
-// drawn times (held back while max_outstanding are out), closed loops one
-// per worker, each issuing the next when its last ends.
-func (j *job) startClient(c *client, start int64) {
-	clock := j.net.Clock()
-	h := j.net.Node(c.host)
-	req := agent.RequestBuffer(c.sizes.Max(), c.respBytes)
-	limit := j.length
-	var issued uint64
-	if c.schedule == nil {
-		for w := range c.outstanding {
-			draws := workloads.NewClosedLoop(c.seed, w, c.sizes, len(c.targets))
-			j.issuing++
-			var next func()
-			next = func() {
-				off := time.Duration(clock.Now() - start)
-				if off >= limit || j.closed || (c.maxRPCs > 0 && issued >= c.maxRPCs) {
-					j.issuing--
-					return
-				}
-				issued++
-				size, ti := draws.Next()
-				j.call(h, c, ti, req[:size], clock.Now(), j.phaseAt(c, off), next)
-			}
-			clock.At(start, next)
-		}
-		return
-	}
-	draws := workloads.NewOpenLoop(c.seed, c.schedule, c.sizes, len(c.targets))
-	var waiting []func() // RPCs due while max_outstanding were out
-	out := 0
-	done := func() {
-		out--
-		if len(waiting) > 0 {
-			w := waiting[0]
-			waiting = waiting[1:]
-			w()
-		}
-	}
-	j.issuing++
-	var next func()
-	next = func() {
-		off, size, ti := draws.Next()
-		if off >= limit || (c.maxRPCs > 0 && issued >= c.maxRPCs) {
-			j.issuing--
-			return
-		}
-		issued++
-		at := start + off.Nanoseconds()
-		clock.At(at, func() {
-			issue := func() {
-				out++
-				j.call(h, c, ti, req[:size], at, j.phaseAt(c, off), done)
-			}
-			if c.outstanding > 0 && out >= c.outstanding {
-				waiting = append(waiting, issue)
-			} else {
-				issue()
-			}
-			next()
-		})
-	}
-	next()
+// simTransport sends a simulated host's RPCs: on its Homa endpoint or its
+// TCP model (driver.Transport).
+type simTransport struct {
+	j *job
+	h *simnet.Node
 }
 
-func (j *job) phaseAt(c *client, off time.Duration) string {
-	if off < j.warmup {
-		return rundir.PhaseWarmup
-	}
-	return c.phase
-}
-
-// call issues one RPC of c's to target ti and books it; then runs after
-// it ends.
-func (j *job) call(h *simnet.Node, c *client, ti int, req []byte, intended int64, phase string, then func()) {
-	target := c.targets[ti]
-	j.send(h, rundir.RPC{Experiment: j.name, Transport: j.transport, Phase: phase, Client: c.host,
-		Server: target.String(), ServerHost: c.targetHosts[ti], ReqBytes: int64(len(req)),
-		IntendedNs: j.epoch.Add(time.Duration(intended)).UnixNano()}, target, req, func(bool) {
-		if then != nil {
-			then()
-		}
-	})
-}
-
-// send issues req from h to target as the RPC row describes, sent now,
-// books it and fills its row; then runs after it ends, told whether it
-// completed.
-func (j *job) send(h *simnet.Node, row rundir.RPC, target netip.AddrPort, req []byte, then func(ok bool)) {
-	clock := j.net.Clock()
-	row.SentNs = j.epoch.Add(time.Duration(clock.Now())).UnixNano()
+func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, end func(driver.Result)) {
+	j, h := st.j, st.h
 	if h.Endpoint() != nil {
 		row.Local = netip.AddrPortFrom(h.IP, h.Endpoint().Config().ClientPort).String()
 	}
-	idx := len(j.rows)
 	if t := h.TCP(); t != nil {
-		j.rows = append(j.rows, row)
-		j.books.Issued++
-		j.open[idx] = true
-		t.Call(clock.Now(), target, req, func(res tcpmodel.Result, err error) {
-			if j.closed {
-				return
-			}
-			delete(j.open, idx)
-			r := &j.rows[idx]
-			r.Retries = int64(res.Retrans)
+		t.Call(j.net.Clock().Now(), target.Addr, req, func(res tcpmodel.Result, err error) {
+			r := driver.Result{Err: err, Retries: int64(res.Retrans), ReqOffset: res.ReqOffset, RespOffset: res.RespOffset}
 			if res.Local.IsValid() {
 				r.Local = res.Local.String()
 			}
-			r.ReqOffset, r.RespOffset = res.ReqOffset, res.RespOffset
-			if err != nil {
-				r.Status, r.Error, r.Reason = rundir.StatusFailed, err.Error(), "refused"
-				j.books.Failed++
-			} else {
-				at := func(ns int64) int64 {
-					if ns == 0 {
-						return 0
-					}
-					return j.epoch.Add(time.Duration(ns)).UnixNano()
+			at := func(ns int64) int64 {
+				if ns == 0 {
+					return 0
 				}
-				r.ReqOutNs, r.FirstRespNs = at(res.ReqOut), at(res.FirstResp)
-				r.Status, r.RespBytes, r.DoneNs = rundir.StatusCompleted, int64(res.RespBytes), at(res.Done)
-				j.books.Completed++
+				return j.epoch.Add(time.Duration(ns)).UnixNano()
 			}
-			then(err == nil)
+			if err != nil {
+				r.Reason = "refused"
+			} else {
+				r.ReqOutNs, r.FirstRespNs = at(res.ReqOut), at(res.FirstResp)
+				r.RespBytes, r.DoneNs = int64(res.RespBytes), at(res.Done)
+			}
+			end(r)
 		})
 		return
 	}
-	j.rows = append(j.rows, row)
-	j.books.Issued++
-	j.open[idx] = true
 	ended := func(resp []byte, info homa.CallInfo, err error) {
-		if j.closed {
-			return
-		}
-		delete(j.open, idx)
-		r := &j.rows[idx]
-		r.RPCID, r.Retries = info.ID, int64(info.Retries())
-		r.ReqOutNs, r.FirstRespNs, r.RecoveryFromNs = unixNs(info.RequestSent), unixNs(info.FirstResponse), unixNs(info.RecoveryFrom)
-		r.GrantsIn, r.GrantsOut = int64(info.GrantsReceived), int64(info.GrantsSent)
+		r := driver.Result{Err: err, ID: info.ID, Retries: int64(info.Retries()),
+			ReqOutNs: unixNs(info.RequestSent), FirstRespNs: unixNs(info.FirstResponse), RecoveryFromNs: unixNs(info.RecoveryFrom),
+			GrantsIn: int64(info.GrantsReceived), GrantsOut: int64(info.GrantsSent)}
 		if err != nil {
-			r.Status, r.Error, r.Reason = rundir.StatusFailed, err.Error(), homa.Reason(err)
-			j.books.Failed++
+			r.Reason = homa.Reason(err)
 		} else {
-			r.Status, r.RespBytes, r.DoneNs = rundir.StatusCompleted, int64(len(resp)), unixNs(info.Done)
-			j.books.Completed++
+			r.RespBytes, r.DoneNs = int64(len(resp)), unixNs(info.Done)
 		}
-		then(err == nil)
+		end(r)
 	}
 	if j.oneWay {
-		h.Send(target, req, func(info homa.CallInfo, err error) { ended(nil, info, err) })
+		h.Send(target.Addr, req, func(info homa.CallInfo, err error) { ended(nil, info, err) })
 		return
 	}
-	h.Call(target, req, ended)
+	h.Call(target.Addr, req, ended)
 }
 
 func unixNs(t time.Time) int64 {

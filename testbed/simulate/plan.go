@@ -4,16 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/homatb/homatb/controller"
-	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
-	"github.com/homatb/homatb/workloads"
 )
 
 // ServerPort is the port every simulated host serves on, as every agent
@@ -82,63 +79,11 @@ func simLinks(n *topo.Network) []simnet.Link {
 	return out
 }
 
-// client is one host's workload, as its agent would run it.
-type client struct {
-	host, phase string
-	targets     []netip.AddrPort
-	targetHosts []string
-	sizes       workloads.SizeDist
-	schedule    workloads.Schedule // nil: closed loop
-	outstanding int
-	maxRPCs     uint64
-	respBytes   uint32
-	seed        uint64
-}
-
-// fixedSize is the size distribution of calibration RPCs of n bytes.
-func fixedSize(n uint32) (workloads.SizeDist, error) {
-	return workloads.ParseSizeSpec(fmt.Sprintf("fixed:%d", n))
-}
-
-// clientsOf are the clients of an experiment's roles, as the simulator
-// runs them: each host's workload as its agent would get it.
-func clientsOf(ro agents.Roles, n *topo.Network) ([]client, error) {
-	byIP := map[netip.Addr]string{}
-	for _, h := range n.Hosts {
-		byIP[h.IP] = h.Name
+// byIP are the network's nodes by address.
+func byIP(n *simnet.Network) map[netip.Addr]*simnet.Node {
+	m := map[netip.Addr]*simnet.Node{}
+	for _, h := range n.Nodes() {
+		m[h.IP] = h
 	}
-	var out []client
-	for _, host := range ro.Used {
-		w := ro.Clients[host]
-		if w == nil {
-			continue
-		}
-		sizes, err := workloads.ParseSizeSpec(w.GetSizes())
-		if err != nil {
-			return nil, fmt.Errorf("%s: sizes: %w", host, err)
-		}
-		c := client{host: host, phase: rundir.PhaseMeasure, sizes: sizes, outstanding: int(w.GetMaxOutstanding()),
-			maxRPCs: w.GetMaxRpcs(), respBytes: w.GetResponseBytes(), seed: w.GetSeed()}
-		for _, t := range w.GetTargets() {
-			ap, err := netip.ParseAddrPort(t)
-			if err != nil {
-				return nil, fmt.Errorf("%s: target %q: %w", host, t, err)
-			}
-			c.targets, c.targetHosts = append(c.targets, ap), append(c.targetHosts, byIP[ap.Addr()])
-		}
-		switch {
-		case w.GetArrivals() == scenario.ArrivalsClosed:
-		case w.GetBurstIntervalUs() > 0:
-			us := time.Microsecond
-			if c.schedule, err = workloads.NewBursts(time.Duration(w.GetBurstIntervalUs())*us, time.Duration(w.GetBurstJitterUs())*us); err != nil {
-				return nil, fmt.Errorf("%s: %w", host, err)
-			}
-		default:
-			if c.schedule, err = workloads.NewPoisson(w.GetRateRps()); err != nil {
-				return nil, fmt.Errorf("%s: %w", host, err)
-			}
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return m
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/buildinfo"
@@ -286,7 +287,7 @@ func (r *simRun) finish(j *job) error {
 	r.events += j.net.Clock().Events()
 	r.simNs += j.net.Clock().Now()
 	for _, row := range j.rows {
-		if err := r.rpcW.Write(&row); err != nil {
+		if err := r.rpcW.Write(row); err != nil {
 			return err
 		}
 	}
@@ -352,20 +353,19 @@ func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, 
 	if err != nil {
 		return 0, err
 	}
-	sizes, err := fixedSize(size)
-	if err != nil {
-		return 0, err
-	}
-	c := client{host: cl.Name, phase: rundir.PhaseCalibrate, sizes: sizes, outstanding: 1,
-		maxRPCs: uint64(s.Calibration.Samples), respBytes: resp, seed: *s.Seed,
-		targets: []netip.AddrPort{netip.AddrPortFrom(server.IP, ServerPort)}, targetHosts: []string{server.Name}}
 	tcp, err := r.tcpConfig(t)
 	if err != nil {
 		return 0, err
 	}
-	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities, clients: []client{c},
-		servers: map[string]bool{server.Name: true}, used: []string{server.Name, cl.Name},
-		length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log, oneWay: oneWay}
+	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities,
+		servers: map[string]bool{server.Name: true}, length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log, oneWay: oneWay, byIP: byIP(net)}
+	srv, _ := j.hostConfig(server.Name, rundir.PhaseCalibrate, nil, nil) // nothing to parse
+	w := agents.CalibrationWorkload(s, size, resp, netip.AddrPortFrom(server.IP, ServerPort).String(), j.length)
+	cli, err := j.hostConfig(cl.Name, rundir.PhaseCalibrate, w, nil)
+	if err != nil {
+		return 0, err
+	}
+	j.hosts = []driver.Config{srv, cli}
 	if err := j.run(); err != nil {
 		return 0, err
 	}
@@ -457,26 +457,28 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			return err
 		}
 	}
-	ro, err := agents.PlanRoles(e, r.layout, r.fab, 0)
-	if err != nil {
-		return err
-	}
-	cs, err := clientsOf(ro, r.layout)
-	if err != nil {
-		return err
-	}
 	tcp, err := r.tcpConfig(e.Transport)
 	if err != nil {
 		return err
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
-		clients: cs, servers: ro.Servers, used: ro.Used, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
-		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log, oneWay: s.OneWay()}
+		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
+		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
+	// The roles' times are Unix times from the job's epoch, its virtual 0.
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, j.epoch.UnixNano())
+	if err != nil {
+		return err
+	}
+	j.servers = ro.Servers
+	for _, host := range ro.Used {
+		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
+		if err != nil {
+			return err
+		}
+		j.hosts = append(j.hosts, hc)
+	}
 	if j.oneWay {
 		fidelity = append(fidelity, "one-way messages: each ends when its last byte reaches the receiver, on the simulator's one clock; the sender learns of it at that instant and at no cost on the wire (no response, no ACK), which the emulation could not do")
-	}
-	if j.colls, j.mats, err = collectivesOf(ro); err != nil {
-		return err
 	}
 	j.bookServed = true
 	var cards *postcards
@@ -507,7 +509,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	rec := rundir.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hosts}
+		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hostCounters}
 	if rec.Params == nil {
 		rec.Params = map[string]string{}
 	}

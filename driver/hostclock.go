@@ -1,0 +1,160 @@
+package driver
+
+import (
+	"container/heap"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/homatb/homatb/internal/hrtime"
+)
+
+// spinWindow is how close to an event's time the host clock stops
+// sleeping and yields instead: even a timerfd wake-up on an idle vCPU is
+// late by tens of microseconds, so the last stretch is waited out on the
+// CPU.
+const spinWindow = 50 * time.Microsecond
+
+// idleWait is how long the host clock sleeps with nothing scheduled; At
+// wakes it sooner.
+const idleWait = time.Hour
+
+// HostClock is a Scheduler on the host's wall clock for an agent: one
+// goroutine (Run) runs the events in time order, sleeping on an
+// hrtime.Timer between them, since a Go timer rounds sub-millisecond waits
+// up to a millisecond on an idle host and that lag would land in every
+// open-loop RPC's latency. At may be called from any goroutine (a
+// transport's completion, a server's arrival) and wakes the loop when its
+// event is due sooner than the loop's wake-up.
+type HostClock struct {
+	tm *hrtime.Timer
+
+	mu  sync.Mutex
+	q   hostEvents
+	seq uint64
+	// sleepUntil is the time the loop sleeps until, 0 while it runs.
+	sleepUntil int64
+	closed     bool
+	exited     chan struct{}
+}
+
+// NewHostClock returns a clock whose loop Run starts.
+func NewHostClock() (*HostClock, error) {
+	tm, err := hrtime.NewTimer()
+	if err != nil {
+		return nil, fmt.Errorf("driver: host clock: %w", err)
+	}
+	return &HostClock{tm: tm, exited: make(chan struct{})}, nil
+}
+
+// Now is the wall clock in Unix ns.
+func (c *HostClock) Now() int64 { return time.Now().UnixNano() }
+
+type hostEvent struct {
+	at, seq   int64
+	fn        func()
+	cancelled atomic.Bool
+}
+
+func (e *hostEvent) Cancel() { e.cancelled.Store(true) }
+
+// At schedules fn at t (Unix ns) from any goroutine.
+func (c *HostClock) At(t int64, fn func()) Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	e := &hostEvent{at: t, seq: int64(c.seq), fn: fn}
+	heap.Push(&c.q, e)
+	if c.sleepUntil != 0 && t < c.sleepUntil {
+		// Wake the loop: re-arming the timer replaces its deadline.
+		c.sleepUntil = t
+		c.tm.Reset(time.Duration(t-c.Now()) - spinWindow)
+	}
+	return e
+}
+
+// Do runs fn on the loop and waits for it; once the loop has ended it runs
+// fn at once. It must not race Close.
+func (c *HostClock) Do(fn func()) {
+	done := make(chan struct{})
+	c.At(c.Now(), func() {
+		fn()
+		close(done)
+	})
+	select {
+	case <-done:
+	case <-c.exited:
+		select {
+		case <-done: // ran before the loop ended
+		default:
+			fn()
+		}
+	}
+}
+
+// Run runs the events until Close.
+func (c *HostClock) Run() {
+	defer close(c.exited)
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		now := c.Now()
+		if len(c.q) > 0 && c.q[0].at <= now {
+			e := heap.Pop(&c.q).(*hostEvent)
+			c.mu.Unlock()
+			if !e.cancelled.Load() {
+				e.fn()
+			}
+			continue
+		}
+		wait := idleWait
+		if len(c.q) > 0 {
+			wait = time.Duration(c.q[0].at - now)
+		}
+		if wait <= spinWindow {
+			c.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
+		c.sleepUntil = now + wait.Nanoseconds()
+		c.tm.Reset(wait - spinWindow)
+		c.mu.Unlock()
+		err := c.tm.Wait()
+		c.mu.Lock()
+		c.sleepUntil = 0
+		c.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Close ends Run; events not yet run never run.
+func (c *HostClock) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.tm.Close()
+}
+
+// hostEvents is a heap of events by time, then by order of scheduling.
+type hostEvents []*hostEvent
+
+func (q hostEvents) Len() int { return len(q) }
+func (q hostEvents) Less(i, j int) bool {
+	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
+}
+func (q hostEvents) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *hostEvents) Push(x any)   { *q = append(*q, x.(*hostEvent)) }
+func (q *hostEvents) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
+}
