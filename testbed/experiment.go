@@ -339,16 +339,14 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644); err != nil {
 			return err
 		}
-		_, _, err := r.records.appendCSV(data, "")
-		return err
+		return r.records.appendCSV(data)
 	})
 	if !x.e.Transport.Engine() {
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}
 	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, rundir.ServedRPCs())
 	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
-		_, _, err := r.records.appendCSV(data, "")
-		return err
+		return r.records.appendCSV(data)
 	}))
 }
 

@@ -44,42 +44,70 @@ func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 	return r, nil
 }
 
-// appendCSV adds one agent's records (an rpcs.csv of its own). rename,
-// when set, replaces the experiment (calibration sizes run as separate
-// agent experiments but are one experiment in the run,
-// rundir.CalibrationExperiment). It returns the rows added and the RTTs
-// (µs) of completed rows.
-func (r *recordsFile) appendCSV(data []byte, rename string) (int, []float64, error) {
+// appendCSV adds one agent's records (an rpcs.csv of its own), row by
+// row: an agent's file may be long.
+func (r *recordsFile) appendCSV(data []byte) error {
 	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), "agent records")
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	var rtts []float64
 	var rec rundir.RPC
 	for {
 		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
-			break
+			return r.w.Flush()
 		} else if err != nil {
-			return n, rtts, err
+			return err
 		}
-		if rename != "" {
-			rec.Experiment = rename
+		if err := r.put(&rec, ""); err != nil {
+			return err
 		}
-		if ip, _, ok := strings.Cut(rec.Server, ":"); ok && rec.ServerHost == "" {
-			rec.ServerHost = r.hostOf[ip]
-		}
-		if err := r.w.Write(&rec); err != nil {
-			return n, rtts, err
-		}
-		if rec.Status == rundir.StatusCompleted {
-			rtts = append(rtts, float64(rec.RTTNs)/1e3)
-		}
-		n++
 	}
-	return n, rtts, r.w.Flush()
+}
+
+// parse reads one agent's records (an rpcs.csv of its own).
+func (r *recordsFile) parse(data []byte) ([]rundir.RPC, error) {
+	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), "agent records")
+	if err != nil {
+		return nil, err
+	}
+	var rows []rundir.RPC
+	for {
+		var rec rundir.RPC
+		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
+			return rows, nil
+		} else if err != nil {
+			return rows, err
+		}
+		rows = append(rows, rec)
+	}
+}
+
+// write adds rows to the run's records. rename, when set, replaces the
+// experiment (calibration sizes run as separate agent experiments but are
+// one experiment in the run, rundir.CalibrationExperiment).
+func (r *recordsFile) write(rows []rundir.RPC, rename string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range rows {
+		if err := r.put(&rows[i], rename); err != nil {
+			return err
+		}
+	}
+	return r.w.Flush()
+}
+
+// put writes one row, naming its server's host where it has none (agents
+// know their servers by address only); r.mu held.
+func (r *recordsFile) put(rec *rundir.RPC, rename string) error {
+	if rename != "" {
+		rec.Experiment = rename
+	}
+	if ip, _, ok := strings.Cut(rec.Server, ":"); ok && rec.ServerHost == "" {
+		rec.ServerHost = r.hostOf[ip]
+	}
+	return r.w.Write(rec)
 }
 
 func (r *recordsFile) close() error {

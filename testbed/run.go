@@ -2,7 +2,9 @@
 // Mininet (through testbed/mn), starts the switch processes, has them
 // programmed, starts an agent in every host, calibrates, runs every
 // experiment of the plan and collects records, telemetry and switch
-// statistics into a run directory, and always tears everything down.
+// statistics into a run directory, and always tears everything down. With
+// Options.Simulate the same run goes in virtual time on testbed/simulate's
+// network instead: one lifecycle, two clocks.
 package testbed
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/simulate"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
@@ -52,6 +55,11 @@ type Options struct {
 	// Slice, when not zero, is the EEVDF time slice switches and agents
 	// ask for under ordinary scheduling (experimental; docs/emulation.md).
 	Slice time.Duration
+	// Simulate runs the plan in virtual time (testbed/simulate) instead of
+	// emulating it; HostNIC is then the simulated hosts' NIC
+	// (simulate.NICFIFO or simulate.NICShaper).
+	Simulate bool
+	HostNIC  string
 	// TeardownTimeout bounds teardown (default 6s: with the 2s an
 	// interrupted experiment gets to hand over its records, everything is
 	// gone within 10s of a signal).
@@ -109,6 +117,9 @@ type run struct {
 	killed faults.Killed
 	// hostNS is each host's network namespace, for captures.
 	hostNS map[string]string
+	// sim is the simulated network of a run in virtual time, nil for an
+	// emulated run.
+	sim *simulate.Network
 }
 
 // Run executes a plan. It returns when the run has ended and its network
@@ -142,10 +153,11 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 	if r.sockDir != filepath.Join(r.dir, "agents") {
 		reg.Dirs = []string{r.sockDir}
 	}
-	// A run on machines that already exist leaves nothing here for
-	// `homatb clean`, and needs no root to write the registry.
+	// A run on machines that already exist, or in virtual time, leaves
+	// nothing here for `homatb clean`, and needs no root to write the
+	// registry.
 	regPath := ""
-	if plan.Base.Topology.Kind != scenario.KindExternal {
+	if plan.Base.Topology.Kind != scenario.KindExternal && !opt.Simulate {
 		if regPath, err = cleanup.Register(opt.Registry, reg); err != nil {
 			return nil, err
 		}
@@ -154,7 +166,11 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	r.cancel = cancel
+	wallStart := time.Now()
 	runErr := r.execute(runCtx)
+	if r.sim != nil {
+		runErr = errors.Join(runErr, r.man.update(func(m *Manifest) { m.Simulation = r.sim.Summary(time.Since(wallStart)) }))
+	}
 	if runErr == nil {
 		runErr = context.Cause(runCtx)
 	} else if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, runErr) && errors.Is(runErr, context.Canceled) {
@@ -197,6 +213,16 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 	if dir == "" {
 		dir = filepath.Join(opt.OutDir, runID)
 	}
+	tag := NewTag(runID)
+	if opt.Simulate {
+		if err := simulate.Check(plan); err != nil {
+			return nil, nil, err
+		}
+		if opt.RunDir == "" {
+			dir += "-sim"
+		}
+		runID, tag = simulate.RunID(plan), simulate.Tag
+	}
 	// A run appends to its CSV files as it goes: in a directory an earlier
 	// run left, the two would mix and the report would fail on it.
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
@@ -218,17 +244,20 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 		handler = teeHandler{handler, opt.Logger.Handler()}
 	}
 	r := &run{
-		opt: opt, parts: p, plan: plan, dir: absDir, tag: NewTag(runID),
+		opt: opt, parts: p, plan: plan, dir: absDir, tag: tag,
 		log:   slog.New(handler).With("run", runID),
 		stats: map[string]switchStats{}, calib: map[string]rundir.Calibration{},
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
-	r.man.Scheduling = "nice"
-	if opt.Slice > 0 {
-		r.man.Scheduling = "nice, slice " + opt.Slice.String()
-	}
-	if opt.Realtime {
+	switch {
+	case opt.Simulate:
+		r.man.Mode = rundir.ModeSimulated
+	case opt.Realtime:
 		r.man.Scheduling = "realtime"
+	case opt.Slice > 0:
+		r.man.Scheduling = "nice, slice " + opt.Slice.String()
+	default:
+		r.man.Scheduling = "nice"
 	}
 	if err := r.man.save(); err != nil {
 		_ = logFile.Close()
@@ -313,9 +342,13 @@ func (r *run) execute(ctx context.Context) error {
 	defer r.prog.finish()
 
 	r.prog.message("run %s (tag %s): %s", r.man.Run, r.tag, r.dir)
-	if external {
+	switch {
+	case r.opt.Simulate:
+		r.sim, err = simulate.Start(ctx, simulate.Config{Plan: r.plan, Layout: layout, Fabric: r.fab, Calibration: r.calib,
+			Dir: r.dir, Log: r.log, HostNIC: r.opt.HostNIC})
+	case external:
 		err = r.startExternal(ctx) // external.go
-	} else {
+	default:
 		err = r.startEmulated(ctx)
 	}
 	if err != nil {
@@ -333,7 +366,11 @@ func (r *run) execute(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.experiment(ctx, &r.plan.Experiments[i]); err != nil {
+		run := r.experiment
+		if r.sim != nil {
+			run = r.simExperiment // simulated.go
+		}
+		if err := run(ctx, &r.plan.Experiments[i]); err != nil {
 			return fmt.Errorf("experiment %s: %w", r.plan.Experiments[i].Name, err)
 		}
 	}

@@ -20,6 +20,10 @@ func (r *run) teardown() error {
 	if r.records != nil {
 		errs = append(errs, r.records.close())
 	}
+	if r.sim != nil {
+		r.sim.Close()
+		return errors.Join(errs...) // nothing of the host's to remove
+	}
 	if r.ctl != nil {
 		if err := r.ctl.Close(); err != nil {
 			r.log.Warn("controller close", "err", err)

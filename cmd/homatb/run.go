@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -150,15 +149,12 @@ func runSimulated(cmd *cobra.Command, plan *scenario.Plan, file string, f runFla
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
 		defer cancel()
 	}
-	res, runErr := simulate.Run(ctx, plan, simulate.Options{OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, NoReport: f.noReport, HostNIC: f.hostNIC})
+	res, runErr := testbed.Run(ctx, plan, testbed.Options{OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, NoReport: f.noReport,
+		Registry: f.registry, Simulate: true, HostNIC: f.hostNIC})
 	if res == nil {
 		return runErr
 	}
-	man, _, err := rundir.ReadManifest(res.RunDir)
-	if err != nil {
-		return errors.Join(runErr, err)
-	}
-	printHeadline(cmd.OutOrStdout(), res.RunDir, res.Run, res.Incomplete, man)
+	printHeadline(cmd.OutOrStdout(), res.RunDir, res.Run, res.Incomplete, &res.Manifest.Manifest)
 	if runErr != nil {
 		return runErr
 	}

@@ -1,8 +1,9 @@
-package simulate
+package simulate_test
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/homatb/homatb/testbed"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,7 @@ func BenchmarkPaperFabric(b *testing.B) {
 			b.Fatal(err)
 		}
 		dir := filepath.Join(b.TempDir(), "run")
-		res, err := Run(context.Background(), p, Options{RunDir: dir, ScenarioFile: path})
+		res, err := testbed.Run(context.Background(), p, testbed.Options{RunDir: dir, ScenarioFile: path, Simulate: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package simulate
+package simulate_test
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ calibration: {sizes: [100, 1000, 10000, 100000, 250000]}
 warmup: 1ms
 duration: 1s
 `)
-			dir := simulate(t, p)
+			dir := runSim(t, p)
 			rows := readRPCs(t, dir)
 			n, err := rundir.CheckCollectiveOrder(rows)
 			if err != nil {
@@ -147,7 +147,7 @@ phases:
 warmup: 1ms
 duration: 1s
 `)
-	dir := simulate(t, p)
+	dir := runSim(t, p)
 	var s collectiveSummary
 	decodeSummary(t, dir, &s)
 	if len(s.Experiments) != 2 {

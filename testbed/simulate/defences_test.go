@@ -1,4 +1,4 @@
-package simulate
+package simulate_test
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // (the pipelines outlive each experiment's network; their counters are
 // taken per experiment), and every RPC completes either way.
 func TestDefencesInTheTwin(t *testing.T) {
-	dir := simulate(t, load(t, `name: def
+	dir := runSim(t, load(t, `name: def
 topology: {kind: star, hosts: 3}
 link: {rate: 50Mbit}
 switch:

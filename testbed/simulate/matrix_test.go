@@ -1,4 +1,4 @@
-package simulate
+package simulate_test
 
 import (
 	"os"
@@ -39,7 +39,7 @@ duration: 1s
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := simulate(t, p)
+	run := runSim(t, p)
 	var rows []rundir.RPC
 	for _, r := range readAllRPCs(t, run) {
 		if r.Matrix != "" {

@@ -1,4 +1,4 @@
-package simulate
+package simulate_test
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ func TestOneWayIdleSlowdownIsOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := simulate(t, p)
+	dir := runSim(t, p)
 	for _, e := range readSummary(t, dir).Experiments {
 		if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued {
 			t.Errorf("%s: %+v, want every message completed", e.Name, e.RPCs)

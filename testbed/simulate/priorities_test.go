@@ -1,4 +1,4 @@
-package simulate
+package simulate_test
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestPrioritiesCutTheShortTail(t *testing.T) {
 	if yaml == string(src) {
 		t.Fatal("priorities-sim.yaml has no 'duration: 400ms' to shorten")
 	}
-	s := readSummary(t, simulate(t, load(t, yaml)))
+	s := readSummary(t, runSim(t, load(t, yaml)))
 	if len(s.Experiments) != 4 {
 		t.Fatalf("%d experiments, want 4 (1, 2, 4, 8 levels)", len(s.Experiments))
 	}

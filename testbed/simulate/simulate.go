@@ -1,9 +1,11 @@
-// Package simulate runs a scenario in virtual time (homatb run
-// --simulate): the same scenario, seeds and workloads as an emulated run,
-// on simnet's discrete-event network of homatb's own engine hosts and
-// tor.p4 switches, written to the same run directory files so that the
-// same reports read it. Calibration is measured in the simulator, so the
-// slowdowns divide by the simulator's own unloaded RTTs.
+// Package simulate is what a run in virtual time (homatb run --simulate,
+// testbed.Options.Simulate) has of its own: simnet's discrete-event
+// network of homatb's own engine hosts and tor.p4 switches built from the
+// plan, and the simulated hosts running the shared drivers on its clock.
+// testbed's run drives it through the same lifecycle as an emulated run
+// (plan, calibration, experiments, records, report), so the same reports
+// read it; calibration is measured in the simulator, so the slowdowns
+// divide by the simulator's own unloaded RTTs.
 package simulate
 
 import (
@@ -15,19 +17,15 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/pias"
-	"github.com/homatb/homatb/internal/buildinfo"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/p4/switchstats"
-	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
@@ -36,26 +34,6 @@ import (
 	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
 )
-
-// Options tunes a simulated run.
-type Options struct {
-	// OutDir is the parent of the run directory (default "results");
-	// RunDir, when set, is the run directory itself.
-	OutDir, RunDir string
-	ScenarioFile   string
-	// Logger also receives the run's log (the run directory's
-	// logs/homatb.log always does).
-	Logger   *slog.Logger
-	NoReport bool
-	// HostNIC is NICFIFO (the default) or NICShaper.
-	HostNIC string
-}
-
-// Result is where a simulated run went.
-type Result struct {
-	RunDir, Run string
-	Incomplete  bool
-}
 
 // Epoch is the wall time a simulated run's first experiment starts at:
 // fixed, so that the same scenario and seed write the same rpcs.csv.
@@ -102,91 +80,41 @@ const (
 // hostBurstBytes is Mininet's htb and tbf burst.
 const hostBurstBytes = 15000
 
-// Run simulates every experiment of plan and builds the report.
-func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error) {
-	if err := Check(plan); err != nil {
-		return nil, err
-	}
-	wallStart := time.Now()
-	s := plan.Base
-	// The run's name is its content's: the same scenario and seed make the
-	// same run, so its summary repeats byte for byte. Its directory is
-	// named by when it ran, like an emulated run's.
-	runID := fmt.Sprintf("%s-simulated-seed%d", s.Name, *s.Seed)
-	dir := opt.RunDir
-	if dir == "" {
-		if opt.OutDir == "" {
-			opt.OutDir = "results"
-		}
-		dir = filepath.Join(opt.OutDir, wallStart.UTC().Format("20060102-150405")+"-"+s.Name+"-sim")
-	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return nil, fmt.Errorf("run directory %s is not empty: choose another --run-dir or remove it", dir)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
-	}
-	logFile, err := os.Create(filepath.Join(dir, "logs", "homatb.log"))
-	if err != nil {
-		return nil, fmt.Errorf("run log: %w", err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if opt.Logger != nil {
-		log = opt.Logger
-	}
-	r := &simRun{plan: plan, dir: dir, log: log, calib: map[string]rundir.Calibration{}, nic: opt.HostNIC}
-	nicModel := "host NIC: a FIFO at the link rate (a real NIC; Linux txqueuelen 1000)"
-	switch opt.HostNIC {
-	case "", NICFIFO:
-		r.nic = NICFIFO
-	case NICShaper:
-		nicModel = "host NIC: the emulated hosts' shaper, a token bucket at the link rate with Mininet's 15 kB burst handing frames to the switch at once (--host-nic shaper)"
-	default:
-		return nil, fmt.Errorf("--host-nic %q: expected %q or %q", opt.HostNIC, NICFIFO, NICShaper)
-	}
-	r.man = newManifest(runID, opt.ScenarioFile, plan, wallStart)
-	res := &Result{RunDir: dir, Run: runID}
-	runErr := r.execute(ctx)
-	wall := time.Since(wallStart).Seconds()
-	r.man.Ended = time.Now().UnixNano()
-	r.man.Incomplete = runErr != nil || len(r.man.Experiments) < len(plan.Experiments)
-	if runErr != nil {
-		r.man.Error = runErr.Error()
-	}
-	r.man.Simulation = &rundir.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
-		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
-		Model: append([]string{model[0], nicModel, latencyModel(plan.Base.Simulation)}, model[1:]...)}
-	for _, t := range plan.Base.Transports {
-		if !t.Engine() {
-			r.man.Simulation.Model = append(r.man.Simulation.Model, tcpModel)
-			break
-		}
-	}
-	res.Incomplete = r.man.Incomplete
-	if err := r.save(); err != nil {
-		return res, errors.Join(runErr, err)
-	}
-	if !opt.NoReport && len(r.man.Experiments) > 0 {
-		if _, err := reports.Build(ctx, dir); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("report: %w", err))
-		}
-	}
-	return res, runErr
+// Tag is the layout tag of every simulated run: fixed, like its id
+// (RunID), so that the same scenario and seed make the same run.
+const Tag = "hb51a00"
+
+// RunID is a simulated run's name: its content's, so that its summary
+// repeats byte for byte.
+func RunID(plan *scenario.Plan) string {
+	return fmt.Sprintf("%s-simulated-seed%d", plan.Base.Name, *plan.Base.Seed)
 }
 
-// simRun is one simulated run under way.
-type simRun struct {
+// Config is what a Network is built from: the run's plan, laid out.
+type Config struct {
+	Plan   *scenario.Plan
+	Layout *topo.Network
+	Fabric *fabric.Fabric
+	// Calibration is the run's, by transport, filled as it calibrates.
+	Calibration map[string]rundir.Calibration
+	// Dir is the run directory, for switch statistics and postcards.
+	Dir string
+	Log *slog.Logger
+	// HostNIC is NICFIFO (the default) or NICShaper.
+	HostNIC string
+}
+
+// Network is a run's simulated fabric: its programmed switches, from which
+// each calibration and experiment builds a fresh network of simulated
+// hosts.
+type Network struct {
 	plan   *scenario.Plan
 	dir    string
 	log    *slog.Logger
-	man    *rundir.Manifest
 	layout *topo.Network
 	fab    *fabric.Fabric
 	hosts  []simnet.Host
 	sws    *simnet.Switches
-	rpcs   *os.File
-	rpcW   *rundir.CSVWriter[rundir.RPC]
 	calib  map[string]rundir.Calibration
 	events uint64
 	simNs  int64
@@ -194,71 +122,66 @@ type simRun struct {
 	nic    string
 }
 
-func (r *simRun) save() error {
-	return rundir.WriteJSON(filepath.Join(r.dir, rundir.ManifestFile), r.man)
-}
-
-// execute lays out the network, programs its switches, calibrates each
-// transport and runs every experiment.
-func (r *simRun) execute(ctx context.Context) error {
+// Start programs the simulated switches of cfg's layout.
+func Start(ctx context.Context, cfg Config) (*Network, error) {
+	if err := Check(cfg.Plan); err != nil {
+		return nil, err
+	}
+	r := &Network{plan: cfg.Plan, dir: cfg.Dir, log: cfg.Log, layout: cfg.Layout, fab: cfg.Fabric, calib: cfg.Calibration, nic: cfg.HostNIC}
+	switch r.nic {
+	case "":
+		r.nic = NICFIFO
+	case NICFIFO, NICShaper:
+	default:
+		return nil, fmt.Errorf("--host-nic %q: expected %q or %q", r.nic, NICFIFO, NICShaper)
+	}
 	s := r.plan.Base
 	var err error
-	if r.layout, err = topo.Layout(s.Topology, "hb51a00"); err != nil {
-		return err
-	}
-	r.fab = r.layout.Fabric(s)
-	r.man.Fabric = rundir.NewFabric(r.fab)
 	if r.hosts, err = simHosts(r.layout); err != nil {
-		return err
+		return nil, err
 	}
 	ct, err := switches.ControllerTopology(r.layout, r.fab, s, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pol, err := switches.Policy(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	r.sws, err = simnet.StartSwitches(pctx, ct, pol, r.log)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("program the simulated switches: %w", err)
+		return nil, fmt.Errorf("program the simulated switches: %w", err)
 	}
-	defer r.sws.Close()
-	if r.rpcs, err = os.Create(filepath.Join(r.dir, rundir.RPCs().File)); err != nil {
-		return err
+	return r, nil
+}
+
+// Close stops the simulated switches.
+func (r *Network) Close() { r.sws.Close() }
+
+// Summary is what the run simulated, for the manifest, after wall.
+func (r *Network) Summary(wall time.Duration) *rundir.Simulation {
+	nicModel := "host NIC: a FIFO at the link rate (a real NIC; Linux txqueuelen 1000)"
+	if r.nic == NICShaper {
+		nicModel = "host NIC: the emulated hosts' shaper, a token bucket at the link rate with Mininet's 15 kB burst handing frames to the switch at once (--host-nic shaper)"
 	}
-	defer r.rpcs.Close()
-	if r.rpcW, err = rundir.RPCs().NewWriter(r.rpcs, true); err != nil {
-		return err
-	}
-	if err := r.save(); err != nil {
-		return err
-	}
-	if !s.Calibration.Skip {
-		if err := r.calibrate(ctx); err != nil {
-			return fmt.Errorf("calibration: %w", err)
+	w := wall.Seconds()
+	sum := &rundir.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: w,
+		EventsPerSecond: float64(r.events) / w, SimPerWall: float64(r.simNs) / 1e9 / w,
+		Model: append([]string{model[0], nicModel, latencyModel(r.plan.Base.Simulation)}, model[1:]...)}
+	for _, t := range r.plan.Base.Transports {
+		if !t.Engine() {
+			sum.Model = append(sum.Model, tcpModel)
+			break
 		}
 	}
-	for i := range r.plan.Experiments {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		e := &r.plan.Experiments[i]
-		if err := r.experiment(ctx, e); err != nil {
-			return fmt.Errorf("experiment %s: %w", e.Name, err)
-		}
-		if err := r.save(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sum
 }
 
 // network is a fresh simulated network with the switches' port modes set
 // for transport t.
-func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64) (*simnet.Network, error) {
+func (r *Network) network(ctx context.Context, t scenario.Transport, seed uint64) (*simnet.Network, error) {
 	if err := r.sws.SetPortModes(ctx, switches.TransportPortModes(t)); err != nil {
 		return nil, err
 	}
@@ -277,85 +200,36 @@ func (r *simRun) network(ctx context.Context, t scenario.Transport, seed uint64)
 }
 
 // nextEpoch is the wall time the next job's virtual time 0 stands for.
-func (r *simRun) nextEpoch() time.Time {
+func (r *Network) nextEpoch() time.Time {
 	r.exps++
 	return epoch.Add(time.Duration(r.exps) * time.Hour)
 }
 
-// finish books a job's events and writes its records.
-func (r *simRun) finish(j *job) error {
+// finish books a job's events and returns its records.
+func (r *Network) finish(j *job) []rundir.RPC {
 	r.events += j.net.Clock().Events()
 	r.simNs += j.net.Clock().Now()
-	for _, row := range j.rows {
-		if err := r.rpcW.Write(row); err != nil {
-			return err
-		}
+	rows := make([]rundir.RPC, len(j.rows))
+	for i, row := range j.rows {
+		rows[i] = *row
 	}
-	return r.rpcW.Flush()
+	return rows
 }
 
-// calibrate measures each transport's unloaded RTT per calibration size
-// between the first two hosts, one RPC at a time, as an emulated run
-// does; the rows enter rpcs.csv under calibrate-<transport>. A scenario
-// of one-way messages calibrates one-way messages instead (their rows in
-// rpcs.csv, so that slowdowns divide by a one-way ideal) and the round
-// trip of the smallest size only, unrecorded, for the transports'
-// parameters (Homa's RTTbytes).
-func (r *simRun) calibrate(ctx context.Context) error {
-	s := r.plan.Base
-	resp := s.CalibrationResponse()
-	oneWay := s.OneWay()
-	seen := map[string]bool{}
-	for _, t := range s.Transports {
-		if seen[t.Name] {
-			continue
-		}
-		seen[t.Name] = true
-		cal := rundir.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: resp}
-		if oneWay {
-			cal.OneWayUs = map[uint32]float64{}
-		}
-		for _, size := range s.Calibration.Sizes {
-			med, err := r.calibrateSize(ctx, t, size, resp, oneWay, true)
-			if err != nil {
-				return err
-			}
-			if oneWay {
-				cal.OneWayUs[size] = med
-			} else {
-				cal.RTTus[size] = med
-			}
-		}
-		if oneWay {
-			small := slices.Min(s.Calibration.Sizes)
-			med, err := r.calibrateSize(ctx, t, small, resp, false, false)
-			if err != nil {
-				return err
-			}
-			cal.RTTus[small] = med
-		}
-		cal.UnschedBytes = agents.UnschedBytes(r.fab, agents.BaseRTT(cal))
-		r.calib[t.Name] = cal
-		r.man.Calibration[t.Name] = cal
-		r.log.Info("calibrated in the simulator", "transport", t.Name, "rtt_us", cal.RTTus, "one_way_us", cal.OneWayUs, "unsched_bytes", cal.UnschedBytes)
-	}
-	return nil
-}
-
-// calibrateSize runs transport t's calibration messages of size bytes
-// (one-way, or RPCs with resp-byte responses) on a fresh network and
-// returns their median time in µs; book puts their rows in rpcs.csv.
-func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay, book bool) (float64, error) {
+// Calibrate runs transport t's calibration messages of size bytes
+// (one-way, or RPCs with resp-byte responses) on a fresh network between
+// the first two hosts, one at a time, and returns their records.
+func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay bool) ([]rundir.RPC, error) {
 	s := r.plan.Base
 	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
 	name := rundir.CalibrationExperiment(t.Name)
 	net, err := r.network(ctx, t, *s.Seed)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	tcp, err := r.tcpConfig(t)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities,
 		servers: map[string]bool{server.Name: true}, length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log, oneWay: oneWay, byIP: byIP(net)}
@@ -363,35 +237,28 @@ func (r *simRun) calibrateSize(ctx context.Context, t scenario.Transport, size, 
 	w := agents.CalibrationWorkload(s, size, resp, netip.AddrPortFrom(server.IP, ServerPort).String(), j.length)
 	cli, err := j.hostConfig(cl.Name, rundir.PhaseCalibrate, w, nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	j.hosts = []driver.Config{srv, cli}
 	if err := j.run(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	var times []float64
-	for _, row := range j.rows {
-		if row.Status == rundir.StatusCompleted {
-			times = append(times, float64(row.DoneNs-row.IntendedNs)/1e3)
-		}
-	}
-	if len(times) == 0 {
-		return 0, fmt.Errorf("%s-%d: no RPC completed between %s and %s", name, size, cl.Name, server.Name)
-	}
-	if book {
-		if err := r.finish(j); err != nil {
-			return 0, err
-		}
-	} else {
-		r.events += j.net.Clock().Events()
-		r.simNs += j.net.Clock().Now()
-	}
-	slices.Sort(times)
-	return times[len(times)/2], nil
+	return r.finish(j), nil
 }
 
-// experiment simulates one experiment and records it.
-func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
+// Experiment simulates one experiment on a fresh network and returns its
+// manifest entry, its records and its servers' (served.csv); the switch
+// statistics and postcards it writes into the run directory.
+func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment) (rundir.Experiment, []rundir.RPC, []rundir.Served, error) {
+	rec, served, j, err := r.experiment(ctx, e)
+	if err != nil {
+		return rec, nil, nil, err
+	}
+	return rec, r.finish(j), served, nil
+}
+
+func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundir.Experiment, []rundir.Served, *job, error) {
+	var rec rundir.Experiment
 	s := e.Scenario
 	if s.HasDefences() {
 		var d controller.Defences
@@ -399,12 +266,12 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			d = switches.Defences(s)
 		}
 		if err := r.sws.SetDefences(ctx, d); err != nil {
-			return err
+			return rec, nil, nil, err
 		}
 	}
 	net, err := r.network(ctx, e.Transport, e.Seed)
 	if err != nil {
-		return err
+		return rec, nil, nil, err
 	}
 	var (
 		fidelity []string
@@ -416,7 +283,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			to := from + f.Down.For.D().Nanoseconds()
 			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
-				return err
+				return rec, nil, nil, err
 			}
 			// The controller moves the paths at the fault's instant and
 			// back at its end; the event loop waits for its writes, so
@@ -440,7 +307,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			// clients (virtual time 0).
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			if err := net.SetDown(f.Link, from, from+f.Down.For.D().Nanoseconds()); err != nil {
-				return err
+				return rec, nil, nil, err
 			}
 		}
 		if f.Loss == nil {
@@ -454,12 +321,12 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 			to = 0
 		}
 		if err := net.SetLoss(f.Link, to, from); err != nil {
-			return err
+			return rec, nil, nil, err
 		}
 	}
 	tcp, err := r.tcpConfig(e.Transport)
 	if err != nil {
-		return err
+		return rec, nil, nil, err
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
@@ -467,13 +334,13 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	// The roles' times are Unix times from the job's epoch, its virtual 0.
 	ro, err := agents.PlanRoles(e, r.layout, r.fab, j.epoch.UnixNano())
 	if err != nil {
-		return err
+		return rec, nil, nil, err
 	}
 	j.servers = ro.Servers
 	for _, host := range ro.Used {
 		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
 		if err != nil {
-			return err
+			return rec, nil, nil, err
 		}
 		j.hosts = append(j.hosts, hc)
 	}
@@ -484,7 +351,7 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	var cards *postcards
 	if s.Switch.PostcardsOn() {
 		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
-			return err
+			return rec, nil, nil, err
 		}
 		net.OnPostcard(cards.write)
 	}
@@ -493,20 +360,14 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 		runErr = errors.Join(runErr, cards.close())
 	}
 	if runErr != nil {
-		return runErr
-	}
-	if err := r.finish(j); err != nil {
-		return err
-	}
-	if err := r.writeServed(j.served); err != nil {
-		return err
+		return rec, nil, nil, runErr
 	}
 	for name, st := range net.SwitchStats() {
 		if err := rundir.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
-			return err
+			return rec, nil, nil, err
 		}
 	}
-	rec := rundir.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
+	rec = rundir.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
 		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
 		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hostCounters}
@@ -516,33 +377,8 @@ func (r *simRun) experiment(ctx context.Context, e *scenario.Experiment) error {
 	rec.Receivers = ro.Receivers
 	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
 	rec.ClientPhases = ro.Phases
-	r.man.Experiments = append(r.man.Experiments, rec)
-	r.log.Info("simulated", "experiment", e.Name, "issued", j.books.Issued, "completed", j.books.Completed,
-		"failed", j.books.Failed, "in_flight", j.books.InFlight, "events", net.Clock().Events())
-	return nil
-}
-
-// writeServed appends a job's served rows to served.csv.
-func (r *simRun) writeServed(rows []rundir.Served) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	path := filepath.Join(r.dir, rundir.ServedRPCs().File)
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	w, err := rundir.ServedRPCs().NewWriter(f, statErr != nil)
-	if err != nil {
-		return errors.Join(err, f.Close())
-	}
-	for i := range rows {
-		if err := w.Write(&rows[i]); err != nil {
-			return errors.Join(err, f.Close())
-		}
-	}
-	return errors.Join(w.Flush(), f.Close())
+	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
+	return rec, j.served, j, nil
 }
 
 // postcards writes each switch's postcards of one experiment, as the
@@ -594,7 +430,7 @@ func (pc *postcards) close() error {
 // homaConfig is engine transport t's configuration as an emulated run's
 // agents get it (the calibration so far included), framed as the fabric
 // frames packets.
-func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
+func (r *Network) homaConfig(t scenario.Transport) homaconf.Config {
 	c := agents.Requests{Fabric: r.fab, Calibration: r.calib}.HomaConfig(t)
 	c.FrameOverhead = r.fab.Framing
 	return c
@@ -605,7 +441,7 @@ func (r *simRun) homaConfig(t scenario.Transport) homaconf.Config {
 // peer (or a pool that grows when busy), segments of the fabric's MTU, and for PIAS the tagging the agents
 // would attach (agents.Requests.TCPParams, pias.ForRun: the same
 // thresholds from the same calibration).
-func (r *simRun) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
+func (r *Network) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 	if t.Engine() {
 		return nil, nil
 	}
@@ -658,19 +494,6 @@ func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
 // ipTCPHeaders are an IPv4 and a TCP header without options: the MTU less
 // them is the MSS.
 const ipTCPHeaders = 40
-
-// newManifest opens a simulated run's manifest.
-func newManifest(runID, file string, plan *scenario.Plan, started time.Time) *rundir.Manifest {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		abs = file
-	}
-	return &rundir.Manifest{Run: runID, Tag: "hb51a00", ScenarioFile: abs, Scenario: plan.Base.Doc(),
-		Started: started.UnixNano(), Incomplete: true, Mode: rundir.ModeSimulated,
-		Versions: map[string]string{"go": runtime.Version()}, GitCommit: buildinfo.Commit(),
-		Baseline: plan.Base.BaselineConfig(), Fidelity: []string{}, Experiments: []rundir.Experiment{},
-		Calibration: map[string]rundir.Calibration{}, Order: plan.Order(), Seeds: plan.Seeds()}
-}
 
 // pfcOf is the scenario's switch.pfc as the switches run it (zero: off).
 func pfcOf(p *scenario.PFC) dataplane.PFC {

@@ -1,9 +1,11 @@
-package simulate
+package simulate_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/homatb/homatb/testbed"
+	"github.com/homatb/homatb/testbed/simulate"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,11 +29,11 @@ func load(t *testing.T, src string) *scenario.Plan {
 	return p
 }
 
-// simulate runs plan into a fresh directory and returns it.
-func simulate(t *testing.T, p *scenario.Plan) string {
+// runSim runs plan into a fresh directory and returns it.
+func runSim(t *testing.T, p *scenario.Plan) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
-	res, err := Run(context.Background(), p, Options{RunDir: dir, ScenarioFile: p.File})
+	res, err := testbed.Run(context.Background(), p, testbed.Options{RunDir: dir, ScenarioFile: p.File, Simulate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ seed: SEED
 // the report divides by: on a nearly idle network every size's median
 // slowdown is 1.00 +- 0.05.
 func TestIdleSlowdownIsOne(t *testing.T) {
-	dir := simulate(t, load(t, strings.Replace(idle, "SEED", "1", 1)))
+	dir := runSim(t, load(t, strings.Replace(idle, "SEED", "1", 1)))
 	b, err := os.ReadFile(filepath.Join(dir, "by_size.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +158,7 @@ func TestRepeatsExactly(t *testing.T) {
 		}
 		return p
 	}
-	a, b, c := simulate(t, seeded("1")), simulate(t, seeded("1")), simulate(t, seeded("2"))
+	a, b, c := runSim(t, seeded("1")), runSim(t, seeded("1")), runSim(t, seeded("2"))
 	read := func(dir, f string) []byte {
 		t.Helper()
 		data, err := os.ReadFile(filepath.Join(dir, f))
@@ -186,7 +188,7 @@ func TestIncast(t *testing.T) {
 	if err := p.Only([]string{"homa"}); err != nil {
 		t.Fatal(err)
 	}
-	dir := simulate(t, p)
+	dir := runSim(t, p)
 	s := readSummary(t, dir)
 	if len(s.Experiments) != 1 {
 		t.Fatalf("%d experiments", len(s.Experiments))
@@ -258,7 +260,7 @@ func TestRoCEIncast(t *testing.T) {
 	if err := p.Only([]string{"roce-lossy"}); err != nil {
 		t.Fatal(err)
 	}
-	s := readSummary(t, simulate(t, p))
+	s := readSummary(t, runSim(t, p))
 	if len(s.Experiments) != 1 || s.Experiments[0].Internals == nil {
 		t.Fatalf("%d experiments, or no transport counters", len(s.Experiments))
 	}
@@ -291,7 +293,7 @@ func TestRoCEIncastPFC(t *testing.T) {
 	if err := p.Only([]string{"roce-pfc", "roce-pfc-no-dcqcn"}); err != nil {
 		t.Fatal(err)
 	}
-	s := readSummary(t, simulate(t, p))
+	s := readSummary(t, runSim(t, p))
 	if len(s.Experiments) != 2 {
 		t.Fatalf("%d experiments, want 2", len(s.Experiments))
 	}
@@ -326,7 +328,7 @@ func TestRefusesNV(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:7: transports[1].tcp.congestion: nv is emulation-only") {
 		t.Fatalf("Load --simulate = %v, want a refusal of nv naming its line", err)
 	}
-	if err := Check(load(t, src)); err == nil || !strings.Contains(err.Error(), "tcp-nv") {
+	if err := simulate.Check(load(t, src)); err == nil || !strings.Contains(err.Error(), "tcp-nv") {
 		t.Fatalf("Check = %v, want a refusal naming tcp-nv", err)
 	}
 }
@@ -358,10 +360,10 @@ seed: 3
 calibration: {sizes: [100, 100000], samples: 3}
 `
 	p := load(t, src)
-	if err := Check(p); err != nil {
+	if err := simulate.Check(p); err != nil {
 		t.Fatal(err)
 	}
-	dir := simulate(t, p)
+	dir := runSim(t, p)
 	s := readSummary(t, dir)
 	p99 := map[string]float64{}
 	for _, e := range s.Experiments {
@@ -411,7 +413,7 @@ calibration: {sizes: [100, 100000], samples: 3}
 			t.Errorf("%s: %d CE marks in the switch statistics, want some: %v", exp, ce, wantCE)
 		}
 	}
-	again := simulate(t, load(t, src))
+	again := runSim(t, load(t, src))
 	x, _ := os.ReadFile(filepath.Join(dir, "rpcs.csv"))
 	y, _ := os.ReadFile(filepath.Join(again, "rpcs.csv"))
 	if len(x) == 0 || !bytes.Equal(x, y) {
@@ -421,7 +423,7 @@ calibration: {sizes: [100, 100000], samples: 3}
 
 func TestRefusesCapture(t *testing.T) {
 	p := load(t, strings.Replace(idle, "SEED", "1", 1)+"capture: {hosts: [h1]}\n")
-	if err := Check(p); err == nil || !strings.Contains(err.Error(), "capture:") {
+	if err := simulate.Check(p); err == nil || !strings.Contains(err.Error(), "capture:") {
 		t.Fatalf("Check = %v, want a refusal of capture", err)
 	}
 }
@@ -429,7 +431,7 @@ func TestRefusesCapture(t *testing.T) {
 // TestUplinkRate: a leaf-spine's uplinks run at topology.uplink_rate in
 // the simulated switches, the hosts' links at link.rate.
 func TestUplinkRate(t *testing.T) {
-	dir := simulate(t, load(t, `name: up
+	dir := runSim(t, load(t, `name: up
 topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2, uplink_rate: 400Mbit}
 link: {rate: 100Mbit}
 transports:
@@ -511,14 +513,14 @@ drain: 200ms
 `
 	for _, lb := range []string{"spray", "ecmp"} {
 		t.Run(lb, func(t *testing.T) {
-			dir := simulate(t, load(t, strings.Replace(base, "LB", lb, 1)))
+			dir := runSim(t, load(t, strings.Replace(base, "LB", lb, 1)))
 			p1, p2 := spineSent(t, dir, "mp-homa", "p1"), spineSent(t, dir, "mp-homa", "p2")
 			if p1 == 0 || p2 == 0 || p1 > 3*p2 || p2 > 3*p1 {
 				t.Errorf("spines sent p1 %d, p2 %d bytes: want both within 3x", p1, p2)
 			}
 		})
 	}
-	dir := simulate(t, load(t, strings.Replace(base, "LB", "spray", 1)+"faults:\n  - {link: l1-p1, down: {at: 0s, for: 900ms}}\n"))
+	dir := runSim(t, load(t, strings.Replace(base, "LB", "spray", 1)+"faults:\n  - {link: l1-p1, down: {at: 0s, for: 900ms}}\n"))
 	p1, p2 := spineSent(t, dir, "mp-homa", "p1"), spineSent(t, dir, "mp-homa", "p2")
 	if p2 < 4*p1 {
 		t.Errorf("l1-p1 down 900 ms of 1 s: spines sent p1 %d, p2 %d bytes: want p2 at least 4x p1", p1, p2)
