@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,6 +56,11 @@ type Options struct {
 	// Slice, when not zero, is the EEVDF time slice switches and agents
 	// ask for under ordinary scheduling (experimental; docs/emulation.md).
 	Slice time.Duration
+	// Experiments, when not empty, runs only these experiments of the
+	// plan (by name), each with the seed and, in virtual time, the epoch it
+	// has in the whole plan: the records of a run split over several
+	// processes (testbed/dispatch) are then those of the run in one.
+	Experiments []string
 	// Simulate runs the plan in virtual time (testbed/simulate) instead of
 	// emulating it; HostNIC is then the simulated hosts' NIC
 	// (simulate.NICFIFO or simulate.NICShaper).
@@ -144,6 +150,11 @@ const (
 // calibration, experiments), tear down, mark the manifest, build the report.
 func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*Result, error) {
 	opt = opt.withDefaults()
+	for _, name := range opt.Experiments {
+		if !slices.ContainsFunc(plan.Experiments, func(e scenario.Experiment) bool { return e.Name == name }) {
+			return nil, fmt.Errorf("experiment %q is not in the plan of %s", name, plan.Base.Name)
+		}
+	}
 	r, logFile, err := newRun(plan, opt, p)
 	if err != nil {
 		return nil, err
@@ -205,21 +216,30 @@ func (opt Options) withDefaults() Options {
 	return opt
 }
 
+// DefaultRunDir is the directory under outDir of a run of plan started at
+// now, when the user names none: the time and the scenario's name, and
+// "-sim" for a run in virtual time.
+func DefaultRunDir(outDir string, plan *scenario.Plan, simulated bool, now time.Time) string {
+	dir := filepath.Join(outDir, now.UTC().Format("20060102-150405")+"-"+plan.Base.Name)
+	if simulated {
+		dir += "-sim"
+	}
+	return dir
+}
+
 // newRun creates the run directory, its log (returned for the caller to
 // close) and its first manifest.
 func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
-	runID := time.Now().UTC().Format("20060102-150405") + "-" + plan.Base.Name
+	now := time.Now()
+	runID := now.UTC().Format("20060102-150405") + "-" + plan.Base.Name
 	dir := opt.RunDir
 	if dir == "" {
-		dir = filepath.Join(opt.OutDir, runID)
+		dir = DefaultRunDir(opt.OutDir, plan, opt.Simulate, now)
 	}
 	tag := NewTag(runID)
 	if opt.Simulate {
 		if err := simulate.Check(plan); err != nil {
 			return nil, nil, err
-		}
-		if opt.RunDir == "" {
-			dir += "-sim"
 		}
 		runID, tag = simulate.RunID(plan), simulate.Tag
 	}
@@ -276,7 +296,11 @@ func (r *run) markEnd(runErr, tdErr error) bool {
 		for _, e := range m.Experiments {
 			incomplete = incomplete || e.Incomplete
 		}
-		if len(m.Experiments) < len(r.plan.Experiments) {
+		planned := len(r.plan.Experiments)
+		if len(r.opt.Experiments) > 0 {
+			planned = len(r.opt.Experiments)
+		}
+		if len(m.Experiments) < planned {
 			incomplete = true
 		}
 		m.Incomplete = incomplete
@@ -365,6 +389,12 @@ func (r *run) execute(ctx context.Context) error {
 	for i := range r.plan.Experiments {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if len(r.opt.Experiments) > 0 && !slices.Contains(r.opt.Experiments, r.plan.Experiments[i].Name) {
+			if r.sim != nil {
+				r.sim.Skip()
+			}
+			continue
 		}
 		run := r.experiment
 		if r.sim != nil {

@@ -39,6 +39,9 @@ func newReportCmd() *cobra.Command {
 				reports.WithMinBinSamples(minBin),
 				reports.WithShortMaxLength(shortMax),
 			}
+			if err := mergeDetached(cmd, args[0]); err != nil {
+				return err
+			}
 			out, err := outDir(parent, exact, filepath.Base(filepath.Clean(args[0])))
 			if err != nil {
 				return err

@@ -34,6 +34,7 @@ type runFlags struct {
 	repetitions                    int
 	only                           []string
 	hostNIC                        string
+	dispatch                       dispatchFlags
 }
 
 // newRunCmd runs a scenario end to end and writes a run directory.
@@ -63,6 +64,7 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.slice, "slice", 0, "EEVDF time slice of switches and agents (100µs-100ms; experimental: docs/emulation.md; 0: the kernel's)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
+	f.dispatch.register(cmd)
 	return cmd
 }
 
@@ -94,8 +96,15 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 	}
+	split, err := f.dispatch.split(cmd, f.simulate)
+	if err != nil {
+		return err
+	}
 	if f.dryRun {
 		return plan.Describe(stdout)
+	}
+	if split {
+		return runDispatched(cmd, plan, file, f)
 	}
 	if f.simulate {
 		return runSimulated(cmd, plan, file, f)

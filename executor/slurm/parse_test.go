@@ -69,3 +69,16 @@ func TestBatchScriptQuotes(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+func TestInferCancelled(t *testing.T) {
+	st := map[int]TaskState{0: {State: "COMPLETED"}, 2: {State: "RUNNING"}}
+	inferCancelled(st, 4)
+	if st[1].State != "CANCELLED" || st[3].State != "CANCELLED" || st[0].State != "COMPLETED" || st[2].State != "RUNNING" {
+		t.Errorf("got %+v", st)
+	}
+	none := map[int]TaskState{}
+	inferCancelled(none, 3)
+	if len(none) != 0 {
+		t.Errorf("a job the controller forgot got states %+v", none)
+	}
+}

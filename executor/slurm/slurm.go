@@ -188,7 +188,23 @@ func (c *Client) States(ctx context.Context, id string, tasks int) (map[int]Task
 			}
 		}
 	}
+	inferCancelled(st, tasks)
 	return st, nil
+}
+
+// inferCancelled fills in the tasks of an array the controller still
+// knows but that have no record: Slurm drops a pending task cancelled with
+// scancel from the array's record without a trace (only accounting, where
+// a cluster keeps it, remembers it), and nothing else removes one.
+func inferCancelled(st map[int]TaskState, tasks int) {
+	if len(st) == 0 {
+		return
+	}
+	for i := range tasks {
+		if _, ok := st[i]; !ok {
+			st[i] = TaskState{State: "CANCELLED", Reason: "removed from the queue while pending (the cluster keeps no accounting record)"}
+		}
+	}
 }
 
 // parseScontrol reads `scontrol show job -o` of an array: one line a task

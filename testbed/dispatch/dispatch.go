@@ -1,0 +1,215 @@
+// Package dispatch runs a run's experiments as separate tasks — processes
+// on this machine (homatb run --jobs N) or the tasks of a Slurm job array
+// (--executor slurm) — each `homatb run-experiment RUN_DIR NAME` writing a
+// run directory of its own under RUN_DIR/tasks, and merges those into one
+// run directory, as if the run had run in one process: the same rpcs.csv,
+// in the same order, the same summary.json and report for the same seeds.
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/homatb/homatb/executor/slurm"
+	"github.com/homatb/homatb/rundir"
+)
+
+// Outcome is how one task ended, as its executor saw it.
+type Outcome struct {
+	// State is Slurm's job state, or for a local task COMPLETED, FAILED or
+	// CANCELLED.
+	State string
+	// Detail says more: the exit code, Slurm's reason.
+	Detail string
+}
+
+func (o Outcome) String() string {
+	if o.Detail == "" {
+		return o.State
+	}
+	return o.State + " (" + o.Detail + ")"
+}
+
+// Executor runs every task of a dispatched run to its end.
+type Executor interface {
+	// Run runs the tasks of d (task i runs d.Experiments[i]) and returns
+	// each task's outcome by index. progress, if not nil, gets a line when
+	// something changed.
+	Run(ctx context.Context, dir string, d *rundir.Dispatch, progress func(string)) (map[int]Outcome, error)
+}
+
+// ScenarioHash is the SHA-256 of the scenario file's bytes, which a task
+// checks against the dispatch's.
+func ScenarioHash(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
+}
+
+// Prepare creates the run directory's tasks/ and writes dispatch.json.
+func Prepare(dir string, d *rundir.Dispatch) error {
+	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	d.Submitted = time.Now().UnixNano()
+	return rundir.WriteDispatch(dir, d)
+}
+
+// Local runs the tasks as child processes of this machine, Jobs at once.
+type Local struct {
+	// Binary is the homatb executable the tasks run.
+	Binary string
+	// Jobs is how many tasks run at once (at least 1).
+	Jobs int
+}
+
+// Run implements Executor.
+func (l Local) Run(ctx context.Context, dir string, d *rundir.Dispatch, progress func(string)) (map[int]Outcome, error) {
+	jobs := max(l.Jobs, 1)
+	out := make(map[int]Outcome, len(d.Experiments))
+	var mu sync.Mutex
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				o := l.task(ctx, dir, d.Experiments[i])
+				mu.Lock()
+				out[i] = o
+				n := len(out)
+				mu.Unlock()
+				if progress != nil {
+					progress(fmt.Sprintf("task %d/%d %s: %s", n, len(d.Experiments), d.Experiments[i], o))
+				}
+			}
+		}()
+	}
+feed:
+	for i := range d.Experiments {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	for i := range d.Experiments {
+		if _, ok := out[i]; !ok {
+			out[i] = Outcome{State: "CANCELLED", Detail: "the run stopped before the task started"}
+		}
+	}
+	return out, ctx.Err()
+}
+
+func (l Local) task(ctx context.Context, dir, name string) Outcome {
+	log, err := os.Create(rundir.TaskLog(dir, name))
+	if err != nil {
+		return Outcome{State: "FAILED", Detail: err.Error()}
+	}
+	defer log.Close()
+	cmd := exec.CommandContext(ctx, l.Binary, "run-experiment", dir, name)
+	cmd.Stdout, cmd.Stderr = log, log
+	// On cancellation the task gets an interrupt, as a user's ^C, so it
+	// keeps what it measured.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 15 * time.Second
+	err = cmd.Run()
+	switch {
+	case err == nil:
+		return Outcome{State: "COMPLETED"}
+	case ctx.Err() != nil:
+		return Outcome{State: "CANCELLED", Detail: context.Cause(ctx).Error()}
+	}
+	return Outcome{State: "FAILED", Detail: fmt.Sprintf("%v; log %s", err, rundir.TaskLog(dir, name))}
+}
+
+// Slurm runs the tasks as one Slurm job array.
+type Slurm struct {
+	// Binary is the homatb executable, on a path every node sees.
+	Binary string
+	Client *slurm.Client
+	// Poll is how often the job's state is read (default 5 s).
+	Poll time.Duration
+}
+
+// Submit submits the array and records its id in dispatch.json.
+func (s Slurm) Submit(ctx context.Context, dir string, d *rundir.Dispatch) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	id, err := s.Client.Submit(ctx, slurm.Array{Name: "homatb-" + filepath.Base(abs), Tasks: len(d.Experiments),
+		Command: []string{s.Binary, "run-experiment", abs}, Dir: abs, LogDir: filepath.Join(abs, "tasks")})
+	if err != nil {
+		return err
+	}
+	d.JobID = id
+	return rundir.WriteDispatch(dir, d)
+}
+
+// Run implements Executor: it submits the array unless dispatch.json
+// already names one, then waits for every task.
+func (s Slurm) Run(ctx context.Context, dir string, d *rundir.Dispatch, progress func(string)) (map[int]Outcome, error) {
+	if d.JobID == "" {
+		if err := s.Submit(ctx, dir, d); err != nil {
+			return nil, err
+		}
+		if progress != nil {
+			progress(fmt.Sprintf("submitted Slurm job array %s: %d tasks", d.JobID, len(d.Experiments)))
+		}
+	}
+	poll := s.Poll
+	if poll == 0 {
+		poll = 5 * time.Second
+	}
+	st, err := s.Client.Wait(ctx, d.JobID, len(d.Experiments), poll, func(st map[int]slurm.TaskState) {
+		if progress != nil {
+			progress(fmt.Sprintf("job %s: %s", d.JobID, slurm.Summary(st)))
+		}
+	})
+	return outcomes(d, st), err
+}
+
+// States reads what Slurm says of each task now, for merging a detached
+// run's finished tasks.
+func (s Slurm) States(ctx context.Context, d *rundir.Dispatch) (map[int]Outcome, error) {
+	st, err := s.Client.States(ctx, d.JobID, len(d.Experiments))
+	if err != nil {
+		return nil, err
+	}
+	return outcomes(d, st), nil
+}
+
+func outcomes(d *rundir.Dispatch, st map[int]slurm.TaskState) map[int]Outcome {
+	out := map[int]Outcome{}
+	for i := range d.Experiments {
+		s, ok := st[i]
+		if !ok {
+			continue
+		}
+		var detail []string
+		if s.ExitCode != "" && s.ExitCode != "0:0" {
+			detail = append(detail, "exit "+s.ExitCode)
+		}
+		if s.Reason != "" && s.Reason != "None" {
+			detail = append(detail, s.Reason)
+		}
+		detail = append(detail, "log "+slurm.LogPath(filepath.Join("tasks"), i))
+		out[i] = Outcome{State: s.State, Detail: strings.Join(detail, "; ")}
+	}
+	return out
+}
