@@ -149,7 +149,9 @@ func (s TaskState) Ended() bool {
 }
 
 // OK reports whether the task ended well.
-func (s TaskState) OK() bool { return s.State == "COMPLETED" && (s.ExitCode == "" || s.ExitCode == "0:0") }
+func (s TaskState) OK() bool {
+	return s.State == "COMPLETED" && (s.ExitCode == "" || s.ExitCode == "0:0")
+}
 
 func (s TaskState) String() string {
 	r := s.State
