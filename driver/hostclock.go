@@ -17,27 +17,25 @@ import (
 // CPU.
 const spinWindow = 50 * time.Microsecond
 
-// idleWait is how long the host clock sleeps with nothing scheduled; At
-// wakes it sooner.
-const idleWait = time.Hour
-
 // HostClock is a Scheduler on the host's wall clock for an agent: one
-// goroutine (Run) runs the events in time order, sleeping on an
-// hrtime.Timer between them, since a Go timer rounds sub-millisecond waits
-// up to a millisecond on an idle host and that lag would land in every
-// open-loop RPC's latency. At may be called from any goroutine (a
-// transport's completion, a server's arrival) and wakes the loop when its
-// event is due sooner than the loop's wake-up.
+// goroutine (Run) runs the events in time order, sleeping between them
+// until an hrtime.Timer fires, since a Go timer rounds sub-millisecond
+// waits up to a millisecond on an idle host and that lag would land in
+// every open-loop RPC's latency. At may be called from any goroutine (a
+// transport's completion, a server's arrival) and wakes a sleeping loop
+// through a channel, which costs no system call.
 type HostClock struct {
 	tm *hrtime.Timer
+	// fired gets a token when the timer expires (a goroutine of its own
+	// waits on it), wake when At schedules while the loop sleeps.
+	fired, wake chan struct{}
 
-	mu  sync.Mutex
-	q   hostEvents
-	seq uint64
-	// sleepUntil is the time the loop sleeps until, 0 while it runs.
-	sleepUntil int64
-	closed     bool
-	exited     chan struct{}
+	mu       sync.Mutex
+	q        hostEvents
+	seq      uint64
+	sleeping bool
+	closed   bool
+	exited   chan struct{}
 }
 
 // NewHostClock returns a clock whose loop Run starts.
@@ -46,7 +44,16 @@ func NewHostClock() (*HostClock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("driver: host clock: %w", err)
 	}
-	return &HostClock{tm: tm, exited: make(chan struct{})}, nil
+	c := &HostClock{tm: tm, fired: make(chan struct{}, 1), wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	go func() {
+		for tm.Wait() == nil {
+			select {
+			case c.fired <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return c, nil
 }
 
 // Now is the wall clock in Unix ns.
@@ -67,10 +74,11 @@ func (c *HostClock) At(t int64, fn func()) Event {
 	c.seq++
 	e := &hostEvent{at: t, seq: int64(c.seq), fn: fn}
 	heap.Push(&c.q, e)
-	if c.sleepUntil != 0 && t < c.sleepUntil {
-		// Wake the loop: re-arming the timer replaces its deadline.
-		c.sleepUntil = t
-		c.tm.Reset(time.Duration(t-c.Now()) - spinWindow)
+	if c.sleeping {
+		select {
+		case c.wake <- struct{}{}:
+		default: // a wake-up is on its way
+		}
 	}
 	return e
 }
@@ -97,6 +105,7 @@ func (c *HostClock) Do(fn func()) {
 // Run runs the events until Close.
 func (c *HostClock) Run() {
 	defer close(c.exited)
+	defer c.tm.Close()
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -112,34 +121,38 @@ func (c *HostClock) Run() {
 			}
 			continue
 		}
-		wait := idleWait
 		if len(c.q) > 0 {
-			wait = time.Duration(c.q[0].at - now)
+			wait := time.Duration(c.q[0].at - now)
+			if wait <= spinWindow {
+				c.mu.Unlock()
+				runtime.Gosched()
+				continue
+			}
+			c.tm.Reset(wait - spinWindow)
 		}
-		if wait <= spinWindow {
-			c.mu.Unlock()
-			runtime.Gosched()
-			continue
-		}
-		c.sleepUntil = now + wait.Nanoseconds()
-		c.tm.Reset(wait - spinWindow)
+		c.sleeping = true
 		c.mu.Unlock()
-		err := c.tm.Wait()
+		// A token left by an earlier expiry or wake-up costs one more turn
+		// of the loop, nothing else.
+		select {
+		case <-c.fired:
+		case <-c.wake:
+		}
 		c.mu.Lock()
-		c.sleepUntil = 0
+		c.sleeping = false
 		c.mu.Unlock()
-		if err != nil {
-			return
-		}
 	}
 }
 
 // Close ends Run; events not yet run never run.
 func (c *HostClock) Close() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.closed = true
-	c.mu.Unlock()
-	c.tm.Close()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 }
 
 // hostEvents is a heap of events by time, then by order of scheduling.

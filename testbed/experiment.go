@@ -100,16 +100,8 @@ func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := rundir.Experiment{
-		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
-		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
-		Receivers: ro.Receivers, Fidelity: []string{}, Incomplete: true, TransportCounters: map[string]uint64{},
-	}
-	if e.Params == nil {
-		rec.Params = map[string]string{}
-	}
-	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
-	rec.ClientPhases = ro.Phases
+	rec := ro.Entry(e)
+	rec.Incomplete = true
 	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]rundir.HostCounters{}}, nil
 }

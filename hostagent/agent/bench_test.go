@@ -73,7 +73,7 @@ func agentCalls(b *testing.B, tr Transport, target string, n int) {
 	}
 	e.start()
 	for c := e.snapshot(); c.completed+c.failed < uint64(n); c = e.snapshot() {
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(time.Millisecond)
 	}
 	if err := e.stop(time.Minute); err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
 	"github.com/homatb/homatb/workloads"
@@ -227,4 +228,20 @@ func (ro Roles) ConfiguredLoad() (bps, rps float64, unrated int) {
 		}
 	}
 	return bps, rps, unrated
+}
+
+// Entry is experiment e's manifest entry before it runs: what it is and
+// who does what, with no books yet.
+func (ro Roles) Entry(e *scenario.Experiment) rundir.Experiment {
+	s := e.Scenario
+	rec := rundir.Experiment{
+		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
+		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
+		Receivers: ro.Receivers, ClientPhases: ro.Phases, Fidelity: []string{}, TransportCounters: map[string]uint64{},
+	}
+	if e.Params == nil {
+		rec.Params = map[string]string{}
+	}
+	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
+	return rec
 }

@@ -371,16 +371,10 @@ func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundi
 			return rec, nil, nil, err
 		}
 	}
-	rec = rundir.Experiment{Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(),
-		Params: e.Params, WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
-		Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, TransportCounters: j.counters, Hosts: j.hostCounters}
-	if rec.Params == nil {
-		rec.Params = map[string]string{}
-	}
-	rec.Receivers = ro.Receivers
-	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
-	rec.ClientPhases = ro.Phases
+	rec = ro.Entry(e)
+	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
+	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
+	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books, j.counters, j.hostCounters
 	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
 	return rec, j.served, j, nil
 }
