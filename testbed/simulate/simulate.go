@@ -155,7 +155,10 @@ func Run(ctx context.Context, plan *scenario.Plan, opt Options) (*Result, error)
 	}
 	r.man.Simulation = &rundir.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: wall,
 		EventsPerSecond: float64(r.events) / wall, SimPerWall: float64(r.simNs) / 1e9 / wall,
-		Model: append([]string{model[0], nicModel, latencyModel(plan.Base.Simulation)}, model[1:]...)}
+		Model: append([]string{model[0], nicModel, latencyModel(plan.Base.Simulation)}, model[1:]...), ClockDefaults: plan.ClockDefaults}
+	if note := scenario.ClockNote(plan.ClockDefaults); note != "" {
+		r.man.Simulation.Model = append(r.man.Simulation.Model, note)
+	}
 	for _, t := range plan.Base.Transports {
 		if !t.Engine() {
 			r.man.Simulation.Model = append(r.man.Simulation.Model, tcpModel)
