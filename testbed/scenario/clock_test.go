@@ -48,14 +48,14 @@ func TestClockDefaults(t *testing.T) {
 		{"emulated keeps its own", strings.Replace(clockBase, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), false,
 			want{}},
 		{"simulated, nothing set", clockBase, true,
-			want{time.Microsecond, simSwitchDelay, simHostDelay, true, true, simECNPktsSlow, all}},
+			want{time.Microsecond, simSwitchDelay, simHostTxDelay, true, true, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
-			"", true, want{time.Microsecond, 0, simHostDelay, true, true, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
+			"", true, want{time.Microsecond, 0, simHostTxDelay, true, true, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
 			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
 			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
 			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false}\n", 1), true,
-			want{5 * time.Microsecond, simSwitchDelay, simHostDelay, false, true, simECNPktsSlow,
+			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, simECNPktsSlow,
 				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts", "transports[1].tcp.nic_priorities"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,5 +119,45 @@ func TestSweptClockDefault(t *testing.T) {
 	}
 	if !seen[2*time.Microsecond] || !seen[3*time.Microsecond] || len(seen) != 2 {
 		t.Errorf("homa's swept backlogs %v, want 2µs and 3µs", seen)
+	}
+}
+
+// TestPFabricClockTimer: a simulated pFabric's timer ticks once per
+// unloaded round trip of the fabric (computed by hand here for a star at
+// 10 Gbit/s with the clock's latencies), its RESEND after three silent
+// ticks and its abort still after 100 ms; an explicit tick_us is kept,
+// and the emulation keeps the engine's millisecond.
+func TestPFabricClockTimer(t *testing.T) {
+	text := strings.Replace(strings.Replace(clockBase, "link: {rate: 1Gbit}", "link: {rate: 10Gbit}", 1),
+		"  - name: homa\n", "  - name: pfabric\n", 1)
+	// A full frame (1,538 B) out and a minimal one (102 B) back on two
+	// 10 Gbit/s links, plus 2 x (1 us + 0.5 us host, 0.25 us switch).
+	wantTick := (2*(1538+102)*8*time.Second/10e9 + 2*(1750*time.Nanosecond)).Round(time.Microsecond)
+	for _, tc := range []struct {
+		name     string
+		text     string
+		simulate bool
+		tick     time.Duration
+		resend   int
+		timeout  int
+	}{
+		{"simulated", text, true, wantTick, pfabricResendTicks, int((100*time.Millisecond + wantTick - 1) / wantTick)},
+		{"explicit tick kept", strings.Replace(text, "  - name: pfabric\n", "  - name: pfabric\n    homa: {tick_us: 50}\n", 1), true, 50 * time.Microsecond, 0, 0},
+		{"emulated", strings.Replace(strings.Replace(text, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), "rate: 10Gbit", "rate: 1Gbit", 1), false, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("p.yaml", []byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := plan.Base.Transports[0].Homa
+			if h.Tick != tc.tick || h.ResendTicks != tc.resend || h.TimeoutTicks != tc.timeout {
+				t.Errorf("pfabric tick %v, resend %d, timeout %d ticks; want %v, %d, %d", h.Tick, h.ResendTicks, h.TimeoutTicks, tc.tick, tc.resend, tc.timeout)
+			}
+		})
 	}
 }
