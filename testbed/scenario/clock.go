@@ -25,11 +25,11 @@ import (
 const (
 	// simNICBacklog is how far ahead of its link an engine host's pacer
 	// may hand packets to the NIC. HomaSimulation's SendController hands
-	// the NIC its next packet only when the link is idle; 1 us is the
-	// nearest the key's whole microseconds come (less than one full packet
-	// at 10 Gbit/s). Linux Homa's qdisc allows 5 us
+	// the NIC its next packet only when the link is idle, so a short
+	// message waits behind at most the packet on the wire; 1 ns is that
+	// (0 would mean the engine's default). Linux Homa's qdisc allows 5 us
 	// (max_nic_est_backlog_usecs), for real NICs' completion lag.
-	simNICBacklog = time.Microsecond
+	simNICBacklog = time.Nanosecond
 	// simSwitchDelay, simHostTxDelay and simHostRxDelay are HomaSimulation's
 	// fixed latencies (src/dcntopo/omnetpp.ini and DcnTopo.ned):
 	// switchFixDelay 0.25 us on each switch's egress link; a host's
@@ -100,7 +100,7 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []C
 		case t.Engine():
 			if t.Homa.MaxNICBacklog == 0 && !homaGiven("max_nic_backlog_us") {
 				t.Homa.MaxNICBacklog = simNICBacklog
-				out = append(out, ClockDefault{Key: p + ".homa.max_nic_backlog_us", Value: "1", Emulated: "10 (or 4 full packets' wire time, if longer)",
+				out = append(out, ClockDefault{Key: p + ".homa.max_nic_backlog_us", Value: "0.001", Emulated: "10 (or 4 full packets' wire time, if longer)",
 					Source: "HomaSimulation's SendController: the next packet when the link is idle"})
 			}
 			if t.Name == TransportPFabric && t.Homa.Tick == 0 && !homaGiven("tick_us") {

@@ -48,9 +48,9 @@ func TestClockDefaults(t *testing.T) {
 		{"emulated keeps its own", strings.Replace(clockBase, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), false,
 			want{}},
 		{"simulated, nothing set", clockBase, true,
-			want{time.Microsecond, simSwitchDelay, simHostTxDelay, true, true, simECNPktsSlow, all}},
+			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
-			"", true, want{time.Microsecond, 0, simHostTxDelay, true, true, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
+			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
 			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
 			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
