@@ -355,4 +355,22 @@ type Simulation struct {
 	SimPerWall      float64 `json:"simulated_per_wall_second"`
 	// Model says what the simulation models and what it leaves out.
 	Model []string `json:"model"`
+	// ClockDefaults are the settings the scenario left out that the
+	// simulated run took from the modelled hardware rather than the
+	// emulation's defaults (testbed/scenario, clock.go).
+	ClockDefaults []ClockDefault `json:"clock_defaults,omitempty"`
+}
+
+// ClockDefault is one setting a scenario left out that a simulated run
+// filled with the modelled hardware's value.
+type ClockDefault struct {
+	// Key is the setting's path in the scenario
+	// ("simulation.switch_delay", "transports[0].homa.max_nic_backlog_us").
+	Key string `json:"key"`
+	// Value is the value the simulated run took, Emulated the one an
+	// emulated run takes.
+	Value    string `json:"value"`
+	Emulated string `json:"emulated"`
+	// Source names the hardware or paper the value is from.
+	Source string `json:"source"`
 }

@@ -25,6 +25,9 @@ type Plan struct {
 	// calibration of the whole run come from it.
 	Base        *Scenario
 	Experiments []Experiment
+	// ClockDefaults are the settings Base left out that a simulated run
+	// takes from the modelled hardware (clock.go); nil when emulated.
+	ClockDefaults []ClockDefault
 }
 
 // Experiment is one measurement: one transport, one combination of sweep
@@ -168,12 +171,14 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		base.Repetitions = opt.Repetitions
 	}
 	opt.Simulate = opt.Simulate || base.Simulated
+	clock := clockDefaults(base, opt.Simulate, givenIn(src.idx, nil))
 	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)
 	if len(c.errs) > 0 {
 		return nil, c.errs.unique()
 	}
+	clock = unswept(clock, sweeps)
 	nCombos := 1
 	for _, sw := range base.Sweep {
 		nCombos *= len(sw.Values)
@@ -203,7 +208,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
-	plan := &Plan{File: src.File, Base: base}
+	plan := &Plan{File: src.File, Base: base, ClockDefaults: clock}
 	names := map[string]bool{}
 	// Repetitions outermost: each runs every configuration once (ABAB, not
 	// AABB), so a change in the machine's load spreads over all of them.
@@ -442,6 +447,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
+	clockDefaults(s, opt.Simulate, givenIn(src.idx, c.overrides))
 	src.resolveFiles(s)
 	s.Repetitions = base.Repetitions // the command line may have changed it
 	c.check(s)
@@ -449,6 +455,35 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 		return nil, nil, nil, err
 	}
 	return s, params, order, nil
+}
+
+// unswept is the clock defaults of the base scenario that no sweep sets:
+// a swept setting takes the sweep's values in every experiment.
+func unswept(ds []ClockDefault, sweeps []resolvedSweep) []ClockDefault {
+	swept := map[string]int{}
+	for _, sw := range sweeps {
+		for _, p := range sw.params {
+			swept[p.canon] = 0
+		}
+	}
+	given := givenIn(nil, swept)
+	return slices.DeleteFunc(ds, func(d ClockDefault) bool { return given(d.Key) })
+}
+
+// givenIn reports whether a scenario path was written in the file or set
+// by a sweep (overrides, by canonical path), itself or a block holding it.
+func givenIn(idx lineIndex, overrides map[string]int) func(path string) bool {
+	return func(path string) bool {
+		if _, ok := idx[path]; ok {
+			return true
+		}
+		for p := range overrides {
+			if path == p || strings.HasPrefix(path, p+".") {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // setSwept sets one swept parameter of s to the value vn; field names the
@@ -631,6 +666,11 @@ func (p *Plan) Describe(w io.Writer) error {
 		units.Count(len(p.Experiments), "experiment"), per)
 	if err != nil {
 		return err
+	}
+	if note := ClockNote(p.ClockDefaults); note != "" {
+		if _, err := fmt.Fprintln(w, note); err != nil {
+			return err
+		}
 	}
 	for i, e := range p.Experiments {
 		var kv []string

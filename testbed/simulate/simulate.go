@@ -169,7 +169,10 @@ func (r *Network) Summary(wall time.Duration) *rundir.Simulation {
 	w := wall.Seconds()
 	sum := &rundir.Simulation{Events: r.events, SimulatedSeconds: float64(r.simNs) / 1e9, WallSeconds: w,
 		EventsPerSecond: float64(r.events) / w, SimPerWall: float64(r.simNs) / 1e9 / w,
-		Model: append([]string{model[0], nicModel, latencyModel(r.plan.Base.Simulation)}, model[1:]...)}
+		Model: append([]string{model[0], nicModel, latencyModel(r.plan.Base.Simulation)}, model[1:]...), ClockDefaults: r.plan.ClockDefaults}
+	if note := scenario.ClockNote(r.plan.ClockDefaults); note != "" {
+		sum.Model = append(sum.Model, note)
+	}
 	for _, t := range r.plan.Base.Transports {
 		if !t.Engine() {
 			sum.Model = append(sum.Model, tcpModel)

@@ -104,6 +104,8 @@ func TestSet(t *testing.T) {
 	}{
 		{"poll_us", 50, func(c Config) bool { return c.Poll == 50*time.Microsecond }, ""},
 		{"poll_us", "50", func(c Config) bool { return c.Poll == 50*time.Microsecond }, ""},
+		{"max_nic_backlog_us", 0.001, func(c Config) bool { return c.MaxNICBacklog == time.Nanosecond }, ""},
+		{"tick_us", 2.5, func(c Config) bool { return c.Tick == 2500*time.Nanosecond }, ""},
 		{"pacer_spin_us", "off", func(c Config) bool { return c.PacerSpin < 0 }, ""},
 		{"fifo_grants", "off", func(c Config) bool { return c.DisableFIFOGrants }, ""},
 		{"fifo_grants", true, func(c Config) bool { return !c.DisableFIFOGrants }, ""},
@@ -145,7 +147,8 @@ func TestSettingsRoundTrip(t *testing.T) {
 		fv := v.Field(f.index)
 		switch {
 		case fv.Type() == durationType:
-			fv.SetInt(int64(i+1) * int64(time.Microsecond))
+			// Every other duration with a fraction of a microsecond.
+			fv.SetInt(int64(i+1)*int64(time.Microsecond) + int64(i%2)*500)
 		case fv.Kind() == reflect.Bool:
 			fv.SetBool(true)
 		case fv.Kind() == reflect.String:

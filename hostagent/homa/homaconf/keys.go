@@ -108,6 +108,12 @@ func setValue(dst reflect.Value, f keyField, value any) error {
 			dst.SetInt(-1)
 			return nil
 		}
+		if v, ok := value.(float64); ok && v != math.Trunc(v) && math.Abs(v) < 1e9 {
+			// A fraction of a microsecond, to the nanosecond: the
+			// simulator's clock has no wake-up lag to cover.
+			dst.SetInt(int64(math.Round(v * 1e3)))
+			return nil
+		}
 		us, err := toInt(value, math.MinInt64/int64(time.Microsecond), math.MaxInt64/int64(time.Microsecond))
 		if err != nil {
 			return err
@@ -247,6 +253,8 @@ func (c Config) Settings() []Setting {
 			d := time.Duration(fv.Int())
 			if d < 0 && f.off {
 				val = "off"
+			} else if d%time.Microsecond != 0 {
+				val = float64(d) / float64(time.Microsecond)
 			} else {
 				val = int64(d / time.Microsecond)
 			}

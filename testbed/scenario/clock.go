@@ -1,0 +1,200 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/rundir"
+)
+
+// Some defaults exist to absorb the emulation's host noise: a 2-vCPU
+// machine wakes its pacers late, so the engine lets 10 us of packets
+// ahead of the link; its hosts and switches have latencies of their own,
+// so the scenario's simulation: block is zero; and its tcprpc keeps one
+// connection per pair. In virtual time there is no such noise, and those
+// defaults would make the twin model a noisy machine rather than the
+// hardware the papers simulated. So a simulated run takes, for every such
+// setting the scenario leaves out, the value of that hardware (the Homa
+// paper's simulator, HomaSimulation, and the PIAS paper's ns-2 setup);
+// an emulated run keeps its own. clockDefaults is the one place that
+// decides which.
+
+// Clock defaults of a simulated run: the hardware the papers simulated.
+const (
+	// simNICBacklog is how far ahead of its link an engine host's pacer
+	// may hand packets to the NIC. HomaSimulation's SendController hands
+	// the NIC its next packet only when the link is idle, so a short
+	// message waits behind at most the packet on the wire; 1 ns is that
+	// (0 would mean the engine's default). Linux Homa's qdisc allows 5 us
+	// (max_nic_est_backlog_usecs), for real NICs' completion lag.
+	simNICBacklog = time.Nanosecond
+	// simSwitchDelay, simHostTxDelay and simHostRxDelay are HomaSimulation's
+	// fixed latencies (src/dcntopo/omnetpp.ini and DcnTopo.ned):
+	// switchFixDelay 0.25 us on each switch's egress link; a host's
+	// packets wait hostSwTurnAroundTime (0.5 us) in its NIC's output hook
+	// and hostNicSxThinkTime (0.5 us) on its link to the switch, 1 us in
+	// all, and hostSwTurnAroundTime in its input hook when received. Its
+	// ideal counts the same 1.5 us (WorkloadSynthesizer's
+	// idealMsgEndToEndDelay: two turnarounds and one think time).
+	simSwitchDelay = Duration(250 * time.Nanosecond)
+	simHostTxDelay = Duration(time.Microsecond)
+	simHostRxDelay = Duration(500 * time.Nanosecond)
+	// simECNPkts is the DCTCP paper's marking threshold K: 65 packets at
+	// 10 Gbit/s, 20 at 1 Gbit/s (and below), which the PIAS paper's
+	// simulations kept for DCTCP underneath PIAS.
+	simECNPkts, simECNPktsSlow = 65, 20
+)
+
+// ClockDefault is one setting a scenario left out that a simulated run
+// filled with the modelled hardware's value instead of the emulation's
+// default; the run directory's format (manifest.json) defines it.
+type ClockDefault = rundir.ClockDefault
+
+// clockDefaults fills the settings of s that given says the author left
+// out with the modelled hardware's values when s is simulated, and
+// returns what it filled (nil for an emulated scenario, which keeps the
+// emulation's defaults). given reports whether a scenario path was set
+// in the file or by a sweep.
+func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []ClockDefault {
+	if !simulate {
+		return nil
+	}
+	var out []ClockDefault
+	if s.Simulation == nil {
+		s.Simulation = &Simulation{}
+	}
+	for _, d := range []struct {
+		key    string
+		field  *Duration
+		v      Duration
+		source string
+	}{
+		{"switch_delay", &s.Simulation.SwitchDelay, simSwitchDelay, "HomaSimulation's switchFixDelay"},
+		{"host_tx_delay", &s.Simulation.HostTxDelay, simHostTxDelay, "HomaSimulation's hostSwTurnAroundTime (NIC output hook) + hostNicSxThinkTime (host link)"},
+		{"host_rx_delay", &s.Simulation.HostRxDelay, simHostRxDelay, "HomaSimulation's hostSwTurnAroundTime (NIC input hook)"},
+	} {
+		if p := "simulation." + d.key; !given(p) {
+			*d.field = d.v
+			out = append(out, ClockDefault{Key: p, Value: d.v.D().String(), Emulated: "0s (the machine's own latencies)", Source: d.source})
+		}
+	}
+	dctcp := false
+	for _, t := range s.Transports {
+		dctcp = dctcp || (!t.Engine() && t.TCP.Congestion == "dctcp")
+	}
+	if dctcp && !s.Switch.Marks() && !given("switch.ecn_threshold_pkts") && !given("switch.ecn") {
+		s.Switch.ECNThresholdPkts = simECNPkts
+		if s.Link.Rate < 10e9 {
+			s.Switch.ECNThresholdPkts = simECNPktsSlow
+		}
+		out = append(out, ClockDefault{Key: "switch.ecn_threshold_pkts", Value: fmt.Sprint(s.Switch.ECNThresholdPkts),
+			Emulated: "0 (no marking: a dctcp or pias transport must set it)", Source: "the DCTCP paper's K for the link rate, under DCTCP and PIAS"})
+	}
+	for i := range s.Transports {
+		t := &s.Transports[i]
+		p := fmt.Sprintf("transports[%d]", i)
+		homaGiven := func(key string) bool { return given(p+".homa."+key) || given(p+".homa.extra."+key) }
+		switch {
+		case t.Engine():
+			if t.Homa.MaxNICBacklog == 0 && !homaGiven("max_nic_backlog_us") {
+				t.Homa.MaxNICBacklog = simNICBacklog
+				out = append(out, ClockDefault{Key: p + ".homa.max_nic_backlog_us", Value: "0.001", Emulated: "10 (or 4 full packets' wire time, if longer)",
+					Source: "HomaSimulation's SendController: the next packet when the link is idle"})
+			}
+			if t.Name == TransportPFabric && t.Homa.Tick == 0 && !homaGiven("tick_us") {
+				out = append(out, pfabricTimer(s, t, p, homaGiven)...)
+			}
+		case t.Name == TransportPIAS:
+			for _, b := range []struct {
+				key   string
+				field *bool
+			}{{"open_when_busy", &t.TCP.OpenWhenBusy}, {"nic_priorities", &t.TCP.NICPriorities}} {
+				if k := p + ".tcp." + b.key; !given(k) {
+					*b.field = true
+					out = append(out, ClockDefault{Key: k, Value: "true", Emulated: "false (not available in emulation)",
+						Source: "the PIAS paper's ns-2 simulation: a connection per busy pair, hosts with the switches' priority queues"})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pFabric's recovery timeout in a simulated run: the pFabric paper's is
+// about three round trips (a lost packet is one its sender has not heard
+// of for that long), tens of microseconds at 10 Gbit/s. The engine's
+// timer ticks every millisecond by default (Linux Homa's), so a lost
+// packet waited two of them, 1-2 ms: a few such waits in a run decided
+// pFabric's P99. So pFabric's tick becomes one unloaded round trip of the
+// fabric, its RESEND due after pfabricResendTicks silent ticks (2-3 round
+// trips), and its other timers keep their time (the abort after 100 ms,
+// NEED_ACK after 2 ms) in the finer ticks.
+const pfabricResendTicks = 3
+
+// pfabricTimer sets pFabric transport t's timer (path p) to the fabric's
+// unloaded RTT, for each key homaGiven says the file leaves out, and
+// returns what it set.
+func pfabricTimer(s *Scenario, t *Transport, p string, homaGiven func(string) bool) []ClockDefault {
+	def, err := t.HomaConfig(s.Fabric()).WithDefaults()
+	if err != nil {
+		return nil // validation names the key at fault
+	}
+	tick := max(time.Microsecond, unloadedRTT(s).Round(time.Microsecond))
+	inTicks := func(ticks int) int { return int((time.Duration(ticks)*def.Tick + tick - 1) / tick) }
+	src := "pFabric's RTO of about 3 RTTs: a tick of one unloaded RTT of the fabric"
+	emu := func(v any) string { return fmt.Sprintf("%v (ticks of %v)", v, def.Tick) }
+	t.Homa.Tick = tick
+	out := []ClockDefault{{Key: p + ".homa.tick_us", Value: fmt.Sprint(tick.Microseconds()), Emulated: fmt.Sprint(def.Tick.Microseconds()), Source: src}}
+	for _, k := range []struct {
+		key   string
+		field *int
+		v     int
+		emu   int
+	}{
+		{"resend_ticks", &t.Homa.ResendTicks, pfabricResendTicks, def.ResendTicks},
+		{"timeout_ticks", &t.Homa.TimeoutTicks, inTicks(def.TimeoutTicks), def.TimeoutTicks},
+		{"request_ack_ticks", &t.Homa.RequestAckTicks, inTicks(def.RequestAckTicks), def.RequestAckTicks},
+	} {
+		if *k.field == 0 && !homaGiven(k.key) {
+			*k.field = k.v
+			out = append(out, ClockDefault{Key: p + ".homa." + k.key, Value: fmt.Sprint(k.v), Emulated: emu(k.emu), Source: src})
+		}
+	}
+	return out
+}
+
+// unloadedRTT is the simulated fabric's longest unloaded round trip: a
+// full packet out and a minimal one back, serialised on every link of a
+// path between racks, with the scenario's fixed latencies (clock defaults
+// filled).
+func unloadedRTT(s *Scenario) time.Duration {
+	f := s.Fabric()
+	full, small := fabric.FrameBytes(f.MTU), fabric.FrameBytes(64)
+	switches, links := 1, 2
+	rtt := 2 * (fabric.WireTime(f.RateBps, full) + fabric.WireTime(f.RateBps, small))
+	if f.InterSwitchLinks > 0 {
+		switches, links = 1+f.InterSwitchLinks, 2+f.InterSwitchLinks
+		up := f.Uplink()
+		rtt += time.Duration(f.InterSwitchLinks) * (fabric.WireTime(up, full) + fabric.WireTime(up, small))
+	}
+	if m := s.Simulation; m != nil {
+		rtt += 2 * (m.HostTxDelay.D() + m.HostRxDelay.D() + time.Duration(switches)*m.SwitchDelay.D() + time.Duration(links)*m.LinkDelay.D())
+	}
+	return rtt
+}
+
+// ClockNote says in one line which defaults a simulated run took from
+// the modelled hardware (empty when none), for the manifest's model and
+// the report's setup.
+func ClockNote(ds []ClockDefault) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Key + " " + d.Value
+	}
+	return "defaults of the simulated clock (the modelled hardware's, where the scenario leaves them out; an emulated run keeps its own): " + strings.Join(parts, ", ")
+}

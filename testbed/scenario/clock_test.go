@@ -1,0 +1,163 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// clockBase is a scenario of every kind of transport the clock defaults
+// touch (engine, PIAS) and one they leave alone (kernel TCP).
+const clockBase = `name: c
+topology: {kind: star, hosts: 4}
+link: {rate: 1Gbit}
+transports:
+  - name: homa
+  - name: pias
+  - name: tcp
+phases:
+  - name: p
+    clients: [h2-h3]
+    servers: [h1]
+    sizes: fixed:1000
+    arrivals: closed
+    max_outstanding: 1
+duration: 1ms
+`
+
+// TestClockDefaults: a simulated run fills each setting the file leaves
+// out with the modelled hardware's value and lists it; one the file or a
+// sweep sets keeps its value and is not listed; an emulated run keeps
+// every default of its own.
+func TestClockDefaults(t *testing.T) {
+	type want struct {
+		backlog          time.Duration // transports[0] (homa)
+		switchD, hostTxD Duration
+		open, prio       bool // transports[1] (pias)
+		ecn              int
+		keys             []string
+	}
+	all := []string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
+		"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
+	for _, tc := range []struct {
+		name     string
+		text     string
+		simulate bool
+		want     want
+	}{
+		{"emulated keeps its own", strings.Replace(clockBase, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), false,
+			want{}},
+		{"simulated, nothing set", clockBase, true,
+			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, simECNPktsSlow, all}},
+		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
+			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
+			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
+		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
+			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
+			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false}\n", 1), true,
+			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, simECNPktsSlow,
+				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts", "transports[1].tcp.nic_priorities"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("c.yaml", []byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, d := range plan.ClockDefaults {
+				keys = append(keys, d.Key)
+			}
+			if strings.Join(keys, " ") != strings.Join(tc.want.keys, " ") {
+				t.Errorf("clock defaults %v, want %v", keys, tc.want.keys)
+			}
+			for _, e := range plan.Experiments {
+				s := e.Scenario
+				var sw, tx Duration
+				if s.Simulation != nil {
+					sw, tx = s.Simulation.SwitchDelay, s.Simulation.HostTxDelay
+				}
+				got := want{s.Transports[0].Homa.MaxNICBacklog, sw, tx, s.Transports[1].TCP.OpenWhenBusy, s.Transports[1].TCP.NICPriorities,
+					s.Switch.ECNThresholdPkts, tc.want.keys}
+				if got.backlog != tc.want.backlog || got.switchD != tc.want.switchD || got.hostTxD != tc.want.hostTxD ||
+					got.open != tc.want.open || got.prio != tc.want.prio || got.ecn != tc.want.ecn {
+					t.Errorf("%s: got %+v, want %+v", e.Name, got, tc.want)
+				}
+				if tcp := s.Transports[2].TCP; tcp.OpenWhenBusy || tcp.NICPriorities {
+					t.Errorf("%s: kernel TCP took PIAS's connections: %+v", e.Name, tcp)
+				}
+			}
+		})
+	}
+}
+
+// TestSweptClockDefault: a setting a sweep sets takes the sweep's value in
+// every experiment and is not listed as the clock's.
+func TestSweptClockDefault(t *testing.T) {
+	text := clockBase + "sweep:\n  - param: transports.homa.homa.max_nic_backlog_us\n    values: [2, 3]\n"
+	src, err := Parse("c.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := src.Plan(Options{Simulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range plan.ClockDefaults {
+		if strings.Contains(d.Key, "max_nic_backlog") {
+			t.Errorf("swept setting listed as a clock default: %+v", d)
+		}
+	}
+	seen := map[time.Duration]bool{}
+	for _, e := range plan.Experiments {
+		if e.Transport.Name == TransportHoma {
+			seen[e.Scenario.Transports[0].Homa.MaxNICBacklog] = true
+		}
+	}
+	if !seen[2*time.Microsecond] || !seen[3*time.Microsecond] || len(seen) != 2 {
+		t.Errorf("homa's swept backlogs %v, want 2µs and 3µs", seen)
+	}
+}
+
+// TestPFabricClockTimer: a simulated pFabric's timer ticks once per
+// unloaded round trip of the fabric (computed by hand here for a star at
+// 10 Gbit/s with the clock's latencies), its RESEND after three silent
+// ticks and its abort still after 100 ms; an explicit tick_us is kept,
+// and the emulation keeps the engine's millisecond.
+func TestPFabricClockTimer(t *testing.T) {
+	text := strings.Replace(strings.Replace(clockBase, "link: {rate: 1Gbit}", "link: {rate: 10Gbit}", 1),
+		"  - name: homa\n", "  - name: pfabric\n", 1)
+	// A full frame (1,538 B) out and a minimal one (102 B) back on two
+	// 10 Gbit/s links, plus 2 x (1 us + 0.5 us host, 0.25 us switch).
+	wantTick := (2*(1538+102)*8*time.Second/10e9 + 2*(1750*time.Nanosecond)).Round(time.Microsecond)
+	for _, tc := range []struct {
+		name     string
+		text     string
+		simulate bool
+		tick     time.Duration
+		resend   int
+		timeout  int
+	}{
+		{"simulated", text, true, wantTick, pfabricResendTicks, int((100*time.Millisecond + wantTick - 1) / wantTick)},
+		{"explicit tick kept", strings.Replace(text, "  - name: pfabric\n", "  - name: pfabric\n    homa: {tick_us: 50}\n", 1), true, 50 * time.Microsecond, 0, 0},
+		{"emulated", strings.Replace(strings.Replace(text, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), "rate: 10Gbit", "rate: 1Gbit", 1), false, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("p.yaml", []byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := plan.Base.Transports[0].Homa
+			if h.Tick != tc.tick || h.ResendTicks != tc.resend || h.TimeoutTicks != tc.timeout {
+				t.Errorf("pfabric tick %v, resend %d, timeout %d ticks; want %v, %d, %d", h.Tick, h.ResendTicks, h.TimeoutTicks, tc.tick, tc.resend, tc.timeout)
+			}
+		})
+	}
+}
