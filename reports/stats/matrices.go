@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"fmt"
@@ -47,15 +47,15 @@ type matrixPhase struct {
 
 // matrixPhases are the run's connection-matrix phases in the scenario's
 // order, each with its matrix read again from the scenario's path.
-func matrixPhases(man *manifest) []matrixPhase {
+func matrixPhases(man *Manifest) []matrixPhase {
 	if man == nil {
 		return nil
 	}
 	var out []matrixPhase
-	for _, p := range listOf(mapOf(man.Scenario)["phases"]) {
-		pm := mapOf(p)
-		if f := str(pm["connection_matrix"]); f != "" {
-			mp := matrixPhase{name: str(pm["name"]), file: f}
+	for _, p := range ListOf(MapOf(man.Scenario)["phases"]) {
+		pm := MapOf(p)
+		if f := Scalar(pm["connection_matrix"]); f != "" {
+			mp := matrixPhase{name: Scalar(pm["name"]), file: f}
 			mp.m, _ = workloads.LoadMatrix(f)
 			out = append(out, mp)
 		}
@@ -125,19 +125,19 @@ func oneMatrix(ph matrixPhase, rows []rundir.RPC, conf float64) MatrixStats {
 	return ms
 }
 
-// matrixRow is one experiment's connection-matrix phase in the report.
-type matrixRow struct {
+// MatrixRow is one experiment's connection-matrix phase in the report.
+type MatrixRow struct {
 	Name, Config string
 	M            MatrixStats
 }
 
-// matrixRows are the report's rows of connection matrices: each
+// MatrixRows are the report's rows of connection matrices: each
 // experiment's, in the summary's order.
-func matrixRows(s *Summary) []matrixRow {
-	var out []matrixRow
+func MatrixRows(s *Summary) []MatrixRow {
+	var out []MatrixRow
 	for _, e := range s.Experiments {
 		for _, m := range e.Flows {
-			out = append(out, matrixRow{Name: e.Name, Config: e.Config, M: m})
+			out = append(out, MatrixRow{Name: e.Name, Config: e.Config, M: m})
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"fmt"
@@ -26,41 +26,41 @@ type Versus struct {
 // the baseline are left out.
 func (s *Summary) Versus() []Versus {
 	var out []Versus
-	for _, c := range comparisons(s.Experiments, s.Baseline) {
-		out = append(out, Versus{Params: c.Params, Baseline: configID(c.Base), Config: configID(c.Other),
+	for _, c := range Comparisons(s.Experiments, s.Baseline) {
+		out = append(out, Versus{Params: c.Params, Baseline: ConfigID(c.Base), Config: ConfigID(c.Other),
 			Base: headlineOf(c.Base), Other: headlineOf(c.Other), RatioP50: c.RatioP50, RatioP99: c.RatioP99, Label: s.ShortLabel()})
 	}
 	return out
 }
 
-// comparison is one configuration's first experiment against the
+// Contrast is one configuration's first experiment against the
 // baseline's in one group of params.
-type comparison struct {
+type Contrast struct {
 	// Params names the pair's params (both experiments' together).
 	Params             string
 	Base, Other        *Experiment
 	RatioP50, RatioP99 *float64 // Other over Base
-	params             map[string]any
+	ParamMap           map[string]any
 }
 
-// comparisons lists, group by group, every configuration against the
+// Comparisons lists, group by group, every configuration against the
 // baseline, in the order the experiments ran. A group is the params every
 // transport shares; a parameter of one transport ("transports.homa....")
 // tells variants apart within it, and every variant of the baseline is
 // compared with every variant of the others.
-func comparisons(exps []Experiment, baseline string) []comparison {
-	var out []comparison
+func Comparisons(exps []Experiment, baseline string) []Contrast {
+	var out []Contrast
 	keys, by := groupBy(exps, func(e *Experiment) string { return sharedKey(e.Params, "") })
 	for _, k := range keys {
 		var bases, others []*Experiment
 		seen := map[string]bool{}
 		for _, e := range by[k] {
-			id := configID(e) + "\x00" + paramsKey(*e, "")
+			id := ConfigID(e) + "\x00" + ParamsKey(*e, "")
 			if seen[id] {
 				continue
 			}
 			seen[id] = true
-			if configID(e) == baseline {
+			if ConfigID(e) == baseline {
 				bases = append(bases, e)
 			} else {
 				others = append(others, e)
@@ -69,7 +69,7 @@ func comparisons(exps []Experiment, baseline string) []comparison {
 		for _, b := range bases {
 			for _, o := range others {
 				params := unionParams(b.Params, o.Params)
-				out = append(out, comparison{Params: paramsKey(Experiment{Params: params}, ""), Base: b, Other: o, params: params,
+				out = append(out, Contrast{Params: ParamsKey(Experiment{Params: params}, ""), Base: b, Other: o, ParamMap: params,
 					RatioP50: ratio(b.Short.P50us, o.Short.P50us), RatioP99: ratio(b.Short.P99us, o.Short.P99us)})
 			}
 		}
@@ -103,7 +103,7 @@ func sharedKey(params map[string]any, except string) string {
 			shared[k] = v
 		}
 	}
-	return paramsKey(Experiment{Params: shared}, except)
+	return ParamsKey(Experiment{Params: shared}, except)
 }
 
 // unionParams merges two experiments' params (they agree on the keys they
@@ -117,13 +117,20 @@ func unionParams(a, b map[string]any) map[string]any {
 	return out
 }
 
-// subsetParams reports whether every param of sub has the same value in
+// SubsetParams reports whether every param of sub has the same value in
 // super.
-func subsetParams(sub, super map[string]any) bool {
+func SubsetParams(sub, super map[string]any) bool {
 	for k, v := range sub {
 		if w, ok := super[k]; !ok || fmt.Sprint(v) != fmt.Sprint(w) {
 			return false
 		}
 	}
 	return true
+}
+
+func ratio(a, b *float64) *float64 {
+	if a == nil || b == nil || *a == 0 {
+		return nil
+	}
+	return Ptr(*b / *a)
 }

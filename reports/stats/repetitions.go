@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"slices"
@@ -18,9 +18,9 @@ type Spread struct {
 	Values []float64 `json:"values"`
 }
 
-// newSpread summarises values; nil when there are none. The median of an
+// NewSpread summarises values; nil when there are none. The median of an
 // even count is the mean of the middle two.
-func newSpread(values []float64) *Spread {
+func NewSpread(values []float64) *Spread {
 	if len(values) == 0 {
 		return nil
 	}
@@ -69,7 +69,7 @@ type RatioRow struct {
 func (r RatioRow) Rows(heads []HeadlineRow) (base, other *HeadlineRow) {
 	for i := range heads {
 		h := &heads[i]
-		if !subsetParams(h.Params, r.Params) {
+		if !SubsetParams(h.Params, r.Params) {
 			continue
 		}
 		switch h.Config {
@@ -92,11 +92,11 @@ func repetitionOf(e *Experiment) string {
 	return "1"
 }
 
-// headlines gathers the repetitions of every configuration: one row per
+// Headlines gathers the repetitions of every configuration: one row per
 // configuration and params, and one ratio row per configuration (and
 // variant) that ran beside the baseline (each of its variants, when a
 // sweep of the baseline's own parameter made several).
-func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
+func Headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
 	// group: the params every transport shares; params: the experiment's
 	// own, which tell variants of one configuration apart.
 	type key struct{ group, params, config string }
@@ -105,7 +105,7 @@ func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
 	byKey := map[key][]*Experiment{}
 	for i := range exps {
 		e := &exps[i]
-		k := key{sharedKey(e.Params, "repetition"), paramsKey(*e, "repetition"), configID(e)}
+		k := key{sharedKey(e.Params, "repetition"), ParamsKey(*e, "repetition"), ConfigID(e)}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 			if !slices.Contains(groups, k.group) {
@@ -124,7 +124,7 @@ func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
 			}
 		}
 		heads = append(heads, HeadlineRow{Config: k.config, Transport: transportID(es[0]), Params: configParams(es[0]),
-			Repetitions: len(es), ShortP50us: newSpread(p50), ShortP99us: newSpread(p99)})
+			Repetitions: len(es), ShortP50us: NewSpread(p50), ShortP99us: NewSpread(p99)})
 	}
 	ratios := []RatioRow{}
 	for _, g := range groups {
@@ -161,7 +161,7 @@ func headlines(exps []Experiment, baseline string) ([]HeadlineRow, []RatioRow) {
 					continue
 				}
 				ratios = append(ratios, RatioRow{Params: unionParams(configParams(byKey[bk][0]), configParams(byKey[k][0])), Config: k.config, Baseline: baseline,
-					Repetitions: len(r99), P99: newSpread(r99), P50: newSpread(r50)})
+					Repetitions: len(r99), P99: NewSpread(r99), P50: NewSpread(r50)})
 			}
 		}
 	}
@@ -177,22 +177,22 @@ func transportID(e *Experiment) string {
 	return e.Transport + "-" + e.Label
 }
 
-// configID is the label an experiment's configuration goes by: the
+// ConfigID is the label an experiment's configuration goes by: the
 // manifest's, or transport-label for runs written before it had one.
-func configID(e *Experiment) string {
+func ConfigID(e *Experiment) string {
 	if e.Config != "" {
 		return e.Config
 	}
 	return transportID(e)
 }
 
-// chooseBaseline picks the configuration every other one is compared
+// ChooseBaseline picks the configuration every other one is compared
 // with: want (the manifest's) when some experiment has it, else "homa",
 // else the first Homa experiment's, else the first experiment's.
-func chooseBaseline(exps []Experiment, want string) string {
+func ChooseBaseline(exps []Experiment, want string) string {
 	var firstHoma string
 	for i := range exps {
-		c := configID(&exps[i])
+		c := ConfigID(&exps[i])
 		if c == want || (want == "" && c == "homa") {
 			return c
 		}
@@ -204,7 +204,7 @@ func chooseBaseline(exps []Experiment, want string) string {
 		return firstHoma
 	}
 	if len(exps) > 0 {
-		return configID(&exps[0])
+		return ConfigID(&exps[0])
 	}
 	return ""
 }

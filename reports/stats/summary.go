@@ -1,6 +1,10 @@
-package reports
+package stats
 
-import "github.com/homatb/homatb/anatomy"
+import (
+	"fmt"
+
+	"github.com/homatb/homatb/anatomy"
+)
 
 // Summary is the content of summary.json: what scripts read. The field names
 // of the contract in DESIGN.md ("summary.json") are kept as they are; the
@@ -25,7 +29,7 @@ type Summary struct {
 	Headline []HeadlineRow `json:"headline"`
 	Ratios   []RatioRow    `json:"ratios"`
 
-	manifest *manifest
+	Manifest *Manifest `json:"-"`
 }
 
 // Interval is a confidence interval [lo, hi]; a nil end is open (too few
@@ -103,12 +107,13 @@ type Experiment struct {
 	Homa     *TransportStats  `json:"transport_internals"`
 	Fidelity []string         `json:"fidelity"`
 
-	ccdf   []point
-	series []switchSeries
-	active map[string][]point // host -> active messages over time
-	// phases are warm-up, measurement and drain in seconds since the
+	CCDF   []Point        `json:"-"`
+	Series []SwitchSeries `json:"-"`
+	// Active is each host's active messages over time.
+	Active map[string][]Point `json:"-"`
+	// Bands are warm-up, measurement and drain in seconds since the
 	// experiment's start, for shading time series; nil without a manifest.
-	phases []band
+	Bands []Band `json:"-"`
 	// digest is the cperf-style digest (<experiment>.data); samples and
 	// clients the completed RPCs for the cperf .rtts files.
 	digest  []cperfRow
@@ -344,4 +349,32 @@ type ShortestHalf struct {
 	Count     int64    `json:"count"`
 	S50       *float64 `json:"s50"`
 	S99       *float64 `json:"s99"`
+}
+
+// ShortLabel names the RPCs the headline is about: "short-message"
+// (request and response both within ShortMax), or the phase the
+// scenario's report.headline_phase names.
+func (s *Summary) ShortLabel() string {
+	for _, e := range s.Experiments {
+		if e.Short.Phase != "" {
+			return e.Short.Phase
+		}
+	}
+	return "short-message"
+}
+
+// ShortSet says in words which RPCs the headline's percentiles are over.
+func (s *Summary) ShortSet() string {
+	if l := s.ShortLabel(); l != "short-message" {
+		return fmt.Sprintf("the RPCs of phase %s (the scenario's report.headline_phase), whatever their size", l)
+	}
+	return fmt.Sprintf("short messages, RPCs whose request and response are both at most %d bytes", s.ShortMax())
+}
+
+// ShortMax is the short-message bound the summary was computed with.
+func (s *Summary) ShortMax() int64 {
+	if len(s.Experiments) > 0 {
+		return s.Experiments[0].Short.MaxLength
+	}
+	return 1000
 }

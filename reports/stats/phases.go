@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"slices"
@@ -9,16 +9,16 @@ import (
 // phasesOf lays out an experiment's warm-up, measurement and drain on the
 // time axis of its series (seconds since the experiment started), from the
 // manifest. Without a start time or a duration there is nothing to shade.
-func phasesOf(me rundir.Experiment) []band {
+func phasesOf(me rundir.Experiment) []Band {
 	if me.Started <= 0 || me.DurationMs <= 0 {
 		return nil
 	}
 	warm := float64(me.WarmupMs) / 1e3
 	measured := warm + float64(me.DurationMs)/1e3
-	out := []band{{0, warm, "warm-up"}, {warm, measured, "measurement"}}
+	out := []Band{{0, warm, "warm-up"}, {warm, measured, "measurement"}}
 	if me.Ended > me.Started {
 		if end := float64(me.Ended-me.Started) / 1e9; end > measured {
-			out = append(out, band{measured, end, "drain"})
+			out = append(out, Band{measured, end, "drain"})
 		}
 	}
 	return out
@@ -26,21 +26,21 @@ func phasesOf(me rundir.Experiment) []band {
 
 // scenarioPhases are the phase names of the run's scenario in its order,
 // and the phase the scenario's report.headline_phase names ("" for none).
-func scenarioPhases(m *manifest) (names []string, headline string) {
+func scenarioPhases(m *Manifest) (names []string, headline string) {
 	if m == nil {
 		return nil, ""
 	}
-	sc := mapOf(m.Scenario)
-	for _, p := range listOf(sc["phases"]) {
-		names = append(names, str(mapOf(p)["name"]))
+	sc := MapOf(m.Scenario)
+	for _, p := range ListOf(sc["phases"]) {
+		names = append(names, Scalar(MapOf(p)["name"]))
 	}
-	return names, str(mapOf(sc["report"])["headline_phase"])
+	return names, Scalar(MapOf(sc["report"])["headline_phase"])
 }
 
 // headlinePhase is the phase experiment me's headline is about: the
 // scenario's report.headline_phase when some client of me ran it, else ""
 // (the short messages by size).
-func headlinePhase(m *manifest, me rundir.Experiment) string {
+func headlinePhase(m *Manifest, me rundir.Experiment) string {
 	_, h := scenarioPhases(m)
 	if h == "" {
 		return ""
@@ -82,11 +82,11 @@ func phaseStats(s []sample, phaseOf func(sample) string, order []string, ideal *
 		r := rtts[n]
 		slices.Sort(r)
 		ps := PhaseStats{Name: n, Count: int64(len(r)), MinBytes: lo[n], MaxBytes: hi[n],
-			P50us: fp(estimate(r, 0.5, conf, 1e-3).Value), P99us: fp(estimate(r, 0.99, conf, 1e-3).Value),
-			P999us: fp(estimate(r, 0.999, conf, 1e-3).Value)}
+			P50us: Ptr(estimate(r, 0.5, conf, 1e-3).Value), P99us: Ptr(estimate(r, 0.99, conf, 1e-3).Value),
+			P999us: Ptr(estimate(r, 0.999, conf, 1e-3).Value)}
 		if sl := slows[n]; sl != nil {
 			slices.Sort(sl)
-			ps.S50, ps.S99 = fp(estimate(sl, 0.5, conf, 1).Value), fp(estimate(sl, 0.99, conf, 1).Value)
+			ps.S50, ps.S99 = Ptr(estimate(sl, 0.5, conf, 1).Value), Ptr(estimate(sl, 0.99, conf, 1).Value)
 		}
 		out = append(out, ps)
 	}
@@ -105,4 +105,10 @@ func orderedKeys[V any](order []string, m map[string]V) []string {
 	}
 	slices.Sort(rest)
 	return append(names, rest...)
+}
+
+// Band shades an x range of a chart, such as a warm-up phase.
+type Band struct {
+	X0, X1 float64
+	Label  string
 }

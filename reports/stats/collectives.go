@@ -1,11 +1,12 @@
-package reports
+package stats
 
 import (
 	"cmp"
 	"fmt"
+	"slices"
+
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
-	"slices"
 )
 
 // collStep is one step message of a collective, as rpcs.csv records it.
@@ -76,16 +77,16 @@ type StepStats struct {
 
 // collectiveKinds maps each collective phase of the run's scenario to its
 // kind, in the scenario's order.
-func collectiveKinds(m *manifest) (names []string, kinds map[string]string) {
+func collectiveKinds(m *Manifest) (names []string, kinds map[string]string) {
 	kinds = map[string]string{}
 	if m == nil {
 		return nil, kinds
 	}
-	for _, p := range listOf(mapOf(m.Scenario)["phases"]) {
-		pm := mapOf(p)
-		if c := mapOf(pm["collective"]); c != nil {
-			names = append(names, str(pm["name"]))
-			kinds[str(pm["name"])] = str(c["kind"])
+	for _, p := range ListOf(MapOf(m.Scenario)["phases"]) {
+		pm := MapOf(p)
+		if c := MapOf(pm["collective"]); c != nil {
+			names = append(names, Scalar(pm["name"]))
+			kinds[Scalar(pm["name"])] = Scalar(c["kind"])
 		}
 	}
 	return names, kinds
@@ -193,7 +194,7 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownB
 		cs.Step = StepStats{P50: p.P50, P99: p.P99}
 	}
 	if waitNs+computeNs > 0 {
-		cs.ExposedFraction = fp(float64(waitNs) / float64(waitNs+computeNs))
+		cs.ExposedFraction = Ptr(float64(waitNs) / float64(waitNs+computeNs))
 	}
 	// The busiest link's bytes of each step on the critical path as one
 	// message, with a 1-byte answer.
@@ -202,14 +203,14 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownB
 		for _, b := range critical {
 			ns += ideal.at(int64(b), 1, 0)
 		}
-		cs.FabricIdealCCT = fp(ns / 1e3)
+		cs.FabricIdealCCT = Ptr(ns / 1e3)
 	}
 	if own != nil && len(critical) > 0 {
 		var ns float64
 		for _, b := range critical {
 			ns += own.withAnswer(int64(b), 1, ideal)
 		}
-		cs.IdealCCT = fp(ns / 1e3)
+		cs.IdealCCT = Ptr(ns / 1e3)
 	}
 	return cs
 }

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"math"
@@ -47,7 +47,7 @@ func TestOwnBaselineLinear(t *testing.T) {
 		length int64
 		want   float64
 	}{{50, 1000}, {100, 1000}, {550, 1500}, {5500, 6500}, {20000, 21000}} {
-		if got := b.at(tc.length); math.Abs(got-tc.want) > 1e-9 {
+		if got := b.At(tc.length); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("at(%d) = %g, want %g", tc.length, got, tc.want)
 		}
 	}

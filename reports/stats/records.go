@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"bufio"
@@ -37,14 +37,14 @@ type calibPoint struct {
 	links uint8
 }
 
-// expRecords accumulates the measure-phase rows of one experiment.
-type expRecords struct {
-	name, transport string
+// ExpRecords accumulates the measure-phase rows of one experiment.
+type ExpRecords struct {
+	Name, transport string
 
-	issued, completed, failed, inFlight int64
+	Issued, completed, failed, inFlight int64
 	warmup                              int64
 
-	samples  []sample
+	Samples  []sample
 	lags     []int64 // send lag (sent - intended), ns, of rows that were sent
 	bytes    int64   // request + response bytes of completed RPCs
 	offered  int64   // request + response bytes of every issued RPC
@@ -52,7 +52,7 @@ type expRecords struct {
 	retries  int64
 	first    int64 // earliest intended_ns
 	last     int64 // latest done_ns
-	failures map[string]int64
+	Failures map[string]int64
 	clients  []string // client hosts, in first-seen order
 	// steps are the collectives' step messages, kept out of samples;
 	// flows the connection matrices' rows, kept out of them too.
@@ -63,13 +63,13 @@ type expRecords struct {
 	anat []rundir.RPC
 }
 
-// recordSet is everything read from rpcs.csv.
-type recordSet struct {
+// RecordSet is everything read from rpcs.csv.
+type RecordSet struct {
 	file  string
-	exps  map[string]*expRecords
+	Exps  map[string]*ExpRecords
 	order []string // experiment names in first-seen order
-	// calib maps transport -> request length -> its calibration RPCs.
-	calib map[string]map[int64]*calibPoint
+	// Calib maps transport -> request length -> its calibration RPCs.
+	Calib map[string]map[int64]*calibPoint
 	// switchOf maps host names and addresses to their switch (from the
 	// manifest's fabric), so each RPC knows how many links it crosses.
 	switchOf map[string]string
@@ -87,11 +87,11 @@ type recordSet struct {
 // maxFailureReasons bounds the distinct error strings kept per experiment.
 const maxFailureReasons = 32
 
-// failureKey turns an RPC's error message into the reason it is counted
+// FailureKey turns an RPC's error message into the reason it is counted
 // under: long digit runs (RPC ids, ports chosen by the kernel) become "N",
 // so "homa: call 2038203913890130650 to 10.0.0.1: homa: rpc timed out" and
 // every other timed-out call to 10.0.0.1 share one reason.
-func failureKey(msg string) string {
+func FailureKey(msg string) string {
 	if msg == "" {
 		return "unspecified"
 	}
@@ -116,10 +116,10 @@ func failureKey(msg string) string {
 	return b.String()
 }
 
-// openRecords opens rpcs.csv, or rpcs.csv.gz when the plain file is absent.
-func openRecords(dir string) (io.ReadCloser, string, error) { return rundir.OpenRPCs(dir) }
+// OpenRecords opens rpcs.csv, or rpcs.csv.gz when the plain file is absent.
+func OpenRecords(dir string) (io.ReadCloser, string, error) { return rundir.OpenRPCs(dir) }
 
-// readRecords streams rpcs.csv once, keeping only compact per-RPC samples.
+// ReadRecords streams rpcs.csv once, keeping only compact per-RPC samples.
 // fabric, when known, tells each RPC's path length; anatomy, when not nil,
 // picks the experiments whose rows the latency anatomy needs.
 //
@@ -129,16 +129,16 @@ func openRecords(dir string) (io.ReadCloser, string, error) { return rundir.Open
 // runs write it, calibration first and each experiment's rows together;
 // anything else is rundir.ErrNotGrouped, and the caller reads again with
 // done nil.
-func readRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy func(string) bool, done func(*recordSet, *expRecords) error) (*recordSet, error) {
-	rc, name, err := openRecords(dir)
+func ReadRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy func(string) bool, done func(*RecordSet, *ExpRecords) error) (*RecordSet, error) {
+	rc, name, err := OpenRecords(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	rs := &recordSet{
+	rs := &RecordSet{
 		file:    filepath.Base(name),
-		exps:    make(map[string]*expRecords),
-		calib:   make(map[string]map[int64]*calibPoint),
+		Exps:    make(map[string]*ExpRecords),
+		Calib:   make(map[string]map[int64]*calibPoint),
 		anatomy: anatomy,
 		strs:    rundir.Strings{},
 	}
@@ -151,8 +151,8 @@ func readRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy
 		if current == "" {
 			return nil
 		}
-		e := rs.exps[current]
-		delete(rs.exps, current)
+		e := rs.Exps[current]
+		delete(rs.Exps, current)
 		finished[current] = true
 		return done(rs, e)
 	}
@@ -203,8 +203,8 @@ func readRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy
 
 // anatomyRow is the part of rec the latency anatomy reads
 // (anatomy.Joiner.Decompose), its strings interned.
-func (rs *recordSet) anatomyRow(e *expRecords, rec *rundir.RPC) rundir.RPC {
-	return rundir.RPC{Experiment: e.name, Transport: e.transport,
+func (rs *RecordSet) anatomyRow(e *ExpRecords, rec *rundir.RPC) rundir.RPC {
+	return rundir.RPC{Experiment: e.Name, Transport: e.transport,
 		Client: rs.strs.Intern(rec.Client), Server: rs.strs.Intern(rec.Server), Local: rs.strs.Intern(rec.Local),
 		RPCID: rec.RPCID, ReqBytes: rec.ReqBytes, RespBytes: rec.RespBytes, RTTNs: rec.RTTNs,
 		IntendedNs: rec.IntendedNs, SentNs: rec.SentNs, DoneNs: rec.DoneNs,
@@ -224,17 +224,17 @@ func sinceIntended(t int64, what string, intended, done int64) (int64, error) {
 }
 
 // add folds one row into the set.
-func (rs *recordSet) add(rec *rundir.RPC) error {
+func (rs *RecordSet) add(rec *rundir.RPC) error {
 	length, rtt := rec.ReqBytes, rec.RTTNs
 	switch rec.Phase {
 	case rundir.PhaseCalibrate:
 		if rec.Status != rundir.StatusCompleted || rtt <= 0 {
 			return nil
 		}
-		m := rs.calib[rec.Transport]
+		m := rs.Calib[rec.Transport]
 		if m == nil {
 			m = make(map[int64]*calibPoint)
-			rs.calib[rec.Transport] = m
+			rs.Calib[rec.Transport] = m
 		}
 		p := m[length]
 		if p == nil {
@@ -252,7 +252,7 @@ func (rs *recordSet) add(rec *rundir.RPC) error {
 		return fmt.Errorf("unknown phase %q", rec.Phase)
 	}
 	e := rs.exp(rec.Experiment, rec.Transport)
-	e.issued++
+	e.Issued++
 	intended := rec.IntendedNs
 	e.retries += rec.Retries
 	e.offered += length + rec.RespBytes
@@ -287,21 +287,21 @@ func (rs *recordSet) add(rec *rundir.RPC) error {
 			return err
 		}
 		if rec.Collective == "" && rec.Matrix == "" {
-			e.samples = append(e.samples, x)
+			e.Samples = append(e.Samples, x)
 		}
-		if rs.anatomy != nil && rs.anatomy(e.name) {
+		if rs.anatomy != nil && rs.anatomy(e.Name) {
 			e.anat = append(e.anat, rs.anatomyRow(e, rec))
 		}
 	case rundir.StatusFailed:
 		e.failed++
 		reason := rec.Reason
 		if reason == "" { // runs from before the reason column
-			reason = failureKey(rec.Error)
+			reason = FailureKey(rec.Error)
 		}
-		if _, ok := e.failures[reason]; ok || len(e.failures) < maxFailureReasons {
-			e.failures[reason]++
+		if _, ok := e.Failures[reason]; ok || len(e.Failures) < maxFailureReasons {
+			e.Failures[reason]++
 		} else {
-			e.failures["other"]++
+			e.Failures["other"]++
 		}
 	case rundir.StatusInflight:
 		e.inFlight++
@@ -312,7 +312,7 @@ func (rs *recordSet) add(rec *rundir.RPC) error {
 }
 
 // links is how many links the RPC's request crosses, 0 when unknown.
-func (rs *recordSet) links(rec *rundir.RPC) uint8 {
+func (rs *RecordSet) links(rec *rundir.RPC) uint8 {
 	if rs.fabric == nil {
 		return 0
 	}
@@ -322,7 +322,7 @@ func (rs *recordSet) links(rec *rundir.RPC) uint8 {
 
 // clientIndex returns the index of a client host in e.clients, adding it
 // when new; past 65,535 clients every further one shares the last index.
-func (e *expRecords) clientIndex(host string) uint16 {
+func (e *ExpRecords) clientIndex(host string) uint16 {
 	if i := slices.Index(e.clients, host); i >= 0 {
 		return uint16(i)
 	}
@@ -333,12 +333,12 @@ func (e *expRecords) clientIndex(host string) uint16 {
 	return uint16(len(e.clients) - 1)
 }
 
-func (rs *recordSet) exp(name, transport string) *expRecords {
-	if e, ok := rs.exps[name]; ok {
+func (rs *RecordSet) exp(name, transport string) *ExpRecords {
+	if e, ok := rs.Exps[name]; ok {
 		return e
 	}
-	e := &expRecords{name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), failures: make(map[string]int64)}
-	rs.exps[name] = e
-	rs.order = append(rs.order, e.name)
+	e := &ExpRecords{Name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), Failures: make(map[string]int64)}
+	rs.Exps[name] = e
+	rs.order = append(rs.order, e.Name)
 	return e
 }

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"cmp"
@@ -18,8 +18,8 @@ import (
 	"github.com/homatb/homatb/rundir"
 )
 
-// percentileDefinition is stated in summary.json and the report.
-const percentileDefinition = "nearest rank on raw samples: the q-quantile of n sorted samples x(1)..x(n) is x(ceil(q*n)); " +
+// PercentileDefinition is stated in summary.json and the report.
+const PercentileDefinition = "nearest rank on raw samples: the q-quantile of n sorted samples x(1)..x(n) is x(ceil(q*n)); " +
 	"intervals are distribution-free order-statistic intervals [x(j), x(k)] with j, k from Binomial(n, q), " +
 	"coverage at least the stated confidence; an open end (null) means too few samples to bound it"
 
@@ -30,28 +30,28 @@ const hdrMaxNs = 3_600_000_000_000
 // experiment ended.
 const unfinished = "unfinished: still in flight when the experiment ended"
 
-// analysis is a run directory's summary plus what the exporters need.
-type analysis struct {
-	sum *Summary
+// Analysis is a run directory's summary plus what the exporters need.
+type Analysis struct {
+	Sum *Summary
 }
 
-// analyse reads a run directory and computes its statistics; it writes
+// Analyse reads a run directory and computes its statistics; it writes
 // nothing.
-func analyse(ctx context.Context, dir string, c config) (*analysis, error) {
-	return analyseInto(ctx, dir, c, "")
+func Analyse(ctx context.Context, dir string, c config) (*Analysis, error) {
+	return AnalyseInto(ctx, dir, c, "")
 }
 
-// analyseInto reads a run directory and computes its statistics, one
+// AnalyseInto reads a run directory and computes its statistics, one
 // experiment at a time. When out is not "", each experiment's exports of
 // its raw records (its clients' RTT files under cperf/, its .hgrm, its
 // rows of anatomy.csv) are written there as soon as it is analysed, and
 // the raw records dropped: the memory is one experiment's, not the run's.
 // Records not written the way runs write them (rundir.ErrNotGrouped) are
 // read again, every experiment's kept until the end.
-func analyseInto(ctx context.Context, dir string, c config, out string) (*analysis, error) {
+func AnalyseInto(ctx context.Context, dir string, c config, out string) (*Analysis, error) {
 	a, err := analyseRun(ctx, dir, c, out, false)
 	if errors.Is(err, rundir.ErrNotGrouped) {
-		c.logger.Info("records not grouped by experiment: reading every experiment's at once", "dir", dir, "why", err)
+		c.Logger.Info("records not grouped by experiment: reading every experiment's at once", "dir", dir, "why", err)
 		a, err = analyseRun(ctx, dir, c, out, true)
 	}
 	return a, err
@@ -63,7 +63,7 @@ type runAnalysis struct {
 	dir     string
 	out     string
 	c       config
-	man     *manifest
+	man     *Manifest
 	hasMan  bool
 	sum     *Summary
 	metas   map[string]rundir.Experiment // the manifest's experiments by name
@@ -93,7 +93,7 @@ type runAnalysis struct {
 
 // analyseRun is one reading of the run directory: with whole, every
 // experiment's records are kept until the file ends.
-func analyseRun(ctx context.Context, dir string, c config, out string, whole bool) (a *analysis, err error) {
+func analyseRun(ctx context.Context, dir string, c config, out string, whole bool) (a *Analysis, err error) {
 	man, hasMan, err := readManifest(dir)
 	if err != nil {
 		return nil, err
@@ -131,9 +131,9 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	}
 	r.sum = &Summary{
 		Run:                  man.Run,
-		PercentileDefinition: percentileDefinition,
+		PercentileDefinition: PercentileDefinition,
 		Confidence:           c.confidence,
-		manifest:             man,
+		Manifest:             man,
 	}
 	sum := r.sum
 	// Empty lists stay [] in JSON so scripts can iterate without checks.
@@ -146,13 +146,13 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 		sum.Fidelity = append(sum.Fidelity, "no manifest.json: experiments, parameters and fidelity checks of the run are unknown")
 	}
 
-	c.logger.Info("reading records", "dir", dir)
+	c.Logger.Info("reading records", "dir", dir)
 	inAnatomy := func(exp string) bool { return slices.Contains(r.anatExps, exp) }
-	var each func(*recordSet, *expRecords) error
+	var each func(*RecordSet, *ExpRecords) error
 	if !whole {
 		each = r.experiment
 	}
-	rs, err := readRecords(ctx, dir, man.Fabric, inAnatomy, each)
+	rs, err := ReadRecords(ctx, dir, man.Fabric, inAnatomy, each)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +164,8 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 		sum.Fidelity = append(sum.Fidelity, "the run is marked incomplete: it stopped before every experiment finished")
 	}
 	for _, name := range rs.order {
-		if er := rs.exps[name]; er != nil { // kept whole
-			delete(rs.exps, name)
+		if er := rs.Exps[name]; er != nil { // kept whole
+			delete(rs.Exps, name)
 			if err := r.experiment(rs, er); err != nil {
 				return nil, err
 			}
@@ -176,7 +176,7 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	for _, me := range man.Experiments {
 		e, ok := r.done[me.Name]
 		if !ok {
-			if e, err = r.build(me, &expRecords{name: me.Name, transport: me.Transport}); err != nil {
+			if e, err = r.build(me, &ExpRecords{Name: me.Name, transport: me.Transport}); err != nil {
 				return nil, err
 			}
 		}
@@ -187,13 +187,13 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 			sum.Experiments = append(sum.Experiments, r.done[name])
 		}
 	}
-	sum.Baseline = chooseBaseline(sum.Experiments, man.Baseline)
-	sum.Headline, sum.Ratios = headlines(sum.Experiments, sum.Baseline)
+	sum.Baseline = ChooseBaseline(sum.Experiments, man.Baseline)
+	sum.Headline, sum.Ratios = Headlines(sum.Experiments, sum.Baseline)
 	sum.SweptParams = sweptParams(sum.Experiments)
 	if sum.SweptParams == nil {
 		sum.SweptParams = []string{}
 	}
-	return &analysis{sum: sum}, nil
+	return &Analysis{Sum: sum}, nil
 }
 
 // openAnatomy starts anatomy.csv in the output directory (when there is
@@ -242,19 +242,19 @@ func (r *runAnalysis) closeAnatomy() error {
 
 // prepare derives, once, the slowdown ideal and each transport's own
 // baseline from the calibration rows (or the manifest's digest of them).
-func (r *runAnalysis) prepare(rs *recordSet) {
+func (r *runAnalysis) prepare(rs *RecordSet) {
 	if r.prepared {
 		return
 	}
 	r.prepared = true
-	ideal, note := newIdeal(rs.calib, r.man)
+	ideal, note := newIdeal(rs.Calib, r.man)
 	if note != "" {
 		r.sum.Fidelity = append(r.sum.Fidelity, note)
 	}
 	r.ideal = ideal
 	r.baselines = map[string]*ownBaseline{}
-	for tr, byLen := range rs.calib {
-		if b := newOwnBaseline(byLen); b != nil {
+	for tr, byLen := range rs.Calib {
+		if b := NewOwnBaseline(byLen); b != nil {
 			b.source = rundir.CalibrationExperiment(tr)
 			r.baselines[tr] = b
 		}
@@ -272,30 +272,30 @@ func (r *runAnalysis) prepare(rs *recordSet) {
 
 // experiment analyses one experiment of the records, once its rows are
 // all read, and writes its exports.
-func (r *runAnalysis) experiment(rs *recordSet, er *expRecords) error {
-	me, ok := r.metas[er.name]
+func (r *runAnalysis) experiment(rs *RecordSet, er *ExpRecords) error {
+	me, ok := r.metas[er.Name]
 	if !r.whole {
-		at := slices.IndexFunc(r.man.Experiments, func(m rundir.Experiment) bool { return m.Name == er.name })
+		at := slices.IndexFunc(r.man.Experiments, func(m rundir.Experiment) bool { return m.Name == er.Name })
 		if !ok || at < r.last {
-			return fmt.Errorf("%s: experiment %s is not in the manifest's order: %w", rs.file, er.name, rundir.ErrNotGrouped)
+			return fmt.Errorf("%s: experiment %s is not in the manifest's order: %w", rs.file, er.Name, rundir.ErrNotGrouped)
 		}
 		r.last = at
 	}
 	if !ok {
-		me = rundir.Experiment{Name: er.name, Transport: er.transport}
+		me = rundir.Experiment{Name: er.Name, Transport: er.transport}
 	}
 	r.prepare(rs)
 	e, err := r.build(me, er)
 	if err != nil {
 		return err
 	}
-	r.done[er.name] = e
+	r.done[er.Name] = e
 	return nil
 }
 
 // build computes one experiment's statistics from its records er and its
 // entry in the manifest me, and writes the exports of its raw records.
-func (r *runAnalysis) build(me rundir.Experiment, er *expRecords) (Experiment, error) {
+func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, error) {
 	if err := r.ctx.Err(); err != nil {
 		return Experiment{}, err
 	}
@@ -312,10 +312,10 @@ func (r *runAnalysis) build(me rundir.Experiment, er *expRecords) (Experiment, e
 	if _, inMan := r.metas[me.Name]; !inMan && r.hasMan {
 		exp.Fidelity = append(exp.Fidelity, "experiment is in the records but not in manifest.json")
 	}
-	if er.issued == 0 {
+	if er.Issued == 0 {
 		exp.Fidelity = append(exp.Fidelity, "no measure-phase records for this experiment")
 	}
-	st, rates, err := readSwitchStats(r.dir, me.Name)
+	st, rates, err := ReadSwitchStats(r.dir, me.Name)
 	if err != nil {
 		return Experiment{}, err
 	}
@@ -332,12 +332,12 @@ func (r *runAnalysis) build(me rundir.Experiment, er *expRecords) (Experiment, e
 		defRate = float64(me.LinkBps) // a run written before the fabric description
 	}
 	if rows := r.tel[me.Name]; len(rows) > 0 {
-		exp.series, exp.Links = analyseTelemetry(rows, rates, defRate, me.Started)
+		exp.Series, exp.Links = AnalyseTelemetry(rows, rates, defRate, me.Started)
 		exp.MeanLinkUtil = meanUtil(exp.Links)
 		exp.BusiestLinkUtil = busiestUtil(exp.Links)
 	}
-	exp.HostGauges, exp.active = analyseHosts(r.hostTel[me.Name], me.Started)
-	exp.phases = phasesOf(me)
+	exp.HostGauges, exp.Active = analyseHosts(r.hostTel[me.Name], me.Started)
+	exp.Bands = phasesOf(me)
 	if slices.Contains(r.anatExps, me.Name) {
 		if exp.Anatomy, err = r.anatomy(me.Name, er.anat); err != nil {
 			return Experiment{}, err
@@ -393,7 +393,7 @@ func (r *runAnalysis) anatomy(exp string, rows []rundir.RPC) (*anatomy.Summary, 
 }
 
 // computeExperiment derives every statistic of one experiment's records.
-func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, base *ownBaseline, c config) (Experiment, *hdrhistogram.Histogram) {
+func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, base *ownBaseline, c config) (Experiment, *hdrhistogram.Histogram) {
 	e := Experiment{
 		Name:      me.Name,
 		Transport: me.Transport,
@@ -401,17 +401,17 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		Config:    me.Config,
 		Params:    make(map[string]any, len(me.Params)),
 		RPCs: RPCCounts{
-			Issued: er.issued, Completed: er.completed, Failed: er.failed + er.inFlight,
+			Issued: er.Issued, Completed: er.completed, Failed: er.failed + er.inFlight,
 			InFlight: er.inFlight, Warmup: er.warmup,
 		},
-		Short:    Short{MaxLength: c.shortMax},
+		Short:    Short{MaxLength: c.ShortMax},
 		Phases:   []PhaseStats{},
 		BySize:   []SizeRow{},
 		Fidelity: []string{},
 		Links:    []LinkStats{},
 	}
-	if len(er.failures) > 0 || er.inFlight > 0 {
-		e.RPCs.Failures = maps.Clone(er.failures)
+	if len(er.Failures) > 0 || er.inFlight > 0 {
+		e.RPCs.Failures = maps.Clone(er.Failures)
 		if e.RPCs.Failures == nil {
 			e.RPCs.Failures = map[string]int64{}
 		}
@@ -422,7 +422,7 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 	for k, v := range me.Params {
 		e.Params[k] = v
 	}
-	e.Config = configID(&e) // transport-label in runs written before configs had labels
+	e.Config = ConfigID(&e) // transport-label in runs written before configs had labels
 	e.Fidelity = append(e.Fidelity, me.Fidelity...)
 	if me.Incomplete {
 		e.Fidelity = append(e.Fidelity, "experiment marked incomplete")
@@ -431,7 +431,7 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d RPCs were still in flight at the end; they enter no percentile, so tails are underestimated", er.inFlight))
 	}
 	if er.failed > 0 {
-		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d of %d RPCs failed (%.2f%%)", er.failed, er.issued, 100*float64(er.failed)/float64(er.issued)))
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d of %d RPCs failed (%.2f%%)", er.failed, er.Issued, 100*float64(er.failed)/float64(er.Issued)))
 	}
 	if base != nil {
 		e.Calibration = &Calibration{
@@ -460,19 +460,19 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		e.OfferedRequestGbps = float64(er.reqBytes) * 8 / dur / 1e9
 	}
 	if me.ConfiguredBps > 0 {
-		e.ConfiguredOpenGbps = fp(me.ConfiguredBps / 1e9)
+		e.ConfiguredOpenGbps = Ptr(me.ConfiguredBps / 1e9)
 	}
 	if me.ConfiguredBps > 0 && me.UnratedClients == 0 {
-		e.ConfiguredGbps = fp(me.ConfiguredBps / 1e9)
+		e.ConfiguredGbps = Ptr(me.ConfiguredBps / 1e9)
 	}
 	// Counts, not bytes, are compared: heavy-tailed sizes make the bytes of
 	// a short run vary far more than the number of RPCs. A Poisson count
 	// varies by about its square root.
 	if want := me.ConfiguredRPS * dur; want >= 20 {
-		got := float64(er.issued)
+		got := float64(er.Issued)
 		if got < want-max(4*math.Sqrt(want), 0.05*want) {
 			e.Fidelity = append(e.Fidelity, fmt.Sprintf("the clients issued %d measured RPCs where the configured rate (%.0f/s over %.1f s) asks for about %.0f (%.0f%%): the machine could not keep up with the configured load",
-				er.issued, me.ConfiguredRPS, dur, want, 100*got/want))
+				er.Issued, me.ConfiguredRPS, dur, want, 100*got/want))
 		}
 	}
 	slices.Sort(er.lags)
@@ -491,7 +491,7 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		}
 	}
 
-	s := er.samples
+	s := er.Samples
 	if len(s) == 0 {
 		return e, nil
 	}
@@ -524,7 +524,7 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		}
 		own = make([]float64, n)
 		for i, x := range s {
-			own[i] = float64(x.rtt) / base.at(x.length)
+			own[i] = float64(x.rtt) / base.At(x.length)
 		}
 	}
 
@@ -549,14 +549,14 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		if slows != nil {
 			slices.Sort(slows[lo:hi])
 			s50, s99, s999 := estimate(slows[lo:hi], 0.5, c.confidence, 1), estimate(slows[lo:hi], 0.99, c.confidence, 1), estimate(slows[lo:hi], 0.999, c.confidence, 1)
-			row.S50, row.S50CI = fp(s50.Value), s50.interval()
-			row.S99, row.S99CI = fp(s99.Value), s99.interval()
-			row.S999, row.S999CI = fp(s999.Value), s999.interval()
+			row.S50, row.S50CI = Ptr(s50.Value), s50.interval()
+			row.S99, row.S99CI = Ptr(s99.Value), s99.interval()
+			row.S999, row.S999CI = Ptr(s999.Value), s999.interval()
 		}
 		if own != nil {
 			slices.Sort(own[lo:hi])
-			row.OwnS50 = fp(estimate(own[lo:hi], 0.5, c.confidence, 1).Value)
-			row.OwnS99 = fp(estimate(own[lo:hi], 0.99, c.confidence, 1).Value)
+			row.OwnS50 = Ptr(estimate(own[lo:hi], 0.5, c.confidence, 1).Value)
+			row.OwnS99 = Ptr(estimate(own[lo:hi], 0.99, c.confidence, 1).Value)
 		}
 		scratch = phase(scratch, s[lo:hi], func(x sample) int64 { return x.reqOut })
 		row.ReqOutP50us, row.ReqOutP99us = medianAndP99(scratch, c.confidence)
@@ -582,7 +582,7 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 	var short []int64
 	var shortSlows []float64
 	for _, x := range s {
-		in := rundir.IsShort(x.length, int64(x.resp), c.shortMax)
+		in := rundir.IsShort(x.length, int64(x.resp), c.ShortMax)
 		if c.headlinePhase != "" {
 			in = phaseOf(x) == c.headlinePhase
 		}
@@ -602,15 +602,15 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 	if nShort > 0 {
 		slices.Sort(short)
 		p50, p99, p999 := estimate(short, 0.5, c.confidence, 1e-3), estimate(short, 0.99, c.confidence, 1e-3), estimate(short, 0.999, c.confidence, 1e-3)
-		e.Short.P50us, e.Short.P50CI = fp(p50.Value), p50.interval()
-		e.Short.P99us, e.Short.P99CI = fp(p99.Value), p99.interval()
-		e.Short.P999us, e.Short.P999CI = fp(p999.Value), p999.interval()
-		e.ccdf = ccdfPoints(short, 1e-3)
+		e.Short.P50us, e.Short.P50CI = Ptr(p50.Value), p50.interval()
+		e.Short.P99us, e.Short.P99CI = Ptr(p99.Value), p99.interval()
+		e.Short.P999us, e.Short.P999CI = Ptr(p999.Value), p999.interval()
+		e.CCDF = CcdfPoints(short, 1e-3)
 		if shortSlows != nil {
 			ss := shortSlows
 			slices.Sort(ss)
-			e.Short.S50 = fp(estimate(ss, 0.5, c.confidence, 1).Value)
-			e.Short.S99 = fp(estimate(ss, 0.99, c.confidence, 1).Value)
+			e.Short.S50 = Ptr(estimate(ss, 0.5, c.confidence, 1).Value)
+			e.Short.S99 = Ptr(estimate(ss, 0.99, c.confidence, 1).Value)
 		}
 		// A sender that falls behind by more than a short RPC takes shows
 		// the machine, not the network.
@@ -632,7 +632,7 @@ func computeExperiment(er *expRecords, me rundir.Experiment, ideal *idealRTT, ba
 		}
 		slices.Sort(half)
 		e.ShortestHalf = &ShortestHalf{MaxLength: medLen, Count: int64(len(half)),
-			S50: fp(estimate(half, 0.5, c.confidence, 1).Value), S99: fp(estimate(half, 0.99, c.confidence, 1).Value)}
+			S50: Ptr(estimate(half, 0.5, c.confidence, 1).Value), S99: Ptr(estimate(half, 0.99, c.confidence, 1).Value)}
 	}
 
 	// Whole experiment.
@@ -664,7 +664,7 @@ func medianAndP99(sorted []int64, conf float64) (p50, p99 *float64) {
 	if len(sorted) == 0 {
 		return nil, nil
 	}
-	return fp(estimate(sorted, 0.5, conf, 1e-3).Value), fp(estimate(sorted, 0.99, conf, 1e-3).Value)
+	return Ptr(estimate(sorted, 0.5, conf, 1e-3).Value), Ptr(estimate(sorted, 0.99, conf, 1e-3).Value)
 }
 
 // bucketBounds splits length-sorted samples into [lo, hi) index ranges:
@@ -706,11 +706,11 @@ func bucketBounds(s []sample, c config) ([][2]int, string) {
 	return out, "log"
 }
 
-// ccdfPoints samples the complementary CDF P(X > x) of sorted values at up
+// CcdfPoints samples the complementary CDF P(X > x) of sorted values at up
 // to 50 tail levels per decade, down to 1/n; x is scaled by scale.
-func ccdfPoints(sorted []int64, scale float64) []point {
+func CcdfPoints(sorted []int64, scale float64) []Point {
 	n := len(sorted)
-	var pts []point
+	var pts []Point
 	lastIdx := -1
 	for k := 0; ; k++ {
 		p := math.Pow(10, -float64(k)/50)
@@ -731,7 +731,7 @@ func ccdfPoints(sorted []int64, scale float64) []point {
 		if tail <= 0 {
 			break
 		}
-		pts = append(pts, point{float64(sorted[i]) * scale, tail})
+		pts = append(pts, Point{float64(sorted[i]) * scale, tail})
 	}
 	return pts
 }
@@ -743,17 +743,17 @@ func percentiles[T int64 | float64](sorted []T, conf, scale float64) Percentiles
 		return p
 	}
 	p50, p99, p999 := estimate(sorted, 0.5, conf, scale), estimate(sorted, 0.99, conf, scale), estimate(sorted, 0.999, conf, scale)
-	p.P50, p.P50CI = fp(p50.Value), p50.interval()
-	p.P99, p.P99CI = fp(p99.Value), p99.interval()
-	p.P999, p.P999CI = fp(p999.Value), p999.interval()
-	p.Max = fp(float64(sorted[len(sorted)-1]) * scale)
+	p.P50, p.P50CI = Ptr(p50.Value), p50.interval()
+	p.P99, p.P99CI = Ptr(p99.Value), p99.interval()
+	p.P999, p.P999CI = Ptr(p999.Value), p999.interval()
+	p.Max = Ptr(float64(sorted[len(sorted)-1]) * scale)
 	return p
 }
 
 func (e Estimate) interval() Interval { return Interval{e.Lo, e.Hi} }
 
-// fp returns a pointer to v, nil for NaN or infinities (JSON null).
-func fp(v float64) *float64 {
+// Ptr returns a pointer to v, nil for NaN or infinities (JSON null).
+func Ptr(v float64) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil
 	}
@@ -781,13 +781,13 @@ func sweptParams(exps []Experiment) []string {
 	return out
 }
 
-// groupKey is an experiment's params without the transport, so the Homa and
+// GroupKey is an experiment's params without the transport, so the Homa and
 // TCP experiments of one configuration share a key.
-func groupKey(e Experiment) string { return paramsKey(e, "") }
+func GroupKey(e Experiment) string { return ParamsKey(e, "") }
 
-// paramsKey formats an experiment's params, sorted, without the transport
+// ParamsKey formats an experiment's params, sorted, without the transport
 // and without the param named except.
-func paramsKey(e Experiment, except string) string {
+func ParamsKey(e Experiment, except string) string {
 	keys := make([]string, 0, len(e.Params))
 	for k := range e.Params {
 		if k != "transport" && k != except {
@@ -811,7 +811,7 @@ func busiestUtil(links []LinkStats) *float64 {
 	var best *float64
 	for _, l := range links {
 		if l.RateBps > 0 && (best == nil || l.MeanUtil > *best) {
-			best = fp(l.MeanUtil)
+			best = Ptr(l.MeanUtil)
 		}
 	}
 	return best
@@ -830,7 +830,7 @@ func meanUtil(links []LinkStats) *float64 {
 	if n == 0 {
 		return nil
 	}
-	return fp(sum / float64(n))
+	return Ptr(sum / float64(n))
 }
 
 // countersByRole merges the hosts' transport counters role by role and
@@ -878,4 +878,9 @@ func byPriority(counters map[string]uint64) map[string][]uint64 {
 		out[name][p] += v
 	}
 	return out
+}
+
+// SortedKeys returns a map's keys in ascending order.
+func SortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"cmp"
@@ -47,7 +47,7 @@ type HostGauges struct {
 // sample (the receivers; the others stay out) and returns the active
 // messages over time for the chart, x in seconds since the experiment's
 // first sample, or since origin (unix ns) when it is not 0.
-func analyseHosts(byHost map[string][]hostRow, origin int64) ([]HostGauges, map[string][]point) {
+func analyseHosts(byHost map[string][]hostRow, origin int64) ([]HostGauges, map[string][]Point) {
 	t0 := origin
 	for _, rows := range byHost {
 		for _, r := range rows {
@@ -57,19 +57,19 @@ func analyseHosts(byHost map[string][]hostRow, origin int64) ([]HostGauges, map[
 		}
 	}
 	var out []HostGauges
-	series := map[string][]point{}
-	for _, host := range sortedKeys(byHost) {
+	series := map[string][]Point{}
+	for _, host := range SortedKeys(byHost) {
 		rows := byHost[host]
 		slices.SortFunc(rows, func(a, b hostRow) int { return cmp.Compare(a.t, b.t) })
 		g := HostGauges{Host: host, Samples: len(rows)}
 		var active, incoming int64
-		pts := make([]point, 0, len(rows))
+		pts := make([]Point, 0, len(rows))
 		for _, r := range rows {
 			active += r.active
 			incoming += r.incoming
 			g.MaxActive = max(g.MaxActive, r.active)
 			g.MaxIncomingBytes = max(g.MaxIncomingBytes, r.incoming)
-			pts = append(pts, point{float64(r.t-t0) / 1e9, float64(r.active)})
+			pts = append(pts, Point{float64(r.t-t0) / 1e9, float64(r.active)})
 		}
 		if g.MaxActive == 0 {
 			continue

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"bufio"
@@ -13,9 +13,9 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// writeFile creates path, lets fill write it through a buffer, and reports
+// WriteFile creates path, lets fill write it through a buffer, and reports
 // the first error of writing, flushing or closing.
-func writeFile(path string, fill func(w io.Writer) error) error {
+func WriteFile(path string, fill func(w io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
@@ -35,8 +35,8 @@ func writeFile(path string, fill func(w io.Writer) error) error {
 	return nil
 }
 
-// fileStem makes an experiment name safe as a file name.
-func fileStem(name string) string {
+// FileStem makes an experiment name safe as a file name.
+func FileStem(name string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
@@ -56,7 +56,7 @@ func writeSummary(path string, s *Summary) error {
 	if b, err = roundJSON(b); err != nil {
 		return err
 	}
-	return writeFile(path, func(w io.Writer) error {
+	return WriteFile(path, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})
@@ -72,7 +72,7 @@ func num(v *float64, prec int) string {
 }
 
 func writeBySizeCSV(path string, s *Summary) error {
-	return writeFile(path, func(w io.Writer) error {
+	return WriteFile(path, func(w io.Writer) error {
 		fmt.Fprintln(w, "experiment,transport,length,min_length,cum_frac,samples,"+
 			"p50_us,p50_lo_us,p50_hi_us,p99_us,p99_lo_us,p99_hi_us,p999_us,p999_lo_us,p999_hi_us,"+
 			"s50,s50_lo,s50_hi,s99,s99_lo,s99_hi,s999,s999_lo,s999_hi,"+
@@ -106,23 +106,23 @@ func csvField(s string) string {
 	return s
 }
 
-// writeOutputs writes the exports of an analysis's aggregates into dir
+// WriteOutputs writes the exports of an analysis's aggregates into dir
 // (each experiment's raw exports were written as it was analysed:
 // writeRawExports).
-func writeOutputs(dir string, a *analysis) error {
-	if err := writeSummary(filepath.Join(dir, "summary.json"), a.sum); err != nil {
+func WriteOutputs(dir string, a *Analysis) error {
+	if err := writeSummary(filepath.Join(dir, "summary.json"), a.Sum); err != nil {
 		return err
 	}
-	if err := writeBySizeCSV(filepath.Join(dir, "by_size.csv"), a.sum); err != nil {
+	if err := writeBySizeCSV(filepath.Join(dir, "by_size.csv"), a.Sum); err != nil {
 		return err
 	}
-	for i := range a.sum.Experiments {
-		e := &a.sum.Experiments[i]
-		stem := fileStem(e.Name)
+	for i := range a.Sum.Experiments {
+		e := &a.Sum.Experiments[i]
+		stem := FileStem(e.Name)
 		if err := writeCperfData(filepath.Join(dir, stem+".data"), e); err != nil {
 			return err
 		}
-		if len(e.ccdf) > 0 {
+		if len(e.CCDF) > 0 {
 			if err := writeCCDF(filepath.Join(dir, stem+"_cdf.data"), e); err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ func writeRawExports(dir string, e *Experiment, hist *hdrhistogram.Histogram) er
 	if hist == nil {
 		return nil
 	}
-	return writeFile(filepath.Join(dir, fileStem(e.Name)+".hgrm"), func(w io.Writer) error {
+	return WriteFile(filepath.Join(dir, FileStem(e.Name)+".hgrm"), func(w io.Writer) error {
 		// Values in µs; 5 ticks per half distance as HdrHistogram's tools do.
 		_, err := hist.PercentilesPrint(w, 5, 1000)
 		return err

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"fmt"
@@ -13,10 +13,10 @@ type portKey struct {
 	port int
 }
 
-// readSwitchStats sums the experiment's switch statistics
+// ReadSwitchStats sums the experiment's switch statistics
 // (rundir.ReadSwitchStats). It also returns the configured rate of every
 // port, which telemetry utilisation divides by.
-func readSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
+func ReadSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, error) {
 	st := SwitchStats{Switches: []string{}, DropsByQueue: []int64{}, MaxQueueBytes: []int64{},
 		MaxQueuePkts: []int64{}, MaxDelayUs: []float64{}, FaultDropsByPort: map[string]int64{}, CEMarksByQueue: []int64{},
 		LostLinkMsByPort: map[string]float64{}, DefencesByPort: map[string]DefenceCounts{}}
@@ -138,7 +138,7 @@ func (st *SwitchStats) markUnavailable(target string) {
 	}
 }
 
-// unavailable reports whether the switch statistic field is unavailable.
-func (st SwitchStats) unavailable(field string) bool {
+// Lacks reports whether the switch statistic field is unavailable.
+func (st SwitchStats) Lacks(field string) bool {
 	return slices.Contains(st.Unavailable, field)
 }

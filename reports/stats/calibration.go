@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"fmt"
@@ -88,11 +88,11 @@ func (id *idealRTT) at(req, resp int64, links int) float64 {
 
 // simulatedHop is the fixed latency per link a simulated run charged
 // (its scenario's simulation block), 0 for other runs.
-func simulatedHop(man *manifest) float64 {
+func simulatedHop(man *Manifest) float64 {
 	if man.Mode != rundir.ModeSimulated {
 		return 0
 	}
-	sim, _ := mapOf(man.Scenario)["simulation"].(map[string]any)
+	sim, _ := MapOf(man.Scenario)["simulation"].(map[string]any)
 	var ns float64
 	for _, k := range []string{"link_delay", "switch_delay"} {
 		if v, ok := sim[k].(string); ok {
@@ -107,7 +107,7 @@ func simulatedHop(man *manifest) float64 {
 // newIdeal picks the base, the smallest calibrated RPC's median RTT of the
 // transport that was fastest at it, and the fabric. It returns nil without
 // calibration or link rate; note says what was assumed, if anything.
-func newIdeal(calib map[string]map[int64]*calibPoint, man *manifest) (id *idealRTT, note string) {
+func newIdeal(calib map[string]map[int64]*calibPoint, man *Manifest) (id *idealRTT, note string) {
 	id = &idealRTT{baseNs: math.Inf(1)}
 	if f := man.Fabric; f != nil {
 		id.rateBps, id.mtu, id.overhead = float64(f.LinkBps), f.MTU, f.FrameOverhead
@@ -175,9 +175,9 @@ type ownBaseline struct {
 	source  string    // where the values come from
 }
 
-// newOwnBaseline builds a baseline from calibration RPCs by length; nil
+// NewOwnBaseline builds a baseline from calibration RPCs by length; nil
 // when there are none.
-func newOwnBaseline(byLen map[int64]*calibPoint) *ownBaseline {
+func NewOwnBaseline(byLen map[int64]*calibPoint) *ownBaseline {
 	if len(byLen) == 0 {
 		return nil
 	}
@@ -223,7 +223,7 @@ func manifestBaseline(rttUs map[uint32]float64, resp uint32) *ownBaseline {
 // the base path. With the calibration's responses answer bytes long, it
 // is at(length) exactly.
 func (b *ownBaseline) withAnswer(length, answer int64, id *idealRTT) float64 {
-	ns := b.at(length)
+	ns := b.At(length)
 	resp := b.resps[0]
 	if resp == b.lengths[0] && len(b.lengths) > 1 && b.resps[1] == b.lengths[1] {
 		resp = length // echoed
@@ -234,11 +234,11 @@ func (b *ownBaseline) withAnswer(length, answer int64, id *idealRTT) float64 {
 	return ns
 }
 
-// at returns the unloaded RTT (ns) for a request length: the calibrated
+// At returns the unloaded RTT (ns) for a request length: the calibrated
 // value of that length, else linear between the nearest calibrated lengths,
 // else the nearest one below the range and the last segment's line above
 // it.
-func (b *ownBaseline) at(length int64) float64 {
+func (b *ownBaseline) At(length int64) float64 {
 	i := sort.Search(len(b.lengths), func(i int) bool { return b.lengths[i] >= length })
 	switch {
 	case i < len(b.lengths) && b.lengths[i] == length:

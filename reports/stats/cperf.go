@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func cperfDigest(s []sample, slows []float64) []cperfRow {
 // writeCperfData writes the digest as cperf does: whitespace-separated
 // columns named by the last comment line.
 func writeCperfData(path string, e *Experiment) error {
-	return writeFile(path, func(w io.Writer) error {
+	return WriteFile(path, func(w io.Writer) error {
 		fmt.Fprintf(w, "# Digested data for %s experiment (%s), %d completed RPCs; RTTs in usec, slowdown against the ideal RTT\n",
 			e.Name, e.Transport, e.RPCs.Completed)
 		fmt.Fprintln(w, "# length  cum_frac  samples     p50      p99     p999   s50    s99    s999")
@@ -81,12 +81,12 @@ func writeCperfData(path string, e *Experiment) error {
 
 // writeCCDF writes the short-message CCDF with cperf's column names.
 func writeCCDF(path string, e *Experiment) error {
-	return writeFile(path, func(w io.Writer) error {
+	return WriteFile(path, func(w io.Writer) error {
 		fmt.Fprintf(w, "# Fraction of RTTs longer than a given time for %s experiment\n", e.Name)
 		fmt.Fprintf(w, "# Includes messages <= %d bytes (%d RPCs)\n", e.Short.MaxLength, e.Short.Count)
 		fmt.Fprintln(w, "#       usec        frac")
-		for _, p := range e.ccdf {
-			if _, err := fmt.Fprintf(w, "%12.3f  %.8f\n", p.x, p.y); err != nil {
+		for _, p := range e.CCDF {
+			if _, err := fmt.Fprintf(w, "%12.3f  %.8f\n", p.X, p.Y); err != nil {
 				return err
 			}
 		}
@@ -105,8 +105,8 @@ func writeRTTs(dir string, e *Experiment) error {
 		return fmt.Errorf("create %s: %w", d, err)
 	}
 	for ci, client := range e.clients {
-		path := filepath.Join(d, fileStem(e.Name)+"-"+fileStem(client)+".rtts")
-		err := writeFile(path, func(w io.Writer) error {
+		path := filepath.Join(d, FileStem(e.Name)+"-"+FileStem(client)+".rtts")
+		err := WriteFile(path, func(w io.Writer) error {
 			fmt.Fprintf(w, "# RTTs of the completed measured RPCs of experiment %s from client %s\n", e.Name, client)
 			fmt.Fprintln(w, "# length rtt_usec")
 			buf := make([]byte, 0, 64)

@@ -1,19 +1,20 @@
-package reports
+package stats
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/rundir"
 	"io"
 	"log/slog"
+
+	"github.com/homatb/homatb/rundir"
 )
 
 // config holds Build's settings; zero values of Options mean defaults.
 type config struct {
-	logger        *slog.Logger
-	outDir        string
+	Logger        *slog.Logger
+	OutDir        string
 	maxExact      int
 	minBinSamples int
-	shortMax      int64
+	ShortMax      int64
 	// headlinePhase, when set, makes the short set one phase's RPCs (the
 	// scenario's report.headline_phase); set per experiment.
 	headlinePhase string
@@ -27,12 +28,12 @@ type config struct {
 	confidence float64
 }
 
-func defaultConfig() config {
+func DefaultConfig() config {
 	return config{
-		logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		maxExact:      100,
 		minBinSamples: 1000,
-		shortMax:      rundir.ShortMaxBytes,
+		ShortMax:      rundir.ShortMaxBytes,
 		confidence:    0.95,
 	}
 }
@@ -46,7 +47,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			return fmt.Errorf("reports: nil logger")
 		}
-		c.logger = l
+		c.Logger = l
 		return nil
 	}
 }
@@ -54,7 +55,7 @@ func WithLogger(l *slog.Logger) Option {
 // WithOutputDir writes the outputs to dir instead of the run directory.
 func WithOutputDir(dir string) Option {
 	return func(c *config) error {
-		c.outDir = dir
+		c.OutDir = dir
 		return nil
 	}
 }
@@ -92,13 +93,13 @@ func WithShortMaxLength(n int64) Option {
 		if n < 1 {
 			return fmt.Errorf("reports: short max length %d < 1", n)
 		}
-		c.shortMax = n
+		c.ShortMax = n
 		return nil
 	}
 }
 
-func newConfig(opts []Option) (config, error) {
-	c := defaultConfig()
+func NewConfig(opts []Option) (config, error) {
+	c := DefaultConfig()
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return c, err

@@ -1,4 +1,4 @@
-package reports
+package stats
 
 import (
 	"cmp"
@@ -8,70 +8,70 @@ import (
 	"github.com/homatb/homatb/rundir"
 )
 
-// point is one (x, y) of a chart series.
-type point struct{ x, y float64 }
+// Point is one (x, y) of a chart series.
+type Point struct{ X, Y float64 }
 
-// telemetryRow is one telemetry.csv line, reduced to what reports use.
-type telemetryRow struct {
-	t     int64
-	port  int
-	queue int
-	sent  int64 // cumulative sent bytes
+// TelemetryRow is one telemetry.csv line, reduced to what reports use.
+type TelemetryRow struct {
+	Time  int64
+	Port  int
+	Queue int
+	Sent  int64 // cumulative sent bytes
 	depth int64 // packets queued at the sample
 }
 
 // telemetry holds telemetry.csv rows by experiment, then switch.
-type telemetry map[string]map[string][]telemetryRow
+type telemetry map[string]map[string][]TelemetryRow
 
 // readTelemetry reads telemetry.csv; a missing file yields no telemetry.
 func readTelemetry(ctx context.Context, dir string) (telemetry, error) {
 	tel := telemetry{}
 	err := readSeries(ctx, dir, rundir.Telemetry(), func(r *rundir.TelemetryRow) {
 		if tel[r.Experiment] == nil {
-			tel[r.Experiment] = make(map[string][]telemetryRow)
+			tel[r.Experiment] = make(map[string][]TelemetryRow)
 		}
-		tel[r.Experiment][r.Switch] = append(tel[r.Experiment][r.Switch], telemetryRow{
-			t: r.UnixNano, port: r.Port, queue: r.Queue, sent: r.SentBytes, depth: int64(r.DepthPkts)})
+		tel[r.Experiment][r.Switch] = append(tel[r.Experiment][r.Switch], TelemetryRow{
+			Time: r.UnixNano, Port: r.Port, Queue: r.Queue, Sent: r.SentBytes, depth: int64(r.DepthPkts)})
 	})
 	return tel, err
 }
 
-// switchSeries is the time series of one switch in one experiment.
-type switchSeries struct {
-	sw string
-	// busiest is the port whose queues held the most packets; depth is its
+// SwitchSeries is the time series of one switch in one experiment.
+type SwitchSeries struct {
+	Switch string
+	// Busiest is the port whose queues held the most packets; depth is its
 	// occupancy per queue over time.
-	busiest int
-	depth   map[int][]point // queue -> (s, packets)
-	// util is utilisation (fraction of the port rate) per port over time.
-	util map[int][]point
-	// noRate lists ports whose rate is unknown (no utilisation).
-	noRate []int
+	Busiest int
+	Depth   map[int][]Point // queue -> (s, packets)
+	// Util is utilisation (fraction of the port rate) per port over time.
+	Util map[int][]Point
+	// NoRate lists ports whose rate is unknown (no utilisation).
+	NoRate []int
 }
 
-// analyseTelemetry turns one experiment's rows into series and link stats.
+// AnalyseTelemetry turns one experiment's rows into series and link stats.
 // defaultRate (bit/s) is used for ports the switch statistics do not rate.
 // Times are seconds since origin (unix ns), or since the first sample when
 // origin is 0.
-func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]float64, defaultRate float64, origin int64) ([]switchSeries, []LinkStats) {
-	var out []switchSeries
+func AnalyseTelemetry(bySwitch map[string][]TelemetryRow, rates map[portKey]float64, defaultRate float64, origin int64) ([]SwitchSeries, []LinkStats) {
+	var out []SwitchSeries
 	var links []LinkStats
-	for _, sw := range sortedKeys(bySwitch) {
+	for _, sw := range SortedKeys(bySwitch) {
 		rows := bySwitch[sw]
-		slices.SortFunc(rows, func(a, b telemetryRow) int {
-			if a.t != b.t {
-				return cmp.Compare(a.t, b.t)
+		slices.SortFunc(rows, func(a, b TelemetryRow) int {
+			if a.Time != b.Time {
+				return cmp.Compare(a.Time, b.Time)
 			}
-			if a.port != b.port {
-				return a.port - b.port
+			if a.Port != b.Port {
+				return a.Port - b.Port
 			}
-			return a.queue - b.queue
+			return a.Queue - b.Queue
 		})
-		t0 := rows[0].t
+		t0 := rows[0].Time
 		if origin > 0 {
 			t0 = origin
 		}
-		ss := switchSeries{sw: sw, depth: map[int][]point{}, util: map[int][]point{}}
+		ss := SwitchSeries{Switch: sw, Depth: map[int][]Point{}, Util: map[int][]Point{}}
 		// Per port: total sent bytes per sample time and peak depth.
 		// A port's total is the sum of each queue's latest cumulative count.
 		// Rows are grouped into polling rounds (a round ends when a queue
@@ -96,31 +96,31 @@ func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]floa
 		}
 		ports := map[int]*portAcc{}
 		for _, r := range rows {
-			p := ports[r.port]
+			p := ports[r.Port]
 			if p == nil {
 				p = &portAcc{last: map[int]int64{}, round: map[int]bool{}}
-				ports[r.port] = p
+				ports[r.Port] = p
 			}
-			if p.round[r.queue] {
+			if p.round[r.Queue] {
 				closeRound(p)
 			}
 			if len(p.round) == 0 {
-				p.roundStart = r.t
+				p.roundStart = r.Time
 			}
-			p.round[r.queue] = true
-			p.total += r.sent - p.last[r.queue]
-			p.last[r.queue] = r.sent
+			p.round[r.Queue] = true
+			p.total += r.Sent - p.last[r.Queue]
+			p.last[r.Queue] = r.Sent
 			p.peak = max(p.peak, r.depth)
 			p.qsum += r.depth
 		}
 		for _, p := range ports {
 			closeRound(p)
 		}
-		portIDs := sortedKeys(ports)
-		ss.busiest = portIDs[0]
+		portIDs := SortedKeys(ports)
+		ss.Busiest = portIDs[0]
 		for _, id := range portIDs {
-			if ports[id].qsum > ports[ss.busiest].qsum {
-				ss.busiest = id
+			if ports[id].qsum > ports[ss.Busiest].qsum {
+				ss.Busiest = id
 			}
 		}
 		for _, id := range portIDs {
@@ -131,7 +131,7 @@ func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]floa
 			}
 			ls := LinkStats{Switch: sw, Port: id, RateBps: rate, MaxDepthPkts: p.peak}
 			if rate <= 0 {
-				ss.noRate = append(ss.noRate, id)
+				ss.NoRate = append(ss.NoRate, id)
 				links = append(links, ls)
 				continue
 			}
@@ -143,7 +143,7 @@ func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]floa
 				}
 				bits := float64(p.sent[i]-p.sent[i-1]) * 8
 				u := bits / dt / rate
-				ss.util[id] = append(ss.util[id], point{float64(p.times[i]-t0) / 1e9, u})
+				ss.Util[id] = append(ss.Util[id], Point{float64(p.times[i]-t0) / 1e9, u})
 				ls.MaxUtil = max(ls.MaxUtil, u)
 				sum += bits
 				span += dt
@@ -154,8 +154,8 @@ func analyseTelemetry(bySwitch map[string][]telemetryRow, rates map[portKey]floa
 			links = append(links, ls)
 		}
 		for _, r := range rows {
-			if r.port == ss.busiest {
-				ss.depth[r.queue] = append(ss.depth[r.queue], point{float64(r.t-t0) / 1e9, float64(r.depth)})
+			if r.Port == ss.Busiest {
+				ss.Depth[r.Queue] = append(ss.Depth[r.Queue], Point{float64(r.Time-t0) / 1e9, float64(r.depth)})
 			}
 		}
 		out = append(out, ss)
