@@ -394,90 +394,9 @@ func (r *runAnalysis) anatomy(exp string, rows []rundir.RPC) (*anatomy.Summary, 
 
 // computeExperiment derives every statistic of one experiment's records.
 func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, base *ownBaseline, c config) (Experiment, *hdrhistogram.Histogram) {
-	e := Experiment{
-		Name:      me.Name,
-		Transport: me.Transport,
-		Label:     me.Label,
-		Config:    me.Config,
-		Params:    make(map[string]any, len(me.Params)),
-		RPCs: RPCCounts{
-			Issued: er.Issued, Completed: er.completed, Failed: er.failed + er.inFlight,
-			InFlight: er.inFlight, Warmup: er.warmup,
-		},
-		Short:    Short{MaxLength: c.ShortMax},
-		Phases:   []PhaseStats{},
-		BySize:   []SizeRow{},
-		Fidelity: []string{},
-		Links:    []LinkStats{},
-	}
-	if len(er.Failures) > 0 || er.inFlight > 0 {
-		e.RPCs.Failures = maps.Clone(er.Failures)
-		if e.RPCs.Failures == nil {
-			e.RPCs.Failures = map[string]int64{}
-		}
-		if er.inFlight > 0 {
-			e.RPCs.Failures[unfinished] = er.inFlight
-		}
-	}
-	for k, v := range me.Params {
-		e.Params[k] = v
-	}
-	e.Config = ConfigID(&e) // transport-label in runs written before configs had labels
-	e.Fidelity = append(e.Fidelity, me.Fidelity...)
-	if me.Incomplete {
-		e.Fidelity = append(e.Fidelity, "experiment marked incomplete")
-	}
-	if er.inFlight > 0 {
-		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d RPCs were still in flight at the end; they enter no percentile, so tails are underestimated", er.inFlight))
-	}
-	if er.failed > 0 {
-		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d of %d RPCs failed (%.2f%%)", er.failed, er.Issued, 100*float64(er.failed)/float64(er.Issued)))
-	}
-	if base != nil {
-		e.Calibration = &Calibration{
-			Experiment: base.source,
-			Lengths:    len(base.lengths), Samples: base.samples,
-			MinLength: base.lengths[0], MaxLength: base.lengths[len(base.lengths)-1],
-		}
-	}
-	if ideal != nil {
-		e.Ideal = &Ideal{BaseRTTus: ideal.baseNs / 1e3, BaseRequest: ideal.baseReq, BaseResponse: ideal.baseResp,
-			BaseLinks: ideal.baseLinks, Source: ideal.source, LinkBps: ideal.rateBps, MTU: ideal.mtu,
-			FrameOverhead: ideal.overhead, HeaderBytes: headerBytes}
-	} else if er.completed > 0 {
-		e.Fidelity = append(e.Fidelity, "no calibration and link rate: slowdown not computed")
-	}
+	e := newExperiment(er, me, base, ideal, c)
 
-	// Durations and rates.
-	dur := float64(me.DurationMs) / 1e3
-	if dur <= 0 && er.last > er.first {
-		dur = float64(er.last-er.first) / 1e9
-	}
-	e.DurationS = dur
-	if dur > 0 {
-		e.GoodputGbps = float64(er.bytes) * 8 / dur / 1e9
-		e.OfferedGbps = float64(er.offered) * 8 / dur / 1e9
-		e.OfferedRequestGbps = float64(er.reqBytes) * 8 / dur / 1e9
-	}
-	if me.ConfiguredBps > 0 {
-		e.ConfiguredOpenGbps = Ptr(me.ConfiguredBps / 1e9)
-	}
-	if me.ConfiguredBps > 0 && me.UnratedClients == 0 {
-		e.ConfiguredGbps = Ptr(me.ConfiguredBps / 1e9)
-	}
-	// Counts, not bytes, are compared: heavy-tailed sizes make the bytes of
-	// a short run vary far more than the number of RPCs. A Poisson count
-	// varies by about its square root.
-	if want := me.ConfiguredRPS * dur; want >= 20 {
-		got := float64(er.Issued)
-		if got < want-max(4*math.Sqrt(want), 0.05*want) {
-			e.Fidelity = append(e.Fidelity, fmt.Sprintf("the clients issued %d measured RPCs where the configured rate (%.0f/s over %.1f s) asks for about %.0f (%.0f%%): the machine could not keep up with the configured load",
-				er.Issued, me.ConfiguredRPS, dur, want, 100*got/want))
-		}
-	}
-	slices.Sort(er.lags)
-	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
-
+	e.rates(er, me, c)
 	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
 	e.Flows = matrixStats(er.flows, c.matrices, c.confidence)
 	for _, ms := range e.Flows {
@@ -531,7 +450,133 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 	e.digest = cperfDigest(s, slows)
 	e.samples, e.clients = s, er.clients
 
-	// Buckets: sorting each bucket's slice in place keeps one copy.
+	e.bySize(s, rtts, slows, own, c)
+
+	// Per phase, by the phase each client ran (runs that record it).
+	phaseOf := func(x sample) string {
+		if int(x.client) < len(er.clients) {
+			return me.ClientPhases[er.clients[x.client]]
+		}
+		return ""
+	}
+	if ps := phaseStats(s, phaseOf, c.phaseOrder, ideal, c.confidence); ps != nil {
+		e.Phases = ps
+	}
+
+	e.short(s, ideal, phaseOf, c)
+
+	if ideal != nil {
+		e.ShortestHalf = shortestHalf(s, ideal, c.confidence)
+	}
+
+	// Whole experiment.
+	slices.Sort(rtts)
+	e.RTT = percentiles(rtts, c.confidence, 1e-3)
+	if slows != nil {
+		slices.Sort(slows)
+		p := percentiles(slows, c.confidence, 1)
+		e.Slowdown = &p
+	}
+	return e, hist
+}
+
+// newExperiment starts an experiment's statistics with what the manifest
+// and the counts say: names, params, calibration and the RPCs' fate.
+func newExperiment(er *ExpRecords, me rundir.Experiment, base *ownBaseline, ideal *idealRTT, c config) Experiment {
+	e := Experiment{
+		Name:      me.Name,
+		Transport: me.Transport,
+		Label:     me.Label,
+		Config:    me.Config,
+		Params:    make(map[string]any, len(me.Params)),
+		RPCs: RPCCounts{
+			Issued: er.Issued, Completed: er.completed, Failed: er.failed + er.inFlight,
+			InFlight: er.inFlight, Warmup: er.warmup,
+		},
+		Short:    Short{MaxLength: c.ShortMax},
+		Phases:   []PhaseStats{},
+		BySize:   []SizeRow{},
+		Fidelity: []string{},
+		Links:    []LinkStats{},
+	}
+	if len(er.Failures) > 0 || er.inFlight > 0 {
+		e.RPCs.Failures = maps.Clone(er.Failures)
+		if e.RPCs.Failures == nil {
+			e.RPCs.Failures = map[string]int64{}
+		}
+		if er.inFlight > 0 {
+			e.RPCs.Failures[unfinished] = er.inFlight
+		}
+	}
+	for k, v := range me.Params {
+		e.Params[k] = v
+	}
+	e.Config = ConfigID(&e) // transport-label in runs written before configs had labels
+	e.Fidelity = append(e.Fidelity, me.Fidelity...)
+	if me.Incomplete {
+		e.Fidelity = append(e.Fidelity, "experiment marked incomplete")
+	}
+	if er.inFlight > 0 {
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d RPCs were still in flight at the end; they enter no percentile, so tails are underestimated", er.inFlight))
+	}
+	if er.failed > 0 {
+		e.Fidelity = append(e.Fidelity, fmt.Sprintf("%d of %d RPCs failed (%.2f%%)", er.failed, er.Issued, 100*float64(er.failed)/float64(er.Issued)))
+	}
+	if base != nil {
+		e.Calibration = &Calibration{
+			Experiment: base.source,
+			Lengths:    len(base.lengths), Samples: base.samples,
+			MinLength: base.lengths[0], MaxLength: base.lengths[len(base.lengths)-1],
+		}
+	}
+	if ideal != nil {
+		e.Ideal = &Ideal{BaseRTTus: ideal.baseNs / 1e3, BaseRequest: ideal.baseReq, BaseResponse: ideal.baseResp,
+			BaseLinks: ideal.baseLinks, Source: ideal.source, LinkBps: ideal.rateBps, MTU: ideal.mtu,
+			FrameOverhead: ideal.overhead, HeaderBytes: headerBytes}
+	} else if er.completed > 0 {
+		e.Fidelity = append(e.Fidelity, "no calibration and link rate: slowdown not computed")
+	}
+	return e
+}
+
+// rates fills the experiment's duration, goodput and offered load, and
+// says when the clients could not keep to the configured rate.
+func (e *Experiment) rates(er *ExpRecords, me rundir.Experiment, c config) {
+	dur := float64(me.DurationMs) / 1e3
+	if dur <= 0 && er.last > er.first {
+		dur = float64(er.last-er.first) / 1e9
+	}
+	e.DurationS = dur
+	if dur > 0 {
+		e.GoodputGbps = float64(er.bytes) * 8 / dur / 1e9
+		e.OfferedGbps = float64(er.offered) * 8 / dur / 1e9
+		e.OfferedRequestGbps = float64(er.reqBytes) * 8 / dur / 1e9
+	}
+	if me.ConfiguredBps > 0 {
+		e.ConfiguredOpenGbps = Ptr(me.ConfiguredBps / 1e9)
+	}
+	if me.ConfiguredBps > 0 && me.UnratedClients == 0 {
+		e.ConfiguredGbps = Ptr(me.ConfiguredBps / 1e9)
+	}
+	// Counts, not bytes, are compared: heavy-tailed sizes make the bytes of
+	// a short run vary far more than the number of RPCs. A Poisson count
+	// varies by about its square root.
+	if want := me.ConfiguredRPS * dur; want >= 20 {
+		got := float64(er.Issued)
+		if got < want-max(4*math.Sqrt(want), 0.05*want) {
+			e.Fidelity = append(e.Fidelity, fmt.Sprintf("the clients issued %d measured RPCs where the configured rate (%.0f/s over %.1f s) asks for about %.0f (%.0f%%): the machine could not keep up with the configured load",
+				er.Issued, me.ConfiguredRPS, dur, want, 100*got/want))
+		}
+	}
+	slices.Sort(er.lags)
+	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
+
+}
+
+// bySize fills the by-size table from s sorted by length, with rtts, slows
+// and own in s's order (each bucket is sorted in place, keeping one copy).
+func (e *Experiment) bySize(s []sample, rtts []int64, slows, own []float64, c config) {
+	n := len(s)
 	bounds, binning := bucketBounds(s, c)
 	e.Binning = binning
 	var scratch []int64
@@ -564,21 +609,11 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 		row.FirstRespP50us, row.FirstRespP99us = medianAndP99(scratch, c.confidence)
 		e.BySize = append(e.BySize, row)
 	}
+}
 
-	// Per phase, by the phase each client ran (runs that record it).
-	phaseOf := func(x sample) string {
-		if int(x.client) < len(er.clients) {
-			return me.ClientPhases[er.clients[x.client]]
-		}
-		return ""
-	}
-	if ps := phaseStats(s, phaseOf, c.phaseOrder, ideal, c.confidence); ps != nil {
-		e.Phases = ps
-	}
-
-	// Short messages: both directions within the bound (rundir.IsShort),
-	// or with a headline phase, that phase's RPCs. The samples are read
-	// afresh: the buckets above sorted rtts and slows in place.
+// short fills the headline: short messages, both directions within the
+// bound (rundir.IsShort), or with a headline phase, that phase's RPCs.
+func (e *Experiment) short(s []sample, ideal *idealRTT, phaseOf func(sample) string, c config) {
 	var short []int64
 	var shortSlows []float64
 	for _, x := range s {
@@ -618,32 +653,23 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 			e.Fidelity = append(e.Fidelity, fmt.Sprintf("send lag P99 %.0f µs exceeds the short-message median RTT %.0f µs: the sender could not keep to its schedule", *p99lag, *e.Short.P50us))
 		}
 	}
+}
 
-	// The shortest half of the messages, by request length (the Homa
-	// papers' "shortest 50%"): every RPC no longer than the median length.
-	if ideal != nil {
-		medLen := s[(n-1)/2].length
-		var half []float64
-		for _, x := range s {
-			if x.length > medLen {
-				break // s is sorted by length
-			}
-			half = append(half, float64(x.rtt)/ideal.at(x.length, int64(x.resp), int(x.links)))
+// shortestHalf is the slowdown of the shortest half of the messages, by
+// request length (the Homa papers' "shortest 50%"): every RPC no longer
+// than the median length; s is sorted by length.
+func shortestHalf(s []sample, ideal *idealRTT, conf float64) *ShortestHalf {
+	medLen := s[(len(s)-1)/2].length
+	var half []float64
+	for _, x := range s {
+		if x.length > medLen {
+			break // s is sorted by length
 		}
-		slices.Sort(half)
-		e.ShortestHalf = &ShortestHalf{MaxLength: medLen, Count: int64(len(half)),
-			S50: Ptr(estimate(half, 0.5, c.confidence, 1).Value), S99: Ptr(estimate(half, 0.99, c.confidence, 1).Value)}
+		half = append(half, float64(x.rtt)/ideal.at(x.length, int64(x.resp), int(x.links)))
 	}
-
-	// Whole experiment.
-	slices.Sort(rtts)
-	e.RTT = percentiles(rtts, c.confidence, 1e-3)
-	if slows != nil {
-		slices.Sort(slows)
-		p := percentiles(slows, c.confidence, 1)
-		e.Slowdown = &p
-	}
-	return e, hist
+	slices.Sort(half)
+	return &ShortestHalf{MaxLength: medLen, Count: int64(len(half)),
+		S50: Ptr(estimate(half, 0.5, conf, 1).Value), S99: Ptr(estimate(half, 0.99, conf, 1).Value)}
 }
 
 // phase collects, sorted into buf, the nonzero (reported) values of one
