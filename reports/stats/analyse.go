@@ -324,6 +324,7 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 	if w := lostLinkWarning(st, float64(me.Ended-me.Started)/1e9); w != "" {
 		exp.Fidelity = append(exp.Fidelity, w)
 	}
+	exp.Fidelity = append(exp.Fidelity, losslessDropWarnings(st, man.Scenario)...)
 	if r.target == targetBMv2 {
 		exp.Fidelity = append(exp.Fidelity, bmv2Note)
 	}

@@ -274,6 +274,17 @@ type SwitchStats struct {
 	// the PAUSE frames (802.1Qbb) of the experiment and how long the
 	// port's egress queue was paused (switch.pfc).
 	PFC []PFCPort `json:"pfc,omitempty"`
+
+	// queueDrops are the drops of each port and queue that dropped any,
+	// for the lossless priorities' warning.
+	queueDrops []queueDrop
+}
+
+// queueDrop is one egress queue's drops over an experiment.
+type queueDrop struct {
+	port        string // "s1/1 (h1)"
+	queue       int
+	drops, peak int64
 }
 
 // PFCPort is one switch port's priority flow control of one priority over

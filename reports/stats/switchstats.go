@@ -67,6 +67,13 @@ func ReadSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 						PausesReceived: int64(q.PFCPausesRecv), ResumesRecv: int64(q.PFCResumesRecv),
 						PausedMs: float64(q.PFCPausedNs) / 1e6})
 				}
+				if q.DropPkts > 0 {
+					name := fmt.Sprintf("%s/%d", sf.Switch, p.Port)
+					if p.Iface != "" {
+						name += " (" + p.Iface + ")"
+					}
+					st.queueDrops = append(st.queueDrops, queueDrop{port: name, queue: q.Queue, drops: int64(q.DropPkts), peak: int64(q.PeakPkts)})
+				}
 				st.CEMarks += int64(q.CEMarkedPkts)
 				st.CEMarksByQueue[q.Queue] += int64(q.CEMarkedPkts)
 				st.Drops += int64(q.DropPkts)
@@ -100,6 +107,35 @@ func lostLinkWarning(st SwitchStats, window float64) string {
 	}
 	return fmt.Sprintf("switch port %s lost %.0f ms of link time (%.0f%% of the experiment) while frames waited: the switch was scheduled too late to keep the link busy (this machine's CPU), so the port carried less than its rate and its queues grew for that reason; %d ports lost %.0f ms in all",
 		worst, ms, 100*share, len(st.LostLinkMsByPort), st.LostLinkMs)
+}
+
+// losslessDropWarnings names every drop on a lossless priority (the
+// scenario's switch.pfc): PFC should have paused the senders in time, so
+// a drop there means frames kept arriving after the PAUSE went out, more
+// than the headroom held.
+func losslessDropWarnings(st SwitchStats, scenario any) []string {
+	sw := MapOf(MapOf(scenario)["switch"])
+	pfc := MapOf(sw["pfc"])
+	if pfc == nil {
+		return nil
+	}
+	lossless := map[int]bool{}
+	for _, q := range ListOf(pfc["priorities"]) {
+		if v, ok := q.(float64); ok {
+			lossless[int(v)] = true
+		}
+	}
+	headroom, _ := pfc["headroom_pkts"].(float64)
+	depth, _ := sw["queue_depth_pkts"].(float64)
+	var out []string
+	for _, d := range st.queueDrops {
+		if !lossless[d.queue] {
+			continue
+		}
+		out = append(out, fmt.Sprintf("switch port %s dropped %d packets of lossless priority %d (peak %d packets): more frames arrived after its PAUSE frames went out than headroom_pkts %.0f held, because the senders or the switch reacted late (on an emulated run, their CPU) or the ports feeding it may together queue more than it holds before all have paused (homatb validate checks that); this run would have needed up to about %.0f packets of headroom (queue_depth_pkts %.0f)",
+			d.port, d.drops, d.queue, d.peak, headroom, headroom+float64(d.drops), depth))
+	}
+	return out
 }
 
 // targetBMv2 is the scenario's name of the BMv2 switch target.
