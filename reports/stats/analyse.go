@@ -398,6 +398,7 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 	e := newExperiment(er, me, base, ideal, c)
 
 	e.rates(er, me, c)
+	e.backlog(er, me)
 	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
 	e.Flows = matrixStats(er.flows, c.matrices, c.confidence)
 	for _, ms := range e.Flows {
@@ -572,6 +573,22 @@ func (e *Experiment) rates(er *ExpRecords, me rundir.Experiment, c config) {
 	slices.Sort(er.lags)
 	e.SendLag = percentiles(er.lags, c.confidence, 1e-3)
 
+}
+
+// backlog fills the receivers' load and, when the backlog grew through the
+// measurement, the overload and its fidelity warning.
+func (e *Experiment) backlog(er *ExpRecords, me rundir.Experiment) {
+	m0 := me.Started + me.WarmupMs*1e6
+	m1 := m0 + me.DurationMs*1e6
+	end := me.Ended
+	if me.Started == 0 || me.DurationMs <= 0 { // no manifest: the records' own span
+		m0, m1, end = er.first, er.last, er.last
+	}
+	e.Receivers = receiverLoads(er.spans, er.servers, float64(m1-m0)/1e9)
+	e.Overload, e.Backlog = detectOverload(er.spans, m0, m1, end)
+	if s := OverloadSentence(e); s != "" {
+		e.Fidelity = append(e.Fidelity, s)
+	}
 }
 
 // bySize fills the by-size table from s sorted by length, with rtts, slows

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,10 @@ type ExpRecords struct {
 	last     int64 // latest done_ns
 	Failures map[string]int64
 	clients  []string // client hosts, in first-seen order
+	// spans are every measured RPC's issue and end, for the backlog and
+	// the receivers' load; servers the server hosts they index.
+	spans   []span
+	servers []string
 	// steps are the collectives' step messages, kept out of samples;
 	// flows the connection matrices' rows, kept out of them too.
 	steps []collStep
@@ -266,6 +271,16 @@ func (rs *RecordSet) add(rec *rundir.RPC) error {
 	if rec.Matrix != "" {
 		e.flows = append(e.flows, *rec)
 	}
+	if rec.ServerHost != "" {
+		sp := span{issued: cmp.Or(intended, rec.SentNs), server: indexOf(&e.servers, rs.strs.Intern(rec.ServerHost)),
+			completed: rec.Status == rundir.StatusCompleted, bytes: length + rec.RespBytes}
+		if rec.Status != rundir.StatusInflight {
+			// A failed RPC the records give no end leaves the backlog
+			// when it is issued: when it failed is not known.
+			sp.done = cmp.Or(rec.DoneNs, sp.issued)
+		}
+		e.spans = append(e.spans, sp)
+	}
 	if rec.Collective != "" {
 		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
 			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
@@ -322,15 +337,19 @@ func (rs *RecordSet) links(rec *rundir.RPC) uint8 {
 
 // clientIndex returns the index of a client host in e.clients, adding it
 // when new; past 65,535 clients every further one shares the last index.
-func (e *ExpRecords) clientIndex(host string) uint16 {
-	if i := slices.Index(e.clients, host); i >= 0 {
+func (e *ExpRecords) clientIndex(host string) uint16 { return indexOf(&e.clients, host) }
+
+// indexOf is host's index in hosts, appended when new (hosts holds at
+// most MaxUint16 - 1 names; later ones share the last index).
+func indexOf(hosts *[]string, host string) uint16 {
+	if i := slices.Index(*hosts, host); i >= 0 {
 		return uint16(i)
 	}
-	if len(e.clients) == math.MaxUint16 {
+	if len(*hosts) == math.MaxUint16 {
 		return math.MaxUint16 - 1
 	}
-	e.clients = append(e.clients, host)
-	return uint16(len(e.clients) - 1)
+	*hosts = append(*hosts, host)
+	return uint16(len(*hosts) - 1)
 }
 
 func (rs *RecordSet) exp(name, transport string) *ExpRecords {

@@ -72,7 +72,12 @@ type Experiment struct {
 	RTT         Percentiles  `json:"rtt_us"`
 	Slowdown    *Percentiles `json:"slowdown"`
 	GoodputGbps float64      `json:"goodput_gbps"`
-	OfferedGbps float64      `json:"offered_gbps"`
+	// Receivers are each server's offered and delivered load; Overload is
+	// set when the backlog of unfinished RPCs grew through the measurement
+	// (OverloadSentence says it in words).
+	Receivers   []ReceiverLoad `json:"receivers,omitempty"`
+	Overload    *Overload      `json:"overload,omitempty"`
+	OfferedGbps float64        `json:"offered_gbps"`
 	// ConfiguredGbps is the request load the scenario asked the clients
 	// for (request bytes only), null when some client's load no rate fixes
 	// (a closed loop); ConfiguredOpenGbps is the part of the open-loop
@@ -107,8 +112,11 @@ type Experiment struct {
 	Homa     *TransportStats  `json:"transport_internals"`
 	Fidelity []string         `json:"fidelity"`
 
-	CCDF   []Point        `json:"-"`
-	Series []SwitchSeries `json:"-"`
+	CCDF []Point `json:"-"`
+	// Backlog is the unfinished RPCs through the measurement (seconds since
+	// it began).
+	Backlog []Point        `json:"-"`
+	Series  []SwitchSeries `json:"-"`
 	// Active is each host's active messages over time.
 	Active map[string][]Point `json:"-"`
 	// Bands are warm-up, measurement and drain in seconds since the
