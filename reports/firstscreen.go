@@ -2,9 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -179,24 +177,6 @@ func setupOf(m *stats.Manifest) [][2]string {
 	}
 	add("machine", mach)
 	return kv
-}
-
-// settingsOf lists a transport's settings that differ from the defaults
-// (zero values in the resolved scenario), "defaults" for none.
-func settingsOf(t map[string]any) string {
-	var parts []string
-	for _, block := range []string{"homa", "tcp", "pfabric", "ndp", "pias"} {
-		b := stats.MapOf(t[block])
-		for _, k := range slices.Sorted(maps.Keys(b)) {
-			if v := stats.Scalar(b[k]); v != "" && v != "0" && v != "false" && v != "0s" && v != "[]" && v != "map[]" {
-				parts = append(parts, k+" "+v)
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return "defaults"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // phaseOf describes one phase: who sends to whom, sizes and arrivals.

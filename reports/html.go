@@ -528,8 +528,12 @@ func manifestView(pg *reportPage, m *stats.Manifest) error {
 	if m == nil || len(m.Raw) == 0 {
 		return nil
 	}
+	readable, err := readableManifest(m.Raw)
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, m.Raw, "", "  "); err != nil {
+	if err := json.Indent(&buf, readable, "", "  "); err != nil {
 		return fmt.Errorf("format manifest: %w", err)
 	}
 	pg.Manifest = buf.String()
