@@ -81,6 +81,40 @@ func headlineSentences(s *stats.Summary, cs []stats.Contrast) []string {
 		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy(s.ShortLabel(), stats.ConfigID(c.Base), stats.ConfigID(c.Other), *c.RatioP99),
 			fmtLatency(*c.Base.Short.P99us), fmtLatency(*c.Other.Short.P99us), atParams(c.Params)))
 	}
+	if len(out) > 0 {
+		return out
+	}
+	return halfSentences(s, cs)
+}
+
+// halfSentences are the headline when no RPC was short both ways: the
+// shortest half's P99 slowdown of each configuration against the
+// baseline's, or of each experiment without a comparison, and why.
+func halfSentences(s *stats.Summary, cs []stats.Contrast) []string {
+	var out []string
+	var first *stats.Experiment
+	for _, c := range cs {
+		if stats.HalfFallback(c.Base) == "" || stats.HalfFallback(c.Other) == "" {
+			continue
+		}
+		b, o := *c.Base.ShortestHalf.S99, *c.Other.ShortestHalf.S99
+		if b <= 0 {
+			continue
+		}
+		if first == nil {
+			first = c.Base
+		}
+		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy("shortest-half slowdown", stats.ConfigID(c.Base), stats.ConfigID(c.Other), o/b),
+			fmtNum(b), fmtNum(o), atParams(c.Params)))
+	}
+	if first != nil {
+		return append(out, fmt.Sprintf("No RPC was short both ways (request and response at most %d B), so these compare the Homa papers' measure instead: the P99 slowdown of the shortest half of the messages (requests up to %d B).", first.Short.MaxLength, first.ShortestHalf.MaxLength))
+	}
+	for i := range s.Experiments {
+		if f := stats.HalfFallback(&s.Experiments[i]); f != "" {
+			out = append(out, fmt.Sprintf("%s: %s.", s.Experiments[i].Name, f))
+		}
+	}
 	return out
 }
 

@@ -471,6 +471,8 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 		e.ShortestHalf = shortestHalf(s, ideal, c.confidence)
 	}
 
+	e.Fidelity = append(e.Fidelity, e.sampleWarnings(e.DurationS)...)
+
 	// Whole experiment.
 	slices.Sort(rtts)
 	e.RTT = percentiles(rtts, c.confidence, 1e-3)

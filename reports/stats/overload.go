@@ -191,7 +191,7 @@ func OverloadSentence(e *Experiment) string {
 }
 
 // Notes are what the terminal says of an experiment beyond its books: the
-// overload sentence, when there is one.
+// overload sentence and the shortest half's headline, when there are.
 func (s *Summary) Notes(experiment string) []string {
 	var out []string
 	for i := range s.Experiments {
@@ -199,8 +199,10 @@ func (s *Summary) Notes(experiment string) []string {
 		if e.Name != experiment {
 			continue
 		}
-		if o := OverloadSentence(e); o != "" {
-			out = append(out, o)
+		for _, n := range []string{OverloadSentence(e), HalfFallback(e)} {
+			if n != "" {
+				out = append(out, n)
+			}
 		}
 	}
 	return out
