@@ -117,15 +117,16 @@ func stepPoints(pts []stats.Point) []stats.Point {
 	return out
 }
 
-// render draws a chart as inline SVG: plotting area, axes, then a legend
-// below the x axis, where it cannot cover data.
-func render(spec chartSpec) (chart, error) {
-	c := chart{ID: spec.id, Title: spec.title}
-	type drawn struct {
-		s   series
-		pts []stats.Point
-	}
-	var ds []drawn
+// drawn is one series with the points of it a chart can plot.
+type drawn struct {
+	s   series
+	pts []stats.Point
+}
+
+// plotted keeps the points of each series the chart's axes can show (finite,
+// and positive on a log axis), drops series left empty, and returns the
+// corners of what is left.
+func plotted(spec chartSpec) (ds []drawn, lo, hi stats.Point) {
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, s := range spec.series {
 		var pts []stats.Point
@@ -141,12 +142,15 @@ func render(spec chartSpec) (chart, error) {
 			continue
 		}
 		ds = append(ds, drawn{s, pts})
-		c.Points += len(pts)
 	}
-	if c.Points == 0 {
-		c.Note = "no data to plot"
-		return c, nil
-	}
+	return ds, stats.Point{X: xlo, Y: ylo}, stats.Point{X: xhi, Y: yhi}
+}
+
+// axesRange widens the data's corners lo and hi to the axes' ranges: the
+// bands, guides and fixed ends the spec asks for, whole decades on a log
+// y axis, headroom above the data on a linear one.
+func (spec chartSpec) axesRange(lo, hi stats.Point) (stats.Point, stats.Point) {
+	xlo, xhi, ylo, yhi := lo.X, hi.X, lo.Y, hi.Y
 	for _, bd := range spec.bands {
 		xlo, xhi = min(xlo, bd.X0), max(xhi, bd.X1)
 	}
@@ -182,6 +186,23 @@ func render(spec chartSpec) (chart, error) {
 	if spec.logX && spec.xMin == nil {
 		xlo, xhi = xlo/1.3, xhi*1.3 // room for markers at the ends
 	}
+	return stats.Point{X: xlo, Y: ylo}, stats.Point{X: xhi, Y: yhi}
+}
+
+// render draws a chart as inline SVG: plotting area, axes, then a legend
+// below the x axis, where it cannot cover data.
+func render(spec chartSpec) (chart, error) {
+	c := chart{ID: spec.id, Title: spec.title}
+	ds, lo, hi := plotted(spec)
+	for _, d := range ds {
+		c.Points += len(d.pts)
+	}
+	if c.Points == 0 {
+		c.Note = "no data to plot"
+		return c, nil
+	}
+	lo, hi = spec.axesRange(lo, hi)
+	xlo, xhi, ylo, yhi := lo.X, hi.X, lo.Y, hi.Y
 
 	top := marginTop
 	if len(spec.topTicks) > 0 {
