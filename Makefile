@@ -5,7 +5,7 @@ GO ?= go
 BIN := bin/homatb
 PKGS := ./...
 
-.PHONY: all deps bpf build test vet fmt-check demo bench p4c clean
+.PHONY: all deps bpf build test vet fmt-check demo bench soak p4c clean
 
 all: build
 
@@ -52,6 +52,15 @@ demo: deps build
 bench: build
 	$(GO) test -p 1 -run '^$$' -bench . ./internal/hrtime ./p4/dataplane ./controller ./hostagent/homa ./hostagent/agent ./reports
 	./bench/switch/run.sh
+
+# Long runs that must stay healthy (docs/soak.md), not part of `make test`:
+# 30 simulated minutes, then (as root, with Mininet) 10 emulated minutes with
+# link flaps, loss and an agent killed and restarted; the books, every
+# process's memory, threads and descriptors, and what the run leaves behind
+# are checked. SOAK_OUT is where the run directories go.
+SOAK_OUT ?= /tmp/homatb-soak
+soak: build
+	./scripts/soak.py --bin $(BIN) --out $(SOAK_OUT)
 
 # Compiles p4/tor.p4 for BMv2 where p4c is installed, and records the
 # SHA-256 of the tor.p4 it compiled: the BMv2 preflight refuses a tor.json

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -35,12 +36,12 @@ type adversaryRow struct {
 // adversaryRows lists every experiment when any experiment of the run had
 // an adversary (a sweep's attack-free baseline, kind none, has none but is
 // listed for comparison), in summary order; nil otherwise.
-func adversaryRows(s *Summary) []adversaryRow {
-	if s.manifest == nil {
+func adversaryRows(s *stats.Summary) []adversaryRow {
+	if s.Manifest == nil {
 		return nil
 	}
 	attacks := map[string][]rundir.Adversary{}
-	for _, e := range s.manifest.Experiments {
+	for _, e := range s.Manifest.Experiments {
 		if len(e.Adversaries) > 0 {
 			attacks[e.Name] = e.Adversaries
 		}
@@ -67,7 +68,7 @@ func adversaryRows(s *Summary) []adversaryRow {
 		if e.Homa != nil {
 			row.Drops = dropString(e.Homa.Counters)
 		}
-		if sw := e.Switch; sw.Present && !sw.unavailable("spoof_drops") {
+		if sw := e.Switch; sw.Present && !sw.Lacks("spoof_drops") {
 			row.Switch = fmt.Sprintf("re-marked %d, metered %d, spoofed %d", sw.RemarkedPkts, sw.MeteredPkts, sw.SpoofDrops)
 		}
 		rows = append(rows, row)

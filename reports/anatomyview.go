@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/homatb/homatb/anatomy"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // anatomyPart is one part of the RTT as the anatomy chart draws it.
@@ -38,7 +39,7 @@ type anatomyBar struct {
 // median RPC and the tail) with each part's share of the RTT, the bar's
 // mean RTT written at its end. Shares rather than µs, so that a transport
 // whose RTT is a hundred times another's still shows its make-up.
-func anatomyChart(id, title string, exps []*Experiment) chart {
+func anatomyChart(id, title string, exps []*stats.Experiment) chart {
 	var bars []anatomyBar
 	for _, e := range exps {
 		if a := e.Anatomy; a != nil && a.RPCs > 0 {
@@ -96,7 +97,7 @@ func anatomyChart(id, title string, exps []*Experiment) chart {
 			}
 			x += w
 		}
-		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text>`, coord(x1+6), coord(y+barH*0.7), template.HTMLEscapeString(usLabel(bar.parts.RTT)))
+		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text>`, coord(x1+6), coord(y+barH*0.7), template.HTMLEscapeString(stats.MicrosLabel(bar.parts.RTT)))
 	}
 	for i, p := range anatomyParts {
 		it := items[i]
@@ -119,28 +120,4 @@ func fitText(s string, width float64) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// usLabel writes a mean RTT in µs or ms.
-func usLabel(us float64) string {
-	if us >= 10_000 {
-		return fmt.Sprintf("%.1f ms", us/1000)
-	}
-	return fmt.Sprintf("%.0f µs", us)
-}
-
-// anatomyWarning says when host software, not the switch, makes up most
-// of an experiment's short-message tail; empty otherwise.
-func anatomyWarning(a *anatomy.Summary) string {
-	if a == nil || a.TailRPCs == 0 || a.Tail.RTT <= 0 {
-		return ""
-	}
-	// Time a TCP message waited behind its connection's bytes in a
-	// switch queue is the switch's doing, though spent on the host.
-	hosts := a.Tail.Host - a.Tail.HostHOL + a.Tail.SendLag
-	if hosts <= a.Tail.RTT/2 {
-		return ""
-	}
-	return fmt.Sprintf("latency anatomy: time on the hosts (their software, and the transport's own waits there: grants, congestion window, retransmissions), not switch queueing, makes up most of the short-message tail: of a mean %s at or above the P99, host %s and send lag %s against switch queueing %s (including waits behind the same connection's queued bytes; docs/reports.md, \"Latency anatomy\")",
-		usLabel(a.Tail.RTT), usLabel(a.Tail.Host-a.Tail.HostHOL), usLabel(a.Tail.SendLag), usLabel(a.Tail.Queue+a.Tail.HostHOL))
 }

@@ -3,16 +3,18 @@ package reports
 import (
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func TestAnomalies(t *testing.T) {
-	homa := func(resends uint64, drops int64, delays ...float64) *Experiment {
-		return &Experiment{Name: "x", Homa: &TransportStats{Counters: map[string]uint64{"homa_resends_sent": resends}},
-			Switch: SwitchStats{Present: true, Drops: drops, MaxDelayUs: delays}}
+	homa := func(resends uint64, drops int64, delays ...float64) *stats.Experiment {
+		return &stats.Experiment{Name: "x", Homa: &stats.TransportStats{Counters: map[string]uint64{"homa_resends_sent": resends}},
+			Switch: stats.SwitchStats{Present: true, Drops: drops, MaxDelayUs: delays}}
 	}
 	tests := []struct {
 		name string
-		e    *Experiment
+		e    *stats.Experiment
 		want []string // a substring of each note, in order
 	}{
 		{"quiet", homa(0, 0, 100, 50), nil},
@@ -24,7 +26,7 @@ func TestAnomalies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := anomalies(tc.e)
+			got := stats.Anomalies(tc.e)
 			if len(got) != len(tc.want) {
 				t.Fatalf("notes %q, want %d", got, len(tc.want))
 			}
@@ -39,11 +41,11 @@ func TestAnomalies(t *testing.T) {
 
 func TestShareAxes(t *testing.T) {
 	specs := []chartSpec{
-		{id: "homa-queue", shareX: true, shareY: true, series: []series{{pts: []point{{0.5, 30}, {18, 5}}}},
-			bands: []band{{0, 2, "warm-up"}, {2, 17, "measurement"}}},
-		{id: "tcp-queue", shareX: true, shareY: true, series: []series{{pts: []point{{1, 256}, {19, 40}}}}},
-		{id: "util", shareX: true, series: []series{{pts: []point{{0.2, 1.05}}}}},
-		{id: "rtt", series: []series{{pts: []point{{100, 5000}}}}},
+		{id: "homa-queue", shareX: true, shareY: true, series: []series{{pts: []stats.Point{{X: 0.5, Y: 30}, {X: 18, Y: 5}}}},
+			bands: []stats.Band{{X0: 0, X1: 2, Label: "warm-up"}, {X0: 2, X1: 17, Label: "measurement"}}},
+		{id: "tcp-queue", shareX: true, shareY: true, series: []series{{pts: []stats.Point{{X: 1, Y: 256}, {X: 19, Y: 40}}}}},
+		{id: "util", shareX: true, series: []series{{pts: []stats.Point{{X: 0.2, Y: 1.05}}}}},
+		{id: "rtt", series: []series{{pts: []stats.Point{{X: 100, Y: 5000}}}}},
 	}
 	shareAxes(specs)
 	for _, sp := range specs[:3] {

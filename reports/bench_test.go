@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // peakMemory samples the Go runtime's memory while f runs and returns the
@@ -93,7 +95,7 @@ func BenchmarkBuild1M(b *testing.B) {
 		runtime.GC()
 		t0 = time.Now()
 		h, r := peakMemory(func() {
-			if _, err := Build(context.Background(), dir, WithOutputDir(out)); err != nil {
+			if _, err := Build(context.Background(), dir, stats.WithOutputDir(out)); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -21,7 +21,7 @@ func TestBMv2StatsMarkedUnavailable(t *testing.T) {
 			if noted != bmv2 || e.Switch.Target != target || (len(e.Switch.Unavailable) > 0) != bmv2 {
 				t.Errorf("target %s: note %v, switch target %q, unavailable %q", target, noted, e.Switch.Target, e.Switch.Unavailable)
 			}
-			if bmv2 && (!e.Switch.unavailable("peak_pkts") || !e.Switch.unavailable("ce_marked_pkts") || e.Switch.unavailable("drop_pkts")) {
+			if bmv2 && (!e.Switch.Lacks("peak_pkts") || !e.Switch.Lacks("ce_marked_pkts") || e.Switch.Lacks("drop_pkts")) {
 				t.Errorf("unavailable %q", e.Switch.Unavailable)
 			}
 			if n := strings.Count(html, "unavailable on bmv2"); (n >= 4) != bmv2 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/reports/stats"
 	"golang.org/x/net/html"
 )
 
@@ -142,7 +143,7 @@ func TestReportRendersInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The charts the report should hold, from the same analysis.
-	a, err := analyse(ctx, dir, defaultConfig())
+	a, err := stats.Analyse(ctx, dir, stats.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

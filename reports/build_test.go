@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,13 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // covers reports whether truth lies in an interval (an open end covers).
-func covers(iv Interval, truth float64) bool {
+func covers(iv stats.Interval, truth float64) bool {
 	return (iv[0] == nil || *iv[0] <= truth) && (iv[1] == nil || truth <= *iv[1])
 }
 
@@ -58,7 +62,7 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 		t.Fatalf("got %d experiments, want 2", len(sum.Experiments))
 	}
 	checks, covered := 0, 0
-	check := func(what string, iv Interval, truth float64) {
+	check := func(what string, iv stats.Interval, truth float64) {
 		checks++
 		if covers(iv, truth) {
 			covered++
@@ -84,7 +88,7 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 			base := synthBase(r.Length)
 			for _, c := range []struct {
 				q      float64
-				iv, si Interval
+				iv, si stats.Interval
 			}{{0.5, r.P50CI, r.S50CI}, {0.99, r.P99CI, r.S99CI}, {0.999, r.P999CI, r.S999CI}} {
 				rtt := trueQuantile(base, se.meanNs, c.q)
 				check(e.Name+" RTT", c.iv, rtt/1e3)
@@ -136,8 +140,8 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 				t.Errorf("%s: counters by priority %v", e.Name, bp)
 			}
 		}
-		if len(e.series) != 1 || e.series[0].busiest != 1 || len(e.series[0].depth) != 8 {
-			t.Errorf("%s: telemetry series %d, busiest port %d", e.Name, len(e.series), e.series[0].busiest)
+		if len(e.Series) != 1 || e.Series[0].Busiest != 1 || len(e.Series[0].Depth) != 8 {
+			t.Errorf("%s: telemetry series %d, busiest port %d", e.Name, len(e.Series), e.Series[0].Busiest)
 		}
 	}
 	// With 95% intervals a few of the checks may miss; far fewer than 90%
@@ -148,7 +152,7 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 		t.Errorf("only %.1f%% of true percentiles inside their 95%% intervals", 100*frac)
 	}
 	// The headline pairs the two and divides TCP by Homa.
-	a, err := analyse(context.Background(), dir, defaultConfig())
+	a, err := stats.Analyse(context.Background(), dir, stats.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,7 @@ func TestBuildRecoversKnownPercentiles(t *testing.T) {
 }
 
 // checkOutputs verifies the files Build writes against the contracts.
-func checkOutputs(t *testing.T, dir string, sum *Summary) {
+func checkOutputs(t *testing.T, dir string, sum *stats.Summary) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
@@ -213,7 +217,7 @@ func checkOutputs(t *testing.T, dir string, sum *Summary) {
 	for _, e := range sum.Experiments {
 		checkCperf(t, dir, e)
 		for _, ext := range []string{"_cdf.data", ".hgrm"} {
-			if _, err := os.Stat(filepath.Join(dir, fileStem(e.Name)+ext)); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, stats.FileStem(e.Name)+ext)); err != nil {
 				t.Error(err)
 			}
 		}
@@ -256,7 +260,7 @@ func TestBuildLogBins(t *testing.T) {
 	run := synthRun{seed: 3, telSamples: 2, exps: []synthExp{{name: "w-homa", transport: "homa", n: 30000, meanNs: 5000}}}
 	dir := t.TempDir()
 	run.write(t, dir)
-	sum, err := Build(context.Background(), dir, WithOutputDir(filepath.Join(dir, "out")))
+	sum, err := Build(context.Background(), dir, stats.WithOutputDir(filepath.Join(dir, "out")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +410,7 @@ func TestTransportTimesBySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]SizeRow{}
+	byName := map[string]stats.SizeRow{}
 	for _, e := range sum.Experiments {
 		if len(e.BySize) != 1 {
 			t.Fatalf("%s: %d by-size rows, want 1", e.Name, len(e.BySize))
@@ -448,26 +452,26 @@ func TestTransportTimesBySize(t *testing.T) {
 func TestCCDFPointsAgainstCounting(t *testing.T) {
 	x := []int64{5, 1, 3, 3, 3, 9, 2, 2, 8, 7, 7, 7, 7, 1, 4}
 	slices.Sort(x)
-	pts := ccdfPoints(x, 1)
+	pts := stats.CcdfPoints(x, 1)
 	if len(pts) == 0 {
 		t.Fatal("no CCDF points")
 	}
 	for _, p := range pts {
 		greater := 0
 		for _, v := range x {
-			if float64(v) > p.x {
+			if float64(v) > p.X {
 				greater++
 			}
 		}
-		if want := float64(greater) / float64(len(x)); math.Abs(p.y-want) > 1e-12 {
-			t.Errorf("CCDF at %g = %g, counting gives %g", p.x, p.y, want)
+		if want := float64(greater) / float64(len(x)); math.Abs(p.Y-want) > 1e-12 {
+			t.Errorf("CCDF at %g = %g, counting gives %g", p.X, p.Y, want)
 		}
 	}
 }
 
 func TestOptionsRejectInvalid(t *testing.T) {
-	for _, o := range []Option{WithLogger(nil), WithMaxExactLengths(0), WithMinBinSamples(0), WithShortMaxLength(0)} {
-		if _, err := newConfig([]Option{o}); err == nil {
+	for _, o := range []stats.Option{stats.WithLogger(nil), stats.WithMaxExactLengths(0), stats.WithMinBinSamples(0), stats.WithShortMaxLength(0)} {
+		if _, err := stats.NewConfig([]stats.Option{o}); err == nil {
 			t.Error("invalid option accepted")
 		}
 	}
@@ -477,16 +481,16 @@ func TestOptionsRejectInvalid(t *testing.T) {
 // with counters that do not start at zero: utilisation must still be the
 // port's rate share, with no start-up spike.
 func TestUtilisationStaggeredSamples(t *testing.T) {
-	var rows []telemetryRow
+	var rows []stats.TelemetryRow
 	const start = int64(5_000_000) // bytes already counted before the run
 	for i := int64(0); i < 100; i++ {
 		for q := 0; q < 4; q++ {
 			// 0.5 of 1 Gbit/s split over 4 queues, sampled every ms.
 			sent := start + 0.5*1e9/8/4*i/1000
-			rows = append(rows, telemetryRow{t: i*1_000_000 + int64(q)*1000, port: 3, queue: q, sent: sent})
+			rows = append(rows, stats.TelemetryRow{Time: i*1_000_000 + int64(q)*1000, Port: 3, Queue: q, Sent: sent})
 		}
 	}
-	_, links := analyseTelemetry(map[string][]telemetryRow{"s1": rows}, nil, 1e9, 0)
+	_, links := stats.AnalyseTelemetry(map[string][]stats.TelemetryRow{"s1": rows}, nil, 1e9, 0)
 	if len(links) != 1 {
 		t.Fatalf("%d links, want 1", len(links))
 	}
@@ -509,12 +513,12 @@ func TestSweepLines(t *testing.T) {
 	}
 	dir := t.TempDir()
 	synthRun{seed: 4, lengths: []int64{100, 2000}, noTel: true, exps: exps}.write(t, dir)
-	a, err := analyse(context.Background(), dir, defaultConfig())
+	a, err := stats.Analyse(context.Background(), dir, stats.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"phases.all.load", "phases.all.sizes"}; !slices.Equal(a.sum.SweptParams, want) {
-		t.Fatalf("swept params %v, want %v", a.sum.SweptParams, want)
+	if want := []string{"phases.all.load", "phases.all.sizes"}; !slices.Equal(a.Sum.SweptParams, want) {
+		t.Fatalf("swept params %v, want %v", a.Sum.SweptParams, want)
 	}
 	pg, err := buildPage(a, time.Now())
 	if err != nil {
@@ -535,7 +539,7 @@ func TestSweepLines(t *testing.T) {
 		t.Error("sweep legend does not name the line by transport and the other param")
 	}
 	// The headline pairs Homa with TCP in each of the four configurations.
-	keys, by := groupExperiments(a.sum.Experiments)
+	keys, by := groupExperiments(a.Sum.Experiments)
 	if len(keys) != 4 {
 		t.Fatalf("%d configurations, want 4", len(keys))
 	}
@@ -555,12 +559,12 @@ func TestRenderEdgeCases(t *testing.T) {
 	}{
 		{"no series", chartSpec{id: "a"}, 0, false},
 		{"only non-positive on log axes", chartSpec{id: "b", logX: true, logY: true,
-			series: []series{{name: "s", pts: []point{{0, 1}, {1, 0}, {-1, -1}}}}}, 0, false},
+			series: []series{{name: "s", pts: []stats.Point{{X: 0, Y: 1}, {X: 1, Y: 0}, {X: -1, Y: -1}}}}}, 0, false},
 		{"NaN and Inf dropped", chartSpec{id: "c",
-			series: []series{{name: "s", pts: []point{{1, math.NaN()}, {math.Inf(1), 1}, {1, 2}, {2, 3}}}}}, 2, true},
-		{"single point", chartSpec{id: "d", logX: true, logY: true, series: []series{{name: "s", pts: []point{{10, 10}}}}}, 1, true},
+			series: []series{{name: "s", pts: []stats.Point{{X: 1, Y: math.NaN()}, {X: math.Inf(1), Y: 1}, {X: 1, Y: 2}, {X: 2, Y: 3}}}}}, 2, true},
+		{"single point", chartSpec{id: "d", logX: true, logY: true, series: []series{{name: "s", pts: []stats.Point{{X: 10, Y: 10}}}}}, 1, true},
 		{"markup in names is escaped", chartSpec{id: "e", title: "<script>x</script>",
-			series: []series{{name: "<b>&", pts: []point{{1, 1}, {2, 2}}}}}, 2, true},
+			series: []series{{name: "<b>&", pts: []stats.Point{{X: 1, Y: 1}, {X: 2, Y: 2}}}}}, 2, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -667,7 +671,7 @@ func TestHostGauges(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := sum.Experiments[0].HostGauges
-			want := []HostGauges{{Host: "h1", Samples: 4, MeanActive: 2, MaxActive: 4, MeanIncomingKB: 1.25, MaxIncomingBytes: 3000}}
+			want := []stats.HostGauges{{Host: "h1", Samples: 4, MeanActive: 2, MaxActive: 4, MeanIncomingKB: 1.25, MaxIncomingBytes: 3000}}
 			if !slices.Equal(got, want) {
 				t.Errorf("host gauges %+v, want %+v", got, want)
 			}
@@ -701,4 +705,128 @@ func TestLinearTicks(t *testing.T) {
 			t.Errorf("[%g, %g]: labels %v, want %v", tc.lo, tc.hi, got, tc.wantLabels)
 		}
 	}
+}
+
+// checkCperf checks an experiment's cperf files in dir: the .data digest
+// gives, length by length, the P50 and P99 that cperf's digest of the
+// .rtts files gives, and the CCDF file has cperf's columns.
+func checkCperf(t *testing.T, dir string, e stats.Experiment) {
+	t.Helper()
+	stem := stats.FileStem(e.Name)
+	data := cperfColumns(t, filepath.Join(dir, stem+".data"))
+	rtts := cperfRTTs(t, filepath.Join(dir, stats.CperfDir), stem)
+	lengths := slices.Sorted(func(yield func(int64) bool) {
+		for l := range rtts {
+			if !yield(l) {
+				return
+			}
+		}
+	})
+	if len(data["length"]) != len(lengths) {
+		t.Fatalf("%s.data: %d lengths, the .rtts files %d", stem, len(data["length"]), len(lengths))
+	}
+	total := 0
+	for i, l := range lengths {
+		v := rtts[l]
+		slices.Sort(v)
+		total += len(v)
+		n := len(v)
+		for _, c := range []struct {
+			col  string
+			want float64
+		}{{"length", float64(l)}, {"samples", float64(n)}, {"p50", v[n/2]}, {"p99", v[n*99/100]}} {
+			if got := data[c.col][i]; math.Abs(got-c.want) > 0.05+1e-9 {
+				t.Errorf("%s.data length %d: %s %g, cperf's digest of the .rtts files %g", stem, l, c.col, got, c.want)
+			}
+		}
+	}
+	if int64(total) != e.RPCs.Completed {
+		t.Errorf("%s: the .rtts files hold %d RPCs, %d completed", stem, total, e.RPCs.Completed)
+	}
+	if e.Short.Count > 0 {
+		cdf := cperfColumns(t, filepath.Join(dir, stem+"_cdf.data"))
+		if len(cdf["usec"]) == 0 || len(cdf["usec"]) != len(cdf["frac"]) {
+			t.Errorf("%s_cdf.data: columns usec %d, frac %d values", stem, len(cdf["usec"]), len(cdf["frac"]))
+		}
+	}
+}
+
+// cperfRTTs reads every <experiment>-*.rtts file in dir as read_rtts does.
+func cperfRTTs(t *testing.T, dir, experiment string) map[int64][]float64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, experiment+"-*.rtts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtts := map[int64][]float64{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			stripped := strings.TrimSpace(line)
+			if stripped == "" {
+				t.Fatalf("%s: an empty line (read_rtts indexes its first character)", f)
+			}
+			if stripped[0] == '#' {
+				continue
+			}
+			words := strings.Fields(stripped)
+			if len(words) < 2 {
+				t.Fatalf("%s: line %q too short", f, line)
+			}
+			l, err := strconv.ParseInt(words[0], 10, 64)
+			if err != nil {
+				t.Fatalf("%s: length %q: %v", f, words[0], err)
+			}
+			us, err := strconv.ParseFloat(words[1], 64)
+			if err != nil {
+				t.Fatalf("%s: usec %q: %v", f, words[1], err)
+			}
+			rtts[l] = append(rtts[l], us)
+		}
+	}
+	return rtts
+}
+
+// cperfColumns reads a data file as column_from_file does.
+func cperfColumns(t *testing.T, path string) map[string][]float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data := map[string][]float64{}
+	var last string
+	var cols []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if fields[0] == "#" {
+			last = sc.Text()
+			continue
+		}
+		if cols == nil {
+			if last == "" {
+				t.Fatalf("%s: no column headers", path)
+			}
+			cols = strings.Fields(last)[1:]
+		}
+		if len(fields) < len(cols) {
+			t.Fatalf("%s: %d fields in %q for columns %v", path, len(fields), sc.Text(), cols)
+		}
+		for i, c := range cols {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				t.Fatalf("%s: column %s: %v", path, c, err)
+			}
+			data[c] = append(data[c], v)
+		}
+	}
+	return data
 }

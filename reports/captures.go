@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -34,7 +35,7 @@ func tsharkCommand(file string) string {
 var dissectorPath = path.Join(rundir.CapturesDir, rundir.DissectorFile)
 
 // captureRows lists every experiment's captures in manifest order.
-func captureRows(m *manifest) []captureRow {
+func captureRows(m *stats.Manifest) []captureRow {
 	if m == nil {
 		return nil
 	}

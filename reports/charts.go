@@ -8,13 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/homatb/homatb/reports/stats"
 	"gonum.org/v1/plot"
 )
 
 // series is one line of a chart.
 type series struct {
 	name   string
-	pts    []point
+	pts    []stats.Point
 	color  color.Color
 	dashed bool
 	step   bool // post-step histogram (the cperf chart)
@@ -36,7 +37,7 @@ type chartSpec struct {
 	topTicks []plot.Tick
 	topLabel string
 	guides   []guide
-	bands    []band
+	bands    []stats.Band
 	series   []series
 	// shareX and shareY ask shareAxes for the x (time) or y range common
 	// to every chart of a configuration that asks for it.
@@ -78,20 +79,20 @@ func transportColor(transport string, i int) color.Color {
 // the largest value of each window so spikes stay visible.
 const maxChartPoints = 1500
 
-func decimate(pts []point) []point {
+func decimate(pts []stats.Point) []stats.Point {
 	if len(pts) <= maxChartPoints {
 		return pts
 	}
 	w := (len(pts) + maxChartPoints - 1) / maxChartPoints
-	out := make([]point, 0, maxChartPoints)
+	out := make([]stats.Point, 0, maxChartPoints)
 	for i := 0; i < len(pts); i += w {
 		best := pts[i]
 		for _, p := range pts[i:min(i+w, len(pts))] {
-			if p.y > best.y {
+			if p.Y > best.Y {
 				best = p
 			}
 		}
-		out = append(out, point{pts[i].x, best.y})
+		out = append(out, stats.Point{X: pts[i].X, Y: best.Y})
 	}
 	return out
 }
@@ -166,7 +167,7 @@ func formatNumber(v float64) string {
 // each size bucket is as wide as its share of messages and carries its
 // size in its middle, unless that label would crowd the previous one; the
 // bucket boundaries get unlabelled ticks.
-func cdfLengthTicks(rows []SizeRow) plot.Ticker {
+func cdfLengthTicks(rows []stats.SizeRow) plot.Ticker {
 	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 		const minGap = 0.07 // of the axis: about five characters at 800 units
 		var ticks []plot.Tick

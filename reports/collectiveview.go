@@ -3,6 +3,8 @@ package reports
 import (
 	"fmt"
 	"slices"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // collectiveSection is the report's part on one collective phase: a row
@@ -17,7 +19,7 @@ type collectiveSection struct {
 // headline phase's) RPCs' P99.
 type collectiveRow struct {
 	Name, Config string
-	C            CollectiveStats
+	C            stats.CollectiveStats
 	// OverIdeal is the CCT P50 over the ideal CCT; ShortP99 the
 	// experiment's short-message (or headline phase's) RTT P99, µs.
 	OverIdeal *float64
@@ -27,7 +29,7 @@ type collectiveRow struct {
 
 // buildCollectives adds a section per collective phase found in the
 // experiments, in the order they first appear.
-func buildCollectives(pg *reportPage, s *Summary) error {
+func buildCollectives(pg *reportPage, s *stats.Summary) error {
 	var phases []string
 	for _, e := range s.Experiments {
 		for _, c := range e.Collectives {
@@ -51,19 +53,19 @@ func buildCollectives(pg *reportPage, s *Summary) error {
 					row.ShortWhat = e.Short.Phase
 				}
 				if c.CCT.P50 != nil && c.IdealCCT != nil && *c.IdealCCT > 0 {
-					row.OverIdeal = fp(*c.CCT.P50 / *c.IdealCCT)
+					row.OverIdeal = stats.Ptr(*c.CCT.P50 / *c.IdealCCT)
 				}
 				sec.Rows = append(sec.Rows, row)
 				col := transportColor(e.Transport, len(over))
-				var pts, cdf []point
+				var pts, cdf []stats.Point
 				ccts := make([]float64, 0, len(c.Series))
 				for _, p := range c.Series {
-					pts = append(pts, point{p[0], p[1]})
+					pts = append(pts, stats.Point{X: p[0], Y: p[1]})
 					ccts = append(ccts, p[1])
 				}
 				slices.Sort(ccts)
 				for j, v := range ccts {
-					cdf = append(cdf, point{v, float64(j+1) / float64(len(ccts))})
+					cdf = append(cdf, stats.Point{X: v, Y: float64(j+1) / float64(len(ccts))})
 				}
 				over = append(over, series{name: e.Name, pts: pts, color: col, markers: true})
 				dist = append(dist, series{name: e.Name, pts: cdf, color: col, step: true})

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func TestCompare(t *testing.T) {
@@ -41,7 +43,7 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmp Comparison
+	var cmp stats.Comparison
 	if err := json.Unmarshal(b, &cmp); err != nil {
 		t.Fatal(err)
 	}

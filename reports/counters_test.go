@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func TestFailureKey(t *testing.T) {
@@ -18,18 +20,18 @@ func TestFailureKey(t *testing.T) {
 		{"read tcp 10.0.0.2:45678->10.0.0.1:4000: reset", "read tcp 10.0.0.2:N->10.0.0.1:4000: reset"},
 	}
 	for _, tc := range tests {
-		if got := failureKey(tc.in); got != tc.want {
+		if got := stats.FailureKey(tc.in); got != tc.want {
 			t.Errorf("failureKey(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	// Timeouts of many calls to one receiver count as one reason.
-	e := &expRecords{failures: map[string]int64{}}
+	e := &stats.ExpRecords{Failures: map[string]int64{}}
 	for _, id := range []string{"111111", "222222", "333333"} {
-		k := failureKey("homa: call " + id + " to 10.0.0.1: homa: rpc timed out")
-		e.failures[k]++
+		k := stats.FailureKey("homa: call " + id + " to 10.0.0.1: homa: rpc timed out")
+		e.Failures[k]++
 	}
-	if len(e.failures) != 1 {
-		t.Errorf("reasons %v, want one", e.failures)
+	if len(e.Failures) != 1 {
+		t.Errorf("reasons %v, want one", e.Failures)
 	}
 }
 
@@ -189,7 +191,7 @@ func TestMeanLinkUtil(t *testing.T) {
 // buildSynth writes a synthetic run, lets edit change its first manifest
 // experiment (when not nil), builds the report and returns the summary and
 // the run directory.
-func buildSynth(t *testing.T, run synthRun, edit func(map[string]any)) (*Summary, string) {
+func buildSynth(t *testing.T, run synthRun, edit func(map[string]any)) (*stats.Summary, string) {
 	t.Helper()
 	dir := t.TempDir()
 	run.write(t, dir)

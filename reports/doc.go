@@ -1,16 +1,10 @@
-// Package reports turns a run directory (manifest.json, rpcs.csv[.gz],
-// telemetry.csv, switch/<experiment>/<switch>.json; see docs/formats.md) into
-// statistics and reports: summary.json, by_size.csv, cperf-compatible
-// <experiment>.data files, short-message CCDFs, HdrHistogram percentile
-// spectra and a self-contained report.html with inline SVG charts.
+// Package reports renders a run directory's statistics (package stats) as
+// a self-contained report.html with inline SVG charts, and two runs side by
+// side as compare.html. Build analyses a run directory with package stats,
+// writes its exports (summary.json, by_size.csv, cperf .data files, CCDFs,
+// HdrHistogram spectra) and then the report.
 //
-// Percentiles are exact nearest-rank order statistics of the raw samples: the
-// q-quantile of n sorted samples x(1) <= ... <= x(n) is x(ceil(q*n)). Each
-// carries a distribution-free confidence interval [x(j), x(k)] chosen from
-// the binomial distribution of the number of samples below the true quantile
-// (see ConfidenceRanks). The .hgrm files use HdrHistogram's own definition
-// (nearest rank, highest equivalent value of the bucket, 3 significant digits).
-//
+// Dependencies point one way: reports imports stats, never the reverse.
 // The package reads only files; it does not import the orchestrator, the
 // agents or the controller.
 package reports

@@ -2,12 +2,12 @@ package reports
 
 import (
 	"fmt"
-	"github.com/homatb/homatb/rundir"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/homatb/homatb/reports/stats"
+	"github.com/homatb/homatb/rundir"
 )
 
 // The report's first screen says what ran and what came of it: one
@@ -39,7 +39,7 @@ func fmtLatencyOpt(us *float64) string {
 
 // fmtLatencyCI writes a confidence interval of a latency in µs with
 // units.
-func fmtLatencyCI(iv Interval) string { return ciWith(iv, fmtLatency) }
+func fmtLatencyCI(iv stats.Interval) string { return ciWith(iv, fmtLatency) }
 
 // fmtBitRate writes a rate in bits per second as Mbit/s or Gbit/s, to
 // three significant digits.
@@ -57,7 +57,7 @@ func fmtBitRate(bps float64) string {
 // headlineSentences says, for each configuration, how its short-message
 // P99 compared with the baseline's: over the repetitions (median and
 // range) when the run repeated them, else from the one run.
-func headlineSentences(s *Summary, cs []comparison) []string {
+func headlineSentences(s *stats.Summary, cs []stats.Contrast) []string {
 	var out []string
 	for _, r := range s.Ratios {
 		if r.Repetitions < 2 || r.P99 == nil {
@@ -69,7 +69,7 @@ func headlineSentences(s *Summary, cs []comparison) []string {
 		}
 		out = append(out, fmt.Sprintf("%s: %s vs %s, median of %d runs (ratio %sx to %sx)%s.",
 			comparedBy(s.ShortLabel(), r.Baseline, r.Config, r.P99.Median), fmtLatency(base.ShortP99us.Median), fmtLatency(other.ShortP99us.Median),
-			r.Repetitions, fmtNum(r.P99.Min), fmtNum(r.P99.Max), atParams(paramsKey(Experiment{Params: r.Params}, ""))))
+			r.Repetitions, fmtNum(r.P99.Min), fmtNum(r.P99.Max), atParams(stats.ParamsKey(stats.Experiment{Params: r.Params}, ""))))
 	}
 	if len(out) > 0 {
 		return out
@@ -78,8 +78,42 @@ func headlineSentences(s *Summary, cs []comparison) []string {
 		if c.RatioP99 == nil || c.Base.Short.P99us == nil || c.Other.Short.P99us == nil {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy(s.ShortLabel(), configID(c.Base), configID(c.Other), *c.RatioP99),
+		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy(s.ShortLabel(), stats.ConfigID(c.Base), stats.ConfigID(c.Other), *c.RatioP99),
 			fmtLatency(*c.Base.Short.P99us), fmtLatency(*c.Other.Short.P99us), atParams(c.Params)))
+	}
+	if len(out) > 0 {
+		return out
+	}
+	return halfSentences(s, cs)
+}
+
+// halfSentences are the headline when no RPC was short both ways: the
+// shortest half's P99 slowdown of each configuration against the
+// baseline's, or of each experiment without a comparison, and why.
+func halfSentences(s *stats.Summary, cs []stats.Contrast) []string {
+	var out []string
+	var first *stats.Experiment
+	for _, c := range cs {
+		if stats.HalfFallback(c.Base) == "" || stats.HalfFallback(c.Other) == "" {
+			continue
+		}
+		b, o := *c.Base.ShortestHalf.S99, *c.Other.ShortestHalf.S99
+		if b <= 0 {
+			continue
+		}
+		if first == nil {
+			first = c.Base
+		}
+		out = append(out, fmt.Sprintf("%s: %s vs %s, one run%s.", comparedBy("shortest-half slowdown", stats.ConfigID(c.Base), stats.ConfigID(c.Other), o/b),
+			fmtNum(b), fmtNum(o), atParams(c.Params)))
+	}
+	if first != nil {
+		return append(out, fmt.Sprintf("No RPC was short both ways (request and response at most %d B), so these compare the Homa papers' measure instead: the P99 slowdown of the shortest half of the messages (requests up to %d B).", first.Short.MaxLength, first.ShortestHalf.MaxLength))
+	}
+	for i := range s.Experiments {
+		if f := stats.HalfFallback(&s.Experiments[i]); f != "" {
+			out = append(out, fmt.Sprintf("%s: %s.", s.Experiments[i].Name, f))
+		}
 	}
 	return out
 }
@@ -103,7 +137,7 @@ func atParams(p string) string {
 // setupOf lists what ran, for the setup box: topology, link and switch,
 // transports with their settings, workload, times, repetitions and the
 // machine; from the manifest's resolved scenario, empty without one.
-func setupOf(m *manifest) [][2]string {
+func setupOf(m *stats.Manifest) [][2]string {
 	if m == nil {
 		return nil
 	}
@@ -125,49 +159,49 @@ func setupOf(m *manifest) [][2]string {
 	} else {
 		add("mode", "emulated: real packets through this machine's network namespaces and switch")
 	}
-	topo := mapOf(sc["topology"])
-	switch kind := str(topo["kind"]); kind {
+	topo := stats.MapOf(sc["topology"])
+	switch kind := stats.Scalar(topo["kind"]); kind {
 	case "leaf-spine":
-		add("topology", fmt.Sprintf("leaf-spine: %s leaves of %s hosts, %s spines", str(topo["leaves"]), str(topo["hosts_per_leaf"]), str(topo["spines"])))
+		add("topology", fmt.Sprintf("leaf-spine: %s leaves of %s hosts, %s spines", stats.Scalar(topo["leaves"]), stats.Scalar(topo["hosts_per_leaf"]), stats.Scalar(topo["spines"])))
 	case "":
 	default:
-		add("topology", fmt.Sprintf("%s, %s hosts", kind, str(topo["hosts"])))
+		add("topology", fmt.Sprintf("%s, %s hosts", kind, stats.Scalar(topo["hosts"])))
 	}
-	link := mapOf(sc["link"])
+	link := stats.MapOf(sc["link"])
 	if m.RateBps() > 0 {
-		add("links", fmt.Sprintf("%s, MTU %s, host shaper %s", fmtBitRate(float64(m.RateBps())), str(link["mtu"]), str(link["shaper"])))
+		add("links", fmt.Sprintf("%s, MTU %s, host shaper %s", fmtBitRate(float64(m.RateBps())), stats.Scalar(link["mtu"]), stats.Scalar(link["shaper"])))
 	}
-	sw := mapOf(sc["switch"])
-	if t := str(sw["target"]); t != "" {
-		q := fmt.Sprintf("%s switch, 8 strict-priority queues of %s packets per port", t, str(sw["queue_depth_pkts"]))
-		if e := str(sw["ecn_threshold_pkts"]); e != "" && e != "0" {
+	sw := stats.MapOf(sc["switch"])
+	if t := stats.Scalar(sw["target"]); t != "" {
+		q := fmt.Sprintf("%s switch, 8 strict-priority queues of %s packets per port", t, stats.Scalar(sw["queue_depth_pkts"]))
+		if e := stats.Scalar(sw["ecn_threshold_pkts"]); e != "" && e != "0" {
 			q += ", ECN marks above " + e + " packets"
 		}
-		if e := mapOf(sw["ecn"]); len(e) > 0 {
-			q += fmt.Sprintf(", ECN marks by RED (Kmin %s, Kmax %s packets, Pmax %s)", str(e["kmin_pkts"]), str(e["kmax_pkts"]), str(e["pmax"]))
+		if e := stats.MapOf(sw["ecn"]); len(e) > 0 {
+			q += fmt.Sprintf(", ECN marks by RED (Kmin %s, Kmax %s packets, Pmax %s)", stats.Scalar(e["kmin_pkts"]), stats.Scalar(e["kmax_pkts"]), stats.Scalar(e["pmax"]))
 		}
-		if p := mapOf(sw["pfc"]); len(p) > 0 {
+		if p := stats.MapOf(sw["pfc"]); len(p) > 0 {
 			var prios []string
-			for _, v := range listOf(p["priorities"]) {
-				prios = append(prios, str(v))
+			for _, v := range stats.ListOf(p["priorities"]) {
+				prios = append(prios, stats.Scalar(v))
 			}
-			q += fmt.Sprintf(", PFC on priorities %s (XOFF %s, XON %s, headroom %s packets)", strings.Join(prios, ", "), str(p["xoff_pkts"]), str(p["xon_pkts"]), str(p["headroom_pkts"]))
+			q += fmt.Sprintf(", PFC on priorities %s (XOFF %s, XON %s, headroom %s packets)", strings.Join(prios, ", "), stats.Scalar(p["xoff_pkts"]), stats.Scalar(p["xon_pkts"]), stats.Scalar(p["headroom_pkts"]))
 		}
 		add("switch", q)
 	}
-	for _, t := range listOf(sc["transports"]) {
-		tm := mapOf(t)
-		name := str(tm["name"])
-		if l := str(tm["label"]); l != "" {
+	for _, t := range stats.ListOf(sc["transports"]) {
+		tm := stats.MapOf(t)
+		name := stats.Scalar(tm["name"])
+		if l := stats.Scalar(tm["label"]); l != "" {
 			name += " (" + l + ")"
 		}
 		kv = append(kv, [2]string{"transport " + name, settingsOf(tm)})
 	}
-	for _, p := range listOf(sc["phases"]) {
-		kv = append(kv, [2]string{"workload " + str(mapOf(p)["name"]), phaseOf(mapOf(p))})
+	for _, p := range stats.ListOf(sc["phases"]) {
+		kv = append(kv, [2]string{"workload " + stats.Scalar(stats.MapOf(p)["name"]), phaseOf(stats.MapOf(p))})
 	}
-	add("time", fmt.Sprintf("warm-up %s, measured %s, drain %s per experiment", orNone(str(sc["warmup"])), str(sc["duration"]), str(sc["drain"])))
-	add("repetitions", str(sc["repetitions"]))
+	add("time", fmt.Sprintf("warm-up %s, measured %s, drain %s per experiment", orNone(stats.Scalar(sc["warmup"])), stats.Scalar(sc["duration"]), stats.Scalar(sc["drain"])))
+	add("repetitions", stats.Scalar(sc["repetitions"]))
 	mach := fmt.Sprintf("%d CPUs", m.Machine.CPUs)
 	if m.Machine.MemBytes > 0 {
 		mach += fmt.Sprintf(", %.0f GiB", float64(m.Machine.MemBytes)/(1<<30))
@@ -179,38 +213,20 @@ func setupOf(m *manifest) [][2]string {
 	return kv
 }
 
-// settingsOf lists a transport's settings that differ from the defaults
-// (zero values in the resolved scenario), "defaults" for none.
-func settingsOf(t map[string]any) string {
-	var parts []string
-	for _, block := range []string{"homa", "tcp", "pfabric", "ndp", "pias"} {
-		b := mapOf(t[block])
-		for _, k := range slices.Sorted(maps.Keys(b)) {
-			if v := str(b[k]); v != "" && v != "0" && v != "false" && v != "0s" && v != "[]" && v != "map[]" {
-				parts = append(parts, k+" "+v)
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return "defaults"
-	}
-	return strings.Join(parts, ", ")
-}
-
 // phaseOf describes one phase: who sends to whom, sizes and arrivals.
 func phaseOf(p map[string]any) string {
-	s := fmt.Sprintf("%s → %s, sizes %s, ", hosts(p["clients"]), hosts(p["servers"]), str(p["sizes"]))
+	s := fmt.Sprintf("%s → %s, sizes %s, ", hosts(p["clients"]), hosts(p["servers"]), stats.Scalar(p["sizes"]))
 	switch {
-	case str(p["arrivals"]) == "closed":
-		s += str(p["max_outstanding"]) + " outstanding per client (closed loop)"
-	case p["incast"] != nil && str(mapOf(p["incast"])["interval"]) != "":
-		s += "bursts every " + str(mapOf(p["incast"])["interval"])
-	case str(p["load"]) != "" && str(p["load"]) != "0":
-		s += "Poisson at load " + str(p["load"]) + " of the link per client"
+	case stats.Scalar(p["arrivals"]) == "closed":
+		s += stats.Scalar(p["max_outstanding"]) + " outstanding per client (closed loop)"
+	case p["incast"] != nil && stats.Scalar(stats.MapOf(p["incast"])["interval"]) != "":
+		s += "bursts every " + stats.Scalar(stats.MapOf(p["incast"])["interval"])
+	case stats.Scalar(p["load"]) != "" && stats.Scalar(p["load"]) != "0":
+		s += "Poisson at load " + stats.Scalar(p["load"]) + " of the link per client"
 	default:
-		s += "Poisson at " + str(p["rate_rps"]) + " RPC/s per client"
+		s += "Poisson at " + stats.Scalar(p["rate_rps"]) + " RPC/s per client"
 	}
-	if r := str(p["response_bytes"]); r != "" && r != "0" {
+	if r := stats.Scalar(p["response_bytes"]); r != "" && r != "0" {
 		s += ", " + r + " B responses"
 	} else {
 		s += ", echoed responses"
@@ -220,8 +236,8 @@ func phaseOf(p map[string]any) string {
 
 func hosts(v any) string {
 	var hs []string
-	for _, h := range listOf(v) {
-		hs = append(hs, str(h))
+	for _, h := range stats.ListOf(v) {
+		hs = append(hs, stats.Scalar(h))
 	}
 	return strings.Join(hs, ", ")
 }
@@ -231,30 +247,4 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func mapOf(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
-func listOf(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-// str formats a scalar of generic JSON; "" for nil.
-func str(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
-			return strconv.FormatInt(int64(x), 10)
-		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return fmt.Sprint(v)
 }

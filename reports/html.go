@@ -6,13 +6,15 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"github.com/homatb/homatb/rundir"
 	"html/template"
 	"io"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/homatb/homatb/reports/stats"
+	"github.com/homatb/homatb/rundir"
 
 	"github.com/homatb/homatb/anatomy"
 )
@@ -34,7 +36,7 @@ func parseTemplates() (*template.Template, error) {
 			}
 			return fmtBitRate(bps)
 		},
-		"latspread": func(s *Spread) string {
+		"latspread": func(s *stats.Spread) string {
 			if s == nil {
 				return "—"
 			}
@@ -42,7 +44,7 @@ func parseTemplates() (*template.Template, error) {
 		},
 		"mbit":       func(bps float64) float64 { return bps / 1e6 },
 		"gbitToMbit": func(g float64) float64 { return g * 1e3 },
-		"spread": func(s *Spread, prec int) string {
+		"spread": func(s *stats.Spread, prec int) string {
 			if s == nil {
 				return "—"
 			}
@@ -54,7 +56,7 @@ func parseTemplates() (*template.Template, error) {
 		"bytes": func(v int64) string { return formatLength(float64(v)) },
 		"peakq": peakQueue,
 		// na: the target cannot give this switch statistic.
-		"na":    func(st SwitchStats, field string) bool { return st.unavailable(field) },
+		"na":    func(st stats.SwitchStats, field string) bool { return st.Lacks(field) },
 		"heat":  heatStyle,
 		"most":  largestCount,
 		"roles": rolesOf,
@@ -74,7 +76,7 @@ func parseTemplates() (*template.Template, error) {
 }
 
 // peakQueue names the queue that held the most bytes and how many.
-func peakQueue(st SwitchStats) string {
+func peakQueue(st stats.SwitchStats) string {
 	best := -1
 	for q, b := range st.MaxQueueBytes {
 		if b > 0 && (best < 0 || b > st.MaxQueueBytes[best]) {
@@ -111,10 +113,10 @@ func fmtNum(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-func fmtCI(iv Interval) string { return ciWith(iv, fmtNum) }
+func fmtCI(iv stats.Interval) string { return ciWith(iv, fmtNum) }
 
 // ciWith writes an interval with each end formatted by f.
-func ciWith(iv Interval, f func(float64) string) string {
+func ciWith(iv stats.Interval, f func(float64) string) string {
 	end := func(p *float64, open string) string {
 		if p == nil {
 			return open
@@ -133,7 +135,7 @@ type warning struct{ Scope, Msg string }
 // several.
 type repeated struct {
 	Params string
-	Row    HeadlineRow
+	Row    stats.HeadlineRow
 	Ratios []repeatedRatio
 }
 
@@ -141,21 +143,21 @@ type repeated struct {
 // tell the baseline's variant apart ("" when there is one).
 type repeatedRatio struct {
 	Against string
-	P99     *Spread
+	P99     *stats.Spread
 }
 
 // repeatedRows pairs each repeated headline row with its ratios to the
 // baseline.
-func repeatedRows(s *Summary) []repeated {
+func repeatedRows(s *stats.Summary) []repeated {
 	var out []repeated
 	for _, h := range s.Headline {
 		if h.Repetitions < 2 {
 			continue
 		}
-		r := repeated{Params: paramsKey(Experiment{Params: h.Params}, ""), Row: h}
-		var matched []RatioRow
+		r := repeated{Params: stats.ParamsKey(stats.Experiment{Params: h.Params}, ""), Row: h}
+		var matched []stats.RatioRow
 		for _, rr := range s.Ratios {
-			if rr.Config == h.Config && subsetParams(h.Params, rr.Params) {
+			if rr.Config == h.Config && stats.SubsetParams(h.Params, rr.Params) {
 				matched = append(matched, rr)
 			}
 		}
@@ -168,7 +170,7 @@ func repeatedRows(s *Summary) []repeated {
 						extra[k] = v
 					}
 				}
-				against = paramsKey(Experiment{Params: extra}, "")
+				against = stats.ParamsKey(stats.Experiment{Params: extra}, "")
 			}
 			r.Ratios = append(r.Ratios, repeatedRatio{Against: against, P99: rr.P99})
 		}
@@ -188,12 +190,12 @@ type group struct {
 type reportPage struct {
 	Title     string
 	Generated string
-	Summary   *Summary
+	Summary   *stats.Summary
 	Warnings  []warning
 	// Baseline is the configuration every other one is compared with;
 	// Headlines has one row per other configuration and group of params.
 	Baseline  string
-	Headlines []comparison
+	Headlines []stats.Contrast
 	// Sentences say each comparison in words; Setup is what ran.
 	Sentences []string
 	Setup     [][2]string
@@ -208,20 +210,20 @@ type reportPage struct {
 	SweepNotes  []string
 	Manifest    string
 	ManifestKV  [][2]string
-	Experiments []*Experiment
+	Experiments []*stats.Experiment
 	Captures    []captureRow
 	PFC         []pfcRow
 	Collectives []collectiveSection
-	Matrices    []matrixRow
+	Matrices    []stats.MatrixRow
 	Adversaries []adversaryRow
 }
 
 // groupExperiments groups experiments by configuration, in first-seen order.
-func groupExperiments(exps []Experiment) ([]string, map[string][]*Experiment) {
+func groupExperiments(exps []stats.Experiment) ([]string, map[string][]*stats.Experiment) {
 	var keys []string
-	by := map[string][]*Experiment{}
+	by := map[string][]*stats.Experiment{}
 	for i := range exps {
-		k := groupKey(exps[i])
+		k := stats.GroupKey(exps[i])
 		if _, ok := by[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -230,22 +232,15 @@ func groupExperiments(exps []Experiment) ([]string, map[string][]*Experiment) {
 	return keys, by
 }
 
-func ratio(a, b *float64) *float64 {
-	if a == nil || b == nil || *a == 0 {
-		return nil
-	}
-	return fp(*b / *a)
-}
-
 // buildPage computes every chart and table of a run's report.
-func buildPage(a *analysis, now time.Time) (*reportPage, error) {
-	s := a.sum
+func buildPage(a *stats.Analysis, now time.Time) (*reportPage, error) {
+	s := a.Sum
 	pg := &reportPage{Summary: s, Generated: now.UTC().Format(time.RFC3339)}
 	pg.Title = "homatb report"
 	if s.Run != "" {
 		pg.Title += ": " + s.Run
 	}
-	if s.manifest != nil && s.manifest.Mode == rundir.ModeSimulated {
+	if s.Manifest != nil && s.Manifest.Mode == rundir.ModeSimulated {
 		pg.Title += " (simulated)"
 	}
 	for _, w := range s.Fidelity {
@@ -260,18 +255,18 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	}
 	pg.Repeated = repeatedRows(s)
 	pg.Baseline = s.Baseline
-	pg.Headlines = comparisons(s.Experiments, s.Baseline)
+	pg.Headlines = stats.Comparisons(s.Experiments, s.Baseline)
 	pg.Sentences = headlineSentences(s, pg.Headlines)
-	pg.Setup = setupOf(s.manifest)
+	pg.Setup = setupOf(s.Manifest)
 	keys, by := groupExperiments(s.Experiments)
 	for gi, k := range keys {
 		exps := by[k]
 
 		g := group{Config: k}
 		var rtt, slow, ccdf []series
-		var rows []SizeRow
+		var rows []stats.SizeRow
 		for _, e := range exps {
-			g.Notes = append(g.Notes, anomalies(e)...)
+			g.Notes = append(g.Notes, stats.Anomalies(e)...)
 		}
 		// Transport colours only while they tell the experiments apart.
 		transports := map[string]bool{}
@@ -309,21 +304,21 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 		specs = append(specs, rttChart(fmt.Sprintf("rtt-%d", gi), title("RTT vs request length"), rtt))
 		specs = append(specs, ccdfChart(fmt.Sprintf("ccdf-%d", gi), title("CCDF of RTT, "+s.ShortSet()), ccdf))
 		for i, e := range exps {
-			if len(e.active) > 0 {
+			if len(e.Active) > 0 {
 				specs = append(specs, activeChart(fmt.Sprintf("active-%d-%d", gi, i), e))
 			}
 		}
 		for i, e := range exps {
-			if len(e.series) == 0 {
+			if len(e.Series) == 0 {
 				g.Notes = append(g.Notes, fmt.Sprintf("%s: no telemetry, so no queue-occupancy or utilisation chart", e.Name))
 				continue
 			}
-			for j, ss := range e.series {
+			for j, ss := range e.Series {
 				specs = append(specs, queueChart(fmt.Sprintf("queue-%d-%d-%d", gi, i, j), e, ss))
-				if len(ss.noRate) > 0 {
-					g.Notes = append(g.Notes, fmt.Sprintf("%s %s: ports %v have no known rate; utilisation omitted for them", e.Name, ss.sw, ss.noRate))
+				if len(ss.NoRate) > 0 {
+					g.Notes = append(g.Notes, fmt.Sprintf("%s %s: ports %v have no known rate; utilisation omitted for them", e.Name, ss.Switch, ss.NoRate))
 				}
-				if len(ss.util) > 0 {
+				if len(ss.Util) > 0 {
 					specs = append(specs, utilChart(fmt.Sprintf("util-%d-%d-%d", gi, i, j), e, ss))
 				}
 			}
@@ -358,11 +353,11 @@ func buildPage(a *analysis, now time.Time) (*reportPage, error) {
 	if err := buildCollectives(pg, s); err != nil {
 		return nil, err
 	}
-	pg.Matrices = matrixRows(s)
-	if err := manifestView(pg, s.manifest); err != nil {
+	pg.Matrices = stats.MatrixRows(s)
+	if err := manifestView(pg, s.Manifest); err != nil {
 		return nil, err
 	}
-	pg.Captures = captureRows(s.manifest)
+	pg.Captures = captureRows(s.Manifest)
 	pg.PFC = pfcRows(s)
 	pg.Adversaries = adversaryRows(s)
 	return pg, nil
@@ -378,41 +373,13 @@ func (p *reportPage) HasPhases() bool {
 	return false
 }
 
-// ShortLabel names the RPCs the headline is about: "short-message"
-// (request and response both within ShortMax), or the phase the
-// scenario's report.headline_phase names.
-func (s *Summary) ShortLabel() string {
-	for _, e := range s.Experiments {
-		if e.Short.Phase != "" {
-			return e.Short.Phase
-		}
-	}
-	return "short-message"
-}
-
-// ShortSet says in words which RPCs the headline's percentiles are over.
-func (s *Summary) ShortSet() string {
-	if l := s.ShortLabel(); l != "short-message" {
-		return fmt.Sprintf("the RPCs of phase %s (the scenario's report.headline_phase), whatever their size", l)
-	}
-	return fmt.Sprintf("short messages, RPCs whose request and response are both at most %d bytes", s.ShortMax())
-}
-
-// ShortMax is the short-message bound the summary was computed with.
-func (s *Summary) ShortMax() int64 {
-	if len(s.Experiments) > 0 {
-		return s.Experiments[0].Short.MaxLength
-	}
-	return 1000
-}
-
 // buildSweeps draws each headline metric against every numeric swept
 // parameter, one line per transport.
-func buildSweeps(pg *reportPage, s *Summary) error {
+func buildSweeps(pg *reportPage, s *stats.Summary) error {
 	for pi, param := range s.SweptParams {
 		type line struct {
 			transport            string
-			p50, p99, good, util []point
+			p50, p99, good, util []stats.Point
 		}
 		lines := map[string]*line{}
 		var order []string
@@ -431,7 +398,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 			// One line per transport and value of the other params, so a
 			// second swept param does not zigzag into this one's line.
 			key := e.Transport
-			if rest := paramsKey(*e, param); rest != "" {
+			if rest := stats.ParamsKey(*e, param); rest != "" {
 				key += " " + rest
 			}
 			l := lines[key]
@@ -441,12 +408,12 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 				order = append(order, key)
 			}
 			if e.Short.P50us != nil {
-				l.p50 = append(l.p50, point{x, *e.Short.P50us})
-				l.p99 = append(l.p99, point{x, *e.Short.P99us})
+				l.p50 = append(l.p50, stats.Point{X: x, Y: *e.Short.P50us})
+				l.p99 = append(l.p99, stats.Point{X: x, Y: *e.Short.P99us})
 			}
-			l.good = append(l.good, point{x, e.GoodputGbps * 1e3})
+			l.good = append(l.good, stats.Point{X: x, Y: e.GoodputGbps * 1e3})
 			if e.MeanLinkUtil != nil {
-				l.util = append(l.util, point{x, *e.MeanLinkUtil})
+				l.util = append(l.util, stats.Point{X: x, Y: *e.MeanLinkUtil})
 			}
 		}
 		if !numeric {
@@ -460,7 +427,7 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 		}
 		for i, name := range order {
 			l := lines[name]
-			byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
+			byX := func(a, b stats.Point) int { return cmp.Compare(a.X, b.X) }
 			slices.SortFunc(l.p50, byX)
 			slices.SortFunc(l.p99, byX)
 			slices.SortFunc(l.good, byX)
@@ -506,20 +473,20 @@ func buildSweeps(pg *reportPage, s *Summary) error {
 // ratioSweep draws each configuration's short-message RTT over the
 // baseline's (P50 solid, P99 dashed) against a numeric param, one pair of
 // lines per configuration and value of the other params.
-func ratioSweep(cs []comparison, param string) []series {
-	type pair struct{ p50, p99 []point }
+func ratioSweep(cs []stats.Contrast, param string) []series {
+	type pair struct{ p50, p99 []stats.Point }
 	lines := map[string]*pair{}
 	var order []string
 	for _, c := range cs {
 		if c.RatioP50 == nil || c.RatioP99 == nil {
 			continue
 		}
-		x, err := strconv.ParseFloat(fmt.Sprint(c.params[param]), 64)
+		x, err := strconv.ParseFloat(fmt.Sprint(c.ParamMap[param]), 64)
 		if err != nil {
 			continue
 		}
-		key := configID(c.Other) + "/" + configID(c.Base)
-		if rest := paramsKey(Experiment{Params: c.params}, param); rest != "" {
+		key := stats.ConfigID(c.Other) + "/" + stats.ConfigID(c.Base)
+		if rest := stats.ParamsKey(stats.Experiment{Params: c.ParamMap}, param); rest != "" {
 			key += " " + rest
 		}
 		l := lines[key]
@@ -528,13 +495,13 @@ func ratioSweep(cs []comparison, param string) []series {
 			lines[key] = l
 			order = append(order, key)
 		}
-		l.p50 = append(l.p50, point{x, *c.RatioP50})
-		l.p99 = append(l.p99, point{x, *c.RatioP99})
+		l.p50 = append(l.p50, stats.Point{X: x, Y: *c.RatioP50})
+		l.p99 = append(l.p99, stats.Point{X: x, Y: *c.RatioP99})
 	}
 	var out []series
 	for i, key := range order {
 		l := lines[key]
-		byX := func(a, b point) int { return cmp.Compare(a.x, b.x) }
+		byX := func(a, b stats.Point) int { return cmp.Compare(a.X, b.X) }
 		slices.SortFunc(l.p50, byX)
 		slices.SortFunc(l.p99, byX)
 		out = append(out, series{name: key + " P50", pts: l.p50, color: paletteColor(i)},
@@ -548,8 +515,8 @@ func spansDecade(ss []series) bool {
 	lo, hi := math.Inf(1), 0.0
 	for _, s := range ss {
 		for _, p := range s.pts {
-			if p.y > 0 {
-				lo, hi = min(lo, p.y), max(hi, p.y)
+			if p.Y > 0 {
+				lo, hi = min(lo, p.Y), max(hi, p.Y)
 			}
 		}
 	}
@@ -557,12 +524,16 @@ func spansDecade(ss []series) bool {
 }
 
 // manifestView pretty-prints the manifest and picks its key facts.
-func manifestView(pg *reportPage, m *manifest) error {
-	if m == nil || len(m.raw) == 0 {
+func manifestView(pg *reportPage, m *stats.Manifest) error {
+	if m == nil || len(m.Raw) == 0 {
 		return nil
 	}
+	readable, err := readableManifest(m.Raw)
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, m.raw, "", "  "); err != nil {
+	if err := json.Indent(&buf, readable, "", "  "); err != nil {
 		return fmt.Errorf("format manifest: %w", err)
 	}
 	pg.Manifest = buf.String()
@@ -576,7 +547,7 @@ func manifestView(pg *reportPage, m *manifest) error {
 	if m.RateBps() > 0 {
 		kv = append(kv, [2]string{"link rate", fmt.Sprintf("%g Gbit/s", float64(m.RateBps())/1e9)})
 	}
-	for _, k := range sortedKeys(m.Versions) {
+	for _, k := range stats.SortedKeys(m.Versions) {
 		kv = append(kv, [2]string{k + " version", m.Versions[k]})
 	}
 	pg.ManifestKV = kv

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/anatomy"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 var (
@@ -88,13 +89,13 @@ func TestEveryChartInsideItsBox(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tc.run.write(t, dir)
-			a, err := analyse(context.Background(), dir, defaultConfig())
+			a, err := stats.Analyse(context.Background(), dir, stats.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range a.sum.Experiments {
+			for i := range a.Sum.Experiments {
 				parts := anatomy.Parts{RTT: 900, SendLag: 50, Host: 500, HostHOL: 100, Recovery: 20, Wire: 80, Queue: 150, Switch: 30, Unattributed: 70}
-				a.sum.Experiments[i].Anatomy = &anatomy.Summary{RPCs: 100, Joined: 100, Median: parts, Tail: parts, TailRPCs: 1}
+				a.Sum.Experiments[i].Anatomy = &anatomy.Summary{RPCs: 100, Joined: 100, Median: parts, Tail: parts, TailRPCs: 1}
 			}
 			pg, err := buildPage(a, time.Now())
 			if err != nil {

@@ -5,6 +5,8 @@ import (
 	"image/color"
 	"slices"
 	"strings"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // The Homa paper's slowdown figure (SIGCOMM 2018, Figure 12): one panel per
@@ -29,12 +31,12 @@ type paperGrid struct {
 // the median over its repetitions (nil where it ran none or had no ideal).
 type paperRow struct {
 	Workload string
-	Cells    []*Spread
+	Cells    []*stats.Spread
 }
 
 // sizesParam is the swept parameter that sets a phase's message sizes, or
 // "" when no sweep does.
-func sizesParam(s *Summary) string {
+func sizesParam(s *stats.Summary) string {
 	for _, p := range s.SweptParams {
 		if strings.HasPrefix(p, "phases.") && strings.HasSuffix(p, ".sizes") {
 			return p
@@ -44,14 +46,14 @@ func sizesParam(s *Summary) string {
 }
 
 // buildPaperGrid returns the grid, or nil when no sweep covers workloads.
-func buildPaperGrid(s *Summary) (*paperGrid, error) {
+func buildPaperGrid(s *stats.Summary) (*paperGrid, error) {
 	param := sizesParam(s)
 	if param == "" {
 		return nil, nil
 	}
 	g := &paperGrid{Param: param}
 	var workloads []string
-	byWorkload := map[string][]*Experiment{}
+	byWorkload := map[string][]*stats.Experiment{}
 	for i := range s.Experiments {
 		e := &s.Experiments[i]
 		v, ok := e.Params[param]
@@ -63,7 +65,7 @@ func buildPaperGrid(s *Summary) (*paperGrid, error) {
 			workloads = append(workloads, w)
 		}
 		byWorkload[w] = append(byWorkload[w], e)
-		if c := configID(e); !slices.Contains(g.Configs, c) {
+		if c := stats.ConfigID(e); !slices.Contains(g.Configs, c) {
 			g.Configs = append(g.Configs, c)
 		}
 	}
@@ -81,12 +83,12 @@ func buildPaperGrid(s *Summary) (*paperGrid, error) {
 	for wi, w := range workloads {
 		exps := byWorkload[w]
 		var s99, s50 []series
-		var rows []SizeRow
+		var rows []stats.SizeRow
 		reps := map[string]int{}
-		row := paperRow{Workload: w, Cells: make([]*Spread, len(g.Configs))}
+		row := paperRow{Workload: w, Cells: make([]*stats.Spread, len(g.Configs))}
 		halves := make([][]float64, len(g.Configs))
 		for _, e := range exps {
-			c := configID(e)
+			c := stats.ConfigID(e)
 			reps[c]++
 			if h := e.ShortestHalf; h != nil && h.S99 != nil {
 				ci := slices.Index(g.Configs, c)
@@ -109,7 +111,7 @@ func buildPaperGrid(s *Summary) (*paperGrid, error) {
 			s50, s99 = append(s50, ss[0]), append(s99, ss[1])
 		}
 		for ci := range g.Configs {
-			row.Cells[ci] = newSpread(halves[ci])
+			row.Cells[ci] = stats.NewSpread(halves[ci])
 		}
 		g.Rows = append(g.Rows, row)
 		if len(s99) == 0 {

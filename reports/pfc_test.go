@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -21,18 +22,18 @@ func TestPFCInSummaryAndReport(t *testing.T) {
 	if err := rundir.WriteSwitchStats(dir, "e1", "s1", st); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := readSwitchStats(dir, "e1")
+	got, _, err := stats.ReadSwitchStats(dir, "e1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PFCPort{
+	want := []stats.PFCPort{
 		{Switch: "s1", Port: 1, Iface: "s1-eth1", Priority: 3, PausesSent: 12, ResumesSent: 11},
 		{Switch: "s1", Port: 2, Iface: "s1-eth2", Priority: 3, PausesReceived: 4, ResumesRecv: 4, PausedMs: 2.5},
 	}
 	if len(got.PFC) != len(want) || got.PFC[0] != want[0] || got.PFC[1] != want[1] {
 		t.Fatalf("pfc %+v, want %+v", got.PFC, want)
 	}
-	s := &Summary{Experiments: []Experiment{{Name: "e1", Switch: got}}}
+	s := &stats.Summary{Experiments: []stats.Experiment{{Name: "e1", Switch: got}}}
 	rows := pfcRows(s)
 	var buf bytes.Buffer
 	tmpl, err := parseTemplates()

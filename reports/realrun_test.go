@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // TestRealSmokeRun builds the report of a real run directory written by
@@ -18,7 +20,7 @@ import (
 func TestRealSmokeRun(t *testing.T) {
 	const dir = "testdata/smoke-tcp"
 	out := t.TempDir()
-	sum, err := Build(context.Background(), dir, WithOutputDir(out))
+	sum, err := Build(context.Background(), dir, stats.WithOutputDir(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestRealSmokeRun(t *testing.T) {
 		if e.RPCs.Failed != int64(m.RPCs.Failed) {
 			t.Errorf("%s: %d failed, the agents say %d", e.Name, e.RPCs.Failed, m.RPCs.Failed)
 		}
-		if !e.Switch.Present || len(e.Links) == 0 || len(e.series) == 0 {
+		if !e.Switch.Present || len(e.Links) == 0 || len(e.Series) == 0 {
 			t.Errorf("%s: switch statistics or telemetry not picked up", e.Name)
 		}
 		if e.Slowdown == nil || e.Short.Count == 0 {
@@ -64,12 +66,12 @@ func TestRealSmokeRun(t *testing.T) {
 	}
 	// The report's unloaded RTTs are the calibration medians the testbed
 	// computed independently.
-	rs, err := readRecords(context.Background(), dir, nil, nil, nil)
+	rs, err := stats.ReadRecords(context.Background(), dir, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for tr, cal := range man.Calibration {
-		base := newOwnBaseline(rs.calib[tr])
+		base := stats.NewOwnBaseline(rs.Calib[tr])
 		if base == nil {
 			t.Fatalf("no calibration rows for %s", tr)
 		}
@@ -78,7 +80,7 @@ func TestRealSmokeRun(t *testing.T) {
 			if err := json.Unmarshal([]byte(size), &l); err != nil {
 				t.Fatal(err)
 			}
-			if got := base.at(l) / 1e3; math.Abs(got-us) > 1 {
+			if got := base.At(l) / 1e3; math.Abs(got-us) > 1 {
 				t.Errorf("%s %d B: unloaded RTT %.1f µs, the testbed's median %.1f µs", tr, l, got, us)
 			}
 		}
@@ -90,7 +92,7 @@ func TestRealSmokeRun(t *testing.T) {
 // agree with the one computed from the rows.
 func TestManifestCalibrationFallback(t *testing.T) {
 	const src = "testdata/smoke-tcp"
-	withRows, err := Build(context.Background(), src, WithOutputDir(t.TempDir()))
+	withRows, err := Build(context.Background(), src, stats.WithOutputDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestManifestCalibrationFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rc, _, err := openRecords(src)
+	rc, _, err := stats.OpenRecords(src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func TestNewSpread(t *testing.T) {
@@ -21,12 +23,12 @@ func TestNewSpread(t *testing.T) {
 		{[]float64{4, 1, 3, 10}, 3.5, 1, 10},
 	}
 	for _, tc := range tests {
-		s := newSpread(tc.in)
+		s := stats.NewSpread(tc.in)
 		if s.Median != tc.med || s.Min != tc.lo || s.Max != tc.hi || len(s.Values) != len(tc.in) {
 			t.Errorf("newSpread(%v) = %+v", tc.in, s)
 		}
 	}
-	if newSpread(nil) != nil {
+	if stats.NewSpread(nil) != nil {
 		t.Error("no values should give no spread")
 	}
 }
@@ -120,10 +122,10 @@ func TestRepetitionsHeadline(t *testing.T) {
 // ratio row, keyed by its label.
 func TestHeadlinesKeepLabelsApart(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	exp := func(tr, label, config string, p99 float64) Experiment {
-		return Experiment{Transport: tr, Label: label, Config: config, Params: map[string]any{}, Short: Short{P50us: f(p99 / 10), P99us: f(p99)}}
+	exp := func(tr, label, config string, p99 float64) stats.Experiment {
+		return stats.Experiment{Transport: tr, Label: label, Config: config, Params: map[string]any{}, Short: stats.Short{P50us: f(p99 / 10), P99us: f(p99)}}
 	}
-	exps := []Experiment{exp("homa", "", "", 100), exp("homa", "ic", "", 50), exp("tcp", "", "tcp-cubic", 1000),
+	exps := []stats.Experiment{exp("homa", "", "", 100), exp("homa", "ic", "", 50), exp("tcp", "", "tcp-cubic", 1000),
 		exp("tcp", "dctcp", "tcp-dctcp", 400), exp("pfabric", "", "pfabric", 80)}
 	for _, tc := range []struct {
 		name, want, baseline string
@@ -134,11 +136,11 @@ func TestHeadlinesKeepLabelsApart(t *testing.T) {
 		{"chosen but absent", "ndp", "homa", map[string]float64{"homa-ic": 0.5, "tcp-cubic": 10, "tcp-dctcp": 4, "pfabric": 0.8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := chooseBaseline(exps, tc.want)
+			base := stats.ChooseBaseline(exps, tc.want)
 			if base != tc.baseline {
 				t.Fatalf("baseline %q, want %q", base, tc.baseline)
 			}
-			heads, ratios := headlines(exps, base)
+			heads, ratios := stats.Headlines(exps, base)
 			if len(heads) != 5 || heads[1].Config != "homa-ic" || heads[1].Repetitions != 1 || heads[3].Config != "tcp-dctcp" {
 				t.Fatalf("headline rows %+v", heads)
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -68,12 +69,12 @@ func TestRecordsOneExperimentAtATime(t *testing.T) {
 			reorder(t, dir, tc.perm)
 			var got []string
 			var inSet int
-			rs, err := readRecords(context.Background(), dir, nil, nil, func(rs *recordSet, e *expRecords) error {
-				got = append(got, e.name)
-				inSet = max(inSet, len(rs.exps))
+			rs, err := stats.ReadRecords(context.Background(), dir, nil, nil, func(rs *stats.RecordSet, e *stats.ExpRecords) error {
+				got = append(got, e.Name)
+				inSet = max(inSet, len(rs.Exps))
 				want := run.exps[len(got)-1]
-				if tc.grouped && (e.issued != int64(want.n+want.failed+want.inFly) || len(e.samples) != want.n) {
-					t.Errorf("%s handed over with %d issued, %d samples; want %d, %d", e.name, e.issued, len(e.samples), want.n+want.failed+want.inFly, want.n)
+				if tc.grouped && (e.Issued != int64(want.n+want.failed+want.inFly) || len(e.Samples) != want.n) {
+					t.Errorf("%s handed over with %d issued, %d samples; want %d, %d", e.Name, e.Issued, len(e.Samples), want.n+want.failed+want.inFly, want.n)
 				}
 				return nil
 			})
@@ -89,11 +90,11 @@ func TestRecordsOneExperimentAtATime(t *testing.T) {
 			if want := []string{"s-homa", "s-tcp", "s-homa-2"}; !slices.Equal(got, want) {
 				t.Errorf("handed over %v, want %v", got, want)
 			}
-			if inSet > 0 || len(rs.exps) > 0 {
-				t.Errorf("the set kept %d experiments' records while one was handed over, %d at the end; want none", inSet, len(rs.exps))
+			if inSet > 0 || len(rs.Exps) > 0 {
+				t.Errorf("the set kept %d experiments' records while one was handed over, %d at the end; want none", inSet, len(rs.Exps))
 			}
-			if len(rs.calib) != 2 {
-				t.Errorf("calibration of %d transports, want 2", len(rs.calib))
+			if len(rs.Calib) != 2 {
+				t.Errorf("calibration of %d transports, want 2", len(rs.Calib))
 			}
 		})
 	}
@@ -128,7 +129,7 @@ func TestReportOfUngroupedRecords(t *testing.T) {
 	}
 	files := []string{"summary.json", "by_size.csv"}
 	for _, e := range run.exps {
-		files = append(files, e.name+".data", e.name+".hgrm", e.name+"_cdf.data", filepath.Join(CperfDir, e.name+"-h2.rtts"))
+		files = append(files, e.name+".data", e.name+".hgrm", e.name+"_cdf.data", filepath.Join(stats.CperfDir, e.name+"-h2.rtts"))
 	}
 	for _, f := range files {
 		a, err := os.ReadFile(filepath.Join(grouped, f))
@@ -139,7 +140,7 @@ func TestReportOfUngroupedRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f == filepath.Join(CperfDir, run.exps[0].name+"-h2.rtts") {
+		if f == filepath.Join(stats.CperfDir, run.exps[0].name+"-h2.rtts") {
 			// One client's RTTs in the order of the records.
 			a, b = sortedLines(a), sortedLines(b)
 		}

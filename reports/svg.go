@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/homatb/homatb/reports/stats"
 	"gonum.org/v1/plot"
 )
 
@@ -35,12 +36,6 @@ const (
 type guide struct {
 	y     float64
 	label string
-}
-
-// band shades an x range of a chart, such as a warm-up phase.
-type band struct {
-	x0, x1 float64
-	label  string
 }
 
 // axis maps data values to viewBox coordinates along one direction.
@@ -111,49 +106,53 @@ func hexColor(c color.Color) string {
 func coord(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 // stepPoints turns a post-step series into the corners of its steps.
-func stepPoints(pts []point) []point {
-	out := make([]point, 0, 2*len(pts))
+func stepPoints(pts []stats.Point) []stats.Point {
+	out := make([]stats.Point, 0, 2*len(pts))
 	for i, p := range pts {
 		if i > 0 {
-			out = append(out, point{p.x, pts[i-1].y})
+			out = append(out, stats.Point{X: p.X, Y: pts[i-1].Y})
 		}
 		out = append(out, p)
 	}
 	return out
 }
 
-// render draws a chart as inline SVG: plotting area, axes, then a legend
-// below the x axis, where it cannot cover data.
-func render(spec chartSpec) (chart, error) {
-	c := chart{ID: spec.id, Title: spec.title}
-	type drawn struct {
-		s   series
-		pts []point
-	}
-	var ds []drawn
+// drawn is one series with the points of it a chart can plot.
+type drawn struct {
+	s   series
+	pts []stats.Point
+}
+
+// plotted keeps the points of each series the chart's axes can show (finite,
+// and positive on a log axis), drops series left empty, and returns the
+// corners of what is left.
+func plotted(spec chartSpec) (ds []drawn, lo, hi stats.Point) {
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, s := range spec.series {
-		var pts []point
+		var pts []stats.Point
 		for _, p := range decimate(s.pts) {
-			if math.IsNaN(p.x) || math.IsNaN(p.y) || math.IsInf(p.x, 0) || math.IsInf(p.y, 0) ||
-				(spec.logX && p.x <= 0) || (spec.logY && p.y <= 0) {
+			if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) ||
+				(spec.logX && p.X <= 0) || (spec.logY && p.Y <= 0) {
 				continue
 			}
 			pts = append(pts, p)
-			xlo, xhi, ylo, yhi = min(xlo, p.x), max(xhi, p.x), min(ylo, p.y), max(yhi, p.y)
+			xlo, xhi, ylo, yhi = min(xlo, p.X), max(xhi, p.X), min(ylo, p.Y), max(yhi, p.Y)
 		}
 		if len(pts) == 0 {
 			continue
 		}
 		ds = append(ds, drawn{s, pts})
-		c.Points += len(pts)
 	}
-	if c.Points == 0 {
-		c.Note = "no data to plot"
-		return c, nil
-	}
+	return ds, stats.Point{X: xlo, Y: ylo}, stats.Point{X: xhi, Y: yhi}
+}
+
+// axesRange widens the data's corners lo and hi to the axes' ranges: the
+// bands, guides and fixed ends the spec asks for, whole decades on a log
+// y axis, headroom above the data on a linear one.
+func (spec chartSpec) axesRange(lo, hi stats.Point) (stats.Point, stats.Point) {
+	xlo, xhi, ylo, yhi := lo.X, hi.X, lo.Y, hi.Y
 	for _, bd := range spec.bands {
-		xlo, xhi = min(xlo, bd.x0), max(xhi, bd.x1)
+		xlo, xhi = min(xlo, bd.X0), max(xhi, bd.X1)
 	}
 	if spec.xMin != nil {
 		xlo = *spec.xMin
@@ -187,6 +186,23 @@ func render(spec chartSpec) (chart, error) {
 	if spec.logX && spec.xMin == nil {
 		xlo, xhi = xlo/1.3, xhi*1.3 // room for markers at the ends
 	}
+	return stats.Point{X: xlo, Y: ylo}, stats.Point{X: xhi, Y: yhi}
+}
+
+// render draws a chart as inline SVG: plotting area, axes, then a legend
+// below the x axis, where it cannot cover data.
+func render(spec chartSpec) (chart, error) {
+	c := chart{ID: spec.id, Title: spec.title}
+	ds, lo, hi := plotted(spec)
+	for _, d := range ds {
+		c.Points += len(d.pts)
+	}
+	if c.Points == 0 {
+		c.Note = "no data to plot"
+		return c, nil
+	}
+	lo, hi = spec.axesRange(lo, hi)
+	xlo, xhi, ylo, yhi := lo.X, hi.X, lo.Y, hi.Y
 
 	top := marginTop
 	if len(spec.topTicks) > 0 {
@@ -213,13 +229,13 @@ func render(spec chartSpec) (chart, error) {
 		coord(svgWidth), coord(height), template.HTMLEscapeString(spec.title), coord(fontSize))
 	// Shaded phases, then grid and ticks, then data on top.
 	for i, bd := range spec.bands {
-		x0, x1 := max(x.at(max(bd.x0, xlo)), x.pos0), min(x.at(min(bd.x1, xhi)), x.pos1)
+		x0, x1 := max(x.at(max(bd.X0, xlo)), x.pos0), min(x.at(min(bd.X1, xhi)), x.pos1)
 		if x1 <= x0 {
 			continue
 		}
 		fill := [...]string{"#eeeeee", "#ffffff", "#f4f4f4"}[i%3]
 		fmt.Fprintf(&b, `<g class="phase"><rect x="%s" y="%s" width="%s" height="%s" fill="%s"/><text x="%s" y="%s" text-anchor="middle" fill="#777" font-size="11">%s</text></g>`,
-			coord(x0), coord(y.pos1), coord(x1-x0), coord(y.pos0-y.pos1), fill, coord((x0+x1)/2), coord(y.pos1+12), template.HTMLEscapeString(bd.label))
+			coord(x0), coord(y.pos1), coord(x1-x0), coord(y.pos0-y.pos1), fill, coord((x0+x1)/2), coord(y.pos1+12), template.HTMLEscapeString(bd.Label))
 	}
 	xt, yt := spec.xTicks, plot.Ticker(nil)
 	if xt == nil {
@@ -293,7 +309,7 @@ func render(spec chartSpec) (chart, error) {
 				if i > 0 {
 					pb.WriteByte(' ')
 				}
-				pb.WriteString(coord(x.at(p.x)) + "," + coord(y.at(p.y)))
+				pb.WriteString(coord(x.at(p.X)) + "," + coord(y.at(p.Y)))
 			}
 			fmt.Fprintf(&b, `<polyline class="series" data-series="%s" points="%s" fill="none" stroke="%s" stroke-width="1.5"%s/>`,
 				template.HTMLEscapeString(d.s.name), pb.String(), col, dash)
@@ -303,9 +319,9 @@ func render(spec chartSpec) (chart, error) {
 			for _, p := range d.pts {
 				if d.s.dashed {
 					// Hollow squares tell P99 from P50's dots in grey print.
-					fmt.Fprintf(&b, `<rect x="%s" y="%s" width="7" height="7" fill="#fff" stroke="%s" stroke-width="1.5"/>`, coord(x.at(p.x)-3.5), coord(y.at(p.y)-3.5), col)
+					fmt.Fprintf(&b, `<rect x="%s" y="%s" width="7" height="7" fill="#fff" stroke="%s" stroke-width="1.5"/>`, coord(x.at(p.X)-3.5), coord(y.at(p.Y)-3.5), col)
 				} else {
-					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3.5"/>`, coord(x.at(p.x)), coord(y.at(p.y)))
+					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3.5"/>`, coord(x.at(p.X)), coord(y.at(p.Y)))
 				}
 			}
 			b.WriteString(`</g>`)

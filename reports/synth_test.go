@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // Synthetic run directories with known distributions, for tests and
@@ -272,7 +274,7 @@ func synthCounters(transport string) map[string]uint64 {
 
 // build writes the run into a fresh directory and builds its report,
 // returning the summary and report.html.
-func (s synthRun) build(tb testing.TB) (*Summary, string) {
+func (s synthRun) build(tb testing.TB) (*stats.Summary, string) {
 	tb.Helper()
 	dir := tb.TempDir()
 	s.write(tb, dir)

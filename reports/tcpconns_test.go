@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func TestTCPConns(t *testing.T) {
@@ -27,7 +29,7 @@ func TestTCPConns(t *testing.T) {
 	if len(c) != 2 {
 		t.Fatalf("%d connections, want 2: %+v", len(c), c)
 	}
-	want := TCPConn{Host: "h2", Peer: "10.0.0.1:4000", Samples: 3, MeanCwnd: 20, MaxCwnd: 30, SRTTP50us: 200, SRTTP99us: 300, Retrans: 3, DeliveredCE: 9}
+	want := stats.TCPConn{Host: "h2", Peer: "10.0.0.1:4000", Samples: 3, MeanCwnd: 20, MaxCwnd: 30, SRTTP50us: 200, SRTTP99us: 300, Retrans: 3, DeliveredCE: 9}
 	if c[0] != want {
 		t.Errorf("h2's connection %+v, want %+v", c[0], want)
 	}

@@ -8,16 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // TestVersus: every configuration beside the baseline in its group of
 // params gets one comparison, keyed by its label; groups without the
 // baseline get none.
 func TestVersus(t *testing.T) {
-	exp := func(name, tr, config string, load float64, p50, p99 float64) Experiment {
-		return Experiment{Name: name, Transport: tr, Config: config, Params: map[string]any{"load": load}, Short: Short{P50us: fp(p50), P99us: fp(p99)}}
+	exp := func(name, tr, config string, load float64, p50, p99 float64) stats.Experiment {
+		return stats.Experiment{Name: name, Transport: tr, Config: config, Params: map[string]any{"load": load}, Short: stats.Short{P50us: stats.Ptr(p50), P99us: stats.Ptr(p99)}}
 	}
-	s := &Summary{Baseline: "homa", Experiments: []Experiment{
+	s := &stats.Summary{Baseline: "homa", Experiments: []stats.Experiment{
 		exp("a-homa", "homa", "homa", 0.5, 10, 100),
 		exp("a-tcp", "tcp", "tcp-cubic", 0.5, 50, 1300),
 		exp("a-dctcp", "tcp", "tcp-dctcp", 0.5, 20, 400),
@@ -114,17 +116,17 @@ func TestComparisonsByConfiguration(t *testing.T) {
 // every Homa variant, and the ratio rows find both headline rows.
 func TestComparisonsOverOneTransportsSweep(t *testing.T) {
 	const oc = "transports.homa.homa.overcommit"
-	exp := func(name, tr, config string, p map[string]any, p99 float64) Experiment {
-		return Experiment{Name: name, Transport: tr, Config: config, Params: p, Short: Short{P50us: fp(p99 / 10), P99us: fp(p99)}}
+	exp := func(name, tr, config string, p map[string]any, p99 float64) stats.Experiment {
+		return stats.Experiment{Name: name, Transport: tr, Config: config, Params: p, Short: stats.Short{P50us: stats.Ptr(p99 / 10), P99us: stats.Ptr(p99)}}
 	}
-	var exps []Experiment
+	var exps []stats.Experiment
 	for _, rep := range []string{"1", "2"} {
 		exps = append(exps,
 			exp("homa-oc1-r"+rep, "homa", "homa", map[string]any{oc: "1", "load": "0.5", "repetition": rep}, 100),
 			exp("tcp-r"+rep, "tcp", "tcp-cubic", map[string]any{"load": "0.5", "repetition": rep}, 1000),
 			exp("homa-oc2-r"+rep, "homa", "homa", map[string]any{oc: "2", "load": "0.5", "repetition": rep}, 50))
 	}
-	s := &Summary{Baseline: "homa", Experiments: exps}
+	s := &stats.Summary{Baseline: "homa", Experiments: exps}
 	var got []string
 	for _, v := range s.Versus() {
 		got = append(got, fmt.Sprintf("%s %s/%s %g", v.Params, v.Config, v.Baseline, *v.RatioP99))
@@ -138,7 +140,7 @@ func TestComparisonsOverOneTransportsSweep(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("comparisons\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	heads, ratios := headlines(exps, "homa")
+	heads, ratios := stats.Headlines(exps, "homa")
 	if len(heads) != 3 || len(ratios) != 2 {
 		t.Fatalf("%d headline rows, %d ratio rows; want 3 and 2", len(heads), len(ratios))
 	}

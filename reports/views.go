@@ -1,31 +1,25 @@
 package reports
 
 import (
-	"cmp"
 	"fmt"
 	"html/template"
 	"image/color"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
 
+	"github.com/homatb/homatb/reports/stats"
 	"gonum.org/v1/plot"
 )
-
-// sortedKeys returns a map's keys in ascending order.
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	return slices.Sorted(maps.Keys(m))
-}
 
 // Series builders shared by the run report and the comparison.
 
 // rttSeries is P50 (solid) and P99 (dashed) RTT against request length.
-func rttSeries(e *Experiment, label string, c color.Color) []series {
-	var p50, p99 []point
+func rttSeries(e *stats.Experiment, label string, c color.Color) []series {
+	var p50, p99 []stats.Point
 	for _, r := range e.BySize {
-		p50 = append(p50, point{float64(r.Length), r.P50us})
-		p99 = append(p99, point{float64(r.Length), r.P99us})
+		p50 = append(p50, stats.Point{X: float64(r.Length), Y: r.P50us})
+		p99 = append(p99, stats.Point{X: float64(r.Length), Y: r.P99us})
 	}
 	return []series{
 		{name: label + " P50", pts: p50, color: c},
@@ -35,20 +29,20 @@ func rttSeries(e *Experiment, label string, c color.Color) []series {
 
 // slowdownSeries is the cperf chart: P50 and P99 slowdown as step lines
 // over the cumulative fraction of messages, each bucket as wide as its share.
-func slowdownSeries(e *Experiment, label string, c color.Color) []series {
+func slowdownSeries(e *stats.Experiment, label string, c color.Color) []series {
 	if len(e.BySize) == 0 || e.BySize[0].S50 == nil {
 		return nil
 	}
-	var p50, p99 []point
+	var p50, p99 []stats.Point
 	prev := 0.0
 	for _, r := range e.BySize {
-		p50 = append(p50, point{prev, *r.S50})
-		p99 = append(p99, point{prev, *r.S99})
+		p50 = append(p50, stats.Point{X: prev, Y: *r.S50})
+		p99 = append(p99, stats.Point{X: prev, Y: *r.S99})
 		prev = r.CumFrac
 	}
 	last := e.BySize[len(e.BySize)-1]
-	p50 = append(p50, point{1, *last.S50})
-	p99 = append(p99, point{1, *last.S99})
+	p50 = append(p50, stats.Point{X: 1, Y: *last.S50})
+	p99 = append(p99, stats.Point{X: 1, Y: *last.S99})
 	return []series{
 		{name: label + " P50", pts: p50, color: c, step: true},
 		{name: label + " P99", pts: p99, color: c, dashed: true, step: true},
@@ -58,28 +52,28 @@ func slowdownSeries(e *Experiment, label string, c color.Color) []series {
 // unloadedSeries is the transport's own unloaded P50 RTT over the ideal
 // RTT per size bucket (S50 / OwnS50): the floor its loaded slowdown is
 // measured against. Nil without the transport's own calibration.
-func unloadedSeries(e *Experiment, label string, c color.Color) []series {
-	var pts []point
+func unloadedSeries(e *stats.Experiment, label string, c color.Color) []series {
+	var pts []stats.Point
 	prev := 0.0
 	for _, r := range e.BySize {
 		if r.S50 == nil || r.OwnS50 == nil || *r.OwnS50 <= 0 {
 			return nil
 		}
-		pts = append(pts, point{prev, *r.S50 / *r.OwnS50})
+		pts = append(pts, stats.Point{X: prev, Y: *r.S50 / *r.OwnS50})
 		prev = r.CumFrac
 	}
 	if len(pts) == 0 {
 		return nil
 	}
-	pts = append(pts, point{1, pts[len(pts)-1].y})
+	pts = append(pts, stats.Point{X: 1, Y: pts[len(pts)-1].Y})
 	return []series{{name: label + " unloaded P50", pts: pts, color: c, step: true, dotted: true}}
 }
 
-func ccdfSeries(e *Experiment, label string, c color.Color, dashed bool) []series {
-	if len(e.ccdf) == 0 {
+func ccdfSeries(e *stats.Experiment, label string, c color.Color, dashed bool) []series {
+	if len(e.CCDF) == 0 {
 		return nil
 	}
-	return []series{{name: label, pts: e.ccdf, color: c, dashed: dashed}}
+	return []series{{name: label, pts: e.CCDF, color: c, dashed: dashed}}
 }
 
 // rttChart, slowdownChart and ccdfChart fix the axes of the three latency
@@ -98,7 +92,7 @@ func rttChart(id, title string, s []series) chartSpec {
 // slowdownChart is the Homa papers' figure: slowdown against message size
 // with the x axis spaced by the cumulative fraction of messages, sizes at
 // the bottom and the cumulative percentage at the top, y from 1.
-func slowdownChart(id, title string, rows []SizeRow, s []series) chartSpec {
+func slowdownChart(id, title string, rows []stats.SizeRow, s []series) chartSpec {
 	zero, one := 0.0, 1.0
 	var top []plot.Tick
 	for i := 0; i <= 10; i++ {
@@ -122,53 +116,53 @@ func ccdfChart(id, title string, s []series) chartSpec {
 }
 
 // queueChart draws the occupancy of each queue of the busiest port.
-func queueChart(id string, e *Experiment, ss switchSeries) chartSpec {
+func queueChart(id string, e *stats.Experiment, ss stats.SwitchSeries) chartSpec {
 	var s []series
-	for _, q := range sortedKeys(ss.depth) {
-		if !slices.ContainsFunc(ss.depth[q], func(p point) bool { return p.y > 0 }) {
+	for _, q := range stats.SortedKeys(ss.Depth) {
+		if !slices.ContainsFunc(ss.Depth[q], func(p stats.Point) bool { return p.Y > 0 }) {
 			continue // an idle queue would only hide the axis
 		}
-		s = append(s, series{name: fmt.Sprintf("queue %d", q), pts: ss.depth[q], color: paletteColor(q)})
+		s = append(s, series{name: fmt.Sprintf("queue %d", q), pts: ss.Depth[q], color: paletteColor(q)})
 	}
 	zero := 0.0
-	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.sw, ss.busiest),
-		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "queue depth (packets)", yMin: &zero, series: s, shareY: true}
+	return chartSpec{id: id, title: fmt.Sprintf("%s: %s port %d queue occupancy (busiest port)", e.Name, ss.Switch, ss.Busiest),
+		xLabel: timeLabel(e), bands: e.Bands, shareX: true, yLabel: "queue depth (packets)", yMin: &zero, series: s, shareY: true}
 }
 
 // utilChart draws utilisation of every port that carried traffic.
-func utilChart(id string, e *Experiment, ss switchSeries) chartSpec {
+func utilChart(id string, e *stats.Experiment, ss stats.SwitchSeries) chartSpec {
 	// Ports that never reach 5% (ACKs and grants only) would bury the
 	// busy ones under a band of near-zero lines; they are counted instead.
 	const idle = 0.05
 	var s []series
 	quiet := 0
-	for i, p := range sortedKeys(ss.util) {
-		if !slices.ContainsFunc(ss.util[p], func(pt point) bool { return pt.y >= idle }) {
+	for i, p := range stats.SortedKeys(ss.Util) {
+		if !slices.ContainsFunc(ss.Util[p], func(pt stats.Point) bool { return pt.Y >= idle }) {
 			quiet++
 			continue
 		}
-		s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.util[p], color: paletteColor(i)})
+		s = append(s, series{name: "port " + strconv.Itoa(p), pts: ss.Util[p], color: paletteColor(i)})
 	}
-	title := fmt.Sprintf("%s: %s link utilisation", e.Name, ss.sw)
+	title := fmt.Sprintf("%s: %s link utilisation", e.Name, ss.Switch)
 	if quiet > 0 {
 		title += fmt.Sprintf(" (%d ports never above 5%% not drawn)", quiet)
 	}
 	zero, one := 0.0, 1.0
 	return chartSpec{id: id, title: title,
-		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "utilisation (fraction of link rate)",
+		xLabel: timeLabel(e), bands: e.Bands, shareX: true, yLabel: "utilisation (fraction of link rate)",
 		yMin: &zero, yMax: &one, series: s}
 }
 
 // activeChart draws each Homa receiver's active inbound messages over
 // time (hosts.csv): the overcommitment actually in use.
-func activeChart(id string, e *Experiment) chartSpec {
+func activeChart(id string, e *stats.Experiment) chartSpec {
 	var s []series
-	for i, h := range sortedKeys(e.active) {
-		s = append(s, series{name: h, pts: e.active[h], color: paletteColor(i)})
+	for i, h := range stats.SortedKeys(e.Active) {
+		s = append(s, series{name: h, pts: e.Active[h], color: paletteColor(i)})
 	}
 	zero := 0.0
 	return chartSpec{id: id, title: e.Name + ": active (granted) inbound messages per receiver",
-		xLabel: timeLabel(e), bands: e.phases, shareX: true, yLabel: "active messages", yMin: &zero, series: s}
+		xLabel: timeLabel(e), bands: e.Bands, shareX: true, yLabel: "active messages", yMin: &zero, series: s}
 }
 
 // roleTable lays out transport counters by host role for the report: one
@@ -186,11 +180,11 @@ type roleRow struct {
 }
 
 // rolesOf builds an experiment's roleTable; nil without per-host counters.
-func rolesOf(t *TransportStats) *roleTable {
+func rolesOf(t *stats.TransportStats) *roleTable {
 	if t == nil || len(t.ByRole) == 0 {
 		return nil
 	}
-	rt := &roleTable{Roles: sortedKeys(t.ByRole)}
+	rt := &roleTable{Roles: stats.SortedKeys(t.ByRole)}
 	names := map[string]bool{}
 	for _, r := range rt.Roles {
 		rt.Hosts = append(rt.Hosts, t.Hosts[r])
@@ -198,7 +192,7 @@ func rolesOf(t *TransportStats) *roleTable {
 			names[k] = names[k] || v != 0
 		}
 	}
-	for _, k := range sortedKeys(names) {
+	for _, k := range stats.SortedKeys(names) {
 		if !names[k] {
 			continue
 		}
@@ -213,8 +207,8 @@ func rolesOf(t *TransportStats) *roleTable {
 
 // timeLabel names a time axis: since the experiment's start when the
 // manifest gave it (the phases are then shaded), else since the first sample.
-func timeLabel(e *Experiment) string {
-	if e.phases != nil {
+func timeLabel(e *stats.Experiment) string {
+	if e.Bands != nil {
 		return "time since the experiment started (s)"
 	}
 	return "time since first sample (s)"
@@ -249,29 +243,29 @@ func shareAxes(specs []chartSpec) {
 	for _, sp := range specs {
 		for _, s := range sp.series {
 			for _, p := range s.pts {
-				if math.IsNaN(p.x) || math.IsInf(p.x, 0) || math.IsNaN(p.y) || math.IsInf(p.y, 0) {
+				if math.IsNaN(p.X) || math.IsInf(p.X, 0) || math.IsNaN(p.Y) || math.IsInf(p.Y, 0) {
 					continue
 				}
 				if sp.shareX {
-					xlo, xhi = min(xlo, p.x), max(xhi, p.x)
+					xlo, xhi = min(xlo, p.X), max(xhi, p.X)
 				}
 				if sp.shareY {
-					yhi = max(yhi, p.y)
+					yhi = max(yhi, p.Y)
 				}
 			}
 		}
 		for _, b := range sp.bands {
 			if sp.shareX {
-				xlo, xhi = min(xlo, b.x0), max(xhi, b.x1)
+				xlo, xhi = min(xlo, b.X0), max(xhi, b.X1)
 			}
 		}
 	}
 	for i := range specs {
 		if specs[i].shareX && xhi > xlo {
-			specs[i].xMin, specs[i].xMax = fp(xlo), fp(xhi)
+			specs[i].xMin, specs[i].xMax = stats.Ptr(xlo), stats.Ptr(xhi)
 		}
 		if specs[i].shareY && yhi > 0 {
-			specs[i].yMax = fp(yhi)
+			specs[i].yMax = stats.Ptr(yhi)
 		}
 	}
 }

@@ -247,6 +247,9 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 			}
 		}
 		fmt.Fprintln(w)
+		for _, n := range sum.Notes(e.Name) {
+			fmt.Fprintf(w, "    %s\n", n)
+		}
 		for _, fw := range e.Fidelity {
 			fmt.Fprintf(w, "    fidelity: %s\n", fw)
 		}

@@ -101,7 +101,7 @@ func (p *Plan) Warnings() []string {
 	var out []string
 	count := map[string]int{}
 	for i := range p.Experiments {
-		for _, w := range OverloadWarnings(p.Experiments[i].Scenario) {
+		for _, w := range append(OverloadWarnings(p.Experiments[i].Scenario), PFCWarnings(p.Experiments[i].Scenario)...) {
 			if count[w] == 0 {
 				out = append(out, w)
 			}

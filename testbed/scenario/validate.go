@@ -315,6 +315,10 @@ func (c *checker) checkPFC(s *Scenario) {
 	}
 	if p.HeadroomPkts < 0 || p.HeadroomPkts > 100000 {
 		c.errorf("switch.pfc.headroom_pkts", "expected 0 to 100000 packets beyond queue_depth_pkts, got %d", p.HeadroomPkts)
+		return
+	}
+	if p.XoffPkts >= 1 && p.XoffPkts < s.Switch.QueueDepthPkts {
+		c.checkPFCFit(s)
 	}
 }
 

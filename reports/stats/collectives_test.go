@@ -1,0 +1,85 @@
+package stats
+
+import (
+	"math"
+	"testing"
+
+	"github.com/homatb/homatb/workloads"
+)
+
+// TestCollectiveStats builds the step records of a 3-host ring all-reduce
+// by hand (every step 1 ms, answered at once, 0.5 ms of compute before
+// each iteration) and checks the CCT, step times and exposed fraction.
+func TestCollectiveStats(t *testing.T) {
+	const ms = int64(1e6)
+	hosts := []string{"h1", "h2", "h3"}
+	var steps []collStep
+	begin := int64(1e12)
+	for it := range 2 {
+		computeEnd := begin + ms/2
+		for k := range 4 { // 2(N-1) steps
+			for r, h := range hosts {
+				sent := computeEnd + int64(k)*ms
+				s := collStep{phase: "train", iter: it, step: k, client: h, server: hosts[(r+1)%3], bytes: 1000,
+					intended: sent, sent: sent, done: sent + ms, completed: true}
+				if k == 0 {
+					s.computeNs = ms / 2
+				}
+				steps = append(steps, s)
+			}
+		}
+		begin = computeEnd + 4*ms
+	}
+	// A third iteration that lost a step: counted as incomplete.
+	steps = append(steps, collStep{phase: "train", iter: 2, step: 0, client: "h1", server: "h2", bytes: 1000, intended: begin, sent: begin})
+	got := collectiveStats(steps, []string{"train"}, map[string]string{"train": workloads.KindRingAllReduce}, nil, nil, 0.95)
+	if len(got) != 1 {
+		t.Fatalf("%d collectives, want 1", len(got))
+	}
+	c := got[0]
+	if c.Iterations != 2 || c.Incomplete != 1 || len(c.Series) != 2 {
+		t.Fatalf("iterations %d, incomplete %d, series %v: want 2, 1, 2 points", c.Iterations, c.Incomplete, c.Series)
+	}
+	if *c.CCT.P50 != 4000 || *c.CCT.Max != 4000 || *c.Step.P50 != 1000 {
+		t.Errorf("CCT P50 %v max %v, step P50 %v µs: want 4000, 4000, 1000", *c.CCT.P50, *c.CCT.Max, *c.Step.P50)
+	}
+	// Each host waits 4 ms per iteration after 0.5 ms of compute.
+	if want := 4.0 / 4.5; math.Abs(*c.ExposedFraction-want) > 1e-9 {
+		t.Errorf("exposed fraction %v, want %v", *c.ExposedFraction, want)
+	}
+	if c.IdealCCT != nil || c.Kind != workloads.KindRingAllReduce || len(c.Hosts) != 3 {
+		t.Errorf("ideal %v kind %q hosts %v: want no ideal without calibration, the kind, 3 hosts", c.IdealCCT, c.Kind, c.Hosts)
+	}
+}
+
+// TestOwnIdealCCT: the ideal CCT is the steps on the critical path times
+// the transport's own calibrated RTT of a step message with its 1-byte
+// answer; calibrated with echoed responses, the response's wire time is
+// replaced by the answer's.
+func TestOwnIdealCCT(t *testing.T) {
+	hosts := []string{"h1", "h2", "h3"}
+	var steps []collStep
+	for k := range 4 {
+		for r, h := range hosts {
+			steps = append(steps, collStep{phase: "train", step: k, client: h, server: hosts[(r+1)%3], bytes: 1000,
+				intended: int64(k), sent: int64(k), done: int64(k) + 1, completed: true})
+		}
+	}
+	kinds := map[string]string{"train": workloads.KindRingAllReduce}
+	// 100 µs at 100 B and 1000 µs at 10,000 B: 181.8 µs at a step's 1000 B.
+	own := &ownBaseline{lengths: []int64{100, 10_000}, rtts: []float64{100e3, 1000e3}, resps: []int64{1, 1}}
+	c := collectiveStats(steps, []string{"train"}, kinds, nil, own, 0.95)[0]
+	if want := 4 * (100 + 900.0/9900*900); c.IdealCCT == nil || math.Abs(*c.IdealCCT-want) > 1e-6 {
+		t.Errorf("ideal CCT %v µs, want %v", c.IdealCCT, want)
+	}
+	id := &idealRTT{baseNs: 50e3, baseReq: 100, baseResp: 1, baseLinks: 2, rateBps: 1e9, mtu: 1500}
+	echo := &ownBaseline{lengths: []int64{100, 10_000}, rtts: []float64{100e3, 1000e3}, resps: []int64{100, 10_000}}
+	c = collectiveStats(steps, []string{"train"}, kinds, id, echo, 0.95)[0]
+	step := 100e3 + 900.0/9900*900e3 + id.transfer(1, 2) - id.transfer(1000, 2)
+	if want := 4 * step / 1e3; c.IdealCCT == nil || math.Abs(*c.IdealCCT-want) > 1e-6 {
+		t.Errorf("ideal CCT from echoed calibration %v µs, want %v", c.IdealCCT, want)
+	}
+	if want := 4 * id.at(1000, 1, 0) / 1e3; c.FabricIdealCCT == nil || math.Abs(*c.FabricIdealCCT-want) > 1e-6 {
+		t.Errorf("fabric ideal CCT %v µs, want %v", c.FabricIdealCCT, want)
+	}
+}

@@ -1,0 +1,54 @@
+package stats
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDetectOverload: a backlog that grows through the measurement is an
+// overload, with its start, peak and oldest unfinished RPC; a steady one
+// (a closed loop, or an open loop the network keeps up with) is not.
+func TestDetectOverload(t *testing.T) {
+	const s = int64(1e9)
+	// 10 s of measurement from t=0, 10 RPCs a second.
+	steady := func(rtt int64) []span {
+		var out []span
+		for i := range int64(100) {
+			out = append(out, span{issued: i * s / 10, done: i*s/10 + rtt, completed: true, bytes: 1000})
+		}
+		return out
+	}
+	growing := steady(s / 100)
+	// From 4 s on, every RPC issued stays unfinished.
+	for i := range growing {
+		if growing[i].issued >= 4*s {
+			growing[i].done, growing[i].completed = 0, false
+		}
+	}
+	tests := []struct {
+		name  string
+		spans []span
+		want  *Overload
+	}{
+		{"steady open loop", steady(s / 100), nil},
+		{"steady, each RPC 2 s", steady(2 * s), nil},
+		{"growing", growing, &Overload{SinceS: 4, BacklogPeak: 60, Unfinished: 60, OldestS: 8}},
+		{"no spans", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := detectOverload(tc.spans, 0, 10*s, 12*s)
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("overload %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	e := Experiment{Overload: &Overload{SinceS: 4, BacklogPeak: 60, Unfinished: 60, OldestS: 8},
+		Receivers: []ReceiverLoad{{Host: "h1", OfferedMbps: 24.3, DeliveredMbps: 18.6}}}
+	got := OverloadSentence(&e)
+	for _, want := range []string{"could not carry the offered load", "from 4.0 s into the measurement", "to 60 at its peak", "60 were still unfinished at the end", "h1 was offered 24.3 Mbit/s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sentence %q lacks %q", got, want)
+		}
+	}
+}

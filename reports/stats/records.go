@@ -1,0 +1,363 @@
+package stats
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/homatb/homatb/rundir"
+)
+
+// sample is one completed RPC of the measure phase: what by-size statistics
+// need, 40 bytes, so a million-RPC run stays small in memory.
+type sample struct {
+	length int64 // request bytes
+	rtt    int64 // ns
+	// reqOut and firstResp are the ns from the intended time to the
+	// request's last byte out and to the response's first byte, as the
+	// transport reported them (req_out_ns, first_resp_ns); 0 when it did not.
+	reqOut, firstResp int64
+	resp              int32  // response bytes
+	client            uint16 // index into the experiment's clients
+	// links is how many links the request crosses to its server (0:
+	// unknown); the response crosses as many back.
+	links uint8
+}
+
+// calibPoint is one transport's calibration RPCs of one request length.
+type calibPoint struct {
+	rtts  []int64 // ns
+	resp  int64   // response bytes (of the last row; they are all the same)
+	links uint8
+}
+
+// ExpRecords accumulates the measure-phase rows of one experiment.
+type ExpRecords struct {
+	Name, transport string
+
+	Issued, completed, failed, inFlight int64
+	warmup                              int64
+
+	Samples  []sample
+	lags     []int64 // send lag (sent - intended), ns, of rows that were sent
+	bytes    int64   // request + response bytes of completed RPCs
+	offered  int64   // request + response bytes of every issued RPC
+	reqBytes int64   // request bytes of every issued RPC
+	retries  int64
+	first    int64 // earliest intended_ns
+	last     int64 // latest done_ns
+	Failures map[string]int64
+	clients  []string // client hosts, in first-seen order
+	// spans are every measured RPC's issue and end, for the backlog and
+	// the receivers' load; servers the server hosts they index.
+	spans   []span
+	servers []string
+	// steps are the collectives' step messages, kept out of samples;
+	// flows the connection matrices' rows, kept out of them too.
+	steps []collStep
+	flows []rundir.RPC
+	// anat holds the completed measured rows the latency anatomy joins
+	// (only the columns it reads), for an experiment with switch records.
+	anat []rundir.RPC
+}
+
+// RecordSet is everything read from rpcs.csv.
+type RecordSet struct {
+	file  string
+	Exps  map[string]*ExpRecords
+	order []string // experiment names in first-seen order
+	// Calib maps transport -> request length -> its calibration RPCs.
+	Calib map[string]map[int64]*calibPoint
+	// switchOf maps host names and addresses to their switch (from the
+	// manifest's fabric), so each RPC knows how many links it crosses.
+	switchOf map[string]string
+	fabric   *rundir.Fabric
+	rows     int64
+	empty    bool // the file had not even a header
+	// anatomy says which experiments the latency anatomy joins (those with
+	// switch records); their completed measured rows are kept in anat.
+	anatomy func(experiment string) bool
+	// strs interns the host and address strings of the rows kept, so they
+	// do not hold on to their CSV lines.
+	strs rundir.Strings
+}
+
+// maxFailureReasons bounds the distinct error strings kept per experiment.
+const maxFailureReasons = 32
+
+// FailureKey turns an RPC's error message into the reason it is counted
+// under: long digit runs (RPC ids, ports chosen by the kernel) become "N",
+// so "homa: call 2038203913890130650 to 10.0.0.1: homa: rpc timed out" and
+// every other timed-out call to 10.0.0.1 share one reason.
+func FailureKey(msg string) string {
+	if msg == "" {
+		return "unspecified"
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		j := i
+		for j < len(msg) && msg[j] >= '0' && msg[j] <= '9' {
+			j++
+		}
+		switch {
+		case j-i >= 5:
+			b.WriteByte('N')
+			i = j
+		case j > i:
+			b.WriteString(msg[i:j])
+			i = j
+		default:
+			b.WriteByte(msg[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+// OpenRecords opens rpcs.csv, or rpcs.csv.gz when the plain file is absent.
+func OpenRecords(dir string) (io.ReadCloser, string, error) { return rundir.OpenRPCs(dir) }
+
+// ReadRecords streams rpcs.csv once, keeping only compact per-RPC samples.
+// fabric, when known, tells each RPC's path length; anatomy, when not nil,
+// picks the experiments whose rows the latency anatomy needs.
+//
+// With done nil every experiment's records stay in the set. Otherwise done
+// gets each experiment as soon as its rows end, and the set drops it: only
+// one experiment's records are in memory at a time. That needs the file as
+// runs write it, calibration first and each experiment's rows together;
+// anything else is rundir.ErrNotGrouped, and the caller reads again with
+// done nil.
+func ReadRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy func(string) bool, done func(*RecordSet, *ExpRecords) error) (*RecordSet, error) {
+	rc, name, err := OpenRecords(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	rs := &RecordSet{
+		file:    filepath.Base(name),
+		Exps:    make(map[string]*ExpRecords),
+		Calib:   make(map[string]map[int64]*calibPoint),
+		anatomy: anatomy,
+		strs:    rundir.Strings{},
+	}
+	if fabric != nil {
+		rs.fabric, rs.switchOf = fabric, fabric.SwitchOf()
+	}
+	var current string
+	finished := map[string]bool{}
+	finish := func() error {
+		if current == "" {
+			return nil
+		}
+		e := rs.Exps[current]
+		delete(rs.Exps, current)
+		finished[current] = true
+		return done(rs, e)
+	}
+	r, err := rundir.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
+	if err != nil {
+		return nil, err
+	}
+	// An empty file: a run that stopped before any RPC was recorded.
+	rs.empty = r.Empty()
+	var rec rundir.RPC
+	for {
+		if err := r.Read(&rec); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		rs.rows++
+		if rs.rows&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if done != nil {
+			switch {
+			case rec.Phase == rundir.PhaseCalibrate && (current != "" || len(finished) > 0):
+				return nil, fmt.Errorf("%s row %d: a calibration row after experiment %s's: %w", name, rs.rows, current, rundir.ErrNotGrouped)
+			case rec.Phase == rundir.PhaseCalibrate || rec.Experiment == current:
+			case finished[rec.Experiment]:
+				return nil, fmt.Errorf("%s row %d: experiment %s again after %s: %w", name, rs.rows, rec.Experiment, current, rundir.ErrNotGrouped)
+			default:
+				if err := finish(); err != nil {
+					return nil, err
+				}
+				current = rec.Experiment
+			}
+		}
+		if err := rs.add(&rec); err != nil {
+			return nil, fmt.Errorf("%s row %d: %w", name, rs.rows, err)
+		}
+	}
+	if done != nil {
+		if err := finish(); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+// anatomyRow is the part of rec the latency anatomy reads
+// (anatomy.Joiner.Decompose), its strings interned.
+func (rs *RecordSet) anatomyRow(e *ExpRecords, rec *rundir.RPC) rundir.RPC {
+	return rundir.RPC{Experiment: e.Name, Transport: e.transport,
+		Client: rs.strs.Intern(rec.Client), Server: rs.strs.Intern(rec.Server), Local: rs.strs.Intern(rec.Local),
+		RPCID: rec.RPCID, ReqBytes: rec.ReqBytes, RespBytes: rec.RespBytes, RTTNs: rec.RTTNs,
+		IntendedNs: rec.IntendedNs, SentNs: rec.SentNs, DoneNs: rec.DoneNs,
+		ReqOffset: rec.ReqOffset, RespOffset: rec.RespOffset, RecoveryFromNs: rec.RecoveryFromNs}
+}
+
+// sinceIntended turns a transport time into ns since intended: 0 when the
+// transport did not say, an error when it lies outside intended..done.
+func sinceIntended(t int64, what string, intended, done int64) (int64, error) {
+	if t == 0 || intended <= 0 {
+		return 0, nil
+	}
+	if t < intended || t > done {
+		return 0, fmt.Errorf("column %s: %d outside intended_ns %d .. done_ns %d", what, t, intended, done)
+	}
+	return max(t-intended, 1), nil
+}
+
+// add folds one row into the set.
+func (rs *RecordSet) add(rec *rundir.RPC) error {
+	length, rtt := rec.ReqBytes, rec.RTTNs
+	switch rec.Phase {
+	case rundir.PhaseCalibrate:
+		if rec.Status != rundir.StatusCompleted || rtt <= 0 {
+			return nil
+		}
+		m := rs.Calib[rec.Transport]
+		if m == nil {
+			m = make(map[int64]*calibPoint)
+			rs.Calib[rec.Transport] = m
+		}
+		p := m[length]
+		if p == nil {
+			p = &calibPoint{}
+			m[length] = p
+		}
+		p.rtts = append(p.rtts, rtt)
+		p.resp, p.links = rec.RespBytes, rs.links(rec)
+		return nil
+	case rundir.PhaseWarmup:
+		rs.exp(rec.Experiment, rec.Transport).warmup++
+		return nil
+	case rundir.PhaseMeasure:
+	default:
+		return fmt.Errorf("unknown phase %q", rec.Phase)
+	}
+	e := rs.exp(rec.Experiment, rec.Transport)
+	e.Issued++
+	intended := rec.IntendedNs
+	e.retries += rec.Retries
+	e.offered += length + rec.RespBytes
+	e.reqBytes += length
+	if intended > 0 && (e.first == 0 || intended < e.first) {
+		e.first = intended
+	}
+	if rec.SentNs > 0 && intended > 0 {
+		e.lags = append(e.lags, rec.SentNs-intended)
+	}
+	if rec.Matrix != "" {
+		e.flows = append(e.flows, *rec)
+	}
+	if rec.ServerHost != "" {
+		sp := span{issued: cmp.Or(intended, rec.SentNs), server: indexOf(&e.servers, rs.strs.Intern(rec.ServerHost)),
+			completed: rec.Status == rundir.StatusCompleted, bytes: length + rec.RespBytes}
+		if rec.Status != rundir.StatusInflight {
+			// A failed RPC the records give no end leaves the backlog
+			// when it is issued: when it failed is not known.
+			sp.done = cmp.Or(rec.DoneNs, sp.issued)
+		}
+		e.spans = append(e.spans, sp)
+	}
+	if rec.Collective != "" {
+		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
+			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
+			done: rec.DoneNs, computeNs: rec.ComputeNs, input: rec.InputNs, completed: rec.Status == rundir.StatusCompleted})
+	}
+	switch rec.Status {
+	case rundir.StatusCompleted:
+		done := rec.DoneNs
+		e.completed++
+		e.bytes += length + rec.RespBytes
+		e.last = max(e.last, done)
+		x := sample{length: length, rtt: rtt, resp: int32(min(rec.RespBytes, math.MaxInt32)), links: rs.links(rec),
+			client: e.clientIndex(rec.Client)}
+		var err error
+		if x.reqOut, err = sinceIntended(rec.ReqOutNs, "req_out_ns", intended, done); err != nil {
+			return err
+		}
+		if x.firstResp, err = sinceIntended(rec.FirstRespNs, "first_resp_ns", intended, done); err != nil {
+			return err
+		}
+		if rec.Collective == "" && rec.Matrix == "" {
+			e.Samples = append(e.Samples, x)
+		}
+		if rs.anatomy != nil && rs.anatomy(e.Name) {
+			e.anat = append(e.anat, rs.anatomyRow(e, rec))
+		}
+	case rundir.StatusFailed:
+		e.failed++
+		reason := rec.Reason
+		if reason == "" { // runs from before the reason column
+			reason = FailureKey(rec.Error)
+		}
+		if _, ok := e.Failures[reason]; ok || len(e.Failures) < maxFailureReasons {
+			e.Failures[reason]++
+		} else {
+			e.Failures["other"]++
+		}
+	case rundir.StatusInflight:
+		e.inFlight++
+	default:
+		return fmt.Errorf("unknown status %q", rec.Status)
+	}
+	return nil
+}
+
+// links is how many links the RPC's request crosses, 0 when unknown.
+func (rs *RecordSet) links(rec *rundir.RPC) uint8 {
+	if rs.fabric == nil {
+		return 0
+	}
+	server, _, _ := strings.Cut(rec.Server, ":")
+	return uint8(rs.fabric.LinksBetween(rs.switchOf[rec.Client], rs.switchOf[server]))
+}
+
+// clientIndex returns the index of a client host in e.clients, adding it
+// when new; past 65,535 clients every further one shares the last index.
+func (e *ExpRecords) clientIndex(host string) uint16 { return indexOf(&e.clients, host) }
+
+// indexOf is host's index in hosts, appended when new (hosts holds at
+// most MaxUint16 - 1 names; later ones share the last index).
+func indexOf(hosts *[]string, host string) uint16 {
+	if i := slices.Index(*hosts, host); i >= 0 {
+		return uint16(i)
+	}
+	if len(*hosts) == math.MaxUint16 {
+		return math.MaxUint16 - 1
+	}
+	*hosts = append(*hosts, host)
+	return uint16(len(*hosts) - 1)
+}
+
+func (rs *RecordSet) exp(name, transport string) *ExpRecords {
+	if e, ok := rs.Exps[name]; ok {
+		return e
+	}
+	e := &ExpRecords{Name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), Failures: make(map[string]int64)}
+	rs.Exps[name] = e
+	rs.order = append(rs.order, e.Name)
+	return e
+}

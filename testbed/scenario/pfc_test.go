@@ -1,0 +1,108 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+// pfcStar is the held-out profile: six RoCE senders into one host of a
+// star of 8, each port allowed XOFF 60 toward a queue of 256.
+const pfcStar = `name: pfc
+topology: {kind: star, hosts: 8}
+link: {rate: 50Mbit}
+switch:
+  queue_depth_pkts: 256
+  pfc: {priorities: [3], xoff_pkts: 60, xon_pkts: 30}
+transports:
+  - name: roce
+phases:
+  - name: incast
+    clients: [h2-h7]
+    servers: [h1]
+    sizes: fixed:1000000
+    arrivals: closed
+    max_outstanding: 1
+duration: 2s
+`
+
+// pfcLeafSpine: a leaf's host port is fed by its 3 other hosts and the
+// spine, 4 ports at XOFF 20 toward a queue of 64.
+const pfcLeafSpine = `name: pfc-ls
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 4, uplink_rate: 200Mbit}
+link: {rate: 50Mbit}
+switch:
+  queue_depth_pkts: 64
+  pfc: {priorities: [3], xoff_pkts: 20, xon_pkts: 10}
+transports:
+  - name: roce
+phases:
+  - name: incast
+    clients: [h1-h3, h5-h7]
+    servers: [h4]
+    sizes: fixed:1000000
+    arrivals: closed
+    max_outstanding: 1
+duration: 2s
+`
+
+// TestPFCProfileMustFit: a profile whose feeding ports can queue more than
+// the lossless queue holds before all have paused is refused at switch.pfc
+// with the largest XOFF that fits; that XOFF, or enough headroom, passes.
+func TestPFCProfileMustFit(t *testing.T) {
+	tests := []struct {
+		name, text, from, to string
+		msg                  string // "" when it must pass
+	}{
+		{"star held-out", pfcStar, "", "", "7 ports can feed one egress port, and each may queue xoff_pkts 60 plus about 3 frames still arriving after its PAUSE: 441 packets toward a lossless queue of 256 (queue_depth_pkts 256 + headroom_pkts 0); lower xoff_pkts to at most 33, or raise headroom_pkts to 185"},
+		{"star largest xoff", pfcStar, "xoff_pkts: 60", "xoff_pkts: 33", ""},
+		{"star one above", pfcStar, "xoff_pkts: 60", "xoff_pkts: 34", "lower xoff_pkts to at most 33"},
+		{"star headroom", pfcStar, "xon_pkts: 30}", "xon_pkts: 30, headroom_pkts: 185}", ""},
+		{"star link delay", pfcStar, "duration: 2s", "duration: 2s\nsimulation: {link_delay: 1ms}", "each may queue xoff_pkts 60 plus about 12 frames"},
+		{"leaf-spine held-out", pfcLeafSpine, "", "", "at each leaf (4 hosts, 1 spines), 4 ports can feed one egress port, and each may queue xoff_pkts 20 plus about 3 frames still arriving after its PAUSE: 92 packets toward a lossless queue of 64 (queue_depth_pkts 64 + headroom_pkts 0); lower xoff_pkts to at most 13"},
+		{"leaf-spine largest xoff", pfcLeafSpine, "xoff_pkts: 20", "xoff_pkts: 13", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := tc.text
+			if tc.from != "" {
+				text = strings.Replace(text, tc.from, tc.to, 1)
+			}
+			if tc.msg == "" {
+				if err := parseAndPlan("pfc.yaml", text); err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			wantOneError(t, text, 6, "switch.pfc", tc.msg)
+		})
+	}
+}
+
+// TestPFCPriorityUnused: a lossless priority no RoCE transport sends its
+// data on warns; RoCE's own (3, or its roce_priority) does not.
+func TestPFCPriorityUnused(t *testing.T) {
+	fits := strings.Replace(pfcStar, "xoff_pkts: 60, xon_pkts: 30", "xoff_pkts: 20, xon_pkts: 10", 1)
+	tests := []struct {
+		name, from, to string
+		warn           string
+	}{
+		{"roce's priority", "", "", ""},
+		{"a second priority", "priorities: [3]", "priorities: [3, 5]", "priority 5 is lossless but no transport sends on it"},
+		{"roce moved", "  - name: roce\n", "  - {name: roce, homa: {roce_priority: 2}}\n", "priority 3 is lossless"},
+		{"no roce", "  - name: roce\n", "  - name: homa\n", "priority 3 is lossless"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := fits
+			if tc.from != "" {
+				text = strings.Replace(text, tc.from, tc.to, 1)
+			}
+			plan := mustPlan(t, text)
+			ws := plan.Warnings()
+			got := strings.Join(ws, "\n")
+			if tc.warn == "" && len(ws) != 0 || tc.warn != "" && !strings.Contains(got, tc.warn) {
+				t.Errorf("warnings %q, want %q", ws, tc.warn)
+			}
+		})
+	}
+}
