@@ -5,25 +5,28 @@ import (
 	"path/filepath"
 
 	"github.com/homatb/homatb/rundir"
-	"github.com/homatb/homatb/testbed/scenario"
 )
 
-// simExperiment runs one experiment in virtual time on the run's simulated
-// network and records it as an emulated one is: its rows in rpcs.csv and
-// served.csv, its entry in the manifest.
-func (r *run) simExperiment(ctx context.Context, e *scenario.Experiment) error {
-	r.prog.begin(e.Name)
-	rec, rows, served, err := r.sim.Experiment(ctx, e)
+// simulate runs the experiment in virtual time on the run's simulated
+// network, with the roles and manifest entry newExperiment made, and
+// records it as an emulated one is: its rows in rpcs.csv and served.csv,
+// its entry in the manifest.
+func (x *experimentRun) simulate(ctx context.Context) error {
+	r := x.r
+	out, err := r.sim.Experiment(ctx, x.e, x.roles)
 	if err != nil {
 		return err
 	}
-	if err := r.records.write(rows, ""); err != nil {
+	x.rec.Started, x.rec.Ended, x.rec.Fidelity = out.Started, out.Ended, out.Fidelity
+	x.rec.RPCs, x.rec.TransportCounters, x.rec.Hosts = out.RPCs, out.Counters, out.Hosts
+	x.rec.Incomplete = false
+	if err := r.records.write(out.Rows, ""); err != nil {
 		return err
 	}
-	if len(served) > 0 {
+	if len(out.Served) > 0 {
 		err := appendRows(filepath.Join(r.dir, rundir.ServedRPCs().File), rundir.ServedRPCs(), func(w *rundir.CSVWriter[rundir.Served]) error {
-			for i := range served {
-				if err := w.Write(&served[i]); err != nil {
+			for i := range out.Served {
+				if err := w.Write(&out.Served[i]); err != nil {
 					return err
 				}
 			}
@@ -33,6 +36,5 @@ func (r *run) simExperiment(ctx context.Context, e *scenario.Experiment) error {
 			return err
 		}
 	}
-	x := experimentRun{r: r, rec: rec}
 	return x.record(ctx)
 }

@@ -38,7 +38,7 @@ func (d *dispatchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&d.executor, "executor", "local", `where experiments run: "local" (this process, or --jobs processes of this machine) or "slurm" (one Slurm job array, a task per experiment; docs/multi-machine.md)`)
 	fl.IntVar(&d.jobs, "jobs", 1, "run this many experiments at once, each in a process of its own, results byte-identical to one at a time (--simulate only: emulated experiments share this machine's CPUs and would distort each other)")
-	fl.BoolVar(&d.detach, "detach", false, "with --executor slurm: submit and return; `homatb report RUN_DIR` merges what has finished")
+	fl.BoolVar(&d.detach, "detach", false, "with --executor slurm: submit and return; homatb report RUN_DIR merges what has finished")
 	fl.StringVar(&d.partition, "slurm-partition", "", "with --executor slurm: sbatch --partition")
 	fl.StringVar(&d.time, "slurm-time", "", "with --executor slurm: sbatch --time per task (e.g. 30:00)")
 	fl.StringVar(&d.mem, "slurm-mem", "", "with --executor slurm: sbatch --mem per task (e.g. 4G)")
