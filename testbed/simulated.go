@@ -13,20 +13,18 @@ import (
 // its entry in the manifest.
 func (x *experimentRun) simulate(ctx context.Context) error {
 	r := x.r
-	out, err := r.sim.Experiment(ctx, x.e, x.roles)
+	rows, served, err := r.sim.Experiment(ctx, x.e, x.roles, &x.rec)
 	if err != nil {
 		return err
 	}
-	x.rec.Started, x.rec.Ended, x.rec.Fidelity = out.Started, out.Ended, out.Fidelity
-	x.rec.RPCs, x.rec.TransportCounters, x.rec.Hosts = out.RPCs, out.Counters, out.Hosts
 	x.rec.Incomplete = false
-	if err := r.records.write(out.Rows, ""); err != nil {
+	if err := r.records.write(rows, ""); err != nil {
 		return err
 	}
-	if len(out.Served) > 0 {
+	if len(served) > 0 {
 		err := appendRows(filepath.Join(r.dir, rundir.ServedRPCs().File), rundir.ServedRPCs(), func(w *rundir.CSVWriter[rundir.Served]) error {
-			for i := range out.Served {
-				if err := w.Write(&out.Served[i]); err != nil {
+			for i := range served {
+				if err := w.Write(&served[i]); err != nil {
 					return err
 				}
 			}

@@ -272,29 +272,17 @@ func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, res
 	return r.finish(j), nil
 }
 
-// Outcome is what simulating one experiment measured: its span in the
-// run's wall time, fidelity notes, books, transport counters (merged and
-// each host's), records in the order issued and the servers' answers
-// (served.csv).
-type Outcome struct {
-	Started, Ended int64
-	Fidelity       []string
-	RPCs           rundir.Books
-	Counters       map[string]uint64
-	Hosts          []rundir.HostCounters
-	Rows           []rundir.RPC
-	Served         []rundir.Served
-}
-
 // Experiment simulates experiment e on a fresh network, with the roles ro
-// planned from NextEpoch (its clients start at virtual time 0); the switch
-// statistics and postcards it writes into the run directory.
-func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro agents.Roles) (Outcome, error) {
-	var out Outcome
+// planned from NextEpoch (its clients start at virtual time 0), and fills
+// rec, its manifest entry, with its span, fidelity notes, books and
+// counters. It returns its records in the order issued and its servers'
+// answers (served.csv); the switch statistics and postcards it writes
+// into the run directory.
+func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro agents.Roles, rec *rundir.Experiment) ([]rundir.RPC, []rundir.Served, error) {
 	s := e.Scenario
 	net, err := r.network(e.Seed)
 	if err != nil {
-		return out, err
+		return nil, nil, err
 	}
 	var (
 		fidelity []string
@@ -306,7 +294,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			to := from + f.Down.For.D().Nanoseconds()
 			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
-				return out, err
+				return nil, nil, err
 			}
 			// The controller moves the paths at the fault's instant and
 			// back at its end; the event loop waits for its writes, so
@@ -330,7 +318,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 			// clients (virtual time 0).
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			if err := net.SetDown(f.Link, from, from+f.Down.For.D().Nanoseconds()); err != nil {
-				return out, err
+				return nil, nil, err
 			}
 		}
 		if f.Loss == nil {
@@ -344,12 +332,12 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 			to = 0
 		}
 		if err := net.SetLoss(f.Link, to, from); err != nil {
-			return out, err
+			return nil, nil, err
 		}
 	}
 	tcp, err := r.tcpConfig(e.Transport)
 	if err != nil {
-		return out, err
+		return nil, nil, err
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
@@ -358,7 +346,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	for _, host := range ro.Used {
 		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
 		if err != nil {
-			return out, err
+			return nil, nil, err
 		}
 		j.hosts = append(j.hosts, hc)
 	}
@@ -369,7 +357,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	var cards *postcards
 	if s.Switch.PostcardsOn() {
 		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
-			return out, err
+			return nil, nil, err
 		}
 		net.OnPostcard(cards.write)
 	}
@@ -378,17 +366,18 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 		runErr = errors.Join(runErr, cards.close())
 	}
 	if runErr != nil {
-		return out, runErr
+		return nil, nil, runErr
 	}
 	for name, st := range net.SwitchStats() {
 		if err := rundir.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
-			return out, err
+			return nil, nil, err
 		}
 	}
 	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
-	return Outcome{Started: j.epoch.UnixNano(), Ended: j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano(),
-		Fidelity: append(modelNote(e.Transport, tcp), fidelity...), RPCs: j.books, Counters: j.counters,
-		Hosts: j.hostCounters, Rows: r.finish(j), Served: j.served}, nil
+	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
+	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
+	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books, j.counters, j.hostCounters
+	return r.finish(j), j.served, nil
 }
 
 // postcards writes each switch's postcards of one experiment, as the
