@@ -29,10 +29,8 @@ func (r *run) calibrate(ctx context.Context) error {
 	for _, t := range distinctTransports(r.plan) {
 		name := rundir.CalibrationExperiment(t.Name)
 		r.prog.begin(name)
-		if r.sim == nil {
-			if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
-				return err
-			}
+		if err := r.ctl.PortModes(ctx, switches.TransportPortModes(t)); err != nil {
+			return err
 		}
 		cal := rundir.Calibration{RTTus: map[uint32]float64{}, ResponseBytes: s.CalibrationResponse()}
 		times := cal.RTTus

@@ -54,6 +54,13 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
+	if err := x.configureSwitches(ctx); err != nil {
+		return err
+	}
+	if r.sim != nil {
+		return x.simulate(ctx) // simulated.go
+	}
+	x.rec.Fidelity = append(x.rec.Fidelity, scenario.OverloadWarnings(e.Scenario)...)
 	if err := x.configure(ctx); err != nil {
 		return err
 	}
@@ -93,30 +100,37 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 }
 
 // newExperiment works out the roles and opens the manifest entry, marked
-// incomplete until the end.
+// incomplete until the end. The clients start half a second from now, or
+// in a simulated run at the experiment's virtual time 0.
 func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
-	s := e.Scenario
-	ro, err := agents.PlanRoles(e, r.layout, r.fab, time.Now().Add(500*time.Millisecond).UnixNano())
+	start := time.Now().Add(500 * time.Millisecond)
+	if r.sim != nil {
+		start = r.sim.NextEpoch()
+	}
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, start.UnixNano())
 	if err != nil {
 		return nil, err
 	}
 	rec := ro.Entry(e)
 	rec.Incomplete = true
-	rec.Fidelity = append(rec.Fidelity, scenario.OverloadWarnings(s)...)
 	return &experimentRun{r: r, e: e, roles: ro, rec: rec, byHost: map[string]rundir.HostCounters{}}, nil
+}
+
+// configureSwitches puts the switches' ports in the modes the
+// experiment's transport needs and its defences on or off.
+func (x *experimentRun) configureSwitches(ctx context.Context) error {
+	if err := x.r.ctl.PortModes(ctx, switches.TransportPortModes(x.e.Transport)); err != nil {
+		return err
+	}
+	if x.e.Scenario.HasDefences() {
+		return x.r.ctl.Defences(ctx, x.e.Scenario.Switch.DefencesOn())
+	}
+	return nil
 }
 
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served.
 func (x *experimentRun) configure(ctx context.Context) error {
-	if err := x.r.ctl.PortModes(ctx, switches.TransportPortModes(x.e.Transport)); err != nil {
-		return err
-	}
-	if x.e.Scenario.HasDefences() {
-		if err := x.r.ctl.Defences(ctx, x.e.Scenario.Switch.DefencesOn()); err != nil {
-			return err
-		}
-	}
 	for _, serverPass := range []bool{true, false} {
 		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
 			if (x.roles.Clients[host] == nil) != serverPass {

@@ -68,6 +68,3 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 	}
 	return dead, nil
 }
-
-// IsPreflight reports whether err is a preflight failure.
-func IsPreflight(err error) bool { return preflight.Is(err) }

@@ -370,6 +370,9 @@ func (r *run) execute(ctx context.Context) error {
 	case r.opt.Simulate:
 		r.sim, err = simulate.Start(ctx, simulate.Config{Plan: r.plan, Layout: layout, Fabric: r.fab, Calibration: r.calib,
 			Dir: r.dir, Log: r.log, HostNIC: r.opt.HostNIC})
+		if err == nil {
+			r.ctl = r.sim // the simulated switches' controller
+		}
 	case external:
 		err = r.startExternal(ctx) // external.go
 	default:
@@ -396,11 +399,7 @@ func (r *run) execute(ctx context.Context) error {
 			}
 			continue
 		}
-		run := r.experiment
-		if r.sim != nil {
-			run = r.simExperiment // simulated.go
-		}
-		if err := run(ctx, &r.plan.Experiments[i]); err != nil {
+		if err := r.experiment(ctx, &r.plan.Experiments[i]); err != nil {
 			return fmt.Errorf("experiment %s: %w", r.plan.Experiments[i].Name, err)
 		}
 	}

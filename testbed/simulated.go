@@ -5,18 +5,19 @@ import (
 	"path/filepath"
 
 	"github.com/homatb/homatb/rundir"
-	"github.com/homatb/homatb/testbed/scenario"
 )
 
-// simExperiment runs one experiment in virtual time on the run's simulated
-// network and records it as an emulated one is: its rows in rpcs.csv and
-// served.csv, its entry in the manifest.
-func (r *run) simExperiment(ctx context.Context, e *scenario.Experiment) error {
-	r.prog.begin(e.Name)
-	rec, rows, served, err := r.sim.Experiment(ctx, e)
+// simulate runs the experiment in virtual time on the run's simulated
+// network, with the roles and manifest entry newExperiment made, and
+// records it as an emulated one is: its rows in rpcs.csv and served.csv,
+// its entry in the manifest.
+func (x *experimentRun) simulate(ctx context.Context) error {
+	r := x.r
+	rows, served, err := r.sim.Experiment(ctx, x.e, x.roles, &x.rec)
 	if err != nil {
 		return err
 	}
+	x.rec.Incomplete = false
 	if err := r.records.write(rows, ""); err != nil {
 		return err
 	}
@@ -33,6 +34,5 @@ func (r *run) simExperiment(ctx context.Context, e *scenario.Experiment) error {
 			return err
 		}
 	}
-	x := experimentRun{r: r, rec: rec}
 	return x.record(ctx)
 }

@@ -20,14 +20,13 @@ func (r *run) teardown() error {
 	if r.records != nil {
 		errs = append(errs, r.records.close())
 	}
-	if r.sim != nil {
-		r.sim.Close()
-		return errors.Join(errs...) // nothing of the host's to remove
-	}
 	if r.ctl != nil {
 		if err := r.ctl.Close(); err != nil {
 			r.log.Warn("controller close", "err", err)
 		}
+	}
+	if r.sim != nil {
+		return errors.Join(errs...) // nothing of the host's to remove
 	}
 	actx, acancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	r.agents.shutdown(actx)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -158,7 +159,30 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 }
 
 // Close stops the simulated switches.
-func (r *Network) Close() { r.sws.Close() }
+func (r *Network) Close() error { return r.sws.Close() }
+
+// PortModes puts the simulated switches' ports in the modes a transport
+// needs, as the controller does the emulated switches'.
+func (r *Network) PortModes(ctx context.Context, modes []controller.PortMode) error {
+	return r.sws.SetPortModes(ctx, modes)
+}
+
+// Defences installs the scenario's switch defences or removes them.
+func (r *Network) Defences(ctx context.Context, on bool) error {
+	var d controller.Defences
+	if on {
+		d = switches.Defences(r.plan.Base)
+	}
+	return r.sws.SetDefences(ctx, d)
+}
+
+// ResetQueuePeaks has nothing to reset: each experiment runs on a fresh
+// network, whose statistics start at zero.
+func (r *Network) ResetQueuePeaks(context.Context) error { return nil }
+
+// Telemetry has no series to write: the simulator does not sample the
+// switches over time (the model says so).
+func (r *Network) Telemetry(context.Context, string, time.Duration, io.Writer) error { return nil }
 
 // Summary is what the run simulated, for the manifest, after wall.
 func (r *Network) Summary(wall time.Duration) *rundir.Simulation {
@@ -182,12 +206,9 @@ func (r *Network) Summary(wall time.Duration) *rundir.Simulation {
 	return sum
 }
 
-// network is a fresh simulated network with the switches' port modes set
-// for transport t.
-func (r *Network) network(ctx context.Context, t scenario.Transport, seed uint64) (*simnet.Network, error) {
-	if err := r.sws.SetPortModes(ctx, switches.TransportPortModes(t)); err != nil {
-		return nil, err
-	}
+// network is a fresh simulated network on the switches as the run's
+// controller (PortModes, Defences) left them.
+func (r *Network) network(seed uint64) (*simnet.Network, error) {
 	burst := 0
 	if r.nic == NICShaper {
 		burst = hostBurstBytes
@@ -202,8 +223,9 @@ func (r *Network) network(ctx context.Context, t scenario.Transport, seed uint64
 	return simnet.New(cfg)
 }
 
-// nextEpoch is the wall time the next job's virtual time 0 stands for.
-func (r *Network) nextEpoch() time.Time {
+// NextEpoch is the wall time the next calibration's or experiment's
+// virtual time 0 stands for.
+func (r *Network) NextEpoch() time.Time {
 	r.exps++
 	return epoch.Add(time.Duration(r.exps) * time.Hour)
 }
@@ -230,7 +252,7 @@ func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, res
 	s := r.plan.Base
 	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
 	name := rundir.CalibrationExperiment(t.Name)
-	net, err := r.network(ctx, t, *s.Seed)
+	net, err := r.network(*s.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +261,7 @@ func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, res
 		return nil, err
 	}
 	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities,
-		servers: map[string]bool{server.Name: true}, length: time.Hour, drain: 0, epoch: r.nextEpoch(), log: r.log, oneWay: oneWay, byIP: byIP(net)}
+		servers: map[string]bool{server.Name: true}, length: time.Hour, drain: 0, epoch: r.NextEpoch(), log: r.log, oneWay: oneWay, byIP: byIP(net)}
 	srv, _ := j.hostConfig(server.Name, rundir.PhaseCalibrate, nil, nil) // nothing to parse
 	w := agents.CalibrationWorkload(s, size, resp, netip.AddrPortFrom(server.IP, ServerPort).String(), j.length)
 	cli, err := j.hostConfig(cl.Name, rundir.PhaseCalibrate, w, nil)
@@ -253,32 +275,17 @@ func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, res
 	return r.finish(j), nil
 }
 
-// Experiment simulates one experiment on a fresh network and returns its
-// manifest entry, its records and its servers' (served.csv); the switch
-// statistics and postcards it writes into the run directory.
-func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment) (rundir.Experiment, []rundir.RPC, []rundir.Served, error) {
-	rec, served, j, err := r.experiment(ctx, e)
-	if err != nil {
-		return rec, nil, nil, err
-	}
-	return rec, r.finish(j), served, nil
-}
-
-func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundir.Experiment, []rundir.Served, *job, error) {
-	var rec rundir.Experiment
+// Experiment simulates experiment e on a fresh network, with the roles ro
+// planned from NextEpoch (its clients start at virtual time 0), and fills
+// rec, its manifest entry, with its span, fidelity notes, books and
+// counters. It returns its records in the order issued and its servers'
+// answers (served.csv); the switch statistics and postcards it writes
+// into the run directory.
+func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro agents.Roles, rec *rundir.Experiment) ([]rundir.RPC, []rundir.Served, error) {
 	s := e.Scenario
-	if s.HasDefences() {
-		var d controller.Defences
-		if s.Switch.DefencesOn() {
-			d = switches.Defences(s)
-		}
-		if err := r.sws.SetDefences(ctx, d); err != nil {
-			return rec, nil, nil, err
-		}
-	}
-	net, err := r.network(ctx, e.Transport, e.Seed)
+	net, err := r.network(e.Seed)
 	if err != nil {
-		return rec, nil, nil, err
+		return nil, nil, err
 	}
 	var (
 		fidelity []string
@@ -290,7 +297,7 @@ func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundi
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			to := from + f.Down.For.D().Nanoseconds()
 			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
-				return rec, nil, nil, err
+				return nil, nil, err
 			}
 			// The controller moves the paths at the fault's instant and
 			// back at its end; the event loop waits for its writes, so
@@ -314,7 +321,7 @@ func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundi
 			// clients (virtual time 0).
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			if err := net.SetDown(f.Link, from, from+f.Down.For.D().Nanoseconds()); err != nil {
-				return rec, nil, nil, err
+				return nil, nil, err
 			}
 		}
 		if f.Loss == nil {
@@ -328,26 +335,21 @@ func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundi
 			to = 0
 		}
 		if err := net.SetLoss(f.Link, to, from); err != nil {
-			return rec, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	tcp, err := r.tcpConfig(e.Transport)
 	if err != nil {
-		return rec, nil, nil, err
+		return nil, nil, err
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
-		drain: s.Drain.D(), epoch: r.nextEpoch(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
-	// The roles' times are Unix times from the job's epoch, its virtual 0.
-	ro, err := agents.PlanRoles(e, r.layout, r.fab, j.epoch.UnixNano())
-	if err != nil {
-		return rec, nil, nil, err
-	}
+		drain: s.Drain.D(), epoch: time.Unix(0, ro.Start).UTC(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
 	j.servers = ro.Servers
 	for _, host := range ro.Used {
 		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
 		if err != nil {
-			return rec, nil, nil, err
+			return nil, nil, err
 		}
 		j.hosts = append(j.hosts, hc)
 	}
@@ -358,7 +360,7 @@ func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundi
 	var cards *postcards
 	if s.Switch.PostcardsOn() {
 		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
-			return rec, nil, nil, err
+			return nil, nil, err
 		}
 		net.OnPostcard(cards.write)
 	}
@@ -367,19 +369,18 @@ func (r *Network) experiment(ctx context.Context, e *scenario.Experiment) (rundi
 		runErr = errors.Join(runErr, cards.close())
 	}
 	if runErr != nil {
-		return rec, nil, nil, runErr
+		return nil, nil, runErr
 	}
 	for name, st := range net.SwitchStats() {
 		if err := rundir.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
-			return rec, nil, nil, err
+			return nil, nil, err
 		}
 	}
-	rec = ro.Entry(e)
+	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
 	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
 	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
 	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books, j.counters, j.hostCounters
-	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
-	return rec, j.served, j, nil
+	return r.finish(j), j.served, nil
 }
 
 // postcards writes each switch's postcards of one experiment, as the
