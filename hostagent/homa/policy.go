@@ -49,9 +49,6 @@ type policy struct {
 	// bytes' priority, so that short messages, blind whole, do not queue
 	// behind them.
 	blindHigh uint32
-	// roce: queue pairs carry the messages (roce.go) instead of Homa's
-	// per-message DATA, GRANT and RESEND.
-	roce bool
 }
 
 // newPolicy derives the policy of cfg (defaults filled in).
@@ -72,10 +69,6 @@ func newPolicy(cfg homaconf.Config) policy {
 		// Data at the bottom; the switch forwards trimmed headers at the
 		// top, where PULLs and NACKs go too.
 		p.credit, p.ndp, p.unsched = creditPulls, true, cfg.CreditWindow
-	case homaconf.VariantRoCE:
-		// Every byte may go (UnschedBytes is the largest message): the
-		// queue pair's DCQCN rate is the only limit.
-		p.credit, p.roce = creditNone, true
 	}
 	return p
 }

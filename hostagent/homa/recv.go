@@ -19,14 +19,13 @@ const (
 	maxRestarts = 16
 )
 
-// handlePacket decodes one packet and dispatches it by type. Malformed
-// packets, and packets about an RPC from anyone but its peer, are dropped
-// and counted by reason (defend.go).
-func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
-	if e.state.pol.roce {
-		e.onRoCE(now, p)
-		return
-	}
+// handlePacket hands one packet to the Endpoint's protocol.
+func (e *Endpoint) handlePacket(now time.Duration, p *Packet) { e.proto.receive(now, p) }
+
+// receiveHoma decodes one packet of the Homa family and dispatches it by
+// type. Malformed packets, and packets about an RPC from anyone but its
+// peer, are dropped and counted by reason (defend.go).
+func (e *Endpoint) receiveHoma(now time.Duration, p *Packet) {
 	b := p.Buf
 	c, err := wire.ParseCommon(b)
 	if err != nil {
@@ -402,7 +401,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
 	r.progress(now) // the RPC starts afresh
-	e.startOut(now, r, r.out.data, r.out.unsched, r.out.flags)
+	e.startMessage(now, r, r.out.data, r.out.unsched, r.out.flags)
 }
 
 func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {

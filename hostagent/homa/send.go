@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/wire"
 )
 
@@ -51,11 +50,7 @@ func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t
 		}
 	}
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	over := homaconf.IPHeaderLen + e.cfg.FrameOverhead
-	if st.pol.roce {
-		over += wire.UDPHeaderLen
-	}
-	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+over, e.cfg.LinkBps*99/100)
+	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+st.txOver, e.cfg.LinkBps*99/100)
 }
 
 // flush hands the queued packets to the Conn.
@@ -72,14 +67,10 @@ func (e *Endpoint) flush() {
 	st.txN = 0
 }
 
-// pump sends DATA while the pacer allows: SRPT among outbound messages,
-// with a FIFO share for the oldest; messages with few bytes left bypass
-// the pacer because they cannot build a queue.
-func (e *Endpoint) pump(now time.Duration) {
-	if e.state.pol.roce {
-		e.pumpRoCE(now)
-		return
-	}
+// pumpData sends DATA while the pacer allows: SRPT among outbound
+// messages, with a FIFO share for the oldest; messages with few bytes left
+// bypass the pacer because they cannot build a queue.
+func (e *Endpoint) pumpData(now time.Duration) {
 	for {
 		r := e.pickSender()
 		if r == nil {
