@@ -63,7 +63,8 @@ func newProtocol(e *Endpoint) protocol {
 	if e.cfg.Variant == homaconf.VariantRoCE {
 		return newRoCE(e)
 	}
-	e.state.pol = newPolicy(e.cfg)
+	st := &e.state
+	st.pol, st.unsched, st.blindHigh = newPolicy(e)
 	return &homaFamily{e: e}
 }
 
@@ -85,9 +86,7 @@ func (h *homaFamily) send() {
 	if e.state.schedDue {
 		e.grantNow()
 	}
-	if len(e.state.credq) > 0 {
-		e.issueCredits(e.now())
-	}
+	e.state.pol.credits()
 	e.pumpData(e.now())
 }
 

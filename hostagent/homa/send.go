@@ -183,13 +183,11 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		d.Offset, n = o.next, min(st.pkt, o.granted-o.next)
 		o.next += n
 		prio = o.schedPrio
-		if d.Offset < min(o.unsched, st.pol.blindHigh) {
-			prio = e.unschedLevel(r.peer, o.length)
+		if d.Offset < min(o.unsched, st.blindHigh) {
+			prio = st.pol.blindLevel(r.peer, o.length)
 		}
 	}
-	if st.pol.rank {
-		d.Rank = rankOf(o)
-	}
+	d.Rank = st.pol.rank(o)
 	if r.client && len(r.peer.acks) > 0 {
 		a := r.peer.acks[len(r.peer.acks)-1]
 		r.peer.acks = r.peer.acks[:len(r.peer.acks)-1]
@@ -229,7 +227,7 @@ func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common
 func (e *Endpoint) sendStartMsg(now time.Duration, r *rpc) {
 	o := &r.out
 	s := wire.StartMsg{Common: r.header(wire.TypeStartMsg), MessageLength: o.length, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
-	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.unschedLevel(r.peer, o.length))
+	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.state.pol.blindLevel(r.peer, o.length))
 }
 
 // header returns the common header of a control packet about r.

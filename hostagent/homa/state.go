@@ -46,14 +46,14 @@ type endpointState struct {
 	picks    uint64
 	armedAt  time.Duration // when the armed pacer timer fires
 	pkt      uint32        // DATA payload per packet
-	// pol is the variant's policy; credq and creditAt are the pHost and
-	// NDP receiver's messages waiting for credit and when the next may go.
-	pol      policy
-	credq    []*msgIn
-	creditAt time.Duration
-	held     []heldNack // NDP sender: NACKed packets waiting for a PULL
-	ctrlPrio uint8
-	prios    int
+	// pol is the Homa family's policy (nil for other protocols), unsched
+	// how much of a message it sends before any credit, and blindHigh how
+	// much of that at its blind level (newPolicy).
+	pol       policy
+	unsched   uint32
+	blindHigh uint32
+	ctrlPrio  uint8
+	prios     int
 	// finished are a Driven Endpoint's Calls that ended during the
 	// current event, for its caller's callbacks.
 	finished []*rpc
@@ -143,7 +143,7 @@ func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req
 	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold {
 		flags = wire.FlagIncast
 	}
-	e.startOut(now, r, req, st.pol.unsched, flags)
+	e.startOut(now, r, req, st.unsched, flags)
 	st.clients[r.id] = r
 }
 
@@ -162,7 +162,7 @@ func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) bool {
 		e.c.unknownRPC.Add(1)
 		return false
 	}
-	unsched := e.state.pol.unsched
+	unsched := e.state.unsched
 	if r.incast {
 		unsched = min(unsched, e.cfg.IncastUnschedBytes)
 	}
@@ -196,23 +196,6 @@ func (e *Endpoint) peer(addr netip.Addr) *peer {
 func v4(addr netip.Addr) uint32 {
 	b := addr.As4()
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
-// unschedLevel is the priority of unscheduled bytes of a message of n
-// bytes to p, chosen per packet as Linux does, so cutoffs that arrive in
-// the middle of a message apply to its remaining unscheduled packets.
-// Before p's first CUTOFFS it is the top level, where this host's own
-// default cutoffs put every unscheduled byte (a new Linux peer uses 6,
-// which on a Linux receiver is unscheduled too but here is the top
-// scheduled level; docs/homa.md, departures).
-func (e *Endpoint) unschedLevel(p *peer, n uint32) uint8 {
-	if e.state.pol.credit != creditGrants {
-		return e.state.pol.blindPrio
-	}
-	if p.cutoffs.version != 0 {
-		return unschedPriority(&p.cutoffs.cut, e.state.prios, n)
-	}
-	return uint8(e.state.prios - 1)
 }
 
 // startOut begins sending data as r's outbound message, as its protocol
