@@ -73,7 +73,7 @@ type recordSet struct {
 	// switchOf maps host names and addresses to their switch (from the
 	// manifest's fabric), so each RPC knows how many links it crosses.
 	switchOf map[string]string
-	fabric   *rundir.Fabric
+	fabric   *rundir.FabricRecord
 	rows     int64
 	empty    bool // the file had not even a header
 	// anatomy says which experiments the latency anatomy joins (those with
@@ -129,7 +129,7 @@ func openRecords(dir string) (io.ReadCloser, string, error) { return rundir.Open
 // runs write it, calibration first and each experiment's rows together;
 // anything else is rundir.ErrNotGrouped, and the caller reads again with
 // done nil.
-func readRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy func(string) bool, done func(*recordSet, *expRecords) error) (*recordSet, error) {
+func readRecords(ctx context.Context, dir string, fabric *rundir.FabricRecord, anatomy func(string) bool, done func(*recordSet, *expRecords) error) (*recordSet, error) {
 	rc, name, err := openRecords(dir)
 	if err != nil {
 		return nil, err

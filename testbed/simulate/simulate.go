@@ -206,7 +206,7 @@ func (r *simRun) execute(ctx context.Context) error {
 		return err
 	}
 	r.fab = r.layout.Fabric(s)
-	r.man.Fabric = rundir.NewFabric(r.fab)
+	r.man.Fabric = rundir.NewFabricRecord(r.fab)
 	if r.hosts, err = simHosts(r.layout); err != nil {
 		return err
 	}
