@@ -47,6 +47,14 @@ func (c *creditQueue) remove(m *msgIn) {
 	m.credited = false
 }
 
+// issueDue sends the credits due at the end of an event, when any message
+// waits for one.
+func (c *creditQueue) issueDue(e *Endpoint, k creditor) {
+	if len(c.q) > 0 {
+		c.issue(e, e.now(), k)
+	}
+}
+
 // issue sends the credits due by now, one packet's worth each, to the
 // eligible message with the fewest bytes left, at most one per packet time
 // of the link, and arms the pacer's timer for the next one.

@@ -41,11 +41,7 @@ func (n *ndpPolicy) arrived(m *msgIn) {
 // as NACKed), and asking for them again sent each twice.
 func (n *ndpPolicy) restLost(r *rpc) bool { return r.resent }
 
-func (n *ndpPolicy) credits() {
-	if len(n.q) > 0 {
-		n.issue(n.e, n.e.now(), n)
-	}
-}
+func (n *ndpPolicy) credits() { n.issueDue(n.e, n) }
 
 // eligible: a packet arrived (whole or trimmed) for which no PULL went out
 // yet.

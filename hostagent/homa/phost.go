@@ -22,11 +22,7 @@ func (p *phostPolicy) track(m *msgIn)   { p.add(m) }
 func (p *phostPolicy) arrived(m *msgIn) { p.add(m) }
 func (p *phostPolicy) untrack(m *msgIn) { p.remove(m) }
 
-func (p *phostPolicy) credits() {
-	if len(p.q) > 0 {
-		p.issue(p.e, p.e.now(), p)
-	}
-}
+func (p *phostPolicy) credits() { p.issueDue(p.e, p) }
 
 // eligible: a sender that does not use its tokens gets no more until it
 // does (the paper's token expiry).
