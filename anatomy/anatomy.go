@@ -337,7 +337,7 @@ type Joiner struct {
 
 // NewJoiner prepares the join of an experiment's postcards (ix), its
 // servers' rows and the fabric the run built.
-func NewJoiner(ix *Index, fabric *rundir.Fabric, served []rundir.Served) *Joiner {
+func NewJoiner(ix *Index, fabric *rundir.FabricRecord, served []rundir.Served) *Joiner {
 	j := &Joiner{ix: ix, switchOf: fabric.SwitchOf(), ipOf: map[string]string{}, served: map[servedKey]*rundir.Served{}}
 	for _, h := range fabric.Hosts {
 		j.ipOf[h.Name] = h.IP

@@ -60,8 +60,8 @@ var (
 	h3 = [4]byte{10, 0, 0, 3}
 )
 
-func fabric() *rundir.Fabric {
-	return &rundir.Fabric{LinkBps: 50e6, MTU: 1500, FrameOverhead: 38, Hosts: []rundir.FabricHost{
+func fabric() *rundir.FabricRecord {
+	return &rundir.FabricRecord{LinkBps: 50e6, MTU: 1500, FrameOverhead: 38, Hosts: []rundir.FabricHost{
 		{Name: "h1", IP: "10.0.0.1", Switch: "l1"}, {Name: "h2", IP: "10.0.1.2", Switch: "l2"},
 		{Name: "h3", IP: "10.0.0.3", Switch: "l1"}}}
 }

@@ -85,7 +85,7 @@ func Experiments(dir string) ([]string, error) {
 // the order of rows, and returns the summary of its short RPCs (nil when
 // it has none). Only this experiment's postcards are in memory, and only
 // while it runs.
-func Experiment(ctx context.Context, dir, exp string, fabric *rundir.Fabric, rows []rundir.RPC, served []rundir.Served, write func(*rundir.Anatomy) error) (*Summary, error) {
+func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecord, rows []rundir.RPC, served []rundir.Served, write func(*rundir.Anatomy) error) (*Summary, error) {
 	ix, err := Load(dir, exp)
 	if err != nil {
 		return nil, err

@@ -161,7 +161,7 @@ func (t *Topology) meterCells(name string, d Defences) []p4rtclient.MeterValue {
 }
 
 // programMeters writes switch name's meter cells and reads them back.
-func (f *Fabric) programMeters(ctx context.Context, name string, d Defences) error {
+func (f *Switches) programMeters(ctx context.Context, name string, d Defences) error {
 	want := f.topo.meterCells(name, d)
 	if len(want) == 0 {
 		return nil

@@ -73,7 +73,7 @@ func ipv4Frame(dst netip.Addr, tos byte, payload int) []byte {
 
 // programmed connects to the topology's switches and programs them; the
 // fabric is closed by t.Cleanup.
-func programmed(t testing.TB, topo *Topology, policy Policy) *Fabric {
+func programmed(t testing.TB, topo *Topology, policy Policy) *Switches {
 	t.Helper()
 	ctx := testContext(t)
 	f, err := Connect(ctx, topo, p4rtclient.WithDialTimeout(5*time.Second))
@@ -102,7 +102,7 @@ func torSchema(t testing.TB) *p4rtclient.Schema {
 }
 
 // program connects to every switch of the topology, programs it with the
-// policy, verifies, and disconnects. Use Connect and Fabric.Program to keep
+// policy, verifies, and disconnects. Use Connect and Switches.Program to keep
 // the switches under control (re-push on restart, telemetry) afterwards.
 func program(ctx context.Context, topo *Topology, policy Policy, opts ...p4rtclient.Option) error {
 	f, err := Connect(ctx, topo, opts...)

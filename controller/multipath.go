@@ -110,7 +110,7 @@ func loadBalanceDefault(p Policy) p4rtclient.Entry {
 
 // programMultipath writes a switch's members and groups (before the
 // entries that name them) and load_balance's default.
-func (f *Fabric) programMultipath(ctx context.Context, name string, p Policy) error {
+func (f *Switches) programMultipath(ctx context.Context, name string, p Policy) error {
 	c := f.clients[name]
 	mp := f.topo.switchMultipath(name, f.downEnds())
 	if err := c.WriteProfiles(ctx, p4v1.Update_INSERT, mp.members, mp.groups); err != nil {
@@ -121,7 +121,7 @@ func (f *Fabric) programMultipath(ctx context.Context, name string, p Policy) er
 
 // verifyMultipath reads back a switch's members, groups and load_balance
 // default and compares them with what it should hold.
-func (f *Fabric) verifyMultipath(ctx context.Context, name string, p Policy) error {
+func (f *Switches) verifyMultipath(ctx context.Context, name string, p Policy) error {
 	c := f.clients[name]
 	mp := f.topo.switchMultipath(name, f.downEnds())
 	members, groups, err := c.ReadProfiles(ctx)
@@ -146,7 +146,7 @@ func (f *Fabric) verifyMultipath(ctx context.Context, name string, p Policy) err
 }
 
 // downEnds is the set of switch ports whose links SetLinkDown took down.
-func (f *Fabric) downEnds() map[linkEnd]bool {
+func (f *Switches) downEnds() map[linkEnd]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.down)
@@ -159,7 +159,7 @@ func (f *Fabric) downEnds() map[linkEnd]bool {
 // back when the link returns. Routes and members stay; only groups change
 // (one MODIFY per group). The data plane itself does not notice link
 // state: tor.p4's selector hashes over the members the controller left.
-func (f *Fabric) SetLinkDown(ctx context.Context, a, b string, down bool) error {
+func (f *Switches) SetLinkDown(ctx context.Context, a, b string, down bool) error {
 	var ends []linkEnd
 	for _, l := range f.topo.Links {
 		if (l.A == a && l.B == b) || (l.A == b && l.B == a) {

@@ -62,7 +62,7 @@ func newPoller(targets []pollTarget, interval time.Duration, log *slog.Logger) (
 }
 
 // NewPoller returns a poller of every switch of the fabric and its ports.
-func (f *Fabric) NewPoller(interval time.Duration) (*Poller, error) {
+func (f *Switches) NewPoller(interval time.Duration) (*Poller, error) {
 	var targets []pollTarget
 	for _, sw := range f.topo.Switches {
 		targets = append(targets, pollTarget{Name: sw.Name, Client: f.clients[sw.Name], Ports: f.topo.switchPorts(sw.Name)})
@@ -244,7 +244,7 @@ func (p *Poller) WriteCSV(w io.Writer, experiment string) error {
 // QueueCounters reads one switch's per-(port, queue) counters once, without
 // the registers: on BMv2, which cannot read registers over P4Runtime, they
 // are the statistics tor.p4 gives. Rows are in port, then queue order.
-func (f *Fabric) QueueCounters(ctx context.Context, name string) ([]Sample, error) {
+func (f *Switches) QueueCounters(ctx context.Context, name string) ([]Sample, error) {
 	c := f.clients[name]
 	if c == nil {
 		return nil, fmt.Errorf("queue counters: no switch %q", name)

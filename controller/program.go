@@ -19,10 +19,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Fabric holds one primary Client per switch of a topology. It keeps them
-// open so they re-push their state when a switch restarts, and so a Poller
-// can read the switches during a run.
-type Fabric struct {
+// Switches is a connection to every switch of a topology: one primary
+// Client per switch. It keeps them open so they re-push their state when a
+// switch restarts, and so a Poller can read the switches during a run.
+type Switches struct {
 	topo    *Topology
 	clients map[string]*p4rtclient.Client
 	log     *slog.Logger
@@ -34,11 +34,11 @@ type Fabric struct {
 // Connect validates the topology, dials every switch (with the given client
 // options, e.g. p4rtclient.WithElectionID) and waits until each client is
 // primary, at most the dial timeout.
-func Connect(ctx context.Context, topo *Topology, opts ...p4rtclient.Option) (*Fabric, error) {
+func Connect(ctx context.Context, topo *Topology, opts ...p4rtclient.Option) (*Switches, error) {
 	if err := topo.validate(); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	f := &Fabric{topo: topo, clients: map[string]*p4rtclient.Client{}, log: slog.New(slog.DiscardHandler), down: map[linkEnd]bool{}}
+	f := &Switches{topo: topo, clients: map[string]*p4rtclient.Client{}, log: slog.New(slog.DiscardHandler), down: map[linkEnd]bool{}}
 	clients := make([]*p4rtclient.Client, len(topo.Switches))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, sw := range topo.Switches {
@@ -70,10 +70,10 @@ func Connect(ctx context.Context, topo *Topology, opts ...p4rtclient.Option) (*F
 }
 
 // Client returns the client of the named switch, or nil.
-func (f *Fabric) Client(name string) *p4rtclient.Client { return f.clients[name] }
+func (f *Switches) Client(name string) *p4rtclient.Client { return f.clients[name] }
 
 // Close closes every client.
-func (f *Fabric) Close() error {
+func (f *Switches) Close() error {
 	var errs []error
 	for _, c := range f.clients {
 		errs = append(errs, c.Close())
@@ -84,7 +84,7 @@ func (f *Fabric) Close() error {
 // Program pushes the pipeline to every switch, applies BMv2 queue settings,
 // installs every switch's entries (see Topology.switchEntries) and reads
 // them back to verify that each switch holds exactly those entries.
-func (f *Fabric) Program(ctx context.Context, policy Policy) error {
+func (f *Switches) Program(ctx context.Context, policy Policy) error {
 	if err := policy.Validate(); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (f *Fabric) Program(ctx context.Context, policy Policy) error {
 	return g.Wait()
 }
 
-func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.P4Info, policy Policy) error {
+func (f *Switches) programSwitch(ctx context.Context, sw Switch, info *p4configv1.P4Info, policy Policy) error {
 	c := f.clients[sw.Name]
 	var devConfig []byte
 	if sw.Target == TargetBMv2 {
@@ -144,7 +144,7 @@ func (f *Fabric) programSwitch(ctx context.Context, sw Switch, info *p4configv1.
 
 // Verify reads every switch's tables and checks they hold exactly the
 // entries the topology and policy call for.
-func (f *Fabric) Verify(ctx context.Context, policy Policy) error {
+func (f *Switches) Verify(ctx context.Context, policy Policy) error {
 	var errs []error
 	for _, sw := range f.topo.Switches {
 		entries, err := f.topo.switchEntries(sw.Name, policy)
@@ -185,7 +185,7 @@ func (e *verifyError) Error() string {
 	return b.String()
 }
 
-func (f *Fabric) verifySwitch(ctx context.Context, name string, want []p4rtclient.Entry) error {
+func (f *Switches) verifySwitch(ctx context.Context, name string, want []p4rtclient.Entry) error {
 	c := f.clients[name]
 	got, err := c.ReadEntries(ctx, "")
 	if err != nil {
@@ -259,7 +259,7 @@ func (p Pipeline) loadBMv2JSON() ([]byte, error) {
 
 // ResetQueuePeaks zeroes tor.p4's queue_peak register on every switch
 // whose target reads registers over P4Runtime (the embedded one).
-func (f *Fabric) ResetQueuePeaks(ctx context.Context) error {
+func (f *Switches) ResetQueuePeaks(ctx context.Context) error {
 	var errs []error
 	for _, sw := range f.topo.Switches {
 		if sw.Target == TargetBMv2 {

@@ -16,7 +16,7 @@ import (
 // counting: it reads each switch, deletes entries that should not be there,
 // modifies those whose action differs, inserts the missing ones, and
 // verifies. Use it to change the policy between experiments.
-func (f *Fabric) Sync(ctx context.Context, policy Policy) error {
+func (f *Switches) Sync(ctx context.Context, policy Policy) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, sw := range f.topo.Switches {
 		g.Go(func() error {
@@ -29,7 +29,7 @@ func (f *Fabric) Sync(ctx context.Context, policy Policy) error {
 	return g.Wait()
 }
 
-func (f *Fabric) syncSwitch(ctx context.Context, name string, policy Policy) error {
+func (f *Switches) syncSwitch(ctx context.Context, name string, policy Policy) error {
 	c := f.clients[name]
 	want, err := f.topo.switchEntries(name, policy)
 	if err != nil {

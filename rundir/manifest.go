@@ -49,8 +49,8 @@ type Manifest struct {
 	LinkBps uint64 `json:"link_bps,omitempty"`
 	// Fabric describes the emulated network for the ideal RTT slowdown
 	// divides by; nil in runs written before it existed.
-	Fabric *Fabric  `json:"fabric,omitempty"`
-	Seeds  []uint64 `json:"seeds"`
+	Fabric *FabricRecord `json:"fabric,omitempty"`
+	Seeds  []uint64      `json:"seeds"`
 	// Calibration maps a transport to the outcome of its calibration.
 	Calibration map[string]Calibration `json:"calibration,omitempty"`
 	Fidelity    []string               `json:"fidelity"`
@@ -81,9 +81,9 @@ func (m *Manifest) RateBps() uint64 {
 	return m.LinkBps
 }
 
-// NewFabric is the fabric description f as manifest.json holds it.
-func NewFabric(f *fabric.Fabric) *Fabric {
-	r := &Fabric{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+// NewFabricRecord is the fabric description f as manifest.json holds it.
+func NewFabricRecord(f *fabric.Fabric) *FabricRecord {
+	r := &FabricRecord{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
 	if f.UplinkBps != 0 && f.UplinkBps != f.RateBps {
 		r.UplinkBps = f.UplinkBps
 	}
@@ -105,9 +105,11 @@ func HostRole(client, server bool) string {
 	return RoleServer
 }
 
-// Fabric is the network as an ideal transport would see it: link rate,
-// packet sizes and who is behind which switch.
-type Fabric struct {
+// FabricRecord is the manifest's record of the fabric (internal/fabric's
+// Fabric, which a run lays out): the network as an ideal transport would
+// see it, link rate, packet sizes and who is behind which switch. Its JSON
+// keys are those of every run directory written so far.
+type FabricRecord struct {
 	LinkBps uint64 `json:"link_bps"`
 	MTU     int    `json:"mtu"`
 	// FrameOverhead is what a packet takes on a link beyond its IP packet
@@ -132,7 +134,7 @@ type FabricHost struct {
 }
 
 // SwitchOf maps each host's name and its address to its switch.
-func (f *Fabric) SwitchOf() map[string]string {
+func (f *FabricRecord) SwitchOf() map[string]string {
 	m := make(map[string]string, 2*len(f.Hosts))
 	for _, h := range f.Hosts {
 		m[h.Name], m[h.IP] = h.Switch, h.Switch
@@ -142,7 +144,7 @@ func (f *Fabric) SwitchOf() map[string]string {
 
 // LinksBetween returns how many links a packet crosses from a host behind
 // switch sa to one behind sb, or 0 when either is unknown.
-func (f *Fabric) LinksBetween(sa, sb string) int {
+func (f *FabricRecord) LinksBetween(sa, sb string) int {
 	switch {
 	case sa == "" || sb == "":
 		return 0

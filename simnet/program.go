@@ -18,12 +18,12 @@ import (
 // an emulated run's; the simulation then forwards through their
 // pipelines.
 type Switches struct {
-	fabric *controller.Fabric
-	policy controller.Policy
-	sws    map[string]*target.Switch
-	cancel context.CancelFunc
-	ran    chan error
-	n      int
+	switches *controller.Switches
+	policy   controller.Policy
+	sws      map[string]*target.Switch
+	cancel   context.CancelFunc
+	ran      chan error
+	n        int
 }
 
 // StartSwitches starts and programs topo's switches with policy. topo's
@@ -49,7 +49,7 @@ func StartSwitches(ctx context.Context, topo *controller.Topology, policy contro
 	if err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	s.fabric = f
+	s.switches = f
 	if err := f.Program(ctx, policy); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -70,7 +70,7 @@ func (s *Switches) Pipelines() map[string]*pipeline.Pipeline {
 func (s *Switches) SetPortModes(ctx context.Context, modes []controller.PortMode) error {
 	pol := s.policy
 	pol.PortModes = modes
-	if err := s.fabric.Sync(ctx, pol); err != nil {
+	if err := s.switches.Sync(ctx, pol); err != nil {
 		return fmt.Errorf("simnet: port modes %v: %w", modes, err)
 	}
 	s.policy = pol
@@ -83,7 +83,7 @@ func (s *Switches) SetPortModes(ctx context.Context, modes []controller.PortMode
 func (s *Switches) SetDefences(ctx context.Context, d controller.Defences) error {
 	pol := s.policy
 	pol.Defences = d
-	if err := s.fabric.Sync(ctx, pol); err != nil {
+	if err := s.switches.Sync(ctx, pol); err != nil {
 		return fmt.Errorf("simnet: defences: %w", err)
 	}
 	s.policy = pol
@@ -94,7 +94,7 @@ func (s *Switches) SetDefences(ctx context.Context, d controller.Defences) error
 // the link between switches a and b (down) or back onto it, as the
 // emulation's controller does during a leaf-spine link-down fault.
 func (s *Switches) SetLinkDown(ctx context.Context, a, b string, down bool) error {
-	if err := s.fabric.SetLinkDown(ctx, a, b, down); err != nil {
+	if err := s.switches.SetLinkDown(ctx, a, b, down); err != nil {
 		return fmt.Errorf("simnet: link %s-%s down %v: %w", a, b, down, err)
 	}
 	return nil
@@ -104,9 +104,9 @@ func (s *Switches) SetLinkDown(ctx context.Context, a, b string, down bool) erro
 // keep their entries.
 func (s *Switches) Close() error {
 	var errs []error
-	if s.fabric != nil {
-		errs = append(errs, s.fabric.Close())
-		s.fabric = nil
+	if s.switches != nil {
+		errs = append(errs, s.switches.Close())
+		s.switches = nil
 	}
 	if s.cancel != nil {
 		s.cancel()

@@ -359,7 +359,7 @@ func (r *run) execute(ctx context.Context) error {
 	r.layout = layout
 	r.fab = layout.Fabric(s)
 	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib}
-	if err := r.man.update(func(m *Manifest) { m.Fabric = rundir.NewFabric(r.fab) }); err != nil {
+	if err := r.man.update(func(m *Manifest) { m.Fabric = rundir.NewFabricRecord(r.fab) }); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.opt.Progress, plannedDurations(r.plan))

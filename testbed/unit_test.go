@@ -222,7 +222,7 @@ func TestFabricOf(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &scenario.Scenario{Topology: tc.topo, Link: scenario.Link{Rate: 50e6, MTU: 1500}}
-		f := rundir.NewFabric(n.Fabric(s))
+		f := rundir.NewFabricRecord(n.Fabric(s))
 		if f.LinkBps != 50e6 || f.MTU != 1500 || f.FrameOverhead != 38 || f.InterSwitchLinks != tc.interLink || len(f.Hosts) != len(n.Hosts) {
 			t.Errorf("%s: fabric %+v", tc.topo.Kind, f)
 		}

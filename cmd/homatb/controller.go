@@ -106,34 +106,34 @@ func runController(ctx context.Context, o *controllerOpts) error {
 	if err := policy.Validate(); err != nil {
 		return err
 	}
-	fabric, err := controller.Connect(ctx, topo,
+	switches, err := controller.Connect(ctx, topo,
 		p4rtclient.WithElectionID(p4rtclient.ElectionID{Low: o.electionID}),
 		p4rtclient.WithDialTimeout(o.dialTimeout),
 		p4rtclient.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	defer fabric.Close()
+	defer switches.Close()
 	if o.verifyOnly || o.sync {
 		for _, sw := range topo.Switches {
-			if err := fabric.Client(sw.Name).FetchPipeline(ctx); err != nil {
+			if err := switches.Client(sw.Name).FetchPipeline(ctx); err != nil {
 				return err
 			}
 		}
 	}
 	switch {
 	case o.verifyOnly:
-		if err := fabric.Verify(ctx, policy); err != nil {
+		if err := switches.Verify(ctx, policy); err != nil {
 			return err
 		}
 		log.Info("switches verified", "switches", len(topo.Switches))
 	case o.sync:
-		if err := fabric.Sync(ctx, policy); err != nil {
+		if err := switches.Sync(ctx, policy); err != nil {
 			return err
 		}
 		log.Info("switches synced and verified", "switches", len(topo.Switches))
 	default:
-		if err := fabric.Program(ctx, policy); err != nil {
+		if err := switches.Program(ctx, policy); err != nil {
 			return err
 		}
 		log.Info("switches programmed and verified", "switches", len(topo.Switches), "hosts", len(topo.Hosts))
@@ -145,12 +145,12 @@ func runController(ctx context.Context, o *controllerOpts) error {
 		<-ctx.Done()
 		return nil
 	}
-	return recordTelemetry(ctx, fabric, o, log)
+	return recordTelemetry(ctx, switches, o, log)
 }
 
 // recordTelemetry samples until ctx ends and writes the CSV. The file is
 // created first so a bad path fails before the run, not after it.
-func recordTelemetry(ctx context.Context, fabric *controller.Fabric, o *controllerOpts, log *slog.Logger) (err error) {
+func recordTelemetry(ctx context.Context, switches *controller.Switches, o *controllerOpts, log *slog.Logger) (err error) {
 	out, err := os.Create(o.telemetry)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
@@ -160,7 +160,7 @@ func recordTelemetry(ctx context.Context, fabric *controller.Fabric, o *controll
 			err = fmt.Errorf("telemetry: %w", cerr)
 		}
 	}()
-	poller, err := fabric.NewPoller(o.pollInterval)
+	poller, err := switches.NewPoller(o.pollInterval)
 	if err != nil {
 		return err
 	}

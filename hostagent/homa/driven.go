@@ -91,11 +91,15 @@ func (d *Driven) Deliver(pkts []Packet) {
 // resumes at quanta 0; other variants ignore it, as their hosts do.
 func (d *Driven) Pause(vec uint8, quanta *[wire.PFCClasses]uint16) {
 	e := d.e
-	prio := uint(e.cfg.RoCEPriority)
-	if e.cfg.Variant != homaconf.VariantRoCE || vec&(1<<prio) == 0 || !e.lock() {
+	po, ok := e.proto.(pauseObeyer)
+	if !ok {
 		return
 	}
-	e.rocePause(e.now(), quanta[prio])
+	prio := po.pausePriority()
+	if vec&(1<<prio) == 0 || !e.lock() {
+		return
+	}
+	po.pause(e.now(), quanta[prio])
 	e.unlock()
 	d.settle()
 }

@@ -49,6 +49,8 @@ type Endpoint struct {
 
 	closed bool
 	state  endpointState // guarded by mu
+	// proto is the transport the Endpoint runs, chosen when it is built.
+	proto protocol
 
 	// clock, when set, is the caller's clock (a Driven Endpoint's virtual
 	// time); nil reads the wall clock since epoch.
@@ -70,27 +72,8 @@ func NewEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint
 	e.wg.Add(2)
 	go e.reader()
 	go e.timers()
-	if e.cfg.Variant == homaconf.VariantRoCE {
-		e.startPauses(conn)
-	}
+	e.proto.start(conn)
 	return e, nil
-}
-
-// startPauses has the roce variant obey the PFC PAUSE frames its Conn
-// receives, when it receives them.
-func (e *Endpoint) startPauses(conn Conn) {
-	pr, ok := conn.(PauseReader)
-	if u, has := conn.(interface{ PauseUnavailable() error }); ok && has {
-		if err := u.PauseUnavailable(); err != nil {
-			e.log.Warn("homa: roce does not obey PFC PAUSE frames", "err", err)
-			return
-		}
-	}
-	if !ok {
-		return
-	}
-	e.wg.Add(1)
-	go e.pauses(pr)
 }
 
 // newEndpoint builds an Endpoint without starting its goroutines, so
@@ -116,6 +99,8 @@ func newEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint
 	}
 	bs := max(1, conn.BatchSize())
 	e.state.init(cfg, conn, bs)
+	e.proto = newProtocol(e)
+	e.state.txOver = homaconf.IPHeaderLen + cfg.FrameOverhead + e.proto.encapBytes()
 	e.c.cutoffVersion.Store(uint64(e.state.cut.version))
 	if tr, ok := conn.(TryReader); ok {
 		// A waiter wants a packet or two, and an empty poll re-arms

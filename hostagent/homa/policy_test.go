@@ -22,10 +22,24 @@ func creditEndpoint(t *testing.T, v homaconf.Variant, msgs [][3]uint32) (*Endpoi
 	for i, m := range msgs {
 		r := &rpc{id: uint64(2 * (i + 1)), client: true, peer: e.peer(netip.MustParseAddr("10.0.0.2"))}
 		r.in = msgIn{length: m[0], received: m[1], granted: m[2], rpc: r, started: true}
-		e.track(&r.in)
+		e.state.pol.track(&r.in)
 		ms = append(ms, &r.in)
 	}
 	return e, ms
+}
+
+// creditsOf is e's credit queue and what its policy (pHost or NDP) does
+// with it.
+func creditsOf(t *testing.T, e *Endpoint) (*creditQueue, creditor) {
+	t.Helper()
+	switch p := e.state.pol.(type) {
+	case *phostPolicy:
+		return &p.creditQueue, p
+	case *ndpPolicy:
+		return &p.creditQueue, p
+	}
+	t.Fatalf("policy %T has no credit queue", e.state.pol)
+	return nil, nil
 }
 
 // TestPickCredit checks who gets the next pHost token or NDP PULL:
@@ -34,34 +48,36 @@ func creditEndpoint(t *testing.T, v homaconf.Variant, msgs [][3]uint32) (*Endpoi
 // arrival left to answer.
 func TestPickCredit(t *testing.T) {
 	e, ms := creditEndpoint(t, homaconf.VariantPHost, [][3]uint32{{100_000, 0, 0}, {50_000, 0, 0}, {500_000, 0, 0}})
-	win := e.state.pol.tokenWindow
-	if got := e.pickCredit(); got != ms[1] {
+	cq, k := creditsOf(t, e)
+	win := e.state.pol.(*phostPolicy).window
+	if got := cq.pick(k); got != ms[1] {
 		t.Fatalf("pHost picked the %d-byte message, want the 50,000-byte one", got.length)
 	}
 	ms[1].granted = win // a window of tokens unused: expired
-	if got := e.pickCredit(); got != ms[0] {
+	if got := cq.pick(k); got != ms[0] {
 		t.Fatalf("pHost picked the %d-byte message past its token window, want the 100,000-byte one", got.length)
 	}
 	ms[1].received = win - 1 // it used them
-	if got := e.pickCredit(); got != ms[1] {
+	if got := cq.pick(k); got != ms[1] {
 		t.Fatalf("pHost picked the %d-byte message, want the 50,000-byte one again", got.length)
 	}
 	ms[0].rpc.dead = true
 	ms[1].granted, ms[1].received = ms[1].length, ms[1].length
-	if got := e.pickCredit(); got != ms[2] || len(e.state.credq) != 1 {
-		t.Fatalf("picked %v with %d queued, want the 500,000-byte message alone", got, len(e.state.credq))
+	if got := cq.pick(k); got != ms[2] || len(cq.q) != 1 {
+		t.Fatalf("picked %v with %d queued, want the 500,000-byte message alone", got, len(cq.q))
 	}
 
 	e, ms = creditEndpoint(t, homaconf.VariantNDP, [][3]uint32{{20_000, 0, 0}, {90_000, 0, 0}})
-	if got := e.pickCredit(); got != nil {
+	cq, k = creditsOf(t, e)
+	if got := cq.pick(k); got != nil {
 		t.Fatalf("NDP picked the %d-byte message with no arrival to answer", got.length)
 	}
 	ms[1].pulls = 1
-	if got := e.pickCredit(); got != ms[1] {
+	if got := cq.pick(k); got != ms[1] {
 		t.Fatalf("NDP picked %v, want the message with an arrival", got)
 	}
 	ms[0].granted, ms[0].nackOwed, ms[0].pulls = ms[0].length, 1, 1
-	if got := e.pickCredit(); got != ms[0] {
+	if got := cq.pick(k); got != ms[0] {
 		t.Fatalf("NDP picked %v, want the fully pulled message that still owes a NACKed packet", got)
 	}
 }
@@ -71,15 +87,16 @@ func TestPickCredit(t *testing.T) {
 // catch-up allowance) and arms the timer for the rest.
 func TestIssueCreditsPaced(t *testing.T) {
 	e, ms := creditEndpoint(t, homaconf.VariantPHost, [][3]uint32{{1_000_000, 0, 0}})
-	now := e.state.pol.creditGap * 100
-	e.issueCredits(now)
+	cq, k := creditsOf(t, e)
+	now := cq.gap * 100
+	cq.issue(e, now, k)
 	if got, want := ms[0].granted, 3*e.state.pkt; got != want {
 		t.Errorf("granted %d bytes at once, want %d (three packets: now and the two-packet catch-up)", got, want)
 	}
-	if !e.state.armed || e.state.armedAt != e.state.creditAt {
-		t.Errorf("timer armed %v at %v, want at %v", e.state.armed, e.state.armedAt, e.state.creditAt)
+	if !e.state.armed || e.state.armedAt != cq.at {
+		t.Errorf("timer armed %v at %v, want at %v", e.state.armed, e.state.armedAt, cq.at)
 	}
-	e.issueCredits(now + e.state.pol.creditGap)
+	cq.issue(e, now+cq.gap, k)
 	if got, want := ms[0].granted, 4*e.state.pkt; got != want {
 		t.Errorf("granted %d bytes one packet time later, want %d", got, want)
 	}
@@ -136,13 +153,13 @@ func TestTrimmedRequestPulled(t *testing.T) {
 	for i, p := range rc.sent {
 		p.Addr = peer
 		cli.handlePacket(0, &p)
-		if i == 0 && (len(r.out.rexmit) != 0 || len(cli.state.held) != 1) {
-			t.Errorf("after the NACK: %d retransmissions queued, %d held; want 0 and 1", len(r.out.rexmit), len(cli.state.held))
+		if i == 0 && (len(r.out.rexmit) != 0 || len(cli.state.pol.(*ndpPolicy).held) != 1) {
+			t.Errorf("after the NACK: %d retransmissions queued, %d held; want 0 and 1", len(r.out.rexmit), len(cli.state.pol.(*ndpPolicy).held))
 		}
 	}
 	cli.unlock()
-	if r.info.retransmits != 1 || r.out.granted != 3000 || len(cli.state.held) != 0 {
-		t.Errorf("retransmits %d, granted %d, held %d: want 1, 3000, 0", r.info.retransmits, r.out.granted, len(cli.state.held))
+	if r.info.retransmits != 1 || r.out.granted != 3000 || len(cli.state.pol.(*ndpPolicy).held) != 0 {
+		t.Errorf("retransmits %d, granted %d, held %d: want 1, 3000, 0", r.info.retransmits, r.out.granted, len(cli.state.pol.(*ndpPolicy).held))
 	}
 }
 
@@ -173,7 +190,7 @@ func TestPHostBlindPriorities(t *testing.T) {
 		r := &rpc{id: 4, client: true, peer: e.peer(netip.MustParseAddr("10.0.0.2")), lport: 0x8000, rport: 99}
 		e.state.clients[4] = r
 		e.mu.Lock()
-		e.startOut(0, r, make([]byte, tt.length), e.state.pol.unsched, 0)
+		e.startOut(0, r, make([]byte, tt.length), e.state.unsched, 0)
 		e.unlock()
 		var high, low int
 		for _, p := range rc.sent {
@@ -221,8 +238,8 @@ func TestPullBeforeNack(t *testing.T) {
 				cli.handlePacket(0, &Packet{Buf: b, Addr: peer, TOS: TOS(7)})
 				cli.unlock()
 			}
-			if r.info.retransmits != 1 || len(cli.state.held) != 0 {
-				t.Errorf("retransmits %d, held %d: want 1, 0", r.info.retransmits, len(cli.state.held))
+			if r.info.retransmits != 1 || len(cli.state.pol.(*ndpPolicy).held) != 0 {
+				t.Errorf("retransmits %d, held %d: want 1, 0", r.info.retransmits, len(cli.state.pol.(*ndpPolicy).held))
 			}
 		})
 	}

@@ -19,14 +19,13 @@ const (
 	maxRestarts = 16
 )
 
-// handlePacket decodes one packet and dispatches it by type. Malformed
-// packets, and packets about an RPC from anyone but its peer, are dropped
-// and counted by reason (defend.go).
-func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
-	if e.state.pol.roce {
-		e.onRoCE(now, p)
-		return
-	}
+// handlePacket hands one packet to the Endpoint's protocol.
+func (e *Endpoint) handlePacket(now time.Duration, p *Packet) { e.proto.receive(now, p) }
+
+// receiveHoma decodes one packet of the Homa family and dispatches it by
+// type. Malformed packets, and packets about an RPC from anyone but its
+// peer, are dropped and counted by reason (defend.go).
+func (e *Endpoint) receiveHoma(now time.Duration, p *Packet) {
 	b := p.Buf
 	c, err := wire.ParseCommon(b)
 	if err != nil {
@@ -83,8 +82,19 @@ func (e *Endpoint) handlePacket(now time.Duration, p *Packet) {
 	case wire.TypeStartMsg:
 		e.onStartMsg(now, p.Addr, b, Priority(p.TOS), r)
 	case wire.TypePull, wire.TypeNack:
-		e.onNDP(now, b, c.Type, r)
+		e.state.pol.control(now, b, c.Type, r)
 	}
+}
+
+// onTrimmed handles a DATA packet whose payload a switch trimmed, as the
+// policy does.
+func (e *Endpoint) onTrimmed(now time.Duration, addr netip.Addr, b []byte, r *rpc) {
+	d, err := wire.ParseTrimmed(b)
+	if err != nil {
+		e.dropErr(err)
+		return
+	}
+	e.state.pol.trimmed(now, addr, d, r)
 }
 
 // onData handles a DATA packet that arrived at priority prio.
@@ -121,19 +131,14 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 	if d.Retransmit != 0 {
 		r.lost(now)
 		// The rest of the gap is lost only if the retransmission answers
-		// our RESEND, sent after silent ticks. NDP's answer a NACK: the
-		// packets after it are still on their way (sprayed, or queued
-		// behind it as NACKed), and asking for them again sent each twice.
-		if !st.pol.ndp || r.resent {
+		// our RESEND, sent after silent ticks (policy.restLost).
+		if st.pol.restLost(r) {
 			e.resendRest(now, r, d.Offset+uint32(len(payload)))
 		}
 	}
 	st.schedDue = true
 	if m.received < m.length {
-		if st.pol.credit == creditPulls {
-			m.pulls++ // NDP: every arrival earns its sender a PULL
-		}
-		e.track(m)
+		st.pol.arrived(m)
 		return
 	}
 	st.sched.remove(m)
@@ -190,9 +195,8 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 		e.drop(DropLengthMismatch)
 		return false
 	}
-	// The other variants choose their priorities themselves: no cutoffs.
-	if d.CutoffVersion != st.cut.version && st.prios > 1 && st.pol.credit == creditGrants {
-		e.sendCutoffs(now, r.peer, &d.Common)
+	if d.CutoffVersion != st.cut.version && st.prios > 1 {
+		st.pol.staleCutoffs(now, r.peer, d.Common)
 	}
 	return true
 }
@@ -226,7 +230,7 @@ func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio
 		return
 	}
 	if m := &r.in; m.received < m.length {
-		e.track(m)
+		e.state.pol.track(m)
 		e.state.schedDue = true
 	}
 }
@@ -396,13 +400,13 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 		st.sched.remove(&r.in)
 	}
 	if r.in.credited {
-		e.untrack(&r.in)
+		st.pol.untrack(&r.in)
 	}
 	e.release(r)
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
 	r.progress(now) // the RPC starts afresh
-	e.startOut(now, r, r.out.data, r.out.unsched, r.out.flags)
+	e.startMessage(now, r, r.out.data, r.out.unsched, r.out.flags)
 }
 
 func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {

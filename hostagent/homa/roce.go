@@ -14,10 +14,10 @@ import (
 )
 
 // The roce variant (homaconf.VariantRoCE): RoCEv2 reliable connections
-// as a policy over the engine. The engine keeps what it does for every
-// variant — the RPC API and records, the peers, the Conn and its
-// transmit batch, the pacer's model of the link, the ticks — and this
-// file replaces Homa's per-message protocol with a queue pair's: each
+// as a protocol of the engine (protocol.go). The engine keeps what it
+// does for every transport — the RPC API and records, the peers, the Conn
+// and its transmit batch, the pacer's model of the link, the ticks — and
+// this file replaces Homa's per-message packets with a queue pair's: each
 // message is a SEND of MTU packets numbered by the queue pair's PSNs,
 // the responder accepts packets in sequence only and acknowledges them,
 // a NAK or a timeout sends the requester back to the first
@@ -41,8 +41,10 @@ const (
 	ecnCE   = 0x03
 )
 
-// roceState is the variant's part of an Endpoint's state.
-type roceState struct {
+// roceProtocol is the roce variant's protocol: its queue pairs and DCQCN
+// settings.
+type roceProtocol struct {
+	e     *Endpoint
 	qps   map[uint64]*roceQP // by qpKey
 	list  []*roceQP          // in creation order: ticks and the pacer scan it
 	rr    int                // where the pacer's round robin starts
@@ -96,37 +98,81 @@ type roceQP struct {
 
 func qpKey(addr netip.Addr, qpn uint32) uint64 { return uint64(v4(addr))<<32 | uint64(qpn) }
 
-// initRoCE readies the variant's state.
-func (st *endpointState) initRoCE(cfg homaconf.Config) {
-	st.roce.qps = map[uint64]*roceQP{}
-	st.roce.pl = cfg.RoCEPayload()
-	st.roce.dc = newDCQCNParams(cfg)
+// newRoCE builds e's roce protocol.
+func newRoCE(e *Endpoint) *roceProtocol {
+	return &roceProtocol{e: e, qps: map[uint64]*roceQP{}, pl: e.cfg.RoCEPayload(), dc: newDCQCNParams(e.cfg)}
 }
 
+func (rp *roceProtocol) receive(now time.Duration, p *Packet) { rp.onRoCE(now, p) }
+
+// startOut queues data as r's message: RoCE has no blind bytes (its queue
+// pair's DCQCN rate is the only limit) and no DATA flags.
+func (rp *roceProtocol) startOut(now time.Duration, r *rpc, data []byte, _ uint32, _ uint8) {
+	rp.roceStartOut(now, r, data)
+}
+
+func (rp *roceProtocol) send() { rp.pumpRoCE(rp.e.now()) }
+
+func (rp *roceProtocol) tick(now time.Duration) int {
+	rp.roceTick(now)
+	servers := 0
+	for _, p := range rp.e.state.peers {
+		servers += len(p.servers)
+	}
+	return servers
+}
+
+func (rp *roceProtocol) callDone(r *rpc, err error) { rp.roceDone(r, err) }
+
+// encapBytes: RoCEv2 rides in UDP.
+func (rp *roceProtocol) encapBytes() int { return wire.UDPHeaderLen }
+
+// start has the Endpoint obey the PFC PAUSE frames its Conn receives,
+// when it receives them.
+func (rp *roceProtocol) start(conn Conn) {
+	e := rp.e
+	pr, ok := conn.(PauseReader)
+	if u, has := conn.(interface{ PauseUnavailable() error }); ok && has {
+		if err := u.PauseUnavailable(); err != nil {
+			e.log.Warn("homa: roce does not obey PFC PAUSE frames", "err", err)
+			return
+		}
+	}
+	if !ok {
+		return
+	}
+	e.wg.Add(1)
+	go rp.pauses(pr)
+}
+
+func (rp *roceProtocol) pausePriority() uint { return uint(rp.e.cfg.RoCEPriority) }
+
 // qp returns queue pair qpn to addr, creating it on first use.
-func (e *Endpoint) qp(addr netip.Addr, qpn uint32) *roceQP {
-	rs := &e.state.roce
+func (rp *roceProtocol) qp(addr netip.Addr, qpn uint32) *roceQP {
+	e := rp.e
 	k := qpKey(addr, qpn)
-	q := rs.qps[k]
+	q := rp.qps[k]
 	if q == nil {
-		q = &roceQP{addr: addr, peer: e.peer(addr), qpn: qpn, cc: newDCQCN(&rs.dc)}
-		rs.qps[k] = q
-		rs.list = append(rs.list, q)
+		q = &roceQP{addr: addr, peer: e.peer(addr), qpn: qpn, cc: newDCQCN(&rp.dc)}
+		rp.qps[k] = q
+		rp.list = append(rp.list, q)
 	}
 	return q
 }
 
 // qpOf is the queue pair RPC r's messages use: both sides derive it from
 // the client's id.
-func (e *Endpoint) qpOf(r *rpc) *roceQP {
-	return e.qp(r.peer.addr, roceQPBase+uint32((r.id>>1)%uint64(e.cfg.RoCEQPsPerPeer)))
+func (rp *roceProtocol) qpOf(r *rpc) *roceQP {
+	e := rp.e
+	return rp.qp(r.peer.addr, roceQPBase+uint32((r.id>>1)%uint64(e.cfg.RoCEQPsPerPeer)))
 }
 
 // roceStartOut queues data as r's outbound message on its queue pair.
-func (e *Endpoint) roceStartOut(now time.Duration, r *rpc, data []byte) {
+func (rp *roceProtocol) roceStartOut(now time.Duration, r *rpc, data []byte) {
+	e := rp.e
 	r.out = msgOut{data: data, length: uint32(len(data)), birth: now}
-	q := e.qpOf(r)
-	pl := uint64(e.state.roce.pl)
+	q := rp.qpOf(r)
+	pl := uint64(rp.pl)
 	n := (wire.RoCEMsgHeaderLen + uint64(len(data)) + pl - 1) / pl
 	if q.sndUna == q.maxSent && q.sndNxt == q.next {
 		q.ackTick = e.state.tick // nothing was outstanding: the timeout starts now
@@ -140,15 +186,15 @@ func (e *Endpoint) roceStartOut(now time.Duration, r *rpc, data []byte) {
 // (delivery is in order), which acknowledges them; a failed Call's
 // request is copied if it may still go out, since its caller owns the
 // bytes again.
-func (e *Endpoint) roceDone(r *rpc, err error) {
-	q := e.qpOf(r)
+func (rp *roceProtocol) roceDone(r *rpc, err error) {
+	q := rp.qpOf(r)
 	for i := range q.out {
 		o := &q.out[i]
 		if o.r != r {
 			continue
 		}
 		if err == nil {
-			e.roceAcked(q, o.first+o.n)
+			rp.roceAcked(q, o.first+o.n)
 		} else {
 			r.out.data = slices.Clone(r.out.data)
 		}
@@ -158,14 +204,13 @@ func (e *Endpoint) roceDone(r *rpc, err error) {
 
 // pumpRoCE sends the packets the queue pairs' rates and the link allow,
 // round robin over the queue pairs, as a NIC's scheduler does.
-func (e *Endpoint) pumpRoCE(now time.Duration) {
-	st := &e.state
-	rs := &st.roce
+func (rp *roceProtocol) pumpRoCE(now time.Duration) {
+	e := rp.e
 	for range 1 << 16 { // bounded: each pass sends a packet or returns
 		var pick *roceQP
 		wake := time.Duration(-1)
-		for i := range rs.list {
-			q := rs.list[(rs.rr+i)%len(rs.list)]
+		for i := range rp.list {
+			q := rp.list[(rp.rr+i)%len(rp.list)]
 			if q.sndNxt >= q.next {
 				continue
 			}
@@ -175,7 +220,7 @@ func (e *Endpoint) pumpRoCE(now time.Duration) {
 				}
 				continue
 			}
-			pick, rs.rr = q, (rs.rr+i+1)%len(rs.list)
+			pick, rp.rr = q, (rp.rr+i+1)%len(rp.list)
 			break
 		}
 		if pick == nil {
@@ -185,21 +230,21 @@ func (e *Endpoint) pumpRoCE(now time.Duration) {
 			}
 			return
 		}
-		if rs.pausedUntil > now { // PFC: the switch paused the data's priority
-			e.armPacer(now, rs.pausedUntil)
+		if rp.pausedUntil > now { // PFC: the switch paused the data's priority
+			e.armPacer(now, rp.pausedUntil)
 			return
 		}
 		if e.pacerHolds(now) {
 			return
 		}
-		e.roceSend(now, pick)
+		rp.roceSend(now, pick)
 	}
 }
 
 // roceSend sends q's packet sndNxt.
-func (e *Endpoint) roceSend(now time.Duration, q *roceQP) {
-	st := &e.state
-	pl := uint64(st.roce.pl)
+func (rp *roceProtocol) roceSend(now time.Duration, q *roceQP) {
+	e := rp.e
+	pl := uint64(rp.pl)
 	k := 0
 	for k < len(q.out)-1 && q.out[k].first+q.out[k].n <= q.sndNxt {
 		k++
@@ -247,40 +292,41 @@ func (e *Endpoint) roceSend(now time.Duration, q *roceQP) {
 	}
 	if !e.cfg.RoCENoDCQCN {
 		wireLen := len(buf) + homaconf.IPHeaderLen + wire.UDPHeaderLen + e.cfg.FrameOverhead
-		q.cc.sent(now, &st.roce.dc, uint32(wireLen))
+		q.cc.sent(now, &rp.dc, uint32(wireLen))
 		q.nextAt = max(q.nextAt, now) + wireTime(wireLen, uint64(q.cc.rc))
 	}
 }
 
 // onRoCE handles one RoCEv2 packet (the UDP payload p.Buf).
-func (e *Endpoint) onRoCE(now time.Duration, p *Packet) {
+func (rp *roceProtocol) onRoCE(now time.Duration, p *Packet) {
+	e := rp.e
 	pk, err := wire.ParseRoCE(p.Buf)
 	if err != nil || pk.PKey != wire.DefaultPKey || pk.DestQP < roceQPBase || pk.DestQP >= roceQPBase+uint32(e.cfg.RoCEQPsPerPeer) {
 		e.c.malformed.Add(1)
 		return
 	}
 	e.c.rxBytes.Add(uint64(len(p.Buf)))
-	q := e.qp(p.Addr, pk.DestQP)
+	q := rp.qp(p.Addr, pk.DestQP)
 	q.heardTick = e.state.tick
 	prio := Priority(p.TOS)
 	switch {
 	case pk.Opcode == wire.OpCNP:
 		e.c.cnpRecv.Add(1)
-		q.cc.cnp(now, &e.state.roce.dc)
+		q.cc.cnp(now, &rp.dc)
 		e.c.rateCuts.Add(1)
 	case pk.Opcode == wire.OpAck && pk.Syndrome&0xe0 == wire.SyndromeNakPSN&0xe0:
 		e.c.rxPkts[wire.TypeNack.Index()][prio].Add(1)
 		e.c.naksRecv.Add(1)
-		e.roceNak(now, q, pk.PSN)
+		rp.roceNak(now, q, pk.PSN)
 	case pk.Opcode == wire.OpAck:
 		e.c.rxPkts[wire.TypeAck.Index()][prio].Add(1)
-		e.roceAck(q, pk.PSN)
+		rp.roceAck(q, pk.PSN)
 	default:
 		e.c.rxPkts[wire.TypeData.Index()][prio].Add(1)
 		if p.TOS&ecnCE == ecnCE {
-			e.roceMarked(now, q)
+			rp.roceMarked(now, q)
 		}
-		e.roceData(now, q, &pk)
+		rp.roceData(now, q, &pk)
 	}
 }
 
@@ -296,20 +342,20 @@ func (q *roceQP) unwrap(psn uint32) (uint64, bool) {
 }
 
 // roceAck handles an ACK of every PSN up to psn.
-func (e *Endpoint) roceAck(q *roceQP, psn uint32) {
+func (rp *roceProtocol) roceAck(q *roceQP, psn uint32) {
 	if v, ok := q.unwrap(psn); ok && v < q.maxSent {
-		e.roceAcked(q, v+1)
+		rp.roceAcked(q, v+1)
 	}
 }
 
 // roceNak handles a NAK: the responder expects psn next, so everything
 // before it arrived and the requester goes back to it.
-func (e *Endpoint) roceNak(now time.Duration, q *roceQP, psn uint32) {
+func (rp *roceProtocol) roceNak(now time.Duration, q *roceQP, psn uint32) {
 	v, ok := q.unwrap(psn)
 	if !ok {
 		return
 	}
-	e.roceAcked(q, v)
+	rp.roceAcked(q, v)
 	if v < q.maxSent && q.sndNxt > v {
 		q.sndNxt = v
 		if k := q.find(v); k >= 0 {
@@ -331,7 +377,8 @@ func (q *roceQP) find(v uint64) int {
 // roceAcked moves q's oldest unacknowledged PSN up to una, ending the
 // messages it completes: a server's response is done and its RPC
 // forgotten.
-func (e *Endpoint) roceAcked(q *roceQP, una uint64) {
+func (rp *roceProtocol) roceAcked(q *roceQP, una uint64) {
+	e := rp.e
 	if una <= q.sndUna {
 		return
 	}
@@ -355,14 +402,15 @@ func (e *Endpoint) roceAcked(q *roceQP, una uint64) {
 // roceData handles a SEND packet of q's inbound messages: in sequence it
 // is taken, early it is dropped and NAKed (once per expected PSN), late
 // it is a duplicate.
-func (e *Endpoint) roceData(now time.Duration, q *roceQP, pk *wire.RoCEPacket) {
+func (rp *roceProtocol) roceData(now time.Duration, q *roceQP, pk *wire.RoCEPacket) {
+	e := rp.e
 	d := (pk.PSN - q.ePSN) & wire.PSNMask
 	switch {
 	case d == 0:
 	case d >= 1<<23: // before ePSN: a copy of what was taken
 		e.c.dupData.Add(1)
 		if pk.AckReq {
-			e.roceSendAck(now, q, (q.ePSN-1)&wire.PSNMask, wire.SyndromeAck)
+			rp.roceSendAck(now, q, (q.ePSN-1)&wire.PSNMask, wire.SyndromeAck)
 		}
 		return
 	default: // a gap: a packet before this one was lost
@@ -381,7 +429,7 @@ func (e *Endpoint) roceData(now time.Duration, q *roceQP, pk *wire.RoCEPacket) {
 		if !q.nakSent {
 			q.nakSent = true
 			e.c.naksSent.Add(1)
-			e.roceSendAck(now, q, q.ePSN, wire.SyndromeNakPSN)
+			rp.roceSendAck(now, q, q.ePSN, wire.SyndromeNakPSN)
 		}
 		return
 	}
@@ -404,7 +452,7 @@ func (e *Endpoint) roceData(now time.Duration, q *roceQP, pk *wire.RoCEPacket) {
 			e.c.malformed.Add(1)
 			q.discard = !last
 		} else {
-			q.cur = e.roceInbound(now, q, &h)
+			q.cur = rp.roceInbound(now, q, &h)
 			q.discard = q.cur == nil && !last
 		}
 		payload = payload[wire.RoCEMsgHeaderLen:]
@@ -424,19 +472,20 @@ func (e *Endpoint) roceData(now time.Duration, q *roceQP, pk *wire.RoCEPacket) {
 		q.msn = (q.msn + 1) & wire.PSNMask
 		if r := q.cur; r != nil {
 			q.cur = nil
-			e.roceComplete(now, r)
+			rp.roceComplete(now, r)
 		}
 		q.discard = false
 	}
 	if pk.AckReq {
-		e.roceSendAck(now, q, pk.PSN, wire.SyndromeAck)
+		rp.roceSendAck(now, q, pk.PSN, wire.SyndromeAck)
 	}
 }
 
 // roceInbound returns the RPC a message that begins with h belongs to: a
 // new server RPC for a request, the waiting Call for a response; nil,
 // counted, when nobody takes it.
-func (e *Endpoint) roceInbound(now time.Duration, q *roceQP, h *wire.RoCEMsgHeader) *rpc {
+func (rp *roceProtocol) roceInbound(now time.Duration, q *roceQP, h *wire.RoCEMsgHeader) *rpc {
+	e := rp.e
 	st := &e.state
 	var r *rpc
 	if h.ID&1 == 0 {
@@ -461,7 +510,8 @@ func (e *Endpoint) roceInbound(now time.Duration, q *roceQP, h *wire.RoCEMsgHead
 }
 
 // roceComplete hands a whole message to its taker.
-func (e *Endpoint) roceComplete(now time.Duration, r *rpc) {
+func (rp *roceProtocol) roceComplete(now time.Duration, r *rpc) {
+	e := rp.e
 	if r.client {
 		e.finishCall(now, r, r.in.buf, nil)
 		return
@@ -471,7 +521,8 @@ func (e *Endpoint) roceComplete(now time.Duration, r *rpc) {
 
 // roceMarked notes a CE-marked packet on q: a CNP goes to the requester,
 // at most one per CNP interval for the queue pair.
-func (e *Endpoint) roceMarked(now time.Duration, q *roceQP) {
+func (rp *roceProtocol) roceMarked(now time.Duration, q *roceQP) {
+	e := rp.e
 	if e.cfg.RoCENoDCQCN || (q.cnpSent && now-q.cnpAt < e.cfg.DCQCNCNPInterval) {
 		return
 	}
@@ -482,7 +533,8 @@ func (e *Endpoint) roceMarked(now time.Duration, q *roceQP) {
 }
 
 // roceSendAck sends an ACK of psn, or a NAK asking from psn on.
-func (e *Endpoint) roceSendAck(now time.Duration, q *roceQP, psn uint32, syndrome uint8) {
+func (rp *roceProtocol) roceSendAck(now time.Duration, q *roceQP, psn uint32, syndrome uint8) {
+	e := rp.e
 	t := wire.TypeAck
 	if syndrome != wire.SyndromeAck {
 		t = wire.TypeNack
@@ -495,9 +547,10 @@ func (e *Endpoint) roceSendAck(now time.Duration, q *roceQP, psn uint32, syndrom
 // outstanding and no acknowledged progress for RoCETimeoutTicks goes back
 // to its oldest unacknowledged packet; a Call whose queue pair heard
 // nothing from the peer for TimeoutTicks fails.
-func (e *Endpoint) roceTick(now time.Duration) {
+func (rp *roceProtocol) roceTick(now time.Duration) {
+	e := rp.e
 	st := &e.state
-	for _, q := range st.roce.list {
+	for _, q := range rp.list {
 		if q.sndUna < q.maxSent && st.tick-q.ackTick >= uint64(e.cfg.RoCETimeoutTicks) {
 			q.ackTick = st.tick
 			if q.retries < roceMaxRetries {
@@ -510,7 +563,7 @@ func (e *Endpoint) roceTick(now time.Duration) {
 			q.sndNxt = q.sndUna
 		}
 	}
-	rs := st.roce.clist[:0]
+	rs := rp.clist[:0]
 	for _, r := range st.clients {
 		rs = append(rs, r)
 	}
@@ -520,7 +573,7 @@ func (e *Endpoint) roceTick(now time.Duration) {
 	for _, r := range rs {
 		// heardTick is the tick number during which the last packet came
 		// (st.tick has moved on by one since).
-		if r.silent++; e.qpOf(r).heardTick+1 >= st.tick {
+		if r.silent++; rp.qpOf(r).heardTick+1 >= st.tick {
 			r.silent = 0
 		}
 		if r.silent >= e.cfg.TimeoutTicks {
@@ -529,19 +582,19 @@ func (e *Endpoint) roceTick(now time.Duration) {
 		}
 	}
 	clear(rs)
-	st.roce.clist = rs[:0]
+	rp.clist = rs[:0]
 }
 
-// rocePause obeys a PFC PAUSE frame for the data's priority that arrived
+// pause obeys a PFC PAUSE frame for the data's priority that arrived
 // at now: the queue pairs send no data for quanta of 512 bit times at the
 // link rate, or again at once for quanta 0 (a resume). ACKs, NAKs and
 // CNPs go at their own priority and are not held, as a NIC does.
-func (e *Endpoint) rocePause(now time.Duration, quanta uint16) {
-	rs := &e.state.roce
+func (rp *roceProtocol) pause(now time.Duration, quanta uint16) {
+	e := rp.e
 	// The pause before this frame ran until now or until it ran out.
-	e.c.pausedNs.Add(uint64(min(now, rs.pausedUntil) - rs.pausedSince))
-	rs.pausedSince = now
-	rs.pausedUntil = now + time.Duration(wire.PFCPause(quanta, e.cfg.LinkBps))
+	e.c.pausedNs.Add(uint64(min(now, rp.pausedUntil) - rp.pausedSince))
+	rp.pausedSince = now
+	rp.pausedUntil = now + time.Duration(wire.PFCPause(quanta, e.cfg.LinkBps))
 	if quanta == 0 {
 		e.c.resumesRecv.Add(1)
 	} else {
@@ -551,7 +604,8 @@ func (e *Endpoint) rocePause(now time.Duration, quanta uint16) {
 
 // pauses reads the PAUSE frames pr receives and obeys those for the
 // data's priority, until the Conn is closed.
-func (e *Endpoint) pauses(pr PauseReader) {
+func (rp *roceProtocol) pauses(pr PauseReader) {
+	e := rp.e
 	defer e.wg.Done()
 	buf := make([]byte, 128)
 	prio := uint(e.cfg.RoCEPriority)
@@ -573,7 +627,7 @@ func (e *Endpoint) pauses(pr PauseReader) {
 		if !e.lock() {
 			return
 		}
-		e.rocePause(e.now(), quanta[prio])
+		rp.pause(e.now(), quanta[prio])
 		e.unlock() // a resume lets the queue pairs send again
 	}
 }

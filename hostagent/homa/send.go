@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/wire"
 )
 
@@ -51,11 +50,7 @@ func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t
 		}
 	}
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	over := homaconf.IPHeaderLen + e.cfg.FrameOverhead
-	if st.pol.roce {
-		over += wire.UDPHeaderLen
-	}
-	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+over, e.cfg.LinkBps*99/100)
+	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+st.txOver, e.cfg.LinkBps*99/100)
 }
 
 // flush hands the queued packets to the Conn.
@@ -72,14 +67,10 @@ func (e *Endpoint) flush() {
 	st.txN = 0
 }
 
-// pump sends DATA while the pacer allows: SRPT among outbound messages,
-// with a FIFO share for the oldest; messages with few bytes left bypass
-// the pacer because they cannot build a queue.
-func (e *Endpoint) pump(now time.Duration) {
-	if e.state.pol.roce {
-		e.pumpRoCE(now)
-		return
-	}
+// pumpData sends DATA while the pacer allows: SRPT among outbound
+// messages, with a FIFO share for the oldest; messages with few bytes left
+// bypass the pacer because they cannot build a queue.
+func (e *Endpoint) pumpData(now time.Duration) {
 	for {
 		r := e.pickSender()
 		if r == nil {
@@ -192,13 +183,11 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		d.Offset, n = o.next, min(st.pkt, o.granted-o.next)
 		o.next += n
 		prio = o.schedPrio
-		if d.Offset < min(o.unsched, st.pol.blindHigh) {
-			prio = e.unschedLevel(r.peer, o.length)
+		if d.Offset < min(o.unsched, st.blindHigh) {
+			prio = st.pol.blindLevel(r.peer, o.length)
 		}
 	}
-	if st.pol.rank {
-		d.Rank = rankOf(o)
-	}
+	d.Rank = st.pol.rank(o)
 	if r.client && len(r.peer.acks) > 0 {
 		a := r.peer.acks[len(r.peer.acks)-1]
 		r.peer.acks = r.peer.acks[:len(r.peer.acks)-1]
@@ -238,7 +227,7 @@ func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common
 func (e *Endpoint) sendStartMsg(now time.Duration, r *rpc) {
 	o := &r.out
 	s := wire.StartMsg{Common: r.header(wire.TypeStartMsg), MessageLength: o.length, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
-	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.unschedLevel(r.peer, o.length))
+	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.state.pol.blindLevel(r.peer, o.length))
 }
 
 // header returns the common header of a control packet about r.

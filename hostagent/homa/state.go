@@ -46,19 +46,20 @@ type endpointState struct {
 	picks    uint64
 	armedAt  time.Duration // when the armed pacer timer fires
 	pkt      uint32        // DATA payload per packet
-	// pol is the variant's policy; credq and creditAt are the pHost and
-	// NDP receiver's messages waiting for credit and when the next may go.
-	pol      policy
-	credq    []*msgIn
-	creditAt time.Duration
-	held     []heldNack // NDP sender: NACKed packets waiting for a PULL
-	ctrlPrio uint8
-	prios    int
+	// pol is the Homa family's policy (nil for other protocols), unsched
+	// how much of a message it sends before any credit, and blindHigh how
+	// much of that at its blind level (newPolicy).
+	pol       policy
+	unsched   uint32
+	blindHigh uint32
+	ctrlPrio  uint8
+	prios     int
 	// finished are a Driven Endpoint's Calls that ended during the
 	// current event, for its caller's callbacks.
 	finished []*rpc
-	// roce is the roce variant's queue pairs and DCQCN settings.
-	roce roceState
+	// txOver is what each packet takes on the link beyond its buffer
+	// (IPv4 header, frame overhead, the protocol's encapsulation).
+	txOver int
 }
 
 // init readies st for an Endpoint with configuration cfg (defaults filled
@@ -70,10 +71,6 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 		st.tx[i].Buf = make([]byte, 0, cfg.MTU)
 	}
 	st.pkt = cfg.PayloadPerPacket()
-	st.pol = newPolicy(cfg)
-	if st.pol.roce {
-		st.initRoCE(cfg)
-	}
 	st.prios = cfg.Priorities
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
@@ -105,18 +102,13 @@ func (e *Endpoint) lock() bool {
 	return true
 }
 
-// unlock ends an event: grants the scheduler asked for, DATA the pacer
-// allows, and the transmit batch go out before the state is released. The
+// unlock ends an event: what the protocol has due (grants the scheduler
+// asked for, DATA the pacer allows) and the transmit batch go out before
+// the state is released. The
 // pacer reads the clock afresh: the event's reading is a few µs old, and at
 // 1 Gbit/s that is a third of a packet it would leave unsent.
 func (e *Endpoint) unlock() {
-	if e.state.schedDue {
-		e.grantNow()
-	}
-	if len(e.state.credq) > 0 {
-		e.issueCredits(e.now())
-	}
-	e.pump(e.now())
+	e.proto.send()
 	e.flush()
 	if e.state.spinning {
 		select {
@@ -148,10 +140,10 @@ func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req
 	r.lport, r.rport = e.cfg.ClientPort, dest.Port()
 	r.heard = now
 	var flags uint8
-	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold && !st.pol.roce {
+	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold {
 		flags = wire.FlagIncast
 	}
-	e.startOut(now, r, req, st.pol.unsched, flags)
+	e.startOut(now, r, req, st.unsched, flags)
 	st.clients[r.id] = r
 }
 
@@ -170,7 +162,7 @@ func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) bool {
 		e.c.unknownRPC.Add(1)
 		return false
 	}
-	unsched := e.state.pol.unsched
+	unsched := e.state.unsched
 	if r.incast {
 		unsched = min(unsched, e.cfg.IncastUnschedBytes)
 	}
@@ -206,29 +198,15 @@ func v4(addr netip.Addr) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-// unschedLevel is the priority of unscheduled bytes of a message of n
-// bytes to p, chosen per packet as Linux does, so cutoffs that arrive in
-// the middle of a message apply to its remaining unscheduled packets.
-// Before p's first CUTOFFS it is the top level, where this host's own
-// default cutoffs put every unscheduled byte (a new Linux peer uses 6,
-// which on a Linux receiver is unscheduled too but here is the top
-// scheduled level; docs/homa.md, departures).
-func (e *Endpoint) unschedLevel(p *peer, n uint32) uint8 {
-	if e.state.pol.credit != creditGrants {
-		return e.state.pol.blindPrio
-	}
-	if p.cutoffs.version != 0 {
-		return unschedPriority(&p.cutoffs.cut, e.state.prios, n)
-	}
-	return uint8(e.state.prios - 1)
+// startOut begins sending data as r's outbound message, as its protocol
+// does.
+func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
+	e.proto.startOut(now, r, data, unsched, flags)
 }
 
-// startOut begins sending data as r's outbound message.
-func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
-	if e.state.pol.roce {
-		e.roceStartOut(now, r, data)
-		return
-	}
+// startMessage begins sending data as r's outbound DATA (the Homa
+// family's startOut).
+func (e *Endpoint) startMessage(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
 	n := uint32(len(data))
 	announce := e.cfg.StartMsg && n > unsched
 	if announce {
@@ -271,9 +249,7 @@ func (e *Endpoint) finishCall(now time.Duration, r *rpc, resp []byte, err error)
 		}
 	}
 	r.resp, r.err = resp, err
-	if st.pol.roce {
-		e.roceDone(r, err)
-	}
+	e.proto.callDone(r, err)
 	if e.driven {
 		st.finished = append(st.finished, r)
 		return

@@ -11,25 +11,7 @@ import (
 func (e *Endpoint) onTick(now time.Duration) {
 	st := &e.state
 	st.tick++
-	servers := 0
-	if st.pol.roce {
-		e.roceTick(now)
-		for _, p := range st.peers {
-			servers += len(p.servers)
-		}
-	} else if e.driven {
-		servers = e.checkInOrder(now)
-	} else {
-		for _, r := range st.clients {
-			e.checkRPC(now, r)
-		}
-		for _, p := range st.peers {
-			for _, r := range p.servers {
-				e.checkRPC(now, r)
-			}
-			servers += len(p.servers)
-		}
-	}
+	servers := e.proto.tick(now)
 	e.c.clientRPCs.Store(uint64(len(st.clients)))
 	e.c.serverRPCs.Store(uint64(servers))
 	if len(st.ackPeers) > 0 {
@@ -39,6 +21,26 @@ func (e *Endpoint) onTick(now time.Duration) {
 	if st.dynamic && st.sizeNew >= e.cfg.CutoffSamples {
 		e.updateCutoffs()
 	}
+}
+
+// checkRPCs advances every RPC's silence timer (checkRPC), in id order
+// on a Driven Endpoint; it returns how many server RPCs there are.
+func (e *Endpoint) checkRPCs(now time.Duration) int {
+	st := &e.state
+	if e.driven {
+		return e.checkInOrder(now)
+	}
+	for _, r := range st.clients {
+		e.checkRPC(now, r)
+	}
+	servers := 0
+	for _, p := range st.peers {
+		for _, r := range p.servers {
+			e.checkRPC(now, r)
+		}
+		servers += len(p.servers)
+	}
+	return servers
 }
 
 // expireTombs drops the tombstones due by now. They all live equally

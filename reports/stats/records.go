@@ -78,7 +78,7 @@ type RecordSet struct {
 	// switchOf maps host names and addresses to their switch (from the
 	// manifest's fabric), so each RPC knows how many links it crosses.
 	switchOf map[string]string
-	fabric   *rundir.Fabric
+	fabric   *rundir.FabricRecord
 	rows     int64
 	empty    bool // the file had not even a header
 	// anatomy says which experiments the latency anatomy joins (those with
@@ -134,7 +134,7 @@ func OpenRecords(dir string) (io.ReadCloser, string, error) { return rundir.Open
 // runs write it, calibration first and each experiment's rows together;
 // anything else is rundir.ErrNotGrouped, and the caller reads again with
 // done nil.
-func ReadRecords(ctx context.Context, dir string, fabric *rundir.Fabric, anatomy func(string) bool, done func(*RecordSet, *ExpRecords) error) (*RecordSet, error) {
+func ReadRecords(ctx context.Context, dir string, fabric *rundir.FabricRecord, anatomy func(string) bool, done func(*RecordSet, *ExpRecords) error) (*RecordSet, error) {
 	rc, name, err := OpenRecords(dir)
 	if err != nil {
 		return nil, err

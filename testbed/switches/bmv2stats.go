@@ -26,7 +26,7 @@ type QueueCounterReader interface {
 
 // QueueCounters reads switch sw's queue counters.
 func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
-	return c.fabric.QueueCounters(ctx, sw)
+	return c.switches.QueueCounters(ctx, sw)
 }
 
 // BMv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue

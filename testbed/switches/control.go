@@ -103,8 +103,8 @@ func Defences(s *scenario.Scenario) controller.Defences {
 // Control keeps the controller's connections for the whole run: the
 // switches are programmed once and read for telemetry in every experiment.
 type Control struct {
-	fabric *controller.Fabric
-	log    *slog.Logger
+	switches *controller.Switches
+	log      *slog.Logger
 	// policy is the installed policy, port modes included.
 	policy controller.Policy
 	// defences are the scenario's, installed or not (Defences).
@@ -132,7 +132,7 @@ func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenar
 	if err := f.Program(ctx, pol); err != nil {
 		return nil, fmt.Errorf("%w (also: %v)", err, f.Close())
 	}
-	return &Control{fabric: f, log: log, policy: pol, defences: Defences(s)}, nil
+	return &Control{switches: f, log: log, policy: pol, defences: Defences(s)}, nil
 }
 
 // portModeKey names a set of port modes, to skip a reprogramming that
@@ -140,9 +140,9 @@ func Program(ctx context.Context, n *topo.Network, fd *fabdesc.Fabric, s *scenar
 func portModeKey(modes []controller.PortMode) string { return fmt.Sprint(modes) }
 
 // SetLinkDown moves the fabric's next-hop groups off the link between
-// switches a and b (down) or back onto it (controller.Fabric.SetLinkDown).
+// switches a and b (down) or back onto it (controller.Switches.SetLinkDown).
 func (c *Control) SetLinkDown(ctx context.Context, a, b string, down bool) error {
-	if err := c.fabric.SetLinkDown(ctx, a, b, down); err != nil {
+	if err := c.switches.SetLinkDown(ctx, a, b, down); err != nil {
 		return err
 	}
 	c.log.Info("switch paths", "link", a+"-"+b, "down", down)
@@ -178,7 +178,7 @@ func (c *Control) Defences(ctx context.Context, on bool) error {
 // sync brings the switches to pol, which differs from the installed
 // policy in what (set to v).
 func (c *Control) sync(ctx context.Context, pol controller.Policy, what string, v any) error {
-	if err := c.fabric.Sync(ctx, pol); err != nil {
+	if err := c.switches.Sync(ctx, pol); err != nil {
 		return fmt.Errorf("switch %s %v: %w", what, v, err)
 	}
 	c.policy = pol
@@ -205,7 +205,7 @@ func TransportPortModes(t scenario.Transport) []controller.PortMode {
 // Telemetry samples every switch until ctx ends and appends the series to
 // w as telemetry.csv rows.
 func (c *Control) Telemetry(ctx context.Context, exp string, interval time.Duration, w io.Writer) error {
-	p, err := c.fabric.NewPoller(interval)
+	p, err := c.switches.NewPoller(interval)
 	if err != nil {
 		return err
 	}
@@ -222,12 +222,12 @@ func (c *Control) Telemetry(ctx context.Context, exp string, interval time.Durat
 
 // ResetQueuePeaks restarts the queue peaks telemetry reports.
 func (c *Control) ResetQueuePeaks(ctx context.Context) error {
-	return c.fabric.ResetQueuePeaks(ctx)
+	return c.switches.ResetQueuePeaks(ctx)
 }
 
 // Close closes the connections to the switches.
 func (c *Control) Close() error {
-	return c.fabric.Close()
+	return c.switches.Close()
 }
 
 // ExternalTarget maps an external switch's kind to the controller's: BMv2
