@@ -121,8 +121,8 @@ func (c Config) check() error {
 	if !(c.Load > 0 && c.Load < 1) {
 		errs = append(errs, fmt.Errorf("load: expected a fraction in (0, 1), got %g", c.Load))
 	}
-	if c.Messages < 2 || c.Messages > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("messages: expected 2 to %d, got %d", math.MaxInt32, c.Messages))
+	if c.Messages < 2 || c.Messages > math.MaxInt32/2 {
+		errs = append(errs, fmt.Errorf("messages: expected 2 to %d, got %d", math.MaxInt32/2, c.Messages))
 	}
 	if !(c.Discard >= 0 && c.Discard < 1) {
 		errs = append(errs, fmt.Errorf("discard: expected a fraction in [0, 1), got %g", c.Discard))
@@ -145,60 +145,94 @@ func (c Config) check() error {
 	return errors.Join(errs...)
 }
 
-// Run draws the messages of c and runs them through c.Policy.
+// Run draws the messages of c and runs them through c.Policy. Arrivals go
+// on after the last of them (not measured) until every measured message
+// has left: a message's time under processor sharing depends on what
+// arrives while it is served, and an arrival process that stops would
+// make the last messages look faster than they are.
 func Run(c Config) (*Result, error) {
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("queue model: %w", err)
 	}
 	r := rand.New(rand.NewPCG(c.Seed, 0x9e3779b97f4a7c15))
-	arrive := make([]float64, c.Messages)
-	size := make([]float64, c.Messages)
 	// Time is in bytes at the link rate: a load rho of messages of mean
 	// size m arrives at rate rho/m.
 	gap := c.Sizes.Mean() / c.Load
 	t := 0.0
-	for i := range arrive {
+	draw := func() (float64, float64) {
 		t += r.ExpFloat64() * gap
-		arrive[i] = t
-		size[i] = float64(c.Sizes.Sample(r))
+		return t, float64(c.Sizes.Sample(r))
 	}
-	return Simulate(arrive, size, c.Policy, c.Sizes, c.Discard)
+	arrive := make([]float64, c.Messages)
+	size := make([]float64, c.Messages)
+	for i := range arrive {
+		arrive[i], size[i] = draw()
+	}
+	return simulate(arrive, size, draw, c.Policy, c.Sizes, c.Discard)
 }
 
 // Simulate runs the given messages (arrival times non-decreasing, sizes
 // positive, both in bytes at the link rate) through policy, measuring all
-// but the first discard fraction of them. dist gives the bounds of
-// log-spaced levels (nil: the messages' own smallest and largest).
+// but the first discard fraction of them; nothing arrives after them.
+// dist gives the bounds of log-spaced levels (nil: the messages' own
+// smallest and largest).
 func Simulate(arrive, size []float64, policy Policy, dist workloads.SizeDist, discard float64) (*Result, error) {
-	if len(arrive) != len(size) || len(arrive) == 0 || len(arrive) > math.MaxInt32 {
-		return nil, fmt.Errorf("queue model: expected as many arrivals as sizes (1 to %d), got %d and %d", math.MaxInt32, len(arrive), len(size))
+	if len(arrive) != len(size) || len(arrive) == 0 || len(arrive) > math.MaxInt32/2 {
+		return nil, fmt.Errorf("queue model: expected as many arrivals as sizes (1 to %d), got %d and %d", math.MaxInt32/2, len(arrive), len(size))
 	}
 	for i := range arrive {
 		if !(size[i] > 0) || (i > 0 && arrive[i] < arrive[i-1]) {
 			return nil, fmt.Errorf("queue model: message %d: expected a positive size and an arrival no earlier than the one before, got size %g at %g", i, size[i], arrive[i])
 		}
 	}
+	return simulate(arrive, size, nil, policy, dist, discard)
+}
+
+// simulate is the event loop. After the given messages, more (when not
+// nil) draws further arrivals, served but not measured, until every given
+// message has left.
+func simulate(arrive, size []float64, more func() (float64, float64), policy Policy, dist workloads.SizeDist, discard float64) (*Result, error) {
+	n := len(arrive)
 	d, cuts := newDiscipline(policy, size, dist)
-	finish := make([]float64, len(arrive))
+	finish := make([]float64, n)
 	t, a, done := 0.0, 0, 0
-	for done < len(arrive) {
+	// The next arrival: one of the given messages, then drawn ones, which
+	// are numbered from n up (their completions are not recorded).
+	nextT, nextS := arrive[0], size[0]
+	extra := int32(n)
+	for done < n {
 		dt := d.next()
 		// An arrival at the very instant of a completion comes after it.
-		if a < len(arrive) && arrive[a] < t+dt {
-			d.serve(arrive[a] - t)
-			t = arrive[a]
-			d.add(int32(a), size[a])
+		if !math.IsInf(nextT, 1) && nextT < t+dt {
+			d.serve(nextT - t)
+			t = nextT
+			if a < n {
+				d.add(int32(a), nextS)
+			} else {
+				d.add(extra, nextS)
+				extra++
+			}
 			a++
+			switch {
+			case a < n:
+				nextT, nextS = arrive[a], size[a]
+			case more != nil && extra < math.MaxInt32:
+				nextT, nextS = more()
+			default:
+				nextT = math.Inf(1)
+			}
 			continue
 		}
 		d.serve(dt)
 		t += dt
-		finish[d.pop()] = t
-		done++
+		if j := d.pop(); int(j) < n {
+			finish[j] = t
+			done++
+		}
 	}
-	first := int(discard * float64(len(arrive)))
-	res := &Result{Policy: policy, Cuts: cuts, Sizes: size[first:], Slowdowns: make([]float64, len(arrive)-first)}
-	for i := first; i < len(arrive); i++ {
+	first := int(discard * float64(n))
+	res := &Result{Policy: policy, Cuts: cuts, Sizes: size[first:], Slowdowns: make([]float64, n-first)}
+	for i := first; i < n; i++ {
 		res.Slowdowns[i-first] = (finish[i] - arrive[i]) / size[i]
 	}
 	return res, nil
