@@ -91,6 +91,10 @@ type Claim struct {
 	// twin reads a twin or emulation claim's values, one per point, from
 	// one repetition's experiments of its scenario's run.
 	twin func(exps []reports.Experiment) ([]float64, error)
+	// floor marks a claim at a scale this machine cannot reach: a point
+	// outside its band gives the verdict machine floor, the point being
+	// the floor measured.
+	floor bool
 	// ordering, when set, says whether the published ordering holds for
 	// the medians.
 	ordering func(med []float64) bool

@@ -1,9 +1,11 @@
 package claims
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/homatb/homatb/reports"
@@ -123,4 +125,169 @@ func repetitions(exps []reports.Experiment) [][]reports.Experiment {
 		out[i] = groups[k]
 	}
 	return out
+}
+
+// paramFloat is an experiment's sweep value of key as a number (NaN when
+// absent or not a number).
+func paramFloat(e *reports.Experiment, key string) float64 {
+	v, ok := e.Params[key]
+	if !ok {
+		return math.NaN()
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+// sustained says whether e delivered what it was offered: goodput at
+// least 90% of the offered load and at most 1% of its messages still in
+// flight when the drain ended.
+func sustained(e *reports.Experiment) bool {
+	return e.OfferedGbps > 0 && e.GoodputGbps >= 0.9*e.OfferedGbps && e.RPCs.InFlight*100 <= e.RPCs.Issued
+}
+
+// maxLoads is, per transport, the highest offered load (sweep key
+// loadKey) it sustained; 0 when it sustained none.
+func maxLoads(exps []reports.Experiment, loadKey string) map[string]float64 {
+	m := map[string]float64{}
+	for i := range exps {
+		e := &exps[i]
+		l := paramFloat(e, loadKey)
+		if _, ok := m[e.Transport]; !ok {
+			m[e.Transport] = 0
+		}
+		if !math.IsNaN(l) && sustained(e) && l > m[e.Transport] {
+			m[e.Transport] = l
+		}
+	}
+	return m
+}
+
+const maxLoadKey = "phases.all2all.load"
+
+// homaLoadRatios is B6: Homa's highest sustained load, then Homa's over
+// each other transport's.
+func homaLoadRatios(exps []reports.Experiment) ([]float64, error) {
+	m := maxLoads(exps, maxLoadKey)
+	h, ok := m["homa"]
+	if !ok {
+		return nil, errors.New("no homa experiments")
+	}
+	out := []float64{h}
+	for _, t := range []string{"pfabric", "phost", "ndp", "pias"} {
+		o, ok := m[t]
+		switch {
+		case !ok:
+			out = append(out, math.NaN())
+		case o == 0:
+			out = append(out, math.Inf(1))
+		default:
+			out = append(out, h/o)
+		}
+	}
+	return out, nil
+}
+
+// ndpMaxLoad is B8: NDP's highest sustained load.
+func ndpMaxLoad(exps []reports.Experiment) ([]float64, error) {
+	m := maxLoads(exps, maxLoadKey)
+	v, ok := m["ndp"]
+	if !ok {
+		return nil, errors.New("no ndp experiments")
+	}
+	return []float64{v}, nil
+}
+
+// paperHostsGbps is the paper fabric's host bandwidth: 144 hosts at
+// 10 Gbit/s.
+const paperHostsGbps = 144 * 10
+
+// overcommitShares is B7: the bandwidth Homa used (goodput over the
+// hosts' links) with overcommitment 1 and 7.
+func overcommitShares(exps []reports.Experiment) ([]float64, error) {
+	out := []float64{math.NaN(), math.NaN()}
+	for i := range exps {
+		e := &exps[i]
+		switch paramFloat(e, "transports.homa.homa.overcommit") {
+		case 1:
+			out[0] = e.GoodputGbps / paperHostsGbps
+		case 7:
+			out[1] = e.GoodputGbps / paperHostsGbps
+		}
+	}
+	return out, nil
+}
+
+// nvScale is how much slower the TCP-NV claims' emulated links are than
+// the talk's 1 Gbit/s (scenarios/claims/tcp-nv.yaml runs at 50 Mbit/s):
+// a queue of the same packets lasts this many times longer here.
+const nvScale = 1000.0 / 50
+
+// byLabel finds a repetition's experiment of a configuration: by its
+// label, or by its configuration's name ("tcp-cubic") ending in it;
+// "" is the unlabelled one.
+func byLabel(exps []reports.Experiment, label string) *reports.Experiment {
+	for i := range exps {
+		if exps[i].Label == label || (label != "" && strings.HasSuffix(exps[i].Config, "-"+label)) {
+			return &exps[i]
+		}
+	}
+	return nil
+}
+
+// cubicAndNV reads one value of cubic's and one of NV's experiment.
+func cubicAndNV(exps []reports.Experiment, f func(*reports.Experiment) float64) ([]float64, error) {
+	out := make([]float64, 2)
+	for i, l := range []string{"", "nv"} {
+		e := byLabel(exps, l)
+		if e == nil {
+			return nil, fmt.Errorf("no experiment labelled %q", l)
+		}
+		out[i] = f(e)
+	}
+	return out, nil
+}
+
+// nvLoss is E1: the retransmitted fraction of the packets cubic's and
+// NV's connections delivered (retransmissions from tcp.csv over the
+// goodput's full-size segments).
+func nvLoss(exps []reports.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *reports.Experiment) float64 {
+		var re uint64
+		for _, c := range e.TCPConns {
+			re += c.Retrans
+		}
+		pkts := e.GoodputGbps * 1e9 / 8 * e.DurationS / 1448
+		if pkts <= 0 || len(e.TCPConns) == 0 {
+			return math.NaN()
+		}
+		return float64(re) / pkts
+	})
+}
+
+// nvRTT is E2: the largest P99 smoothed RTT of cubic's and NV's
+// connections, in ms scaled to 1 Gbit/s (divided by nvScale).
+func nvRTT(exps []reports.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *reports.Experiment) float64 {
+		v := math.NaN()
+		for _, c := range e.TCPConns {
+			if ms := float64(c.SRTTP99us) / 1000 / nvScale; math.IsNaN(v) || ms > v {
+				v = ms
+			}
+		}
+		return v
+	})
+}
+
+// baseRTT is C1's floor: the emulated fabric's unloaded base RTT (µs)
+// that calibration measured.
+func baseRTT(exps []reports.Experiment) ([]float64, error) {
+	for i := range exps {
+		if id := exps[i].Ideal; id != nil && id.BaseRTTus > 0 {
+			return []float64{id.BaseRTTus}, nil
+		}
+	}
+	return nil, errors.New("no calibrated base RTT")
 }

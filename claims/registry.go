@@ -19,6 +19,15 @@ const (
 // W1-W5 at 80% load, every other setting the twin's default.
 const paperTable = "scenarios/claims/paper-table.yaml"
 
+// maxLoad sweeps the offered load on the paper's fabric (B6, B8);
+// overcommitClaim overloads it with Homa at two overcommitment degrees (B7).
+const (
+	maxLoad         = "scenarios/claims/max-load.yaml"
+	overcommitClaim = "scenarios/claims/overcommit.yaml"
+	// tcpNV is the TCP-NV experiment in emulation (E1, E2, C1's floor).
+	tcpNV = "scenarios/claims/tcp-nv.yaml"
+)
+
 // Registry is every claim of the claims table, in its order.
 func Registry() []Claim {
 	w4 := ArticleWorkload
@@ -105,18 +114,28 @@ func Registry() []Claim {
 
 		pending("B3", "priorities and overcommitment together against receiver-driven control alone", "30-50% lower latency", srcPaper+" §5.2", ModeTwin,
 			"needs a twin scenario with Homa at 1 priority and overcommitment 1 beside Homa's defaults"),
-		pending("B6", "highest load each transport sustains", "Homa 2-33% higher than pFabric, PIAS, pHost, NDP", srcPaper+" §5.2, Fig. 13", ModeTwin,
-			"needs the load sweep that finds where the backlog stops being bounded"),
-		pending("B7", "one active message per receiver vs overcommitment 7 (W4)", "63% vs 89% of the bandwidth", srcPaper+" §5.2", ModeTwin,
-			"needs a twin scenario with Homa's overcommitment 1 and 7 at high offered load, read from goodput_gbps"),
-		pending("B8", "NDP's wasted receiver bandwidth", "27% at 70% load; cannot run above 73%", srcPaper+" §5.2", ModeTwin,
-			"needs NDP's trimmed and wasted bytes at 70% load in summary.json"),
+		{ID: "B6", Text: "highest load each transport sustains (W4)", Published: "Homa 2-33% higher than pFabric, PIAS, pHost and NDP",
+			Source: srcPaper + " §5.2, Fig. 13", Mode: ModeTwin, Scenario: maxLoad, Tolerance: "Homa's over each: 1.0 to 1.33 +25%; sweep step 10% of the link",
+			Points: []Point{band("Homa", 0.5, 0.9, 0), {"Homa/pFabric", math.NaN(), 1, 1.66}, {"Homa/pHost", math.NaN(), 1, 1.66}, {"Homa/NDP", math.NaN(), 1, 1.66}, {"Homa/PIAS", math.NaN(), 1, 1.66}},
+			twin:   homaLoadRatios,
+			ordering: func(m []float64) bool {
+				return m[1] >= 1 && m[2] >= 1 && m[3] >= 1 && m[4] >= 1
+			}},
+		{ID: "B7", Text: "one active message per receiver vs overcommitment 7 (W4, overloaded)", Published: "63% vs 89% of the bandwidth",
+			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: overcommitClaim, Tolerance: "25%",
+			Points: []Point{near("overcommit 1", 0.63, 0.25), near("overcommit 7", 0.89, 0.25)},
+			twin:   overcommitShares, ordering: func(m []float64) bool { return m[1] > m[0] }},
+		{ID: "B8", Text: "NDP's highest sustained load (it wastes receiver bandwidth)", Published: "27% wasted at 70% load; cannot run above 73%",
+			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: maxLoad, Tolerance: "25% on the 73%; sweep step 10% of the link",
+			Points: []Point{near("NDP max load", 0.73, 0.25)}, twin: ndpMaxLoad},
 		pending("B9", "the remaining tail is link-level preemption lag", "almost all of it", srcPaper+" §5.2", ModeTwin,
 			"needs the anatomy's preemption-lag share of the shortest half's tail"),
 		pending("B10", "NDP's 8-packet queue limit", "~10 us at 10 Gbit/s, 5x a 200-byte message", srcPaper+" §5.2", ModeTwin,
 			"needs NDP's queueing of 200-byte messages at 10 Gbit/s from the switch records"),
-		pending("C1", "100-byte echo RPCs at 80% load", "P99 14 us (4.7 us unloaded); P99 slowdown 2-3.5", srcPaper+" §5.1", ModeEmulation,
-			"machine floor: this machine's unloaded short RTT is tens of microseconds (DESIGN.md); the floor is not measured by reproduce yet"),
+		{ID: "C1", Text: "100-byte echo RPCs at 80% load (Linux Homa, 10 Gbit/s)", Published: "P99 14 us (4.7 us unloaded); P99 slowdown 2-3.5",
+			Source: srcPaper + " §5.1", Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "the unloaded RTT within 25% of 4.7 us",
+			Points: []Point{near("unloaded RTT (us)", 4.7, 0.25)}, twin: baseRTT, floor: true,
+			Cause: "the point is this machine's calibrated unloaded RTT through its emulated fabric: microsecond tails are below it"},
 		pending("C2", "Basic (no priorities, no overcommit limits) against Homa", "5-15x higher tail", srcPaper+" §5.1", ModeEmulation,
 			"needs an emulated scenario with Homa's priorities and overcommitment off, three repetitions"),
 		pending("C3", "streaming TCP's head-of-line blocking", "~100x higher short-message tail", srcPaper+" §5.1", ModeEmulation,
@@ -132,10 +151,14 @@ func Registry() []Claim {
 		{ID: "D3", Text: "80% load, fair sharing: mean slowdown", Published: "5x for every size",
 			Source: "article", Mode: ModeQueue, Tolerance: "10%",
 			Points: []Point{near("mean", 5, 0.1)}, queue: queries(mean(w4, 0.8, ps))},
-		pending("E1", "2 hosts, 1 MB RPCs to a third: packet loss", "BIC 1.5-3.8%, NV < 0.008%", srcNV, ModeEmulation,
-			"needs the TCP-NV scenario's retransmissions read per congestion control"),
-		pending("E2", "same: RTT", "up to 50 ms with BIC, under 1 ms with NV", srcNV, ModeEmulation,
-			"needs the TCP-NV scenario's RTT per congestion control"),
+		{ID: "E1", Text: "2 hosts sending 1 MB RPCs to a third: packet loss", Published: "BIC 1.5-3.8%, NV < 0.008%",
+			Source: srcNV, Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "the ranges, 25% beyond; cubic stands in for BIC",
+			Points: []Point{band("cubic", 0.015, 0.038, 0.25), band("NV", 0, 0.00008, 0.25)},
+			twin:   nvLoss, ordering: func(m []float64) bool { return m[0] > m[1] }},
+		{ID: "E2", Text: "same: RTT (P99 of the connections' smoothed RTT, ms at 1 Gbit/s)", Published: "up to 50 ms with BIC, under 1 ms with NV",
+			Source: srcNV, Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "NV under 1 ms and cubic 1-50 ms, 25% beyond; RTTs divided by 20 (50 Mbit/s here)",
+			Points: []Point{band("cubic", 1, 50, 0.25), band("NV", 0, 1, 0.25)},
+			twin:   nvRTT, ordering: func(m []float64) bool { return m[0] > m[1] }},
 		pending("E3", "same with PAUSE (PFC)", "no losses for either", srcNV, ModeEmulation,
 			"needs the TCP-NV scenario with PFC on"),
 		pending("E4", "256 hosts at 10 Gbit/s", "P99 up to 21 ms with BIC, under 1 ms with NV", srcNV, ModeTwin,

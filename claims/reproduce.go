@@ -20,9 +20,10 @@ import (
 	"github.com/homatb/homatb/reports"
 )
 
-// TwinRunner runs a scenario for the twin (homatb run --simulate) with
-// the given repetitions into runDir and returns its summary.json.
-type TwinRunner func(ctx context.Context, scenarioFile string, repetitions int, runDir string) (*reports.Summary, error)
+// Runner runs a scenario (in the twin, homatb run --simulate, or
+// emulated, homatb run) with the given repetitions into runDir and
+// returns its summary.json.
+type Runner func(ctx context.Context, scenarioFile string, repetitions int, runDir string) (*reports.Summary, error)
 
 // Options are the settings of Reproduce.
 type Options struct {
@@ -39,8 +40,9 @@ type Options struct {
 	// Root is the directory the registry's scenario paths are relative to
 	// (the repository; default ".").
 	Root string
-	// Twin runs twin scenarios; nil leaves twin claims unmeasured.
-	Twin TwinRunner
+	// Twin runs twin scenarios and Emulate emulated ones; nil leaves
+	// their claims unmeasured.
+	Twin, Emulate Runner
 	// Messages per queue-model run (default the article's 400,000).
 	Messages int
 	// Progress, when set, gets a line as each claim or run finishes.
@@ -130,25 +132,22 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 		progress(opt.Progress, "%s %s (%.1fs)", c.ID, rows[i].Verdict, time.Since(start).Seconds())
 	}
 
-	// Twin claims: one run per scenario, shared by its claims.
+	// Twin and emulation claims: one run per scenario, shared by its
+	// claims.
 	byScenario := map[string][]int{}
 	var order []string
 	for i, c := range sel {
 		if c.twin == nil || c.Pending != "" {
 			continue
 		}
+		if opt.runner(c.Mode) == nil {
+			rows[i].Verdict, rows[i].Note = NotYetMeasured, fmt.Sprintf("no %s runner here", c.Mode)
+			continue
+		}
 		if _, ok := byScenario[c.Scenario]; !ok {
 			order = append(order, c.Scenario)
 		}
 		byScenario[c.Scenario] = append(byScenario[c.Scenario], i)
-	}
-	if len(order) > 0 && opt.Twin == nil {
-		for _, is := range byScenario {
-			for _, i := range is {
-				rows[i].Verdict, rows[i].Note = NotYetMeasured, "no twin runner given"
-			}
-		}
-		return rows, nil
 	}
 	var mu sync.Mutex
 	var g errgroup.Group
@@ -160,7 +159,7 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 			file, runDir, err := prepare(sc, opt)
 			var sum *reports.Summary
 			if err == nil {
-				sum, err = opt.Twin(ctx, file, len(opt.seeds()), runDir)
+				sum, err = opt.runner(sel[byScenario[sc][0]].Mode)(ctx, file, len(opt.seeds()), runDir)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -184,6 +183,14 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 	return rows, errors.Join(errs...)
 }
 
+// runner is the runner of a mode.
+func (o Options) runner(m Mode) Runner {
+	if m == ModeEmulation {
+		return o.Emulate
+	}
+	return o.Twin
+}
+
 // measureTwin reads a twin claim's values from each repetition of its run.
 func measureTwin(c *Claim, r *Row, sum *reports.Summary) {
 	var values [][]float64
@@ -205,6 +212,9 @@ func measureTwin(c *Claim, r *Row, sum *reports.Summary) {
 		if math.IsNaN(p.Median) {
 			r.Verdict = NotReproduced
 		}
+	}
+	if c.floor && r.Verdict != Reproduced {
+		r.Verdict = MachineFloor
 	}
 }
 

@@ -19,4 +19,27 @@ sweep:
       - ["w4", 2ms, 1ms]
       - ["w5", 2ms, 1ms]
 `,
+	maxLoad: `
+warmup: 300us
+duration: 1ms
+drain: 1ms
+switch:
+  ecn_threshold_pkts: 65
+  postcards: false
+sweep:
+  - param: phases.all2all.load
+    values: [0.7, 0.8, 0.9]
+`,
+	overcommitClaim: `
+warmup: 300us
+duration: 2ms
+drain: 1ms
+switch:
+  postcards: false
+`,
+	tcpNV: `
+warmup: 1s
+duration: 5s
+drain: 1s
+`,
 }

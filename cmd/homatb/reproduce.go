@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/homatb/homatb/claims"
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/testbed"
+	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/simulate"
 )
@@ -61,10 +64,16 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 		f.out = filepath.Join("results", "claims-"+start.UTC().Format("20060102-150405"))
 	}
 	var progress io.Writer = cmd.ErrOrStderr()
-	rows, err := claims.Reproduce(cmd.Context(), claims.Options{
+	opt := claims.Options{
 		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root,
 		Twin: simulateScenario, Progress: progress,
-	})
+	}
+	if why := cannotEmulate(); why != "" {
+		fmt.Fprintf(progress, "emulation claims not measured: %s\n", why)
+	} else {
+		opt.Emulate = emulateScenario
+	}
+	rows, err := claims.Reproduce(cmd.Context(), opt)
 	if rows == nil {
 		return err
 	}
@@ -99,13 +108,58 @@ func simulateScenario(ctx context.Context, file string, repetitions int, runDir 
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(res.RunDir, "summary.json"))
+	return readRunSummary(res.RunDir)
+}
+
+// readRunSummary reads a run directory's summary.json.
+func readRunSummary(dir string) (*reports.Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		return nil, err
 	}
 	var s reports.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(res.RunDir, "summary.json"), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
 	}
 	return &s, nil
+}
+
+// cannotEmulate says why this machine cannot run emulated scenarios ("" if
+// it can): they need root and Mininet.
+func cannotEmulate() string {
+	if os.Geteuid() != 0 {
+		return "emulation needs root"
+	}
+	if _, err := exec.LookPath("mn"); err != nil {
+		return "emulation needs Mininet (mn not found; make deps)"
+	}
+	return ""
+}
+
+// emulateScenario runs a scenario emulated the way `homatb run` does
+// (scenario.Load, testbed.Preflight, testbed.Run) and reads its summary.
+func emulateScenario(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
+	plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions})
+	if err != nil {
+		return nil, err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the homatb binary: %w", err)
+	}
+	left, err := testbed.Preflight(plan, bin, cleanup.DefaultRegistry)
+	if err != nil {
+		return nil, err
+	}
+	if len(left) > 0 {
+		return nil, fmt.Errorf("leftovers of earlier runs (%d): run homatb clean first", len(left))
+	}
+	res, err := testbed.Run(ctx, plan, testbed.Options{RunDir: runDir, ScenarioFile: file, Binary: bin, Registry: cleanup.DefaultRegistry})
+	if res == nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readRunSummary(res.RunDir)
 }
