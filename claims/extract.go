@@ -291,3 +291,53 @@ func baseRTT(exps []reports.Experiment) ([]float64, error) {
 	}
 	return nil, errors.New("no calibrated base RTT")
 }
+
+// findExp is the first experiment of a repetition that match accepts.
+func findExp(exps []reports.Experiment, match func(*reports.Experiment) bool) *reports.Experiment {
+	for i := range exps {
+		if match(&exps[i]) {
+			return &exps[i]
+		}
+	}
+	return nil
+}
+
+func isHoma(e *reports.Experiment) bool  { return e.Transport == "homa" && e.Label == "" }
+func isBasic(e *reports.Experiment) bool { return e.Label == "basic" || e.Config == "homa-basic" }
+func isTCP(e *reports.Experiment) bool {
+	return e.Transport == "tcp" || strings.HasPrefix(e.Transport, "tcp-") || strings.HasPrefix(e.Config, "tcp")
+}
+
+// shortP99 is an experiment's short-message P99 RTT (NaN when unknown).
+func shortP99(e *reports.Experiment) float64 {
+	if e == nil || e.Short.P99us == nil {
+		return math.NaN()
+	}
+	return *e.Short.P99us
+}
+
+// overHoma is the short-message P99 of the experiment match finds over
+// Homa's (C2: Basic, C3: TCP).
+func overHoma(match func(*reports.Experiment) bool) func([]reports.Experiment) ([]float64, error) {
+	return func(exps []reports.Experiment) ([]float64, error) {
+		h, o := findExp(exps, isHoma), findExp(exps, match)
+		if h == nil || o == nil {
+			return nil, errors.New("the run lacks homa or the configuration compared with it")
+		}
+		return []float64{shortP99(o) / shortP99(h)}, nil
+	}
+}
+
+// tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin
+// over that of its largest.
+func tcpShortOverLong(exps []reports.Experiment) ([]float64, error) {
+	e := findExp(exps, isTCP)
+	if e == nil || len(e.BySize) == 0 {
+		return nil, errors.New("no TCP experiment with size bins")
+	}
+	first, last := e.BySize[0].S99, e.BySize[len(e.BySize)-1].S99
+	if first == nil || last == nil || *last <= 0 {
+		return []float64{math.NaN()}, nil
+	}
+	return []float64{*first / *last}, nil
+}

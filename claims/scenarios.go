@@ -42,4 +42,9 @@ warmup: 1s
 duration: 5s
 drain: 1s
 `,
+	implementation: `
+warmup: 1s
+duration: 5s
+drain: 5s
+`,
 }
