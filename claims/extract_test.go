@@ -88,3 +88,30 @@ func TestNVExtraction(t *testing.T) {
 		t.Errorf("nvRTT = %v, want [5 0.5] (ms at 1 Gbit/s)", rtt)
 	}
 }
+
+func TestImplementationExtraction(t *testing.T) {
+	short := func(v float64) reports.Short { return reports.Short{P99us: fp(v)} }
+	exps := []reports.Experiment{
+		{Transport: "homa", Config: "homa", Short: short(100)},
+		{Transport: "homa", Label: "basic", Config: "homa-basic", Short: short(800)},
+		{Transport: "tcp", Config: "tcp-cubic", Short: short(10_000),
+			BySize: []reports.SizeRow{{Length: 100, S99: fp(90)}, {Length: 1e6, S99: fp(9)}}},
+	}
+	for _, tt := range []struct {
+		name string
+		f    func([]reports.Experiment) ([]float64, error)
+		want float64
+	}{
+		{"basic over homa", overHoma(isBasic), 8},
+		{"tcp over homa", overHoma(isTCP), 100},
+		{"tcp short over long", tcpShortOverLong, 10},
+	} {
+		got, err := tt.f(exps)
+		if err != nil || len(got) != 1 || got[0] != tt.want {
+			t.Errorf("%s = %v, %v; want [%g]", tt.name, got, err, tt.want)
+		}
+	}
+	if _, err := overHoma(isBasic)(exps[:1]); err == nil {
+		t.Error("a run without Basic gave no error")
+	}
+}
