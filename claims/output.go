@@ -51,7 +51,8 @@ func clip(s string, n int) string {
 	return s
 }
 
-// WriteFiles writes claims.json and claims.html into dir.
+// WriteFiles writes claims.json, claims.html and claims.md (the table in
+// Markdown, as docs/claims.md shows it) into dir.
 func WriteFiles(dir string, rep *Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -61,6 +62,12 @@ func WriteFiles(dir string, rep *Report) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "claims.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "`%s`, %s, %.0f s wall time.\n\n", rep.Command, rep.Date.Format("2006-01-02 15:04 UTC"), rep.WallS)
+	WriteMarkdown(&md, rep.Rows)
+	if err := os.WriteFile(filepath.Join(dir, "claims.md"), []byte(md.String()), 0o644); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(dir, "claims.html"))
@@ -76,12 +83,12 @@ func WriteFiles(dir string, rep *Report) error {
 
 // WriteMarkdown writes the rows as a Markdown table (docs/claims.md's).
 func WriteMarkdown(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| id | claim | published | homatb | verdict | note |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| id | claim | published | homatb | verdict | note | mode |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	esc := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 	for i := range rows {
 		r := &rows[i]
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.ID, esc(r.Claim), esc(r.Published), esc(r.Homatb()), r.Verdict, esc(r.Note))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.ID, esc(r.Claim), esc(r.Published), esc(r.Homatb()), r.Verdict, esc(r.Note), r.Mode)
 	}
 }
 

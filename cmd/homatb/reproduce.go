@@ -23,10 +23,11 @@ import (
 
 // reproduceFlags are the settings of `homatb reproduce`.
 type reproduceFlags struct {
-	quick bool
-	jobs  int
-	out   string
-	root  string
+	quick  bool
+	jobs   int
+	out    string
+	root   string
+	render string
 }
 
 // newReproduceCmd measures the published claims and gives each a verdict.
@@ -49,10 +50,14 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	fl.IntVar(&f.jobs, "jobs", 1, "scenario runs at once (1-16)")
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
+	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
 	return cmd
 }
 
 func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
+	if f.render != "" {
+		return renderClaims(cmd.OutOrStdout(), f.render)
+	}
 	if f.jobs < 1 || f.jobs > 16 {
 		return usagef("--jobs: expected 1 to 16, got %d", f.jobs)
 	}
@@ -162,4 +167,21 @@ func emulateScenario(ctx context.Context, file string, repetitions int, runDir s
 		return nil, err
 	}
 	return readRunSummary(res.RunDir)
+}
+
+// renderClaims rebuilds a reproduce output directory's pages from its
+// claims.json.
+func renderClaims(w io.Writer, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "claims.json"))
+	if err != nil {
+		return err
+	}
+	var rep claims.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "claims.json"), err)
+	}
+	if err := claims.WriteFiles(dir, &rep); err != nil {
+		return err
+	}
+	return claims.WriteTable(w, rep.Rows)
 }

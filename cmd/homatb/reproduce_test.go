@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +64,27 @@ func TestReproduceUnknownClaim(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || exitCode(err) != 2 {
 		t.Errorf("reproduce Z9: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+}
+
+// TestReproduceRender rebuilds the pages of an output directory from its
+// claims.json without measuring anything.
+func TestReproduceRender(t *testing.T) {
+	dir := t.TempDir()
+	rows, err := claims.Reproduce(t.Context(), claims.Options{IDs: []string{"D1"}, Quick: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claims.WriteFiles(dir, claims.NewReport("homatb reproduce D1 --quick", time.Now(), true, time.Second, rows)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "claims.md"))
+	var out strings.Builder
+	if err := renderClaims(&out, dir); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "claims.md"))
+	if err != nil || !strings.Contains(string(md), "| D1 |") || !strings.Contains(out.String(), "D1") {
+		t.Errorf("claims.md %q (%v), table %q", md, err, out.String())
 	}
 }
