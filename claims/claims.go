@@ -8,6 +8,7 @@
 package claims
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -102,17 +103,16 @@ type Claim struct {
 	note func(q *queueRuns) string
 }
 
-// PointResult is homatb's value of one point over the seeds.
+// PointResult is homatb's value of one point over the seeds (in
+// claims.json as pointJSON).
 type PointResult struct {
-	Label     string    `json:"label"`
-	Published *float64  `json:"published,omitempty"`
-	Lo        float64   `json:"accept_lo"`
-	Hi        float64   `json:"accept_hi"`
-	Values    []float64 `json:"values"`
-	Median    float64   `json:"median"`
-	Min       float64   `json:"min"`
-	Max       float64   `json:"max"`
-	Pass      bool      `json:"pass"`
+	Label     string
+	Published *float64
+	Lo, Hi    float64
+	Values    []float64
+	Median    float64
+	Min, Max  float64
+	Pass      bool
 }
 
 // Row is a claim's result: what claims.json holds and the table shows.
@@ -154,8 +154,6 @@ func fmtNum(v float64) string {
 	switch a := math.Abs(v); {
 	case math.IsNaN(v):
 		return "–"
-	case a >= 1000:
-		return fmt.Sprintf("%.0f", v)
 	case a >= 100:
 		return fmt.Sprintf("%.0f", v)
 	case a >= 10:
@@ -221,4 +219,86 @@ func spread(vs []float64) (med, lo, hi float64) {
 		med = (s[n/2-1] + s[n/2]) / 2
 	}
 	return med, s[0], s[n-1]
+}
+
+// Num is a value in claims.json: NaN (not measured) is written as null
+// and the infinities as "+Inf" and "-Inf", which JSON numbers cannot hold.
+type Num float64
+
+// MarshalJSON writes n as a number, null or "±Inf".
+func (n Num) MarshalJSON() ([]byte, error) {
+	v := float64(n)
+	switch {
+	case math.IsNaN(v):
+		return []byte("null"), nil
+	case math.IsInf(v, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	switch s := string(b); s {
+	case "null":
+		*n = Num(math.NaN())
+		return nil
+	case `"+Inf"`:
+		*n = Num(math.Inf(1))
+		return nil
+	case `"-Inf"`:
+		*n = Num(math.Inf(-1))
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*n = Num(v)
+	return nil
+}
+
+// pointJSON is PointResult as claims.json holds it.
+type pointJSON struct {
+	Label     string `json:"label"`
+	Published *Num   `json:"published,omitempty"`
+	Lo        Num    `json:"accept_lo"`
+	Hi        Num    `json:"accept_hi"`
+	Values    []Num  `json:"values"`
+	Median    Num    `json:"median"`
+	Min       Num    `json:"min"`
+	Max       Num    `json:"max"`
+	Pass      bool   `json:"pass"`
+}
+
+// MarshalJSON writes p with its non-finite values as Num writes them.
+func (p PointResult) MarshalJSON() ([]byte, error) {
+	j := pointJSON{Label: p.Label, Lo: Num(p.Lo), Hi: Num(p.Hi), Median: Num(p.Median), Min: Num(p.Min), Max: Num(p.Max), Pass: p.Pass}
+	if p.Published != nil {
+		v := Num(*p.Published)
+		j.Published = &v
+	}
+	for _, v := range p.Values {
+		j.Values = append(j.Values, Num(v))
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *PointResult) UnmarshalJSON(b []byte) error {
+	var j pointJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = PointResult{Label: j.Label, Lo: float64(j.Lo), Hi: float64(j.Hi), Median: float64(j.Median), Min: float64(j.Min), Max: float64(j.Max), Pass: j.Pass}
+	if j.Published != nil {
+		v := float64(*j.Published)
+		p.Published = &v
+	}
+	for _, v := range j.Values {
+		p.Values = append(p.Values, float64(v))
+	}
+	return nil
 }

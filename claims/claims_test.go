@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -138,5 +139,23 @@ func TestChart(t *testing.T) {
 	}
 	if chart(&Row{}) != "" {
 		t.Error("a row without points drew a chart")
+	}
+}
+
+// TestPointJSON: claims.json holds points whose values are not finite
+// (a ratio over a transport that sustained no load, a band open above).
+func TestPointJSON(t *testing.T) {
+	pub := 2.0
+	in := PointResult{Label: "x", Published: &pub, Lo: 1, Hi: math.Inf(1), Values: []float64{math.Inf(1), math.NaN()}, Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out PointResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if !math.IsInf(out.Hi, 1) || !math.IsInf(out.Values[0], 1) || !math.IsNaN(out.Values[1]) || !math.IsNaN(out.Median) || *out.Published != 2 || out.Lo != 1 {
+		t.Errorf("round trip of %s gave %+v", b, out)
 	}
 }
