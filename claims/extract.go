@@ -179,8 +179,8 @@ func homaLoadRatios(exps []reports.Experiment) ([]float64, error) {
 	for _, t := range []string{"pfabric", "phost", "ndp", "pias"} {
 		o, ok := m[t]
 		switch {
-		case !ok:
-			out = append(out, math.NaN())
+		case !ok || (o == 0 && h == 0):
+			out = append(out, math.NaN()) // neither sustained a load: no ratio
 		case o == 0:
 			out = append(out, math.Inf(1))
 		default:

@@ -58,9 +58,13 @@ func TestMaxLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Homa sustains 0.8; NDP 0.7 (too many left in flight at 0.8);
-	// pFabric none; pHost and PIAS not run.
+	// pFabric none (Homa's over it: infinite); pHost and PIAS not run.
 	if got[0] != 0.8 || !math.IsInf(got[1], 1) || !math.IsNaN(got[2]) || math.Abs(got[3]-0.8/0.7) > 1e-12 || !math.IsNaN(got[4]) {
 		t.Errorf("homaLoadRatios = %v", got)
+	}
+	none := []reports.Experiment{at("homa", 0.7, 100, 50, 400), at("ndp", 0.7, 100, 50, 400)}
+	if got, _ := homaLoadRatios(none); got[0] != 0 || !math.IsNaN(got[3]) {
+		t.Errorf("neither sustaining a load: homaLoadRatios = %v, want [0 ... NaN for NDP]", got)
 	}
 	if n, _ := ndpMaxLoad(exps); n[0] != 0.7 {
 		t.Errorf("ndpMaxLoad = %v, want 0.7", n)

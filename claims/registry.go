@@ -121,7 +121,7 @@ func Registry() []Claim {
 			Points: []Point{band("Homa", 0.5, 0.9, 0), {"Homa/pFabric", math.NaN(), 1, 1.66}, {"Homa/pHost", math.NaN(), 1, 1.66}, {"Homa/NDP", math.NaN(), 1, 1.66}, {"Homa/PIAS", math.NaN(), 1, 1.66}},
 			twin:   homaLoadRatios,
 			ordering: func(m []float64) bool {
-				return m[1] >= 1 && m[2] >= 1 && m[3] >= 1 && m[4] >= 1
+				return m[0] > 0 && m[1] >= 1 && m[2] >= 1 && m[3] >= 1 && m[4] >= 1
 			}},
 		{ID: "B7", Text: "one active message per receiver vs overcommitment 7 (W4, overloaded)", Published: "63% vs 89% of the bandwidth",
 			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: overcommitClaim, Tolerance: "25%",
