@@ -21,6 +21,7 @@ line or an invalid scenario (nothing ran).`,
 	}
 	root.AddCommand(
 		newRunCmd(),
+		newReproduceCmd(),
 		newValidateCmd(),
 		newReportCmd(),
 		newRunExperimentCmd(),

@@ -1,0 +1,343 @@
+package claims
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/homatb/homatb/reports"
+)
+
+// workloadOf names an experiment's workload by the first built-in name
+// (w1..w5) in its params (a sweep over phases.<name>.sizes), "" when none.
+func workloadOf(e *reports.Experiment) string {
+	for k, v := range e.Params {
+		if !strings.HasSuffix(k, ".sizes") {
+			continue
+		}
+		s := strings.ToLower(fmt.Sprint(v))
+		if len(s) >= 2 && s[0] == 'w' && s[1] >= '1' && s[1] <= '5' {
+			return s[:2]
+		}
+	}
+	return ""
+}
+
+// byWorkload indexes one repetition's experiments by workload and
+// transport.
+func byWorkload(exps []reports.Experiment) map[string]map[string]*reports.Experiment {
+	m := map[string]map[string]*reports.Experiment{}
+	for i := range exps {
+		e := &exps[i]
+		w := workloadOf(e)
+		if m[w] == nil {
+			m[w] = map[string]*reports.Experiment{}
+		}
+		m[w][e.Transport] = e
+	}
+	return m
+}
+
+// halfBinsMax is the largest P99 slowdown over the size bins of the
+// shortest half of e's messages (NaN when e has none).
+func halfBinsMax(e *reports.Experiment) float64 {
+	if e == nil || e.ShortestHalf == nil {
+		return math.NaN()
+	}
+	v := math.NaN()
+	for _, b := range e.BySize {
+		if b.Length > e.ShortestHalf.MaxLength || b.S99 == nil {
+			continue
+		}
+		if math.IsNaN(v) || *b.S99 > v {
+			v = *b.S99
+		}
+	}
+	return v
+}
+
+// halfP99 is the P99 slowdown of the shortest half pooled (NaN when
+// unknown).
+func halfP99(e *reports.Experiment) float64 {
+	if e == nil || e.ShortestHalf == nil || e.ShortestHalf.S99 == nil {
+		return math.NaN()
+	}
+	return *e.ShortestHalf.S99
+}
+
+var paperWorkloads = []string{"w1", "w2", "w3", "w4", "w5"}
+
+// homaHalfBins is B1: Homa's halfBinsMax on W1-W5.
+func homaHalfBins(exps []reports.Experiment) ([]float64, error) {
+	m := byWorkload(exps)
+	out := make([]float64, len(paperWorkloads))
+	for i, w := range paperWorkloads {
+		out[i] = halfBinsMax(m[w]["homa"])
+	}
+	return out, nil
+}
+
+// ratios reads, for each named transport, its shortest-half P99 over
+// Homa's on each of W1-W5 (the workloads the run has), and returns the
+// smallest (or, where max is set, the largest) ratio over the workloads.
+func ratios(transports []string, max []bool) func([]reports.Experiment) ([]float64, error) {
+	return func(exps []reports.Experiment) ([]float64, error) {
+		m := byWorkload(exps)
+		out := make([]float64, len(transports))
+		for i, t := range transports {
+			var rs []float64
+			for _, w := range paperWorkloads {
+				h, o := halfP99(m[w]["homa"]), halfP99(m[w][t])
+				if !math.IsNaN(h) && !math.IsNaN(o) && h > 0 {
+					rs = append(rs, o/h)
+				}
+			}
+			switch {
+			case len(rs) == 0:
+				return nil, fmt.Errorf("no workload with both homa's and %s's shortest-half P99", t)
+			case max[i]:
+				out[i] = slices.Max(rs)
+			default:
+				out[i] = slices.Min(rs)
+			}
+		}
+		return out, nil
+	}
+}
+
+// repetitions groups a run's experiments by repetition, in order.
+func repetitions(exps []reports.Experiment) [][]reports.Experiment {
+	var keys []string
+	groups := map[string][]reports.Experiment{}
+	for _, e := range exps {
+		k := fmt.Sprint(e.Params["repetition"])
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], e)
+	}
+	slices.Sort(keys)
+	out := make([][]reports.Experiment, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
+	}
+	return out
+}
+
+// paramFloat is an experiment's sweep value of key as a number (NaN when
+// absent or not a number).
+func paramFloat(e *reports.Experiment, key string) float64 {
+	v, ok := e.Params[key]
+	if !ok {
+		return math.NaN()
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+// sustained says whether e delivered what it was offered: goodput at
+// least 90% of the offered load and at most 1% of its messages still in
+// flight when the drain ended.
+func sustained(e *reports.Experiment) bool {
+	return e.OfferedGbps > 0 && e.GoodputGbps >= 0.9*e.OfferedGbps && e.RPCs.InFlight*100 <= e.RPCs.Issued
+}
+
+// maxLoads is, per transport, the highest offered load (sweep key
+// loadKey) it sustained; 0 when it sustained none.
+func maxLoads(exps []reports.Experiment, loadKey string) map[string]float64 {
+	m := map[string]float64{}
+	for i := range exps {
+		e := &exps[i]
+		l := paramFloat(e, loadKey)
+		if _, ok := m[e.Transport]; !ok {
+			m[e.Transport] = 0
+		}
+		if !math.IsNaN(l) && sustained(e) && l > m[e.Transport] {
+			m[e.Transport] = l
+		}
+	}
+	return m
+}
+
+const maxLoadKey = "phases.all2all.load"
+
+// homaLoadRatios is B6: Homa's highest sustained load, then Homa's over
+// each other transport's.
+func homaLoadRatios(exps []reports.Experiment) ([]float64, error) {
+	m := maxLoads(exps, maxLoadKey)
+	h, ok := m["homa"]
+	if !ok {
+		return nil, errors.New("no homa experiments")
+	}
+	out := []float64{h}
+	for _, t := range []string{"pfabric", "phost", "ndp", "pias"} {
+		o, ok := m[t]
+		switch {
+		case !ok || (o == 0 && h == 0):
+			out = append(out, math.NaN()) // neither sustained a load: no ratio
+		case o == 0:
+			out = append(out, math.Inf(1))
+		default:
+			out = append(out, h/o)
+		}
+	}
+	return out, nil
+}
+
+// ndpMaxLoad is B8: NDP's highest sustained load.
+func ndpMaxLoad(exps []reports.Experiment) ([]float64, error) {
+	m := maxLoads(exps, maxLoadKey)
+	v, ok := m["ndp"]
+	if !ok {
+		return nil, errors.New("no ndp experiments")
+	}
+	return []float64{v}, nil
+}
+
+// paperHostsGbps is the paper fabric's host bandwidth: 144 hosts at
+// 10 Gbit/s.
+const paperHostsGbps = 144 * 10
+
+// overcommitShares is B7: the bandwidth Homa used (goodput over the
+// hosts' links) with overcommitment 1 and 7.
+func overcommitShares(exps []reports.Experiment) ([]float64, error) {
+	out := []float64{math.NaN(), math.NaN()}
+	for i := range exps {
+		e := &exps[i]
+		switch paramFloat(e, "transports.homa.homa.overcommit") {
+		case 1:
+			out[0] = e.GoodputGbps / paperHostsGbps
+		case 7:
+			out[1] = e.GoodputGbps / paperHostsGbps
+		}
+	}
+	return out, nil
+}
+
+// nvScale is how much slower the TCP-NV claims' emulated links are than
+// the talk's 1 Gbit/s (scenarios/claims/tcp-nv.yaml runs at 50 Mbit/s):
+// a queue of the same packets lasts this many times longer here.
+const nvScale = 1000.0 / 50
+
+// byLabel finds a repetition's experiment of a configuration: by its
+// label, or by its configuration's name ("tcp-cubic") ending in it;
+// "" is the unlabelled one.
+func byLabel(exps []reports.Experiment, label string) *reports.Experiment {
+	for i := range exps {
+		if exps[i].Label == label || (label != "" && strings.HasSuffix(exps[i].Config, "-"+label)) {
+			return &exps[i]
+		}
+	}
+	return nil
+}
+
+// cubicAndNV reads one value of cubic's and one of NV's experiment.
+func cubicAndNV(exps []reports.Experiment, f func(*reports.Experiment) float64) ([]float64, error) {
+	out := make([]float64, 2)
+	for i, l := range []string{"", "nv"} {
+		e := byLabel(exps, l)
+		if e == nil {
+			return nil, fmt.Errorf("no experiment labelled %q", l)
+		}
+		out[i] = f(e)
+	}
+	return out, nil
+}
+
+// nvLoss is E1: the retransmitted fraction of the packets cubic's and
+// NV's connections delivered (retransmissions from tcp.csv over the
+// goodput's full-size segments).
+func nvLoss(exps []reports.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *reports.Experiment) float64 {
+		var re uint64
+		for _, c := range e.TCPConns {
+			re += c.Retrans
+		}
+		pkts := e.GoodputGbps * 1e9 / 8 * e.DurationS / 1448
+		if pkts <= 0 || len(e.TCPConns) == 0 {
+			return math.NaN()
+		}
+		return float64(re) / pkts
+	})
+}
+
+// nvRTT is E2: the largest P99 smoothed RTT of cubic's and NV's
+// connections, in ms scaled to 1 Gbit/s (divided by nvScale).
+func nvRTT(exps []reports.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *reports.Experiment) float64 {
+		v := math.NaN()
+		for _, c := range e.TCPConns {
+			if ms := float64(c.SRTTP99us) / 1000 / nvScale; math.IsNaN(v) || ms > v {
+				v = ms
+			}
+		}
+		return v
+	})
+}
+
+// baseRTT is C1's floor: the emulated fabric's unloaded base RTT (µs)
+// that calibration measured.
+func baseRTT(exps []reports.Experiment) ([]float64, error) {
+	for i := range exps {
+		if id := exps[i].Ideal; id != nil && id.BaseRTTus > 0 {
+			return []float64{id.BaseRTTus}, nil
+		}
+	}
+	return nil, errors.New("no calibrated base RTT")
+}
+
+// findExp is the first experiment of a repetition that match accepts.
+func findExp(exps []reports.Experiment, match func(*reports.Experiment) bool) *reports.Experiment {
+	for i := range exps {
+		if match(&exps[i]) {
+			return &exps[i]
+		}
+	}
+	return nil
+}
+
+func isHoma(e *reports.Experiment) bool  { return e.Transport == "homa" && e.Label == "" }
+func isBasic(e *reports.Experiment) bool { return e.Label == "basic" || e.Config == "homa-basic" }
+func isTCP(e *reports.Experiment) bool {
+	return e.Transport == "tcp" || strings.HasPrefix(e.Transport, "tcp-") || strings.HasPrefix(e.Config, "tcp")
+}
+
+// shortP99 is an experiment's short-message P99 RTT (NaN when unknown).
+func shortP99(e *reports.Experiment) float64 {
+	if e == nil || e.Short.P99us == nil {
+		return math.NaN()
+	}
+	return *e.Short.P99us
+}
+
+// overHoma is the short-message P99 of the experiment match finds over
+// Homa's (C2: Basic, C3: TCP).
+func overHoma(match func(*reports.Experiment) bool) func([]reports.Experiment) ([]float64, error) {
+	return func(exps []reports.Experiment) ([]float64, error) {
+		h, o := findExp(exps, isHoma), findExp(exps, match)
+		if h == nil || o == nil {
+			return nil, errors.New("the run lacks homa or the configuration compared with it")
+		}
+		return []float64{shortP99(o) / shortP99(h)}, nil
+	}
+}
+
+// tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin
+// over that of its largest.
+func tcpShortOverLong(exps []reports.Experiment) ([]float64, error) {
+	e := findExp(exps, isTCP)
+	if e == nil || len(e.BySize) == 0 {
+		return nil, errors.New("no TCP experiment with size bins")
+	}
+	first, last := e.BySize[0].S99, e.BySize[len(e.BySize)-1].S99
+	if first == nil || last == nil || *last <= 0 {
+		return []float64{math.NaN()}, nil
+	}
+	return []float64{*first / *last}, nil
+}

@@ -1,0 +1,121 @@
+package claims
+
+import (
+	"math"
+	"testing"
+
+	"github.com/homatb/homatb/reports"
+)
+
+func fp(v float64) *float64 { return &v }
+
+// exp is a synthetic experiment of transport t on workload w with a
+// shortest-half P99 slowdown s99.
+func exp(t, w string, s99 float64) reports.Experiment {
+	return reports.Experiment{Transport: t, Params: map[string]any{"phases.all2all.sizes": w},
+		ShortestHalf: &reports.ShortestHalf{MaxLength: 1000, S99: fp(s99)},
+		BySize:       []reports.SizeRow{{Length: 100, S99: fp(s99 - 0.5)}, {Length: 1000, S99: fp(s99 + 0.5)}, {Length: 5000, S99: fp(50)}}}
+}
+
+func TestTwinExtraction(t *testing.T) {
+	exps := []reports.Experiment{
+		exp("homa", "w1", 2), exp("pias", "w1", 3), exp("phost", "w1", 8),
+		exp("homa", "w4,max=1000000", 1.5), exp("pias", "w4,max=1000000", 1.5), exp("phost", "w4,max=1000000", 6),
+	}
+	got, err := homaHalfBins(exps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// W1 and W4: the largest bin of the shortest half (s99 + 0.5), not the
+	// 5,000-byte bin; W2, W3, W5 not in the run.
+	if got[0] != 2.5 || got[3] != 2 || !math.IsNaN(got[1]) {
+		t.Errorf("homaHalfBins = %v, want [2.5 NaN NaN 2 NaN]", got)
+	}
+	r, err := ratios([]string{"pias", "pias", "phost"}, []bool{false, true, false})(exps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r[0] != 1 || r[1] != 1.5 || r[2] != 4 {
+		t.Errorf("ratios = %v, want [1 1.5 4]", r)
+	}
+	if _, err := ratios([]string{"ndp"}, []bool{false})(exps); err == nil {
+		t.Error("a transport not in the run gave no error")
+	}
+}
+
+func TestMaxLoads(t *testing.T) {
+	at := func(tr string, load, offered, goodput float64, inFlight int64) reports.Experiment {
+		return reports.Experiment{Transport: tr, Params: map[string]any{maxLoadKey: load}, OfferedGbps: offered, GoodputGbps: goodput,
+			RPCs: reports.RPCCounts{Issued: 1000, InFlight: inFlight}}
+	}
+	exps := []reports.Experiment{
+		at("homa", 0.7, 100, 99, 0), at("homa", 0.8, 100, 95, 5), at("homa", 0.9, 100, 80, 300),
+		at("ndp", 0.7, 100, 99, 0), at("ndp", 0.8, 100, 99, 50), at("ndp", 0.9, 100, 60, 500),
+		at("pfabric", 0.7, 100, 50, 400),
+	}
+	got, err := homaLoadRatios(exps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Homa sustains 0.8; NDP 0.7 (too many left in flight at 0.8);
+	// pFabric none (Homa's over it: infinite); pHost and PIAS not run.
+	if got[0] != 0.8 || !math.IsInf(got[1], 1) || !math.IsNaN(got[2]) || math.Abs(got[3]-0.8/0.7) > 1e-12 || !math.IsNaN(got[4]) {
+		t.Errorf("homaLoadRatios = %v", got)
+	}
+	none := []reports.Experiment{at("homa", 0.7, 100, 50, 400), at("ndp", 0.7, 100, 50, 400)}
+	if got, _ := homaLoadRatios(none); got[0] != 0 || !math.IsNaN(got[3]) {
+		t.Errorf("neither sustaining a load: homaLoadRatios = %v, want [0 ... NaN for NDP]", got)
+	}
+	if n, _ := ndpMaxLoad(exps); n[0] != 0.7 {
+		t.Errorf("ndpMaxLoad = %v, want 0.7", n)
+	}
+}
+
+func TestNVExtraction(t *testing.T) {
+	exps := []reports.Experiment{
+		{Config: "tcp-cubic", GoodputGbps: 0.05, DurationS: 10, TCPConns: []reports.TCPConn{{Retrans: 432, SRTTP99us: 100_000}}},
+		{Config: "tcp-nv", Label: "nv", GoodputGbps: 0.05, DurationS: 10, TCPConns: []reports.TCPConn{{Retrans: 0, SRTTP99us: 10_000}}},
+	}
+	loss, err := nvLoss(exps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.05 Gbit/s for 10 s is 62.5 MB, 43,163 segments of 1,448 bytes.
+	if math.Abs(loss[0]-432/(62.5e6/1448)) > 1e-12 || loss[1] != 0 {
+		t.Errorf("nvLoss = %v", loss)
+	}
+	rtt, err := nvRTT(exps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rtt[0] != 5 || rtt[1] != 0.5 {
+		t.Errorf("nvRTT = %v, want [5 0.5] (ms at 1 Gbit/s)", rtt)
+	}
+}
+
+func TestImplementationExtraction(t *testing.T) {
+	short := func(v float64) reports.Short { return reports.Short{P99us: fp(v)} }
+	exps := []reports.Experiment{
+		{Transport: "homa", Config: "homa", Short: short(100)},
+		{Transport: "homa", Label: "basic", Config: "homa-basic", Short: short(800)},
+		{Transport: "tcp", Config: "tcp-cubic", Short: short(10_000),
+			BySize: []reports.SizeRow{{Length: 100, S99: fp(90)}, {Length: 1e6, S99: fp(9)}}},
+	}
+	for _, tt := range []struct {
+		name string
+		f    func([]reports.Experiment) ([]float64, error)
+		want float64
+	}{
+		{"basic over homa", overHoma(isBasic), 8},
+		{"tcp over homa", overHoma(isTCP), 100},
+		{"tcp short over long", tcpShortOverLong, 10},
+	} {
+		got, err := tt.f(exps)
+		if err != nil || len(got) != 1 || got[0] != tt.want {
+			t.Errorf("%s = %v, %v; want [%g]", tt.name, got, err, tt.want)
+		}
+	}
+	if _, err := overHoma(isBasic)(exps[:1]); err == nil {
+		t.Error("a run without Basic gave no error")
+	}
+}

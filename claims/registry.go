@@ -1,0 +1,239 @@
+package claims
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/homatb/homatb/queuemodel"
+)
+
+// The sources, as the claims table names them.
+const (
+	srcArticle = "article \"Homa vs TCP\", single-queue model"
+	srcPaper   = "Homa paper (SIGCOMM 2018)"
+	srcNV      = "TCP-NV (Linux Plumbers 2010)"
+	srcTalk    = "talk \"The End of TCP for AI Clusters\""
+)
+
+// paperTable is the twin scenario of the paper's table: its fabric and
+// W1-W5 at 80% load, every other setting the twin's default.
+const paperTable = "scenarios/claims/paper-table.yaml"
+
+// maxLoad sweeps the offered load on the paper's fabric (B6, B8);
+// overcommitClaim overloads it with Homa at two overcommitment degrees (B7).
+const (
+	maxLoad         = "scenarios/claims/max-load.yaml"
+	overcommitClaim = "scenarios/claims/overcommit.yaml"
+	// tcpNV is the TCP-NV experiment in emulation (E1, E2, C1's floor).
+	tcpNV = "scenarios/claims/tcp-nv.yaml"
+	// implementation is Homa, Basic and TCP in emulation (C2, C3, D2).
+	implementation = "scenarios/claims/implementation.yaml"
+)
+
+// Registry is every claim of the claims table, in its order.
+func Registry() []Claim {
+	w4 := ArticleWorkload
+	var a1 []slowdownQuery
+	var a1p []Point
+	for _, l := range []float64{0.3, 0.4, 0.5, 0.6, 0.7} {
+		a1 = append(a1, mean(w4, l, ps))
+		a1p = append(a1p, near(fmt.Sprintf("%.0f%%", l*100), 1/(1-l), 0.01))
+	}
+	a1 = append(a1, mean(w4, 0.8, ps))
+	a1p = append(a1p, near("80%", 5.14, 0.10))
+
+	var a9 []slowdownQuery
+	var a9p []Point
+	for _, w := range []string{"w1", "w2", "w3", "w4", "w5"} {
+		a9 = append(a9, p99(w, 0.8, ps, 0, 0.5), p99(w, 0.8, srpt, 0, 0.5), p99(w, 0.8, levelsPolicy(8, queuemodel.LogSpaced), 0, 0.5))
+		a9p = append(a9p, band(w+" PS", 21, 26, 0.1), band(w+" SRPT", 1.0, 2.0, 0.1), band(w+" 8 levels", 1.0, 2.5, 0.1))
+	}
+
+	return []Claim{
+		{ID: "A1", Text: "PS mean slowdown is 1/(1-rho) (the model's self-check)", Published: "within 1% at 30-70% load; 5.14 at 80%",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "1% at 30-70%, 10% at 80%",
+			Points: a1p, queue: queries(a1...)},
+		{ID: "A2", Text: "80% load, PS: P99 slowdown flat over sizes", Published: "about 21 for the smallest and the largest",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "10%",
+			Points: []Point{near("smallest decile", 21, 0.1), near("largest decile", 21, 0.1)},
+			queue:  queries(p99(w4, 0.8, ps, 0, 0.1), p99(w4, 0.8, ps, 0.9, 1))},
+		{ID: "A3", Text: "80% load, SRPT: P99 slowdown by size", Published: "smallest 60% 1.0; largest decile 10.6 (PS 20.9)",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "10%",
+			Points: []Point{near("SRPT smallest 60%", 1.0, 0.1), near("SRPT largest decile", 10.6, 0.1), near("PS largest decile", 20.9, 0.1)},
+			queue:  queries(p99(w4, 0.8, srpt, 0, 0.6), p99(w4, 0.8, srpt, 0.9, 1), p99(w4, 0.8, ps, 0.9, 1))},
+		{ID: "A4", Text: "80% load, FCFS: P99 slowdown of small messages", Published: "thousands to tens of thousands",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "1,000 to 99,999",
+			Points: []Point{band("smallest decile", 1000, 99999, 0)},
+			queue:  queries(p99(w4, 0.8, fcfs, 0, 0.1))},
+		{ID: "A5", Text: "P99 slowdown (all messages) from 30% to 90% load", Published: "PS 4x to 49x; SRPT 1.8x to 7.5x",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "10%",
+			Points: []Point{near("PS 30%", 4, 0.1), near("PS 90%", 49, 0.1), near("SRPT 30%", 1.8, 0.1), near("SRPT 90%", 7.5, 0.1)},
+			queue:  queries(p99(w4, 0.3, ps, 0, 1), p99(w4, 0.9, ps, 0, 1), p99(w4, 0.3, srpt, 0, 1), p99(w4, 0.9, srpt, 0, 1))},
+		{ID: "A6", Text: "8 log-spaced levels against SRPT (P99, all messages)", Published: "within ~15% up to 50-60% load; 3.7x vs 2.9x at 70%",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "ratio <= 1.15 at 50%; 10% at 70%",
+			Points: []Point{band("8 levels/SRPT at 50%", 0, 1.15, 0), near("8 levels 70%", 3.7, 0.1), near("SRPT 70%", 2.9, 0.1)},
+			queue:  a6, ordering: func(m []float64) bool { return m[1] >= m[2] }},
+		{ID: "A7", Text: "80% load, P99 slowdown of the shortest half with k levels", Published: "1 level 21.4x, 2 levels 2.0x, 4 levels 1.05x",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "10%",
+			Points: []Point{near("1 level", 21.4, 0.1), near("2 levels", 2.0, 0.1), near("4 levels", 1.05, 0.1)},
+			queue: queries(p99(w4, 0.8, levelsPolicy(1, queuemodel.LogSpaced), 0, 0.5), p99(w4, 0.8, levelsPolicy(2, queuemodel.LogSpaced), 0, 0.5),
+				p99(w4, 0.8, levelsPolicy(4, queuemodel.LogSpaced), 0, 0.5)),
+			ordering: decreasing, note: splitNote(0, 0.5),
+			Cause: "the article does not say where its 2 levels cut; log-spaced cuts (PS within) are the closest of the two readings"},
+		{ID: "A8", Text: "80% load, P99 slowdown of all messages with k levels and SRPT", Published: "1 level 21.3x, 2 levels 14.3x, 4 levels 8.2x, SRPT 3.9x",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "10%",
+			Points: []Point{near("1 level", 21.3, 0.1), near("2 levels", 14.3, 0.1), near("4 levels", 8.2, 0.1), near("SRPT", 3.9, 0.1)},
+			queue: queries(p99(w4, 0.8, levelsPolicy(1, queuemodel.LogSpaced), 0, 1), p99(w4, 0.8, levelsPolicy(2, queuemodel.LogSpaced), 0, 1),
+				p99(w4, 0.8, levelsPolicy(4, queuemodel.LogSpaced), 0, 1), p99(w4, 0.8, srpt, 0, 1)),
+			ordering: decreasing, note: splitNote(0, 1),
+			Cause: "the article does not say where its levels cut; log-spaced cuts (PS within) are the closest of the two readings"},
+		{ID: "A9", Text: "W1-W5 at 80% load, P99 slowdown of the shortest half", Published: "PS 21-26x, SRPT 1.0-2.0x, 8 levels 1.0-2.5x",
+			Source: srcArticle, Mode: ModeQueue, Tolerance: "10% beyond each range",
+			Points: a9p, queue: queries(a9...)},
+
+		{ID: "B1", Text: "Homa: P99 slowdown of the shortest 50% at 80% load, every size bin, W1-W5", Published: "never exceeds 2.2",
+			Source: srcPaper + " §5.2, Fig. 12", Mode: ModeTwin, Scenario: paperTable, Tolerance: "<= 2.2 in every bin of the shortest half",
+			Points: []Point{band("W1", 0, 2.2, 0), band("W2", 0, 2.2, 0), band("W3", 0, 2.2, 0), band("W4", 0, 2.2, 0), band("W5", 0, 2.2, 0)},
+			twin:   homaHalfBins,
+			Cause:  "with the twin's defaults of the emulation's clock (NIC backlog, no host or switch latency) short messages queue behind full packets"},
+		{ID: "B2", Text: "pFabric about equal to Homa; pHost and PIAS considerably higher (shortest half P99, W1-W5)", Published: "pFabric ≈ Homa; pHost, PIAS > Homa",
+			Source: srcPaper + " §5.2, Fig. 12", Mode: ModeTwin, Scenario: paperTable, Tolerance: "pFabric/Homa within 25%; pHost/Homa and PIAS/Homa above 1.25",
+			Points: []Point{band("pFabric/Homa min", 0.8, 1.25, 0), band("pFabric/Homa max", 0.8, 1.25, 0), band("pHost/Homa min", 1.25, math.Inf(1), 0), band("PIAS/Homa min", 1.25, math.Inf(1), 0)},
+			twin:   ratios([]string{"pfabric", "pfabric", "phost", "pias"}, []bool{false, true, false, false}),
+			ordering: func(m []float64) bool {
+				return m[1] <= 1.5 && m[2] > 1 && m[3] > 1
+			}},
+		{ID: "B4", Text: "against pHost and NDP (receiver-driven without dynamic priorities)", Published: "2-16x lower tail with Homa",
+			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: paperTable, Tolerance: "ratios in 2-16, 25% beyond",
+			Points:   []Point{band("pHost/Homa min", 2, 16, 0.25), band("pHost/Homa max", 2, 16, 0.25), band("NDP/Homa min", 2, 16, 0.25), band("NDP/Homa max", 2, 16, 0.25)},
+			twin:     ratios([]string{"phost", "phost", "ndp", "ndp"}, []bool{false, true, false, true}),
+			ordering: func(m []float64) bool { return m[0] > 1 && m[2] > 1 }},
+		{ID: "B5", Text: "against PIAS", Published: "0-3x lower tail with Homa",
+			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: paperTable, Tolerance: "ratios in 1-3, 25% beyond",
+			Points:   []Point{band("PIAS/Homa min", 1, 3, 0.25), band("PIAS/Homa max", 1, 3, 0.25)},
+			twin:     ratios([]string{"pias", "pias"}, []bool{false, true}),
+			ordering: func(m []float64) bool { return m[0] >= 1 }},
+
+		pending("B3", "priorities and overcommitment together against receiver-driven control alone", "30-50% lower latency", srcPaper+" §5.2", ModeTwin,
+			"needs a twin scenario with Homa at 1 priority and overcommitment 1 beside Homa's defaults"),
+		{ID: "B6", Text: "highest load each transport sustains (W4)", Published: "Homa 2-33% higher than pFabric, PIAS, pHost and NDP",
+			Source: srcPaper + " §5.2, Fig. 13", Mode: ModeTwin, Scenario: maxLoad, Tolerance: "Homa's over each: 1.0 to 1.33 +25%; sweep step 10% of the link",
+			Points: []Point{band("Homa", 0.5, 0.9, 0), {"Homa/pFabric", math.NaN(), 1, 1.66}, {"Homa/pHost", math.NaN(), 1, 1.66}, {"Homa/NDP", math.NaN(), 1, 1.66}, {"Homa/PIAS", math.NaN(), 1, 1.66}},
+			twin:   homaLoadRatios,
+			ordering: func(m []float64) bool {
+				return m[0] > 0 && m[1] >= 1 && m[2] >= 1 && m[3] >= 1 && m[4] >= 1
+			}},
+		{ID: "B7", Text: "one active message per receiver vs overcommitment 7 (W4, overloaded)", Published: "63% vs 89% of the bandwidth",
+			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: overcommitClaim, Tolerance: "25%",
+			Points: []Point{near("overcommit 1", 0.63, 0.25), near("overcommit 7", 0.89, 0.25)},
+			twin:   overcommitShares, ordering: func(m []float64) bool { return m[1] > m[0] }},
+		{ID: "B8", Text: "NDP's highest sustained load (it wastes receiver bandwidth)", Published: "27% wasted at 70% load; cannot run above 73%",
+			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: maxLoad, Tolerance: "25% on the 73%; sweep step 10% of the link",
+			Points: []Point{near("NDP max load", 0.73, 0.25)}, twin: ndpMaxLoad},
+		pending("B9", "the remaining tail is link-level preemption lag", "almost all of it", srcPaper+" §5.2", ModeTwin,
+			"needs the anatomy's preemption-lag share of the shortest half's tail"),
+		pending("B10", "NDP's 8-packet queue limit", "~10 us at 10 Gbit/s, 5x a 200-byte message", srcPaper+" §5.2", ModeTwin,
+			"needs NDP's queueing of 200-byte messages at 10 Gbit/s from the switch records"),
+		{ID: "C1", Text: "100-byte echo RPCs at 80% load (Linux Homa, 10 Gbit/s)", Published: "P99 14 us (4.7 us unloaded); P99 slowdown 2-3.5",
+			Source: srcPaper + " §5.1", Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "the unloaded RTT within 25% of 4.7 us",
+			Points: []Point{near("unloaded RTT (us)", 4.7, 0.25)}, twin: baseRTT, floor: true,
+			Cause: "the point is this machine's calibrated unloaded RTT through its emulated fabric: microsecond tails are below it"},
+		{ID: "C2", Text: "Basic (no priorities, no overcommitment limits) against Homa: short-message P99", Published: "5-15x higher tail",
+			Source: srcPaper + " §5.1", Mode: ModeEmulation, Scenario: implementation, Tolerance: "5-15x, 25% beyond",
+			Points: []Point{band("Basic/Homa", 5, 15, 0.25)}, twin: overHoma(isBasic), ordering: func(m []float64) bool { return m[0] > 1 }},
+		{ID: "C3", Text: "streaming TCP against Homa: short-message P99 (head-of-line blocking)", Published: "~100x higher tail",
+			Source: srcPaper + " §5.1", Mode: ModeEmulation, Scenario: implementation, Tolerance: "50-200x",
+			Points: []Point{band("TCP/Homa", 50, 200, 0)}, twin: overHoma(isTCP), ordering: func(m []float64) bool { return m[0] > 1 }},
+		pending("C4", "unpredictable incasts beyond several hundred messages", "cause loss", srcPaper+" §5.1", ModeEmulation,
+			"needs an incast sweep in emulation"),
+		{ID: "D1", Text: "W4's short messages and their bytes; workloads mostly short", Published: "60% of W4 <= 1,000 B carry 0.5% of the bytes; 3 of 5 workloads >85% < 1,000 B",
+			Source: "article, workloads figure", Mode: ModeQueue, Tolerance: "10%; the count exact",
+			Points: []Point{near("W4 msgs <= 1000 B", 0.60, 0.1), near("their bytes", 0.005, 0.1), band("workloads >85% < 1000 B", 3, 3, 0)},
+			queue:  d1},
+		{ID: "D2", Text: "with TCP at 80% load: P99 slowdown of the shortest messages over the longest's", Published: "almost 10x worse for short messages",
+			Source: "article, TCP figure", Mode: ModeEmulation, Scenario: implementation, Tolerance: "5-20x",
+			Points: []Point{band("smallest/largest bin", 5, 20, 0)}, twin: tcpShortOverLong, ordering: func(m []float64) bool { return m[0] > 1 }},
+		{ID: "D3", Text: "80% load, fair sharing: mean slowdown", Published: "5x for every size",
+			Source: "article", Mode: ModeQueue, Tolerance: "10%",
+			Points: []Point{near("mean", 5, 0.1)}, queue: queries(mean(w4, 0.8, ps))},
+		{ID: "E1", Text: "2 hosts sending 1 MB RPCs to a third: packet loss", Published: "BIC 1.5-3.8%, NV < 0.008%",
+			Source: srcNV, Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "the ranges, 25% beyond; cubic stands in for BIC",
+			Points: []Point{band("cubic", 0.015, 0.038, 0.25), band("NV", 0, 0.00008, 0.25)},
+			twin:   nvLoss, ordering: func(m []float64) bool { return m[0] > m[1] }},
+		{ID: "E2", Text: "same: RTT (P99 of the connections' smoothed RTT, ms at 1 Gbit/s)", Published: "up to 50 ms with BIC, under 1 ms with NV",
+			Source: srcNV, Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "NV under 1 ms and cubic 1-50 ms, 25% beyond; RTTs divided by 20 (50 Mbit/s here)",
+			Points: []Point{band("cubic", 1, 50, 0.25), band("NV", 0, 1, 0.25)},
+			twin:   nvRTT, ordering: func(m []float64) bool { return m[0] > m[1] }},
+		pending("E3", "same with PAUSE (PFC)", "no losses for either", srcNV, ModeEmulation,
+			"needs the TCP-NV scenario with PFC on"),
+		pending("E4", "256 hosts at 10 Gbit/s", "P99 up to 21 ms with BIC, under 1 ms with NV", srcNV, ModeTwin,
+			"needs TCP-NV and BIC models in the twin"),
+		pending("F1", "Linux Homa vs TCP in a loaded cluster", "short P99 > 1 ms TCP, < 100 us Homa (13x); longest ~2x faster", srcTalk, ModeEmulation,
+			"needs the AI-cluster scenario read as short and longest P99 per transport"),
+		pending("F2", "incast: three senders into one receiver", "the tail forms in the receiver's downlink queue", srcTalk, ModeEmulation,
+			"needs the incast scenario's anatomy read as the downlink queue's share"),
+	}
+}
+
+// pending is a claim homatb does not measure yet, and why.
+func pending(id, text, published, source string, mode Mode, why string) Claim {
+	return Claim{ID: id, Text: text, Published: published, Source: source, Mode: mode, Pending: why}
+}
+
+// decreasing says the medians fall from point to point.
+func decreasing(m []float64) bool {
+	for i := 1; i < len(m); i++ {
+		if m[i] > m[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// a6 is 8 log-spaced levels over SRPT at 50% load, then both at 70%.
+func a6(q *queueRuns, seed uint64) ([]float64, error) {
+	l8 := levelsPolicy(8, queuemodel.LogSpaced)
+	v, err := queries(p99(ArticleWorkload, 0.5, l8, 0, 1), p99(ArticleWorkload, 0.5, srpt, 0, 1),
+		p99(ArticleWorkload, 0.7, l8, 0, 1), p99(ArticleWorkload, 0.7, srpt, 0, 1))(q, seed)
+	if err != nil {
+		return nil, err
+	}
+	return []float64{v[0] / v[1], v[2], v[3]}, nil
+}
+
+// d1 reads the workloads themselves.
+func d1(q *queueRuns, _ uint64) ([]float64, error) {
+	d, err := q.dist(ArticleWorkload)
+	if err != nil {
+		return nil, err
+	}
+	m, b := queuemodel.ByteShare(d, 1000)
+	n := 0
+	for _, w := range []string{"w1", "w2", "w3", "w4", "w5"} {
+		d, err := q.dist(w)
+		if err != nil {
+			return nil, err
+		}
+		if d.CDF(999) > 0.85 {
+			n++
+		}
+	}
+	return []float64{m, b, float64(n)}, nil
+}
+
+// splitNote gives, for the priority-level claims, the same points with
+// the other split (equal shares of bytes), seed 1, so the choice of split
+// is visible in the row.
+func splitNote(lo, hi float64) func(*queueRuns) string {
+	return func(q *queueRuns) string {
+		s := "equal shares of bytes instead (seed 1):"
+		for _, k := range []int{2, 4} {
+			v, err := q.value(p99(ArticleWorkload, 0.8, levelsPolicy(k, queuemodel.EqualBytes), lo, hi), 1)
+			if err != nil {
+				return ""
+			}
+			s += fmt.Sprintf(" %d levels %s", k, fmtNum(v))
+		}
+		return s
+	}
+}

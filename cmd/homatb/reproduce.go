@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homatb/homatb/claims"
+	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/testbed"
+	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/scenario"
+	"github.com/homatb/homatb/testbed/simulate"
+)
+
+// reproduceFlags are the settings of `homatb reproduce`.
+type reproduceFlags struct {
+	quick  bool
+	jobs   int
+	out    string
+	root   string
+	render string
+}
+
+// newReproduceCmd measures the published claims and gives each a verdict.
+func newReproduceCmd() *cobra.Command {
+	var f reproduceFlags
+	cmd := &cobra.Command{
+		Use:   "reproduce [IDS...|all]",
+		Short: "Measure the published claims (the article's model, the Homa paper, TCP-NV, the talk) and give each a verdict",
+		Long: `reproduce runs, for each claim of the claims table (docs/claims.md), the
+experiment that measures it — the single-queue model, the twin (homatb run
+--simulate) or emulation — and prints a table: the published value, homatb's
+median and range over seeds, the verdict and the command of the row. It
+writes claims.json and claims.html into --out, with the run directories.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReproduce(cmd, args, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.quick, "quick", false, "one seed and shorter runs (the whole table in under 30 minutes)")
+	fl.IntVar(&f.jobs, "jobs", 1, "scenario runs at once (1-16)")
+	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
+	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
+	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
+	return cmd
+}
+
+func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
+	if f.render != "" {
+		return renderClaims(cmd.OutOrStdout(), f.render)
+	}
+	if f.jobs < 1 || f.jobs > 16 {
+		return usagef("--jobs: expected 1 to 16, got %d", f.jobs)
+	}
+	if _, err := claims.Select(ids); err != nil {
+		return usagef("%v", err)
+	}
+	start := time.Now()
+	if f.out == "" {
+		f.out = filepath.Join("results", "claims-"+start.UTC().Format("20060102-150405"))
+	}
+	var progress io.Writer = cmd.ErrOrStderr()
+	opt := claims.Options{
+		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root,
+		Twin: simulateScenario, Progress: progress,
+	}
+	if why := cannotEmulate(); why != "" {
+		fmt.Fprintf(progress, "emulation claims not measured: %s\n", why)
+	} else {
+		opt.Emulate = emulateScenario
+	}
+	rows, err := claims.Reproduce(cmd.Context(), opt)
+	if rows == nil {
+		return err
+	}
+	line := "homatb reproduce " + strings.Join(append(ids, quickFlag(f.quick)...), " ")
+	rep := claims.NewReport(strings.TrimSpace(line), start, f.quick, time.Since(start), rows)
+	if werr := claims.WriteFiles(f.out, rep); werr != nil {
+		return fmt.Errorf("write %s: %w", f.out, werr)
+	}
+	out := cmd.OutOrStdout()
+	if terr := claims.WriteTable(out, rows); terr != nil {
+		return terr
+	}
+	fmt.Fprintf(out, "claims: %s, %s\n", filepath.Join(f.out, "claims.json"), filepath.Join(f.out, "claims.html"))
+	return err
+}
+
+func quickFlag(q bool) []string {
+	if q {
+		return []string{"--quick"}
+	}
+	return nil
+}
+
+// simulateScenario runs a scenario in the twin the way `homatb run
+// --simulate` does (scenario.Load, simulate.Run) and reads its summary.
+func simulateScenario(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
+	plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions, Simulate: true})
+	if err != nil {
+		return nil, err
+	}
+	res, err := simulate.Run(ctx, plan, simulate.Options{RunDir: runDir, ScenarioFile: file})
+	if err != nil {
+		return nil, err
+	}
+	return readRunSummary(res.RunDir)
+}
+
+// readRunSummary reads a run directory's summary.json.
+func readRunSummary(dir string) (*reports.Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, err
+	}
+	var s reports.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	return &s, nil
+}
+
+// cannotEmulate says why this machine cannot run emulated scenarios ("" if
+// it can): they need root and Mininet.
+func cannotEmulate() string {
+	if os.Geteuid() != 0 {
+		return "emulation needs root"
+	}
+	if _, err := exec.LookPath("mn"); err != nil {
+		return "emulation needs Mininet (mn not found; make deps)"
+	}
+	return ""
+}
+
+// emulateScenario runs a scenario emulated the way `homatb run` does
+// (scenario.Load, testbed.Preflight, testbed.Run) and reads its summary.
+func emulateScenario(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
+	plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions})
+	if err != nil {
+		return nil, err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the homatb binary: %w", err)
+	}
+	left, err := testbed.Preflight(plan, bin, cleanup.DefaultRegistry)
+	if err != nil {
+		return nil, err
+	}
+	if len(left) > 0 {
+		return nil, fmt.Errorf("leftovers of earlier runs (%d): run homatb clean first", len(left))
+	}
+	res, err := testbed.Run(ctx, plan, testbed.Options{RunDir: runDir, ScenarioFile: file, Binary: bin, Registry: cleanup.DefaultRegistry})
+	if res == nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readRunSummary(res.RunDir)
+}
+
+// renderClaims rebuilds a reproduce output directory's pages from its
+// claims.json.
+func renderClaims(w io.Writer, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "claims.json"))
+	if err != nil {
+		return err
+	}
+	var rep claims.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "claims.json"), err)
+	}
+	if err := claims.WriteFiles(dir, &rep); err != nil {
+		return err
+	}
+	return claims.WriteTable(w, rep.Rows)
+}
