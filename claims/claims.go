@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // Mode is how a claim is measured.
@@ -91,7 +91,7 @@ type Claim struct {
 	queue func(q *queueRuns, seed uint64) ([]float64, error)
 	// twin reads a twin or emulation claim's values, one per point, from
 	// one repetition's experiments of its scenario's run.
-	twin func(exps []reports.Experiment) ([]float64, error)
+	twin func(exps []stats.Experiment) ([]float64, error)
 	// floor marks a claim at a scale this machine cannot reach: a point
 	// outside its band gives the verdict machine floor, the point being
 	// the floor measured.

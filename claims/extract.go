@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // workloadOf names an experiment's workload by the first built-in name
 // (w1..w5) in its params (a sweep over phases.<name>.sizes), "" when none.
-func workloadOf(e *reports.Experiment) string {
+func workloadOf(e *stats.Experiment) string {
 	for k, v := range e.Params {
 		if !strings.HasSuffix(k, ".sizes") {
 			continue
@@ -28,13 +28,13 @@ func workloadOf(e *reports.Experiment) string {
 
 // byWorkload indexes one repetition's experiments by workload and
 // transport.
-func byWorkload(exps []reports.Experiment) map[string]map[string]*reports.Experiment {
-	m := map[string]map[string]*reports.Experiment{}
+func byWorkload(exps []stats.Experiment) map[string]map[string]*stats.Experiment {
+	m := map[string]map[string]*stats.Experiment{}
 	for i := range exps {
 		e := &exps[i]
 		w := workloadOf(e)
 		if m[w] == nil {
-			m[w] = map[string]*reports.Experiment{}
+			m[w] = map[string]*stats.Experiment{}
 		}
 		m[w][e.Transport] = e
 	}
@@ -43,7 +43,7 @@ func byWorkload(exps []reports.Experiment) map[string]map[string]*reports.Experi
 
 // halfBinsMax is the largest P99 slowdown over the size bins of the
 // shortest half of e's messages (NaN when e has none).
-func halfBinsMax(e *reports.Experiment) float64 {
+func halfBinsMax(e *stats.Experiment) float64 {
 	if e == nil || e.ShortestHalf == nil {
 		return math.NaN()
 	}
@@ -61,7 +61,7 @@ func halfBinsMax(e *reports.Experiment) float64 {
 
 // halfP99 is the P99 slowdown of the shortest half pooled (NaN when
 // unknown).
-func halfP99(e *reports.Experiment) float64 {
+func halfP99(e *stats.Experiment) float64 {
 	if e == nil || e.ShortestHalf == nil || e.ShortestHalf.S99 == nil {
 		return math.NaN()
 	}
@@ -71,7 +71,7 @@ func halfP99(e *reports.Experiment) float64 {
 var paperWorkloads = []string{"w1", "w2", "w3", "w4", "w5"}
 
 // homaHalfBins is B1: Homa's halfBinsMax on W1-W5.
-func homaHalfBins(exps []reports.Experiment) ([]float64, error) {
+func homaHalfBins(exps []stats.Experiment) ([]float64, error) {
 	m := byWorkload(exps)
 	out := make([]float64, len(paperWorkloads))
 	for i, w := range paperWorkloads {
@@ -83,8 +83,8 @@ func homaHalfBins(exps []reports.Experiment) ([]float64, error) {
 // ratios reads, for each named transport, its shortest-half P99 over
 // Homa's on each of W1-W5 (the workloads the run has), and returns the
 // smallest (or, where max is set, the largest) ratio over the workloads.
-func ratios(transports []string, max []bool) func([]reports.Experiment) ([]float64, error) {
-	return func(exps []reports.Experiment) ([]float64, error) {
+func ratios(transports []string, max []bool) func([]stats.Experiment) ([]float64, error) {
+	return func(exps []stats.Experiment) ([]float64, error) {
 		m := byWorkload(exps)
 		out := make([]float64, len(transports))
 		for i, t := range transports {
@@ -109,9 +109,9 @@ func ratios(transports []string, max []bool) func([]reports.Experiment) ([]float
 }
 
 // repetitions groups a run's experiments by repetition, in order.
-func repetitions(exps []reports.Experiment) [][]reports.Experiment {
+func repetitions(exps []stats.Experiment) [][]stats.Experiment {
 	var keys []string
-	groups := map[string][]reports.Experiment{}
+	groups := map[string][]stats.Experiment{}
 	for _, e := range exps {
 		k := fmt.Sprint(e.Params["repetition"])
 		if _, ok := groups[k]; !ok {
@@ -120,7 +120,7 @@ func repetitions(exps []reports.Experiment) [][]reports.Experiment {
 		groups[k] = append(groups[k], e)
 	}
 	slices.Sort(keys)
-	out := make([][]reports.Experiment, len(keys))
+	out := make([][]stats.Experiment, len(keys))
 	for i, k := range keys {
 		out[i] = groups[k]
 	}
@@ -129,7 +129,7 @@ func repetitions(exps []reports.Experiment) [][]reports.Experiment {
 
 // paramFloat is an experiment's sweep value of key as a number (NaN when
 // absent or not a number).
-func paramFloat(e *reports.Experiment, key string) float64 {
+func paramFloat(e *stats.Experiment, key string) float64 {
 	v, ok := e.Params[key]
 	if !ok {
 		return math.NaN()
@@ -144,13 +144,13 @@ func paramFloat(e *reports.Experiment, key string) float64 {
 // sustained says whether e delivered what it was offered: goodput at
 // least 90% of the offered load and at most 1% of its messages still in
 // flight when the drain ended.
-func sustained(e *reports.Experiment) bool {
+func sustained(e *stats.Experiment) bool {
 	return e.OfferedGbps > 0 && e.GoodputGbps >= 0.9*e.OfferedGbps && e.RPCs.InFlight*100 <= e.RPCs.Issued
 }
 
 // maxLoads is, per transport, the highest offered load (sweep key
 // loadKey) it sustained; 0 when it sustained none.
-func maxLoads(exps []reports.Experiment, loadKey string) map[string]float64 {
+func maxLoads(exps []stats.Experiment, loadKey string) map[string]float64 {
 	m := map[string]float64{}
 	for i := range exps {
 		e := &exps[i]
@@ -169,7 +169,7 @@ const maxLoadKey = "phases.all2all.load"
 
 // homaLoadRatios is B6: Homa's highest sustained load, then Homa's over
 // each other transport's.
-func homaLoadRatios(exps []reports.Experiment) ([]float64, error) {
+func homaLoadRatios(exps []stats.Experiment) ([]float64, error) {
 	m := maxLoads(exps, maxLoadKey)
 	h, ok := m["homa"]
 	if !ok {
@@ -191,7 +191,7 @@ func homaLoadRatios(exps []reports.Experiment) ([]float64, error) {
 }
 
 // ndpMaxLoad is B8: NDP's highest sustained load.
-func ndpMaxLoad(exps []reports.Experiment) ([]float64, error) {
+func ndpMaxLoad(exps []stats.Experiment) ([]float64, error) {
 	m := maxLoads(exps, maxLoadKey)
 	v, ok := m["ndp"]
 	if !ok {
@@ -206,7 +206,7 @@ const paperHostsGbps = 144 * 10
 
 // overcommitShares is B7: the bandwidth Homa used (goodput over the
 // hosts' links) with overcommitment 1 and 7.
-func overcommitShares(exps []reports.Experiment) ([]float64, error) {
+func overcommitShares(exps []stats.Experiment) ([]float64, error) {
 	out := []float64{math.NaN(), math.NaN()}
 	for i := range exps {
 		e := &exps[i]
@@ -228,7 +228,7 @@ const nvScale = 1000.0 / 50
 // byLabel finds a repetition's experiment of a configuration: by its
 // label, or by its configuration's name ("tcp-cubic") ending in it;
 // "" is the unlabelled one.
-func byLabel(exps []reports.Experiment, label string) *reports.Experiment {
+func byLabel(exps []stats.Experiment, label string) *stats.Experiment {
 	for i := range exps {
 		if exps[i].Label == label || (label != "" && strings.HasSuffix(exps[i].Config, "-"+label)) {
 			return &exps[i]
@@ -238,7 +238,7 @@ func byLabel(exps []reports.Experiment, label string) *reports.Experiment {
 }
 
 // cubicAndNV reads one value of cubic's and one of NV's experiment.
-func cubicAndNV(exps []reports.Experiment, f func(*reports.Experiment) float64) ([]float64, error) {
+func cubicAndNV(exps []stats.Experiment, f func(*stats.Experiment) float64) ([]float64, error) {
 	out := make([]float64, 2)
 	for i, l := range []string{"", "nv"} {
 		e := byLabel(exps, l)
@@ -253,8 +253,8 @@ func cubicAndNV(exps []reports.Experiment, f func(*reports.Experiment) float64) 
 // nvLoss is E1: the retransmitted fraction of the packets cubic's and
 // NV's connections delivered (retransmissions from tcp.csv over the
 // goodput's full-size segments).
-func nvLoss(exps []reports.Experiment) ([]float64, error) {
-	return cubicAndNV(exps, func(e *reports.Experiment) float64 {
+func nvLoss(exps []stats.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *stats.Experiment) float64 {
 		var re uint64
 		for _, c := range e.TCPConns {
 			re += c.Retrans
@@ -269,8 +269,8 @@ func nvLoss(exps []reports.Experiment) ([]float64, error) {
 
 // nvRTT is E2: the largest P99 smoothed RTT of cubic's and NV's
 // connections, in ms scaled to 1 Gbit/s (divided by nvScale).
-func nvRTT(exps []reports.Experiment) ([]float64, error) {
-	return cubicAndNV(exps, func(e *reports.Experiment) float64 {
+func nvRTT(exps []stats.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *stats.Experiment) float64 {
 		v := math.NaN()
 		for _, c := range e.TCPConns {
 			if ms := float64(c.SRTTP99us) / 1000 / nvScale; math.IsNaN(v) || ms > v {
@@ -283,7 +283,7 @@ func nvRTT(exps []reports.Experiment) ([]float64, error) {
 
 // baseRTT is C1's floor: the emulated fabric's unloaded base RTT (µs)
 // that calibration measured.
-func baseRTT(exps []reports.Experiment) ([]float64, error) {
+func baseRTT(exps []stats.Experiment) ([]float64, error) {
 	for i := range exps {
 		if id := exps[i].Ideal; id != nil && id.BaseRTTus > 0 {
 			return []float64{id.BaseRTTus}, nil
@@ -293,7 +293,7 @@ func baseRTT(exps []reports.Experiment) ([]float64, error) {
 }
 
 // findExp is the first experiment of a repetition that match accepts.
-func findExp(exps []reports.Experiment, match func(*reports.Experiment) bool) *reports.Experiment {
+func findExp(exps []stats.Experiment, match func(*stats.Experiment) bool) *stats.Experiment {
 	for i := range exps {
 		if match(&exps[i]) {
 			return &exps[i]
@@ -302,14 +302,14 @@ func findExp(exps []reports.Experiment, match func(*reports.Experiment) bool) *r
 	return nil
 }
 
-func isHoma(e *reports.Experiment) bool  { return e.Transport == "homa" && e.Label == "" }
-func isBasic(e *reports.Experiment) bool { return e.Label == "basic" || e.Config == "homa-basic" }
-func isTCP(e *reports.Experiment) bool {
+func isHoma(e *stats.Experiment) bool  { return e.Transport == "homa" && e.Label == "" }
+func isBasic(e *stats.Experiment) bool { return e.Label == "basic" || e.Config == "homa-basic" }
+func isTCP(e *stats.Experiment) bool {
 	return e.Transport == "tcp" || strings.HasPrefix(e.Transport, "tcp-") || strings.HasPrefix(e.Config, "tcp")
 }
 
 // shortP99 is an experiment's short-message P99 RTT (NaN when unknown).
-func shortP99(e *reports.Experiment) float64 {
+func shortP99(e *stats.Experiment) float64 {
 	if e == nil || e.Short.P99us == nil {
 		return math.NaN()
 	}
@@ -318,8 +318,8 @@ func shortP99(e *reports.Experiment) float64 {
 
 // overHoma is the short-message P99 of the experiment match finds over
 // Homa's (C2: Basic, C3: TCP).
-func overHoma(match func(*reports.Experiment) bool) func([]reports.Experiment) ([]float64, error) {
-	return func(exps []reports.Experiment) ([]float64, error) {
+func overHoma(match func(*stats.Experiment) bool) func([]stats.Experiment) ([]float64, error) {
+	return func(exps []stats.Experiment) ([]float64, error) {
 		h, o := findExp(exps, isHoma), findExp(exps, match)
 		if h == nil || o == nil {
 			return nil, errors.New("the run lacks homa or the configuration compared with it")
@@ -330,7 +330,7 @@ func overHoma(match func(*reports.Experiment) bool) func([]reports.Experiment) (
 
 // tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin
 // over that of its largest.
-func tcpShortOverLong(exps []reports.Experiment) ([]float64, error) {
+func tcpShortOverLong(exps []stats.Experiment) ([]float64, error) {
 	e := findExp(exps, isTCP)
 	if e == nil || len(e.BySize) == 0 {
 		return nil, errors.New("no TCP experiment with size bins")

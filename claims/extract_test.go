@@ -4,21 +4,21 @@ import (
 	"math"
 	"testing"
 
-	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func fp(v float64) *float64 { return &v }
 
 // exp is a synthetic experiment of transport t on workload w with a
 // shortest-half P99 slowdown s99.
-func exp(t, w string, s99 float64) reports.Experiment {
-	return reports.Experiment{Transport: t, Params: map[string]any{"phases.all2all.sizes": w},
-		ShortestHalf: &reports.ShortestHalf{MaxLength: 1000, S99: fp(s99)},
-		BySize:       []reports.SizeRow{{Length: 100, S99: fp(s99 - 0.5)}, {Length: 1000, S99: fp(s99 + 0.5)}, {Length: 5000, S99: fp(50)}}}
+func exp(t, w string, s99 float64) stats.Experiment {
+	return stats.Experiment{Transport: t, Params: map[string]any{"phases.all2all.sizes": w},
+		ShortestHalf: &stats.ShortestHalf{MaxLength: 1000, S99: fp(s99)},
+		BySize:       []stats.SizeRow{{Length: 100, S99: fp(s99 - 0.5)}, {Length: 1000, S99: fp(s99 + 0.5)}, {Length: 5000, S99: fp(50)}}}
 }
 
 func TestTwinExtraction(t *testing.T) {
-	exps := []reports.Experiment{
+	exps := []stats.Experiment{
 		exp("homa", "w1", 2), exp("pias", "w1", 3), exp("phost", "w1", 8),
 		exp("homa", "w4,max=1000000", 1.5), exp("pias", "w4,max=1000000", 1.5), exp("phost", "w4,max=1000000", 6),
 	}
@@ -44,11 +44,11 @@ func TestTwinExtraction(t *testing.T) {
 }
 
 func TestMaxLoads(t *testing.T) {
-	at := func(tr string, load, offered, goodput float64, inFlight int64) reports.Experiment {
-		return reports.Experiment{Transport: tr, Params: map[string]any{maxLoadKey: load}, OfferedGbps: offered, GoodputGbps: goodput,
-			RPCs: reports.RPCCounts{Issued: 1000, InFlight: inFlight}}
+	at := func(tr string, load, offered, goodput float64, inFlight int64) stats.Experiment {
+		return stats.Experiment{Transport: tr, Params: map[string]any{maxLoadKey: load}, OfferedGbps: offered, GoodputGbps: goodput,
+			RPCs: stats.RPCCounts{Issued: 1000, InFlight: inFlight}}
 	}
-	exps := []reports.Experiment{
+	exps := []stats.Experiment{
 		at("homa", 0.7, 100, 99, 0), at("homa", 0.8, 100, 95, 5), at("homa", 0.9, 100, 80, 300),
 		at("ndp", 0.7, 100, 99, 0), at("ndp", 0.8, 100, 99, 50), at("ndp", 0.9, 100, 60, 500),
 		at("pfabric", 0.7, 100, 50, 400),
@@ -62,7 +62,7 @@ func TestMaxLoads(t *testing.T) {
 	if got[0] != 0.8 || !math.IsInf(got[1], 1) || !math.IsNaN(got[2]) || math.Abs(got[3]-0.8/0.7) > 1e-12 || !math.IsNaN(got[4]) {
 		t.Errorf("homaLoadRatios = %v", got)
 	}
-	none := []reports.Experiment{at("homa", 0.7, 100, 50, 400), at("ndp", 0.7, 100, 50, 400)}
+	none := []stats.Experiment{at("homa", 0.7, 100, 50, 400), at("ndp", 0.7, 100, 50, 400)}
 	if got, _ := homaLoadRatios(none); got[0] != 0 || !math.IsNaN(got[3]) {
 		t.Errorf("neither sustaining a load: homaLoadRatios = %v, want [0 ... NaN for NDP]", got)
 	}
@@ -72,9 +72,9 @@ func TestMaxLoads(t *testing.T) {
 }
 
 func TestNVExtraction(t *testing.T) {
-	exps := []reports.Experiment{
-		{Config: "tcp-cubic", GoodputGbps: 0.05, DurationS: 10, TCPConns: []reports.TCPConn{{Retrans: 432, SRTTP99us: 100_000}}},
-		{Config: "tcp-nv", Label: "nv", GoodputGbps: 0.05, DurationS: 10, TCPConns: []reports.TCPConn{{Retrans: 0, SRTTP99us: 10_000}}},
+	exps := []stats.Experiment{
+		{Config: "tcp-cubic", GoodputGbps: 0.05, DurationS: 10, TCPConns: []stats.TCPConn{{Retrans: 432, SRTTP99us: 100_000}}},
+		{Config: "tcp-nv", Label: "nv", GoodputGbps: 0.05, DurationS: 10, TCPConns: []stats.TCPConn{{Retrans: 0, SRTTP99us: 10_000}}},
 	}
 	loss, err := nvLoss(exps)
 	if err != nil {
@@ -94,16 +94,16 @@ func TestNVExtraction(t *testing.T) {
 }
 
 func TestImplementationExtraction(t *testing.T) {
-	short := func(v float64) reports.Short { return reports.Short{P99us: fp(v)} }
-	exps := []reports.Experiment{
+	short := func(v float64) stats.Short { return stats.Short{P99us: fp(v)} }
+	exps := []stats.Experiment{
 		{Transport: "homa", Config: "homa", Short: short(100)},
 		{Transport: "homa", Label: "basic", Config: "homa-basic", Short: short(800)},
 		{Transport: "tcp", Config: "tcp-cubic", Short: short(10_000),
-			BySize: []reports.SizeRow{{Length: 100, S99: fp(90)}, {Length: 1e6, S99: fp(9)}}},
+			BySize: []stats.SizeRow{{Length: 100, S99: fp(90)}, {Length: 1e6, S99: fp(9)}}},
 	}
 	for _, tt := range []struct {
 		name string
-		f    func([]reports.Experiment) ([]float64, error)
+		f    func([]stats.Experiment) ([]float64, error)
 		want float64
 	}{
 		{"basic over homa", overHoma(isBasic), 8},

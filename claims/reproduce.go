@@ -17,13 +17,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/homatb/homatb/queuemodel"
-	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 // Runner runs a scenario (in the twin, homatb run --simulate, or
 // emulated, homatb run) with the given repetitions into runDir and
 // returns its summary.json.
-type Runner func(ctx context.Context, scenarioFile string, repetitions int, runDir string) (*reports.Summary, error)
+type Runner func(ctx context.Context, scenarioFile string, repetitions int, runDir string) (*stats.Summary, error)
 
 // Options are the settings of Reproduce.
 type Options struct {
@@ -157,7 +157,7 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 		g.Go(func() error {
 			start := time.Now()
 			file, runDir, err := prepare(sc, opt)
-			var sum *reports.Summary
+			var sum *stats.Summary
 			if err == nil {
 				sum, err = opt.runner(sel[byScenario[sc][0]].Mode)(ctx, file, len(opt.seeds()), runDir)
 			}
@@ -192,7 +192,7 @@ func (o Options) runner(m Mode) Runner {
 }
 
 // measureTwin reads a twin claim's values from each repetition of its run.
-func measureTwin(c *Claim, r *Row, sum *reports.Summary) {
+func measureTwin(c *Claim, r *Row, sum *stats.Summary) {
 	var values [][]float64
 	var failed []string
 	for _, exps := range repetitions(sum.Experiments) {

@@ -18,7 +18,6 @@ import (
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/scenario"
-	"github.com/homatb/homatb/testbed/simulate"
 )
 
 // reproduceFlags are the settings of `homatb reproduce`.
@@ -103,13 +102,13 @@ func quickFlag(q bool) []string {
 }
 
 // simulateScenario runs a scenario in the twin the way `homatb run
-// --simulate` does (scenario.Load, simulate.Run) and reads its summary.
+// --simulate` does (scenario.Load, testbed.Run in virtual time) and reads its summary.
 func simulateScenario(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
 	plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions, Simulate: true})
 	if err != nil {
 		return nil, err
 	}
-	res, err := simulate.Run(ctx, plan, simulate.Options{RunDir: runDir, ScenarioFile: file})
+	res, err := testbed.Run(ctx, plan, testbed.Options{RunDir: runDir, ScenarioFile: file, Simulate: true})
 	if err != nil {
 		return nil, err
 	}
