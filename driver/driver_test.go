@@ -143,3 +143,35 @@ func TestHostClock(t *testing.T) {
 		}
 	})
 }
+
+// TestSubMillisecondBounds: a simulated run's phases may last fractions of
+// a millisecond (the paper's W1 measures 500 µs); the bounds given to the
+// nanosecond decide the warm-up and the end, not their whole milliseconds
+// (which would make this workload's warm-up as long as its duration).
+func TestSubMillisecondBounds(t *testing.T) {
+	w := &agentpb.Workload{Sizes: "fixed:100", Arrivals: "poisson", RateRps: 1e6, Targets: []string{"10.0.0.1:4000"},
+		DurationMs: 2, WarmupMs: 2, DurationNs: 2_500_000, WarmupNs: 2_000_000}
+	sink, _ := runVirtual(t, w, time.Microsecond, 10*time.Millisecond)
+	var warm, measured int
+	var last int64
+	for _, r := range sink.rows {
+		switch r.Phase {
+		case rundir.PhaseWarmup:
+			warm++
+		case rundir.PhaseMeasure:
+			measured++
+		}
+		last = max(last, r.IntendedNs)
+	}
+	// About 2,000 arrivals in the warm-up and 500 measured at 1 per µs.
+	if warm < 1800 || warm > 2200 || measured < 400 || measured > 600 {
+		t.Errorf("%d warm-up and %d measured RPCs; want about 2000 and 500", warm, measured)
+	}
+	if last >= 2_500_000 {
+		t.Errorf("an RPC intended at %d ns, after the 2.5 ms duration", last)
+	}
+	if _, err := ParseWorkload(&agentpb.Workload{Sizes: "fixed:100", Arrivals: "poisson", RateRps: 1, Targets: []string{"10.0.0.1:4000"},
+		DurationNs: 1_000_000, WarmupNs: 1_000_000}); err == nil {
+		t.Error("a warm-up as long as the duration was accepted")
+	}
+}

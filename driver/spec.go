@@ -63,9 +63,9 @@ func ParseWorkload(w *agentpb.Workload) (*ClientSpec, error) {
 		MaxOutstanding: int(w.GetMaxOutstanding()),
 		RespBytes:      w.GetResponseBytes(),
 		Seed:           w.GetSeed(),
-		Duration:       time.Duration(w.GetDurationMs()) * time.Millisecond,
+		Duration:       exactOr(w.GetDurationNs(), w.GetDurationMs()),
 		MaxRPCs:        w.GetMaxRpcs(),
-		Warmup:         time.Duration(w.GetWarmupMs()) * time.Millisecond,
+		Warmup:         exactOr(w.GetWarmupNs(), w.GetWarmupMs()),
 		StartNs:        w.GetStartUnixNs(),
 	}
 	burst, jitter := time.Duration(w.GetBurstIntervalUs())*time.Microsecond, time.Duration(w.GetBurstJitterUs())*time.Microsecond
@@ -115,9 +115,18 @@ func ParseWorkload(w *agentpb.Workload) (*ClientSpec, error) {
 		return nil, Invalid("client.response_bytes", s.RespBytes, "at most %d", maxResponse)
 	}
 	if s.Duration > 0 && s.Warmup >= s.Duration {
-		return nil, Invalid("client.warmup_ms", w.GetWarmupMs(), "expected less than duration_ms %d", w.GetDurationMs())
+		return nil, Invalid("client.warmup", s.Warmup, "expected less than the duration %v", s.Duration)
 	}
 	return s, nil
+}
+
+// exactOr is a bound given to the nanosecond (ns), or else in whole
+// milliseconds (ms): a simulated run measures fractions of a millisecond.
+func exactOr(ns uint64, ms uint32) time.Duration {
+	if ns > 0 {
+		return time.Duration(ns)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // parseTarget reads "ip:port" with a port of 1 to 65535.
@@ -159,7 +168,7 @@ func ParseCollective(c *agentpb.Collective, i, maxMessage int) (*CollectiveSpec,
 		Phase: c.GetPhase(), Kind: c.GetKind(), ID: CollectiveID(c.GetPhase()), Rank: int(c.GetRank()),
 		Bytes: int(c.GetBytes()), Iterations: int(c.GetIterations()),
 		Compute: time.Duration(c.GetComputeNs()), Jitter: time.Duration(c.GetJitterNs()),
-		Seed: c.GetSeed(), Duration: time.Duration(c.GetDurationMs()) * time.Millisecond, StartNs: c.GetStartUnixNs(),
+		Seed: c.GetSeed(), Duration: exactOr(c.GetDurationNs(), c.GetDurationMs()), StartNs: c.GetStartUnixNs(),
 	}
 	if s.Phase == "" {
 		return nil, Invalid(f("phase"), "", "expected the phase's name")

@@ -248,7 +248,12 @@ type Workload struct {
 	BurstIntervalUs uint32 `protobuf:"varint,11,opt,name=burst_interval_us,json=burstIntervalUs,proto3" json:"burst_interval_us,omitempty"`
 	BurstJitterUs   uint32 `protobuf:"varint,12,opt,name=burst_jitter_us,json=burstJitterUs,proto3" json:"burst_jitter_us,omitempty"`
 	// Absolute start time (Unix ns) shared by clients, 0 = start at once.
-	StartUnixNs   int64 `protobuf:"varint,13,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	StartUnixNs int64 `protobuf:"varint,13,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	// The bounds to the nanosecond (a simulated run measures fractions of a
+	// millisecond); when set they stand for duration_ms and warmup_ms, which
+	// then hold their whole milliseconds for readers that know no better.
+	DurationNs    uint64 `protobuf:"varint,14,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	WarmupNs      uint64 `protobuf:"varint,15,opt,name=warmup_ns,json=warmupNs,proto3" json:"warmup_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -370,6 +375,20 @@ func (x *Workload) GetBurstJitterUs() uint32 {
 func (x *Workload) GetStartUnixNs() int64 {
 	if x != nil {
 		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *Workload) GetDurationNs() uint64 {
+	if x != nil {
+		return x.DurationNs
+	}
+	return 0
+}
+
+func (x *Workload) GetWarmupNs() uint64 {
+	if x != nil {
+		return x.WarmupNs
 	}
 	return 0
 }
@@ -525,8 +544,10 @@ type Collective struct {
 	// its file name (for errors); rank is this host's node, targets and hosts
 	// every node's in node order; bytes, iterations, compute and jitter are
 	// unused.
-	Matrix        []byte `protobuf:"bytes,13,opt,name=matrix,proto3" json:"matrix,omitempty"`
-	MatrixFile    string `protobuf:"bytes,14,opt,name=matrix_file,json=matrixFile,proto3" json:"matrix_file,omitempty"`
+	Matrix     []byte `protobuf:"bytes,13,opt,name=matrix,proto3" json:"matrix,omitempty"`
+	MatrixFile string `protobuf:"bytes,14,opt,name=matrix_file,json=matrixFile,proto3" json:"matrix_file,omitempty"`
+	// duration_ms to the nanosecond; when set it stands for duration_ms.
+	DurationNs    uint64 `protobuf:"varint,15,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -657,6 +678,13 @@ func (x *Collective) GetMatrixFile() string {
 		return x.MatrixFile
 	}
 	return ""
+}
+
+func (x *Collective) GetDurationNs() uint64 {
+	if x != nil {
+		return x.DurationNs
+	}
+	return 0
 }
 
 type ConfigureReply struct {
@@ -1457,7 +1485,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x0fpias_thresholds\x18\x04 \x03(\x04R\x0epiasThresholds\x12+\n" +
 	"\x12pias_idle_reset_us\x18\x05 \x01(\rR\x0fpiasIdleResetUs\x12\x1e\n" +
 	"\vbase_rtt_us\x18\x06 \x01(\rR\tbaseRttUs\x12\x19\n" +
-	"\blink_bps\x18\a \x01(\x04R\alinkBps\"\xa6\x03\n" +
+	"\blink_bps\x18\a \x01(\x04R\alinkBps\"\xe4\x03\n" +
 	"\bWorkload\x12\x14\n" +
 	"\x05sizes\x18\x01 \x01(\tR\x05sizes\x12\x1a\n" +
 	"\barrivals\x18\x02 \x01(\tR\barrivals\x12\x19\n" +
@@ -1473,7 +1501,10 @@ const file_agent_proto_rawDesc = "" +
 	" \x01(\rR\bwarmupMs\x12*\n" +
 	"\x11burst_interval_us\x18\v \x01(\rR\x0fburstIntervalUs\x12&\n" +
 	"\x0fburst_jitter_us\x18\f \x01(\rR\rburstJitterUs\x12\"\n" +
-	"\rstart_unix_ns\x18\r \x01(\x03R\vstartUnixNs\"\xa4\x03\n" +
+	"\rstart_unix_ns\x18\r \x01(\x03R\vstartUnixNs\x12\x1f\n" +
+	"\vduration_ns\x18\x0e \x01(\x04R\n" +
+	"durationNs\x12\x1b\n" +
+	"\twarmup_ns\x18\x0f \x01(\x04R\bwarmupNs\"\xa4\x03\n" +
 	"\x10ConfigureRequest\x12\x1e\n" +
 	"\n" +
 	"experiment\x18\x01 \x01(\tR\n" +
@@ -1487,7 +1518,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x06client\x18\b \x01(\v2\x19.homatb.agent.v1.WorkloadR\x06client\x12\x14\n" +
 	"\x05phase\x18\t \x01(\tR\x05phase\x12=\n" +
 	"\vcollectives\x18\n" +
-	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\xfe\x02\n" +
+	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\x9f\x03\n" +
 	"\n" +
 	"Collective\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
@@ -1509,7 +1540,9 @@ const file_agent_proto_rawDesc = "" +
 	"durationMs\x12\x16\n" +
 	"\x06matrix\x18\r \x01(\fR\x06matrix\x12\x1f\n" +
 	"\vmatrix_file\x18\x0e \x01(\tR\n" +
-	"matrixFile\"\x10\n" +
+	"matrixFile\x12\x1f\n" +
+	"\vduration_ns\x18\x0f \x01(\x04R\n" +
+	"durationNs\"\x10\n" +
 	"\x0eConfigureReply\"\x0e\n" +
 	"\fStartRequest\"\f\n" +
 	"\n" +

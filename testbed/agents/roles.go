@@ -112,7 +112,8 @@ func workload(e *scenario.Experiment, pi int, c string, servers []string, start 
 		Seed:       e.Seed*7919 + uint64(pi)*131 + uint64(h.Index),
 		DurationMs: uint32((s.Warmup.D() + s.Duration.D()) / time.Millisecond),
 		WarmupMs:   uint32(s.Warmup.D() / time.Millisecond),
-		MaxRpcs:    ph.MaxRPCs, StartUnixNs: start,
+		DurationNs: uint64(s.Warmup.D() + s.Duration.D()), WarmupNs: uint64(s.Warmup.D()),
+		MaxRpcs: ph.MaxRPCs, StartUnixNs: start,
 	}
 	if ph.Load > 0 {
 		// Offered load counts message bytes (as cp_node does), or with
@@ -165,6 +166,7 @@ func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, s
 				Matrix: m.Text, MatrixFile: m.File, Iterations: 1,
 				StartUnixNs: start + int64(s.Warmup.D()),
 				DurationMs:  uint32(s.Duration.D() / time.Millisecond),
+				DurationNs:  uint64(s.Duration.D()),
 			})
 		}
 		return nil
@@ -179,6 +181,7 @@ func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, s
 			Seed:        e.Seed*7919 + uint64(pi)*131,
 			StartUnixNs: start + int64(s.Warmup.D()),
 			DurationMs:  uint32(s.Duration.D() / time.Millisecond),
+			DurationNs:  uint64(s.Duration.D()),
 		})
 	}
 	return nil
