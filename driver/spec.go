@@ -115,7 +115,7 @@ func ParseWorkload(w *agentpb.Workload) (*ClientSpec, error) {
 		return nil, Invalid("client.response_bytes", s.RespBytes, "at most %d", maxResponse)
 	}
 	if s.Duration > 0 && s.Warmup >= s.Duration {
-		return nil, Invalid("client.warmup", s.Warmup, "expected less than the duration %v", s.Duration)
+		return nil, Invalid("client.warmup_ms", s.Warmup, "expected less than the duration %v", s.Duration)
 	}
 	return s, nil
 }
