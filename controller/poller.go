@@ -39,7 +39,10 @@ type Poller struct {
 
 	mu      sync.Mutex
 	samples []Sample
-	noRegs  map[string]bool // switches without register reads (BMv2)
+	// emit, when set, takes each sample's rows instead of samples (a long
+	// run's series is written as it goes, not held).
+	emit   func([]Sample)
+	noRegs map[string]bool // switches without register reads (BMv2)
 }
 
 // newPoller returns a poller of the targets; interval must be positive.
@@ -117,9 +120,23 @@ func (p *Poller) sampleOnce(ctx context.Context) error {
 		rows = append(rows, r...)
 	}
 	p.mu.Lock()
-	p.samples = append(p.samples, rows...)
+	emit := p.emit
+	if emit == nil {
+		p.samples = append(p.samples, rows...)
+	}
 	p.mu.Unlock()
+	if emit != nil {
+		emit(rows)
+	}
 	return nil
+}
+
+// Stream hands each sample's rows to emit, from Run's goroutine, instead
+// of keeping them for Samples; set it before Run.
+func (p *Poller) Stream(emit func([]Sample)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.emit = emit
 }
 
 func (p *Poller) sampleTarget(ctx context.Context, t pollTarget) ([]Sample, error) {

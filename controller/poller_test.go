@@ -18,17 +18,28 @@ import (
 	"google.golang.org/grpc"
 )
 
-func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
-	sw := targettest.Start(t, "127.0.0.1:0", 1)
-	topo := oneSwitchTopology(t, sw)
+// runningPoller starts a programmed switch of three hosts and a poller
+// of it every 5 ms, with stream (if any) set, running until cancel; done
+// gets Run's error.
+func runningPoller(t *testing.T, stream func([]Sample)) (sw *targettest.Switch, topo *Topology, poller *Poller, cancel func(), done chan error) {
+	sw = targettest.Start(t, "127.0.0.1:0", 1)
+	topo = oneSwitchTopology(t, sw)
 	f := programmed(t, topo, DefaultPolicy())
 	poller, err := f.NewPoller(5 * time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if stream != nil {
+		poller.Stream(stream)
+	}
 	ctx, cancel := context.WithCancel(testContext(t))
-	done := make(chan error, 1)
+	done = make(chan error, 1)
 	go func() { done <- poller.Run(ctx) }()
+	return sw, topo, poller, cancel, done
+}
+
+func TestPollerAgreesWithSwitchAtExit(t *testing.T) {
+	sw, topo, poller, cancel, done := runningPoller(t, nil)
 	grown := func(n int) func() bool { return func() bool { return len(poller.Samples()) > n } }
 	waitFor(t, 5*time.Second, "the first sample", grown(0))
 
@@ -208,4 +219,26 @@ func (p *Poller) last() map[sampleKey]Sample {
 type sampleKey struct {
 	Switch      string
 	Port, Queue int
+}
+
+// With Stream, each sample's rows go to the callback as they are taken and
+// the poller keeps none (a long experiment's series is not held).
+func TestPollerStreams(t *testing.T) {
+	var calls, rows atomic.Int64
+	_, topo, poller, cancel, done := runningPoller(t, func(s []Sample) {
+		calls.Add(1)
+		rows.Add(int64(len(s)))
+	})
+	waitFor(t, 5*time.Second, "three samples", func() bool { return calls.Load() >= 3 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	perSample := int64(len(topo.Hosts) * p4.QueuesPerPort)
+	if got := rows.Load(); got != calls.Load()*perSample {
+		t.Errorf("%d rows in %d samples, want %d each", got, calls.Load(), perSample)
+	}
+	if n := len(poller.Samples()); n != 0 {
+		t.Errorf("the poller kept %d rows while streaming", n)
+	}
 }

@@ -150,18 +150,8 @@ func appendCSVRows[T any](path string, format *rundir.CSVFormat[T], data []byte)
 // appendRows opens the run-directory file path for appending, writes its
 // header when the file is new, and lets fill write rows.
 func appendRows[T any](path string, format *rundir.CSVFormat[T], fill func(*rundir.CSVWriter[T]) error) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, w, err := openAppend(path, format)
 	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	w, err := format.NewWriter(f, fi.Size() == 0)
-	if err != nil {
-		f.Close()
 		return err
 	}
 	if err := fill(w); err != nil {
@@ -169,4 +159,24 @@ func appendRows[T any](path string, format *rundir.CSVFormat[T], fill func(*rund
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return errors.Join(w.Flush(), f.Close())
+}
+
+// openAppend opens the run-directory file path for appending rows of
+// format, its header written when the file is new.
+func openAppend[T any](path string, format *rundir.CSVFormat[T]) (*os.File, *rundir.CSVWriter[T], error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	w, err := format.NewWriter(f, fi.Size() == 0)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, w, nil
 }

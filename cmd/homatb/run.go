@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 // runFlags are the settings of `homatb run`.
 type runFlags struct {
 	out, runDir, binary, registry  string
+	heapProfile                    string
 	dryRun, clean, quiet, noReport bool
 	realtime, simulate             bool
 	timeout, slice                 time.Duration
@@ -64,6 +66,8 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.slice, "slice", 0, "EEVDF time slice of switches and agents (100µs-100ms; experimental: docs/emulation.md; 0: the kernel's)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
+	fl.StringVar(&f.heapProfile, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 30 s and at the end (a debugging aid)")
+	_ = fl.MarkHidden("heap-profile") // the flag exists
 	f.dispatch.register(cmd)
 	return cmd
 }
@@ -102,6 +106,9 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	}
 	if f.dryRun {
 		return plan.Describe(stdout)
+	}
+	if f.heapProfile != "" {
+		defer heapProfiles(f.heapProfile, 30*time.Second, slog.Default())()
 	}
 	if split {
 		return runDispatched(cmd, plan, file, f)

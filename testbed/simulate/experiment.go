@@ -38,17 +38,20 @@ type job struct {
 	epoch          time.Time // wall time of virtual time 0
 	log            *slog.Logger
 
-	// rows are the issued RPCs' records in the order issued (a
-	// driver.Sink, with books).
-	rows  []*rundir.RPC
-	books rundir.Books
+	// pending are the issued RPCs' records in the order issued, from the
+	// oldest not yet final (a driver.Sink, with books); each leading
+	// final one goes to out at once, so that a long experiment holds only
+	// the records of its open RPCs and those issued after them.
+	pending []*rundir.RPC
+	books   rundir.Books
+	out     Records
+	outErr  error
 	// counters are the hosts' transport counters at the end, merged, and
 	// hostCounters each one's.
 	counters     map[string]uint64
 	hostCounters []rundir.HostCounters
-	// served are the servers' answers when bookServed; servedBy counts
-	// each TCP model server's.
-	served     []rundir.Served
+	// bookServed sends the servers' answers to out; servedBy counts each
+	// TCP model server's.
 	bookServed bool
 	servedBy   map[string]uint64
 	drivers    map[string]*driver.Host
@@ -160,6 +163,13 @@ func (j *job) run() error {
 	for _, d := range ds {
 		d.Close()
 	}
+	// Every row is final now; one that is not still goes out, as issued.
+	for _, row := range j.pending {
+		if j.outErr == nil {
+			j.outErr = j.out.RPC(row)
+		}
+	}
+	j.pending = nil
 	j.counters = map[string]uint64{}
 	for _, hc := range j.hosts {
 		name := hc.Host
@@ -180,12 +190,12 @@ func (j *job) run() error {
 		j.hostCounters = append(j.hostCounters, h)
 		j.net.Node(name).Stop()
 	}
-	return nil
+	return j.outErr
 }
 
 // Issued, Ended and InFlight book the rows (driver.Sink).
 func (j *job) Issued(row *rundir.RPC) {
-	j.rows = append(j.rows, row)
+	j.pending = append(j.pending, row)
 	j.books.Issued++
 }
 
@@ -195,9 +205,34 @@ func (j *job) Ended(row *rundir.RPC) {
 	} else {
 		j.books.Failed++
 	}
+	j.flush()
 }
 
-func (j *job) InFlight(*rundir.RPC) { j.books.InFlight++ }
+func (j *job) InFlight(*rundir.RPC) {
+	j.books.InFlight++
+	j.flush()
+}
+
+// flush sends the leading final rows (the driver sets a row's status as
+// it ends or the books close) to out, in the order issued.
+func (j *job) flush() {
+	n := 0
+	for n < len(j.pending) && j.pending[n].Status != "" {
+		if j.outErr == nil {
+			j.outErr = j.out.RPC(j.pending[n])
+		}
+		j.pending[n] = nil
+		n++
+	}
+	j.pending = j.pending[n:]
+}
+
+// served books one server's answer.
+func (j *job) served(row *rundir.Served) {
+	if j.outErr == nil {
+		j.outErr = j.out.Served(row)
+	}
+}
 
 // arrived tells host's drivers of a request its server has whole.
 func (j *job) arrived(host string, req []byte, s driver.Scheduler) {
@@ -207,7 +242,7 @@ func (j *job) arrived(host string, req []byte, s driver.Scheduler) {
 }
 
 // serve answers every request to ServerPort with the response length it
-// asks for, at once: the simulated server takes no time. With served set,
+// asks for, at once: the simulated server takes no time. With bookServed set,
 // each answer is booked as a served.csv row.
 func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	var zeros []byte
@@ -229,7 +264,7 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 			}
 			if j.bookServed && !j.closed {
 				at := j.epoch.Add(time.Duration(now)).UnixNano()
-				j.served = append(j.served, rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+				j.served(&rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
 					Server: local, Client: sr.Peer.String(), ReqBytes: int64(len(sr.Req)), RespBytes: int64(n),
 					ReqNs: at, ReplyNs: at, ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset})
 			}
@@ -246,7 +281,7 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 		}
 		if j.bookServed && !j.closed {
 			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
-			j.served = append(j.served, rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+			j.served(&rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
 				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
 				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
 		}

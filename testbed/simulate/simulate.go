@@ -234,16 +234,28 @@ func (r *Network) NextEpoch() time.Time {
 // so that the next one starts at the virtual epoch it has in the whole run.
 func (r *Network) Skip() { r.exps++ }
 
-// finish books a job's events and returns its records.
-func (r *Network) finish(j *job) []rundir.RPC {
+// finish books a job's events.
+func (r *Network) finish(j *job) {
 	r.events += j.net.Clock().Events()
 	r.simNs += j.net.Clock().Now()
-	rows := make([]rundir.RPC, len(j.rows))
-	for i, row := range j.rows {
-		rows[i] = *row
-	}
-	return rows
 }
+
+// Records receives an experiment's records as each becomes final: its
+// RPCs in the order issued, its servers' answers in the order served.
+type Records interface {
+	RPC(*rundir.RPC) error
+	Served(*rundir.Served) error
+}
+
+// collected keeps a calibration's records (a few at a time).
+type collected struct{ rows []rundir.RPC }
+
+func (c *collected) RPC(row *rundir.RPC) error {
+	c.rows = append(c.rows, *row)
+	return nil
+}
+
+func (c *collected) Served(*rundir.Served) error { return nil }
 
 // Calibrate runs transport t's calibration messages of size bytes
 // (one-way, or RPCs with resp-byte responses) on a fresh network between
@@ -269,23 +281,26 @@ func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, res
 		return nil, err
 	}
 	j.hosts = []driver.Config{srv, cli}
+	out := &collected{}
+	j.out = out
 	if err := j.run(); err != nil {
 		return nil, err
 	}
-	return r.finish(j), nil
+	r.finish(j)
+	return out.rows, nil
 }
 
 // Experiment simulates experiment e on a fresh network, with the roles ro
 // planned from NextEpoch (its clients start at virtual time 0), and fills
 // rec, its manifest entry, with its span, fidelity notes, books and
 // counters. It returns its records in the order issued and its servers'
-// answers (served.csv); the switch statistics and postcards it writes
-// into the run directory.
-func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro agents.Roles, rec *rundir.Experiment) ([]rundir.RPC, []rundir.Served, error) {
+// answers (served.csv) to out as each becomes final; the switch statistics
+// and postcards it writes into the run directory.
+func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro agents.Roles, rec *rundir.Experiment, out Records) error {
 	s := e.Scenario
 	net, err := r.network(e.Seed)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	var (
 		fidelity []string
@@ -297,7 +312,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			to := from + f.Down.For.D().Nanoseconds()
 			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
-				return nil, nil, err
+				return err
 			}
 			// The controller moves the paths at the fault's instant and
 			// back at its end; the event loop waits for its writes, so
@@ -321,7 +336,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 			// clients (virtual time 0).
 			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
 			if err := net.SetDown(f.Link, from, from+f.Down.For.D().Nanoseconds()); err != nil {
-				return nil, nil, err
+				return err
 			}
 		}
 		if f.Loss == nil {
@@ -335,12 +350,12 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 			to = 0
 		}
 		if err := net.SetLoss(f.Link, to, from); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	tcp, err := r.tcpConfig(e.Transport)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
@@ -349,18 +364,18 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	for _, host := range ro.Used {
 		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		j.hosts = append(j.hosts, hc)
 	}
 	if j.oneWay {
 		fidelity = append(fidelity, "one-way messages: each ends when its last byte reaches the receiver, on the simulator's one clock; the sender learns of it at that instant and at no cost on the wire (no response, no ACK), which the emulation could not do")
 	}
-	j.bookServed = true
+	j.bookServed, j.out = true, out
 	var cards *postcards
 	if s.Switch.PostcardsOn() {
 		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
-			return nil, nil, err
+			return err
 		}
 		net.OnPostcard(cards.write)
 	}
@@ -369,18 +384,19 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 		runErr = errors.Join(runErr, cards.close())
 	}
 	if runErr != nil {
-		return nil, nil, runErr
+		return runErr
 	}
 	for name, st := range net.SwitchStats() {
 		if err := rundir.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
 	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
 	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
 	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books, j.counters, j.hostCounters
-	return r.finish(j), j.served, nil
+	r.finish(j)
+	return nil
 }
 
 // postcards writes each switch's postcards of one experiment, as the

@@ -209,13 +209,24 @@ func (c *Control) Telemetry(ctx context.Context, exp string, interval time.Durat
 	if err != nil {
 		return err
 	}
+	// Each sample goes to w as it is taken: an experiment's series grows
+	// with its length.
+	var writeErr error
+	write := func(rows []controller.Sample) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if writeErr != nil {
+			return
+		}
+		header := !c.wroteHeader
+		c.wroteHeader = true
+		writeErr = rundir.WriteTelemetry(w, exp, rows, header)
+	}
+	p.Stream(write)
 	runErr := p.Run(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	header := !c.wroteHeader
-	c.wroteHeader = true
-	if err := rundir.WriteTelemetry(w, exp, p.Samples(), header); err != nil {
-		return err
+	write(nil) // the header, when no sample was taken
+	if writeErr != nil {
+		return writeErr
 	}
 	return runErr
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+)
+
+// heapProfiles writes a heap profile to PREFIX-NNN.pprof every interval
+// until stop is called, and a last one then: the live heap over a long
+// run, for finding what it holds (hidden flag --heap-profile).
+func heapProfiles(prefix string, interval time.Duration, log *slog.Logger) (stop func()) {
+	n := 0
+	write := func() {
+		runtime.GC() // the profile's in-use figures are as of the last collection
+		path := fmt.Sprintf("%s-%03d.pprof", prefix, n)
+		n++
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup("heap").WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			log.Warn("heap profile", "path", path, "err", err)
+		}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				write()
+				return
+			case <-t.C:
+				write()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
