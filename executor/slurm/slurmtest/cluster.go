@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -160,10 +161,12 @@ func conf(dir, host string, ports []int, cpus int) string {
 }
 
 // freePorts finds n TCP ports free now, below the kernel's ephemeral range
-// so that no outgoing connection takes one before the daemons bind it.
+// so that no outgoing connection takes one before the daemons bind it,
+// from a random start so that clusters of tests running at once (go test
+// runs packages in parallel) do not pick the same ones.
 func freePorts(n int) ([]int, error) {
 	var ports []int
-	for p := 20000 + os.Getpid()%10000; p < 32000 && len(ports) < n; p++ {
+	for p := 20000 + mrand.IntN(11000); p < 32000 && len(ports) < n; p++ {
 		l, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
 		if err != nil {
 			continue
