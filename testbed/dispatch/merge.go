@@ -35,6 +35,7 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 	var done []int // tasks whose experiment is in their manifest, in plan order
 	var base *rundir.Manifest
 	exps := map[int]rundir.Experiment{}
+	mans := map[int]*rundir.Manifest{} // the measured tasks' manifests
 	for i, name := range d.Experiments {
 		m, _, err := rundir.ReadManifest(rundir.TaskDir(dir, name))
 		if err == nil {
@@ -42,7 +43,7 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 				if base == nil {
 					base = m
 				}
-				exps[i] = m.Experiments[j]
+				exps[i], mans[i] = m.Experiments[j], m
 				done = append(done, i)
 				continue
 			}
@@ -82,8 +83,8 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 	if m.Simulation != nil {
 		sim := *m.Simulation
 		sim.Events, sim.SimulatedSeconds, sim.WallSeconds = 0, 0, 0
-		for _, td := range taskDirs {
-			if tm, _, err := rundir.ReadManifest(td); err == nil && tm.Simulation != nil {
+		for _, i := range done {
+			if tm := mans[i]; tm.Simulation != nil {
 				sim.Events += tm.Simulation.Events
 				sim.SimulatedSeconds += tm.Simulation.SimulatedSeconds
 				sim.WallSeconds += tm.Simulation.WallSeconds
