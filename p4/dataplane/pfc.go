@@ -244,8 +244,8 @@ func (t *tm) pauseNs(quanta uint16) int64 {
 // pause stops the queues in vec until now plus their quanta (0 resumes),
 // keeping the time each was paused.
 func (t *tm) pause(vec uint8, quanta *[NumQueues]uint16, now int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	for q := range NumQueues {
 		if vec&(1<<q) == 0 {
 			continue

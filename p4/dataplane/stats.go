@@ -63,8 +63,8 @@ func (d *Dataplane) Stats() switchstats.Stats {
 // portCounters reads the port's rank_order drops, trimmed frames and the
 // link time its shaper lost to late wake-ups.
 func (t *tm) portCounters() (rankDrops, trimmed, lostNs uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	return t.rankDrops, t.trimmed, uint64(t.shaper.lost)
 }
 
@@ -72,8 +72,8 @@ func (t *tm) portCounters() (rankDrops, trimmed, lostNs uint64) {
 // the dataplane's clock, for the time a queue has been paused.
 func (t *tm) snapshot(now int64) []switchstats.Queue {
 	qs := make([]switchstats.Queue, NumQueues)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	for q := range NumQueues {
 		st := &t.st[q]
 		qs[q] = switchstats.Queue{

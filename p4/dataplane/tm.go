@@ -50,6 +50,9 @@ func (b *sharedBuffer) release(n int) { b.used.Add(-int64(n)) }
 // lock is shared between ports.
 type tm struct {
 	mu sync.Mutex
+	// single: one goroutine calls the tm (a PortModel made with
+	// PortModelConfig.SingleCaller), so mu is not taken.
+	single bool
 
 	port     uint16
 	q        [NumQueues]fifo
@@ -126,12 +129,26 @@ func (t *tm) enqueueVerdict(p *packet, v *Verdict, now int64) bool {
 	return t.enqueue(p, v.Queue, now)
 }
 
+// lock takes t.mu unless one goroutine has t (single).
+func (t *tm) lock() {
+	if !t.single {
+		t.mu.Lock()
+	}
+}
+
+// unlock releases what lock took.
+func (t *tm) unlock() {
+	if !t.single {
+		t.mu.Unlock()
+	}
+}
+
 // enqueue puts p on queue q at time now, or counts a tail drop and returns
 // false, in which case the caller keeps p.
 func (t *tm) enqueue(p *packet, q uint8, now int64) bool {
-	t.mu.Lock()
+	t.lock()
 	ok := t.admit(p, q, now)
-	t.mu.Unlock()
+	t.unlock()
 	return ok
 }
 
@@ -139,14 +156,14 @@ func (t *tm) enqueue(p *packet, q uint8, now int64) bool {
 // whose queue already holds threshold packets is trimmed to its header and
 // put in queue TrimQueue instead.
 func (t *tm) enqueueTrim(p *packet, q uint8, threshold uint32, homaData bool, now int64) bool {
-	t.mu.Lock()
+	t.lock()
 	if homaData && uint32(t.q[q].size) >= threshold {
 		trim(p)
 		t.trimmed++
 		q = TrimQueue
 	}
 	ok := t.admit(p, q, now)
-	t.mu.Unlock()
+	t.unlock()
 	return ok
 }
 
@@ -191,8 +208,8 @@ func (t *tm) admit(p *packet, q uint8, now int64) bool {
 func (t *tm) enqueueRank(p *packet, rank, limBytes uint32, now int64) bool {
 	n := p.n
 	lim := int(limBytes)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	st := &t.st[0]
 	if n > lim {
 		t.rankDrop(st, n)
@@ -253,8 +270,8 @@ func (t *tm) depthPkts(q int) int {
 // resetWindow starts a new window for the statistics that are not
 // counters: peaks restart from the current depth, delays from nothing.
 func (t *tm) resetWindow() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	for q := range t.st {
 		st := &t.st[q]
 		st.peakPkts, st.peakBytes = t.depthPkts(q), st.depthBytes
@@ -276,8 +293,8 @@ type departure struct {
 // link says that wake is when the link finishes its frame, which no
 // arrival can change (otherwise a rate-limited queue is waiting).
 func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	for n < len(out) {
 		if t.busy == 0 && t.rq.len() == 0 {
 			return n, 0, false
@@ -340,8 +357,8 @@ func (t *tm) dequeue(now int64, out []departure) (n int, wake int64, link bool) 
 
 // drain empties every queue, for shutdown, handing each packet to fn.
 func (t *tm) drain(fn func(*packet)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	for q := range NumQueues {
 		for t.q[q].size > 0 {
 			p := t.q[q].pop()
