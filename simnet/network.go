@@ -262,7 +262,7 @@ const nicQueuePkts = 1000
 func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64, depthPkts, bufferBytes int) *port {
 	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(dataplane.PortModelConfig{
 		RateBps: rateBps, WireOverhead: n.cfg.WireOverhead,
-		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes})}
+		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes, SingleCaller: true})}
 	p.serviceFn = p.service
 	return p
 }
