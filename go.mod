@@ -6,6 +6,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/containernetworking/plugins v1.10.0
 	github.com/google/gopacket v1.1.19
+	github.com/klauspost/compress v1.18.0
 	github.com/p4lang/p4runtime v1.4.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

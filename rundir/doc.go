@@ -10,7 +10,8 @@
 //	telemetry.csv                    Telemetry: switch queues over time (WriteTelemetry)
 //	hosts.csv                        Hosts: Homa's gauges per host over time
 //	switch/<experiment>/<sw>.json    SwitchStats (package p4/switchstats), differenced
-//	switch/<experiment>/<sw>.postcards  Postcard: per-packet switch records (ReadPostcards)
+//	switch/<experiment>/<sw>.postcards[.zst]  Postcard: per-packet switch records (ReadPostcards;
+//	                                 .zst once the run kept them, CreatePostcards)
 //
 // Each CSV file is a CSVFormat: its columns in order and its row type, with
 // a Writer and a Reader that finds columns by header name. Calibration RPCs

@@ -62,9 +62,17 @@ const PostcardLen = 64
 var PostcardMagic = [8]byte{'H', 'T', 'B', 'P', 'C', 'R', 'D', 1}
 
 // PostcardHeaderLen is the size of a postcard file's header: the magic, the
-// dataplane clock's origin as Unix nanoseconds, the record length (uint32)
-// and four reserved bytes.
+// dataplane clock's origin as Unix nanoseconds, the record length (uint32),
+// a flags byte (PostcardSieved) and three reserved bytes.
 const PostcardHeaderLen = 24
+
+// PostcardSieved, in a postcard file header's flags, says the file holds
+// only the records a reader chose to keep (the latency anatomy's sieve,
+// package anatomy), not every frame the switch sent. A switch writes 0.
+const PostcardSieved = 1
+
+// postcardFlagsAt is the flags byte's offset in the header.
+const postcardFlagsAt = 20
 
 var le = binary.LittleEndian
 
@@ -193,9 +201,11 @@ type PostcardReader struct {
 	// EpochNs is the file's clock origin, Unix nanoseconds: a record's
 	// times happened at EpochNs plus their value.
 	EpochNs int64
-	br      *bufio.Reader
-	n       int
-	b       [PostcardLen]byte
+	// Flags are the header's flags (PostcardSieved).
+	Flags uint8
+	br    *bufio.Reader
+	n     int
+	b     [PostcardLen]byte
 }
 
 // NewPostcardReader reads and checks the file header from r.
@@ -207,8 +217,12 @@ func NewPostcardReader(r io.Reader) (*PostcardReader, error) {
 	}
 	var err error
 	pr.EpochNs, err = ParsePostcardHeader(h[:])
+	pr.Flags = h[postcardFlagsAt]
 	return pr, err
 }
+
+// SetPostcardFlags sets the flags of the postcard file header h.
+func SetPostcardFlags(h []byte, flags uint8) { h[postcardFlagsAt] = flags }
 
 // Next decodes the next record into p; it returns io.EOF after the last
 // one, and an error for a file cut short mid-record (a switch killed
