@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -70,19 +69,20 @@ type flow struct {
 type Index struct {
 	switches []string
 	flows    map[flowKey]*flow
+	sieved   bool // the files are a Sieve's (switchstats.PostcardSieved)
 }
 
 // Load indexes every switch's postcards of an experiment in run directory
-// dir. An experiment without postcards is an empty index (HasRecords false).
+// dir, compressed or not. An experiment without postcards is an empty
+// index (HasRecords false).
 func Load(dir, experiment string) (*Index, error) {
-	files, err := filepath.Glob(rundir.PostcardsPath(dir, experiment, "*"))
+	switches, err := rundir.PostcardSwitches(dir, experiment)
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
 	}
-	slices.Sort(files)
 	ix := NewIndex()
-	for _, f := range files {
-		if err := ix.load(dir, experiment, strings.TrimSuffix(filepath.Base(f), ".postcards")); err != nil {
+	for _, sw := range switches {
+		if err := ix.load(dir, experiment, sw); err != nil {
 			return nil, err
 		}
 	}
@@ -96,12 +96,17 @@ func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}} }
 // HasRecords reports whether any switch recorded a data packet.
 func (ix *Index) HasRecords() bool { return len(ix.flows) > 0 }
 
+// Sieved reports whether the records are those a Sieve kept, not every
+// frame's: RPCs the Sieve passed over have none.
+func (ix *Index) Sieved() bool { return ix.sieved }
+
 func (ix *Index) load(dir, experiment, sw string) error {
 	pr, c, err := rundir.OpenPostcards(dir, experiment, sw)
 	if err != nil {
 		return fmt.Errorf("anatomy: %w", err)
 	}
 	defer c.Close()
+	ix.sieved = ix.sieved || pr.Flags&switchstats.PostcardSieved != 0
 	var p rundir.Postcard
 	for {
 		switch err := pr.Next(&p); {

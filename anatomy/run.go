@@ -65,17 +65,10 @@ type Summary struct {
 // records (postcard files), sorted. A run without them (BMv2, postcards
 // off, or an older run) has no anatomy.
 func Experiments(dir string) ([]string, error) {
-	files, err := filepath.Glob(rundir.PostcardsPath(dir, "*", "*"))
+	exps, err := rundir.PostcardExperiments(dir)
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
 	}
-	var exps []string
-	for _, f := range files {
-		if exp := filepath.Base(filepath.Dir(f)); !slices.Contains(exps, exp) {
-			exps = append(exps, exp)
-		}
-	}
-	slices.Sort(exps)
 	return exps, nil
 }
 
@@ -91,12 +84,21 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 		return nil, err
 	}
 	j := NewJoiner(ix, fabric, served)
+	var kept func(*rundir.RPC) bool
+	if ix.Sieved() {
+		kept = SieveOf(rows).Kept
+	}
 	var short []rundir.Anatomy
 	for i := range rows {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		a := j.Decompose(&rows[i])
+		var a rundir.Anatomy
+		if kept != nil && !kept(&rows[i]) {
+			a = Unsampled(&rows[i])
+		} else {
+			a = j.Decompose(&rows[i])
+		}
 		if err := write(&a); err != nil {
 			return nil, err
 		}
@@ -300,10 +302,19 @@ func Summarize(rows []rundir.Anatomy) *Summary {
 	if len(rows) == 0 {
 		return s
 	}
-	explained := 0
+	// RPCs a Sieve passed over (Joined JoinedUnsampled) have no parts:
+	// they count in the RTT's percentiles, which place the tail and the
+	// middle fifth, and in nothing else.
+	explained, sampled := 0, 0
 	cols := make([][]int64, nParts)
+	var rtts []int64
 	for i := range rows {
 		a := &rows[i]
+		rtts = append(rtts, a.RTTNs)
+		if a.Joined == JoinedUnsampled {
+			continue
+		}
+		sampled++
 		if a.Joined == "full" {
 			s.Joined++
 		}
@@ -314,7 +325,7 @@ func Summarize(rows []rundir.Anatomy) *Summary {
 			cols[k] = append(cols[k], v)
 		}
 	}
-	s.Explained = float64(explained) / float64(len(rows))
+	s.Explained = float64(explained) / float64(max(sampled, 1))
 	var p50, p99 [nParts]float64
 	for k := range cols {
 		slices.Sort(cols[k])
@@ -323,8 +334,9 @@ func Summarize(rows []rundir.Anatomy) *Summary {
 	s.P50, s.P99 = toParts(p50), toParts(p99)
 	// The tail: RPCs at or above the P99 RTT, by their own parts; the
 	// median likewise over the middle fifth.
-	s.Tail, s.TailRPCs = meanParts(rows, quantile(cols[0], 0.99), math.MaxInt64)
-	s.Median, _ = meanParts(rows, quantile(cols[0], 0.4), quantile(cols[0], 0.6))
+	slices.Sort(rtts)
+	s.Tail, s.TailRPCs = meanParts(rows, quantile(rtts, 0.99), math.MaxInt64)
+	s.Median, _ = meanParts(rows, quantile(rtts, 0.4), quantile(rtts, 0.6))
 	s.TailCause = largest(s.Tail)
 	return s
 }
@@ -335,7 +347,7 @@ func meanParts(rows []rundir.Anatomy, lo, hi int64) (Parts, int) {
 	var sum [nParts]float64
 	n := 0
 	for i := range rows {
-		if rows[i].RTTNs < lo || rows[i].RTTNs > hi {
+		if rows[i].RTTNs < lo || rows[i].RTTNs > hi || rows[i].Joined == JoinedUnsampled {
 			continue
 		}
 		n++
