@@ -54,6 +54,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err != nil {
 		return err
 	}
+	x.sieveRecords()
 	if err := x.configureSwitches(ctx); err != nil {
 		return err
 	}
@@ -87,6 +88,9 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	x.rec.Fidelity = append(x.rec.Fidelity, x.faults.Warnings()...)
 	x.rec.Incomplete = interrupted || stopErr != nil || fetchErr != nil
+	if err := x.compactRecords(); err != nil {
+		return err
+	}
 	if err := x.record(ctx); err != nil {
 		return err
 	}

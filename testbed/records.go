@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/homatb/homatb/anatomy"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/topo"
 )
@@ -23,6 +24,9 @@ type recordsFile struct {
 	// hostOf names the host of each address, for the server_host column
 	// (agents know their servers by address only).
 	hostOf map[string]string
+	// sieve, while an experiment keeps sampled switch records, sees each
+	// row (postcards.go).
+	sieve *anatomy.Sieve
 }
 
 // createRecords creates path; hosts are the network's, so that every row
@@ -106,6 +110,9 @@ func (r *recordsFile) put(rec *rundir.RPC, rename string) error {
 	}
 	if ip, _, ok := strings.Cut(rec.Server, ":"); ok && rec.ServerHost == "" {
 		rec.ServerHost = r.hostOf[ip]
+	}
+	if r.sieve != nil {
+		r.sieve.Add(rec)
 	}
 	return r.w.Write(rec)
 }

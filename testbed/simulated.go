@@ -21,6 +21,9 @@ func (x *experimentRun) simulate(ctx context.Context) error {
 	if err = errors.Join(err, out.close()); err != nil {
 		return err
 	}
+	if err := x.compactRecords(); err != nil {
+		return err
+	}
 	x.rec.Incomplete = false
 	return x.record(ctx)
 }

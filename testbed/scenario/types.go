@@ -165,6 +165,11 @@ type Switch struct {
 	// the file about 0.5 MB a second at the testbed's rates
 	// (docs/bench-switch.md); BMv2 has no such records.
 	Postcards *bool `yaml:"postcards"`
+	// Records says which postcards the run keeps, compressed, once an
+	// experiment's RPCs are known: "all", "sampled" (what the latency
+	// anatomy reads of every short RPC, of the long ones' tail and of one
+	// in 16 others; the default) or "none" (no postcards at all).
+	Records string `yaml:"records"`
 	// AntiSpoofing, Meters and Defences are tor.p4's defences on host
 	// ports (defences.go).
 	AntiSpoofing bool          `yaml:"anti_spoofing"`

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Limits the checks enforce, with the reason for each in docs/scenarios.md.
@@ -77,8 +78,14 @@ func applyDefaults(s *Scenario) {
 		s.Switch.QueueDepthPkts = 512
 	}
 	if s.Switch.Postcards == nil {
-		on := s.Switch.Target == TargetEmbedded
+		on := s.Switch.Target == TargetEmbedded && s.Switch.Records != rundir.RecordsNone
 		s.Switch.Postcards = &on
+	}
+	if s.Switch.Records == "" {
+		s.Switch.Records = rundir.RecordsNone
+		if s.Switch.PostcardsOn() {
+			s.Switch.Records = rundir.RecordsSampled
+		}
 	}
 	if s.DSCP.Policy == "" {
 		s.DSCP.Policy = DSCPClassSelector
@@ -270,6 +277,14 @@ func (c *checker) checkSwitch(s *Scenario) {
 	}
 	if s.Switch.QueueDepthBytes != 0 && s.Switch.Target == TargetBMv2 {
 		c.errorf("switch.queue_depth_bytes", "BMv2's simple_switch limits queues in packets only (queue_depth_pkts); queue_depth_bytes needs target %q", TargetEmbedded)
+	}
+	switch r := s.Switch.Records; {
+	case r != rundir.RecordsAll && r != rundir.RecordsSampled && r != rundir.RecordsNone:
+		c.errorf("switch.records", "%q: expected %s, %s or %s", r, rundir.RecordsAll, rundir.RecordsSampled, rundir.RecordsNone)
+	case s.Switch.PostcardsOn() && r == rundir.RecordsNone:
+		c.errorf("switch.records", "none keeps no postcards, but switch.postcards is on")
+	case !s.Switch.PostcardsOn() && r != rundir.RecordsNone:
+		c.errorf("switch.records", "%q keeps postcards, but switch.postcards is off", r)
 	}
 	if s.Switch.PostcardsOn() && s.Switch.Target == TargetBMv2 {
 		c.errorf("switch.postcards", "BMv2 keeps no per-packet records; postcards needs target %q", TargetEmbedded)
