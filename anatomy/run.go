@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/homatb/homatb/rundir"
@@ -182,10 +181,10 @@ func ReadServed(dir string, exps []string) (map[string][]rundir.Served, error) {
 	}
 }
 
-// openServed opens served.csv; nil without the file.
+// openServed opens served.csv, compressed or not (rundir.OpenRunFile);
+// nil without the file.
 func openServed(dir string) (*rundir.CSVReader[rundir.Served], io.Closer, error) {
-	path := filepath.Join(dir, rundir.ServedRPCs().File)
-	f, err := os.Open(path)
+	f, path, err := rundir.OpenRunFile(dir, rundir.ServedRPCs().File)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	} else if err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,42 +79,20 @@ func postcardNames(dir, experiment string, name func(string) string) ([]string, 
 	return out, nil
 }
 
-// postcardFile is an open postcard file, decompressed when it is .zst.
-type postcardFile struct {
-	f   *os.File
-	dec *zstd.Decoder
-}
-
-func (p *postcardFile) Close() error {
-	if p.dec != nil {
-		p.dec.Close()
-	}
-	return p.f.Close()
-}
-
-// openPostcardFile opens one switch's records, the compressed file if
-// there is one, and returns a reader of the file's plain bytes and the
-// path opened.
+// openPostcardFile opens one switch's records, the plain file while there
+// is one (the switch's, until the run has kept them) and else the
+// compressed one, and returns a reader of the plain bytes and the path
+// opened.
 func openPostcardFile(dir, experiment, sw string) (io.Reader, io.Closer, string, error) {
-	path := PostcardsPath(dir, experiment, sw)
-	f, err := os.Open(path + ZstdExt)
-	if errors.Is(err, fs.ErrNotExist) {
-		f, err = os.Open(path)
-		if err != nil {
-			return nil, nil, path, fmt.Errorf("read postcards: %w", err)
-		}
-		return f, f, path, nil
+	rel, err := filepath.Rel(dir, PostcardsPath(dir, experiment, sw))
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("read postcards: %w", err)
 	}
-	path += ZstdExt
+	rc, path, err := OpenRunFile(dir, rel)
 	if err != nil {
 		return nil, nil, path, fmt.Errorf("read postcards: %w", err)
 	}
-	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		f.Close()
-		return nil, nil, path, fmt.Errorf("read postcards: %s: %w", path, err)
-	}
-	return dec, &postcardFile{f: f, dec: dec}, path, nil
+	return rc, rc, path, nil
 }
 
 // OpenPostcards opens the records of one switch in an experiment

@@ -1,14 +1,9 @@
 package rundir
 
 import (
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 // RPC statuses: every issued RPC ends in exactly one.
@@ -276,33 +271,12 @@ func Anatomies() *CSVFormat[Anatomy] {
 // reader that takes one experiment at a time cannot serve it.
 var ErrNotGrouped = errors.New("the rows of each experiment are not together")
 
-// OpenRPCs opens a run directory's rpcs.csv, or rpcs.csv.gz when the plain
-// file is absent (a run archived compressed), and returns it with its path.
+// OpenRPCs opens a run directory's rpcs.csv, compressed or not
+// (OpenRunFile), and returns it with its path.
 func OpenRPCs(dir string) (io.ReadCloser, string, error) {
-	plain := filepath.Join(dir, RPCs().File)
-	f, err := os.Open(plain)
-	if err == nil {
-		return f, plain, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	rc, path, err := OpenRunFile(dir, RPCs().File)
+	if err != nil {
 		return nil, "", fmt.Errorf("open records: %w", err)
 	}
-	gzName := plain + ".gz"
-	f, err = os.Open(gzName)
-	if err != nil {
-		return nil, "", fmt.Errorf("open records: neither rpcs.csv nor rpcs.csv.gz: %w", err)
-	}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
-	if err != nil {
-		f.Close()
-		return nil, "", fmt.Errorf("open %s: %w", gzName, err)
-	}
-	return gzipFile{zr, f}, gzName, nil
+	return rc, path, nil
 }
-
-type gzipFile struct {
-	*gzip.Reader
-	f *os.File
-}
-
-func (g gzipFile) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }

@@ -20,6 +20,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from runfiles import open_run_file
 
 
 def pct(v, q):
@@ -41,7 +42,7 @@ def main(run):
     with open(f"{run}/summary.json") as f:
         drops = {e["name"]: (e.get("switch") or {}).get("drops") for e in json.load(f)["experiments"]}
     rows = defaultdict(list)
-    with open(f"{run}/rpcs.csv") as f:
+    with open_run_file(run, "rpcs.csv") as f:
         for r in csv.DictReader(f):
             if r.get("collective") and r["status"] == "completed":
                 rows[r["experiment"]].append(r)

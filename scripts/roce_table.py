@@ -15,13 +15,14 @@ import argparse
 import csv
 import json
 import statistics
+from runfiles import open_run_file
 
 
 def rows_of(d, a):
     with open(f"{d}/summary.json") as f:
         s = json.load(f)
     long_bytes, n_long = {}, {}
-    with open(f"{d}/rpcs.csv") as f:
+    with open_run_file(d, "rpcs.csv") as f:
         for r in csv.DictReader(f):
             if r["phase"] != "measure" or r["status"] != "completed":
                 continue
