@@ -1,13 +1,15 @@
 package dataplane
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
 
 // TestPortModel drives a port on a computed clock: frames offered at
 // given times with their verdicts, and the order, queues and times they
-// leave in, as the switch's traffic manager decides them.
+// leave in, as the switch's traffic manager decides them; each case also
+// with SingleCaller, which must decide the same.
 func TestPortModel(t *testing.T) {
 	const rate = 1e9 // 1000 B + 24 B overhead: 8192 ns a frame
 	type offer struct {
@@ -62,42 +64,45 @@ func TestPortModel(t *testing.T) {
 			wantSeqs: []uint32{1, 2}, wantStarts: []int64{5, 5}, wantQueues: []uint8{0, 0}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := NewPortModel(tt.cfg)
-			var seqs []uint32
-			var starts []int64
-			var queues []uint8
-			now, i := int64(0), 0
-			for len(seqs) < len(tt.wantSeqs)+1 && now < 1e6 {
-				for ; i < len(tt.offers) && tt.offers[i].at <= now; i++ {
-					m.Enqueue(tt.offers[i].frame, tt.offers[i].v, now)
-				}
-				d, ok, wake := m.Dequeue(now)
-				if ok {
-					if d.End <= d.Start && tt.cfg.RateBps > 0 {
-						t.Errorf("departure ends at %d, starts at %d", d.End, d.Start)
+		for _, single := range []bool{false, true} {
+			tt.cfg.SingleCaller = single
+			t.Run(fmt.Sprintf("%s, single caller %v", tt.name, single), func(t *testing.T) {
+				m := NewPortModel(tt.cfg)
+				var seqs []uint32
+				var starts []int64
+				var queues []uint8
+				now, i := int64(0), 0
+				for len(seqs) < len(tt.wantSeqs)+1 && now < 1e6 {
+					for ; i < len(tt.offers) && tt.offers[i].at <= now; i++ {
+						m.Enqueue(tt.offers[i].frame, tt.offers[i].v, now)
 					}
-					seqs = append(seqs, homaSeq(d.Frame))
-					starts = append(starts, d.Start)
-					queues = append(queues, d.Queue)
-					now = max(now, d.End) // the link is busy until then
-					continue
+					d, ok, wake := m.Dequeue(now)
+					if ok {
+						if d.End <= d.Start && tt.cfg.RateBps > 0 {
+							t.Errorf("departure ends at %d, starts at %d", d.End, d.Start)
+						}
+						seqs = append(seqs, homaSeq(d.Frame))
+						starts = append(starts, d.Start)
+						queues = append(queues, d.Queue)
+						now = max(now, d.End) // the link is busy until then
+						continue
+					}
+					next := int64(1e6)
+					if wake != 0 {
+						next = wake
+					}
+					if i < len(tt.offers) {
+						next = min(next, tt.offers[i].at)
+					}
+					now = max(now+1, next)
 				}
-				next := int64(1e6)
-				if wake != 0 {
-					next = wake
+				if !slices.Equal(seqs, tt.wantSeqs) || !slices.Equal(starts, tt.wantStarts) || !slices.Equal(queues, tt.wantQueues) {
+					t.Errorf("departures seq %v at %v from %v; want %v at %v from %v", seqs, starts, queues, tt.wantSeqs, tt.wantStarts, tt.wantQueues)
 				}
-				if i < len(tt.offers) {
-					next = min(next, tt.offers[i].at)
+				if got := m.Stats(); got != tt.wantStats {
+					t.Errorf("stats %+v, want %+v", got, tt.wantStats)
 				}
-				now = max(now+1, next)
-			}
-			if !slices.Equal(seqs, tt.wantSeqs) || !slices.Equal(starts, tt.wantStarts) || !slices.Equal(queues, tt.wantQueues) {
-				t.Errorf("departures seq %v at %v from %v; want %v at %v from %v", seqs, starts, queues, tt.wantSeqs, tt.wantStarts, tt.wantQueues)
-			}
-			if got := m.Stats(); got != tt.wantStats {
-				t.Errorf("stats %+v, want %+v", got, tt.wantStats)
-			}
-		})
+			})
+		}
 	}
 }
