@@ -188,8 +188,14 @@ type Experiment struct {
 	// Config is the label reports name this configuration by, unique in
 	// the run ("homa", "tcp-cubic", "homa-basic"); empty in runs written
 	// before it existed, where readers use transport-label.
-	Config string            `json:"config,omitempty"`
-	Params map[string]string `json:"params"`
+	Config string `json:"config,omitempty"`
+	// Transports are the transports of a shared experiment, which runs
+	// them at once (each phase on its own): the names its records carry.
+	// Transport is then the first. Absent for one transport.
+	Transports []string `json:"transports,omitempty"`
+	// Configs are the same transports' configuration labels.
+	Configs []string          `json:"configs,omitempty"`
+	Params  map[string]string `json:"params"`
 	// LinkBps repeats the run's link rate in runs written before the
 	// fabric description; new runs leave it out (Manifest.RateBps).
 	LinkBps    uint64   `json:"link_bps,omitempty"`

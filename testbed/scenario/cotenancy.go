@@ -69,6 +69,9 @@ func (s *Scenario) SharedTransports() []Transport {
 	return out
 }
 
+// TransportName is t's name, the records' transport column.
+func (t Transport) TransportName() string { return t.Name }
+
 // Shared reports whether the experiment runs several transports at once.
 func (e *Experiment) Shared() bool { return len(e.Transports) > 0 }
 
