@@ -317,7 +317,7 @@ func (ro Roles) Entry(e *scenario.Experiment) rundir.Experiment {
 	rec := rundir.Experiment{
 		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
 		Transports: transportNames(e.Transports, scenario.Transport.TransportName), Configs: transportNames(e.Transports, scenario.Transport.Config),
-		WarmupMs:   s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
+		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Receivers: ro.Receivers, ClientPhases: ro.Phases, Fidelity: []string{}, TransportCounters: map[string]uint64{},
 	}
 	if e.Params == nil {
