@@ -19,6 +19,7 @@ import (
 
 	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -238,6 +239,11 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
 			fmt.Fprintf(w, "; %s P99 %s", sum.ShortLabel(), reports.FormatLatency(p))
+		}
+		for _, tr := range e.Transports { // a shared experiment's, each on its own
+			if p, ok := short[stats.PartName(e.Name, tr)]; ok {
+				fmt.Fprintf(w, "; %s %s P99 %s", tr, sum.ShortLabel(), reports.FormatLatency(p))
+			}
 		}
 		for _, c := range colls[e.Name] {
 			if c.CCT.P50 != nil {
