@@ -263,6 +263,11 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 		for _, n := range sum.Notes(e.Name) {
 			fmt.Fprintf(w, "    %s\n", n)
 		}
+		for _, tr := range e.Transports {
+			for _, n := range sum.Notes(stats.PartName(e.Name, tr)) {
+				fmt.Fprintf(w, "    %s: %s\n", tr, n)
+			}
+		}
 		for _, fw := range e.Fidelity {
 			fmt.Fprintf(w, "    fidelity: %s\n", fw)
 		}
