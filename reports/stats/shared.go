@@ -31,7 +31,13 @@ func sharedParts(exps []rundir.Experiment, partOf map[string]string) []rundir.Ex
 			if i < len(me.Configs) {
 				p.Config = me.Configs[i]
 			}
-			p.Transports, p.Configs = nil, nil
+			if i < len(me.PartLoads) {
+				l := me.PartLoads[i]
+				p.ConfiguredBps, p.ConfiguredRPS, p.UnratedClients = l.ConfiguredBps, l.ConfiguredRPS, l.UnratedClients
+			} else {
+				p.ConfiguredBps, p.ConfiguredRPS, p.UnratedClients = 0, 0, 0 // unknown: no check against it
+			}
+			p.Transports, p.Configs, p.PartLoads = nil, nil, nil
 			// The books and counters are the whole experiment's.
 			p.Fidelity = append(slices.Clip(me.Fidelity), "the RPC books and transport counters are those of the whole experiment, whose transports ran at once ("+joinNames(me.Transports)+")")
 			partOf[p.Name] = me.Name

@@ -19,7 +19,9 @@ func TestSharedExperimentParts(t *testing.T) {
 	man := &rundir.Manifest{Experiments: []rundir.Experiment{
 		{Name: "alone", Transport: "homa", Config: "homa", Params: map[string]string{}, Started: t0, Ended: t0 + 1e9, DurationMs: 1000},
 		{Name: "co", Transport: "homa", Transports: []string{"homa", "tcp"}, Configs: []string{"homa", "tcp-dctcp"},
-			Params: map[string]string{"host_qdisc": "pacer"}, Started: t0, Ended: t0 + 1e9, DurationMs: 1000},
+			Params: map[string]string{"host_qdisc": "pacer"}, Started: t0, Ended: t0 + 1e9, DurationMs: 1000,
+			ConfiguredBps: 160_000, ConfiguredRPS: 200, UnratedClients: 1,
+			PartLoads: []rundir.ConfiguredLoad{{ConfiguredBps: 160_000, ConfiguredRPS: 200}, {UnratedClients: 1}}},
 	}}
 	if err := rundir.WriteManifest(dir, man); err != nil {
 		t.Fatal(err)
@@ -76,6 +78,13 @@ func TestSharedExperimentParts(t *testing.T) {
 		e := a.Sum.Experiments[i]
 		if e.Name != w.name || e.Transport != w.transport || e.Config != w.config || e.RPCs.Issued != w.issued {
 			t.Errorf("experiment %d: %s %s %s issued %d; want %+v", i, e.Name, e.Transport, e.Config, e.RPCs.Issued, w)
+		}
+		// Each part's configured load is its own transport's.
+		switch gbps := e.ConfiguredGbps; {
+		case w.name == "co/homa" && (gbps == nil || *gbps != 160_000/1e9):
+			t.Errorf("%s: configured %v Gbit/s, want its clients' 0.00016", e.Name, gbps)
+		case w.name == "co/tcp" && gbps != nil:
+			t.Errorf("%s: configured %v Gbit/s, want none (closed loops)", e.Name, *gbps)
 		}
 		if e.Short.P50us == nil || *e.Short.P50us != w.p50 {
 			t.Errorf("%s: short P50 %v, want %v us", e.Name, e.Short.P50us, w.p50)

@@ -324,5 +324,10 @@ func (ro Roles) Entry(e *scenario.Experiment) rundir.Experiment {
 		rec.Params = map[string]string{}
 	}
 	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
+	for _, p := range ro.Parts {
+		var l rundir.ConfiguredLoad
+		l.ConfiguredBps, l.ConfiguredRPS, l.UnratedClients = p.ConfiguredLoad()
+		rec.PartLoads = append(rec.PartLoads, l)
+	}
 	return rec
 }
