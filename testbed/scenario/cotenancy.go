@@ -75,6 +75,19 @@ func (t Transport) TransportName() string { return t.Name }
 // Shared reports whether the experiment runs several transports at once.
 func (e *Experiment) Shared() bool { return len(e.Transports) > 0 }
 
+// describeTransports is "transport=LABEL", or for a shared experiment
+// "transports=LABEL,LABEL" (Plan.Describe).
+func (e *Experiment) describeTransports() string {
+	if !e.Shared() {
+		return "transport=" + e.Transport.Config()
+	}
+	labels := make([]string, len(e.Transports))
+	for i, t := range e.Transports {
+		labels[i] = t.Config()
+	}
+	return "transports=" + strings.Join(labels, ",")
+}
+
 // Part is the share of shared experiment e that its k-th transport carries:
 // e with that transport alone and only the phases naming it, whose roles
 // are planned as any experiment's. Part k's seed is offset by k, so the
@@ -122,6 +135,13 @@ func (c *checker) checkCotenancy(s *Scenario) {
 		}
 	default:
 		c.errorf("host_qdisc", "expected one of %s, got %q", strings.Join(HostQdiscs, ", "), s.HostQdisc)
+	}
+	if s.HostQdisc == HostQdiscPacer {
+		for i, t := range s.Transports {
+			if t.TCP.NICPriorities {
+				c.errorf(fmt.Sprintf("transports[%d].tcp.nic_priorities", i), "host_qdisc %q stands in front of a NIC with one queue; nic_priorities gives the NIC the switches' eight", s.HostQdisc)
+			}
+		}
 	}
 	if !s.Shared() {
 		return

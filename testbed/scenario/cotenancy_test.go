@@ -84,6 +84,8 @@ func TestSharedErrors(t *testing.T) {
 			`co.yaml:21: phases[1].transport: "roce" and "tcp-dctcp" cannot share a host`},
 		{"pfabric", strings.Replace(strings.Replace(shared, "  - name: homa\n", "  - name: pfabric\n", 1), "transport: homa", "transport: pfabric", 1),
 			"co.yaml:15: phases[0].transport: pfabric cannot share the hosts"},
+		{"qdisc and nic priorities", strings.Replace(shared, "tcp: {congestion: dctcp}", "tcp: {congestion: dctcp, nic_priorities: true}", 1) + "host_qdisc: pacer\n",
+			"co.yaml:12: transports[1].tcp.nic_priorities: host_qdisc \"pacer\" stands in front of a NIC with one queue"},
 		{"bad qdisc", shared + "host_qdisc: fq\n",
 			`co.yaml:28: host_qdisc: expected one of none, pacer, got "fq"`},
 		{"emulated", strings.Replace(shared, "simulated: true\n", "", 1),

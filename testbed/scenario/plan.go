@@ -692,7 +692,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		for _, k := range e.ParamOrder {
 			kv = append(kv, k+"="+e.Params[k])
 		}
-		if _, err := fmt.Fprintf(w, "  %3d  %-40s %s\n", i+1, e.Name, strings.Join(append([]string{"transport=" + e.Transport.Config(), fmt.Sprintf("seed=%d", e.Seed)}, kv...), " ")); err != nil {
+		if _, err := fmt.Fprintf(w, "  %3d  %-40s %s\n", i+1, e.Name, strings.Join(append([]string{e.describeTransports(), fmt.Sprintf("seed=%d", e.Seed)}, kv...), " ")); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,6 @@
 package simulate
 
 import (
-	"fmt"
-
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
@@ -58,9 +56,6 @@ func (r *Network) stack(j *job, e *scenario.Experiment, ro agents.Roles) ([]stri
 			}
 			j.hosts = append(j.hosts, hc)
 		}
-	}
-	if j.stacks.qdisc && j.nicPrio {
-		return nil, fmt.Errorf("host_qdisc %q and tcp.nic_priorities: the qdisc stands in front of a NIC with one queue", scenario.HostQdiscPacer)
 	}
 	return notes, nil
 }
