@@ -42,7 +42,9 @@ func (r *Network) stack(j *job, e *scenario.Experiment, ro agents.Roles) ([]stri
 				return nil, err
 			}
 			j.stacks.tcp, j.tcp, j.nicPrio = t.Name, tcp, t.TCP.NICPriorities
-			notes = append(notes, modelNote(t, tcp)...)
+			if k > 0 { // the first transport's note is the experiment's own
+				notes = append(notes, modelNote(t, tcp)...)
+			}
 		}
 		p := ro.Parts[k]
 		for _, host := range p.Used {
