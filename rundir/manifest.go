@@ -179,6 +179,15 @@ type Calibration struct {
 }
 
 // Experiment is one experiment's entry in the manifest.
+// ConfiguredLoad is the load one transport's clients of a shared
+// experiment were configured to offer (Experiment's fields of the same
+// names).
+type ConfiguredLoad struct {
+	ConfiguredBps  float64 `json:"configured_bps"`
+	ConfiguredRPS  float64 `json:"configured_rps"`
+	UnratedClients int     `json:"unrated_clients"`
+}
+
 type Experiment struct {
 	Name      string `json:"name"`
 	Transport string `json:"transport"`
@@ -188,8 +197,17 @@ type Experiment struct {
 	// Config is the label reports name this configuration by, unique in
 	// the run ("homa", "tcp-cubic", "homa-basic"); empty in runs written
 	// before it existed, where readers use transport-label.
-	Config string            `json:"config,omitempty"`
-	Params map[string]string `json:"params"`
+	Config string `json:"config,omitempty"`
+	// Transports are the transports of a shared experiment, which runs
+	// them at once (each phase on its own): the names its records carry.
+	// Transport is then the first. Absent for one transport.
+	Transports []string `json:"transports,omitempty"`
+	// Configs are the same transports' configuration labels, and
+	// PartLoads the load each one's clients were configured to offer
+	// (the fields below are their sum).
+	Configs   []string          `json:"configs,omitempty"`
+	PartLoads []ConfiguredLoad  `json:"part_loads,omitempty"`
+	Params    map[string]string `json:"params"`
 	// LinkBps repeats the run's link rate in runs written before the
 	// fabric description; new runs leave it out (Manifest.RateBps).
 	LinkBps    uint64   `json:"link_bps,omitempty"`

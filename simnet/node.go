@@ -44,6 +44,8 @@ type Node struct {
 	// nicPrio: the NIC serves the TCP model's frames by their DSCP class
 	// (PrioritizeNIC) instead of in one FIFO.
 	nicPrio bool
+	// qd is the queue in front of the NIC (UseQdisc), nil for none.
+	qd *qdisc
 }
 
 // clockBase is virtual time 0 on an endpoint's clock, where 0 means "not
@@ -82,9 +84,10 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 }
 
 // StartTCP attaches the TCP model (simnet/tcpmodel) with configuration
-// cfg instead of a Homa endpoint.
+// cfg, instead of a Homa endpoint or beside it (Homa's frames and TCP's
+// share the NIC).
 func (h *Node) StartTCP(cfg tcpmodel.Config) error {
-	if h.d != nil || h.tcp != nil {
+	if h.tcp != nil {
 		return fmt.Errorf("simnet: host %s started twice", h.Name)
 	}
 	if h.n.tcp == nil {
@@ -266,9 +269,12 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 // transmit queues frame f on the host's NIC (or shaper), in queue q of a
 // NIC with priorities (PrioritizeNIC; q is 0 otherwise).
 func (h *Node) transmit(f []byte, q uint8) {
-	if h.shaper != nil {
+	switch {
+	case h.qd != nil:
+		h.qd.send(f)
+	case h.shaper != nil:
 		h.shaper.send(f)
-	} else {
+	default:
 		h.nic.enqueue(f, dataplane.Verdict{Queue: q}, 0)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
@@ -239,6 +240,11 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 		if p, ok := short[e.Name]; ok {
 			fmt.Fprintf(w, "; %s P99 %s", sum.ShortLabel(), reports.FormatLatency(p))
 		}
+		for _, tr := range e.Transports { // a shared experiment's, each on its own
+			if p, ok := short[stats.PartName(e.Name, tr)]; ok {
+				fmt.Fprintf(w, "; %s %s P99 %s", tr, sum.ShortLabel(), reports.FormatLatency(p))
+			}
+		}
 		for _, c := range colls[e.Name] {
 			if c.CCT.P50 != nil {
 				fmt.Fprintf(w, "; %s CCT P50 %s", c.Phase, reports.FormatLatency(*c.CCT.P50))
@@ -256,6 +262,11 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 		fmt.Fprintln(w)
 		for _, n := range sum.Notes(e.Name) {
 			fmt.Fprintf(w, "    %s\n", n)
+		}
+		for _, tr := range e.Transports {
+			for _, n := range sum.Notes(stats.PartName(e.Name, tr)) {
+				fmt.Fprintf(w, "    %s: %s\n", tr, n)
+			}
 		}
 		for _, fw := range e.Fidelity {
 			fmt.Fprintf(w, "    fidelity: %s\n", fw)

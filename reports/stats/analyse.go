@@ -59,14 +59,18 @@ func AnalyseInto(ctx context.Context, dir string, c config, out string) (*Analys
 
 // runAnalysis is what the analysis of each experiment shares.
 type runAnalysis struct {
-	ctx     context.Context
-	dir     string
-	out     string
-	c       config
-	man     *Manifest
-	hasMan  bool
-	sum     *Summary
-	metas   map[string]rundir.Experiment // the manifest's experiments by name
+	ctx    context.Context
+	dir    string
+	out    string
+	c      config
+	man    *Manifest
+	hasMan bool
+	sum    *Summary
+	metas  map[string]rundir.Experiment // the manifest's experiments by name
+	// exps are the manifest's experiments, each shared one as its parts
+	// (shared.go); partOf names a part's experiment.
+	exps    []rundir.Experiment
+	partOf  map[string]string
 	tel     telemetry
 	hostTel hostTelemetry
 	tcp     map[string][]TCPConn
@@ -102,7 +106,9 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	whole = whole || !hasMan
 	r := &runAnalysis{ctx: ctx, dir: dir, out: out, c: c, man: man, hasMan: hasMan, whole: whole, last: -1,
 		metas: map[string]rundir.Experiment{}, target: switchTarget(man.Scenario), done: map[string]Experiment{}}
-	for _, me := range man.Experiments {
+	r.partOf = map[string]string{}
+	r.exps = sharedParts(man.Experiments, r.partOf)
+	for _, me := range r.exps {
 		r.metas[me.Name] = me
 	}
 	if r.tel, err = readTelemetry(ctx, dir); err != nil {
@@ -152,7 +158,7 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	if !whole {
 		each = r.experiment
 	}
-	rs, err := ReadRecords(ctx, dir, man.Fabric, inAnatomy, each)
+	rs, err := ReadRecordsSplit(ctx, dir, man.Fabric, inAnatomy, splitOf(man.Experiments), each)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +179,7 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	}
 	r.prepare(rs)
 	// Experiments in manifest order, then any found only in the records.
-	for _, me := range man.Experiments {
+	for _, me := range r.exps {
 		e, ok := r.done[me.Name]
 		if !ok {
 			if e, err = r.build(me, &ExpRecords{Name: me.Name, transport: me.Transport}); err != nil {
@@ -215,7 +221,7 @@ func (r *runAnalysis) openAnatomy() error {
 		if err != nil {
 			return err
 		}
-		r.groups, r.served = g, g.For
+		r.groups, r.served = g, lastServed(g.For)
 	}
 	if r.out == "" {
 		return nil
@@ -275,7 +281,7 @@ func (r *runAnalysis) prepare(rs *RecordSet) {
 func (r *runAnalysis) experiment(rs *RecordSet, er *ExpRecords) error {
 	me, ok := r.metas[er.Name]
 	if !r.whole {
-		at := slices.IndexFunc(r.man.Experiments, func(m rundir.Experiment) bool { return m.Name == er.Name })
+		at := slices.IndexFunc(r.exps, func(m rundir.Experiment) bool { return m.Name == er.Name })
 		if !ok || at < r.last {
 			return fmt.Errorf("%s: experiment %s is not in the manifest's order: %w", rs.file, er.Name, rundir.ErrNotGrouped)
 		}
@@ -315,7 +321,8 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 	if er.Issued == 0 {
 		exp.Fidelity = append(exp.Fidelity, "no measure-phase records for this experiment")
 	}
-	st, rates, err := ReadSwitchStats(r.dir, me.Name)
+	name := cmp.Or(r.partOf[me.Name], me.Name) // a part's network is its experiment's
+	st, rates, err := ReadSwitchStats(r.dir, name)
 	if err != nil {
 		return Experiment{}, err
 	}
@@ -332,15 +339,15 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 	if defRate <= 0 {
 		defRate = float64(me.LinkBps) // a run written before the fabric description
 	}
-	if rows := r.tel[me.Name]; len(rows) > 0 {
+	if rows := r.tel[name]; len(rows) > 0 {
 		exp.Series, exp.Links = AnalyseTelemetry(rows, rates, defRate, me.Started)
 		exp.MeanLinkUtil = meanUtil(exp.Links)
 		exp.BusiestLinkUtil = busiestUtil(exp.Links)
 	}
-	exp.HostGauges, exp.Active = analyseHosts(r.hostTel[me.Name], me.Started)
+	exp.HostGauges, exp.Active = analyseHosts(r.hostTel[name], me.Started)
 	exp.Bands = phasesOf(me)
-	if slices.Contains(r.anatExps, me.Name) {
-		if exp.Anatomy, err = r.anatomy(me.Name, er.anat); err != nil {
+	if slices.Contains(r.anatExps, name) {
+		if exp.Anatomy, err = r.anatomy(name, er.anat); err != nil {
 			return Experiment{}, err
 		}
 		er.anat = nil
@@ -348,7 +355,7 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 			exp.Fidelity = append(exp.Fidelity, w)
 		}
 	}
-	exp.TCPConns = r.tcp[me.Name]
+	exp.TCPConns = r.tcp[name]
 	if exp.TCPConns == nil {
 		exp.TCPConns = []TCPConn{}
 	}

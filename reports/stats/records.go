@@ -41,6 +41,8 @@ type calibPoint struct {
 // ExpRecords accumulates the measure-phase rows of one experiment.
 type ExpRecords struct {
 	Name, transport string
+	// of is the experiment a part of a shared one belongs to (PartName).
+	of string
 
 	Issued, completed, failed, inFlight int64
 	warmup                              int64
@@ -135,6 +137,14 @@ func OpenRecords(dir string) (io.ReadCloser, string, error) { return rundir.Open
 // anything else is rundir.ErrNotGrouped, and the caller reads again with
 // done nil.
 func ReadRecords(ctx context.Context, dir string, fabric *rundir.FabricRecord, anatomy func(string) bool, done func(*RecordSet, *ExpRecords) error) (*RecordSet, error) {
+	return ReadRecordsSplit(ctx, dir, fabric, anatomy, nil, done)
+}
+
+// ReadRecordsSplit is ReadRecords with shared experiments split: split,
+// when not nil, gives the transports of each experiment that ran several
+// at once (nil for the others), and each transport's rows make an
+// experiment of their own (PartName), done in that order.
+func ReadRecordsSplit(ctx context.Context, dir string, fabric *rundir.FabricRecord, anatomy func(string) bool, split func(string) []string, done func(*RecordSet, *ExpRecords) error) (*RecordSet, error) {
 	rc, name, err := OpenRecords(dir)
 	if err != nil {
 		return nil, err
@@ -156,9 +166,20 @@ func ReadRecords(ctx context.Context, dir string, fabric *rundir.FabricRecord, a
 		if current == "" {
 			return nil
 		}
+		finished[current] = true
+		if split != nil && split(current) != nil {
+			for _, tr := range split(current) {
+				if e := rs.Exps[PartName(current, tr)]; e != nil {
+					delete(rs.Exps, e.Name)
+					if err := done(rs, e); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
 		e := rs.Exps[current]
 		delete(rs.Exps, current)
-		finished[current] = true
 		return done(rs, e)
 	}
 	r, err := rundir.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
@@ -193,6 +214,10 @@ func ReadRecords(ctx context.Context, dir string, fabric *rundir.FabricRecord, a
 				}
 				current = rec.Experiment
 			}
+		}
+		if split != nil && rec.Phase != rundir.PhaseCalibrate && split(rec.Experiment) != nil {
+			rs.exp(PartName(rec.Experiment, rec.Transport), rec.Transport).of = rec.Experiment
+			rec.Experiment = PartName(rec.Experiment, rec.Transport)
 		}
 		if err := rs.add(&rec); err != nil {
 			return nil, fmt.Errorf("%s row %d: %w", name, rs.rows, err)
@@ -304,7 +329,7 @@ func (rs *RecordSet) add(rec *rundir.RPC) error {
 		if rec.Collective == "" && rec.Matrix == "" {
 			e.Samples = append(e.Samples, x)
 		}
-		if rs.anatomy != nil && rs.anatomy(e.Name) {
+		if rs.anatomy != nil && rs.anatomy(cmp.Or(e.of, e.Name)) {
 			e.anat = append(e.anat, rs.anatomyRow(e, rec))
 		}
 	case rundir.StatusFailed:

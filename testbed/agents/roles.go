@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
@@ -33,12 +34,21 @@ type Roles struct {
 	// Collectives are each host's parts in the collective phases; a host
 	// may run them beside a client workload.
 	Collectives map[string][]*agentpb.Collective
+	// Parts are a shared experiment's roles per transport, in the order of
+	// its Transports (scenario.Experiment.Part); the fields above are then
+	// their union: the hosts used and serving, and Clients, MeanSize,
+	// Phases and Collectives of the hosts that are clients of one
+	// transport only. Nil for an experiment of one transport.
+	Parts []Roles
 }
 
 // PlanRoles works out each host's client workload in experiment e on the
 // laid-out network n with fabric f, and whether it serves. The clients of
 // every phase start at start (Unix ns).
 func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start int64) (Roles, error) {
+	if e.Shared() {
+		return planShared(e, n, f, start)
+	}
 	s := e.Scenario
 	all := s.Topology.HostNames()
 	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start,
@@ -87,6 +97,61 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 		}
 	}
 	return ro, nil
+}
+
+// planShared plans each part of shared experiment e and their union.
+func planShared(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start int64) (Roles, error) {
+	ro := Roles{Clients: map[string]*agentpb.Workload{}, MeanSize: map[string]float64{}, Servers: map[string]bool{}, Start: start,
+		Phases: map[string]string{}, Collectives: map[string][]*agentpb.Collective{}}
+	clientOf := map[string]int{} // parts a host is a client in
+	for k := range e.Transports {
+		p, err := PlanRoles(e.Part(k), n, f, start)
+		if err != nil {
+			return Roles{}, fmt.Errorf("%s: %w", e.Transports[k].Config(), err)
+		}
+		ro.Parts = append(ro.Parts, p)
+		for h := range p.Servers {
+			ro.Servers[h] = true
+		}
+		for h, w := range p.Clients {
+			clientOf[h]++
+			ro.Clients[h], ro.MeanSize[h], ro.Phases[h] = w, p.MeanSize[h], p.Phases[h]
+		}
+		for h, cs := range p.Collectives {
+			ro.Collectives[h] = append(ro.Collectives[h], cs...)
+		}
+	}
+	for h, k := range clientOf {
+		if k > 1 { // one workload per host cannot stand for several
+			delete(ro.Clients, h)
+			delete(ro.MeanSize, h)
+			delete(ro.Phases, h)
+		}
+	}
+	for _, h := range e.Scenario.Topology.HostNames() {
+		if ro.Servers[h] {
+			ro.Receivers = append(ro.Receivers, h)
+		}
+	}
+	for _, h := range n.Hosts {
+		for _, p := range ro.Parts {
+			if slices.Contains(p.Used, h.Name) {
+				ro.Used = append(ro.Used, h.Name)
+				break
+			}
+		}
+	}
+	return ro, nil
+}
+
+// transportNames are name(t) of each of a shared experiment's transports,
+// nil for none.
+func transportNames(ts []scenario.Transport, name func(scenario.Transport) string) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, name(t))
+	}
+	return out
 }
 
 // workload is client c's workload in phase pi against servers, nil when
@@ -190,6 +255,11 @@ func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, s
 // Runs reports whether host runs a workload: a client's or a part in a
 // collective.
 func (ro Roles) Runs(host string) bool {
+	for _, p := range ro.Parts {
+		if p.Runs(host) {
+			return true
+		}
+	}
 	return ro.Clients[host] != nil || len(ro.Collectives[host]) > 0
 }
 
@@ -222,6 +292,13 @@ func (ro Roles) ServerOnly() []string {
 // rate. unrated counts the clients whose load no rate fixes (closed loops,
 // bursts, bounded counts).
 func (ro Roles) ConfiguredLoad() (bps, rps float64, unrated int) {
+	if ro.Parts != nil {
+		for _, p := range ro.Parts {
+			b, r, u := p.ConfiguredLoad()
+			bps, rps, unrated = bps+b, rps+r, unrated+u
+		}
+		return bps, rps, unrated
+	}
 	for h, w := range ro.Clients {
 		if w.GetArrivals() == scenario.ArrivalsPoisson && w.GetBurstIntervalUs() == 0 && w.GetMaxRpcs() == 0 {
 			bps += w.GetRateRps() * ro.MeanSize[h] * 8
@@ -239,6 +316,7 @@ func (ro Roles) Entry(e *scenario.Experiment) rundir.Experiment {
 	s := e.Scenario
 	rec := rundir.Experiment{
 		Name: e.Name, Transport: e.Transport.Name, Label: e.Transport.Label, Config: e.Transport.Config(), Params: e.Params,
+		Transports: transportNames(e.Transports, scenario.Transport.TransportName), Configs: transportNames(e.Transports, scenario.Transport.Config),
 		WarmupMs: s.Warmup.D().Milliseconds(), DurationMs: s.Duration.D().Milliseconds(), Seed: e.Seed,
 		Receivers: ro.Receivers, ClientPhases: ro.Phases, Fidelity: []string{}, TransportCounters: map[string]uint64{},
 	}
@@ -246,5 +324,10 @@ func (ro Roles) Entry(e *scenario.Experiment) rundir.Experiment {
 		rec.Params = map[string]string{}
 	}
 	rec.ConfiguredBps, rec.ConfiguredRPS, rec.UnratedClients = ro.ConfiguredLoad()
+	for _, p := range ro.Parts {
+		var l rundir.ConfiguredLoad
+		l.ConfiguredBps, l.ConfiguredRPS, l.UnratedClients = p.ConfiguredLoad()
+		rec.PartLoads = append(rec.PartLoads, l)
+	}
 	return rec
 }

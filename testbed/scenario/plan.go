@@ -35,6 +35,10 @@ type Plan struct {
 type Experiment struct {
 	Name      string
 	Transport Transport
+	// Transports are the transports a shared experiment runs at once,
+	// each carrying the phases that name it (cotenancy.go); Transport is
+	// the first of them. Nil for an experiment of one transport.
+	Transports []Transport
 	// Params holds the sweep values by parameter path (as written in the
 	// sweep), plus "repetition" when there is more than one.
 	Params     map[string]string
@@ -136,7 +140,7 @@ var sweepable = map[string]bool{
 
 // sweepablePaths are single settings outside those sections that the
 // switches change between experiments without a new network.
-var sweepablePaths = map[string]bool{"switch.defences": true}
+var sweepablePaths = map[string]bool{"switch.defences": true, "host_qdisc": true}
 
 // resolvedParam is one parameter a sweep sets.
 type resolvedParam struct {
@@ -184,6 +188,9 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		nCombos *= len(sw.Values)
 	}
 	total := nCombos * len(base.Transports) * base.Repetitions
+	if base.Shared() {
+		total = nCombos * base.Repetitions // one experiment runs them all
+	}
 	if total > MaxExperiments {
 		return nil, Errors{{File: src.File, Line: src.idx.lineOf("sweep"), Field: "sweep",
 			Msg: fmt.Sprintf("expands to %d experiments; expected at most %d", total, MaxExperiments)}}
@@ -214,8 +221,12 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	// AABB), so a change in the machine's load spreads over all of them.
 	for rep := 1; rep <= base.Repetitions; rep++ {
 		for _, cb := range combos {
-			for ti, t := range cb.s.Transports {
-				if !sweepsApply(sweeps, cb.idx, ti) {
+			transports := cb.s.Transports
+			if base.Shared() {
+				transports = []Transport{sharedTransport(cb.s.SharedTransports())}
+			}
+			for ti, t := range transports {
+				if !base.Shared() && !sweepsApply(sweeps, cb.idx, ti) {
 					continue // another transport's value: this one ran with the first
 				}
 				e := Experiment{
@@ -225,8 +236,12 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 					// compared see the same arrivals.
 					Seed: *cb.s.Seed + uint64(trafficIndex(base, sweeps, cb.idx))*1000003 + uint64(rep-1),
 				}
+				if base.Shared() {
+					e.Transports = cb.s.SharedTransports()
+					e.Transport = e.Transports[0]
+				}
 				for _, p := range cb.order {
-					if pt := paramTransport(sweeps, p); pt < 0 || pt == ti {
+					if pt := paramTransport(sweeps, p); pt < 0 || pt == ti || base.Shared() {
 						e.Params[p] = cb.params[p]
 						e.ParamOrder = append(e.ParamOrder, p)
 					}
@@ -677,7 +692,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		for _, k := range e.ParamOrder {
 			kv = append(kv, k+"="+e.Params[k])
 		}
-		if _, err := fmt.Fprintf(w, "  %3d  %-40s %s\n", i+1, e.Name, strings.Join(append([]string{"transport=" + e.Transport.Config(), fmt.Sprintf("seed=%d", e.Seed)}, kv...), " ")); err != nil {
+		if _, err := fmt.Fprintf(w, "  %3d  %-40s %s\n", i+1, e.Name, strings.Join(append([]string{e.describeTransports(), fmt.Sprintf("seed=%d", e.Seed)}, kv...), " ")); err != nil {
 			return err
 		}
 	}

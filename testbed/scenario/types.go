@@ -58,6 +58,10 @@ type Scenario struct {
 	Report Report `yaml:"report"`
 	// Capture writes pcapng files of chosen experiments (capture.go).
 	Capture *Capture `yaml:"capture"`
+	// HostQdisc is the queue in front of each host's NIC when phases name
+	// their transports and several share the hosts (cotenancy.go):
+	// HostQdiscNone or HostQdiscPacer.
+	HostQdisc string `yaml:"host_qdisc"`
 }
 
 // Report tunes the comparisons of the report and the terminal's headline.
@@ -373,6 +377,9 @@ const (
 // to a set of servers. All phases of an experiment run at the same time.
 type Phase struct {
 	Name string `yaml:"name"`
+	// Transport is the label of the transports entry this phase's RPCs
+	// use (cotenancy.go); empty means every transport, one experiment each.
+	Transport string `yaml:"transport,omitempty"`
 	// Clients and Servers are host names or ranges ("h2-h9"), or "all".
 	Clients []string `yaml:"clients"`
 	Servers []string `yaml:"servers"`

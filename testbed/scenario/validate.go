@@ -131,6 +131,9 @@ func applyDefaults(s *Scenario) {
 	if s.Repetitions == 0 {
 		s.Repetitions = 1
 	}
+	if s.HostQdisc == "" {
+		s.HostQdisc = HostQdiscNone
+	}
 	if s.Seed == nil {
 		one := uint64(1)
 		s.Seed = &one
@@ -151,7 +154,7 @@ func (c *checker) check(s *Scenario) {
 	for _, f := range []func(*Scenario){
 		c.checkName, c.checkTopology, c.checkLink, c.checkSwitch, c.checkDSCP,
 		c.checkTransports, c.checkPhases, c.checkTimes, c.checkCalibration, c.checkFaults, c.checkAdversaries, c.checkDefences, c.checkReport, c.checkCapture,
-		c.checkSimulation,
+		c.checkSimulation, c.checkCotenancy,
 		c.checkMessageLimits, c.checkCalibrationLimits, c.checkOverload,
 	} {
 		f(s)
@@ -589,11 +592,12 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.errorf(p+".clients", "expected at least one client host")
 		}
 		for _, h := range clients {
-			if other, dup := clientOf[h]; dup {
+			// A host runs one client workload per transport.
+			if other, dup := clientOf[h+" "+ph.Transport]; dup {
 				c.errorf(p+".clients", "host %s is already a client in phase %q; an agent runs one client workload at a time", h, other)
 				break
 			}
-			clientOf[h] = ph.Name
+			clientOf[h+" "+ph.Transport] = ph.Name
 		}
 		servers, err := ExpandHosts(ph.Servers, hosts)
 		if err != nil {

@@ -61,6 +61,9 @@ type job struct {
 	// receiver tells the sender's endpoint, free on the wire).
 	oneWay bool
 	byIP   map[netip.Addr]*simnet.Node
+	// stacks: the host qdisc, and in a shared experiment the engine and
+	// the TCP model on every host at once (shared.go).
+	stacks hostStacks
 }
 
 // hostConfig is host's workload as its agent would get it (client w, nil
@@ -68,6 +71,13 @@ type job struct {
 // of the job.
 func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
 	c := driver.Config{Experiment: j.name, Transport: j.transport, Phase: phase, Host: host, Log: j.log}
+	return j.hostConfigOf(c, w, colls)
+}
+
+// hostConfigOf fills c, one host's driver configuration, with its client
+// w and its parts in colls.
+func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
+	host := c.Host
 	if w != nil {
 		spec, err := driver.ParseWorkload(w)
 		if err != nil {
@@ -99,27 +109,23 @@ func (j *job) run() error {
 	sched := driver.OnQueue(clock, j.epoch.UnixNano())
 	var ds []*driver.Host
 	j.drivers = map[string]*driver.Host{}
-	for i, hc := range j.hosts {
+	started := map[string]bool{} // a shared job's hosts have a driver per transport
+	for _, hc := range j.hosts {
 		h := j.net.Node(hc.Host)
-		var err error
-		if j.tcp != nil {
-			if err = h.StartTCP(*j.tcp); err == nil && j.nicPrio {
-				err = h.PrioritizeNIC()
-			}
-		} else {
-			err = h.Start(j.cfg, uint64(i+1)<<40, j.epoch, j.log)
-		}
-		if err != nil {
-			return err
-		}
-		if j.servers[hc.Host] {
-			if err := j.serve(h, sched); err != nil {
+		if !started[hc.Host] {
+			started[hc.Host] = true
+			if err := j.startHost(h, len(started)); err != nil {
 				return err
 			}
+			if j.servers[hc.Host] {
+				if err := j.serve(h, sched); err != nil {
+					return err
+				}
+			}
 		}
-		d := driver.NewHost(hc, sched, simTransport{j: j, h: h}, j)
+		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j)
 		ds = append(ds, d)
-		j.drivers[hc.Host] = d
+		j.drivers[hc.Host+" "+hc.Transport] = d
 	}
 	// Every client, then every matrix, then every collective, so that
 	// events due at one instant run in that order.
@@ -173,19 +179,25 @@ func (j *job) run() error {
 	j.counters = map[string]uint64{}
 	for _, hc := range j.hosts {
 		name := hc.Host
-		h := rundir.HostCounters{Host: name, Role: rundir.HostRole(hc.Client != nil, j.servers[name]), Transport: map[string]uint64{}}
+		if !started[name] {
+			continue // a shared job's host, counted at its first driver
+		}
+		delete(started, name)
+		h := rundir.HostCounters{Host: name, Role: rundir.HostRole(j.isClient(name), j.servers[name]), Transport: map[string]uint64{}}
 		if t := j.net.Node(name).TCP(); t != nil {
 			h.Served = j.servedBy[name]
 			for k, v := range t.Stats().Map() {
 				h.Transport["tcpmodel_"+k] = v // a model's, not the kernel's tcp_ counters
 			}
-		} else {
-			st := j.net.Node(name).Endpoint().Stats()
-			h.Served = st.Served
+		}
+		if ep := j.net.Node(name).Endpoint(); ep != nil {
+			st := ep.Stats()
+			h.Served += st.Served
 			for k, v := range st.Map() {
 				h.Transport["homa_"+k] = v // as the agent names them
 			}
 		}
+		j.qdiscCounters(name, h.Transport)
 		rundir.MergeCounters(j.counters, h.Transport)
 		j.hostCounters = append(j.hostCounters, h)
 		j.net.Node(name).Stop()
@@ -234,9 +246,10 @@ func (j *job) served(row *rundir.Served) {
 	}
 }
 
-// arrived tells host's drivers of a request its server has whole.
-func (j *job) arrived(host string, req []byte, s driver.Scheduler) {
-	if d := j.drivers[host]; d != nil {
+// arrived tells host's drivers of a request its server on transport tr
+// has whole.
+func (j *job) arrived(host, tr string, req []byte, s driver.Scheduler) {
+	if d := j.drivers[host+" "+tr]; d != nil {
 		d.Arrived(req, s.Now())
 	}
 }
@@ -251,8 +264,9 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 		if j.servedBy == nil {
 			j.servedBy = map[string]uint64{}
 		}
-		return t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
-			j.arrived(h.Name, sr.Req, s)
+		tr := j.transportOf(true)
+		err := t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
+			j.arrived(h.Name, tr, sr.Req, s)
 			n := driver.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
 			now := j.net.Clock().Now()
@@ -264,14 +278,18 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 			}
 			if j.bookServed && !j.closed {
 				at := j.epoch.Add(time.Duration(now)).UnixNano()
-				j.served(&rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+				j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
 					Server: local, Client: sr.Peer.String(), ReqBytes: int64(len(sr.Req)), RespBytes: int64(n),
 					ReqNs: at, ReplyNs: at, ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset})
 			}
 		})
+		if err != nil || h.Endpoint() == nil {
+			return err
+		}
 	}
+	tr := j.transportOf(false)
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		j.arrived(h.Name, sr.Request(), s)
+		j.arrived(h.Name, tr, sr.Request(), s)
 		n := driver.ResponseLength(sr.Request())
 		if j.oneWay {
 			n = 0
@@ -281,7 +299,7 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 		}
 		if j.bookServed && !j.closed {
 			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
-			j.served(&rundir.Served{Experiment: j.name, Transport: j.transport, ServerHost: h.Name,
+			j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
 				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
 				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
 		}
@@ -296,19 +314,20 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	})
 }
 
-// simTransport sends a simulated host's RPCs: on its Homa endpoint or its
-// TCP model (driver.Transport).
+// simTransport sends a simulated host's RPCs: on its Homa endpoint or,
+// with tcp, its TCP model (driver.Transport).
 type simTransport struct {
-	j *job
-	h *simnet.Node
+	j   *job
+	h   *simnet.Node
+	tcp bool
 }
 
 func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, end func(driver.Result)) {
 	j, h := st.j, st.h
-	if h.Endpoint() != nil {
+	if h.Endpoint() != nil && !st.tcp {
 		row.Local = netip.AddrPortFrom(h.IP, h.Endpoint().Config().ClientPort).String()
 	}
-	if t := h.TCP(); t != nil {
+	if t := h.TCP(); t != nil && st.tcp {
 		t.Call(j.net.Clock().Now(), target.Addr, req, func(res tcpmodel.Result, err error) {
 			r := driver.Result{Err: err, Retries: int64(res.Retrans), ReqOffset: res.ReqOffset, RespOffset: res.RespOffset}
 			if res.Local.IsValid() {

@@ -368,6 +368,11 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 		}
 		j.hosts = append(j.hosts, hc)
 	}
+	notes, err := r.stack(j, e, ro) // shared.go
+	if err != nil {
+		return err
+	}
+	fidelity = append(fidelity, notes...)
 	if j.oneWay {
 		fidelity = append(fidelity, "one-way messages: each ends when its last byte reaches the receiver, on the simulator's one clock; the sender learns of it at that instant and at no cost on the wire (no response, no ACK), which the emulation could not do")
 	}

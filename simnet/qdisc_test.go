@@ -1,0 +1,133 @@
+package simnet
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/homatb/homatb/wire"
+)
+
+// qdiscDeparture is one frame the qdisc handed to the NIC: what it was and
+// when.
+type qdiscDeparture struct {
+	at  int64
+	id  uint64 // a Homa frame's sender id, 0 for TCP
+	tcp uint16 // a TCP frame's source port
+}
+
+// qdiscHost is host h1 of a two-host 10 Gbit/s star with a qdisc whose
+// departures are recorded.
+func qdiscHost(t *testing.T, cfg QdiscConfig) (*Network, *Node, *[]qdiscDeparture) {
+	t.Helper()
+	n := star(t, 2, 10e9)
+	h := n.Node("h1")
+	if err := h.UseQdisc(cfg); err != nil {
+		t.Fatal(err)
+	}
+	var out []qdiscDeparture
+	h.qd.out = func(f []byte) {
+		d := qdiscDeparture{at: n.clock.now}
+		if f[ethLen+9] == ipProtoTCP {
+			d.tcp = binary.BigEndian.Uint16(f[frameHdr:])
+		} else if c, err := wire.ParseCommon(f[frameHdr:]); err == nil {
+			d.id = c.SenderID
+		}
+		out = append(out, d)
+		n.freeFrame(f)
+	}
+	return n, h, &out
+}
+
+// homaData is a DATA frame of message id (length msgLen) at offset, with
+// 1400 payload bytes, from h1 to h2.
+func homaData(n *Network, id uint64, msgLen, offset uint32) []byte {
+	b := wire.AppendData(nil, &wire.Data{Common: wire.Common{SenderID: id}, MessageLength: msgLen, Offset: offset})
+	b = append(b, make([]byte, 1400)...)
+	return n.frame(&n.Node("h1").Host, &n.Node("h2").Host, wire.IPProto, 0, b)
+}
+
+// tcpData is a TCP frame of payload bytes from h1's port sport to h2.
+func tcpData(n *Network, sport uint16, payload int) []byte {
+	f := n.frameOf(&n.Node("h1").Host, &n.Node("h2").Host, ipProtoTCP, 0, 20+payload)
+	tc := f[frameHdr:]
+	binary.BigEndian.PutUint16(tc[0:], sport)
+	binary.BigEndian.PutUint16(tc[2:], 5000)
+	tc[12] = 5 << 4
+	return f
+}
+
+// TestQdiscSRPT: with the NIC's backlog at its cap, a shorter message's
+// packets pass a longer one's deferred packets; short messages and control
+// packets pass at once.
+func TestQdiscSRPT(t *testing.T) {
+	n, h, out := qdiscHost(t, QdiscConfig{})
+	for i := range 20 {
+		h.transmit(homaData(n, 2, 1_000_000, uint32(i*1400)), 0)
+	}
+	for i := range 3 {
+		h.transmit(homaData(n, 4, 4200, uint32(i*1400)), 0)
+	}
+	h.transmit(homaData(n, 6, 500, 0), 0) // a short message
+	if got := (*out)[len(*out)-1]; got.id != 6 || got.at != 0 {
+		t.Fatalf("the short message left last as %+v; want it handed over at once, at 0", got)
+	}
+	n.clock.Run(int64(time.Millisecond))
+	if len(*out) != 24 {
+		t.Fatalf("%d frames left, want 24", len(*out))
+	}
+	// The first frames of message 2 went out before the backlog reached
+	// its cap, and one more as the oldest message's turn (the SRPT budget
+	// starts spent); then message 4's three before the rest of message 2.
+	first4 := -1
+	for i, d := range *out {
+		if d.id == 4 {
+			first4 = i
+			break
+		}
+	}
+	if first4 < 0 || first4 > 7 {
+		t.Fatalf("message 4's first frame left at position %d: %+v", first4, *out)
+	}
+	for _, d := range (*out)[first4 : first4+3] {
+		if d.id != 4 {
+			t.Fatalf("message 4's frames did not leave together after the cap: %+v", *out)
+		}
+	}
+	if st := h.QdiscStats(); st.HomaDeferred == 0 || st.Passed != 24 {
+		t.Errorf("stats %+v: want some deferred, 24 passed", st)
+	}
+}
+
+// TestQdiscShare: when Homa and TCP both wait, each gets half of the bytes;
+// flows take turns; a short TCP packet waits only behind its own flow.
+func TestQdiscShare(t *testing.T) {
+	n, h, out := qdiscHost(t, QdiscConfig{})
+	for i := range 40 {
+		h.transmit(homaData(n, 2, 1_000_000, uint32(i*1400)), 0)
+		h.transmit(tcpData(n, 100+uint16(i%2), 1400), 0)
+	}
+	h.transmit(tcpData(n, 300, 100), 0) // a short packet of a flow with none deferred
+	if got := (*out)[len(*out)-1]; got.tcp != 300 {
+		t.Fatalf("the short TCP packet was deferred: last out %+v", got)
+	}
+	n.clock.Run(int64(time.Millisecond))
+	// Over the deferred frames, Homa's and TCP's alternate, and the two
+	// flows take turns.
+	var homa, tcp int
+	var last uint16
+	for _, d := range (*out)[10:70] {
+		if d.id != 0 {
+			homa++
+			continue
+		}
+		tcp++
+		if d.tcp == last && d.tcp != 300 {
+			t.Fatalf("flow %d sent twice in a row while the other waited: %+v", d.tcp, *out)
+		}
+		last = d.tcp
+	}
+	if homa < 28 || homa > 32 {
+		t.Errorf("of 60 frames while both waited, %d Homa and %d TCP; want half each", homa, tcp)
+	}
+}

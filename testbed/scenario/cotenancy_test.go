@@ -1,0 +1,116 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+// shared is a valid scenario whose phases name their transports: Homa's
+// and TCP's clients on the same hosts.
+const shared = `name: co
+topology:
+  kind: star
+  hosts: 4
+link:
+  rate: 10Gbit
+switch:
+  ecn_threshold_pkts: 20
+transports:
+  - name: homa
+  - name: tcp
+    tcp: {congestion: dctcp}
+phases:
+  - name: rpcs
+    transport: homa
+    clients: [h2-h4]
+    servers: [h1]
+    sizes: fixed:1000
+    load: 0.05
+  - name: bulk
+    transport: tcp-dctcp
+    clients: [h2-h4]
+    servers: [h1]
+    sizes: fixed:100000
+    load: 0.05
+simulated: true
+duration: 100ms
+`
+
+// TestSharedPlan: phases naming their transports make one experiment per
+// sweep value, running both transports, and its parts each carry the
+// phases of their transport on seeds of their own; host_qdisc sweeps
+// without changing the traffic's seed.
+func TestSharedPlan(t *testing.T) {
+	plan := mustPlan(t, shared+"sweep:\n  - param: host_qdisc\n    values: [none, pacer]\n")
+	if len(plan.Experiments) != 2 {
+		t.Fatalf("got %d experiments, want 2 (one per host_qdisc value)", len(plan.Experiments))
+	}
+	for i, e := range plan.Experiments {
+		if !e.Shared() || len(e.Transports) != 2 || e.Transport.Name != TransportHoma {
+			t.Fatalf("experiment %d: transports %v, transport %q; want homa and tcp-dctcp at once", i, e.Transports, e.Transport.Name)
+		}
+		if !strings.Contains(e.Name, "homa+tcp") {
+			t.Errorf("experiment %d is named %q; want the transports joined by +", i, e.Name)
+		}
+		for k, want := range []string{"rpcs", "bulk"} {
+			p := e.Part(k)
+			if p.Shared() || len(p.Scenario.Phases) != 1 || p.Scenario.Phases[0].Name != want {
+				t.Errorf("experiment %d part %d: %d phases, shared %v; want phase %s alone", i, k, len(p.Scenario.Phases), p.Shared(), want)
+			}
+			if p.Seed != e.Seed+uint64(k)*partSeedStride {
+				t.Errorf("part %d seed %d, experiment's %d", k, p.Seed, e.Seed)
+			}
+		}
+	}
+	if a, b := plan.Experiments[0], plan.Experiments[1]; a.Seed != b.Seed || a.Scenario.HostQdisc != HostQdiscNone || b.Scenario.HostQdisc != HostQdiscPacer {
+		t.Errorf("host_qdisc sweep: seeds %d, %d (want equal), qdiscs %q, %q", a.Seed, b.Seed, a.Scenario.HostQdisc, b.Scenario.HostQdisc)
+	}
+}
+
+// TestSharedErrors: each mistake is reported at its file and line.
+func TestSharedErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"unknown label", strings.Replace(shared, "transport: tcp-dctcp", "transport: tcp-cubic", 1),
+			`co.yaml:21: phases[1].transport: expected a label of the transports list (homa, tcp-dctcp), got "tcp-cubic"`},
+		{"mixed", strings.Replace(shared, "    transport: tcp-dctcp\n", "", 1),
+			"co.yaml:20: phases[1]: expected transport: one of homa, tcp-dctcp, as phases[0] names its transport"},
+		{"unused entry", strings.Replace(shared, "  - name: tcp\n", "  - name: pias\n  - name: tcp\n", 1),
+			`co.yaml:11: transports[1]: transport "pias" carries no phase's traffic`},
+		{"two engines", strings.Replace(strings.Replace(shared, "  - name: homa\n", "  - name: homa\n  - name: roce\n", 1), "transport: tcp-dctcp", "transport: roce", 1),
+			`co.yaml:22: phases[1].transport: "roce" and "homa" (phases[0]) cannot share a host`},
+		{"roce and tcp", strings.Replace(strings.Replace(shared, "  - name: homa\n", "  - name: roce\n", 1), "transport: homa", "transport: roce", 1),
+			`co.yaml:21: phases[1].transport: "roce" and "tcp-dctcp" cannot share a host`},
+		{"pfabric", strings.Replace(strings.Replace(shared, "  - name: homa\n", "  - name: pfabric\n", 1), "transport: homa", "transport: pfabric", 1),
+			"co.yaml:15: phases[0].transport: pfabric cannot share the hosts"},
+		{"qdisc and nic priorities", strings.Replace(shared, "tcp: {congestion: dctcp}", "tcp: {congestion: dctcp, nic_priorities: true}", 1) + "host_qdisc: pacer\n",
+			"co.yaml:12: transports[1].tcp.nic_priorities: host_qdisc \"pacer\" stands in front of a NIC with one queue"},
+		{"bad qdisc", shared + "host_qdisc: fq\n",
+			`co.yaml:28: host_qdisc: expected one of none, pacer, got "fq"`},
+		{"emulated", strings.Replace(shared, "simulated: true\n", "", 1),
+			"co.yaml:15: phases[0].transport: phases that name their transports run in the simulator only"},
+		{"emulated pacer", strings.Replace(strings.Replace(shared, "simulated: true\n", "", 1), "    transport: homa\n", "", 1) + "host_qdisc: pacer\n",
+			`host_qdisc: host_qdisc "pacer" is modelled in the simulator only`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := parseAndPlan("co.yaml", tc.text)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSharedClients: a host may be a client once per transport, not
+// twice on one.
+func TestSharedClients(t *testing.T) {
+	if err := parseAndPlan("co.yaml", shared); err != nil {
+		t.Fatalf("one client workload per transport on each host: %v", err)
+	}
+	two := strings.Replace(shared, "transport: tcp-dctcp", "transport: homa", 1)
+	two = strings.Replace(two, "  - name: tcp\n    tcp: {congestion: dctcp}\n", "", 1)
+	if err := parseAndPlan("co.yaml", two); err == nil || !strings.Contains(err.Error(), "already a client") {
+		t.Fatalf("two homa phases on the same clients: got %v, want already a client", err)
+	}
+}

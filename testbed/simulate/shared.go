@@ -1,0 +1,130 @@
+package simulate
+
+import (
+	"github.com/homatb/homatb/driver"
+	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/simnet"
+	"github.com/homatb/homatb/testbed/agents"
+	"github.com/homatb/homatb/testbed/scenario"
+)
+
+// hostStacks is what runs on a job's hosts besides its one transport: in
+// a shared experiment the engine and the TCP model at once (each driver
+// on its own transport's), and the host queue in front of the NIC.
+type hostStacks struct {
+	shared bool
+	// engine and tcp are the names of the shared experiment's transports
+	// on the engine and on the TCP model: the records' transport column.
+	engine, tcp string
+	// qdisc puts simnet's host qdisc in front of every NIC (host_qdisc:
+	// pacer).
+	qdisc bool
+}
+
+// stack sets up job j for experiment e with roles ro: the host queue
+// host_qdisc asks for and, for a shared experiment, both stacks on every
+// host and one driver per host and transport. It returns the fidelity
+// notes of the transports on the TCP model.
+func (r *Network) stack(j *job, e *scenario.Experiment, ro agents.Roles) ([]string, error) {
+	j.stacks.qdisc = e.Scenario.HostQdisc == scenario.HostQdiscPacer
+	if !e.Shared() {
+		return nil, nil
+	}
+	j.stacks.shared = true
+	j.hosts = nil
+	var notes []string
+	for k, t := range e.Transports {
+		if t.Engine() {
+			j.stacks.engine, j.cfg = t.Name, r.homaConfig(t)
+		} else {
+			tcp, err := r.tcpConfig(t)
+			if err != nil {
+				return nil, err
+			}
+			j.stacks.tcp, j.tcp, j.nicPrio = t.Name, tcp, t.TCP.NICPriorities
+			if k > 0 { // the first transport's note is the experiment's own
+				notes = append(notes, modelNote(t, tcp)...)
+			}
+		}
+		p := ro.Parts[k]
+		for _, host := range p.Used {
+			if p.Clients[host] == nil && len(p.Collectives[host]) == 0 && !j.servers[host] {
+				continue
+			}
+			c := driver.Config{Experiment: j.name, Transport: t.Name, Phase: rundir.PhaseMeasure, Host: host, Log: j.log}
+			hc, err := j.hostConfigOf(c, p.Clients[host], p.Collectives[host])
+			if err != nil {
+				return nil, err
+			}
+			j.hosts = append(j.hosts, hc)
+		}
+	}
+	return notes, nil
+}
+
+// onTCP reports whether transport tr's drivers send on the TCP model.
+func (j *job) onTCP(tr string) bool {
+	if j.tcp == nil {
+		return false
+	}
+	return !j.stacks.shared || tr == j.stacks.tcp
+}
+
+// transportOf is the records' transport of the job's TCP model (tcp) or
+// engine.
+func (j *job) transportOf(tcp bool) string {
+	switch {
+	case !j.stacks.shared:
+		return j.transport
+	case tcp:
+		return j.stacks.tcp
+	}
+	return j.stacks.engine
+}
+
+// startHost starts what host h runs (the n-th host started): the TCP
+// model, the engine, or in a shared job both; then its qdisc.
+func (j *job) startHost(h *simnet.Node, n int) error {
+	if j.tcp != nil {
+		if err := h.StartTCP(*j.tcp); err != nil {
+			return err
+		}
+		if j.nicPrio {
+			if err := h.PrioritizeNIC(); err != nil {
+				return err
+			}
+		}
+	}
+	if j.tcp == nil || j.stacks.shared {
+		if err := h.Start(j.cfg, uint64(n)<<40, j.epoch, j.log); err != nil {
+			return err
+		}
+	}
+	if j.stacks.qdisc {
+		return h.UseQdisc(simnet.QdiscConfig{})
+	}
+	return nil
+}
+
+// isClient reports whether host sends RPCs on any of the job's transports.
+func (j *job) isClient(host string) bool {
+	for _, hc := range j.hosts {
+		if hc.Host == host && hc.Client != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// qdiscCounters adds host's qdisc counters to its transport counters.
+func (j *job) qdiscCounters(host string, into map[string]uint64) {
+	if !j.stacks.qdisc {
+		return
+	}
+	st := j.net.Node(host).QdiscStats()
+	into["qdisc_passed"] = st.Passed
+	into["qdisc_homa_deferred"] = st.HomaDeferred
+	into["qdisc_tcp_deferred"] = st.TCPDeferred
+	into["qdisc_homa_bytes"] = st.HomaBytes
+	into["qdisc_tcp_bytes"] = st.TCPBytes
+}
