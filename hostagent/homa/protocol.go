@@ -60,8 +60,11 @@ type pauseObeyer interface {
 // newProtocol builds the transport e's configuration names, and the
 // Homa family's policy in e's state.
 func newProtocol(e *Endpoint) protocol {
-	if e.cfg.Variant == homaconf.VariantRoCE {
+	switch e.cfg.Variant {
+	case homaconf.VariantRoCE:
 		return newRoCE(e)
+	case homaconf.VariantUET:
+		return newUET(e)
 	}
 	st := &e.state
 	st.pol, st.unsched, st.blindHigh = newPolicy(e)

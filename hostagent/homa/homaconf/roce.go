@@ -2,8 +2,6 @@ package homaconf
 
 import (
 	"cmp"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/homatb/homatb/wire"
@@ -113,13 +111,4 @@ func (c *Config) roceDefaults() error {
 
 // RoCEKeys lists the roce_* keys c sets (nonzero), which only the roce
 // variant reads.
-func (c *Config) RoCEKeys() []string {
-	v := reflect.ValueOf(c).Elem()
-	var out []string
-	for _, f := range keyFields() {
-		if strings.HasPrefix(f.key, "roce_") && !v.Field(f.index).IsZero() {
-			out = append(out, f.key)
-		}
-	}
-	return out
-}
+func (c *Config) RoCEKeys() []string { return c.prefixedKeys("roce_") }
