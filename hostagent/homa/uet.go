@@ -1,8 +1,6 @@
 package homa
 
 import (
-	"cmp"
-	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -575,7 +573,6 @@ func (u *uetProtocol) onNack(_ time.Duration, q *uetPDC, h *wire.UETPDS) {
 // TimeoutTicks fails.
 func (u *uetProtocol) uetTick(now time.Duration) {
 	e := u.e
-	st := &e.state
 	for _, q := range u.list {
 		fired := false
 		for p := q.una; p < q.next; p++ {
@@ -588,26 +585,7 @@ func (u *uetProtocol) uetTick(now time.Duration) {
 			e.c.roceTimeouts.Add(1)
 		}
 	}
-	rs := u.clist[:0]
-	for _, r := range st.clients {
-		rs = append(rs, r)
-	}
-	if e.driven {
-		slices.SortFunc(rs, func(a, b *rpc) int { return cmp.Compare(a.id, b.id) })
-	}
-	for _, r := range rs {
-		// heard is the tick during which the last packet from the peer
-		// came (st.tick has moved on by one since).
-		if r.silent++; u.heard[v4(r.peer.addr)]+1 >= st.tick {
-			r.silent = 0
-		}
-		if r.silent >= e.cfg.TimeoutTicks {
-			e.c.timeouts.Add(1)
-			e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrTimeout))
-		}
-	}
-	clear(rs)
-	u.clist = rs[:0]
+	u.clist = e.failSilentCalls(now, u.clist, func(r *rpc) uint64 { return u.heard[v4(r.peer.addr)] })
 }
 
 // setEntropy gives the packet just committed its entropy value (over

@@ -56,13 +56,8 @@ func (c *Config) roceDefaults() error {
 	}
 	c.RoCEPriority = cmp.Or(c.RoCEPriority, roceDataLevel)
 	c.RoCECtrlPriority = cmp.Or(c.RoCECtrlPriority, roceControlPrio)
-	for _, p := range []struct {
-		key string
-		v   int
-	}{{"roce_priority", c.RoCEPriority}, {"roce_ctrl_priority", c.RoCECtrlPriority}} {
-		if p.v < 0 || p.v >= c.Priorities {
-			return keyErr(p.key, "%d not in 0..%d (priorities %d)", p.v, c.Priorities-1, c.Priorities)
-		}
+	if err := c.checkLevels("roce_priority", c.RoCEPriority, "roce_ctrl_priority", c.RoCECtrlPriority); err != nil {
+		return err
 	}
 	c.RoCEAckEvery = cmp.Or(c.RoCEAckEvery, roceAckEvery)
 	if c.RoCEAckEvery < 1 {

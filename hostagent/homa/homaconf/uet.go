@@ -48,13 +48,8 @@ func (c *Config) uetDefaults() error {
 	c.AtLeastOnce = true
 	c.UETPriority = cmp.Or(c.UETPriority, uetDataLevel)
 	c.UETCtrlPriority = cmp.Or(c.UETCtrlPriority, uetControlLevel)
-	for _, p := range []struct {
-		key string
-		v   int
-	}{{"uet_priority", c.UETPriority}, {"uet_ctrl_priority", c.UETCtrlPriority}} {
-		if p.v < 0 || p.v >= c.Priorities {
-			return keyErr(p.key, "%d not in 0..%d (priorities %d)", p.v, c.Priorities-1, c.Priorities)
-		}
+	if err := c.checkLevels("uet_priority", c.UETPriority, "uet_ctrl_priority", c.UETCtrlPriority); err != nil {
+		return err
 	}
 	c.UETAckEvery = cmp.Or(c.UETAckEvery, uetAckEvery)
 	if c.UETAckEvery < 1 || c.UETAckEvery > 64 {
@@ -99,4 +94,18 @@ func (c *Config) prefixedKeys(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// checkLevels checks a transport's data and control levels against the
+// priorities in use.
+func (c *Config) checkLevels(dataKey string, data int, ctrlKey string, ctrl int) error {
+	for _, p := range []struct {
+		key string
+		v   int
+	}{{dataKey, data}, {ctrlKey, ctrl}} {
+		if p.v < 0 || p.v >= c.Priorities {
+			return keyErr(p.key, "%d not in 0..%d (priorities %d)", p.v, c.Priorities-1, c.Priorities)
+		}
+	}
+	return nil
 }
