@@ -32,9 +32,12 @@ const (
 // builds on some path: wait). Quick adapt: a delay above four targets
 // sets the window to what the last round trip delivered. A packet
 // declared lost takes its size off the window. The window stays between
-// one MTU and its cap (uet_max_window_bytes, 1.5 BDP).
+// one MTU and its cap (uet_max_window_bytes, or 1.5 BDP of the PDC's
+// smallest round trip).
 type nscc struct {
 	cwnd, maxwnd, mtu float64
+	fixedCap          bool    // uet_max_window_bytes set: the cap does not follow the round trip
+	bytesPerNs        float64 // the link rate
 	target            time.Duration
 	minRTT, avg       time.Duration
 	lastDec, lastQA   time.Duration
@@ -43,8 +46,26 @@ type nscc struct {
 }
 
 func (c *nscc) init(cfg *homaconf.Config) {
-	c.maxwnd, c.mtu, c.target = float64(cfg.UETMaxWindow), float64(cfg.MTU), cfg.UETTargetDelay
+	c.mtu, c.target = float64(cfg.MTU), cfg.UETTargetDelay
+	c.bytesPerNs = float64(cfg.LinkBps) / 8e9
+	c.fixedCap = cfg.UETMaxWindow != 0
+	if c.fixedCap {
+		c.maxwnd = float64(cfg.UETMaxWindow)
+	} else {
+		c.setCap(cfg.UnloadedRTT)
+	}
 	c.cwnd = c.maxwnd // htsim initNscc: the first window is the cap
+}
+
+// setCap makes the window cap 1.5 BDP of round trip rtt, at least two
+// packets; a window at the old cap follows it.
+func (c *nscc) setCap(rtt time.Duration) {
+	atCap := c.cwnd >= c.maxwnd
+	c.maxwnd = max(float64(rtt)*c.bytesPerNs*homaconf.UETMaxWindowPermille/1000, 2*c.mtu)
+	if atCap {
+		c.cwnd = c.maxwnd
+	}
+	c.clamp()
 }
 
 // window is the bytes the PDC may have in flight.
@@ -55,6 +76,9 @@ func (c *nscc) window() uint32 { return uint32(c.cwnd) }
 func (c *nscc) sample(rtt time.Duration) time.Duration {
 	if c.minRTT == 0 || rtt < c.minRTT {
 		c.minRTT = rtt
+		if !c.fixedCap {
+			c.setCap(rtt)
+		}
 	}
 	return rtt - c.minRTT
 }

@@ -247,8 +247,10 @@ type Config struct {
 	UETNoNSCC bool `homa:"uet_nscc,not"`
 	// UETTargetDelay is NSCC's target queueing delay (default
 	// UnloadedRTT/2: htsim's 6 us of its 12 us reference round trip);
-	// UETMaxWindow its window cap (default 1.5 x the unloaded BDP, as
-	// htsim).
+	// UETMaxWindow its window cap (0, the default: 1.5 BDP of each PDC,
+	// its smallest full-packet round trip times LinkBps, as htsim's
+	// initNscc sets it from the peer's round trip; UnloadedRTT until a
+	// round trip is measured).
 	UETTargetDelay time.Duration `homa:"uet_target_qdelay_us"`
 	UETMaxWindow   uint32        `homa:"uet_max_window_bytes"`
 	// ResendLimit is how many RESENDs from one source address the

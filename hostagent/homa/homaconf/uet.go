@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/homatb/homatb/wire"
 )
@@ -22,8 +21,9 @@ const (
 	uetAckEvery     = 1
 	uetEntropies    = 64
 	uetReorderPkts  = 8
-	// uetMaxWindowPermille: htsim initNscc, _maxwnd = 1.5 * _bdp.
-	uetMaxWindowPermille = 1500
+	// UETMaxWindowPermille is NSCC's default window cap in thousandths
+	// of a PDC's BDP (htsim initNscc: _maxwnd = 1.5 * _bdp).
+	UETMaxWindowPermille = 1500
 )
 
 // UETPayload is the data a full-size UET packet carries: the MTU less the
@@ -71,11 +71,7 @@ func (c *Config) uetDefaults() error {
 	if c.UETTargetDelay <= 0 {
 		return keyErr("uet_target_qdelay_us", "%v, expected a positive delay", c.UETTargetDelay)
 	}
-	if c.UETMaxWindow == 0 {
-		bdp := c.LinkBps * uint64(c.UnloadedRTT) / 8 / uint64(time.Second)
-		c.UETMaxWindow = uint32(max(bdp*uetMaxWindowPermille/1000, 2*uint64(c.MTU)))
-	}
-	if c.UETMaxWindow < uint32(c.MTU) {
+	if c.UETMaxWindow != 0 && c.UETMaxWindow < uint32(c.MTU) {
 		return keyErr("uet_max_window_bytes", "%d below one packet (mtu %d)", c.UETMaxWindow, c.MTU)
 	}
 	if c.UETPayload() < 64 {
