@@ -38,6 +38,14 @@ type nscc struct {
 	cwnd, maxwnd, mtu float64
 	fixedCap          bool    // uet_max_window_bytes set: the cap does not follow the round trip
 	bytesPerNs        float64 // the link rate
+	// cfgBase is the configured base round trip of a full packet: the
+	// calibrated small-message round trip and two full-packet
+	// serialisations (the sender's link and the switch's egress, as
+	// Homa's RTTbytes counts them). A measured round trip is trusted up
+	// to twice it: a PDC's first packets may already meet a queue (an
+	// incast's senders start together), and a base taken from them would
+	// hide the queue from the delay and raise the cap with it.
+	cfgBase time.Duration
 	target            time.Duration
 	minRTT, avg       time.Duration
 	lastDec, lastQA   time.Duration
@@ -48,11 +56,12 @@ type nscc struct {
 func (c *nscc) init(cfg *homaconf.Config) {
 	c.mtu, c.target = float64(cfg.MTU), cfg.UETTargetDelay
 	c.bytesPerNs = float64(cfg.LinkBps) / 8e9
+	c.cfgBase = cfg.UnloadedRTT + 2*wireTime(cfg.MTU+cfg.FrameOverhead, cfg.LinkBps)
 	c.fixedCap = cfg.UETMaxWindow != 0
 	if c.fixedCap {
 		c.maxwnd = float64(cfg.UETMaxWindow)
 	} else {
-		c.setCap(cfg.UnloadedRTT)
+		c.setCap(c.cfgBase)
 	}
 	c.cwnd = c.maxwnd // htsim initNscc: the first window is the cap
 }
@@ -72,30 +81,31 @@ func (c *nscc) setCap(rtt time.Duration) {
 func (c *nscc) window() uint32 { return uint32(c.cwnd) }
 
 // sample takes a full-size packet's round trip and returns its queueing
-// delay.
+// delay: the round trip less the base.
 func (c *nscc) sample(rtt time.Duration) time.Duration {
 	if c.minRTT == 0 || rtt < c.minRTT {
 		c.minRTT = rtt
 		if !c.fixedCap {
-			c.setCap(rtt)
+			c.setCap(c.base())
 		}
 	}
-	return rtt - c.minRTT
+	return max(0, rtt-c.base())
 }
 
-// base is the base round trip: the smallest seen, or the configured one.
-func (c *nscc) base(cfg *homaconf.Config) time.Duration {
+// base is the PDC's base round trip: the smallest measured, at most twice
+// the configured one (cfgBase), which stands until one is measured.
+func (c *nscc) base() time.Duration {
 	if c.minRTT > 0 {
-		return c.minRTT
+		return min(c.minRTT, 2*c.cfgBase)
 	}
-	return cfg.UnloadedRTT
+	return c.cfgBase
 }
 
 // onAck moves the window for an ACK of acked new bytes at now; delay is
 // the queueing delay of its packet when sampled (a full-size packet sent
 // once), else the last one stands. It reports a decrease.
 func (c *nscc) onAck(now time.Duration, ecn bool, delay time.Duration, sampled bool, acked uint32, cfg *homaconf.Config) (cut bool) {
-	base := c.base(cfg)
+	base := c.base()
 	if now-c.winStart >= base {
 		c.prev, c.cur, c.winStart = c.cur, 0, now
 	}
