@@ -15,7 +15,8 @@ import (
 // TestUET runs the uet variant's incast (four clients, 40 Calls each, 4 at
 // a time, sizes up to 150 KB) over the in-memory network: lossless, with
 // random loss (SACK gaps and timeouts recover it), with reordering (the
-// receiver takes packets in any order), and with ECN marking at the
+// receiver takes packets in any order), with trimming at the server's
+// port (TRIM NACKs, resent at once), and with ECN marking at the
 // server's port (NSCC cuts its windows). Every RPC completes with the
 // exact bytes, no request runs twice (incast checks), and the counters
 // show each mechanism at work.
@@ -27,6 +28,8 @@ func TestUET(t *testing.T) {
 	reorder.Reorder, reorder.ReorderDelay = 0.05, 30*time.Microsecond
 	marking := base
 	marking.ECNAbovePackets = 8
+	trimming := base
+	trimming.TrimAbovePackets, trimming.TrimUET = 8, true
 	for _, tt := range []struct {
 		name  string
 		lc    homatest.LinkConfig
@@ -53,6 +56,16 @@ func TestUET(t *testing.T) {
 			}
 			if ss.Retransmits+cs.Retransmits != 0 {
 				t.Errorf("%d retransmits with a reorder threshold above the reordering: want none", ss.Retransmits+cs.Retransmits)
+			}
+		}},
+		{"trim", trimming, homaconf.Config{}, func(t *testing.T, ss, cs homa.Stats, ns homatest.Stats) {
+			// The server NACKs each trimmed packet; the client resends it.
+			if ns.Trimmed == 0 || ss.Trimmed == 0 || ss.NAKsSent == 0 || cs.NAKsReceived == 0 || cs.Retransmits == 0 {
+				t.Errorf("trimmed %d, server saw %d trimmed and sent %d NACKs, client got %d NACKs and resent %d: want all nonzero",
+					ns.Trimmed, ss.Trimmed, ss.NAKsSent, cs.NAKsReceived, cs.Retransmits)
+			}
+			if n := ss.TxPackets[wire.TypeNack.Index()]; n[6] != ss.NAKsSent {
+				t.Errorf("NACKs by level %v, want all %d at 6", n, ss.NAKsSent)
 			}
 		}},
 		{"ecn/nscc", marking, homaconf.Config{}, func(t *testing.T, ss, cs homa.Stats, ns homatest.Stats) {

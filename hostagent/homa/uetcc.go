@@ -45,12 +45,12 @@ type nscc struct {
 	// to twice it: a PDC's first packets may already meet a queue (an
 	// incast's senders start together), and a base taken from them would
 	// hide the queue from the delay and raise the cap with it.
-	cfgBase time.Duration
-	target            time.Duration
-	minRTT, avg       time.Duration
-	lastDec, lastQA   time.Duration
-	winStart          time.Duration
-	cur, prev         float64 // bytes acknowledged in this and the last base round trip
+	cfgBase         time.Duration
+	target          time.Duration
+	minRTT, avg     time.Duration
+	lastDec, lastQA time.Duration
+	winStart        time.Duration
+	cur, prev       float64 // bytes acknowledged in this and the last base round trip
 }
 
 func (c *nscc) init(cfg *homaconf.Config) {
