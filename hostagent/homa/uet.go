@@ -33,6 +33,9 @@ const uetWindow = 1024
 // dynamic range, so a capture reads them as ephemeral ports.
 const uetEntropyBase = 0xc000
 
+// uetREPSDepth bounds a PDC's recycled entropies.
+const uetREPSDepth = 64
+
 // uetProtocol is the uet variant's protocol: the PDCs this host opened
 // (initiators, one per peer) and those peers opened to it (targets).
 type uetProtocol struct {
@@ -63,7 +66,8 @@ type uetSent struct {
 	m      *uetMsg
 	off, n uint32
 	at     time.Duration
-	full   bool // a full-size packet: its round trip is a delay sample
+	full   bool   // a full-size packet: its round trip is a delay sample
+	ev     uint16 // its entropy
 	acked  bool
 	lost   bool // declared lost, waiting in rtx
 	resent bool
@@ -85,7 +89,10 @@ type uetPDC struct {
 	msgSeq                 uint16
 	inflight               uint32
 	ev                     uint32 // packets sent: the next entropy's index
-	cc                     nscc
+	// reps holds entropies whose packets were acknowledged without an ECN
+	// mark, oldest first, for uet_reps; at most uetREPSDepth.
+	reps []uint16
+	cc   nscc
 }
 
 // uetTarget is the target's end of a PDC a peer opened: cack is the next
@@ -267,8 +274,20 @@ func (u *uetProtocol) sendOne(now time.Duration, q *uetPDC) {
 	buf = append(buf, r.out.data[s.off:s.off+s.n]...)
 	prio := uint8(e.cfg.UETPriority)
 	e.txCommitTOS(now, buf, q.addr, wire.TypeData, prio, TOS(prio)|ecnECT0)
-	e.setEntropy(uetEntropyBase + uint16(q.ev%uint32(e.cfg.UETEntropies)))
+	s.ev = q.entropy(e.cfg.UETEntropies)
+	e.setEntropy(s.ev)
+}
+
+// entropy returns the next packet's entropy: a recycled one (uet_reps)
+// if any, else the next in turn.
+func (q *uetPDC) entropy(n int) uint16 {
+	if len(q.reps) > 0 {
+		ev := q.reps[0]
+		q.reps = append(q.reps[:0], q.reps[1:]...)
+		return ev
+	}
 	q.ev++
+	return uetEntropyBase + uint16((q.ev-1)%uint32(n))
 }
 
 // onUET handles one UET packet (the UDP payload p.Buf).
@@ -524,8 +543,12 @@ func (u *uetProtocol) onAck(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 	sample := false
 	if v, ok := q.unwrap(h.PSN + uint32(h.AckPSNOffset)); ok {
 		high = max(high, v+1)
-		if s := &q.sent[v%uetWindow]; s.full && !s.resent && s.acked {
+		s := &q.sent[v%uetWindow]
+		if s.full && !s.resent && s.acked {
 			delay, sample = q.cc.sample(now-s.at), true
+		}
+		if e.cfg.UETREPS && !h.ECN && s.m != nil && len(q.reps) < uetREPSDepth {
+			q.reps = append(q.reps, s.ev)
 		}
 	}
 	for q.una < q.next && q.sent[q.una%uetWindow].acked {

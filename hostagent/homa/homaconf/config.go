@@ -236,6 +236,11 @@ type Config struct {
 	// packet delivery context cycles through, one per packet (default
 	// 64; 1: every packet of a PDC takes one path).
 	UETEntropies int `homa:"uet_entropies"`
+	// UETREPS recycles entropies as REPS does (Bonato et al., 2025): the
+	// entropy of a packet whose ACK came back without an ECN mark is used
+	// again for a later packet, before a new one; without it the entropies
+	// go round in turn.
+	UETREPS bool `homa:"uet_reps"`
 	// UETReorderPkts: a packet not yet acknowledged is declared lost when
 	// a packet sent this many PSNs after it has been (default 8).
 	UETReorderPkts int `homa:"uet_reorder_pkts"`
