@@ -22,8 +22,11 @@ const (
 	UETPort = 4793
 	// UETEntropyLen is the entropy header of UET over native IP.
 	UETEntropyLen = 4
-	// UETRequestLen is a RUD/ROD request's PDS header.
-	UETRequestLen = 12
+	// UETRequestLen is a RUD/ROD request's PDS header; UETRequestCCLen a
+	// RUD_CC/ROD_CC request's, which adds the CC state (CCC id, credit
+	// target).
+	UETRequestLen   = 12
+	UETRequestCCLen = UETRequestLen + 4
 	// UETAckLen is an ACK's PDS header; UETAckCCLen an ACK_CC's, which
 	// adds the SACK bitmap and the congestion control state.
 	UETAckLen   = 12
@@ -54,6 +57,7 @@ const (
 	UETNack     UETType = 10 // negative acknowledgement
 	UETControl  UETType = 11 // control packet
 	UETRUDCCReq UETType = 13 // RUD request with congestion control state
+	UETRODCCReq UETType = 14 // ROD request with congestion control state
 )
 
 // Next headers after a PDS request or ACK.
@@ -142,6 +146,10 @@ type UETPDS struct {
 	// NACK: its code and vendor code; NACK and control: the payload word.
 	NackCode, VendorCode uint8
 	Payload              uint32
+	// RUD_CC/ROD_CC requests: the congestion control context's id and the
+	// credit target (24 bits: the bytes the sender still has to send).
+	CCCID        uint8
+	CreditTarget uint32
 }
 
 // SACKBase is the PSN of an ACK_CC's SACK bitmap's bit 0.
@@ -178,8 +186,16 @@ func flag(b bool, f uint16) uint16 {
 
 // AppendUETRequest appends h's RUD/ROD request header (h.Type, Next,
 // Retrans, AckReq, Syn, ClearPSNOffset, PSN, SPDCID, and DPDCID or, with
-// Syn, SynPSNOffset) to b.
+// Syn, SynPSNOffset; for the _CC types CCCID and CreditTarget) to b.
 func AppendUETRequest(b []byte, h *UETPDS) []byte {
+	b = appendUETRequest(b, h)
+	if h.Type == UETRUDCCReq || h.Type == UETRODCCReq {
+		b = binary.BigEndian.AppendUint32(b, uint32(h.CCCID)<<24|h.CreditTarget&0xffffff)
+	}
+	return b
+}
+
+func appendUETRequest(b []byte, h *UETPDS) []byte {
 	f := flag(h.Retrans, uetFlagRetrans) | flag(h.AckReq, uetFlagAckReq) | flag(h.Syn, uetFlagSyn)
 	b = binary.BigEndian.AppendUint16(b, prologue(h.Type, h.Next, f))
 	b = binary.BigEndian.AppendUint16(b, h.ClearPSNOffset)
@@ -253,6 +269,8 @@ func ParseUETPDS(b []byte, h *UETPDS) ([]byte, error) {
 	switch h.Type {
 	case UETRUDReq, UETRODReq:
 		need = UETRequestLen
+	case UETRUDCCReq, UETRODCCReq:
+		need = UETRequestCCLen
 	case UETAck:
 		need = UETAckLen
 	case UETAckCC:
@@ -262,13 +280,13 @@ func ParseUETPDS(b []byte, h *UETPDS) ([]byte, error) {
 	case UETControl:
 		need = UETControlLen
 	default:
-		return nil, fmt.Errorf("uet: PDS type %d, want RUD request 2, ROD request 3, ACK 7, ACK_CC 8, NACK 10 or control 11: %w", h.Type, ErrUnknownType)
+		return nil, fmt.Errorf("uet: PDS type %d, want a RUD or ROD request (2, 3, 13, 14), ACK 7, ACK_CC 8, NACK 10 or control 11: %w", h.Type, ErrUnknownType)
 	}
 	if len(b) < need {
 		return nil, fmt.Errorf("uet: PDS type %d in %d bytes, want %d: %w", h.Type, len(b), need, ErrTruncated)
 	}
 	switch h.Type {
-	case UETRUDReq, UETRODReq:
+	case UETRUDReq, UETRODReq, UETRUDCCReq, UETRODCCReq:
 		h.Retrans, h.AckReq, h.Syn = f&uetFlagRetrans != 0, f&uetFlagAckReq != 0, f&uetFlagSyn != 0
 		h.ClearPSNOffset = binary.BigEndian.Uint16(b[2:])
 		h.PSN = binary.BigEndian.Uint32(b[4:])
@@ -277,6 +295,10 @@ func ParseUETPDS(b []byte, h *UETPDS) ([]byte, error) {
 			h.SynPSNOffset = d & uetSynPSNOffsetMask
 		} else {
 			h.DPDCID = d
+		}
+		if need == UETRequestCCLen {
+			w := binary.BigEndian.Uint32(b[12:])
+			h.CCCID, h.CreditTarget = uint8(w>>24), w&0xffffff
 		}
 	case UETAck, UETAckCC:
 		h.ECN, h.Retrans, h.Probe = f&uetFlagECN != 0, f&uetFlagRetrans != 0, f&uetFlagAckReq != 0

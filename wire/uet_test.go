@@ -24,6 +24,7 @@ func uetHeaders() []struct {
 		{"rud_request", UETPDS{Type: UETRUDReq, Next: UETNextRequestStd, Retrans: true, AckReq: true, ClearPSNOffset: 0x1234, PSN: 0x89abcdef, SPDCID: 0x0102, DPDCID: 0x0304}, AppendUETRequest, UETRequestLen},
 		{"rud_request_syn", UETPDS{Type: UETRUDReq, Next: UETNextRequestStd, Syn: true, ClearPSNOffset: 7, PSN: 0xfffffff0, SPDCID: 0x0a0b, SynPSNOffset: 0xabc}, AppendUETRequest, UETRequestLen},
 		{"rod_request", UETPDS{Type: UETRODReq, Next: UETNextRequestStd, PSN: 1, SPDCID: 2, DPDCID: 3}, AppendUETRequest, UETRequestLen},
+		{"rud_cc_request", UETPDS{Type: UETRUDCCReq, Next: UETNextRequestStd, AckReq: true, PSN: 0x0a0b0c0d, SPDCID: 4, DPDCID: 5, CCCID: 0x7e, CreditTarget: 0xabcdef}, AppendUETRequest, UETRequestCCLen},
 		{"ack", UETPDS{Type: UETAck, Next: UETNextResponse, ECN: true, Retrans: true, Probe: true, AckRequest: 2, AckPSNOffset: 0x0506, PSN: 0x11223344, SPDCID: 0x0708, DPDCID: 0x090a}, AppendUETAck, UETAckLen},
 		{"ack_cc_nscc", UETPDS{Type: UETAckCC, ECN: true, AckRequest: 1, AckPSNOffset: 3, PSN: 0xdeadbeef, SPDCID: 9, DPDCID: 10, CCType: UETCCNSCC, MPR: 0x40, SACKPSNOffset: 1, SACKBitmap: 0x8000_0000_0000_0005, ServiceTime: 0x7788, RcvdBytes: 0xabcdef, OOOCount: 0x0102}, AppendUETAck, UETAckCCLen},
 		{"ack_cc_credit", UETPDS{Type: UETAckCC, PSN: 5, SPDCID: 1, DPDCID: 2, CCType: UETCCCredit, MPR: 8, SACKPSNOffset: 0xffff, SACKBitmap: 1, Credit: 0x123456, OOOCount: 3}, AppendUETAck, UETAckCCLen},
@@ -110,7 +111,7 @@ func TestUETBytes(t *testing.T) {
 // not allocate (the engine's per-packet path).
 func TestUETNoAllocs(t *testing.T) {
 	buf := make([]byte, 0, 256)
-	h := uetHeaders()[4].h
+	h := uetHeaders()[5].h // ACK_CC
 	s := SESRequest{Opcode: SESOpSend, RequestLength: 100}
 	var p UETPDS
 	var sp SESRequest
@@ -142,7 +143,7 @@ func FuzzUETParse(f *testing.F) {
 		} else {
 			var re []byte
 			switch h.Type {
-			case UETRUDReq, UETRODReq:
+			case UETRUDReq, UETRODReq, UETRUDCCReq, UETRODCCReq:
 				re = AppendUETRequest(nil, &h)
 			case UETAck, UETAckCC:
 				re = AppendUETAck(nil, &h)

@@ -362,10 +362,11 @@ DissectorTable.get("ip.proto"):add(146, homatb)
 -- SES standard request). Fields are named uet.*; the entropy is the UDP
 -- source port.
 local uet = Proto("uet", "Ultra Ethernet Transport (homatb)")
-local U_RUD, U_ROD, U_ACK, U_ACK_CC, U_NACK, U_CTL = 2, 3, 7, 8, 10, 11
+local U_RUD, U_ROD, U_ACK, U_ACK_CC, U_NACK, U_CTL, U_RUD_CC, U_ROD_CC = 2, 3, 7, 8, 10, 11, 13, 14
 local uet_types = {[U_RUD] = "RUD_REQ", [U_ROD] = "ROD_REQ", [U_ACK] = "ACK", [U_ACK_CC] = "ACK_CC",
-	[U_NACK] = "NACK", [U_CTL] = "CONTROL"}
-local uet_len = {[U_RUD] = 12, [U_ROD] = 12, [U_ACK] = 12, [U_ACK_CC] = 32, [U_NACK] = 16, [U_CTL] = 16}
+	[U_NACK] = "NACK", [U_CTL] = "CONTROL", [U_RUD_CC] = "RUD_CC_REQ", [U_ROD_CC] = "ROD_CC_REQ"}
+local uet_len = {[U_RUD] = 12, [U_ROD] = 12, [U_ACK] = 12, [U_ACK_CC] = 32, [U_NACK] = 16, [U_CTL] = 16,
+	[U_RUD_CC] = 16, [U_ROD_CC] = 16}
 local nack_codes = {[0x01] = "TRIMMED", [0x0b] = "PSN_OOR_WINDOW"}
 local uf = {
 	type = ProtoField.uint16("uet.pds.type", "PDS type", base.DEC, uet_types, 0xf800),
@@ -383,6 +384,8 @@ local uf = {
 	spdcid = ProtoField.uint16("uet.pds.spdcid", "Source PDC id", base.DEC),
 	dpdcid = ProtoField.uint16("uet.pds.dpdcid", "Destination PDC id", base.DEC),
 	syn_off = ProtoField.uint16("uet.req.syn_psn_offset", "PSN offset (SYN)", base.DEC, nil, 0x0fff),
+	ccc_id = ProtoField.uint8("uet.req.ccc_id", "CCC id", base.DEC),
+	credit_target = ProtoField.uint24("uet.req.credit_target", "Credit target (bytes to send)", base.DEC),
 	ack_off = ProtoField.uint16("uet.ack.psn_offset", "ACK PSN offset / probe opaque", base.DEC),
 	cack = ProtoField.uint32("uet.ack.cack_psn", "Cumulative ACK PSN", base.DEC),
 	cc_type = ProtoField.uint8("uet.ack.cc_type", "CC type", base.DEC, {[0] = "NSCC", [1] = "CREDIT"}, 0xf0),
@@ -435,7 +438,8 @@ function uet.dissector(tvb, pinfo, root)
 		return n
 	end
 	local info
-	if t == U_RUD or t == U_ROD or t == U_CTL then
+	local req = t == U_RUD or t == U_ROD or t == U_RUD_CC or t == U_ROD_CC
+	if req or t == U_CTL then
 		fl:add(uf.retrans, p); fl:add(uf.ackreq, p); fl:add(uf.syn, p)
 		local syn = bit.band(p:uint(), 0x0004) ~= 0
 		if t == U_CTL then tree:add(uf.ack_off, tvb(2, 2)) else tree:add(uf.clear_off, tvb(2, 2)) end
@@ -443,26 +447,31 @@ function uet.dissector(tvb, pinfo, root)
 		tree:add(uf.spdcid, tvb(8, 2))
 		if syn and t ~= U_CTL then tree:add(uf.syn_off, tvb(10, 2)) else tree:add(uf.dpdcid, tvb(10, 2)) end
 		info = string.format("%s psn=%u spdcid=%u", name, tvb(4, 4):uint(), tvb(8, 2):uint())
+		local o = need -- the SES header's offset
+		if t == U_RUD_CC or t == U_ROD_CC then
+			tree:add(uf.ccc_id, tvb(12, 1))
+			tree:add(uf.credit_target, tvb(13, 3))
+		end
 		if t == U_CTL then
 			tree:add(uf.payload, tvb(12, 4))
-		elseif n >= 12 + 44 then
-			local s = tree:add(tvb(12, 44), "SES standard request")
-			s:add(uf.opcode, tvb(12, 1))
-			s:add(uf.version, tvb(13, 1))
-			local sf = s:add(uf.ses_flags, tvb(13, 1))
-			sf:add(uf.som, tvb(13, 1)); sf:add(uf.eom, tvb(13, 1))
-			s:add(uf.msg_id, tvb(14, 2))
-			s:add(uf.ri_gen, tvb(16, 1))
-			s:add(uf.job, tvb(17, 3))
-			s:add(uf.pid, tvb(20, 2))
-			s:add(uf.ri, tvb(22, 2))
-			s:add(uf.offset, tvb(24, 8))
-			s:add(uf.initiator, tvb(32, 4))
-			s:add(uf.match, tvb(36, 8))
-			s:add(uf.hdata, tvb(44, 8))
-			s:add(uf.length, tvb(52, 4))
-			tree:add(uf.plen, n - 56)
-			info = info .. string.format(" off=%s len=%u", tostring(tvb(24, 8):uint64()), tvb(52, 4):uint())
+		elseif n >= o + 44 then
+			local s = tree:add(tvb(o, 44), "SES standard request")
+			s:add(uf.opcode, tvb(o, 1))
+			s:add(uf.version, tvb(o + 1, 1))
+			local sf = s:add(uf.ses_flags, tvb(o + 1, 1))
+			sf:add(uf.som, tvb(o + 1, 1)); sf:add(uf.eom, tvb(o + 1, 1))
+			s:add(uf.msg_id, tvb(o + 2, 2))
+			s:add(uf.ri_gen, tvb(o + 4, 1))
+			s:add(uf.job, tvb(o + 5, 3))
+			s:add(uf.pid, tvb(o + 8, 2))
+			s:add(uf.ri, tvb(o + 10, 2))
+			s:add(uf.offset, tvb(o + 12, 8))
+			s:add(uf.initiator, tvb(o + 20, 4))
+			s:add(uf.match, tvb(o + 24, 8))
+			s:add(uf.hdata, tvb(o + 32, 8))
+			s:add(uf.length, tvb(o + 40, 4))
+			tree:add(uf.plen, n - o - 44)
+			info = info .. string.format(" off=%s len=%u", tostring(tvb(o + 12, 8):uint64()), tvb(o + 40, 4):uint())
 		end
 	elseif t == U_ACK or t == U_ACK_CC then
 		fl:add(uf.ecn, p); fl:add(uf.retrans, p); fl:add(uf.probe, p); fl:add(uf.request, p)

@@ -46,6 +46,9 @@ func uetCases() []uetCase {
 	for _, syn := range []bool{false, true} {
 		h := wire.UETPDS{Type: wire.UETRUDReq, Next: wire.UETNextRequestStd, Retrans: !syn, AckReq: true, Syn: syn, ClearPSNOffset: 12,
 			PSN: 0xfffffff0, SPDCID: 5, DPDCID: 6, SynPSNOffset: 0x0abc}
+		if syn { // and with RCCC's state
+			h.Type, h.CCCID, h.CreditTarget = wire.UETRUDCCReq, 0x21, 0x123456
+		}
 		b := wire.AppendUETRequest(nil, &h)
 		b = wire.AppendSESRequest(b, &ses)
 		b = append(b, make([]byte, 40)...)
@@ -54,6 +57,7 @@ func uetCases() []uetCase {
 		w["uet.req.clear_psn_offset"], w["uet.pds.psn"] = uint64(h.ClearPSNOffset), uint64(h.PSN)
 		if syn {
 			w["uet.req.syn_psn_offset"] = uint64(h.SynPSNOffset)
+			w["uet.req.ccc_id"], w["uet.req.credit_target"] = uint64(h.CCCID), uint64(h.CreditTarget)
 		} else {
 			w["uet.pds.dpdcid"] = uint64(h.DPDCID)
 		}
