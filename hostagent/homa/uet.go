@@ -46,6 +46,8 @@ type uetProtocol struct {
 	list  []*uetPDC          // creation order: the pacer's round robin
 	tgt   map[uint64]*uetTarget
 	rr    int
+	tlist []*uetTarget // targets in creation order: RCCC's round robin
+	rc    rcccReceiver
 	ids   uint16 // the last local PDC id handed out
 	heard map[uint32]uint64
 	clist []*rpc
@@ -93,6 +95,7 @@ type uetPDC struct {
 	// mark, oldest first, for uet_reps; at most uetREPSDepth.
 	reps []uint16
 	cc   nscc
+	rs   rcccSender
 }
 
 // uetTarget is the target's end of a PDC a peer opened: cack is the next
@@ -106,6 +109,7 @@ type uetTarget struct {
 	bits      [uetWindow / 64]uint64
 	rcvdBytes uint32
 	ooo       uint16
+	rt        rcccTarget
 }
 
 func uetKey(addr netip.Addr, id uint16) uint64 { return uint64(v4(addr))<<16 | uint64(id) }
@@ -162,6 +166,7 @@ func (u *uetProtocol) pdc(addr netip.Addr) *uetPDC {
 	q = &uetPDC{addr: addr, peer: e.peer(addr), spdcid: u.ids, start: start, next: start, una: start, scan: start,
 		ev: uint32(k) * 7919}
 	q.cc.init(&e.cfg)
+	q.rs.init(&q.cc)
 	u.ini[q.spdcid] = q
 	u.byDst[k] = q
 	u.list = append(u.list, q)
@@ -172,8 +177,20 @@ func (u *uetProtocol) pdc(addr netip.Addr) *uetPDC {
 func (u *uetProtocol) startOut(now time.Duration, r *rpc, data []byte, _ uint32, _ uint8) {
 	r.out = msgOut{data: data, length: uint32(len(data)), birth: now}
 	q := u.pdc(r.peer.addr)
+	if len(q.msgs) == 0 {
+		q.rs.idle()
+	}
 	q.msgSeq++
 	q.msgs = append(q.msgs, &uetMsg{r: r, seq: q.msgSeq})
+}
+
+// backlog is the new bytes q still has to send.
+func (q *uetPDC) backlog() uint64 {
+	var n uint64
+	for _, m := range q.msgs {
+		n += uint64(m.r.out.length - m.next)
+	}
+	return n
 }
 
 // newData returns the message whose bytes go next for the first time
@@ -188,8 +205,8 @@ func (q *uetPDC) newData() *uetMsg {
 }
 
 // ready reports whether q has a packet its window lets go now.
-func (q *uetPDC) ready(mtu uint32) bool {
-	if len(q.rtx) == 0 && (q.next-q.una >= uetWindow || q.newData() == nil) {
+func (q *uetPDC) ready(mtu uint32, rccc bool) bool {
+	if len(q.rtx) == 0 && (q.next-q.una >= uetWindow || q.newData() == nil || (rccc && !q.rs.mayStart())) {
 		return false
 	}
 	return q.inflight == 0 || q.inflight+mtu <= q.cc.window()
@@ -199,12 +216,15 @@ func (q *uetPDC) ready(mtu uint32) bool {
 // the PDCs.
 func (u *uetProtocol) pump(now time.Duration) {
 	e := u.e
+	if e.cfg.UETRCCC {
+		u.credits(now)
+	}
 	mtu := uint32(e.cfg.MTU)
 	for range 1 << 16 { // bounded: each pass sends a packet or returns
 		var pick *uetPDC
 		for i := range u.list {
 			q := u.list[(u.rr+i)%len(u.list)]
-			if q.ready(mtu) {
+			if q.ready(mtu, e.cfg.UETRCCC) {
 				pick, u.rr = q, (u.rr+i+1)%len(u.list)
 				break
 			}
@@ -246,6 +266,7 @@ func (u *uetProtocol) sendOne(now time.Duration, q *uetPDC) {
 		*s = uetSent{m: m, off: m.next, n: min(u.pl, m.r.out.length-m.next)}
 		s.full = s.n == u.pl
 		m.next += s.n
+		q.rs.sent1(s.n)
 		if m.next == m.r.out.length {
 			m.all = true
 			e.lastByteSent(now, m.r)
@@ -260,6 +281,9 @@ func (u *uetProtocol) sendOne(now time.Duration, q *uetPDC) {
 		AckReq: s.resent || last || (psn-q.start)%uint64(e.cfg.UETAckEvery) == 0,
 		Syn:    !q.established, SynPSNOffset: uint16(psn - q.start), ClearPSNOffset: uint16(min(psn-q.una, 0xffff)),
 		PSN: uint32(psn), SPDCID: q.spdcid, DPDCID: q.dpdcid}
+	if e.cfg.UETRCCC {
+		h.Type, h.CreditTarget = wire.UETRUDCCReq, uint32(min(q.backlog(), 1<<24-1))
+	}
 	buf := wire.AppendUETRequest(e.txBuf(), &h)
 	var flags uint8
 	if s.off == 0 {
@@ -303,9 +327,16 @@ func (u *uetProtocol) onUET(now time.Duration, p *Packet) {
 	u.heard[v4(p.Addr)] = e.state.tick
 	prio := Priority(p.TOS)
 	switch h.Type {
-	case wire.UETRUDReq:
+	case wire.UETRUDReq, wire.UETRUDCCReq:
 		e.c.rxPkts[wire.TypeData.Index()][prio].Add(1)
 		u.onRequest(now, p, &h, rest)
+	case wire.UETControl:
+		if q := u.ini[h.DPDCID]; q != nil && q.addr == p.Addr && h.Next == wire.UETCtlCredit {
+			e.c.rxPkts[wire.TypeGrant.Index()][prio].Add(1)
+			q.rs.credited(h.Payload)
+		} else {
+			e.c.malformed.Add(1)
+		}
 	case wire.UETAckCC, wire.UETAck:
 		e.c.rxPkts[wire.TypeAck.Index()][prio].Add(1)
 		if q := u.ini[h.DPDCID]; q != nil && q.addr == p.Addr {
@@ -344,7 +375,12 @@ func (u *uetProtocol) onRequest(now time.Duration, p *Packet, h *wire.UETPDS, re
 		}
 		u.ids++
 		t = &uetTarget{addr: p.Addr, peer: e.peer(p.Addr), local: u.ids, remote: h.SPDCID, cack: h.PSN - uint32(h.SynPSNOffset)}
+		t.rt.init(&e.cfg)
 		u.tgt[k] = t
+		u.tlist = append(u.tlist, t)
+	}
+	if h.Type == wire.UETRUDCCReq {
+		t.rt.backlog, t.rt.heard = h.CreditTarget, e.state.tick
 	}
 	ce := p.TOS&ecnCE == ecnCE
 	d := h.PSN - t.cack
@@ -377,6 +413,7 @@ func (u *uetProtocol) onRequest(now time.Duration, p *Packet, h *wire.UETPDS, re
 		e.c.outOfSequence.Add(1)
 	}
 	t.rcvdBytes += uint32(len(payload))
+	t.rt.rcvd += uint64(len(payload))
 	done := u.place(now, t, &s, payload)
 	if h.AckReq || d != 0 || done {
 		u.sendAck(now, t, h.PSN, ce)
@@ -596,6 +633,9 @@ func (u *uetProtocol) onNack(_ time.Duration, q *uetPDC, h *wire.UETPDS) {
 // TimeoutTicks fails.
 func (u *uetProtocol) uetTick(now time.Duration) {
 	e := u.e
+	if e.cfg.UETRCCC {
+		u.creditTick(now)
+	}
 	for _, q := range u.list {
 		fired := false
 		for p := q.una; p < q.next; p++ {

@@ -68,6 +68,13 @@ func TestUET(t *testing.T) {
 				t.Errorf("NACKs by level %v, want all %d at 6", n, ss.NAKsSent)
 			}
 		}},
+		{"rccc", marking, homaconf.Config{UETRCCC: true}, func(t *testing.T, ss, cs homa.Stats, ns homatest.Stats) {
+			// The server credits its senders (CREDIT control packets,
+			// counted as grants, at the control level).
+			if c := ss.TxPackets[wire.TypeGrant.Index()]; c[6] == 0 || sum(c) != c[6] || sum(cs.RxPackets[wire.TypeGrant.Index()]) == 0 {
+				t.Errorf("server CREDITs by level %v, client received %d: want some, all at 6", c, sum(cs.RxPackets[wire.TypeGrant.Index()]))
+			}
+		}},
 		{"ecn/nscc", marking, homaconf.Config{}, func(t *testing.T, ss, cs homa.Stats, ns homatest.Stats) {
 			if ns.Marked == 0 || cs.RateCuts == 0 {
 				t.Errorf("marked %d, client window cuts %d: want both nonzero", ns.Marked, cs.RateCuts)
@@ -91,7 +98,11 @@ func TestUET(t *testing.T) {
 				if a := ss.TxPackets[wire.TypeAck.Index()]; a[6] == 0 || sum(a) != a[6] {
 					t.Errorf("server ACKs by level %v, want all at 6", a)
 				}
-				for _, ty := range []wire.Type{wire.TypeGrant, wire.TypeResend, wire.TypeBusy, wire.TypeCutoffs, wire.TypeNeedAck} {
+				none := []wire.Type{wire.TypeResend, wire.TypeBusy, wire.TypeCutoffs, wire.TypeNeedAck}
+				if !cfg.UETRCCC {
+					none = append(none, wire.TypeGrant) // RCCC's CREDITs count as grants
+				}
+				for _, ty := range none {
 					if n := sum(ss.TxPackets[ty.Index()]) + sum(cst.TxPackets[ty.Index()]); n != 0 {
 						t.Errorf("%d %v packets: UET sends none", n, ty)
 					}

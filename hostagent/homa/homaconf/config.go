@@ -244,6 +244,11 @@ type Config struct {
 	// UETReorderPkts: a packet not yet acknowledged is declared lost when
 	// a packet sent this many PSNs after it has been (default 8).
 	UETReorderPkts int `homa:"uet_reorder_pkts"`
+	// UETRCCC turns on receiver credits (RCCC) beside NSCC: a sender
+	// sends its first window of new bytes on speculation and the rest as
+	// its receiver's CREDIT packets allow, which the receiver paces at
+	// its link rate over the senders that have bytes left.
+	UETRCCC bool `homa:"uet_rccc"`
 	// UETRTO is the retransmission timeout of a packet with no ACK
 	// (default max(4 x UnloadedRTT, 2 ticks); checked each tick).
 	UETRTO time.Duration `homa:"uet_rto_us"`
