@@ -177,9 +177,6 @@ func (u *uetProtocol) pdc(addr netip.Addr) *uetPDC {
 func (u *uetProtocol) startOut(now time.Duration, r *rpc, data []byte, _ uint32, _ uint8) {
 	r.out = msgOut{data: data, length: uint32(len(data)), birth: now}
 	q := u.pdc(r.peer.addr)
-	if len(q.msgs) == 0 {
-		q.rs.idle()
-	}
 	q.msgSeq++
 	q.msgs = append(q.msgs, &uetMsg{r: r, seq: q.msgSeq})
 }
@@ -206,6 +203,9 @@ func (q *uetPDC) newData() *uetMsg {
 
 // ready reports whether q has a packet its window lets go now.
 func (q *uetPDC) ready(mtu uint32, rccc bool) bool {
+	if rccc && q.una == q.next {
+		q.rs.idle() // nothing in flight: a new speculative window
+	}
 	if len(q.rtx) == 0 && (q.next-q.una >= uetWindow || q.newData() == nil || (rccc && !q.rs.mayStart())) {
 		return false
 	}

@@ -11,8 +11,8 @@ import (
 // reduced to its mechanism. Credit is a limit on a PDC's new bytes: the
 // count of new payload bytes the sender may have sent in all. A sender may
 // always go a first window (its NSCC cap) past what it had sent when its
-// PDC last fell idle, on speculation, and as far as its receiver's credit
-// beyond. Each request says how many new bytes its PDC still has to send
+// PDC last had nothing in flight, on speculation, and as far as its
+// receiver's credit beyond. Each request says how many new bytes its PDC still has to send
 // (the RUD_CC request's credit target); the receiver raises a PDC's limit
 // by one packet at a time, paced at its link rate, round robin over the
 // PDCs with bytes left and less than a window of credit outstanding, in
@@ -32,7 +32,7 @@ func (r *rcccSender) init(cc *nscc) {
 	r.limit = r.initial
 }
 
-// idle renews the speculative window: the PDC had nothing left to send.
+// idle renews the speculative window: the PDC has nothing in flight.
 func (r *rcccSender) idle() { r.limit = max(r.limit, r.sent+r.initial) }
 
 // mayStart reports whether the credit lets a new packet begin.
