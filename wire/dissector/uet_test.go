@@ -1,18 +1,11 @@
 package dissector
 
 import (
-	"encoding/binary"
 	"encoding/xml"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 
 	"github.com/homatb/homatb/wire"
 )
@@ -105,57 +98,18 @@ func uetCases() []uetCase {
 	return cs
 }
 
-// writeUETCapture writes each packet as a UDP datagram from entropy port
-// 0xc000+i to port 4793 in a pcapng file in dir.
-func writeUETCapture(t *testing.T, dir string, pkts [][]byte) string {
-	t.Helper()
-	path := filepath.Join(dir, "uet.pcapng")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pcapgo.NewNgWriter(out, layers.LinkTypeEthernet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range pkts {
-		b := make([]byte, frameHdr+wire.UDPHeaderLen+len(p))
-		binary.BigEndian.PutUint16(b[12:], 0x0800)
-		ip := b[ethLen:]
-		ip[0], ip[8], ip[9] = 0x45, 64, 17
-		binary.BigEndian.PutUint16(ip[2:], uint16(20+wire.UDPHeaderLen+len(p)))
-		copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
-		u := b[frameHdr:]
-		binary.BigEndian.PutUint16(u[0:], uint16(0xc000+i))
-		binary.BigEndian.PutUint16(u[2:], wire.UETPort)
-		binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+len(p)))
-		copy(u[wire.UDPHeaderLen:], p)
-		ci := gopacket.CaptureInfo{Timestamp: time.Unix(1, int64(i)), CaptureLength: len(b), Length: len(b)}
-		if err := w.WritePacket(ci, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestUETFieldsMatchWire runs tshark with the dissector over a packet of
 // each UET header package wire encodes and checks every uet.* field it
 // shows against the struct's value, and that it shows every field
 // expected (one per header field).
 func TestUETFieldsMatchWire(t *testing.T) {
 	cs := uetCases()
-	pkts := make([][]byte, len(cs))
+	frames := make([]frame, len(cs))
 	for i, c := range cs {
-		pkts[i] = c.b
+		frames[i] = frame{src: [4]byte{10, 0, 0, 1}, dst: [4]byte{10, 0, 0, 2}, b: c.b, ts: time.Unix(1, int64(i)), udpSport: uint16(0xc000 + i)}
 	}
 	var doc pdml
-	if err := xml.Unmarshal(tshark(t, writeUETCapture(t, t.TempDir(), pkts), "-T", "pdml"), &doc); err != nil {
+	if err := xml.Unmarshal(tshark(t, writeCapture(t, t.TempDir(), frames), "-T", "pdml"), &doc); err != nil {
 		t.Fatalf("PDML: %v", err)
 	}
 	if len(doc.Packets) != len(cs) {
