@@ -234,6 +234,11 @@ func (u *uetProtocol) pump(now time.Duration) {
 			return
 		}
 		if e.pacerHolds(now) {
+			// The pacer's timer may be armed already for RCCC's next
+			// credit, later than the link lets data go again: without
+			// this the credits' own packets kept the data waiting until
+			// a tick.
+			e.armPacer(now, e.state.linkIdle-e.cfg.MaxNICBacklog/2)
 			return
 		}
 		u.sendOne(now, pick)
