@@ -49,6 +49,12 @@ func TestUET(t *testing.T) {
 			if ss.OutOfSequence+cs.OutOfSequence == 0 || ss.Retransmits+cs.Retransmits == 0 {
 				t.Errorf("out of sequence %d, retransmits %d: want both nonzero", ss.OutOfSequence+cs.OutOfSequence, ss.Retransmits+cs.Retransmits)
 			}
+			// SACK gaps, not timeouts, find most losses: each timeout
+			// firing (RoCETimeouts, UET's RTO for a PDC) resends at least
+			// one packet, so most resends came from the SACK bitmaps.
+			if rtx, to := ss.Retransmits+cs.Retransmits, ss.RoCETimeouts+cs.RoCETimeouts; rtx < 4*to {
+				t.Errorf("%d retransmits for %d timeout firings: want most from SACK gaps", rtx, to)
+			}
 		}},
 		{"reorder", reorder, homaconf.Config{UETReorderPkts: 64}, func(t *testing.T, ss, cs homa.Stats, ns homatest.Stats) {
 			if ns.Reordered == 0 || ss.OutOfSequence+cs.OutOfSequence == 0 {
