@@ -27,7 +27,7 @@ var (
 
 // defaultTrue are the homa keys whose default is true (homaconf's ",not"
 // fields); every other key's default is its zero value.
-var defaultTrue = []string{"fifo_grants", "roce_dcqcn", "defences"}
+var defaultTrue = []string{"fifo_grants", "roce_dcqcn", "uet_nscc", "defences"}
 
 // readsKey reports whether transport reads key of its scenario block.
 func readsKey(transport, block, key string) bool {
@@ -46,10 +46,12 @@ func readsKey(transport, block, key string) bool {
 	switch transport {
 	case "tcp", "pias":
 		return false
-	case "roce":
-		return strings.HasPrefix(key, "roce_") || !slices.Contains(homaGrantKeys, key) && !slices.Contains(creditKeys, key) && !slices.Contains(roceOverriddenKs, key)
+	case "roce", "uet":
+		own := transport + "_"
+		return strings.HasPrefix(key, own) || !strings.HasPrefix(key, "roce_") && !strings.HasPrefix(key, "uet_") &&
+			!slices.Contains(homaGrantKeys, key) && !slices.Contains(creditKeys, key) && !slices.Contains(roceOverriddenKs, key)
 	}
-	if strings.HasPrefix(key, "roce_") {
+	if strings.HasPrefix(key, "roce_") || strings.HasPrefix(key, "uet_") {
 		return false
 	}
 	switch {

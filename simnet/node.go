@@ -1,6 +1,7 @@
 package simnet
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -38,9 +39,10 @@ type Node struct {
 	tcp       *tcpmodel.Host
 	rxSeg     tcpmodel.Segment
 	sendSegFn tcpmodel.Output
-	// udp: the endpoint's packets are UDP payloads (the roce variant's
-	// RoCEv2 on port 4791), framed with a UDP header, not IP protocol 146.
-	udp bool
+	// udpPort: the endpoint's packets are UDP payloads to this port (the
+	// roce variant's RoCEv2 on 4791, uet's on 4793), framed with a UDP
+	// header, not IP protocol 146; 0 for Homa's packets.
+	udpPort uint16
 	// nicPrio: the NIC serves the TCP model's frames by their DSCP class
 	// (PrioritizeNIC) instead of in one FIFO.
 	nicPrio bool
@@ -68,7 +70,12 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
 	}
 	h.d = d
-	h.udp = cfg.Variant == homaconf.VariantRoCE
+	switch cfg.Variant {
+	case homaconf.VariantRoCE:
+		h.udpPort = wire.RoCEPort
+	case homaconf.VariantUET:
+		h.udpPort = wire.UETPort
+	}
 	tick := d.Endpoint().Config().Tick.Nanoseconds()
 	var next func()
 	next = func() {
@@ -257,8 +264,8 @@ func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 			h.NoRoute++
 			continue
 		}
-		if h.udp {
-			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf), 0)
+		if h.udpPort != 0 {
+			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf, cmp.Or(p.Entropy, h.udpPort), h.udpPort), 0)
 			continue
 		}
 		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf), 0)
@@ -285,13 +292,14 @@ const ipProtoTCP = 6
 // ipProtoUDP is IPv4's protocol number of UDP.
 const ipProtoUDP = 17
 
-// udpFrame builds the frame carrying a RoCEv2 packet, payload, as a UDP
-// datagram from and to port 4791.
-func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte) []byte {
+// udpFrame builds the frame carrying payload (a RoCEv2 or UET packet) as
+// a UDP datagram from port sport to port dport (UET's source port is the
+// packet's entropy, which the switches' multipath hash reads).
+func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte, sport, dport uint16) []byte {
 	f := n.frameOf(src, dst, ipProtoUDP, tos, wire.UDPHeaderLen+len(payload))
 	u := f[frameHdr:]
-	binary.BigEndian.PutUint16(u[0:], wire.RoCEPort)
-	binary.BigEndian.PutUint16(u[2:], wire.RoCEPort)
+	binary.BigEndian.PutUint16(u[0:], sport)
+	binary.BigEndian.PutUint16(u[2:], dport)
 	binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+len(payload)))
 	binary.BigEndian.PutUint16(u[6:], 0) // no checksum: allowed over IPv4
 	copy(u[wire.UDPHeaderLen:], payload)

@@ -11,6 +11,11 @@ type Packet struct {
 	Addr netip.Addr
 	// TOS is the IPv4 TOS byte; Homa puts the priority in its top 3 bits.
 	TOS uint8
+	// Entropy, on writes, is the UDP source port a transport that sprays
+	// its packets asks for (uet: the packet's entropy value, which the
+	// switches' multipath hash reads); 0, or a Conn that cannot set it
+	// per packet, sends from the socket's own port.
+	Entropy uint16
 }
 
 // Conn is the packet boundary of an Endpoint: a raw IPv4 protocol-146

@@ -15,9 +15,10 @@ import (
 // Conn and its transmit batch, the pacer's model of the link, the ticks
 // and the counters.
 //
-// Two implement it: homaFamily, Homa's packets (DATA, GRANT, RESEND, ...)
+// Three implement it: homaFamily, Homa's packets (DATA, GRANT, RESEND, ...)
 // under one of the policies that tell Homa, pFabric, pHost and NDP apart
-// (policy), and roceProtocol, RoCEv2 queue pairs (roce.go). A transport
+// (policy), roceProtocol, RoCEv2 queue pairs (roce.go), and uetProtocol,
+// the Ultra Ethernet Transport's packet delivery contexts (uet.go). A transport
 // with packets and loss recovery of its own is another implementation and
 // another case of newProtocol.
 type protocol interface {
@@ -60,8 +61,11 @@ type pauseObeyer interface {
 // newProtocol builds the transport e's configuration names, and the
 // Homa family's policy in e's state.
 func newProtocol(e *Endpoint) protocol {
-	if e.cfg.Variant == homaconf.VariantRoCE {
+	switch e.cfg.Variant {
+	case homaconf.VariantRoCE:
 		return newRoCE(e)
+	case homaconf.VariantUET:
+		return newUET(e)
 	}
 	st := &e.state
 	st.pol, st.unsched, st.blindHigh = newPolicy(e)

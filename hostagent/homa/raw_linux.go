@@ -73,10 +73,15 @@ func (c *RawConn) PauseUnavailable() error {
 }
 
 // Listen opens the socket the variant of cfg runs on: ListenRoCE for
-// roce, ListenRaw for the others.
+// roce, UDP port 4793 for uet, ListenRaw for the others.
 func Listen(local netip.Addr, v homaconf.Variant) (*RawConn, error) {
-	if v == homaconf.VariantRoCE {
+	switch v {
+	case homaconf.VariantRoCE:
 		return ListenRoCE(local)
+	case homaconf.VariantUET:
+		// Sent from the bound port: the packets' entropy (Packet.Entropy)
+		// does not reach the wire here (docs/transports.md).
+		return listenBatch(local, wire.UETPort)
 	}
 	return ListenRaw(local)
 }

@@ -1,9 +1,7 @@
 package homa
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -563,26 +561,7 @@ func (rp *roceProtocol) roceTick(now time.Duration) {
 			q.sndNxt = q.sndUna
 		}
 	}
-	rs := rp.clist[:0]
-	for _, r := range st.clients {
-		rs = append(rs, r)
-	}
-	if e.driven {
-		slices.SortFunc(rs, func(a, b *rpc) int { return cmp.Compare(a.id, b.id) })
-	}
-	for _, r := range rs {
-		// heardTick is the tick number during which the last packet came
-		// (st.tick has moved on by one since).
-		if r.silent++; rp.qpOf(r).heardTick+1 >= st.tick {
-			r.silent = 0
-		}
-		if r.silent >= e.cfg.TimeoutTicks {
-			e.c.timeouts.Add(1)
-			e.finishCall(now, r, nil, fmt.Errorf("homa: call %d to %v: %w", r.id, r.peer.addr, ErrTimeout))
-		}
-	}
-	clear(rs)
-	rp.clist = rs[:0]
+	rp.clist = e.failSilentCalls(now, rp.clist, func(r *rpc) uint64 { return rp.qpOf(r).heardTick })
 }
 
 // pause obeys a PFC PAUSE frame for the data's priority that arrived

@@ -120,7 +120,7 @@ func TestBadScenarios(t *testing.T) {
 		{"start_msg on pfabric", "  - name: tcp", "  - name: pfabric\n    homa: {start_msg: true}", 12, "transports[1].homa.start_msg", "start_msg is Homa's"},
 		{"unknown host", "servers: [h1]", "servers: [h7]", 15, "phases[0].servers", `host "h7" does not exist`},
 		{"host range past end", "clients: [h2-h3]", "clients: [h2-h9]", 14, "phases[0].clients", "h9"},
-		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `homa, tcp, pfabric, phost, ndp, pias, roce, got "quic"`},
+		{"bad transport", "  - name: tcp", "  - name: quic", 11, "transports[1].name", `homa, tcp, pfabric, phost, ndp, pias, roce, uet, got "quic"`},
 		{"pfabric on bmv2", "  - name: tcp", "  - name: pfabric\nswitch: {target: bmv2}", 11, "transports[1].name", "BMv2's FIFO queues cannot"},
 		{"open_when_busy emulated", "  - name: tcp", "  - name: tcp\n    tcp: {open_when_busy: true}", 12, "transports[1].tcp.open_when_busy", "simulator's TCP model"},
 		{"nic_priorities emulated", "  - name: tcp", "  - name: tcp\n    tcp: {nic_priorities: true}", 12, "transports[1].tcp.nic_priorities", "simulator's"},

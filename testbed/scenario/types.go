@@ -264,7 +264,7 @@ type DSCPPolicy struct {
 	Untrusted *Untrusted `yaml:"untrusted"`
 }
 
-// Transport names. pFabric, pHost, NDP and RoCE run on the Homa engine as
+// Transport names. pFabric, pHost, NDP, RoCE and UET run on the Homa engine as
 // policies (their parameters are the homa block's); PIAS is kernel TCP
 // with its packets tagged by bytes sent (the tcp block's, DCTCP by
 // default). docs/transports.md describes each.
@@ -276,10 +276,11 @@ const (
 	TransportNDP     = "ndp"
 	TransportPIAS    = "pias"
 	TransportRoCE    = "roce"
+	TransportUET     = "uet"
 )
 
 // TransportNames lists every transport a scenario may name.
-var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS, TransportRoCE}
+var TransportNames = []string{TransportHoma, TransportTCP, TransportPFabric, TransportPHost, TransportNDP, TransportPIAS, TransportRoCE, TransportUET}
 
 // Transport is one transport to compare, with its parameters.
 type Transport struct {
@@ -294,10 +295,10 @@ type Transport struct {
 }
 
 // Engine reports whether the transport runs on the Homa engine (Homa,
-// pFabric, pHost, NDP, RoCE); the others are kernel TCP.
+// pFabric, pHost, NDP, RoCE, UET); the others are kernel TCP.
 func (t Transport) Engine() bool {
 	switch t.Name {
-	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP, TransportRoCE:
+	case TransportHoma, TransportPFabric, TransportPHost, TransportNDP, TransportRoCE, TransportUET:
 		return true
 	}
 	return false

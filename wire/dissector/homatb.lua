@@ -355,3 +355,157 @@ function homatb.dissector(tvb, pinfo, root)
 end
 
 DissectorTable.get("ip.proto"):add(146, homatb)
+
+-- UET: the Ultra Ethernet Transport's packets as homatb's uet transport
+-- sends them, on UDP port 4793 (package wire's uet.go: the PDS prologue,
+-- RUD request, ACK and ACK_CC with the SACK bitmap, NACK, control, and the
+-- SES standard request). Fields are named uet.*; the entropy is the UDP
+-- source port.
+local uet = Proto("uet", "Ultra Ethernet Transport (homatb)")
+local U_RUD, U_ROD, U_ACK, U_ACK_CC, U_NACK, U_CTL, U_RUD_CC, U_ROD_CC = 2, 3, 7, 8, 10, 11, 13, 14
+local uet_types = {[U_RUD] = "RUD_REQ", [U_ROD] = "ROD_REQ", [U_ACK] = "ACK", [U_ACK_CC] = "ACK_CC",
+	[U_NACK] = "NACK", [U_CTL] = "CONTROL", [U_RUD_CC] = "RUD_CC_REQ", [U_ROD_CC] = "ROD_CC_REQ"}
+local uet_len = {[U_RUD] = 12, [U_ROD] = 12, [U_ACK] = 12, [U_ACK_CC] = 32, [U_NACK] = 16, [U_CTL] = 16,
+	[U_RUD_CC] = 16, [U_ROD_CC] = 16}
+local nack_codes = {[0x01] = "TRIMMED", [0x0b] = "PSN_OOR_WINDOW"}
+local uf = {
+	type = ProtoField.uint16("uet.pds.type", "PDS type", base.DEC, uet_types, 0xf800),
+	next = ProtoField.uint16("uet.pds.next_hdr", "Next header / control type", base.DEC, nil, 0x0780),
+	flags = ProtoField.uint16("uet.pds.flags", "Flags", base.HEX, nil, 0x007f),
+	ecn = ProtoField.bool("uet.pds.ecn_marked", "ECN marked", 16, nil, 0x0020),
+	retrans = ProtoField.bool("uet.pds.retrans", "Retransmission", 16, nil, 0x0010),
+	ackreq = ProtoField.bool("uet.pds.ackreq", "ACK request", 16, nil, 0x0008),
+	syn = ProtoField.bool("uet.pds.syn", "SYN", 16, nil, 0x0004),
+	probe = ProtoField.bool("uet.pds.probe", "Probe", 16, nil, 0x0008),
+	request = ProtoField.uint16("uet.pds.ack_request", "ACK request type", base.DEC, nil, 0x0006),
+	nack_type = ProtoField.bool("uet.pds.nack_type", "NACK type RUDI", 16, nil, 0x0008),
+	clear_off = ProtoField.uint16("uet.req.clear_psn_offset", "Clear PSN offset", base.DEC),
+	psn = ProtoField.uint32("uet.pds.psn", "PSN", base.DEC),
+	spdcid = ProtoField.uint16("uet.pds.spdcid", "Source PDC id", base.DEC),
+	dpdcid = ProtoField.uint16("uet.pds.dpdcid", "Destination PDC id", base.DEC),
+	syn_off = ProtoField.uint16("uet.req.syn_psn_offset", "PSN offset (SYN)", base.DEC, nil, 0x0fff),
+	ccc_id = ProtoField.uint8("uet.req.ccc_id", "CCC id", base.DEC),
+	credit_target = ProtoField.uint24("uet.req.credit_target", "Credit target (bytes to send)", base.DEC),
+	ack_off = ProtoField.uint16("uet.ack.psn_offset", "ACK PSN offset / probe opaque", base.DEC),
+	cack = ProtoField.uint32("uet.ack.cack_psn", "Cumulative ACK PSN", base.DEC),
+	cc_type = ProtoField.uint8("uet.ack.cc_type", "CC type", base.DEC, {[0] = "NSCC", [1] = "CREDIT"}, 0xf0),
+	mpr = ProtoField.uint8("uet.ack.mpr", "Maximum PSN range", base.DEC),
+	sack_off = ProtoField.uint16("uet.ack.sack_psn_offset", "SACK PSN offset", base.DEC),
+	sack = ProtoField.uint64("uet.ack.sack_bitmap", "SACK bitmap", base.HEX),
+	service = ProtoField.uint16("uet.ack.service_time", "Service time", base.DEC),
+	rcvd = ProtoField.uint24("uet.ack.rcvd_bytes", "Received bytes", base.DEC),
+	credit = ProtoField.uint24("uet.ack.credit", "Credit", base.DEC),
+	ooo = ProtoField.uint16("uet.ack.ooo_count", "Out-of-order count", base.DEC),
+	nack_code = ProtoField.uint8("uet.nack.code", "NACK code", base.HEX, nack_codes),
+	vendor = ProtoField.uint8("uet.nack.vendor_code", "Vendor code", base.HEX),
+	payload = ProtoField.uint32("uet.pds.payload", "Payload word", base.HEX),
+	opcode = ProtoField.uint8("uet.ses.opcode", "SES opcode", base.HEX, {[5] = "SEND"}, 0x3f),
+	version = ProtoField.uint8("uet.ses.version", "SES version", base.DEC, nil, 0xc0),
+	ses_flags = ProtoField.uint8("uet.ses.flags", "SES flags", base.HEX, nil, 0x3f),
+	som = ProtoField.bool("uet.ses.som", "Start of message", 8, nil, 0x01),
+	eom = ProtoField.bool("uet.ses.eom", "End of message", 8, nil, 0x02),
+	msg_id = ProtoField.uint16("uet.ses.msg_id", "Message id", base.DEC),
+	ri_gen = ProtoField.uint8("uet.ses.ri_generation", "Resource index generation", base.DEC),
+	job = ProtoField.uint24("uet.ses.job_id", "Job id", base.DEC),
+	pid = ProtoField.uint16("uet.ses.pid_on_fep", "PID on FEP", base.DEC, nil, 0x0fff),
+	ri = ProtoField.uint16("uet.ses.resource_index", "Resource index", base.DEC, nil, 0x0fff),
+	offset = ProtoField.uint64("uet.ses.buffer_offset", "Buffer offset", base.DEC),
+	initiator = ProtoField.uint32("uet.ses.initiator", "Initiator", base.DEC),
+	match = ProtoField.uint64("uet.ses.match_bits", "Match bits (homatb: RPC id)", base.DEC),
+	hdata = ProtoField.uint64("uet.ses.header_data", "Header data (homatb: ports)", base.HEX),
+	length = ProtoField.uint32("uet.ses.request_length", "Request length", base.DEC),
+	plen = ProtoField.uint32("uet.payload_length", "Payload length", base.DEC),
+}
+uet.fields = uf
+local ue = {malformed = ProtoExpert.new("uet.malformed", "Malformed UET packet", expert.group.MALFORMED, expert.severity.ERROR)}
+uet.experts = {ue.malformed}
+
+function uet.dissector(tvb, pinfo, root)
+	local n = tvb:len()
+	if n < 2 then return 0 end
+	pinfo.cols.protocol = "UET"
+	local tree = root:add(uet, tvb(0, n))
+	local p = tvb(0, 2)
+	local t = bit.rshift(p:uint(), 11)
+	local name = uet_types[t] or string.format("type %d", t)
+	tree:add(uf.type, p)
+	tree:add(uf.next, p)
+	local fl = tree:add(uf.flags, p)
+	local need = uet_len[t]
+	if not need or n < need then
+		tree:add_proto_expert_info(ue.malformed, string.format("%s in %d bytes", name, n))
+		pinfo.cols.info = "UET " .. name .. " [MALFORMED]"
+		return n
+	end
+	local info
+	local req = t == U_RUD or t == U_ROD or t == U_RUD_CC or t == U_ROD_CC
+	if req or t == U_CTL then
+		fl:add(uf.retrans, p); fl:add(uf.ackreq, p); fl:add(uf.syn, p)
+		local syn = bit.band(p:uint(), 0x0004) ~= 0
+		if t == U_CTL then tree:add(uf.ack_off, tvb(2, 2)) else tree:add(uf.clear_off, tvb(2, 2)) end
+		tree:add(uf.psn, tvb(4, 4))
+		tree:add(uf.spdcid, tvb(8, 2))
+		if syn and t ~= U_CTL then tree:add(uf.syn_off, tvb(10, 2)) else tree:add(uf.dpdcid, tvb(10, 2)) end
+		info = string.format("%s psn=%u spdcid=%u", name, tvb(4, 4):uint(), tvb(8, 2):uint())
+		local o = need -- the SES header's offset
+		if t == U_RUD_CC or t == U_ROD_CC then
+			tree:add(uf.ccc_id, tvb(12, 1))
+			tree:add(uf.credit_target, tvb(13, 3))
+		end
+		if t == U_CTL then
+			tree:add(uf.payload, tvb(12, 4))
+		elseif n >= o + 44 then
+			local s = tree:add(tvb(o, 44), "SES standard request")
+			s:add(uf.opcode, tvb(o, 1))
+			s:add(uf.version, tvb(o + 1, 1))
+			local sf = s:add(uf.ses_flags, tvb(o + 1, 1))
+			sf:add(uf.som, tvb(o + 1, 1)); sf:add(uf.eom, tvb(o + 1, 1))
+			s:add(uf.msg_id, tvb(o + 2, 2))
+			s:add(uf.ri_gen, tvb(o + 4, 1))
+			s:add(uf.job, tvb(o + 5, 3))
+			s:add(uf.pid, tvb(o + 8, 2))
+			s:add(uf.ri, tvb(o + 10, 2))
+			s:add(uf.offset, tvb(o + 12, 8))
+			s:add(uf.initiator, tvb(o + 20, 4))
+			s:add(uf.match, tvb(o + 24, 8))
+			s:add(uf.hdata, tvb(o + 32, 8))
+			s:add(uf.length, tvb(o + 40, 4))
+			tree:add(uf.plen, n - o - 44)
+			info = info .. string.format(" off=%s len=%u", tostring(tvb(o + 12, 8):uint64()), tvb(o + 40, 4):uint())
+		end
+	elseif t == U_ACK or t == U_ACK_CC then
+		fl:add(uf.ecn, p); fl:add(uf.retrans, p); fl:add(uf.probe, p); fl:add(uf.request, p)
+		tree:add(uf.ack_off, tvb(2, 2))
+		tree:add(uf.cack, tvb(4, 4))
+		tree:add(uf.spdcid, tvb(8, 2))
+		tree:add(uf.dpdcid, tvb(10, 2))
+		info = string.format("%s cack=%u", name, tvb(4, 4):uint())
+		if t == U_ACK_CC then
+			tree:add(uf.cc_type, tvb(12, 1))
+			tree:add(uf.mpr, tvb(13, 1))
+			tree:add(uf.sack_off, tvb(14, 2))
+			tree:add(uf.sack, tvb(16, 8))
+			if bit.rshift(tvb(12, 1):uint(), 4) == 1 then
+				tree:add(uf.credit, tvb(24, 3))
+			else
+				tree:add(uf.service, tvb(24, 2))
+				tree:add(uf.rcvd, tvb(27, 3))
+			end
+			tree:add(uf.ooo, tvb(30, 2))
+			info = info .. " sack=0x" .. tvb(16, 8):bytes():tohex()
+		end
+	else -- NACK
+		fl:add(uf.ecn, p); fl:add(uf.retrans, p); fl:add(uf.nack_type, p)
+		tree:add(uf.nack_code, tvb(2, 1))
+		tree:add(uf.vendor, tvb(3, 1))
+		tree:add(uf.psn, tvb(4, 4))
+		tree:add(uf.spdcid, tvb(8, 2))
+		tree:add(uf.dpdcid, tvb(10, 2))
+		tree:add(uf.payload, tvb(12, 4))
+		info = string.format("%s psn=%u code=%s", name, tvb(4, 4):uint(), nack_codes[tvb(2, 1):uint()] or tostring(tvb(2, 1):uint()))
+	end
+	pinfo.cols.info = "UET " .. info
+	return n
+end
+
+DissectorTable.get("udp.port"):add(4793, uet)

@@ -25,24 +25,36 @@ const (
 	frameHdr = ethLen + 20
 )
 
-// frame wraps a Homa packet of which caplen bytes were captured (0: all).
+// frame wraps a Homa packet of which caplen bytes were captured (0: all),
+// or with udpSport set a UET packet in a UDP datagram from that port to
+// port 4793.
 type frame struct {
 	src, dst [4]byte
 	tos      byte
 	b        []byte
 	caplen   int
 	ts       time.Time
+	udpSport uint16
 }
 
 func (f frame) bytes() []byte {
-	b := make([]byte, frameHdr+len(f.b))
+	body := f.b
+	proto := byte(wire.IPProto)
+	if f.udpSport != 0 {
+		proto = 17
+		body = binary.BigEndian.AppendUint16(nil, f.udpSport)
+		body = binary.BigEndian.AppendUint16(body, wire.UETPort)
+		body = binary.BigEndian.AppendUint16(body, uint16(wire.UDPHeaderLen+len(f.b)))
+		body = append(append(body, 0, 0), f.b...)
+	}
+	b := make([]byte, frameHdr+len(body))
 	binary.BigEndian.PutUint16(b[12:], 0x0800)
 	ip := b[ethLen:]
-	ip[0], ip[1], ip[8], ip[9] = 0x45, f.tos, 64, wire.IPProto
-	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(f.b)))
+	ip[0], ip[1], ip[8], ip[9] = 0x45, f.tos, 64, proto
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(body)))
 	copy(ip[12:16], f.src[:])
 	copy(ip[16:20], f.dst[:])
-	copy(b[frameHdr:], f.b)
+	copy(b[frameHdr:], body)
 	return b
 }
 

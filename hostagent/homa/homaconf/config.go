@@ -219,6 +219,50 @@ type Config struct {
 	DCQCNAdditiveBps   uint64        `homa:"roce_ai_bps"`
 	DCQCNHyperBps      uint64        `homa:"roce_hai_bps"`
 	DCQCNMinRateBps    uint64        `homa:"roce_min_rate_bps"`
+	// The uet variant's settings (docs/transports.md, "Ultra Ethernet
+	// Transport"): priorities, acknowledgements, spraying, loss recovery
+	// and NSCC. Zero means the default WithDefaults fills in for the
+	// variant; the other variants refuse them.
+	//
+	// UETPriority is the level of data packets (default 3); ACKs, NACKs
+	// and control packets go at UETCtrlPriority (default 6).
+	UETPriority     int `homa:"uet_priority"`
+	UETCtrlPriority int `homa:"uet_ctrl_priority"`
+	// UETAckEvery: the sender asks for an ACK on every UETAckEvery-th
+	// packet and on each message's last (default 1: every packet, which
+	// gives NSCC a delay sample per packet).
+	UETAckEvery int `homa:"uet_ack_every"`
+	// UETEntropies is how many entropy values (UDP source ports) a
+	// packet delivery context cycles through, one per packet (default
+	// 64; 1: every packet of a PDC takes one path).
+	UETEntropies int `homa:"uet_entropies"`
+	// UETREPS recycles entropies as REPS does (Bonato et al., 2025): the
+	// entropy of a packet whose ACK came back without an ECN mark is used
+	// again for a later packet, before a new one; without it the entropies
+	// go round in turn.
+	UETREPS bool `homa:"uet_reps"`
+	// UETReorderPkts: a packet not yet acknowledged is declared lost when
+	// a packet sent this many PSNs after it has been (default 8).
+	UETReorderPkts int `homa:"uet_reorder_pkts"`
+	// UETRCCC turns on receiver credits (RCCC) beside NSCC: a sender
+	// sends its first window of new bytes on speculation and the rest as
+	// its receiver's CREDIT packets allow, which the receiver paces at
+	// its link rate over the senders that have bytes left.
+	UETRCCC bool `homa:"uet_rccc"`
+	// UETRTO is the retransmission timeout of a packet with no ACK
+	// (default max(4 x UnloadedRTT, 2 ticks); checked each tick).
+	UETRTO time.Duration `homa:"uet_rto_us"`
+	// UETNoNSCC sends with a fixed window of UETMaxWindow (uet_nscc:
+	// false); by default NSCC sets each PDC's window.
+	UETNoNSCC bool `homa:"uet_nscc,not"`
+	// UETTargetDelay is NSCC's target queueing delay (default
+	// UnloadedRTT/2: htsim's 6 us of its 12 us reference round trip);
+	// UETMaxWindow its window cap (0, the default: 1.5 BDP of each PDC,
+	// its smallest full-packet round trip times LinkBps, as htsim's
+	// initNscc sets it from the peer's round trip; UnloadedRTT until a
+	// round trip is measured).
+	UETTargetDelay time.Duration `homa:"uet_target_qdelay_us"`
+	UETMaxWindow   uint32        `homa:"uet_max_window_bytes"`
 	// ResendLimit is how many RESENDs from one source address the
 	// Endpoint answers per tick (a retransmission, BUSY or RPC_UNKNOWN);
 	// the rest are dropped and counted (Stats.Drops, resend_limited), and
@@ -275,10 +319,15 @@ const (
 	// with PSNs over UDP port 4791, ACK/NAK, go-back-N, DCQCN
 	// (docs/transports.md). Its Conn is a UDP socket (homa.ListenRoCE).
 	VariantRoCE Variant = "roce"
+	// VariantUET runs the Ultra Ethernet Transport's reliable unordered
+	// delivery over UDP port 4793: packet delivery contexts created on
+	// demand, 32-bit PSNs, ACKs with SACK bitmaps, NSCC, per-packet
+	// entropy (docs/transports.md). Its Conn is a UDP socket.
+	VariantUET Variant = "uet"
 )
 
 // Variants lists the known variants.
-var Variants = []Variant{VariantHoma, VariantPFabric, VariantPHost, VariantNDP, VariantRoCE}
+var Variants = []Variant{VariantHoma, VariantPFabric, VariantPHost, VariantNDP, VariantRoCE, VariantUET}
 
 // Defaults of Config, as documented on its fields.
 const (
@@ -328,7 +377,7 @@ func (c Config) WithDefaults() (Config, error) {
 	switch c.Variant {
 	case "":
 		c.Variant = VariantHoma
-	case VariantHoma, VariantPHost, VariantNDP, VariantRoCE:
+	case VariantHoma, VariantPHost, VariantNDP, VariantRoCE, VariantUET:
 	case VariantPFabric:
 		if c.ResendTicks == 0 {
 			c.ResendTicks = 2 // pFabric's small RTO, at tick granularity
@@ -458,6 +507,9 @@ func (c Config) WithDefaults() (Config, error) {
 		if err := c.roceDefaults(); err != nil {
 			return c, err
 		}
+	}
+	if err := c.uetDefaults(); err != nil {
+		return c, err
 	}
 	if c.ResendLimit == 0 {
 		c.ResendLimit = DefaultResendLimit

@@ -2,8 +2,6 @@ package homaconf
 
 import (
 	"cmp"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/homatb/homatb/wire"
@@ -58,13 +56,8 @@ func (c *Config) roceDefaults() error {
 	}
 	c.RoCEPriority = cmp.Or(c.RoCEPriority, roceDataLevel)
 	c.RoCECtrlPriority = cmp.Or(c.RoCECtrlPriority, roceControlPrio)
-	for _, p := range []struct {
-		key string
-		v   int
-	}{{"roce_priority", c.RoCEPriority}, {"roce_ctrl_priority", c.RoCECtrlPriority}} {
-		if p.v < 0 || p.v >= c.Priorities {
-			return keyErr(p.key, "%d not in 0..%d (priorities %d)", p.v, c.Priorities-1, c.Priorities)
-		}
+	if err := c.checkLevels("roce_priority", c.RoCEPriority, "roce_ctrl_priority", c.RoCECtrlPriority); err != nil {
+		return err
 	}
 	c.RoCEAckEvery = cmp.Or(c.RoCEAckEvery, roceAckEvery)
 	if c.RoCEAckEvery < 1 {
@@ -113,13 +106,4 @@ func (c *Config) roceDefaults() error {
 
 // RoCEKeys lists the roce_* keys c sets (nonzero), which only the roce
 // variant reads.
-func (c *Config) RoCEKeys() []string {
-	v := reflect.ValueOf(c).Elem()
-	var out []string
-	for _, f := range keyFields() {
-		if strings.HasPrefix(f.key, "roce_") && !v.Field(f.index).IsZero() {
-			out = append(out, f.key)
-		}
-	}
-	return out
-}
+func (c *Config) RoCEKeys() []string { return c.prefixedKeys("roce_") }

@@ -55,6 +55,12 @@ type LinkConfig struct {
 	// packet whose queue already holds this many packets is cut to its
 	// header, flagged trimmed and queued at priority 7.
 	TrimAbovePackets int
+	// TrimUET makes the TrimAbovePackets downlinks trim UET instead: a
+	// RUD request (the uet variant's data) that finds TrimAbovePackets
+	// frames or more queued at the port is cut to its first
+	// wire.UETTrimmedLen bytes (its PDS and SES headers and a little
+	// payload) and queued at priority 7, as a UET switch trims.
+	TrimUET bool
 	// RankOrder makes every downlink a pFabric port: one queue served
 	// smallest rank first (FIFO among equal ranks), and when a packet does
 	// not fit in QueueBytes the largest-rank packets are dropped (the
@@ -372,6 +378,16 @@ func (l *link) enqueue(f []byte) {
 			v.Mode, v.ModeArg, v.Rank = dataplane.ModeRankOrder, uint32(l.n.cfg.QueueBytes), ^uint32(0)
 			if err == nil {
 				v.Rank = c.Rank
+			}
+		case l.n.cfg.TrimUET:
+			var h wire.UETPDS
+			if _, err := wire.ParseUETPDS(buf, &h); err == nil && h.Type == wire.UETRUDReq && len(buf) > wire.UETTrimmedLen &&
+				l.pm.Stats().QueuedPkts >= l.n.cfg.TrimAbovePackets {
+				f = f[:frameHdr+wire.UETTrimmedLen]
+				binary.BigEndian.PutUint16(f[ethLen+2:], uint16(ipLen+wire.UETTrimmedLen))
+				f[ethLen+1] = f[ethLen+1]&3 | homa.TOS(dataplane.TrimQueue)
+				v.Queue = dataplane.TrimQueue
+				l.n.trimmed.Add(1)
 			}
 		case l.n.cfg.TrimAbovePackets > 0:
 			v.Mode, v.ModeArg = dataplane.ModeTrimAbove, uint32(l.n.cfg.TrimAbovePackets)

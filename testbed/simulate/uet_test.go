@@ -1,0 +1,73 @@
+package simulate_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUETSpraying simulates uet-sim.yaml's permutation (16 hosts on 4
+// leaves, each sending 2 MB across the spines, per-flow ECMP in the
+// switches) with UET's per-packet entropy (in turn, and recycled as REPS
+// does) and with one entropy per PDC:
+// the entropy, carried as the UDP source port that tor.p4's multipath
+// hash reads, spreads the packets over the spines, which reorders them
+// (the receivers take them out of sequence) and finishes the permutation
+// sooner than one path per PDC; every flow completes, nothing is lost.
+func TestUETSpraying(t *testing.T) {
+	raw, err := os.ReadFile("../../scenarios/uet-sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := filepath.Abs("../../scenarios/perm16.cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(raw), "connection_matrix: perm16.cm", "connection_matrix: "+cm, 1)
+	p := load(t, src)
+	if err := p.Only([]string{"uet", "uet-one-path", "uet-reps"}); err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Experiments []struct {
+			Name  string `json:"name"`
+			Flows []struct {
+				Flows, Completed int
+				Completion       *float64 `json:"completion_us"`
+			} `json:"flows"`
+			Switch struct {
+				Drops int64 `json:"drops"`
+			} `json:"switch"`
+			Internals *struct {
+				Counters map[string]uint64 `json:"counters"`
+			} `json:"transport_internals"`
+		} `json:"experiments"`
+	}
+	decodeSummary(t, runSim(t, p), &s)
+	// In the scenario's order: sprayed in turn, REPS, one path.
+	if len(s.Experiments) != 3 {
+		t.Fatalf("%d experiments, want 3", len(s.Experiments))
+	}
+	var done [3]float64
+	var ooo [3]uint64
+	for i, e := range s.Experiments {
+		if len(e.Flows) != 1 || e.Flows[0].Completed != 16 || e.Flows[0].Completion == nil || e.Internals == nil {
+			t.Fatalf("%s: flows %+v: want the 16 flows completed", e.Name, e.Flows)
+		}
+		c := e.Internals.Counters
+		// Nothing is lost; sprayed, a packet overtaken by more than
+		// uet_reorder_pkts is now and then resent all the same.
+		if rtx, data := c["homa_retransmits"], c["homa_tx_data_p3"]; e.Switch.Drops != 0 || rtx*200 > data || (i == 2 && rtx != 0) {
+			t.Errorf("%s: %d drops, %d retransmissions of %d data packets: want no drop, and few retransmissions (none on one path)", e.Name, e.Switch.Drops, rtx, data)
+		}
+		done[i], ooo[i] = *e.Flows[0].Completion, c["homa_out_of_sequence"]
+	}
+	if ooo[0] == 0 || ooo[1] == 0 || ooo[2] != 0 {
+		t.Errorf("packets out of sequence: sprayed %d, REPS %d, one path %d; want some, and none on one path", ooo[0], ooo[1], ooo[2])
+	}
+	if done[0]*1.3 > done[2] || done[1]*1.3 > done[2] {
+		t.Errorf("permutation done in %.0f µs sprayed, %.0f µs with REPS, %.0f µs on one path per PDC: want spraying 1.3x faster", done[0], done[1], done[2])
+	}
+	t.Logf("permutation: sprayed %.0f µs, REPS %.0f µs, one path %.0f µs; out of sequence %d, %d", done[0], done[1], done[2], ooo[0], ooo[1])
+}
