@@ -18,15 +18,21 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// QueueCounterReader reads one switch's tor.p4 queue counters over
-// P4Runtime (*Control does).
+// QueueCounterReader reads one switch's tor.p4 queue and defence counters
+// over P4Runtime (*Control does).
 type QueueCounterReader interface {
 	QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error)
+	DefenceCounters(ctx context.Context, sw string) ([]controller.DefenceCount, error)
 }
 
 // QueueCounters reads switch sw's queue counters.
 func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
 	return c.switches.QueueCounters(ctx, sw)
+}
+
+// DefenceCounters reads switch sw's defence counters, by ingress port.
+func (c *Control) DefenceCounters(ctx context.Context, sw string) ([]controller.DefenceCount, error) {
+	return c.switches.DefenceCounters(ctx, sw)
 }
 
 // BMv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue
@@ -36,6 +42,8 @@ func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sa
 // (the shaper's class); drop_pkts what BMv2's queue dropped (entered but
 // never reached egress_queue_counter) plus what the shaper's FIFO dropped;
 // depth_* the shaper's backlog (BMv2's own queue depth is a register).
+// Per port, the defences' counts are tor.p4's remark, meter and spoof
+// counters.
 type BMv2Stats struct {
 	sw       topo.Switch
 	rateBps  uint64
@@ -118,13 +126,23 @@ func (b *BMv2Stats) Fetch(ctx context.Context) (rundir.SwitchStats, error) {
 	if err != nil {
 		return st, err
 	}
+	defences, err := b.counters.DefenceCounters(ctx, b.sw.Name)
+	if err != nil {
+		return st, fmt.Errorf("switch %s defence counters: %w", b.sw.Name, err)
+	}
+	byPort := map[int]controller.DefenceCount{}
+	for _, d := range defences {
+		byPort[d.Port] = d
+	}
 	byKey := map[[2]int]controller.Sample{}
 	for _, r := range rows {
 		byKey[[2]int{r.Port, r.Queue}] = r
 	}
 	for _, port := range b.sw.Ports {
 		dev := b.sw.Intfs[port]
-		p := switchstats.Port{Port: uint16(port), Iface: dev, RateBps: b.rateBps}
+		d := byPort[port]
+		p := switchstats.Port{Port: uint16(port), Iface: dev, RateBps: b.rateBps,
+			RemarkedPkts: uint64(d.Remarked), MeteredPkts: uint64(d.Metered), SpoofDrops: uint64(d.Spoofed)}
 		for q := range p4.QueuesPerPort {
 			c := byKey[[2]int{port, q}]
 			k := shaper[dev][q]

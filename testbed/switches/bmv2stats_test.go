@@ -11,10 +11,17 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-type fakeCounters []controller.Sample
+type fakeCounters struct {
+	queues   []controller.Sample
+	defences []controller.DefenceCount
+}
 
 func (f fakeCounters) QueueCounters(context.Context, string) ([]controller.Sample, error) {
-	return f, nil
+	return f.queues, nil
+}
+
+func (f fakeCounters) DefenceCounters(context.Context, string) ([]controller.DefenceCount, error) {
+	return f.defences, nil
 }
 
 // shaperJSON is `tc -s -j qdisc show` of one port shaper: the htb root
@@ -33,11 +40,11 @@ func shaperJSON(sent, drops, qlen map[int]uint64) string {
 // shaper's classes (what left the port, what its FIFO dropped).
 func TestBMv2StatsFetch(t *testing.T) {
 	sw := topo.Switch{Name: "s1", DeviceID: 1, Ports: []int{1, 2}, Intfs: map[int]string{1: "hb-s1-p1", 2: "hb-s1-p2"}, NetNS: "/proc/1/ns/net"}
-	ctr := fakeCounters{
+	ctr := fakeCounters{queues: []controller.Sample{
 		{Switch: "s1", Port: 1, Queue: 0, EnqPkts: 100, EnqBytes: 100000, SentPkts: 90, SentBytes: 90000}, // 10 dropped in BMv2
 		{Switch: "s1", Port: 1, Queue: 7, EnqPkts: 50, EnqBytes: 5000, SentPkts: 50, SentBytes: 5000},
 		{Switch: "s1", Port: 2, Queue: 3, EnqPkts: 7, EnqBytes: 700, SentPkts: 7, SentBytes: 700},
-	}
+	}, defences: []controller.DefenceCount{{Port: 1}, {Port: 2, Remarked: 4, Metered: 5, Spoofed: 6}}}
 	tc := map[string]string{
 		"hb-s1-p1": shaperJSON(map[int]uint64{0: 85, 7: 50}, map[int]uint64{0: 3}, map[int]uint64{0: 2}),
 		"hb-s1-p2": shaperJSON(map[int]uint64{3: 7}, nil, nil),
@@ -65,6 +72,12 @@ func TestBMv2StatsFetch(t *testing.T) {
 	}
 	if q7.SentPkts != 50 || q7.DropPkts != 0 || st.Ports[0].TxPkts != 135 || st.Ports[1].Queues[3].SentPkts != 7 {
 		t.Errorf("queue 7 %+v, port tx %d, port 2 queue 3 %+v", q7, st.Ports[0].TxPkts, st.Ports[1].Queues[3])
+	}
+
+	if p1, p2 := st.Ports[0], st.Ports[1]; p1.RemarkedPkts+p1.MeteredPkts+p1.SpoofDrops != 0 ||
+		p2.RemarkedPkts != 4 || p2.MeteredPkts != 5 || p2.SpoofDrops != 6 {
+		t.Errorf("defences: port 1 %d/%d/%d, port 2 %d/%d/%d, want 0/0/0 and 4/5/6", p1.RemarkedPkts, p1.MeteredPkts, p1.SpoofDrops,
+			p2.RemarkedPkts, p2.MeteredPkts, p2.SpoofDrops)
 	}
 
 	// A port without its shaper (the network was built without one) is an
