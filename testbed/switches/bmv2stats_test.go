@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -88,5 +89,67 @@ func TestBMv2StatsFetch(t *testing.T) {
 	}
 	if err := b.ResetWindow(context.Background()); err != nil {
 		t.Errorf("resetWindow: %v", err)
+	}
+}
+
+// TestBMv2LinkDown: a BMv2 port's link goes down by its interface in the
+// switch's namespace and comes up when its time is over or when cleared;
+// packet loss, which BMv2 cannot inject, is refused.
+func TestBMv2LinkDown(t *testing.T) {
+	sw := topo.Switch{Name: "l1", Ports: []int{3}, Intfs: map[int]string{3: "hb-l1-p3"}, NetNS: "/proc/1/ns/net"}
+	b := NewBMv2Stats(sw, 10e6, fakeCounters{})
+	calls := make(chan string, 8)
+	b.ip = func(_ context.Context, args ...string) ([]byte, error) {
+		calls <- strings.Join(args, " ")
+		return nil, nil
+	}
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-calls:
+			if got != want {
+				t.Errorf("ip %q, want %q", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no ip %q", want)
+		}
+	}
+	str := func(s string) *string { return &s }
+	ctx := context.Background()
+
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("50ms")}); err != nil {
+		t.Fatal(err)
+	}
+	next("link set dev hb-l1-p3 down")
+	next("link set dev hb-l1-p3 up") // by the timer
+
+	// Cleared before its time: up at once, and the timer does nothing.
+	zero, egress := 0.0, switchstats.DirectionEgress
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("1h")}); err != nil {
+		t.Fatal(err)
+	}
+	next("link set dev hb-l1-p3 down")
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DropProb: &zero, Direction: &egress, DownFor: str("0s")}); err != nil {
+		t.Fatal(err)
+	}
+	next("link set dev hb-l1-p3 up")
+	if len(b.up) != 0 {
+		t.Errorf("timers left: %v", b.up)
+	}
+
+	half := 0.5
+	for _, fs := range []switchstats.FaultSetting{
+		{Port: 3, DropProb: &half},
+		{Port: 4, DownFor: str("1s")},
+		{Port: 3, DownFor: str("soon")},
+	} {
+		if err := b.SetFault(ctx, fs); err == nil {
+			t.Errorf("SetFault(%+v): no error", fs)
+		}
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("a refused fault ran ip %q", c)
+	default:
 	}
 }
