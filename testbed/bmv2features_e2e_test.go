@@ -227,7 +227,7 @@ func checkDefences(t *testing.T, bin, target string) {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatalf("s1.json: %v", err)
 	}
-	layout, err := topo.Layout(scenario.Topology{Kind: scenario.KindStar, Hosts: 6}, "x")
+	layout, err := topo.Layout(scenario.Topology{Kind: scenario.KindStar, Hosts: 6}, readManifest(t, dir).Tag)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,9 @@ type QueueCounterReader interface {
 	DefenceCounters(ctx context.Context, sw string) ([]controller.DefenceCount, error)
 }
 
+// A run's controller is what its BMv2 statistics read through.
+var _ QueueCounterReader = (*Control)(nil)
+
 // QueueCounters reads switch sw's queue counters.
 func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
 	return c.switches.QueueCounters(ctx, sw)
