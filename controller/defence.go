@@ -8,6 +8,8 @@ import (
 	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/pipeline"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 )
 
 // Names of tor.p4's defence objects.
@@ -187,4 +189,64 @@ func (f *Switches) programMeters(ctx context.Context, name string, d Defences) e
 		}
 	}
 	return nil
+}
+
+// DefenceCount is what tor.p4's defences did to the packets that arrived
+// on one port: re-marked (untrusted DSCP), metered (out of profile) and
+// dropped as spoofed.
+type DefenceCount struct {
+	Port                       int
+	Remarked, Metered, Spoofed int64
+}
+
+// DefenceCounters reads switch name's defence counters (remark_counter,
+// meter_counter, spoof_counter, indexed by ingress port) once, for each of
+// its ports in order: on BMv2, whose pipeline the testbed cannot read
+// directly, they are the statistics of the defences.
+func (f *Switches) DefenceCounters(ctx context.Context, name string) ([]DefenceCount, error) {
+	c := f.clients[name]
+	if c == nil {
+		return nil, fmt.Errorf("defence counters: no switch %q", name)
+	}
+	s, err := c.NeedSchema()
+	if err != nil {
+		return nil, fmt.Errorf("defence counters: %w", err)
+	}
+	ports := f.topo.switchPorts(name)
+	kinds := map[uint32]int{} // counter id -> 0 remarked, 1 metered, 2 spoofed
+	var ents []*p4v1.Entity
+	for k, cname := range []string{counterRemark, counterMeter, counterSpoof} {
+		ctr, err := s.Counter(cname)
+		if err != nil {
+			return nil, fmt.Errorf("defence counters: %w", err)
+		}
+		id := ctr.GetPreamble().GetId()
+		kinds[id] = k
+		for _, p := range ports {
+			ents = append(ents, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: id, Index: &p4v1.Index{Index: int64(p)}}}})
+		}
+	}
+	got, err := c.Read(ctx, ents...)
+	if err != nil {
+		return nil, fmt.Errorf("defence counters of %s: %w", name, err)
+	}
+	byPort := map[int64]*[3]int64{}
+	for _, p := range ports {
+		byPort[int64(p)] = &[3]int64{}
+	}
+	for _, ent := range got {
+		ce := ent.GetCounterEntry()
+		if ce == nil {
+			continue
+		}
+		if row := byPort[ce.GetIndex().GetIndex()]; row != nil {
+			row[kinds[ce.GetCounterId()]] = ce.GetData().GetPacketCount()
+		}
+	}
+	out := make([]DefenceCount, 0, len(ports))
+	for _, p := range ports {
+		r := byPort[int64(p)]
+		out = append(out, DefenceCount{Port: p, Remarked: r[0], Metered: r[1], Spoofed: r[2]})
+	}
+	return out, nil
 }

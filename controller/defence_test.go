@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +77,18 @@ func TestProgramDefences(t *testing.T) {
 		}
 	}
 	ctx := testContext(t)
+	// The same counts over P4Runtime, as a BMv2 run reads them.
+	counts, err := f.DefenceCounters(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCounts := []DefenceCount{{Port: 1, Remarked: 1, Spoofed: 1}, {Port: 2, Metered: 1}, {Port: 3}}
+	if !slices.Equal(counts, wantCounts) {
+		t.Errorf("DefenceCounters = %+v, want %+v", counts, wantCounts)
+	}
+	if _, err := f.DefenceCounters(ctx, "s9"); err == nil {
+		t.Error("DefenceCounters of an unknown switch: no error")
+	}
 	if err := f.Sync(ctx, Policy{}); err != nil {
 		t.Fatal(err)
 	}

@@ -303,6 +303,10 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         size = 1;
     }
 
+    /* No default_action: a miss (no entry for the group) runs no action
+     * on either target, so ecmp_forward's drop stands. p4c gives the
+     * table NoAction and warns that BMv2 cannot take a default action on
+     * an action-profile table; BMv2 then runs an empty action on a miss. */
     @id(0x02000011)
     table nexthop_group {
         key = {

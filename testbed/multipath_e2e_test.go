@@ -38,7 +38,14 @@ FAULTS`
 // per port) and the run's summary.
 func spineBytes(t *testing.T, bin, faults string) (map[string]uint64, summaryFile) {
 	t.Helper()
-	dir, out, err := runScenarioText(t, bin, strings.Replace(multipathScenario, "FAULTS", faults, 1), 150*time.Second)
+	return spineBytesOf(t, bin, strings.Replace(multipathScenario, "FAULTS", faults, 1))
+}
+
+// spineBytesOf runs a variant of multipathScenario (experiment mp-homa)
+// and returns what spineBytes does.
+func spineBytesOf(t *testing.T, bin, text string) (map[string]uint64, summaryFile) {
+	t.Helper()
+	dir, out, err := runScenarioText(t, bin, text, 180*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +83,7 @@ func runScenarioText(t *testing.T, bin, text string, timeout time.Duration) (dir
 	defer cancel()
 	out = &bytes.Buffer{}
 	cmd := exec.CommandContext(ctx, bin, "run", file, "--run-dir", dir, "--registry", reg, "--binary", bin)
+	cmd.Dir = ".." // from the repository's root, where a BMv2 run finds build/tor.json
 	cmd.Stdout, cmd.Stderr = out, out
 	runErr := cmd.Run()
 	m := readManifest(t, dir)

@@ -152,10 +152,9 @@ func switchTarget(scenario any) string {
 
 // bmv2Unavailable are the statistics a BMv2 run lacks: tor.p4's queue
 // registers (peaks, delays) cannot be read over P4Runtime on BMv2, and
-// nothing counts its CE marks; its statistics do not read the defences'
-// counters yet.
+// nothing counts its CE marks. The defences' counters it reads.
 func bmv2Unavailable() []string {
-	return []string{"peak_pkts", "peak_bytes", "delay_max_us", "ce_marked_pkts", "remarked_pkts", "metered_pkts", "spoof_drops"}
+	return []string{"peak_pkts", "peak_bytes", "delay_max_us", "ce_marked_pkts"}
 }
 
 // bmv2Note says, beside a BMv2 experiment's numbers, where BMv2 departs

@@ -46,7 +46,9 @@ func TestFaults(t *testing.T) {
 		{"restart not a bool", "  - link: h2\n    kill_agent: {at: 1s}\n    restart: maybe\n", 23, "faults[0].restart", "true or false"},
 		{"unknown fault key", "  - link: h2\n    los: 0.1\n", 22, "faults[0].los", `unknown field "los"`},
 		{"not a list", "  link: h1\n", 21, "faults", "expected a list"},
-		{"on bmv2", "  - {link: h1, loss: 0.1}\nswitch: {target: bmv2}\n", 20, "faults", `expected switch.target "embedded", got "bmv2"`},
+		{name: "down on bmv2", faults: "  - {link: h1, down: {at: 1s, for: 500ms}}\nswitch: {target: bmv2}\n"},
+		{"loss on bmv2", "  - {link: h1, loss: 0.1}\nswitch: {target: bmv2}\n", 21, "faults[0].loss", `switch.target "bmv2" supports down only (BMv2 has no fault injector); loss needs target "embedded"`},
+		{"kill on bmv2", "  - link: h2\n    kill_agent: {at: 1s}\nswitch: {target: bmv2}\n", 22, "faults[0].kill_agent", `kill_agent needs target "embedded"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

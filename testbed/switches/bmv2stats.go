@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/homatb/homatb/controller"
@@ -18,15 +19,24 @@ import (
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-// QueueCounterReader reads one switch's tor.p4 queue counters over
-// P4Runtime (*Control does).
+// QueueCounterReader reads one switch's tor.p4 queue and defence counters
+// over P4Runtime (*Control does).
 type QueueCounterReader interface {
 	QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error)
+	DefenceCounters(ctx context.Context, sw string) ([]controller.DefenceCount, error)
 }
+
+// A run's controller is what its BMv2 statistics read through.
+var _ QueueCounterReader = (*Control)(nil)
 
 // QueueCounters reads switch sw's queue counters.
 func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sample, error) {
 	return c.switches.QueueCounters(ctx, sw)
+}
+
+// DefenceCounters reads switch sw's defence counters, by ingress port.
+func (c *Control) DefenceCounters(ctx context.Context, sw string) ([]controller.DefenceCount, error) {
+	return c.switches.DefenceCounters(ctx, sw)
 }
 
 // BMv2Stats is a BMv2 switch's statistics (switchStats): tor.p4's queue
@@ -36,29 +46,42 @@ func (c *Control) QueueCounters(ctx context.Context, sw string) ([]controller.Sa
 // (the shaper's class); drop_pkts what BMv2's queue dropped (entered but
 // never reached egress_queue_counter) plus what the shaper's FIFO dropped;
 // depth_* the shaper's backlog (BMv2's own queue depth is a register).
+// Per port, the defences' counts are tor.p4's remark, meter and spoof
+// counters.
 type BMv2Stats struct {
 	sw       topo.Switch
 	rateBps  uint64
 	counters QueueCounterReader
-	// tc runs tc in the switch's namespace and returns its output.
-	tc func(ctx context.Context, args ...string) ([]byte, error)
+	// tc and ip run tc and ip in the switch's namespace and return their
+	// output.
+	tc, ip func(ctx context.Context, args ...string) ([]byte, error)
+
+	mu sync.Mutex
+	up map[int]*time.Timer // ports down for a while: the timer that brings each up
 }
 
 // NewBMv2Stats reads switch sw of a run at rateBps, its counters through
 // counters.
 func NewBMv2Stats(sw topo.Switch, rateBps uint64, counters QueueCounterReader) *BMv2Stats {
-	return &BMv2Stats{sw: sw, rateBps: rateBps, counters: counters, tc: func(ctx context.Context, args ...string) ([]byte, error) {
+	return &BMv2Stats{sw: sw, rateBps: rateBps, counters: counters,
+		tc: nsTool(sw.NetNS, "tc"), ip: nsTool(sw.NetNS, "ip"), up: map[int]*time.Timer{}}
+}
+
+// nsTool returns a runner of tool in the network namespace netns, each run
+// bounded to 3 s.
+func nsTool(netns, tool string) func(ctx context.Context, args ...string) ([]byte, error) {
+	return func(ctx context.Context, args ...string) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + sw.NetNS, "--", "tc"}, args...)...)
+		cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + netns, "--", tool}, args...)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			return nil, fmt.Errorf("tc %s in %s: %w: %s", strings.Join(args, " "), sw.NetNS, err, strings.TrimSpace(stderr.String()))
+			return nil, fmt.Errorf("%s %s in %s: %w: %s", tool, strings.Join(args, " "), netns, err, strings.TrimSpace(stderr.String()))
 		}
 		return out, nil
-	}}
+	}
 }
 
 // ResetWindow has nothing to restart: BMv2 keeps no windowed gauges that
@@ -118,13 +141,23 @@ func (b *BMv2Stats) Fetch(ctx context.Context) (rundir.SwitchStats, error) {
 	if err != nil {
 		return st, err
 	}
+	defences, err := b.counters.DefenceCounters(ctx, b.sw.Name)
+	if err != nil {
+		return st, fmt.Errorf("switch %s defence counters: %w", b.sw.Name, err)
+	}
+	byPort := map[int]controller.DefenceCount{}
+	for _, d := range defences {
+		byPort[d.Port] = d
+	}
 	byKey := map[[2]int]controller.Sample{}
 	for _, r := range rows {
 		byKey[[2]int{r.Port, r.Queue}] = r
 	}
 	for _, port := range b.sw.Ports {
 		dev := b.sw.Intfs[port]
-		p := switchstats.Port{Port: uint16(port), Iface: dev, RateBps: b.rateBps}
+		d := byPort[port]
+		p := switchstats.Port{Port: uint16(port), Iface: dev, RateBps: b.rateBps,
+			RemarkedPkts: uint64(d.Remarked), MeteredPkts: uint64(d.Metered), SpoofDrops: uint64(d.Spoofed)}
 		for q := range p4.QueuesPerPort {
 			c := byKey[[2]int{port, q}]
 			k := shaper[dev][q]
@@ -143,10 +176,57 @@ func (b *BMv2Stats) Fetch(ctx context.Context) (rundir.SwitchStats, error) {
 	return st, nil
 }
 
-var errBMv2Faults = errors.New("fault injection needs the embedded target: BMv2 has no fault injector")
+var errBMv2Faults = errors.New("packet loss needs the embedded target: BMv2 has no fault injector (links can only go down)")
 
-// SetFault refuses: BMv2 has no fault injector.
-func (b *BMv2Stats) SetFault(context.Context, switchstats.FaultSetting) error { return errBMv2Faults }
+// SetFault takes a port's link down for fs.DownFor, both ways: BMv2 has no
+// fault injector, so the switch-side interface goes down in the switch's
+// namespace (the peer loses its carrier) and a timer brings it up again;
+// "0s" brings it up now. Packet loss is refused; a setting of no loss
+// (what clearing the faults sends) is accepted.
+func (b *BMv2Stats) SetFault(ctx context.Context, fs switchstats.FaultSetting) error {
+	if (fs.DropProb != nil && *fs.DropProb != 0) || (fs.DropEvery != nil && *fs.DropEvery != 0) {
+		return errBMv2Faults
+	}
+	if fs.DownFor == nil {
+		return nil
+	}
+	d, err := time.ParseDuration(*fs.DownFor)
+	if err != nil || d < 0 {
+		return fmt.Errorf("switch %s port %d: down_for %q: want a duration of 0s or more", b.sw.Name, fs.Port, *fs.DownFor)
+	}
+	port := int(fs.Port)
+	dev, ok := b.sw.Intfs[port]
+	if !ok {
+		return fmt.Errorf("switch %s has no port %d", b.sw.Name, port)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.up[port]; t != nil {
+		t.Stop()
+		delete(b.up, port)
+	}
+	if d == 0 {
+		_, err := b.ip(ctx, "link", "set", "dev", dev, "up")
+		return err
+	}
+	if _, err := b.ip(ctx, "link", "set", "dev", dev, "down"); err != nil {
+		return err
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.up[port] != t {
+			return // cleared or replaced meanwhile
+		}
+		delete(b.up, port)
+		// Clear brings every faulted port up again, so a failure here
+		// leaves the link down only until the experiment ends.
+		_, _ = b.ip(context.Background(), "link", "set", "dev", dev, "up")
+	})
+	b.up[port] = t
+	return nil
+}
 
 // StartPostcards refuses: BMv2 writes no per-packet records.
 func (b *BMv2Stats) StartPostcards(context.Context, string) error {

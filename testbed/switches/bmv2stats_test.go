@@ -5,16 +5,24 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/testbed/topo"
 )
 
-type fakeCounters []controller.Sample
+type fakeCounters struct {
+	queues   []controller.Sample
+	defences []controller.DefenceCount
+}
 
 func (f fakeCounters) QueueCounters(context.Context, string) ([]controller.Sample, error) {
-	return f, nil
+	return f.queues, nil
+}
+
+func (f fakeCounters) DefenceCounters(context.Context, string) ([]controller.DefenceCount, error) {
+	return f.defences, nil
 }
 
 // shaperJSON is `tc -s -j qdisc show` of one port shaper: the htb root
@@ -33,11 +41,11 @@ func shaperJSON(sent, drops, qlen map[int]uint64) string {
 // shaper's classes (what left the port, what its FIFO dropped).
 func TestBMv2StatsFetch(t *testing.T) {
 	sw := topo.Switch{Name: "s1", DeviceID: 1, Ports: []int{1, 2}, Intfs: map[int]string{1: "hb-s1-p1", 2: "hb-s1-p2"}, NetNS: "/proc/1/ns/net"}
-	ctr := fakeCounters{
+	ctr := fakeCounters{queues: []controller.Sample{
 		{Switch: "s1", Port: 1, Queue: 0, EnqPkts: 100, EnqBytes: 100000, SentPkts: 90, SentBytes: 90000}, // 10 dropped in BMv2
 		{Switch: "s1", Port: 1, Queue: 7, EnqPkts: 50, EnqBytes: 5000, SentPkts: 50, SentBytes: 5000},
 		{Switch: "s1", Port: 2, Queue: 3, EnqPkts: 7, EnqBytes: 700, SentPkts: 7, SentBytes: 700},
-	}
+	}, defences: []controller.DefenceCount{{Port: 1}, {Port: 2, Remarked: 4, Metered: 5, Spoofed: 6}}}
 	tc := map[string]string{
 		"hb-s1-p1": shaperJSON(map[int]uint64{0: 85, 7: 50}, map[int]uint64{0: 3}, map[int]uint64{0: 2}),
 		"hb-s1-p2": shaperJSON(map[int]uint64{3: 7}, nil, nil),
@@ -67,6 +75,12 @@ func TestBMv2StatsFetch(t *testing.T) {
 		t.Errorf("queue 7 %+v, port tx %d, port 2 queue 3 %+v", q7, st.Ports[0].TxPkts, st.Ports[1].Queues[3])
 	}
 
+	if p1, p2 := st.Ports[0], st.Ports[1]; p1.RemarkedPkts+p1.MeteredPkts+p1.SpoofDrops != 0 ||
+		p2.RemarkedPkts != 4 || p2.MeteredPkts != 5 || p2.SpoofDrops != 6 {
+		t.Errorf("defences: port 1 %d/%d/%d, port 2 %d/%d/%d, want 0/0/0 and 4/5/6", p1.RemarkedPkts, p1.MeteredPkts, p1.SpoofDrops,
+			p2.RemarkedPkts, p2.MeteredPkts, p2.SpoofDrops)
+	}
+
 	// A port without its shaper (the network was built without one) is an
 	// error, not zeros.
 	tc["hb-s1-p2"] = `[{"kind":"noqueue","handle":"0:","root":true}]`
@@ -75,5 +89,67 @@ func TestBMv2StatsFetch(t *testing.T) {
 	}
 	if err := b.ResetWindow(context.Background()); err != nil {
 		t.Errorf("resetWindow: %v", err)
+	}
+}
+
+// TestBMv2LinkDown: a BMv2 port's link goes down by its interface in the
+// switch's namespace and comes up when its time is over or when cleared;
+// packet loss, which BMv2 cannot inject, is refused.
+func TestBMv2LinkDown(t *testing.T) {
+	sw := topo.Switch{Name: "l1", Ports: []int{3}, Intfs: map[int]string{3: "hb-l1-p3"}, NetNS: "/proc/1/ns/net"}
+	b := NewBMv2Stats(sw, 10e6, fakeCounters{})
+	calls := make(chan string, 8)
+	b.ip = func(_ context.Context, args ...string) ([]byte, error) {
+		calls <- strings.Join(args, " ")
+		return nil, nil
+	}
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-calls:
+			if got != want {
+				t.Errorf("ip %q, want %q", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no ip %q", want)
+		}
+	}
+	str := func(s string) *string { return &s }
+	ctx := context.Background()
+
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("50ms")}); err != nil {
+		t.Fatal(err)
+	}
+	next("link set dev hb-l1-p3 down")
+	next("link set dev hb-l1-p3 up") // by the timer
+
+	// Cleared before its time: up at once, and the timer does nothing.
+	zero, egress := 0.0, switchstats.DirectionEgress
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("1h")}); err != nil {
+		t.Fatal(err)
+	}
+	next("link set dev hb-l1-p3 down")
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DropProb: &zero, Direction: &egress, DownFor: str("0s")}); err != nil {
+		t.Fatal(err)
+	}
+	next("link set dev hb-l1-p3 up")
+	if len(b.up) != 0 {
+		t.Errorf("timers left: %v", b.up)
+	}
+
+	half := 0.5
+	for _, fs := range []switchstats.FaultSetting{
+		{Port: 3, DropProb: &half},
+		{Port: 4, DownFor: str("1s")},
+		{Port: 3, DownFor: str("soon")},
+	} {
+		if err := b.SetFault(ctx, fs); err == nil {
+			t.Errorf("SetFault(%+v): no error", fs)
+		}
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("a refused fault ran ip %q", c)
+	default:
 	}
 }
