@@ -49,7 +49,7 @@ func OpenRunFile(dir, name string) (io.ReadCloser, string, error) {
 		}
 		return f, path, nil
 	}
-	return nil, "", fmt.Errorf("open %s: neither it nor %s%s nor %s%s: %w", plain, name, ZstdExt, name, GzipExt, fs.ErrNotExist)
+	return nil, "", fmt.Errorf("%s: neither %s nor %s%s nor %s%s: %w", dir, name, name, ZstdExt, name, GzipExt, fs.ErrNotExist)
 }
 
 type gzipFile struct {
