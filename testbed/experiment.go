@@ -334,19 +334,20 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 }
 
 // collect fetches every client's records, keeps each agent's file under
-// agents/records/<host>/ and appends the rows to rpcs.csv, one client
-// after the other; then the diagnostics, TCP connection samples (tcp.csv)
-// and what each server answered (served.csv, for the latency anatomy),
-// whose loss is only logged: the records stand without them.
+// agents/records/<host>/ and appends the rows to rpcs.csv in issue order
+// across the clients, as a simulated run writes them; then the
+// diagnostics, TCP connection samples (tcp.csv) and what each server
+// answered (served.csv, for the latency anatomy), whose loss is only
+// logged: the records stand without them.
 func (x *experimentRun) collect(ctx context.Context) error {
 	r, exp := x.r, x.e.Name
 	clients := x.roles.ClientHosts()
+	var files [][]byte
 	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, func(host string, data []byte) error {
-		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644); err != nil {
-			return err
-		}
-		return r.records.appendCSV(data)
+		files = append(files, data)
+		return os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644)
 	})
+	err = errors.Join(err, r.records.appendMerged(files))
 	if !x.e.Transport.Engine() {
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}

@@ -38,14 +38,10 @@ type job struct {
 	epoch          time.Time // wall time of virtual time 0
 	log            *slog.Logger
 
-	// pending are the issued RPCs' records in the order issued, from the
-	// oldest not yet final (a driver.Sink, with books); each leading
-	// final one goes to out at once, so that a long experiment holds only
-	// the records of its open RPCs and those issued after them.
-	pending []*rundir.RPC
-	books   rundir.Books
-	out     Records
-	outErr  error
+	// books hand each record to out in the order issued, once final.
+	books  *driver.Books
+	out    Records
+	outErr error
 	// counters are the hosts' transport counters at the end, merged, and
 	// hostCounters each one's.
 	counters     map[string]uint64
@@ -97,6 +93,11 @@ func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agent
 func (j *job) run() error {
 	clock := j.net.Clock()
 	sched := driver.OnQueue(clock, j.epoch.UnixNano())
+	j.books = driver.NewBooks(func(row *rundir.RPC) {
+		if j.outErr == nil {
+			j.outErr = j.out.RPC(row)
+		}
+	})
 	var ds []*driver.Host
 	j.drivers = map[string]*driver.Host{}
 	for i, hc := range j.hosts {
@@ -117,7 +118,7 @@ func (j *job) run() error {
 				return err
 			}
 		}
-		d := driver.NewHost(hc, sched, simTransport{j: j, h: h}, j)
+		d := driver.NewHost(hc, sched, simTransport{j: j, h: h}, j.books)
 		ds = append(ds, d)
 		j.drivers[hc.Host] = d
 	}
@@ -163,13 +164,7 @@ func (j *job) run() error {
 	for _, d := range ds {
 		d.Close()
 	}
-	// Every row is final now; one that is not still goes out, as issued.
-	for _, row := range j.pending {
-		if j.outErr == nil {
-			j.outErr = j.out.RPC(row)
-		}
-	}
-	j.pending = nil
+	j.books.Close() // every row is final now; one that is not still goes out
 	j.counters = map[string]uint64{}
 	for _, hc := range j.hosts {
 		name := hc.Host
@@ -191,40 +186,6 @@ func (j *job) run() error {
 		j.net.Node(name).Stop()
 	}
 	return j.outErr
-}
-
-// Issued, Ended and InFlight book the rows (driver.Sink).
-func (j *job) Issued(row *rundir.RPC) {
-	j.pending = append(j.pending, row)
-	j.books.Issued++
-}
-
-func (j *job) Ended(row *rundir.RPC) {
-	if row.Status == rundir.StatusCompleted {
-		j.books.Completed++
-	} else {
-		j.books.Failed++
-	}
-	j.flush()
-}
-
-func (j *job) InFlight(*rundir.RPC) {
-	j.books.InFlight++
-	j.flush()
-}
-
-// flush sends the leading final rows (the driver sets a row's status as
-// it ends or the books close) to out, in the order issued.
-func (j *job) flush() {
-	n := 0
-	for n < len(j.pending) && j.pending[n].Status != "" {
-		if j.outErr == nil {
-			j.outErr = j.out.RPC(j.pending[n])
-		}
-		j.pending[n] = nil
-		n++
-	}
-	j.pending = j.pending[n:]
 }
 
 // served books one server's answer.

@@ -394,7 +394,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
 	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
 	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
-	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books, j.counters, j.hostCounters
+	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books.Count, j.counters, j.hostCounters
 	r.finish(j)
 	return nil
 }
