@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 )
 
 // RPC statuses: every issued RPC ends in exactly one.
@@ -306,3 +307,13 @@ type gzipFile struct {
 }
 
 func (g gzipFile) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }
+
+// unsafeAgentName are the characters an agent's file names replace.
+var unsafeAgentName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// AgentFile is the name of the file an agent writes one experiment's rows
+// of format to as the experiment runs ("<exp>-<host>.rpcs.csv"), which
+// the orchestrator reads back when the agent is killed.
+func AgentFile[T any](exp, host string, format *CSVFormat[T]) string {
+	return unsafeAgentName.ReplaceAllString(exp+"-"+host, "_") + "." + format.File
+}

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -505,16 +504,6 @@ func (fr *Run) Account() Books {
 		fr.warnings = append(fr.warnings, msg+after)
 	}
 	return b
-}
-
-// unsafeRecordChars are the characters an agent replaces in the name of
-// its records file (hostagent/agent).
-var unsafeRecordChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// RecordsFile is the name of the file an agent writes an
-// experiment's records to as they finish.
-func RecordsFile(exp, host string) string {
-	return unsafeRecordChars.ReplaceAllString(exp+"-"+host, "_") + ".rpcs.csv"
 }
 
 // salvageRecords keeps the whole rows of a killed agent's records file
