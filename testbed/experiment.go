@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
@@ -32,6 +33,7 @@ type experimentRun struct {
 	load          *load
 	stopTelemetry func()
 	faults        *faults.Run
+	faultClock    *driver.HostClock // the timed faults' clock
 	capture       *capture.Session
 	adversaries   []adversaryProc
 
@@ -70,7 +72,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	waitErr := x.wait(ctx)
-	x.faults.End()
+	x.endFaults()
 	interrupted := waitErr != nil
 	drain, budget := stopBudget(e.Scenario, interrupted)
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
@@ -168,10 +170,18 @@ func (x *experimentRun) start(ctx context.Context) error {
 	}
 	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.Clients, Servers: x.roles.Servers, Used: x.roles.Used,
 		Start: time.Unix(0, x.roles.Start)}
-	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, r.log)
+	clock, err := driver.NewHostClock()
+	if err != nil {
+		x.stopTelemetry()
+		return err
+	}
+	go clock.Run()
+	x.faultClock = clock
+	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, clock, r.log)
 	x.faults = fr
 	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
 	if err != nil {
+		x.endFaults()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return err
@@ -180,18 +190,25 @@ func (x *experimentRun) start(ctx context.Context) error {
 	if err := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
 		return a.Start(ctx)
 	}); err != nil {
-		x.faults.End()
+		x.endFaults()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return fmt.Errorf("start clients: %w", err)
 	}
 	if err := x.startAdversaries(ctx); err != nil {
-		x.faults.End()
+		x.endFaults()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return err
 	}
 	return nil
+}
+
+// endFaults stops applying timed faults, waits for the one under way and
+// stops their clock.
+func (x *experimentRun) endFaults() {
+	x.faults.End()
+	x.faultClock.Close()
 }
 
 // resetWindows restarts the switches' peaks and delay percentiles, which
