@@ -31,12 +31,12 @@ type job struct {
 	// (tcp.nic_priorities).
 	nicPrio bool
 	// hosts are the workloads of the hosts taking part, in layout order.
-	hosts          []driver.Config
-	servers        map[string]bool
-	warmup, length time.Duration
-	drain          time.Duration
-	epoch          time.Time // wall time of virtual time 0
-	log            *slog.Logger
+	hosts   []driver.Config
+	servers map[string]bool
+	length  time.Duration
+	drain   time.Duration
+	epoch   time.Time // wall time of virtual time 0
+	log     *slog.Logger
 
 	// books hand each record to out in the order issued, once final.
 	books  *driver.Books
@@ -59,22 +59,15 @@ type job struct {
 	byIP   map[netip.Addr]*simnet.Node
 }
 
-// hostConfig is host's workload as its agent would get it (client w, nil
-// for none, and its parts in collectives), with the client's bounds those
-// of the job.
+// hostConfig is host's workload as its agent gets it (client w, nil for
+// none, and its parts in collectives). Its rows name their servers' hosts
+// as an agent's do, when the run's records take them (by address).
 func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
 	c := driver.Config{Experiment: j.name, Transport: j.transport, Phase: phase, Host: host, Log: j.log}
 	if w != nil {
 		spec, err := driver.ParseWorkload(w)
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", host, err)
-		}
-		// In nanoseconds, where the workload has milliseconds.
-		spec.Duration, spec.Warmup = j.length, j.warmup
-		for i, t := range spec.Targets {
-			if n := j.byIP[t.Addr.Addr()]; n != nil {
-				spec.Targets[i].Host = n.Name
-			}
 		}
 		c.Client = spec
 	}
