@@ -12,6 +12,7 @@ import (
 
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/internal/sysinfo"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/capture"
@@ -30,7 +31,7 @@ type experimentRun struct {
 	rec   rundir.Experiment
 
 	startStats    map[string]rundir.SwitchStats
-	load          *load
+	load          *sysinfo.Load
 	stopTelemetry func()
 	faults        *faults.Run
 	faultClock    *driver.HostClock // the timed faults' clock
@@ -157,7 +158,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	x.resetWindows(ctx)
 	x.startPostcards(ctx)
 	x.startStats = r.readSwitchStats(ctx)
-	x.load = startLoad(runtime.NumCPU(), os.Getpid())
+	x.load = sysinfo.StartLoad(runtime.NumCPU(), os.Getpid())
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
@@ -331,10 +332,10 @@ func (x *experimentRun) addHost(host, role string, c *agentpb.Counters) {
 func (x *experimentRun) endMeasurement(ctx context.Context) {
 	x.rec.Ended = time.Now().UnixNano()
 	x.stopTelemetry()
-	x.load.end()
-	cpuBusy := cpuBusyFraction(x.load.t0, x.load.t1)
+	x.load.End()
+	cpuBusy := x.load.Busy()
 	x.rec.CPUBusy = cpuBusy
-	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.before1, x.load.steal(), x.load.otherCPUs()
+	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.LoadAverage1(), x.load.Steal(), x.load.OtherCPUs()
 	x.rec.AgentCPUMs = x.cpuUs / 1000
 	if w := lagWarning(x.lags, len(x.roles.ClientHosts())); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
@@ -343,7 +344,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 	if w := cpuWarning(cpuBusy); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
-	if w := x.load.warning(); w != "" {
+	if w := otherLoadWarning(x.rec.OtherCPUs, x.rec.LoadAvg1); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.stopPostcards(ctx)

@@ -105,6 +105,18 @@ func TestRecordsIssueOrder(t *testing.T) {
 	}
 }
 
+func TestOtherLoadWarning(t *testing.T) {
+	for _, tc := range []struct {
+		other float64
+		warn  bool
+	}{{0, false}, {0.24, false}, {0.25, true}, {1.5, true}} {
+		w := otherLoadWarning(tc.other, 3.5)
+		if got := strings.Contains(w, "other processes kept") && strings.Contains(w, "load average 3.50"); got != tc.warn {
+			t.Errorf("other CPUs %.2f: warning %q, want one: %v", tc.other, w, tc.warn)
+		}
+	}
+}
+
 func TestLagWarning(t *testing.T) {
 	poisson := &agentpb.Workload{Arrivals: "poisson", RateRps: 100} // 10 ms mean gap
 	tests := []struct {
