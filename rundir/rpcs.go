@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 )
 
 // RPC statuses: every issued RPC ends in exactly one.
@@ -279,4 +280,14 @@ func OpenRPCs(dir string) (io.ReadCloser, string, error) {
 		return nil, "", fmt.Errorf("open records: %w", err)
 	}
 	return rc, path, nil
+}
+
+// unsafeAgentName are the characters an agent's file names replace.
+var unsafeAgentName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// AgentFile is the name of the file an agent writes one experiment's rows
+// of format to as the experiment runs ("<exp>-<host>.rpcs.csv"), which
+// the orchestrator reads back when the agent is killed.
+func AgentFile[T any](exp, host string, format *CSVFormat[T]) string {
+	return unsafeAgentName.ReplaceAllString(exp+"-"+host, "_") + "." + format.File
 }

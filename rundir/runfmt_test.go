@@ -237,3 +237,18 @@ func TestPostcardsRoundTrip(t *testing.T) {
 		t.Error("missing file read without error")
 	}
 }
+
+func TestAgentFile(t *testing.T) {
+	tests := []struct{ exp, host, want string }{
+		{"lc-homa", "h2", "lc-homa-h2.rpcs.csv"},
+		{"a/b c", "h1", "a_b_c-h1.rpcs.csv"},
+	}
+	for _, tc := range tests {
+		if got := AgentFile(tc.exp, tc.host, RPCs()); got != tc.want {
+			t.Errorf("AgentFile(%q, %q) = %q, want %q", tc.exp, tc.host, got, tc.want)
+		}
+	}
+	if got := AgentFile("x", "h1", ServedRPCs()); got != "x-h1.served.csv" {
+		t.Errorf("served file %q", got)
+	}
+}

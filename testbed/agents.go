@@ -312,5 +312,5 @@ func (f faultEnv) StartAgent(ctx context.Context, host string) error {
 }
 
 func (f faultEnv) RecordsPath(host string) string {
-	return filepath.Join(f.x.r.dir, "agents", "records", host, faults.RecordsFile(f.x.e.Name, host))
+	return filepath.Join(f.x.r.dir, "agents", "records", host, rundir.AgentFile(f.x.e.Name, host, rundir.RPCs()))
 }

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/internal/sysinfo"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/capture"
@@ -29,9 +31,10 @@ type experimentRun struct {
 	rec   rundir.Experiment
 
 	startStats    map[string]rundir.SwitchStats
-	load          *load
+	load          *sysinfo.Load
 	stopTelemetry func()
 	faults        *faults.Run
+	faultClock    *driver.HostClock // the timed faults' clock
 	capture       *capture.Session
 	adversaries   []adversaryProc
 
@@ -71,7 +74,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 		return err
 	}
 	waitErr := x.wait(ctx)
-	x.faults.End()
+	x.endFaults()
 	interrupted := waitErr != nil
 	drain, budget := stopBudget(e.Scenario, interrupted)
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
@@ -159,7 +162,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	x.resetWindows(ctx)
 	x.startPostcards(ctx)
 	x.startStats = r.readSwitchStats(ctx)
-	x.load = startLoad(runtime.NumCPU(), os.Getpid())
+	x.load = sysinfo.StartLoad(runtime.NumCPU(), os.Getpid())
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
@@ -172,10 +175,18 @@ func (x *experimentRun) start(ctx context.Context) error {
 	}
 	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.Clients, Servers: x.roles.Servers, Used: x.roles.Used,
 		Start: time.Unix(0, x.roles.Start)}
-	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, r.log)
+	clock, err := driver.NewHostClock()
+	if err != nil {
+		x.stopTelemetry()
+		return err
+	}
+	go clock.Run()
+	x.faultClock = clock
+	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, clock, r.log)
 	x.faults = fr
 	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
 	if err != nil {
+		x.endFaults()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return err
@@ -184,18 +195,25 @@ func (x *experimentRun) start(ctx context.Context) error {
 	if err := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
 		return a.Start(ctx)
 	}); err != nil {
-		x.faults.End()
+		x.endFaults()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return fmt.Errorf("start clients: %w", err)
 	}
 	if err := x.startAdversaries(ctx); err != nil {
-		x.faults.End()
+		x.endFaults()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
 		return err
 	}
 	return nil
+}
+
+// endFaults stops applying timed faults, waits for the one under way and
+// stops their clock.
+func (x *experimentRun) endFaults() {
+	x.faults.End()
+	x.faultClock.Close()
 }
 
 // resetWindows restarts the switches' peaks and delay percentiles, which
@@ -318,10 +336,10 @@ func (x *experimentRun) addHost(host, role string, c *agentpb.Counters) {
 func (x *experimentRun) endMeasurement(ctx context.Context) {
 	x.rec.Ended = time.Now().UnixNano()
 	x.stopTelemetry()
-	x.load.end()
-	cpuBusy := cpuBusyFraction(x.load.t0, x.load.t1)
+	x.load.End()
+	cpuBusy := x.load.Busy()
 	x.rec.CPUBusy = cpuBusy
-	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.before1, x.load.steal(), x.load.otherCPUs()
+	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.LoadAverage1(), x.load.Steal(), x.load.OtherCPUs()
 	x.rec.AgentCPUMs = x.cpuUs / 1000
 	if w := lagWarning(x.lags, len(x.roles.ClientHosts())); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
@@ -330,7 +348,7 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 	if w := cpuWarning(cpuBusy); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
-	if w := x.load.warning(); w != "" {
+	if w := otherLoadWarning(x.rec.OtherCPUs, x.rec.LoadAvg1); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.stopPostcards(ctx)
@@ -338,19 +356,20 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 }
 
 // collect fetches every client's records, keeps each agent's file under
-// agents/records/<host>/ and appends the rows to rpcs.csv, one client
-// after the other; then the diagnostics, TCP connection samples (tcp.csv)
-// and what each server answered (served.csv, for the latency anatomy),
-// whose loss is only logged: the records stand without them.
+// agents/records/<host>/ and appends the rows to rpcs.csv in issue order
+// across the clients, as a simulated run writes them; then the
+// diagnostics, TCP connection samples (tcp.csv) and what each server
+// answered (served.csv, for the latency anatomy), whose loss is only
+// logged: the records stand without them.
 func (x *experimentRun) collect(ctx context.Context) error {
 	r, exp := x.r, x.e.Name
 	clients := x.roles.ClientHosts()
+	var files [][]byte
 	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, func(host string, data []byte) error {
-		if err := os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644); err != nil {
-			return err
-		}
-		return r.records.appendCSV(data)
+		files = append(files, data)
+		return os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644)
 	})
+	err = errors.Join(err, r.records.appendMerged(files))
 	if !x.e.Transport.Engine() {
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}

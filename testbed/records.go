@@ -50,21 +50,50 @@ func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 
 // appendCSV adds one agent's records (an rpcs.csv of its own), row by
 // row: an agent's file may be long.
-func (r *recordsFile) appendCSV(data []byte) error {
-	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), "agent records")
-	if err != nil {
+func (r *recordsFile) appendCSV(data []byte) error { return r.appendMerged([][]byte{data}) }
+
+// appendMerged adds the records of several agents (each an rpcs.csv of
+// its own, in the order it issued them) as one sequence in issue order:
+// by send time, a tie to the agent listed first. A simulated run writes
+// its rows in that order as they become final.
+func (r *recordsFile) appendMerged(files [][]byte) error {
+	rds := make([]*rundir.CSVReader[rundir.RPC], len(files))
+	heads := make([]*rundir.RPC, len(files))
+	next := func(i int) error {
+		var row rundir.RPC
+		err := rds[i].Read(&row)
+		if errors.Is(err, io.EOF) {
+			heads[i] = nil
+			return nil
+		}
+		heads[i] = &row
 		return err
+	}
+	for i, data := range files {
+		var err error
+		if rds[i], err = rundir.RPCs().NewReader(bytes.NewReader(data), "agent records"); err != nil {
+			return err
+		}
+		if err := next(i); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var rec rundir.RPC
 	for {
-		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
+		first := -1
+		for i, h := range heads {
+			if h != nil && (first < 0 || h.SentNs < heads[first].SentNs) {
+				first = i
+			}
+		}
+		if first < 0 {
 			return r.w.Flush()
-		} else if err != nil {
+		}
+		if err := r.put(heads[first], ""); err != nil {
 			return err
 		}
-		if err := r.put(&rec, ""); err != nil {
+		if err := next(first); err != nil {
 			return err
 		}
 	}

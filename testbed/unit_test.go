@@ -3,9 +3,11 @@ package testbed
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"github.com/homatb/homatb/testbed/agents"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +62,57 @@ func TestRecordsMerge(t *testing.T) {
 	for _, l := range lines[1:] {
 		if !strings.HasPrefix(l, "calibrate-homa,") {
 			t.Errorf("row not renamed: %s", l)
+		}
+	}
+}
+
+// TestRecordsIssueOrder: the clients' records, each in its own issue
+// order, enter rpcs.csv in issue order across the clients (by sent_ns, a
+// tie to the client listed first), as a simulated run writes them.
+func TestRecordsIssueOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rpcs.csv")
+	r, err := createRecords(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := "experiment,transport,phase,client,server,req_bytes,resp_bytes,intended_ns,sent_ns,done_ns,rtt_ns,status,error,retries\n"
+	row := func(client string, sent int) string {
+		return fmt.Sprintf("x,homa,measure,%s,10.0.0.1:4000,100,100,%d,%d,%d,9,completed,,0\n", client, sent, sent, sent+9)
+	}
+	files := [][]byte{
+		[]byte(hdr + row("h1", 1) + row("h1", 5) + row("h1", 9)),
+		[]byte(hdr),
+		[]byte(hdr + row("h3", 2) + row("h3", 5) + row("h3", 10)),
+	}
+	if err := r.appendMerged(files); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, l := range strings.Split(strings.TrimSpace(string(got)), "\n")[1:] {
+		f := strings.Split(l, ",")
+		order = append(order, f[3]+"@"+f[8])
+	}
+	want := []string{"h1@1", "h3@2", "h1@5", "h3@5", "h1@9", "h3@10"}
+	if !slices.Equal(order, want) {
+		t.Errorf("rows %v, want %v", order, want)
+	}
+}
+
+func TestOtherLoadWarning(t *testing.T) {
+	for _, tc := range []struct {
+		other float64
+		warn  bool
+	}{{0, false}, {0.24, false}, {0.25, true}, {1.5, true}} {
+		w := otherLoadWarning(tc.other, 3.5)
+		if got := strings.Contains(w, "other processes kept") && strings.Contains(w, "load average 3.50"); got != tc.warn {
+			t.Errorf("other CPUs %.2f: warning %q, want one: %v", tc.other, w, tc.warn)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -20,7 +21,8 @@ import (
 
 // experiment is one configured workload on this host: the shared drivers
 // (package driver) on the host's clock, sending through the agent's
-// Transport, and their books. Every issued RPC is in exactly one of: open,
+// Transport, and their books (driver.Books), which write the records in
+// the order issued. Every issued RPC is in exactly one of: open,
 // completed, failed, and at Stop the open ones are recorded as in flight.
 type experiment struct {
 	name  string
@@ -35,11 +37,10 @@ type experiment struct {
 	callCtx     context.Context
 	cancelCalls context.CancelFunc
 
-	mu                                        sync.Mutex
-	issued, completed, failed, inflight, open uint64
-	failures                                  map[string]uint64
-	lag                                       *hdrhistogram.Histogram // send lag, microseconds
-	rtt                                       *hdrhistogram.Histogram // RTT of completed non-warmup RPCs, microseconds
+	mu    sync.Mutex
+	books *driver.Books
+	lag   *hdrhistogram.Histogram // send lag, microseconds
+	rtt   *hdrhistogram.Histogram // RTT of completed non-warmup RPCs, microseconds
 
 	stopOnce sync.Once
 	stopErr  error
@@ -60,10 +61,14 @@ func newExperiment(ctx context.Context, cfg driver.Config, tr Transport, rec *re
 	}
 	e := &experiment{
 		name: cfg.Experiment, tr: tr, rec: rec, log: cfg.Log, clock: clock,
-		failures: map[string]uint64{},
-		lag:      hdrhistogram.New(1, lagMaxUs, 3),
-		rtt:      hdrhistogram.New(1, lagMaxUs, 3),
+		lag: hdrhistogram.New(1, lagMaxUs, 3),
+		rtt: hdrhistogram.New(1, lagMaxUs, 3),
 	}
+	e.books = driver.NewBooks(func(row *rundir.RPC) {
+		if rec != nil {
+			rec.Write(*row)
+		}
+	})
 	e.callCtx, e.cancelCalls = context.WithCancel(ctx)
 	e.host = driver.NewHost(cfg, clock, e, e)
 	go clock.Run()
@@ -120,39 +125,25 @@ func sinceSent(sent, t time.Time) int64 {
 func (e *experiment) Issued(row *rundir.RPC) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.issued++
-	e.open++
+	e.books.Issued(row)
 	e.lag.RecordValue(min(max((row.SentNs-row.IntendedNs)/1000, 0), lagMaxUs))
 }
 
-// Ended books a completed or failed RPC and writes its record.
+// Ended books a completed or failed RPC.
 func (e *experiment) Ended(row *rundir.RPC) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.open--
-	if row.Status == rundir.StatusFailed {
-		e.failures[row.Reason]++
-		e.failed++
-	} else {
-		e.completed++
-		if row.Phase != rundir.PhaseWarmup {
-			e.rtt.RecordValue(min(max((row.DoneNs-row.IntendedNs)/1000, 1), lagMaxUs))
-		}
-	}
-	if e.rec != nil {
-		e.rec.Write(*row)
+	e.books.Ended(row)
+	if row.Status == rundir.StatusCompleted && row.Phase != rundir.PhaseWarmup {
+		e.rtt.RecordValue(min(max((row.DoneNs-row.IntendedNs)/1000, 1), lagMaxUs))
 	}
 }
 
-// InFlight writes the record of an RPC open when the books closed.
+// InFlight books an RPC open when the books closed.
 func (e *experiment) InFlight(row *rundir.RPC) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.open--
-	e.inflight++
-	if e.rec != nil {
-		e.rec.Write(*row)
-	}
+	e.books.InFlight(row)
 }
 
 // stop ends issuing, gives open RPCs drain to finish, records the rest as
@@ -164,6 +155,9 @@ func (e *experiment) stop(drain time.Duration) error {
 			time.Sleep(time.Millisecond)
 		}
 		e.clock.Do(e.host.Close)
+		e.mu.Lock()
+		e.books.Close()
+		e.mu.Unlock()
 		e.cancelCalls()
 		e.clock.Close()
 		if e.rec != nil {
@@ -179,7 +173,7 @@ func (e *experiment) stop(drain time.Duration) error {
 func (e *experiment) openCount() uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.open
+	return e.books.Open()
 }
 
 // counters is a snapshot of the books.
@@ -196,11 +190,9 @@ func (e *experiment) snapshot() counters {
 	defer e.mu.Unlock()
 	// Counted, not derived from the others, so that issued = completed +
 	// failed + in flight is a check on the books rather than an identity.
-	c := counters{issued: e.issued, completed: e.completed, failed: e.failed, inFlight: e.inflight + e.open,
-		failures: make(map[string]uint64, len(e.failures)), slotWaits: e.host.SlotWaits()}
-	for k, v := range e.failures {
-		c.failures[k] = v
-	}
+	b := e.books.Count
+	c := counters{issued: b.Issued, completed: b.Completed, failed: b.Failed, inFlight: b.InFlight + e.books.Open(),
+		failures: maps.Clone(e.books.Failures), slotWaits: e.host.SlotWaits()}
 	if e.lag.TotalCount() > 0 {
 		c.lagP50 = float64(e.lag.ValueAtQuantile(50))
 		c.lagP99 = float64(e.lag.ValueAtQuantile(99))

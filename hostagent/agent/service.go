@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -88,8 +87,6 @@ func apiError(err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
 // Configure sets up the transport, servers and next experiment.
 func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*agentpb.ConfigureReply, error) {
 	s.mu.Lock()
@@ -159,7 +156,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	resp := &responder{}
 	var tell func(*Served)
 	if len(req.GetServerPorts()) > 0 {
-		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".served.csv")
+		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.ServedRPCs()))
 		sw, err := newServedWriter(path)
 		if err != nil {
 			tr.Close()
@@ -177,7 +174,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	var rec *recordWriter
 	if spec != nil || len(colls) > 0 {
-		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".rpcs.csv")
+		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.RPCs()))
 		if rec, err = newRecordWriter(path); err != nil {
 			tr.Close()
 			return nil, apiError(err)
@@ -186,7 +183,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	var conns *connSampler
 	if cl, ok := tr.(connLister); ok && spec != nil {
-		path := filepath.Join(s.recordsDir, unsafeName.ReplaceAllString(req.GetExperiment()+"-"+host, "_")+".tcp.csv")
+		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.TCPConns()))
 		if conns, err = startConnSampler(path, req.GetExperiment(), host, cl); err != nil {
 			tr.Close()
 			return nil, apiError(err)

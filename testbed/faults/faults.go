@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
@@ -93,14 +93,19 @@ type Experiment struct {
 
 // Run is the fault injection of one experiment: loss set on the faulted
 // links from the clients' start until after the drain, link-down windows
-// and agent kills at their times in the measurement.
+// and agent kills at their times in the measurement, as events on the
+// run's clock.
 type Run struct {
 	env    Env
 	x      Experiment
 	log    *slog.Logger
 	cancel context.CancelFunc
-	done   chan struct{}
-	ports  map[portRef]bool // ports whose settings Clear undoes
+	events []driver.Event
+	// applying is held while a timed fault is applied; ended, under it,
+	// says End has returned and no fault applies any more.
+	applying sync.Mutex
+	ended    bool
+	ports    map[portRef]bool // ports whose settings Clear undoes
 	// rerouted are the leaf-spine links the controller took out of its
 	// paths and has not taken back (Clear does).
 	rerouted map[string]scenario.Fault
@@ -117,8 +122,8 @@ type portRef struct {
 }
 
 // killedAgent is what is known of an agent killed in this experiment.
-// The scheduling goroutine fills it; the experiment's steps read it only
-// after endSchedule has waited for that goroutine.
+// A timed fault's event fills it; the experiment's steps read it only
+// after End has waited for the event under way.
 type killedAgent struct {
 	at      time.Duration // into the measurement
 	restart bool
@@ -146,14 +151,15 @@ type timedFault struct {
 	up bool
 }
 
-// Start sets the loss faults now and schedules the timed ones from the
-// start of the measurement (the clients' start plus the warm-up). Its
+// Start sets the loss faults now and schedules the timed ones on sched
+// from the start of the measurement (the clients' start plus the
+// warm-up); sched may run them on any goroutine, one at a time. Its
 // notes are the experiment's fidelity lines: the faults injected and the
 // agents down since an earlier experiment. A loss the switch refuses is
 // an error (the experiment would not measure what the scenario asks); the
 // Run returned is then one with nothing scheduled, for Clear.
-func Start(ctx context.Context, env Env, x Experiment, log *slog.Logger) (fr *Run, notes []string, err error) {
-	fr = &Run{env: env, x: x, log: log, done: make(chan struct{}), ports: map[portRef]bool{}, killed: map[string]*killedAgent{},
+func Start(ctx context.Context, env Env, x Experiment, sched driver.Scheduler, log *slog.Logger) (fr *Run, notes []string, err error) {
+	fr = &Run{env: env, x: x, log: log, cancel: func() {}, ports: map[portRef]bool{}, killed: map[string]*killedAgent{},
 		rerouted: map[string]scenario.Fault{}}
 	var timed []timedFault
 	for _, f := range x.Scenario.Faults {
@@ -162,13 +168,11 @@ func Start(ctx context.Context, env Env, x Experiment, log *slog.Logger) (fr *Ru
 		case "loss":
 			p, err := fr.port(f.Link)
 			if err != nil {
-				fr.noSchedule()
 				return fr, notes, err
 			}
 			dir := lossDirection(f.LossDirection())
 			fr.ports[p] = true
 			if err := env.SetFault(ctx, p.sw, switchstats.FaultSetting{Port: p.port, DropProb: f.Loss, Direction: &dir}); err != nil {
-				fr.noSchedule()
 				return fr, notes, fmt.Errorf("fault on %s's link: %w", f.Link, err)
 			}
 		case "down":
@@ -194,11 +198,15 @@ func Start(ctx context.Context, env Env, x Experiment, log *slog.Logger) (fr *Ru
 		notes = append(notes, fmt.Sprintf("agent %s is down (killed by fault injection in an earlier experiment, restart: false): it %s",
 			h, strings.Join(does, " and ")))
 	}
+	// Sorted, so that faults due at one instant apply in the scenario's
+	// order.
 	slices.SortStableFunc(timed, func(a, b timedFault) int { return int(a.at - b.at) })
 	measure := x.Start.Add(x.Scenario.Warmup.D())
 	fctx, cancel := context.WithCancel(ctx)
 	fr.cancel = cancel
-	go fr.schedule(fctx, measure, timed)
+	for _, t := range timed {
+		fr.events = append(fr.events, sched.At(measure.Add(t.at).UnixNano(), func() { fr.apply(fctx, t) }))
+	}
 	return fr, notes, nil
 }
 
@@ -208,46 +216,36 @@ func (fr *Run) port(host string) (portRef, error) {
 	return portRef{sw, port}, err
 }
 
-// noSchedule makes fr a Run with nothing scheduled, for an experiment
-// whose faults could not be set.
-func (fr *Run) noSchedule() {
-	fr.cancel = func() {}
-	close(fr.done)
-}
-
-// schedule applies the timed faults at their times until ctx ends.
-func (fr *Run) schedule(ctx context.Context, measure time.Time, timed []timedFault) {
-	defer close(fr.done)
-	for _, t := range timed {
-		select {
-		case <-ctx.Done():
+// apply applies one timed fault, unless End came first.
+func (fr *Run) apply(ctx context.Context, t timedFault) {
+	fr.applying.Lock()
+	defer fr.applying.Unlock()
+	if fr.ended || ctx.Err() != nil {
+		return
+	}
+	switch t.f.Kind() {
+	case "down":
+		if t.up {
+			fr.reroute(ctx, t.f, false)
 			return
-		case <-time.After(time.Until(measure.Add(t.at))):
 		}
-		switch t.f.Kind() {
-		case "down":
-			if t.up {
-				fr.reroute(ctx, t.f, false)
-				continue
-			}
-			p, err := fr.port(t.f.Link)
-			if err == nil {
-				fr.mu.Lock()
-				fr.ports[p] = true
-				fr.mu.Unlock()
-				d := t.f.Down.For.D().String()
-				err = fr.env.SetFault(ctx, p.sw, switchstats.FaultSetting{Port: p.port, DownFor: &d})
-			}
-			if err != nil {
-				fr.warn("link %s was not taken down at %s: %v", t.f.Link, t.at, err)
-			}
-			fr.log.Info("fault: link down", "link", t.f.Link, "at", t.at, "for", t.f.Down.For.D(), "err", err)
-			if _, _, sw := t.f.SwitchLink(); sw && err == nil {
-				fr.reroute(ctx, t.f, true)
-			}
-		case "kill_agent":
-			fr.kill(ctx, t.f.Link, t.at, t.f.RestartAgent())
+		p, err := fr.port(t.f.Link)
+		if err == nil {
+			fr.mu.Lock()
+			fr.ports[p] = true
+			fr.mu.Unlock()
+			d := t.f.Down.For.D().String()
+			err = fr.env.SetFault(ctx, p.sw, switchstats.FaultSetting{Port: p.port, DownFor: &d})
 		}
+		if err != nil {
+			fr.warn("link %s was not taken down at %s: %v", t.f.Link, t.at, err)
+		}
+		fr.log.Info("fault: link down", "link", t.f.Link, "at", t.at, "for", t.f.Down.For.D(), "err", err)
+		if _, _, sw := t.f.SwitchLink(); sw && err == nil {
+			fr.reroute(ctx, t.f, true)
+		}
+	case "kill_agent":
+		fr.kill(ctx, t.f.Link, t.at, t.f.RestartAgent())
 	}
 }
 
@@ -340,8 +338,13 @@ func (fr *Run) restartNow(ctx context.Context, host string) error {
 // End stops applying timed faults (an interrupted experiment ends
 // before its last ones) and waits for the one under way.
 func (fr *Run) End() {
+	for _, ev := range fr.events {
+		ev.Cancel()
+	}
 	fr.cancel()
-	<-fr.done
+	fr.applying.Lock()
+	fr.ended = true
+	fr.applying.Unlock()
 }
 
 // Clear brings every faulted port back to no loss and up, and the
@@ -505,16 +508,6 @@ func (fr *Run) Account() Books {
 		fr.warnings = append(fr.warnings, msg+after)
 	}
 	return b
-}
-
-// unsafeRecordChars are the characters an agent replaces in the name of
-// its records file (hostagent/agent).
-var unsafeRecordChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// RecordsFile is the name of the file an agent writes an
-// experiment's records to as they finish.
-func RecordsFile(exp, host string) string {
-	return unsafeRecordChars.ReplaceAllString(exp+"-"+host, "_") + ".rpcs.csv"
 }
 
 // salvageRecords keeps the whole rows of a killed agent's records file

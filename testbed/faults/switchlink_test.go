@@ -10,14 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
+	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
 // linkEnv records what fault injection asks of a run with one leaf-spine
 // link, l1-p1 on l1's port 3; it has no agents.
 type linkEnv struct {
+	now    func() int64 // virtual time, for the log
 	mu     sync.Mutex
 	events []string
 }
@@ -25,7 +28,7 @@ type linkEnv struct {
 func (e *linkEnv) log(format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, fmt.Sprintf(format, args...))
+	e.events = append(e.events, time.Duration(e.now()).String()+" "+fmt.Sprintf(format, args...))
 }
 
 func (e *linkEnv) Port(link string) (string, uint16, error) {
@@ -60,30 +63,36 @@ func (e *linkEnv) RecordsPath(string) string                { return "" }
 
 // TestSwitchLinkDownMovesPaths: a down window on a leaf-spine link drops at
 // the leaf's port and has the controller move the paths off the link at
-// its start and back at its end; Clear takes back a link whose window the
-// experiment cut short.
+// its start and back at its end, on the scheduler's clock (virtual time
+// here); Clear takes back a link whose window the experiment cut short,
+// and a fault due after End does not apply.
 func TestSwitchLinkDownMovesPaths(t *testing.T) {
+	ms := int64(time.Millisecond)
 	for _, tc := range []struct {
 		name string
-		wait time.Duration
+		wait int64
 		want []string
 	}{
-		{"whole window", 150 * time.Millisecond, []string{"fault l1:3 down_for=50ms", "reroute l1-p1 down=true", "reroute l1-p1 down=false", "fault l1:3 down_for=0s"}},
-		{"cut short", 30 * time.Millisecond, []string{"fault l1:3 down_for=50ms", "reroute l1-p1 down=true", "reroute l1-p1 down=false", "fault l1:3 down_for=0s"}},
+		{"whole window", 150 * ms, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "60ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}},
+		{"cut short", 30 * ms, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "200ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}},
+		{"ended before", 5 * ms, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &linkEnv{}
+			var q simnet.Clock
+			env := &linkEnv{now: q.Now}
 			f := scenario.Fault{Link: "l1-p1", Down: &scenario.DownWindow{At: scenario.Duration(10 * time.Millisecond), For: scenario.Duration(50 * time.Millisecond)}}
-			x := Experiment{Experiment: &scenario.Experiment{Scenario: &scenario.Scenario{Faults: []scenario.Fault{f}}}, Start: time.Now()}
-			fr, notes, err := Start(context.Background(), env, x, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			epoch := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+			x := Experiment{Experiment: &scenario.Experiment{Scenario: &scenario.Scenario{Faults: []scenario.Fault{f}}}, Start: epoch}
+			fr, notes, err := Start(context.Background(), env, x, driver.OnQueue(&q, epoch.UnixNano()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(notes) != 1 || notes[0] != "fault injected: link l1-p1 down at 10ms into the measurement for 50ms (the controller moves the paths off it and back)" {
 				t.Errorf("notes %q", notes)
 			}
-			time.Sleep(tc.wait)
+			q.Run(tc.wait)
 			fr.End()
+			q.Run(200 * ms) // what End cancelled does not run; Clear then
 			fr.Clear(context.Background())
 			env.mu.Lock()
 			got := slices.Clone(env.events)

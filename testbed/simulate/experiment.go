@@ -31,21 +31,17 @@ type job struct {
 	// (tcp.nic_priorities).
 	nicPrio bool
 	// hosts are the workloads of the hosts taking part, in layout order.
-	hosts          []driver.Config
-	servers        map[string]bool
-	warmup, length time.Duration
-	drain          time.Duration
-	epoch          time.Time // wall time of virtual time 0
-	log            *slog.Logger
+	hosts   []driver.Config
+	servers map[string]bool
+	length  time.Duration
+	drain   time.Duration
+	epoch   time.Time // wall time of virtual time 0
+	log     *slog.Logger
 
-	// pending are the issued RPCs' records in the order issued, from the
-	// oldest not yet final (a driver.Sink, with books); each leading
-	// final one goes to out at once, so that a long experiment holds only
-	// the records of its open RPCs and those issued after them.
-	pending []*rundir.RPC
-	books   rundir.Books
-	out     Records
-	outErr  error
+	// books hand each record to out in the order issued, once final.
+	books  *driver.Books
+	out    Records
+	outErr error
 	// counters are the hosts' transport counters at the end, merged, and
 	// hostCounters each one's.
 	counters     map[string]uint64
@@ -66,9 +62,9 @@ type job struct {
 	stacks hostStacks
 }
 
-// hostConfig is host's workload as its agent would get it (client w, nil
-// for none, and its parts in collectives), with the client's bounds those
-// of the job.
+// hostConfig is host's workload as its agent gets it (client w, nil for
+// none, and its parts in collectives). Its rows name their servers' hosts
+// as an agent's do, when the run's records take them (by address).
 func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
 	c := driver.Config{Experiment: j.name, Transport: j.transport, Phase: phase, Host: host, Log: j.log}
 	return j.hostConfigOf(c, w, colls)
@@ -82,13 +78,6 @@ func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentp
 		spec, err := driver.ParseWorkload(w)
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", host, err)
-		}
-		// In nanoseconds, where the workload has milliseconds.
-		spec.Duration, spec.Warmup = j.length, j.warmup
-		for i, t := range spec.Targets {
-			if n := j.byIP[t.Addr.Addr()]; n != nil {
-				spec.Targets[i].Host = n.Name
-			}
 		}
 		c.Client = spec
 	}
@@ -107,6 +96,11 @@ func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentp
 func (j *job) run() error {
 	clock := j.net.Clock()
 	sched := driver.OnQueue(clock, j.epoch.UnixNano())
+	j.books = driver.NewBooks(func(row *rundir.RPC) {
+		if j.outErr == nil {
+			j.outErr = j.out.RPC(row)
+		}
+	})
 	var ds []*driver.Host
 	j.drivers = map[string]*driver.Host{}
 	started := map[string]bool{} // a shared job's hosts have a driver per transport
@@ -123,7 +117,7 @@ func (j *job) run() error {
 				}
 			}
 		}
-		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j)
+		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j.books)
 		ds = append(ds, d)
 		j.drivers[hc.Host+" "+hc.Transport] = d
 	}
@@ -169,13 +163,7 @@ func (j *job) run() error {
 	for _, d := range ds {
 		d.Close()
 	}
-	// Every row is final now; one that is not still goes out, as issued.
-	for _, row := range j.pending {
-		if j.outErr == nil {
-			j.outErr = j.out.RPC(row)
-		}
-	}
-	j.pending = nil
+	j.books.Close() // every row is final now; one that is not still goes out
 	j.counters = map[string]uint64{}
 	for _, hc := range j.hosts {
 		name := hc.Host
@@ -203,40 +191,6 @@ func (j *job) run() error {
 		j.net.Node(name).Stop()
 	}
 	return j.outErr
-}
-
-// Issued, Ended and InFlight book the rows (driver.Sink).
-func (j *job) Issued(row *rundir.RPC) {
-	j.pending = append(j.pending, row)
-	j.books.Issued++
-}
-
-func (j *job) Ended(row *rundir.RPC) {
-	if row.Status == rundir.StatusCompleted {
-		j.books.Completed++
-	} else {
-		j.books.Failed++
-	}
-	j.flush()
-}
-
-func (j *job) InFlight(*rundir.RPC) {
-	j.books.InFlight++
-	j.flush()
-}
-
-// flush sends the leading final rows (the driver sets a row's status as
-// it ends or the books close) to out, in the order issued.
-func (j *job) flush() {
-	n := 0
-	for n < len(j.pending) && j.pending[n].Status != "" {
-		if j.outErr == nil {
-			j.outErr = j.out.RPC(j.pending[n])
-		}
-		j.pending[n] = nil
-		n++
-	}
-	j.pending = j.pending[n:]
 }
 
 // served books one server's answer.

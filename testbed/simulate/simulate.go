@@ -18,10 +18,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/driver"
+	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/fabric"
@@ -31,6 +33,7 @@ import (
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
+	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
@@ -302,55 +305,21 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	if err != nil {
 		return err
 	}
-	var (
-		fidelity []string
-		moveErrs []error
-	)
+	// The faults run as an emulated experiment's do (package faults), on
+	// the network's clock: loss from the start, down windows from their
+	// instants in the measurement, the controller moving the paths off a
+	// switch link and back; the event loop waits for its writes, so in
+	// virtual time they take none.
+	fx := faults.Experiment{Experiment: e, Clients: ro.Clients, Servers: ro.Servers, Used: ro.Used, Start: time.Unix(0, ro.Start)}
+	fr, _, err := faults.Start(ctx, faultEnv{sws: r.sws, net: net}, fx, driver.OnQueue(net.Clock(), ro.Start), r.log)
+	if err != nil {
+		return err
+	}
+	var fidelity []string
 	for _, f := range s.Faults {
-		leaf, spine, switchLink := f.SwitchLink()
-		if f.Down != nil && switchLink {
-			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
-			to := from + f.Down.For.D().Nanoseconds()
-			if err := net.SetLinkDown(leaf, spine, from, to); err != nil {
-				return err
-			}
-			// The controller moves the paths at the fault's instant and
-			// back at its end; the event loop waits for its writes, so
-			// in virtual time they take none.
-			move := func(down bool) func() {
-				return func() {
-					if err := r.sws.SetLinkDown(ctx, leaf, spine, down); err != nil {
-						moveErrs = append(moveErrs, err)
-					}
-				}
-			}
-			net.Clock().At(from, move(true))
-			net.Clock().At(to, move(false))
-			defer move(false)() // the groups as the next experiment expects them
+		if _, _, switchLink := f.SwitchLink(); f.Down != nil && switchLink {
 			fidelity = append(fidelity, fmt.Sprintf("link %s down at %s into the measurement for %s; the simulated controller moved the paths off it at that instant and back at its end (no convergence delay)",
 				f.Link, f.Down.At.D(), f.Down.For.D()))
-			continue
-		}
-		if f.Down != nil {
-			// At is in the measurement, which starts a warm-up after the
-			// clients (virtual time 0).
-			from := (s.Warmup.D() + f.Down.At.D()).Nanoseconds()
-			if err := net.SetDown(f.Link, from, from+f.Down.For.D().Nanoseconds()); err != nil {
-				return err
-			}
-		}
-		if f.Loss == nil {
-			continue // Check refused the other kinds
-		}
-		to, from := *f.Loss, *f.Loss
-		switch f.Direction {
-		case "to_host":
-			from = 0
-		case "from_host":
-			to = 0
-		}
-		if err := net.SetLoss(f.Link, to, from); err != nil {
-			return err
 		}
 	}
 	tcp, err := r.tcpConfig(e.Transport)
@@ -358,7 +327,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 		return err
 	}
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
-		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
+		servers: map[string]bool{}, length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: time.Unix(0, ro.Start).UTC(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
 	j.servers = ro.Servers
 	for _, host := range ro.Used {
@@ -384,7 +353,12 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 		}
 		net.OnPostcard(cards.write)
 	}
-	runErr := errors.Join(j.run(), errors.Join(moveErrs...))
+	runErr := j.run()
+	fr.End()
+	fr.Clear(ctx) // the paths as the next experiment expects them
+	if w := fr.Warnings(); len(w) > 0 {
+		runErr = errors.Join(runErr, errors.New(strings.Join(w, "; ")))
+	}
 	if cards != nil {
 		runErr = errors.Join(runErr, cards.close())
 	}
@@ -399,7 +373,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
 	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
 	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
-	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books, j.counters, j.hostCounters
+	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books.Count, j.counters, j.hostCounters
 	r.finish(j)
 	return nil
 }
@@ -529,3 +503,62 @@ func pfcOf(p *scenario.PFC) dataplane.PFC {
 	}
 	return c
 }
+
+// faultEnv is fault injection's reach into a simulated experiment
+// (faults.Env): faults act on the simulated network's links, named as the
+// scenario names them, and the controller moves the paths on the
+// simulated switches. There are no agents to kill (Check refuses such
+// faults).
+type faultEnv struct {
+	sws *simnet.Switches
+	net *simnet.Network
+}
+
+func (f faultEnv) Port(link string) (string, uint16, error) { return link, 0, nil }
+
+func (f faultEnv) Reroute(ctx context.Context, leaf, spine string, down bool) error {
+	return f.sws.SetLinkDown(ctx, leaf, spine, down)
+}
+
+// SetFault sets loss on a host's link, or takes a link down from now for
+// its window. Settings of no loss and no window, which clear a fault, have
+// nothing to undo: each experiment has a network of its own.
+func (f faultEnv) SetFault(_ context.Context, link string, fs switchstats.FaultSetting) error {
+	if fs.DropProb != nil && *fs.DropProb > 0 {
+		to, from := *fs.DropProb, *fs.DropProb
+		switch *fs.Direction {
+		case switchstats.DirectionEgress: // towards the host
+			from = 0
+		case switchstats.DirectionIngress:
+			to = 0
+		}
+		if err := f.net.SetLoss(link, to, from); err != nil {
+			return err
+		}
+	}
+	if fs.DownFor == nil {
+		return nil
+	}
+	d, err := time.ParseDuration(*fs.DownFor)
+	if err != nil || d <= 0 {
+		return err
+	}
+	now := f.net.Clock().Now()
+	if leaf, spine, switchLink := (scenario.Fault{Link: link}).SwitchLink(); switchLink {
+		return f.net.SetLinkDown(leaf, spine, now, now+d.Nanoseconds())
+	}
+	return f.net.SetDown(link, now, now+d.Nanoseconds())
+}
+
+func (faultEnv) Agent(string) faults.Agent { return nil }
+func (faultEnv) Down(string) bool          { return false }
+func (faultEnv) Kill(context.Context, string) (bool, error) {
+	return false, errors.New("the simulator has no agents to kill")
+}
+func (faultEnv) Restart(context.Context, string, *agentpb.Workload) error {
+	return errors.New("the simulator has no agents to restart")
+}
+func (faultEnv) StartAgent(context.Context, string) error {
+	return errors.New("the simulator has no agents to start")
+}
+func (faultEnv) RecordsPath(string) string { return "" }
