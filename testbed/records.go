@@ -46,8 +46,8 @@ func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 
 // appendCSV adds one agent's records (an rpcs.csv of its own), row by
 // row: an agent's file may be long.
-func (r *recordsFile) appendCSV(data []byte) error {
-	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), "agent records")
+func (r *recordsFile) appendCSV(data io.Reader) error {
+	rd, err := rundir.RPCs().NewReader(data, "agent records")
 	if err != nil {
 		return err
 	}
@@ -127,8 +127,8 @@ func median(v []float64) float64 {
 
 // appendCSVRows appends the rows of an agent's file of one format (data,
 // with its own header) to the run's file of that format at path.
-func appendCSVRows[T any](path string, format *rundir.CSVFormat[T], data []byte) error {
-	rd, err := format.NewReader(bytes.NewReader(data), "agent "+format.File)
+func appendCSVRows[T any](path string, format *rundir.CSVFormat[T], data io.Reader) error {
+	rd, err := format.NewReader(data, "agent "+format.File)
 	if err != nil {
 		return err
 	}

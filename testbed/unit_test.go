@@ -3,12 +3,13 @@ package testbed
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/homatb/homatb/testbed/agents"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/testbed/agents"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -43,7 +44,7 @@ func TestRecordsMerge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := r.appendCSV([]byte("experiment,other\nx,y\n")); err == nil {
+	if err := r.appendCSV(strings.NewReader("experiment,other\nx,y\n")); err == nil {
 		t.Error("a file with a different header was merged")
 	}
 	if err := r.close(); err != nil {
