@@ -166,10 +166,18 @@ def check_samples(path):
         thr = max(s[2] for s in settled) - base[2]
         fds = max(s[3] for s in settled) - base[3]
         at_peak = max(settled, key=lambda s: s[1])
+        # Not checked, a guide: a garbage-collected heap saws up and down,
+        # so one sample at a minute may fall high or low; a leak raises
+        # the mean from one third of the run to the next.
+        k = len(settled) // 3
+        trend = ""
+        if k:
+            mean = lambda ss: sum(x[1] for x in ss) / len(ss)
+            trend = f"; mean by thirds after {mean(settled[:k]) / 1024:.1f}, {mean(settled[k:-k] or settled[k:]) / 1024:.1f}, {mean(settled[-k:]) / 1024:.1f} MiB"
         figures.append(f"{name} (pid {pid}, {ss[-1][0] - t0:.0f} s): RSS {base[1] / 1024:.1f} MiB at 1 min, "
                        f"peak {peak / 1024:.1f} MiB after ({100 * growth:+.1f}%; anonymous {base[4] / 1024:.1f} -> "
                        f"{at_peak[4] / 1024:.1f}, file-backed {base[5] / 1024:.1f} -> {at_peak[5] / 1024:.1f} MiB) at "
-                       f"{at_peak[0] - t0:.0f} s; threads {base[2]}{thr:+d}; fds {base[3]}{fds:+d}")
+                       f"{at_peak[0] - t0:.0f} s{trend}; threads {base[2]}{thr:+d}; fds {base[3]}{fds:+d}")
         if growth > GROWTH:
             problems.append(f"{name} (pid {pid}): RSS grew {100 * growth:.1f}% after its first minute")
         # Threads and descriptors may vary by a few (the Go runtime, a
