@@ -59,32 +59,41 @@ def descendants(root):
 
 
 def sample(pid):
-    """(name, rss_kib, threads, fds) of pid, None once it is gone."""
+    """(name, rss_kib, threads, fds, anon_kib, file_kib) of pid, None once
+    it is gone. anon and file split the resident memory: the heap and stacks,
+    and the pages of the binary and other files (which grow as code runs for
+    the first time, not as a leak does)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
         name = " ".join(a.decode(errors="replace") for a in argv[:4] if a)
         rss = threads = None
+        anon = files = 0
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     rss = int(line.split()[1])
                 elif line.startswith("Threads:"):
                     threads = int(line.split()[1])
+                elif line.startswith("RssAnon:"):
+                    anon = int(line.split()[1])
+                elif line.startswith(("RssFile:", "RssShmem:")):
+                    files += int(line.split()[1])
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
     if rss is None:  # a zombie or a kernel thread
         return None
-    return name, rss, threads, fds
+    return name, rss, threads, fds, anon, files
 
 
 def sampler(root, out, interval, stop):
-    """Writes t,pid,name,rss_kib,threads,fds rows until stop is set."""
+    """Writes t,pid,name,rss_kib,threads,fds,anon_kib,file_kib rows until
+    stop is set."""
     start = time.monotonic()
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["t_s", "pid", "name", "rss_kib", "threads", "fds"])
+        w.writerow(["t_s", "pid", "name", "rss_kib", "threads", "fds", "anon_kib", "file_kib"])
         while not stop.wait(interval):
             t = round(time.monotonic() - start, 1)
             for pid in sorted(descendants(root)):
@@ -143,7 +152,8 @@ def check_samples(path):
     with open(path) as f:
         for row in csv.DictReader(f):
             by.setdefault((int(row["pid"]), row["name"]), []).append(
-                (float(row["t_s"]), int(row["rss_kib"]), int(row["threads"]), int(row["fds"])))
+                (float(row["t_s"]), int(row["rss_kib"]), int(row["threads"]), int(row["fds"]),
+                 int(row.get("anon_kib") or 0), int(row.get("file_kib") or 0)))
     problems, figures = [], []
     for (pid, name), ss in sorted(by.items()):
         t0 = ss[0][0]
@@ -155,8 +165,19 @@ def check_samples(path):
         growth = (peak - base[1]) / base[1]
         thr = max(s[2] for s in settled) - base[2]
         fds = max(s[3] for s in settled) - base[3]
+        at_peak = max(settled, key=lambda s: s[1])
+        # Not checked, a guide: a garbage-collected heap saws up and down,
+        # so one sample at a minute may fall high or low; a leak raises
+        # the mean from one third of the run to the next.
+        k = len(settled) // 3
+        trend = ""
+        if k:
+            mean = lambda ss: sum(x[1] for x in ss) / len(ss)
+            trend = f"; mean by thirds after {mean(settled[:k]) / 1024:.1f}, {mean(settled[k:-k] or settled[k:]) / 1024:.1f}, {mean(settled[-k:]) / 1024:.1f} MiB"
         figures.append(f"{name} (pid {pid}, {ss[-1][0] - t0:.0f} s): RSS {base[1] / 1024:.1f} MiB at 1 min, "
-                       f"peak {peak / 1024:.1f} MiB after ({100 * growth:+.1f}%); threads {base[2]}{thr:+d}; fds {base[3]}{fds:+d}")
+                       f"peak {peak / 1024:.1f} MiB after ({100 * growth:+.1f}%; anonymous {base[4] / 1024:.1f} -> "
+                       f"{at_peak[4] / 1024:.1f}, file-backed {base[5] / 1024:.1f} -> {at_peak[5] / 1024:.1f} MiB) at "
+                       f"{at_peak[0] - t0:.0f} s{trend}; threads {base[2]}{thr:+d}; fds {base[3]}{fds:+d}")
         if growth > GROWTH:
             problems.append(f"{name} (pid {pid}): RSS grew {100 * growth:.1f}% after its first minute")
         # Threads and descriptors may vary by a few (the Go runtime, a
@@ -175,10 +196,13 @@ def leftovers(binary, tag):
     return found
 
 
-def soak(binary, scenario, out, simulate, interval):
+def soak(binary, scenario, out, simulate, interval, heap_profile=None):
     cmd = ["nice", "-n", "10", binary, "run", "--no-report", "-q", "--out", out, scenario]
     if simulate:
         cmd.insert(5, "--simulate")
+    if heap_profile:
+        # The run's agents and switches profile themselves too.
+        cmd.insert(5, "--heap-profile=" + heap_profile + ("-sim" if simulate else "-emu"))
     os.makedirs(out, exist_ok=True)
     before = set(os.listdir(out))
     t0 = time.monotonic()
@@ -225,6 +249,9 @@ def main():
     ap.add_argument("--part", choices=["sim", "emu", "both"], default="both")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
+    ap.add_argument("--heap-profile", metavar="PREFIX",
+                    help="every homatb process writes heap profiles PREFIX-{sim,emu}-...pprof every 30 s "
+                         "(each forces a collection: a diagnosis, not a measured soak)")
     args = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     parts = []
@@ -242,7 +269,8 @@ def main():
         with open("/proc/loadavg") as f:
             load = " ".join(f.read().split()[:3])
         print(f"soak {name}: {scen} (scale {args.scale:g}), load average {load}", flush=True)
-        problems, figures = soak(args.bin, scaled(scen, args.scale), os.path.join(args.out, name), sim, args.interval)
+        problems, figures = soak(args.bin, scaled(scen, args.scale), os.path.join(args.out, name), sim, args.interval,
+                                 args.heap_profile)
         for l in figures:
             print("  " + l)
         for p in problems:

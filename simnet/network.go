@@ -200,9 +200,16 @@ type port struct {
 	pm      *dataplane.PortModel
 	out     func([]byte)
 	pending bool // a service event is scheduled
-	// serviceFn is service, made once: scheduling it allocates nothing.
-	serviceFn func()
-	rate      uint64 // bit/s
+	// wakeAt is when the scheduled service event is due, and onLink says
+	// it is the end of a frame's serialisation, which nothing can bring
+	// forward; otherwise the port waits for a paused or rate-limited queue,
+	// and a resume or a frame for another queue schedules it anew (the
+	// earlier event, superseded, finds wakeAt moved and does nothing).
+	wakeAt int64
+	onLink bool
+	// wakeFn is wake, made once: scheduling it allocates nothing.
+	wakeFn func(int64)
+	rate   uint64 // bit/s
 	// delay is from the end of a frame's serialisation to its arrival:
 	// the wire's, then the receiver's fixed latency.
 	delay int64
@@ -263,7 +270,7 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(dataplane.PortModelConfig{
 		RateBps: rateBps, WireOverhead: n.cfg.WireOverhead,
 		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes, SingleCaller: true})}
-	p.serviceFn = p.service
+	p.wakeFn = p.wake
 	return p
 }
 
@@ -283,21 +290,46 @@ func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
 			p.sw.held(inPort, q)
 		}
 	}
-	if !p.pending {
+	p.kick()
+	return ok
+}
+
+// kick services the port now unless it is sending a frame: an arrival or
+// a resume may let a queue send before the port's scheduled wake.
+func (p *port) kick() {
+	if !p.pending || !p.onLink {
 		p.service()
 	}
-	return ok
+}
+
+// at schedules the port's service at t; onLink says t is the end of a
+// frame on the link.
+func (p *port) at(t int64, onLink bool) {
+	t = max(t, p.n.clock.now) // as the clock keeps it
+	if p.pending && p.wakeAt == t {
+		p.onLink = p.onLink || onLink
+		return // that event is scheduled already
+	}
+	p.pending, p.onLink, p.wakeAt = true, onLink, t
+	p.n.clock.AtTime(t, p.wakeFn)
+}
+
+// wake is a scheduled service event at t; one a later schedule superseded
+// does nothing.
+func (p *port) wake(t int64) {
+	if p.pending && t == p.wakeAt {
+		p.pending = false // this event is spent
+		p.service()
+	}
 }
 
 // service sends the next frame when the port may: it leaves the port when
 // its serialization ends and arrives after the link's delay.
 func (p *port) service() {
-	p.pending = false
 	now := p.n.clock.now
 	d, ok, wake := p.pm.Dequeue(now)
 	switch {
 	case ok:
-		p.pending = true
 		p.txPkts++
 		p.txBytes += uint64(len(d.Frame))
 		f := d.Frame
@@ -318,10 +350,11 @@ func (p *port) service() {
 		} else {
 			p.n.clock.AtFrame(d.End+p.delay, p.out, f)
 		}
-		p.n.clock.At(d.End, p.serviceFn)
+		p.at(d.End, true)
 	case wake != 0:
-		p.pending = true
-		p.n.clock.At(wake, p.serviceFn)
+		p.at(wake, false)
+	default:
+		p.pending = false // nothing queued; the next arrival wakes it
 	}
 }
 

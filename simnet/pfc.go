@@ -55,9 +55,7 @@ func (s *swtch) pause(f []byte, inPort uint16) bool {
 	}
 	p.pm.Pause(vec, &quanta, s.n.clock.now)
 	p.pfc.Received(vec, &quanta)
-	if !p.pending { // a resume lets it send again
-		p.service()
-	}
+	p.kick() // a resume lets it send again, before the pause would have ended
 	return true
 }
 

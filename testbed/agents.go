@@ -1,10 +1,11 @@
 package testbed
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,15 +84,18 @@ func (as *agentSet) each(ctx context.Context, hosts []string, f func(ctx context
 }
 
 // fetchEach fetches file of experiment exp from the agents of hosts, in
-// parallel, and once all have answered hands each host's data to keep in
-// the hosts' order, so that a run's file holds its hosts one after the
-// other, in the same order every run. A killed agent's host is skipped (its
-// rows are accounted for apart); what failed, fetching or keeping, is
-// returned joined, and the rest is kept.
-func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file string, keep func(host string, data []byte) error) error {
-	data := make([][]byte, len(hosts))
+// parallel, each streamed into the file spool(host) names, and once all
+// have answered hands each host's file to use, read from its start, in the
+// hosts' order, so that a run's file holds its hosts one after the other,
+// in the same order every run; none is held in memory, however long the
+// experiment. The spooled files stay when keep is set and are removed
+// otherwise. A killed agent's host is skipped (its rows are accounted for
+// apart); what failed, fetching or using, is returned joined, and the rest
+// is used.
+func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file string, spool func(host string) string, keep bool,
+	use func(host string, r io.Reader) error) error {
+	files := make([]*os.File, len(hosts))
 	errs := make([]error, len(hosts))
-	fetched := make([]bool, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
 		a := as.get(h)
@@ -102,18 +106,39 @@ func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file str
 			continue
 		}
 		wg.Go(func() {
-			var buf bytes.Buffer
-			if errs[i] = a.Fetch(ctx, exp, file, &buf); errs[i] == nil {
-				data[i], fetched[i] = buf.Bytes(), true
+			path := spool(h)
+			err := os.MkdirAll(filepath.Dir(path), 0o755)
+			var f *os.File
+			if err == nil {
+				f, err = os.Create(path)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%s of %s: %w", file, h, err)
+				return
+			}
+			files[i] = f
+			bw := bufio.NewWriter(f)
+			if errs[i] = a.Fetch(ctx, exp, file, bw); errs[i] == nil {
+				errs[i] = bw.Flush()
 			}
 		})
 	}
 	wg.Wait()
 	for i, h := range hosts {
-		if fetched[i] {
-			if err := keep(h, data[i]); err != nil {
+		f := files[i]
+		if f == nil {
+			continue
+		}
+		if errs[i] == nil {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				errs[i] = err
+			} else if err := use(h, bufio.NewReader(f)); err != nil {
 				errs[i] = fmt.Errorf("%s of %s: %w", file, h, err)
 			}
+		}
+		f.Close()
+		if !keep {
+			os.Remove(f.Name())
 		}
 	}
 	return errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -364,17 +365,20 @@ func (x *experimentRun) endMeasurement(ctx context.Context) {
 func (x *experimentRun) collect(ctx context.Context) error {
 	r, exp := x.r, x.e.Name
 	clients := x.roles.ClientHosts()
-	var files [][]byte
-	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, func(host string, data []byte) error {
-		files = append(files, data)
-		return os.WriteFile(filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv"), data, 0o644)
+	fetched := func(host string) string {
+		return filepath.Join(r.dir, "agents", "records", host, "fetched-"+exp+".csv")
+	}
+	var files []string // use runs in the clients' order, one at a time
+	err := r.agents.fetchEach(ctx, clients, exp, agentpb.FileRecords, fetched, true, func(host string, _ io.Reader) error {
+		files = append(files, fetched(host))
+		return nil
 	})
-	err = errors.Join(err, r.records.appendMerged(files))
+	err = errors.Join(err, r.records.appendFiles(files))
 	if !x.e.Transport.Engine() {
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}
 	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, rundir.ServedRPCs())
-	return errors.Join(err, x.faults.AppendKilled(func(data []byte) error {
+	return errors.Join(err, x.faults.AppendKilled(func(data io.Reader) error {
 		return r.records.appendCSV(data)
 	}))
 }
@@ -384,7 +388,9 @@ func (x *experimentRun) collect(ctx context.Context) error {
 // fails.
 func fetchDiagnostic[T any](ctx context.Context, r *run, exp string, hosts []string, file string, format *rundir.CSVFormat[T]) {
 	path := filepath.Join(r.dir, format.File)
-	err := r.agents.fetchEach(ctx, hosts, exp, file, func(_ string, data []byte) error {
+	err := r.agents.fetchEach(ctx, hosts, exp, file, func(host string) string {
+		return filepath.Join(r.dir, "agents", "records", host, "fetching-"+exp+"-"+format.File)
+	}, false, func(_ string, data io.Reader) error {
 		return appendCSVRows(path, format, data)
 	})
 	if err != nil {

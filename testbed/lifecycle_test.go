@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	fabdesc "github.com/homatb/homatb/internal/fabric"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/hostagent/agentpb"
@@ -227,9 +228,9 @@ func (a *fakeAgent) Fetch(_ context.Context, exp, file string, w io.Writer) erro
 	return cw.Error()
 }
 
-func (a *fakeAgent) FollowGauges(ctx context.Context, _ string, _ time.Duration) ([]rundir.HostSample, error) {
+func (a *fakeAgent) FollowGauges(ctx context.Context, _ string, _ time.Duration, _ func(rundir.HostSample) error) error {
 	<-ctx.Done()
-	return nil, nil
+	return nil
 }
 
 func (a *fakeAgent) Shutdown(context.Context) { _ = a.j.add("shutdown %s", a.host) }
@@ -691,23 +692,5 @@ func checkTCPSamples(t *testing.T, path, tcpExp string) {
 // readTCPRows reads every row of a tcp.csv.
 func readTCPRows(t *testing.T, path string) []rundir.TCPSample {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := rundir.TCPConns().NewReader(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []rundir.TCPSample
-	for {
-		var row rundir.TCPSample
-		if err := r.Read(&row); errors.Is(err, io.EOF) {
-			return rows
-		} else if err != nil {
-			t.Fatalf("tcp.csv: %v", err)
-		}
-		rows = append(rows, row)
-	}
+	return readRows(t, path, rundir.TCPConns())
 }

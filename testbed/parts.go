@@ -51,8 +51,8 @@ type agentAPI interface {
 	// agentpb.FileRecords or agentpb.FileTCPSamples.
 	Fetch(ctx context.Context, exp, file string, w io.Writer) error
 	// FollowGauges samples the host's Homa gauges every interval until
-	// ctx ends.
-	FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]rundir.HostSample, error)
+	// ctx ends, handing each sample to emit as it comes.
+	FollowGauges(ctx context.Context, exp string, interval time.Duration, emit func(rundir.HostSample) error) error
 	// Shutdown asks the agent to exit and closes the connection.
 	Shutdown(ctx context.Context)
 }

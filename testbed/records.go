@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -50,13 +51,28 @@ func createRecords(path string, hosts []topo.Host) (*recordsFile, error) {
 
 // appendCSV adds one agent's records (an rpcs.csv of its own), row by
 // row: an agent's file may be long.
-func (r *recordsFile) appendCSV(data []byte) error { return r.appendMerged([][]byte{data}) }
+func (r *recordsFile) appendCSV(data io.Reader) error { return r.appendMerged([]io.Reader{data}) }
+
+// appendFiles adds the records of the agents' files at paths, merged as
+// appendMerged merges them, reading each as it goes.
+func (r *recordsFile) appendFiles(paths []string) error {
+	rds := make([]io.Reader, 0, len(paths))
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rds = append(rds, bufio.NewReader(f))
+	}
+	return r.appendMerged(rds)
+}
 
 // appendMerged adds the records of several agents (each an rpcs.csv of
 // its own, in the order it issued them) as one sequence in issue order:
 // by send time, a tie to the agent listed first. A simulated run writes
 // its rows in that order as they become final.
-func (r *recordsFile) appendMerged(files [][]byte) error {
+func (r *recordsFile) appendMerged(files []io.Reader) error {
 	rds := make([]*rundir.CSVReader[rundir.RPC], len(files))
 	heads := make([]*rundir.RPC, len(files))
 	next := func(i int) error {
@@ -71,7 +87,7 @@ func (r *recordsFile) appendMerged(files [][]byte) error {
 	}
 	for i, data := range files {
 		var err error
-		if rds[i], err = rundir.RPCs().NewReader(bytes.NewReader(data), "agent records"); err != nil {
+		if rds[i], err = rundir.RPCs().NewReader(data, "agent records"); err != nil {
 			return err
 		}
 		if err := next(i); err != nil {
@@ -163,8 +179,8 @@ func median(v []float64) float64 {
 
 // appendCSVRows appends the rows of an agent's file of one format (data,
 // with its own header) to the run's file of that format at path.
-func appendCSVRows[T any](path string, format *rundir.CSVFormat[T], data []byte) error {
-	rd, err := format.NewReader(bytes.NewReader(data), "agent "+format.File)
+func appendCSVRows[T any](path string, format *rundir.CSVFormat[T], data io.Reader) error {
+	rd, err := format.NewReader(data, "agent "+format.File)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -163,49 +164,47 @@ func totals(st rundir.SwitchStats) switchTotals {
 }
 
 // startHostTelemetry follows the Homa gauges of hosts through their
-// agents' Status streams every interval while the experiment runs; the
-// returned func stops it and appends the samples to hosts.csv. A host
-// whose stream fails is logged and left out, the experiment goes on.
+// agents' Status streams every interval while the experiment runs, each
+// sample appended to hosts.csv as it comes (an experiment of any length
+// holds none); the returned func stops it and waits. A host whose stream
+// fails is logged and left out, the experiment goes on.
 func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string, interval time.Duration) func() {
 	if interval <= 0 {
 		return func() {}
 	}
+	path := filepath.Join(r.dir, rundir.Hosts().File)
+	f, w, err := openAppend(path, rundir.Hosts())
+	if err != nil {
+		r.log.Warn("host telemetry file", "experiment", exp, "err", err)
+		return func() {}
+	}
+	var mu sync.Mutex // the hosts' streams share w
+	emit := func(s rundir.HostSample) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := w.Write(&s); err != nil {
+			return err
+		}
+		return w.Flush() // a few rows a second: the file is the live series
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	samples := make([][]rundir.HostSample, len(hosts))
-	for i, h := range hosts {
+	for _, h := range hosts {
 		a := r.agents.get(h)
 		if a == nil {
 			continue
 		}
 		wg.Go(func() {
-			s, err := a.FollowGauges(sctx, exp, interval)
-			if err != nil && sctx.Err() == nil {
+			if err := a.FollowGauges(sctx, exp, interval, emit); err != nil && sctx.Err() == nil {
 				r.log.Warn("host telemetry", "experiment", exp, "host", h, "err", err)
 			}
-			samples[i] = s
 		})
 	}
 	return func() {
 		cancel()
 		wg.Wait()
-		if err := appendHostsCSV(filepath.Join(r.dir, rundir.Hosts().File), samples); err != nil {
-			r.log.Warn("host telemetry file", "experiment", exp, "err", err)
+		if err := errors.Join(w.Flush(), f.Close()); err != nil {
+			r.log.Warn("host telemetry file", "experiment", exp, "path", path, "err", err)
 		}
 	}
-}
-
-// appendHostsCSV appends samples to path (rundir.Hosts), writing the
-// header when the file is new.
-func appendHostsCSV(path string, samples [][]rundir.HostSample) error {
-	return appendRows(path, rundir.Hosts(), func(w *rundir.CSVWriter[rundir.HostSample]) error {
-		for _, hs := range samples {
-			for i := range hs {
-				if err := w.Write(&hs[i]); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
 }

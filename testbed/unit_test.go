@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/homatb/homatb/testbed/agents"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/testbed/agents"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
@@ -45,7 +47,7 @@ func TestRecordsMerge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := r.appendCSV([]byte("experiment,other\nx,y\n")); err == nil {
+	if err := r.appendCSV(strings.NewReader("experiment,other\nx,y\n")); err == nil {
 		t.Error("a file with a different header was merged")
 	}
 	if err := r.close(); err != nil {
@@ -79,10 +81,10 @@ func TestRecordsIssueOrder(t *testing.T) {
 	row := func(client string, sent int) string {
 		return fmt.Sprintf("x,homa,measure,%s,10.0.0.1:4000,100,100,%d,%d,%d,9,completed,,0\n", client, sent, sent, sent+9)
 	}
-	files := [][]byte{
-		[]byte(hdr + row("h1", 1) + row("h1", 5) + row("h1", 9)),
-		[]byte(hdr),
-		[]byte(hdr + row("h3", 2) + row("h3", 5) + row("h3", 10)),
+	files := []io.Reader{
+		strings.NewReader(hdr + row("h1", 1) + row("h1", 5) + row("h1", 9)),
+		strings.NewReader(hdr),
+		strings.NewReader(hdr + row("h3", 2) + row("h3", 5) + row("h3", 10)),
 	}
 	if err := r.appendMerged(files); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,22 @@ import (
 	"time"
 )
 
+// envHeapProfile names the environment variable that has a run's agents
+// and switches write heap profiles too (PREFIX-agent-H1-NNN.pprof,
+// PREFIX-switch-N-NNN.pprof): they inherit it through the Mininet runner
+// from `homatb run`, where setting it is the debugging aid's only switch.
+const envHeapProfile = "HOMATB_HEAP_PROFILE"
+
+// heapProfilesFromEnv starts heapProfiles for the process named who when
+// envHeapProfile is set; the returned func stops it.
+func heapProfilesFromEnv(who string, log *slog.Logger) (stop func()) {
+	prefix := os.Getenv(envHeapProfile)
+	if prefix == "" {
+		return func() {}
+	}
+	return heapProfiles(prefix+"-"+who, 30*time.Second, log)
+}
+
 // heapProfiles writes a heap profile to PREFIX-NNN.pprof every interval
 // until stop is called, and a last one then: the live heap over a long
 // run, for finding what it holds (hidden flag --heap-profile).

@@ -67,7 +67,7 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.slice, "slice", 0, "EEVDF time slice of switches and agents (100µs-100ms; experimental: docs/emulation.md; 0: the kernel's)")
 	fl.StringVar(&f.binary, "binary", "", "homatb executable for the switch and agent processes (default: this one)")
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
-	fl.StringVar(&f.heapProfile, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 30 s and at the end (a debugging aid)")
+	fl.StringVar(&f.heapProfile, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 30 s and at the end, and have the emulated agents and switches write PREFIX-agent-HOST-NNN.pprof, PREFIX-switch-ID-NNN.pprof (a debugging aid)")
 	_ = fl.MarkHidden("heap-profile") // the flag exists
 	f.dispatch.register(cmd)
 	return cmd
@@ -110,6 +110,10 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	}
 	if f.heapProfile != "" {
 		defer heapProfiles(f.heapProfile, 30*time.Second, slog.Default())()
+		// The run's agents and switches inherit it and profile themselves.
+		if err := os.Setenv(envHeapProfile, f.heapProfile); err != nil {
+			return fmt.Errorf("--heap-profile: %w", err)
+		}
 	}
 	if split {
 		return runDispatched(cmd, plan, file, f)

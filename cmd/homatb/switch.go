@@ -122,6 +122,7 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 		return err
 	}
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
+	defer heapProfilesFromEnv(fmt.Sprintf("switch-%d", f.deviceID), log)()
 	cfg, err := f.dataplaneConfig(log)
 	if err != nil {
 		return err

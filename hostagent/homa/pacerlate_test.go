@@ -110,3 +110,38 @@ func TestEqualMessagesGoOldestFirst(t *testing.T) {
 		t.Errorf("messages sent in the order of their ids %v, want %d in the order started (ascending)", order, n)
 	}
 }
+
+// TestRoCEResumeRearmsPacer: a RoCE queue pair paused by PFC arms the
+// pacer for the PAUSE's end; after a resume it sends until the NIC's
+// backlog is full (here one packet: the twin's default; no DCQCN: the
+// queue pair sends at line rate, only the pacer holds it), and the pacer
+// must then wake it when the backlog has drained, not when the PAUSE
+// would have run out (1.3 s at 25 Mbit/s): in the twin, hosts that waited
+// for that sent a fraction of their link.
+func TestRoCEResumeRearmsPacer(t *testing.T) {
+	var now time.Duration
+	o := &outbox{addr: cliAddr}
+	cfg := homaconf.Config{LinkBps: 25e6, MaxNICBacklog: time.Nanosecond, Variant: homaconf.VariantRoCE, RoCEPriority: 3, RoCENoDCQCN: true}
+	d, err := homa.NewDriven(o, cfg, homa.DrivenConfig{Clock: func() time.Duration { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var quanta [wire.PFCClasses]uint16
+	quanta[3] = wire.PFCQuantaMax
+	d.Pause(1<<3, &quanta)
+	d.Call(netip.AddrPortFrom(srvAddr, serverPort), make([]byte, 32000), func([]byte, homa.CallInfo, error) {})
+	if n := len(o.take()); n != 0 {
+		t.Fatalf("paused queue pair sent %d packets", n)
+	}
+	now = 10 * time.Millisecond
+	quanta[3] = 0
+	d.Pause(1<<3, &quanta)
+	if n := len(o.take()); n == 0 {
+		t.Fatal("nothing sent after the resume")
+	}
+	// One 1,542 B frame takes 493 µs at 25 Mbit/s.
+	if at, armed := d.Timer(); !armed || at > now+time.Millisecond {
+		t.Errorf("after the resume at %v, the pacer wakes at %v (armed %v), want when the frame sent has left, within 1 ms", now, at, armed)
+	}
+}

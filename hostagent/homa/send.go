@@ -104,9 +104,10 @@ func (e *Endpoint) pacerHolds(now time.Duration) bool {
 	// (testing/synctest): polling would never let it advance.
 	if wait < e.cfg.PacerSpin && now != st.spunAt {
 		st.spinning, st.spunAt = true, now
-	} else if !st.armed {
-		st.armed, st.armedAt = true, now+wait
-		st.pacer.Reset(wait)
+	} else {
+		// Sooner than an arming for later (a PFC pause since resumed, a
+		// queue pair's rate): the link drains now, whatever else waits.
+		e.armPacer(now, now+wait)
 	}
 	e.c.pacerWaits.Add(1)
 	return true

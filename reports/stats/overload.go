@@ -46,11 +46,35 @@ const backlogPoints = 20
 
 // The backlog grows through the measurement when, over its last quarter,
 // it averages at least overloadGrowth times its first quarter's average
-// plus overloadMinRPCs, and ends the measurement at least that high.
+// plus overloadMinRPCs, and ends the measurement at least that high. It is
+// an overload when, besides, some receiver was left short: the RPCs to it
+// still unfinished when the experiment ended carry at least
+// overloadShortfall of the bytes it was offered. A backlog the drain
+// clears (a link down late in the measurement, a burst) is not one, nor a
+// few RPCs a transport lost track of while it carried the load.
 const (
-	overloadGrowth  = 2
-	overloadMinRPCs = 10
+	overloadGrowth    = 2
+	overloadMinRPCs   = 10
+	overloadShortfall = 0.05
 )
+
+// leftShort reports whether the unfinished spans of some server carry at
+// least overloadShortfall of the bytes offered to it.
+func leftShort(spans []span) bool {
+	offered, unfinished := map[uint16]int64{}, map[uint16]int64{}
+	for _, s := range spans {
+		offered[s.server] += s.bytes
+		if s.done == 0 {
+			unfinished[s.server] += s.bytes
+		}
+	}
+	for srv, u := range unfinished {
+		if float64(u) >= overloadShortfall*float64(offered[srv]) {
+			return true
+		}
+	}
+	return false
+}
 
 // backlogAt is the number of spans issued by t and not ended by then.
 func backlogAt(spans []span, t int64) int64 {
@@ -85,7 +109,7 @@ func detectOverload(spans []span, m0, m1, end int64) (*Overload, []Point) {
 	}
 	first, last := mean(pts[:q]), mean(pts[backlogPoints-q:])
 	bar := overloadGrowth*first + overloadMinRPCs
-	if last < bar || pts[backlogPoints-1].Y < bar {
+	if last < bar || pts[backlogPoints-1].Y < bar || !leftShort(spans) {
 		return nil, pts
 	}
 	o := &Overload{BacklogPeak: backlogPeak(spans)}

@@ -1,13 +1,16 @@
 package stats
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestDetectOverload: a backlog that grows through the measurement is an
-// overload, with its start, peak and oldest unfinished RPC; a steady one
-// (a closed loop, or an open loop the network keeps up with) is not.
+// TestDetectOverload: a backlog that grows through the measurement and
+// leaves RPCs unfinished is an overload, with its start, peak and oldest
+// unfinished RPC; a steady one (a closed loop, or an open loop the network
+// keeps up with) is not, nor one the drain clears or that leaves a stray
+// RPC or two.
 func TestDetectOverload(t *testing.T) {
 	const s = int64(1e9)
 	// 10 s of measurement from t=0, 10 RPCs a second.
@@ -25,12 +28,25 @@ func TestDetectOverload(t *testing.T) {
 			growing[i].done, growing[i].completed = 0, false
 		}
 	}
+	// The same backlog, cleared by the drain: every RPC ends by 11 s.
+	drained := steady(s / 100)
+	for i := range drained {
+		if drained[i].issued >= 4*s {
+			drained[i].done = 10*s + drained[i].issued/10
+		}
+	}
+	// It grows, but one RPC of the 60 is left at the end: a transport
+	// that lost track of it, not a load it could not carry.
+	oneLeft := slices.Clone(drained)
+	oneLeft[len(oneLeft)-1].done, oneLeft[len(oneLeft)-1].completed = 0, false
 	tests := []struct {
 		name  string
 		spans []span
 		want  *Overload
 	}{
 		{"steady open loop", steady(s / 100), nil},
+		{"grew, the drain cleared it", drained, nil},
+		{"grew, one RPC left", oneLeft, nil},
 		{"steady, each RPC 2 s", steady(2 * s), nil},
 		{"growing", growing, &Overload{SinceS: 4, BacklogPeak: 60, Unfinished: 60, OldestS: 8}},
 		{"no spans", nil, nil},

@@ -266,29 +266,27 @@ func (a *Client) Probe(ctx context.Context, dataAddr string) (*agentpb.Machine, 
 	return rep.GetMachine(), best, nil
 }
 
-// maxHostSamples bounds what one experiment keeps per host (20 minutes at
-// the default 100 ms).
-const maxHostSamples = 12_000
-
-// FollowGauges reads the agent's Status stream until ctx ends and keeps
-// the Homa gauges of each reply as hosts.csv rows of experiment exp.
-func (a *Client) FollowGauges(ctx context.Context, exp string, interval time.Duration) ([]rundir.HostSample, error) {
+// FollowGauges reads the agent's Status stream until ctx ends and hands
+// the Homa gauges of each reply to emit as a hosts.csv row of experiment
+// exp, as it arrives: nothing is kept, however long the experiment. An
+// error of emit ends the stream and is returned.
+func (a *Client) FollowGauges(ctx context.Context, exp string, interval time.Duration, emit func(rundir.HostSample) error) error {
 	st, err := a.api.Status(ctx, &agentpb.StatusRequest{IntervalMs: uint32(max(1, interval.Milliseconds()))})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []rundir.HostSample
-	for len(out) < maxHostSamples {
+	for {
 		rep, err := st.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return out, nil
+				return nil
 			}
-			return out, err
+			return err
 		}
 		tr := rep.GetCounters().GetTransport()
-		out = append(out, rundir.HostSample{Experiment: exp, Host: a.host, UnixNs: rep.GetUnixNs(),
-			Active: tr[rundir.CounterActiveMessages], Incoming: tr[rundir.CounterIncomingBytes]})
+		if err := emit(rundir.HostSample{Experiment: exp, Host: a.host, UnixNs: rep.GetUnixNs(),
+			Active: tr[rundir.CounterActiveMessages], Incoming: tr[rundir.CounterIncomingBytes]}); err != nil {
+			return err
+		}
 	}
-	return out, nil
 }

@@ -7,6 +7,7 @@
 package faults
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -131,10 +132,13 @@ type killedAgent struct {
 	// did not answer, lastErr says why).
 	last    *agentpb.Counters
 	lastErr error
-	// records are the whole rows the agent had written to its records file
-	// (read once it had exited), counted by outcome, and lost the rows
-	// standing for its RPCs without one, for rpcs.csv.
-	records           []byte
+	// records is the agent's records file, moved aside once it had exited
+	// (a restarted agent starts its own anew) and read back only when the
+	// experiment's records are collected; recordsLen are its whole rows'
+	// bytes, counted by outcome; lost are the rows standing for its RPCs
+	// without one, for rpcs.csv.
+	records           string
+	recordsLen        int64
 	completed, failed uint64
 	recordsErr        error
 	lost              [][]byte
@@ -295,12 +299,7 @@ func (fr *Run) kill(ctx context.Context, host string, at time.Duration, restart 
 	fr.log.Info("fault: agent killed", "host", host, "at", at, "restart", restart)
 	a.Shutdown(context.WithoutCancel(ctx)) // closes the connection; the agent is gone
 	if fr.x.Clients[host] != nil {
-		path := fr.env.RecordsPath(host)
-		data, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			k.recordsErr = err
-		}
-		k.records, k.completed, k.failed = salvageRecords(data, path)
+		k.records, k.recordsLen, k.completed, k.failed, k.recordsErr = keepRecords(fr.env.RecordsPath(host))
 	}
 	if restart && exited && ctx.Err() == nil {
 		k.restartErr = fr.restartNow(ctx, host)
@@ -510,21 +509,46 @@ func (fr *Run) Account() Books {
 	return b
 }
 
-// salvageRecords keeps the whole rows of a killed agent's records file
-// (its last write may be cut) and counts them by outcome.
-func salvageRecords(data []byte, name string) (kept []byte, completed, failed uint64) {
-	data = data[:bytes.LastIndexByte(data, '\n')+1]
-	rd, err := rundir.RPCs().NewReader(bytes.NewReader(data), name)
+// keepRecords counts the whole rows of a killed agent's records file at
+// path and moves it aside to kept (path + ".killed"), where AppendKilled
+// reads them; none of it is held meanwhile. No file: nothing recorded.
+func keepRecords(path string) (kept string, n int64, completed, failed uint64, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", 0, 0, 0, nil
+	}
 	if err != nil {
-		return nil, 0, 0
+		return "", 0, 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, 0, 0, err
+	}
+	n, completed, failed = salvageRecords(f, fi.Size(), path)
+	kept = path + ".killed"
+	if err := os.Rename(path, kept); err != nil {
+		return "", 0, 0, 0, err
+	}
+	return kept, n, completed, failed, nil
+}
+
+// salvageRecords finds the whole rows of a killed agent's records file of
+// size bytes (its last write may be cut), reading it as it goes, and counts
+// them by outcome; n is the bytes they take from the start.
+func salvageRecords(data io.ReaderAt, size int64, name string) (n int64, completed, failed uint64) {
+	n = wholeLines(data, size)
+	rd, err := rundir.RPCs().NewReader(io.NewSectionReader(data, 0, n), name)
+	if err != nil {
+		return 0, 0, 0
 	}
 	var rec rundir.RPC
 	for {
 		if err := rd.Read(&rec); err != nil {
 			if !errors.Is(err, io.EOF) {
-				return nil, 0, 0 // a torn file: trust none of it
+				return 0, 0, 0 // a torn file: trust none of it
 			}
-			return data, completed, failed
+			return n, completed, failed
 		}
 		if rec.Status == rundir.StatusCompleted {
 			completed++
@@ -532,6 +556,24 @@ func salvageRecords(data []byte, name string) (kept []byte, completed, failed ui
 			failed++
 		}
 	}
+}
+
+// wholeLines is the length of data's first size bytes up to and with its
+// last newline (0 without one), read from the end.
+func wholeLines(data io.ReaderAt, size int64) int64 {
+	var buf [4096]byte
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := data.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i) + 1
+		}
+		end = start
+	}
+	return 0
 }
 
 // lostRows are n rpcs.csv rows of RPCs whose client was killed, failed
@@ -559,18 +601,21 @@ func lostRows(exp, transport, host string, n uint64, reason string) []byte {
 	return buf.Bytes()
 }
 
-// AppendKilled hands the killed agents' rows (their records, and the
-// rows Account made for the RPCs they took with them) to add, which
-// appends them to rpcs.csv.
-func (fr *Run) AppendKilled(add func(data []byte) error) error {
+// AppendKilled hands the killed agents' rows (their records, read from
+// where they were kept at the kill, and the rows Account made for the RPCs
+// they took with them) to add, which appends them to rpcs.csv.
+func (fr *Run) AppendKilled(add func(data io.Reader) error) error {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
 	for host, k := range fr.killed {
-		for _, data := range append([][]byte{k.records}, k.lost...) {
+		if err := k.appendRecords(add); err != nil {
+			return fmt.Errorf("records of killed agent %s: %w", host, err)
+		}
+		for _, data := range k.lost {
 			if len(data) == 0 {
 				continue
 			}
-			if err := add(data); err != nil {
+			if err := add(bytes.NewReader(data)); err != nil {
 				return fmt.Errorf("records of killed agent %s: %w", host, err)
 			}
 		}
@@ -598,4 +643,18 @@ func (fr *Run) RestartKilled(ctx context.Context) {
 		}
 		fr.log.Info("fault: agent restarted", "host", h)
 	}
+}
+
+// appendRecords hands add the whole rows of the killed agent's records
+// file that were counted at the kill, streamed from the file.
+func (k *killedAgent) appendRecords(add func(data io.Reader) error) error {
+	if k.records == "" || k.recordsLen == 0 {
+		return nil
+	}
+	f, err := os.Open(k.records)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return add(bufio.NewReader(io.LimitReader(f, k.recordsLen)))
 }

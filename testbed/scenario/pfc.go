@@ -4,26 +4,52 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // pfcInFlightPkts is what one port still delivers into a lossless queue
 // after its PAUSE goes out, on links without propagation delay: the frame
 // the switch is sending toward the sender (the PAUSE waits behind it), the
-// one the sender is serializing and the one on the wire. The simulator
-// measured 2.3 a port (six RoCE senders at XOFF 36 peaked at 230 packets).
+// one the sender is serializing and the one on the wire (the twin's
+// TestPFCProfileThatFitsIsLossless runs the largest XOFF this allows, with
+// the NIC backlog below, without a drop).
 const pfcInFlightPkts = 3
 
 // pfcInFlight is pfcInFlightPkts plus the frames a port's link carries
 // during the PAUSE's round trip when the simulator charges latencies
-// (scenario simulation:).
+// (scenario simulation:), plus what a sending host had already handed its
+// NIC: a PAUSE stops RoCE's queue pairs, and the NIC's backlog
+// (max_nic_backlog_us) still goes out, as it does from an agent whose
+// frames wait in the kernel's queue.
 func pfcInFlight(s *Scenario) int {
 	m := s.Simulation
-	if m == nil || s.Link.Rate == 0 {
+	if s.Link.Rate == 0 {
 		return pfcInFlightPkts
 	}
-	rtt := 2*m.LinkDelay.D() + m.SwitchDelay.D() + m.HostTxDelay.D() + m.HostRxDelay.D()
 	frameBits := float64(max(s.Link.MTU, 64)+38) * 8 // Ethernet header, FCS, preamble and gap
-	return pfcInFlightPkts + int(math.Ceil(rtt.Seconds()*float64(s.Link.Rate)/frameBits))
+	frames := func(d time.Duration) float64 { return d.Seconds() * float64(s.Link.Rate) / frameBits }
+	// The backlog is whole frames (four by default); the round trip's
+	// frames may be cut.
+	n := pfcInFlightPkts + pfcNICBacklog(s, func(d time.Duration) int { return int(math.Round(frames(d))) })
+	if m != nil {
+		n += int(math.Ceil(frames(2*m.LinkDelay.D() + m.SwitchDelay.D() + m.HostTxDelay.D() + m.HostRxDelay.D())))
+	}
+	return n
+}
+
+// pfcNICBacklog is the most frames the NIC backlog of a RoCE transport of
+// s holds, as nicFrames counts a time on the host's link.
+func pfcNICBacklog(s *Scenario, nicFrames func(time.Duration) int) int {
+	n := 0
+	for _, t := range s.Transports {
+		if t.Name != TransportRoCE {
+			continue
+		}
+		if cfg, err := t.HomaConfig(s.Fabric()).WithDefaults(); err == nil {
+			n = max(n, nicFrames(cfg.MaxNICBacklog))
+		}
+	}
+	return n
 }
 
 // pfcFeed is one kind of switch of a topology as PFC sees it: how many

@@ -53,13 +53,16 @@ func TestPFCProfileMustFit(t *testing.T) {
 		name, text, from, to string
 		msg                  string // "" when it must pass
 	}{
-		{"star held-out", pfcStar, "", "", "7 ports can feed one egress port, and each may queue xoff_pkts 60 plus about 3 frames still arriving after its PAUSE: 441 packets toward a lossless queue of 256 (queue_depth_pkts 256 + headroom_pkts 0); lower xoff_pkts to at most 33, or raise headroom_pkts to 185"},
-		{"star largest xoff", pfcStar, "xoff_pkts: 60", "xoff_pkts: 33", ""},
-		{"star one above", pfcStar, "xoff_pkts: 60", "xoff_pkts: 34", "lower xoff_pkts to at most 33"},
-		{"star headroom", pfcStar, "xon_pkts: 30}", "xon_pkts: 30, headroom_pkts: 185}", ""},
-		{"star link delay", pfcStar, "duration: 2s", "duration: 2s\nsimulation: {link_delay: 1ms}", "each may queue xoff_pkts 60 plus about 12 frames"},
-		{"leaf-spine held-out", pfcLeafSpine, "", "", "at each leaf (4 hosts, 1 spines), 4 ports can feed one egress port, and each may queue xoff_pkts 20 plus about 3 frames still arriving after its PAUSE: 92 packets toward a lossless queue of 64 (queue_depth_pkts 64 + headroom_pkts 0); lower xoff_pkts to at most 13"},
-		{"leaf-spine largest xoff", pfcLeafSpine, "xoff_pkts: 20", "xoff_pkts: 13", ""},
+		{"star held-out", pfcStar, "", "", "7 ports can feed one egress port, and each may queue xoff_pkts 60 plus about 7 frames still arriving after its PAUSE: 469 packets toward a lossless queue of 256 (queue_depth_pkts 256 + headroom_pkts 0); lower xoff_pkts to at most 29, or raise headroom_pkts to 213"},
+		{"star largest xoff", pfcStar, "xoff_pkts: 60, xon_pkts: 30", "xoff_pkts: 29, xon_pkts: 14", ""},
+		{"star one above", pfcStar, "xoff_pkts: 60, xon_pkts: 30", "xoff_pkts: 30, xon_pkts: 15", "lower xoff_pkts to at most 29"},
+		{"star headroom", pfcStar, "xon_pkts: 30}", "xon_pkts: 30, headroom_pkts: 213}", ""},
+		{"star link delay", pfcStar, "duration: 2s", "duration: 2s\nsimulation: {link_delay: 1ms}", "each may queue xoff_pkts 60 plus about 16 frames"},
+		// The hosts' NIC backlog (four frames by default) still arrives
+		// after a PAUSE; a backlog of a fraction of a frame adds none.
+		{"star small NIC backlog", pfcStar, "xoff_pkts: 60, xon_pkts: 30}\ntransports:\n  - name: roce", "xoff_pkts: 33, xon_pkts: 30}\ntransports:\n  - {name: roce, homa: {max_nic_backlog_us: 10}}", ""},
+		{"leaf-spine held-out", pfcLeafSpine, "", "", "at each leaf (4 hosts, 1 spines), 4 ports can feed one egress port, and each may queue xoff_pkts 20 plus about 7 frames still arriving after its PAUSE: 108 packets toward a lossless queue of 64 (queue_depth_pkts 64 + headroom_pkts 0); lower xoff_pkts to at most 9"},
+		{"leaf-spine largest xoff", pfcLeafSpine, "xoff_pkts: 20, xon_pkts: 10", "xoff_pkts: 9, xon_pkts: 4", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
