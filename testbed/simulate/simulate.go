@@ -149,13 +149,24 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// The simulated hosts never ARP (simnet hands frames over by address):
+	// an ARP entry per host on every switch would only take memory and
+	// programming time (and past 1,024 hosts would not fit tor.p4's table).
+	pol.NoARPProxy = true
+	pctx, cancel := context.WithTimeout(ctx, programTimeout(len(ct.Switches)))
 	r.sws, err = simnet.StartSwitches(pctx, ct, pol, r.log)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("program the simulated switches: %w", err)
 	}
 	return r, nil
+}
+
+// programTimeout bounds programming n simulated switches: 30 s, and 250
+// ms more per switch (a fat tree of k=32 has 1,280, each with a route and
+// a next-hop group per edge switch).
+func programTimeout(n int) time.Duration {
+	return 30*time.Second + time.Duration(n)*250*time.Millisecond
 }
 
 // Close stops the simulated switches.
@@ -214,7 +225,7 @@ func (r *Network) network(seed uint64) (*simnet.Network, error) {
 		burst = hostBurstBytes
 	}
 	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
-		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
+		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout, r.fab),
 		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC)}
 	if m := r.plan.Base.Simulation; m != nil {
 		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
