@@ -19,7 +19,8 @@ func TestPlanCollective(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			p := PlanCollective(tc.kind, tc.n, 1, 4096)
 			msgs, expect := 0, 0
-			for i, s := range p.Sends {
+			for i := range p.NumSends() {
+				s := p.Send(i)
 				msgs += len(s.Dests)
 				if (s.Dep < 0) != (i == 0) || (s.Dep >= 0 && s.Dep != s.Step-1) {
 					t.Errorf("send %d (step %d) depends on step %d: want only the first on compute alone, the others on the step before", i, s.Step, s.Dep)
@@ -42,7 +43,7 @@ func TestPlanCollective(t *testing.T) {
 		})
 	}
 	root := PlanCollective(KindIncastBarrier, 4, 0, 4096)
-	if len(root.Sends) != 1 || root.Sends[0].Deps != 3 || len(root.Sends[0].Dests) != 3 || root.Sends[0].Bytes != MinCollectiveMessage {
+	if s := root.Send(0); root.NumSends() != 1 || s.Deps != 3 || len(s.Dests) != 3 || s.Bytes != MinCollectiveMessage {
 		t.Errorf("incast-barrier root %+v: want one short release to 3 hosts after 3 inputs", root)
 	}
 }
