@@ -61,6 +61,9 @@ type job struct {
 	// receiver tells the sender's endpoint, free on the wire).
 	oneWay bool
 	byIP   map[netip.Addr]*simnet.Node
+	// shared holds the collectives' targets and matrices, parsed once for
+	// all their members (nil: each member parses its own).
+	shared *driver.Shared
 }
 
 // hostConfig is host's workload as its agent would get it (client w, nil
@@ -83,7 +86,7 @@ func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agent
 		c.Client = spec
 	}
 	for i, pc := range colls {
-		cs, err := driver.ParseCollective(pc, i, math.MaxInt32)
+		cs, err := driver.ParseCollectiveShared(pc, i, math.MaxInt32, j.shared)
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", host, err)
 		}

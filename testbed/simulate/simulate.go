@@ -371,7 +371,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		servers: map[string]bool{}, warmup: s.Warmup.D(), length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: time.Unix(0, ro.Start).UTC(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
-	j.servers = ro.Servers
+	j.servers, j.shared = ro.Servers, driver.NewShared()
 	for _, host := range ro.Used {
 		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
 		if err != nil {
