@@ -89,3 +89,51 @@ func TestCollectiveRun(t *testing.T) {
 		t.Fatalf("done %v failed %v after a failed send: want both", done, failed)
 	}
 }
+
+// TestLargeRing walks one rank of an 8,192-rank ring all-reduce through an
+// iteration: each input lets exactly the next step go, to the next rank,
+// and the part is done after the last; an input of a later step that
+// overtakes its predecessor waits for nothing but its own step.
+func TestLargeRing(t *testing.T) {
+	const n = 8192
+	p := PlanCollective(KindRingAllReduce, n, 5, n*1000)
+	if p.NumSends() != 2*(n-1) || p.Messages() != 2*(n-1) {
+		t.Fatalf("%d sends, %d messages; want %d", p.NumSends(), p.Messages(), 2*(n-1))
+	}
+	if m, crit := CollectiveShape(KindRingAllReduce, n, n*1000); m != n*2*(n-1) || len(crit) != 2*(n-1) {
+		t.Fatalf("shape: %d messages, %d steps", m, len(crit))
+	}
+	c := NewCollectiveRun(p)
+	if ls := c.Begin(0, 0, 0); len(ls) != 1 || ls[0].Step != 0 || ls[0].Dest != 6 || ls[0].Bytes != 1000 {
+		t.Fatalf("begin launched %+v", ls)
+	}
+	c.Answered(0, true)
+	// Step 2's input before step 1's: step 3 goes at once, step 2 after.
+	if ls := c.Arrived(0, 2, 10); len(ls) != 1 || ls[0].Step != 3 {
+		t.Fatalf("input of step 2 launched %+v", ls)
+	}
+	if ls := c.Arrived(0, 1, 11); len(ls) != 1 || ls[0].Step != 2 {
+		t.Fatalf("input of step 1 launched %+v", ls)
+	}
+	if ls := c.Arrived(0, 0, 12); len(ls) != 1 || ls[0].Step != 1 {
+		t.Fatalf("input of step 0 launched %+v", ls)
+	}
+	c.Answered(0, true)
+	c.Answered(0, true)
+	c.Answered(0, true)
+	for step := 3; step < 2*(n-1); step++ {
+		ls := c.Arrived(0, step, int64(step))
+		if step+1 < 2*(n-1) && (len(ls) != 1 || ls[0].Step != step+1) {
+			t.Fatalf("input of step %d launched %+v", step, ls)
+		}
+		if done, _ := c.Done(); done && step+1 < 2*(n-1) {
+			t.Fatalf("done after the input of step %d", step)
+		}
+		for range ls {
+			c.Answered(0, true)
+		}
+	}
+	if done, failed := c.Done(); !done || failed {
+		t.Errorf("after every input: done %v failed %v", done, failed)
+	}
+}
