@@ -93,6 +93,10 @@ func (f *Switches) Program(ctx context.Context, policy Policy) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	// Each switch's routes come from a search of the whole topology: a
+	// thousand at once (a fat tree of k=32 has 1,280 switches) would hold
+	// a thousand searches' maps, gigabytes.
+	g.SetLimit(programParallel)
 	for _, sw := range f.topo.Switches {
 		g.Go(func() error {
 			if err := f.programSwitch(gctx, sw, info, policy); err != nil {
@@ -103,6 +107,9 @@ func (f *Switches) Program(ctx context.Context, policy Policy) error {
 	}
 	return g.Wait()
 }
+
+// programParallel is how many switches Program programs at once.
+const programParallel = 32
 
 func (f *Switches) programSwitch(ctx context.Context, sw Switch, info *p4configv1.P4Info, policy Policy) error {
 	c := f.clients[sw.Name]

@@ -18,6 +18,7 @@ import (
 // verifies. Use it to change the policy between experiments.
 func (f *Switches) Sync(ctx context.Context, policy Policy) error {
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(programParallel) // as Program: each switch searches the topology
 	for _, sw := range f.topo.Switches {
 		g.Go(func() error {
 			if err := f.syncSwitch(gctx, sw.Name, policy); err != nil {

@@ -24,6 +24,12 @@ type Topology struct {
 	Links    []Link   `yaml:"links,omitempty" json:"links,omitempty"`
 	// Pipeline is what every switch runs; empty means the embedded tor.p4.
 	Pipeline Pipeline `yaml:"pipeline,omitempty" json:"pipeline,omitzero"`
+	// RoutePrefix, when set (8..31), routes to the hosts of another switch
+	// by the prefixes of this length that hold its hosts and no other
+	// switch's (one route per leaf of a fat tree instead of one per host,
+	// so a switch's ipv4_lpm holds a route per edge switch); 0 routes every
+	// host by its /32.
+	RoutePrefix int `yaml:"route_prefix,omitempty" json:"route_prefix,omitempty"`
 }
 
 // Pipeline names the files pushed to the switches.
@@ -252,6 +258,9 @@ func (t *Topology) validate() error {
 		}
 		attach(where, l.A, l.APort)
 		attach(where, l.B, l.BPort)
+	}
+	if t.RoutePrefix != 0 && (t.RoutePrefix < 8 || t.RoutePrefix > 31) {
+		add("route_prefix %d: expected 8 to 31 (or 0: a route per host)", t.RoutePrefix)
 	}
 	if len(errs) == 0 {
 		errs = append(errs, t.checkReachable()...)

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/homatb/homatb/controller/p4rtclient"
@@ -59,20 +60,32 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 	}
 	hops := t.nextHops(name)
 	mp := t.switchMultipath(name, nil)
+	shared := t.sharedPrefixes()
+	routed := map[netip.Prefix]bool{}
 	var out []p4rtclient.Entry
 	for _, h := range t.Hosts {
 		port := h.Port
+		dst, bits, mac := h.IP, 32, h.MAC
 		if h.Switch != name {
 			ports := hops[h.Switch]
 			if len(ports) == 0 {
 				return nil, fmt.Errorf("switch %q: no path to host %q on %q", name, h.Name, h.Switch)
 			}
+			if pfx, ok := t.routePrefix(h.IP); ok && !shared[pfx] {
+				if routed[pfx] {
+					continue
+				}
+				// The destination switch rewrites the MAC to the host's
+				// (its own /32); on the way there it names that switch.
+				routed[pfx] = true
+				dst, bits, mac = pfx.Addr(), pfx.Bits(), switchMAC(t.findSwitch(h.Switch).DeviceID)
+			}
 			if g, ok := mp.groupOf[h.Switch]; ok {
 				out = append(out, p4rtclient.Entry{
 					Table:  tableIPv4LPM,
-					Match:  []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(h.IP), 32)},
+					Match:  []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(dst), bits)},
 					Action: actionECMPForward,
-					Params: map[string]p4rtclient.Value{"group": p4rtclient.Uint(uint64(g)), "dst_mac": h.MAC.value()},
+					Params: map[string]p4rtclient.Value{"group": p4rtclient.Uint(uint64(g)), "dst_mac": mac.value()},
 				})
 				continue
 			}
@@ -80,9 +93,9 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 		}
 		out = append(out, p4rtclient.Entry{
 			Table:  tableIPv4LPM,
-			Match:  []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(h.IP), 32)},
+			Match:  []p4rtclient.Match{p4rtclient.LPM(fieldIPv4Dst, p4rtclient.IPv4(dst), bits)},
 			Action: actionIPv4Forward,
-			Params: map[string]p4rtclient.Value{"port": p4rtclient.Uint(uint64(port)), "dst_mac": h.MAC.value()},
+			Params: map[string]p4rtclient.Value{"port": p4rtclient.Uint(uint64(port)), "dst_mac": mac.value()},
 		})
 	}
 	dscp := p.dscpQueues()
@@ -123,6 +136,40 @@ func (t *Topology) switchEntries(name string, p Policy) ([]p4rtclient.Entry, err
 		return nil, err
 	}
 	return append(append(append(out, mp.entries...), modes...), defences...), nil
+}
+
+// routePrefix is the RoutePrefix-long prefix holding ip; false when the
+// topology routes by host.
+func (t *Topology) routePrefix(ip netip.Addr) (netip.Prefix, bool) {
+	if t.RoutePrefix == 0 {
+		return netip.Prefix{}, false
+	}
+	p, err := ip.Prefix(t.RoutePrefix)
+	return p, err == nil
+}
+
+// sharedPrefixes are the RoutePrefix-long prefixes that hold hosts of
+// more than one switch: those hosts keep their own /32 routes.
+func (t *Topology) sharedPrefixes() map[netip.Prefix]bool {
+	shared := map[netip.Prefix]bool{}
+	if t.RoutePrefix == 0 {
+		return shared
+	}
+	owner := map[netip.Prefix]string{}
+	for _, h := range t.Hosts {
+		p, _ := t.routePrefix(h.IP)
+		if o, seen := owner[p]; seen && o != h.Switch {
+			shared[p] = true
+		}
+		owner[p] = h.Switch
+	}
+	return shared
+}
+
+// switchMAC is the locally administered MAC a route toward a switch's
+// prefix writes: 02:fe and the switch's device id.
+func switchMAC(deviceID uint64) MAC {
+	return MAC{0x02, 0xfe, byte(deviceID >> 24), byte(deviceID >> 16), byte(deviceID >> 8), byte(deviceID)}
 }
 
 // ecnAction is ecn_config's action for every switch port: a RED profile,

@@ -163,6 +163,27 @@ type CollectiveSpec struct {
 // ParseCollective checks the i-th collective of a Configure request
 // against the transport's longest message.
 func ParseCollective(c *agentpb.Collective, i, maxMessage int) (*CollectiveSpec, error) {
+	return ParseCollectiveShared(c, i, maxMessage, nil)
+}
+
+// Shared holds what the members of a collective parse alike, its members'
+// addresses and its matrix, for a process that runs many members (the
+// twin): each member parsing its own would hold N² targets among N
+// members (a 64 B target each: 4 GB among 8,192). The requests of one
+// collective share their Targets slice and matrix text, which key it.
+type Shared struct {
+	targets  map[*string][]Target
+	matrices map[*byte]*workloads.Matrix // by the text's first byte
+}
+
+// NewShared is an empty Shared.
+func NewShared() *Shared {
+	return &Shared{targets: map[*string][]Target{}, matrices: map[*byte]*workloads.Matrix{}}
+}
+
+// ParseCollectiveShared is ParseCollective taking the members' targets and
+// the matrix from shared when another member parsed them (nil: parse).
+func ParseCollectiveShared(c *agentpb.Collective, i, maxMessage int, shared *Shared) (*CollectiveSpec, error) {
 	f := func(name string) string { return "collectives[" + strconv.Itoa(i) + "]." + name }
 	s := &CollectiveSpec{
 		Phase: c.GetPhase(), Kind: c.GetKind(), ID: CollectiveID(c.GetPhase()), Rank: int(c.GetRank()),
@@ -180,20 +201,37 @@ func ParseCollective(c *agentpb.Collective, i, maxMessage int) (*CollectiveSpec,
 	if n < 2 || len(c.GetHosts()) != n {
 		return nil, Invalid(f("targets"), n, "expected at least 2 members, each with a host name (got %d names)", len(c.GetHosts()))
 	}
-	for k, t := range c.GetTargets() {
-		ap, err := parseTarget(t)
-		if err != nil {
-			return nil, Invalid(f("targets"), t, "%v", err)
+	if shared != nil && n > 0 {
+		s.Targets = shared.targets[&c.GetTargets()[0]]
+	}
+	if s.Targets == nil {
+		for k, t := range c.GetTargets() {
+			ap, err := parseTarget(t)
+			if err != nil {
+				return nil, Invalid(f("targets"), t, "%v", err)
+			}
+			s.Targets = append(s.Targets, Target{Addr: ap, Name: t, Host: c.GetHosts()[k]})
 		}
-		s.Targets = append(s.Targets, Target{Addr: ap, Name: t, Host: c.GetHosts()[k]})
+		if shared != nil {
+			shared.targets[&c.GetTargets()[0]] = s.Targets
+		}
 	}
 	if s.Rank >= n {
 		return nil, Invalid(f("rank"), s.Rank, "expected less than the %d members", n)
 	}
 	if s.Kind == workloads.KindConnectionMatrix {
-		m, err := workloads.ParseMatrix(c.GetMatrixFile(), c.GetMatrix())
-		if err != nil {
-			return nil, Invalid(f("matrix"), c.GetMatrixFile(), "%v", err)
+		var m *workloads.Matrix
+		if shared != nil && len(c.GetMatrix()) > 0 {
+			m = shared.matrices[&c.GetMatrix()[0]]
+		}
+		if m == nil {
+			var err error
+			if m, err = workloads.ParseMatrix(c.GetMatrixFile(), c.GetMatrix()); err != nil {
+				return nil, Invalid(f("matrix"), c.GetMatrixFile(), "%v", err)
+			}
+			if shared != nil && len(c.GetMatrix()) > 0 {
+				shared.matrices[&c.GetMatrix()[0]] = m
+			}
 		}
 		if m.Nodes != n {
 			return nil, Invalid(f("targets"), n, "expected one member per node of the matrix's %d", m.Nodes)

@@ -83,12 +83,18 @@ func (m *Manifest) RateBps() uint64 {
 
 // NewFabricRecord is the fabric description f as manifest.json holds it.
 func NewFabricRecord(f *fabric.Fabric) *FabricRecord {
-	r := &FabricRecord{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks}
+	r := &FabricRecord{LinkBps: f.RateBps, MTU: f.MTU, FrameOverhead: f.Framing, InterSwitchLinks: f.InterSwitchLinks, PodLinks: f.PodLinks}
 	if f.UplinkBps != 0 && f.UplinkBps != f.RateBps {
 		r.UplinkBps = f.UplinkBps
 	}
 	for _, h := range f.Hosts {
 		r.Hosts = append(r.Hosts, FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
+		if f.PodLinks > 0 {
+			if r.SwitchPods == nil {
+				r.SwitchPods = map[string]int{}
+			}
+			r.SwitchPods[h.Switch] = h.Pod
+		}
 	}
 	return r
 }
@@ -121,6 +127,11 @@ type FabricRecord struct {
 	// InterSwitchLinks is how many links a packet crosses between two
 	// top-of-rack switches (2 in a leaf-spine: leaf, spine, leaf).
 	InterSwitchLinks int `json:"inter_switch_links"`
+	// PodLinks is how many links a packet crosses between two edge
+	// switches of one pod (a fat tree's 2), and SwitchPods each edge
+	// switch's pod; both empty for fabrics without pods.
+	PodLinks   int            `json:"pod_links,omitempty"`
+	SwitchPods map[string]int `json:"switch_pods,omitempty"`
 	// UplinkBps is the rate of the links between switches when it is not
 	// LinkBps (topology.uplink_rate); 0 otherwise.
 	UplinkBps uint64 `json:"uplink_bps,omitempty"`
@@ -150,6 +161,8 @@ func (f *FabricRecord) LinksBetween(sa, sb string) int {
 		return 0
 	case sa == sb:
 		return 2
+	case f.PodLinks > 0 && f.SwitchPods[sa] != 0 && f.SwitchPods[sa] == f.SwitchPods[sb]:
+		return 2 + f.PodLinks
 	}
 	return 2 + f.InterSwitchLinks
 }

@@ -34,6 +34,8 @@ type Link struct {
 	APort uint16
 	B     string
 	BPort uint16
+	// RateBps is the link's rate; zero means Config.UplinkBps.
+	RateBps uint64
 }
 
 // Config describes a network. Every link runs at RateBps.
@@ -174,7 +176,7 @@ func New(cfg Config) (*Network, error) {
 		if a.ports[l.APort] != nil || b.ports[l.BPort] != nil {
 			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
 		}
-		up := cmp.Or(cfg.UplinkBps, cfg.RateBps)
+		up := cmp.Or(l.RateBps, cfg.UplinkBps, cfg.RateBps)
 		hop := cfg.Delay + cfg.SwitchDelay
 		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
 		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)

@@ -212,19 +212,23 @@ func mininetSpec(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario, files
 
 // uplinkArgs are switch sw's --port-rate flags for its links to other
 // switches, when they run at another rate than the hosts' links
-// (topology.uplink_rate).
+// (topology.uplink_rate, core_rate).
 func uplinkArgs(n *topo.Network, f *fabdesc.Fabric, sw string) []string {
-	if f.Uplink() == f.RateBps {
+	if f.Uplink() == f.RateBps && f.Core() == f.RateBps {
 		return nil
 	}
 	var args []string
 	for _, l := range n.Links {
+		rate := f.Uplink()
+		if l.Core {
+			rate = f.Core()
+		}
 		for _, end := range []struct {
 			name string
 			port int
 		}{{l.A, l.APort}, {l.B, l.BPort}} {
 			if end.name == sw {
-				args = append(args, "--port-rate", fmt.Sprintf("%d:%d", end.port, f.Uplink()))
+				args = append(args, "--port-rate", fmt.Sprintf("%d:%d", end.port, rate))
 			}
 		}
 	}

@@ -1,7 +1,5 @@
 package workloads
 
-import "slices"
-
 // Collective kinds: the communication patterns a collective phase runs,
 // each iteration after every member's compute.
 const (
@@ -37,11 +35,50 @@ type CollectiveSend struct {
 }
 
 // CollectivePlan is what one member does in each iteration: its sends in
-// order, and the inputs (count by step) that must have arrived for its
-// part to be done (with every send answered).
+// order (Send(i) for i below NumSends), and the inputs (count by step)
+// that must have arrived for its part to be done (with every send
+// answered). A ring's sends are not stored: step k goes to the next rank
+// once step k-1's input arrived, so a plan of 2(n-1) steps takes constant
+// memory, which an 8,192-rank ring (16,382 steps on each of 8,192 ranks)
+// needs.
 type CollectivePlan struct {
-	Sends  []CollectiveSend
+	sends  []CollectiveSend
 	Expect map[int]int
+	// ringSteps, when positive, makes the plan a ring of that many steps
+	// of ringBytes to rank ringNext.
+	ringSteps, ringNext, ringBytes int
+}
+
+// NumSends is how many sending steps the plan has.
+func (p *CollectivePlan) NumSends() int {
+	if p.ringSteps > 0 {
+		return p.ringSteps
+	}
+	return len(p.sends)
+}
+
+// Send is the plan's i-th sending step.
+func (p *CollectivePlan) Send(i int) CollectiveSend {
+	if p.ringSteps > 0 {
+		s := CollectiveSend{Step: i, Dests: []int{p.ringNext}, Bytes: p.ringBytes, Dep: i - 1, Deps: 1}
+		if i == 0 {
+			s.Deps = 0
+		}
+		return s
+	}
+	return p.sends[i]
+}
+
+// Messages is how many messages the member sends in each iteration.
+func (p *CollectivePlan) Messages() int {
+	if p.ringSteps > 0 {
+		return p.ringSteps
+	}
+	n := 0
+	for _, s := range p.sends {
+		n += len(s.Dests)
+	}
+	return n
 }
 
 // PlanCollective is rank r's part in a collective of kind among n members
@@ -51,15 +88,7 @@ type CollectivePlan struct {
 func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 	chunk := max(bytes/max(n, 1), MinCollectiveMessage)
 	ring := func(steps int) CollectivePlan {
-		p := CollectivePlan{Expect: map[int]int{steps - 1: 1}}
-		for k := range steps {
-			s := CollectiveSend{Step: k, Dests: []int{(r + 1) % n}, Bytes: chunk, Dep: k - 1, Deps: 1}
-			if k == 0 {
-				s.Deps = 0
-			}
-			p.Sends = append(p.Sends, s)
-		}
-		return p
+		return CollectivePlan{Expect: map[int]int{steps - 1: 1}, ringSteps: steps, ringNext: (r + 1) % n, ringBytes: chunk}
 	}
 	others := func() []int {
 		var out []int
@@ -76,12 +105,12 @@ func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 	case KindAllGather, KindReduceScatter:
 		return ring(n - 1)
 	case KindAllToAll:
-		return CollectivePlan{Sends: []CollectiveSend{{Step: 0, Dests: others(), Bytes: chunk, Dep: -1}}, Expect: map[int]int{0: n - 1}}
+		return CollectivePlan{sends: []CollectiveSend{{Step: 0, Dests: others(), Bytes: chunk, Dep: -1}}, Expect: map[int]int{0: n - 1}}
 	case KindIncastBarrier:
 		if r == 0 {
-			return CollectivePlan{Sends: []CollectiveSend{{Step: 1, Dests: others(), Bytes: MinCollectiveMessage, Dep: 0, Deps: n - 1}}, Expect: map[int]int{0: n - 1}}
+			return CollectivePlan{sends: []CollectiveSend{{Step: 1, Dests: others(), Bytes: MinCollectiveMessage, Dep: 0, Deps: n - 1}}, Expect: map[int]int{0: n - 1}}
 		}
-		return CollectivePlan{Sends: []CollectiveSend{{Step: 0, Dests: []int{0}, Bytes: chunk, Dep: -1}}, Expect: map[int]int{1: 1}}
+		return CollectivePlan{sends: []CollectiveSend{{Step: 0, Dests: []int{0}, Bytes: chunk, Dep: -1}}, Expect: map[int]int{1: 1}}
 	}
 	return CollectivePlan{}
 }
@@ -93,9 +122,13 @@ func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 // uplink; incast-barrier's n-1 messages into the first host, then its
 // n-1 releases).
 func CollectiveShape(kind string, n, bytes int) (messages int, critical []int) {
-	for r := range n {
-		for _, s := range PlanCollective(kind, n, r, bytes).Sends {
-			messages += len(s.Dests)
+	if n > 1 && (kind == KindRingAllReduce || kind == KindAllGather || kind == KindReduceScatter) {
+		p := PlanCollective(kind, n, 0, bytes)
+		messages = n * p.Messages() // every rank sends the same steps
+	} else {
+		for r := range n {
+			p := PlanCollective(kind, n, r, bytes)
+			messages += p.Messages()
 		}
 	}
 	chunk := max(bytes/max(n, 1), MinCollectiveMessage)
@@ -129,9 +162,14 @@ type CollectiveRun struct {
 	iter int                      // the iteration being run, -1 before the first
 	// computeEnd and computeNs are the current iteration's compute.
 	computeEnd, computeNs int64
-	launched              []bool // by index in plan.Sends
+	launched              []bool // by index in the plan's sends
+	nLaunched             int    // how many are true
 	pending               int    // sends launched and not yet answered
 	failed                bool
+	// byDep lists, for each step, the sends that wait for its inputs (a
+	// ring's step k+1 waits for step k: not stored), so an arrival looks
+	// at those alone.
+	byDep map[int][]int
 }
 
 type collArrivals struct {
@@ -150,7 +188,15 @@ type CollectiveLaunch struct {
 
 // NewCollectiveRun starts a member's run of plan.
 func NewCollectiveRun(plan CollectivePlan) *CollectiveRun {
-	return &CollectiveRun{plan: plan, in: map[[2]int]*collArrivals{}, iter: -1}
+	c := &CollectiveRun{plan: plan, in: map[[2]int]*collArrivals{}, iter: -1, byDep: map[int][]int{}}
+	if plan.ringSteps == 0 {
+		for i, s := range plan.sends {
+			if s.Dep >= 0 {
+				c.byDep[s.Dep] = append(c.byDep[s.Dep], i)
+			}
+		}
+	}
+	return c
 }
 
 // Begin starts iteration iter, whose compute of computeNs ended at end,
@@ -163,8 +209,12 @@ func (c *CollectiveRun) Begin(iter int, end, computeNs int64) []CollectiveLaunch
 		}
 	}
 	c.iter, c.computeEnd, c.computeNs = iter, end, computeNs
-	c.launched, c.pending, c.failed = make([]bool, len(c.plan.Sends)), 0, false
-	return c.ready(nil)
+	c.launched, c.nLaunched, c.pending, c.failed = make([]bool, c.plan.NumSends()), 0, 0, false
+	var out []CollectiveLaunch
+	for i := range c.launched {
+		out = c.try(out, i)
+	}
+	return out
 }
 
 // Iter is the iteration being run, -1 before the first.
@@ -183,7 +233,17 @@ func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
 	if iter != c.iter {
 		return nil
 	}
-	return c.ready(nil)
+	if c.plan.ringSteps > 0 {
+		if step+1 < c.plan.ringSteps {
+			return c.try(nil, step+1)
+		}
+		return nil
+	}
+	var out []CollectiveLaunch
+	for _, i := range c.byDep[step] {
+		out = c.try(out, i)
+	}
+	return out
 }
 
 // Answered counts the answer to one launched message of iteration iter.
@@ -206,7 +266,7 @@ func (c *CollectiveRun) Done() (done, failed bool) {
 	if c.failed {
 		return true, true
 	}
-	if c.pending > 0 || slices.Contains(c.launched, false) {
+	if c.pending > 0 || c.nLaunched < len(c.launched) {
 		return false, false
 	}
 	for step, n := range c.plan.Expect {
@@ -217,31 +277,31 @@ func (c *CollectiveRun) Done() (done, failed bool) {
 	return true, false
 }
 
-// ready appends to out the messages of the current iteration whose
-// inputs are all here, marking them launched.
-func (c *CollectiveRun) ready(out []CollectiveLaunch) []CollectiveLaunch {
-	for i, s := range c.plan.Sends {
-		if c.launched[i] {
-			continue
+// try appends to out the messages of the current iteration's send i when
+// it is not launched yet and its inputs are all here, marking it launched.
+func (c *CollectiveRun) try(out []CollectiveLaunch, i int) []CollectiveLaunch {
+	if c.launched[i] {
+		return out
+	}
+	s := c.plan.Send(i)
+	readyAt, input := c.computeEnd, int64(0)
+	if s.Dep >= 0 {
+		a := c.in[[2]int{c.iter, s.Dep}]
+		if a == nil || a.n < s.Deps {
+			return out
 		}
-		readyAt, input := c.computeEnd, int64(0)
-		if s.Dep >= 0 {
-			a := c.in[[2]int{c.iter, s.Dep}]
-			if a == nil || a.n < s.Deps {
-				continue
-			}
-			input = a.last
-			readyAt = max(readyAt, input)
-		}
-		c.launched[i] = true
-		compute := int64(0)
-		if i == 0 {
-			compute = c.computeNs
-		}
-		for _, d := range s.Dests {
-			c.pending++
-			out = append(out, CollectiveLaunch{Iter: c.iter, Step: s.Step, Dest: d, Bytes: s.Bytes, Ready: readyAt, Input: input, ComputeNs: compute})
-		}
+		input = a.last
+		readyAt = max(readyAt, input)
+	}
+	c.launched[i] = true
+	c.nLaunched++
+	compute := int64(0)
+	if i == 0 {
+		compute = c.computeNs
+	}
+	for _, d := range s.Dests {
+		c.pending++
+		out = append(out, CollectiveLaunch{Iter: c.iter, Step: s.Step, Dest: d, Bytes: s.Bytes, Ready: readyAt, Input: input, ComputeNs: compute})
 	}
 	return out
 }

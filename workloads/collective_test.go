@@ -19,7 +19,8 @@ func TestPlanCollective(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			p := PlanCollective(tc.kind, tc.n, 1, 4096)
 			msgs, expect := 0, 0
-			for i, s := range p.Sends {
+			for i := range p.NumSends() {
+				s := p.Send(i)
 				msgs += len(s.Dests)
 				if (s.Dep < 0) != (i == 0) || (s.Dep >= 0 && s.Dep != s.Step-1) {
 					t.Errorf("send %d (step %d) depends on step %d: want only the first on compute alone, the others on the step before", i, s.Step, s.Dep)
@@ -42,7 +43,7 @@ func TestPlanCollective(t *testing.T) {
 		})
 	}
 	root := PlanCollective(KindIncastBarrier, 4, 0, 4096)
-	if len(root.Sends) != 1 || root.Sends[0].Deps != 3 || len(root.Sends[0].Dests) != 3 || root.Sends[0].Bytes != MinCollectiveMessage {
+	if s := root.Send(0); root.NumSends() != 1 || s.Deps != 3 || len(s.Dests) != 3 || s.Bytes != MinCollectiveMessage {
 		t.Errorf("incast-barrier root %+v: want one short release to 3 hosts after 3 inputs", root)
 	}
 }
@@ -86,5 +87,53 @@ func TestCollectiveRun(t *testing.T) {
 	c.Answered(1, false)
 	if done, failed := c.Done(); !done || !failed {
 		t.Fatalf("done %v failed %v after a failed send: want both", done, failed)
+	}
+}
+
+// TestLargeRing walks one rank of an 8,192-rank ring all-reduce through an
+// iteration: each input lets exactly the next step go, to the next rank,
+// and the part is done after the last; an input of a later step that
+// overtakes its predecessor waits for nothing but its own step.
+func TestLargeRing(t *testing.T) {
+	const n = 8192
+	p := PlanCollective(KindRingAllReduce, n, 5, n*1000)
+	if p.NumSends() != 2*(n-1) || p.Messages() != 2*(n-1) {
+		t.Fatalf("%d sends, %d messages; want %d", p.NumSends(), p.Messages(), 2*(n-1))
+	}
+	if m, crit := CollectiveShape(KindRingAllReduce, n, n*1000); m != n*2*(n-1) || len(crit) != 2*(n-1) {
+		t.Fatalf("shape: %d messages, %d steps", m, len(crit))
+	}
+	c := NewCollectiveRun(p)
+	if ls := c.Begin(0, 0, 0); len(ls) != 1 || ls[0].Step != 0 || ls[0].Dest != 6 || ls[0].Bytes != 1000 {
+		t.Fatalf("begin launched %+v", ls)
+	}
+	c.Answered(0, true)
+	// Step 2's input before step 1's: step 3 goes at once, step 2 after.
+	if ls := c.Arrived(0, 2, 10); len(ls) != 1 || ls[0].Step != 3 {
+		t.Fatalf("input of step 2 launched %+v", ls)
+	}
+	if ls := c.Arrived(0, 1, 11); len(ls) != 1 || ls[0].Step != 2 {
+		t.Fatalf("input of step 1 launched %+v", ls)
+	}
+	if ls := c.Arrived(0, 0, 12); len(ls) != 1 || ls[0].Step != 1 {
+		t.Fatalf("input of step 0 launched %+v", ls)
+	}
+	c.Answered(0, true)
+	c.Answered(0, true)
+	c.Answered(0, true)
+	for step := 3; step < 2*(n-1); step++ {
+		ls := c.Arrived(0, step, int64(step))
+		if step+1 < 2*(n-1) && (len(ls) != 1 || ls[0].Step != step+1) {
+			t.Fatalf("input of step %d launched %+v", step, ls)
+		}
+		if done, _ := c.Done(); done && step+1 < 2*(n-1) {
+			t.Fatalf("done after the input of step %d", step)
+		}
+		for range ls {
+			c.Answered(0, true)
+		}
+	}
+	if done, failed := c.Done(); !done || failed {
+		t.Errorf("after every input: done %v failed %v", done, failed)
 	}
 }

@@ -232,3 +232,49 @@ func TestCommittedMatrices(t *testing.T) {
 		}
 	}
 }
+
+// TestPermutation: every node sends one flow and receives one, all at 0,
+// none inside its pod; the seed picks the permutation and repeats it; the
+// committed 1,024-node matrix is what the command in its scenario writes.
+func TestPermutation(t *testing.T) {
+	for _, c := range []struct{ nodes, pod int }{{16, 4}, {1024, 64}, {6, 0}, {4, 2}} {
+		p := Permutation{Nodes: c.nodes, PodSize: c.pod, Bytes: 2_000_000, Seed: 1}
+		text, err := p.Generate()
+		if err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+		m, err := ParseMatrix("perm.cm", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[int]int{}
+		pod := max(c.pod, 1)
+		for _, f := range m.Flows {
+			in[f.Dst]++
+			if f.Src/pod == f.Dst/pod || f.Trigger != 0 || f.StartPs != 0 || f.Size != 2_000_000 {
+				t.Errorf("%d nodes in pods of %d: flow %+v", c.nodes, c.pod, f)
+			}
+		}
+		if len(m.Flows) != c.nodes || len(in) != c.nodes {
+			t.Errorf("%d nodes: %d flows into %d nodes", c.nodes, len(m.Flows), len(in))
+		}
+		again, _ := p.Generate()
+		p.Seed = 2
+		other, _ := p.Generate()
+		if string(again) != string(text) || (c.nodes > 4 && string(other) == string(text)) {
+			t.Errorf("%d nodes: seed 1 twice differs, or seed 2 repeats it", c.nodes)
+		}
+	}
+	for _, bad := range []Permutation{{Nodes: 1, Bytes: 1}, {Nodes: 8, PodSize: 3, Bytes: 1}, {Nodes: 8, PodSize: 8, Bytes: 1}, {Nodes: 8, Bytes: 0}} {
+		if _, err := bad.Generate(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	want, err := Permutation{Nodes: 1024, PodSize: 64, Bytes: 2_000_000, Seed: 1}.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile("../scenarios/perm1024.cm"); err != nil || string(got) != string(want) {
+		t.Errorf("scenarios/perm1024.cm is not what homatb cm permutation writes (%v)", err)
+	}
+}

@@ -3,16 +3,74 @@ package workloads
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 )
 
 // Matrix generators: the kinds `homatb cm` writes.
 const (
 	GenRingAllReduce = "ring-allreduce"
 	GenIncast        = "incast"
+	GenPermutation   = "permutation"
 )
 
 // MatrixGenerators lists the generators' kinds.
-var MatrixGenerators = []string{GenRingAllReduce, GenIncast}
+var MatrixGenerators = []string{GenRingAllReduce, GenIncast, GenPermutation}
+
+// Permutation is a random permutation among nodes, each node sending one
+// flow of Bytes and receiving one, all at time 0, no flow staying in its
+// pod: nodes are in pods of PodSize consecutive nodes (0: each node its
+// own pod, so only self-flows are excluded). Seed picks the permutation.
+type Permutation struct {
+	Nodes, PodSize int
+	Bytes          int64
+	Seed           uint64
+}
+
+// Generate writes the permutation's matrix in htsim's format.
+func (p Permutation) Generate() ([]byte, error) {
+	if p.Nodes < 2 || p.Nodes > 65536 {
+		return nil, fmt.Errorf("expected 2 to 65536 nodes, got %d", p.Nodes)
+	}
+	if p.Bytes < 1 {
+		return nil, fmt.Errorf("expected flows of 1 byte or more, got %d", p.Bytes)
+	}
+	pod := max(p.PodSize, 1)
+	if p.PodSize < 0 || p.Nodes%pod != 0 || p.Nodes/pod < 2 {
+		return nil, fmt.Errorf("expected pods of a size that divides %d nodes into two or more, got %d", p.Nodes, p.PodSize)
+	}
+	dest, err := crossPodPermutation(p.Nodes, pod, p.Seed)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "Nodes %d\nConnections %d\n", p.Nodes, p.Nodes)
+	for s, d := range dest {
+		fmt.Fprintf(&out, "%d->%d id %d start 0 size %d\n", s, d, s+1, p.Bytes)
+	}
+	return out.Bytes(), nil
+}
+
+// crossPodPermutation is a permutation of n nodes in pods of pod nodes
+// with no node mapped into its own pod: a uniform shuffle, then each
+// node left in its pod swaps targets with a random node for which the
+// swap moves both out of their pods (a bounded number of tries).
+func crossPodPermutation(n, pod int, seed uint64) ([]int, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	dest := rng.Perm(n)
+	same := func(a, b int) bool { return a/pod == b/pod }
+	for s := range n {
+		for try := 0; same(s, dest[s]); try++ {
+			if try == 64*n {
+				return nil, fmt.Errorf("no permutation out of every pod found for %d nodes in pods of %d", n, pod)
+			}
+			o := rng.IntN(n)
+			if !same(s, dest[o]) && !same(o, dest[s]) {
+				dest[s], dest[o] = dest[o], dest[s]
+			}
+		}
+	}
+	return dest, nil
+}
 
 // GenerateMatrix writes a connection matrix of kind among nodes nodes in
 // htsim's format, triggers laid out as htsim's own generators lay them
@@ -87,6 +145,8 @@ func GenerateMatrix(kind string, nodes int, buffer, releaseBytes int64) ([]byte,
 			fmt.Fprintf(&triggers, "trigger id 1 barrier count %d\n", nodes-1)
 			nTriggers = 1
 		}
+	case GenPermutation:
+		return Permutation{Nodes: nodes, Bytes: buffer}.Generate()
 	default:
 		return nil, fmt.Errorf("unknown kind %q: expected one of %v", kind, MatrixGenerators)
 	}

@@ -28,10 +28,8 @@ func TestCollectivesOverTCP(t *testing.T) {
 			})
 			deadline := time.Now().Add(20 * time.Second)
 			for i, api := range apis {
-				want := uint64(0)
-				for _, s := range workloads.PlanCollective(kind, members, i, 256<<10).Sends {
-					want += uint64(len(s.Dests)) * iterations
-				}
+				p := workloads.PlanCollective(kind, members, i, 256<<10)
+				want := uint64(p.Messages()) * iterations
 				for statusOnce(t, api).GetCompleted() < want && time.Now().Before(deadline) {
 					time.Sleep(20 * time.Millisecond)
 				}

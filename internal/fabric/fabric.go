@@ -28,6 +28,8 @@ type Host struct {
 	// Switch is the host's top-of-rack switch, Port its port there.
 	Switch string
 	Port   int
+	// Pod is the host's pod in a fat tree (from 1; 0 elsewhere).
+	Pod int
 }
 
 // Fabric describes the laid-out network. Every link runs at RateBps.
@@ -39,12 +41,41 @@ type Fabric struct {
 	// QueueDepthPkts is each switch egress queue's depth in packets.
 	QueueDepthPkts int
 	// InterSwitchLinks is how many links a packet crosses between two
-	// top-of-rack switches (2 in a leaf-spine).
+	// top-of-rack switches (2 in a leaf-spine; 4 between a fat tree's
+	// pods).
 	InterSwitchLinks int
+	// PodLinks is how many links a packet crosses between two edge
+	// switches of one pod (2 in a fat tree; 0: no pods).
+	PodLinks int
 	// UplinkBps is the rate of the links between switches; zero means
 	// RateBps (Uplink).
 	UplinkBps uint64
-	Hosts     []Host
+	// CoreBps is the rate of a fat tree's aggregation-to-core links; zero
+	// means Uplink (Core).
+	CoreBps uint64
+	Hosts   []Host
+}
+
+// Core is the rate of a fat tree's aggregation-to-core links.
+func (f *Fabric) Core() uint64 {
+	if f.CoreBps != 0 {
+		return f.CoreBps
+	}
+	return f.Uplink()
+}
+
+// PathRates are the rates of the links between switches on the longest
+// path between two hosts, in order: none on a star, two uplinks on a
+// leaf-spine, uplink, core, core, uplink on a fat tree.
+func (f *Fabric) PathRates() []uint64 {
+	out := make([]uint64, f.InterSwitchLinks)
+	for i := range out {
+		out[i] = f.Uplink()
+		if f.PodLinks > 0 && i > 0 && i < len(out)-1 {
+			out[i] = f.Core()
+		}
+	}
+	return out
 }
 
 // Uplink is the rate of the links between switches.

@@ -86,10 +86,12 @@ func trim(p *packet) {
 // that many pointers, which pFabric's small buffers keep short.
 type rankQueue struct {
 	pkts []*packet
+	// capacity is the most packets it holds; pkts grows to it as needed.
+	capacity int
 }
 
 func newRankQueue(capacity int) rankQueue {
-	return rankQueue{pkts: make([]*packet, 0, capacity)}
+	return rankQueue{capacity: capacity}
 }
 
 func (r *rankQueue) len() int { return len(r.pkts) }
@@ -106,7 +108,7 @@ func (r *rankQueue) push(p *packet) {
 			hi = mid
 		}
 	}
-	r.pkts = r.pkts[:len(r.pkts)+1]
+	r.pkts = append(r.pkts, nil)
 	copy(r.pkts[lo+1:], r.pkts[lo:])
 	r.pkts[lo] = p
 }

@@ -63,19 +63,38 @@ func (p *packet) release() {
 	}
 }
 
-// fifo is a fixed-capacity ring of packets.
+// fifo is a ring of packets of a fixed capacity. Its ring starts small
+// and doubles when full up to the capacity, so an idle queue holds a few
+// slots, not its whole depth (a fat tree of k=32 has 49,152 ports of 8
+// queues).
 type fifo struct {
 	ring       []*packet
 	head, size int
+	capacity   int
 }
 
-func newFifo(capacity int) fifo { return fifo{ring: make([]*packet, capacity)} }
+// fifoStart is a fifo's first ring.
+const fifoStart = 8
 
-func (f *fifo) full() bool { return f.size == len(f.ring) }
+func newFifo(capacity int) fifo { return fifo{capacity: capacity} }
+
+func (f *fifo) full() bool { return f.size == f.capacity }
 
 func (f *fifo) push(p *packet) {
+	if f.size == len(f.ring) {
+		f.grow()
+	}
 	f.ring[(f.head+f.size)%len(f.ring)] = p
 	f.size++
+}
+
+// grow doubles the ring (up to the capacity), the queued packets first.
+func (f *fifo) grow() {
+	r := make([]*packet, min(max(2*len(f.ring), fifoStart), f.capacity))
+	for i := range f.size {
+		r[i] = f.ring[(f.head+i)%len(f.ring)]
+	}
+	f.ring, f.head = r, 0
 }
 
 func (f *fifo) peek() *packet { return f.ring[f.head] }

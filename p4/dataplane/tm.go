@@ -108,7 +108,7 @@ func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
 func (t *tm) capacityPkts() int {
 	n := 0
 	for q := range NumQueues {
-		n += len(t.q[q].ring)
+		n += t.q[q].capacity
 	}
 	if t.portLimPkts > 0 {
 		n = min(n, t.portLimPkts)
@@ -176,7 +176,7 @@ func (t *tm) admit(p *packet, q uint8, now int64) bool {
 		(t.limBytes[q] > 0 && st.depthBytes+n > t.limBytes[q]) ||
 		(t.portLimPkts > 0 && t.pkts >= t.portLimPkts) ||
 		(t.portLimBytes > 0 && t.bytes+n > t.portLimBytes) ||
-		(t.rq.len() > 0 && t.pkts >= cap(t.rq.pkts)) || // mode change: FIFOs and rank queue share the capacity
+		(t.rq.len() > 0 && t.pkts >= t.rq.capacity) || // mode change: FIFOs and rank queue share the capacity
 		(t.shared != nil && !t.shared.admit(st.depthBytes, n)) {
 		st.dropPkts++
 		st.dropBytes += uint64(n)
@@ -215,7 +215,7 @@ func (t *tm) enqueueRank(p *packet, rank, limBytes uint32, now int64) bool {
 		t.rankDrop(st, n)
 		return false
 	}
-	for t.bytes+n > lim || t.pkts >= cap(t.rq.pkts) {
+	for t.bytes+n > lim || t.pkts >= t.rq.capacity {
 		big := t.rq.largest()
 		if big == nil || big.rank <= rank {
 			t.rankDrop(st, n)

@@ -176,8 +176,9 @@ func unloadedRTT(s *Scenario) time.Duration {
 	rtt := 2 * (fabric.WireTime(f.RateBps, full) + fabric.WireTime(f.RateBps, small))
 	if f.InterSwitchLinks > 0 {
 		switches, links = 1+f.InterSwitchLinks, 2+f.InterSwitchLinks
-		up := f.Uplink()
-		rtt += time.Duration(f.InterSwitchLinks) * (fabric.WireTime(up, full) + fabric.WireTime(up, small))
+		for _, r := range f.PathRates() {
+			rtt += fabric.WireTime(r, full) + fabric.WireTime(r, small)
+		}
 	}
 	if m := s.Simulation; m != nil {
 		rtt += 2 * (m.HostTxDelay.D() + m.HostRxDelay.D() + time.Duration(switches)*m.SwitchDelay.D() + time.Duration(links)*m.LinkDelay.D())

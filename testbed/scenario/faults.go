@@ -14,13 +14,14 @@ const (
 )
 
 // Fault is one entry of the scenario's faults list: a host's link (the
-// switch port the host hangs off) or, on a leaf-spine, a link between a
-// leaf and a spine ("l1-p2"), and exactly one of Loss, Down or KillAgent
+// switch port the host hangs off) or, on a leaf-spine, fat tree or rail
+// fabric, a link between two switches ("l1-p2", "e3-a2", "a2-c1"), and exactly one of Loss, Down or KillAgent
 // (a host's link only). Faults apply to every experiment of the scenario, and their
 // times count from the start of the measurement (after the warm-up).
 type Fault struct {
-	// Link names the host whose link the fault is on ("h1"), or a
-	// leaf-spine link by its two switches ("l1-p2": leaf 1, spine 2).
+	// Link names the host whose link the fault is on ("h1"), or a link
+	// between switches by its two ends ("l1-p2": leaf 1, spine 2; on a
+	// fat tree "e1-a1" edge to aggregation, "a1-c1" aggregation to core).
 	Link string `yaml:"link"`
 	// Loss drops each frame with this probability for the whole experiment
 	// (warm-up, measurement and drain), in Direction.
@@ -102,9 +103,17 @@ func (c *checker) checkSwitchLink(s *Scenario, p string, f Fault) {
 		i, err := strconv.Atoi(strings.TrimPrefix(name, prefix))
 		return strings.HasPrefix(name, prefix) && err == nil && i >= 1 && i <= n && name == prefix+strconv.Itoa(i)
 	}
+	known, want := t.switchLinkKnown(leaf, spine)
 	switch {
+	case t.Kind == KindFatTree || t.Kind == KindRail:
+		if !known && want != "" { // no want: the topology is reported already
+			c.errorf(p+".link", "expected a link of the %s, %s, got %q", t.Kind, want, f.Link)
+		}
+		if f.KillAgent != nil {
+			c.errorf(p+".kill_agent", "kill_agent kills a host's agent; %q is a link between switches", f.Link)
+		}
 	case t.Kind != KindLeafSpine:
-		c.errorf(p+".link", "a link between switches (%q) needs a leaf-spine topology, not %s", f.Link, t.Kind)
+		c.errorf(p+".link", "a link between switches (%q) needs a leaf-spine, fat-tree or rail topology, not %s", f.Link, t.Kind)
 	case !in(leaf, "l", t.Leaves) || !in(spine, "p", t.Spines):
 		c.errorf(p+".link", "expected a leaf-spine link l1..l%d-p1..p%d (leaf, spine), got %q", t.Leaves, t.Spines, f.Link)
 	case f.KillAgent != nil:

@@ -115,9 +115,15 @@ func (t Transport) HomaConfig(f *fabric.Fabric) homaconf.Config {
 // the topology out.
 func (s *Scenario) Fabric() *fabric.Fabric {
 	f := fabric.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
-	if s.Topology.Kind == KindLeafSpine {
+	switch s.Topology.Kind {
+	case KindLeafSpine, KindRail:
 		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
 		f.UplinkBps = uint64(s.Topology.UplinkRate)
+	case KindFatTree:
+		// Edge, aggregation, core, aggregation, edge between pods; edge,
+		// aggregation, edge within one.
+		f.InterSwitchLinks, f.PodLinks = 4, 2
+		f.UplinkBps, f.CoreBps = uint64(s.Topology.UplinkRate), uint64(s.Topology.CoreRate)
 	}
 	return f
 }

@@ -126,7 +126,7 @@ func TestUplinkRate(t *testing.T) {
 		wantErr            string
 	}{
 		{"leaf-spine at 400Mbit", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "uplink_rate: 400Mbit", false, ""},
-		{"star has no uplinks", "star, hosts: 3", "uplink_rate: 400Mbit", false, "only a leaf-spine topology has uplinks"},
+		{"star has no uplinks", "star, hosts: 3", "uplink_rate: 400Mbit", false, "only a leaf-spine, fat-tree or rail topology has uplinks"},
 		{"beyond the emulation", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "uplink_rate: 40Gbit", false, "expected a rate from 1Mbit to 1Gbit"},
 		{"simulated at 40Gbit", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "uplink_rate: 40Gbit", true, ""},
 	} {
@@ -162,7 +162,7 @@ func TestLoadBalancing(t *testing.T) {
 		{"spray", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "spray", ""},
 		{"ecmp", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "ecmp", ""},
 		{"unknown", "leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2", "flowlet", `lb.yaml:2: topology.load_balancing: expected "spray" (per packet, the default) or "ecmp" (per flow), got "flowlet"`},
-		{"star", "star, hosts: 3", "ecmp", "lb.yaml:2: topology.load_balancing: only a leaf-spine topology has several paths to balance, not star"},
+		{"star", "star, hosts: 3", "ecmp", "lb.yaml:2: topology.load_balancing: only a leaf-spine, fat-tree or rail topology has several paths to balance, not star"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.NewReplacer("KIND", tc.kind, "UPLINK", "load_balancing: "+tc.lb).Replace(topologyScenario)

@@ -75,6 +75,20 @@ func pfcFeeds(s *Scenario) []pfcFeed {
 			{fmt.Sprintf("each leaf (%d hosts, %d spines)", t.HostsPerLeaf, t.Spines), leaf},
 			{fmt.Sprintf("each spine (%d leaves)", t.Leaves), t.Leaves - 1},
 		}
+	case KindFatTree:
+		// An edge's host port is fed by its other hosts and its uplinks;
+		// an aggregation switch's port by its other k-1 ports; a core's
+		// by its other pods.
+		return []pfcFeed{
+			{fmt.Sprintf("each edge (%d hosts, %d uplinks)", t.edgeHosts(), t.K/2), max(t.edgeHosts()-1+t.K/2, t.edgeHosts())},
+			{fmt.Sprintf("each aggregation switch (%d ports)", t.K), t.K - 1},
+			{fmt.Sprintf("each core (%d pods)", t.K), t.K - 1},
+		}
+	case KindRail:
+		return []pfcFeed{
+			{fmt.Sprintf("each leaf (%d servers, %d spines)", t.Servers, t.Spines), max(t.Servers-1+t.Spines, t.Servers)},
+			{fmt.Sprintf("each spine (%d leaves)", max(t.Groups, 1)*t.Rails), max(t.Groups, 1)*t.Rails - 1},
+		}
 	}
 	return nil
 }

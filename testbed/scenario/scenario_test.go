@@ -145,7 +145,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unknown simulation key", "duration: 2s", "duration: 2s\nsimulation:\n  host_delay: 1us", 21, "simulation.host_delay", "host_tx_delay"},
 		{"closed without outstanding", "    max_outstanding: 1\n", "", 13, "phases[0].max_outstanding", "at least 1"},
 		{"list expected", "clients: [h2-h3]", "clients: {a: b}", 14, "phases[0].clients", "expected a list"},
-		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star", "leaf-spine" or "external"`},
+		{"bad kind", "kind: star", "kind: ring", 3, "topology.kind", `"star", "leaf-spine", "fat-tree", "rail" or "external"`},
 		{"load out of range", "    arrivals: closed\n    max_outstanding: 1", "    load: 2", 17, "phases[0].load", "between 0 and 1"},
 		{"duplicate key", "  hosts: 4", "  hosts: 4\n  hosts: 5", 5, "topology.hosts", "already defined at line 4"},
 		{"missing phases", "phases:", "phasez:", 12, "phasez", "unknown field"},

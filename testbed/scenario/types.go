@@ -104,6 +104,10 @@ func (s *Scenario) BaselineConfig() string {
 const (
 	KindStar      = "star"
 	KindLeafSpine = "leaf-spine"
+	// KindFatTree is a three-tier k-ary fat tree and KindRail a
+	// rail-optimised fabric (clos.go).
+	KindFatTree = "fat-tree"
+	KindRail    = "rail"
 )
 
 // Values of topology.load_balancing.
@@ -112,19 +116,36 @@ const (
 	LoadBalanceECMP  = "ecmp"
 )
 
-// Topology describes the emulated rack: a star (one ToR, Hosts hosts) or a
+// Topology describes the emulated rack: a star (one ToR, Hosts hosts), a
 // leaf-spine fabric (Leaves ToRs with HostsPerLeaf hosts each, Spines
-// spines); or, of kind external, machines that already exist.
+// spines), a fat tree (K) or a rail-optimised fabric (Rails, Servers,
+// Groups, Spines); or, of kind external, machines that already exist.
 type Topology struct {
 	Kind         string `yaml:"kind"`
 	Hosts        int    `yaml:"hosts"`
 	Leaves       int    `yaml:"leaves"`
 	Spines       int    `yaml:"spines"`
 	HostsPerLeaf int    `yaml:"hosts_per_leaf"`
+	// K is a fat tree's arity: k pods of k/2 edge and k/2 aggregation
+	// switches, (k/2)² cores.
+	K int `yaml:"k,omitempty"`
+	// HostsPerEdge is a fat tree's hosts per edge switch; zero means k/2
+	// (no oversubscription), more oversubscribes the edge.
+	HostsPerEdge int `yaml:"hosts_per_edge,omitempty"`
+	// CoreRate is the rate of a fat tree's aggregation-to-core links;
+	// zero means UplinkRate (or link.rate).
+	CoreRate Rate `yaml:"core_rate,omitempty"`
+	// Rails, Servers and Groups shape a rail-optimised fabric: Groups of
+	// Servers servers with Rails NICs each (one host per NIC).
+	Rails   int `yaml:"rails,omitempty"`
+	Servers int `yaml:"servers,omitempty"`
+	Groups  int `yaml:"groups,omitempty"`
 	// UplinkRate is the rate of the links between leaves and spines
-	// (leaf-spine only); zero means link.rate.
+	// (leaf-spine, rail) or edges and aggregation switches (fat tree);
+	// zero means link.rate.
 	UplinkRate Rate `yaml:"uplink_rate,omitempty"`
-	// LoadBalancing spreads traffic over the spines (leaf-spine only):
+	// LoadBalancing spreads traffic over equal-cost paths at every tier
+	// (leaf-spine, fat tree, rail):
 	// LoadBalanceSpray per packet (the default, as the Homa paper's
 	// simulator does) or LoadBalanceECMP per flow.
 	LoadBalancing string `yaml:"load_balancing,omitempty"`

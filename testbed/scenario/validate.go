@@ -194,13 +194,15 @@ func (c *checker) checkTopology(s *Scenario) {
 		if t.Leaves*t.HostsPerLeaf > MaxHosts {
 			c.errorf("topology", "expected at most %d hosts in all, got %d", MaxHosts, t.Leaves*t.HostsPerLeaf)
 		}
+	case KindFatTree, KindRail:
+		c.checkClos(s)
 	case KindExternal:
 		c.checkExternal(s)
 		if len(s.Faults) > 0 {
 			c.errorf("faults", "fault injection needs the emulated network (it kills agents and drops at the embedded switch); an external topology has none")
 		}
 	default:
-		c.errorf("topology.kind", "expected %q, %q or %q, got %q", KindStar, KindLeafSpine, KindExternal, t.Kind)
+		c.errorf("topology.kind", "expected %q, %q, %q, %q or %q, got %q", KindStar, KindLeafSpine, KindFatTree, KindRail, KindExternal, t.Kind)
 	}
 	if t.UplinkRate != 0 {
 		max, why := Rate(MaxLinkRate), "1Gbit (the embedded switch's shaper in this emulation)"
@@ -208,8 +210,8 @@ func (c *checker) checkTopology(s *Scenario) {
 			max, why = MaxExternalLinkRate, "400Gbit"
 		}
 		switch {
-		case t.Kind != KindLeafSpine:
-			c.errorf("topology.uplink_rate", "only a leaf-spine topology has uplinks, not %s", t.Kind)
+		case !t.MultiTier():
+			c.errorf("topology.uplink_rate", "only a leaf-spine, fat-tree or rail topology has uplinks, not %s", t.Kind)
 		case s.Switch.Target == TargetBMv2:
 			c.errorf("topology.uplink_rate", "BMv2's port shaper has one rate for every port: leave uplink_rate out or use switch.target embedded")
 		case t.UplinkRate < MinLinkRate || t.UplinkRate > max:
@@ -218,10 +220,22 @@ func (c *checker) checkTopology(s *Scenario) {
 	}
 	if t.LoadBalancing != "" {
 		switch {
-		case t.Kind != KindLeafSpine:
-			c.errorf("topology.load_balancing", "only a leaf-spine topology has several paths to balance, not %s", t.Kind)
+		case !t.MultiTier():
+			c.errorf("topology.load_balancing", "only a leaf-spine, fat-tree or rail topology has several paths to balance, not %s", t.Kind)
 		case t.LoadBalancing != LoadBalanceSpray && t.LoadBalancing != LoadBalanceECMP:
 			c.errorf("topology.load_balancing", "expected %q (per packet, the default) or %q (per flow), got %q", LoadBalanceSpray, LoadBalanceECMP, t.LoadBalancing)
+		}
+	}
+	if t.CoreRate != 0 {
+		max := Rate(MaxLinkRate)
+		if c.simulate {
+			max = MaxExternalLinkRate
+		}
+		switch {
+		case s.Switch.Target == TargetBMv2:
+			c.errorf("topology.core_rate", "BMv2's port shaper has one rate for every port: leave core_rate out or use switch.target embedded")
+		case t.CoreRate < MinLinkRate || t.CoreRate > max:
+			c.errorf("topology.core_rate", "expected a rate from 1Mbit to %s, got %s", max, t.CoreRate)
 		}
 	}
 	if t.External != nil && t.Kind != KindExternal {
@@ -711,6 +725,12 @@ func (c *checker) checkCalibration(s *Scenario) {
 	}
 }
 
+// MultiTier reports whether the topology has links between switches and
+// several paths over them: leaf-spine, fat tree, rail.
+func (t Topology) MultiTier() bool {
+	return t.Kind == KindLeafSpine || t.Kind == KindFatTree || t.Kind == KindRail
+}
+
 // HostNames lists the topology's hosts in order: h1, h2, ...
 func (t Topology) HostNames() []string {
 	if t.Kind == KindExternal {
@@ -724,8 +744,11 @@ func (t Topology) HostNames() []string {
 		return out
 	}
 	n := t.Hosts
-	if t.Kind == KindLeafSpine {
+	switch t.Kind {
+	case KindLeafSpine:
 		n = t.Leaves * t.HostsPerLeaf
+	case KindFatTree, KindRail:
+		n = t.closHosts()
 	}
 	out := make([]string, 0, max(n, 0))
 	for i := 1; i <= n; i++ {

@@ -60,6 +60,9 @@ type job struct {
 	// stacks: the host qdisc, and in a shared experiment the engine and
 	// the TCP model on every host at once (shared.go).
 	stacks hostStacks
+	// shared holds the collectives' targets and matrices, parsed once for
+	// all their members (nil: each member parses its own).
+	shared *driver.Shared
 }
 
 // hostConfig is host's workload as its agent gets it (client w, nil for
@@ -82,7 +85,7 @@ func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentp
 		c.Client = spec
 	}
 	for i, pc := range colls {
-		cs, err := driver.ParseCollective(pc, i, math.MaxInt32)
+		cs, err := driver.ParseCollectiveShared(pc, i, math.MaxInt32, j.shared)
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", host, err)
 		}

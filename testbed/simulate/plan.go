@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
@@ -71,10 +72,14 @@ func simHosts(n *topo.Network) ([]simnet.Host, error) {
 	return out, nil
 }
 
-func simLinks(n *topo.Network) []simnet.Link {
+func simLinks(n *topo.Network, f *fabric.Fabric) []simnet.Link {
 	var out []simnet.Link
 	for _, l := range n.Links {
-		out = append(out, simnet.Link{A: l.A, APort: uint16(l.APort), B: l.B, BPort: uint16(l.BPort)})
+		var rate uint64 // the uplink rate
+		if l.Core {
+			rate = f.Core()
+		}
+		out = append(out, simnet.Link{A: l.A, APort: uint16(l.APort), B: l.B, BPort: uint16(l.BPort), RateBps: rate})
 	}
 	return out
 }

@@ -152,13 +152,25 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// The simulated hosts never ARP (simnet hands frames over by address):
+	// an ARP entry per host on every switch would only take memory and
+	// programming time (and past 1,024 hosts would not fit tor.p4's table).
+	pol.NoARPProxy = true
+	pctx, cancel := context.WithTimeout(ctx, programTimeout(len(ct.Switches)))
 	r.sws, err = simnet.StartSwitches(pctx, ct, pol, r.log)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("program the simulated switches: %w", err)
 	}
 	return r, nil
+}
+
+// programTimeout bounds programming n simulated switches: 30 s, and a
+// second more per switch (a fat tree of k=32 has 1,280, each with a route
+// and a next-hop group per edge switch: about 0.2 s of CPU each, and 350 s
+// of a busy machine's time were not enough for 600 of them).
+func programTimeout(n int) time.Duration {
+	return 30*time.Second + time.Duration(n)*time.Second
 }
 
 // Close stops the simulated switches.
@@ -217,7 +229,7 @@ func (r *Network) network(seed uint64) (*simnet.Network, error) {
 		burst = hostBurstBytes
 	}
 	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
-		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout),
+		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout, r.fab),
 		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC)}
 	if m := r.plan.Base.Simulation; m != nil {
 		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
@@ -329,7 +341,7 @@ func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro age
 	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
 		servers: map[string]bool{}, length: s.Warmup.D() + s.Duration.D(),
 		drain: s.Drain.D(), epoch: time.Unix(0, ro.Start).UTC(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
-	j.servers = ro.Servers
+	j.servers, j.shared = ro.Servers, driver.NewShared()
 	for _, host := range ro.Used {
 		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
 		if err != nil {

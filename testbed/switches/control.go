@@ -53,6 +53,11 @@ func ControllerTopology(n *topo.Network, f *fabdesc.Fabric, s *scenario.Scenario
 	for _, l := range n.Links {
 		t.Links = append(t.Links, controller.Link{A: l.A, APort: l.APort, B: l.B, BPort: l.BPort})
 	}
+	if s.Topology.Kind == scenario.KindFatTree || s.Topology.Kind == scenario.KindRail {
+		// A route per leaf (its /24, topo's addressing), not per host: a
+		// fat tree of k=32 has 8,192 hosts, tor.p4's ipv4_lpm holds 1,024.
+		t.RoutePrefix = 24
+	}
 	return t, nil
 }
 

@@ -11,7 +11,7 @@ import (
 func (n *Network) Fabric(s *scenario.Scenario) *fabric.Fabric {
 	f := s.Fabric()
 	for _, h := range n.Hosts {
-		f.Hosts = append(f.Hosts, fabric.Host{Name: h.Name, IP: h.IP.String(), Switch: h.Switch, Port: h.Port})
+		f.Hosts = append(f.Hosts, fabric.Host{Name: h.Name, IP: h.IP.String(), Switch: h.Switch, Port: h.Port, Pod: h.Pod})
 	}
 	return f
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/homatb/homatb/internal/clos"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -20,8 +21,9 @@ import (
 var TagPattern = regexp.MustCompile(`^hb[0-9a-f]{5}$`)
 
 // IntfPattern matches the root-namespace interface names a run creates:
-// tag, node ("h3", "s1", "l2", "p1"), "e" and a port.
-var IntfPattern = regexp.MustCompile(`^(hb[0-9a-f]{5})[hslp][0-9]+e[0-9]+$`)
+// tag, node ("h3", "s1", "l2", "p1"; a fat tree's "e4", "a2", "c1"), "e"
+// and a port.
+var IntfPattern = regexp.MustCompile(`^(hb[0-9a-f]{5})[hslpeac][0-9]+e[0-9]+$`)
 
 // Host is one end host.
 type Host struct {
@@ -36,6 +38,8 @@ type Host struct {
 	Intf   string // its NIC (inside its namespace)
 	// SwitchIntf is the ToR side of its link (in the root namespace).
 	SwitchIntf string
+	// Pod is the host's pod in a fat tree (from 1; 0 elsewhere).
+	Pod int
 }
 
 // Switch is one P4 switch.
@@ -79,6 +83,10 @@ type Link struct {
 	APort int
 	B     string
 	BPort int
+	// Core marks a fat tree's aggregation-to-core link, which runs at the
+	// fabric's core rate (fabric.Fabric.Core); other links between
+	// switches run at its uplink rate.
+	Core bool
 }
 
 // Network is the layout of one run's network.
@@ -129,6 +137,10 @@ func Layout(t scenario.Topology, tag string) (*Network, error) {
 				n.Links = append(n.Links, Link{A: leaf.Name, APort: port, B: "p" + strconv.Itoa(s), BPort: l})
 			}
 		}
+	case scenario.KindFatTree, scenario.KindRail:
+		if err := n.layClos(t); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("topology: unknown kind %q", t.Kind)
 	}
@@ -167,15 +179,46 @@ func (n *Network) addPort(sw *Switch, port int) {
 	sw.Intfs[port] = Intf(n.Tag, sw.Name, port)
 }
 
-// addHost adds host index on port of sw; hosts are 10.0.<leaf>.<j>/16, one
-// subnet, so hosts reach each other on-link (static ARP) and the switches
-// route by /24 per leaf.
+// layClos lays out a fat tree or rail fabric as package clos describes it.
+func (n *Network) layClos(t scenario.Topology) error {
+	l, err := t.Clos()
+	if err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
+	byName := map[string]int{}
+	for _, s := range l.Switches {
+		n.addSwitch(s.Name, s.DeviceID)
+		byName[s.Name] = len(n.Switches) - 1
+	}
+	edges, _, _ := l.Count()
+	for i, h := range l.Hosts {
+		n.addHost(&n.Switches[byName[h.Switch]], i+1, h.Edge, h.Port)
+		if t.Kind == scenario.KindFatTree {
+			n.Hosts[i].Pod = i/l.HostsPerPod + 1
+		}
+		if edges > 255 {
+			n.Hosts[i].Prefix = 8 // 10.1.0.0/24 and up are leaves 256 and up
+		}
+	}
+	for _, k := range l.Links {
+		n.addPort(&n.Switches[byName[k.A]], k.APort)
+		n.addPort(&n.Switches[byName[k.B]], k.BPort)
+		n.Links = append(n.Links, Link{A: k.A, APort: k.APort, B: k.B, BPort: k.BPort, Core: k.Tier == clos.TierCore})
+	}
+	return nil
+}
+
+// addHost adds host index on port of sw; hosts are 10.<leaf/256>.<leaf%256>.<j>,
+// a /24 per leaf, /16 (one subnet, so hosts reach each other on-link with
+// static ARP) while there are fewer than 256 leaves, /8 beyond; the
+// switches route by host, or by the /24 of a leaf (controller.Topology's
+// RoutePrefix).
 func (n *Network) addHost(sw *Switch, index, leaf, j int) {
 	name := "h" + strconv.Itoa(index)
 	n.addPort(sw, j)
 	n.Hosts = append(n.Hosts, Host{
 		Name: name, Node: n.Tag + name, Index: index,
-		IP: netip.AddrFrom4([4]byte{10, 0, byte(leaf), byte(j)}), Prefix: 16,
+		IP: netip.AddrFrom4([4]byte{10, byte(leaf >> 8), byte(leaf), byte(j)}), Prefix: 16,
 		MAC: HostMAC(index), Switch: sw.Name, Port: j,
 		Intf: Intf(n.Tag, name, 0), SwitchIntf: Intf(n.Tag, sw.Name, j),
 	})
