@@ -45,6 +45,13 @@ const (
 	// 10 Gbit/s, 20 at 1 Gbit/s (and below), which the PIAS paper's
 	// simulations kept for DCTCP underneath PIAS.
 	simECNPkts, simECNPktsSlow = 65, 20
+	// simPIASMinRTO is the retransmission timeout's floor of PIAS's TCP
+	// in the Homa paper's simulations of it (HomaSimulation's ns-2
+	// scripts, every workload: min_rto 0.0002 s). Linux's 200 ms floor
+	// is a thousand times the fabric's round trip: a message whose tail
+	// was dropped twice waited 600 ms, and one dropped three times
+	// outlived a 1 s drain, undelivered.
+	simPIASMinRTO = Duration(200 * time.Microsecond)
 )
 
 // ClockDefault is one setting a scenario left out that a simulated run
@@ -116,6 +123,11 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []C
 					out = append(out, ClockDefault{Key: k, Value: "true", Emulated: "false (not available in emulation)",
 						Source: "the PIAS paper's ns-2 simulation: a connection per busy pair, hosts with the switches' priority queues"})
 				}
+			}
+			if k := p + ".tcp.min_rto"; t.TCP.MinRTO == 0 && !given(k) {
+				t.TCP.MinRTO = simPIASMinRTO
+				out = append(out, ClockDefault{Key: k, Value: simPIASMinRTO.D().String(), Emulated: "200ms (the kernel's TCP_RTO_MIN)",
+					Source: "the Homa paper's PIAS simulations (HomaSimulation's ns-2 scripts: min_rto 200 us; the PIAS paper's own: 2 ms)"})
 			}
 		}
 	}

@@ -342,7 +342,7 @@ func (t Transport) Config() string {
 }
 
 // TCPParams mirrors agentpb.TcpParams, but for the simulator's
-// OpenWhenBusy and NICPriorities.
+// OpenWhenBusy, NICPriorities and MinRTO.
 type TCPParams struct {
 	Congestion         string `yaml:"congestion"`
 	ConnectionsPerPeer uint32 `yaml:"connections_per_peer"`
@@ -356,6 +356,9 @@ type TCPParams struct {
 	// strict priority, as the switches do, as the PIAS and pFabric papers'
 	// simulated hosts did; without it the NIC is one FIFO.
 	NICPriorities bool `yaml:"nic_priorities"`
+	// MinRTO (simulator only: the TCP model's Config.MinRTO) is the
+	// retransmission timeout's floor; 0 is the kernel's 200 ms.
+	MinRTO Duration `yaml:"min_rto"`
 }
 
 // Arrival processes.
