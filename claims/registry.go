@@ -90,7 +90,8 @@ func Registry() []Claim {
 			Cause: "the article does not say where its levels cut; log-spaced cuts (PS within) are the closest of the two readings"},
 		{ID: "A9", Text: "W1-W5 at 80% load, P99 slowdown of the shortest half", Published: "PS 21-26x, SRPT 1.0-2.0x, 8 levels 1.0-2.5x",
 			Source: srcArticle, Mode: ModeQueue, Tolerance: "10% beyond each range",
-			Points: a9p, queue: queries(a9...)},
+			Points: a9p, queue: queries(a9...),
+			Cause: "W2's 8 log-spaced levels cut at 41, 207, 1,050 B, ... from its smallest message (8 B): its shortest half (at most 269 B) spans three levels, and its messages of 208-269 B share the third with messages up to 1,050 B under PS; W2's and W3's PS points swing with the seed (18.0-29.1, 18.3-34.0)"},
 
 		{ID: "B1", Text: "Homa: P99 slowdown of the shortest 50% at 80% load, every size bin, W1-W5", Published: "never exceeds 2.2",
 			Source: srcPaper + " §5.2, Fig. 12", Mode: ModeTwin, Scenario: paperTable, Tolerance: "<= 2.2 in every bin of the shortest half",

@@ -45,14 +45,6 @@ const (
 	// 10 Gbit/s, 20 at 1 Gbit/s (and below), which the PIAS paper's
 	// simulations kept for DCTCP underneath PIAS.
 	simECNPkts, simECNPktsSlow = 65, 20
-	// simPIASMinRTO is the retransmission timeout's floor of PIAS's TCP,
-	// and its initial value, in the Homa paper's simulations of it
-	// (HomaSimulation's ns-2 scripts, every workload: min_rto 0.0002 s,
-	// and rtxcur_init_ set to it). Linux's are 200 ms and 1 s, a
-	// thousand times the fabric's round trip and more: a new
-	// connection whose first segment was dropped waited 1 s, past the
-	// default drain, and its message was never delivered.
-	simPIASMinRTO = Duration(200 * time.Microsecond)
 )
 
 // ClockDefault is one setting a scenario left out that a simulated run
@@ -124,11 +116,6 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []C
 					out = append(out, ClockDefault{Key: k, Value: "true", Emulated: "false (not available in emulation)",
 						Source: "the PIAS paper's ns-2 simulation: a connection per busy pair, hosts with the switches' priority queues"})
 				}
-			}
-			if k := p + ".tcp.min_rto"; t.TCP.MinRTO == 0 && !given(k) {
-				t.TCP.MinRTO = simPIASMinRTO
-				out = append(out, ClockDefault{Key: k, Value: simPIASMinRTO.D().String(), Emulated: "200ms and 1s before the first RTT sample (the kernel's TCP_RTO_MIN, TCP_TIMEOUT_INIT)",
-					Source: "the Homa paper's PIAS simulations (HomaSimulation's ns-2 scripts: min_rto 200 us, the initial RTO the same; the PIAS paper's own: 2 ms)"})
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func TestClockDefaults(t *testing.T) {
 		keys             []string
 	}
 	all := []string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
-		"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities", "transports[1].tcp.min_rto"}
+		"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
 	for _, tc := range []struct {
 		name     string
 		text     string
@@ -49,10 +49,10 @@ func TestClockDefaults(t *testing.T) {
 		{"emulated keeps its own", strings.Replace(clockBase, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), false,
 			want{}},
 		{"simulated, nothing set", clockBase, true,
-			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, simPIASMinRTO, simECNPktsSlow, all}},
+			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, 0, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
-			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, simPIASMinRTO, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
-			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities", "transports[1].tcp.min_rto"}}},
+			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 0, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
+			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
 			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
 			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false, min_rto: 1ms}\n", 1), true,
