@@ -97,7 +97,7 @@ func Registry() []Claim {
 			Source: srcPaper + " §5.2, Fig. 12", Mode: ModeTwin, Scenario: paperTable, Tolerance: "<= 2.2 in every bin of the shortest half",
 			Points: []Point{band("W1", 0, 2.2, 0), band("W2", 0, 2.2, 0), band("W3", 0, 2.2, 0), band("W4", 0, 2.2, 0), band("W5", 0, 2.2, 0)},
 			twin:   homaHalfBins,
-			Cause:  "W3's priority cutoffs settle about 3.5 ms in (the quick variants warm up for 2 ms), and homatb's DATA costs 114 B on the wire against HomaSimulation's 96 B (docs/simulation.md, Homa above 2.2 term by term)"},
+			Cause:  "homatb's DATA costs 114 B on the wire against HomaSimulation's 96 B, 16% longer small packets at the same load on the wire (docs/simulation.md, Homa above 2.2 term by term)"},
 		{ID: "B2", Text: "pFabric about equal to Homa; pHost and PIAS considerably higher (shortest half P99, W1-W5)", Published: "pFabric ≈ Homa; pHost, PIAS > Homa",
 			Source: srcPaper + " §5.2, Fig. 12", Mode: ModeTwin, Scenario: paperTable, Tolerance: "pFabric/Homa within 25%; pHost/Homa and PIAS/Homa above 1.25",
 			Points: []Point{band("pFabric/Homa min", 0.8, 1.25, 0), band("pFabric/Homa max", 0.8, 1.25, 0), band("pHost/Homa min", 1.25, math.Inf(1), 0), band("PIAS/Homa min", 1.25, math.Inf(1), 0)},
