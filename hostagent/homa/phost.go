@@ -6,10 +6,15 @@ import (
 	"github.com/homatb/homatb/wire"
 )
 
-// phostPolicy is pHost's (homaconf.VariantPHost): a sender sends its
-// credit window blind (the paper's free tokens), then one packet per token
-// its receiver grants, paced at its link rate, to the message with the
-// fewest bytes left.
+// phostPolicy is pHost's (homaconf.VariantPHost): a message that fits in
+// the credit window goes whole on free tokens; a longer one sends an RTS
+// (a START_MSG) and nothing else, and its receiver grants it one packet per
+// token from byte 0, paced at its link rate, to the message with the fewest
+// bytes left. Priorities keep control packets (RTS and tokens) ahead of
+// data only: every DATA packet, free or tokened, goes at the bottom level.
+// That is pHost as the Homa paper simulated it (the pHost authors'
+// simulator, whose configuration gives free tokens only to flows of at
+// most capability_initial packets and sends all data at one level).
 type phostPolicy struct {
 	familyBase
 	creditQueue
@@ -23,6 +28,10 @@ func (p *phostPolicy) arrived(m *msgIn) { p.add(m) }
 func (p *phostPolicy) untrack(m *msgIn) { p.remove(m) }
 
 func (p *phostPolicy) credits() { p.issueDue(p.e, p) }
+
+// announces: every message too long for free tokens sends an RTS, at the
+// control level.
+func (p *phostPolicy) announces(*peer, uint32) (uint8, bool) { return p.e.state.ctrlPrio, true }
 
 // eligible: a sender that does not use its tokens gets no more until it
 // does (the paper's token expiry).

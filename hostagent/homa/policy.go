@@ -1,7 +1,6 @@
 package homa
 
 import (
-	"math"
 	"net/netip"
 	"time"
 
@@ -24,6 +23,11 @@ type policy interface {
 	// blindLevel is the priority of a blind (unscheduled) byte of a
 	// message of n bytes to p.
 	blindLevel(p *peer, n uint32) uint8
+	// announces reports whether a message of n bytes to p that does not
+	// fit in its blind bytes sends none and announces itself with a
+	// START_MSG instead (Homa with start_msg, pHost's RTS), and the
+	// level of that packet.
+	announces(p *peer, n uint32) (level uint8, ok bool)
 	// rank is what a DATA packet of o carries for switches that order
 	// packets by it (pFabric); 0 for the others.
 	rank(o *msgOut) uint32
@@ -56,45 +60,41 @@ type policy interface {
 
 // newPolicy builds the policy e's configuration names (defaults filled
 // in), with how many bytes of a message it sends before any credit
-// (unsched) and how many of those at the blind level (blindHigh; the rest
-// at the level of credited bytes).
-func newPolicy(e *Endpoint) (pol policy, unsched, blindHigh uint32) {
+// (unsched).
+func newPolicy(e *Endpoint) (pol policy, unsched uint32) {
 	cfg := &e.cfg
 	base := familyBase{e: e}
 	gap := wireTime(cfg.MTU+cfg.FrameOverhead, cfg.LinkBps)
 	switch cfg.Variant {
 	case homaconf.VariantPFabric:
-		return &pfabricPolicy{base}, cfg.UnschedBytes, math.MaxUint32
+		return &pfabricPolicy{base}, cfg.UnschedBytes
 	case homaconf.VariantPHost:
-		// Priorities for control packets (top) and free-token packets
-		// (next) only, as the paper; scheduled packets at the bottom.
-		// The whole credit window goes blind (its free tokens), the
-		// first UnschedBytes at the blind level.
-		base.blindPrio = uint8(max(0, cfg.Priorities-2))
+		// A message that fits in the credit window goes whole on free
+		// tokens; a longer one sends an RTS and waits for tokens.
+		// Control packets at the top, every DATA packet at the bottom
+		// (phostPolicy).
 		return &phostPolicy{familyBase: base, creditQueue: creditQueue{gap: gap}, window: cfg.CreditWindow},
-			cfg.CreditWindow, cfg.UnschedBytes
+			cfg.CreditWindow
 	case homaconf.VariantNDP:
 		// Data at the bottom; the switch forwards trimmed headers at the
 		// top, where PULLs and NACKs go too. The credit window is its
 		// initial window, which its PULLs keep in flight.
-		return &ndpPolicy{familyBase: base, creditQueue: creditQueue{gap: gap}}, cfg.CreditWindow, math.MaxUint32
+		return &ndpPolicy{familyBase: base, creditQueue: creditQueue{gap: gap}}, cfg.CreditWindow
 	}
-	return &homaPolicy{base}, cfg.UnschedBytes, math.MaxUint32
+	return &homaPolicy{base}, cfg.UnschedBytes
 }
 
 // familyBase is what a policy does unless it says otherwise: Homa's
-// packets only, its blind bytes at one level (blindPrio), no rank, no
-// cutoffs, no credit, no trimmed packets.
-type familyBase struct {
-	e *Endpoint
-	// blindPrio is the DATA priority of blind bytes (Homa: its
-	// receivers' cutoffs instead).
-	blindPrio uint8
-}
+// packets only, its blind bytes at the bottom level (Homa: its receivers'
+// cutoffs instead), no announcements, no rank, no cutoffs, no credit, no
+// trimmed packets.
+type familyBase struct{ e *Endpoint }
 
 func (familyBase) accepts(t wire.Type) bool { return t < wire.TypePull }
 
-func (b familyBase) blindLevel(*peer, uint32) uint8 { return b.blindPrio }
+func (familyBase) blindLevel(*peer, uint32) uint8 { return 0 }
+
+func (familyBase) announces(*peer, uint32) (uint8, bool) { return 0, false }
 
 func (familyBase) rank(*msgOut) uint32 { return 0 }
 
@@ -134,6 +134,12 @@ func (h *homaPolicy) blindLevel(p *peer, n uint32) uint8 {
 		return unschedPriority(&p.cutoffs.cut, st.prios, n)
 	}
 	return uint8(st.prios - 1)
+}
+
+// announces: with start_msg, at the level its unscheduled bytes would
+// have used.
+func (h *homaPolicy) announces(p *peer, n uint32) (uint8, bool) {
+	return h.blindLevel(p, n), h.e.cfg.StartMsg
 }
 
 func (h *homaPolicy) staleCutoffs(now time.Duration, p *peer, c wire.Common) {

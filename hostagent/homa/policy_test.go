@@ -163,19 +163,21 @@ func TestTrimmedRequestPulled(t *testing.T) {
 	}
 }
 
-// TestPHostBlindPriorities: a pHost sender sends its whole credit window
-// blind, the first UnschedBytes (one unloaded BDP, the paper's free
-// tokens) at the level below the top and the rest, the slack for a loaded
-// path, at the token-driven level 0.
-func TestPHostBlindPriorities(t *testing.T) {
+// TestPHostFreeTokens: a pHost message that fits in the credit window goes
+// whole on free tokens; a longer one sends only an RTS (a START_MSG) and
+// waits for tokens. Every DATA packet goes at level 0, the RTS at the
+// control level (7).
+func TestPHostFreeTokens(t *testing.T) {
 	for _, tt := range []struct {
-		name           string
-		length         int
-		high, low, all int // packets at level 6, at level 0, in all
+		name      string
+		length    int
+		data, rts int // DATA packets (all at level 0), START_MSGs (at 7)
 	}{
-		{"long message", 100_000, 3, 4, 7},
-		{"within the unloaded BDP", 4000, 3, 0, 3},
-		{"within the window", 8000, 3, 3, 6},
+		{"one packet", 100, 1, 0},
+		{"within the window", 8000, 6, 0},
+		{"the whole window", 9968, 7, 0},
+		{"a byte beyond the window", 9969, 0, 1},
+		{"long message", 100_000, 0, 1},
 	} {
 		rc := &recConn{}
 		// A backlog the pacer never reaches: every blind packet goes at once.
@@ -192,19 +194,27 @@ func TestPHostBlindPriorities(t *testing.T) {
 		e.mu.Lock()
 		e.startOut(0, r, make([]byte, tt.length), e.state.unsched, 0)
 		e.unlock()
-		var high, low int
+		var data, rts int
 		for _, p := range rc.sent {
-			switch Priority(p.TOS) {
-			case 6:
-				high++
-			case 0:
-				low++
-			default:
-				t.Errorf("%s: DATA at level %d", tt.name, Priority(p.TOS))
+			c, err := wire.ParseCommon(p.Buf)
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			want := map[wire.Type]uint8{wire.TypeData: 0, wire.TypeStartMsg: 7}
+			level, ok := want[c.Type]
+			if !ok {
+				t.Errorf("%s: sent a %v", tt.name, c.Type)
+			} else if Priority(p.TOS) != level {
+				t.Errorf("%s: %v at level %d, want %d", tt.name, c.Type, Priority(p.TOS), level)
+			}
+			if c.Type == wire.TypeData {
+				data++
+			} else if c.Type == wire.TypeStartMsg {
+				rts++
 			}
 		}
-		if high != tt.high || low != tt.low || len(rc.sent) != tt.all {
-			t.Errorf("%s: %d packets at level 6, %d at 0, %d in all; want %d, %d, %d", tt.name, high, low, len(rc.sent), tt.high, tt.low, tt.all)
+		if data != tt.data || rts != tt.rts {
+			t.Errorf("%s: %d DATA and %d START_MSG sent, want %d and %d", tt.name, data, rts, tt.data, tt.rts)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func newProtocol(e *Endpoint) protocol {
 		return newUET(e)
 	}
 	st := &e.state
-	st.pol, st.unsched, st.blindHigh = newPolicy(e)
+	st.pol, st.unsched = newPolicy(e)
 	return &homaFamily{e: e}
 }
 

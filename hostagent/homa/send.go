@@ -184,7 +184,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		d.Offset, n = o.next, min(st.pkt, o.granted-o.next)
 		o.next += n
 		prio = o.schedPrio
-		if d.Offset < min(o.unsched, st.blindHigh) {
+		if d.Offset < o.unsched {
 			prio = st.pol.blindLevel(r.peer, o.length)
 		}
 	}
@@ -223,12 +223,12 @@ func (e *Endpoint) sendControl(now time.Duration, addr netip.Addr, c wire.Common
 	e.txCommit(now, wire.AppendHeaderOnly(e.txBuf(), &c), addr, c.Type, e.state.ctrlPrio)
 }
 
-// sendStartMsg announces r's outbound message (homaconf.Config.StartMsg)
-// at the level its unscheduled bytes would have used.
-func (e *Endpoint) sendStartMsg(now time.Duration, r *rpc) {
+// sendStartMsg announces r's outbound message (homaconf.Config.StartMsg,
+// pHost's RTS) at level prio.
+func (e *Endpoint) sendStartMsg(now time.Duration, r *rpc, prio uint8) {
 	o := &r.out
 	s := wire.StartMsg{Common: r.header(wire.TypeStartMsg), MessageLength: o.length, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
-	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, e.state.pol.blindLevel(r.peer, o.length))
+	e.txCommit(now, wire.AppendStartMsg(e.txBuf(), &s), r.peer.addr, wire.TypeStartMsg, prio)
 }
 
 // header returns the common header of a control packet about r.

@@ -46,14 +46,13 @@ type endpointState struct {
 	picks    uint64
 	armedAt  time.Duration // when the armed pacer timer fires
 	pkt      uint32        // DATA payload per packet
-	// pol is the Homa family's policy (nil for other protocols), unsched
-	// how much of a message it sends before any credit, and blindHigh how
-	// much of that at its blind level (newPolicy).
-	pol       policy
-	unsched   uint32
-	blindHigh uint32
-	ctrlPrio  uint8
-	prios     int
+	// pol is the Homa family's policy (nil for other protocols) and
+	// unsched how much of a message it sends before any credit
+	// (newPolicy).
+	pol      policy
+	unsched  uint32
+	ctrlPrio uint8
+	prios    int
 	// finished are a Driven Endpoint's Calls that ended during the
 	// current event, for its caller's callbacks.
 	finished []*rpc
@@ -208,7 +207,8 @@ func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint
 // family's startOut).
 func (e *Endpoint) startMessage(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
 	n := uint32(len(data))
-	announce := e.cfg.StartMsg && n > unsched
+	level, announce := e.state.pol.announces(r.peer, n)
+	announce = announce && n > unsched
 	if announce {
 		// A message that needs grants sends no unscheduled bytes: it
 		// announces itself and waits for grants from byte 0.
@@ -217,7 +217,7 @@ func (e *Endpoint) startMessage(now time.Duration, r *rpc, data []byte, unsched 
 	r.out = msgOut{data: data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
 		flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
 	if announce {
-		e.sendStartMsg(now, r)
+		e.sendStartMsg(now, r, level)
 	}
 	e.enqueue(r)
 }

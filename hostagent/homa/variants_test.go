@@ -121,8 +121,10 @@ func TestVariantsWithLoss(t *testing.T) {
 					if grants == 0 || ss.TxPackets[wire.TypeGrant.Index()][7] != grants {
 						t.Errorf("pHost tokens %v, want some, all at the top level", ss.TxPackets[wire.TypeGrant.Index()])
 					}
-					if sum(cst.TxPackets[wire.TypeData.Index()]) == 0 || cst.TxPackets[wire.TypeData.Index()][6] == 0 {
-						t.Errorf("pHost free-token DATA not at level 6: %v", cst.TxPackets[wire.TypeData.Index()])
+					// At level 0, but for a first packet its receiver
+					// never saw, which a RESEND asks for at the top.
+					if d := cst.TxPackets[wire.TypeData.Index()]; d[0] == 0 || sum(d) != d[0]+d[7] {
+						t.Errorf("pHost DATA %v, want some, all at level 0 or 7", d)
 					}
 				case homaconf.VariantNDP:
 					if pulls == 0 || grants != 0 {

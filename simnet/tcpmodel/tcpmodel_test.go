@@ -153,6 +153,32 @@ func TestLossRepair(t *testing.T) {
 	}
 }
 
+// TestInitialRTO: a connection's first segment lost before any RTT sample
+// is sent again after the initial RTO: the kernel's 1 s by default, or
+// what InitRTO says (the PIAS simulations' 200 us, as their minimum).
+func TestInitialRTO(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		min, ini time.Duration
+		lo, hi   time.Duration
+	}{
+		{"kernel's", 0, 0, time.Second, time.Second + time.Millisecond},
+		{"ns-2's", 200 * time.Microsecond, 200 * time.Microsecond, 200 * time.Microsecond, 500 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p *pair
+			p = newPair(t, Config{MSS: 1000, Law: DCTCP, MinRTO: tc.min, InitRTO: tc.ini}, func(*Segment) bool { return p.dataSegs == 1 })
+			r, ok := p.call(t, 500, 3*time.Second)
+			if st := p.client.Stats(); !ok || st.Timeouts != 1 {
+				t.Fatalf("done %v, %+v; want done after one timeout", ok, st)
+			}
+			if d := time.Duration(r.Done); d < tc.lo || d > tc.hi {
+				t.Errorf("first segment repaired after %v, want %v to %v", d, tc.lo, tc.hi)
+			}
+		})
+	}
+}
+
 // TestPIASLevels: data segments leave at the level of the bytes their
 // direction sent before them, pure ACKs at level 0, and the count
 // restarts after an idle gap.

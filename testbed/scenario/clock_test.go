@@ -33,7 +33,8 @@ func TestClockDefaults(t *testing.T) {
 	type want struct {
 		backlog          time.Duration // transports[0] (homa)
 		switchD, hostTxD Duration
-		open, prio       bool // transports[1] (pias)
+		open, prio       bool     // transports[1] (pias)
+		minRTO           Duration // transports[1] (pias)
 		ecn              int
 		keys             []string
 	}
@@ -48,14 +49,14 @@ func TestClockDefaults(t *testing.T) {
 		{"emulated keeps its own", strings.Replace(clockBase, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), false,
 			want{}},
 		{"simulated, nothing set", clockBase, true,
-			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, simECNPktsSlow, all}},
+			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, 0, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
-			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
+			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 0, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
 			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
 			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
-			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false}\n", 1), true,
-			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, simECNPktsSlow,
+			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false, min_rto: 1ms}\n", 1), true,
+			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, Duration(time.Millisecond), simECNPktsSlow,
 				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts", "transports[1].tcp.nic_priorities"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,12 +82,12 @@ func TestClockDefaults(t *testing.T) {
 					sw, tx = s.Simulation.SwitchDelay, s.Simulation.HostTxDelay
 				}
 				got := want{s.Transports[0].Homa.MaxNICBacklog, sw, tx, s.Transports[1].TCP.OpenWhenBusy, s.Transports[1].TCP.NICPriorities,
-					s.Switch.ECNThresholdPkts, tc.want.keys}
+					s.Transports[1].TCP.MinRTO, s.Switch.ECNThresholdPkts, tc.want.keys}
 				if got.backlog != tc.want.backlog || got.switchD != tc.want.switchD || got.hostTxD != tc.want.hostTxD ||
-					got.open != tc.want.open || got.prio != tc.want.prio || got.ecn != tc.want.ecn {
+					got.open != tc.want.open || got.prio != tc.want.prio || got.minRTO != tc.want.minRTO || got.ecn != tc.want.ecn {
 					t.Errorf("%s: got %+v, want %+v", e.Name, got, tc.want)
 				}
-				if tcp := s.Transports[2].TCP; tcp.OpenWhenBusy || tcp.NICPriorities {
+				if tcp := s.Transports[2].TCP; tcp.OpenWhenBusy || tcp.NICPriorities || tcp.MinRTO != 0 {
 					t.Errorf("%s: kernel TCP took PIAS's connections: %+v", e.Name, tcp)
 				}
 			}

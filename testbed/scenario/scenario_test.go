@@ -124,6 +124,8 @@ func TestBadScenarios(t *testing.T) {
 		{"pfabric on bmv2", "  - name: tcp", "  - name: pfabric\nswitch: {target: bmv2}", 11, "transports[1].name", "BMv2's FIFO queues cannot"},
 		{"open_when_busy emulated", "  - name: tcp", "  - name: tcp\n    tcp: {open_when_busy: true}", 12, "transports[1].tcp.open_when_busy", "simulator's TCP model"},
 		{"nic_priorities emulated", "  - name: tcp", "  - name: tcp\n    tcp: {nic_priorities: true}", 12, "transports[1].tcp.nic_priorities", "simulator's"},
+		{"min_rto emulated", "  - name: tcp", "  - name: tcp\n    tcp: {min_rto: 1ms}", 12, "transports[1].tcp.min_rto", "kernel keeps its own"},
+		{"min_rto negative", "  - name: tcp", "  - name: tcp\n    tcp: {min_rto: -1ms}", 12, "transports[1].tcp.min_rto", "at least 0"},
 		{"pfabric buffer below a frame", "  - name: tcp", "  - name: pfabric\n    pfabric: {buffer_bytes: 100}", 12, "transports[1].pfabric.buffer_bytes", "at least one frame"},
 		{"ndp threshold above the queue", "  - name: tcp", "  - name: ndp\n    ndp: {trim_threshold_pkts: 100000}", 12, "transports[1].ndp.trim_threshold_pkts", "to the queue depth"},
 		{"pias thresholds not ascending", "  - name: tcp", "  - name: pias\n    tcp: {congestion: cubic}\n    pias: {thresholds: [10KB, 5KB]}", 13, "transports[1].pias.thresholds[1]", "ascending"},

@@ -373,7 +373,7 @@ func (t Transport) Config() string {
 }
 
 // TCPParams mirrors agentpb.TcpParams, but for the simulator's
-// OpenWhenBusy and NICPriorities.
+// OpenWhenBusy, NICPriorities and MinRTO.
 type TCPParams struct {
 	Congestion         string `yaml:"congestion"`
 	ConnectionsPerPeer uint32 `yaml:"connections_per_peer"`
@@ -387,6 +387,12 @@ type TCPParams struct {
 	// strict priority, as the switches do, as the PIAS and pFabric papers'
 	// simulated hosts did; without it the NIC is one FIFO.
 	NICPriorities bool `yaml:"nic_priorities"`
+	// MinRTO (simulator only: the TCP model's Config.MinRTO and InitRTO)
+	// is the retransmission timeout's floor and its value before a
+	// connection's first RTT sample, as ns-2's minrto_ and rtxcur_init_,
+	// which the PIAS simulations set alike; 0 keeps the kernel's 200 ms
+	// and 1 s.
+	MinRTO Duration `yaml:"min_rto"`
 }
 
 // Arrival processes.

@@ -532,6 +532,12 @@ func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	if t.TCP.OpenWhenBusy && !c.simulate {
 		c.errorf(p+".tcp.open_when_busy", "a connection opened per busy pair is the simulator's TCP model's (homatb run --simulate); the emulated hosts' tcprpc keeps connections_per_peer connections, used in turn: drop open_when_busy or raise connections_per_peer")
 	}
+	switch {
+	case t.TCP.MinRTO < 0:
+		c.errorf(p+".tcp.min_rto", "expected a duration of at least 0, got %s", t.TCP.MinRTO.D())
+	case t.TCP.MinRTO != 0 && !c.simulate:
+		c.errorf(p+".tcp.min_rto", "a retransmission timeout floor is the simulator's TCP model's (homatb run --simulate); the emulated hosts' kernel keeps its own (200 ms): drop min_rto")
+	}
 	if t.TCP.NICPriorities && !c.simulate {
 		c.errorf(p+".tcp.nic_priorities", "a NIC with priority queues is the simulator's (homatb run --simulate); the emulated hosts send through one shaper queue: drop nic_priorities")
 	}

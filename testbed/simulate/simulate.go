@@ -460,7 +460,7 @@ func (r *Network) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 	}
 	tp := agents.Requests{Fabric: r.fab, Calibration: r.calib}.TCPParams(t)
 	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer()),
-		OpenWhenBusy: t.TCP.OpenWhenBusy, DelayedAck: true}
+		OpenWhenBusy: t.TCP.OpenWhenBusy, DelayedAck: true, MinRTO: t.TCP.MinRTO.D(), InitRTO: t.TCP.MinRTO.D()}
 	if tp.GetPias() {
 		us := time.Microsecond
 		pc := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
@@ -496,6 +496,9 @@ func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
 	}
 	if t.TCP.NICPriorities {
 		pi += ", NICs with the switches' priority queues"
+	}
+	if t.TCP.MinRTO != 0 {
+		pi += ", a minimum and initial RTO of " + t.TCP.MinRTO.D().String()
 	}
 	return []string{fmt.Sprintf("%s ran on the simulator's model of TCP (simnet/tcpmodel, window law %s%s), not the kernel's TCP", t.Config(), law, pi)}
 }

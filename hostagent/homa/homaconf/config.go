@@ -38,10 +38,11 @@ type Config struct {
 	UnschedBytes uint32 `homa:"unsched_bytes"`
 	// CreditWindow (pHost and NDP) is the round trip of their credit loop
 	// in bytes (default UnschedBytes, the unloaded one): what a message
-	// sends blind (pHost's free tokens, NDP's initial window, which its
-	// PULLs then keep in flight) and, on pHost, its token window (a
-	// message with this much of its tokens and blind bytes unused gets no
-	// more). A host that sends while it receives (a ring's) queues its
+	// sends blind (NDP's initial window, which its PULLs then keep in
+	// flight; on pHost, a message of at most this many bytes, sent whole
+	// on free tokens, where a longer one sends none) and, on pHost, its
+	// token window (a message with this much of its tokens and blind bytes
+	// unused gets no more). A host that sends while it receives (a ring's) queues its
 	// tokens and PULLs behind its own DATA, in its NIC (MaxNICBacklog and
 	// the packet on its wire) and on the switch port toward the sender
 	// (the packet being sent); a window of the unloaded round trip then
@@ -305,10 +306,12 @@ const (
 	// byte with pFabric's rank in each DATA packet; no grants; recovery
 	// on a short timeout (ResendTicks default 2).
 	VariantPFabric Variant = "pfabric"
-	// VariantPHost sends CreditWindow blind, then one packet per token;
-	// receivers hand out tokens (one-packet GRANTs) in SRPT order paced
-	// at LinkBps and stop giving them to a message with CreditWindow of
-	// tokens unused.
+	// VariantPHost sends a message of at most CreditWindow bytes whole
+	// and blind (free tokens); a longer one sends an RTS (START_MSG) and
+	// then one packet per token; receivers hand out tokens (one-packet
+	// GRANTs) in SRPT order paced at LinkBps and stop giving them to a
+	// message with CreditWindow of tokens unused. Every DATA packet goes
+	// at level 0, control packets at the top.
 	VariantPHost Variant = "phost"
 	// VariantNDP sends CreditWindow at line rate, then one packet per
 	// PULL; receivers pace PULLs at LinkBps, one per packet that
@@ -386,7 +389,7 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, keyErr("variant", "%q not one of %v", c.Variant, Variants)
 	}
 	if c.Variant != VariantHoma && c.StartMsg {
-		return c, keyErr("start_msg", "start_msg is Homa's; variant %q announces messages with its first DATA", c.Variant)
+		return c, keyErr("start_msg", "start_msg is Homa's; variant %q announces messages its own way (pHost: an RTS for every message too long for free tokens; the others: their first DATA)", c.Variant)
 	}
 	pkt := c.PayloadPerPacket()
 	if c.UnschedBytes == 0 {
