@@ -3,12 +3,10 @@ package simulate_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/simulate"
 	"github.com/homatb/homatb/testbed/topo"
@@ -41,6 +39,7 @@ func TestClosPathsInTheTwin(t *testing.T) {
 			p := load(t, `name: paths
 topology: `+tc.topology+`
 link: {rate: 1Gbit}
+switch: {records: all} # every packet's path, not the anatomy's sample
 transports:
   - name: homa
 phases:
@@ -62,18 +61,13 @@ drain: 50ms
 			}
 			hops := map[packetKey][]hop{}
 			for _, sw := range layout.Switches {
-				f, err := os.Open(rundir.PostcardsPath(dir, "paths-homa", sw.Name))
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = switchstats.ReadPostcards(f, func(pc *switchstats.Postcard) error {
+				_, err := rundir.ReadPostcards(dir, "paths-homa", sw.Name, func(pc *rundir.Postcard) error {
 					if pc.HomaType == 0x10 {
 						k := packetKey{pc.SrcIP, pc.DstIP, pc.RPCID, pc.Seq}
 						hops[k] = append(hops[k], hop{pc.DequeueNs, sw.Name})
 					}
 					return nil
 				})
-				f.Close()
 				if err != nil {
 					t.Fatal(err)
 				}
