@@ -158,10 +158,14 @@ func (c *conn) sendData(now int64, seq, n uint64) {
 		if c.timing && c.timedSeq >= seq {
 			c.timing = false // Karn: no sample from a retransmitted segment
 		}
-	} else {
-		if !c.timing {
-			c.timing, c.timedSeq, c.timedAt = true, seq+n, now
-		}
+	} else if !c.timing {
+		c.timing, c.timedSeq, c.timedAt = true, seq+n, now
+	}
+	if seq+n > c.sndMax {
+		// Also for a retransmission that reaches past sndMax: after a
+		// timeout the window resends full segments where short ones (a
+		// message's tail, sent at once) left before, so a segment can
+		// straddle sndMax, and the ACK of its end must count.
 		c.sndMax = seq + n
 		c.noteSent(now)
 	}

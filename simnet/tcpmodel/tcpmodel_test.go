@@ -325,3 +325,27 @@ func TestOpenWhenBusy(t *testing.T) {
 		t.Errorf("%d connections, want 2 (the third call on an idle one)", st.Conns)
 	}
 }
+
+// TestTimeoutResendsPastShortSegment: after a timeout the window resends
+// full segments from the first unacknowledged byte, so one can reach
+// past the highest byte sent before (a short request went alone, the next
+// one waited for the window); its acknowledgement counts, and both calls
+// end after one timeout instead of the connection retrying forever.
+func TestTimeoutResendsPastShortSegment(t *testing.T) {
+	var p *pair
+	p = newPair(t, Config{MSS: 1000, InitCwnd: 1, MinRTO: 200 * time.Microsecond, InitRTO: 200 * time.Microsecond},
+		func(*Segment) bool { return p.dataSegs == 1 }) // the short request's only segment
+	done := 0
+	for _, n := range []int{500, 5000} { // the first leaves at once, [0, 504); the second waits
+		p.client.Call(p.now, netip.AddrPortFrom(p.sAddr, 4000), make([]byte, n), func(_ Result, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done++
+		})
+	}
+	p.run(int64(time.Second))
+	if st := p.client.Stats(); done != 2 || st.Timeouts != 1 {
+		t.Errorf("%d of 2 calls ended, %d timeouts; want both after one", done, st.Timeouts)
+	}
+}
