@@ -113,11 +113,7 @@ func (rp *roceProtocol) send() { rp.pumpRoCE(rp.e.now()) }
 
 func (rp *roceProtocol) tick(now time.Duration) int {
 	rp.roceTick(now)
-	servers := 0
-	for _, p := range rp.e.state.peers {
-		servers += len(p.servers)
-	}
-	return servers
+	return rp.e.serverCount()
 }
 
 func (rp *roceProtocol) callDone(r *rpc, err error) { rp.roceDone(r, err) }

@@ -35,3 +35,13 @@ func (e *Endpoint) failSilentCalls(now time.Duration, scratch []*rpc, heardTick 
 	clear(rs)
 	return rs[:0]
 }
+
+// serverCount is the number of server RPCs the endpoint holds: what a
+// protocol's tick returns when it checks no server RPC itself.
+func (e *Endpoint) serverCount() int {
+	n := 0
+	for _, p := range e.state.peers {
+		n += len(p.servers)
+	}
+	return n
+}

@@ -126,11 +126,7 @@ func (u *uetProtocol) send() { u.pump(u.e.now()) }
 
 func (u *uetProtocol) tick(now time.Duration) int {
 	u.uetTick(now)
-	servers := 0
-	for _, p := range u.e.state.peers {
-		servers += len(p.servers)
-	}
-	return servers
+	return u.e.serverCount()
 }
 
 // encapBytes: UET rides in UDP.
