@@ -281,7 +281,9 @@ func (rp *roceProtocol) roceSend(now time.Duration, q *roceQP) {
 			e.lastByteSent(now, r)
 		}
 	} else {
-		r.info.retransmits++
+		if !r.dead { // a finished RPC's record is its caller's
+			r.info.retransmits++
+		}
 		e.c.retransmits.Add(1)
 	}
 	if !e.cfg.RoCENoDCQCN {

@@ -102,9 +102,10 @@ func (r *rpc) progress(now time.Duration) {
 // lost confirms that r waits for a lost packet: the wait began when the
 // silence that led to the RESEND did, or now if no RESEND went out (NDP
 // learns of a loss from a trimmed header). Times are kept above 0, which
-// means "never".
+// means "never". A finished RPC's record belongs to its caller: a late
+// loss of its packets is not written there.
 func (r *rpc) lost(now time.Duration) {
-	if r.info.recoveryFrom != 0 {
+	if r.dead || r.info.recoveryFrom != 0 {
 		return
 	}
 	if r.suspect != 0 {

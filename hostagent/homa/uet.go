@@ -257,7 +257,11 @@ func (u *uetProtocol) sendOne(now time.Duration, q *uetPDC) {
 			return // acknowledged since it was declared lost
 		}
 		s.lost, s.resent = false, true
-		s.m.r.info.retransmits++
+		// A finished RPC's request can still be resent (its response came
+		// before the request's ACK); its caller owns the record by then.
+		if !s.m.r.dead {
+			s.m.r.info.retransmits++
+		}
 		e.c.retransmits.Add(1)
 	} else {
 		m := q.newData()
