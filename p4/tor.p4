@@ -17,9 +17,13 @@
  * strict_priority, is the eight strict-priority queues. rank_order(buffer)
  * is pFabric's: one queue served smallest rank first, the rank read from
  * the Homa common header (bytes 16..19), with buffer bytes and the
- * largest-rank frames dropped on overflow. trim_above(threshold) is NDP's:
- * a Homa DATA frame whose queue already holds threshold frames is cut to
- * its 90-byte header, flagged trimmed and sent in queue 7.
+ * largest-rank frames dropped on overflow. trim_above(threshold) is NDP's
+ * and UET's: a Homa DATA frame whose queue already holds threshold frames
+ * is cut to its 90-byte header, flagged trimmed and sent in queue 7; a UET
+ * data packet (UDP to port 4793, a RUD or ROD request) is cut to 64 bytes
+ * of UDP payload (its PDS and SES headers), its UDP checksum zeroed and
+ * its DSCP set to UET_TRIMMED_DSCP, the DSCP of queue 7 (UET 1.0 marks
+ * trimmed packets by a DSCP of their own).
  *
  * What v1model cannot express: standard_metadata has no rank and BMv2's
  * queues are FIFOs, so rank_order only computes meta.rank here (BMv2 would
@@ -75,6 +79,17 @@ const bit<8>  HOMA_FLAG_TRIMMED = 0x01;
 /* A trimmed DATA frame: Ethernet 14 + IPv4 20 + DATA header 56 bytes. */
 const bit<32> TRIMMED_FRAME_LEN = 90;
 const bit<16> TRIMMED_IPV4_LEN = 76;
+/* A trimmed UET frame: Ethernet 14 + IPv4 20 + UDP 8 + 64 bytes. */
+const bit<16> UET_PORT = 4793;
+const bit<32> UET_TRIMMED_FRAME_LEN = 106;
+const bit<16> UET_TRIMMED_IPV4_LEN = 92;
+const bit<16> UET_TRIMMED_UDP_LEN = 72;
+const bit<6>  UET_TRIMMED_DSCP = 56;
+/* PDS types of data packets: RUD, ROD, RUD_CC, ROD_CC requests. */
+const bit<5>  UET_RUD_REQ = 2;
+const bit<5>  UET_ROD_REQ = 3;
+const bit<5>  UET_RUD_CC_REQ = 13;
+const bit<5>  UET_ROD_CC_REQ = 14;
 const bit<32> RANK_MAX = 0xffffffff;
 const bit<3>  QUEUE_TRIMMED = 7;
 const bit<32> PORT_SLOTS = 64;
@@ -138,11 +153,27 @@ header homa_common_t {
     bit<64> senderId;
 }
 
+header udp_t {
+    bit<16> sport;
+    bit<16> dport;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/* The UET PDS prologue: type, next header, flags. */
+header uet_prologue_t {
+    bit<5> type;
+    bit<4> next;
+    bit<7> flags;
+}
+
 struct headers_t {
-    ethernet_t    ethernet;
-    arp_t         arp;
-    ipv4_t        ipv4;
-    homa_common_t homa;
+    ethernet_t     ethernet;
+    arp_t          arp;
+    ipv4_t         ipv4;
+    homa_common_t  homa;
+    udp_t          udp;
+    uet_prologue_t uet;
 }
 
 struct metadata_t {
@@ -184,7 +215,7 @@ parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
             (5, IP_PROTO_HOMA): parse_homa;
             (5, IP_PROTO_TCP): parse_l4_ports;
-            (5, IP_PROTO_UDP): parse_l4_ports;
+            (5, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -196,6 +227,19 @@ parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     /* The flow hash needs the ports only: no header is extracted. */
     state parse_l4_ports {
         meta.l4_ports = packet.lookahead<bit<32>>();
+        transition accept;
+    }
+    /* UDP: the ports; UET's headers for trimming. */
+    state parse_udp {
+        meta.l4_ports = packet.lookahead<bit<32>>();
+        transition select(meta.l4_ports[15:0]) {
+            UET_PORT: parse_uet;
+            default: accept;
+        }
+    }
+    state parse_uet {
+        packet.extract(hdr.udp);
+        packet.extract(hdr.uet);
         transition accept;
     }
 }
@@ -601,6 +645,20 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta,
             hdr.ipv4.totalLen = TRIMMED_IPV4_LEN;
             hdr.homa.flags = hdr.homa.flags | HOMA_FLAG_TRIMMED;
         }
+        /* UET: a trimmed packet is no longer than its trimmed length, so
+         * it is not trimmed again; its DSCP keeps it in queue 7 at the
+         * next switch. */
+        if (meta.mode == MODE_TRIM_ABOVE && hdr.uet.isValid() &&
+            (hdr.uet.type == UET_RUD_REQ || hdr.uet.type == UET_ROD_REQ ||
+             hdr.uet.type == UET_RUD_CC_REQ || hdr.uet.type == UET_ROD_CC_REQ) &&
+            standard_metadata.packet_length > UET_TRIMMED_FRAME_LEN &&
+            (bit<32>)standard_metadata.enq_qdepth >= meta.mode_arg) {
+            truncate(UET_TRIMMED_FRAME_LEN);
+            hdr.ipv4.totalLen = UET_TRIMMED_IPV4_LEN;
+            hdr.ipv4.dscp = UET_TRIMMED_DSCP;
+            hdr.udp.length = UET_TRIMMED_UDP_LEN;
+            hdr.udp.checksum = 0;
+        }
     }
 }
 
@@ -623,6 +681,8 @@ control TorDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.arp);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.homa);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.uet);
     }
 }
 

@@ -46,8 +46,10 @@ func (tp *testPipeline) Ingress(frame []byte, inPort uint16, v *Verdict) {
 	v.Mode, v.ModeArg, v.Rank = tp.mode, tp.modeArg, RankMax
 	if frame[23] == wire.IPProto && len(frame) >= HomaOffset+HomaCommonLen {
 		v.Rank = binary.BigEndian.Uint32(frame[HomaRankOffset:])
-		v.HomaData = frame[HomaTypeOffset] == HomaTypeData && frame[HomaFlagsOffset]&HomaFlagTrimmed == 0 &&
-			len(frame) > TrimmedFrameLen
+		if frame[HomaTypeOffset] == HomaTypeData && frame[HomaFlagsOffset]&HomaFlagTrimmed == 0 &&
+			len(frame) > TrimmedFrameLen {
+			v.Trim = TrimHomaData
+		}
 	}
 }
 
@@ -61,6 +63,21 @@ func makeHomaData(size int, dst byte, prio uint8, rank, seq uint32) []byte {
 	f[HomaTypeOffset] = HomaTypeData
 	binary.BigEndian.PutUint32(f[HomaRankOffset:], rank)
 	binary.BigEndian.PutUint32(f[HomaOffset+28:], seq)
+	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^onesSum(f[14:34]))
+	return f
+}
+
+// makeUETData builds a UET RUD data packet of size bytes to 10.0.0.dst
+// over UDP (port wire.UETPort, a nonzero UDP checksum) with priority prio
+// and seq in its payload, with a valid IPv4 header checksum.
+func makeUETData(size int, dst byte, prio uint8, seq uint32) []byte {
+	f := makeFrame(size, dst, prio, 0)
+	binary.BigEndian.PutUint16(f[UDPOffset:], 50000)
+	binary.BigEndian.PutUint16(f[UDPOffset+2:], wire.UETPort)
+	binary.BigEndian.PutUint16(f[udpLenOffset:], uint16(size-UDPOffset))
+	binary.BigEndian.PutUint16(f[udpCsumOffset:], 0x1234)
+	f[UETOffset] = byte(wire.UETRUDReq) << 3
+	binary.BigEndian.PutUint32(f[UETTrimmedFrameLen+4:], seq)
 	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^onesSum(f[14:34]))
 	return f
 }

@@ -20,10 +20,30 @@ const (
 	// Verdict.ModeArg bytes; a frame that does not fit makes room by
 	// dropping the largest-rank frames, itself if it is the largest.
 	ModeRankOrder
-	// ModeTrimAbove is NDP's: strict priority, but a Homa DATA frame
-	// (Verdict.HomaData) whose queue already holds Verdict.ModeArg frames
-	// is trimmed to its header (TrimmedFrameLen) and queued in queue 7.
+	// ModeTrimAbove is NDP's and UET's: strict priority, but a trimmable
+	// frame (Verdict.Trim) whose queue already holds Verdict.ModeArg
+	// frames is trimmed to its headers and queued in queue 7.
 	ModeTrimAbove
+)
+
+// Trim is what a ModeTrimAbove port may cut a frame to.
+type Trim uint8
+
+// The trimmable frames.
+const (
+	// TrimNone: the frame is queued or tail-dropped whole.
+	TrimNone Trim = iota
+	// TrimHomaData: an untrimmed Homa DATA frame longer than its header
+	// (NDP) becomes its first TrimmedFrameLen bytes with the common
+	// header's trimmed flag set.
+	TrimHomaData
+	// TrimUETData: a UET data packet (a RUD or ROD request, with or
+	// without CC state) longer than UETTrimmedFrameLen becomes its first
+	// UETTrimmedFrameLen bytes: the UDP length follows, the UDP checksum
+	// becomes 0 (none, as IPv4 allows) and the DSCP becomes
+	// UETTrimmedDSCP, which every switch of the fabric classifies into
+	// queue 7 (UET 1.0 marks trimmed packets by a DSCP of their own).
+	TrimUETData
 )
 
 // The Homa frame layout the switch modes read (the issue #20 contract):
@@ -56,27 +76,56 @@ const (
 	TrimQueue = 7
 )
 
-// IPv4 header fields trimming rewrites (frame offsets).
+// The UET over UDP layout trimming reads and writes (frame offsets).
+const (
+	// UDPOffset is where the UDP header starts in a frame.
+	UDPOffset = HomaOffset
+	// UETOffset is where the PDS header starts (after UDP's 8 bytes).
+	UETOffset = UDPOffset + wire.UDPHeaderLen
+	// UETTrimmedFrameLen is a trimmed UET data frame's length: Ethernet,
+	// IPv4, UDP and the wire.UETTrimmedLen bytes of UDP payload kept.
+	UETTrimmedFrameLen = UETOffset + wire.UETTrimmedLen
+	// UETTrimmedDSCP marks a trimmed UET packet: the DSCP of queue 7
+	// under the fabric's classification (priority p is DSCP p<<3).
+	UETTrimmedDSCP = TrimQueue << 3
+)
+
+// IPv4 and UDP header fields trimming rewrites (frame offsets).
 const (
 	ipTotalLenOffset = 16
 	ipCsumOffset     = 24
+	udpLenOffset     = UDPOffset + 4
+	udpCsumOffset    = UDPOffset + 6
 )
 
-// trim cuts the Homa DATA frame in p to its header: total length, header
-// checksum and the trimmed flag rewritten, payload dropped. The checksum is
-// updated incrementally (RFC 1624, eqn. 3), which gives the recomputed
-// value for a header whose checksum was valid and costs a few adds.
-func trim(p *packet) {
+// trim cuts the frame in p as kind says (TrimHomaData or TrimUETData),
+// payload dropped, the headers' lengths and marks rewritten.
+func trim(p *packet, kind Trim) {
 	f := p.buf[:p.n]
-	oldLen := binary.BigEndian.Uint16(f[ipTotalLenOffset:])
-	newLen := uint16(TrimmedFrameLen - 14)
-	binary.BigEndian.PutUint16(f[ipTotalLenOffset:], newLen)
-	sum := uint32(^binary.BigEndian.Uint16(f[ipCsumOffset:])) + uint32(^oldLen) + uint32(newLen)
+	if kind == TrimUETData {
+		setIPv4Word(f, ipTOSOffset-1, uint16(f[ipTOSOffset-1])<<8|uint16(UETTrimmedDSCP<<2|f[ipTOSOffset]&3))
+		setIPv4Word(f, ipTotalLenOffset, UETTrimmedFrameLen-14)
+		binary.BigEndian.PutUint16(f[udpLenOffset:], UETTrimmedFrameLen-UDPOffset)
+		binary.BigEndian.PutUint16(f[udpCsumOffset:], 0)
+		p.n = UETTrimmedFrameLen
+		return
+	}
+	setIPv4Word(f, ipTotalLenOffset, TrimmedFrameLen-14)
+	f[HomaFlagsOffset] |= HomaFlagTrimmed
+	p.n = TrimmedFrameLen
+}
+
+// setIPv4Word writes the IPv4 header's 16-bit word at frame offset off and
+// updates the header checksum incrementally (RFC 1624, eqn. 3), which
+// gives the recomputed value for a header whose checksum was valid and
+// costs a few adds.
+func setIPv4Word(f []byte, off int, v uint16) {
+	old := binary.BigEndian.Uint16(f[off:])
+	binary.BigEndian.PutUint16(f[off:], v)
+	sum := uint32(^binary.BigEndian.Uint16(f[ipCsumOffset:])) + uint32(^old) + uint32(v)
 	sum = sum&0xffff + sum>>16
 	sum = sum&0xffff + sum>>16
 	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^uint16(sum))
-	f[HomaFlagsOffset] |= HomaFlagTrimmed
-	p.n = TrimmedFrameLen
 }
 
 // rankQueue is a port's rank-ordered queue: packets sorted by rank, largest

@@ -195,19 +195,22 @@ func TestTrimAbove(t *testing.T) {
 	tests := []struct {
 		name      string
 		frame     func(seq uint32) []byte
-		homaData  bool
+		kind      Trim
 		queue     uint8
 		wantTrim  []bool // per arrival
 		wantDrops uint64
 	}{
 		{name: "homa data above the threshold trimmed",
-			frame: func(seq uint32) []byte { return makeHomaData(1000, 2, 1, 0, seq) }, homaData: true, queue: 1,
+			frame: func(seq uint32) []byte { return makeHomaData(1000, 2, 1, 0, seq) }, kind: TrimHomaData, queue: 1,
 			wantTrim: []bool{false, false, true, true, true}},
 		{name: "homa data in queue 7 trimmed too",
-			frame: func(seq uint32) []byte { return makeHomaData(1000, 2, 7, 0, seq) }, homaData: true, queue: 7,
+			frame: func(seq uint32) []byte { return makeHomaData(1000, 2, 7, 0, seq) }, kind: TrimHomaData, queue: 7,
 			wantTrim: []bool{false, false, true, true}},
+		{name: "uet data above the threshold trimmed",
+			frame: func(seq uint32) []byte { return makeUETData(1000, 2, 1, seq) }, kind: TrimUETData, queue: 1,
+			wantTrim: []bool{false, false, true, true, true}},
 		{name: "other frames tail-dropped as usual",
-			frame: func(seq uint32) []byte { return makeFrame(1000, 2, 1, seq) }, homaData: false, queue: 1,
+			frame: func(seq uint32) []byte { return makeFrame(1000, 2, 1, seq) }, kind: TrimNone, queue: 1,
 			wantTrim: []bool{false, false, false, false, false}, wantDrops: 1},
 	}
 	for _, tc := range tests {
@@ -219,7 +222,7 @@ func TestTrimAbove(t *testing.T) {
 				f := tc.frame(uint32(i))
 				in = append(in, slices.Clone(f))
 				p := &packet{buf: f, n: len(f), inPort: uint16(i)}
-				tmq.enqueueTrim(p, tc.queue, threshold, tc.homaData, int64(i))
+				tmq.enqueueTrim(p, tc.queue, threshold, tc.kind, int64(i))
 			}
 			deps, _, _ := drainAll(tmq, 100, nil)
 			trimmed := 0
@@ -233,22 +236,30 @@ func TestTrimAbove(t *testing.T) {
 					continue
 				}
 				trimmed++
-				if len(f) != TrimmedFrameLen || binary.BigEndian.Uint16(f[ipTotalLenOffset:]) != TrimmedFrameLen-14 {
-					t.Errorf("arrival %d: %d bytes, IPv4 length %d", i, len(f), binary.BigEndian.Uint16(f[ipTotalLenOffset:]))
-				}
 				if s := onesSum(f[14:34]); s != 0xffff {
 					t.Errorf("arrival %d: IPv4 checksum invalid (sum %#04x)", i, s)
 				}
-				if f[HomaFlagsOffset]&HomaFlagTrimmed == 0 || d.pkt.queue != TrimQueue {
-					t.Errorf("arrival %d: flags %#02x, queue %d", i, f[HomaFlagsOffset], d.pkt.queue)
+				if d.pkt.queue != TrimQueue {
+					t.Errorf("arrival %d: queue %d, want %d", i, d.pkt.queue, TrimQueue)
 				}
-				// Everything but length, checksum and flag is the original header.
-				want := slices.Clone(orig[:TrimmedFrameLen])
-				copy(want[ipTotalLenOffset:], f[ipTotalLenOffset:ipTotalLenOffset+2])
+				// Everything but lengths, checksums and marks is the original.
+				n := TrimmedFrameLen
+				if tc.kind == TrimUETData {
+					n = UETTrimmedFrameLen
+				}
+				want := slices.Clone(orig[:n])
+				binary.BigEndian.PutUint16(want[ipTotalLenOffset:], uint16(n-14))
 				copy(want[ipCsumOffset:], f[ipCsumOffset:ipCsumOffset+2])
-				want[HomaFlagsOffset] |= HomaFlagTrimmed
+				switch tc.kind {
+				case TrimHomaData:
+					want[HomaFlagsOffset] |= HomaFlagTrimmed
+				case TrimUETData:
+					want[ipTOSOffset] = UETTrimmedDSCP<<2 | orig[ipTOSOffset]&3
+					binary.BigEndian.PutUint16(want[udpLenOffset:], uint16(n-UDPOffset))
+					binary.BigEndian.PutUint16(want[udpCsumOffset:], 0)
+				}
 				if !slices.Equal(f, want) {
-					t.Errorf("arrival %d: header changed beyond length, checksum and flag", i)
+					t.Errorf("arrival %d: trimmed to\n%x\nwant\n%x", i, f, want)
 				}
 			}
 			nTrim := 0
@@ -384,7 +395,7 @@ func TestHomaLayout(t *testing.T) {
 	binary.BigEndian.PutUint16(f[ipCsumOffset:], 0)
 	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^onesSum(f[14:34]))
 	p := &packet{buf: f, n: len(f)}
-	trim(p)
+	trim(p, TrimHomaData)
 	got, err := wire.ParseTrimmed(p.buf[HomaOffset:p.n])
 	if err != nil || !got.Trimmed() || got.Offset != seq || got.Rank != rank || got.SenderID != 42 {
 		t.Errorf("trimmed frame decodes as %+v, %v", got, err)
@@ -394,5 +405,39 @@ func TestHomaLayout(t *testing.T) {
 	}
 	if TrimQueue != NumQueues-1 {
 		t.Errorf("TrimQueue %d, want the highest queue %d", TrimQueue, NumQueues-1)
+	}
+}
+
+// TestUETLayout trims a UET data packet the engine's uet variant sends (a
+// RUD_CC request, the largest PDS header, and the SES header) and checks
+// that what is left still names the packet: PDS and SES decode, the UDP
+// length follows and the IPv4 checksum holds.
+func TestUETLayout(t *testing.T) {
+	pds := wire.UETPDS{Type: wire.UETRUDCCReq, PSN: 0xdeadbeef, SPDCID: 7, DPDCID: 9, CCCID: 3, CreditTarget: 4096}
+	ses := wire.SESRequest{MsgID: 11, BufferOffset: 8192, RequestLength: 100000}
+	pkt := wire.AppendSESRequest(wire.AppendUETRequest(nil, &pds), &ses)
+	pkt = append(pkt, make([]byte, 1000)...)
+	f := makeUETData(UETOffset+len(pkt), 2, 3, 0)
+	copy(f[UETOffset:], pkt)
+	p := &packet{buf: f, n: len(f)}
+	trim(p, TrimUETData)
+	got := p.buf[:p.n]
+	var h wire.UETPDS
+	var sh wire.SESRequest
+	rest, err := wire.ParseUETPDS(got[UETOffset:], &h)
+	if err == nil {
+		rest, err = wire.ParseSESRequest(rest, &sh)
+	}
+	if err != nil || h.Type != pds.Type || h.PSN != pds.PSN || sh.BufferOffset != ses.BufferOffset || sh.RequestLength != ses.RequestLength {
+		t.Fatalf("trimmed packet decodes as %+v, %+v, %v", h, sh, err)
+	}
+	if len(rest) != wire.UETTrimmedLen-wire.UETRequestCCLen-wire.SESRequestLen {
+		t.Errorf("%d payload bytes left, want %d", len(rest), wire.UETTrimmedLen-wire.UETRequestCCLen-wire.SESRequestLen)
+	}
+	if n := binary.BigEndian.Uint16(got[udpLenOffset:]); int(n) != len(got)-UDPOffset {
+		t.Errorf("UDP length %d, frame holds %d", n, len(got)-UDPOffset)
+	}
+	if onesSum(got[14:34]) != 0xffff || got[ipTOSOffset]>>2 != UETTrimmedDSCP {
+		t.Errorf("IPv4 checksum sum %#04x, DSCP %d", onesSum(got[14:34]), got[ipTOSOffset]>>2)
 	}
 }

@@ -8,9 +8,10 @@ type Verdict struct {
 	// Mode is how the egress port queues the frame (tor.p4's port_mode);
 	// the zero value is strict priority.
 	Mode Mode
-	// HomaData marks an untrimmed Homa DATA frame longer than its header,
-	// which ModeTrimAbove may trim.
-	HomaData bool
+	// Trim says what ModeTrimAbove may cut the frame to: an untrimmed
+	// Homa DATA frame longer than its header, or a UET data packet longer
+	// than its trimmed size; TrimNone for every other frame.
+	Trim Trim
 	// ModeArg is the mode's argument: ModeRankOrder's buffer in bytes,
 	// ModeTrimAbove's threshold in packets.
 	ModeArg uint32

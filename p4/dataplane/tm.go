@@ -124,7 +124,7 @@ func (t *tm) enqueueVerdict(p *packet, v *Verdict, now int64) bool {
 	case ModeRankOrder:
 		return t.enqueueRank(p, v.Rank, v.ModeArg, now)
 	case ModeTrimAbove:
-		return t.enqueueTrim(p, v.Queue, v.ModeArg, v.HomaData, now)
+		return t.enqueueTrim(p, v.Queue, v.ModeArg, v.Trim, now)
 	}
 	return t.enqueue(p, v.Queue, now)
 }
@@ -152,13 +152,13 @@ func (t *tm) enqueue(p *packet, q uint8, now int64) bool {
 	return ok
 }
 
-// enqueueTrim is enqueue on a trim_above port: a Homa DATA frame (homaData)
-// whose queue already holds threshold packets is trimmed to its header and
-// put in queue TrimQueue instead.
-func (t *tm) enqueueTrim(p *packet, q uint8, threshold uint32, homaData bool, now int64) bool {
+// enqueueTrim is enqueue on a trim_above port: a trimmable frame (kind
+// not TrimNone) whose queue already holds threshold packets is trimmed to
+// its headers and put in queue TrimQueue instead.
+func (t *tm) enqueueTrim(p *packet, q uint8, threshold uint32, kind Trim, now int64) bool {
 	t.lock()
-	if homaData && uint32(t.q[q].size) >= threshold {
-		trim(p)
+	if kind != TrimNone && uint32(t.q[q].size) >= threshold {
+		trim(p, kind)
 		t.trimmed++
 		q = TrimQueue
 	}

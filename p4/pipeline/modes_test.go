@@ -23,6 +23,24 @@ func homaFrame(tos byte, typ byte, rank uint32, flags byte, payload int) []byte 
 	return f
 }
 
+// uetFrame is ipv4Frame carrying a UDP datagram to port dport whose
+// payload (payload bytes) starts with a UET PDS header of type typ.
+func uetFrame(tos byte, dport uint16, typ wire.UETType, payload int) []byte {
+	f := ipv4Frame(0x0a000002, tos, 64, wire.UDPHeaderLen+payload)
+	f[ethLen+9] = ipProtoUDP
+	binary.BigEndian.PutUint16(f[ipCsumOff:], 0)
+	binary.BigEndian.PutUint16(f[ipCsumOff:], Checksum(f[ethLen:ethLen+ipv4Len]))
+	u := f[ethLen+ipv4Len:]
+	binary.BigEndian.PutUint16(u[2:], dport)
+	binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+payload))
+	if typ == wire.UETAckCC {
+		copy(u[wire.UDPHeaderLen:], wire.AppendUETAck(nil, &wire.UETPDS{Type: typ}))
+	} else {
+		copy(u[wire.UDPHeaderLen:], wire.AppendUETRequest(nil, &wire.UETPDS{Type: typ}))
+	}
+	return f
+}
+
 // modeEntry is a port_mode entry for port.
 func modeEntry(port uint64, action uint32, arg uint64) Entry {
 	return Entry{Match: [MaxKeyFields]FieldMatch{{Value: port, Mask: FieldMask(9)}},
@@ -56,13 +74,24 @@ func TestIngressPortMode(t *testing.T) {
 		{"rank_order: short Homa is rank max", ptr(modeEntry(2, p4.ActionRankOrder, 9000)), homaFrame(0, data, 5, 0, 1000)[:50],
 			Verdict{EgressPort: 2, Queue: 0, Mode: dataplane.ModeRankOrder, ModeArg: 9000, Rank: dataplane.RankMax}},
 		{"trim_above: DATA may be trimmed", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), homaFrame(0, data, 0, 0, 1000),
-			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8, HomaData: true}},
+			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8, Trim: dataplane.TrimHomaData}},
 		{"trim_above: header-only DATA is not", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), homaFrame(0, data, 0, 0, 56),
 			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
 		{"trim_above: control packet is not", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), homaFrame(0, 0x11, 0, 0, 1000),
 			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
 		{"trim_above: not Homa is not", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), ipv4Frame(0x0a000002, 0, 64, 1000),
 			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
+		{"trim_above: UET data may be trimmed", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), uetFrame(0, wire.UETPort, wire.UETRUDReq, 1000),
+			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8, Trim: dataplane.TrimUETData}},
+		{"trim_above: UET data with CC state too", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), uetFrame(0, wire.UETPort, wire.UETRUDCCReq, 1000),
+			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8, Trim: dataplane.TrimUETData}},
+		{"trim_above: UET ACK is not", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), uetFrame(0, wire.UETPort, wire.UETAckCC, 1000),
+			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
+		{"trim_above: UDP to another port is not", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), uetFrame(0, 4791, wire.UETRUDReq, 1000),
+			Verdict{EgressPort: 2, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
+		{"trim_above: trimmed UET stays in queue 7, whole", ptr(modeEntry(2, p4.ActionTrimAbove, 8)),
+			uetFrame(dataplane.UETTrimmedDSCP<<2, wire.UETPort, wire.UETRUDReq, wire.UETTrimmedLen),
+			Verdict{EgressPort: 2, Queue: 7, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
 		{"trim_above: trimmed upstream goes to queue 7", ptr(modeEntry(2, p4.ActionTrimAbove, 8)), homaFrame(0, data, 0, dataplane.HomaFlagTrimmed, 56),
 			Verdict{EgressPort: 2, Queue: 7, Mode: dataplane.ModeTrimAbove, ModeArg: 8}},
 	}
@@ -130,7 +159,7 @@ func TestPortModeDefaultAction(t *testing.T) {
 	}
 	var v Verdict
 	p.Ingress(homaFrame(0, dataplane.HomaTypeData, 0, 0, 1000), 1, &v)
-	if v.Mode != dataplane.ModeTrimAbove || v.ModeArg != 3 || !v.HomaData {
+	if v.Mode != dataplane.ModeTrimAbove || v.ModeArg != 3 || v.Trim != dataplane.TrimHomaData {
 		t.Errorf("verdict %+v, want trim_above 3 on a Homa DATA frame", v)
 	}
 	// Back to the P4 default: strict priority again.
@@ -138,7 +167,7 @@ func TestPortModeDefaultAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Ingress(homaFrame(0, dataplane.HomaTypeData, 0, 0, 1000), 1, &v)
-	if v.Mode != dataplane.ModeStrictPriority || v.HomaData {
+	if v.Mode != dataplane.ModeStrictPriority || v.Trim != dataplane.TrimNone {
 		t.Errorf("verdict %+v after reinstall, want strict priority", v)
 	}
 }

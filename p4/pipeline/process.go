@@ -279,9 +279,12 @@ var crc32Table = func() (t [256]uint32) {
 // portMode runs a rank_order or trim_above action of port_mode on frame
 // and the tor.p4 lines after it, filling v's mode fields and changing the
 // queue as they do. Frames are Homa when they are IPv4 protocol wire.IPProto
-// without options and hold a whole common header (TorParser's parse_homa).
+// without options and hold a whole common header (TorParser's parse_homa),
+// UET when they are UDP to wire.UETPort without IPv4 options and hold a
+// PDS prologue (parse_uet).
 func portMode(a ActionCall, frame []byte, queue *uint8, v *Verdict) {
-	homa := frame[ethLen]&0x0f == ipv4Len/4 && frame[ipProtoOff] == wire.IPProto &&
+	options := frame[ethLen]&0x0f != ipv4Len/4
+	homa := !options && frame[ipProtoOff] == wire.IPProto &&
 		len(frame) >= dataplane.HomaOffset+dataplane.HomaCommonLen
 	switch a.ID {
 	case p4.ActionRankOrder:
@@ -300,9 +303,25 @@ func portMode(a ActionCall, frame []byte, queue *uint8, v *Verdict) {
 		case frame[dataplane.HomaTypeOffset] == dataplane.HomaTypeData && len(frame) > dataplane.TrimmedFrameLen:
 			// tor.p4 trims in egress; this target's traffic manager
 			// trims at enqueue, where it sees the queue.
-			v.HomaData = true
+			v.Trim = dataplane.TrimHomaData
+		}
+		if !options && frame[ipProtoOff] == ipProtoUDP && len(frame) > dataplane.UETTrimmedFrameLen &&
+			binary.BigEndian.Uint16(frame[dataplane.UDPOffset+2:]) == wire.UETPort && uetData(frame[dataplane.UETOffset]>>3) {
+			v.Trim = dataplane.TrimUETData
 		}
 	}
+}
+
+// uetData reports whether a PDS type is a data packet's: a RUD or ROD
+// request, with or without CC state (tor.p4's UET_DATA types). A trimmed
+// one is not longer than its trimmed length, so it is not trimmed again;
+// its DSCP keeps it in the top queue.
+func uetData(t uint8) bool {
+	switch wire.UETType(t) {
+	case wire.UETRUDReq, wire.UETRODReq, wire.UETRUDCCReq, wire.UETRODCCReq:
+		return true
+	}
+	return false
 }
 
 // Egress runs TorEgress on a frame leaving the traffic manager: the egress

@@ -156,7 +156,7 @@ func (c *checker) checkExternalSwitches(s *Scenario, hosts map[string]bool) {
 	if len(e.Switches) == 0 {
 		// A switch set by hand: nothing can change its queues per transport.
 		for i, t := range s.Transports {
-			if t.Name == TransportPFabric || t.Name == TransportNDP {
+			if t.Name == TransportPFabric || t.Name == TransportNDP || t.UET.TrimThresholdPkts > 0 {
 				c.errorf(fmt.Sprintf("transports[%d].name", i), "%s needs a P4 switch's port modes; an external topology without switches has none", t.Name)
 			}
 		}

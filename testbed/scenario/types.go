@@ -312,6 +312,7 @@ type Transport struct {
 	TCP     TCPParams     `yaml:"tcp"`
 	PFabric PFabricParams `yaml:"pfabric"`
 	NDP     NDPParams     `yaml:"ndp"`
+	UET     UETParams     `yaml:"uet"`
 	PIAS    PIASParams    `yaml:"pias"`
 }
 
@@ -339,6 +340,16 @@ type PFabricParams struct {
 // header and sent at the highest priority.
 type NDPParams struct {
 	// TrimThresholdPkts defaults to 8, the paper's data queue.
+	TrimThresholdPkts int `yaml:"trim_threshold_pkts"`
+}
+
+// UETParams are UET's switch settings: with TrimThresholdPkts, a UET data
+// packet arriving at a queue holding that many frames is cut to its
+// headers (64 bytes of UDP payload), marked by its DSCP and sent at the
+// highest priority, and the receiver answers it with a TRIM NACK.
+type UETParams struct {
+	// TrimThresholdPkts is 0 (the default) for no trimming: full queues
+	// drop, as UEC's fabrics without trimming do.
 	TrimThresholdPkts int `yaml:"trim_threshold_pkts"`
 }
 

@@ -444,6 +444,9 @@ func (c *checker) checkTransports(s *Scenario) {
 		if t.Name != TransportNDP && t.NDP != (NDPParams{}) {
 			c.errorf(p+".ndp", "ndp parameters on %s", t.Name)
 		}
+		if t.Name != TransportUET && t.UET != (UETParams{}) {
+			c.errorf(p+".uet", "uet parameters on %s", t.Name)
+		}
 		if keys := t.Homa.RoCEKeys(); t.Name != TransportRoCE && len(keys) > 0 {
 			c.errorf(p+".homa."+keys[0], "%s is the roce transport's setting, not %s's", keys[0], t.Name)
 		}
@@ -464,6 +467,12 @@ func (c *checker) checkTransports(s *Scenario) {
 			}
 			if t.NDP.TrimThresholdPkts < 1 || t.NDP.TrimThresholdPkts > s.Switch.QueueDepthPkts {
 				c.errorf(p+".ndp.trim_threshold_pkts", "expected 1 to the queue depth %d, got %d", s.Switch.QueueDepthPkts, t.NDP.TrimThresholdPkts)
+			}
+		case TransportUET:
+			if n := t.UET.TrimThresholdPkts; n != 0 && s.Switch.Target == TargetBMv2 {
+				c.errorf(p+".uet.trim_threshold_pkts", "trimming needs the switch to move the trimmed packet into its highest-priority queue, which tor.p4 on BMv2 cannot (it sees the queue only in egress); it needs target %q, or 0 for no trimming", TargetEmbedded)
+			} else if n < 0 || n > s.Switch.QueueDepthPkts {
+				c.errorf(p+".uet.trim_threshold_pkts", "expected 0 (no trimming) to the queue depth %d, got %d", s.Switch.QueueDepthPkts, n)
 			}
 		case TransportPIAS:
 			th := t.PIAS.Thresholds

@@ -66,9 +66,11 @@ type summary struct {
 			TailCause string `json:"tail_cause"`
 		} `json:"anatomy"`
 		Switch struct {
-			Drops   int64 `json:"drops"`
-			CEMarks int64 `json:"ce_marks"`
-			PFC     []struct {
+			Drops        int64    `json:"drops"`
+			CEMarks      int64    `json:"ce_marks"`
+			TrimmedPkts  uint64   `json:"trimmed_pkts"`
+			MaxQueuePkts [8]int64 `json:"max_queue_pkts"`
+			PFC          []struct {
 				PausesSent int64 `json:"pauses_sent"`
 			} `json:"pfc"`
 		} `json:"switch"`

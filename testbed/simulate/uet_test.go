@@ -3,6 +3,7 @@ package simulate_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,4 +71,47 @@ func TestUETSpraying(t *testing.T) {
 		t.Errorf("permutation done in %.0f µs sprayed, %.0f µs with REPS, %.0f µs on one path per PDC: want spraying 1.3x faster", done[0], done[1], done[2])
 	}
 	t.Logf("permutation: sprayed %.0f µs, REPS %.0f µs, one path %.0f µs; out of sequence %d, %d", done[0], done[1], done[2], ooo[0], ooo[1])
+}
+
+// TestUETTrimming simulates uet-trim-sim.yaml's incast with UET without
+// and with trim_threshold_pkts: with it, the switch's data queue stays at
+// the threshold, the packets above it are trimmed into queue 7, each
+// trimmed packet is NACKed by the receiver and resent, and every RPC
+// completes; without it, nothing is trimmed and the queue grows past the
+// threshold.
+func TestUETTrimming(t *testing.T) {
+	raw, err := os.ReadFile("../../scenarios/uet-trim-sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, string(raw))
+	if err := p.Only([]string{"uet", "uet-trim"}); err != nil {
+		t.Fatal(err)
+	}
+	s := readSummary(t, runSim(t, p))
+	if len(s.Experiments) != 2 {
+		t.Fatalf("%d experiments, want 2", len(s.Experiments))
+	}
+	const threshold = 8 // the scenario's
+	for i, e := range s.Experiments {
+		if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued || e.Internals == nil {
+			t.Fatalf("%s: rpcs %+v: want every one completed, with the transport's counters", e.Name, e.RPCs)
+		}
+		c, sw := e.Internals.Counters, e.Switch
+		deepest := slices.Max(sw.MaxQueuePkts[:7])
+		switch i {
+		case 0:
+			if sw.TrimmedPkts != 0 || c["homa_trimmed"] != 0 || deepest <= int64(threshold) {
+				t.Errorf("%s: %d trimmed by the switch, %d by the hosts' count, deepest data queue %d: want none trimmed and a queue past %d",
+					e.Name, sw.TrimmedPkts, c["homa_trimmed"], deepest, threshold)
+			}
+		case 1:
+			if sw.TrimmedPkts == 0 || c["homa_trimmed"] != sw.TrimmedPkts || c["homa_naks_sent"] < sw.TrimmedPkts ||
+				c["homa_retransmits"] < sw.TrimmedPkts || deepest > int64(threshold)+1 || sw.MaxQueuePkts[7] == 0 {
+				t.Errorf("%s: switch trimmed %d, hosts saw %d trimmed, sent %d NACKs, resent %d; deepest data queue %d, queue 7 %d: "+
+					"want every trimmed packet NACKed and resent, the data queue held at %d",
+					e.Name, sw.TrimmedPkts, c["homa_trimmed"], c["homa_naks_sent"], c["homa_retransmits"], deepest, sw.MaxQueuePkts[7], threshold)
+			}
+		}
+	}
 }

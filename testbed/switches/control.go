@@ -193,8 +193,8 @@ func (c *Control) sync(ctx context.Context, pol controller.Policy, what string, 
 
 // TransportPortModes are the switch modes transport t needs on every
 // port, toward hosts and between switches, as the pFabric and NDP papers
-// run them: pFabric's rank-ordered queue, NDP's trimming; none for the
-// others (strict priority). On a leaf-spine fabric, a spine queue in plain
+// run them: pFabric's rank-ordered queue, NDP's trimming, and UET's when
+// its trim threshold is set; none for the others (strict priority). On a leaf-spine fabric, a spine queue in plain
 // strict priority held pFabric's short messages behind long ones (the
 // shortest half's P99 slowdown 29.9 on the paper's fabric).
 func TransportPortModes(t scenario.Transport) []controller.PortMode {
@@ -203,6 +203,10 @@ func TransportPortModes(t scenario.Transport) []controller.PortMode {
 		return []controller.PortMode{{Mode: controller.ModeRankOrder, Ports: controller.PortsAll, BufferBytes: uint32(t.PFabric.BufferBytes)}}
 	case scenario.TransportNDP:
 		return []controller.PortMode{{Mode: controller.ModeTrimAbove, Ports: controller.PortsAll, ThresholdPkts: uint16(t.NDP.TrimThresholdPkts)}}
+	case scenario.TransportUET:
+		if n := t.UET.TrimThresholdPkts; n > 0 {
+			return []controller.PortMode{{Mode: controller.ModeTrimAbove, Ports: controller.PortsAll, ThresholdPkts: uint16(n)}}
+		}
 	}
 	return nil
 }

@@ -391,7 +391,9 @@ func (l *link) enqueue(f []byte) {
 			}
 		case l.n.cfg.TrimAbovePackets > 0:
 			v.Mode, v.ModeArg = dataplane.ModeTrimAbove, uint32(l.n.cfg.TrimAbovePackets)
-			v.HomaData = err == nil && c.Type == wire.TypeData && !c.Trimmed() && len(buf) > wire.DataLen
+			if err == nil && c.Type == wire.TypeData && !c.Trimmed() && len(buf) > wire.DataLen {
+				v.Trim = dataplane.TrimHomaData
+			}
 		}
 	}
 	l.pm.Enqueue(f, v, now())
