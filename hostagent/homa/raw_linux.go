@@ -3,6 +3,8 @@
 package homa
 
 import (
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -30,6 +32,14 @@ type RawConn struct {
 
 	rd, try *batchsock.Batch // ReadBatch's and TryReadBatch's
 	w       *batchsock.Batch // WriteBatch's
+
+	// send, for uet, is a raw UDP socket the datagrams go out on, each
+	// with a UDP header written here whose source port is the packet's
+	// entropy (Packet.Entropy): the switches' multipath hash reads it.
+	// It receives nothing (a filter drops every copy the kernel hands
+	// it); the UDP socket (conn) receives.
+	send    *batchsock.Conn
+	udpHead [rawBatch][wire.UDPHeaderLen]byte
 
 	// pause receives PFC PAUSE frames (roce only; nil when it could not be
 	// opened, pauseErr says why).
@@ -79,11 +89,54 @@ func Listen(local netip.Addr, v homaconf.Variant) (*RawConn, error) {
 	case homaconf.VariantRoCE:
 		return ListenRoCE(local)
 	case homaconf.VariantUET:
-		// Sent from the bound port: the packets' entropy (Packet.Entropy)
-		// does not reach the wire here (docs/transports.md).
-		return listenBatch(local, wire.UETPort)
+		return ListenUET(local)
 	}
 	return ListenRaw(local)
+}
+
+// ListenUET opens the uet variant's sockets: UDP on local's port 4793 to
+// receive, and a raw UDP socket to send, so that each datagram leaves
+// from the source port its entropy names (Packet.Entropy; the bound port
+// when it is 0), with UDP checksum 0 (none, as IPv4 allows). Sending
+// needs CAP_NET_RAW.
+func ListenUET(local netip.Addr) (*RawConn, error) {
+	c, err := listenBatch(local, wire.UETPort)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err == nil {
+		err = setupUETSend(fd, local)
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err == nil {
+		c.send, err = batchsock.NewConn(fd, fmt.Sprintf("homa-uet-%v", local), batchsock.Options{})
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("homa: uet send socket on %v: %w", local, err)
+	}
+	return c, nil
+}
+
+// setupUETSend binds the raw UDP socket fd to local, makes it drop what it
+// would receive (every UDP datagram to local: the UDP socket has them)
+// and gives it a large send buffer.
+func setupUETSend(fd int, local netip.Addr) error {
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: local.As4()}); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	dropAll := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+		&unix.SockFprog{Len: uint16(len(dropAll)), Filter: &dropAll[0]}); err != nil {
+		return fmt.Errorf("receive filter: %w", err)
+	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 8<<20) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 8<<20)
+	}
+	return nil
 }
 
 // listenBatch opens the raw socket, or with udpPort != 0 a UDP socket on
@@ -141,6 +194,9 @@ func (c *RawConn) BatchSize() int { return rawBatch }
 // Close implements Conn.
 func (c *RawConn) Close() error {
 	err := c.conn.Close()
+	if c.send != nil {
+		err = errors.Join(err, c.send.Close())
+	}
 	if c.pause != nil {
 		err = errors.Join(err, c.pause.f.Close())
 	}
@@ -208,14 +264,28 @@ func (c *RawConn) finish(b *batchsock.Batch, pkts []Packet, got int) int {
 
 // WriteBatch implements Conn.
 func (c *RawConn) WriteBatch(pkts []Packet) error {
+	conn := c.conn
+	if c.send != nil {
+		conn = c.send
+	}
 	for len(pkts) > 0 {
 		n := min(len(pkts), c.w.Size())
 		for i := range n {
 			p := &pkts[i]
+			if c.send != nil {
+				h := &c.udpHead[i]
+				binary.BigEndian.PutUint16(h[0:], cmp.Or(p.Entropy, c.udpPort))
+				binary.BigEndian.PutUint16(h[2:], c.udpPort)
+				binary.BigEndian.PutUint16(h[4:], uint16(wire.UDPHeaderLen+len(p.Buf)))
+				binary.BigEndian.PutUint16(h[6:], 0)
+				c.w.SetBufs(i, h[:], p.Buf)
+				c.w.SetDest(i, p.Addr.As4(), 0, p.TOS)
+				continue
+			}
 			c.w.SetBuf(i, p.Buf)
 			c.w.SetDest(i, p.Addr.As4(), c.udpPort, p.TOS)
 		}
-		if _, err := c.conn.Write(c.w, n); err != nil {
+		if _, err := conn.Write(c.w, n); err != nil {
 			return c.wrap(err)
 		}
 		pkts = pkts[n:]

@@ -26,29 +26,8 @@ import (
 func TestRoCESocket(t *testing.T) {
 	v := newVethPair(t, "qp", 0)
 	cfg := homaconf.Config{Variant: homaconf.VariantRoCE, LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000}
-	client, server := rawPair(t, v, cfg)
-	srv, err := server.Listen(serverPort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	es := serveEcho(ctx, t, srv)
-	dest := netip.AddrPortFrom(v.addr[1], serverPort)
-	homaRPCs := func(n int, seed uint64) {
-		for i := range n {
-			req := make([]byte, []int{1, 100, 1500, 9000, 60_000}[i%5])
-			fill(req, seed+uint64(i))
-			resp, _, err := client.Call(ctx, dest, req)
-			if err != nil || string(resp) != string(req) {
-				t.Fatalf("call %d (%d bytes): %v, response of %d bytes differs: %v", i, len(req), err, len(resp), string(resp) != string(req))
-			}
-		}
-	}
+	ctx, homaRPCs := socketCalls(t, v, cfg)
 	homaRPCs(300, 0)
-	if d := es.Duplicates(); d != 0 {
-		t.Errorf("%d requests executed twice", d)
-	}
 	t.Run("tshark", func(t *testing.T) {
 		if _, err := exec.LookPath("tshark"); err != nil {
 			t.Skip("tshark not installed (scripts/install-deps.sh installs it)")
@@ -120,4 +99,36 @@ func TestRoCESocket(t *testing.T) {
 		}
 		t.Logf("%d packets decoded as RoCE: %d SENDs, %d ACKs; first: %s; %s", len(lines), sends, acks, lines[0], strings.SplitN(string(sum), "\n", 2)[0])
 	})
+}
+
+// socketCalls starts cfg's variant on its real sockets in v's two
+// namespaces, an echo server in the second, and returns a context for
+// the test and calls(n, seed), which makes n Calls of mixed sizes from
+// the first and checks each response. At the end of the test no request
+// ran twice.
+func socketCalls(t *testing.T, v *vethPair, cfg homaconf.Config) (context.Context, func(n int, seed uint64)) {
+	client, server := rawPair(t, v, cfg)
+	srv, err := server.Listen(serverPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	es := serveEcho(ctx, t, srv)
+	t.Cleanup(func() {
+		if d := es.Duplicates(); d != 0 {
+			t.Errorf("%d requests executed twice", d)
+		}
+	})
+	dest := netip.AddrPortFrom(v.addr[1], serverPort)
+	return ctx, func(n int, seed uint64) {
+		for i := range n {
+			req := make([]byte, []int{1, 100, 1500, 9000, 60_000}[i%5])
+			fill(req, seed+uint64(i))
+			resp, _, err := client.Call(ctx, dest, req)
+			if err != nil || string(resp) != string(req) {
+				t.Fatalf("call %d (%d bytes): %v, response of %d bytes differs: %v", i, len(req), err, len(resp), string(resp) != string(req))
+			}
+		}
+	}
 }

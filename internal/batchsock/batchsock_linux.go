@@ -40,7 +40,7 @@ var cmsgTOSSpace = unix.CmsgSpace(4)
 type Batch struct {
 	kind Kind
 	h    []unix.Mmsghdr
-	iov  []unix.Iovec
+	iov  []unix.Iovec            // two a slot: SetBufs' header and buffer
 	name []unix.RawSockaddrInet4 // IPv4 kinds
 	oob  []byte                  // IPv4TOS: one IP_TOS message per slot
 
@@ -57,7 +57,7 @@ type Batch struct {
 
 // NewBatch makes a batch of size slots of kind.
 func NewBatch(size int, kind Kind) *Batch {
-	b := &Batch{kind: kind, h: make([]unix.Mmsghdr, size), iov: make([]unix.Iovec, size)}
+	b := &Batch{kind: kind, h: make([]unix.Mmsghdr, size), iov: make([]unix.Iovec, 2*size)}
 	if kind != Frames {
 		b.name = make([]unix.RawSockaddrInet4, size)
 	}
@@ -66,7 +66,7 @@ func NewBatch(size int, kind Kind) *Batch {
 	}
 	for i := range size {
 		h := &b.h[i].Hdr
-		h.Iov, h.Iovlen = &b.iov[i], 1
+		h.Iov, h.Iovlen = &b.iov[2*i], 1
 		if kind == Frames {
 			continue
 		}
@@ -93,9 +93,27 @@ func (b *Batch) Size() int { return len(b.h) }
 // SetBuf makes buf slot i's buffer: all of it is offered to a read, or it
 // is the datagram to write. buf must not be empty.
 func (b *Batch) SetBuf(i int, buf []byte) {
-	b.iov[i].Base = &buf[0]
-	b.iov[i].SetLen(len(buf))
+	b.iov[2*i].Base = &buf[0]
+	b.iov[2*i].SetLen(len(buf))
 	h := &b.h[i].Hdr
+	h.Iovlen = 1
+	b.reset(h)
+}
+
+// SetBufs makes head followed by buf slot i's datagram to write, without
+// copying them into one buffer (a header the caller writes per datagram,
+// before a payload it does not own). Both must not be empty.
+func (b *Batch) SetBufs(i int, head, buf []byte) {
+	b.iov[2*i].Base, b.iov[2*i+1].Base = &head[0], &buf[0]
+	b.iov[2*i].SetLen(len(head))
+	b.iov[2*i+1].SetLen(len(buf))
+	h := &b.h[i].Hdr
+	h.Iovlen = 2
+	b.reset(h)
+}
+
+// reset readies slot header h for the next call.
+func (b *Batch) reset(h *unix.Msghdr) {
 	h.Flags = 0
 	if b.kind != Frames {
 		h.Namelen = unix.SizeofSockaddrInet4 // a read overwrites it
