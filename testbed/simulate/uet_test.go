@@ -115,3 +115,48 @@ func TestUETTrimming(t *testing.T) {
 		}
 	}
 }
+
+// TestUETHtsimIncast runs uet-htsim-incast16-sim.yaml, htsim's 16-node
+// incast (15 x 2 MB into one host of a k=4 fat tree at 100 Gbit/s): with
+// the switches trimming, the last flow ends within 25% of htsim's ~2.5 ms
+// and sooner than with the switches dropping.
+func TestUETHtsimIncast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 16-host fat tree at 100 Gbit/s: seconds")
+	}
+	raw, err := os.ReadFile("../../scenarios/uet-htsim-incast16-sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := filepath.Abs("../../scenarios/incast16.cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, strings.Replace(string(raw), "connection_matrix: incast16.cm", "connection_matrix: "+cm, 1))
+	var s struct {
+		Experiments []struct {
+			Name  string `json:"name"`
+			Flows []struct {
+				Flows, Completed int
+				FCT              struct {
+					Max float64 `json:"max"`
+				} `json:"fct_us"`
+			} `json:"flows"`
+		} `json:"experiments"`
+	}
+	decodeSummary(t, runSim(t, p), &s)
+	if len(s.Experiments) != 2 {
+		t.Fatalf("%d experiments, want 2 (dropping, trimming)", len(s.Experiments))
+	}
+	var tail [2]float64
+	for i, e := range s.Experiments {
+		if len(e.Flows) != 1 || e.Flows[0].Completed != 15 {
+			t.Fatalf("%s: flows %+v: want the 15 flows completed", e.Name, e.Flows)
+		}
+		tail[i] = e.Flows[0].FCT.Max
+	}
+	const htsim = 2500.0 // µs
+	if tail[1] < htsim*0.75 || tail[1] > htsim*1.25 || tail[1] >= tail[0] {
+		t.Errorf("tail FCT %.0f µs trimming, %.0f µs dropping: want trimming within 25%% of htsim's %.0f µs and sooner than dropping", tail[1], tail[0], htsim)
+	}
+}
