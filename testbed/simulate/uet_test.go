@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/testbed/scenario"
 )
 
 // TestUETSpraying simulates uet-sim.yaml's permutation (16 hosts on 4
@@ -17,16 +19,7 @@ import (
 // (the receivers take them out of sequence) and finishes the permutation
 // sooner than one path per PDC; every flow completes, nothing is lost.
 func TestUETSpraying(t *testing.T) {
-	raw, err := os.ReadFile("../../scenarios/uet-sim.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := filepath.Abs("../../scenarios/perm16.cm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := strings.Replace(string(raw), "connection_matrix: perm16.cm", "connection_matrix: "+cm, 1)
-	p := load(t, src)
+	p := loadWithMatrix(t, "uet-sim.yaml", "perm16.cm")
 	if err := p.Only([]string{"uet", "uet-one-path", "uet-reps"}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +117,7 @@ func TestUETHtsimIncast(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 16-host fat tree at 100 Gbit/s: seconds")
 	}
-	raw, err := os.ReadFile("../../scenarios/uet-htsim-incast16-sim.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := filepath.Abs("../../scenarios/incast16.cm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := load(t, strings.Replace(string(raw), "connection_matrix: incast16.cm", "connection_matrix: "+cm, 1))
+	p := loadWithMatrix(t, "uet-htsim-incast16-sim.yaml", "incast16.cm")
 	var s struct {
 		Experiments []struct {
 			Name  string `json:"name"`
@@ -159,4 +144,19 @@ func TestUETHtsimIncast(t *testing.T) {
 	if tail[1] < htsim*0.75 || tail[1] > htsim*1.25 || tail[1] >= tail[0] {
 		t.Errorf("tail FCT %.0f µs trimming, %.0f µs dropping: want trimming within 25%% of htsim's %.0f µs and sooner than dropping", tail[1], tail[0], htsim)
 	}
+}
+
+// loadWithMatrix loads scenarios/name, whose phase reads the connection
+// matrix scenarios/cm, with the matrix's path made absolute.
+func loadWithMatrix(t *testing.T, name, cm string) *scenario.Plan {
+	t.Helper()
+	raw, err := os.ReadFile("../../scenarios/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("../../scenarios/" + cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return load(t, strings.Replace(string(raw), "connection_matrix: "+cm, "connection_matrix: "+abs, 1))
 }
