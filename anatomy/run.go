@@ -85,7 +85,11 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 	j := NewJoiner(ix, fabric, served)
 	var kept func(*rundir.RPC) bool
 	if ix.Sieved() {
-		kept = SieveOf(rows).Kept
+		s, err := SieveOf(rows)
+		if err != nil {
+			return nil, err
+		}
+		kept = s.Kept
 	}
 	var short []rundir.Anatomy
 	for i := range rows {
@@ -380,8 +384,12 @@ func quantile(sorted []int64, q float64) int64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
+	return sorted[quantileIndex(len(sorted), q)]
+}
+
+// quantileIndex is the index of quantile q in a sorted sample of n > 0.
+func quantileIndex(n int, q float64) int {
+	return min(max(int(math.Ceil(q*float64(n)))-1, 0), n-1)
 }
 
 func micros(ns int64) float64 { return math.Round(float64(ns)/10) / 100 }

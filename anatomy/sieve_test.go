@@ -1,7 +1,9 @@
 package anatomy
 
 import (
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
@@ -70,7 +72,9 @@ func TestCompactSampled(t *testing.T) {
 	for i := range rows {
 		s.Add(&rows[i])
 	}
-	s.Finish()
+	if err := s.Finish(); err != nil {
+		t.Fatal(err)
+	}
 	st, err := Compact(dir, "exp", s)
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +127,8 @@ func TestCompactSampled(t *testing.T) {
 		t.Errorf("%d of 200 long RPCs kept, want about %d", long, 200/SampleEvery+2)
 	}
 	// A reader that builds its Sieve from the rows alone chooses the same.
-	if r := SieveOf(rows); !maps.Equal(r.KeptIDs(), s.KeptIDs()) {
-		t.Error("SieveOf(rows) keeps other RPCs than the writer's Sieve")
+	if r, err := SieveOf(rows); err != nil || !slices.Equal(r.KeptIDs(), s.KeptIDs()) {
+		t.Errorf("SieveOf(rows) keeps other RPCs than the writer's Sieve (%v)", err)
 	}
 }
 
@@ -143,5 +147,156 @@ func TestCompactAll(t *testing.T) {
 	}
 	if exps, err := Experiments(dir); err != nil || !slices.Equal(exps, []string{"exp"}) {
 		t.Errorf("Experiments: %v, %v; want the compressed one", exps, err)
+	}
+}
+
+// sieveByHand is the Sieve's choice as its definition says it, with every
+// row in memory: per size class the sorted RTTs of the long RPCs and
+// their nearest-rank P99; kept are the short RPCs, the long ones at or
+// above their class's P99 and the sampled ones, of the measurement only.
+func sieveByHand(rows []rundir.RPC) []uint64 {
+	by := map[int][]int64{}
+	for i := range rows {
+		r := &rows[i]
+		if measured(r) && r.RPCID != 0 && !rundir.IsShort(r.ReqBytes, r.RespBytes, ShortMaxBytes) {
+			by[sizeClass(r)] = append(by[sizeClass(r)], r.DoneNs-r.IntendedNs)
+		}
+	}
+	tail := map[int]int64{}
+	for c, v := range by {
+		slices.Sort(v)
+		tail[c] = quantile(v, 0.99)
+	}
+	set := map[uint64]bool{}
+	for i := range rows {
+		r := &rows[i]
+		if !measured(r) || r.RPCID == 0 {
+			continue
+		}
+		if rundir.IsShort(r.ReqBytes, r.RespBytes, ShortMaxBytes) || r.DoneNs-r.IntendedNs >= tail[sizeClass(r)] || sampled(r.RPCID) {
+			set[r.RPCID&^1] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// TestSieveMatchesDefinition checks the Sieve's choice against the one
+// made with every row in memory, with its buffer spilling often, seldom
+// or never: size classes of one to thousands of RPCs, ties at the P99,
+// RTTs in any order, other phases and failures, TCP, server ids.
+func TestSieveMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var mixed []rundir.RPC
+	for i := range 5000 {
+		req := []int64{100, 900, 5_000, 40_000, 150_000, 199_999}[rng.IntN(6)]
+		r := measuredRow(uint64(2+2*i)|uint64(rng.IntN(2)), req, req, int64(rng.IntN(200))*us)
+		switch rng.IntN(20) {
+		case 0:
+			r.Phase = rundir.PhaseWarmup
+		case 1:
+			r.Status = rundir.StatusFailed
+		case 2:
+			r.RPCID = 0
+		}
+		mixed = append(mixed, r)
+	}
+	var ties []rundir.RPC // 300 long RPCs, all but two of one RTT
+	for i := range 300 {
+		ties = append(ties, measuredRow(uint64(4000+2*i), 50_000, 100, 7*us))
+	}
+	ties[17].DoneNs, ties[250].DoneNs = at(9*us), at(8*us)
+	var falling []rundir.RPC // RTT falls as ids rise, 101 and 199 of a class
+	for i := range 101 {
+		falling = append(falling, measuredRow(uint64(10_000+2*i), 3_000, 3_000, int64(1000-i)*us))
+	}
+	for i := range 199 {
+		falling = append(falling, measuredRow(uint64(20_000+2*i), 70_000, 70_000, int64(1000-i)*us))
+	}
+	cases := []struct {
+		name string
+		rows []rundir.RPC
+	}{
+		{"none", nil},
+		{"one long", []rundir.RPC{measuredRow(8, 5_000, 100, us)}},
+		{"only short", []rundir.RPC{measuredRow(8, 100, 100, us), measuredRow(10, 1000, 1000, 2*us)}},
+		{"ties", ties},
+		{"falling", falling},
+		{"mixed", mixed},
+	}
+	for _, tc := range cases {
+		want := sieveByHand(tc.rows)
+		for _, spillAt := range []int{1, 7, 1000, 0} {
+			t.Run(fmt.Sprintf("%s/spill%d", tc.name, spillAt), func(t *testing.T) {
+				s := &Sieve{spillAt: spillAt}
+				for i := range tc.rows {
+					s.Add(&tc.rows[i])
+				}
+				if err := s.Finish(); err != nil {
+					t.Fatal(err)
+				}
+				if got := s.KeptIDs(); !slices.Equal(got, want) {
+					t.Errorf("kept %d ids, by hand %d: %v", len(got), len(want), symmetricDiff(got, want))
+				}
+				for i := range tc.rows {
+					r := &tc.rows[i]
+					if r.RPCID != 0 && measured(r) && s.Kept(r) != s.KeepsID(r.RPCID) {
+						t.Errorf("RPC %d: Kept %v, KeepsID %v", r.RPCID, s.Kept(r), s.KeepsID(r.RPCID))
+					}
+				}
+			})
+		}
+	}
+}
+
+// symmetricDiff lists what one sorted list holds and the other not.
+func symmetricDiff(a, b []uint64) []uint64 {
+	var d []uint64
+	for _, v := range a {
+		if _, ok := slices.BinarySearch(b, v); !ok {
+			d = append(d, v)
+		}
+	}
+	for _, v := range b {
+		if _, ok := slices.BinarySearch(a, v); !ok {
+			d = append(d, v)
+		}
+	}
+	return d
+}
+
+// TestSieveMemoryBounded adds a long experiment's rows (a million RPCs of
+// three clients, every fourth one short) and checks what the Sieve holds
+// while they arrive: at most its buffer of long RPCs, and a bit set of a
+// few bits an RPC, not a row each.
+func TestSieveMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million rows")
+	}
+	const n, spillAt = 1_000_000, 4096
+	s := &Sieve{spillAt: spillAt}
+	defer s.Close()
+	var r rundir.RPC
+	for i := range n {
+		client := uint64(i % 3)
+		req := int64(5_000 + i%150_000)
+		if i%4 == 0 {
+			req = 200
+		}
+		r = measuredRow(client<<40|uint64(2+2*(i/3)), req, req, int64(i%997)*us)
+		s.Add(&r)
+		if len(s.long) > spillAt || cap(s.long) > 2*spillAt {
+			t.Fatalf("row %d: %d long RPCs buffered (capacity %d), bound %d", i, len(s.long), cap(s.long), spillAt)
+		}
+	}
+	// Three clients' consecutive ids, short ones among them all: a word
+	// per 64 ids, and a partial word at each client's ends.
+	if words, most := len(s.ids), n/64+3*2; words > most {
+		t.Errorf("short ids take %d words of 64 bits, want at most %d", words, most)
+	}
+	if err := s.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if s.spill != nil || s.long != nil {
+		t.Error("Finish left its spill file or buffer")
 	}
 }

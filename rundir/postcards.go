@@ -128,6 +128,9 @@ func ReadPostcards(dir, experiment, sw string, fn func(*Postcard) error) (epochN
 	return epoch, nil
 }
 
+// postcardsWindow is the zstd window of compressed records.
+const postcardsWindow = 1 << 20
+
 // PostcardsWriter writes one switch's records of an experiment compressed
 // (PostcardsPath+ZstdExt), replacing any file there.
 type PostcardsWriter struct {
@@ -151,7 +154,12 @@ func CreatePostcards(dir, experiment, sw string, epochNs int64, flags uint8) (*P
 	}
 	// One goroutine and the default level: records of consecutive frames
 	// share most bytes, so the default already takes them to a few bytes.
-	enc, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1))
+	// A window of 1 MiB (not 8) and the encoder's lower-memory mode: the
+	// records repeat at short distance, so the file grows by a few parts
+	// in a million, and the run that writes it at an experiment's end
+	// needs some 15 MiB less.
+	enc, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(postcardsWindow),
+		zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("postcards: %s: %w", path, err)

@@ -14,6 +14,9 @@ func (x *experimentRun) sieveRecords() {
 	}
 	rf := x.r.records
 	rf.mu.Lock()
+	if rf.sieve != nil {
+		rf.sieve.Close() // an earlier experiment's, abandoned by its error
+	}
 	rf.sieve = &anatomy.Sieve{}
 	rf.mu.Unlock()
 }
@@ -27,7 +30,9 @@ func (x *experimentRun) compactRecords() error {
 	rf.sieve = nil
 	rf.mu.Unlock()
 	if s != nil {
-		s.Finish()
+		if err := s.Finish(); err != nil {
+			return err
+		}
 	}
 	st, err := anatomy.Compact(x.r.dir, x.e.Name, s)
 	if err != nil {

@@ -2,6 +2,7 @@ package homa
 
 import (
 	"errors"
+	"math/bits"
 	"net/netip"
 	"unsafe"
 
@@ -180,6 +181,12 @@ func (e *Endpoint) release(r *rpc) {
 // twice its size, so a message is copied O(log n) times, or just end when
 // the bound does not leave room for that. False, with nothing changed,
 // when the bound leaves no room for end either.
+//
+// Only a buffer of the whole message is handed on (to the caller or the
+// server); the smaller ones it outgrew never leave the Endpoint, so they
+// go back to a bounded pool for the next messages to grow through
+// instead of to the collector (a long run of large messages otherwise
+// allocates and drops about the message's size again in them).
 func (e *Endpoint) growIn(r *rpc, end uint32) bool {
 	m := &r.in
 	have := uint32(len(m.buf))
@@ -189,8 +196,54 @@ func (e *Endpoint) growIn(r *rpc, end uint32) bool {
 			return false
 		}
 	}
-	b := make([]byte, n)
+	var b []byte
+	if n < m.length {
+		b = e.state.inBufs.get(n)
+	} else {
+		b = make([]byte, n)
+	}
 	copy(b, m.buf)
+	if have > 0 && have < m.length {
+		e.state.inBufs.put(m.buf) // shorter than the message: never handed on
+	}
 	m.buf = b
 	return true
+}
+
+// bufPool keeps buffers of power-of-two capacities, at most
+// bufPoolBytes of them, for incomplete messages to grow through. A
+// buffer from it holds an earlier message's bytes: a message's bytes are
+// all written before it is handed on (it is complete only when every
+// range has arrived), so none of them is seen.
+type bufPool struct {
+	free  [33][][]byte // by bits.Len32(capacity-1)
+	bytes int
+}
+
+// bufPoolBytes bounds what a bufPool holds: a few messages' growth.
+const bufPoolBytes = 1 << 20
+
+// get returns a buffer of length n (> 0) from the pool, or a new one of
+// the next power-of-two capacity.
+func (p *bufPool) get(n uint32) []byte {
+	c := bits.Len32(n - 1)
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		p.free[c] = l[:len(l)-1]
+		p.bytes -= cap(b)
+		return b[:n]
+	}
+	return make([]byte, n, 1<<c)
+}
+
+// put keeps b for a later get, unless it is not the pool's (its capacity
+// is no power of two) or the pool is full.
+func (p *bufPool) put(b []byte) {
+	c := bits.Len32(uint32(cap(b)) - 1)
+	if cap(b) == 0 || cap(b) != 1<<c || p.bytes+cap(b) > bufPoolBytes {
+		return
+	}
+	p.free[c] = append(p.free[c], b[:0])
+	p.bytes += cap(b)
 }

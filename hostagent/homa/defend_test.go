@@ -373,3 +373,35 @@ func FuzzHandlePacket(f *testing.F) {
 		}
 	})
 }
+
+// TestGrownBuffersReused: messages of many packets echoed one after
+// another arrive intact although each grows through buffers an earlier
+// one outgrew (whose bytes are still in them), and each is handed on in
+// a buffer of exactly its length.
+func TestGrownBuffersReused(t *testing.T) {
+	p := newDrivenPair(t, homaconf.Config{LinkBps: 10e9})
+	dest := netip.AddrPortFrom(srvAddr, serverPort)
+	for i, size := range []int{150_000, 9_000, 60_000, 150_000, 3_000, 120_000} {
+		req := make([]byte, size)
+		for j := range req {
+			req[j] = byte(i*31 + j*7)
+		}
+		var resp []byte
+		var done bool
+		p.cli.Call(dest, req, func(b []byte, _ homa.CallInfo, err error) {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			resp, done = b, true
+		})
+		if !p.pump(100_000, func() bool { return done }) {
+			t.Fatalf("call %d of %d bytes did not finish", i, size)
+		}
+		if !bytes.Equal(resp, req) {
+			t.Errorf("call %d of %d bytes: response differs from the request", i, size)
+		}
+		if cap(resp) != len(resp) {
+			t.Errorf("call %d: response of %d bytes in a buffer of capacity %d", i, len(resp), cap(resp))
+		}
+	}
+}

@@ -23,6 +23,7 @@ type endpointState struct {
 	peers    map[uint32]*peer // by v4(address)
 	resends  resendLimiter    // RESENDs answered per source this tick
 	inHeld   uint64           // charged to incomplete inbound messages (charge)
+	inBufs   bufPool          // incomplete messages' outgrown buffers (growIn)
 	sendq    []*rpc
 	sched    grantSched
 	schedDue bool
