@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
@@ -88,6 +89,50 @@ type fabric interface {
 	Defences(ctx context.Context, on bool) error
 	Close() error
 }
+
+// timeline is the time an experiment's workload runs in: the wall clock,
+// with an agent in every host (wallClock), or the simulated network's
+// virtual time, whose agents run the drivers on its event queue
+// (*simulate.Network).
+type timeline interface {
+	// Begin prepares experiment e with roles ro, before the agents are
+	// configured; it returns the clock the timed faults run on and
+	// fidelity notes.
+	Begin(ctx context.Context, e *scenario.Experiment, ro agents.Roles) (driver.Scheduler, []string, error)
+	// Run lets the clients' start, warm-up and duration pass; it returns
+	// why ctx ended if it did first.
+	Run(ctx context.Context) error
+	// End ends the experiment's clock, once its records are in; a second
+	// call does nothing.
+	End()
+}
+
+// wallClock is an emulated experiment's time: the host's clock.
+type wallClock struct {
+	s     *scenario.Scenario
+	clock *driver.HostClock
+}
+
+func (w *wallClock) Begin(_ context.Context, e *scenario.Experiment, _ agents.Roles) (driver.Scheduler, []string, error) {
+	c, err := driver.NewHostClock()
+	if err != nil {
+		return nil, nil, err
+	}
+	go c.Run()
+	w.s, w.clock = e.Scenario, c
+	return c, nil, nil
+}
+
+func (w *wallClock) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(500*time.Millisecond + w.s.Warmup.D() + w.s.Duration.D()):
+		return nil
+	}
+}
+
+func (w *wallClock) End() { w.clock.Close() }
 
 // parts makes the parts of one run.
 type parts struct {
