@@ -90,16 +90,6 @@ func (j *job) startHost(h *simnet.Node, n int) error {
 	return nil
 }
 
-// isClient reports whether host sends RPCs on any of the job's transports.
-func (j *job) isClient(host string) bool {
-	for _, hc := range j.hosts {
-		if hc.Host == host && hc.Client != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // qdiscCounters adds host's qdisc counters to its transport counters.
 func (j *job) qdiscCounters(host string, into map[string]uint64) {
 	if !j.stacks.qdisc {
