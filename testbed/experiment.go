@@ -117,11 +117,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 // incomplete until the end. The clients start half a second from now, or
 // in a simulated run at the experiment's virtual time 0.
 func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
-	start := time.Now().Add(500 * time.Millisecond)
-	if r.sim != nil {
-		start = r.sim.NextEpoch()
-	}
-	ro, err := agents.PlanRoles(e, r.layout, r.fab, start.UnixNano())
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, r.time.NextEpoch().UnixNano())
 	if err != nil {
 		return nil, err
 	}

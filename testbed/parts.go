@@ -95,6 +95,10 @@ type fabric interface {
 // virtual time, whose agents run the drivers on its event queue
 // (*simulate.Network).
 type timeline interface {
+	// NextEpoch is when the next experiment's clients start; Skip passes
+	// over one experiment of the plan that another process runs.
+	NextEpoch() time.Time
+	Skip()
 	// Begin prepares experiment e with roles ro, before the agents are
 	// configured; it returns the clock the timed faults run on and
 	// fidelity notes.
@@ -112,6 +116,12 @@ type wallClock struct {
 	s     *scenario.Scenario
 	clock *driver.HostClock
 }
+
+// NextEpoch is half a second from now: the agents are configured and
+// started by then.
+func (w *wallClock) NextEpoch() time.Time { return time.Now().Add(500 * time.Millisecond) }
+
+func (w *wallClock) Skip() {}
 
 func (w *wallClock) Begin(_ context.Context, e *scenario.Experiment, _ agents.Roles) (driver.Scheduler, []string, error) {
 	c, err := driver.NewHostClock()

@@ -392,9 +392,7 @@ func (r *run) execute(ctx context.Context) error {
 			return err
 		}
 		if len(r.opt.Experiments) > 0 && !slices.Contains(r.opt.Experiments, r.plan.Experiments[i].Name) {
-			if r.sim != nil {
-				r.sim.Skip()
-			}
+			r.time.Skip()
 			continue
 		}
 		if err := r.experiment(ctx, &r.plan.Experiments[i]); err != nil {
