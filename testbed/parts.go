@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
@@ -103,6 +104,9 @@ type timeline interface {
 	// configured; it returns the clock the timed faults run on and
 	// fidelity notes.
 	Begin(ctx context.Context, e *scenario.Experiment, ro agents.Roles) (driver.Scheduler, []string, error)
+	// BeginCalibration prepares one calibration size of transport t
+	// between the first two hosts, of one-way messages when oneWay.
+	BeginCalibration(ctx context.Context, t scenario.Transport, oneWay bool) error
 	// Run lets the clients' start, warm-up and duration pass; it returns
 	// why ctx ended if it did first.
 	Run(ctx context.Context) error
@@ -142,7 +146,21 @@ func (w *wallClock) Run(ctx context.Context) error {
 	}
 }
 
-func (w *wallClock) End() { w.clock.Close() }
+// BeginCalibration refuses one-way messages: only the simulator's one
+// clock can time them.
+func (w *wallClock) BeginCalibration(_ context.Context, _ scenario.Transport, oneWay bool) error {
+	if oneWay {
+		return fmt.Errorf("one-way messages: only the simulator can time them (run with --simulate)")
+	}
+	return nil
+}
+
+func (w *wallClock) End() {
+	if w.clock != nil {
+		w.clock.Close()
+		w.clock = nil
+	}
+}
 
 // parts makes the parts of one run.
 type parts struct {

@@ -81,14 +81,6 @@ type job struct {
 	cards   map[string]*postcards
 }
 
-// hostConfig is host's workload as its agent gets it (client w, nil for
-// none, and its parts in collectives). Its rows name their servers' hosts
-// as an agent's do, when the run's records take them (by address).
-func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
-	c := driver.Config{Experiment: j.name, Transport: j.transport, Phase: phase, Host: host, Log: j.log}
-	return j.hostConfigOf(c, w, colls)
-}
-
 // hostConfigOf fills c, one host's driver configuration, with its client
 // w and its parts in colls.
 func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
@@ -108,15 +100,6 @@ func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentp
 		c.Collectives = append(c.Collectives, cs)
 	}
 	return c, nil
-}
-
-// run simulates the job whole (a calibration's): warm-up, duration and
-// drain.
-func (j *job) run() error {
-	if err := j.start(); err != nil {
-		return err
-	}
-	return j.finish(j.drain)
 }
 
 // start starts every host's drivers and runs the network through the
@@ -186,6 +169,11 @@ func (j *job) finish(drain time.Duration) error {
 	defer j.mu.Unlock()
 	if j.counters != nil {
 		return j.outErr
+	}
+	if j.books == nil { // a calibration's, run whole at its client's Status
+		if err := j.start(); err != nil {
+			return err
+		}
 	}
 	clock := j.net.Clock()
 	open := func(d *driver.Host) bool { return d.Open() > 0 }

@@ -76,10 +76,26 @@ func (a *Agent) Status(ctx context.Context) (*agentpb.StatusReply, error) {
 	return &agentpb.StatusReply{Counters: c}, err
 }
 
-// Fetch has nothing to hand over: the simulated network writes the
-// records into the run's files as they become final, in the order issued
-// across the hosts (Config.Records).
-func (a *Agent) Fetch(context.Context, string, string, io.Writer) error { return nil }
+// Fetch hands over the host's records of a calibration. An experiment's
+// it has none: the simulated network writes them into the run's files as
+// they become final, in the order issued across the hosts
+// (Config.Records).
+func (a *Agent) Fetch(_ context.Context, _, file string, w io.Writer) error {
+	c, ok := a.n.cur.out.(*collected)
+	if !ok || file != agentpb.FileRecords {
+		return nil
+	}
+	cw, err := rundir.RPCs().NewWriter(w, true)
+	for i := range c.rows {
+		if err == nil && c.rows[i].Client == a.host {
+			err = cw.Write(&c.rows[i])
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return cw.Flush()
+}
 
 // FollowGauges has no series: the simulator does not sample the hosts
 // over time (the model says so).

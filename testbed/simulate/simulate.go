@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"time"
 
 	"github.com/homatb/homatb/controller"
@@ -278,37 +277,25 @@ func (c *collected) RPC(row *rundir.RPC) error {
 func (c *collected) Served(*rundir.Served) error { return nil }
 func (c *collected) Close() error                { return nil }
 
-// Calibrate runs transport t's calibration messages of size bytes
-// (one-way, or RPCs with resp-byte responses) on a fresh network between
-// the first two hosts, one at a time, and returns their records.
-func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay bool) ([]rundir.RPC, error) {
-	s := r.plan.Base
-	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
-	name := rundir.CalibrationExperiment(t.Name)
-	net, err := r.network(*s.Seed)
+// BeginCalibration prepares one calibration size of transport t on a
+// fresh network, the first host serving the second (one-way messages
+// when oneWay): the agents' Configure adds their parts, the client's
+// Status runs it whole and its Fetch hands over its records.
+func (r *Network) BeginCalibration(_ context.Context, t scenario.Transport, oneWay bool) error {
+	server, cl := r.layout.Hosts[0].Name, r.layout.Hosts[1].Name
+	net, err := r.network(*r.plan.Base.Seed)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tcp, err := r.tcpConfig(t)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities,
-		servers: map[string]bool{server.Name: true}, length: time.Hour, drain: 0, epoch: r.NextEpoch(), log: r.log, oneWay: oneWay, byIP: byIP(net)}
-	srv, _ := j.hostConfig(server.Name, rundir.PhaseCalibrate, nil, nil) // nothing to parse
-	w := agents.CalibrationWorkload(s, size, resp, netip.AddrPortFrom(server.IP, ServerPort).String(), j.length)
-	cli, err := j.hostConfig(cl.Name, rundir.PhaseCalibrate, w, nil)
-	if err != nil {
-		return nil, err
-	}
-	j.hosts = []driver.Config{srv, cli}
-	out := &collected{}
-	j.out = out
-	if err := j.run(); err != nil {
-		return nil, err
-	}
-	r.finishJob(j)
-	return out.rows, nil
+	r.cur = &job{name: rundir.CalibrationExperiment(t.Name), transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp,
+		nicPrio: t.TCP.NICPriorities, servers: map[string]bool{server: true}, length: time.Hour, epoch: r.NextEpoch(), log: r.log,
+		oneWay: oneWay, byIP: byIP(net), out: &collected{}, configured: map[string]driver.Config{},
+		order: []string{server + " " + t.Name, cl + " " + t.Name}}
+	return nil
 }
 
 // homaConfig is engine transport t's configuration as an emulated run's
