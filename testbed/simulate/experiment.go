@@ -1,9 +1,7 @@
 package simulate
 
 import (
-	"fmt"
 	"log/slog"
-	"math"
 	"net/netip"
 	"slices"
 	"sync"
@@ -79,27 +77,6 @@ type job struct {
 	stats   map[string]switchstats.Stats
 	statsAt int64
 	cards   map[string]*postcards
-}
-
-// hostConfigOf fills c, one host's driver configuration, with its client
-// w and its parts in colls.
-func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
-	host := c.Host
-	if w != nil {
-		spec, err := driver.ParseWorkload(w)
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", host, err)
-		}
-		c.Client = spec
-	}
-	for i, pc := range colls {
-		cs, err := driver.ParseCollectiveShared(pc, i, math.MaxInt32, j.shared)
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", host, err)
-		}
-		c.Collectives = append(c.Collectives, cs)
-	}
-	return c, nil
 }
 
 // start starts every host's drivers and runs the network through the

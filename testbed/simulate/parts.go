@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -43,12 +44,12 @@ func (a *Agent) Configure(_ context.Context, req *agentpb.ConfigureRequest) erro
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	c := driver.Config{Experiment: j.name, Transport: j.transportOf(req.GetTransport() == agentpb.Transport_TRANSPORT_TCP),
-		Phase: req.GetPhase(), Host: a.host, Log: j.log}
-	hc, err := j.hostConfigOf(c, req.GetClient(), req.GetCollectives())
+	// No transport's longest message bounds the simulated hosts'.
+	hc, err := driver.ConfigOf(req, j.transportOf(req.GetTransport() == agentpb.Transport_TRANSPORT_TCP), math.MaxInt32, j.shared)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", a.host, err)
 	}
+	hc.Experiment, hc.Host, hc.Log = j.name, a.host, j.log
 	j.configured[a.host+" "+hc.Transport] = hc
 	return nil
 }
