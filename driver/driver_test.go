@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,5 +174,42 @@ func TestSubMillisecondBounds(t *testing.T) {
 	if _, err := ParseWorkload(&agentpb.Workload{Sizes: "fixed:100", Arrivals: "poisson", RateRps: 1, Targets: []string{"10.0.0.1:4000"},
 		DurationNs: 1_000_000, WarmupNs: 1_000_000}); err == nil {
 		t.Error("a warm-up as long as the duration was accepted")
+	}
+}
+
+// TestConfigOf: the agent and the simulated agent read a Configure
+// request through ConfigOf, so both refuse what one refuses (the twin once
+// took two collectives of one id, and any message size).
+func TestConfigOf(t *testing.T) {
+	coll := func(phase string) *agentpb.Collective {
+		return &agentpb.Collective{Phase: phase, Kind: "ring-allreduce", Targets: []string{"10.0.0.1:4000", "10.0.0.2:4000"},
+			Hosts: []string{"h1", "h2"}, Bytes: 8000, Iterations: 1}
+	}
+	client := func(sizes string) *agentpb.Workload {
+		return &agentpb.Workload{Sizes: sizes, Arrivals: "closed", MaxOutstanding: 1, Targets: []string{"10.0.0.1:4000"}}
+	}
+	tests := []struct {
+		name       string
+		req        *agentpb.ConfigureRequest
+		maxMessage int
+		want       string // error text; "" for none
+	}{
+		{"ok", &agentpb.ConfigureRequest{Experiment: "e", Client: client("fixed:100"),
+			Collectives: []*agentpb.Collective{coll("a"), coll("b")}}, 8000, ""},
+		{"ids collide", &agentpb.ConfigureRequest{Experiment: "e", Collectives: []*agentpb.Collective{coll("a"), coll("a")}}, 8000, "collides"},
+		{"client too large", &agentpb.ConfigureRequest{Experiment: "e", Client: client("fixed:2000")}, 1000, "homa carries at most 1000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ConfigOf(tc.req, "homa", tc.maxMessage, nil)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			case tc.want == "" && (c.Phase != rundir.PhaseMeasure || c.Client == nil || len(c.Collectives) != 2):
+				t.Errorf("config %+v: want phase measure, a client and two collectives", c)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -158,6 +159,43 @@ type CollectiveSpec struct {
 	Duration time.Duration
 	// Matrix is a connection-matrix phase's, nil for a collective.
 	Matrix *workloads.Matrix
+}
+
+// ConfigOf is the workload a Configure request gives its host, read as
+// the agent and the simulated agent both read it: the client, whose
+// messages transport carries if at most maxMessage bytes, and the host's
+// parts in collectives (their targets and matrices taken from shared when
+// another member parsed them; nil: parsed); phase measure when the
+// request names none.
+func ConfigOf(req *agentpb.ConfigureRequest, transport string, maxMessage int, shared *Shared) (Config, error) {
+	c := Config{Experiment: req.GetExperiment(), Transport: transport, Phase: req.GetPhase(), Host: req.GetHost()}
+	if c.Phase == "" {
+		c.Phase = rundir.PhaseMeasure
+	}
+	if w := req.GetClient(); w != nil {
+		spec, err := ParseWorkload(w)
+		if err != nil {
+			return c, err
+		}
+		if longest := max(spec.Sizes.Max(), int(spec.RespBytes)); longest > maxMessage {
+			return c, Invalid("client.sizes", w.GetSizes(), "messages up to %d bytes, but %s carries at most %d: truncate with \",max=%d\"",
+				longest, transport, maxMessage, maxMessage)
+		}
+		c.Client = spec
+	}
+	ids := map[uint32]string{}
+	for i, pc := range req.GetCollectives() {
+		cs, err := ParseCollectiveShared(pc, i, maxMessage, shared)
+		if err == nil && ids[cs.ID] != "" {
+			err = Invalid("collectives["+strconv.Itoa(i)+"].phase", cs.Phase, "its id collides with phase %q's: rename one", ids[cs.ID])
+		}
+		if err != nil {
+			return c, err
+		}
+		ids[cs.ID] = cs.Phase
+		c.Collectives = append(c.Collectives, cs)
+	}
+	return c, nil
 }
 
 // ParseCollective checks the i-th collective of a Configure request

@@ -94,7 +94,7 @@ func (as *agentSet) each(ctx context.Context, hosts []string, f func(ctx context
 // is used.
 func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file string, spool func(host string) string, keep bool,
 	use func(host string, r io.Reader) error) error {
-	files := make([]*os.File, len(hosts))
+	files := make([]*lazyFile, len(hosts))
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
@@ -105,19 +105,9 @@ func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file str
 			}
 			continue
 		}
+		files[i] = &lazyFile{path: spool(h), flag: os.O_TRUNC}
 		wg.Go(func() {
-			path := spool(h)
-			err := os.MkdirAll(filepath.Dir(path), 0o755)
-			var f *os.File
-			if err == nil {
-				f, err = os.Create(path)
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("%s of %s: %w", file, h, err)
-				return
-			}
-			files[i] = f
-			bw := bufio.NewWriter(f)
+			bw := bufio.NewWriter(files[i])
 			if errs[i] = a.Fetch(ctx, exp, file, bw); errs[i] == nil {
 				errs[i] = bw.Flush()
 			}
@@ -125,9 +115,9 @@ func (as *agentSet) fetchEach(ctx context.Context, hosts []string, exp, file str
 	}
 	wg.Wait()
 	for i, h := range hosts {
-		f := files[i]
+		f := files[i].file()
 		if f == nil {
-			continue
+			continue // nothing handed over (a simulated agent's records are written as they become final)
 		}
 		if errs[i] == nil {
 			if _, err := f.Seek(0, io.SeekStart); err != nil {

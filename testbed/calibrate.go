@@ -71,13 +71,7 @@ func (r *run) calibrate(ctx context.Context) error {
 // book puts their records in rpcs.csv.
 func (r *run) calibrateSize(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay, book bool) (float64, error) {
 	name := rundir.CalibrationExperiment(t.Name)
-	var rows []rundir.RPC
-	var err error
-	if r.sim != nil {
-		rows, err = r.sim.Calibrate(ctx, t, size, resp, oneWay)
-	} else {
-		rows, err = r.calibrateAgents(ctx, t, size, resp, oneWay)
-	}
+	rows, err := r.calibrateAgents(ctx, t, size, resp, oneWay)
 	if err != nil {
 		return 0, err
 	}
@@ -100,11 +94,12 @@ func (r *run) calibrateSize(ctx context.Context, t scenario.Transport, size, res
 }
 
 // calibrateAgents runs one calibration size on the agents of the first two
-// hosts and returns the client's records.
+// hosts, on the run's timeline, and returns the client's records.
 func (r *run) calibrateAgents(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay bool) ([]rundir.RPC, error) {
-	if oneWay {
-		return nil, fmt.Errorf("one-way messages: only the simulator can time them (run with --simulate)")
+	if err := r.time.BeginCalibration(ctx, t, oneWay); err != nil {
+		return nil, err
 	}
+	defer r.time.End()
 	s := r.plan.Base
 	server, client := r.layout.Hosts[0], r.layout.Hosts[1]
 	exp := fmt.Sprintf("%s-%d", rundir.CalibrationExperiment(t.Name), size)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,10 +33,10 @@ type experimentRun struct {
 	rec   rundir.Experiment
 
 	startStats    map[string]rundir.SwitchStats
-	load          *sysinfo.Load
+	load          *sysinfo.Load // the machine's, on the wall clock only
 	stopTelemetry func()
 	faults        *faults.Run
-	faultClock    *driver.HostClock // the timed faults' clock
+	clock         driver.Scheduler // the experiment's, the timed faults'
 	capture       *capture.Session
 	adversaries   []adversaryProc
 
@@ -62,9 +63,13 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err := x.configureSwitches(ctx); err != nil {
 		return err
 	}
-	if r.sim != nil {
-		return x.simulate(ctx) // simulated.go
+	sched, notes, err := r.time.Begin(ctx, e, x.roles)
+	if err != nil {
+		return err
 	}
+	defer r.time.End()
+	x.clock = sched
+	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
 	x.rec.Fidelity = append(x.rec.Fidelity, scenario.OverloadWarnings(e.Scenario)...)
 	if err := x.configure(ctx); err != nil {
 		return err
@@ -74,8 +79,8 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err := x.start(ctx); err != nil {
 		return err
 	}
-	waitErr := x.wait(ctx)
-	x.endFaults()
+	waitErr := r.time.Run(ctx)
+	x.faults.End()
 	interrupted := waitErr != nil
 	drain, budget := stopBudget(e.Scenario, interrupted)
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
@@ -103,6 +108,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 			return err
 		}
 	}
+	r.time.End()
 	// State reset between experiments: let the switch queues drain.
 	return r.waitQueuesEmpty(ctx, 2*time.Second)
 }
@@ -111,11 +117,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 // incomplete until the end. The clients start half a second from now, or
 // in a simulated run at the experiment's virtual time 0.
 func (r *run) newExperiment(e *scenario.Experiment) (*experimentRun, error) {
-	start := time.Now().Add(500 * time.Millisecond)
-	if r.sim != nil {
-		start = r.sim.NextEpoch()
-	}
-	ro, err := agents.PlanRoles(e, r.layout, r.fab, start.UnixNano())
+	ro, err := agents.PlanRoles(e, r.layout, r.fab, r.time.NextEpoch().UnixNano())
 	if err != nil {
 		return nil, err
 	}
@@ -137,17 +139,30 @@ func (x *experimentRun) configureSwitches(ctx context.Context) error {
 }
 
 // configure configures every host taking part: servers first, so no
-// client reaches a port not yet served.
+// client reaches a port not yet served. In a shared experiment each host
+// is configured for each transport it takes part in.
 func (x *experimentRun) configure(ctx context.Context) error {
+	parts, transports := []agents.Roles{x.roles}, []scenario.Transport{x.e.Transport}
+	if x.roles.Parts != nil {
+		parts, transports = x.roles.Parts, x.e.Transports
+	}
 	for _, serverPass := range []bool{true, false} {
 		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
 			if (x.roles.Clients[host] == nil) != serverPass {
 				return nil
 			}
 			h, _ := x.r.layout.Host(host)
-			req := x.r.requests.Configure(x.e.Transport, x.e.Scenario, x.e.Name, "measure", h, x.roles.Servers[host], x.roles.Clients[host])
-			req.Collectives = x.roles.Collectives[host]
-			return a.Configure(ctx, req)
+			for k, p := range parts {
+				if !slices.Contains(p.Used, host) {
+					continue
+				}
+				req := x.r.requests.Configure(transports[k], x.e.Scenario, x.e.Name, "measure", h, x.roles.Servers[host], p.Clients[host])
+				req.Collectives = p.Collectives[host]
+				if err := a.Configure(ctx, req); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return err
@@ -163,7 +178,9 @@ func (x *experimentRun) start(ctx context.Context) error {
 	x.resetWindows(ctx)
 	x.startPostcards(ctx)
 	x.startStats = r.readSwitchStats(ctx)
-	x.load = sysinfo.StartLoad(runtime.NumCPU(), os.Getpid())
+	if r.sim == nil {
+		x.load = sysinfo.StartLoad(runtime.NumCPU(), os.Getpid())
+	}
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
@@ -176,45 +193,27 @@ func (x *experimentRun) start(ctx context.Context) error {
 	}
 	fx := faults.Experiment{Experiment: x.e, Clients: x.roles.Clients, Servers: x.roles.Servers, Used: x.roles.Used,
 		Start: time.Unix(0, x.roles.Start)}
-	clock, err := driver.NewHostClock()
-	if err != nil {
-		x.stopTelemetry()
-		return err
-	}
-	go clock.Run()
-	x.faultClock = clock
-	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, clock, r.log)
+	fr, notes, err := faults.Start(ctx, faultEnv{x}, fx, x.clock, r.log)
 	x.faults = fr
 	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
+	if err == nil {
+		x.rec.Started = x.clock.Now()
+		err = r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
+			return a.Start(ctx)
+		})
+		if err != nil {
+			err = fmt.Errorf("start clients: %w", err)
+		}
+	}
+	if err == nil {
+		err = x.startAdversaries(ctx)
+	}
 	if err != nil {
-		x.endFaults()
+		x.faults.End()
 		x.faults.Clear(ctx)
 		x.stopTelemetry()
-		return err
 	}
-	x.rec.Started = time.Now().UnixNano()
-	if err := r.agents.each(ctx, x.roles.ClientHosts(), func(ctx context.Context, _ string, a agentAPI) error {
-		return a.Start(ctx)
-	}); err != nil {
-		x.endFaults()
-		x.faults.Clear(ctx)
-		x.stopTelemetry()
-		return fmt.Errorf("start clients: %w", err)
-	}
-	if err := x.startAdversaries(ctx); err != nil {
-		x.endFaults()
-		x.faults.Clear(ctx)
-		x.stopTelemetry()
-		return err
-	}
-	return nil
-}
-
-// endFaults stops applying timed faults, waits for the one under way and
-// stops their clock.
-func (x *experimentRun) endFaults() {
-	x.faults.End()
-	x.faultClock.Close()
+	return err
 }
 
 // resetWindows restarts the switches' peaks and delay percentiles, which
@@ -231,18 +230,6 @@ func (x *experimentRun) resetWindows(ctx context.Context) {
 		if err := r.ctl.ResetQueuePeaks(ctx); err != nil {
 			x.rec.Fidelity = append(x.rec.Fidelity, fmt.Sprintf("telemetry peak_pkts covers the run so far, not this experiment: %v", err))
 		}
-	}
-}
-
-// wait waits out the clients' start delay, warm-up and duration; it
-// returns why ctx ended if it did first.
-func (x *experimentRun) wait(ctx context.Context) error {
-	s := x.e.Scenario
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-time.After(500*time.Millisecond + s.Warmup.D() + s.Duration.D()):
-		return nil
 	}
 }
 
@@ -335,18 +322,19 @@ func (x *experimentRun) addHost(host, role string, c *agentpb.Counters) {
 // endMeasurement closes the experiment's window: telemetry stops, the CPU
 // and the switches are read again, and the fidelity warnings are added.
 func (x *experimentRun) endMeasurement(ctx context.Context) {
-	x.rec.Ended = time.Now().UnixNano()
+	x.rec.Ended = x.clock.Now()
 	x.stopTelemetry()
-	x.load.End()
-	cpuBusy := x.load.Busy()
-	x.rec.CPUBusy = cpuBusy
-	x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.LoadAverage1(), x.load.Steal(), x.load.OtherCPUs()
+	if x.load != nil {
+		x.load.End()
+		x.rec.CPUBusy = x.load.Busy()
+		x.rec.LoadAvg1, x.rec.CPUSteal, x.rec.OtherCPUs = x.load.LoadAverage1(), x.load.Steal(), x.load.OtherCPUs()
+	}
 	x.rec.AgentCPUMs = x.cpuUs / 1000
 	if w := lagWarning(x.lags, len(x.roles.ClientHosts())); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	x.rec.Fidelity = append(x.rec.Fidelity, x.lagWarnings...)
-	if w := cpuWarning(cpuBusy); w != "" {
+	if w := cpuWarning(x.rec.CPUBusy); w != "" {
 		x.rec.Fidelity = append(x.rec.Fidelity, w)
 	}
 	if w := otherLoadWarning(x.rec.OtherCPUs, x.rec.LoadAvg1); w != "" {

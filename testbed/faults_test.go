@@ -2,8 +2,6 @@ package testbed
 
 import (
 	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,28 +121,14 @@ func TestLifecycleFaults(t *testing.T) {
 // killedRows counts rpcs.csv's rows of RPCs lost with the killed agent h2.
 func killedRows(t *testing.T, path string) map[string]int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := rundir.RPCs().NewReader(f, path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
-	var rec rundir.RPC
-	for {
-		if err := rd.Read(&rec); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range readRPCs(t, path, "") {
 		killed := rec.Error == faults.AgentKilledReason || rec.Error == faults.AgentKilledUnrecordedReason
 		if killed && rec.Status == rundir.StatusFailed && rec.Client == "h2" {
 			out[rec.Experiment]++
 		}
 	}
+	return out
 }
 
 // TestLifecycleAbandonedRestart: the killed agent's restart within the

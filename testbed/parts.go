@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/controller"
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
@@ -87,6 +89,77 @@ type fabric interface {
 	// anti-spoofing, meters) or removes them.
 	Defences(ctx context.Context, on bool) error
 	Close() error
+}
+
+// timeline is the time an experiment's workload runs in: the wall clock,
+// with an agent in every host (wallClock), or the simulated network's
+// virtual time, whose agents run the drivers on its event queue
+// (*simulate.Network).
+type timeline interface {
+	// NextEpoch is when the next experiment's clients start; Skip passes
+	// over one experiment of the plan that another process runs.
+	NextEpoch() time.Time
+	Skip()
+	// Begin prepares experiment e with roles ro, before the agents are
+	// configured; it returns the clock the timed faults run on and
+	// fidelity notes.
+	Begin(ctx context.Context, e *scenario.Experiment, ro agents.Roles) (driver.Scheduler, []string, error)
+	// BeginCalibration prepares one calibration size of transport t
+	// between the first two hosts, of one-way messages when oneWay.
+	BeginCalibration(ctx context.Context, t scenario.Transport, oneWay bool) error
+	// Run lets the clients' start, warm-up and duration pass; it returns
+	// why ctx ended if it did first.
+	Run(ctx context.Context) error
+	// End ends the experiment's clock, once its records are in; a second
+	// call does nothing.
+	End()
+}
+
+// wallClock is an emulated experiment's time: the host's clock.
+type wallClock struct {
+	s     *scenario.Scenario
+	clock *driver.HostClock
+}
+
+// NextEpoch is half a second from now: the agents are configured and
+// started by then.
+func (w *wallClock) NextEpoch() time.Time { return time.Now().Add(500 * time.Millisecond) }
+
+func (w *wallClock) Skip() {}
+
+func (w *wallClock) Begin(_ context.Context, e *scenario.Experiment, _ agents.Roles) (driver.Scheduler, []string, error) {
+	c, err := driver.NewHostClock()
+	if err != nil {
+		return nil, nil, err
+	}
+	go c.Run()
+	w.s, w.clock = e.Scenario, c
+	return c, nil, nil
+}
+
+func (w *wallClock) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(500*time.Millisecond + w.s.Warmup.D() + w.s.Duration.D()):
+		return nil
+	}
+}
+
+// BeginCalibration refuses one-way messages: only the simulator's one
+// clock can time them.
+func (w *wallClock) BeginCalibration(_ context.Context, _ scenario.Transport, oneWay bool) error {
+	if oneWay {
+		return fmt.Errorf("one-way messages: only the simulator can time them (run with --simulate)")
+	}
+	return nil
+}
+
+func (w *wallClock) End() {
+	if w.clock != nil {
+		w.clock.Close()
+		w.clock = nil
+	}
 }
 
 // parts makes the parts of one run.

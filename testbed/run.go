@@ -126,6 +126,8 @@ type run struct {
 	// sim is the simulated network of a run in virtual time, nil for an
 	// emulated run.
 	sim *simulate.Network
+	// time is the experiments' clock: the wall clock, or sim's.
+	time timeline
 }
 
 // Run executes a plan. It returns when the run has ended and its network
@@ -266,7 +268,7 @@ func newRun(plan *scenario.Plan, opt Options, p parts) (*run, *os.File, error) {
 	r := &run{
 		opt: opt, parts: p, plan: plan, dir: absDir, tag: tag,
 		log:   slog.New(handler).With("run", runID),
-		stats: map[string]switchStats{}, calib: map[string]rundir.Calibration{},
+		stats: map[string]switchStats{}, calib: map[string]rundir.Calibration{}, time: &wallClock{},
 	}
 	r.man = newManifest(absDir, runID, r.tag, opt.ScenarioFile, plan)
 	switch {
@@ -366,22 +368,18 @@ func (r *run) execute(ctx context.Context) error {
 	defer r.prog.finish()
 
 	r.prog.message("run %s (tag %s): %s", r.man.Run, r.tag, r.dir)
+	if r.records, err = createRecords(filepath.Join(r.dir, rundir.RPCs().File), layout.Hosts); err != nil {
+		return err
+	}
 	switch {
 	case r.opt.Simulate:
-		r.sim, err = simulate.Start(ctx, simulate.Config{Plan: r.plan, Layout: layout, Fabric: r.fab, Calibration: r.calib,
-			Dir: r.dir, Log: r.log, HostNIC: r.opt.HostNIC})
-		if err == nil {
-			r.ctl = r.sim // the simulated switches' controller
-		}
+		err = r.startSimulated(ctx) // simulated.go
 	case external:
 		err = r.startExternal(ctx) // external.go
 	default:
 		err = r.startEmulated(ctx)
 	}
 	if err != nil {
-		return err
-	}
-	if r.records, err = createRecords(filepath.Join(r.dir, rundir.RPCs().File), layout.Hosts); err != nil {
 		return err
 	}
 	if !s.Calibration.Skip {
@@ -394,9 +392,7 @@ func (r *run) execute(ctx context.Context) error {
 			return err
 		}
 		if len(r.opt.Experiments) > 0 && !slices.Contains(r.opt.Experiments, r.plan.Experiments[i].Name) {
-			if r.sim != nil {
-				r.sim.Skip()
-			}
+			r.time.Skip()
 			continue
 		}
 		if err := r.experiment(ctx, &r.plan.Experiments[i]); err != nil {

@@ -7,29 +7,34 @@ import (
 	"path/filepath"
 
 	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/testbed/simulate"
 )
 
-// simulate runs the experiment in virtual time on the run's simulated
-// network, with the roles and manifest entry newExperiment made, and
-// records it as an emulated one is: its rows in rpcs.csv and served.csv,
-// written as each becomes final (a long experiment's records do not fit
-// in memory), its entry in the manifest.
-func (x *experimentRun) simulate(ctx context.Context) error {
-	r := x.r
+// startSimulated programs the simulated switches and takes the simulated
+// network's parts for the run's: its controller, its switches'
+// statistics, an agent per host and its clock. The experiments then run
+// as emulated ones do.
+func (r *run) startSimulated(ctx context.Context) error {
 	out := &simRecords{records: r.records, servedPath: filepath.Join(r.dir, rundir.ServedRPCs().File)}
-	err := r.sim.Experiment(ctx, x.e, x.roles, &x.rec, out)
-	if err = errors.Join(err, out.close()); err != nil {
+	sim, err := simulate.Start(ctx, simulate.Config{Plan: r.plan, Layout: r.layout, Fabric: r.fab, Calibration: r.calib,
+		Dir: r.dir, Log: r.log, HostNIC: r.opt.HostNIC, Records: out})
+	if err != nil {
 		return err
 	}
-	if err := x.compactRecords(); err != nil {
-		return err
+	r.sim, r.ctl, r.time = sim, sim, sim
+	for _, h := range r.layout.Hosts {
+		r.agents.add(h.Name, sim.Agent(h.Name))
 	}
-	x.rec.Incomplete = false
-	return x.record(ctx)
+	for _, sw := range r.layout.Switches {
+		r.stats[sw.Name] = sim.SwitchStats(sw.Name)
+	}
+	r.postcards = r.plan.Base.Switch.PostcardsOn()
+	return nil
 }
 
 // simRecords writes a simulated experiment's records to the run's
-// rpcs.csv and served.csv (simulate.Records); served.csv is opened at the
+// rpcs.csv and served.csv as each becomes final (simulate.Records: a long
+// experiment's records do not fit in memory); served.csv is opened at the
 // first answer, so an experiment without any leaves no file.
 type simRecords struct {
 	records    *recordsFile
@@ -55,13 +60,14 @@ func (s *simRecords) Served(row *rundir.Served) error {
 	return s.servedW.Write(row)
 }
 
-// close flushes both files' rows and closes served.csv.
-func (s *simRecords) close() error {
+// Close flushes both files' rows and closes served.csv.
+func (s *simRecords) Close() error {
 	s.records.mu.Lock()
 	err := s.records.w.Flush()
 	s.records.mu.Unlock()
 	if s.served != nil {
 		err = errors.Join(err, s.servedW.Flush(), s.served.Close())
+		s.served = nil
 	}
 	return err
 }

@@ -126,12 +126,7 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 	if r.ctl == nil {
 		return func() {}
 	}
-	path := filepath.Join(r.dir, rundir.Telemetry().File)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		r.log.Warn("telemetry file", "err", err)
-		return func() {}
-	}
+	f := &lazyFile{path: filepath.Join(r.dir, rundir.Telemetry().File)}
 	tctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -145,6 +140,44 @@ func (r *run) startTelemetry(ctx context.Context, exp string, interval time.Dura
 		<-done
 		_ = f.Close()
 	}
+}
+
+// lazyFile is a run-directory file created, with its directory, at its
+// first write (flag adds to O_CREATE|O_RDWR|O_APPEND): a part with nothing
+// to write (the simulated switches' telemetry, a simulated agent's
+// records) leaves no file.
+type lazyFile struct {
+	path string
+	flag int
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil && l.err == nil {
+		if l.err = os.MkdirAll(filepath.Dir(l.path), 0o755); l.err == nil {
+			l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_RDWR|os.O_APPEND|l.flag, 0o644)
+		}
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+// file is the file, nil if nothing was written.
+func (l *lazyFile) file() *os.File {
+	if l == nil {
+		return nil
+	}
+	return l.f
+}
+
+func (l *lazyFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // switchTotals is what the fidelity checks need from an experiment's
@@ -173,15 +206,18 @@ func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string
 		return func() {}
 	}
 	path := filepath.Join(r.dir, rundir.Hosts().File)
-	f, w, err := openAppend(path, rundir.Hosts())
-	if err != nil {
-		r.log.Warn("host telemetry file", "experiment", exp, "err", err)
-		return func() {}
-	}
+	var f *os.File // opened at the first sample
+	var w *rundir.CSVWriter[rundir.HostSample]
 	var mu sync.Mutex // the hosts' streams share w
 	emit := func(s rundir.HostSample) error {
 		mu.Lock()
 		defer mu.Unlock()
+		if f == nil {
+			var err error
+			if f, w, err = openAppend(path, rundir.Hosts()); err != nil {
+				return err
+			}
+		}
 		if err := w.Write(&s); err != nil {
 			return err
 		}
@@ -203,6 +239,9 @@ func (r *run) startHostTelemetry(ctx context.Context, exp string, hosts []string
 	return func() {
 		cancel()
 		wg.Wait()
+		if f == nil {
+			return
+		}
 		if err := errors.Join(w.Flush(), f.Close()); err != nil {
 			r.log.Warn("host telemetry file", "experiment", exp, "path", path, "err", err)
 		}

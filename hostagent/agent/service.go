@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -97,13 +96,6 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	if req.GetExperiment() == "" {
 		return nil, apiError(invalid("experiment", "", "expected a name"))
 	}
-	var spec *driver.ClientSpec
-	if req.GetClient() != nil {
-		var err error
-		if spec, err = driver.ParseWorkload(req.GetClient()); err != nil {
-			return nil, apiError(err)
-		}
-	}
 	if len(req.GetCollectives()) > 0 && len(req.GetServerPorts()) == 0 {
 		return nil, apiError(invalid("server_ports", "", "a collective's members must serve: its steps arrive as requests"))
 	}
@@ -123,36 +115,16 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 		return nil, apiError(err)
 	}
-	if spec != nil {
-		if longest := max(spec.Sizes.Max(), int(spec.RespBytes)); longest > tr.MaxMessage() {
-			tr.Close()
-			return nil, apiError(invalid("client.sizes", req.GetClient().GetSizes(),
-				"messages up to %d bytes, but %s carries at most %d: truncate with \",max=%d\"",
-				longest, transportLabel(req), tr.MaxMessage(), tr.MaxMessage()))
-		}
+	cfg, err := driver.ConfigOf(req, transportLabel(req), tr.MaxMessage(), nil)
+	if err != nil {
+		tr.Close()
+		return nil, apiError(err)
 	}
-	var colls []*driver.CollectiveSpec
-	ids := map[uint32]string{}
-	for i, c := range req.GetCollectives() {
-		cs, err := driver.ParseCollective(c, i, tr.MaxMessage())
-		if err == nil && ids[cs.ID] != "" {
-			err = invalid("collectives["+strconv.Itoa(i)+"].phase", cs.Phase, "its id collides with phase %q's: rename one", ids[cs.ID])
-		}
-		if err != nil {
-			tr.Close()
-			return nil, apiError(err)
-		}
-		ids[cs.ID] = cs.Phase
-		colls = append(colls, cs)
+	if cfg.Host == "" {
+		cfg.Host = s.name
 	}
-	phase := req.GetPhase()
-	if phase == "" {
-		phase = rundir.PhaseMeasure
-	}
-	host := req.GetHost()
-	if host == "" {
-		host = s.name
-	}
+	cfg.Log = s.log
+	spec, colls, host := cfg.Client, cfg.Collectives, cfg.Host
 	resp := &responder{}
 	var tell func(*Served)
 	if len(req.GetServerPorts()) > 0 {
@@ -190,8 +162,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 		s.tcpSamples[req.GetExperiment()] = path
 	}
-	exp, err := newExperiment(s.ctx, driver.Config{Experiment: req.GetExperiment(), Transport: transportLabel(req), Phase: phase,
-		Host: host, Client: spec, Collectives: colls, Log: s.log}, tr, rec)
+	exp, err := newExperiment(s.ctx, cfg, tr, rec)
 	if err != nil {
 		tr.Close()
 		if rec != nil {

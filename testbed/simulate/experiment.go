@@ -1,16 +1,17 @@
 package simulate
 
 import (
-	"fmt"
 	"log/slog"
-	"math"
 	"net/netip"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
@@ -42,16 +43,20 @@ type job struct {
 	books  *driver.Books
 	out    Records
 	outErr error
-	// counters are the hosts' transport counters at the end, merged, and
-	// hostCounters each one's.
-	counters     map[string]uint64
-	hostCounters []rundir.HostCounters
+	// counters are each host's books and transport counters at the end
+	// (nil until then), perHost its books as they go.
+	counters map[string]*agentpb.Counters
+	perHost  map[string]*hostBooks
+	mu       sync.Mutex // the agents call at once: Configure, Stop
 	// bookServed sends the servers' answers to out; servedBy counts each
 	// TCP model server's.
 	bookServed bool
 	servedBy   map[string]uint64
 	drivers    map[string]*driver.Host
-	closed     bool // books closed: later callbacks are the shutdown's
+	ds         []*driver.Host
+	started    map[string]bool
+	end        int64 // virtual time the duration ends
+	closed     bool  // books closed: later callbacks are the shutdown's
 	// oneWay sends the clients' requests as one-way messages: a server
 	// answers none, and each ends as its receiver has it whole (the
 	// receiver tells the sender's endpoint, free on the wire).
@@ -63,40 +68,21 @@ type job struct {
 	// shared holds the collectives' targets and matrices, parsed once for
 	// all their members (nil: each member parses its own).
 	shared *driver.Shared
+	// configured are the hosts' drivers as their agents' Configure set
+	// them up, by host and transport; order is the order they start in.
+	configured map[string]driver.Config
+	order      []string
+	// stats are the switches' statistics, read at statsAt; cards their
+	// postcards files.
+	stats   map[string]switchstats.Stats
+	statsAt int64
+	cards   map[string]*postcards
 }
 
-// hostConfig is host's workload as its agent gets it (client w, nil for
-// none, and its parts in collectives). Its rows name their servers' hosts
-// as an agent's do, when the run's records take them (by address).
-func (j *job) hostConfig(host, phase string, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
-	c := driver.Config{Experiment: j.name, Transport: j.transport, Phase: phase, Host: host, Log: j.log}
-	return j.hostConfigOf(c, w, colls)
-}
-
-// hostConfigOf fills c, one host's driver configuration, with its client
-// w and its parts in colls.
-func (j *job) hostConfigOf(c driver.Config, w *agentpb.Workload, colls []*agentpb.Collective) (driver.Config, error) {
-	host := c.Host
-	if w != nil {
-		spec, err := driver.ParseWorkload(w)
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", host, err)
-		}
-		c.Client = spec
-	}
-	for i, pc := range colls {
-		cs, err := driver.ParseCollectiveShared(pc, i, math.MaxInt32, j.shared)
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", host, err)
-		}
-		c.Collectives = append(c.Collectives, cs)
-	}
-	return c, nil
-}
-
-// run simulates the job and returns its records: every issued RPC
-// completed, failed, or in flight at the end.
-func (j *job) run() error {
+// start starts every host's drivers and runs the network through the
+// warm-up and duration, or until every client has issued its last RPC
+// and none is open (a bounded count, as calibration's).
+func (j *job) start() error {
 	clock := j.net.Clock()
 	sched := driver.OnQueue(clock, j.epoch.UnixNano())
 	j.books = driver.NewBooks(func(row *rundir.RPC) {
@@ -104,14 +90,19 @@ func (j *job) run() error {
 			j.outErr = j.out.RPC(row)
 		}
 	})
-	var ds []*driver.Host
+	for _, key := range j.order {
+		if hc, ok := j.configured[key]; ok {
+			j.hosts = append(j.hosts, hc)
+		}
+	}
 	j.drivers = map[string]*driver.Host{}
-	started := map[string]bool{} // a shared job's hosts have a driver per transport
+	j.started = map[string]bool{} // a shared job's hosts have a driver per transport
+	j.perHost = map[string]*hostBooks{}
 	for _, hc := range j.hosts {
 		h := j.net.Node(hc.Host)
-		if !started[hc.Host] {
-			started[hc.Host] = true
-			if err := j.startHost(h, len(started)); err != nil {
+		if !j.started[hc.Host] {
+			j.started[hc.Host] = true
+			if err := j.startHost(h, len(j.started)); err != nil {
 				return err
 			}
 			if j.servers[hc.Host] {
@@ -119,81 +110,113 @@ func (j *job) run() error {
 					return err
 				}
 			}
+			j.perHost[hc.Host] = &hostBooks{all: j.books}
 		}
-		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j.books)
-		ds = append(ds, d)
+		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j.perHost[hc.Host])
+		j.ds = append(j.ds, d)
 		j.drivers[hc.Host+" "+hc.Transport] = d
 	}
 	// Every client, then every matrix, then every collective, so that
 	// events due at one instant run in that order.
-	for _, d := range ds {
+	for _, d := range j.ds {
 		d.StartClient()
 	}
-	for _, d := range ds {
+	for _, d := range j.ds {
 		d.StartMatrices()
 	}
-	for _, d := range ds {
+	for _, d := range j.ds {
 		d.StartCollectives()
 	}
-	busy, open := func() bool {
-		for _, d := range ds {
-			if d.Busy() {
-				return true
-			}
-		}
-		return false
-	}, func() bool {
-		for _, d := range ds {
-			if d.Open() > 0 {
-				return true
-			}
-		}
-		return false
-	}
 	// Ticks keep the clock's queue from ever emptying, so it runs in steps
-	// of a millisecond: to the end, or until every client has issued its
-	// last RPC and none is open (a bounded count, as calibration's), then
-	// through the drain while RPCs are open.
-	end := clock.Now() + j.length.Nanoseconds()
-	const step = int64(time.Millisecond)
-	for clock.Now() < end && busy() {
-		clock.Run(min(end, clock.Now()+step))
+	// of a millisecond.
+	j.end = clock.Now() + j.length.Nanoseconds()
+	for clock.Now() < j.end && slices.ContainsFunc(j.ds, (*driver.Host).Busy) {
+		clock.Run(min(j.end, clock.Now()+stepNs))
 	}
-	for deadline := end + j.drain.Nanoseconds(); open() && clock.Now() < deadline; {
-		clock.Run(min(deadline, clock.Now()+step))
+	return nil
+}
+
+const stepNs = int64(time.Millisecond)
+
+// finish runs the network through drain while RPCs are open, closes the
+// books and counts each host's transport; once, whoever asks first (the
+// agents' Stop calls come at once).
+func (j *job) finish(drain time.Duration) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.counters != nil {
+		return j.outErr
+	}
+	if j.books == nil { // a calibration's, run whole at its client's Status
+		if err := j.start(); err != nil {
+			return err
+		}
+	}
+	clock := j.net.Clock()
+	open := func(d *driver.Host) bool { return d.Open() > 0 }
+	for deadline := j.end + drain.Nanoseconds(); slices.ContainsFunc(j.ds, open) && clock.Now() < deadline; {
+		clock.Run(min(deadline, clock.Now()+stepNs))
 	}
 	j.closed = true
-	for _, d := range ds {
+	for _, d := range j.ds {
 		d.Close()
 	}
 	j.books.Close() // every row is final now; one that is not still goes out
-	j.counters = map[string]uint64{}
+	if j.outErr == nil {
+		j.outErr = j.out.Close()
+	}
+	j.counters = map[string]*agentpb.Counters{}
 	for _, hc := range j.hosts {
 		name := hc.Host
-		if !started[name] {
+		if j.counters[name] != nil {
 			continue // a shared job's host, counted at its first driver
 		}
-		delete(started, name)
-		h := rundir.HostCounters{Host: name, Role: rundir.HostRole(j.isClient(name), j.servers[name]), Transport: map[string]uint64{}}
+		b := j.perHost[name].c
+		c := &agentpb.Counters{Issued: b.Issued, Completed: b.Completed, Failed: b.Failed, InFlight: b.InFlight, Transport: map[string]uint64{}}
 		if t := j.net.Node(name).TCP(); t != nil {
-			h.Served = j.servedBy[name]
+			c.Served = j.servedBy[name]
 			for k, v := range t.Stats().Map() {
-				h.Transport["tcpmodel_"+k] = v // a model's, not the kernel's tcp_ counters
+				c.Transport["tcpmodel_"+k] = v // a model's, not the kernel's tcp_ counters
 			}
 		}
 		if ep := j.net.Node(name).Endpoint(); ep != nil {
 			st := ep.Stats()
-			h.Served += st.Served
+			c.Served += st.Served
 			for k, v := range st.Map() {
-				h.Transport["homa_"+k] = v // as the agent names them
+				c.Transport["homa_"+k] = v // as the agent names them
 			}
 		}
-		j.qdiscCounters(name, h.Transport)
-		rundir.MergeCounters(j.counters, h.Transport)
-		j.hostCounters = append(j.hostCounters, h)
+		j.qdiscCounters(name, c.Transport)
+		j.counters[name] = c
 		j.net.Node(name).Stop()
 	}
 	return j.outErr
+}
+
+// hostBooks counts one host's RPCs and keeps them in the job's books,
+// which hand out every host's rows in the order issued.
+type hostBooks struct {
+	all *driver.Books
+	c   rundir.Books
+}
+
+func (b *hostBooks) Issued(row *rundir.RPC) {
+	b.c.Issued++
+	b.all.Issued(row)
+}
+
+func (b *hostBooks) Ended(row *rundir.RPC) {
+	if row.Status == rundir.StatusCompleted {
+		b.c.Completed++
+	} else {
+		b.c.Failed++
+	}
+	b.all.Ended(row)
+}
+
+func (b *hostBooks) InFlight(row *rundir.RPC) {
+	b.c.InFlight++
+	b.all.InFlight(row)
 }
 
 // served books one server's answer.

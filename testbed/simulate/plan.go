@@ -43,6 +43,11 @@ func Check(p *scenario.Plan) error {
 			errs = append(errs, fmt.Sprintf("faults[%d] (loss on %s): the simulator models loss on hosts' links only; down windows on links between switches it models", i, f.Link))
 		}
 	}
+	for i, a := range s.Adversaries {
+		if a.Kind != "none" {
+			errs = append(errs, fmt.Sprintf("adversaries[%d] (%s on %s): the simulator has no processes to send an adversary's traffic", i, a.Kind, a.Host))
+		}
+	}
 	if s.Capture != nil {
 		errs = append(errs, "capture: the simulator has no interfaces to capture packets on (drop capture: or run without --simulate)")
 	}

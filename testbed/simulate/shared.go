@@ -1,10 +1,7 @@
 package simulate
 
 import (
-	"github.com/homatb/homatb/driver"
-	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
-	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -21,42 +18,29 @@ type hostStacks struct {
 	qdisc bool
 }
 
-// stack sets up job j for experiment e with roles ro: the host queue
-// host_qdisc asks for and, for a shared experiment, both stacks on every
-// host and one driver per host and transport. It returns the fidelity
-// notes of the transports on the TCP model.
-func (r *Network) stack(j *job, e *scenario.Experiment, ro agents.Roles) ([]string, error) {
+// stack sets up job j for experiment e: the host queue host_qdisc asks
+// for and, for a shared experiment, both stacks on every host (the
+// agents' Configure then adds a driver per host and transport). It
+// returns the fidelity notes of the transports on the TCP model.
+func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 	j.stacks.qdisc = e.Scenario.HostQdisc == scenario.HostQdiscPacer
 	if !e.Shared() {
 		return nil, nil
 	}
 	j.stacks.shared = true
-	j.hosts = nil
 	var notes []string
 	for k, t := range e.Transports {
 		if t.Engine() {
 			j.stacks.engine, j.cfg = t.Name, r.homaConfig(t)
-		} else {
-			tcp, err := r.tcpConfig(t)
-			if err != nil {
-				return nil, err
-			}
-			j.stacks.tcp, j.tcp, j.nicPrio = t.Name, tcp, t.TCP.NICPriorities
-			if k > 0 { // the first transport's note is the experiment's own
-				notes = append(notes, modelNote(t, tcp)...)
-			}
+			continue
 		}
-		p := ro.Parts[k]
-		for _, host := range p.Used {
-			if p.Clients[host] == nil && len(p.Collectives[host]) == 0 && !j.servers[host] {
-				continue
-			}
-			c := driver.Config{Experiment: j.name, Transport: t.Name, Phase: rundir.PhaseMeasure, Host: host, Log: j.log}
-			hc, err := j.hostConfigOf(c, p.Clients[host], p.Collectives[host])
-			if err != nil {
-				return nil, err
-			}
-			j.hosts = append(j.hosts, hc)
+		tcp, err := r.tcpConfig(t)
+		if err != nil {
+			return nil, err
+		}
+		j.stacks.tcp, j.tcp, j.nicPrio = t.Name, tcp, t.TCP.NICPriorities
+		if k > 0 { // the first transport's note is the experiment's own
+			notes = append(notes, modelNote(t, tcp)...)
 		}
 	}
 	return notes, nil
@@ -104,16 +88,6 @@ func (j *job) startHost(h *simnet.Node, n int) error {
 		return h.UseQdisc(simnet.QdiscConfig{})
 	}
 	return nil
-}
-
-// isClient reports whether host sends RPCs on any of the job's transports.
-func (j *job) isClient(host string) bool {
-	for _, hc := range j.hosts {
-		if hc.Host == host && hc.Client != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // qdiscCounters adds host's qdisc counters to its transport counters.

@@ -9,31 +9,22 @@
 package simulate
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/driver"
-	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/dataplane"
-	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/simnet/tcpmodel"
 	"github.com/homatb/homatb/testbed/agents"
-	"github.com/homatb/homatb/testbed/faults"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
@@ -106,6 +97,8 @@ type Config struct {
 	Log *slog.Logger
 	// HostNIC is NICFIFO (the default) or NICShaper.
 	HostNIC string
+	// Records receives the experiments' records (not calibration's).
+	Records Records
 }
 
 // Network is a run's simulated fabric: its programmed switches, from which
@@ -124,6 +117,9 @@ type Network struct {
 	simNs  int64
 	exps   int // experiments simulated, calibration included: each gets its own hour
 	nic    string
+	out    Records
+	// cur is the experiment under way (Begin to End).
+	cur *job
 }
 
 // Start programs the simulated switches of cfg's layout.
@@ -131,7 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Network, error) {
 	if err := Check(cfg.Plan); err != nil {
 		return nil, err
 	}
-	r := &Network{plan: cfg.Plan, dir: cfg.Dir, log: cfg.Log, layout: cfg.Layout, fab: cfg.Fabric, calib: cfg.Calibration, nic: cfg.HostNIC}
+	r := &Network{plan: cfg.Plan, dir: cfg.Dir, log: cfg.Log, layout: cfg.Layout, fab: cfg.Fabric, calib: cfg.Calibration, nic: cfg.HostNIC, out: cfg.Records}
 	switch r.nic {
 	case "":
 		r.nic = NICFIFO
@@ -180,6 +176,12 @@ func (r *Network) Close() error { return r.sws.Close() }
 // needs, as the controller does the emulated switches'.
 func (r *Network) PortModes(ctx context.Context, modes []controller.PortMode) error {
 	return r.sws.SetPortModes(ctx, modes)
+}
+
+// SetLinkDown has the controller move the paths off the link between
+// switches a and b, or back onto it.
+func (r *Network) SetLinkDown(ctx context.Context, a, b string, down bool) error {
+	return r.sws.SetLinkDown(ctx, a, b, down)
 }
 
 // Defences installs the scenario's switch defences or removes them.
@@ -249,17 +251,19 @@ func (r *Network) NextEpoch() time.Time {
 // so that the next one starts at the virtual epoch it has in the whole run.
 func (r *Network) Skip() { r.exps++ }
 
-// finish books a job's events.
-func (r *Network) finish(j *job) {
+// finishJob books a job's events.
+func (r *Network) finishJob(j *job) {
 	r.events += j.net.Clock().Events()
 	r.simNs += j.net.Clock().Now()
 }
 
 // Records receives an experiment's records as each becomes final: its
-// RPCs in the order issued, its servers' answers in the order served.
+// RPCs in the order issued, its servers' answers in the order served;
+// Close, when every row is in.
 type Records interface {
 	RPC(*rundir.RPC) error
 	Served(*rundir.Served) error
+	Close() error
 }
 
 // collected keeps a calibration's records (a few at a time).
@@ -271,169 +275,27 @@ func (c *collected) RPC(row *rundir.RPC) error {
 }
 
 func (c *collected) Served(*rundir.Served) error { return nil }
+func (c *collected) Close() error                { return nil }
 
-// Calibrate runs transport t's calibration messages of size bytes
-// (one-way, or RPCs with resp-byte responses) on a fresh network between
-// the first two hosts, one at a time, and returns their records.
-func (r *Network) Calibrate(ctx context.Context, t scenario.Transport, size, resp uint32, oneWay bool) ([]rundir.RPC, error) {
-	s := r.plan.Base
-	server, cl := r.layout.Hosts[0], r.layout.Hosts[1]
-	name := rundir.CalibrationExperiment(t.Name)
-	net, err := r.network(*s.Seed)
+// BeginCalibration prepares one calibration size of transport t on a
+// fresh network, the first host serving the second (one-way messages
+// when oneWay): the agents' Configure adds their parts, the client's
+// Status runs it whole and its Fetch hands over its records.
+func (r *Network) BeginCalibration(_ context.Context, t scenario.Transport, oneWay bool) error {
+	server, cl := r.layout.Hosts[0].Name, r.layout.Hosts[1].Name
+	net, err := r.network(*r.plan.Base.Seed)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tcp, err := r.tcpConfig(t)
 	if err != nil {
-		return nil, err
-	}
-	j := &job{name: name, transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp, nicPrio: t.TCP.NICPriorities,
-		servers: map[string]bool{server.Name: true}, length: time.Hour, drain: 0, epoch: r.NextEpoch(), log: r.log, oneWay: oneWay, byIP: byIP(net)}
-	srv, _ := j.hostConfig(server.Name, rundir.PhaseCalibrate, nil, nil) // nothing to parse
-	w := agents.CalibrationWorkload(s, size, resp, netip.AddrPortFrom(server.IP, ServerPort).String(), j.length)
-	cli, err := j.hostConfig(cl.Name, rundir.PhaseCalibrate, w, nil)
-	if err != nil {
-		return nil, err
-	}
-	j.hosts = []driver.Config{srv, cli}
-	out := &collected{}
-	j.out = out
-	if err := j.run(); err != nil {
-		return nil, err
-	}
-	r.finish(j)
-	return out.rows, nil
-}
-
-// Experiment simulates experiment e on a fresh network, with the roles ro
-// planned from NextEpoch (its clients start at virtual time 0), and fills
-// rec, its manifest entry, with its span, fidelity notes, books and
-// counters. It returns its records in the order issued and its servers'
-// answers (served.csv) to out as each becomes final; the switch statistics
-// and postcards it writes into the run directory.
-func (r *Network) Experiment(ctx context.Context, e *scenario.Experiment, ro agents.Roles, rec *rundir.Experiment, out Records) error {
-	s := e.Scenario
-	net, err := r.network(e.Seed)
-	if err != nil {
 		return err
 	}
-	// The faults run as an emulated experiment's do (package faults), on
-	// the network's clock: loss from the start, down windows from their
-	// instants in the measurement, the controller moving the paths off a
-	// switch link and back; the event loop waits for its writes, so in
-	// virtual time they take none.
-	fx := faults.Experiment{Experiment: e, Clients: ro.Clients, Servers: ro.Servers, Used: ro.Used, Start: time.Unix(0, ro.Start)}
-	fr, _, err := faults.Start(ctx, faultEnv{sws: r.sws, net: net}, fx, driver.OnQueue(net.Clock(), ro.Start), r.log)
-	if err != nil {
-		return err
-	}
-	var fidelity []string
-	for _, f := range s.Faults {
-		if _, _, switchLink := f.SwitchLink(); f.Down != nil && switchLink {
-			fidelity = append(fidelity, fmt.Sprintf("link %s down at %s into the measurement for %s; the simulated controller moved the paths off it at that instant and back at its end (no convergence delay)",
-				f.Link, f.Down.At.D(), f.Down.For.D()))
-		}
-	}
-	tcp, err := r.tcpConfig(e.Transport)
-	if err != nil {
-		return err
-	}
-	j := &job{name: e.Name, transport: e.Transport.Name, net: net, cfg: r.homaConfig(e.Transport), tcp: tcp, nicPrio: e.Transport.TCP.NICPriorities,
-		servers: map[string]bool{}, length: s.Warmup.D() + s.Duration.D(),
-		drain: s.Drain.D(), epoch: time.Unix(0, ro.Start).UTC(), log: r.log, oneWay: s.OneWay(), byIP: byIP(net)}
-	j.servers, j.shared = ro.Servers, driver.NewShared()
-	for _, host := range ro.Used {
-		hc, err := j.hostConfig(host, rundir.PhaseMeasure, ro.Clients[host], ro.Collectives[host])
-		if err != nil {
-			return err
-		}
-		j.hosts = append(j.hosts, hc)
-	}
-	notes, err := r.stack(j, e, ro) // shared.go
-	if err != nil {
-		return err
-	}
-	fidelity = append(fidelity, notes...)
-	if j.oneWay {
-		fidelity = append(fidelity, "one-way messages: each ends when its last byte reaches the receiver, on the simulator's one clock; the sender learns of it at that instant and at no cost on the wire (no response, no ACK), which the emulation could not do")
-	}
-	j.bookServed, j.out = true, out
-	var cards *postcards
-	if s.Switch.PostcardsOn() {
-		if cards, err = newPostcards(r.dir, e.Name, j.epoch, r.layout); err != nil {
-			return err
-		}
-		net.OnPostcard(cards.write)
-	}
-	runErr := j.run()
-	fr.End()
-	fr.Clear(ctx) // the paths as the next experiment expects them
-	if w := fr.Warnings(); len(w) > 0 {
-		runErr = errors.Join(runErr, errors.New(strings.Join(w, "; ")))
-	}
-	if cards != nil {
-		runErr = errors.Join(runErr, cards.close())
-	}
-	if runErr != nil {
-		return runErr
-	}
-	for name, st := range net.SwitchStats() {
-		if err := rundir.WriteSwitchStats(r.dir, e.Name, name, st); err != nil {
-			return err
-		}
-	}
-	r.log.Info("simulated", "experiment", e.Name, "events", net.Clock().Events())
-	rec.Started, rec.Ended = j.epoch.UnixNano(), j.epoch.Add(time.Duration(net.Clock().Now())).UnixNano()
-	rec.Fidelity = append(modelNote(e.Transport, tcp), fidelity...)
-	rec.RPCs, rec.TransportCounters, rec.Hosts = j.books.Count, j.counters, j.hostCounters
-	r.finish(j)
+	r.cur = &job{name: rundir.CalibrationExperiment(t.Name), transport: t.Name, net: net, cfg: r.homaConfig(t), tcp: tcp,
+		nicPrio: t.TCP.NICPriorities, servers: map[string]bool{server: true}, length: time.Hour, epoch: r.NextEpoch(), log: r.log,
+		oneWay: oneWay, byIP: byIP(net), out: &collected{}, configured: map[string]driver.Config{},
+		order: []string{server + " " + t.Name, cl + " " + t.Name}}
 	return nil
-}
-
-// postcards writes each switch's postcards of one experiment, as the
-// embedded switch does (switch/<experiment>/<sw>.postcards).
-type postcards struct {
-	files map[string]*os.File
-	bufs  map[string]*bufio.Writer
-	rec   [switchstats.PostcardLen]byte
-	err   error
-}
-
-func newPostcards(dir, exp string, epoch time.Time, layout *topo.Network) (*postcards, error) {
-	pc := &postcards{files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}}
-	for _, sw := range layout.Switches {
-		path := rundir.PostcardsPath(dir, exp, sw.Name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, errors.Join(err, pc.close())
-		}
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, errors.Join(err, pc.close())
-		}
-		pc.files[sw.Name], pc.bufs[sw.Name] = f, bufio.NewWriterSize(f, 1<<16)
-		if _, err := pc.bufs[sw.Name].Write(switchstats.AppendPostcardHeader(nil, epoch.UnixNano())); err != nil {
-			return nil, errors.Join(err, pc.close())
-		}
-	}
-	return pc, nil
-}
-
-func (pc *postcards) write(sw string, p *switchstats.Postcard) {
-	p.Encode(&pc.rec)
-	if _, err := pc.bufs[sw].Write(pc.rec[:]); err != nil && pc.err == nil {
-		pc.err = fmt.Errorf("postcards of %s: %w", sw, err)
-	}
-}
-
-func (pc *postcards) close() error {
-	errs := []error{pc.err}
-	for name, f := range pc.files {
-		if b := pc.bufs[name]; b != nil {
-			errs = append(errs, b.Flush())
-		}
-		errs = append(errs, f.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // homaConfig is engine transport t's configuration as an emulated run's
@@ -518,62 +380,3 @@ func pfcOf(p *scenario.PFC) dataplane.PFC {
 	}
 	return c
 }
-
-// faultEnv is fault injection's reach into a simulated experiment
-// (faults.Env): faults act on the simulated network's links, named as the
-// scenario names them, and the controller moves the paths on the
-// simulated switches. There are no agents to kill (Check refuses such
-// faults).
-type faultEnv struct {
-	sws *simnet.Switches
-	net *simnet.Network
-}
-
-func (f faultEnv) Port(link string) (string, uint16, error) { return link, 0, nil }
-
-func (f faultEnv) Reroute(ctx context.Context, leaf, spine string, down bool) error {
-	return f.sws.SetLinkDown(ctx, leaf, spine, down)
-}
-
-// SetFault sets loss on a host's link, or takes a link down from now for
-// its window. Settings of no loss and no window, which clear a fault, have
-// nothing to undo: each experiment has a network of its own.
-func (f faultEnv) SetFault(_ context.Context, link string, fs switchstats.FaultSetting) error {
-	if fs.DropProb != nil && *fs.DropProb > 0 {
-		to, from := *fs.DropProb, *fs.DropProb
-		switch *fs.Direction {
-		case switchstats.DirectionEgress: // towards the host
-			from = 0
-		case switchstats.DirectionIngress:
-			to = 0
-		}
-		if err := f.net.SetLoss(link, to, from); err != nil {
-			return err
-		}
-	}
-	if fs.DownFor == nil {
-		return nil
-	}
-	d, err := time.ParseDuration(*fs.DownFor)
-	if err != nil || d <= 0 {
-		return err
-	}
-	now := f.net.Clock().Now()
-	if leaf, spine, switchLink := (scenario.Fault{Link: link}).SwitchLink(); switchLink {
-		return f.net.SetLinkDown(leaf, spine, now, now+d.Nanoseconds())
-	}
-	return f.net.SetDown(link, now, now+d.Nanoseconds())
-}
-
-func (faultEnv) Agent(string) faults.Agent { return nil }
-func (faultEnv) Down(string) bool          { return false }
-func (faultEnv) Kill(context.Context, string) (bool, error) {
-	return false, errors.New("the simulator has no agents to kill")
-}
-func (faultEnv) Restart(context.Context, string, *agentpb.Workload) error {
-	return errors.New("the simulator has no agents to restart")
-}
-func (faultEnv) StartAgent(context.Context, string) error {
-	return errors.New("the simulator has no agents to start")
-}
-func (faultEnv) RecordsPath(string) string { return "" }
