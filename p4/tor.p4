@@ -163,7 +163,7 @@ header udp_t {
 /* The UET PDS prologue: type, next header, flags. */
 header uet_prologue_t {
     bit<5> type;
-    bit<4> next;
+    bit<4> next_header;
     bit<7> flags;
 }
 
