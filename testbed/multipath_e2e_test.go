@@ -86,6 +86,9 @@ func runScenarioText(t *testing.T, bin, text string, timeout time.Duration) (dir
 	cmd.Dir = ".." // from the repository's root, where a BMv2 run finds build/tor.json
 	cmd.Stdout, cmd.Stderr = out, out
 	runErr := cmd.Run()
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		return dir, out, fmt.Errorf("homatb run: %v, and no manifest.json\n%s", runErr, out.String())
+	}
 	m := readManifest(t, dir)
 	t.Cleanup(func() { assertNothingLeft(t, reg, m.Tag) })
 	if runErr != nil || m.Incomplete {

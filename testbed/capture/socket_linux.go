@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
 
+	"github.com/homatb/homatb/internal/nsenter"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -297,32 +297,17 @@ func timestamp(oob []byte) time.Time {
 // ("" for the caller's own). The socket stays in the namespace it was
 // made in, so a thread enters netns, makes it and the thread is then
 // discarded: its goroutine ends locked to it, which ends the thread.
-func openIn(netns, intf string) (int, error) {
-	if netns == "" {
+func openIn(ns, intf string) (int, error) {
+	if ns == "" {
 		return open(intf)
 	}
-	type result struct {
-		fd  int
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		ns, err := unix.Open(netns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			ch <- result{-1, fmt.Errorf("namespace %s: %w", netns, err)}
-			return
-		}
-		defer unix.Close(ns)
-		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
-			ch <- result{-1, fmt.Errorf("enter namespace %s: %w", netns, err)}
-			return
-		}
-		fd, err := open(intf)
-		ch <- result{fd, err}
-	}()
-	r := <-ch
-	return r.fd, r.err
+	fd := -1
+	err := nsenter.Do(ns, func() error {
+		var err error
+		fd, err = open(intf)
+		return err
+	})
+	return fd, err
 }
 
 // open makes an AF_PACKET socket that sees every frame intf sends and

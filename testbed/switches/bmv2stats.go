@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -52,19 +53,20 @@ type BMv2Stats struct {
 	sw       topo.Switch
 	rateBps  uint64
 	counters QueueCounterReader
-	// tc and ip run tc and ip in the switch's namespace and return their
-	// output.
-	tc, ip func(ctx context.Context, args ...string) ([]byte, error)
+	// tc runs tc in the switch's namespace and returns its output;
+	// dropRx drops every frame an interface there receives until closed.
+	tc     func(ctx context.Context, args ...string) ([]byte, error)
+	dropRx func(netns, dev string) (io.Closer, error)
 
-	mu sync.Mutex
-	up map[int]*time.Timer // ports down for a while: the timer that brings each up
+	mu   sync.Mutex
+	down map[int]*downPort // ports whose links are cut
 }
 
 // NewBMv2Stats reads switch sw of a run at rateBps, its counters through
 // counters.
 func NewBMv2Stats(sw topo.Switch, rateBps uint64, counters QueueCounterReader) *BMv2Stats {
 	return &BMv2Stats{sw: sw, rateBps: rateBps, counters: counters,
-		tc: nsTool(sw.NetNS, "tc"), ip: nsTool(sw.NetNS, "ip"), up: map[int]*time.Timer{}}
+		tc: nsTool(sw.NetNS, "tc"), dropRx: dropRxXDP, down: map[int]*downPort{}}
 }
 
 // nsTool returns a runner of tool in the network namespace netns, each run
@@ -116,10 +118,8 @@ func (b *BMv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdis
 		}
 		byQueue := map[int]tcQdisc{}
 		for _, q := range qs {
-			if minor, ok := strings.CutPrefix(q.Parent, "1:1"); ok && len(minor) == 1 {
-				if n, err := strconv.Atoi(minor); err == nil && n < p4.QueuesPerPort {
-					byQueue[n] = q
-				}
+			if n, ok := shaperQueue(q.Parent); ok {
+				byQueue[n] = q
 			}
 		}
 		if len(byQueue) != p4.QueuesPerPort {
@@ -128,6 +128,16 @@ func (b *BMv2Stats) shaperQueues(ctx context.Context) (map[string]map[int]tcQdis
 		out[dev] = byQueue
 	}
 	return out, nil
+}
+
+// shaperQueue is the queue whose FIFO hangs off parent in the port shaper.
+func shaperQueue(parent string) (int, bool) {
+	minor, ok := strings.CutPrefix(parent, "1:1")
+	if !ok || len(minor) != 1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(minor)
+	return n, err == nil && n < p4.QueuesPerPort
 }
 
 // Fetch returns the switch's statistics: counters and shaper queues.
@@ -178,11 +188,17 @@ func (b *BMv2Stats) Fetch(ctx context.Context) (rundir.SwitchStats, error) {
 
 var errBMv2Faults = errors.New("packet loss needs the embedded target: BMv2 has no fault injector (links can only go down)")
 
-// SetFault takes a port's link down for fs.DownFor, both ways: BMv2 has no
-// fault injector, so the switch-side interface goes down in the switch's
-// namespace (the peer loses its carrier) and a timer brings it up again;
-// "0s" brings it up now. Packet loss is refused; a setting of no loss
-// (what clearing the faults sends) is accepted.
+// downPort is a port whose link is cut, and the timer that mends it.
+type downPort struct {
+	cut   *cut
+	timer *time.Timer
+}
+
+// SetFault cuts a port's link for fs.DownFor, both ways (linkcut.go: BMv2
+// has no fault injector, and taking its interface down would stop the
+// port for good), and a timer mends it; "0s" mends it now. Packet loss is
+// refused; a setting of no loss (what clearing the faults sends) is
+// accepted.
 func (b *BMv2Stats) SetFault(ctx context.Context, fs switchstats.FaultSetting) error {
 	if (fs.DropProb != nil && *fs.DropProb != 0) || (fs.DropEvery != nil && *fs.DropEvery != 0) {
 		return errBMv2Faults
@@ -201,30 +217,36 @@ func (b *BMv2Stats) SetFault(ctx context.Context, fs switchstats.FaultSetting) e
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.up[port]; t != nil {
-		t.Stop()
-		delete(b.up, port)
+	var c *cut // the port's cut if it is down already
+	if dp := b.down[port]; dp != nil {
+		dp.timer.Stop()
+		delete(b.down, port)
+		c = dp.cut
 	}
 	if d == 0 {
-		_, err := b.ip(ctx, "link", "set", "dev", dev, "up")
-		return err
+		if c == nil {
+			return nil
+		}
+		return b.mend(ctx, dev, c)
 	}
-	if _, err := b.ip(ctx, "link", "set", "dev", dev, "down"); err != nil {
-		return err
+	if c == nil {
+		if c, err = b.cutPort(ctx, dev); err != nil {
+			return err
+		}
 	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
+	dp := &downPort{cut: c}
+	dp.timer = time.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.up[port] != t {
-			return // cleared or replaced meanwhile
+		if b.down[port] != dp {
+			return // mended meanwhile
 		}
-		delete(b.up, port)
-		// Clear brings every faulted port up again, so a failure here
-		// leaves the link down only until the experiment ends.
-		_, _ = b.ip(context.Background(), "link", "set", "dev", dev, "up")
+		delete(b.down, port)
+		// Clear mends every faulted port too, so a failure here leaves
+		// the link cut only until the experiment ends.
+		_ = b.mend(context.Background(), dev, c)
 	})
-	b.up[port] = t
+	b.down[port] = dp
 	return nil
 }
 

@@ -3,6 +3,7 @@ package switches
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -92,26 +93,46 @@ func TestBMv2StatsFetch(t *testing.T) {
 	}
 }
 
-// TestBMv2LinkDown: a BMv2 port's link goes down by its interface in the
-// switch's namespace and comes up when its time is over or when cleared;
-// packet loss, which BMv2 cannot inject, is refused.
+// closerFunc is an io.Closer from a function.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// TestBMv2LinkDown: a BMv2 port's link is cut, not taken down (the FIFOs
+// of its shaper go to a limit of 0, an XDP program drops what arrives),
+// and is mended with the FIFOs' old limits when its time is over or when
+// cleared; packet loss, which BMv2 cannot inject, is refused.
 func TestBMv2LinkDown(t *testing.T) {
 	sw := topo.Switch{Name: "l1", Ports: []int{3}, Intfs: map[int]string{3: "hb-l1-p3"}, NetNS: "/proc/1/ns/net"}
 	b := NewBMv2Stats(sw, 10e6, fakeCounters{})
-	calls := make(chan string, 8)
-	b.ip = func(_ context.Context, args ...string) ([]byte, error) {
-		calls <- strings.Join(args, " ")
+	calls := make(chan string, 64)
+	b.tc = func(_ context.Context, args ...string) ([]byte, error) {
+		cmd := strings.Join(args, " ")
+		if cmd == "-j qdisc show dev hb-l1-p3" {
+			return []byte(shaperJSON(nil, nil, nil)), nil
+		}
+		calls <- "tc " + cmd
 		return nil, nil
+	}
+	b.dropRx = func(netns, dev string) (io.Closer, error) {
+		calls <- "drop rx " + netns + " " + dev
+		return closerFunc(func() error { calls <- "pass rx " + dev; return nil }), nil
 	}
 	next := func(want string) {
 		t.Helper()
 		select {
 		case got := <-calls:
 			if got != want {
-				t.Errorf("ip %q, want %q", got, want)
+				t.Errorf("got %q, want %q", got, want)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("no ip %q", want)
+			t.Fatalf("no %q", want)
+		}
+	}
+	fifos := func(limit int) {
+		t.Helper()
+		for q := range 8 {
+			next(fmt.Sprintf("tc qdisc change dev hb-l1-p3 parent 1:1%d handle 2%d: pfifo limit %d", q, q, limit))
 		}
 	}
 	str := func(s string) *string { return &s }
@@ -120,21 +141,33 @@ func TestBMv2LinkDown(t *testing.T) {
 	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("50ms")}); err != nil {
 		t.Fatal(err)
 	}
-	next("link set dev hb-l1-p3 down")
-	next("link set dev hb-l1-p3 up") // by the timer
+	next("drop rx /proc/1/ns/net hb-l1-p3")
+	fifos(0)
+	fifos(64) // by the timer
+	next("pass rx hb-l1-p3")
 
-	// Cleared before its time: up at once, and the timer does nothing.
+	// Down again while down: one cut, the later time. Cleared before its
+	// time: mended at once, and the timer does nothing.
 	zero, egress := 0.0, switchstats.DirectionEgress
 	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("1h")}); err != nil {
 		t.Fatal(err)
 	}
-	next("link set dev hb-l1-p3 down")
+	next("drop rx /proc/1/ns/net hb-l1-p3")
+	fifos(0)
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("2h")}); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DropProb: &zero, Direction: &egress, DownFor: str("0s")}); err != nil {
 		t.Fatal(err)
 	}
-	next("link set dev hb-l1-p3 up")
-	if len(b.up) != 0 {
-		t.Errorf("timers left: %v", b.up)
+	fifos(64)
+	next("pass rx hb-l1-p3")
+	if len(b.down) != 0 {
+		t.Errorf("ports left down: %v", b.down)
+	}
+	// Up when up: nothing to do.
+	if err := b.SetFault(ctx, switchstats.FaultSetting{Port: 3, DownFor: str("0s")}); err != nil {
+		t.Fatal(err)
 	}
 
 	half := 0.5
@@ -149,7 +182,7 @@ func TestBMv2LinkDown(t *testing.T) {
 	}
 	select {
 	case c := <-calls:
-		t.Errorf("a refused fault ran ip %q", c)
+		t.Errorf("a refused fault ran %q", c)
 	default:
 	}
 }
