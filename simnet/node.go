@@ -74,7 +74,7 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 	case homaconf.VariantRoCE:
 		h.udpPort = wire.RoCEPort
 	case homaconf.VariantUET:
-		h.udpPort = wire.UETPort
+		h.udpPort = d.Endpoint().Config().UETPort
 	}
 	tick := d.Endpoint().Config().Tick.Nanoseconds()
 	var next func()

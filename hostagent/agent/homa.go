@@ -35,7 +35,7 @@ func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transpor
 	if err != nil {
 		return nil, invalid("address", req.GetAddress(), "Homa needs this host's IPv4 address")
 	}
-	conn, err := homa.Listen(addr, cfg.Variant)
+	conn, err := homa.Listen(addr, &cfg)
 	if err != nil {
 		return nil, fmt.Errorf("homa socket on %v: %w", addr, err)
 	}

@@ -83,24 +83,25 @@ func (c *RawConn) PauseUnavailable() error {
 }
 
 // Listen opens the socket the variant of cfg runs on: ListenRoCE for
-// roce, UDP port 4793 for uet, ListenRaw for the others.
-func Listen(local netip.Addr, v homaconf.Variant) (*RawConn, error) {
-	switch v {
+// roce, ListenUET on cfg's UET port (4793 by default) for uet, ListenRaw
+// for the others.
+func Listen(local netip.Addr, cfg *homaconf.Config) (*RawConn, error) {
+	switch cfg.Variant {
 	case homaconf.VariantRoCE:
 		return ListenRoCE(local)
 	case homaconf.VariantUET:
-		return ListenUET(local)
+		return ListenUET(local, cmp.Or(cfg.UETPort, wire.UETPort))
 	}
 	return ListenRaw(local)
 }
 
-// ListenUET opens the uet variant's sockets: UDP on local's port 4793 to
-// receive, and a raw UDP socket to send, so that each datagram leaves
+// ListenUET opens the uet variant's sockets: UDP on local's port (UET's
+// 4793 unless configured otherwise) to receive, and a raw UDP socket to send, so that each datagram leaves
 // from the source port its entropy names (Packet.Entropy; the bound port
 // when it is 0), with UDP checksum 0 (none, as IPv4 allows). Sending
 // needs CAP_NET_RAW.
-func ListenUET(local netip.Addr) (*RawConn, error) {
-	c, err := listenBatch(local, wire.UETPort)
+func ListenUET(local netip.Addr, port uint16) (*RawConn, error) {
+	c, err := listenBatch(local, port)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func rawEndpoint(t testing.TB, v *vethPair, i int, cfg homaconf.Config) *homa.En
 	t.Helper()
 	var conn *homa.RawConn
 	if err := inNetns(v.ns[i], func() (err error) {
-		conn, err = homa.Listen(v.addr[i], cfg.Variant)
+		conn, err = homa.Listen(v.addr[i], &cfg)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@
 package homa_test
 
 import (
+	"cmp"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -15,23 +17,35 @@ import (
 
 // TestUETSocket runs the uet variant between two namespaces over veth on
 // its real sockets (sent on a raw UDP socket with the entropy as source
-// port and no UDP checksum, received on UDP port 4793): 300 Calls of
-// mixed sizes, each response checked, with per-packet entropy on.
+// port and no UDP checksum, received on UDP port 4793, or the port
+// configured): 300 Calls of mixed sizes, each response checked, with
+// per-packet entropy on.
 func TestUETSocket(t *testing.T) {
-	v := newVethPair(t, "uet", 0)
-	cfg := homaconf.Config{Variant: homaconf.VariantUET, LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000}
-	_, calls := socketCalls(t, v, cfg)
-	calls(300, 0)
+	for _, port := range []uint16{0, 5001} {
+		t.Run(fmt.Sprintf("port %d", cmp.Or(port, wire.UETPort)), func(t *testing.T) {
+			v := newVethPair(t, fmt.Sprintf("uet%d", port), 0)
+			cfg := homaconf.Config{Variant: homaconf.VariantUET, LinkBps: 10e9, UnloadedRTT: 50 * time.Microsecond, TimeoutTicks: 1000, UETPort: port}
+			_, calls := socketCalls(t, v, cfg)
+			calls(300, 0)
+		})
+	}
 }
 
 // TestUETEntropyOnWire: a datagram written with an entropy value leaves
-// from that source port (the bound port 4793 without one), to port 4793,
-// with the payload intact, as a plain UDP socket on the other side sees.
+// from that source port (the bound port without one), to the bound port
+// (4793, or another configured), with the payload intact, as a plain UDP
+// socket on the other side sees.
 func TestUETEntropyOnWire(t *testing.T) {
-	v := newVethPair(t, "uetent", 0)
+	for _, port := range []uint16{wire.UETPort, 5001} {
+		t.Run(fmt.Sprintf("port %d", port), func(t *testing.T) { uetEntropyOnWire(t, port) })
+	}
+}
+
+func uetEntropyOnWire(t *testing.T, port uint16) {
+	v := newVethPair(t, fmt.Sprintf("ent%d", port), 0)
 	var conn *homa.RawConn
 	if err := inNetns(v.ns[0], func() (err error) {
-		conn, err = homa.ListenUET(v.addr[0])
+		conn, err = homa.ListenUET(v.addr[0], port)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -39,7 +53,7 @@ func TestUETEntropyOnWire(t *testing.T) {
 	defer conn.Close()
 	var peer *net.UDPConn
 	if err := inNetns(v.ns[1], func() (err error) {
-		peer, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(v.addr[1], wire.UETPort)))
+		peer, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(v.addr[1], port)))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -65,7 +79,7 @@ func TestUETEntropyOnWire(t *testing.T) {
 		i := int(buf[0])
 		want := entropies[i]
 		if want == 0 {
-			want = wire.UETPort
+			want = port
 		}
 		if n != 4 || string(buf[1:n]) != "uet" || from.Port() != want || from.Addr() != v.addr[0] {
 			t.Errorf("datagram %d: %d bytes %q from %v, want 4 bytes from %v:%d", i, n, buf[:n], from, v.addr[0], want)

@@ -135,6 +135,8 @@ func TestBadScenarios(t *testing.T) {
 		{"roce queue pairs out of range", "  - name: tcp", "  - name: roce\n    homa: {roce_qps_per_peer: 1000}", 12, "transports[1].homa.roce_qps_per_peer", "not in 1..256"},
 		{"uet trim threshold above the queue", "  - name: tcp", "  - name: uet\n    uet: {trim_threshold_pkts: 100000}", 12, "transports[1].uet.trim_threshold_pkts", "0 (no trimming) to the queue depth"},
 		{"uet trimming on bmv2", "  - name: tcp", "  - name: uet\n    uet: {trim_threshold_pkts: 8}\nswitch: {target: bmv2}", 12, "transports[1].uet.trim_threshold_pkts", "BMv2 cannot"},
+		{"uet trimming on another port", "  - name: tcp", "  - name: uet\n    uet: {trim_threshold_pkts: 8}\n    homa: {uet_udp_port: 5000}", 13, "transports[1].homa.uet_udp_port", "needs UET on UDP port 4793"},
+		{"uet on RoCE's port", "  - name: tcp", "  - name: uet\n    homa: {uet_udp_port: 4791}", 12, "transports[1].homa.uet_udp_port", "RoCEv2's port"},
 		{"uet parameters on ndp", "  - name: tcp", "  - name: ndp\n    uet: {trim_threshold_pkts: 4}", 12, "transports[1].uet", "uet parameters on ndp"},
 		{"ndp parameters on tcp", "  - name: tcp", "  - name: tcp\n    ndp: {trim_threshold_pkts: 4}", 12, "transports[1].ndp", "ndp parameters on tcp"},
 		{"bad duration", "duration: 2s", "duration: soon", 19, "duration", "expected a duration"},

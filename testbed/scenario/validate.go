@@ -13,6 +13,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/wire"
 )
 
 // Limits the checks enforce, with the reason for each in docs/scenarios.md.
@@ -473,6 +474,9 @@ func (c *checker) checkTransports(s *Scenario) {
 				c.errorf(p+".uet.trim_threshold_pkts", "trimming needs the switch to move the trimmed packet into its highest-priority queue, which tor.p4 on BMv2 cannot (it sees the queue only in egress); it needs target %q, or 0 for no trimming", TargetEmbedded)
 			} else if n < 0 || n > s.Switch.QueueDepthPkts {
 				c.errorf(p+".uet.trim_threshold_pkts", "expected 0 (no trimming) to the queue depth %d, got %d", s.Switch.QueueDepthPkts, n)
+			}
+			if port := t.Homa.UETPort; port != 0 && port != wire.UETPort && t.UET.TrimThresholdPkts != 0 {
+				c.errorf(p+".homa.uet_udp_port", "trimming (uet.trim_threshold_pkts) needs UET on UDP port %d, the one tor.p4 parses as UET; got %d", wire.UETPort, port)
 			}
 		case TransportPIAS:
 			th := t.PIAS.Thresholds

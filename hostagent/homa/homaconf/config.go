@@ -264,6 +264,10 @@ type Config struct {
 	// round trip is measured).
 	UETTargetDelay time.Duration `homa:"uet_target_qdelay_us"`
 	UETMaxWindow   uint32        `homa:"uet_max_window_bytes"`
+	// UETPort is the UDP port UET's packets go to (default 4793, the
+	// port IANA assigned to UET, wire.UETPort; tor.p4 trims UET only
+	// there).
+	UETPort uint16 `homa:"uet_udp_port"`
 	// ResendLimit is how many RESENDs from one source address the
 	// Endpoint answers per tick (a retransmission, BUSY or RPC_UNKNOWN);
 	// the rest are dropped and counted (Stats.Drops, resend_limited), and

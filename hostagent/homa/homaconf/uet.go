@@ -74,6 +74,10 @@ func (c *Config) uetDefaults() error {
 	if c.UETMaxWindow != 0 && c.UETMaxWindow < uint32(c.MTU) {
 		return keyErr("uet_max_window_bytes", "%d below one packet (mtu %d)", c.UETMaxWindow, c.MTU)
 	}
+	c.UETPort = cmp.Or(c.UETPort, wire.UETPort)
+	if c.UETPort == wire.RoCEPort {
+		return keyErr("uet_udp_port", "%d is RoCEv2's port; expected another (0: the default %d)", c.UETPort, wire.UETPort)
+	}
 	if c.UETPayload() < 64 {
 		return keyErr("mtu", "%d leaves %d bytes of payload after UET's headers, want at least 64", c.MTU, c.UETPayload())
 	}
