@@ -122,6 +122,19 @@ func TestBMv2LeafSpineBalances(t *testing.T) {
 	checkLeafSpineBalances(t, buildHomatb(t), scenario.TargetBMv2)
 }
 
+// TestFeatureChecksOnEmbedded runs the BMv2 tests' scenarios and checks
+// on the embedded target: both targets of tor.p4 must pass them, and
+// docs/bmv2.md gives the two targets' numbers side by side.
+func TestFeatureChecksOnEmbedded(t *testing.T) {
+	needRunPrereqs(t)
+	bin := buildHomatb(t)
+	for name, check := range map[string]func(*testing.T, string, string){
+		"balances": checkLeafSpineBalances, "red": checkREDMarksDCTCP, "defences": checkDefences,
+	} {
+		t.Run(name, func(t *testing.T) { check(t, bin, scenario.TargetEmbedded) })
+	}
+}
+
 // checkLeafSpineBalances is TestBMv2LeafSpineBalances on switch target.
 func checkLeafSpineBalances(t *testing.T, bin, target string) {
 	for _, lb := range []string{scenario.LoadBalanceECMP, scenario.LoadBalanceSpray} {
