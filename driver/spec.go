@@ -185,7 +185,7 @@ func ConfigOf(req *agentpb.ConfigureRequest, transport string, maxMessage int, s
 	}
 	ids := map[uint32]string{}
 	for i, pc := range req.GetCollectives() {
-		cs, err := ParseCollectiveShared(pc, i, maxMessage, shared)
+		cs, err := ParseCollective(pc, i, maxMessage, shared)
 		if err == nil && ids[cs.ID] != "" {
 			err = Invalid("collectives["+strconv.Itoa(i)+"].phase", cs.Phase, "its id collides with phase %q's: rename one", ids[cs.ID])
 		}
@@ -196,12 +196,6 @@ func ConfigOf(req *agentpb.ConfigureRequest, transport string, maxMessage int, s
 		c.Collectives = append(c.Collectives, cs)
 	}
 	return c, nil
-}
-
-// ParseCollective checks the i-th collective of a Configure request
-// against the transport's longest message.
-func ParseCollective(c *agentpb.Collective, i, maxMessage int) (*CollectiveSpec, error) {
-	return ParseCollectiveShared(c, i, maxMessage, nil)
 }
 
 // Shared holds what the members of a collective parse alike, its members'
@@ -219,9 +213,10 @@ func NewShared() *Shared {
 	return &Shared{targets: map[*string][]Target{}, matrices: map[*byte]*workloads.Matrix{}}
 }
 
-// ParseCollectiveShared is ParseCollective taking the members' targets and
+// ParseCollective checks the i-th collective of a Configure request
+// against the transport's longest message, taking the members' targets and
 // the matrix from shared when another member parsed them (nil: parse).
-func ParseCollectiveShared(c *agentpb.Collective, i, maxMessage int, shared *Shared) (*CollectiveSpec, error) {
+func ParseCollective(c *agentpb.Collective, i, maxMessage int, shared *Shared) (*CollectiveSpec, error) {
 	f := func(name string) string { return "collectives[" + strconv.Itoa(i) + "]." + name }
 	s := &CollectiveSpec{
 		Phase: c.GetPhase(), Kind: c.GetKind(), ID: CollectiveID(c.GetPhase()), Rank: int(c.GetRank()),

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/pias"
 )
@@ -18,13 +19,13 @@ func piasConfig(tp *agentpb.TcpParams) (pias.Config, bool, error) {
 		return pias.Config{}, false, nil
 	}
 	if tp.GetLinkBps() == 0 {
-		return pias.Config{}, false, invalid("tcp.link_bps", 0, "PIAS sizes its thresholds from the host's link rate")
+		return pias.Config{}, false, driver.Invalid("tcp.link_bps", 0, "PIAS sizes its thresholds from the host's link rate")
 	}
 	us := time.Microsecond
 	cfg := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
 		time.Duration(tp.GetPiasIdleResetUs())*us)
 	if err := cfg.Validate(); err != nil {
-		return cfg, false, invalid("tcp.pias_thresholds", tp.GetPiasThresholds(), "%v", err)
+		return cfg, false, driver.Invalid("tcp.pias_thresholds", tp.GetPiasThresholds(), "%v", err)
 	}
 	return cfg, true, nil
 }

@@ -54,7 +54,7 @@ type Service struct {
 	// served maps an experiment to its served.csv rows, written by
 	// servedW while the experiment's servers run.
 	served  map[string]string
-	servedW *servedWriter
+	servedW *rundir.CSVStream[rundir.Served]
 	cpu0    syscall.Rusage
 }
 
@@ -74,7 +74,7 @@ func NewService(ctx context.Context, name, recordsDir string, log *slog.Logger, 
 
 // apiError maps an agent error to a gRPC status once, at the API edge.
 func apiError(err error) error {
-	var ce *ConfigError
+	var ce *driver.ConfigError
 	switch {
 	case err == nil:
 		return nil
@@ -94,14 +94,14 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		return nil, status.Errorf(codes.FailedPrecondition, "experiment %q is running: Stop it before configuring another", s.expName)
 	}
 	if req.GetExperiment() == "" {
-		return nil, apiError(invalid("experiment", "", "expected a name"))
+		return nil, apiError(driver.Invalid("experiment", "", "expected a name"))
 	}
 	if len(req.GetCollectives()) > 0 && len(req.GetServerPorts()) == 0 {
-		return nil, apiError(invalid("server_ports", "", "a collective's members must serve: its steps arrive as requests"))
+		return nil, apiError(driver.Invalid("server_ports", "", "a collective's members must serve: its steps arrive as requests"))
 	}
 	for _, p := range req.GetServerPorts() {
 		if p == 0 || p > 65535 {
-			return nil, apiError(invalid("server_ports", p, "expected 1..65535"))
+			return nil, apiError(driver.Invalid("server_ports", p, "expected 1..65535"))
 		}
 	}
 	// The previous experiment ends here even if this request fails: the
@@ -111,7 +111,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	tr, err := newTransport(req, s.log)
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) {
-			err = &ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
+			err = &driver.ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
 		}
 		return nil, apiError(err)
 	}
@@ -129,7 +129,7 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	var tell func(*Served)
 	if len(req.GetServerPorts()) > 0 {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.ServedRPCs()))
-		sw, err := newServedWriter(path)
+		sw, err := rundir.NewCSVStream(path, rundir.ServedRPCs())
 		if err != nil {
 			tr.Close()
 			return nil, apiError(err)
@@ -144,10 +144,10 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
 		}
 	}
-	var rec *recordWriter
+	var rec *rundir.CSVStream[rundir.RPC]
 	if spec != nil || len(colls) > 0 {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.RPCs()))
-		if rec, err = newRecordWriter(path); err != nil {
+		if rec, err = rundir.NewCSVStream(path, rundir.RPCs()); err != nil {
 			tr.Close()
 			return nil, apiError(err)
 		}
@@ -216,7 +216,7 @@ func unixOrZero(t time.Time) int64 {
 }
 
 // servedRows turns a transport's answered requests into served.csv rows.
-func servedRows(w *servedWriter, experiment, transport, host string) func(*Served) {
+func servedRows(w *rundir.CSVStream[rundir.Served], experiment, transport, host string) func(*Served) {
 	return func(sv *Served) {
 		w.Write(rundir.Served{Experiment: experiment, Transport: transport, ServerHost: host,
 			Server: sv.Local.String(), Client: sv.Client.String(), RPCID: sv.ID,
@@ -265,18 +265,12 @@ func (s *Service) Stop(_ context.Context, req *agentpb.StopRequest) (*agentpb.St
 
 // countersLocked builds the Counters message; s.mu held.
 func (s *Service) countersLocked() *agentpb.Counters {
-	c := &agentpb.Counters{Transport: map[string]uint64{}, Failures: map[string]uint64{}}
 	if s.exp == nil {
-		return c
+		return &agentpb.Counters{Transport: map[string]uint64{}, Failures: map[string]uint64{}}
 	}
-	snap := s.exp.snapshot()
-	c.Issued, c.Completed, c.Failed, c.InFlight = snap.issued, snap.completed, snap.failed, snap.inFlight
-	c.LagP50Us, c.LagP99Us, c.LagMaxUs = snap.lagP50, snap.lagP99, snap.lagMax
-	c.RttP50Us, c.RttP99Us, c.RttMaxUs = snap.rttP50, snap.rttP99, snap.rttMax
-	c.OutstandingLimitWaits = snap.slotWaits
-	c.Failures = snap.failures
+	c := s.exp.snapshot()
 	if s.resp != nil {
-		c.Served = s.resp.served.Load()
+		c.Served = s.resp.Served()
 	}
 	if s.tr != nil {
 		c.Transport = s.tr.Stats()
@@ -345,7 +339,7 @@ func (s *Service) FetchRecords(req *agentpb.FetchRecordsRequest, stream agentpb.
 	}
 	path, ok := files[name]
 	busy := name == s.expName && (s.state == StateRunning || s.state == StateConfigured)
-	var flush *servedWriter
+	var flush *rundir.CSVStream[rundir.Served]
 	if req.GetFile() == agentpb.FileServed && name == s.expName {
 		// The servers stay up between experiments: hand out what they
 		// wrote so far.

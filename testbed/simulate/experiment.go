@@ -3,7 +3,6 @@ package simulate
 import (
 	"log/slog"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -39,24 +38,22 @@ type job struct {
 	epoch   time.Time // wall time of virtual time 0
 	log     *slog.Logger
 
-	// books hand each record to out in the order issued, once final.
-	books  *driver.Books
+	// run holds the hosts' drivers and books, which hand each record to
+	// out in the order issued, once final.
+	run    *driver.Run
 	out    Records
 	outErr error
 	// counters are each host's books and transport counters at the end
-	// (nil until then), perHost its books as they go.
+	// (nil until then).
 	counters map[string]*agentpb.Counters
-	perHost  map[string]*hostBooks
 	mu       sync.Mutex // the agents call at once: Configure, Stop
 	// bookServed sends the servers' answers to out; servedBy counts each
 	// TCP model server's.
 	bookServed bool
 	servedBy   map[string]uint64
-	drivers    map[string]*driver.Host
-	ds         []*driver.Host
-	started    map[string]bool
-	end        int64 // virtual time the duration ends
-	closed     bool  // books closed: later callbacks are the shutdown's
+	zeros      driver.Responder // the Homa servers' answers
+	end        int64            // Unix time the duration ends
+	closed     bool             // books closed: later callbacks are the shutdown's
 	// oneWay sends the clients' requests as one-way messages: a server
 	// answers none, and each ends as its receiver has it whole (the
 	// receiver tells the sender's endpoint, free on the wire).
@@ -83,9 +80,8 @@ type job struct {
 // warm-up and duration, or until every client has issued its last RPC
 // and none is open (a bounded count, as calibration's).
 func (j *job) start() error {
-	clock := j.net.Clock()
-	sched := driver.OnQueue(clock, j.epoch.UnixNano())
-	j.books = driver.NewBooks(func(row *rundir.RPC) {
+	sched := driver.OnQueue(j.net.Clock(), j.epoch.UnixNano())
+	j.run = driver.NewRun(sched, false, func(row *rundir.RPC) {
 		if j.outErr == nil {
 			j.outErr = j.out.RPC(row)
 		}
@@ -95,14 +91,12 @@ func (j *job) start() error {
 			j.hosts = append(j.hosts, hc)
 		}
 	}
-	j.drivers = map[string]*driver.Host{}
-	j.started = map[string]bool{} // a shared job's hosts have a driver per transport
-	j.perHost = map[string]*hostBooks{}
+	started := map[string]bool{} // a shared job's hosts have a driver per transport
 	for _, hc := range j.hosts {
 		h := j.net.Node(hc.Host)
-		if !j.started[hc.Host] {
-			j.started[hc.Host] = true
-			if err := j.startHost(h, len(j.started)); err != nil {
+		if !started[hc.Host] {
+			started[hc.Host] = true
+			if err := j.startHost(h, len(started)); err != nil {
 				return err
 			}
 			if j.servers[hc.Host] {
@@ -110,33 +104,14 @@ func (j *job) start() error {
 					return err
 				}
 			}
-			j.perHost[hc.Host] = &hostBooks{all: j.books}
 		}
-		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j.perHost[hc.Host])
-		j.ds = append(j.ds, d)
-		j.drivers[hc.Host+" "+hc.Transport] = d
+		j.run.Add(hc, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)})
 	}
-	// Every client, then every matrix, then every collective, so that
-	// events due at one instant run in that order.
-	for _, d := range j.ds {
-		d.StartClient()
-	}
-	for _, d := range j.ds {
-		d.StartMatrices()
-	}
-	for _, d := range j.ds {
-		d.StartCollectives()
-	}
-	// Ticks keep the clock's queue from ever emptying, so it runs in steps
-	// of a millisecond.
-	j.end = clock.Now() + j.length.Nanoseconds()
-	for clock.Now() < j.end && slices.ContainsFunc(j.ds, (*driver.Host).Busy) {
-		clock.Run(min(j.end, clock.Now()+stepNs))
-	}
+	j.run.Start()
+	j.end = sched.Now() + j.length.Nanoseconds()
+	j.run.Pass(j.end)
 	return nil
 }
-
-const stepNs = int64(time.Millisecond)
 
 // finish runs the network through drain while RPCs are open, closes the
 // books and counts each host's transport; once, whoever asks first (the
@@ -147,21 +122,13 @@ func (j *job) finish(drain time.Duration) error {
 	if j.counters != nil {
 		return j.outErr
 	}
-	if j.books == nil { // a calibration's, run whole at its client's Status
+	if j.run == nil { // a calibration's, run whole at its client's Status
 		if err := j.start(); err != nil {
 			return err
 		}
 	}
-	clock := j.net.Clock()
-	open := func(d *driver.Host) bool { return d.Open() > 0 }
-	for deadline := j.end + drain.Nanoseconds(); slices.ContainsFunc(j.ds, open) && clock.Now() < deadline; {
-		clock.Run(min(deadline, clock.Now()+stepNs))
-	}
+	j.run.Stop(j.end + drain.Nanoseconds())
 	j.closed = true
-	for _, d := range j.ds {
-		d.Close()
-	}
-	j.books.Close() // every row is final now; one that is not still goes out
 	if j.outErr == nil {
 		j.outErr = j.out.Close()
 	}
@@ -171,8 +138,7 @@ func (j *job) finish(drain time.Duration) error {
 		if j.counters[name] != nil {
 			continue // a shared job's host, counted at its first driver
 		}
-		b := j.perHost[name].c
-		c := &agentpb.Counters{Issued: b.Issued, Completed: b.Completed, Failed: b.Failed, InFlight: b.InFlight, Transport: map[string]uint64{}}
+		c := j.run.Counters(name)
 		if t := j.net.Node(name).TCP(); t != nil {
 			c.Served = j.servedBy[name]
 			for k, v := range t.Stats().Map() {
@@ -193,32 +159,6 @@ func (j *job) finish(drain time.Duration) error {
 	return j.outErr
 }
 
-// hostBooks counts one host's RPCs and keeps them in the job's books,
-// which hand out every host's rows in the order issued.
-type hostBooks struct {
-	all *driver.Books
-	c   rundir.Books
-}
-
-func (b *hostBooks) Issued(row *rundir.RPC) {
-	b.c.Issued++
-	b.all.Issued(row)
-}
-
-func (b *hostBooks) Ended(row *rundir.RPC) {
-	if row.Status == rundir.StatusCompleted {
-		b.c.Completed++
-	} else {
-		b.c.Failed++
-	}
-	b.all.Ended(row)
-}
-
-func (b *hostBooks) InFlight(row *rundir.RPC) {
-	b.c.InFlight++
-	b.all.InFlight(row)
-}
-
 // served books one server's answer.
 func (j *job) served(row *rundir.Served) {
 	if j.outErr == nil {
@@ -226,19 +166,10 @@ func (j *job) served(row *rundir.Served) {
 	}
 }
 
-// arrived tells host's drivers of a request its server on transport tr
-// has whole.
-func (j *job) arrived(host, tr string, req []byte, s driver.Scheduler) {
-	if d := j.drivers[host+" "+tr]; d != nil {
-		d.Arrived(req, s.Now())
-	}
-}
-
 // serve answers every request to ServerPort with the response length it
 // asks for, at once: the simulated server takes no time. With bookServed set,
 // each answer is booked as a served.csv row.
 func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
-	var zeros []byte
 	local := netip.AddrPortFrom(h.IP, ServerPort).String()
 	if t := h.TCP(); t != nil {
 		if j.servedBy == nil {
@@ -246,7 +177,7 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 		}
 		tr := j.transportOf(true)
 		err := t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
-			j.arrived(h.Name, tr, sr.Req, s)
+			j.run.Arrived(h.Name, tr, sr.Req, s.Now())
 			n := driver.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
 			now := j.net.Clock().Now()
@@ -269,13 +200,10 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	}
 	tr := j.transportOf(false)
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		j.arrived(h.Name, tr, sr.Request(), s)
+		j.run.Arrived(h.Name, tr, sr.Request(), s.Now())
 		n := driver.ResponseLength(sr.Request())
 		if j.oneWay {
 			n = 0
-		}
-		if len(zeros) < n {
-			zeros = make([]byte, n)
 		}
 		if j.bookServed && !j.closed {
 			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
@@ -290,7 +218,7 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 			}
 			return
 		}
-		_ = h.Reply(sr, zeros[:n]) // fails only for an RPC its client gave up
+		_ = h.Reply(sr, j.zeros.Zeros(n)) // fails only for an RPC its client gave up
 	})
 }
 
