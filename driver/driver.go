@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"github.com/homatb/homatb/rundir"
 )
@@ -229,6 +230,15 @@ func fill(row *rundir.RPC, res Result) {
 		return
 	}
 	row.Status, row.RespBytes, row.DoneNs = rundir.StatusCompleted, res.RespBytes, res.DoneNs
+}
+
+// UnixNs is t in Unix ns as records write times: 0 for the zero time, an
+// unknown one.
+func UnixNs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // phaseAt is the phase of an RPC due off into the client's run: warm-up

@@ -197,3 +197,33 @@ func TestConfigOf(t *testing.T) {
 		})
 	}
 }
+
+// TestStopEndsIssuingBeforeTheDrain: Stop ends the schedules first and
+// then drains, on either clock: a closed loop with no bound would
+// otherwise keep an RPC open, and issuing, through the whole drain. (The
+// twin once drained with its collectives still iterating.)
+func TestStopEndsIssuingBeforeTheDrain(t *testing.T) {
+	spec, err := ParseWorkload(&agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 1,
+		Targets: []string{"10.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q simnet.Clock
+	clock := OnQueue(&q, 0)
+	var rows []*rundir.RPC
+	r := NewRun(clock, false, func(row *rundir.RPC) { rows = append(rows, row) })
+	r.Add(Config{Experiment: "e", Transport: "fake", Phase: rundir.PhaseMeasure, Host: "h1", Client: spec},
+		fixedTransport{sched: clock, service: int64(10 * time.Microsecond)})
+	r.Start()
+	const stopAt = int64(time.Millisecond)
+	r.Pass(stopAt)
+	r.Stop(stopAt + int64(time.Second))
+	c := r.Counters("h1")
+	if c.Issued < 90 || c.Completed != c.Issued {
+		t.Errorf("counters %v: want about 100 RPCs issued before Stop, every one completed in the drain", c)
+	}
+	if last := rows[len(rows)-1]; last.SentNs > stopAt || q.Now() > stopAt+int64(10*time.Microsecond)+int64(time.Millisecond) {
+		t.Errorf("last RPC sent at %d ns, drain left the clock at %d ns: want nothing sent after Stop at %d and the drain over with the last RPC",
+			last.SentNs, q.Now(), stopAt)
+	}
+}

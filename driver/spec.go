@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
@@ -291,4 +292,23 @@ func ParseCollective(c *agentpb.Collective, i, maxMessage int, shared *Shared) (
 		return nil, Invalid(f("iterations"), s.Iterations, "expected at least 1")
 	}
 	return s, nil
+}
+
+// PIASOf is the PIAS tagging a TCP Configure request asks for, as the
+// agent attaches it and the simulator's TCP model tags; false when it
+// asks for none.
+func PIASOf(tp *agentpb.TcpParams) (pias.Config, bool, error) {
+	if !tp.GetPias() {
+		return pias.Config{}, false, nil
+	}
+	if tp.GetLinkBps() == 0 {
+		return pias.Config{}, false, Invalid("tcp.link_bps", 0, "PIAS sizes its thresholds from the host's link rate")
+	}
+	us := time.Microsecond
+	cfg := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
+		time.Duration(tp.GetPiasIdleResetUs())*us)
+	if err := cfg.Validate(); err != nil {
+		return cfg, false, Invalid("tcp.pias_thresholds", tp.GetPiasThresholds(), "%v", err)
+	}
+	return cfg, true, nil
 }

@@ -115,9 +115,26 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 		return nil, apiError(err)
 	}
+	// What this request opened is closed again if it fails: the transport,
+	// the records, the samples, and the served rows after the servers.
+	var rec *rundir.CSVStream[rundir.RPC]
+	var conns *connSampler
+	configured := false
+	defer func() {
+		if configured {
+			return
+		}
+		tr.Close()
+		if rec != nil {
+			rec.Close()
+		}
+		if conns != nil {
+			conns.Close()
+		}
+		s.closeTransport()
+	}()
 	cfg, err := driver.ConfigOf(req, transportLabel(req), tr.MaxMessage(), nil)
 	if err != nil {
-		tr.Close()
 		return nil, apiError(err)
 	}
 	if cfg.Host == "" {
@@ -131,7 +148,6 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.ServedRPCs()))
 		sw, err := rundir.NewCSVStream(path, rundir.ServedRPCs())
 		if err != nil {
-			tr.Close()
 			return nil, apiError(err)
 		}
 		s.servedW, s.served[req.GetExperiment()] = sw, path
@@ -139,40 +155,28 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	for _, p := range req.GetServerPorts() {
 		if err := tr.Serve(s.ctx, uint16(p), resp.handle, tell); err != nil {
-			tr.Close()
-			s.closeTransport() // the served rows, after the servers
 			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
 		}
 	}
-	var rec *rundir.CSVStream[rundir.RPC]
 	if spec != nil || len(colls) > 0 {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.RPCs()))
 		if rec, err = rundir.NewCSVStream(path, rundir.RPCs()); err != nil {
-			tr.Close()
 			return nil, apiError(err)
 		}
 		s.records[req.GetExperiment()] = path
 	}
-	var conns *connSampler
 	if cl, ok := tr.(connLister); ok && spec != nil {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.TCPConns()))
 		if conns, err = startConnSampler(path, req.GetExperiment(), host, cl); err != nil {
-			tr.Close()
 			return nil, apiError(err)
 		}
 		s.tcpSamples[req.GetExperiment()] = path
 	}
 	exp, err := newExperiment(s.ctx, cfg, tr, rec)
 	if err != nil {
-		tr.Close()
-		if rec != nil {
-			rec.Close()
-		}
-		if conns != nil {
-			conns.Close()
-		}
 		return nil, apiError(err)
 	}
+	configured = true
 	s.tr, s.resp, s.expName, s.exp = tr, resp, req.GetExperiment(), exp
 	s.exp.conns = conns
 	if len(colls) > 0 {
@@ -207,14 +211,6 @@ func (s *Service) closeTransport() {
 	}
 }
 
-// unixOrZero is t in Unix ns, 0 for the zero time.
-func unixOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
 // servedRows turns a transport's answered requests into served.csv rows.
 func servedRows(w *rundir.CSVStream[rundir.Served], experiment, transport, host string) func(*Served) {
 	return func(sv *Served) {
@@ -222,7 +218,7 @@ func servedRows(w *rundir.CSVStream[rundir.Served], experiment, transport, host 
 			Server: sv.Local.String(), Client: sv.Client.String(), RPCID: sv.ID,
 			ReqOffset: sv.ReqOffset, RespOffset: sv.RespOffset,
 			ReqBytes: int64(sv.ReqBytes), RespBytes: int64(sv.RespBytes),
-			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano(), RecoveryFromNs: unixOrZero(sv.RecoveryFrom)})
+			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano(), RecoveryFromNs: driver.UnixNs(sv.RecoveryFrom)})
 	}
 }
 

@@ -109,7 +109,7 @@ func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, e
 	switch req.GetTransport() {
 	case agentpb.Transport_TRANSPORT_TCP:
 		tp := req.GetTcp()
-		pc, withPIAS, err := piasConfig(tp)
+		pc, withPIAS, err := driver.PIASOf(tp)
 		if err != nil {
 			return nil, err
 		}

@@ -100,7 +100,7 @@ func (j *job) start() error {
 				return err
 			}
 			if j.servers[hc.Host] {
-				if err := j.serve(h, sched); err != nil {
+				if err := j.serve(h); err != nil {
 					return err
 				}
 			}
@@ -159,40 +159,24 @@ func (j *job) finish(drain time.Duration) error {
 	return j.outErr
 }
 
-// served books one server's answer.
-func (j *job) served(row *rundir.Served) {
-	if j.outErr == nil {
-		j.outErr = j.out.Served(row)
-	}
-}
-
 // serve answers every request to ServerPort with the response length it
-// asks for, at once: the simulated server takes no time. With bookServed set,
-// each answer is booked as a served.csv row.
-func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
-	local := netip.AddrPortFrom(h.IP, ServerPort).String()
+// asks for, at once: the simulated server takes no time.
+func (j *job) serve(h *simnet.Node) error {
 	if t := h.TCP(); t != nil {
 		if j.servedBy == nil {
 			j.servedBy = map[string]uint64{}
 		}
 		tr := j.transportOf(true)
 		err := t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
-			j.run.Arrived(h.Name, tr, sr.Req, s.Now())
-			n := driver.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
-			now := j.net.Clock().Now()
-			if j.oneWay {
-				n = 0
-				_ = t.Delivered(now, sr) // fails only when replied twice
-			} else {
-				_ = t.Reply(now, sr, n)
-			}
-			if j.bookServed && !j.closed {
-				at := j.epoch.Add(time.Duration(now)).UnixNano()
-				j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
-					Server: local, Client: sr.Peer.String(), ReqBytes: int64(len(sr.Req)), RespBytes: int64(n),
-					ReqNs: at, ReplyNs: at, ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset})
-			}
+			j.answer(h, tr, sr.Req, func(n int) rundir.Served {
+				if j.oneWay {
+					_ = t.Delivered(j.net.Clock().Now(), sr) // fails only when replied twice
+				} else {
+					_ = t.Reply(j.net.Clock().Now(), sr, n)
+				}
+				return rundir.Served{Client: sr.Peer.String(), ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset}
+			})
 		})
 		if err != nil || h.Endpoint() == nil {
 			return err
@@ -200,26 +184,38 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	}
 	tr := j.transportOf(false)
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		j.run.Arrived(h.Name, tr, sr.Request(), s.Now())
-		n := driver.ResponseLength(sr.Request())
-		if j.oneWay {
-			n = 0
-		}
-		if j.bookServed && !j.closed {
-			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
-			j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
-				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
-				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
-		}
-		if j.oneWay {
-			_ = h.Drop(sr) // fails only when replied twice
-			if c := j.byIP[sr.Peer().Addr()]; c != nil {
-				c.Delivered(sr.ID())
+		j.answer(h, tr, sr.Request(), func(n int) rundir.Served {
+			if !j.oneWay {
+				_ = h.Reply(sr, j.zeros.Zeros(n)) // fails only for an RPC its client gave up
+			} else {
+				_ = h.Drop(sr) // fails only when replied twice
+				if c := j.byIP[sr.Peer().Addr()]; c != nil {
+					c.Delivered(sr.ID())
+				}
 			}
-			return
-		}
-		_ = h.Reply(sr, j.zeros.Zeros(n)) // fails only for an RPC its client gave up
+			return rundir.Served{Client: sr.Peer().String(), RPCID: sr.ID(), RecoveryFromNs: driver.UnixNs(sr.RecoveryFrom())}
+		})
 	})
+}
+
+// answer is what host h's server on transport tr does with a request it
+// has whole, now: it tells the host's drivers, has reply send the answer
+// of the length the request asks for (none for a one-way message) and,
+// with bookServed set, books it as a served.csv row with the keys reply
+// returns.
+func (j *job) answer(h *simnet.Node, tr string, req []byte, reply func(n int) rundir.Served) {
+	now := j.epoch.UnixNano() + j.net.Clock().Now()
+	j.run.Arrived(h.Name, tr, req, now)
+	n := driver.ResponseLength(req)
+	if j.oneWay {
+		n = 0
+	}
+	row := reply(n)
+	if j.bookServed && !j.closed && j.outErr == nil {
+		row.Experiment, row.Transport, row.ServerHost, row.Server = j.name, tr, h.Name, netip.AddrPortFrom(h.IP, ServerPort).String()
+		row.ReqBytes, row.RespBytes, row.ReqNs, row.ReplyNs = int64(len(req)), int64(n), now, now
+		j.outErr = j.out.Served(&row)
+	}
 }
 
 // simTransport sends a simulated host's RPCs: on its Homa endpoint or,
@@ -259,12 +255,12 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 	}
 	ended := func(resp []byte, info homa.CallInfo, err error) {
 		r := driver.Result{Err: err, ID: info.ID, Retries: int64(info.Retries()),
-			ReqOutNs: unixNs(info.RequestSent), FirstRespNs: unixNs(info.FirstResponse), RecoveryFromNs: unixNs(info.RecoveryFrom),
+			ReqOutNs: driver.UnixNs(info.RequestSent), FirstRespNs: driver.UnixNs(info.FirstResponse), RecoveryFromNs: driver.UnixNs(info.RecoveryFrom),
 			GrantsIn: int64(info.GrantsReceived), GrantsOut: int64(info.GrantsSent)}
 		if err != nil {
 			r.Reason = homa.Reason(err)
 		} else {
-			r.RespBytes, r.DoneNs = int64(len(resp)), unixNs(info.Done)
+			r.RespBytes, r.DoneNs = int64(len(resp)), driver.UnixNs(info.Done)
 		}
 		end(r)
 	}
@@ -273,11 +269,4 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 		return
 	}
 	h.Call(target.Addr, req, ended)
-}
-
-func unixNs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }
