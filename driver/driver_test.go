@@ -22,25 +22,31 @@ func (f fixedTransport) Call(row *rundir.RPC, t Target, req []byte, end func(Res
 	f.sched.At(done, func() { end(Result{RespBytes: int64(len(req)), DoneNs: done}) })
 }
 
-// runVirtual runs w on one host in virtual time until nothing is busy or
-// limit has passed, then closes the books; it returns the rows in the
-// order issued and the host's counters.
-func runVirtual(t *testing.T, w *agentpb.Workload, service, limit time.Duration) ([]*rundir.RPC, *agentpb.Counters) {
+// virtualRun starts w on one host in virtual time, each call ending
+// service after it starts; rows receives the rows as they go out.
+func virtualRun(t *testing.T, w *agentpb.Workload, service time.Duration) (r *Run, q *simnet.Clock, rows *[]*rundir.RPC) {
 	t.Helper()
 	spec, err := ParseWorkload(w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q simnet.Clock
-	clock := OnQueue(&q, 0)
-	var rows []*rundir.RPC
-	r := NewRun(clock, false, func(row *rundir.RPC) { rows = append(rows, row) })
+	q, rows = &simnet.Clock{}, &[]*rundir.RPC{}
+	clock := OnQueue(q, 0)
+	r = NewRun(clock, false, func(row *rundir.RPC) { *rows = append(*rows, row) })
 	r.Add(Config{Experiment: "e", Transport: "fake", Phase: rundir.PhaseMeasure, Host: "h1", Client: spec},
 		fixedTransport{sched: clock, service: service.Nanoseconds()})
 	r.Start()
+	return r, q, rows
+}
+
+// runVirtual runs w on one host in virtual time until nothing is busy or
+// limit has passed, then closes the books; it returns the rows in the
+// order issued and the host's counters.
+func runVirtual(t *testing.T, w *agentpb.Workload, service, limit time.Duration) ([]*rundir.RPC, *agentpb.Counters) {
+	r, q, rows := virtualRun(t, w, service)
 	r.Pass(limit.Nanoseconds())
-	r.Stop(clock.Now())
-	return rows, r.Counters("h1")
+	r.Stop(q.Now())
+	return *rows, r.Counters("h1")
 }
 
 // TestOutstandingLimitQueues: an open loop whose arrivals (every 10 µs)
@@ -203,18 +209,8 @@ func TestConfigOf(t *testing.T) {
 // otherwise keep an RPC open, and issuing, through the whole drain. (The
 // twin once drained with its collectives still iterating.)
 func TestStopEndsIssuingBeforeTheDrain(t *testing.T) {
-	spec, err := ParseWorkload(&agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 1,
-		Targets: []string{"10.0.0.1:1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var q simnet.Clock
-	clock := OnQueue(&q, 0)
-	var rows []*rundir.RPC
-	r := NewRun(clock, false, func(row *rundir.RPC) { rows = append(rows, row) })
-	r.Add(Config{Experiment: "e", Transport: "fake", Phase: rundir.PhaseMeasure, Host: "h1", Client: spec},
-		fixedTransport{sched: clock, service: int64(10 * time.Microsecond)})
-	r.Start()
+	r, q, rows := virtualRun(t, &agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 1,
+		Targets: []string{"10.0.0.1:1"}}, 10*time.Microsecond)
 	const stopAt = int64(time.Millisecond)
 	r.Pass(stopAt)
 	r.Stop(stopAt + int64(time.Second))
@@ -222,7 +218,7 @@ func TestStopEndsIssuingBeforeTheDrain(t *testing.T) {
 	if c.Issued < 90 || c.Completed != c.Issued {
 		t.Errorf("counters %v: want about 100 RPCs issued before Stop, every one completed in the drain", c)
 	}
-	if last := rows[len(rows)-1]; last.SentNs > stopAt || q.Now() > stopAt+int64(10*time.Microsecond)+int64(time.Millisecond) {
+	if last := (*rows)[len(*rows)-1]; last.SentNs > stopAt || q.Now() > stopAt+int64(10*time.Microsecond)+int64(time.Millisecond) {
 		t.Errorf("last RPC sent at %d ns, drain left the clock at %d ns: want nothing sent after Stop at %d and the drain over with the last RPC",
 			last.SentNs, q.Now(), stopAt)
 	}
