@@ -5,14 +5,18 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/simnet"
 )
 
 // TestBooksIssueOrder: rows go out in the order issued, each once every
-// row issued before it is final, whatever order they end in; Close hands
-// out what is still held; the counts add up.
+// row issued before it is final, whatever order they end in; closing
+// hands out what is still held; the host's counts add up.
 func TestBooksIssueOrder(t *testing.T) {
 	var out []int64
-	b := NewBooks(func(row *rundir.RPC) { out = append(out, row.SentNs) })
+	var q simnet.Clock
+	r := NewRun(OnQueue(&q, 0), false, func(row *rundir.RPC) { out = append(out, row.SentNs) })
+	tl := newTally(false)
+	b := hostBooks{r, tl}
 	rows := make([]*rundir.RPC, 4)
 	for i := range rows {
 		rows[i] = &rundir.RPC{SentNs: int64(i)}
@@ -41,15 +45,16 @@ func TestBooksIssueOrder(t *testing.T) {
 			t.Fatalf("after row %d %s: out %v, want %v", s.row, s.status, out, s.want)
 		}
 	}
-	if b.Open() != 1 {
-		t.Errorf("open %d, want 1", b.Open())
+	if c := r.Counters("h1"); c.GetIssued() != 0 {
+		t.Errorf("counters of a host not in the run: %v", c)
 	}
-	b.Close()
+	r.tallies["h1"] = tl
+	// The open row counts as in flight until the books close.
+	if c := r.Counters("h1"); c.Issued != 4 || c.Completed != 1 || c.Failed != 1 || c.InFlight != 2 || c.Failures["timeout"] != 1 {
+		t.Errorf("counters %v, want 4 issued, 1 completed, 1 failed (timeout), 2 in flight", c)
+	}
+	r.Stop(0)
 	if !slices.Equal(out, []int64{0, 1, 2, 3}) {
-		t.Errorf("after Close: out %v", out)
-	}
-	want := rundir.Books{Issued: 4, Completed: 1, Failed: 1, InFlight: 1}
-	if b.Count != want || b.Failures["timeout"] != 1 {
-		t.Errorf("books %+v failures %v, want %+v and one timeout", b.Count, b.Failures, want)
+		t.Errorf("after Stop: out %v", out)
 	}
 }

@@ -3,14 +3,15 @@
 // collective and in a connection matrix, and the books of every RPC they
 // issue. They are event-driven code on a Scheduler: the host agent runs
 // them on the host's clock (HostClock), the simulator on its event heap,
-// each handing them a Transport to send with and a Sink for the records,
-// as both run the same engine.
+// each handing them a Transport to send with, as both run the same
+// engine; a Run holds a process's hosts and their books.
 package driver
 
 import (
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"github.com/homatb/homatb/rundir"
 )
@@ -67,16 +68,6 @@ type Transport interface {
 	Call(row *rundir.RPC, target Target, req []byte, end func(Result))
 }
 
-// Sink receives the records: exactly one Issued for every RPC sent, then
-// Ended or, when the books close first, InFlight.
-type Sink interface {
-	Issued(row *rundir.RPC)
-	// Ended gets a row whose Status is completed or failed.
-	Ended(row *rundir.RPC)
-	// InFlight gets a row still open when the books closed.
-	InFlight(row *rundir.RPC)
-}
-
 // Config is one host's workload in one experiment.
 type Config struct {
 	Experiment, Transport, Phase, Host string
@@ -94,7 +85,7 @@ type Host struct {
 	cfg   Config
 	sched Scheduler
 	tr    Transport
-	sink  Sink
+	books hostBooks
 	log   *slog.Logger
 
 	client *client
@@ -109,9 +100,10 @@ type Host struct {
 	slotWaits       atomic.Uint64
 }
 
-// NewHost prepares cfg's workload on sched; Start begins it.
-func NewHost(cfg Config, sched Scheduler, tr Transport, sink Sink) *Host {
-	h := &Host{cfg: cfg, sched: sched, tr: tr, sink: sink, log: cfg.Log, open: map[*rundir.RPC]struct{}{}}
+// newHost prepares cfg's workload on sched, booked in books; Run.Start
+// begins it.
+func newHost(cfg Config, sched Scheduler, tr Transport, books hostBooks) *Host {
+	h := &Host{cfg: cfg, sched: sched, tr: tr, books: books, log: cfg.Log, open: map[*rundir.RPC]struct{}{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -126,36 +118,6 @@ func NewHost(cfg Config, sched Scheduler, tr Transport, sink Sink) *Host {
 		}
 	}
 	return h
-}
-
-// Start begins the client, then the matrices, then the collectives.
-func (h *Host) Start() {
-	h.StartClient()
-	h.StartMatrices()
-	h.StartCollectives()
-}
-
-// StartClient begins the client workload, if any. A simulator starting
-// many hosts starts every client, then every matrix, then every
-// collective, so that events due at one instant run in that order.
-func (h *Host) StartClient() {
-	if h.client != nil {
-		h.client.start()
-	}
-}
-
-// StartMatrices begins the host's parts in connection matrices.
-func (h *Host) StartMatrices() {
-	for _, m := range h.mats {
-		m.start()
-	}
-}
-
-// StartCollectives begins the host's parts in collectives.
-func (h *Host) StartCollectives() {
-	for _, c := range h.colls {
-		c.start()
-	}
 }
 
 // Arrived tells the host's collectives and matrices of a request its
@@ -220,7 +182,7 @@ func (h *Host) Close() {
 	h.closed = true
 	for row := range h.open {
 		row.Status = rundir.StatusInflight
-		h.sink.InFlight(row)
+		h.books.InFlight(row)
 	}
 	clear(h.open)
 }
@@ -239,14 +201,14 @@ func (h *Host) call(row *rundir.RPC, t Target, req []byte, then func(ok bool)) b
 	}
 	row.SentNs = h.sched.Now()
 	h.open[row] = struct{}{}
-	h.sink.Issued(row)
+	h.books.Issued(row)
 	h.tr.Call(row, t, req, func(res Result) {
 		if h.closed {
 			return
 		}
 		delete(h.open, row)
 		fill(row, res)
-		h.sink.Ended(row)
+		h.books.Ended(row)
 		if then != nil {
 			then(res.Err == nil)
 		}
@@ -268,6 +230,15 @@ func fill(row *rundir.RPC, res Result) {
 		return
 	}
 	row.Status, row.RespBytes, row.DoneNs = rundir.StatusCompleted, res.RespBytes, res.DoneNs
+}
+
+// UnixNs is t in Unix ns as records write times: 0 for the zero time, an
+// unknown one.
+func UnixNs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // phaseAt is the phase of an RPC due off into the client's run: warm-up

@@ -22,41 +22,31 @@ func (f fixedTransport) Call(row *rundir.RPC, t Target, req []byte, end func(Res
 	f.sched.At(done, func() { end(Result{RespBytes: int64(len(req)), DoneNs: done}) })
 }
 
-// rowsSink keeps the rows in the order issued and counts the books.
-type rowsSink struct {
-	rows  []*rundir.RPC
-	books rundir.Books
-}
-
-func (s *rowsSink) Issued(row *rundir.RPC) { s.rows = append(s.rows, row); s.books.Issued++ }
-func (s *rowsSink) Ended(row *rundir.RPC) {
-	if row.Status == rundir.StatusCompleted {
-		s.books.Completed++
-	} else {
-		s.books.Failed++
-	}
-}
-func (s *rowsSink) InFlight(*rundir.RPC) { s.books.InFlight++ }
-
-// runVirtual runs w on one host in virtual time until nothing is busy or
-// limit has passed, then closes the books.
-func runVirtual(t *testing.T, w *agentpb.Workload, service, limit time.Duration) (*rowsSink, *Host) {
+// virtualRun starts w on one host in virtual time, each call ending
+// service after it starts; rows receives the rows as they go out.
+func virtualRun(t *testing.T, w *agentpb.Workload, service time.Duration) (r *Run, q *simnet.Clock, rows *[]*rundir.RPC) {
 	t.Helper()
 	spec, err := ParseWorkload(w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q simnet.Clock
-	sched := OnQueue(&q, 0)
-	sink := &rowsSink{}
-	h := NewHost(Config{Experiment: "e", Transport: "fake", Phase: rundir.PhaseMeasure, Host: "h1", Client: spec},
-		sched, fixedTransport{sched: sched, service: service.Nanoseconds()}, sink)
-	h.Start()
-	for q.Now() < limit.Nanoseconds() && h.Busy() {
-		q.Run(q.Now() + int64(time.Microsecond))
-	}
-	h.Close()
-	return sink, h
+	q, rows = &simnet.Clock{}, &[]*rundir.RPC{}
+	clock := OnQueue(q, 0)
+	r = NewRun(clock, false, func(row *rundir.RPC) { *rows = append(*rows, row) })
+	r.Add(Config{Experiment: "e", Transport: "fake", Phase: rundir.PhaseMeasure, Host: "h1", Client: spec},
+		fixedTransport{sched: clock, service: service.Nanoseconds()})
+	r.Start()
+	return r, q, rows
+}
+
+// runVirtual runs w on one host in virtual time until nothing is busy or
+// limit has passed, then closes the books; it returns the rows in the
+// order issued and the host's counters.
+func runVirtual(t *testing.T, w *agentpb.Workload, service, limit time.Duration) ([]*rundir.RPC, *agentpb.Counters) {
+	r, q, rows := virtualRun(t, w, service)
+	r.Pass(limit.Nanoseconds())
+	r.Stop(q.Now())
+	return *rows, r.Counters("h1")
 }
 
 // TestOutstandingLimitQueues: an open loop whose arrivals (every 10 µs)
@@ -67,17 +57,17 @@ func runVirtual(t *testing.T, w *agentpb.Workload, service, limit time.Duration)
 // differed here (one held the schedule back, the other queued).
 func TestOutstandingLimitQueues(t *testing.T) {
 	const interval, service = 10 * time.Microsecond, 25 * time.Microsecond
-	sink, h := runVirtual(t, &agentpb.Workload{Sizes: "fixed:100", BurstIntervalUs: 10, MaxOutstanding: 1,
+	rows, c := runVirtual(t, &agentpb.Workload{Sizes: "fixed:100", BurstIntervalUs: 10, MaxOutstanding: 1,
 		DurationMs: 1, Targets: []string{"10.0.0.1:1"}}, service, time.Second)
 	const arrivals = int(time.Millisecond / interval)
-	if len(sink.rows) != arrivals || sink.books.Completed != uint64(arrivals) || sink.books.InFlight != 0 {
-		t.Fatalf("%d rows, books %+v: want all %d arrivals issued and completed", len(sink.rows), sink.books, arrivals)
+	if len(rows) != arrivals || c.Completed != uint64(arrivals) || c.InFlight != 0 {
+		t.Fatalf("%d rows, counters %v: want all %d arrivals issued and completed", len(rows), c, arrivals)
 	}
-	if got := h.SlotWaits(); got != uint64(arrivals-1) {
+	if got := c.OutstandingLimitWaits; got != uint64(arrivals-1) {
 		t.Errorf("%d slot waits, want %d (every arrival but the first found the slot taken)", got, arrivals-1)
 	}
 	var lastDone int64
-	for k, r := range sink.rows {
+	for k, r := range rows {
 		if want := int64(k) * interval.Nanoseconds(); r.IntendedNs != want {
 			t.Fatalf("RPC %d intended at %d, want its arrival %d", k, r.IntendedNs, want)
 		}
@@ -86,7 +76,7 @@ func TestOutstandingLimitQueues(t *testing.T) {
 		}
 		lastDone = r.DoneNs
 	}
-	last := sink.rows[arrivals-1]
+	last := rows[arrivals-1]
 	if wait := last.DoneNs - last.IntendedNs; wait < int64(arrivals)*(service-interval).Nanoseconds() {
 		t.Errorf("last RPC's latency %d ns: want its queueing (about %d ns) counted", wait, int64(arrivals)*(service-interval).Nanoseconds())
 	}
@@ -95,12 +85,12 @@ func TestOutstandingLimitQueues(t *testing.T) {
 // TestClosedLoopBooks: a closed loop of two workers issues max_rpcs RPCs
 // and no more, each as the worker's last one ends.
 func TestClosedLoopBooks(t *testing.T) {
-	sink, _ := runVirtual(t, &agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 2, MaxRpcs: 50,
+	rows, c := runVirtual(t, &agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 2, MaxRpcs: 50,
 		Targets: []string{"10.0.0.1:1"}}, 5*time.Microsecond, time.Second)
-	if sink.books.Issued != 50 || sink.books.Completed != 50 {
-		t.Errorf("books %+v: want 50 issued and completed", sink.books)
+	if c.Issued != 50 || c.Completed != 50 {
+		t.Errorf("counters %v: want 50 issued and completed", c)
 	}
-	for _, r := range sink.rows {
+	for _, r := range rows {
 		if r.IntendedNs != r.SentNs || r.Experiment != "e" || r.Client != "h1" || r.Server != "10.0.0.1:1" {
 			t.Fatalf("row %+v: want intended = sent and the host's names", r)
 		}
@@ -152,10 +142,10 @@ func TestHostClock(t *testing.T) {
 func TestSubMillisecondBounds(t *testing.T) {
 	w := &agentpb.Workload{Sizes: "fixed:100", Arrivals: "poisson", RateRps: 1e6, Targets: []string{"10.0.0.1:4000"},
 		DurationMs: 2, WarmupMs: 2, DurationNs: 2_500_000, WarmupNs: 2_000_000}
-	sink, _ := runVirtual(t, w, time.Microsecond, 10*time.Millisecond)
+	rows, _ := runVirtual(t, w, time.Microsecond, 10*time.Millisecond)
 	var warm, measured int
 	var last int64
-	for _, r := range sink.rows {
+	for _, r := range rows {
 		switch r.Phase {
 		case rundir.PhaseWarmup:
 			warm++
@@ -211,5 +201,25 @@ func TestConfigOf(t *testing.T) {
 				t.Errorf("config %+v: want phase measure, a client and two collectives", c)
 			}
 		})
+	}
+}
+
+// TestStopEndsIssuingBeforeTheDrain: Stop ends the schedules first and
+// then drains, on either clock: a closed loop with no bound would
+// otherwise keep an RPC open, and issuing, through the whole drain. (The
+// twin once drained with its collectives still iterating.)
+func TestStopEndsIssuingBeforeTheDrain(t *testing.T) {
+	r, q, rows := virtualRun(t, &agentpb.Workload{Sizes: "fixed:100", Arrivals: "closed", MaxOutstanding: 1,
+		Targets: []string{"10.0.0.1:1"}}, 10*time.Microsecond)
+	const stopAt = int64(time.Millisecond)
+	r.Pass(stopAt)
+	r.Stop(stopAt + int64(time.Second))
+	c := r.Counters("h1")
+	if c.Issued < 90 || c.Completed != c.Issued {
+		t.Errorf("counters %v: want about 100 RPCs issued before Stop, every one completed in the drain", c)
+	}
+	if last := (*rows)[len(*rows)-1]; last.SentNs > stopAt || q.Now() > stopAt+int64(10*time.Microsecond)+int64(time.Millisecond) {
+		t.Errorf("last RPC sent at %d ns, drain left the clock at %d ns: want nothing sent after Stop at %d and the drain over with the last RPC",
+			last.SentNs, q.Now(), stopAt)
 	}
 }

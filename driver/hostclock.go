@@ -102,6 +102,18 @@ func (c *HostClock) Do(fn func()) {
 	}
 }
 
+// Pass waits until t, or until done, asked on the loop every
+// millisecond, reports true.
+func (c *HostClock) Pass(t int64, done func() bool) {
+	for c.Now() < t {
+		var d bool
+		if c.Do(func() { d = done() }); d {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Run runs the events until Close.
 func (c *HostClock) Run() {
 	defer close(c.exited)

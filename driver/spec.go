@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/agentpb"
+	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
@@ -185,7 +186,7 @@ func ConfigOf(req *agentpb.ConfigureRequest, transport string, maxMessage int, s
 	}
 	ids := map[uint32]string{}
 	for i, pc := range req.GetCollectives() {
-		cs, err := ParseCollectiveShared(pc, i, maxMessage, shared)
+		cs, err := ParseCollective(pc, i, maxMessage, shared)
 		if err == nil && ids[cs.ID] != "" {
 			err = Invalid("collectives["+strconv.Itoa(i)+"].phase", cs.Phase, "its id collides with phase %q's: rename one", ids[cs.ID])
 		}
@@ -196,12 +197,6 @@ func ConfigOf(req *agentpb.ConfigureRequest, transport string, maxMessage int, s
 		c.Collectives = append(c.Collectives, cs)
 	}
 	return c, nil
-}
-
-// ParseCollective checks the i-th collective of a Configure request
-// against the transport's longest message.
-func ParseCollective(c *agentpb.Collective, i, maxMessage int) (*CollectiveSpec, error) {
-	return ParseCollectiveShared(c, i, maxMessage, nil)
 }
 
 // Shared holds what the members of a collective parse alike, its members'
@@ -219,9 +214,10 @@ func NewShared() *Shared {
 	return &Shared{targets: map[*string][]Target{}, matrices: map[*byte]*workloads.Matrix{}}
 }
 
-// ParseCollectiveShared is ParseCollective taking the members' targets and
+// ParseCollective checks the i-th collective of a Configure request
+// against the transport's longest message, taking the members' targets and
 // the matrix from shared when another member parsed them (nil: parse).
-func ParseCollectiveShared(c *agentpb.Collective, i, maxMessage int, shared *Shared) (*CollectiveSpec, error) {
+func ParseCollective(c *agentpb.Collective, i, maxMessage int, shared *Shared) (*CollectiveSpec, error) {
 	f := func(name string) string { return "collectives[" + strconv.Itoa(i) + "]." + name }
 	s := &CollectiveSpec{
 		Phase: c.GetPhase(), Kind: c.GetKind(), ID: CollectiveID(c.GetPhase()), Rank: int(c.GetRank()),
@@ -296,4 +292,23 @@ func ParseCollectiveShared(c *agentpb.Collective, i, maxMessage int, shared *Sha
 		return nil, Invalid(f("iterations"), s.Iterations, "expected at least 1")
 	}
 	return s, nil
+}
+
+// PIASOf is the PIAS tagging a TCP Configure request asks for, as the
+// agent attaches it and the simulator's TCP model tags; false when it
+// asks for none.
+func PIASOf(tp *agentpb.TcpParams) (pias.Config, bool, error) {
+	if !tp.GetPias() {
+		return pias.Config{}, false, nil
+	}
+	if tp.GetLinkBps() == 0 {
+		return pias.Config{}, false, Invalid("tcp.link_bps", 0, "PIAS sizes its thresholds from the host's link rate")
+	}
+	us := time.Microsecond
+	cfg := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
+		time.Duration(tp.GetPiasIdleResetUs())*us)
+	if err := cfg.Validate(); err != nil {
+		return cfg, false, Invalid("tcp.pias_thresholds", tp.GetPiasThresholds(), "%v", err)
+	}
+	return cfg, true, nil
 }

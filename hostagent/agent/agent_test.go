@@ -95,10 +95,10 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 				t.Errorf("issued %d, want max_rpcs %d", c.GetIssued(), tc.w.MaxRpcs)
 			}
 			for _, row := range rows[1:] {
-				if tc.w.ResponseBytes > 0 && row[6] != strconv.Itoa(int(tc.w.ResponseBytes)) && row[11] == StatusCompleted {
+				if tc.w.ResponseBytes > 0 && row[6] != strconv.Itoa(int(tc.w.ResponseBytes)) && row[11] == rundir.StatusCompleted {
 					t.Fatalf("response %s bytes, want response_bytes %d", row[6], tc.w.ResponseBytes)
 				}
-				if tc.w.ResponseBytes == 0 && row[11] == StatusCompleted && row[6] != row[5] {
+				if tc.w.ResponseBytes == 0 && row[11] == rundir.StatusCompleted && row[6] != row[5] {
 					t.Fatalf("response %s bytes for a %s-byte request, want an echo", row[6], row[5])
 				}
 			}
@@ -117,7 +117,7 @@ func TestLoopbackTCPThroughControlAPI(t *testing.T) {
 	}
 	matched := 0
 	for _, r := range clientRows {
-		if r.Status != StatusCompleted {
+		if r.Status != rundir.StatusCompleted {
 			continue
 		}
 		sv, ok := served[fmt.Sprint(r.Local, "@", r.ReqOffset)]
@@ -162,14 +162,14 @@ func (fakeTransport) MaxMessage() int                                           
 
 // runFake runs a workload against fakeTransport and returns the counters
 // and records.
-func runFake(t *testing.T, w *agentpb.Workload, run, drain time.Duration) (counters, [][]string) {
+func runFake(t *testing.T, w *agentpb.Workload, run, drain time.Duration) (*agentpb.Counters, [][]string) {
 	t.Helper()
 	spec, err := driver.ParseWorkload(w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "rec.csv")
-	rec, err := newRecordWriter(path)
+	rec, err := rundir.NewCSVStream(path, rundir.RPCs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,9 +181,9 @@ func runFake(t *testing.T, w *agentpb.Workload, run, drain time.Duration) (count
 	// The books balance at every moment, not only after Stop: in_flight is
 	// counted, so a snapshot between an issue and its booking would show.
 	for end := time.Now().Add(run); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if c := e.snapshot(); c.issued != c.completed+c.failed+c.inFlight {
+		if c := e.snapshot(); c.Issued != c.Completed+c.Failed+c.InFlight {
 			t.Fatalf("while running: issued %d != completed %d + failed %d + in flight %d",
-				c.issued, c.completed, c.failed, c.inFlight)
+				c.Issued, c.Completed, c.Failed, c.InFlight)
 		}
 	}
 	if err := e.stop(drain); err != nil {
@@ -197,12 +197,12 @@ func TestBooksBalanceWithFailuresAndInflight(t *testing.T) {
 		Sizes: "w2", RateRps: 5000, DurationMs: 100, Seed: 3,
 		Targets: []string{"10.0.0.1:1", "10.0.0.2:2", "10.0.0.3:3"},
 	}, 150*time.Millisecond, 20*time.Millisecond)
-	if c.completed == 0 || c.failed == 0 || c.inFlight == 0 {
-		t.Errorf("completed %d failed %d in flight %d: want all three", c.completed, c.failed, c.inFlight)
+	if c.Completed == 0 || c.Failed == 0 || c.InFlight == 0 {
+		t.Errorf("completed %d failed %d in flight %d: want all three", c.Completed, c.Failed, c.InFlight)
 	}
-	checkBooks(t, rows, &agentpb.Counters{Issued: c.issued, Completed: c.completed, Failed: c.failed, InFlight: c.inFlight}, "tcp")
-	if c.failures["refused"] != c.failed {
-		t.Errorf("failure reasons %v, want every failure as \"refused\"", c.failures)
+	checkBooks(t, rows, c, "tcp")
+	if c.Failures["refused"] != c.Failed {
+		t.Errorf("failure reasons %v, want every failure as \"refused\"", c.Failures)
 	}
 }
 
@@ -216,11 +216,10 @@ func TestOutstandingLimitQueuesIssues(t *testing.T) {
 		Targets: []string{"10.0.0.2:2"},
 	}, 100*time.Millisecond, 0)
 	// About 200 arrivals in the 100 ms; 50 is ten standard deviations below.
-	if c.issued != 2 || c.slotWaits < 50 {
-		t.Errorf("issued %d, limit waits %d: want 2 issued and about 198 waits", c.issued, c.slotWaits)
+	if c.Issued != 2 || c.OutstandingLimitWaits < 50 {
+		t.Errorf("issued %d, limit waits %d: want 2 issued and about 198 waits", c.Issued, c.OutstandingLimitWaits)
 	}
-	checkBooks(t, rows, &agentpb.Counters{Issued: c.issued, Completed: c.completed, Failed: c.failed,
-		InFlight: c.inFlight}, "tcp")
+	checkBooks(t, rows, c, "tcp")
 }
 
 // TestLateStartIssuesEveryRPC starts a schedule 200 ms in the past: the
@@ -242,11 +241,11 @@ func TestLateStartIssuesEveryRPC(t *testing.T) {
 	if late < 200 {
 		t.Errorf("%d RPCs intended before Start were issued, want about 400", late)
 	}
-	if c.lagMax < 100_000 {
-		t.Errorf("max lag %.0f µs, want at least 100 ms for a schedule started 200 ms late", c.lagMax)
+	if c.LagMaxUs < 100_000 {
+		t.Errorf("max lag %.0f µs, want at least 100 ms for a schedule started 200 ms late", c.LagMaxUs)
 	}
-	if c.issued != c.completed {
-		t.Errorf("issued %d completed %d", c.issued, c.completed)
+	if c.Issued != c.Completed {
+		t.Errorf("issued %d completed %d", c.Issued, c.Completed)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/hostagent/tcprpc"
+	"github.com/homatb/homatb/rundir"
 )
 
 // benchOutstanding is the number of RPCs kept in flight by the benchmarks.
@@ -63,7 +64,7 @@ func agentCalls(b *testing.B, tr Transport, target string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, err := newRecordWriter(filepath.Join(b.TempDir(), "bench.csv"))
+	rec, err := rundir.NewCSVStream(filepath.Join(b.TempDir(), "bench.csv"), rundir.RPCs())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,14 +73,14 @@ func agentCalls(b *testing.B, tr Transport, target string, n int) {
 		b.Fatal(err)
 	}
 	e.start()
-	for c := e.snapshot(); c.completed+c.failed < uint64(n); c = e.snapshot() {
+	for c := e.snapshot(); c.Completed+c.Failed < uint64(n); c = e.snapshot() {
 		time.Sleep(time.Millisecond)
 	}
 	if err := e.stop(time.Minute); err != nil {
 		b.Fatal(err)
 	}
-	if c := e.snapshot(); c.completed != uint64(n) {
-		b.Fatalf("completed %d of %d", c.completed, n)
+	if c := e.snapshot(); c.Completed != uint64(n) {
+		b.Fatalf("completed %d of %d", c.Completed, n)
 	}
 }
 

@@ -138,15 +138,15 @@ func checkBooks(t *testing.T, rows [][]string, c *agentpb.Counters, transport st
 			t.Errorf("sent %d before intended %d", sent, intended)
 		}
 		switch st {
-		case StatusCompleted:
+		case rundir.StatusCompleted:
 			if done < sent || rtt != done-intended {
 				t.Errorf("completed RPC: intended %d sent %d done %d rtt %d", intended, sent, done, rtt)
 			}
-		case StatusFailed:
+		case rundir.StatusFailed:
 			if row[col["error"]] == "" || rtt != 0 {
 				t.Errorf("failed RPC without an error or with an RTT: %v", row)
 			}
-		case StatusInflight:
+		case rundir.StatusInflight:
 			if done != 0 || rtt != 0 {
 				t.Errorf("in-flight RPC with a completion: %v", row)
 			}
@@ -154,7 +154,7 @@ func checkBooks(t *testing.T, rows [][]string, c *agentpb.Counters, transport st
 			t.Errorf("status %q", st)
 		}
 	}
-	if count[StatusCompleted] != c.GetCompleted() || count[StatusFailed] != c.GetFailed() || count[StatusInflight] != c.GetInFlight() {
+	if count[rundir.StatusCompleted] != c.GetCompleted() || count[rundir.StatusFailed] != c.GetFailed() || count[rundir.StatusInflight] != c.GetInFlight() {
 		t.Errorf("records by status %v, counters completed %d failed %d in flight %d",
 			count, c.GetCompleted(), c.GetFailed(), c.GetInFlight())
 	}
@@ -179,7 +179,7 @@ func checkTransportTimes(t *testing.T, rows [][]string, transport string) {
 	}
 	checked := 0
 	for _, row := range rows[1:] {
-		if row[col["status"]] != StatusCompleted {
+		if row[col["status"]] != rundir.StatusCompleted {
 			continue
 		}
 		sent, done, out, first := num(row, "sent_ns"), num(row, "done_ns"), num(row, "req_out_ns"), num(row, "first_resp_ns")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
@@ -29,11 +30,11 @@ type homaTransport struct {
 func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, error) {
 	cfg, err := homaConfig(req.GetHoma())
 	if err != nil {
-		return nil, &ConfigError{Field: "homa", Value: string(req.GetHoma().GetConfigJson()), Msg: err.Error()}
+		return nil, &driver.ConfigError{Field: "homa", Value: string(req.GetHoma().GetConfigJson()), Msg: err.Error()}
 	}
 	addr, err := netip.ParseAddr(req.GetAddress())
 	if err != nil {
-		return nil, invalid("address", req.GetAddress(), "Homa needs this host's IPv4 address")
+		return nil, driver.Invalid("address", req.GetAddress(), "Homa needs this host's IPv4 address")
 	}
 	conn, err := homa.Listen(addr, &cfg)
 	if err != nil {
@@ -42,7 +43,7 @@ func newHomaTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transpor
 	ep, err := homa.NewEndpoint(conn, cfg, log)
 	if err != nil {
 		conn.Close()
-		return nil, &ConfigError{Field: "homa", Value: string(req.GetHoma().GetConfigJson()), Msg: err.Error()}
+		return nil, &driver.ConfigError{Field: "homa", Value: string(req.GetHoma().GetConfigJson()), Msg: err.Error()}
 	}
 	return &homaTransport{ep: ep, log: log}, nil
 }

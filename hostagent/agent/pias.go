@@ -5,29 +5,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"time"
 
-	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/pias"
 )
-
-// piasConfig is the PIAS tagging a TCP Configure request asks for; false
-// when it asks for none.
-func piasConfig(tp *agentpb.TcpParams) (pias.Config, bool, error) {
-	if !tp.GetPias() {
-		return pias.Config{}, false, nil
-	}
-	if tp.GetLinkBps() == 0 {
-		return pias.Config{}, false, invalid("tcp.link_bps", 0, "PIAS sizes its thresholds from the host's link rate")
-	}
-	us := time.Microsecond
-	cfg := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
-		time.Duration(tp.GetPiasIdleResetUs())*us)
-	if err := cfg.Validate(); err != nil {
-		return cfg, false, invalid("tcp.pias_thresholds", tp.GetPiasThresholds(), "%v", err)
-	}
-	return cfg, true, nil
-}
 
 // attachPIAS starts tagging the TCP packets leaving the interface that
 // holds address, the host's NIC.

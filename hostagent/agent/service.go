@@ -54,7 +54,7 @@ type Service struct {
 	// served maps an experiment to its served.csv rows, written by
 	// servedW while the experiment's servers run.
 	served  map[string]string
-	servedW *servedWriter
+	servedW *rundir.CSVStream[rundir.Served]
 	cpu0    syscall.Rusage
 }
 
@@ -74,7 +74,7 @@ func NewService(ctx context.Context, name, recordsDir string, log *slog.Logger, 
 
 // apiError maps an agent error to a gRPC status once, at the API edge.
 func apiError(err error) error {
-	var ce *ConfigError
+	var ce *driver.ConfigError
 	switch {
 	case err == nil:
 		return nil
@@ -94,14 +94,14 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		return nil, status.Errorf(codes.FailedPrecondition, "experiment %q is running: Stop it before configuring another", s.expName)
 	}
 	if req.GetExperiment() == "" {
-		return nil, apiError(invalid("experiment", "", "expected a name"))
+		return nil, apiError(driver.Invalid("experiment", "", "expected a name"))
 	}
 	if len(req.GetCollectives()) > 0 && len(req.GetServerPorts()) == 0 {
-		return nil, apiError(invalid("server_ports", "", "a collective's members must serve: its steps arrive as requests"))
+		return nil, apiError(driver.Invalid("server_ports", "", "a collective's members must serve: its steps arrive as requests"))
 	}
 	for _, p := range req.GetServerPorts() {
 		if p == 0 || p > 65535 {
-			return nil, apiError(invalid("server_ports", p, "expected 1..65535"))
+			return nil, apiError(driver.Invalid("server_ports", p, "expected 1..65535"))
 		}
 	}
 	// The previous experiment ends here even if this request fails: the
@@ -111,13 +111,30 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	tr, err := newTransport(req, s.log)
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) {
-			err = &ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
+			err = &driver.ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
 		}
 		return nil, apiError(err)
 	}
+	// What this request opened is closed again if it fails: the transport,
+	// the records, the samples, and the served rows after the servers.
+	var rec *rundir.CSVStream[rundir.RPC]
+	var conns *connSampler
+	configured := false
+	defer func() {
+		if configured {
+			return
+		}
+		tr.Close()
+		if rec != nil {
+			rec.Close()
+		}
+		if conns != nil {
+			conns.Close()
+		}
+		s.closeTransport()
+	}()
 	cfg, err := driver.ConfigOf(req, transportLabel(req), tr.MaxMessage(), nil)
 	if err != nil {
-		tr.Close()
 		return nil, apiError(err)
 	}
 	if cfg.Host == "" {
@@ -129,9 +146,8 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	var tell func(*Served)
 	if len(req.GetServerPorts()) > 0 {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.ServedRPCs()))
-		sw, err := newServedWriter(path)
+		sw, err := rundir.NewCSVStream(path, rundir.ServedRPCs())
 		if err != nil {
-			tr.Close()
 			return nil, apiError(err)
 		}
 		s.servedW, s.served[req.GetExperiment()] = sw, path
@@ -139,40 +155,28 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	for _, p := range req.GetServerPorts() {
 		if err := tr.Serve(s.ctx, uint16(p), resp.handle, tell); err != nil {
-			tr.Close()
-			s.closeTransport() // the served rows, after the servers
 			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
 		}
 	}
-	var rec *recordWriter
 	if spec != nil || len(colls) > 0 {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.RPCs()))
-		if rec, err = newRecordWriter(path); err != nil {
-			tr.Close()
+		if rec, err = rundir.NewCSVStream(path, rundir.RPCs()); err != nil {
 			return nil, apiError(err)
 		}
 		s.records[req.GetExperiment()] = path
 	}
-	var conns *connSampler
 	if cl, ok := tr.(connLister); ok && spec != nil {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.TCPConns()))
 		if conns, err = startConnSampler(path, req.GetExperiment(), host, cl); err != nil {
-			tr.Close()
 			return nil, apiError(err)
 		}
 		s.tcpSamples[req.GetExperiment()] = path
 	}
 	exp, err := newExperiment(s.ctx, cfg, tr, rec)
 	if err != nil {
-		tr.Close()
-		if rec != nil {
-			rec.Close()
-		}
-		if conns != nil {
-			conns.Close()
-		}
 		return nil, apiError(err)
 	}
+	configured = true
 	s.tr, s.resp, s.expName, s.exp = tr, resp, req.GetExperiment(), exp
 	s.exp.conns = conns
 	if len(colls) > 0 {
@@ -207,22 +211,14 @@ func (s *Service) closeTransport() {
 	}
 }
 
-// unixOrZero is t in Unix ns, 0 for the zero time.
-func unixOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
 // servedRows turns a transport's answered requests into served.csv rows.
-func servedRows(w *servedWriter, experiment, transport, host string) func(*Served) {
+func servedRows(w *rundir.CSVStream[rundir.Served], experiment, transport, host string) func(*Served) {
 	return func(sv *Served) {
 		w.Write(rundir.Served{Experiment: experiment, Transport: transport, ServerHost: host,
 			Server: sv.Local.String(), Client: sv.Client.String(), RPCID: sv.ID,
 			ReqOffset: sv.ReqOffset, RespOffset: sv.RespOffset,
 			ReqBytes: int64(sv.ReqBytes), RespBytes: int64(sv.RespBytes),
-			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano(), RecoveryFromNs: unixOrZero(sv.RecoveryFrom)})
+			ReqNs: sv.Request.UnixNano(), ReplyNs: sv.Reply.UnixNano(), RecoveryFromNs: driver.UnixNs(sv.RecoveryFrom)})
 	}
 }
 
@@ -265,18 +261,12 @@ func (s *Service) Stop(_ context.Context, req *agentpb.StopRequest) (*agentpb.St
 
 // countersLocked builds the Counters message; s.mu held.
 func (s *Service) countersLocked() *agentpb.Counters {
-	c := &agentpb.Counters{Transport: map[string]uint64{}, Failures: map[string]uint64{}}
 	if s.exp == nil {
-		return c
+		return &agentpb.Counters{Transport: map[string]uint64{}, Failures: map[string]uint64{}}
 	}
-	snap := s.exp.snapshot()
-	c.Issued, c.Completed, c.Failed, c.InFlight = snap.issued, snap.completed, snap.failed, snap.inFlight
-	c.LagP50Us, c.LagP99Us, c.LagMaxUs = snap.lagP50, snap.lagP99, snap.lagMax
-	c.RttP50Us, c.RttP99Us, c.RttMaxUs = snap.rttP50, snap.rttP99, snap.rttMax
-	c.OutstandingLimitWaits = snap.slotWaits
-	c.Failures = snap.failures
+	c := s.exp.snapshot()
 	if s.resp != nil {
-		c.Served = s.resp.served.Load()
+		c.Served = s.resp.Served()
 	}
 	if s.tr != nil {
 		c.Transport = s.tr.Stats()
@@ -345,7 +335,7 @@ func (s *Service) FetchRecords(req *agentpb.FetchRecordsRequest, stream agentpb.
 	}
 	path, ok := files[name]
 	busy := name == s.expName && (s.state == StateRunning || s.state == StateConfigured)
-	var flush *servedWriter
+	var flush *rundir.CSVStream[rundir.Served]
 	if req.GetFile() == agentpb.FileServed && name == s.expName {
 		// The servers stay up between experiments: hand out what they
 		// wrote so far.

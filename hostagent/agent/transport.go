@@ -89,14 +89,11 @@ type Handler func(req []byte) []byte
 // ErrUnsupported is returned for a transport this build cannot run.
 var ErrUnsupported = errors.New("transport not supported by this agent")
 
-// responder answers requests with zero bytes of the length they ask for.
-// Its zero buffer grows to the largest response seen and is then shared.
+// responder answers requests (driver.Responder), telling the experiment's
+// collectives and matrices of their messages first.
 type responder struct {
-	mu     sync.Mutex
-	zeros  atomic.Pointer[[]byte]
-	served atomic.Uint64
-	// exp is the experiment with collectives or matrices, told of their
-	// messages as they arrive; nil without any.
+	driver.Responder
+	// exp is the experiment with collectives or matrices; nil without any.
 	exp atomic.Pointer[experiment]
 }
 
@@ -104,23 +101,7 @@ func (r *responder) handle(req []byte) []byte {
 	if e := r.exp.Load(); e != nil {
 		e.arrived(req)
 	}
-	n := driver.ResponseLength(req)
-	r.served.Add(1)
-	return r.buffer(n)[:n]
-}
-
-func (r *responder) buffer(n int) []byte {
-	if z := r.zeros.Load(); z != nil && len(*z) >= n {
-		return *z
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if z := r.zeros.Load(); z != nil && len(*z) >= n {
-		return *z
-	}
-	z := make([]byte, max(n, 64<<10))
-	r.zeros.Store(&z)
-	return z
+	return r.Answer(req)
 }
 
 // newTransport builds the transport a Configure request asks for.
@@ -128,7 +109,7 @@ func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, e
 	switch req.GetTransport() {
 	case agentpb.Transport_TRANSPORT_TCP:
 		tp := req.GetTcp()
-		pc, withPIAS, err := piasConfig(tp)
+		pc, withPIAS, err := driver.PIASOf(tp)
 		if err != nil {
 			return nil, err
 		}

@@ -223,31 +223,21 @@ func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, s
 		}
 		targets = append(targets, fmt.Sprintf("%s:%d", th.IP, ServerPort))
 	}
-	if m := ph.Matrix; m != nil {
-		for r, h := range hosts {
-			ro.Servers[h] = true
-			ro.Collectives[h] = append(ro.Collectives[h], &agentpb.Collective{
-				Phase: ph.Name, Kind: workloads.KindConnectionMatrix, Targets: targets, Hosts: hosts, Rank: uint32(r),
-				Matrix: m.Text, MatrixFile: m.File, Iterations: 1,
-				StartUnixNs: start + int64(s.Warmup.D()),
-				DurationMs:  uint32(s.Duration.D() / time.Millisecond),
-				DurationNs:  uint64(s.Duration.D()),
-			})
-		}
-		return nil
-	}
-	co := ph.Collective
 	for r, h := range hosts {
 		ro.Servers[h] = true
-		ro.Collectives[h] = append(ro.Collectives[h], &agentpb.Collective{
-			Phase: ph.Name, Kind: co.Kind, Targets: targets, Hosts: hosts, Rank: uint32(r),
-			Bytes: uint64(co.Bytes), Iterations: uint32(co.Iterations),
-			ComputeNs: uint64(co.Compute.D()), JitterNs: uint64(co.Jitter.D()),
-			Seed:        e.Seed*7919 + uint64(pi)*131,
+		c := &agentpb.Collective{Phase: ph.Name, Targets: targets, Hosts: hosts, Rank: uint32(r),
 			StartUnixNs: start + int64(s.Warmup.D()),
 			DurationMs:  uint32(s.Duration.D() / time.Millisecond),
 			DurationNs:  uint64(s.Duration.D()),
-		})
+		}
+		if m := ph.Matrix; m != nil {
+			c.Kind, c.Matrix, c.MatrixFile, c.Iterations = workloads.KindConnectionMatrix, m.Text, m.File, 1
+		} else {
+			co := ph.Collective
+			c.Kind, c.Bytes, c.Iterations = co.Kind, uint64(co.Bytes), uint32(co.Iterations)
+			c.ComputeNs, c.JitterNs, c.Seed = uint64(co.Compute.D()), uint64(co.Jitter.D()), e.Seed*7919+uint64(pi)*131
+		}
+		ro.Collectives[h] = append(ro.Collectives[h], c)
 	}
 	return nil
 }

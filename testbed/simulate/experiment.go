@@ -3,7 +3,6 @@ package simulate
 import (
 	"log/slog"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -39,24 +38,22 @@ type job struct {
 	epoch   time.Time // wall time of virtual time 0
 	log     *slog.Logger
 
-	// books hand each record to out in the order issued, once final.
-	books  *driver.Books
+	// run holds the hosts' drivers and books, which hand each record to
+	// out in the order issued, once final.
+	run    *driver.Run
 	out    Records
 	outErr error
 	// counters are each host's books and transport counters at the end
-	// (nil until then), perHost its books as they go.
+	// (nil until then).
 	counters map[string]*agentpb.Counters
-	perHost  map[string]*hostBooks
 	mu       sync.Mutex // the agents call at once: Configure, Stop
 	// bookServed sends the servers' answers to out; servedBy counts each
 	// TCP model server's.
 	bookServed bool
 	servedBy   map[string]uint64
-	drivers    map[string]*driver.Host
-	ds         []*driver.Host
-	started    map[string]bool
-	end        int64 // virtual time the duration ends
-	closed     bool  // books closed: later callbacks are the shutdown's
+	zeros      driver.Responder // the Homa servers' answers
+	end        int64            // Unix time the duration ends
+	closed     bool             // books closed: later callbacks are the shutdown's
 	// oneWay sends the clients' requests as one-way messages: a server
 	// answers none, and each ends as its receiver has it whole (the
 	// receiver tells the sender's endpoint, free on the wire).
@@ -83,9 +80,8 @@ type job struct {
 // warm-up and duration, or until every client has issued its last RPC
 // and none is open (a bounded count, as calibration's).
 func (j *job) start() error {
-	clock := j.net.Clock()
-	sched := driver.OnQueue(clock, j.epoch.UnixNano())
-	j.books = driver.NewBooks(func(row *rundir.RPC) {
+	sched := driver.OnQueue(j.net.Clock(), j.epoch.UnixNano())
+	j.run = driver.NewRun(sched, false, func(row *rundir.RPC) {
 		if j.outErr == nil {
 			j.outErr = j.out.RPC(row)
 		}
@@ -95,48 +91,27 @@ func (j *job) start() error {
 			j.hosts = append(j.hosts, hc)
 		}
 	}
-	j.drivers = map[string]*driver.Host{}
-	j.started = map[string]bool{} // a shared job's hosts have a driver per transport
-	j.perHost = map[string]*hostBooks{}
+	started := map[string]bool{} // a shared job's hosts have a driver per transport
 	for _, hc := range j.hosts {
 		h := j.net.Node(hc.Host)
-		if !j.started[hc.Host] {
-			j.started[hc.Host] = true
-			if err := j.startHost(h, len(j.started)); err != nil {
+		if !started[hc.Host] {
+			started[hc.Host] = true
+			if err := j.startHost(h, len(started)); err != nil {
 				return err
 			}
 			if j.servers[hc.Host] {
-				if err := j.serve(h, sched); err != nil {
+				if err := j.serve(h); err != nil {
 					return err
 				}
 			}
-			j.perHost[hc.Host] = &hostBooks{all: j.books}
 		}
-		d := driver.NewHost(hc, sched, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)}, j.perHost[hc.Host])
-		j.ds = append(j.ds, d)
-		j.drivers[hc.Host+" "+hc.Transport] = d
+		j.run.Add(hc, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)})
 	}
-	// Every client, then every matrix, then every collective, so that
-	// events due at one instant run in that order.
-	for _, d := range j.ds {
-		d.StartClient()
-	}
-	for _, d := range j.ds {
-		d.StartMatrices()
-	}
-	for _, d := range j.ds {
-		d.StartCollectives()
-	}
-	// Ticks keep the clock's queue from ever emptying, so it runs in steps
-	// of a millisecond.
-	j.end = clock.Now() + j.length.Nanoseconds()
-	for clock.Now() < j.end && slices.ContainsFunc(j.ds, (*driver.Host).Busy) {
-		clock.Run(min(j.end, clock.Now()+stepNs))
-	}
+	j.run.Start()
+	j.end = sched.Now() + j.length.Nanoseconds()
+	j.run.Pass(j.end)
 	return nil
 }
-
-const stepNs = int64(time.Millisecond)
 
 // finish runs the network through drain while RPCs are open, closes the
 // books and counts each host's transport; once, whoever asks first (the
@@ -147,21 +122,13 @@ func (j *job) finish(drain time.Duration) error {
 	if j.counters != nil {
 		return j.outErr
 	}
-	if j.books == nil { // a calibration's, run whole at its client's Status
+	if j.run == nil { // a calibration's, run whole at its client's Status
 		if err := j.start(); err != nil {
 			return err
 		}
 	}
-	clock := j.net.Clock()
-	open := func(d *driver.Host) bool { return d.Open() > 0 }
-	for deadline := j.end + drain.Nanoseconds(); slices.ContainsFunc(j.ds, open) && clock.Now() < deadline; {
-		clock.Run(min(deadline, clock.Now()+stepNs))
-	}
+	j.run.Stop(j.end + drain.Nanoseconds())
 	j.closed = true
-	for _, d := range j.ds {
-		d.Close()
-	}
-	j.books.Close() // every row is final now; one that is not still goes out
 	if j.outErr == nil {
 		j.outErr = j.out.Close()
 	}
@@ -171,8 +138,7 @@ func (j *job) finish(drain time.Duration) error {
 		if j.counters[name] != nil {
 			continue // a shared job's host, counted at its first driver
 		}
-		b := j.perHost[name].c
-		c := &agentpb.Counters{Issued: b.Issued, Completed: b.Completed, Failed: b.Failed, InFlight: b.InFlight, Transport: map[string]uint64{}}
+		c := j.run.Counters(name)
 		if t := j.net.Node(name).TCP(); t != nil {
 			c.Served = j.servedBy[name]
 			for k, v := range t.Stats().Map() {
@@ -193,75 +159,24 @@ func (j *job) finish(drain time.Duration) error {
 	return j.outErr
 }
 
-// hostBooks counts one host's RPCs and keeps them in the job's books,
-// which hand out every host's rows in the order issued.
-type hostBooks struct {
-	all *driver.Books
-	c   rundir.Books
-}
-
-func (b *hostBooks) Issued(row *rundir.RPC) {
-	b.c.Issued++
-	b.all.Issued(row)
-}
-
-func (b *hostBooks) Ended(row *rundir.RPC) {
-	if row.Status == rundir.StatusCompleted {
-		b.c.Completed++
-	} else {
-		b.c.Failed++
-	}
-	b.all.Ended(row)
-}
-
-func (b *hostBooks) InFlight(row *rundir.RPC) {
-	b.c.InFlight++
-	b.all.InFlight(row)
-}
-
-// served books one server's answer.
-func (j *job) served(row *rundir.Served) {
-	if j.outErr == nil {
-		j.outErr = j.out.Served(row)
-	}
-}
-
-// arrived tells host's drivers of a request its server on transport tr
-// has whole.
-func (j *job) arrived(host, tr string, req []byte, s driver.Scheduler) {
-	if d := j.drivers[host+" "+tr]; d != nil {
-		d.Arrived(req, s.Now())
-	}
-}
-
 // serve answers every request to ServerPort with the response length it
-// asks for, at once: the simulated server takes no time. With bookServed set,
-// each answer is booked as a served.csv row.
-func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
-	var zeros []byte
-	local := netip.AddrPortFrom(h.IP, ServerPort).String()
+// asks for, at once: the simulated server takes no time.
+func (j *job) serve(h *simnet.Node) error {
 	if t := h.TCP(); t != nil {
 		if j.servedBy == nil {
 			j.servedBy = map[string]uint64{}
 		}
 		tr := j.transportOf(true)
 		err := t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
-			j.arrived(h.Name, tr, sr.Req, s)
-			n := driver.ResponseLength(sr.Req)
 			j.servedBy[h.Name]++
-			now := j.net.Clock().Now()
-			if j.oneWay {
-				n = 0
-				_ = t.Delivered(now, sr) // fails only when replied twice
-			} else {
-				_ = t.Reply(now, sr, n)
-			}
-			if j.bookServed && !j.closed {
-				at := j.epoch.Add(time.Duration(now)).UnixNano()
-				j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
-					Server: local, Client: sr.Peer.String(), ReqBytes: int64(len(sr.Req)), RespBytes: int64(n),
-					ReqNs: at, ReplyNs: at, ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset})
-			}
+			j.answer(h, tr, sr.Req, func(n int) rundir.Served {
+				if j.oneWay {
+					_ = t.Delivered(j.net.Clock().Now(), sr) // fails only when replied twice
+				} else {
+					_ = t.Reply(j.net.Clock().Now(), sr, n)
+				}
+				return rundir.Served{Client: sr.Peer.String(), ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset}
+			})
 		})
 		if err != nil || h.Endpoint() == nil {
 			return err
@@ -269,29 +184,38 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	}
 	tr := j.transportOf(false)
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		j.arrived(h.Name, tr, sr.Request(), s)
-		n := driver.ResponseLength(sr.Request())
-		if j.oneWay {
-			n = 0
-		}
-		if len(zeros) < n {
-			zeros = make([]byte, n)
-		}
-		if j.bookServed && !j.closed {
-			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
-			j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
-				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
-				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
-		}
-		if j.oneWay {
-			_ = h.Drop(sr) // fails only when replied twice
-			if c := j.byIP[sr.Peer().Addr()]; c != nil {
-				c.Delivered(sr.ID())
+		j.answer(h, tr, sr.Request(), func(n int) rundir.Served {
+			if !j.oneWay {
+				_ = h.Reply(sr, j.zeros.Zeros(n)) // fails only for an RPC its client gave up
+			} else {
+				_ = h.Drop(sr) // fails only when replied twice
+				if c := j.byIP[sr.Peer().Addr()]; c != nil {
+					c.Delivered(sr.ID())
+				}
 			}
-			return
-		}
-		_ = h.Reply(sr, zeros[:n]) // fails only for an RPC its client gave up
+			return rundir.Served{Client: sr.Peer().String(), RPCID: sr.ID(), RecoveryFromNs: driver.UnixNs(sr.RecoveryFrom())}
+		})
 	})
+}
+
+// answer is what host h's server on transport tr does with a request it
+// has whole, now: it tells the host's drivers, has reply send the answer
+// of the length the request asks for (none for a one-way message) and,
+// with bookServed set, books it as a served.csv row with the keys reply
+// returns.
+func (j *job) answer(h *simnet.Node, tr string, req []byte, reply func(n int) rundir.Served) {
+	now := j.epoch.UnixNano() + j.net.Clock().Now()
+	j.run.Arrived(h.Name, tr, req, now)
+	n := driver.ResponseLength(req)
+	if j.oneWay {
+		n = 0
+	}
+	row := reply(n)
+	if j.bookServed && !j.closed && j.outErr == nil {
+		row.Experiment, row.Transport, row.ServerHost, row.Server = j.name, tr, h.Name, netip.AddrPortFrom(h.IP, ServerPort).String()
+		row.ReqBytes, row.RespBytes, row.ReqNs, row.ReplyNs = int64(len(req)), int64(n), now, now
+		j.outErr = j.out.Served(&row)
+	}
 }
 
 // simTransport sends a simulated host's RPCs: on its Homa endpoint or,
@@ -331,12 +255,12 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 	}
 	ended := func(resp []byte, info homa.CallInfo, err error) {
 		r := driver.Result{Err: err, ID: info.ID, Retries: int64(info.Retries()),
-			ReqOutNs: unixNs(info.RequestSent), FirstRespNs: unixNs(info.FirstResponse), RecoveryFromNs: unixNs(info.RecoveryFrom),
+			ReqOutNs: driver.UnixNs(info.RequestSent), FirstRespNs: driver.UnixNs(info.FirstResponse), RecoveryFromNs: driver.UnixNs(info.RecoveryFrom),
 			GrantsIn: int64(info.GrantsReceived), GrantsOut: int64(info.GrantsSent)}
 		if err != nil {
 			r.Reason = homa.Reason(err)
 		} else {
-			r.RespBytes, r.DoneNs = int64(len(resp)), unixNs(info.Done)
+			r.RespBytes, r.DoneNs = int64(len(resp)), driver.UnixNs(info.Done)
 		}
 		end(r)
 	}
@@ -345,11 +269,4 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 		return
 	}
 	h.Call(target.Addr, req, ended)
-}
-
-func unixNs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
-	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/rundir"
@@ -323,13 +322,11 @@ func (r *Network) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 	tp := agents.Requests{Fabric: r.fab, Calibration: r.calib}.TCPParams(t)
 	cfg := &tcpmodel.Config{MSS: r.fab.MTU - ipTCPHeaders, Law: law, ConnsPerPeer: int(tp.GetConnectionsPerPeer()),
 		OpenWhenBusy: t.TCP.OpenWhenBusy, DelayedAck: true, MinRTO: t.TCP.MinRTO.D(), InitRTO: t.TCP.MinRTO.D()}
-	if tp.GetPias() {
-		us := time.Microsecond
-		pc := pias.ForRun(tp.GetLinkBps(), time.Duration(max(tp.GetBaseRttUs(), 1))*us, tp.GetPiasThresholds(),
-			time.Duration(tp.GetPiasIdleResetUs())*us)
-		if err := pc.Validate(); err != nil {
-			return nil, fmt.Errorf("transport %s: %w", t.Config(), err)
-		}
+	pc, withPIAS, err := driver.PIASOf(tp)
+	if err != nil {
+		return nil, fmt.Errorf("transport %s: %w", t.Config(), err)
+	}
+	if withPIAS {
 		cfg.PIAS = &tcpmodel.PIAS{Thresholds: pc.Thresholds, IdleReset: pc.IdleReset}
 		for i := range pc.Levels() {
 			cfg.PIAS.DSCP = append(cfg.PIAS.DSCP, pc.LevelDSCP(i))
