@@ -25,13 +25,19 @@ func RequestBuffer(maxLen int, respBytes uint32) []byte {
 
 // ResponseLength is the response length req asks for: its first four
 // bytes, or its own length (an echo) when they are zero or it is shorter.
-func ResponseLength(req []byte) int {
-	if len(req) >= appHeaderLen {
-		if want := binary.BigEndian.Uint32(req); want > 0 {
+func ResponseLength(req []byte) int { return ResponseLengthOf(req, len(req)) }
+
+// ResponseLengthOf is ResponseLength of a request of length bytes of
+// which head holds the first ones (all of them, or at least the
+// application header's), as a simulator that keeps only a message's
+// first bytes hands it over.
+func ResponseLengthOf(head []byte, length int) int {
+	if length >= appHeaderLen && len(head) >= appHeaderLen {
+		if want := binary.BigEndian.Uint32(head); want > 0 {
 			return int(want)
 		}
 	}
-	return len(req)
+	return length
 }
 
 // A collective's step message starts with the application header (the

@@ -2,6 +2,7 @@ package homa
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -24,6 +25,8 @@ type resendReq struct {
 
 // msgOut is an outbound message as the sender sees it.
 type msgOut struct {
+	// data is the message's bytes the Endpoint carries: all of them, or
+	// its first Endpoint.keep (body).
 	data      []byte
 	length    uint32
 	next      uint32 // next byte to send for the first time
@@ -39,6 +42,49 @@ type msgOut struct {
 	birth  time.Duration
 	queued bool // in the endpoint's send queue
 }
+
+// body is an outbound message as the Endpoint keeps it: its length and
+// the bytes of it the Endpoint carries (msgOut.data).
+type body struct {
+	data   []byte
+	length uint32
+}
+
+// bodyOf is msg as the Endpoint keeps it: whole, or a copy of its first
+// keep bytes, so that the caller's buffer is not held for the rest.
+func (e *Endpoint) bodyOf(msg []byte) body {
+	if n := uint32(len(msg)); n > e.keep {
+		return body{data: slices.Clone(msg[:e.keep]), length: n}
+	}
+	return body{data: msg, length: uint32(len(msg))}
+}
+
+// appendBody appends bytes [off, off+n) of o's message to the packet
+// being built in buf; those the Endpoint does not carry become the
+// packet's Pad (txCommitTOS).
+func (e *Endpoint) appendBody(buf []byte, o *msgOut, off, n uint32) []byte {
+	have := uint32(len(o.data))
+	if off < have {
+		buf = append(buf, o.data[off:min(off+n, have)]...)
+	}
+	if end := off + n; end > have {
+		e.state.txPad += int(end - max(off, have))
+	}
+	return buf
+}
+
+// keepBody writes payload, the bytes of an inbound message from offset
+// off, into buf, which holds the message's first bytes the Endpoint
+// keeps (all of them, or its first Endpoint.keep).
+func keepBody(buf []byte, off uint32, payload []byte) {
+	if off < uint32(len(buf)) {
+		copy(buf[off:], payload)
+	}
+}
+
+// bodyBuf is an inbound message's buffer for a message of n bytes: the
+// bytes of it the Endpoint keeps.
+func (e *Endpoint) bodyBuf(n uint32) []byte { return make([]byte, min(n, e.keep)) }
 
 func (o *msgOut) sendable() bool {
 	return len(o.rexmit) > 0 || (o.next < o.granted && o.next < o.length)
@@ -180,6 +226,10 @@ type CallInfo struct {
 	// retransmission or, for a lost request, RPC_UNKNOWN and a restart).
 	// Zero if the Call never waited for a lost packet.
 	RecoveryFrom time.Time
+	// RespLength is the response's length in bytes, 0 without one:
+	// len(resp), unless the Endpoint keeps only a message's first bytes
+	// (DrivenConfig.HeadBytes).
+	RespLength int
 }
 
 // GrantEvent is one GRANT of a traced Call.

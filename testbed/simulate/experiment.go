@@ -77,6 +77,10 @@ type job struct {
 	stats   map[string]switchstats.Stats
 	statsAt int64
 	cards   map[string]*postcards
+
+	// zeros are every simulated server's responses, shared: the
+	// endpoints copy only a message's first bytes (headBytes).
+	zeros []byte
 }
 
 // start starts every host's drivers and runs the network through the
@@ -238,7 +242,6 @@ func (j *job) arrived(host, tr string, req []byte, s driver.Scheduler) {
 // asks for, at once: the simulated server takes no time. With bookServed set,
 // each answer is booked as a served.csv row.
 func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
-	var zeros []byte
 	local := netip.AddrPortFrom(h.IP, ServerPort).String()
 	if t := h.TCP(); t != nil {
 		if j.servedBy == nil {
@@ -270,17 +273,17 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 	tr := j.transportOf(false)
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
 		j.arrived(h.Name, tr, sr.Request(), s)
-		n := driver.ResponseLength(sr.Request())
+		n := driver.ResponseLengthOf(sr.Request(), sr.Length())
 		if j.oneWay {
 			n = 0
 		}
-		if len(zeros) < n {
-			zeros = make([]byte, n)
+		if len(j.zeros) < n {
+			j.zeros = make([]byte, n)
 		}
 		if j.bookServed && !j.closed {
 			now := j.epoch.Add(time.Duration(j.net.Clock().Now())).UnixNano()
 			j.served(&rundir.Served{Experiment: j.name, Transport: tr, ServerHost: h.Name,
-				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(len(sr.Request())),
+				Server: local, Client: sr.Peer().String(), RPCID: sr.ID(), ReqBytes: int64(sr.Length()),
 				RespBytes: int64(n), ReqNs: now, ReplyNs: now, RecoveryFromNs: unixNs(sr.RecoveryFrom())})
 		}
 		if j.oneWay {
@@ -290,7 +293,7 @@ func (j *job) serve(h *simnet.Node, s driver.Scheduler) error {
 			}
 			return
 		}
-		_ = h.Reply(sr, zeros[:n]) // fails only for an RPC its client gave up
+		_ = h.Reply(sr, j.zeros[:n]) // fails only for an RPC its client gave up
 	})
 }
 
@@ -336,7 +339,7 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 		if err != nil {
 			r.Reason = homa.Reason(err)
 		} else {
-			r.RespBytes, r.DoneNs = int64(len(resp)), unixNs(info.Done)
+			r.RespBytes, r.DoneNs = int64(info.RespLength), unixNs(info.Done)
 		}
 		end(r)
 	}
