@@ -99,9 +99,8 @@ type Network struct {
 	// frames are frame buffers back from delivered and dropped frames.
 	frames [][]byte
 	// postcard, when set, receives every frame a switch sends, as the
-	// embedded switch records it; arrivals holds the frames queued meanwhile.
+	// embedded switch records it.
 	postcard func(sw string, p *switchstats.Postcard)
-	arrivals map[*byte]arrival
 	card     switchstats.Postcard
 	// tcp is the TCP model's hosts, once a Node has started one;
 	// scheduleFn schedules their timers, made once.
@@ -109,16 +108,10 @@ type Network struct {
 	scheduleFn tcpmodel.Schedule
 }
 
-// arrival is when and where a queued frame came into its switch.
-type arrival struct {
-	at   int64
-	port uint16
-}
-
 // OnPostcard has every switch report each frame it sends to fn, with the
 // times on the simulation's clock (ns since it started).
 func (n *Network) OnPostcard(fn func(sw string, p *switchstats.Postcard)) {
-	n.postcard, n.arrivals = fn, map[*byte]arrival{}
+	n.postcard = fn
 }
 
 // New builds the network; nothing happens until its Clock runs.
@@ -290,7 +283,7 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
 	q := min(v.Queue, dataplane.NumQueues-1)
 	depth := uint32(p.depths[q].len())
-	ok := p.pm.Enqueue(f, v, p.n.clock.now)
+	ok := p.pm.Enqueue(f, v, p.n.clock.now, inPort)
 	if !ok {
 		p.queueDrops++
 		p.n.freeFrame(f)
@@ -453,27 +446,18 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 		s.n.freeFrame(f)
 		return
 	}
-	if s.n.postcard != nil && len(f) > 0 {
-		s.n.arrivals[&f[0]] = arrival{at: s.n.clock.now, port: inPort}
-	}
-	if !p.enqueue(f, v, inPort) && s.n.postcard != nil && len(f) > 0 {
-		delete(s.n.arrivals, &f[0])
-	}
+	p.enqueue(f, v, inPort)
 }
 
-// sent reports a frame switch port p sends, as a postcard.
+// sent reports a frame switch port p sends, as a postcard: it arrived
+// and was queued at once (the pipeline takes no time of its own).
 func (n *Network) sent(p *port, d *dataplane.PortDeparture) {
 	if len(d.Frame) == 0 {
 		return
 	}
-	a, ok := n.arrivals[&d.Frame[0]]
-	if !ok {
-		return
-	}
-	delete(n.arrivals, &d.Frame[0])
 	c := &n.card
-	c.ArrivalNs, c.EnqueueNs, c.DequeueNs = a.at, a.at, d.Start
-	c.IngressPort, c.EgressPort, c.Queue, c.FrameLen = a.port, p.num, d.Queue, uint16(len(d.Frame))
+	c.ArrivalNs, c.EnqueueNs, c.DequeueNs = d.EnqueueNs, d.EnqueueNs, d.Start
+	c.IngressPort, c.EgressPort, c.Queue, c.FrameLen = d.InPort, p.num, d.Queue, uint16(len(d.Frame))
 	c.ParseKey(d.Frame)
 	n.postcard(p.sw.name, c)
 }

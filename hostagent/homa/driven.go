@@ -55,7 +55,9 @@ type DrivenConfig struct {
 	// A received message then holds its first HeadBytes bytes
 	// (ServerRPC.Length and CallInfo.RespLength say its length); the
 	// memory bounds charge it as though it held them all, so the protocol
-	// acts alike either way. 0 carries every byte.
+	// acts alike either way. The Endpoint copies those bytes when it is
+	// given a message, so the caller may reuse its buffer at once. 0
+	// carries every byte.
 	HeadBytes int
 }
 

@@ -1,6 +1,7 @@
 package homa
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -50,13 +51,15 @@ type body struct {
 	length uint32
 }
 
-// bodyOf is msg as the Endpoint keeps it: whole, or a copy of its first
-// keep bytes, so that the caller's buffer is not held for the rest.
+// bodyOf is msg as the Endpoint keeps it: whole, or, when it keeps only
+// a message's first bytes, a copy of them, so that the caller may reuse
+// its buffer at once.
 func (e *Endpoint) bodyOf(msg []byte) body {
-	if n := uint32(len(msg)); n > e.keep {
-		return body{data: slices.Clone(msg[:e.keep]), length: n}
+	n := uint32(len(msg))
+	if e.keep == math.MaxUint32 {
+		return body{data: msg, length: n}
 	}
-	return body{data: msg, length: uint32(len(msg))}
+	return body{data: slices.Clone(msg[:min(n, e.keep)]), length: n}
 }
 
 // appendBody appends bytes [off, off+n) of o's message to the packet

@@ -79,8 +79,9 @@ type job struct {
 	cards   map[string]*postcards
 
 	// zeros are every simulated server's responses, shared: the
-	// endpoints copy only a message's first bytes (headBytes).
-	zeros []byte
+	// endpoints copy only a message's first bytes (headBytes); lent is
+	// the buffer of every step message (simTransport.LendBuffer).
+	zeros, lent []byte
 }
 
 // start starts every host's drivers and runs the network through the
@@ -348,6 +349,21 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 		return
 	}
 	h.Call(target.Addr, req, ended)
+}
+
+// LendBuffer lends every host's step messages one zeroed buffer
+// (driver.BufferLender): the endpoints copy the header, what they keep of
+// a message (headBytes), when they take it. The TCP model holds a
+// request until it is delivered: it is lent none.
+func (st simTransport) LendBuffer(n int) []byte {
+	if st.tcp {
+		return nil
+	}
+	j := st.j
+	if len(j.lent) < n {
+		j.lent = make([]byte, n)
+	}
+	return j.lent[:n]
 }
 
 func unixNs(t time.Time) int64 {
