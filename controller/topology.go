@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
@@ -31,6 +32,18 @@ type Topology struct {
 	// so a switch's ipv4_lpm holds a route per edge switch); 0 routes every
 	// host by its /32.
 	RoutePrefix int `yaml:"route_prefix,omitempty" json:"route_prefix,omitempty"`
+
+	// routes are the switches' next hops over every link, searched once
+	// per switch after validate (programming, syncing and verifying a
+	// switch each ask for them); nil searches every time.
+	routes *routeCache
+}
+
+// routeCache holds nextHops's answers by switch; the maps it hands out
+// are shared and read-only.
+type routeCache struct {
+	mu   sync.Mutex
+	hops map[string]map[string][]int
 }
 
 // Pipeline names the files pushed to the switches.
@@ -164,6 +177,7 @@ func (t *Topology) findSwitch(name string) *Switch {
 // to declared switches and ports; and every host reachable from every
 // switch. All problems are reported together.
 func (t *Topology) validate() error {
+	t.routes = &routeCache{hops: map[string]map[string][]int{}} // the topology may have changed since
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(t.Switches) == 0 {
@@ -285,7 +299,20 @@ func (t *Topology) checkReachable() []error {
 // nextHops returns, for every other switch, the ports of from that start a
 // shortest path to it (several when paths tie: the ECMP set), in port order.
 func (t *Topology) nextHops(from string) map[string][]int {
-	return t.nextHopsWithout(from, nil)
+	c := t.routes
+	if c == nil {
+		return t.nextHopsWithout(from, nil)
+	}
+	c.mu.Lock()
+	hops, ok := c.hops[from]
+	c.mu.Unlock()
+	if !ok {
+		hops = t.nextHopsWithout(from, nil)
+		c.mu.Lock()
+		c.hops[from] = hops
+		c.mu.Unlock()
+	}
+	return hops
 }
 
 // nextHopsWithout is nextHops over the links whose ends are not in down.
