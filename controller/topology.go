@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"net/netip"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/homatb/homatb/controller/p4rtclient"
 	"github.com/homatb/homatb/p4"
@@ -30,6 +32,18 @@ type Topology struct {
 	// so a switch's ipv4_lpm holds a route per edge switch); 0 routes every
 	// host by its /32.
 	RoutePrefix int `yaml:"route_prefix,omitempty" json:"route_prefix,omitempty"`
+
+	// routes are the switches' next hops over every link, searched once
+	// per switch after validate (programming, syncing and verifying a
+	// switch each ask for them); nil searches every time.
+	routes *routeCache
+}
+
+// routeCache holds nextHops's answers by switch; the maps it hands out
+// are shared and read-only.
+type routeCache struct {
+	mu   sync.Mutex
+	hops map[string]map[string][]int
 }
 
 // Pipeline names the files pushed to the switches.
@@ -163,6 +177,7 @@ func (t *Topology) findSwitch(name string) *Switch {
 // to declared switches and ports; and every host reachable from every
 // switch. All problems are reported together.
 func (t *Topology) validate() error {
+	t.routes = &routeCache{hops: map[string]map[string][]int{}} // the topology may have changed since
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(t.Switches) == 0 {
@@ -284,54 +299,124 @@ func (t *Topology) checkReachable() []error {
 // nextHops returns, for every other switch, the ports of from that start a
 // shortest path to it (several when paths tie: the ECMP set), in port order.
 func (t *Topology) nextHops(from string) map[string][]int {
-	return t.nextHopsWithout(from, nil)
+	c := t.routes
+	if c == nil {
+		return t.nextHopsWithout(from, nil)
+	}
+	c.mu.Lock()
+	hops, ok := c.hops[from]
+	c.mu.Unlock()
+	if !ok {
+		hops = t.nextHopsWithout(from, nil)
+		c.mu.Lock()
+		c.hops[from] = hops
+		c.mu.Unlock()
+	}
+	return hops
 }
 
 // nextHopsWithout is nextHops over the links whose ends are not in down.
+// It runs once per switch programmed and again per sync: switches and
+// ports are numbered and each switch's first-hop ports are a bit set, so
+// a search of a fabric of a thousand switches allocates a few slices, not
+// a map per switch reached.
 func (t *Topology) nextHopsWithout(from string, down map[linkEnd]bool) map[string][]int {
-	adj := map[string][]Link{}
+	idx := make(map[string]int32, len(t.Switches))
+	var names []string
+	num := func(name string) int32 {
+		i, ok := idx[name]
+		if !ok {
+			i = int32(len(names))
+			idx[name] = i
+			names = append(names, name)
+		}
+		return i
+	}
+	for _, s := range t.Switches {
+		num(s.Name)
+	}
+	// Directed hops, both ways of every link that is up, by source in a
+	// compressed adjacency list (each switch's hops in link order).
+	type hop struct {
+		to   int32
+		port int
+	}
+	var hops []hop
+	var srcs []int32
+	maxPort := 0
 	for _, l := range t.Links {
-		if down[linkEnd{l.A, l.APort}] || down[linkEnd{l.B, l.BPort}] {
+		if down[linkEnd{l.A, l.APort}] || down[linkEnd{l.B, l.BPort}] || l.APort < 0 || l.BPort < 0 { // validate refuses negative ports
 			continue
 		}
-		adj[l.A] = append(adj[l.A], l)
-		adj[l.B] = append(adj[l.B], Link{A: l.B, APort: l.BPort, B: l.A, BPort: l.APort})
+		a, b := num(l.A), num(l.B)
+		hops = append(hops, hop{b, l.APort}, hop{a, l.BPort})
+		srcs = append(srcs, a, b)
+		maxPort = max(maxPort, l.APort, l.BPort)
+	}
+	n := len(names)
+	start := make([]int32, n+1)
+	for _, s := range srcs {
+		start[s+1]++
+	}
+	for i := range n {
+		start[i+1] += start[i]
+	}
+	adj := make([]hop, len(hops))
+	fill := slices.Clone(start[:n])
+	for k, h := range hops {
+		adj[fill[srcs[k]]] = h
+		fill[srcs[k]]++
 	}
 	// Breadth-first search from the source, carrying the set of first-hop
 	// ports with which each switch is reached at its shortest distance.
-	dist := map[string]int{from: 0}
-	first := map[string]map[int]bool{}
-	frontier := []string{from}
+	words := maxPort/64 + 1
+	first := make([]uint64, n*words)
+	dist := make([]int32, n)
+	for i := range dist {
+		dist[i] = -1
+	}
+	src := num(from)
+	if int(src) >= n { // a switch with no links: nothing to reach
+		return map[string][]int{}
+	}
+	dist[src] = 0
+	frontier := []int32{src}
+	var next []int32
 	for len(frontier) > 0 {
-		var next []string
+		next = next[:0]
 		for _, sw := range frontier {
-			for _, l := range adj[sw] {
-				d, seen := dist[l.B]
-				if seen && d < dist[sw]+1 {
+			for _, h := range adj[start[sw]:start[sw+1]] {
+				if d := dist[h.to]; d >= 0 && d < dist[sw]+1 {
 					continue
 				}
-				if !seen {
-					dist[l.B] = dist[sw] + 1
-					first[l.B] = map[int]bool{}
-					next = append(next, l.B)
+				if dist[h.to] < 0 {
+					dist[h.to] = dist[sw] + 1
+					next = append(next, h.to)
 				}
-				if sw == from {
-					first[l.B][l.APort] = true
+				to := first[int(h.to)*words : int(h.to+1)*words]
+				if sw == src {
+					to[h.port/64] |= 1 << (h.port % 64)
 				} else {
-					for p := range first[sw] {
-						first[l.B][p] = true
+					for w, set := range first[int(sw)*words : int(sw+1)*words] {
+						to[w] |= set
 					}
 				}
 			}
 		}
-		frontier = next
+		frontier, next = next, frontier
 	}
 	out := map[string][]int{}
-	for sw, ports := range first {
-		for p := range ports {
-			out[sw] = append(out[sw], p)
+	for i := range n {
+		if dist[i] <= 0 {
+			continue
 		}
-		slices.Sort(out[sw])
+		var ports []int
+		for w, set := range first[i*words : (i+1)*words] {
+			for ; set != 0; set &= set - 1 {
+				ports = append(ports, w*64+bits.TrailingZeros64(set))
+			}
+		}
+		out[names[i]] = ports
 	}
 	return out
 }

@@ -25,13 +25,19 @@ func RequestBuffer(maxLen int, respBytes uint32) []byte {
 
 // ResponseLength is the response length req asks for: its first four
 // bytes, or its own length (an echo) when they are zero or it is shorter.
-func ResponseLength(req []byte) int {
-	if len(req) >= appHeaderLen {
-		if want := binary.BigEndian.Uint32(req); want > 0 {
+func ResponseLength(req []byte) int { return ResponseLengthOf(req, len(req)) }
+
+// ResponseLengthOf is ResponseLength of a request of length bytes of
+// which head holds the first ones (all of them, or at least the
+// application header's), as a simulator that keeps only a message's
+// first bytes hands it over.
+func ResponseLengthOf(head []byte, length int) int {
+	if length >= appHeaderLen && len(head) >= appHeaderLen {
+		if want := binary.BigEndian.Uint32(head); want > 0 {
 			return int(want)
 		}
 	}
-	return len(req)
+	return length
 }
 
 // A collective's step message starts with the application header (the
@@ -83,7 +89,34 @@ func IsStepMessage(req []byte) bool {
 // header, after magic, carries st's four numbers; connection matrices'
 // messages use the same layout under their own magic.
 func stepMessage(n int, magic [8]byte, st CollectiveStep) []byte {
-	buf := make([]byte, max(n, StepHeaderLen))
+	return putStepHeader(make([]byte, max(n, StepHeaderLen)), magic, st)
+}
+
+// BufferLender is a Transport that lends the buffers of the step messages
+// (collectives' and matrices' requests) it is given: the simulator's,
+// whose endpoints copy a message's first bytes when they take it and
+// carry its length only, lends one buffer to every host instead of one
+// allocated per message.
+type BufferLender interface {
+	// LendBuffer returns n bytes, zero past the step header, to be filled
+	// and passed to Call at once; nil when it lends none.
+	LendBuffer(n int) []byte
+}
+
+// stepMessage is stepMessage in a buffer the host's transport lends, if
+// it does.
+func (h *Host) stepMessage(n int, magic [8]byte, st CollectiveStep) []byte {
+	if l, ok := h.tr.(BufferLender); ok {
+		if b := l.LendBuffer(max(n, StepHeaderLen)); b != nil {
+			return putStepHeader(b, magic, st)
+		}
+	}
+	return stepMessage(n, magic, st)
+}
+
+// putStepHeader writes the step header (the application header, magic and
+// st's four numbers) into buf's first StepHeaderLen bytes.
+func putStepHeader(buf []byte, magic [8]byte, st CollectiveStep) []byte {
 	binary.BigEndian.PutUint32(buf[0:4], 1)
 	copy(buf[4:12], magic[:])
 	binary.BigEndian.PutUint32(buf[12:16], st.ID)
@@ -180,7 +213,7 @@ func (c *collective) arrived(st CollectiveStep, at int64) {
 // launch sends and books each step message.
 func (c *collective) launch(ls []workloads.CollectiveLaunch) {
 	for _, l := range ls {
-		req := CollectiveMessage(l.Bytes, CollectiveStep{ID: c.spec.ID, Iter: l.Iter, Step: l.Step, Rank: c.spec.Rank})
+		req := c.h.stepMessage(l.Bytes, collMagic, CollectiveStep{ID: c.spec.ID, Iter: l.Iter, Step: l.Step, Rank: c.spec.Rank})
 		row := &rundir.RPC{Phase: rundir.PhaseMeasure, ReqBytes: int64(l.Bytes), IntendedNs: l.Ready,
 			Collective: c.spec.Phase, Iteration: int64(l.Iter), Step: int64(l.Step), InputNs: l.Input, ComputeNs: l.ComputeNs}
 		sent := c.h.call(row, c.spec.Targets[l.Dest], req, func(ok bool) {

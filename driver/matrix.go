@@ -20,11 +20,16 @@ const (
 // (notify false, num its index in the matrix) or a trigger notification
 // (notify true, num the trigger id), sent by node.
 func MatrixMessage(n int, id uint32, notify bool, num, node int) []byte {
+	return stepMessage(n, matrixMagic, matrixStep(id, notify, num, node))
+}
+
+// matrixStep is the header of a matrix message (MatrixMessage).
+func matrixStep(id uint32, notify bool, num, node int) CollectiveStep {
 	kind := matrixFlow
 	if notify {
 		kind = matrixNotify
 	}
-	return stepMessage(n, matrixMagic, CollectiveStep{ID: id, Iter: kind, Step: num, Rank: node})
+	return CollectiveStep{ID: id, Iter: kind, Step: num, Rank: node}
 }
 
 // ParseMatrixMessage reads a connection matrix's message header: the
@@ -119,7 +124,8 @@ func (p *matrix) launchFlows(ls []workloads.MatrixLaunch) {
 		f := p.m.Flows[l.Flow]
 		row := &rundir.RPC{Phase: rundir.PhaseMeasure, ReqBytes: max(f.Size, workloads.MinCollectiveMessage),
 			IntendedNs: l.Ready, InputNs: l.Input, Matrix: p.spec.Phase, Flow: int64(f.ID), Trigger: int64(f.Trigger)}
-		h.call(row, p.spec.Targets[f.Dst], MatrixMessage(int(f.Size), p.spec.ID, false, l.Flow, p.spec.Rank), func(ok bool) {
+		req := h.stepMessage(int(f.Size), matrixMagic, matrixStep(p.spec.ID, false, l.Flow, p.spec.Rank))
+		h.call(row, p.spec.Targets[f.Dst], req, func(ok bool) {
 			if ok {
 				p.activate(f.SendDone, h.sched.Now())
 			}
@@ -149,6 +155,7 @@ func (p *matrix) activate(k int, at int64) {
 		}
 		row := &rundir.RPC{Phase: rundir.PhaseMeasure, ReqBytes: workloads.MinCollectiveMessage,
 			IntendedNs: at, InputNs: at, Matrix: p.spec.Phase, Trigger: int64(k)}
-		h.call(row, p.spec.Targets[n], MatrixMessage(workloads.MinCollectiveMessage, p.spec.ID, true, k, p.spec.Rank), nil)
+		req := h.stepMessage(workloads.MinCollectiveMessage, matrixMagic, matrixStep(p.spec.ID, true, k, p.spec.Rank))
+		h.call(row, p.spec.Targets[n], req, nil)
 	}
 }

@@ -4,8 +4,10 @@
 // and a propagation delay, and switches that are tor.p4's pipeline
 // (p4/pipeline, programmed with the controller's table entries) in front
 // of the switch's own traffic manager and shaper (p4/dataplane.PortModel).
-// Frames carry real bytes in homatb's wire format. Nothing in it reads the
-// wall clock or starts a goroutine, so a run repeats exactly.
+// Frames carry real headers in homatb's wire format and have their real
+// length; with Config.HeadBytes the payload past a message's first bytes
+// is neither written nor read. Nothing in it reads the wall clock or
+// starts a goroutine, so a run repeats exactly.
 package simnet
 
 // event is something that happens at a time: fn, or frameFn with frame,

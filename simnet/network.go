@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -76,6 +75,11 @@ type Config struct {
 	Switches map[string]*pipeline.Pipeline
 	// Seed makes loss repeatable.
 	Seed uint64
+	// HeadBytes, when positive, has the hosts' endpoints carry only each
+	// message's first HeadBytes bytes (homa.DrivenConfig.HeadBytes):
+	// frames have their real length, and the payload past those bytes is
+	// neither written nor read. 0 carries every byte.
+	HeadBytes int
 	// PFC is the switches' priority flow control (zero: off): PAUSE
 	// frames go on the links as the embedded switch sends them, switches
 	// obey them on their ports and the hosts' roce endpoints on theirs.
@@ -88,16 +92,15 @@ type Network struct {
 	clock    Clock
 	hosts    []*Node
 	byName   map[string]*Node
-	byIP     map[netip.Addr]*Node
+	byIP     map[uint32]*Node // by IPv4 address (v4)
 	switches map[string]*swtch
 	names    []string // switch names, sorted
 	rng      *rand.Rand
 	// frames are frame buffers back from delivered and dropped frames.
 	frames [][]byte
 	// postcard, when set, receives every frame a switch sends, as the
-	// embedded switch records it; arrivals holds the frames queued meanwhile.
+	// embedded switch records it.
 	postcard func(sw string, p *switchstats.Postcard)
-	arrivals map[*byte]arrival
 	card     switchstats.Postcard
 	// tcp is the TCP model's hosts, once a Node has started one;
 	// scheduleFn schedules their timers, made once.
@@ -105,16 +108,10 @@ type Network struct {
 	scheduleFn tcpmodel.Schedule
 }
 
-// arrival is when and where a queued frame came into its switch.
-type arrival struct {
-	at   int64
-	port uint16
-}
-
 // OnPostcard has every switch report each frame it sends to fn, with the
 // times on the simulation's clock (ns since it started).
 func (n *Network) OnPostcard(fn func(sw string, p *switchstats.Postcard)) {
-	n.postcard, n.arrivals = fn, map[*byte]arrival{}
+	n.postcard = fn
 }
 
 // New builds the network; nothing happens until its Clock runs.
@@ -125,7 +122,7 @@ func New(cfg Config) (*Network, error) {
 	if cfg.QueueDepthPkts == 0 {
 		cfg.QueueDepthPkts = dataplane.DefaultQueueDepthPkts
 	}
-	n := &Network{cfg: cfg, byName: map[string]*Node{}, byIP: map[netip.Addr]*Node{},
+	n := &Network{cfg: cfg, byName: map[string]*Node{}, byIP: map[uint32]*Node{},
 		switches: map[string]*swtch{}, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51e7))}
 	n.scheduleFn = n.clock.AtTime
 	for name, pl := range cfg.Switches {
@@ -133,7 +130,7 @@ func New(cfg Config) (*Network, error) {
 			return nil, fmt.Errorf("simnet: switch %s has no pipeline", name)
 		}
 		pl.SetClock(func() int64 { return n.clock.now }) // the meters run on virtual time
-		sw := &swtch{n: n, name: name, pl: pl, ports: map[uint16]*port{}}
+		sw := &swtch{n: n, name: name, pl: pl}
 		for p := range sw.defences {
 			sw.defences[p][0], sw.defences[p][1], sw.defences[p][2] = pl.DefenceCounters(uint16(p))
 		}
@@ -146,7 +143,10 @@ func New(cfg Config) (*Network, error) {
 		if sw == nil {
 			return nil, fmt.Errorf("simnet: host %s: no switch %q", h.Name, h.Switch)
 		}
-		if n.byName[h.Name] != nil || n.byIP[h.IP] != nil {
+		if !h.IP.Is4() {
+			return nil, fmt.Errorf("simnet: host %s: address %v is not IPv4", h.Name, h.IP)
+		}
+		if n.byName[h.Name] != nil || n.byIP[v4(h.IP)] != nil {
 			return nil, fmt.Errorf("simnet: host %s: name or address %v used twice", h.Name, h.IP)
 		}
 		node := &Node{n: n, Host: h}
@@ -160,28 +160,30 @@ func New(cfg Config) (*Network, error) {
 		} else {
 			node.nic = n.newPort(toSwitch, toSwitchDelay, cfg.RateBps, nicQueuePkts, 0)
 		}
-		if sw.ports[h.Port] != nil {
+		if sw.ports.get(h.Port) != nil {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
-		sw.ports[h.Port] = n.newPort(node.receive, cfg.Delay+cfg.HostRxDelay, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		sw.ports[h.Port].sw, sw.ports[h.Port].num = sw, h.Port
+		hp := n.newPort(node.receive, cfg.Delay+cfg.HostRxDelay, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		hp.sw, hp.num = sw, h.Port
+		sw.ports.set(h.Port, hp)
 		n.hosts = append(n.hosts, node)
-		n.byName[h.Name], n.byIP[h.IP] = node, node
+		n.byName[h.Name], n.byIP[v4(h.IP)] = node, node
 	}
 	for _, l := range cfg.Links {
 		a, b := n.switches[l.A], n.switches[l.B]
 		if a == nil || b == nil {
 			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: unknown switch", l.A, l.APort, l.B, l.BPort)
 		}
-		if a.ports[l.APort] != nil || b.ports[l.BPort] != nil {
+		if a.ports.get(l.APort) != nil || b.ports.get(l.BPort) != nil {
 			return nil, fmt.Errorf("simnet: link %s:%d-%s:%d: port used twice", l.A, l.APort, l.B, l.BPort)
 		}
 		up := cmp.Or(l.RateBps, cfg.UplinkBps, cfg.RateBps)
 		hop := cfg.Delay + cfg.SwitchDelay
-		a.ports[l.APort] = n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		b.ports[l.BPort] = n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		a.ports[l.APort].sw, a.ports[l.APort].num = a, l.APort
-		b.ports[l.BPort].sw, b.ports[l.BPort].num = b, l.BPort
+		ap := n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		bp := n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		ap.sw, ap.num, bp.sw, bp.num = a, l.APort, b, l.BPort
+		a.ports.set(l.APort, ap)
+		b.ports.set(l.BPort, bp)
 	}
 	return n, nil
 }
@@ -281,7 +283,7 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
 	q := min(v.Queue, dataplane.NumQueues-1)
 	depth := uint32(p.depths[q].len())
-	ok := p.pm.Enqueue(f, v, p.n.clock.now)
+	ok := p.pm.Enqueue(f, v, p.n.clock.now, inPort)
 	if !ok {
 		p.queueDrops++
 		p.n.freeFrame(f)
@@ -381,12 +383,39 @@ func (p *port) egress(d *dataplane.PortDeparture) {
 	}
 }
 
+// portTable is a switch's ports by number, nil where nothing is attached.
+type portTable []*port
+
+func (t portTable) get(n uint16) *port {
+	if int(n) < len(t) {
+		return t[n]
+	}
+	return nil
+}
+
+func (t *portTable) set(n uint16, p *port) {
+	for len(*t) <= int(n) {
+		*t = append(*t, nil)
+	}
+	(*t)[n] = p
+}
+
+// v4 is an IPv4 address as a number (the key of Network.byIP: Go's maps
+// take a fast path for 32-bit keys); 0 for any other address.
+func v4(a netip.Addr) uint32 {
+	if !a.Is4() {
+		return 0
+	}
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
 // swtch is one switch: tor.p4's pipeline in front of its ports.
 type swtch struct {
 	n      *Network
 	name   string
 	pl     *pipeline.Pipeline
-	ports  map[uint16]*port
+	ports  portTable
 	drops  uint64 // the pipeline's drops (no route)
 	noPort uint64 // verdicts for a port with nothing attached
 	// defences are the pipeline's defence counters by port when the
@@ -396,7 +425,7 @@ type swtch struct {
 
 // receive runs ingress on a frame arriving on inPort and queues it.
 func (s *swtch) receive(f []byte, inPort uint16) {
-	if in := s.ports[inPort]; in != nil && in.isDown(s.n.clock.now) {
+	if in := s.ports.get(inPort); in != nil && in.isDown(s.n.clock.now) {
 		in.lossDrops++
 		s.n.freeFrame(f)
 		return
@@ -411,33 +440,24 @@ func (s *swtch) receive(f []byte, inPort uint16) {
 		s.n.freeFrame(f)
 		return
 	}
-	p := s.ports[v.EgressPort]
+	p := s.ports.get(v.EgressPort)
 	if p == nil {
 		s.noPort++
 		s.n.freeFrame(f)
 		return
 	}
-	if s.n.postcard != nil && len(f) > 0 {
-		s.n.arrivals[&f[0]] = arrival{at: s.n.clock.now, port: inPort}
-	}
-	if !p.enqueue(f, v, inPort) && s.n.postcard != nil && len(f) > 0 {
-		delete(s.n.arrivals, &f[0])
-	}
+	p.enqueue(f, v, inPort)
 }
 
-// sent reports a frame switch port p sends, as a postcard.
+// sent reports a frame switch port p sends, as a postcard: it arrived
+// and was queued at once (the pipeline takes no time of its own).
 func (n *Network) sent(p *port, d *dataplane.PortDeparture) {
 	if len(d.Frame) == 0 {
 		return
 	}
-	a, ok := n.arrivals[&d.Frame[0]]
-	if !ok {
-		return
-	}
-	delete(n.arrivals, &d.Frame[0])
 	c := &n.card
-	c.ArrivalNs, c.EnqueueNs, c.DequeueNs = a.at, a.at, d.Start
-	c.IngressPort, c.EgressPort, c.Queue, c.FrameLen = a.port, p.num, d.Queue, uint16(len(d.Frame))
+	c.ArrivalNs, c.EnqueueNs, c.DequeueNs = d.EnqueueNs, d.EnqueueNs, d.Start
+	c.IngressPort, c.EgressPort, c.Queue, c.FrameLen = d.InPort, p.num, d.Queue, uint16(len(d.Frame))
 	c.ParseKey(d.Frame)
 	n.postcard(p.sw.name, c)
 }
@@ -450,9 +470,10 @@ const (
 )
 
 // frame builds the frame carrying payload, a packet of IP protocol proto,
-// from src to dst, in a buffer from the network's free list.
-func (n *Network) frame(src, dst *Host, proto, tos uint8, payload []byte) []byte {
-	f := n.frameOf(src, dst, proto, tos, len(payload))
+// from src to dst, in a buffer from the network's free list; pad more
+// bytes of it are counted in its length, not written.
+func (n *Network) frame(src, dst *Host, proto, tos uint8, payload []byte, pad int) []byte {
+	f := n.frameOf(src, dst, proto, tos, len(payload)+pad)
 	copy(f[frameHdr:], payload)
 	return f
 }
@@ -503,8 +524,11 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 	for _, name := range n.names {
 		s := n.switches[name]
 		var st switchstats.Stats
-		for _, pn := range slices.Sorted(maps.Keys(s.ports)) {
-			p := s.ports[pn]
+		for i, p := range s.ports {
+			if p == nil {
+				continue
+			}
+			pn := uint16(i)
 			pms := p.pm.Stats()
 			qs := p.pm.Queues(n.clock.now)
 			p.pfc.Count(qs)
@@ -541,7 +565,7 @@ func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
 	} else {
 		h.shaper.loss = fromHost
 	}
-	n.switches[h.Switch].ports[h.Port].loss = toHost
+	n.switches[h.Switch].ports.get(h.Port).loss = toHost
 	return nil
 }
 
@@ -553,7 +577,7 @@ func (n *Network) SetDown(host string, from, to int64) error {
 	if h == nil {
 		return fmt.Errorf("simnet: no host %q", host)
 	}
-	p := n.switches[h.Switch].ports[h.Port]
+	p := n.switches[h.Switch].ports.get(h.Port)
 	p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
 	return nil
 }
@@ -568,7 +592,7 @@ func (n *Network) SetLinkDown(a, b string, from, to int64) error {
 			if l.B == a {
 				end, port = l.B, l.BPort
 			}
-			p := n.switches[end].ports[port]
+			p := n.switches[end].ports.get(port)
 			p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
 			return nil
 		}

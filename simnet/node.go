@@ -65,7 +65,7 @@ func (h *Node) Start(cfg homaconf.Config, firstID uint64, epoch time.Time, log *
 	clock := &h.n.clock
 	d, err := homa.NewDriven(nodeConn{h}, cfg, homa.DrivenConfig{
 		Clock: func() time.Duration { return time.Duration(clock.now) + clockBase },
-		Epoch: epoch.Add(-clockBase), FirstID: firstID}, log)
+		Epoch: epoch.Add(-clockBase), FirstID: firstID, HeadBytes: h.n.cfg.HeadBytes}, log)
 	if err != nil {
 		return fmt.Errorf("simnet: host %s: %w", h.Name, err)
 	}
@@ -255,20 +255,22 @@ func (c nodeConn) Close() error          { return nil }
 
 func (c nodeConn) ReadBatch([]homa.Packet) (int, error) { return 0, net.ErrClosed }
 
-// WriteBatch copies each packet into a frame and queues it on the NIC.
+// WriteBatch copies each packet into a frame and queues it on the NIC; a
+// packet's Pad bytes are in the frame's length but not written (the
+// frame's buffer keeps whatever it held: nobody reads them).
 func (c nodeConn) WriteBatch(pkts []homa.Packet) error {
 	h := c.h
 	for _, p := range pkts {
-		dst := h.n.byIP[p.Addr]
+		dst := h.n.byIP[v4(p.Addr)]
 		if dst == nil {
 			h.NoRoute++
 			continue
 		}
 		if h.udpPort != 0 {
-			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf, cmp.Or(p.Entropy, h.udpPort), h.udpPort), 0)
+			h.transmit(h.n.udpFrame(&h.Host, &dst.Host, p.TOS, p.Buf, p.Pad, cmp.Or(p.Entropy, h.udpPort), h.udpPort), 0)
 			continue
 		}
-		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf), 0)
+		h.transmit(h.n.frame(&h.Host, &dst.Host, wire.IPProto, p.TOS, p.Buf, p.Pad), 0)
 	}
 	return nil
 }
@@ -292,15 +294,16 @@ const ipProtoTCP = 6
 // ipProtoUDP is IPv4's protocol number of UDP.
 const ipProtoUDP = 17
 
-// udpFrame builds the frame carrying payload (a RoCEv2 or UET packet) as
-// a UDP datagram from port sport to port dport (UET's source port is the
-// packet's entropy, which the switches' multipath hash reads).
-func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte, sport, dport uint16) []byte {
-	f := n.frameOf(src, dst, ipProtoUDP, tos, wire.UDPHeaderLen+len(payload))
+// udpFrame builds the frame carrying payload and pad uncarried bytes (a
+// RoCEv2 or UET packet) as a UDP datagram from port sport to port dport
+// (UET's source port is the packet's entropy, which the switches'
+// multipath hash reads).
+func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte, pad int, sport, dport uint16) []byte {
+	f := n.frameOf(src, dst, ipProtoUDP, tos, wire.UDPHeaderLen+len(payload)+pad)
 	u := f[frameHdr:]
 	binary.BigEndian.PutUint16(u[0:], sport)
 	binary.BigEndian.PutUint16(u[2:], dport)
-	binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+len(payload)))
+	binary.BigEndian.PutUint16(u[4:], uint16(wire.UDPHeaderLen+len(payload)+pad))
 	binary.BigEndian.PutUint16(u[6:], 0) // no checksum: allowed over IPv4
 	copy(u[wire.UDPHeaderLen:], payload)
 	return f
@@ -309,7 +312,7 @@ func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte, sport, dpo
 // sendSeg frames a TCP model's segment (a TCP header without options, then
 // payload bytes the model does not fill) and queues it on the NIC.
 func (h *Node) sendSeg(dst netip.Addr, s *tcpmodel.Segment) {
-	d := h.n.byIP[dst]
+	d := h.n.byIP[v4(dst)]
 	if d == nil {
 		h.NoRoute++
 		return

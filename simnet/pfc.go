@@ -13,14 +13,14 @@ import "github.com/homatb/homatb/wire"
 // held counts a frame of priority q that came in on inPort and was just
 // queued.
 func (s *swtch) held(inPort uint16, q uint8) {
-	if in := s.ports[inPort]; in != nil && in.pfc.Held(s.n.cfg.PFC, q) {
+	if in := s.ports.get(inPort); in != nil && in.pfc.Held(s.n.cfg.PFC, q) {
 		s.announce(in)
 	}
 }
 
 // left uncounts a frame of priority q from inPort that leaves at now.
 func (s *swtch) left(inPort uint16, q uint8, now int64) {
-	if in := s.ports[inPort]; in != nil && in.pfc.Left(s.n.cfg.PFC, q, now, in.pm.HalfPauseNs()) {
+	if in := s.ports.get(inPort); in != nil && in.pfc.Left(s.n.cfg.PFC, q, now, in.pm.HalfPauseNs()) {
 		s.announce(in)
 	}
 }
@@ -49,7 +49,7 @@ func (s *swtch) pause(f []byte, inPort uint16) bool {
 		return false
 	}
 	s.n.freeFrame(f)
-	p := s.ports[inPort]
+	p := s.ports.get(inPort)
 	if p == nil {
 		return true
 	}

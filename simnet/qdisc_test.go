@@ -44,7 +44,7 @@ func qdiscHost(t *testing.T, cfg QdiscConfig) (*Network, *Node, *[]qdiscDepartur
 func homaData(n *Network, id uint64, msgLen, offset uint32) []byte {
 	b := wire.AppendData(nil, &wire.Data{Common: wire.Common{SenderID: id}, MessageLength: msgLen, Offset: offset})
 	b = append(b, make([]byte, 1400)...)
-	return n.frame(&n.Node("h1").Host, &n.Node("h2").Host, wire.IPProto, 0, b)
+	return n.frame(&n.Node("h1").Host, &n.Node("h2").Host, wire.IPProto, 0, b, 0)
 }
 
 // tcpData is a TCP frame of payload bytes from h1's port sport to h2.

@@ -81,7 +81,7 @@ func (b bulk) run(t *testing.T) bulkResult {
 		}
 		n.Clock().At(0, next)
 	}
-	bottleneck := n.switches["s1"].ports[1]
+	bottleneck := n.switches["s1"].ports.get(1)
 	var sample func()
 	sample = func() {
 		if n.Clock().Now() >= from {

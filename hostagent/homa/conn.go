@@ -16,6 +16,12 @@ type Packet struct {
 	// switches' multipath hash reads); 0, or a Conn that cannot set it
 	// per packet, sends from the socket's own port.
 	Entropy uint16
+	// Pad, on writes, is how many payload bytes follow Buf that the
+	// packet stands for but does not carry: the Conn sends a packet of
+	// len(Buf)+Pad bytes whose last Pad bytes nobody reads. Only an
+	// Endpoint that carries just its messages' first bytes
+	// (DrivenConfig.HeadBytes) sets it; the simulator's Conn honours it.
+	Pad int
 }
 
 // Conn is the packet boundary of an Endpoint: a raw IPv4 protocol-146

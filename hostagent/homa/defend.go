@@ -189,21 +189,29 @@ func (e *Endpoint) release(r *rpc) {
 // allocates and drops about the message's size again in them).
 func (e *Endpoint) growIn(r *rpc, end uint32) bool {
 	m := &r.in
-	have := uint32(len(m.buf))
+	have := m.size
 	n := min(m.length, max(end, 2*have))
 	if !e.charge(r, uint64(n-have)) {
 		if n = end; !e.charge(r, uint64(n-have)) {
 			return false
 		}
 	}
+	// An Endpoint that keeps only a message's first bytes charges for
+	// the buffer it would have (the bounds act as they do on real bytes)
+	// and allocates what it keeps.
+	m.size = n
+	k := min(n, e.keep)
+	if k <= uint32(len(m.buf)) {
+		return true
+	}
 	var b []byte
-	if n < m.length {
-		b = e.state.inBufs.get(n)
+	if k < m.length {
+		b = e.state.inBufs.get(k)
 	} else {
-		b = make([]byte, n)
+		b = make([]byte, k)
 	}
 	copy(b, m.buf)
-	if have > 0 && have < m.length {
+	if len(m.buf) > 0 && uint32(len(m.buf)) < m.length {
 		e.state.inBufs.put(m.buf) // shorter than the message: never handed on
 	}
 	m.buf = b

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -47,6 +48,17 @@ type DrivenConfig struct {
 	// FirstID is the first RPC id's base (ids are FirstID+2, +4, ...),
 	// chosen by the caller so that a run repeats exactly; it is made even.
 	FirstID uint64
+	// HeadBytes, when positive, has the Endpoint carry only each
+	// message's first HeadBytes bytes, as a simulation that reads no
+	// more of them wants: a message's other bytes are its length only,
+	// its packets standing for them (Packet.Pad), neither copied nor kept.
+	// A received message then holds its first HeadBytes bytes
+	// (ServerRPC.Length and CallInfo.RespLength say its length); the
+	// memory bounds charge it as though it held them all, so the protocol
+	// acts alike either way. The Endpoint copies those bytes when it is
+	// given a message, so the caller may reuse its buffer at once. 0
+	// carries every byte.
+	HeadBytes int
 }
 
 // NewDriven makes a Driven Endpoint on conn, whose WriteBatch receives
@@ -64,6 +76,9 @@ func NewDriven(conn Conn, cfg homaconf.Config, dc DrivenConfig, logger *slog.Log
 	e.cfg.PacerSpin, e.cfg.Poll = 0, 0
 	e.try, e.pollRx = nil, nil
 	e.clock, e.epoch, e.driven = dc.Clock, dc.Epoch, true
+	if dc.HeadBytes > 0 {
+		e.keep = uint32(min(dc.HeadBytes, math.MaxUint32))
+	}
 	e.nextID.Store(dc.FirstID &^ 1)
 	e.state.pacer = drivenPacer{}
 	return &Driven{e: e, calls: map[uint64]func([]byte, CallInfo, error){}}, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -59,6 +60,11 @@ type Endpoint struct {
 	// are listed in state.finished instead of signalled, and ticks visit
 	// RPCs in id order so that a run repeats exactly.
 	driven bool
+	// keep is how many of a message's first bytes the Endpoint carries
+	// (DrivenConfig.HeadBytes; all of them otherwise): an outbound
+	// message's packets stand for the rest by their length (Packet.Pad),
+	// and an inbound message's buffer holds only its first keep bytes.
+	keep uint32
 }
 
 // NewEndpoint starts an Endpoint on conn. On success it owns conn and
@@ -88,7 +94,7 @@ func newEndpoint(conn Conn, cfg homaconf.Config, logger *slog.Logger) (*Endpoint
 	}
 	e := &Endpoint{
 		cfg: cfg, conn: conn, log: logger, local: conn.LocalAddr(), epoch: time.Now(),
-		done: make(chan struct{}), kick: make(chan struct{}, 1),
+		done: make(chan struct{}), kick: make(chan struct{}, 1), keep: math.MaxUint32,
 	}
 	// A random even base: a restarted client on the same host must not reuse
 	// ids its peers still hold tombstones for (they would drop the new request
@@ -190,6 +196,9 @@ func (e *Endpoint) callInfo(r *rpc) CallInfo {
 		Done: at(i.done), GrantsReceived: int(i.grantsReceived), GrantsSent: int(i.grantsSent),
 		FirstGrant: at(i.firstGrant), LastGrant: at(i.lastGrant), Resends: int(i.resends),
 		Retransmits: int(i.retransmits), Restarts: int(i.restarts), RecoveryFrom: at(i.recoveryFrom)}
+	if r.resp != nil {
+		ci.RespLength = int(r.in.length)
+	}
 	if i.grants != nil {
 		ci.Grants = make([]GrantEvent, len(*i.grants))
 		for k, g := range *i.grants {
@@ -271,12 +280,17 @@ type ServerRPC struct {
 	e       *Endpoint
 	r       *rpc
 	req     []byte
+	length  uint32
 	from    netip.AddrPort
 	replied atomic.Bool
 }
 
 // Request returns the request bytes; the application owns them.
 func (s *ServerRPC) Request() []byte { return s.req }
+
+// Length is the request's length in bytes: len(Request()), unless the
+// Endpoint keeps only a message's first bytes (DrivenConfig.HeadBytes).
+func (s *ServerRPC) Length() int { return int(s.length) }
 
 // Peer is the client's address and port.
 func (s *ServerRPC) Peer() netip.AddrPort { return s.from }

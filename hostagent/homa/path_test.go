@@ -41,7 +41,7 @@ func newDataPath(tb testing.TB) *dataPath {
 	peerAddr := netip.MustParseAddr("10.0.0.2")
 	dp := &dataPath{e: e}
 	dp.out = &rpc{id: 2, client: true, peer: e.peer(peerAddr), lport: 0x8000, rport: 99}
-	e.startOut(0, dp.out, make([]byte, n), n, 0)
+	e.startOut(0, dp.out, e.bodyOf(make([]byte, n)), n, 0)
 	e.state.clients[dp.out.id] = dp.out
 	// An inbound request from the peer, already fully granted.
 	dp.in = &rpc{id: 4, peer: e.peer(peerAddr), lport: 99, rport: 0x8000, state: srvReceiving}

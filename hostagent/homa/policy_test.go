@@ -192,7 +192,7 @@ func TestPHostFreeTokens(t *testing.T) {
 		r := &rpc{id: 4, client: true, peer: e.peer(netip.MustParseAddr("10.0.0.2")), lport: 0x8000, rport: 99}
 		e.state.clients[4] = r
 		e.mu.Lock()
-		e.startOut(0, r, make([]byte, tt.length), e.state.unsched, 0)
+		e.startOut(0, r, e.bodyOf(make([]byte, tt.length)), e.state.unsched, 0)
 		e.unlock()
 		var data, rts int
 		for _, p := range rc.sent {
@@ -266,7 +266,7 @@ func ndpRequestSent(t *testing.T, peer netip.Addr, n int) (*Endpoint, *rpc) {
 	r := &rpc{id: 4, client: true, peer: cli.peer(peer), lport: 0x8000, rport: 99}
 	cli.state.clients[4] = r
 	cli.mu.Lock()
-	cli.startOut(0, r, make([]byte, n), cli.cfg.UnschedBytes, 0)
+	cli.startOut(0, r, cli.bodyOf(make([]byte, n)), cli.cfg.UnschedBytes, 0)
 	cli.unlock()
 	return cli, r
 }

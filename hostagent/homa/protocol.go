@@ -26,7 +26,7 @@ type protocol interface {
 	receive(now time.Duration, p *Packet)
 	// startOut begins sending data as r's outbound message: at most
 	// unsched bytes before the receiver lets more go, with DATA's flags.
-	startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8)
+	startOut(now time.Duration, r *rpc, b body, unsched uint32, flags uint8)
 	// send sends what is due at the end of an event: the grants or
 	// credits it made due, and the data the pacer and the transport's
 	// own rates let go. It reads the clock afresh.
@@ -81,8 +81,8 @@ type homaFamily struct{ e *Endpoint }
 
 func (h *homaFamily) receive(now time.Duration, p *Packet) { h.e.receiveHoma(now, p) }
 
-func (h *homaFamily) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
-	h.e.startMessage(now, r, data, unsched, flags)
+func (h *homaFamily) startOut(now time.Duration, r *rpc, b body, unsched uint32, flags uint8) {
+	h.e.startMessage(now, r, b, unsched, flags)
 }
 
 func (h *homaFamily) send() {

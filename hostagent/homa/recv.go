@@ -116,7 +116,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		return
 	}
 	m := &r.in
-	if end := d.Offset + uint32(len(payload)); end > uint32(len(m.buf)) && !e.growIn(r, end) {
+	if end := d.Offset + uint32(len(payload)); end > m.size && !e.growIn(r, end) {
 		e.refuseIn(r)
 		return
 	}
@@ -126,7 +126,7 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		e.c.dupData.Add(1)
 		return
 	}
-	copy(m.buf[d.Offset:], payload)
+	keepBody(m.buf, d.Offset, payload)
 	m.received += fresh
 	if d.Retransmit != 0 {
 		r.lost(now)
@@ -183,8 +183,8 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 			return false
 		}
 		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
-		m.prio = prio // the unscheduled level, until a grant sets another
-		m.buf = nil   // grown as bytes arrive: the length is only a claim
+		m.prio = prio          // the unscheduled level, until a grant sets another
+		m.buf, m.size = nil, 0 // grown as bytes arrive: the length is only a claim
 		m.received, m.granted = 0, 0
 		m.unschedOnly = d.Incoming >= d.MessageLength
 		e.observeLength(d.MessageLength)
@@ -262,7 +262,7 @@ func (e *Endpoint) deliver(r *rpc) {
 	if srv != nil {
 		r.state = srvServing
 		sr := &r.handle // part of r: one allocation less per request
-		sr.e, sr.r, sr.req, sr.from = e, r, r.in.buf, netip.AddrPortFrom(r.peer.addr, r.rport)
+		sr.e, sr.r, sr.req, sr.length, sr.from = e, r, r.in.buf, r.in.length, netip.AddrPortFrom(r.peer.addr, r.rport)
 		select {
 		case srv.ch <- sr:
 			r.in.buf = nil
@@ -406,7 +406,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	r.in.got.reset()
 	r.in = msgIn{got: r.in.got}
 	r.progress(now) // the RPC starts afresh
-	e.startMessage(now, r, r.out.data, r.out.unsched, r.out.flags)
+	e.startMessage(now, r, body{data: r.out.data, length: r.out.length}, r.out.unsched, r.out.flags)
 }
 
 func (e *Endpoint) onCutoffs(addr netip.Addr, b []byte) {

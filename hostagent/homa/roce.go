@@ -105,8 +105,8 @@ func (rp *roceProtocol) receive(now time.Duration, p *Packet) { rp.onRoCE(now, p
 
 // startOut queues data as r's message: RoCE has no blind bytes (its queue
 // pair's DCQCN rate is the only limit) and no DATA flags.
-func (rp *roceProtocol) startOut(now time.Duration, r *rpc, data []byte, _ uint32, _ uint8) {
-	rp.roceStartOut(now, r, data)
+func (rp *roceProtocol) startOut(now time.Duration, r *rpc, b body, _ uint32, _ uint8) {
+	rp.roceStartOut(now, r, b)
 }
 
 func (rp *roceProtocol) send() { rp.pumpRoCE(rp.e.now()) }
@@ -162,12 +162,12 @@ func (rp *roceProtocol) qpOf(r *rpc) *roceQP {
 }
 
 // roceStartOut queues data as r's outbound message on its queue pair.
-func (rp *roceProtocol) roceStartOut(now time.Duration, r *rpc, data []byte) {
+func (rp *roceProtocol) roceStartOut(now time.Duration, r *rpc, b body) {
 	e := rp.e
-	r.out = msgOut{data: data, length: uint32(len(data)), birth: now}
+	r.out = msgOut{data: b.data, length: b.length, birth: now}
 	q := rp.qpOf(r)
 	pl := uint64(rp.pl)
-	n := (wire.RoCEMsgHeaderLen + uint64(len(data)) + pl - 1) / pl
+	n := (wire.RoCEMsgHeaderLen + uint64(b.length) + pl - 1) / pl
 	if q.sndUna == q.maxSent && q.sndNxt == q.next {
 		q.ackTick = e.state.tick // nothing was outstanding: the timeout starts now
 	}
@@ -260,19 +260,24 @@ func (rp *roceProtocol) roceSend(now time.Duration, q *roceQP) {
 	// a partial message, which must not have been acknowledged in part.
 	h.AckReq = i == o.n-1 || (!e.cfg.RoCEGoBack0 && h.PSN%uint32(e.cfg.RoCEAckEvery) == 0)
 	buf := wire.AppendBTH(e.txBuf(), &h)
-	data := r.out.data
+	length := uint64(r.out.length)
 	if i == 0 {
-		mh := wire.RoCEMsgHeader{ID: r.senderID(), SPort: r.lport, DPort: r.rport, Length: uint32(len(data))}
+		mh := wire.RoCEMsgHeader{ID: r.senderID(), SPort: r.lport, DPort: r.rport, Length: r.out.length}
 		n := len(buf)
 		buf = append(buf, make([]byte, wire.RoCEMsgHeaderLen)...)
 		mh.Put(buf[n:])
-		buf = append(buf, data[:min(uint64(len(data)), pl-wire.RoCEMsgHeaderLen)]...)
+		buf = e.appendBody(buf, &r.out, 0, uint32(min(length, pl-wire.RoCEMsgHeaderLen)))
 	} else {
 		off := i*pl - wire.RoCEMsgHeaderLen
-		buf = append(buf, data[off:min(uint64(len(data)), off+pl)]...)
+		buf = e.appendBody(buf, &r.out, uint32(off), uint32(min(length, off+pl)-off))
 	}
-	buf = wire.AppendICRC(buf)
+	if e.state.txPad > 0 {
+		e.state.txPad += wire.ICRCLen // zero, and read by nobody: it may go uncarried too
+	} else {
+		buf = wire.AppendICRC(buf)
+	}
 	prio := uint8(e.cfg.RoCEPriority)
+	pktLen := len(buf) + e.state.txPad
 	e.txCommitTOS(now, buf, q.addr, wire.TypeData, prio, TOS(prio)|ecnECT0)
 	q.sndNxt++
 	if q.sndNxt > q.maxSent {
@@ -287,7 +292,7 @@ func (rp *roceProtocol) roceSend(now time.Duration, q *roceQP) {
 		e.c.retransmits.Add(1)
 	}
 	if !e.cfg.RoCENoDCQCN {
-		wireLen := len(buf) + homaconf.IPHeaderLen + wire.UDPHeaderLen + e.cfg.FrameOverhead
+		wireLen := pktLen + homaconf.IPHeaderLen + wire.UDPHeaderLen + e.cfg.FrameOverhead
 		q.cc.sent(now, &rp.dc, uint32(wireLen))
 		q.nextAt = max(q.nextAt, now) + wireTime(wireLen, uint64(q.cc.rc))
 	}
@@ -459,7 +464,7 @@ func (rp *roceProtocol) roceData(now time.Duration, q *roceQP, pk *wire.RoCEPack
 			e.c.malformed.Add(1)
 			q.cur, q.discard = nil, !last
 		} else {
-			copy(m.buf[m.received:], payload)
+			keepBody(m.buf, m.received, payload)
 			m.received += uint32(len(payload))
 			r.progress(now)
 		}
@@ -501,7 +506,7 @@ func (rp *roceProtocol) roceInbound(now time.Duration, q *roceQP, h *wire.RoCEMs
 	}
 	m := &r.in
 	m.started, m.length, m.birth, m.peer, m.rpc = true, h.Length, now, q.addr, r
-	m.buf = make([]byte, h.Length)
+	m.buf = e.bodyBuf(h.Length)
 	return r
 }
 

@@ -1,7 +1,9 @@
 package homa
 
 import (
+	"math"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -24,6 +26,8 @@ type resendReq struct {
 
 // msgOut is an outbound message as the sender sees it.
 type msgOut struct {
+	// data is the message's bytes the Endpoint carries: all of them, or
+	// its first Endpoint.keep (body).
 	data      []byte
 	length    uint32
 	next      uint32 // next byte to send for the first time
@@ -39,6 +43,51 @@ type msgOut struct {
 	birth  time.Duration
 	queued bool // in the endpoint's send queue
 }
+
+// body is an outbound message as the Endpoint keeps it: its length and
+// the bytes of it the Endpoint carries (msgOut.data).
+type body struct {
+	data   []byte
+	length uint32
+}
+
+// bodyOf is msg as the Endpoint keeps it: whole, or, when it keeps only
+// a message's first bytes, a copy of them, so that the caller may reuse
+// its buffer at once.
+func (e *Endpoint) bodyOf(msg []byte) body {
+	n := uint32(len(msg))
+	if e.keep == math.MaxUint32 {
+		return body{data: msg, length: n}
+	}
+	return body{data: slices.Clone(msg[:min(n, e.keep)]), length: n}
+}
+
+// appendBody appends bytes [off, off+n) of o's message to the packet
+// being built in buf; those the Endpoint does not carry become the
+// packet's Pad (txCommitTOS).
+func (e *Endpoint) appendBody(buf []byte, o *msgOut, off, n uint32) []byte {
+	have := uint32(len(o.data))
+	if off < have {
+		buf = append(buf, o.data[off:min(off+n, have)]...)
+	}
+	if end := off + n; end > have {
+		e.state.txPad += int(end - max(off, have))
+	}
+	return buf
+}
+
+// keepBody writes payload, the bytes of an inbound message from offset
+// off, into buf, which holds the message's first bytes the Endpoint
+// keeps (all of them, or its first Endpoint.keep).
+func keepBody(buf []byte, off uint32, payload []byte) {
+	if off < uint32(len(buf)) {
+		copy(buf[off:], payload)
+	}
+}
+
+// bodyBuf is an inbound message's buffer for a message of n bytes: the
+// bytes of it the Endpoint keeps.
+func (e *Endpoint) bodyBuf(n uint32) []byte { return make([]byte, min(n, e.keep)) }
 
 func (o *msgOut) sendable() bool {
 	return len(o.rexmit) > 0 || (o.next < o.granted && o.next < o.length)
@@ -180,6 +229,10 @@ type CallInfo struct {
 	// retransmission or, for a lost request, RPC_UNKNOWN and a restart).
 	// Zero if the Call never waited for a lost packet.
 	RecoveryFrom time.Time
+	// RespLength is the response's length in bytes, 0 without one:
+	// len(resp), unless the Endpoint keeps only a message's first bytes
+	// (DrivenConfig.HeadBytes).
+	RespLength int
 }
 
 // GrantEvent is one GRANT of a traced Call.

@@ -9,7 +9,8 @@ import (
 
 // msgIn is an inbound message as the receiver and its grant scheduler see it.
 type msgIn struct {
-	buf      []byte // grown with the bytes that arrive (growIn)
+	buf      []byte // grown with the bytes that arrive (growIn), up to Endpoint.keep
+	size     uint32 // the buffer's length as charged: len(buf) unless past keep
 	held     uint64 // bytes charged for the message while incomplete
 	length   uint32
 	got      rangeSet

@@ -34,12 +34,12 @@ func (e *Endpoint) txCommit(now time.Duration, buf []byte, addr netip.Addr, t wi
 // is counted by its sender only.
 func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t wire.Type, prio, tos uint8) {
 	st := &e.state
-	st.tx[st.txN] = Packet{Buf: buf, Addr: addr, TOS: tos}
+	st.tx[st.txN] = Packet{Buf: buf, Addr: addr, TOS: tos, Pad: st.txPad}
 	st.txN++
 	if t.Valid() {
 		e.c.txPkts[t.Index()][prio].Add(1)
 	}
-	e.c.txBytes.Add(uint64(len(buf)))
+	e.c.txBytes.Add(uint64(len(buf) + st.txPad))
 	if st.paced && t == wire.TypeData {
 		// The first DATA after the pacer held some: if its estimate of
 		// the link ran dry before now, the wake-up came that much too
@@ -50,7 +50,8 @@ func (e *Endpoint) txCommitTOS(now time.Duration, buf []byte, addr netip.Addr, t
 		}
 	}
 	// The pacer's estimate of when the link drains, at 99% of its rate.
-	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+st.txOver, e.cfg.LinkBps*99/100)
+	st.linkIdle = max(st.linkIdle, now) + wireTime(len(buf)+st.txPad+st.txOver, e.cfg.LinkBps*99/100)
+	st.txPad = 0
 }
 
 // flush hands the queued packets to the Conn.
@@ -195,7 +196,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		d.AckID, d.AckPort = a.id, a.port
 	}
 	buf := wire.AppendData(e.txBuf(), &d)
-	buf = append(buf, o.data[d.Offset:d.Offset+n]...)
+	buf = e.appendBody(buf, o, d.Offset, n)
 	e.txCommit(now, buf, r.peer.addr, wire.TypeData, prio)
 	if d.Retransmit == 0 && o.next == o.length {
 		e.lastByteSent(now, r)

@@ -37,6 +37,9 @@ type endpointState struct {
 	ackPeers []*peer
 	tx       []Packet
 	txN      int
+	// txPad is the uncarried payload of the packet being built
+	// (appendBody), which txCommitTOS hands on as its Pad.
+	txPad    int
 	linkIdle time.Duration
 	paced    bool // the pacer holds DATA for the link (pacer_late_ns)
 	pacer    pacerTimer
@@ -143,7 +146,7 @@ func (e *Endpoint) startCall(now time.Duration, r *rpc, dest netip.AddrPort, req
 	if e.cfg.IncastControl && len(st.clients) >= e.cfg.IncastThreshold {
 		flags = wire.FlagIncast
 	}
-	e.startOut(now, r, req, st.unsched, flags)
+	e.startOut(now, r, e.bodyOf(req), st.unsched, flags)
 	st.clients[r.id] = r
 }
 
@@ -168,7 +171,7 @@ func (e *Endpoint) startReply(now time.Duration, r *rpc, resp []byte) bool {
 	}
 	r.state = srvResponding
 	r.silent = 0
-	e.startOut(now, r, resp, unsched, 0)
+	e.startOut(now, r, e.bodyOf(resp), unsched, 0)
 	return true
 }
 
@@ -200,14 +203,14 @@ func v4(addr netip.Addr) uint32 {
 
 // startOut begins sending data as r's outbound message, as its protocol
 // does.
-func (e *Endpoint) startOut(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
-	e.proto.startOut(now, r, data, unsched, flags)
+func (e *Endpoint) startOut(now time.Duration, r *rpc, b body, unsched uint32, flags uint8) {
+	e.proto.startOut(now, r, b, unsched, flags)
 }
 
 // startMessage begins sending data as r's outbound DATA (the Homa
 // family's startOut).
-func (e *Endpoint) startMessage(now time.Duration, r *rpc, data []byte, unsched uint32, flags uint8) {
-	n := uint32(len(data))
+func (e *Endpoint) startMessage(now time.Duration, r *rpc, b body, unsched uint32, flags uint8) {
+	n := b.length
 	level, announce := e.state.pol.announces(r.peer, n)
 	announce = announce && n > unsched
 	if announce {
@@ -215,7 +218,7 @@ func (e *Endpoint) startMessage(now time.Duration, r *rpc, data []byte, unsched 
 		// announces itself and waits for grants from byte 0.
 		unsched = 0
 	}
-	r.out = msgOut{data: data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
+	r.out = msgOut{data: b.data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
 		flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
 	if announce {
 		e.sendStartMsg(now, r, level)

@@ -170,8 +170,8 @@ func (u *uetProtocol) pdc(addr netip.Addr) *uetPDC {
 }
 
 // startOut queues data as r's message on the PDC to its peer.
-func (u *uetProtocol) startOut(now time.Duration, r *rpc, data []byte, _ uint32, _ uint8) {
-	r.out = msgOut{data: data, length: uint32(len(data)), birth: now}
+func (u *uetProtocol) startOut(now time.Duration, r *rpc, b body, _ uint32, _ uint8) {
+	r.out = msgOut{data: b.data, length: b.length, birth: now}
 	q := u.pdc(r.peer.addr)
 	q.msgSeq++
 	q.msgs = append(q.msgs, &uetMsg{r: r, seq: q.msgSeq})
@@ -300,7 +300,7 @@ func (u *uetProtocol) sendOne(now time.Duration, q *uetPDC) {
 	ses := wire.SESRequest{Opcode: wire.SESOpSend, Flags: flags, MsgID: m.seq, BufferOffset: uint64(s.off),
 		MatchBits: r.senderID(), HeaderData: uint64(r.lport)<<16 | uint64(r.rport), RequestLength: r.out.length}
 	buf = wire.AppendSESRequest(buf, &ses)
-	buf = append(buf, r.out.data[s.off:s.off+s.n]...)
+	buf = e.appendBody(buf, &r.out, s.off, s.n)
 	prio := uint8(e.cfg.UETPriority)
 	e.txCommitTOS(now, buf, q.addr, wire.TypeData, prio, TOS(prio)|ecnECT0)
 	s.ev = q.entropy(e.cfg.UETEntropies)
@@ -464,13 +464,13 @@ func (u *uetProtocol) place(now time.Duration, t *uetTarget, s *wire.SESRequest,
 			return false
 		}
 		m.started, m.length, m.birth, m.peer, m.rpc = true, s.RequestLength, now, t.addr, r
-		m.buf = make([]byte, s.RequestLength)
+		m.buf = e.bodyBuf(s.RequestLength)
 	}
 	if s.RequestLength != m.length || s.BufferOffset+uint64(len(payload)) > uint64(m.length) {
 		e.c.malformed.Add(1)
 		return false
 	}
-	copy(m.buf[s.BufferOffset:], payload)
+	keepBody(m.buf, uint32(s.BufferOffset), payload)
 	m.received += uint32(len(payload))
 	r.progress(now)
 	if m.received < m.length {

@@ -53,6 +53,9 @@ type PortDeparture struct {
 	Frame      []byte
 	Queue      uint8
 	Start, End int64
+	// InPort and EnqueueNs are the frame's Enqueue's inPort and now.
+	InPort    uint16
+	EnqueueNs int64
 }
 
 // PortModelStats are a PortModel's counters and depth.
@@ -83,13 +86,14 @@ func NewPortModel(cfg PortModelConfig) *PortModel {
 	return &PortModel{t: t}
 }
 
-// Enqueue offers frame at now, queued as the verdict v says (v.Queue,
-// v.Mode and its arguments; EgressPort and Drop are not read). The port
-// takes frame (a trim_above verdict may rewrite it); the caller gets it
-// back from Dequeue. It returns false when the port dropped it.
-func (m *PortModel) Enqueue(frame []byte, v Verdict, now int64) bool {
+// Enqueue offers frame, which came in on inPort, at now, queued as the
+// verdict v says (v.Queue, v.Mode and its arguments; EgressPort and Drop
+// are not read). The port takes frame (a trim_above verdict may rewrite
+// it); the caller gets it back from Dequeue. It returns false when the
+// port dropped it.
+func (m *PortModel) Enqueue(frame []byte, v Verdict, now int64, inPort uint16) bool {
 	p := m.getPacket()
-	*p = packet{buf: frame, n: len(frame)}
+	*p = packet{buf: frame, n: len(frame), inPort: inPort}
 	if v.Queue >= NumQueues {
 		v.Queue = NumQueues - 1
 	}
@@ -110,7 +114,8 @@ func (m *PortModel) Dequeue(now int64) (d PortDeparture, ok bool, wake int64) {
 	end := m.t.shaper.freeAt
 	m.t.unlock()
 	p := out[0].pkt
-	d = PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs)}
+	d = PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs),
+		InPort: p.inPort, EnqueueNs: p.enqNs}
 	*p = packet{}
 	m.putPacket(p)
 	return d, true, 0

@@ -74,7 +74,7 @@ func TestPortModel(t *testing.T) {
 				now, i := int64(0), 0
 				for len(seqs) < len(tt.wantSeqs)+1 && now < 1e6 {
 					for ; i < len(tt.offers) && tt.offers[i].at <= now; i++ {
-						m.Enqueue(tt.offers[i].frame, tt.offers[i].v, now)
+						m.Enqueue(tt.offers[i].frame, tt.offers[i].v, now, 0)
 					}
 					d, ok, wake := m.Dequeue(now)
 					if ok {

@@ -76,8 +76,11 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 			return Roles{}, err
 		}
 		mean := st.Mean
+		// One message's load, the same for every client (its wire bytes
+		// sum over the size distribution's packets: not per client).
+		load := e.Scenario.LoadBytes(ph, st)
 		for _, c := range cs {
-			w := workload(e, pi, c, ss, start, st, n, f)
+			w := workload(e, pi, c, ss, start, load, n, f)
 			if w == nil {
 				continue
 			}
@@ -155,8 +158,10 @@ func transportNames(ts []scenario.Transport, name func(scenario.Transport) strin
 }
 
 // workload is client c's workload in phase pi against servers, nil when
-// it has no server but itself (a host does not send to itself).
-func workload(e *scenario.Experiment, pi int, c string, servers []string, start int64, st scenario.SizeStats, n *topo.Network, f *fabdesc.Fabric) *agentpb.Workload {
+// it has no server but itself (a host does not send to itself); load is
+// what one of its messages counts for in the phase's load
+// (Scenario.LoadBytes).
+func workload(e *scenario.Experiment, pi int, c string, servers []string, start int64, load float64, n *topo.Network, f *fabdesc.Fabric) *agentpb.Workload {
 	s := e.Scenario
 	ph := s.Phases[pi]
 	h, _ := n.Host(c)
@@ -183,7 +188,7 @@ func workload(e *scenario.Experiment, pi int, c string, servers []string, start 
 	if ph.Load > 0 {
 		// Offered load counts message bytes (as cp_node does), or with
 		// load_of: wire their DATA frames.
-		w.RateRps = f.RateFor(ph.Load, s.LoadBytes(ph, st))
+		w.RateRps = f.RateFor(ph.Load, load)
 	}
 	if ph.Incast != nil {
 		w.BurstIntervalUs = uint32(ph.Incast.Interval.D() / time.Microsecond)

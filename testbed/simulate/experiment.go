@@ -74,6 +74,10 @@ type job struct {
 	stats   map[string]switchstats.Stats
 	statsAt int64
 	cards   map[string]*postcards
+
+	// lent is the buffer of every step message (simTransport.LendBuffer):
+	// the endpoints copy only a message's first bytes (headBytes).
+	lent []byte
 }
 
 // start starts every host's drivers and runs the network through the
@@ -169,7 +173,7 @@ func (j *job) serve(h *simnet.Node) error {
 		tr := j.transportOf(true)
 		err := t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
 			j.servedBy[h.Name]++
-			j.answer(h, tr, sr.Req, func(n int) rundir.Served {
+			j.answer(h, tr, sr.Req, len(sr.Req), func(n int) rundir.Served {
 				if j.oneWay {
 					_ = t.Delivered(j.net.Clock().Now(), sr) // fails only when replied twice
 				} else {
@@ -184,7 +188,7 @@ func (j *job) serve(h *simnet.Node) error {
 	}
 	tr := j.transportOf(false)
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		j.answer(h, tr, sr.Request(), func(n int) rundir.Served {
+		j.answer(h, tr, sr.Request(), sr.Length(), func(n int) rundir.Served {
 			if !j.oneWay {
 				_ = h.Reply(sr, j.zeros.Zeros(n)) // fails only for an RPC its client gave up
 			} else {
@@ -203,17 +207,17 @@ func (j *job) serve(h *simnet.Node) error {
 // of the length the request asks for (none for a one-way message) and,
 // with bookServed set, books it as a served.csv row with the keys reply
 // returns.
-func (j *job) answer(h *simnet.Node, tr string, req []byte, reply func(n int) rundir.Served) {
+func (j *job) answer(h *simnet.Node, tr string, req []byte, length int, reply func(n int) rundir.Served) {
 	now := j.epoch.UnixNano() + j.net.Clock().Now()
 	j.run.Arrived(h.Name, tr, req, now)
-	n := driver.ResponseLength(req)
+	n := driver.ResponseLengthOf(req, length)
 	if j.oneWay {
 		n = 0
 	}
 	row := reply(n)
 	if j.bookServed && !j.closed && j.outErr == nil {
 		row.Experiment, row.Transport, row.ServerHost, row.Server = j.name, tr, h.Name, netip.AddrPortFrom(h.IP, ServerPort).String()
-		row.ReqBytes, row.RespBytes, row.ReqNs, row.ReplyNs = int64(len(req)), int64(n), now, now
+		row.ReqBytes, row.RespBytes, row.ReqNs, row.ReplyNs = int64(length), int64(n), now, now
 		j.outErr = j.out.Served(&row)
 	}
 }
@@ -260,7 +264,7 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 		if err != nil {
 			r.Reason = homa.Reason(err)
 		} else {
-			r.RespBytes, r.DoneNs = int64(len(resp)), driver.UnixNs(info.Done)
+			r.RespBytes, r.DoneNs = int64(info.RespLength), driver.UnixNs(info.Done)
 		}
 		end(r)
 	}
@@ -269,4 +273,19 @@ func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, e
 		return
 	}
 	h.Call(target.Addr, req, ended)
+}
+
+// LendBuffer lends every host's step messages one zeroed buffer
+// (driver.BufferLender): the endpoints copy the header, what they keep of
+// a message (headBytes), when they take it. The TCP model holds a
+// request until it is delivered: it is lent none.
+func (st simTransport) LendBuffer(n int) []byte {
+	if st.tcp {
+		return nil
+	}
+	j := st.j
+	if len(j.lent) < n {
+		j.lent = make([]byte, n)
+	}
+	return j.lent[:n]
 }

@@ -222,6 +222,12 @@ func (r *Network) Summary(wall time.Duration) *rundir.Simulation {
 	return sum
 }
 
+// headBytes is what the twin's hosts carry of each message: the most of a
+// message anything here reads (a collective's or a matrix's step header,
+// which holds the application header the servers read), so the rest of a
+// message's bytes are never allocated, copied or cleared.
+const headBytes = driver.StepHeaderLen
+
 // network is a fresh simulated network on the switches as the run's
 // controller (PortModes, Defences) left them.
 func (r *Network) network(seed uint64) (*simnet.Network, error) {
@@ -231,7 +237,8 @@ func (r *Network) network(seed uint64) (*simnet.Network, error) {
 	}
 	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout, r.fab),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC)}
+		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC),
+		HeadBytes: headBytes}
 	if m := r.plan.Base.Simulation; m != nil {
 		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
 		cfg.HostTxDelay, cfg.HostRxDelay = m.HostTxDelay.D(), m.HostRxDelay.D()

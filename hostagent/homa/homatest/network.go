@@ -396,7 +396,7 @@ func (l *link) enqueue(f []byte) {
 			}
 		}
 	}
-	l.pm.Enqueue(f, v, now())
+	l.pm.Enqueue(f, v, now(), 0)
 	st := l.pm.Stats()
 	l.mu.Lock()
 	l.n.queueDrops.Add(st.Drops - l.lastDrops)
