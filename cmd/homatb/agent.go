@@ -80,6 +80,7 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	defer heapProfilesFromEnv("agent-"+f.name, log)()
+	defer runtimeMetricsFromEnv("agent-"+f.name, log)()
 	o := agent.Options{Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log}
 	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
 		if f.listen == "" {

@@ -30,7 +30,7 @@ import (
 // runFlags are the settings of `homatb run`.
 type runFlags struct {
 	out, runDir, binary, registry  string
-	heapProfile                    string
+	heapProfile, runtimeMetrics    string
 	dryRun, clean, quiet, noReport bool
 	realtime, simulate             bool
 	timeout, slice                 time.Duration
@@ -69,6 +69,8 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
 	fl.StringVar(&f.heapProfile, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 30 s and at the end, and have the emulated agents and switches write PREFIX-agent-HOST-NNN.pprof, PREFIX-switch-ID-NNN.pprof (a debugging aid)")
 	_ = fl.MarkHidden("heap-profile") // the flag exists
+	fl.StringVar(&f.runtimeMetrics, "runtime-metrics", "", "write the Go runtime's memory classes and goroutines beside the resident size every 5 s to PREFIX-run-PID.csv, and have the emulated agents and switches write PREFIX-agent-HOST-PID.csv, PREFIX-switch-ID-PID.csv (a debugging aid)")
+	_ = fl.MarkHidden("runtime-metrics")
 	f.dispatch.register(cmd)
 	return cmd
 }
@@ -113,6 +115,12 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		// The run's agents and switches inherit it and profile themselves.
 		if err := os.Setenv(envHeapProfile, f.heapProfile); err != nil {
 			return fmt.Errorf("--heap-profile: %w", err)
+		}
+	}
+	if f.runtimeMetrics != "" {
+		defer runtimeMetrics(fmt.Sprintf("%s-run-%d.csv", f.runtimeMetrics, os.Getpid()), 5*time.Second, slog.Default())()
+		if err := os.Setenv(envRuntimeMetrics, f.runtimeMetrics); err != nil {
+			return fmt.Errorf("--runtime-metrics: %w", err)
 		}
 	}
 	if split {
