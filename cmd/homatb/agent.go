@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homatb/homatb/hostagent/agent"
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/internal/runcerts"
 )
 
@@ -19,7 +21,7 @@ import (
 type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
 	tlsCert, tlsKey, tlsCA                    string
-	debug                                     bool
+	debug, followHeap                         bool
 	procs, nice, rtPrio                       int
 	slice                                     time.Duration
 }
@@ -46,6 +48,7 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.logFile, "log-file", "", "append logs to this file (default stderr)")
 	fl.StringVar(&f.recordsDir, "records-dir", "", "directory for per-experiment records (default: the log file's directory, else the system temp directory)")
 	fl.BoolVar(&f.debug, "debug", false, "log at debug level")
+	fl.BoolVar(&f.followHeap, "follow-heap", true, "collect garbage at a soft memory limit that follows the live heap (GOGC's goal for it plus the runtime's memory outside the heap) instead of at GOGC's pacing, so the resident size stays flat while the live heap does; a GOMEMLIMIT in the environment turns it off")
 	// One P by default: an agent is one host's network stack, and with one
 	// P the socket reader hands packets to the protocol loop on the same
 	// thread instead of waking another, which on a shared 2-vCPU machine
@@ -81,6 +84,22 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	defer heapProfilesFromEnv("agent-"+f.name, log)()
 	defer runtimeMetricsFromEnv("agent-"+f.name, log)()
+	ctx := cmd.Context()
+	if f.followHeap {
+		// A flat live heap left to GOGC's pacing steps the agent's resident
+		// size up at moments set by the machine's load (docs/soak.md).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			memlimit.Follow(ctx, time.Second)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+	}
 	o := agent.Options{Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log}
 	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
 		if f.listen == "" {
@@ -92,5 +111,5 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		}
 		o.TLS = cfg
 	}
-	return agent.Run(cmd.Context(), o)
+	return agent.Run(ctx, o)
 }
