@@ -98,6 +98,7 @@ func writeRuntimeMetrics(ctx context.Context, out io.Writer, interval time.Durat
 	row := make([]string, len(head))
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	last := false
 	for {
 		metrics.Read(samples)
 		rss, anon, err := residentKiB()
@@ -122,9 +123,12 @@ func writeRuntimeMetrics(ctx context.Context, out io.Writer, interval time.Durat
 		if w.Flush(); w.Error() != nil {
 			return w.Error()
 		}
+		if last {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
-			return nil
+			last = true // one more row: the process's state as it stops
 		case <-t.C:
 		}
 	}

@@ -24,8 +24,8 @@ func TestWriteRuntimeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 {
-		t.Fatalf("got %d rows, want a header and one row", len(rows))
+	if len(rows) != 3 {
+		t.Fatalf("got %d rows, want a header, the first row and the last", len(rows))
 	}
 	head, row := rows[0], rows[1]
 	val := map[string]uint64{}
