@@ -48,7 +48,7 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.logFile, "log-file", "", "append logs to this file (default stderr)")
 	fl.StringVar(&f.recordsDir, "records-dir", "", "directory for per-experiment records (default: the log file's directory, else the system temp directory)")
 	fl.BoolVar(&f.debug, "debug", false, "log at debug level")
-	fl.BoolVar(&f.followHeap, "follow-heap", true, "collect garbage at a soft memory limit that follows the live heap (GOGC's goal for it plus the runtime's memory outside the heap) instead of at GOGC's pacing, so the resident size stays flat while the live heap does; a GOMEMLIMIT in the environment turns it off")
+	fl.BoolVar(&f.followHeap, "follow-heap", true, "collect garbage at a soft memory limit that follows the live heap (the live heap, 70% of the room GOGC gives it, and the runtime's memory outside the heap) instead of at GOGC's pacing, so the resident size stays flat while the live heap does; a GOMEMLIMIT in the environment turns it off")
 	// One P by default: an agent is one host's network stack, and with one
 	// P the socket reader hands packets to the protocol loop on the same
 	// thread instead of waking another, which on a shared 2-vCPU machine

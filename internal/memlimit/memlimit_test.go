@@ -25,8 +25,8 @@ func TestLimit(t *testing.T) {
 		percent int
 		want    int64 // 0: no limit
 	}{
-		{"GOGC 100", agent, 100, (7000 + 12600 + 4000) * kib},
-		{"GOGC 50", agent, 50, (7000 + 6300 + 4000) * kib},
+		{"GOGC 100", agent, 100, (7000 + 8820 + 4000) * kib},
+		{"GOGC 50", agent, 50, (7000 + 4410 + 4000) * kib},
 		{"GOGC off", agent, -1, 0},
 		{"before the first collection", first, 100, 0},
 	}
