@@ -93,7 +93,7 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			memlimit.Follow(ctx, time.Second)
+			memlimit.Follow(ctx, 100*time.Millisecond) // within a tenth of a second of each collection
 		}()
 		defer func() {
 			cancel()
