@@ -84,21 +84,12 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	defer heapProfilesFromEnv("agent-"+f.name, log)()
 	defer runtimeMetricsFromEnv("agent-"+f.name, log)()
-	ctx := cmd.Context()
 	if f.followHeap {
 		// A flat live heap left to GOGC's pacing steps the agent's resident
-		// size up at moments set by the machine's load (docs/soak.md).
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			memlimit.Follow(ctx, 100*time.Millisecond) // within a tenth of a second of each collection
-		}()
-		defer func() {
-			cancel()
-			<-done
-		}()
+		// size up at moments set by the machine's load (docs/soak.md). Not
+		// stopped: the limit holds until the process exits, its records'
+		// last writes and transfers included.
+		go memlimit.Follow(context.WithoutCancel(cmd.Context()), 100*time.Millisecond)
 	}
 	o := agent.Options{Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log}
 	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
@@ -111,5 +102,5 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		}
 		o.TLS = cfg
 	}
-	return agent.Run(ctx, o)
+	return agent.Run(cmd.Context(), o)
 }

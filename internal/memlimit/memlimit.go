@@ -81,9 +81,9 @@ func Read() Snapshot {
 // line lay above what an agent's cycles of its first minutes reached (its
 // memory 85 to 92% of the limit then), so its resident size still climbed
 // to it over the run. At 70% the line lies below them and the resident
-// size stays at it from the first minute; the collector runs some 40% more
-// often, which for a live heap of a few MiB is a few milliseconds every
-// ten seconds or so.
+// size stays at it from the first minute; the collector runs about 1/0.7
+// times as often (an agent of the soak: every 10 to 15 s instead of every
+// 20 or so), each time over a live heap of a few MiB.
 const room = 0.7
 
 // Limit is the soft memory limit for s under GOGC percent: the live heap,
