@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/reports/stats"
@@ -152,6 +153,12 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
 		defer cancel()
 	}
+	// The orchestrator of an emulated run holds little (its records go to
+	// disk as they come) but ends with bursts of work (records fetched,
+	// merged and compressed, the analysis): at a limit that follows its
+	// live heap they are collected instead of taking new pages, as the
+	// agents' are (docs/soak.md). Until the process exits.
+	go memlimit.Follow(context.WithoutCancel(ctx), 100*time.Millisecond)
 	res, runErr := testbed.Run(ctx, plan, testbed.Options{
 		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
 		Progress: progress, Registry: f.registry, NoReport: f.noReport, Realtime: f.realtime, Slice: f.slice,
