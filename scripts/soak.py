@@ -267,13 +267,17 @@ def leftovers(binary, tag):
     return found
 
 
-def soak(binary, scenario, out, simulate, interval, heap_profile=None):
+def soak(binary, scenario, out, simulate, interval, heap_profile=None, runtime_metrics=None):
     cmd = ["nice", "-n", "10", binary, "run", "--no-report", "-q", "--out", out, scenario]
     if simulate:
         cmd.insert(5, "--simulate")
     if heap_profile:
         # The run's agents and switches profile themselves too.
         cmd.insert(5, "--heap-profile=" + heap_profile + ("-sim" if simulate else "-emu"))
+    if runtime_metrics:
+        # Every homatb process of the run writes its Go runtime's memory
+        # classes beside its resident size every 5 s (no collection forced).
+        cmd.insert(5, "--runtime-metrics=" + runtime_metrics + ("-sim" if simulate else "-emu"))
     os.makedirs(out, exist_ok=True)
     before = set(os.listdir(out))
     t0 = time.monotonic()
@@ -323,6 +327,9 @@ def main():
     ap.add_argument("--heap-profile", metavar="PREFIX",
                     help="every homatb process writes heap profiles PREFIX-{sim,emu}-...pprof every 30 s "
                          "(each forces a collection: a diagnosis, not a measured soak)")
+    ap.add_argument("--runtime-metrics", metavar="PREFIX",
+                    help="every homatb process writes its Go runtime's memory classes and goroutines beside its "
+                         "resident size to PREFIX-{sim,emu}-WHO-PID.csv every 5 s (cheap: the soak still measures)")
     ap.add_argument("--self-check", action="store_true", help="only check the RSS statistic on synthetic series")
     ap.add_argument("--check-samples", metavar="CSV",
                     help="only check the processes of a samples file an earlier soak wrote (no run)")
@@ -358,7 +365,7 @@ def main():
             load = " ".join(f.read().split()[:3])
         print(f"soak {name}: {scen} (scale {args.scale:g}), load average {load}", flush=True)
         problems, figures = soak(args.bin, scaled(scen, args.scale), os.path.join(args.out, name), sim, args.interval,
-                                 args.heap_profile)
+                                 args.heap_profile, args.runtime_metrics)
         for l in figures:
             print("  " + l)
         for p in problems:

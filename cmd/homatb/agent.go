@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homatb/homatb/hostagent/agent"
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/internal/runcerts"
 )
 
@@ -19,7 +21,7 @@ import (
 type agentFlags struct {
 	socket, listen, name, logFile, recordsDir string
 	tlsCert, tlsKey, tlsCA                    string
-	debug                                     bool
+	debug, followHeap                         bool
 	procs, nice, rtPrio                       int
 	slice                                     time.Duration
 }
@@ -46,6 +48,7 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.logFile, "log-file", "", "append logs to this file (default stderr)")
 	fl.StringVar(&f.recordsDir, "records-dir", "", "directory for per-experiment records (default: the log file's directory, else the system temp directory)")
 	fl.BoolVar(&f.debug, "debug", false, "log at debug level")
+	fl.BoolVar(&f.followHeap, "follow-heap", true, "collect garbage at a soft memory limit that follows the live heap (the live heap, 70% of the room GOGC gives it, and the runtime's memory outside the heap) instead of at GOGC's pacing, so the resident size stays flat while the live heap does; a GOMEMLIMIT in the environment turns it off")
 	// One P by default: an agent is one host's network stack, and with one
 	// P the socket reader hands packets to the protocol loop on the same
 	// thread instead of waking another, which on a shared 2-vCPU machine
@@ -80,6 +83,14 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})).With("agent", f.name)
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	defer heapProfilesFromEnv("agent-"+f.name, log)()
+	defer runtimeMetricsFromEnv("agent-"+f.name, log)()
+	if f.followHeap {
+		// A flat live heap left to GOGC's pacing steps the agent's resident
+		// size up at moments set by the machine's load (docs/soak.md). Not
+		// stopped: the limit holds until the process exits, its records'
+		// last writes and transfers included.
+		go memlimit.Follow(context.WithoutCancel(cmd.Context()), 100*time.Millisecond)
+	}
 	o := agent.Options{Socket: f.socket, Listen: f.listen, Name: f.name, RecordsDir: f.recordsDir, Logger: log}
 	if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
 		if f.listen == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/internal/schedprio"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/reports/stats"
@@ -30,7 +31,7 @@ import (
 // runFlags are the settings of `homatb run`.
 type runFlags struct {
 	out, runDir, binary, registry  string
-	heapProfile                    string
+	heapProfile, runtimeMetrics    string
 	dryRun, clean, quiet, noReport bool
 	realtime, simulate             bool
 	timeout, slice                 time.Duration
@@ -69,6 +70,8 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
 	fl.StringVar(&f.heapProfile, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 30 s and at the end, and have the emulated agents and switches write PREFIX-agent-HOST-NNN.pprof, PREFIX-switch-ID-NNN.pprof (a debugging aid)")
 	_ = fl.MarkHidden("heap-profile") // the flag exists
+	fl.StringVar(&f.runtimeMetrics, "runtime-metrics", "", "write the Go runtime's memory classes and goroutines beside the resident size every 5 s to PREFIX-run-PID.csv, and have the emulated agents and switches write PREFIX-agent-HOST-PID.csv, PREFIX-switch-ID-PID.csv (a debugging aid)")
+	_ = fl.MarkHidden("runtime-metrics")
 	f.dispatch.register(cmd)
 	return cmd
 }
@@ -115,6 +118,12 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 			return fmt.Errorf("--heap-profile: %w", err)
 		}
 	}
+	if f.runtimeMetrics != "" {
+		defer runtimeMetrics(fmt.Sprintf("%s-run-%d.csv", f.runtimeMetrics, os.Getpid()), 5*time.Second, slog.Default())()
+		if err := os.Setenv(envRuntimeMetrics, f.runtimeMetrics); err != nil {
+			return fmt.Errorf("--runtime-metrics: %w", err)
+		}
+	}
 	if split {
 		return runDispatched(cmd, plan, file, f)
 	}
@@ -144,6 +153,12 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
 		defer cancel()
 	}
+	// The orchestrator of an emulated run holds little (its records go to
+	// disk as they come) but ends with bursts of work (records fetched,
+	// merged and compressed, the analysis): at a limit that follows its
+	// live heap they are collected instead of taking new pages, as the
+	// agents' are (docs/soak.md). Until the process exits.
+	go memlimit.Follow(context.WithoutCancel(ctx), 100*time.Millisecond)
 	res, runErr := testbed.Run(ctx, plan, testbed.Options{
 		OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, Binary: bin,
 		Progress: progress, Registry: f.registry, NoReport: f.noReport, Realtime: f.realtime, Slice: f.slice,

@@ -123,6 +123,7 @@ func runSwitch(ctx context.Context, f *switchFlags) error {
 	}
 	applyScheduling(f.rtPrio, f.nice, f.slice, log)
 	defer heapProfilesFromEnv(fmt.Sprintf("switch-%d", f.deviceID), log)()
+	defer runtimeMetricsFromEnv(fmt.Sprintf("switch-%d", f.deviceID), log)()
 	cfg, err := f.dataplaneConfig(log)
 	if err != nil {
 		return err

@@ -339,8 +339,8 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 	if defRate <= 0 {
 		defRate = float64(me.LinkBps) // a run written before the fabric description
 	}
-	if rows := r.tel[name]; len(rows) > 0 {
-		exp.Series, exp.Links = AnalyseTelemetry(rows, rates, defRate, me.Started)
+	if accs := r.tel[name]; len(accs) > 0 {
+		exp.Series, exp.Links = analyseTelemetry(accs, rates, defRate, me.Started)
 		exp.MeanLinkUtil = meanUtil(exp.Links)
 		exp.BusiestLinkUtil = busiestUtil(exp.Links)
 	}

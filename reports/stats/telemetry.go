@@ -20,20 +20,174 @@ type TelemetryRow struct {
 	depth int64 // packets queued at the sample
 }
 
-// telemetry holds telemetry.csv rows by experiment, then switch.
-type telemetry map[string]map[string][]TelemetryRow
+// telemetry holds what telemetry.csv's rows add up to, by experiment,
+// then switch. A long run's file holds hundreds of thousands of rows (a
+// 10-minute experiment on a star of 4: 192,481), so it is read twice
+// instead of kept: once to add up each port's rounds, once for the
+// depth of the busiest port, the one series kept per row.
+type telemetry map[string]map[string]*telAcc
 
 // readTelemetry reads telemetry.csv; a missing file yields no telemetry.
+// A switch's rows out of order (time, port, queue) are kept and sorted
+// (files written other than by runs).
 func readTelemetry(ctx context.Context, dir string) (telemetry, error) {
 	tel := telemetry{}
+	row := func(r *rundir.TelemetryRow) TelemetryRow {
+		return TelemetryRow{Time: r.UnixNano, Port: r.Port, Queue: r.Queue, Sent: r.SentBytes, depth: int64(r.DepthPkts)}
+	}
 	err := readSeries(ctx, dir, rundir.Telemetry(), func(r *rundir.TelemetryRow) {
 		if tel[r.Experiment] == nil {
-			tel[r.Experiment] = make(map[string][]TelemetryRow)
+			tel[r.Experiment] = make(map[string]*telAcc)
 		}
-		tel[r.Experiment][r.Switch] = append(tel[r.Experiment][r.Switch], TelemetryRow{
-			Time: r.UnixNano, Port: r.Port, Queue: r.Queue, Sent: r.SentBytes, depth: int64(r.DepthPkts)})
+		a := tel[r.Experiment][r.Switch]
+		if a == nil {
+			a = newTelAcc()
+			tel[r.Experiment][r.Switch] = a
+		}
+		a.add(row(r))
 	})
+	if err != nil || len(tel) == 0 {
+		return tel, err
+	}
+	for _, bySw := range tel {
+		for _, a := range bySw {
+			a.pickBusiest()
+		}
+	}
+	err = readSeries(ctx, dir, rundir.Telemetry(), func(r *rundir.TelemetryRow) {
+		if a := tel[r.Experiment][r.Switch]; a != nil { // nil: a row written since the first reading
+			a.keep(row(r))
+		}
+	})
+	for exp, bySw := range tel {
+		for sw, a := range bySw {
+			if a.unordered {
+				tel[exp][sw] = telAccOf(a.rows)
+			}
+		}
+	}
 	return tel, err
+}
+
+// telAcc adds up one switch's rows of one experiment, taken in the order
+// (time, port, queue): per port, its total sent bytes per polling round
+// and its depths. A port's total is the sum of each queue's latest
+// cumulative count. Rows are grouped into polling rounds (a round ends
+// when a queue reports again), so queues sampled at slightly different
+// times still add up; counters start at an arbitrary value, so a port's
+// series begins with its first complete round.
+type telAcc struct {
+	first     int64 // time of the first row
+	lastKey   TelemetryRow
+	n         int
+	unordered bool
+	ports     map[int]*portAcc
+	busiest   int
+	depth     []TelemetryRow // the busiest port's rows
+	rows      []TelemetryRow // every row, when unordered
+}
+
+type portAcc struct {
+	times      []int64
+	sent       []int64
+	last       map[int]int64 // queue -> latest cumulative sent bytes
+	round      map[int]bool  // queues seen in the current round
+	roundStart int64
+	total      int64
+	peak, qsum int64
+}
+
+func newTelAcc() *telAcc { return &telAcc{ports: map[int]*portAcc{}} }
+
+// telAccOf adds up rows in any order.
+func telAccOf(rows []TelemetryRow) *telAcc {
+	slices.SortFunc(rows, func(a, b TelemetryRow) int {
+		if a.Time != b.Time {
+			return cmp.Compare(a.Time, b.Time)
+		}
+		if a.Port != b.Port {
+			return a.Port - b.Port
+		}
+		return a.Queue - b.Queue
+	})
+	a := newTelAcc()
+	for _, r := range rows {
+		a.add(r)
+	}
+	a.pickBusiest()
+	for _, r := range rows {
+		a.keep(r)
+	}
+	return a
+}
+
+// before reports whether row r comes before row p in (time, port, queue).
+func before(r, p TelemetryRow) bool {
+	if r.Time != p.Time {
+		return r.Time < p.Time
+	}
+	if r.Port != p.Port {
+		return r.Port < p.Port
+	}
+	return r.Queue < p.Queue
+}
+
+func (a *telAcc) add(r TelemetryRow) {
+	if a.n == 0 {
+		a.first = r.Time
+	} else if before(r, a.lastKey) {
+		a.unordered = true
+	}
+	a.n++
+	a.lastKey = r
+	p := a.ports[r.Port]
+	if p == nil {
+		p = &portAcc{last: map[int]int64{}, round: map[int]bool{}}
+		a.ports[r.Port] = p
+	}
+	if p.round[r.Queue] {
+		p.closeRound()
+	}
+	if len(p.round) == 0 {
+		p.roundStart = r.Time
+	}
+	p.round[r.Queue] = true
+	p.total += r.Sent - p.last[r.Queue]
+	p.last[r.Queue] = r.Sent
+	p.peak = max(p.peak, r.depth)
+	p.qsum += r.depth
+}
+
+func (p *portAcc) closeRound() {
+	if len(p.round) > 0 {
+		p.times = append(p.times, p.roundStart)
+		p.sent = append(p.sent, p.total)
+	}
+	clear(p.round)
+}
+
+// pickBusiest ends the rounds and picks the port whose queues held the
+// most packets.
+func (a *telAcc) pickBusiest() {
+	ids := SortedKeys(a.ports)
+	a.busiest = ids[0]
+	for _, id := range ids {
+		a.ports[id].closeRound()
+		if a.ports[id].qsum > a.ports[a.busiest].qsum {
+			a.busiest = id
+		}
+	}
+}
+
+// keep takes a row of the second reading: the busiest port's depth, or
+// every row when the first found them out of order.
+func (a *telAcc) keep(r TelemetryRow) {
+	switch {
+	case a.unordered:
+		a.rows = append(a.rows, r)
+	case r.Port == a.busiest:
+		a.depth = append(a.depth, r)
+	}
 }
 
 // SwitchSeries is the time series of one switch in one experiment.
@@ -54,75 +208,26 @@ type SwitchSeries struct {
 // Times are seconds since origin (unix ns), or since the first sample when
 // origin is 0.
 func AnalyseTelemetry(bySwitch map[string][]TelemetryRow, rates map[portKey]float64, defaultRate float64, origin int64) ([]SwitchSeries, []LinkStats) {
+	accs := map[string]*telAcc{}
+	for sw, rows := range bySwitch {
+		accs[sw] = telAccOf(rows)
+	}
+	return analyseTelemetry(accs, rates, defaultRate, origin)
+}
+
+// analyseTelemetry is AnalyseTelemetry of rows added up.
+func analyseTelemetry(bySwitch map[string]*telAcc, rates map[portKey]float64, defaultRate float64, origin int64) ([]SwitchSeries, []LinkStats) {
 	var out []SwitchSeries
 	var links []LinkStats
 	for _, sw := range SortedKeys(bySwitch) {
-		rows := bySwitch[sw]
-		slices.SortFunc(rows, func(a, b TelemetryRow) int {
-			if a.Time != b.Time {
-				return cmp.Compare(a.Time, b.Time)
-			}
-			if a.Port != b.Port {
-				return a.Port - b.Port
-			}
-			return a.Queue - b.Queue
-		})
-		t0 := rows[0].Time
+		a := bySwitch[sw]
+		t0 := a.first
 		if origin > 0 {
 			t0 = origin
 		}
-		ss := SwitchSeries{Switch: sw, Depth: map[int][]Point{}, Util: map[int][]Point{}}
-		// Per port: total sent bytes per sample time and peak depth.
-		// A port's total is the sum of each queue's latest cumulative count.
-		// Rows are grouped into polling rounds (a round ends when a queue
-		// reports again), so queues sampled at slightly different times
-		// still add up; counters start at an arbitrary value, so a port's
-		// series begins with its first complete round.
-		type portAcc struct {
-			times      []int64
-			sent       []int64
-			last       map[int]int64 // queue -> latest cumulative sent bytes
-			round      map[int]bool  // queues seen in the current round
-			roundStart int64
-			total      int64
-			peak, qsum int64
-		}
-		closeRound := func(p *portAcc) {
-			if len(p.round) > 0 {
-				p.times = append(p.times, p.roundStart)
-				p.sent = append(p.sent, p.total)
-			}
-			clear(p.round)
-		}
-		ports := map[int]*portAcc{}
-		for _, r := range rows {
-			p := ports[r.Port]
-			if p == nil {
-				p = &portAcc{last: map[int]int64{}, round: map[int]bool{}}
-				ports[r.Port] = p
-			}
-			if p.round[r.Queue] {
-				closeRound(p)
-			}
-			if len(p.round) == 0 {
-				p.roundStart = r.Time
-			}
-			p.round[r.Queue] = true
-			p.total += r.Sent - p.last[r.Queue]
-			p.last[r.Queue] = r.Sent
-			p.peak = max(p.peak, r.depth)
-			p.qsum += r.depth
-		}
-		for _, p := range ports {
-			closeRound(p)
-		}
+		ss := SwitchSeries{Switch: sw, Busiest: a.busiest, Depth: map[int][]Point{}, Util: map[int][]Point{}}
+		ports := a.ports
 		portIDs := SortedKeys(ports)
-		ss.Busiest = portIDs[0]
-		for _, id := range portIDs {
-			if ports[id].qsum > ports[ss.Busiest].qsum {
-				ss.Busiest = id
-			}
-		}
 		for _, id := range portIDs {
 			p := ports[id]
 			rate := rates[portKey{sw, id}]
@@ -153,10 +258,8 @@ func AnalyseTelemetry(bySwitch map[string][]TelemetryRow, rates map[portKey]floa
 			}
 			links = append(links, ls)
 		}
-		for _, r := range rows {
-			if r.Port == ss.Busiest {
-				ss.Depth[r.Queue] = append(ss.Depth[r.Queue], Point{float64(r.Time-t0) / 1e9, float64(r.depth)})
-			}
+		for _, r := range a.depth {
+			ss.Depth[r.Queue] = append(ss.Depth[r.Queue], Point{float64(r.Time-t0) / 1e9, float64(r.depth)})
 		}
 		out = append(out, ss)
 	}
