@@ -225,9 +225,9 @@ def check_samples(path):
         life = ss[-1][0] - t0
         if life < SETTLE / 2:
             continue  # not a long-lived process
-        # A process that lives less than four minutes (the twin at low
-        # load runs its 30 minutes in about one) settles for a quarter of
-        # its life, so its memory is still checked.
+        # A process that lives less than four minutes (the twin runs its
+        # hour in about two) settles for a quarter of its life, so its
+        # memory is still checked.
         settle = min(SETTLE, life / 4)
         settled = [s for s in ss if s[0] - t0 >= settle]
         if len(settled) < 2:
