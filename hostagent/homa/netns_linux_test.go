@@ -7,11 +7,10 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/homatb/homatb/internal/nsenter"
 )
 
 // vethPair is two network namespaces joined by a veth link, each end with
@@ -69,32 +68,8 @@ func newVethPair(t testing.TB, tag string, shape uint64) *vethPair {
 	return v
 }
 
-// inNetns runs fn on an OS thread switched into namespace ns. Sockets
-// created by fn stay in ns after the thread switches back.
+// inNetns runs fn on an OS thread in namespace ns. Sockets created by
+// fn stay in ns.
 func inNetns(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/var/run/netns/" + ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", ns, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// Leave the thread locked: the runtime discards it when this
-		// goroutine ends, so no other goroutine runs in the wrong namespace.
-		return fmt.Errorf("restore netns: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
+	return nsenter.Do("/var/run/netns/"+ns, fn)
 }

@@ -9,13 +9,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/homatb/homatb/internal/nsenter"
 )
 
 // The two ends of the test's veth, in namespaces of their own.
@@ -68,30 +69,10 @@ func newLink(t *testing.T) *vethLink {
 	return l
 }
 
-// in runs fn on an OS thread switched into namespace i; sockets fn
-// creates stay there afterwards.
+// in runs fn on an OS thread in namespace i; sockets fn creates stay
+// there afterwards.
 func (l *vethLink) in(i int, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + l.ns[i])
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", l.ns[i], err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread is in the wrong namespace: never give it back.
-		runtime.Goexit()
-	}
-	return ferr
+	return nsenter.Do("/run/netns/"+l.ns[i], fn)
 }
 
 // frame is what the capture keeps of an IPv4 packet from A.
