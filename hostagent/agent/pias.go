@@ -3,10 +3,10 @@ package agent
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 
 	"github.com/homatb/homatb/hostagent/pias"
+	"github.com/homatb/homatb/internal/sysinfo"
 )
 
 // attachPIAS starts tagging the TCP packets leaving the interface that
@@ -29,20 +29,9 @@ func interfaceOf(address string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("address %q: %w", address, err)
 	}
-	ifs, err := net.Interfaces()
+	ifi, err := sysinfo.InterfaceOf(want)
 	if err != nil {
 		return "", err
 	}
-	for _, ifc := range ifs {
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if pfx, err := netip.ParsePrefix(a.String()); err == nil && pfx.Addr() == want {
-				return ifc.Name, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no interface holds %s", address)
+	return ifi.Name, nil
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/linkpause"
 	"github.com/homatb/homatb/internal/batchsock"
 	"github.com/homatb/homatb/wire"
 )
@@ -43,7 +44,7 @@ type RawConn struct {
 
 	// pause receives PFC PAUSE frames (roce only; nil when it could not be
 	// opened, pauseErr says why).
-	pause    *pauseSock
+	pause    *linkpause.Socket
 	pauseErr error
 }
 
@@ -199,7 +200,7 @@ func (c *RawConn) Close() error {
 		err = errors.Join(err, c.send.Close())
 	}
 	if c.pause != nil {
-		err = errors.Join(err, c.pause.f.Close())
+		err = errors.Join(err, c.pause.Close())
 	}
 	return err
 }
