@@ -267,6 +267,29 @@ func nvLoss(exps []stats.Experiment) ([]float64, error) {
 	})
 }
 
+// pfcLoss is E3: the fraction of cubic's and NV's packets the switch
+// dropped (every drop: only their segments cross it), and the PAUSE
+// frames the switch sent in cubic's experiment, which must be some for it
+// to have tested anything (NV may keep its queue below XOFF and never be
+// paused).
+func pfcLoss(exps []stats.Experiment) ([]float64, error) {
+	lost, err := cubicAndNV(exps, func(e *stats.Experiment) float64 {
+		pkts := e.GoodputGbps * 1e9 / 8 * e.DurationS / 1448
+		if pkts <= 0 || !e.Switch.Present {
+			return math.NaN()
+		}
+		return float64(e.Switch.Drops) / pkts
+	})
+	if err != nil {
+		return nil, err
+	}
+	var pauses int64
+	for _, p := range byLabel(exps, "").Switch.PFC {
+		pauses += p.PausesSent
+	}
+	return append(lost, float64(pauses)), nil
+}
+
 // nvRTT is E2: the largest P99 smoothed RTT of cubic's and NV's
 // connections, in ms scaled to 1 Gbit/s (divided by nvScale).
 func nvRTT(exps []stats.Experiment) ([]float64, error) {

@@ -26,6 +26,8 @@ const (
 	overcommitClaim = "scenarios/claims/overcommit.yaml"
 	// tcpNV is the TCP-NV experiment in emulation (E1, E2, C1's floor).
 	tcpNV = "scenarios/claims/tcp-nv.yaml"
+	// tcpNVPFC is the same with PFC on TCP's queue (E3).
+	tcpNVPFC = "scenarios/claims/tcp-nv-pfc.yaml"
 	// implementation is Homa, Basic and TCP in emulation (C2, C3, D2).
 	implementation = "scenarios/claims/implementation.yaml"
 )
@@ -166,8 +168,10 @@ func Registry() []Claim {
 			Source: srcNV, Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "NV under 1 ms and cubic 1-50 ms, 25% beyond; RTTs divided by 20 (50 Mbit/s here)",
 			Points: []Point{band("cubic", 1, 50, 0.25), band("NV", 0, 1, 0.25)},
 			twin:   nvRTT, ordering: func(m []float64) bool { return m[0] > m[1] }},
-		pending("E3", "same with PAUSE (PFC)", "no losses for either", srcNV, ModeEmulation,
-			"needs the TCP-NV scenario with PFC on"),
+		{ID: "E3", Text: "same with PAUSE (PFC)", Published: "no losses for either",
+			Source: srcNV, Mode: ModeEmulation, Scenario: tcpNVPFC, Tolerance: "no packet lost; the switch paused cubic's senders (NV may keep its queue below XOFF)",
+			Points: []Point{band("cubic lost", 0, 0, 0), band("NV lost", 0, 0, 0), band("PAUSEs sent to cubic's senders", 1, math.Inf(1), 0)},
+			twin:   pfcLoss},
 		pending("E4", "256 hosts at 10 Gbit/s", "P99 up to 21 ms with BIC, under 1 ms with NV", srcNV, ModeTwin,
 			"needs TCP-NV and BIC models in the twin"),
 		pending("F1", "Linux Homa vs TCP in a loaded cluster", "short P99 > 1 ms TCP, < 100 us Homa (13x); longest ~2x faster", srcTalk, ModeEmulation,

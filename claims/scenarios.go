@@ -47,6 +47,11 @@ warmup: 1s
 duration: 5s
 drain: 1s
 `,
+	tcpNVPFC: `
+warmup: 1s
+duration: 5s
+drain: 1s
+`,
 	implementation: `
 warmup: 1s
 duration: 5s

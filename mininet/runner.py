@@ -44,6 +44,15 @@ from homatb_mn import BMv2Switch, HomatbSwitch, disable_offloads  # noqa: E402
 STOP_GRACE_S = 2.0
 
 
+def tbf_latency_ms(bw_mbit, mtu):
+    """The latency that gives a host link's tbf (Mininet's TCIntf sets
+    limit = rate * latency + its 15,000-byte burst) a queue of 1,000 full
+    frames, as htb's leaf has (the interface's txqueuelen): the kernel's
+    traffic waits there, rather than being dropped, while the host obeys a
+    PAUSE (hostagent/linkpause)."""
+    return (1000 * (mtu + 14) - 15000) * 8.0 / (bw_mbit * 1e6) * 1e3
+
+
 class Runner:
     def __init__(self, out):
         self.out = out
@@ -100,6 +109,8 @@ class Runner:
                 params1 = {'bw': bw}
                 if shaper == 'tbf':
                     params1['use_tbf'] = True
+                    params1['latency_ms'] = tbf_latency_ms(
+                        bw, int(spec.get('mtu') or 1500))
             net.addLink(a, b, port1=l['a_port'], port2=l['b_port'],
                         intfName1=l['a_intf'], intfName2=l['b_intf'],
                         cls=Link, cls1=TCIntf if params1 else Intf, cls2=Intf,

@@ -360,7 +360,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.layout = layout
 	r.fab = layout.Fabric(s)
-	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib}
+	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib, Simulate: r.opt.Simulate}
 	if err := r.man.update(func(m *Manifest) { m.Fabric = rundir.NewFabricRecord(r.fab) }); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/linkpause"
 	"github.com/homatb/homatb/hostagent/tcprpc"
 )
 
@@ -120,12 +122,17 @@ func newTransport(req *agentpb.ConfigureRequest, log *slog.Logger) (Transport, e
 		if err != nil {
 			return nil, err
 		}
-		if !withPIAS {
-			return t, nil
+		if withPIAS {
+			if t.tagger, err = attachPIAS(req.GetAddress(), pc); err != nil {
+				t.Close()
+				return nil, err
+			}
 		}
-		if t.tagger, err = attachPIAS(req.GetAddress(), pc); err != nil {
-			t.Close()
-			return nil, err
+		if v := tp.GetPausePriorities(); v != 0 {
+			if t.hold, err = holdLink(req.GetAddress(), v, tp.GetLinkBps(), log); err != nil {
+				t.Close()
+				return nil, err
+			}
 		}
 		return t, nil
 	case agentpb.Transport_TRANSPORT_HOMA:
@@ -182,6 +189,9 @@ type tcpTransport struct {
 	// tagger is PIAS's packet tagging on the host's interface, nil
 	// without PIAS.
 	tagger io.Closer
+	// hold obeys the switch's PAUSE frames on the host's link, nil when
+	// no priority TCP uses is lossless.
+	hold *linkpause.Hold
 
 	mu      sync.Mutex
 	servers []*tcprpc.Server
@@ -230,6 +240,9 @@ func (t *tcpTransport) Stats() map[string]uint64 {
 			out[k] += v
 		}
 	}
+	if t.hold != nil {
+		maps.Copy(out, t.hold.Stats())
+	}
 	return out
 }
 
@@ -245,6 +258,10 @@ func (t *tcpTransport) Close() error {
 	if t.tagger != nil {
 		err = errors.Join(err, t.tagger.Close())
 		t.tagger = nil
+	}
+	if t.hold != nil {
+		err = errors.Join(err, t.hold.Close())
+		t.hold = nil
 	}
 	return err
 }

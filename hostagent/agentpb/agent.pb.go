@@ -138,10 +138,14 @@ type TcpParams struct {
 	// default, 4 base round trips).
 	PiasIdleResetUs uint32 `protobuf:"varint,5,opt,name=pias_idle_reset_us,json=piasIdleResetUs,proto3" json:"pias_idle_reset_us,omitempty"`
 	// The base round trip that sizes PIAS's defaults, and the host link's rate.
-	BaseRttUs     uint32 `protobuf:"varint,6,opt,name=base_rtt_us,json=baseRttUs,proto3" json:"base_rtt_us,omitempty"`
-	LinkBps       uint64 `protobuf:"varint,7,opt,name=link_bps,json=linkBps,proto3" json:"link_bps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BaseRttUs uint32 `protobuf:"varint,6,opt,name=base_rtt_us,json=baseRttUs,proto3" json:"base_rtt_us,omitempty"`
+	LinkBps   uint64 `protobuf:"varint,7,opt,name=link_bps,json=linkBps,proto3" json:"link_bps,omitempty"`
+	// The priorities (bit p for priority p) whose PFC PAUSE frames the host
+	// obeys by holding its link's tbf shaper (hostagent/linkpause); 0: none.
+	// link_bps times the pauses.
+	PausePriorities uint32 `protobuf:"varint,8,opt,name=pause_priorities,json=pausePriorities,proto3" json:"pause_priorities,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TcpParams) Reset() {
@@ -219,6 +223,13 @@ func (x *TcpParams) GetBaseRttUs() uint32 {
 func (x *TcpParams) GetLinkBps() uint64 {
 	if x != nil {
 		return x.LinkBps
+	}
+	return 0
+}
+
+func (x *TcpParams) GetPausePriorities() uint32 {
+	if x != nil {
+		return x.PausePriorities
 	}
 	return 0
 }
@@ -1475,7 +1486,7 @@ const file_agent_proto_rawDesc = "" +
 	"\vconfig_json\x18\x13 \x01(\fR\n" +
 	"configJsonJ\x04\b\x01\x10\x13R\blink_bpsR\runsched_bytesR\n" +
 	"overcommitR\n" +
-	"prioritiesR\x05basicR\fwindow_bytesR\fmax_incomingR\x13fifo_grant_permilleR\x0funsched_cutoffsR\x03mtuR\fresend_ticksR\rtimeout_ticksR\atick_usR\x0eincast_controlR\rat_least_onceR\x11max_message_bytesR\x0funloaded_rtt_usR\x05extra\"\x82\x02\n" +
+	"prioritiesR\x05basicR\fwindow_bytesR\fmax_incomingR\x13fifo_grant_permilleR\x0funsched_cutoffsR\x03mtuR\fresend_ticksR\rtimeout_ticksR\atick_usR\x0eincast_controlR\rat_least_onceR\x11max_message_bytesR\x0funloaded_rtt_usR\x05extra\"\xad\x02\n" +
 	"\tTcpParams\x12\x1e\n" +
 	"\n" +
 	"congestion\x18\x01 \x01(\tR\n" +
@@ -1485,7 +1496,8 @@ const file_agent_proto_rawDesc = "" +
 	"\x0fpias_thresholds\x18\x04 \x03(\x04R\x0epiasThresholds\x12+\n" +
 	"\x12pias_idle_reset_us\x18\x05 \x01(\rR\x0fpiasIdleResetUs\x12\x1e\n" +
 	"\vbase_rtt_us\x18\x06 \x01(\rR\tbaseRttUs\x12\x19\n" +
-	"\blink_bps\x18\a \x01(\x04R\alinkBps\"\xe4\x03\n" +
+	"\blink_bps\x18\a \x01(\x04R\alinkBps\x12)\n" +
+	"\x10pause_priorities\x18\b \x01(\rR\x0fpausePriorities\"\xe4\x03\n" +
 	"\bWorkload\x12\x14\n" +
 	"\x05sizes\x18\x01 \x01(\tR\x05sizes\x12\x1a\n" +
 	"\barrivals\x18\x02 \x01(\tR\barrivals\x12\x19\n" +

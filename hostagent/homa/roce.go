@@ -1,13 +1,12 @@
 package homa
 
 import (
-	"errors"
-	"net"
 	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/hostagent/linkpause"
 	"github.com/homatb/homatb/wire"
 )
 
@@ -589,27 +588,12 @@ func (rp *roceProtocol) pause(now time.Duration, quanta uint16) {
 func (rp *roceProtocol) pauses(pr PauseReader) {
 	e := rp.e
 	defer e.wg.Done()
-	buf := make([]byte, 128)
-	prio := uint(e.cfg.RoCEPriority)
-	for failures := 0; failures <= 10; {
-		n, err := pr.ReadPause(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			failures++ // a transient error, retried a bounded number of times in a row
-			e.log.Warn("homa: read pause frame", "err", err, "in_a_row", failures)
-			continue
-		}
-		failures = 0
-		vec, quanta, ok := wire.ParsePFCFrame(buf[:n])
-		if !ok || vec&(1<<prio) == 0 {
-			continue
-		}
+	linkpause.Obey(pr.ReadPause, 1<<e.cfg.RoCEPriority, e.log, func(q uint16) bool {
 		if !e.lock() {
-			return
+			return false
 		}
-		rp.pause(e.now(), quanta[prio])
+		rp.pause(e.now(), q)
 		e.unlock() // a resume lets the queue pairs send again
-	}
+		return true
+	})
 }

@@ -127,32 +127,10 @@ func rootTBF(nl *netlink.Handle, link netlink.Link) (netlink.Tbf, error) {
 // read obeys the frames the socket receives until it is closed.
 func (h *Hold) read() {
 	defer close(h.done)
-	buf := make([]byte, 128)
-	for failures := 0; failures <= 10; {
-		n, err := h.sock.Read(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			failures++ // a transient error, retried a bounded number of times in a row
-			h.log.Warn("linkpause: read", "err", err, "in_a_row", failures)
-			continue
-		}
-		failures = 0
-		vec, quanta, ok := wire.ParsePFCFrame(buf[:n])
-		if !ok || vec&h.vector == 0 {
-			continue
-		}
-		// The longest pause any obeyed priority asks for; 0 when the frame
-		// resumes them all.
-		var q uint16
-		for p := range wire.PFCClasses {
-			if vec&h.vector&(1<<p) != 0 {
-				q = max(q, quanta[p])
-			}
-		}
+	Obey(h.sock.Read, h.vector, h.log, func(q uint16) bool {
 		h.obey(time.Duration(wire.PFCPause(q, h.bps)))
-	}
+		return true
+	})
 }
 
 // obey pauses the link for d from now, or resumes it for d == 0.

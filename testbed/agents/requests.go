@@ -25,6 +25,9 @@ type Requests struct {
 	// Calibration is by transport name; a transport not calibrated yet
 	// (or never: calibration.skip) gets the agent's defaults.
 	Calibration map[string]rundir.Calibration
+	// Simulate is true for the simulator's agents, whose links obey no
+	// PAUSE for kernel TCP (scenario.KernelPause).
+	Simulate bool
 }
 
 // Configure is the Configure of one host's agent for an experiment (phase
@@ -42,6 +45,9 @@ func (q Requests) Configure(t scenario.Transport, s *scenario.Scenario, exp, pha
 		req.Homa = q.homaParams(t)
 	} else {
 		req.Tcp = q.TCPParams(t)
+		if v := s.KernelPause(t, q.Simulate); v != 0 {
+			req.Tcp.PausePriorities, req.Tcp.LinkBps = uint32(v), q.Fabric.RateBps
+		}
 	}
 	return req
 }

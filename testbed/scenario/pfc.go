@@ -15,13 +15,19 @@ import (
 // the NIC backlog below, without a drop).
 const pfcInFlightPkts = 3
 
+// kernelPauseReaction bounds how long an emulated host takes to hold its
+// link once a PAUSE arrives: its agent reads the frame from a packet
+// socket and changes the link's tbf over netlink (hostagent/linkpause),
+// well under a millisecond on an idle machine.
+const kernelPauseReaction = time.Millisecond
+
 // pfcInFlight is pfcInFlightPkts plus the frames a port's link carries
 // during the PAUSE's round trip when the simulator charges latencies
 // (scenario simulation:), plus what a sending host had already handed its
 // NIC: a PAUSE stops RoCE's queue pairs, and the NIC's backlog
 // (max_nic_backlog_us) still goes out, as it does from an agent whose
 // frames wait in the kernel's queue.
-func pfcInFlight(s *Scenario) int {
+func pfcInFlight(s *Scenario, simulate bool) int {
 	m := s.Simulation
 	if s.Link.Rate == 0 {
 		return pfcInFlightPkts
@@ -31,6 +37,14 @@ func pfcInFlight(s *Scenario) int {
 	// The backlog is whole frames (four by default); the round trip's
 	// frames may be cut.
 	n := pfcInFlightPkts + pfcNICBacklog(s, func(d time.Duration) int { return int(math.Round(frames(d))) })
+	for _, t := range s.Transports {
+		if s.KernelPause(t, simulate) != 0 {
+			// A host holding its link for kernel TCP: the frames it sends
+			// while its agent reads the PAUSE and changes the qdisc, and the
+			// one the held bucket still admits.
+			n = max(n, pfcInFlightPkts+1+int(math.Ceil(frames(kernelPauseReaction))))
+		}
+	}
 	if m != nil {
 		n += int(math.Ceil(frames(2*m.LinkDelay.D() + m.SwitchDelay.D() + m.HostTxDelay.D() + m.HostRxDelay.D())))
 	}
@@ -101,7 +115,7 @@ func pfcFeeds(s *Scenario) []pfcFeed {
 func (c *checker) checkPFCFit(s *Scenario) {
 	p := s.Switch.PFC
 	room := s.Switch.QueueDepthPkts + p.HeadroomPkts
-	late := pfcInFlight(s)
+	late := pfcInFlight(s, c.simulate)
 	for _, f := range pfcFeeds(s) {
 		if f.feeders < 1 {
 			continue
@@ -121,16 +135,45 @@ func (c *checker) checkPFCFit(s *Scenario) {
 	}
 }
 
+// KernelPause is the priorities (bit p for priority p) whose PAUSE frames
+// the emulated hosts of transport t obey by holding their link's tbf
+// (hostagent/linkpause), as a NIC obeys PFC for all it sends: the lossless
+// priorities kernel TCP's segments use (DSCP 0, the kernel's default, in
+// the queue the DSCP policy gives it). 0 for the engine's transports (RoCE
+// obeys in the engine), for PIAS (its segments move between queues as
+// they age; one held link would hold them all) and in the simulator, whose
+// TCP model obeys no PAUSE.
+func (s *Scenario) KernelPause(t Transport, simulate bool) uint8 {
+	p := s.Switch.PFC
+	if p == nil || simulate || t.Name != TransportTCP {
+		return 0
+	}
+	q := 0
+	if s.DSCP.Policy == DSCPMap {
+		q = s.DSCP.Map[0] // DSCPs the map leaves out go to queue 0
+	}
+	if slices.Contains(p.Priorities, q) {
+		return 1 << q
+	}
+	return 0
+}
+
 // PFCWarnings says which lossless priorities no transport of s sends on
-// while obeying PAUSE (only RoCE's data does, at its roce_priority): the
-// switch pauses them, but no sender stops.
-func PFCWarnings(s *Scenario) []string {
+// while obeying PAUSE (RoCE's data does, at its roce_priority, and kernel
+// TCP's segments in emulation: KernelPause): the switch pauses them, but no
+// sender stops.
+func PFCWarnings(s *Scenario, simulate bool) []string {
 	p := s.Switch.PFC
 	if p == nil {
 		return nil
 	}
 	var used []int
 	for _, t := range s.Transports {
+		for q := range 8 {
+			if s.KernelPause(t, simulate)&(1<<q) != 0 {
+				used = append(used, q)
+			}
+		}
 		if t.Name != TransportRoCE {
 			continue
 		}
@@ -141,7 +184,7 @@ func PFCWarnings(s *Scenario) []string {
 	var out []string
 	for _, q := range p.Priorities {
 		if !slices.Contains(used, q) {
-			out = append(out, fmt.Sprintf("switch.pfc: priority %d is lossless but no transport sends on it obeying PAUSE (RoCE's data does, at its roce_priority): the switch would pause senders that never stop", q))
+			out = append(out, fmt.Sprintf("switch.pfc: priority %d is lossless but no transport sends on it obeying PAUSE (RoCE's data does, at its roce_priority; kernel TCP's in emulation): the switch would pause senders that never stop", q))
 		}
 	}
 	return out

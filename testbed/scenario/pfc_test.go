@@ -109,3 +109,73 @@ func TestPFCPriorityUnused(t *testing.T) {
 		})
 	}
 }
+
+// pfcTCP: two kernel-TCP senders into a third host with queue 0 (where
+// DSCP 0, TCP's, goes) lossless.
+const pfcTCP = `name: pfc-tcp
+topology: {kind: star, hosts: 3}
+link: {rate: 50Mbit, shaper: tbf}
+switch:
+  queue_depth_pkts: 512
+  pfc: {priorities: [0], xoff_pkts: 64, xon_pkts: 32, headroom_pkts: 64}
+transports:
+  - name: tcp
+phases:
+  - name: bulk
+    clients: [h2-h3]
+    servers: [h1]
+    sizes: fixed:1000000
+    arrivals: closed
+    max_outstanding: 1
+duration: 2s
+`
+
+// TestKernelTCPObeysPause: kernel TCP on a lossless priority has its
+// emulated hosts hold their tbf (no warning), needs a tbf (htb refused at
+// link.shaper), adds the hosts' reaction to what arrives after a PAUSE,
+// and warns in the simulator, whose TCP model obeys no PAUSE; TCP moved to
+// another queue by a DSCP map is not held.
+func TestKernelTCPObeysPause(t *testing.T) {
+	tests := []struct {
+		name, from, to string
+		simulate       bool
+		vector         uint8
+		err, warn      string
+	}{
+		{"tcp on lossless queue 0", "", "", false, 1, "", ""},
+		{"htb shaper", "shaper: tbf", "shaper: htb", false, 1, "link.shaper: transports[0] (tcp) sends kernel TCP on lossless priority 0 (switch.pfc.priorities): its hosts obey PAUSE by holding their link's shaper, which needs link.shaper: tbf", ""},
+		{"the hosts' reaction", "xoff_pkts: 64, xon_pkts: 32, headroom_pkts: 64", "xoff_pkts: 250, xon_pkts: 32", false, 1, "each may queue xoff_pkts 250 plus about 9 frames still arriving after its PAUSE", ""},
+		{"simulated", "", "", true, 0, "", "priority 0 is lossless but no transport sends on it"},
+		{"tcp mapped to queue 2", "switch:", "dscp: {policy: map, map: {0: 2}}\nswitch:", false, 0, "", "priority 0 is lossless but no transport sends on it"},
+		{"pias", "  - name: tcp\n", "  - name: pias\n", false, 0, "", "priority 0 is lossless but no transport sends on it"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(pfcTCP, tc.from, tc.to, 1)
+			if strings.Contains(tc.to, "pias") {
+				text = strings.Replace(text, "switch:\n", "switch:\n  ecn_threshold_pkts: 20\n", 1)
+			}
+			src, err := Parse("pfc.yaml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if v := plan.Base.KernelPause(plan.Base.Transports[0], tc.simulate); v != tc.vector {
+				t.Errorf("KernelPause %#x, want %#x", v, tc.vector)
+			}
+			ws := strings.Join(plan.Warnings(), "\n")
+			if tc.warn == "" && ws != "" || tc.warn != "" && !strings.Contains(ws, tc.warn) {
+				t.Errorf("warnings %q, want %q", ws, tc.warn)
+			}
+		})
+	}
+}

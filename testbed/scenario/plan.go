@@ -28,6 +28,8 @@ type Plan struct {
 	// ClockDefaults are the settings Base left out that a simulated run
 	// takes from the modelled hardware (clock.go); nil when emulated.
 	ClockDefaults []ClockDefault
+	// Simulate is true for a plan checked for the simulator.
+	Simulate bool
 }
 
 // Experiment is one measurement: one transport, one combination of sweep
@@ -105,7 +107,7 @@ func (p *Plan) Warnings() []string {
 	var out []string
 	count := map[string]int{}
 	for i := range p.Experiments {
-		for _, w := range append(OverloadWarnings(p.Experiments[i].Scenario), PFCWarnings(p.Experiments[i].Scenario)...) {
+		for _, w := range append(OverloadWarnings(p.Experiments[i].Scenario), PFCWarnings(p.Experiments[i].Scenario, p.Simulate)...) {
 			if count[w] == 0 {
 				out = append(out, w)
 			}
@@ -215,7 +217,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
-	plan := &Plan{File: src.File, Base: base, ClockDefaults: clock}
+	plan := &Plan{File: src.File, Base: base, ClockDefaults: clock, Simulate: opt.Simulate}
 	names := map[string]bool{}
 	// Repetitions outermost: each runs every configuration once (ABAB, not
 	// AABB), so a change in the machine's load spreads over all of them.

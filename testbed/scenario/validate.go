@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/homatb/homatb/internal/fabric"
+	"math/bits"
 	"reflect"
 	"regexp"
 	"slices"
@@ -352,6 +353,12 @@ func (c *checker) checkPFC(s *Scenario) {
 	}
 	if p.XoffPkts >= 1 && p.XoffPkts < s.Switch.QueueDepthPkts {
 		c.checkPFCFit(s)
+	}
+	for i, t := range s.Transports {
+		if v := s.KernelPause(t, c.simulate); v != 0 && s.Link.Shaper != "tbf" {
+			c.errorf("link.shaper", "transports[%d] (%s) sends kernel TCP on lossless priority %d (switch.pfc.priorities): its hosts obey PAUSE by holding their link's shaper, which needs link.shaper: tbf (an htb held at a low rate stays shut for up to a minute after the resume)", i, t.ID(), bits.TrailingZeros8(v))
+			break
+		}
 	}
 }
 

@@ -1,11 +1,5 @@
 //go:build linux
 
-// Package linkpause has a host obey the priority flow control (IEEE
-// 802.1Qbb) PAUSE frames its switch sends, as a NIC does in hardware: a
-// veth obeys none, so the frames arrive as ordinary packets and the host
-// must stop itself. The engine's RoCE reads them through a Socket and holds
-// its queue pairs; traffic the kernel sends (kernel TCP) is held by a Hold,
-// which stops the token bucket (tbf) that shapes the host's link.
 package linkpause
 
 import (

@@ -3,8 +3,10 @@ package agent
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 
+	"github.com/homatb/homatb/hostagent/linkpause"
 	"github.com/homatb/homatb/hostagent/pias"
 	"github.com/homatb/homatb/internal/sysinfo"
 )
@@ -21,6 +23,20 @@ func attachPIAS(address string, cfg pias.Config) (io.Closer, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// holdLink has the host's link, the interface that holds address, obey
+// the switch's PAUSE frames for the priorities of vector (the kernel's
+// traffic waits in the link's tbf while paused).
+func holdLink(address string, vector uint32, linkBps uint64, log *slog.Logger) (*linkpause.Hold, error) {
+	ifName, err := interfaceOf(address)
+	if err != nil {
+		return nil, fmt.Errorf("pause: %w", err)
+	}
+	if vector > 0xff {
+		return nil, fmt.Errorf("pause: priorities %#x: expected bits 0 to 7", vector)
+	}
+	return linkpause.Start(ifName, uint8(vector), linkBps, log)
 }
 
 // interfaceOf names the interface that holds address.
