@@ -351,6 +351,32 @@ func overHoma(match func(*stats.Experiment) bool) func([]stats.Experiment) ([]fl
 	}
 }
 
+// tcpOverHomaShortAndLongest is F1: TCP's short-message P99 over Homa's,
+// and the P99 of TCP's largest size bin over Homa's.
+func tcpOverHomaShortAndLongest(exps []stats.Experiment) ([]float64, error) {
+	h, t := findExp(exps, isHoma), findExp(exps, isTCP)
+	if h == nil || t == nil || len(h.BySize) == 0 || len(t.BySize) == 0 {
+		return nil, errors.New("the run lacks homa or tcp with size bins")
+	}
+	hl, tl := h.BySize[len(h.BySize)-1], t.BySize[len(t.BySize)-1]
+	longest := math.NaN()
+	if hl.Length == tl.Length && hl.P99us > 0 {
+		longest = tl.P99us / hl.P99us
+	}
+	return []float64{shortP99(t) / shortP99(h), longest}, nil
+}
+
+// tcpTailQueueShare is F2: the share of TCP's short RPCs' tail (the
+// anatomy's mean over the RPCs at or above the P99) spent in switch
+// queues.
+func tcpTailQueueShare(exps []stats.Experiment) ([]float64, error) {
+	t := findExp(exps, isTCP)
+	if t == nil || t.Anatomy == nil || t.Anatomy.Tail.RTT <= 0 {
+		return nil, errors.New("no TCP experiment with a latency anatomy of its short RPCs")
+	}
+	return []float64{t.Anatomy.Tail.Queue / t.Anatomy.Tail.RTT}, nil
+}
+
 // tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin
 // over that of its largest.
 func tcpShortOverLong(exps []stats.Experiment) ([]float64, error) {

@@ -26,6 +26,8 @@ const (
 	overcommitClaim = "scenarios/claims/overcommit.yaml"
 	// tcpNV is the TCP-NV experiment in emulation (E1, E2, C1's floor).
 	tcpNV = "scenarios/claims/tcp-nv.yaml"
+	// incast3 is three senders into one receiver in the twin (F2).
+	incast3 = "scenarios/claims/incast3.yaml"
 	// tcpNVPFC is the same with PFC on TCP's queue (E3).
 	tcpNVPFC = "scenarios/claims/tcp-nv-pfc.yaml"
 	// implementation is Homa, Basic and TCP in emulation (C2, C3, D2).
@@ -174,10 +176,14 @@ func Registry() []Claim {
 			twin:   pfcLoss},
 		pending("E4", "256 hosts at 10 Gbit/s", "P99 up to 21 ms with BIC, under 1 ms with NV", srcNV, ModeTwin,
 			"needs TCP-NV and BIC models in the twin"),
-		pending("F1", "Linux Homa vs TCP in a loaded cluster", "short P99 > 1 ms TCP, < 100 us Homa (13x); longest ~2x faster", srcTalk, ModeEmulation,
-			"needs the AI-cluster scenario read as short and longest P99 per transport"),
-		pending("F2", "incast: three senders into one receiver", "the tail forms in the receiver's downlink queue", srcTalk, ModeEmulation,
-			"needs the incast scenario's anatomy read as the downlink queue's share"),
+		{ID: "F1", Text: "Linux Homa vs TCP in a loaded cluster: short-message P99 and the longest messages' P99, TCP over Homa", Published: "short P99 > 1 ms TCP, < 100 us Homa (13x); longest ~2x faster",
+			Source: srcTalk, Mode: ModeEmulation, Scenario: implementation, Tolerance: "13x and 2x, 25% either way; the absolute times are this machine's (C1's floor)",
+			Points: []Point{near("short TCP/Homa", 13, 0.25), near("longest TCP/Homa", 2, 0.25)},
+			twin:   tcpOverHomaShortAndLongest, ordering: func(m []float64) bool { return m[0] > 1 && m[1] > 1 }},
+		{ID: "F2", Text: "incast, three senders into one receiver: where the tail of short messages forms", Published: "three senders deliver 3x what the receiver takes; the tail forms in its downlink queue",
+			Source: srcTalk, Mode: ModeTwin, Scenario: incast3, Tolerance: "most of TCP's short-message tail (over half) is switch queueing",
+			Points: []Point{band("TCP: queue's share of the short tail", 0.5, 1, 0)},
+			twin:   tcpTailQueueShare},
 	}
 }
 
