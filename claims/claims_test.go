@@ -35,6 +35,22 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestDeparture: a point above its published bound but within the band a
+// named departure allows passes, and the note names it with the departure.
+func TestDeparture(t *testing.T) {
+	c := &Claim{Points: []Point{bound("W1", 2.2, 2.4), bound("W2", 2.2, 2.4)}, Departure: "longer headers"}
+	var r Row
+	judge(c, &r, [][]float64{{2.3, 2.1}})
+	if r.Verdict != Reproduced || !strings.Contains(r.Note, "W1 2.3 above the published 2.2, within the named departure: longer headers") || strings.Contains(r.Note, "W2") {
+		t.Errorf("verdict %q, note %q", r.Verdict, r.Note)
+	}
+	r = Row{}
+	judge(c, &r, [][]float64{{2.5, 2.1}})
+	if r.Verdict != NotReproduced {
+		t.Errorf("2.5 beyond the departure's 2.4: verdict %q", r.Verdict)
+	}
+}
+
 func TestSpread(t *testing.T) {
 	if m, lo, hi := spread([]float64{3, 1, 2}); m != 2 || lo != 1 || hi != 3 {
 		t.Errorf("spread = %g, %g, %g; want 2, 1, 3", m, lo, hi)

@@ -80,6 +80,35 @@ func homaHalfBins(exps []stats.Experiment) ([]float64, error) {
 	return out, nil
 }
 
+// receiverDrivenCut is B3: how much lower Homa's shortest-half P99 is than
+// that of Homa with one priority and overcommitment 1 (label "rd"), as a
+// fraction of the latter.
+func receiverDrivenCut(exps []stats.Experiment) ([]float64, error) {
+	h, rd := halfP99(findExp(exps, isHoma)), halfP99(byLabel(exps, "rd"))
+	if math.IsNaN(h) || math.IsNaN(rd) || rd <= 0 {
+		return nil, errors.New("the run lacks homa's or receiver-driven homa's shortest-half P99")
+	}
+	return []float64{1 - h/rd}, nil
+}
+
+// ndpAdded200 is B10: on W4, the P99 of NDP's size bin that holds 200-byte
+// messages less the bin's ideal (its P99 over its P99 slowdown: the
+// messages of a bin are of about one size), in µs and over the ideal.
+func ndpAdded200(exps []stats.Experiment) ([]float64, error) {
+	e := byWorkload(exps)["w4"]["ndp"]
+	if e == nil {
+		return nil, errors.New("the run lacks NDP on W4")
+	}
+	for _, b := range e.BySize {
+		if b.Length < 200 || b.S99 == nil || *b.S99 <= 0 {
+			continue
+		}
+		ideal := b.P99us / *b.S99
+		return []float64{b.P99us - ideal, (b.P99us - ideal) / ideal}, nil
+	}
+	return nil, errors.New("NDP's W4 run has no size bin of 200 bytes or more")
+}
+
 // ratios reads, for each named transport, its shortest-half P99 over
 // Homa's on each of W1-W5 (the workloads the run has), and returns the
 // smallest (or, where max is set, the largest) ratio over the workloads.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/homatb/homatb/anatomy"
 	"github.com/homatb/homatb/reports/stats"
 )
 
@@ -117,5 +118,50 @@ func TestImplementationExtraction(t *testing.T) {
 	}
 	if _, err := overHoma(isBasic)(exps[:1]); err == nil {
 		t.Error("a run without Basic gave no error")
+	}
+}
+
+// TestNewClaimExtraction checks E3's, F1's, F2's, B3's and B10's readings
+// on hand-made summaries.
+func TestNewClaimExtraction(t *testing.T) {
+	pfc := []stats.Experiment{
+		{Config: "tcp-cubic", GoodputGbps: 0.05, DurationS: 10, Switch: stats.SwitchStats{Present: true, Drops: 0, PFC: []stats.PFCPort{{PausesSent: 300}, {PausesSent: 200}}}},
+		{Config: "tcp-nv", Label: "nv", GoodputGbps: 0.05, DurationS: 10, Switch: stats.SwitchStats{Present: true, Drops: 43}},
+	}
+	got, err := pfcLoss(pfc)
+	if err != nil || len(got) != 3 || got[0] != 0 || math.Abs(got[1]-43/(62.5e6/1448)) > 1e-12 || got[2] != 500 {
+		t.Errorf("pfcLoss = %v, %v; want [0, 43 of 43,163 segments, 500 PAUSEs]", got, err)
+	}
+
+	impl := []stats.Experiment{
+		{Transport: "homa", Config: "homa", Short: stats.Short{P99us: fp(100)}, BySize: []stats.SizeRow{{Length: 100, P99us: 90}, {Length: 1e6, P99us: 5000}}},
+		{Transport: "tcp", Config: "tcp-cubic", Short: stats.Short{P99us: fp(1300)}, BySize: []stats.SizeRow{{Length: 100, P99us: 900}, {Length: 1e6, P99us: 9000}}},
+	}
+	if got, err := tcpOverHomaShortAndLongest(impl); err != nil || len(got) != 2 || got[0] != 13 || got[1] != 1.8 {
+		t.Errorf("tcpOverHomaShortAndLongest = %v, %v; want [13 1.8]", got, err)
+	}
+
+	incast := []stats.Experiment{{Transport: "tcp", Config: "tcp-cubic", Anatomy: &anatomy.Summary{Tail: anatomy.Parts{RTT: 200, Queue: 150}}}}
+	if got, err := tcpTailQueueShare(incast); err != nil || len(got) != 1 || got[0] != 0.75 {
+		t.Errorf("tcpTailQueueShare = %v, %v; want [0.75]", got, err)
+	}
+	if _, err := tcpTailQueueShare([]stats.Experiment{{Transport: "tcp"}}); err == nil {
+		t.Error("a TCP run without an anatomy gave no error")
+	}
+
+	rd := []stats.Experiment{
+		{Transport: "homa", Config: "homa", ShortestHalf: &stats.ShortestHalf{S99: fp(2)}},
+		{Transport: "homa", Label: "rd", Config: "homa-rd", ShortestHalf: &stats.ShortestHalf{S99: fp(4)}},
+	}
+	if got, err := receiverDrivenCut(rd); err != nil || len(got) != 1 || got[0] != 0.5 {
+		t.Errorf("receiverDrivenCut = %v, %v; want [0.5]", got, err)
+	}
+
+	// The first bin of at least 200 bytes: P99 12 µs at slowdown 6, so an
+	// ideal of 2 µs and 10 µs added, five times the ideal.
+	ndp := []stats.Experiment{{Transport: "ndp", Params: map[string]any{"phases.all2all.sizes": "w4"},
+		BySize: []stats.SizeRow{{Length: 100, P99us: 4, S99: fp(2)}, {Length: 300, P99us: 12, S99: fp(6)}}}}
+	if got, err := ndpAdded200(ndp); err != nil || len(got) != 2 || got[0] != 10 || got[1] != 5 {
+		t.Errorf("ndpAdded200 = %v, %v; want [10 5]", got, err)
 	}
 }

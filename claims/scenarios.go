@@ -18,7 +18,7 @@ switch:
 sweep:
   - params: [phases.all2all.sizes, warmup, duration, drain]
     values:
-      - ["w1", 2ms, 100us, 200us]
+      - ["w1", 2ms, 500us, 1ms]
       - ["w2", 2ms, 1ms, 1ms]
       - ["w3", 4ms, 2ms, 2ms]
       - ["w4", 2ms, 2ms, 2ms]
@@ -34,6 +34,13 @@ switch:
 sweep:
   - param: phases.all2all.load
     values: [0.6, 0.7, 0.8, 0.9]
+`,
+	receiverDriven: `
+warmup: 2ms
+duration: 2ms
+drain: 2ms
+switch:
+  postcards: false
 `,
 	overcommitClaim: `
 warmup: 2ms
