@@ -395,6 +395,28 @@ func tcpOverHomaShortAndLongest(exps []stats.Experiment) ([]float64, error) {
 	return []float64{shortP99(t) / shortP99(h), longest}, nil
 }
 
+// smallestLossyIncast is C4: the fewest messages of the incasts (an
+// experiment each, its issued RPCs) whose switches dropped a packet (+Inf
+// when none did), and the bytes the largest one queued per message (its
+// deepest queue over its messages), in KB.
+func smallestLossyIncast(exps []stats.Experiment) ([]float64, error) {
+	if len(exps) == 0 {
+		return nil, errors.New("no incast experiment")
+	}
+	lossy, perMsg, largest := math.Inf(1), math.NaN(), 0.0
+	for i := range exps {
+		e := &exps[i]
+		n := float64(e.RPCs.Issued)
+		if e.Switch.Drops > 0 {
+			lossy = min(lossy, n)
+		}
+		if n > largest && len(e.Switch.MaxQueueBytes) > 0 {
+			largest, perMsg = n, float64(slices.Max(e.Switch.MaxQueueBytes))/n/1e3
+		}
+	}
+	return []float64{lossy, perMsg}, nil
+}
+
 // tcpTailQueueShare is F2: the share of TCP's short RPCs' tail (the
 // anatomy's mean over the RPCs at or above the P99) spent in switch
 // queues.

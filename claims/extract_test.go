@@ -157,6 +157,18 @@ func TestNewClaimExtraction(t *testing.T) {
 		t.Errorf("receiverDrivenCut = %v, %v; want [0.5]", got, err)
 	}
 
+	incasts := []stats.Experiment{
+		{RPCs: stats.RPCCounts{Issued: 200}, Switch: stats.SwitchStats{MaxQueueBytes: []int64{0, 1_600_000}}},
+		{RPCs: stats.RPCCounts{Issued: 800}, Switch: stats.SwitchStats{Drops: 5, MaxQueueBytes: []int64{0, 6_400_000}}},
+		{RPCs: stats.RPCCounts{Issued: 400}, Switch: stats.SwitchStats{Drops: 1, MaxQueueBytes: []int64{0, 3_200_000}}},
+	}
+	if got, err := smallestLossyIncast(incasts); err != nil || len(got) != 2 || got[0] != 400 || got[1] != 8 {
+		t.Errorf("smallestLossyIncast = %v, %v; want [400 8]", got, err)
+	}
+	if got, _ := smallestLossyIncast(incasts[:1]); !math.IsInf(got[0], 1) {
+		t.Errorf("no lossy incast: %v, want +Inf", got)
+	}
+
 	// The first bin of at least 200 bytes: P99 12 µs at slowdown 6, so an
 	// ideal of 2 µs and 10 µs added, five times the ideal.
 	ndp := []stats.Experiment{{Transport: "ndp", Params: map[string]any{"phases.all2all.sizes": "w4"},

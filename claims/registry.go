@@ -27,6 +27,8 @@ const (
 	receiverDriven  = "scenarios/claims/receiver-driven.yaml"
 	// tcpNV is the TCP-NV experiment in emulation (E1, E2, C1's floor).
 	tcpNV = "scenarios/claims/tcp-nv.yaml"
+	// incastSize is one-shot incasts of growing size in the twin (C4).
+	incastSize = "scenarios/claims/incast-size.yaml"
 	// incast3 is three senders into one receiver in the twin (F2).
 	incast3 = "scenarios/claims/incast3.yaml"
 	// tcpNVPFC is the same with PFC on TCP's queue (E3).
@@ -157,8 +159,11 @@ func Registry() []Claim {
 		{ID: "C3", Text: "streaming TCP against Homa: short-message P99 (head-of-line blocking)", Published: "~100x higher tail",
 			Source: srcPaper + " §5.1", Mode: ModeEmulation, Scenario: implementation, Tolerance: "50-200x",
 			Points: []Point{band("TCP/Homa", 50, 200, 0)}, twin: overHoma(isTCP), ordering: func(m []float64) bool { return m[0] > 1 }},
-		pending("C4", "unpredictable incasts beyond several hundred messages", "cause loss", srcPaper+" §5.1", ModeEmulation,
-			"needs an incast sweep in emulation"),
+		{ID: "C4", Text: "unpredictable incasts (many hosts, one message each, at one instant): the smallest that loses packets", Published: "beyond several hundred messages, loss",
+			Source: srcPaper + " §5.1", Mode: ModeTwin, Scenario: incastSize, Tolerance: "200-900 messages, 25% beyond, with a 12 MB shared switch buffer",
+			Points: []Point{band("smallest lossy incast (messages)", 200, 900, 0.25), {Label: "bytes queued per message (KB)", Published: math.NaN(), Lo: 0, Hi: math.Inf(1)}},
+			twin:   smallestLossyIncast,
+			Cause:  "each message of the incast queues its unscheduled bytes at the receiver's downlink, so loss begins where N times them exceeds what the port may take of the switch's buffer; the paper does not give its switches' buffer"},
 		{ID: "D1", Text: "W4's short messages and their bytes; workloads mostly short", Published: "60% of W4 <= 1,000 B carry 0.5% of the bytes; 3 of 5 workloads >85% < 1,000 B",
 			Source: "article, workloads figure", Mode: ModeQueue, Tolerance: "10%; the count exact",
 			Points: []Point{near("W4 msgs <= 1000 B", 0.60, 0.1), near("their bytes", 0.005, 0.1), band("workloads >85% < 1000 B", 3, 3, 0)},
