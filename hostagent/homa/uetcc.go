@@ -145,4 +145,18 @@ func (c *nscc) loss(n uint32, _ *homaconf.Config) {
 	c.clamp()
 }
 
+// SLEEK's threshold (htsim uec.cpp, runSleek): 1.5 windows, at most the
+// cap, at least 5 packets.
+const (
+	sleekWindows = 1.5
+	sleekMinPkts = 5
+)
+
+// sleekPkts is how many packets acknowledged after an unacknowledged one
+// declare it lost under uet_sleek: SLEEK's threshold in packets of pkt
+// bytes.
+func (c *nscc) sleekPkts(pkt uint32) uint64 {
+	return max(uint64(min(sleekWindows*c.cwnd, c.maxwnd)/float64(pkt)), sleekMinPkts)
+}
+
 func (c *nscc) clamp() { c.cwnd = min(max(c.cwnd, c.mtu), c.maxwnd) }
