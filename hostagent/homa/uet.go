@@ -639,17 +639,21 @@ func (u *uetProtocol) onAck(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 		reorder = q.cc.sleekPkts(e.cfg.UETPayload() + wire.UETDataOverhead)
 	}
 	for ; q.scan+reorder < high; q.scan++ {
-		u.declareLost(q, q.scan)
+		u.declareLost(now, q, q.scan, false)
 	}
 	if !e.cfg.UETNoNSCC && acked > 0 {
 		if q.cc.onAck(now, h.ECN, delay, sample, acked, &e.cfg) {
 			e.c.rateCuts.Add(1)
 		}
+		if e.cfg.UETNackQA && q.cc.ackQA(now, acked, q.inflight) {
+			e.c.rateCuts.Add(1)
+		}
 	}
 }
 
-// declareLost queues psn to be sent again unless it was acknowledged.
-func (u *uetProtocol) declareLost(q *uetPDC, psn uint64) {
+// declareLost queues psn to be sent again unless it was acknowledged;
+// trimmed says a NACK reported it trimmed at now.
+func (u *uetProtocol) declareLost(now time.Duration, q *uetPDC, psn uint64, trimmed bool) {
 	s := &q.sent[psn%uetWindow]
 	if s.acked || s.lost || s.m == nil {
 		return
@@ -658,13 +662,19 @@ func (u *uetProtocol) declareLost(q *uetPDC, psn uint64) {
 	q.inflight -= s.n + wire.UETDataOverhead
 	q.rtx = append(q.rtx, psn)
 	s.m.r.lost(max(s.at, 1))
-	if !u.e.cfg.UETNoNSCC {
+	switch {
+	case u.e.cfg.UETNoNSCC:
+	case trimmed && u.e.cfg.UETNackQA:
+		if q.cc.onTrim(now, s.n+wire.UETDataOverhead, q.inflight) {
+			u.e.c.rateCuts.Add(1)
+		}
+	default:
 		q.cc.loss(s.n, &u.e.cfg)
 	}
 }
 
 // onNack handles a NACK: a trimmed packet is sent again at once.
-func (u *uetProtocol) onNack(_ time.Duration, q *uetPDC, h *wire.UETPDS) {
+func (u *uetProtocol) onNack(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 	if h.NackCode != wire.UETNackTrimmed {
 		return // out of the receiver's window: the RTO resends it
 	}
@@ -672,7 +682,7 @@ func (u *uetProtocol) onNack(_ time.Duration, q *uetPDC, h *wire.UETPDS) {
 		if s := &q.sent[v%uetWindow]; s.m != nil {
 			q.penalize(s.ev, uetSkipTrim)
 		}
-		u.declareLost(q, v)
+		u.declareLost(now, q, v, true)
 	}
 }
 
@@ -688,7 +698,7 @@ func (u *uetProtocol) uetTick(now time.Duration) {
 		fired := false
 		for p := q.una; p < q.next; p++ {
 			if s := &q.sent[p%uetWindow]; !s.acked && !s.lost && s.m != nil && now-s.at >= e.cfg.UETRTO {
-				u.declareLost(q, p)
+				u.declareLost(now, q, p, false)
 				fired = true
 			}
 		}

@@ -258,6 +258,12 @@ type Config struct {
 	// it (at most the window cap, at least 5 packets) were acknowledged,
 	// so reordering within a window of spraying is not taken for loss.
 	UETSleek bool `homa:"uet_sleek"`
+	// UETNackQA answers a NACKed trim as htsim's NSCC does: a quick
+	// adapt (the window becomes what the last period, a base round trip
+	// and the target delay, delivered) when that was under an eighth of
+	// the cap, the trims of the bytes then in flight ignored; otherwise
+	// the packet's bytes off the window, as without it.
+	UETNackQA bool `homa:"uet_nack_qa"`
 	// UETRCCC turns on receiver credits (RCCC) beside NSCC: a sender
 	// sends its first window of new bytes on speculation and the rest as
 	// its receiver's CREDIT packets allow, which the receiver paces at
