@@ -93,8 +93,23 @@ func TestBMv2Program(t *testing.T) {
 			MAC: MAC{2, 0, 0, 0, 0, byte(i)}, Switch: "s1", Port: i})
 	}
 	// Program verifies by reading back every entry it wrote.
-	if err := program(testContext(t), topo, Policy{ECNThresholdPkts: 10}, p4rtclient.WithDialTimeout(20*time.Second)); err != nil {
+	pctx := testContext(t)
+	f, err := Connect(pctx, topo, p4rtclient.WithDialTimeout(20*time.Second))
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Program(pctx, Policy{ECNThresholdPkts: 10}); err != nil {
+		t.Fatal(err)
+	}
+	// flow_hash(seed), a fat tree's per-switch ECMP seed, on BMv2 too:
+	// Sync writes the default, Verify reads it back with its seed.
+	ecmp := Policy{ECNThresholdPkts: 10, LoadBalancing: LoadBalanceECMP, SwitchSeeds: true}
+	if err := f.Sync(pctx, ecmp); err != nil {
+		t.Fatalf("Sync to seeded ECMP: %v", err)
+	}
+	if err := f.Verify(pctx, ecmp); err != nil {
+		t.Fatalf("Verify seeded ECMP: %v", err)
 	}
 }
 

@@ -189,3 +189,78 @@ func TestClosLinkDownKeepsOtherPaths(t *testing.T) {
 		t.Errorf("a7-c1 up again: h1 to h16 takes %v", ps)
 	}
 }
+
+// flowPath follows one frame from host src to host dst with UDP source
+// port sport through the programmed pipelines and returns the switches it
+// crosses.
+func flowPath(t *testing.T, topo *Topology, sws map[string]*targettest.Switch, src, dst Host, sport uint16) []string {
+	t.Helper()
+	peer := map[linkEnd]linkEnd{}
+	for _, l := range topo.Links {
+		peer[linkEnd{l.A, l.APort}] = linkEnd{l.B, l.BPort}
+		peer[linkEnd{l.B, l.BPort}] = linkEnd{l.A, l.APort}
+	}
+	at := linkEnd{src.Switch, src.Port}
+	var path []string
+	for len(path) <= 8 {
+		path = append(path, at.sw)
+		var v pipeline.Verdict
+		sws[at.sw].Pipeline().Ingress(udpTo(dst.IP, sport), uint16(at.port), &v)
+		if v.Drop {
+			t.Fatalf("%s to %s, port %d: %s dropped the frame", src.Name, dst.Name, sport, at.sw)
+		}
+		if at.sw == dst.Switch && int(v.EgressPort) == dst.Port {
+			return path
+		}
+		next, ok := peer[linkEnd{at.sw, int(v.EgressPort)}]
+		if !ok {
+			t.Fatalf("%s to %s, port %d: %s sent it to port %d, no link", src.Name, dst.Name, sport, at.sw, v.EgressPort)
+		}
+		at = next
+	}
+	t.Fatalf("%s to %s, port %d: path %v loops", src.Name, dst.Name, sport, path)
+	return nil
+}
+
+// TestClosECMPSeedsUseEveryCore follows flows (UDP source ports, as UET's
+// entropies are) between two pods of a fat tree (k=4) under ECMP: with
+// one hash at every switch (SwitchSeeds off) the aggregation switch
+// repeats its edge switch's choice and the flows reach only 2 of the 4
+// cores; with a seed per switch they reach all 4, each with its share.
+func TestClosECMPSeedsUseEveryCore(t *testing.T) {
+	ft, err := clos.FatTree(4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		seeds bool
+		cores int
+	}{{false, 2}, {true, 4}} {
+		t.Run(fmt.Sprintf("seeds=%v", tc.seeds), func(t *testing.T) {
+			topo, sws := closTopology(t, ft)
+			pol := Policy{LoadBalancing: LoadBalanceECMP, SwitchSeeds: tc.seeds}
+			f := programmed(t, topo, pol)
+			if err := f.Verify(testContext(t), pol); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			h1, h16 := topo.Hosts[0], topo.Hosts[15] // pods 1 and 4
+			const flows = 256
+			perCore := map[string]int{}
+			for i := range flows {
+				p := flowPath(t, topo, sws, h1, h16, uint16(0xc000+i))
+				if len(p) != 5 {
+					t.Fatalf("port %d: path %v, want 5 switches (edge, aggregation, core, aggregation, edge)", 0xc000+i, p)
+				}
+				perCore[p[2]]++
+			}
+			if len(perCore) != tc.cores {
+				t.Errorf("flows per core %v: want %d cores", perCore, tc.cores)
+			}
+			for c, n := range perCore {
+				if share := flows / tc.cores; n < share/2 || n > share*3/2 {
+					t.Errorf("core %s carries %d of %d flows, want near %d: %v", c, n, flows, share, perCore)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 
@@ -99,13 +100,26 @@ func (t *Topology) switchMultipath(name string, down map[linkEnd]bool) multipath
 	return mp
 }
 
-// loadBalanceDefault is load_balance's default entry for the policy.
-func loadBalanceDefault(p Policy) p4rtclient.Entry {
-	a := actionSpray
-	if p.LoadBalancing == LoadBalanceECMP {
-		a = actionFlowHash
+// loadBalanceDefault is load_balance's default entry for the policy on
+// switch name.
+func loadBalanceDefault(p Policy, name string) p4rtclient.Entry {
+	if p.LoadBalancing != LoadBalanceECMP {
+		return p4rtclient.Entry{Table: tableLoadBalance, Action: actionSpray, Default: true}
 	}
-	return p4rtclient.Entry{Table: tableLoadBalance, Action: a, Default: true}
+	var seed uint64
+	if p.SwitchSeeds {
+		seed = uint64(switchSeed(name))
+	}
+	return p4rtclient.Entry{Table: tableLoadBalance, Action: actionFlowHash, Default: true,
+		Params: map[string]p4rtclient.Value{"seed": p4rtclient.Uint(seed)}}
+}
+
+// switchSeed is switch name's flow-hash seed: FNV-1a of the name, so a
+// switch keeps its seed from run to run (simulations repeat).
+func switchSeed(name string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32()
 }
 
 // programMultipath writes a switch's members and groups (before the
@@ -116,7 +130,7 @@ func (f *Switches) programMultipath(ctx context.Context, name string, p Policy) 
 	if err := c.WriteProfiles(ctx, p4v1.Update_INSERT, mp.members, mp.groups); err != nil {
 		return fmt.Errorf("action profile: %w", err)
 	}
-	return c.SetDefault(ctx, loadBalanceDefault(p))
+	return c.SetDefault(ctx, loadBalanceDefault(p, name))
 }
 
 // verifyMultipath reads back a switch's members, groups and load_balance
@@ -139,8 +153,8 @@ func (f *Switches) verifyMultipath(ctx context.Context, name string, p Policy) e
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("read back %s default: %w", tableLoadBalance, err))...)
 	}
-	if want := loadBalanceDefault(p); def.Action != want.Action {
-		errs = append(errs, fmt.Errorf("verify %s: %s default %s, want %s", name, tableLoadBalance, def.Action, want.Action))
+	if want := loadBalanceDefault(p, name); def.Action != want.Action || fmt.Sprint(def.Params) != fmt.Sprint(want.Params) {
+		errs = append(errs, fmt.Errorf("verify %s: %s default %s %v, want %s %v", name, tableLoadBalance, def.Action, def.Params, want.Action, want.Params))
 	}
 	return errors.Join(errs...)
 }

@@ -36,6 +36,11 @@ type Policy struct {
 	// (LoadBalanceSpray, the default when empty) or per flow
 	// (LoadBalanceECMP).
 	LoadBalancing string
+	// SwitchSeeds gives every switch its own flow-hash seed under ECMP (a
+	// hash of its name) so that the tiers of a fat tree choose among their
+	// uplinks independently, as a fabric's switches seeded apart do;
+	// false keeps every seed 0 (one hash everywhere).
+	SwitchSeeds bool
 	// Defences are DSCP trust, anti-spoofing and meters on host ports.
 	Defences Defences
 }

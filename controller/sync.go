@@ -55,7 +55,7 @@ func (f *Switches) syncSwitch(ctx context.Context, name string, policy Policy) e
 	if err := c.Insert(ctx, plan.Insert...); err != nil {
 		return err
 	}
-	if err := c.SetDefault(ctx, loadBalanceDefault(policy)); err != nil {
+	if err := c.SetDefault(ctx, loadBalanceDefault(policy, name)); err != nil {
 		return err
 	}
 	if err := f.programMeters(ctx, name, policy.Defences); err != nil {

@@ -41,7 +41,7 @@ const (
 	ActionTrimAbove       uint32 = 0x01000008 // TorIngress.trim_above(threshold_pkts)
 	ActionECMPForward     uint32 = 0x01000010 // TorIngress.ecmp_forward(group, dst_mac)
 	ActionSetEgress       uint32 = 0x01000011 // TorIngress.set_egress(port)
-	ActionFlowHash        uint32 = 0x01000012 // TorIngress.flow_hash()
+	ActionFlowHash        uint32 = 0x01000012 // TorIngress.flow_hash(seed)
 	ActionSpray           uint32 = 0x01000013 // TorIngress.spray()
 	ActionSetECNRED       uint32 = 0x01000030 // TorEgress.set_ecn_red(kmin_pkts, kmax_pkts, slope)
 	ActionPortDefence     uint32 = 0x01000020 // TorIngress.port_defence(remark, dscp, guard)

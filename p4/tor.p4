@@ -42,9 +42,13 @@
  * of the group by hashing meta.lb_nonce and the flow: the TCP, UDP or Homa
  * ports, IPv4 source, destination and protocol. load_balance, a keyless
  * table whose default action the controller sets, chooses what lb_nonce
- * is: flow_hash() keeps it 0, so every packet of a flow takes one path
- * (ECMP); spray() sets it from a per-switch packet counter (spray_seq), so
- * consecutive packets of a flow hash to different members (packet spraying).
+ * is: flow_hash(seed) sets it from the flow's ports and addresses times
+ * the switch's hash seed, so every packet of a flow takes one path (ECMP),
+ * and switches given different seeds choose independently of each other (on a fat tree, an aggregation
+ * switch hashing as its edge switch did would reach only one core in k/2:
+ * polarisation); spray() sets it from a per-switch packet counter
+ * (spray_seq), so consecutive packets of a flow hash to different members
+ * (packet spraying).
  *
  * Defences (docs/controller.md, "Defences"), per ingress port: ingress_defence
  * re-marks an untrusted port's DSCP before dscp_to_queue and turns on the
@@ -179,7 +183,7 @@ struct headers_t {
 struct metadata_t {
     bit<16> nexthop_group; /* ecmp_forward's group, 0: none */
     bit<32> l4_ports;      /* TCP, UDP or Homa source and destination port */
-    bit<32> lb_nonce;      /* load_balance: 0 (flow_hash) or spray_seq */
+    bit<32> lb_nonce;      /* load_balance: the seed (flow_hash) or spray_seq */
     bit<19> ecn_threshold; /* Kmin */
     bit<19> ecn_kmax;
     bit<32> ecn_slope;     /* P(mark) * 2^16 per packet above Kmin */
@@ -324,8 +328,12 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(1) spray_seq;
 
     @id(0x01000012)
-    action flow_hash() {
-        meta.lb_nonce = 0;
+    action flow_hash(@id(1) bit<32> seed) {
+        /* The flow's fields times the seed, not the seed alone: the
+         * selector's CRC is linear, so a constant in its input would flip
+         * the same output bits of every flow and switches would still
+         * choose alike. Seed 0 gives nonce 0, one hash everywhere. */
+        meta.lb_nonce = (meta.l4_ports ^ hdr.ipv4.srcAddr ^ hdr.ipv4.dstAddr) * seed;
     }
 
     @id(0x01000013)
@@ -343,7 +351,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
             flow_hash;
             spray;
         }
-        default_action = flow_hash();
+        default_action = flow_hash(0);
         size = 1;
     }
 

@@ -230,7 +230,7 @@ type port struct {
 	// depths are, per queue of a switch port, each queued frame's queue
 	// depth when it came (tor.p4's enq_qdepth), in order: what the egress
 	// control's ECN marking reads. Kept while the port queues in strict
-	// priority, where each queue is a FIFO; ceMarks counts the frames it
+	// priority or trim_above, where each queue is a FIFO; ceMarks counts the frames it
 	// marked CE, per queue.
 	depths  [dataplane.NumQueues]depthFIFO
 	ceMarks [dataplane.NumQueues]uint64
@@ -283,11 +283,22 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
 	q := min(v.Queue, dataplane.NumQueues-1)
 	depth := uint32(p.depths[q].len())
+	var trimmed uint64
+	if v.Mode == dataplane.ModeTrimAbove {
+		trimmed = p.pm.Trimmed()
+	}
 	ok := p.pm.Enqueue(f, v, p.n.clock.now, inPort)
 	if !ok {
 		p.queueDrops++
 		p.n.freeFrame(f)
-	} else if p.sw != nil && v.Mode == dataplane.ModeStrictPriority {
+	} else if p.sw != nil && (v.Mode == dataplane.ModeStrictPriority || v.Mode == dataplane.ModeTrimAbove) {
+		// A trim_above port queues by strict priority too, and its ECN
+		// marks by the depth a frame found, as tor.p4's egress does; a
+		// trimmed frame went to TrimQueue and found that queue's depth.
+		if v.Mode == dataplane.ModeTrimAbove && p.pm.Trimmed() != trimmed {
+			q = dataplane.TrimQueue
+			depth = uint32(p.depths[q].len())
+		}
 		p.depths[q].push(depth)
 		if p.n.cfg.PFC.On() {
 			p.ins[q].push(uint32(inPort))

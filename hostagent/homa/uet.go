@@ -94,6 +94,9 @@ type uetPDC struct {
 	// reps holds entropies whose packets were acknowledged without an ECN
 	// mark, oldest first, for uet_reps; at most uetREPSDepth.
 	reps []uint16
+	// skip is each entropy's penalty for uet_bitmap (nil without): the
+	// rotation passes over an entropy while it has one.
+	skip []uint8
 	cc   nscc
 	rs   rcccSender
 }
@@ -161,6 +164,9 @@ func (u *uetProtocol) pdc(addr netip.Addr) *uetPDC {
 	start := uint64(uint32(k*0x9e3779b9 ^ uint32(u.ids)*0x85ebca6b))
 	q = &uetPDC{addr: addr, peer: e.peer(addr), spdcid: u.ids, start: start, next: start, una: start, scan: start,
 		ev: uint32(k) * 7919}
+	if e.cfg.UETBitmap {
+		q.skip = make([]uint8, e.cfg.UETEntropies)
+	}
 	q.cc.init(&e.cfg)
 	q.rs.init(&q.cc)
 	u.ini[q.spdcid] = q
@@ -308,15 +314,42 @@ func (u *uetProtocol) sendOne(now time.Duration, q *uetPDC) {
 }
 
 // entropy returns the next packet's entropy: a recycled one (uet_reps)
-// if any, else the next in turn.
+// if any, else the next in turn, passing over those with a penalty
+// (uet_bitmap) as htsim's UecMpBitmap does: the first one passed loses a
+// point of it, and after n tries the rotation takes what it reached.
 func (q *uetPDC) entropy(n int) uint16 {
 	if len(q.reps) > 0 {
 		ev := q.reps[0]
 		q.reps = append(q.reps[:0], q.reps[1:]...)
 		return ev
 	}
+	i := q.ev % uint32(n)
+	if q.skip != nil && q.skip[i] > 0 {
+		q.skip[i]--
+		for range n {
+			q.ev++
+			if i = q.ev % uint32(n); q.skip[i] == 0 {
+				break
+			}
+		}
+	}
 	q.ev++
-	return uetEntropyBase + uint16((q.ev-1)%uint32(n))
+	return uetEntropyBase + uint16(i)
+}
+
+// Penalties of uet_bitmap (htsim UecMpBitmap): an ECN-marked ACK costs its
+// entropy one, a trimmed packet's NACK four, up to fifteen.
+const (
+	uetSkipECN  = 1
+	uetSkipTrim = 4
+	uetSkipMax  = 15
+)
+
+// penalize adds pen to entropy ev's penalty under uet_bitmap.
+func (q *uetPDC) penalize(ev uint16, pen uint8) {
+	if i := int(ev - uetEntropyBase); q.skip != nil && i < len(q.skip) {
+		q.skip[i] = min(q.skip[i]+pen, uetSkipMax)
+	}
 }
 
 // onUET handles one UET packet (the UDP payload p.Buf).
@@ -555,8 +588,8 @@ func (u *uetProtocol) msgAcked(q *uetPDC, m *uetMsg) {
 
 // onAck handles an ACK: the cumulative PSN and the SACK bitmap
 // acknowledge packets, the acknowledged packet's round trip is NSCC's
-// delay sample, and packets the ACKs passed by uet_reorder_pkts are
-// declared lost.
+// delay sample, and packets the ACKs passed by uet_reorder_pkts (or
+// SLEEK's threshold, uet_sleek) are declared lost.
 func (u *uetProtocol) onAck(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 	e := u.e
 	if !q.established {
@@ -592,24 +625,35 @@ func (u *uetProtocol) onAck(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 		if e.cfg.UETREPS && !h.ECN && s.m != nil && len(q.reps) < uetREPSDepth {
 			q.reps = append(q.reps, s.ev)
 		}
+		if h.ECN && s.m != nil {
+			q.penalize(s.ev, uetSkipECN)
+		}
 	}
 	for q.una < q.next && q.sent[q.una%uetWindow].acked {
 		q.sent[q.una%uetWindow] = uetSent{}
 		q.una++
 	}
 	q.scan = max(q.scan, q.una)
-	for ; q.scan+uint64(e.cfg.UETReorderPkts) < high; q.scan++ {
-		u.declareLost(q, q.scan)
+	reorder := uint64(e.cfg.UETReorderPkts)
+	if e.cfg.UETSleek {
+		reorder = q.cc.sleekPkts(e.cfg.UETPayload() + wire.UETDataOverhead)
+	}
+	for ; q.scan+reorder < high; q.scan++ {
+		u.declareLost(now, q, q.scan, false)
 	}
 	if !e.cfg.UETNoNSCC && acked > 0 {
 		if q.cc.onAck(now, h.ECN, delay, sample, acked, &e.cfg) {
 			e.c.rateCuts.Add(1)
 		}
+		if e.cfg.UETNackQA && q.cc.ackQA(now, acked, q.inflight) {
+			e.c.rateCuts.Add(1)
+		}
 	}
 }
 
-// declareLost queues psn to be sent again unless it was acknowledged.
-func (u *uetProtocol) declareLost(q *uetPDC, psn uint64) {
+// declareLost queues psn to be sent again unless it was acknowledged;
+// trimmed says a NACK reported it trimmed at now.
+func (u *uetProtocol) declareLost(now time.Duration, q *uetPDC, psn uint64, trimmed bool) {
 	s := &q.sent[psn%uetWindow]
 	if s.acked || s.lost || s.m == nil {
 		return
@@ -618,18 +662,27 @@ func (u *uetProtocol) declareLost(q *uetPDC, psn uint64) {
 	q.inflight -= s.n + wire.UETDataOverhead
 	q.rtx = append(q.rtx, psn)
 	s.m.r.lost(max(s.at, 1))
-	if !u.e.cfg.UETNoNSCC {
+	switch {
+	case u.e.cfg.UETNoNSCC:
+	case trimmed && u.e.cfg.UETNackQA:
+		if q.cc.onTrim(now, s.n+wire.UETDataOverhead, q.inflight) {
+			u.e.c.rateCuts.Add(1)
+		}
+	default:
 		q.cc.loss(s.n, &u.e.cfg)
 	}
 }
 
 // onNack handles a NACK: a trimmed packet is sent again at once.
-func (u *uetProtocol) onNack(_ time.Duration, q *uetPDC, h *wire.UETPDS) {
+func (u *uetProtocol) onNack(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 	if h.NackCode != wire.UETNackTrimmed {
 		return // out of the receiver's window: the RTO resends it
 	}
 	if v, ok := q.unwrap(h.PSN); ok {
-		u.declareLost(q, v)
+		if s := &q.sent[v%uetWindow]; s.m != nil {
+			q.penalize(s.ev, uetSkipTrim)
+		}
+		u.declareLost(now, q, v, true)
 	}
 }
 
@@ -645,7 +698,7 @@ func (u *uetProtocol) uetTick(now time.Duration) {
 		fired := false
 		for p := q.una; p < q.next; p++ {
 			if s := &q.sent[p%uetWindow]; !s.acked && !s.lost && s.m != nil && now-s.at >= e.cfg.UETRTO {
-				u.declareLost(q, p)
+				u.declareLost(now, q, p, false)
 				fired = true
 			}
 		}

@@ -123,17 +123,73 @@ func TestUET(t *testing.T) {
 	}
 }
 
+// TestUETSleek: on a long link that delays some packets by more than 8
+// packets' time but less than a window, the fixed count (uet_reorder_pkts,
+// 8) takes the reordering for loss and resends, SLEEK's threshold
+// (uet_sleek: 1.5 windows) does not; with random loss SLEEK still finds
+// most losses from SACK gaps rather than timeouts.
+func TestUETSleek(t *testing.T) {
+	long := homatest.LinkConfig{Rate: 1e9, Delay: 100 * time.Microsecond, Seed: 11}
+	reorder := long
+	reorder.Reorder, reorder.ReorderDelay = 0.05, 200*time.Microsecond // about 17 packets
+	lossy := long
+	lossy.Loss = 0.02
+	for _, tt := range []struct {
+		name  string
+		lc    homatest.LinkConfig
+		sleek bool
+		check func(t *testing.T, rtx, timeouts uint64, ns homatest.Stats)
+	}{
+		{"reorder/count", reorder, false, func(t *testing.T, rtx, _ uint64, ns homatest.Stats) {
+			if ns.Reordered == 0 || ns.Lost != 0 || rtx == 0 {
+				t.Errorf("reordered %d, lost %d, resent %d: want packets reordered beyond 8, none lost, some resent", ns.Reordered, ns.Lost, rtx)
+			}
+		}},
+		{"reorder/sleek", reorder, true, func(t *testing.T, rtx, _ uint64, ns homatest.Stats) {
+			if ns.Reordered == 0 || rtx != 0 {
+				t.Errorf("reordered %d, resent %d: want reordering and nothing resent", ns.Reordered, rtx)
+			}
+		}},
+		{"loss/sleek", lossy, true, func(t *testing.T, rtx, timeouts uint64, ns homatest.Stats) {
+			if ns.Lost == 0 || rtx < 2*timeouts || rtx < ns.Lost/2 {
+				t.Errorf("lost %d, resent %d, timeout firings %d: want most losses resent on SACK gaps", ns.Lost, rtx, timeouts)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := homaconf.Config{Variant: homaconf.VariantUET, UETSleek: tt.sleek, TimeoutTicks: 2000}
+				server, cs, network := incast(t, tt.lc, cfg, 1, 20, 1)
+				ss, cst := server.Stats(), cs[0].Stats()
+				if ss.CallsFailed+cst.CallsFailed != 0 {
+					t.Errorf("%d Calls failed", ss.CallsFailed+cst.CallsFailed)
+				}
+				tt.check(t, ss.Retransmits+cst.Retransmits, ss.RoCETimeouts+cst.RoCETimeouts, network.Stats())
+				t.Logf("net %+v; server %v; client %v", network.Stats(), roceCounters(ss), roceCounters(cst))
+			})
+		})
+	}
+}
+
 // TestUETLiveness: under 10% to 30% random loss on every link, every Call
 // of the incast still completes with its exact bytes (no message hangs):
 // SACK gaps, NACKs and timeouts between them recover every packet, ACKs
 // included.
 func TestUETLiveness(t *testing.T) {
-	for _, loss := range []float64{0.1, 0.2, 0.3} {
-		t.Run(fmt.Sprintf("loss_%.0f%%", loss*100), func(t *testing.T) {
+	for _, tt := range []struct {
+		loss  float64
+		sleek bool
+	}{{0.1, false}, {0.2, false}, {0.3, false}, {0.3, true}} {
+		loss := tt.loss
+		name := fmt.Sprintf("loss_%.0f%%", loss*100)
+		if tt.sleek {
+			name += "/sleek"
+		}
+		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Seed: uint64(loss * 1000), Loss: loss}
 				// A Call must outlast many timeouts in a row at 30%.
-				cfg := homaconf.Config{Variant: homaconf.VariantUET, TimeoutTicks: 2000}
+				cfg := homaconf.Config{Variant: homaconf.VariantUET, TimeoutTicks: 2000, UETSleek: tt.sleek}
 				server, cs, network := incast(t, lc, cfg, 3, 12, 3)
 				ss, cst := server.Stats(), cs[0].Stats()
 				if ss.CallsFailed+cst.CallsFailed != 0 {

@@ -51,6 +51,14 @@ type nscc struct {
 	lastDec, lastQA time.Duration
 	winStart        time.Duration
 	cur, prev       float64 // bytes acknowledged in this and the last base round trip
+	// uet_nack_qa's state (htsim's quick adapt on loss): the end of the
+	// current period, the bytes acknowledged in it, whether a trim was
+	// NACKed since the last quick adapt, and the bytes to let pass
+	// (acknowledged or trimmed) before a trim counts again.
+	qaEnd           time.Duration
+	achieved        float64
+	trigger         bool
+	ignore, ignored float64
 }
 
 func (c *nscc) init(cfg *homaconf.Config) {
@@ -143,6 +151,69 @@ func (c *nscc) onAck(now time.Duration, ecn bool, delay time.Duration, sampled b
 func (c *nscc) loss(n uint32, _ *homaconf.Config) {
 	c.cwnd -= float64(n)
 	c.clamp()
+}
+
+// nsccLossQAGate: htsim's quick adapt on loss acts when a period
+// delivered less than the cap shifted right by its _qa_gate, 3.
+const nsccLossQAGate = 3
+
+// onTrim is uet_nack_qa's answer to a NACKed trim of n bytes at now with
+// inflight bytes in flight, as htsim's NSCC answers one
+// (updateCwndOnNack, quick_adapt): nothing while the bytes of the last
+// quick adapt pass; else a quick adapt if the period is over, or the
+// packet's bytes off the window. It reports a quick adapt.
+func (c *nscc) onTrim(now time.Duration, n, inflight uint32) bool {
+	c.trigger = true
+	c.ignored += float64(n)
+	if c.ignored < c.ignore {
+		return false
+	}
+	if c.lossQA(now, inflight) {
+		return true
+	}
+	c.cwnd -= float64(n)
+	c.clamp()
+	return false
+}
+
+// ackQA counts acked bytes toward uet_nack_qa's period at now and ends the
+// period when it is over; it reports a quick adapt.
+func (c *nscc) ackQA(now time.Duration, acked, inflight uint32) bool {
+	c.achieved += float64(acked)
+	c.ignored += float64(acked)
+	return c.lossQA(now, inflight)
+}
+
+// lossQA ends uet_nack_qa's period (a base round trip and the target
+// delay) once it is over: if a trim was NACKed and the period delivered
+// less than an eighth of the cap, the window becomes what it delivered
+// and the trims of the bytes now in flight take nothing more off it.
+func (c *nscc) lossQA(now time.Duration, inflight uint32) bool {
+	if now <= c.qaEnd {
+		return false
+	}
+	qa := c.qaEnd != 0 && c.trigger && c.achieved < c.maxwnd/(1<<nsccLossQAGate)
+	if qa {
+		c.cwnd = max(c.achieved, c.mtu)
+		c.clamp()
+		c.ignore, c.ignored, c.trigger = float64(inflight), 0, false
+	}
+	c.achieved, c.qaEnd = 0, now+c.base()+c.target
+	return qa
+}
+
+// SLEEK's threshold (htsim uec.cpp, runSleek): 1.5 windows, at most the
+// cap, at least 5 packets.
+const (
+	sleekWindows = 1.5
+	sleekMinPkts = 5
+)
+
+// sleekPkts is how many packets acknowledged after an unacknowledged one
+// declare it lost under uet_sleek: SLEEK's threshold in packets of pkt
+// bytes.
+func (c *nscc) sleekPkts(pkt uint32) uint64 {
+	return max(uint64(min(sleekWindows*c.cwnd, c.maxwnd)/float64(pkt)), sleekMinPkts)
 }
 
 func (c *nscc) clamp() { c.cwnd = min(max(c.cwnd, c.mtu), c.maxwnd) }

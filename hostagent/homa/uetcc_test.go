@@ -114,3 +114,51 @@ func TestNSCCFourCases(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a > b*0.999 && a < b*1.001 }
+
+// TestNSCCNackQuickAdapt drives uet_nack_qa's answer to trims by hand, as
+// htsim's NSCC answers NACKs: the first trim only takes its bytes off the
+// window (no period has ended yet); a trim after a period that delivered
+// less than an eighth of the cap sets the window to what it delivered;
+// the trims of the bytes in flight then take nothing off; once they have
+// passed, a trim inside a period takes its bytes off again; and a period
+// that delivered more than an eighth of the cap ends without a quick
+// adapt.
+func TestNSCCNackQuickAdapt(t *testing.T) {
+	cfg, err := homaconf.Config{Variant: homaconf.VariantUET, LinkBps: 10e9, UnloadedRTT: 10 * time.Microsecond, UETNackQA: true}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c nscc
+	c.init(&cfg)
+	c.sample(10 * time.Microsecond)
+	period := c.base() + c.target
+	const pkt, inflight = 1500, 30_000
+	now := time.Millisecond
+	w := c.cwnd
+	if c.onTrim(now, pkt, inflight) || !near(c.cwnd, w-pkt) {
+		t.Fatalf("first trim: window %.0f from %.0f, want %d bytes off and no quick adapt", c.cwnd, w, pkt)
+	}
+	delivered := c.maxwnd/(1<<nsccLossQAGate) - 300 // under the gate, above one MTU
+	if c.ackQA(now+period/2, uint32(delivered), inflight) {
+		t.Fatal("quick adapt inside a period")
+	}
+	now += period + time.Microsecond
+	if !c.onTrim(now, pkt, inflight) || !near(c.cwnd, delivered) {
+		t.Fatalf("trim after a period delivering %.0f of cap %.0f: window %.0f, want it set to what was delivered", delivered, c.maxwnd, c.cwnd)
+	}
+	w = c.cwnd
+	for range inflight/pkt - 1 {
+		if c.onTrim(now, pkt, inflight); c.cwnd != w {
+			t.Fatalf("a trim of the bytes in flight at the quick adapt moved the window %.0f to %.0f", w, c.cwnd)
+		}
+	}
+	if c.onTrim(now, pkt, inflight) || !near(c.cwnd, max(w-pkt, c.mtu)) {
+		t.Fatalf("trim after the ignored bytes: window %.0f from %.0f, want %d bytes off", c.cwnd, w, pkt)
+	}
+	c.cwnd = c.maxwnd
+	c.ackQA(now+period/2, uint32(c.maxwnd/4), inflight)
+	c.onTrim(now+period/2, pkt, inflight)
+	if now += period + time.Microsecond; c.ackQA(now, pkt, inflight) {
+		t.Errorf("quick adapt after a period that delivered a quarter of the cap: window %.0f", c.cwnd)
+	}
+}

@@ -146,6 +146,15 @@ func (m *PortModel) putPacket(p *packet) {
 	m.free.Put(p)
 }
 
+// Trimmed counts the frames a trim_above verdict cut to their header so
+// far: a caller tells a trimmed frame (queued in TrimQueue) from the
+// count's change across its Enqueue.
+func (m *PortModel) Trimmed() uint64 {
+	m.t.lock()
+	defer m.t.unlock()
+	return m.t.trimmed
+}
+
 // Stats returns the port's counters and depth.
 func (m *PortModel) Stats() PortModelStats {
 	m.t.lock()

@@ -61,8 +61,10 @@ type snapshot struct {
 	// groups are nexthop_group's action profile groups: the member actions
 	// in selection order (a member of weight w appears w times).
 	groups [][]ActionCall
-	// spray is true when load_balance's default is spray().
+	// spray is true when load_balance's default is spray(); seed is
+	// flow_hash's seed when it is not.
 	spray bool
+	seed  uint32
 	// defences is false while ingress_defence and meter_select are empty
 	// with their NoAction defaults, so ingress skips them.
 	defences bool
@@ -245,6 +247,9 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 			snap.modes = len(c.Entries) > 0 || def.ID != p4.ActionStrictPriority
 		case p4.TableLoadBalance:
 			snap.spray = def.ID == p4.ActionSpray
+			if def.ID == p4.ActionFlowHash {
+				snap.seed = uint32(def.Params[0])
+			}
 		case p4.TableDefence, p4.TableMeterSelect:
 			snap.defences = snap.defences || len(c.Entries) > 0 || def.ID != p4.ActionNoAction
 		case p4.TableNexthop:

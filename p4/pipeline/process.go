@@ -215,6 +215,8 @@ func (p *Pipeline) selectUplink(snap *snapshot, frame []byte, group uint64, inPo
 	var nonce uint32
 	if snap.spray {
 		nonce = p.spraySeq[0].Add(1) - 1 // spray_seq.read, then write + 1
+	} else if snap.seed != 0 {
+		nonce = seedNonce(frame, snap.seed)
 	}
 	key := Key{group}
 	a, _ := snap.tables[tblNexthop].Lookup(&key)
@@ -229,6 +231,31 @@ func (p *Pipeline) selectUplink(snap *snapshot, frame []byte, group uint64, inPo
 	return runIngressAction(a, frame, inPort, egressSpec, &queue)
 }
 
+// seedNonce is flow_hash(seed)'s lb_nonce: meta.l4_ports, srcAddr and
+// dstAddr XORed, times seed (bit<32> arithmetic).
+func seedNonce(frame []byte, seed uint32) uint32 {
+	return (l4Ports(frame) ^ binary.BigEndian.Uint32(frame[ipSrcOff:]) ^ binary.BigEndian.Uint32(frame[ipSrcOff+4:])) * seed
+}
+
+// l4Ports is meta.l4_ports of an IPv4 frame: the TCP, UDP or Homa source
+// and destination ports, 0 for other protocols or with IPv4 options.
+func l4Ports(frame []byte) uint32 {
+	if frame[ethLen]&0x0f != ipv4Len/4 {
+		return 0
+	}
+	switch frame[ipProtoOff] {
+	case wire.IPProto:
+		if len(frame) >= dataplane.HomaOffset+dataplane.HomaCommonLen {
+			return binary.BigEndian.Uint32(frame[ethLen+ipv4Len:])
+		}
+	case ipProtoTCP, ipProtoUDP:
+		if len(frame) >= ethLen+ipv4Len+4 {
+			return binary.BigEndian.Uint32(frame[ethLen+ipv4Len:])
+		}
+	}
+	return 0
+}
+
 // FlowHash is uplink_selector's hash of frame (IPv4): CRC-32 (IEEE) over
 // the selector fields in tor.p4's key order, big-endian: the nonce
 // (meta.lb_nonce), meta.l4_ports (TCP, UDP or Homa source and destination
@@ -237,18 +264,7 @@ func (p *Pipeline) selectUplink(snap *snapshot, frame []byte, group uint64, inPo
 func FlowHash(frame []byte, nonce uint32) uint16 {
 	var in [17]byte
 	binary.BigEndian.PutUint32(in[0:], nonce)
-	if frame[ethLen]&0x0f == ipv4Len/4 {
-		switch frame[ipProtoOff] {
-		case wire.IPProto:
-			if len(frame) >= dataplane.HomaOffset+dataplane.HomaCommonLen {
-				copy(in[4:8], frame[ethLen+ipv4Len:])
-			}
-		case ipProtoTCP, ipProtoUDP:
-			if len(frame) >= ethLen+ipv4Len+4 {
-				copy(in[4:8], frame[ethLen+ipv4Len:])
-			}
-		}
-	}
+	binary.BigEndian.PutUint32(in[4:], l4Ports(frame))
 	copy(in[8:16], frame[ipSrcOff:ipSrcOff+8]) // srcAddr, dstAddr
 	in[16] = frame[ipProtoOff]
 	crc := ^uint32(0)

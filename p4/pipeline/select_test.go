@@ -215,3 +215,62 @@ func TestFlowHashIsCRC32(t *testing.T) {
 		t.Errorf("FlowHash = %#04x, CRC-32 of the selector fields %#04x", got, want)
 	}
 }
+
+// TestECMPSeedsDecorrelateSwitches: two switches that pick among 4
+// uplinks by flow_hash choose alike for every flow when they share a
+// seed (a fat tree's aggregation switch would reach one core in k/2 of
+// those its edge switch's choice allows: polarisation), and independently
+// with seeds of their own: every pair of choices occurs, near its 1/16
+// share; each flow still keeps its uplink at a seeded switch.
+func TestECMPSeedsDecorrelateSwitches(t *testing.T) {
+	seeded := func(seed uint64) *Pipeline {
+		c := ecmpContents(false)
+		c[p4.TableLoadBalance] = TableContents{Default: &ActionCall{ID: p4.ActionFlowHash, Params: [MaxParams]uint64{seed}}}
+		return installed(t, c)
+	}
+	port := func(p *Pipeline, sport uint16) uint16 {
+		var v Verdict
+		p.Ingress(udpFrame(0x0a000107, sport), 1, &v)
+		if v.Drop || v.EgressPort < 5 || v.EgressPort > 8 {
+			t.Fatalf("sport %d: verdict %+v, want an uplink 5..8", sport, v)
+		}
+		return v.EgressPort
+	}
+	const flows = 1600
+	for _, tt := range []struct {
+		name  string
+		a, b  uint64
+		polar bool
+	}{
+		{"one seed", 0, 0, true},
+		{"same seed", 0x9e3779b1, 0x9e3779b1, true},
+		{"own seeds", 0x9e3779b1, 0x85ebca6b, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := seeded(tt.a), seeded(tt.b)
+			var pairs [4][4]int
+			for sport := range uint16(flows) {
+				pa, pb := port(a, 0xc000+sport), port(b, 0xc000+sport)
+				if again := port(b, 0xc000+sport); again != pb {
+					t.Fatalf("sport %d: port %d then %d at one switch", sport, pb, again)
+				}
+				pairs[pa-5][pb-5]++
+			}
+			same := pairs[0][0] + pairs[1][1] + pairs[2][2] + pairs[3][3]
+			if tt.polar {
+				if same != flows {
+					t.Errorf("%d of %d flows chose alike at two switches with one seed, want all: %v", same, flows, pairs)
+				}
+				return
+			}
+			// 100 flows a pair expected; 50..150 is over 5 sigma.
+			for i := range pairs {
+				for j, n := range pairs[i] {
+					if n < 50 || n > 150 {
+						t.Errorf("uplinks %d then %d for %d of %d flows, want near %d: %v", i+5, j+5, n, flows, flows/16, pairs)
+					}
+				}
+			}
+		})
+	}
+}

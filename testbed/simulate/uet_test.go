@@ -109,6 +109,27 @@ func TestUETTrimming(t *testing.T) {
 	}
 }
 
+// htsimSummary is what the tests beside htsim's runs read of a summary.
+type htsimSummary struct {
+	Experiments []struct {
+		Name  string `json:"name"`
+		Flows []struct {
+			Flows, Completed int
+			FCT              struct {
+				Max float64 `json:"max"`
+			} `json:"fct_us"`
+		} `json:"flows"`
+		Switch struct {
+			Drops   int64 `json:"drops"`
+			CEMarks int64 `json:"ce_marks"`
+			Trimmed int64 `json:"trimmed_pkts"`
+		} `json:"switch"`
+		Internals *struct {
+			Counters map[string]uint64 `json:"counters"`
+		} `json:"transport_internals"`
+	} `json:"experiments"`
+}
+
 // TestUETHtsimIncast runs uet-htsim-incast16-sim.yaml, htsim's 16-node
 // incast (15 x 2 MB into one host of a k=4 fat tree at 100 Gbit/s): with
 // the switches trimming, the last flow ends within 25% of htsim's ~2.5 ms
@@ -118,17 +139,7 @@ func TestUETHtsimIncast(t *testing.T) {
 		t.Skip("a 16-host fat tree at 100 Gbit/s: seconds")
 	}
 	p := loadWithMatrix(t, "uet-htsim-incast16-sim.yaml", "incast16.cm")
-	var s struct {
-		Experiments []struct {
-			Name  string `json:"name"`
-			Flows []struct {
-				Flows, Completed int
-				FCT              struct {
-					Max float64 `json:"max"`
-				} `json:"fct_us"`
-			} `json:"flows"`
-		} `json:"experiments"`
-	}
+	var s htsimSummary
 	decodeSummary(t, runSim(t, p), &s)
 	if len(s.Experiments) != 2 {
 		t.Fatalf("%d experiments, want 2 (dropping, trimming)", len(s.Experiments))
@@ -144,6 +155,43 @@ func TestUETHtsimIncast(t *testing.T) {
 	if tail[1] < htsim*0.75 || tail[1] > htsim*1.25 || tail[1] >= tail[0] {
 		t.Errorf("tail FCT %.0f µs trimming, %.0f µs dropping: want trimming within 25%% of htsim's %.0f µs and sooner than dropping", tail[1], tail[0], htsim)
 	}
+}
+
+// TestUETHtsimPermutation runs uet-htsim-perm16-sim.yaml, htsim's
+// 16-node permutation on a k=4 fat tree whose switches trim UET data when
+// full and mark ECN: sprayed over 128 entropies the slowest flow ends
+// within 25% of htsim's 194 µs, with packets out of sequence but none
+// resent (SLEEK's threshold takes reordering within a window for what it
+// is); on one path the flows that share links are slower by half at
+// least, and the switches both trim and mark CE there (a trim_above port
+// marks as a strict-priority one does).
+func TestUETHtsimPermutation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 16-host fat tree at 100 Gbit/s: seconds")
+	}
+	p := loadWithMatrix(t, "uet-htsim-perm16-sim.yaml", "perm16-random.cm")
+	var s htsimSummary
+	decodeSummary(t, runSim(t, p), &s)
+	if len(s.Experiments) != 2 {
+		t.Fatalf("%d experiments, want 2 (128 entropies, one)", len(s.Experiments))
+	}
+	for _, e := range s.Experiments {
+		if len(e.Flows) != 1 || e.Flows[0].Completed != 16 || e.Internals == nil || e.Switch.Drops != 0 {
+			t.Fatalf("%s: flows %+v, %d drops: want the 16 flows completed, nothing dropped", e.Name, e.Flows, e.Switch.Drops)
+		}
+	}
+	sprayed, one := s.Experiments[0], s.Experiments[1]
+	const htsim = 194.0 // µs, htsim's run of the experiment (validate_outputs)
+	tail := sprayed.Flows[0].FCT.Max
+	if c := sprayed.Internals.Counters; tail < htsim*0.75 || tail > htsim*1.25 || c["homa_retransmits"] != 0 || c["homa_out_of_sequence"] == 0 {
+		t.Errorf("sprayed: tail FCT %.0f µs, %d resent, %d out of sequence: want within 25%% of %.0f µs, none resent, some out of sequence",
+			tail, c["homa_retransmits"], c["homa_out_of_sequence"], htsim)
+	}
+	if one.Flows[0].FCT.Max < 1.5*tail || one.Switch.Trimmed == 0 || one.Switch.CEMarks == 0 {
+		t.Errorf("one path: tail FCT %.0f µs (sprayed %.0f), %d trimmed, %d CE marks: want 1.5x slower at least, packets both trimmed and marked",
+			one.Flows[0].FCT.Max, tail, one.Switch.Trimmed, one.Switch.CEMarks)
+	}
+	t.Logf("tail FCT: sprayed %.0f µs, one path %.0f µs; one path: %d trimmed, %d CE marks", tail, one.Flows[0].FCT.Max, one.Switch.Trimmed, one.Switch.CEMarks)
 }
 
 // loadWithMatrix loads scenarios/name, whose phase reads the connection

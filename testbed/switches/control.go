@@ -82,6 +82,10 @@ func Policy(s *scenario.Scenario) (controller.Policy, error) {
 		p.ECNRED = controller.ECNProfile{KminPkts: uint32(e.KminPkts), KmaxPkts: uint32(e.KmaxPkts), Pmax: e.Pmax}
 	}
 	p.LoadBalancing = s.Topology.LoadBalancing
+	// A fat tree's edge and aggregation switches both pick among k/2
+	// uplinks: with one hash they would pick alike and use k/2 of the
+	// (k/2)² paths between pods.
+	p.SwitchSeeds = s.Topology.Kind == scenario.KindFatTree
 	if s.Switch.DefencesOn() {
 		p.Defences = Defences(s)
 	}

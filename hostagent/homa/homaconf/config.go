@@ -242,9 +242,28 @@ type Config struct {
 	// again for a later packet, before a new one; without it the entropies
 	// go round in turn.
 	UETREPS bool `homa:"uet_reps"`
+	// UETBitmap has the rotation of entropies pass over those recently
+	// penalised, as htsim's UEC sender does (UecMpBitmap; its default
+	// load balancing, MIXED, is this beside uet_reps): an ECN-marked ACK
+	// costs the packet's entropy 1, a trimmed packet's NACK 4, at most
+	// 15, and the rotation skips an entropy while it has a penalty,
+	// taking one off the first it passes.
+	UETBitmap bool `homa:"uet_bitmap"`
 	// UETReorderPkts: a packet not yet acknowledged is declared lost when
 	// a packet sent this many PSNs after it has been (default 8).
 	UETReorderPkts int `homa:"uet_reorder_pkts"`
+	// UETSleek replaces UETReorderPkts' fixed count by the threshold of
+	// SLEEK, the loss detection of htsim's UEC sender for fabrics that do
+	// not trim: a packet is declared lost once packets 1.5 windows after
+	// it (at most the window cap, at least 5 packets) were acknowledged,
+	// so reordering within a window of spraying is not taken for loss.
+	UETSleek bool `homa:"uet_sleek"`
+	// UETNackQA answers a NACKed trim as htsim's NSCC does: a quick
+	// adapt (the window becomes what the last period, a base round trip
+	// and the target delay, delivered) when that was under an eighth of
+	// the cap, the trims of the bytes then in flight ignored; otherwise
+	// the packet's bytes off the window, as without it.
+	UETNackQA bool `homa:"uet_nack_qa"`
 	// UETRCCC turns on receiver credits (RCCC) beside NSCC: a sender
 	// sends its first window of new bytes on speculation and the rest as
 	// its receiver's CREDIT packets allow, which the receiver paces at
