@@ -149,7 +149,7 @@ func Registry() []Claim {
 			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: paperTable, Tolerance: "25%",
 			Points: []Point{near("added (us)", 10, 0.25), near("added over the ideal", 5, 0.25)},
 			twin:   ndpAdded200,
-			Cause:  "the added time is end to end: a packet crosses three switch queues (leaf, spine, leaf) of up to NDP's 8 full packets, 9.8 us each at 10 Gbit/s, besides its sender's NIC, where the paper's ~10 us is one full queue's"},
+			Cause:  "the added time is end to end at the P99, where the paper's ~10 us is one full queue of 8 packets at 10 Gbit/s: a packet crosses up to three switch queues (2.5 us full at each 40 Gbit/s spine link, 9.8 us at the downlink) besides its sender's NIC, and a message whose packet a full queue trimmed waits a round trip for its resend; the shares are not separated here"},
 		{ID: "C1", Text: "100-byte echo RPCs at 80% load (Linux Homa, 10 Gbit/s)", Published: "P99 14 us (4.7 us unloaded); P99 slowdown 2-3.5",
 			Source: srcPaper + " §5.1", Mode: ModeEmulation, Scenario: tcpNV, Tolerance: "the unloaded RTT within 25% of 4.7 us",
 			Points: []Point{near("unloaded RTT (us)", 4.7, 0.25)}, twin: baseRTT, floor: true,
