@@ -50,3 +50,50 @@ func BenchmarkClock(b *testing.B) {
 	}
 	b.ReportMetric(float64(c.Events()-start)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestClockStop: an endless chain of events stops within stopCheck events
+// of Stop, from another goroutine too, and a stopped clock lets time pass
+// to the end of every later Run without running an event.
+func TestClockStop(t *testing.T) {
+	t.Run("same goroutine", func(t *testing.T) {
+		var c Clock
+		var tick func()
+		n := 0
+		tick = func() {
+			n++
+			if n == 1500 {
+				c.Stop()
+			}
+			c.At(c.Now()+1, tick)
+		}
+		c.At(0, tick)
+		c.Run(1_000_000)
+		if n != 2*stopCheck || c.Now() != 1_000_000 {
+			t.Fatalf("ran %d events, clock at %d; want %d events, clock at 1000000", n, c.Now(), 2*stopCheck)
+		}
+		c.Run(2_000_000)
+		if n != 2*stopCheck || c.Now() != 2_000_000 || c.Pending() != 1 {
+			t.Fatalf("after stopping: ran %d events, clock at %d, %d pending; want none run, clock at 2000000, 1 pending", n, c.Now(), c.Pending())
+		}
+	})
+	t.Run("other goroutine", func(t *testing.T) {
+		var c Clock
+		var tick func()
+		started := make(chan struct{})
+		tick = func() {
+			if c.Events() == 1 {
+				close(started)
+			}
+			c.At(c.Now()+1, tick)
+		}
+		c.At(0, tick)
+		go func() {
+			<-started
+			c.Stop()
+		}()
+		c.Run(1 << 62) // endless but for Stop
+		if c.Now() != 1<<62 {
+			t.Fatalf("clock at %d, want %d", c.Now(), int64(1<<62))
+		}
+	})
+}

@@ -132,6 +132,9 @@ func TestLargeRing(t *testing.T) {
 		for range ls {
 			c.Answered(0, true)
 		}
+		if len(c.in) > 1 {
+			t.Fatalf("after the input of step %d the member holds %d inputs, want at most 1", step, len(c.in))
+		}
 	}
 	if done, failed := c.Done(); !done || failed {
 		t.Errorf("after every input: done %v failed %v", done, failed)

@@ -65,3 +65,23 @@ func heapProfiles(prefix string, interval time.Duration, log *slog.Logger) (stop
 		<-finished
 	}
 }
+
+// cpuProfile profiles the process's CPU into path until the returned func
+// is called (hidden flag --cpu-profile): where a long simulated run spends
+// its time.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			slog.Warn("cpu profile", "path", path, "err", err)
+		}
+	}, nil
+}

@@ -32,6 +32,7 @@ import (
 type runFlags struct {
 	out, runDir, binary, registry  string
 	heapProfile, runtimeMetrics    string
+	cpuProfile                     string
 	dryRun, clean, quiet, noReport bool
 	realtime, simulate             bool
 	timeout, slice                 time.Duration
@@ -70,6 +71,8 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.registry, "registry", cleanup.DefaultRegistry, "directory where runs register for homatb clean")
 	fl.StringVar(&f.heapProfile, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 30 s and at the end, and have the emulated agents and switches write PREFIX-agent-HOST-NNN.pprof, PREFIX-switch-ID-NNN.pprof (a debugging aid)")
 	_ = fl.MarkHidden("heap-profile") // the flag exists
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (a debugging aid)")
+	_ = fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.runtimeMetrics, "runtime-metrics", "", "write the Go runtime's memory classes and goroutines beside the resident size every 5 s to PREFIX-run-PID.csv, and have the emulated agents and switches write PREFIX-agent-HOST-PID.csv, PREFIX-switch-ID-PID.csv (a debugging aid)")
 	_ = fl.MarkHidden("runtime-metrics")
 	f.dispatch.register(cmd)
@@ -117,6 +120,13 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		if err := os.Setenv(envHeapProfile, f.heapProfile); err != nil {
 			return fmt.Errorf("--heap-profile: %w", err)
 		}
+	}
+	if f.cpuProfile != "" {
+		stop, err := cpuProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if f.runtimeMetrics != "" {
 		defer runtimeMetrics(fmt.Sprintf("%s-run-%d.csv", f.runtimeMetrics, os.Getpid()), 5*time.Second, slog.Default())()

@@ -382,7 +382,10 @@ func (c *Client) resync() {
 	for {
 		err := c.resyncOnce()
 		c.mu.Lock()
-		if err == nil || c.ctx.Err() != nil || !c.primary {
+		if err != nil && !c.o.repush {
+			c.lastErr = err // retrying cannot restore what was not kept
+		}
+		if err == nil || c.ctx.Err() != nil || !c.primary || !c.o.repush {
 			// Done, closed, or no longer primary: the next primacy gain
 			// starts a new resync.
 			c.syncing = false
@@ -414,6 +417,9 @@ func (c *Client) resyncOnce() error {
 	})
 	if err == nil && got.GetConfig().GetCookie() != nil && got.GetConfig().GetCookie().GetCookie() == pipe.GetCookie().GetCookie() {
 		return nil // same pipeline, state kept: the stream broke but not the switch
+	}
+	if !c.o.repush {
+		return fmt.Errorf("%s: the switch lost its pipeline and the client keeps no copy to re-push (WithoutRepush)", c.addr)
 	}
 	if err := c.pushPipelineLocked(ctx, pipe); err != nil {
 		return fmt.Errorf("re-push pipeline: %w", err)

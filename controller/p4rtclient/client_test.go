@@ -213,3 +213,74 @@ func TestWaitPrimaryFailsFastBelowTheSwitchsElectionID(t *testing.T) {
 		t.Fatalf("WaitPrimary after taking the id the switch asked for: %v", err)
 	}
 }
+
+// TestRepushNeedsTheCopy has another controller replace the switch's
+// pipeline (clearing its tables) while the client is a backup, then hand
+// primacy back: the client re-pushes its entries from its copy, and one
+// made WithoutRepush keeps none and says so instead.
+func TestRepushNeedsTheCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []Option
+		repush  bool
+		entries int
+	}{
+		{name: "default", repush: true, entries: 1},
+		{name: "without repush", opts: []Option{WithoutRepush()}, repush: false, entries: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sw := targettest.Start(t, "127.0.0.1:0", 7)
+			ctx := testContext(t)
+			c := dial(t, sw, append([]Option{WithElectionID(ElectionID{Low: 10})}, tc.opts...)...)
+			if err := c.WaitPrimary(ctx); err != nil {
+				t.Fatal(err)
+			}
+			info := torSchema(t).P4Info()
+			if err := c.SetPipeline(ctx, info, nil); err != nil {
+				t.Fatal(err)
+			}
+			entry := Entry{Table: "TorIngress.dscp_to_queue", Match: []Match{Exact("hdr.ipv4.dscp", Uint(46))}, Action: "TorIngress.set_queue", Params: map[string]Value{"queue": Uint(7)}}
+			if err := c.Insert(ctx, entry); err != nil {
+				t.Fatal(err)
+			}
+			c.mu.Lock()
+			kept := len(c.written)
+			c.mu.Unlock()
+			if want := map[bool]int{true: 1, false: 0}[tc.repush]; kept != want {
+				t.Fatalf("the client keeps %d entities to re-push, want %d", kept, want)
+			}
+
+			other := dial(t, sw, WithElectionID(ElectionID{Low: 11}))
+			if err := other.WaitPrimary(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := other.SetPipeline(ctx, info, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := other.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetElectionID(ElectionID{Low: 12}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitPrimary(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.repush {
+				waitFor(t, 10*time.Second, "the re-push", func() bool { return c.Stats().Repushes == 1 })
+			} else {
+				waitFor(t, 10*time.Second, "the client's error", func() bool { return c.LastError() != nil })
+				if !strings.Contains(c.LastError().Error(), "no copy") || c.Stats().Repushes != 0 {
+					t.Fatalf("LastError %v after %d re-pushes, want the missing copy named and none", c.LastError(), c.Stats().Repushes)
+				}
+			}
+			got, err := c.ReadEntries(ctx, "TorIngress.dscp_to_queue")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.entries {
+				t.Fatalf("the switch holds %v, want %d entries", got, tc.entries)
+			}
+		})
+	}
+}

@@ -40,6 +40,7 @@ type options struct {
 	log            *slog.Logger
 	pipelineAction p4v1.SetForwardingPipelineConfigRequest_Action
 	reconnect      bool
+	repush         bool
 	grpcOpts       []grpc.DialOption
 }
 
@@ -53,6 +54,7 @@ func defaultOptions() options {
 		log:            slog.New(slog.DiscardHandler),
 		pipelineAction: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
 		reconnect:      true,
+		repush:         true,
 	}
 }
 
@@ -113,6 +115,17 @@ func WithPipelineAction(a p4v1.SetForwardingPipelineConfigRequest_Action) Option
 // of redialling and re-pushing its state.
 func WithoutReconnect() Option {
 	return func(o *options) error { o.reconnect = false; return nil }
+}
+
+// WithoutRepush makes the client keep no copy of the entries it writes, so
+// it cannot re-push them: it gives up when its stream breaks
+// (WithoutReconnect), and if it regains primacy over a switch that lost
+// its pipeline it reports that (LastError) instead of restoring it. For a
+// switch whose state outlives the client's streams (one in the same
+// process, as the simulator's): the copy is every entry and group again,
+// gigabytes on a fabric of a thousand switches.
+func WithoutRepush() Option {
+	return func(o *options) error { o.reconnect, o.repush = false, false; return nil }
 }
 
 // WithGRPCOptions adds dial options (TLS credentials, interceptors).

@@ -66,8 +66,8 @@ func (c *Client) writeLocked(ctx context.Context, updates []*p4v1.Update) error 
 func (c *Client) remember(batch []*p4v1.Update, ok []bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pipeline == nil {
-		return // nothing to re-push onto
+	if c.pipeline == nil || !c.o.repush {
+		return // nothing to re-push onto, or no re-pushing
 	}
 	for i, u := range batch {
 		k, keep := writtenKey(u.GetEntity())

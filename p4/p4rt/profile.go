@@ -1,6 +1,7 @@
 package p4rt
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -23,8 +24,29 @@ type memberState struct {
 	call pipeline.ActionCall
 }
 
+// groupState is a group as Read returns it (its members in id order),
+// kept as plain numbers rather than the message: a fabric of a thousand
+// switches holds half a million groups of 16 members, 1.2 kB each as
+// messages and 150 bytes so.
 type groupState struct {
-	msg *p4v1.ActionProfileGroup // canonical, what Read returns
+	id      uint32
+	maxSize int32
+	members []groupMember
+}
+
+type groupMember struct {
+	id     uint32
+	weight int32
+}
+
+// proto is the group's canonical message.
+func (g *groupState) proto(profile uint32) *p4v1.ActionProfileGroup {
+	out := &p4v1.ActionProfileGroup{ActionProfileId: profile, GroupId: g.id, MaxSize: g.maxSize,
+		Members: make([]*p4v1.ActionProfileGroup_Member, len(g.members))}
+	for i, m := range g.members {
+		out.Members[i] = &p4v1.ActionProfileGroup_Member{MemberId: m.id, Weight: m.weight}
+	}
+	return out
 }
 
 func newProfileState() *profileState {
@@ -66,15 +88,8 @@ func (ts *tableState) referenced(profile, id uint32, group bool) bool {
 			if e.profile != profile {
 				continue
 			}
-			switch r := e.te.GetAction().GetType().(type) {
-			case *p4v1.TableAction_ActionProfileMemberId:
-				if !group && r.ActionProfileMemberId == id {
-					return true
-				}
-			case *p4v1.TableAction_ActionProfileGroupId:
-				if group && r.ActionProfileGroupId == id {
-					return true
-				}
+			if e.ref == (profileRef{id: id, group: group}) {
+				return true
 			}
 		}
 	}
@@ -94,8 +109,8 @@ func (s *Server) writeMember(sc *schema, ts *tableState, typ p4v1.Update_Type, m
 			return errorf(codes.NotFound, "%s: no member %d to delete", name, m.GetMemberId())
 		}
 		for gid, g := range st.groups {
-			for _, gm := range g.msg.GetMembers() {
-				if gm.GetMemberId() == m.GetMemberId() {
+			for _, gm := range g.members {
+				if gm.id == m.GetMemberId() {
 					return errorf(codes.FailedPrecondition, "%s: member %d is in group %d; remove it from the group first", name, m.GetMemberId(), gid)
 				}
 			}
@@ -154,8 +169,8 @@ func (s *Server) writeGroup(sc *schema, ts *tableState, typ p4v1.Update_Type, g 
 		return errorf(codes.AlreadyExists, "%s: group %d exists, use MODIFY to change it", name, g.GetGroupId())
 	case typ == p4v1.Update_MODIFY && !exists:
 		return errorf(codes.NotFound, "%s: no group %d to modify", name, g.GetGroupId())
-	case typ == p4v1.Update_MODIFY && g.GetMaxSize() != old.msg.GetMaxSize():
-		return errorf(codes.InvalidArgument, "%s: group %d: max_size %d cannot change (was %d)", name, g.GetGroupId(), g.GetMaxSize(), old.msg.GetMaxSize())
+	case typ == p4v1.Update_MODIFY && g.GetMaxSize() != old.maxSize:
+		return errorf(codes.InvalidArgument, "%s: group %d: max_size %d cannot change (was %d)", name, g.GetGroupId(), g.GetMaxSize(), old.maxSize)
 	}
 	limit := int64(ps.info.GetMaxGroupSize())
 	if g.GetMaxSize() < 0 || (limit > 0 && int64(g.GetMaxSize()) > limit) {
@@ -164,7 +179,7 @@ func (s *Server) writeGroup(sc *schema, ts *tableState, typ p4v1.Update_Type, g 
 	if g.GetMaxSize() > 0 {
 		limit = int64(g.GetMaxSize())
 	}
-	out := &p4v1.ActionProfileGroup{ActionProfileId: g.GetActionProfileId(), GroupId: g.GetGroupId(), MaxSize: g.GetMaxSize()}
+	out := &groupState{id: g.GetGroupId(), maxSize: g.GetMaxSize(), members: make([]groupMember, 0, len(g.GetMembers()))}
 	seen := map[uint32]bool{}
 	weight := int64(0)
 	for _, gm := range g.GetMembers() {
@@ -180,13 +195,13 @@ func (s *Server) writeGroup(sc *schema, ts *tableState, typ p4v1.Update_Type, g 
 		}
 		seen[gm.GetMemberId()] = true
 		weight += int64(gm.GetWeight())
-		out.Members = append(out.Members, &p4v1.ActionProfileGroup_Member{MemberId: gm.GetMemberId(), Weight: gm.GetWeight()})
+		out.members = append(out.members, groupMember{id: gm.GetMemberId(), weight: gm.GetWeight()})
 	}
 	if limit > 0 && weight > limit {
 		return errorf(codes.ResourceExhausted, "%s: group %d: total weight %d beyond max size %d", name, g.GetGroupId(), weight, limit)
 	}
-	slices.SortFunc(out.Members, func(a, b *p4v1.ActionProfileGroup_Member) int { return int(a.GetMemberId()) - int(b.GetMemberId()) })
-	st.groups[g.GetGroupId()] = &groupState{msg: out}
+	slices.SortFunc(out.members, func(a, b groupMember) int { return cmp.Compare(a.id, b.id) })
+	st.groups[g.GetGroupId()] = out
 	return nil
 }
 
@@ -216,9 +231,9 @@ func checkIndirect(ts *tableState, tsch *tableSchema, ta *p4v1.TableAction) (*p4
 // order, a member of weight w w times (the selector picks hash % length).
 func (st *profileState) calls(group uint32) []pipeline.ActionCall {
 	var out []pipeline.ActionCall
-	for _, gm := range st.groups[group].msg.GetMembers() {
-		for range gm.GetWeight() {
-			out = append(out, st.members[gm.GetMemberId()].call)
+	for _, gm := range st.groups[group].members {
+		for range gm.weight {
+			out = append(out, st.members[gm.id].call)
 		}
 	}
 	return out
@@ -227,7 +242,7 @@ func (st *profileState) calls(group uint32) []pipeline.ActionCall {
 func (s *Server) readMembers(sc *schema, ts *tableState, q *p4v1.ActionProfileMember) ([]*p4v1.Entity, error) {
 	return readProfiles(sc, ts, q.GetActionProfileId(), q.GetMemberId(),
 		func(st *profileState) map[uint32]*memberState { return st.members },
-		func(m *memberState) *p4v1.Entity {
+		func(_ uint32, m *memberState) *p4v1.Entity {
 			return &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileMember{ActionProfileMember: proto.Clone(m.msg).(*p4v1.ActionProfileMember)}}
 		})
 }
@@ -235,15 +250,15 @@ func (s *Server) readMembers(sc *schema, ts *tableState, q *p4v1.ActionProfileMe
 func (s *Server) readGroups(sc *schema, ts *tableState, q *p4v1.ActionProfileGroup) ([]*p4v1.Entity, error) {
 	return readProfiles(sc, ts, q.GetActionProfileId(), q.GetGroupId(),
 		func(st *profileState) map[uint32]*groupState { return st.groups },
-		func(g *groupState) *p4v1.Entity {
-			return &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: proto.Clone(g.msg).(*p4v1.ActionProfileGroup)}}
+		func(profile uint32, g *groupState) *p4v1.Entity {
+			return &p4v1.Entity{Entity: &p4v1.Entity_ActionProfileGroup{ActionProfileGroup: g.proto(profile)}}
 		})
 }
 
 // readProfiles reads the members or groups (objects) of action profile
 // profile (0: every profile) with id (0: every id), in profile then id
 // order.
-func readProfiles[T any](sc *schema, ts *tableState, profile, id uint32, objects func(*profileState) map[uint32]T, entity func(T) *p4v1.Entity) ([]*p4v1.Entity, error) {
+func readProfiles[T any](sc *schema, ts *tableState, profile, id uint32, objects func(*profileState) map[uint32]T, entity func(profile uint32, obj T) *p4v1.Entity) ([]*p4v1.Entity, error) {
 	ids, err := sc.profileIDs(profile)
 	if err != nil {
 		return nil, err
@@ -257,7 +272,7 @@ func readProfiles[T any](sc *schema, ts *tableState, profile, id uint32, objects
 		m := objects(st)
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if id == 0 || id == k {
-				out = append(out, entity(m[k]))
+				out = append(out, entity(pid, m[k]))
 			}
 		}
 	}

@@ -110,7 +110,10 @@ func readTable(sc *schema, ts *tableState, q *p4v1.TableEntry) ([]*p4v1.Entity, 
 		if q.GetIsDefaultAction() {
 			te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true, Action: sc.p4Default(sc.tables[id].info)}
 			if t != nil && t.def != nil {
-				te = t.def.te
+				var err error
+				if te, err = t.def.entry(); err != nil {
+					return nil, err
+				}
 			}
 			if keep(te) {
 				out = append(out, tableEntity(te))
@@ -126,7 +129,11 @@ func readTable(sc *schema, ts *tableState, q *p4v1.TableEntry) ([]*p4v1.Entity, 
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if te := t.entries[k].te; keep(te) {
+			te, err := t.entries[k].entry()
+			if err != nil {
+				return nil, err
+			}
+			if keep(te) {
 				out = append(out, tableEntity(te))
 			}
 		}

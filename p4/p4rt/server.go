@@ -293,15 +293,14 @@ func (ts *tableState) contents() map[uint32]pipeline.TableContents {
 			e := t.entries[k]
 			pe := e.pe
 			if st := ts.profiles[e.profile]; e.profile != 0 && st != nil {
-				switch r := e.te.GetAction().GetType().(type) {
-				case *p4v1.TableAction_ActionProfileMemberId:
-					pe.Action = st.members[r.ActionProfileMemberId].call
-				case *p4v1.TableAction_ActionProfileGroupId:
-					idx, ok := groupIndex[r.ActionProfileGroupId]
+				if r := e.ref; !r.group {
+					pe.Action = st.members[r.id].call
+				} else {
+					idx, ok := groupIndex[r.id]
 					if !ok {
 						idx = uint64(len(c.Groups))
-						groupIndex[r.ActionProfileGroupId] = idx
-						c.Groups = append(c.Groups, st.calls(r.ActionProfileGroupId))
+						groupIndex[r.id] = idx
+						c.Groups = append(c.Groups, st.calls(r.id))
 					}
 					pe.Action = pipeline.ActionCall{ID: pipeline.ActionSelect, Params: [pipeline.MaxParams]uint64{idx}}
 				}

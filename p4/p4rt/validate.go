@@ -13,13 +13,54 @@ import (
 // checkedEntry is a validated table entry: the canonical P4Runtime form (what
 // Read returns) and the pipeline form (what packets match).
 type checkedEntry struct {
-	te  *p4v1.TableEntry
-	pe  pipeline.Entry
-	key string // identity of the entry: table, match and priority
+	// te is the canonical entry, what Read returns, until the entry is
+	// stored (keep): then wire holds it marshalled, a tenth of the
+	// message's memory (a fabric of a thousand switches holds over a
+	// million entries).
+	te   *p4v1.TableEntry
+	wire []byte
+	pe   pipeline.Entry
+	key  string // identity of the entry: table, match and priority
 	// profile is the table's action profile when the entry refers to one
-	// of its members or groups (te's action); pe's action is then resolved
-	// by tableState.contents.
+	// of its members or groups (te's action), which ref names; pe's action
+	// is then resolved by tableState.contents.
 	profile uint32
+	ref     profileRef
+}
+
+// profileRef is the member (group false) or group an indirect entry runs.
+type profileRef struct {
+	id    uint32
+	group bool
+}
+
+// keep readies ce for the table: its entry marshalled, its profile
+// reference noted.
+func (ce *checkedEntry) keep() error {
+	switch r := ce.te.GetAction().GetType().(type) {
+	case *p4v1.TableAction_ActionProfileMemberId:
+		ce.ref = profileRef{id: r.ActionProfileMemberId}
+	case *p4v1.TableAction_ActionProfileGroupId:
+		ce.ref = profileRef{id: r.ActionProfileGroupId, group: true}
+	}
+	wire, err := proto.MarshalOptions{Deterministic: true}.Marshal(ce.te)
+	if err != nil {
+		return errorf(codes.Internal, "keep entry: %v", err)
+	}
+	ce.wire, ce.te = wire, nil
+	return nil
+}
+
+// entry is the canonical entry, what Read returns.
+func (ce *checkedEntry) entry() (*p4v1.TableEntry, error) {
+	if ce.te != nil {
+		return ce.te, nil
+	}
+	te := &p4v1.TableEntry{}
+	if err := proto.Unmarshal(ce.wire, te); err != nil {
+		return nil, errorf(codes.Internal, "read a kept entry: %v", err)
+	}
+	return te, nil
 }
 
 // checkTableEntry validates te for an update of type typ against s and

@@ -80,6 +80,9 @@ func (s *Server) writeTableEntry(sc *schema, ts *tableState, typ p4v1.Update_Typ
 		if ce.te.GetAction() == nil {
 			t.def = nil
 		} else {
+			if err := ce.keep(); err != nil {
+				return false, err
+			}
 			t.def = ce
 		}
 		return true, nil
@@ -91,6 +94,11 @@ func (s *Server) writeTableEntry(sc *schema, ts *tableState, typ p4v1.Update_Typ
 		}
 	}
 	_, exists := t.entries[ce.key]
+	if typ != p4v1.Update_DELETE {
+		if err := ce.keep(); err != nil {
+			return false, err
+		}
+	}
 	switch typ {
 	case p4v1.Update_INSERT:
 		if exists {

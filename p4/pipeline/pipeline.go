@@ -7,6 +7,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -253,14 +254,37 @@ func (p *Pipeline) Install(contents map[uint32]TableContents) error {
 		case p4.TableDefence, p4.TableMeterSelect:
 			snap.defences = snap.defences || len(c.Entries) > 0 || def.ID != p4.ActionNoAction
 		case p4.TableNexthop:
-			snap.groups = make([][]ActionCall, len(c.Groups))
-			for i, g := range c.Groups {
-				snap.groups[i] = slices.Clone(g)
-			}
+			snap.groups = shareGroups(c.Groups)
 		}
 	}
 	p.snap.Store(snap)
 	return nil
+}
+
+// shareGroups copies groups, one copy for each distinct member list: a
+// fabric's switch has a group per destination switch, and all but a few
+// list the same uplinks (512 groups of 16 members on a switch of a k=32
+// fat tree). The snapshot only reads them.
+func shareGroups(groups [][]ActionCall) [][]ActionCall {
+	out := make([][]ActionCall, len(groups))
+	seen := map[string][]ActionCall{}
+	var key []byte
+	for i, g := range groups {
+		key = key[:0]
+		for _, a := range g {
+			key = binary.LittleEndian.AppendUint32(key, a.ID)
+			for _, p := range a.Params {
+				key = binary.LittleEndian.AppendUint64(key, p)
+			}
+		}
+		c, ok := seen[string(key)]
+		if !ok {
+			c = slices.Clone(g)
+			seen[string(key)] = c
+		}
+		out[i] = c
+	}
+	return out
 }
 
 func checkAction(info tableInfo, a ActionCall) error {

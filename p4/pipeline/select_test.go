@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,5 +273,31 @@ func TestECMPSeedsDecorrelateSwitches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShareGroups: groups of the same members share one copy, in the
+// order given, and a group of other members or order gets its own.
+func TestShareGroups(t *testing.T) {
+	call := func(port uint64) ActionCall {
+		return ActionCall{ID: p4.ActionSetEgress, Params: [MaxParams]uint64{port}}
+	}
+	a := []ActionCall{call(5), call(6)}
+	in := [][]ActionCall{a, {call(5), call(6)}, {call(6), call(5)}, {call(5)}, a}
+	out := shareGroups(in)
+	if len(out) != len(in) {
+		t.Fatalf("%d groups out of %d", len(out), len(in))
+	}
+	for i := range in {
+		if !slices.Equal(out[i], in[i]) {
+			t.Errorf("group %d = %v, want %v", i, out[i], in[i])
+		}
+	}
+	same := func(x, y []ActionCall) bool { return &x[0] == &y[0] }
+	if !same(out[0], out[1]) || !same(out[0], out[4]) {
+		t.Error("groups of the same members do not share a copy")
+	}
+	if same(out[0], out[2]) || same(out[0], out[3]) || same(out[0], a) {
+		t.Error("groups of other members, or the caller's slice, share the copy")
 	}
 }

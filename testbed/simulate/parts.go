@@ -301,9 +301,19 @@ func (r *Network) Begin(_ context.Context, e *scenario.Experiment, ro agents.Rol
 }
 
 // Run lets the experiment's warm-up and duration pass in virtual time
-// (the clients start at once).
-func (r *Network) Run(context.Context) error {
-	return r.cur.start()
+// (the clients start at once). When ctx ends first (the run's --timeout),
+// the network's clock stops: the events not yet run are left, the
+// experiment ends as an interrupted one does and Run returns ctx's cause.
+func (r *Network) Run(ctx context.Context) error {
+	release := context.AfterFunc(ctx, r.cur.net.Clock().Stop)
+	defer release()
+	if err := r.cur.start(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // End ends the experiment: its network's events are booked and it is
