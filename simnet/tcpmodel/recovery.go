@@ -44,6 +44,13 @@ const (
 // worst case).
 const tlpSlack = int64(2 * time.Millisecond)
 
+// txCompactAt is how many acknowledged segments the scoreboard holds
+// before it moves the rest down (when they are at least half of it): a
+// bulk sender's queue never empties, and moving half a queue after as many
+// pops costs one copy per segment, where letting it grow to compactAt
+// would keep allocating as it grows.
+const txCompactAt = 64
+
 // dupThresh is RFC 6675's DupThresh: with this many segments SACKed and no
 // reordering seen, RACK waits no reordering window.
 const dupThresh = 3
@@ -211,7 +218,7 @@ func (c *conn) cumAck(now int64, ack uint64, ece bool) {
 	switch {
 	case c.txh == len(c.txq):
 		c.txq, c.txh, c.lostHint = c.txq[:0], 0, 0
-	case c.txh >= compactAt && c.txh*2 >= len(c.txq):
+	case c.txh >= txCompactAt && c.txh*2 >= len(c.txq):
 		c.txq = c.txq[:copy(c.txq, c.txq[c.txh:])]
 		c.lostHint = max(c.lostHint-c.txh, 0)
 		c.txh = 0
