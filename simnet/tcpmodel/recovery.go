@@ -39,9 +39,9 @@ const (
 )
 
 // tlpSlack is what a tail loss probe waits beyond two smoothed RTTs while
-// more than one segment is out: Linux's TCP_TIMEOUT_MIN, two jiffies at
-// HZ=1000. With one segment out it waits MinRTO instead (a delayed ACK's
-// worst case).
+// more than one segment is out: 2 ms, Linux's floor for the probe timer
+// (TCP_TIMEOUT_MIN_US in recent kernels; two jiffies in older ones). With
+// one segment out it waits MinRTO instead (a delayed ACK's worst case).
 const tlpSlack = int64(2 * time.Millisecond)
 
 // txCompactAt is how many acknowledged segments the scoreboard holds
