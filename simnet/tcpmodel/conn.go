@@ -43,10 +43,11 @@ type conn struct {
 	rackXmit, rackRTT, minRTT int64
 	rackOrder, fack, sends    uint64
 	reordering                bool
-	// Tail loss probe: the probe's end while one is outstanding (0: none),
-	// and whether it was a retransmission.
-	tlpEnd     uint64
-	tlpRetrans bool
+	// Tail loss probe: the probe's bounds while one is outstanding (tlpEnd
+	// 0: none), whether it was a retransmission, and whether a D-SACK said
+	// the receiver had the original too.
+	tlpStart, tlpEnd   uint64
+	tlpRetrans, tlpDup bool
 
 	// RTT estimation (RFC 6298 with Linux's floor) from one timed segment
 	// at a time, never a retransmitted one (Karn).
@@ -73,11 +74,13 @@ type conn struct {
 	// Receiving half.
 	rcvNxt  uint64
 	spans   []span // beyond rcvNxt, sorted, disjoint
+	dsack   span   // a duplicate received, which the next ACK reports first (RFC 2883)
+	dsackOn bool   // dsack is owed
 	rxCount uint64 // out-of-order arrivals so far: spans' recency
 	ackDue  bool   // an ACK is owed for data received
 	ceDue   bool   // the data it acknowledges arrived CE
 	ackNow  bool   // the ACK owed may not wait (Config.DelayedAck)
-	unacked int    // full segments received since the last ACK
+	unacked uint64 // bytes received since the last ACK
 	delAck  int64  // when a delayed ACK is due; 0: none
 	firstIn bool   // the head message's first byte has been seen
 
@@ -258,20 +261,27 @@ func (c *conn) header(s *Segment) {
 		dscp = p.DSCP[0] // pure ACKs go at the highest level
 	}
 	s.TOS = dscp << 2
-	c.ackDue, c.ackNow, c.unacked, c.delAck = false, false, 0, 0
+	c.ackDue, c.ackNow, c.unacked, c.delAck, c.dsackOn = false, false, 0, 0, false
 }
 
 // putSACK puts the spans beyond rcvNxt in s as SACK blocks, the span that
 // most recently took data first and then the others by recency (RFC 2018:
 // the first block reports the latest segment, the rest repeat the most
-// recently reported).
+// recently reported), after a D-SACK block for a duplicate just received
+// (RFC 2883: first, and below the acknowledgement or within the next
+// block).
 func (c *conn) putSACK(s *Segment) {
+	if c.dsackOn {
+		s.SACK[0] = SACKBlock{Left: uint32(c.dsack.start + 1), Right: uint32(c.dsack.end + 1)}
+		s.NSACK = 1
+	}
+	d := int(s.NSACK)
 	var taken [MaxSACKBlocks]int
-	for int(s.NSACK) < min(MaxSACKBlocks, len(c.spans)) {
+	for int(s.NSACK) < min(MaxSACKBlocks, d+len(c.spans)) {
 		best := -1
 	spans:
 		for i := range c.spans {
-			for _, t := range taken[:s.NSACK] {
+			for _, t := range taken[:int(s.NSACK)-d] {
 				if t == i {
 					continue spans
 				}
@@ -281,7 +291,7 @@ func (c *conn) putSACK(s *Segment) {
 			}
 		}
 		sp := c.spans[best]
-		taken[s.NSACK] = best
+		taken[int(s.NSACK)-d] = best
 		s.SACK[s.NSACK] = SACKBlock{Left: uint32(sp.start + 1), Right: uint32(sp.end + 1)}
 		s.NSACK++
 	}
@@ -290,10 +300,14 @@ func (c *conn) putSACK(s *Segment) {
 // sackRoom is the bytes the SACK option takes in c's segments now, which
 // Linux takes from a new data segment's payload (tcp_current_mss).
 func (c *conn) sackRoom() uint64 {
-	if len(c.spans) == 0 {
+	n := len(c.spans)
+	if c.dsackOn {
+		n++
+	}
+	if n == 0 {
 		return 0
 	}
-	return uint64(4 + 8*min(MaxSACKBlocks, len(c.spans)))
+	return uint64(4 + 8*min(MaxSACKBlocks, n))
 }
 
 // sendSYN sends a SYN (or SYN-ACK): sequence number 0, the stream's
@@ -372,8 +386,11 @@ func unwrap(base uint64, v uint32) uint64 {
 // onData takes the bytes [seq, seq+n): in order they advance rcvNxt
 // (and the spans it reaches), beyond it they wait in spans. Without
 // delayed ACKs every data segment is acknowledged, with ECE exactly when
-// it arrived CE. With them (Linux's way) an ACK goes at once for every
-// second full segment, for data out of order or filling a hole, and when
+// it arrived CE. With them (Linux's way) an ACK goes at once when more
+// than a full segment's bytes have arrived since the last one (Linux's
+// __tcp_ack_snd_check: every second full segment, or short ones as soon as
+// they add up to more), for data out of order or filling a hole, for a
+// duplicate, and when
 // the CE state changes, the ACK owed for the earlier data leaves first
 // with the old state: DCTCP's receiver state machine (RFC 8257, 3.2).
 func (c *conn) onData(now int64, seq, n uint64, ce bool) {
@@ -385,14 +402,13 @@ func (c *conn) onData(now int64, seq, n uint64, ce bool) {
 	}
 	c.ackDue, c.ceDue = true, ce
 	end := seq + n
-	if end <= c.rcvNxt {
-		c.ackNow = true
-		return // a duplicate: ACK it again
+	if c.holds(seq, end) {
+		// A duplicate: ACK it again at once, with a D-SACK block.
+		c.ackNow, c.dsack, c.dsackOn = true, span{start: seq, end: end}, true
+		return
 	}
-	if n >= uint64(c.h.cfg.MSS) {
-		c.unacked++
-	}
-	if seq > c.rcvNxt || len(c.spans) > 0 || c.unacked >= 2 {
+	c.unacked += n
+	if seq > c.rcvNxt || len(c.spans) > 0 || c.unacked > uint64(c.h.cfg.MSS) {
 		c.ackNow = true
 	}
 	c.rxCount++
@@ -403,6 +419,20 @@ func (c *conn) onData(now int64, seq, n uint64, ce bool) {
 		c.spans = c.spans[:copy(c.spans, c.spans[1:])]
 		c.deliver(now)
 	}
+}
+
+// holds reports whether the receiver already has all of [start, end):
+// below rcvNxt or within one span.
+func (c *conn) holds(start, end uint64) bool {
+	if end <= c.rcvNxt {
+		return true
+	}
+	for _, sp := range c.spans {
+		if sp.start <= max(start, c.rcvNxt) && end <= sp.end {
+			return true
+		}
+	}
+	return false
 }
 
 // addSpan merges [start, end), which data arriving as the rx-th out of

@@ -130,14 +130,15 @@ func (c *conn) onAck(now int64, s *Segment) {
 	if ack > c.sndUna {
 		c.cumAck(now, ack, ece)
 	}
-	if s.NSACK > 0 && c.sndUna < c.sndMax {
-		c.takeSACK(now, s)
+	news := ack > prevUna || s.Len > 0
+	if s.NSACK > 0 && c.takeSACK(now, s) {
+		news = true
+	}
+	if c.tlpEnd != 0 {
+		c.tlpAck(ack, news)
 	}
 	if ack > prevUna {
 		c.backoff = 0
-		if c.tlpEnd != 0 && ack >= c.tlpEnd {
-			c.tlpAcked()
-		}
 		mss := uint64(c.h.cfg.MSS)
 		switch segs := int((ack - prevUna + mss - 1) / mss); {
 		case c.state != open && ack >= c.recover:
@@ -226,10 +227,24 @@ func (c *conn) cumAck(now int64, ack uint64, ece bool) {
 }
 
 // takeSACK marks the segments s's SACK blocks cover, in sequence order so
-// that a block reported late is not taken for reordering.
-func (c *conn) takeSACK(now int64, s *Segment) {
+// that a block reported late is not taken for reordering. A first block
+// below the acknowledgement or within the second is a D-SACK (RFC 2883):
+// the receiver got those bytes twice, which tells a tail loss probe's
+// sender that the original arrived. It reports whether a segment was newly
+// SACKed.
+func (c *conn) takeSACK(now int64, s *Segment) bool {
+	if s.NSACK > 0 {
+		k := s.SACK[0]
+		l, r := unwrap(c.sndUna, k.Left-1), unwrap(c.sndUna, k.Right-1)
+		if r <= c.sndUna || (s.NSACK > 1 && l >= unwrap(c.sndUna, s.SACK[1].Left-1) && r <= unwrap(c.sndUna, s.SACK[1].Right-1)) {
+			c.h.stats.DSACKs++
+			if c.tlpEnd != 0 && c.tlpRetrans && l >= c.tlpStart && r <= c.tlpEnd {
+				c.tlpDup = true
+			}
+		}
+	}
 	var b [MaxSACKBlocks][2]uint64
-	n := 0
+	n, news := 0, false
 	for _, k := range s.SACK[:s.NSACK] {
 		l, r := max(unwrap(c.sndUna, k.Left-1), c.sndUna), min(unwrap(c.sndUna, k.Right-1), c.sndMax)
 		if l >= r {
@@ -259,8 +274,10 @@ func (c *conn) takeSACK(now int64, s *Segment) {
 			}
 			c.delivered(now, t, true)
 			c.setFlags(t, segSacked|t.flags&segEverRetrans)
+			news = true
 		}
 	}
+	return news
 }
 
 // delivered is RACK's step on a segment newly acknowledged or SACKed
@@ -382,21 +399,35 @@ func (c *conn) probe(now int64) {
 		c.resend(now, len(c.txq)-1)
 		c.tlpRetrans = true
 	}
-	c.tlpEnd = c.sndMax
+	c.tlpStart, c.tlpEnd, c.tlpDup = c.txq[len(c.txq)-1].start, c.sndMax, false
 	c.h.stats.Probes++
 	c.arm(now)
 }
 
-// tlpAcked ends the outstanding probe. A retransmitted probe whose ACK
-// covers it repaired a tail loss (the model has no D-SACK to say the
-// original arrived too), so the window comes down once, as Linux's
-// tcp_process_tlp_ack does.
-func (c *conn) tlpAcked() {
-	if c.tlpRetrans && c.state == open {
-		c.ssthresh = max(c.cwnd/2, 2)
-		c.cwnd, c.cwndCnt = c.ssthresh, 0
+// tlpAck settles the outstanding probe on an ACK of everything below ack
+// that brought news (sndUna advanced, data, or segments newly SACKed) or
+// none (RFC 8985, 7.4, as Linux's tcp_process_tlp_ack does it). A probe of
+// new data, or a resent one the receiver reported twice by a D-SACK, found
+// no loss; so did a resent one answered by a pure duplicate ACK (the
+// original and the probe both arrived). A resent probe that an ACK beyond
+// it passes without either repaired a tail loss: the window comes down
+// once. Until one of these, the probe stays outstanding and no other is
+// sent.
+func (c *conn) tlpAck(ack uint64, news bool) {
+	switch {
+	case ack < c.tlpEnd:
+		return
+	case !c.tlpRetrans, c.tlpDup:
+	case ack > c.tlpEnd:
+		if c.state == open {
+			c.ssthresh = max(c.cwnd/2, 2)
+			c.cwnd, c.cwndCnt = c.ssthresh, 0
+		}
+	case !news:
+	default:
+		return
 	}
-	c.tlpEnd = 0
+	c.tlpEnd, c.tlpDup = 0, false
 }
 
 // timeout is the retransmission timeout: every segment not SACKed is

@@ -2,6 +2,7 @@ package tcpmodel
 
 import (
 	"container/heap"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -406,5 +407,111 @@ func TestTimeoutResendsPastShortSegment(t *testing.T) {
 	p.run(int64(time.Second))
 	if st := p.client.Stats(); done != 2 || st.Timeouts != 1 {
 		t.Errorf("%d of 2 calls ended, %d timeouts; want both after one", done, st.Timeouts)
+	}
+}
+
+// TestProbeDSACK: a tail loss probe resends the last of two short
+// one-way messages sent back to back (two segments out, together less than
+// a full one, so the receiver delays its ACK, as Linux's does, and nothing
+// goes back to carry it), after a message of two full segments gave the
+// connection an RTT sample. The receiver, holding the segment already,
+// ACKs at once with a D-SACK block, and the sender keeps its window; when
+// the original was lost instead, the probe repaired a loss, and the window
+// comes down once when an ACK passes the probe (after the next message).
+func TestProbeDSACK(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		lose        bool
+		wantDSACK   uint64
+		wantReduced bool
+	}{
+		{"original delayed", false, 1, false},
+		{"original lost", true, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p *pair
+			armed, seen := false, 0
+			p = newPair(t, Config{MSS: 1000, DelayedAck: true}, func(s *Segment) bool {
+				if armed && s.Len == 400 {
+					if seen++; seen == 2 {
+						return tc.lose
+					}
+				}
+				return false
+			})
+			if err := p.srv.Serve(4001, func(sr *ServerRPC) {
+				if err := p.srv.Delivered(p.now, sr); err != nil {
+					t.Error(err)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			dst := netip.AddrPortFrom(p.sAddr, 4001)
+			var done bool
+			send := func(n int) {
+				done = false
+				p.client.Call(p.now, dst, make([]byte, n-framing), func(_ Result, err error) { done = err == nil })
+				p.run(p.now + int64(time.Second))
+			}
+			send(2000) // two full segments, ACKed at once: an RTT sample
+			if st := p.client.Stats(); !done || st.Probes != 0 || st.Retransmits != 0 {
+				t.Fatalf("first message: done %v, %+v", done, st)
+			}
+			armed = true
+			p.client.Call(p.now, dst, make([]byte, 400-framing), func(Result, error) {})
+			send(400)
+			send(2000) // new data, ACKed beyond the probe: a repaired loss shows then
+			var c *conn
+			for k, x := range p.client.conns {
+				if k.peer.Port() == 4001 {
+					c = x
+				}
+			}
+			st := p.client.Stats()
+			t.Logf("done %v, %+v, cwnd %d ssthresh %d", done, st, c.cwnd, c.ssthresh)
+			if !done || c.sndUna != c.sndMax || st.Probes != 1 || st.Timeouts != 0 {
+				t.Fatalf("done %v, %d of %d bytes acknowledged, %d probes, %d timeouts; want done by one probe", done, c.sndUna, c.sndMax, st.Probes, st.Timeouts)
+			}
+			if st.DSACKs != tc.wantDSACK {
+				t.Errorf("%d D-SACKs, want %d", st.DSACKs, tc.wantDSACK)
+			}
+			if reduced := c.ssthresh != 1<<30; reduced != tc.wantReduced {
+				t.Errorf("window reduced: %v (cwnd %d, ssthresh %d), want %v", reduced, c.cwnd, c.ssthresh, tc.wantReduced)
+			}
+		})
+	}
+}
+
+// TestDelayedAckBytes: with delayed ACKs the receiver ACKs at once when
+// more than a full segment's bytes have arrived since its last ACK, short
+// segments included (two one-way messages of 600 B with a 1,000 B MSS),
+// and holds the ACK while they add up to no more (two of 400 B).
+func TestDelayedAckBytes(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		wantNow bool
+	}{{600, true}, {400, false}} {
+		t.Run(fmt.Sprint(tc.size), func(t *testing.T) {
+			p := newPair(t, Config{MSS: 1000, DelayedAck: true}, nil)
+			if err := p.srv.Serve(4001, func(sr *ServerRPC) {
+				if err := p.srv.Delivered(p.now, sr); err != nil {
+					t.Error(err)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			dst := netip.AddrPortFrom(p.sAddr, 4001)
+			for range 2 {
+				p.client.Call(p.now, dst, make([]byte, tc.size-framing), func(Result, error) {})
+			}
+			p.run(p.now + int64(time.Millisecond)) // ten round trips, well before 40 ms
+			var c *conn
+			for _, x := range p.client.conns {
+				c = x
+			}
+			if acked := c.sndUna == c.sndMax; acked != tc.wantNow {
+				t.Errorf("%d of %d bytes acknowledged after 1 ms; want all: %v", c.sndUna, c.sndMax, tc.wantNow)
+			}
+		})
 	}
 }
