@@ -91,6 +91,20 @@ func newPair(t *testing.T, cfg Config, drop func(*Segment) bool) *pair {
 	return p
 }
 
+// serveOneWay has the server take the requests on port as one-way
+// messages: each call ends when its request arrives, and nothing goes back
+// on the stream to carry the server's ACKs.
+func (p *pair) serveOneWay(t *testing.T, port uint16) {
+	t.Helper()
+	if err := p.srv.Serve(port, func(sr *ServerRPC) {
+		if err := p.srv.Delivered(p.now, sr); err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // call makes one call of n bytes at now and runs until it ends or until.
 func (p *pair) call(t *testing.T, n int, until time.Duration) (Result, bool) {
 	t.Helper()
@@ -439,13 +453,7 @@ func TestProbeDSACK(t *testing.T) {
 				}
 				return false
 			})
-			if err := p.srv.Serve(4001, func(sr *ServerRPC) {
-				if err := p.srv.Delivered(p.now, sr); err != nil {
-					t.Error(err)
-				}
-			}); err != nil {
-				t.Fatal(err)
-			}
+			p.serveOneWay(t, 4001)
 			dst := netip.AddrPortFrom(p.sAddr, 4001)
 			var done bool
 			send := func(n int) {
@@ -493,13 +501,7 @@ func TestDelayedAckBytes(t *testing.T) {
 	}{{600, true}, {400, false}} {
 		t.Run(fmt.Sprint(tc.size), func(t *testing.T) {
 			p := newPair(t, Config{MSS: 1000, DelayedAck: true}, nil)
-			if err := p.srv.Serve(4001, func(sr *ServerRPC) {
-				if err := p.srv.Delivered(p.now, sr); err != nil {
-					t.Error(err)
-				}
-			}); err != nil {
-				t.Fatal(err)
-			}
+			p.serveOneWay(t, 4001)
 			dst := netip.AddrPortFrom(p.sAddr, 4001)
 			for range 2 {
 				p.client.Call(p.now, dst, make([]byte, tc.size-framing), func(Result, error) {})
