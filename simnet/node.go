@@ -309,21 +309,24 @@ func (n *Network) udpFrame(src, dst *Host, tos uint8, payload []byte, pad int, s
 	return f
 }
 
-// sendSeg frames a TCP model's segment (a TCP header without options, then
-// payload bytes the model does not fill) and queues it on the NIC.
+// sendSeg frames a TCP model's segment (a TCP header with the segment's
+// options, then payload bytes the model does not fill) and queues it on
+// the NIC.
 func (h *Node) sendSeg(dst netip.Addr, s *tcpmodel.Segment) {
 	d := h.n.byIP[v4(dst)]
 	if d == nil {
 		h.NoRoute++
 		return
 	}
-	f := h.n.frameOf(&h.Host, &d.Host, ipProtoTCP, s.TOS, tcpmodel.HeaderLen+s.Len)
+	hl := tcpmodel.HeaderLen + s.OptionsLen()
+	f := h.n.frameOf(&h.Host, &d.Host, ipProtoTCP, s.TOS, hl+s.Len)
 	t := f[frameHdr:]
 	binary.BigEndian.PutUint16(t[0:], s.SrcPort)
 	binary.BigEndian.PutUint16(t[2:], s.DstPort)
 	binary.BigEndian.PutUint32(t[4:], s.Seq)
 	binary.BigEndian.PutUint32(t[8:], s.Ack)
-	t[12], t[13] = tcpmodel.HeaderLen/4<<4, s.Flags
+	t[12], t[13] = uint8(hl/4)<<4, s.Flags
+	s.PutOptions(t[tcpmodel.HeaderLen:hl])
 	var q uint8
 	if h.nicPrio {
 		q = s.TOS >> 5 // the DSCP's class: CSp is p
@@ -338,6 +341,9 @@ func (h *Node) receiveTCP(f []byte) {
 	*s = tcpmodel.Segment{SrcPort: binary.BigEndian.Uint16(t[0:]), DstPort: binary.BigEndian.Uint16(t[2:]),
 		Seq: binary.BigEndian.Uint32(t[4:]), Ack: binary.BigEndian.Uint32(t[8:]), Flags: t[13], TOS: ip[1],
 		Len: int(binary.BigEndian.Uint16(ip[2:])) - ipLen - int(t[12]>>4)*4}
+	if hl := int(t[12]>>4) * 4; hl > tcpmodel.HeaderLen && hl <= len(t) {
+		s.ParseOptions(t[tcpmodel.HeaderLen:hl])
+	}
 	src := netip.AddrFrom4([4]byte(ip[12:16]))
 	h.n.freeFrame(f)
 	h.tcp.Deliver(h.n.clock.now, src, s)

@@ -158,6 +158,33 @@ func TestTCPModelSharesLink(t *testing.T) {
 	t.Logf("goodputs %.1f Mbit/s", r.goodput)
 }
 
+// TestTCPModelSACKRecovery: four Reno flows into a 64-packet queue lose
+// packets at each window's peak, often several in one window. The SACK
+// blocks cross the simulated frames (without them RACK could mark nothing:
+// only a segment delivered after a hole shows it), so every loss is
+// marked by RACK and repaired in recovery, with no timeout, no tail loss
+// probe and no retransmission of a segment not marked lost.
+func TestTCPModelSACKRecovery(t *testing.T) {
+	r := bulk{senders: 4, law: tcpmodel.Reno, depth: 64, msgBytes: 1_000_000, length: 2 * time.Second}.run(t)
+	var s tcpmodel.Stats
+	for _, h := range r.stats {
+		s.FastRecovery += h.FastRecovery
+		s.MarkedLost += h.MarkedLost
+		s.Retransmits += h.Retransmits
+		s.Probes += h.Probes
+		s.Timeouts += h.Timeouts
+	}
+	t.Logf("%d recoveries, %d segments marked lost, %d retransmitted, %d probes, %d timeouts",
+		s.FastRecovery, s.MarkedLost, s.Retransmits, s.Probes, s.Timeouts)
+	if s.FastRecovery == 0 || s.Retransmits <= s.FastRecovery {
+		t.Errorf("%d recoveries for %d retransmissions, want losses, several in some windows", s.FastRecovery, s.Retransmits)
+	}
+	if s.Timeouts != 0 || s.Probes != 0 || s.Retransmits != s.MarkedLost {
+		t.Errorf("%d timeouts, %d probes, %d retransmissions of %d segments marked lost; want every loss found by SACK and RACK",
+			s.Timeouts, s.Probes, s.Retransmits, s.MarkedLost)
+	}
+}
+
 // TestDCTCPModelQueueNearThreshold: four DCTCP flows keep the bottleneck
 // queue near the switch's marking threshold K = 20 (median within K/2 of
 // it, P95 under 3K, no drop), where Reno's fill the 256-packet buffer;

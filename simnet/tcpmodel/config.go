@@ -1,14 +1,21 @@
 // Package tcpmodel is a model of the kernel's TCP for the simulator (homatb
 // run --simulate), not TCP itself: RPCs over persistent byte-stream
 // connections framed as hostagent/tcprpc frames them, segmented at the MSS,
-// acknowledged per segment or with delayed ACKs, with slow start, congestion
-// avoidance, NewReno fast retransmit and recovery on three duplicate ACKs,
-// a retransmission timeout with Linux's 200 ms floor, and one of two
-// window laws: Reno (which stands in for Linux's default, cubic) or DCTCP
-// (ECN-capable data, the receiver echoing the CE state of what it
-// acknowledges, alpha with
-// g = 1/16). PIAS tags each data segment's DSCP by the bytes its direction
-// has sent, with hostagent/pias's thresholds and idle restart.
+// acknowledged per segment or with delayed ACKs, with slow start and
+// congestion avoidance, and loss recovery as Linux does it by default
+// (tcp_sack=1, tcp_recovery=1): receivers report what they hold beyond a
+// hole in SACK blocks (RFC 2018), the sender keeps a scoreboard and sends
+// while its estimate of the bytes in the network (pipe) is below the window
+// (RFC 6675), RACK marks a segment lost once a segment sent after it has
+// been delivered and a round trip (and a reordering window) has passed,
+// a lost retransmission too, a tail loss probe two round trips after the
+// last send exposes losses at a window's end (RFC 8985), and a
+// retransmission timeout with Linux's 200 ms floor remains the last
+// resort. One of two window laws: Reno (which stands in for Linux's
+// default, cubic) or DCTCP (ECN-capable data, the receiver echoing the CE
+// state of what it acknowledges, alpha with g = 1/16). PIAS tags each data
+// segment's DSCP by the bytes its direction has sent, with
+// hostagent/pias's thresholds and idle restart.
 //
 // The model is a state machine on its caller's clock: every entry point
 // takes the virtual time now (ns), it starts no goroutine, reads no wall
@@ -143,6 +150,10 @@ type Segment struct {
 	Flags            uint8
 	TOS              uint8
 	Len              int
+	// SACK holds the segment's SACK blocks, NSACK of them (the SACK
+	// option, OptionsLen bytes after the fixed header).
+	SACK  [MaxSACKBlocks]SACKBlock
+	NSACK uint8
 }
 
 // TCP header flags the model uses.
@@ -160,7 +171,7 @@ const (
 	ecnCE   = 3
 )
 
-// HeaderLen is a segment's TCP header (no options).
+// HeaderLen is a segment's fixed TCP header, before its options.
 const HeaderLen = 20
 
 // framing is tcprpc's length prefix on every message.

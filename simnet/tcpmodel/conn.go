@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// conn is one end of a connection: its sending half (the window, loss
-// recovery, the timer, DCTCP's alpha, PIAS's count) and its receiving
-// half (what has arrived in order, and the spans beyond it).
+// conn is one end of a connection: its sending half (the window, the
+// scoreboard and loss recovery, the timers, DCTCP's alpha, PIAS's count)
+// and its receiving half (what has arrived in order, and the spans beyond
+// it, which its ACKs report as SACK blocks).
 type conn struct {
 	h      *Host
 	remote netip.AddrPort
@@ -16,32 +17,56 @@ type conn struct {
 	client bool
 
 	// Sending half, in stream offsets from 0 (the first data byte).
-	sndUna, sndNxt, sndMax uint64 // sndMax: the highest sent so far
-	sndEnd                 uint64 // what the application has written
-	cwnd, cwndCnt          int    // segments; growth carried in congestion avoidance
-	ssthresh               int
-	dupAcks                int
-	inRecovery             bool
-	recover                uint64 // sndMax when recovery or the last timeout began
-	lastSend               int64  // when data last left (restart after idle)
-	retrans                uint64
-	cwrFlag                bool // the next data segment carries CWR
+	sndUna, sndMax uint64 // sndMax: the next new byte; all below it have left once
+	sndEnd         uint64 // what the application has written
+	cwnd, cwndCnt  int    // segments; growth carried in congestion avoidance
+	ssthresh       int
+	state          recState
+	recover        uint64 // sndMax when recovery or the last timeout began
+	lastSend       int64  // when data last left (restart after idle)
+	retrans        uint64
+	cwrFlag        bool // the next data segment carries CWR
+
+	// The scoreboard (RFC 6675): the segments from sndUna on, in sequence
+	// order from txh, and the bytes among them SACKed, marked lost, and
+	// lost with a retransmission in flight; lostHint is no later than the
+	// first lost segment not yet sent again.
+	txq                      []txSeg
+	txh, lostHint            int
+	sackedB, lostB, retransB uint64
+	sackedN                  int
+
+	// RACK (RFC 8985): the send time and order of the most recently sent
+	// segment delivered, its RTT, the minimum RTT, the highest byte
+	// delivered, whether the receiver has been seen to reorder; sends
+	// counts transmissions (txSeg.order).
+	rackXmit, rackRTT, minRTT int64
+	rackOrder, fack, sends    uint64
+	reordering                bool
+	// Tail loss probe: the probe's bounds while one is outstanding (tlpEnd
+	// 0: none), whether it was a retransmission, and whether a D-SACK said
+	// the receiver had the original too.
+	tlpStart, tlpEnd   uint64
+	tlpRetrans, tlpDup bool
 
 	// RTT estimation (RFC 6298 with Linux's floor) from one timed segment
 	// at a time, never a retransmitted one (Karn).
-	srtt, mdev     int64 // ns; mdev is the mean deviation
-	rto            int64
-	backoff        uint
-	timing         bool
-	timedSeq       uint64
-	timedAt        int64
-	rtoAt          int64 // when the timer fires; 0: disarmed
-	timerAt        int64 // when the scheduled event runs; 0: none
-	timerFn        func(int64)
-	alpha          float64 // DCTCP
-	alphaEnd       uint64  // the observation window ends when sndUna passes it
-	acked, ackedCE uint64
-	cwrEnd         uint64 // no ECE reduction until sndUna passes it
+	srtt, mdev int64 // ns; mdev is the mean deviation
+	rto        int64
+	backoff    uint
+	timing     bool
+	timedSeq   uint64
+	timedAt    int64
+	// Deadlines (0: disarmed): the retransmission timeout, the tail loss
+	// probe, RACK's reordering window; timerAt is when the scheduled event
+	// runs.
+	rtoAt, ptoAt, reoAt int64
+	timerAt             int64
+	timerFn             func(int64)
+	alpha               float64 // DCTCP
+	alphaEnd            uint64  // the observation window ends when sndUna passes it
+	acked, ackedCE      uint64
+	cwrEnd              uint64 // no ECE reduction until sndUna passes it
 
 	// PIAS: payload bytes this direction has sent since its last restart.
 	piasCount uint64
@@ -49,10 +74,13 @@ type conn struct {
 	// Receiving half.
 	rcvNxt  uint64
 	spans   []span // beyond rcvNxt, sorted, disjoint
+	dsack   span   // a duplicate received, which the next ACK reports first (RFC 2883)
+	dsackOn bool   // dsack is owed
+	rxCount uint64 // out-of-order arrivals so far: spans' recency
 	ackDue  bool   // an ACK is owed for data received
 	ceDue   bool   // the data it acknowledges arrived CE
 	ackNow  bool   // the ACK owed may not wait (Config.DelayedAck)
-	unacked int    // full segments received since the last ACK
+	unacked uint64 // bytes received since the last ACK
 	delAck  int64  // when a delayed ACK is due; 0: none
 	firstIn bool   // the head message's first byte has been seen
 
@@ -67,13 +95,15 @@ type conn struct {
 	sentTo int
 }
 
-// compactAt is how many finished entries a connection's message or call
-// queue holds before it moves the rest down (when they are at least half
-// of it), so a connection that never empties does not grow without bound.
+// compactAt is how many finished entries a connection's message, call or
+// segment queue holds before it moves the rest down (when they are at
+// least half of it), so a connection that never empties does not grow
+// without bound.
 const compactAt = 1024
 
-// span is the stream bytes [start, end).
-type span struct{ start, end uint64 }
+// span is the stream bytes [start, end); rx orders spans by when data last
+// arrived in them (the receiver's rxCount then).
+type span struct{ start, end, rx uint64 }
 
 // msg is one message on a stream: its bytes (length prefix included) and,
 // for a request, its payload.
@@ -107,27 +137,85 @@ func (c *conn) write(now int64, n int, req []byte) {
 	c.settleAck(now)
 }
 
-// push sends new data while the window has room (TCP_NODELAY: a short
-// segment leaves at once).
+// push sends while the window has room over what is in the network (the
+// scoreboard's pipe): first the segments marked lost, lowest first, then
+// new data (TCP_NODELAY: a short segment leaves at once). Having sent, it
+// arms the tail loss probe.
 func (c *conn) push(now int64) {
 	mss := uint64(c.h.cfg.MSS)
-	if c.sndNxt == c.sndUna && c.sndNxt < c.sndEnd && c.lastSend != 0 && now-c.lastSend > c.rto {
+	if c.sndUna == c.sndMax && c.sndMax < c.sndEnd && c.lastSend != 0 && now-c.lastSend > c.rto {
 		// Linux's slow start after idle: the window restarts from the
 		// initial one after an idle RTO.
 		c.cwnd = min(c.cwnd, c.h.cfg.InitCwnd)
 	}
-	for c.sndNxt < c.sndEnd {
-		n := min(mss, c.sndEnd-c.sndNxt)
-		if c.sndNxt-c.sndUna+n > uint64(c.cwnd)*mss && c.sndNxt > c.sndUna {
-			return
+	sent := false
+	for {
+		i, n := c.nextSend(mss)
+		if n == 0 {
+			break
 		}
-		c.sendData(now, c.sndNxt, n)
-		c.sndNxt += n
+		if p := c.pipe(); p > 0 && p+n > uint64(c.cwnd)*mss {
+			break
+		}
+		if i >= 0 {
+			c.resend(now, i)
+		} else {
+			c.sendNew(now, n)
+		}
+		sent = true
+	}
+	if sent {
+		c.armPTO(now)
 	}
 }
 
-// sendData sends the stream's bytes [seq, seq+n).
-func (c *conn) sendData(now int64, seq, n uint64) {
+// nextSend is what push would send next and its length: the first lost
+// segment not yet sent again (its index), else new data (index -1); n is 0
+// when there is neither.
+func (c *conn) nextSend(mss uint64) (i int, n uint64) {
+	if i = c.nextLost(); i >= 0 {
+		return i, c.txq[i].end - c.txq[i].start
+	}
+	if c.sndMax < c.sndEnd {
+		return -1, min(mss-c.sackRoom(), c.sndEnd-c.sndMax)
+	}
+	return -1, 0
+}
+
+// sendNew sends the next n new bytes of the stream.
+func (c *conn) sendNew(now int64, n uint64) {
+	seq := c.sndMax
+	c.sndMax += n
+	c.sends++
+	c.txq = append(c.txq, txSeg{start: seq, end: seq + n, sent: now, order: c.sends})
+	if !c.timing {
+		c.timing, c.timedSeq, c.timedAt = true, seq+n, now
+	}
+	c.noteSent(now)
+	c.transmit(now, seq, n)
+}
+
+// resend sends the scoreboard's segment i again: a lost one, or the last
+// one as a tail loss probe.
+func (c *conn) resend(now int64, i int) {
+	s := &c.txq[i]
+	f := s.flags | segEverRetrans
+	if f&segLost != 0 {
+		f |= segRetrans
+	}
+	c.setFlags(s, f)
+	c.sends++
+	s.sent, s.order = now, c.sends
+	c.retrans++
+	c.h.stats.Retransmits++
+	if c.timing && c.timedSeq > s.start {
+		c.timing = false // Karn: no sample across a retransmitted segment
+	}
+	c.transmit(now, s.start, s.end-s.start)
+}
+
+// transmit sends the stream's bytes [seq, seq+n).
+func (c *conn) transmit(now int64, seq, n uint64) {
 	h := c.h
 	s := &h.seg
 	c.header(s)
@@ -152,23 +240,6 @@ func (c *conn) sendData(now int64, seq, n uint64) {
 	if h.cfg.Law == DCTCP {
 		s.TOS |= ect0
 	}
-	if seq < c.sndMax {
-		c.retrans++
-		h.stats.Retransmits++
-		if c.timing && c.timedSeq >= seq {
-			c.timing = false // Karn: no sample from a retransmitted segment
-		}
-	} else if !c.timing {
-		c.timing, c.timedSeq, c.timedAt = true, seq+n, now
-	}
-	if seq+n > c.sndMax {
-		// Also for a retransmission that reaches past sndMax: after a
-		// timeout the window resends full segments where short ones (a
-		// message's tail, sent at once) left before, so a segment can
-		// straddle sndMax, and the ACK of its end must count.
-		c.sndMax = seq + n
-		c.noteSent(now)
-	}
 	c.lastSend = now
 	if c.rtoAt == 0 {
 		c.arm(now)
@@ -177,18 +248,66 @@ func (c *conn) sendData(now int64, seq, n uint64) {
 }
 
 // header fills the fields every segment of c carries: ports, the
-// acknowledgement and its ECE, the level-0 DSCP. It settles the ACK owed.
+// acknowledgement with its ECE and SACK blocks, the level-0 DSCP. It
+// settles the ACK owed.
 func (c *conn) header(s *Segment) {
-	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Seq: uint32(c.sndNxt + 1), Ack: uint32(c.rcvNxt + 1), Flags: FlagACK}
+	*s = Segment{SrcPort: c.local, DstPort: c.remote.Port(), Seq: uint32(c.sndMax + 1), Ack: uint32(c.rcvNxt + 1), Flags: FlagACK}
 	if c.ceDue {
 		s.Flags |= FlagECE
 	}
+	c.putSACK(s)
 	dscp := c.h.cfg.DSCP
 	if p := c.h.cfg.PIAS; p != nil {
 		dscp = p.DSCP[0] // pure ACKs go at the highest level
 	}
 	s.TOS = dscp << 2
-	c.ackDue, c.ackNow, c.unacked, c.delAck = false, false, 0, 0
+	c.ackDue, c.ackNow, c.unacked, c.delAck, c.dsackOn = false, false, 0, 0, false
+}
+
+// putSACK puts the spans beyond rcvNxt in s as SACK blocks, the span that
+// most recently took data first and then the others by recency (RFC 2018:
+// the first block reports the latest segment, the rest repeat the most
+// recently reported), after a D-SACK block for a duplicate just received
+// (RFC 2883: first, and below the acknowledgement or within the next
+// block).
+func (c *conn) putSACK(s *Segment) {
+	if c.dsackOn {
+		s.SACK[0] = SACKBlock{Left: uint32(c.dsack.start + 1), Right: uint32(c.dsack.end + 1)}
+		s.NSACK = 1
+	}
+	d := int(s.NSACK)
+	var taken [MaxSACKBlocks]int
+	for int(s.NSACK) < min(MaxSACKBlocks, d+len(c.spans)) {
+		best := -1
+	spans:
+		for i := range c.spans {
+			for _, t := range taken[:int(s.NSACK)-d] {
+				if t == i {
+					continue spans
+				}
+			}
+			if best < 0 || c.spans[i].rx > c.spans[best].rx {
+				best = i
+			}
+		}
+		sp := c.spans[best]
+		taken[int(s.NSACK)-d] = best
+		s.SACK[s.NSACK] = SACKBlock{Left: uint32(sp.start + 1), Right: uint32(sp.end + 1)}
+		s.NSACK++
+	}
+}
+
+// sackRoom is the bytes the SACK option takes in c's segments now, which
+// Linux takes from a new data segment's payload (tcp_current_mss).
+func (c *conn) sackRoom() uint64 {
+	n := len(c.spans)
+	if c.dsackOn {
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return uint64(4 + 8*min(MaxSACKBlocks, n))
 }
 
 // sendSYN sends a SYN (or SYN-ACK): sequence number 0, the stream's
@@ -241,7 +360,7 @@ func (c *conn) receive(now int64, s *Segment) {
 	if s.Len > 0 {
 		c.onData(now, unwrap(c.rcvNxt, s.Seq-1), uint64(s.Len), ce)
 	}
-	c.onAck(now, unwrap(c.sndUna, s.Ack-1), s.Flags&FlagECE != 0, s.Len > 0)
+	c.onAck(now, s)
 	c.push(now)
 	c.settleAck(now)
 }
@@ -267,8 +386,11 @@ func unwrap(base uint64, v uint32) uint64 {
 // onData takes the bytes [seq, seq+n): in order they advance rcvNxt
 // (and the spans it reaches), beyond it they wait in spans. Without
 // delayed ACKs every data segment is acknowledged, with ECE exactly when
-// it arrived CE. With them (Linux's way) an ACK goes at once for every
-// second full segment, for data out of order or filling a hole, and when
+// it arrived CE. With them (Linux's way) an ACK goes at once when more
+// than a full segment's bytes have arrived since the last one (Linux's
+// __tcp_ack_snd_check: every second full segment, or short ones as soon as
+// they add up to more), for data out of order or filling a hole, for a
+// duplicate, and when
 // the CE state changes, the ACK owed for the earlier data leaves first
 // with the old state: DCTCP's receiver state machine (RFC 8257, 3.2).
 func (c *conn) onData(now int64, seq, n uint64, ce bool) {
@@ -280,17 +402,17 @@ func (c *conn) onData(now int64, seq, n uint64, ce bool) {
 	}
 	c.ackDue, c.ceDue = true, ce
 	end := seq + n
-	if end <= c.rcvNxt {
+	if c.holds(seq, end) {
+		// A duplicate: ACK it again at once, with a D-SACK block.
+		c.ackNow, c.dsack, c.dsackOn = true, span{start: seq, end: end}, true
+		return
+	}
+	c.unacked += n
+	if seq > c.rcvNxt || len(c.spans) > 0 || c.unacked > uint64(c.h.cfg.MSS) {
 		c.ackNow = true
-		return // a duplicate: ACK it again
 	}
-	if n >= uint64(c.h.cfg.MSS) {
-		c.unacked++
-	}
-	if seq > c.rcvNxt || len(c.spans) > 0 || c.unacked >= 2 {
-		c.ackNow = true
-	}
-	c.addSpan(max(seq, c.rcvNxt), end)
+	c.rxCount++
+	c.addSpan(max(seq, c.rcvNxt), end, c.rxCount)
 	// Spans are merged when they touch, so only the first can reach rcvNxt.
 	if c.spans[0].start <= c.rcvNxt {
 		c.rcvNxt = c.spans[0].end
@@ -299,8 +421,23 @@ func (c *conn) onData(now int64, seq, n uint64, ce bool) {
 	}
 }
 
-// addSpan merges [start, end) into the spans beyond rcvNxt.
-func (c *conn) addSpan(start, end uint64) {
+// holds reports whether the receiver already has all of [start, end):
+// below rcvNxt or within one span.
+func (c *conn) holds(start, end uint64) bool {
+	if end <= c.rcvNxt {
+		return true
+	}
+	for _, sp := range c.spans {
+		if sp.start <= max(start, c.rcvNxt) && end <= sp.end {
+			return true
+		}
+	}
+	return false
+}
+
+// addSpan merges [start, end), which data arriving as the rx-th out of
+// order has just filled, into the spans beyond rcvNxt.
+func (c *conn) addSpan(start, end, rx uint64) {
 	i := 0
 	for i < len(c.spans) && c.spans[i].end < start {
 		i++
@@ -312,12 +449,12 @@ func (c *conn) addSpan(start, end uint64) {
 	}
 	switch {
 	case j > i: // replaces spans[i:j]
-		c.spans[i] = span{start, end}
+		c.spans[i] = span{start, end, rx}
 		c.spans = append(c.spans[:i+1], c.spans[j:]...)
 	default:
 		c.spans = append(c.spans, span{})
 		copy(c.spans[i+1:], c.spans[i:])
-		c.spans[i] = span{start, end}
+		c.spans[i] = span{start, end, rx}
 	}
 }
 
@@ -372,71 +509,6 @@ func (c *conn) complete(now int64, m msg) {
 		ReqOffset: int64(k.reqStart), RespOffset: int64(m.start)}, nil)
 }
 
-// onAck handles an acknowledgement of everything below ack.
-func (c *conn) onAck(now int64, ack uint64, ece, data bool) {
-	if ece {
-		c.h.stats.ECEAcked++
-	}
-	if ack > c.sndMax {
-		return // acknowledges what was never sent
-	}
-	if ack > c.sndUna {
-		c.newAck(now, ack, ece)
-	} else if ack == c.sndUna && !data && c.sndMax > c.sndUna {
-		c.dupAck(now)
-	}
-	if ece && c.h.cfg.Law == DCTCP && c.sndUna >= c.cwrEnd && !c.inRecovery {
-		// Once per window of data: cwnd <- cwnd (1 - alpha/2).
-		c.ssthresh = max(int(float64(c.cwnd)*(1-c.alpha/2)), 2)
-		c.cwnd, c.cwndCnt = c.ssthresh, 0
-		c.cwrEnd, c.cwrFlag = c.sndNxt, true
-		c.h.stats.CWRReduces++
-	}
-}
-
-// newAck advances sndUna to ack.
-func (c *conn) newAck(now int64, ack uint64, ece bool) {
-	mss := uint64(c.h.cfg.MSS)
-	n := ack - c.sndUna
-	flight := c.sndMax - c.sndUna
-	if c.timing && ack >= c.timedSeq {
-		c.timing = false
-		c.sample(now - c.timedAt)
-	}
-	if c.h.cfg.Law == DCTCP {
-		c.acked += n
-		if ece {
-			c.ackedCE += n
-		}
-		if ack >= c.alphaEnd {
-			const g = 1.0 / 16
-			c.alpha = (1-g)*c.alpha + g*float64(c.ackedCE)/float64(max(c.acked, 1))
-			c.acked, c.ackedCE, c.alphaEnd = 0, 0, c.sndNxt
-		}
-	}
-	c.sndUna = ack
-	c.sndNxt = max(c.sndNxt, ack)
-	c.backoff, c.dupAcks = 0, 0
-	segs := int((n + mss - 1) / mss)
-	switch {
-	case c.inRecovery && ack >= c.recover:
-		c.inRecovery = false
-		c.cwnd, c.cwndCnt = c.ssthresh, 0
-	case c.inRecovery:
-		// NewReno's partial ACK: the next hole is lost too; deflate by
-		// what was acknowledged.
-		c.sendData(now, c.sndUna, min(mss, c.sndMax-c.sndUna))
-		c.cwnd = max(c.cwnd-segs+1, 1)
-	default:
-		c.grow(segs, flight)
-	}
-	if c.sndUna == c.sndMax {
-		c.rtoAt = 0
-	} else {
-		c.arm(now)
-	}
-}
-
 // grow opens the window for segs segments acknowledged, while the window
 // was what limited the flight (Linux's tcp_is_cwnd_limited).
 func (c *conn) grow(segs int, flight uint64) {
@@ -458,24 +530,6 @@ func (c *conn) grow(segs int, flight uint64) {
 	c.cwndCnt += segs
 	if c.cwndCnt >= c.cwnd {
 		c.cwnd, c.cwndCnt = c.cwnd+c.cwndCnt/c.cwnd, c.cwndCnt%c.cwnd
-	}
-}
-
-// dupAck counts a duplicate ACK: the third starts fast retransmit and
-// NewReno's recovery, later ones inflate the window.
-func (c *conn) dupAck(now int64) {
-	c.dupAcks++
-	switch {
-	case c.inRecovery:
-		c.cwnd++
-	case c.dupAcks == 3 && c.sndUna >= c.recover:
-		mss := uint64(c.h.cfg.MSS)
-		flight := int((c.sndMax - c.sndUna + mss - 1) / mss)
-		c.ssthresh = max(flight/2, 2)
-		c.cwnd, c.cwndCnt = c.ssthresh+3, 0
-		c.inRecovery, c.recover = true, c.sndMax
-		c.h.stats.FastRecovery++
-		c.sendData(now, c.sndUna, min(mss, c.sndMax-c.sndUna))
 	}
 }
 
@@ -516,46 +570,4 @@ func (c *conn) schedule(at int64) {
 		c.timerAt = at
 		c.h.schedule(at, c.timerFn)
 	}
-}
-
-// onTimer runs at a scheduled time t: the delayed ACK and the timeout if
-// they are due, and the timer is scheduled again for the next deadline
-// (the timeout moves later on every ACK, so one event per timeout period
-// is scheduled, not one per ACK).
-func (c *conn) onTimer(t int64) {
-	if t != c.timerAt || c.h.closed {
-		return // replaced by an earlier one
-	}
-	c.timerAt = 0
-	if c.delAck != 0 && c.delAck <= t {
-		c.flushAck()
-	}
-	if c.rtoAt == 0 || c.rtoAt > t {
-		for _, at := range [2]int64{c.rtoAt, c.delAck} {
-			if at != 0 {
-				c.schedule(at)
-			}
-		}
-		return
-	}
-	c.rtoAt = 0
-	if c.delAck != 0 {
-		c.schedule(c.delAck)
-	}
-	if c.sndUna == c.sndMax {
-		return
-	}
-	// Timeout: back to one segment from the first unacknowledged byte
-	// (go-back-N), half the flight as the threshold, the timer backed off.
-	mss := uint64(c.h.cfg.MSS)
-	flight := int((c.sndMax - c.sndUna + mss - 1) / mss)
-	c.ssthresh = max(flight/2, 2)
-	c.cwnd, c.cwndCnt, c.dupAcks = 1, 0, 0
-	c.inRecovery, c.recover = false, c.sndMax
-	c.sndNxt, c.timing = c.sndUna, false
-	c.backoff = min(c.backoff+1, 16)
-	c.h.stats.Timeouts++
-	c.push(t)
-	c.arm(t)
-	c.settleAck(t)
 }

@@ -59,7 +59,10 @@ type Stats struct {
 	SegsOut      uint64 // segments sent, ACKs included
 	DataSegsOut  uint64
 	Retransmits  uint64 // data segments sent again
-	FastRecovery uint64 // entries into fast recovery (3 duplicate ACKs)
+	FastRecovery uint64 // entries into SACK recovery (RACK marked a loss)
+	MarkedLost   uint64 // segments RACK marked lost (a lost retransmission again)
+	Probes       uint64 // tail loss probes sent
+	DSACKs       uint64 // ACKs received with a D-SACK block (a segment received twice)
 	Timeouts     uint64 // retransmission timeouts
 	ECEAcked     uint64 // ACKs received with ECE
 	CEReceived   uint64 // data segments received marked CE
@@ -69,7 +72,7 @@ type Stats struct {
 // Map is s by the names the manifest's transport counters use.
 func (s Stats) Map() map[string]uint64 {
 	return map[string]uint64{"conns": s.Conns, "segs_out": s.SegsOut, "data_segs_out": s.DataSegsOut,
-		"retransmits": s.Retransmits, "fast_recovery": s.FastRecovery, "timeouts": s.Timeouts,
+		"retransmits": s.Retransmits, "fast_recovery": s.FastRecovery, "marked_lost": s.MarkedLost, "tlp_probes": s.Probes, "dsacks": s.DSACKs, "timeouts": s.Timeouts,
 		"ece_acked": s.ECEAcked, "ce_received": s.CEReceived, "cwr_reduces": s.CWRReduces}
 }
 
