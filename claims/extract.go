@@ -419,13 +419,16 @@ func smallestLossyIncast(exps []stats.Experiment) ([]float64, error) {
 
 // tcpTailQueueShare is F2: the share of TCP's short RPCs' tail (the
 // anatomy's mean over the RPCs at or above the P99) spent in switch
-// queues.
+// queues: the RPCs' own packets' queueing and the time they waited in the
+// host behind earlier bytes of their connection that a switch held (the
+// anatomy's host_hol, part of its host time).
 func tcpTailQueueShare(exps []stats.Experiment) ([]float64, error) {
 	t := findExp(exps, isTCP)
 	if t == nil || t.Anatomy == nil || t.Anatomy.Tail.RTT <= 0 {
 		return nil, errors.New("no TCP experiment with a latency anatomy of its short RPCs")
 	}
-	return []float64{t.Anatomy.Tail.Queue / t.Anatomy.Tail.RTT}, nil
+	tail := t.Anatomy.Tail
+	return []float64{(tail.Queue + tail.HostHOL) / tail.RTT}, nil
 }
 
 // tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin

@@ -141,7 +141,7 @@ func TestNewClaimExtraction(t *testing.T) {
 		t.Errorf("tcpOverHomaShortAndLongest = %v, %v; want [13 1.8]", got, err)
 	}
 
-	incast := []stats.Experiment{{Transport: "tcp", Config: "tcp-cubic", Anatomy: &anatomy.Summary{Tail: anatomy.Parts{RTT: 200, Queue: 150}}}}
+	incast := []stats.Experiment{{Transport: "tcp", Config: "tcp-cubic", Anatomy: &anatomy.Summary{Tail: anatomy.Parts{RTT: 200, Queue: 100, Host: 80, HostHOL: 50}}}}
 	if got, err := tcpTailQueueShare(incast); err != nil || len(got) != 1 || got[0] != 0.75 {
 		t.Errorf("tcpTailQueueShare = %v, %v; want [0.75]", got, err)
 	}

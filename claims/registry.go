@@ -194,8 +194,8 @@ func Registry() []Claim {
 			Points: []Point{near("short TCP/Homa", 13, 0.25), near("longest TCP/Homa", 2, 0.25)},
 			twin:   tcpOverHomaShortAndLongest, ordering: func(m []float64) bool { return m[0] > 1 && m[1] > 1 }},
 		{ID: "F2", Text: "incast, three senders into one receiver: where the tail of short messages forms", Published: "three senders deliver 3x what the receiver takes; the tail forms in its downlink queue",
-			Source: srcTalk, Mode: ModeTwin, Scenario: incast3, Tolerance: "most of TCP's short-message tail (over half) is switch queueing",
-			Points: []Point{band("TCP: queue's share of the short tail", 0.5, 1, 0)},
+			Source: srcTalk, Mode: ModeTwin, Scenario: incast3, Tolerance: "most of TCP's short-message tail (over half) is switch queueing, its own or behind its connection's queued bytes",
+			Points: []Point{band("TCP: switch queues' share of the short tail", 0.5, 1, 0)},
 			twin:   tcpTailQueueShare},
 	}
 }
