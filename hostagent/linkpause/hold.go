@@ -83,6 +83,9 @@ func Start(ifname string, vector uint8, linkBps uint64, log *slog.Logger) (*Hold
 	// seconds: it must still admit the link's largest frame, or tbf would
 	// drop the frames that queue meanwhile. Its queue keeps its limit (a
 	// limit of 0 would drop them too).
+	if len(link.Attrs().HardwareAddr) != 6 {
+		return nil, fmt.Errorf("linkpause: %s has no Ethernet address (PAUSE frames are Ethernet's)", ifname)
+	}
 	frame := uint32(link.Attrs().MTU + 14)
 	run := bucket{rate: q.Rate, burst: netlink.Xmitsize(q.Rate, q.Buffer), limit: q.Limit}
 	pause := bucket{rate: pauseRate, burst: frame, limit: q.Limit}
