@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -13,11 +14,20 @@ import (
 // so a reader never sees half a file even when the writer is killed
 // mid-write. The file is readable by all (0644), as a run directory's
 // files are.
-func WriteJSON(path string, v any) (err error) {
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+// writeAtomic writes path by write into a temporary file of the same
+// directory, then renamed over path; on an error the temporary file goes.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -32,7 +42,7 @@ func WriteJSON(path string, v any) (err error) {
 		tmp.Close()
 		return err
 	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}

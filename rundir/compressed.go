@@ -70,3 +70,57 @@ func (z zstdFile) Close() error {
 	z.dec.Close()
 	return z.f.Close()
 }
+
+// CompressAbove is the size from which a run compresses its per-RPC files
+// when it ends (CompressLarge): a sweep of the Homa paper writes gigabytes
+// of them, which zstd shrinks about eightfold, while a small run's files
+// stay plain for a reader with head and grep.
+const CompressAbove = 64 << 20
+
+// CompressLarge compresses dir's per-RPC files (rpcs.csv, served.csv) of
+// at least minBytes into NAME+ZstdExt, which OpenRunFile and
+// scripts/runfiles.py read as they read the plain file, and removes the
+// plain ones. It returns the files it compressed. A file is replaced only
+// once its compressed copy is whole: killed midway, the run keeps the
+// plain file.
+func CompressLarge(dir string, minBytes int64) ([]string, error) {
+	var done []string
+	for _, name := range []string{RPCs().File, ServedRPCs().File} {
+		path := filepath.Join(dir, name)
+		fi, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() < minBytes) {
+			continue
+		}
+		if err != nil {
+			return done, fmt.Errorf("compress %s: %w", path, err)
+		}
+		if err := compressFile(path, path+ZstdExt); err != nil {
+			return done, err
+		}
+		if err := os.Remove(path); err != nil {
+			return done, fmt.Errorf("compress %s: %w", path, err)
+		}
+		done = append(done, name)
+	}
+	return done, nil
+}
+
+// compressFile writes src as a zstd stream to dst (writeAtomic).
+func compressFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("compress %s: %w", src, err)
+	}
+	defer in.Close()
+	return writeAtomic(dst, func(w io.Writer) error {
+		enc, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(2))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(enc, bufio.NewReaderSize(in, 1<<20)); err != nil {
+			enc.Close()
+			return err
+		}
+		return enc.Close()
+	})
+}

@@ -4,11 +4,12 @@
 # clang, LLVM, libbpf's headers and bpftool for the BPF congestion controls,
 # tshark for the Wireshark dissector's test (docs/dissector.md), munge and
 # Slurm's daemons and commands for the Slurm executor's one-node test
-# cluster (docs/multi-machine.md), and the Go modules. Safe to run again: it
+# cluster (docs/multi-machine.md), zstd for the scripts that read a run's
+# compressed records (scripts/runfiles.py), and the Go modules. Safe to run again: it
 # installs only what is missing.
 set -euo pipefail
 
-pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 chromium clang llvm libbpf-dev bpftool tshark munge slurmctld slurmd slurm-client)
+pkgs=(mininet bridge-utils ethtool iproute2 iputils-ping tcpdump iperf3 zstd chromium clang llvm libbpf-dev bpftool tshark munge slurmctld slurmd slurm-client)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -32,7 +32,6 @@ of the soak itself: --scale 0.05 runs 90 s and 30 s).
 """
 import argparse
 import csv
-import gzip
 import json
 import os
 import re
@@ -41,6 +40,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from runfiles import open_run_file
 
 GROWTH = 0.10    # allowed RSS growth after the first minute
 SETTLE = 60.0    # seconds of a process's life before its size counts
@@ -184,11 +185,7 @@ def check_books(run_dir):
     problems = []
     man = json.load(open(os.path.join(run_dir, "manifest.json")))
     rows = {}
-    path = os.path.join(run_dir, "rpcs.csv")
-    opener = open
-    if not os.path.exists(path):
-        path, opener = path + ".gz", gzip.open
-    with opener(path, "rt") as f:
+    with open_run_file(run_dir, "rpcs.csv") as f:
         r = csv.DictReader(f)
         for row in r:
             if row["phase"] != "warmup":  # issued counts the measured RPCs

@@ -149,7 +149,8 @@ const (
 
 // runWith is Run with the given parts. Its steps: prepare the run
 // directory and registration, execute (network, switches, agents,
-// calibration, experiments), tear down, mark the manifest, build the report.
+// calibration, experiments), tear down, mark the manifest, build the report,
+// compress the large records.
 func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*Result, error) {
 	opt = opt.withDefaults()
 	for _, name := range opt.Experiments {
@@ -202,7 +203,20 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 			runErr = errors.Join(runErr, err)
 		}
 	}
+	if err := r.compress(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	return res, errors.Join(runErr, tdErr)
+}
+
+// compress leaves the run's large per-RPC files compressed
+// (rundir.CompressLarge), once the report has read them plain.
+func (r *run) compress() error {
+	done, err := rundir.CompressLarge(r.dir, rundir.CompressAbove)
+	if len(done) > 0 {
+		r.log.Info("compressed the run's large per-RPC files (zstd; homatb report and scripts/runfiles.py read them)", "files", done)
+	}
+	return err
 }
 
 func (opt Options) withDefaults() Options {

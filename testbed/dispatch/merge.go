@@ -27,7 +27,8 @@ type Merged struct {
 // in plan order), rpcs.csv and served.csv (the calibration rows once, then
 // each experiment's rows in plan order), and every task's other files and
 // directories (switch/<experiment>/, captures) moved in; each task's log
-// stays under tasks/. An experiment whose task did not measure it is named
+// stays under tasks/. Once every experiment is in, the tasks' per-RPC files
+// go and the merged ones are compressed when large (rundir.CompressLarge). An experiment whose task did not measure it is named
 // in the manifest's fidelity with its task's outcome, and the run is then
 // incomplete. outcomes may lack tasks (a detached run merged early).
 func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, error) {
@@ -107,6 +108,15 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 	if err := rundir.WriteManifest(dir, &m); err != nil {
 		return res, err
 	}
+	if len(res.Missing) == 0 {
+		// Every task is in: no later merge reads their copies again.
+		if err := dropTaskRecords(taskDirs); err != nil {
+			return res, err
+		}
+		if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
+			return res, err
+		}
+	}
 	d.Merged = true
 	if err := rundir.WriteDispatch(dir, d); err != nil {
 		return res, err
@@ -121,22 +131,46 @@ func isCalibration(name string) bool {
 	return strings.HasPrefix(name, rundir.CalibrationExperiment(""))
 }
 
-// mergeCSV writes dir's file of format f from the tasks' files, in task
-// order: every row of the first task that has the file, and the other
-// tasks' rows but their calibration. A file no task wrote is not written.
+// perRPCFiles are the files Merge writes from the tasks' rows, plain and
+// compressed (rundir.CompressLarge).
+var perRPCFiles = []string{
+	rundir.RPCs().File, rundir.RPCs().File + rundir.ZstdExt,
+	rundir.ServedRPCs().File, rundir.ServedRPCs().File + rundir.ZstdExt,
+}
+
+// dropTaskRecords removes the tasks' per-RPC files once merged: a sweep's
+// would otherwise double its run directory.
+func dropTaskRecords(tasks []string) error {
+	for _, td := range tasks {
+		for _, name := range perRPCFiles {
+			if err := os.Remove(filepath.Join(td, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("merge: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeCSV writes dir's file of format f from the tasks' files, compressed
+// or not, in task order: every row of the first task that has the file,
+// and the other tasks' rows but their calibration. A file no task wrote is
+// not written; an earlier merge's compressed file is replaced.
 func mergeCSV[T any](dir string, tasks []string, f *rundir.CSVFormat[T], exp func(*T) string) error {
+	if err := os.Remove(filepath.Join(dir, f.File+rundir.ZstdExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("merge: %w", err)
+	}
 	var w *rundir.CSVWriter[T]
 	var out *os.File
 	first := true
 	for _, td := range tasks {
-		in, err := os.Open(filepath.Join(td, f.File))
+		in, name, err := rundir.OpenRunFile(td, f.File)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		rd, err := f.NewReader(bufio.NewReader(in), in.Name())
+		rd, err := f.NewReader(bufio.NewReader(in), name)
 		if err != nil {
 			in.Close()
 			return err
@@ -193,7 +227,10 @@ func moveRest(task, dir string) error {
 	for _, e := range ents {
 		name := e.Name()
 		switch name {
-		case rundir.ManifestFile, rundir.RPCs().File, rundir.ServedRPCs().File, "logs", "agents":
+		case rundir.ManifestFile, "logs", "agents":
+			continue
+		}
+		if slices.Contains(perRPCFiles, name) {
 			continue
 		}
 		src, dst := filepath.Join(task, name), filepath.Join(dir, name)
