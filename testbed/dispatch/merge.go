@@ -109,7 +109,8 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 		return res, err
 	}
 	if len(res.Missing) == 0 {
-		// Every task is in: no later merge reads their copies again.
+		// Every task is in: no later merge reads their copies again. They
+		// go only now that the merged files are whole.
 		if err := dropTaskRecords(taskDirs); err != nil {
 			return res, err
 		}
