@@ -76,6 +76,11 @@ func (s synthRun) length(r *rand.Rand) int64 {
 	return int64(math.Round(math.Exp(math.Log(64) + r.Float64()*(math.Log(1e6)-math.Log(64)))))
 }
 
+// sharedPart says whether exps[i] names the experiment before it again: a
+// shared experiment, each entry one of its transports, whose rows follow
+// the previous entry's.
+func (s synthRun) sharedPart(i int) bool { return i > 0 && s.exps[i-1].name == s.exps[i].name }
+
 // write creates the run directory's files in dir.
 func (s synthRun) write(tb testing.TB, dir string) {
 	tb.Helper()
@@ -88,7 +93,15 @@ func (s synthRun) write(tb testing.TB, dir string) {
 		"machine": map[string]any{"cpus": 2}, "link_bps": 1e9, "fidelity": []string{},
 	}
 	var exps []map[string]any
-	for _, e := range s.exps {
+	for i, e := range s.exps {
+		if s.sharedPart(i) {
+			last := exps[len(exps)-1]
+			if last["transports"] == nil {
+				last["transports"] = []string{s.exps[i-1].transport}
+			}
+			last["transports"] = append(last["transports"].([]string), e.transport)
+			continue
+		}
 		exps = append(exps, map[string]any{"name": e.name, "transport": e.transport, "params": e.params,
 			"link_bps": 1e9, "started_unix_ns": t0, "ended_unix_ns": t0 + 10e9, "duration_ms": 10000,
 			"receivers": []string{"h1"}, "fidelity": []string{}, "transport_counters": synthCounters(e.transport)})
@@ -196,7 +209,10 @@ func (s synthRun) write(tb testing.TB, dir string) {
 		s.writeTelemetry(tb, dir, r, t0)
 	}
 	if !s.noSwitch {
-		for _, e := range s.exps {
+		for i, e := range s.exps {
+			if s.sharedPart(i) {
+				continue
+			}
 			d := filepath.Join(dir, "switch", e.name)
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				tb.Fatal(err)
@@ -232,7 +248,10 @@ func (s synthRun) writeTelemetry(tb testing.TB, dir string, r *rand.Rand, t0 int
 	fmt.Fprintln(bw, "experiment,switch,unix_ns,port,queue,enq_pkts,enq_bytes,sent_pkts,sent_bytes,depth_pkts,peak_pkts,delay_us")
 	samples := max(s.telSamples, 2)
 	const interval = int64(1e6) // 1 ms
-	for _, e := range s.exps {
+	for j, e := range s.exps {
+		if s.sharedPart(j) {
+			continue
+		}
 		for i := 0; i < samples; i++ {
 			t := t0 + int64(i)*interval
 			for port, share := range map[int]float64{1: 0.6, 2: 0.2} {
