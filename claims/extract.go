@@ -229,22 +229,27 @@ func ndpMaxLoad(exps []stats.Experiment) ([]float64, error) {
 	return []float64{v}, nil
 }
 
-// paperHostsGbps is the paper fabric's host bandwidth: 144 hosts at
-// 10 Gbit/s.
-const paperHostsGbps = 144 * 10
-
-// overcommitShares is B7: the bandwidth Homa used (goodput over the
-// hosts' links) with overcommitment 1 and 7.
-func overcommitShares(exps []stats.Experiment) ([]float64, error) {
+// overcommitMaxLoads is B7: the highest load Homa sustained (as B6 reads
+// it: sustained) with overcommitment 1 and with 7; NaN for a degree that
+// did not run.
+func overcommitMaxLoads(exps []stats.Experiment) ([]float64, error) {
 	out := []float64{math.NaN(), math.NaN()}
 	for i := range exps {
 		e := &exps[i]
-		switch paramFloat(e, "transports.homa.homa.overcommit") {
-		case 1:
-			out[0] = e.GoodputGbps / paperHostsGbps
-		case 7:
-			out[1] = e.GoodputGbps / paperHostsGbps
+		k := slices.Index([]float64{1, 7}, paramFloat(e, "transports.homa.homa.overcommit"))
+		l := paramFloat(e, maxLoadKey)
+		if k < 0 || math.IsNaN(l) {
+			continue
 		}
+		if math.IsNaN(out[k]) {
+			out[k] = 0
+		}
+		if sustained(e) && l > out[k] {
+			out[k] = l
+		}
+	}
+	if math.IsNaN(out[0]) || math.IsNaN(out[1]) {
+		return nil, errors.New("no homa experiments with overcommitment 1 and 7")
 	}
 	return out, nil
 }

@@ -70,6 +70,22 @@ func TestMaxLoads(t *testing.T) {
 	if n, _ := ndpMaxLoad(exps); n[0] != 0.7 {
 		t.Errorf("ndpMaxLoad = %v, want 0.7", n)
 	}
+
+	// B7: the same reading per degree of overcommitment.
+	oc := func(degree float64, e stats.Experiment) stats.Experiment {
+		e.Params["transports.homa.homa.overcommit"] = degree
+		return e
+	}
+	ocs := []stats.Experiment{
+		oc(1, at("homa", 0.6, 100, 97, 5)), oc(1, at("homa", 0.65, 100, 85, 30)), oc(1, at("homa", 0.7, 100, 80, 40)),
+		oc(7, at("homa", 0.6, 100, 99, 0)), oc(7, at("homa", 0.9, 100, 92, 9)), oc(7, at("homa", 0.95, 100, 91, 11)),
+	}
+	if got, err := overcommitMaxLoads(ocs); err != nil || got[0] != 0.6 || got[1] != 0.9 {
+		t.Errorf("overcommitMaxLoads = %v, %v; want [0.6 0.9]", got, err)
+	}
+	if _, err := overcommitMaxLoads(ocs[:3]); err == nil {
+		t.Error("a run without overcommitment 7 gave no error")
+	}
 }
 
 func TestNVExtraction(t *testing.T) {

@@ -44,8 +44,8 @@ switch:
 `,
 	overcommitClaim: `
 warmup: 2ms
-duration: 3ms
-drain: 1ms
+duration: 2ms
+drain: 3ms
 switch:
   postcards: false
 `,
