@@ -20,6 +20,7 @@ import (
 // of the link rate, and hands it a packet at once only while that lies at
 // most MaxBacklog ahead and nothing is deferred; Homa packets of messages
 // shorter than DeferMinBytes, Homa control packets and short TCP packets
+// (by the frame's length, Ethernet header included, as qdisc_pkt_len)
 // always pass (a short TCP packet waits only behind its own flow's
 // deferred packets, pure ACKs never); deferred Homa packets leave in SRPT
 // order (fewest bytes left of their message, then the oldest), except
@@ -265,7 +266,9 @@ func (q *qdisc) sendTCP(f []byte, now int64) {
 	payload := int(binary.BigEndian.Uint16(ip[2:])) - ipLen - int(t[12]>>4)*4
 	k := flowKey{peer: netip.AddrFrom4([4]byte(ip[16:20])), sport: binary.BigEndian.Uint16(t[0:]), dpt: binary.BigEndian.Uint16(t[2:])}
 	fl := q.flows[k]
-	if len(f)-ethLen < q.cfg.DeferMinBytes {
+	// A packet's length here is the frame's from its Ethernet header on,
+	// as qdisc_pkt_len is.
+	if len(f) < q.cfg.DeferMinBytes {
 		if payload == 0 || fl == nil || fl.frames.len() == 0 {
 			q.pass(f, now)
 			return

@@ -131,3 +131,24 @@ func TestQdiscShare(t *testing.T) {
 		t.Errorf("of 60 frames while both waited, %d Homa and %d TCP; want half each", homa, tcp)
 	}
 }
+
+// TestQdiscShortTCPByFrame: a TCP packet is short by its frame's length,
+// Ethernet header included (qdisc_pkt_len): one of 990 bytes of IP is
+// 1,004 bytes long and waits while the backlog is at its cap; one of 980
+// (994 with the header) passes.
+func TestQdiscShortTCPByFrame(t *testing.T) {
+	for _, c := range []struct {
+		payload int
+		passes  bool
+	}{{990 - 40, false}, {980 - 40, true}} {
+		n, h, out := qdiscHost(t, QdiscConfig{})
+		for i := range 20 {
+			h.transmit(homaData(n, 2, 1_000_000, uint32(i*1400)), 0)
+		}
+		h.transmit(tcpData(n, 300, c.payload), 0)
+		last := (*out)[len(*out)-1]
+		if got := last.tcp == 300; got != c.passes {
+			t.Errorf("a TCP packet of %d IP bytes passed at once: %v, want %v", 40+c.payload, got, c.passes)
+		}
+	}
+}
