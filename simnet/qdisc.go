@@ -87,10 +87,17 @@ type QdiscStats struct {
 type qdisc struct {
 	h   *Node
 	cfg QdiscConfig
-	// psPerByte is a byte's time on the link at MaxLinkUsage, in ps.
-	psPerByte int64
-	// linkIdle is when the NIC will have sent all it has (ns, estimate).
+	// bytePs is a byte's time on the link at MaxLinkUsage, in 1/1024 ps,
+	// rounded up: the estimate errs on the slow side, as homa_qdisc's
+	// cycles_per_mibyte does. (Whole ps or ns per byte would drop the 1%
+	// margin at 100 Gbit/s, and rounding each packet down to the ns would
+	// let every small packet shorten the estimate, so the NIC's real queue
+	// outgrew the cap through a busy period.)
+	bytePs int64
+	// linkIdle is when the NIC will have sent all it has (ps, estimate).
 	linkIdle int64
+	// backlog is MaxBacklog in ps.
+	backlog int64
 	// homa are the messages with deferred packets in SRPT order; msgs
 	// finds them; free keeps emptied ones for reuse.
 	homa qmsgHeap
@@ -200,7 +207,9 @@ func (h *Node) UseQdisc(cfg QdiscConfig) error {
 		return err
 	}
 	q := &qdisc{h: h, cfg: cfg, msgs: map[msgKey]*qmsg{}, flows: map[flowKey]*qflow{}}
-	q.psPerByte = int64(8e12 / float64(h.nic.rate) * 100 / float64(cfg.MaxLinkUsage))
+	den := int64(h.nic.rate) * int64(cfg.MaxLinkUsage)
+	q.bytePs = (8e12*1024*100 + den - 1) / den
+	q.backlog = cfg.MaxBacklog.Nanoseconds() * 1000
 	q.wakeFn = q.wake
 	q.out = func(f []byte) { h.nic.enqueue(f, dataplane.Verdict{}, 0) }
 	h.qd = q
@@ -295,13 +304,13 @@ func (q *qdisc) idle() bool { return len(q.homa) == 0 && len(q.tcp) == 0 }
 
 // room reports whether the NIC's estimated backlog is within the cap.
 func (q *qdisc) room(now int64) bool {
-	return q.linkIdle <= now+q.cfg.MaxBacklog.Nanoseconds()
+	return q.linkIdle <= now*1000+q.backlog
 }
 
 // pass hands f to the NIC and moves the estimate on.
 func (q *qdisc) pass(f []byte, now int64) {
 	q.stats.Passed++
-	q.linkIdle = max(q.linkIdle, now) + int64(len(f)+fabric.WireOverhead)*q.psPerByte/1000
+	q.linkIdle = max(q.linkIdle, now*1000) + (int64(len(f)+fabric.WireOverhead)*q.bytePs+1023)/1024
 	q.out(f)
 }
 
@@ -311,7 +320,7 @@ func (q *qdisc) pacer() {
 	now := q.h.n.clock.now
 	for !q.idle() {
 		if !q.room(now) {
-			at := q.linkIdle - q.cfg.MaxBacklog.Nanoseconds()
+			at := (q.linkIdle - q.backlog + 999) / 1000 // the first ns with room
 			if !q.armed || at < q.armedAt {
 				q.armed, q.armedAt = true, at
 				q.h.n.clock.At(at, q.wakeFn)

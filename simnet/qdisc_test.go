@@ -152,3 +152,46 @@ func TestQdiscShortTCPByFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestQdiscEstimateKeepsTheCap: at 100 Gbit/s, with a long message's
+// packets deferred and a small packet passing every 30 ns (a grant's
+// pace at full load), the NIC's real backlog when the qdisc hands it a
+// deferred packet stays within the cap and one frame: the estimate must
+// run at 99% of the link and not lose the fractions of small packets'
+// times.
+func TestQdiscEstimateKeepsTheCap(t *testing.T) {
+	n := star(t, 2, 100e9)
+	h := n.Node("h1")
+	if err := h.UseQdisc(QdiscConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	// nicDone is when the NIC, at exactly the link rate, ends all it was
+	// handed (ps); worst is the most it held when the qdisc handed over a
+	// deferred packet.
+	var nicDone, worst int64
+	h.qd.out = func(f []byte) {
+		now := n.clock.now * 1000
+		if h.qd.stats.HomaDeferred > 0 && len(f) > 1000 {
+			worst = max(worst, nicDone-now)
+		}
+		nicDone = max(nicDone, now) + int64(len(f)+24)*80 // 80 ps a byte at 100 Gbit/s
+		n.freeFrame(f)
+	}
+	const pkts = 3000
+	for i := range pkts {
+		h.transmit(homaData(n, 2, 10_000_000, uint32(i*1400)), 0)
+	}
+	small := n.frame(&h.Host, &n.Node("h2").Host, wire.IPProto, 0,
+		wire.AppendData(nil, &wire.Data{Common: wire.Common{SenderID: 4}, MessageLength: 40}), 0)
+	for i := range 10_000 {
+		n.clock.At(int64(i*30), func() { h.transmit(append([]byte(nil), small...), 0) })
+	}
+	n.clock.Run(int64(time.Millisecond))
+	if limit := int64(5*time.Microsecond)*1000 + int64(1500+38)*80; worst > limit {
+		t.Errorf("the NIC held %.2f us when the qdisc handed it a deferred packet; want at most the cap and a frame, %.2f us",
+			float64(worst)/1e6, float64(limit)/1e6)
+	}
+	if st := h.QdiscStats(); st.HomaDeferred == 0 {
+		t.Fatalf("nothing deferred: %+v", st)
+	}
+}
