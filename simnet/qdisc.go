@@ -35,7 +35,9 @@ import (
 // a call and its scheduling: in virtual time the pacer runs the instant the
 // backlog allows; TCP hijacking (Homa over TCP headers). Deferred TCP
 // packets queue per flow rather than per NIC transmit queue (each of the
-// kernel's qdiscs holds the flows hashed to its queue).
+// kernel's qdiscs holds the flows hashed to its queue). Packets pass one
+// by one: the twin's transports make no GSO or TSO frames, which
+// homa_qdisc admits whole.
 type QdiscConfig struct {
 	// MaxBacklog caps the NIC's estimated backlog (default 5 µs,
 	// max_nic_est_backlog_usecs).
