@@ -105,6 +105,9 @@ type qdisc struct {
 	homa qmsgHeap
 	msgs map[msgKey]*qmsg
 	free []*qmsg
+	// seen are the long messages the qdisc has carried packets of and
+	// when it first saw one (qdisc.age).
+	seen map[msgKey]int64
 	// srptBytes is the SRPT budget left before the oldest message's turn.
 	srptBytes int64
 	// tcp are the flows with deferred packets, served in turn from next.
@@ -131,7 +134,7 @@ type msgKey struct {
 type qmsg struct {
 	key    msgKey
 	left   uint32 // bytes left after the first deferred packet's offset
-	born   int64  // when its first packet was deferred
+	born   int64  // when the qdisc first saw one of its packets
 	seq    uint64 // tie-breaker
 	frames fifo
 	index  int
@@ -208,7 +211,7 @@ func (h *Node) UseQdisc(cfg QdiscConfig) error {
 	if err != nil {
 		return err
 	}
-	q := &qdisc{h: h, cfg: cfg, msgs: map[msgKey]*qmsg{}, flows: map[flowKey]*qflow{}}
+	q := &qdisc{h: h, cfg: cfg, msgs: map[msgKey]*qmsg{}, seen: map[msgKey]int64{}, flows: map[flowKey]*qflow{}}
 	den := int64(h.nic.rate) * int64(cfg.MaxLinkUsage)
 	q.bytePs = (8e12*1024*100 + den - 1) / den
 	q.backlog = cfg.MaxBacklog.Nanoseconds() * 1000
@@ -239,17 +242,18 @@ func (q *qdisc) send(f []byte) {
 		q.pass(f, now) // RoCE's UDP and anything else: never deferred
 		return
 	}
-	d, _, err := wire.ParseData(f[frameHdr:])
+	d, payload, err := wire.ParseData(f[frameHdr:])
 	if err != nil || int(d.MessageLength) < q.cfg.DeferMinBytes {
 		q.pass(f, now) // control packets and short messages
 		return
 	}
+	k := msgKey{peer: netip.AddrFrom4([4]byte(ip[16:20])), id: d.SenderID}
+	born := q.age(k, &d, len(payload), now)
 	if q.idle() && q.room(now) {
 		q.pass(f, now)
 		return
 	}
 	q.stats.HomaDeferred++
-	k := msgKey{peer: netip.AddrFrom4([4]byte(ip[16:20])), id: d.SenderID}
 	m := q.msgs[k]
 	left := d.MessageLength - min(d.MessageLength, d.Offset)
 	if m == nil {
@@ -259,7 +263,7 @@ func (q *qdisc) send(f []byte) {
 			m = &qmsg{}
 		}
 		q.seq++
-		m.key, m.left, m.born, m.seq = k, left, now, q.seq
+		m.key, m.left, m.born, m.seq = k, left, born, q.seq
 		m.frames.push(f)
 		q.msgs[k] = m
 		heap.Push(&q.homa, m)
@@ -267,6 +271,26 @@ func (q *qdisc) send(f []byte) {
 		m.frames.push(f)
 	}
 	q.pacer()
+}
+
+// age returns when the message of packet d (key k, payload bytes long)
+// began: when the qdisc first saw one of its packets, which is when the
+// engine began sending it (homa_qdisc's msgout.init_time). The entry goes
+// with the packet that carries the message's last byte; a retransmission
+// makes none, so a message that is over leaves nothing behind.
+func (q *qdisc) age(k msgKey, d *wire.Data, payload int, now int64) int64 {
+	born, ok := q.seen[k]
+	switch {
+	case !ok && d.Retransmit != 0:
+		return now
+	case !ok:
+		born = now
+		q.seen[k] = now
+	}
+	if uint64(d.Offset)+uint64(payload) >= uint64(d.MessageLength) {
+		delete(q.seen, k)
+	}
+	return born
 }
 
 // sendTCP takes a TCP frame: short ones pass unless their flow has

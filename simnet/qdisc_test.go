@@ -195,3 +195,37 @@ func TestQdiscEstimateKeepsTheCap(t *testing.T) {
 		t.Fatalf("nothing deferred: %+v", st)
 	}
 }
+
+// TestQdiscOldestByFirstPacket: a message's age for the oldest message's
+// turn is when its first packet came (homa_qdisc's msgout.init_time), not
+// when one was first deferred: message 2 began at 0 and passed, message 4
+// came and was deferred at 1 us, message 2's later packets at 2 us; the
+// oldest message's turns then go to message 2, which SRPT alone would
+// hold back until message 4 is done.
+func TestQdiscOldestByFirstPacket(t *testing.T) {
+	n, h, out := qdiscHost(t, QdiscConfig{})
+	h.transmit(homaData(n, 2, 2_000_000, 0), 0)
+	n.clock.At(1000, func() {
+		for i := range 60 {
+			h.transmit(homaData(n, 4, 1_000_000, uint32(i*1400)), 0)
+		}
+	})
+	n.clock.At(2000, func() {
+		for i := 1; i <= 10; i++ {
+			h.transmit(homaData(n, 2, 2_000_000, uint32(i*1400)), 0)
+		}
+	})
+	n.clock.Run(int64(time.Millisecond))
+	first2, last4 := -1, -1
+	for i, d := range (*out)[1:] {
+		switch {
+		case d.id == 2 && first2 < 0:
+			first2 = i
+		case d.id == 4:
+			last4 = i
+		}
+	}
+	if first2 < 0 || first2 > last4 {
+		t.Errorf("message 2's later packets left at %d, after message 4's last at %d: its turn as the oldest went to message 4", first2, last4)
+	}
+}
