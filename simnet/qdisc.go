@@ -20,6 +20,7 @@ import (
 // of the link rate, and hands it a packet at once only while that lies at
 // most MaxBacklog ahead and nothing is deferred; Homa packets of messages
 // shorter than DeferMinBytes, Homa control packets and short TCP packets
+// (by the frame's length, Ethernet header included, as qdisc_pkt_len)
 // always pass (a short TCP packet waits only behind its own flow's
 // deferred packets, pure ACKs never); deferred Homa packets leave in SRPT
 // order (fewest bytes left of their message, then the oldest), except
@@ -34,7 +35,9 @@ import (
 // a call and its scheduling: in virtual time the pacer runs the instant the
 // backlog allows; TCP hijacking (Homa over TCP headers). Deferred TCP
 // packets queue per flow rather than per NIC transmit queue (each of the
-// kernel's qdiscs holds the flows hashed to its queue).
+// kernel's qdiscs holds the flows hashed to its queue). Packets pass one
+// by one: the twin's transports make no GSO or TSO frames, which
+// homa_qdisc admits whole.
 type QdiscConfig struct {
 	// MaxBacklog caps the NIC's estimated backlog (default 5 µs,
 	// max_nic_est_backlog_usecs).
@@ -86,15 +89,25 @@ type QdiscStats struct {
 type qdisc struct {
 	h   *Node
 	cfg QdiscConfig
-	// psPerByte is a byte's time on the link at MaxLinkUsage, in ps.
-	psPerByte int64
-	// linkIdle is when the NIC will have sent all it has (ns, estimate).
+	// bytePs is a byte's time on the link at MaxLinkUsage, in 1/1024 ps,
+	// rounded up: the estimate errs on the slow side, as homa_qdisc's
+	// cycles_per_mibyte does. (Whole ps or ns per byte would drop the 1%
+	// margin at 100 Gbit/s, and rounding each packet down to the ns would
+	// let every small packet shorten the estimate, so the NIC's real queue
+	// outgrew the cap through a busy period.)
+	bytePs int64
+	// linkIdle is when the NIC will have sent all it has (ps, estimate).
 	linkIdle int64
+	// backlog is MaxBacklog in ps.
+	backlog int64
 	// homa are the messages with deferred packets in SRPT order; msgs
 	// finds them; free keeps emptied ones for reuse.
 	homa qmsgHeap
 	msgs map[msgKey]*qmsg
 	free []*qmsg
+	// seen are the long messages the qdisc has carried packets of and
+	// when it first saw one (qdisc.age).
+	seen map[msgKey]int64
 	// srptBytes is the SRPT budget left before the oldest message's turn.
 	srptBytes int64
 	// tcp are the flows with deferred packets, served in turn from next.
@@ -121,7 +134,7 @@ type msgKey struct {
 type qmsg struct {
 	key    msgKey
 	left   uint32 // bytes left after the first deferred packet's offset
-	born   int64  // when its first packet was deferred
+	born   int64  // when the qdisc first saw one of its packets
 	seq    uint64 // tie-breaker
 	frames fifo
 	index  int
@@ -198,8 +211,10 @@ func (h *Node) UseQdisc(cfg QdiscConfig) error {
 	if err != nil {
 		return err
 	}
-	q := &qdisc{h: h, cfg: cfg, msgs: map[msgKey]*qmsg{}, flows: map[flowKey]*qflow{}}
-	q.psPerByte = int64(8e12 / float64(h.nic.rate) * 100 / float64(cfg.MaxLinkUsage))
+	q := &qdisc{h: h, cfg: cfg, msgs: map[msgKey]*qmsg{}, seen: map[msgKey]int64{}, flows: map[flowKey]*qflow{}}
+	den := int64(h.nic.rate) * int64(cfg.MaxLinkUsage)
+	q.bytePs = (8e12*1024*100 + den - 1) / den
+	q.backlog = cfg.MaxBacklog.Nanoseconds() * 1000
 	q.wakeFn = q.wake
 	q.out = func(f []byte) { h.nic.enqueue(f, dataplane.Verdict{}, 0) }
 	h.qd = q
@@ -227,17 +242,18 @@ func (q *qdisc) send(f []byte) {
 		q.pass(f, now) // RoCE's UDP and anything else: never deferred
 		return
 	}
-	d, _, err := wire.ParseData(f[frameHdr:])
+	d, payload, err := wire.ParseData(f[frameHdr:])
 	if err != nil || int(d.MessageLength) < q.cfg.DeferMinBytes {
 		q.pass(f, now) // control packets and short messages
 		return
 	}
+	k := msgKey{peer: netip.AddrFrom4([4]byte(ip[16:20])), id: d.SenderID}
+	born := q.age(k, &d, len(payload), now)
 	if q.idle() && q.room(now) {
 		q.pass(f, now)
 		return
 	}
 	q.stats.HomaDeferred++
-	k := msgKey{peer: netip.AddrFrom4([4]byte(ip[16:20])), id: d.SenderID}
 	m := q.msgs[k]
 	left := d.MessageLength - min(d.MessageLength, d.Offset)
 	if m == nil {
@@ -247,7 +263,7 @@ func (q *qdisc) send(f []byte) {
 			m = &qmsg{}
 		}
 		q.seq++
-		m.key, m.left, m.born, m.seq = k, left, now, q.seq
+		m.key, m.left, m.born, m.seq = k, left, born, q.seq
 		m.frames.push(f)
 		q.msgs[k] = m
 		heap.Push(&q.homa, m)
@@ -255,6 +271,26 @@ func (q *qdisc) send(f []byte) {
 		m.frames.push(f)
 	}
 	q.pacer()
+}
+
+// age returns when the message of packet d (key k, payload bytes long)
+// began: when the qdisc first saw one of its packets, which is when the
+// engine began sending it (homa_qdisc's msgout.init_time). The entry goes
+// with the packet that carries the message's last byte; a retransmission
+// makes none, so a message that is over leaves nothing behind.
+func (q *qdisc) age(k msgKey, d *wire.Data, payload int, now int64) int64 {
+	born, ok := q.seen[k]
+	switch {
+	case !ok && d.Retransmit != 0:
+		return now
+	case !ok:
+		born = now
+		q.seen[k] = now
+	}
+	if uint64(d.Offset)+uint64(payload) >= uint64(d.MessageLength) {
+		delete(q.seen, k)
+	}
+	return born
 }
 
 // sendTCP takes a TCP frame: short ones pass unless their flow has
@@ -265,7 +301,9 @@ func (q *qdisc) sendTCP(f []byte, now int64) {
 	payload := int(binary.BigEndian.Uint16(ip[2:])) - ipLen - int(t[12]>>4)*4
 	k := flowKey{peer: netip.AddrFrom4([4]byte(ip[16:20])), sport: binary.BigEndian.Uint16(t[0:]), dpt: binary.BigEndian.Uint16(t[2:])}
 	fl := q.flows[k]
-	if len(f)-ethLen < q.cfg.DeferMinBytes {
+	// A packet's length here is the frame's from its Ethernet header on,
+	// as qdisc_pkt_len is.
+	if len(f) < q.cfg.DeferMinBytes {
 		if payload == 0 || fl == nil || fl.frames.len() == 0 {
 			q.pass(f, now)
 			return
@@ -292,13 +330,13 @@ func (q *qdisc) idle() bool { return len(q.homa) == 0 && len(q.tcp) == 0 }
 
 // room reports whether the NIC's estimated backlog is within the cap.
 func (q *qdisc) room(now int64) bool {
-	return q.linkIdle <= now+q.cfg.MaxBacklog.Nanoseconds()
+	return q.linkIdle <= now*1000+q.backlog
 }
 
 // pass hands f to the NIC and moves the estimate on.
 func (q *qdisc) pass(f []byte, now int64) {
 	q.stats.Passed++
-	q.linkIdle = max(q.linkIdle, now) + int64(len(f)+fabric.WireOverhead)*q.psPerByte/1000
+	q.linkIdle = max(q.linkIdle, now*1000) + (int64(len(f)+fabric.WireOverhead)*q.bytePs+1023)/1024
 	q.out(f)
 }
 
@@ -308,7 +346,7 @@ func (q *qdisc) pacer() {
 	now := q.h.n.clock.now
 	for !q.idle() {
 		if !q.room(now) {
-			at := q.linkIdle - q.cfg.MaxBacklog.Nanoseconds()
+			at := (q.linkIdle - q.backlog + 999) / 1000 // the first ns with room
 			if !q.armed || at < q.armedAt {
 				q.armed, q.armedAt = true, at
 				q.h.n.clock.At(at, q.wakeFn)

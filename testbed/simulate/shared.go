@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"time"
+
 	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/testbed/scenario"
 )
@@ -18,6 +20,13 @@ type hostStacks struct {
 	qdisc bool
 }
 
+// enginePacerOff is the engine's NIC backlog under the host qdisc: longer
+// than any run, so its own pacer never holds a packet. HomaModule's Homa
+// does the same while homa_qdisc is active (homa_xmit_data skips its old
+// pacer when homa_qdisc_active): every granted packet goes to the qdisc,
+// which alone paces them and puts them in SRPT order.
+const enginePacerOff = time.Hour
+
 // stack sets up job j for experiment e: the host queue host_qdisc asks
 // for and, for a shared experiment, both stacks on every host (the
 // agents' Configure then adds a driver per host and transport). It
@@ -25,6 +34,9 @@ type hostStacks struct {
 func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 	j.stacks.qdisc = e.Scenario.HostQdisc == scenario.HostQdiscPacer
 	if !e.Shared() {
+		if j.stacks.qdisc && e.Transport.Name == scenario.TransportHoma {
+			j.cfg.MaxNICBacklog = enginePacerOff
+		}
 		return nil, nil
 	}
 	j.stacks.shared = true
@@ -32,6 +44,9 @@ func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 	for k, t := range e.Transports {
 		if t.Engine() {
 			j.stacks.engine, j.cfg = t.Name, r.homaConfig(t)
+			if j.stacks.qdisc && t.Name == scenario.TransportHoma {
+				j.cfg.MaxNICBacklog = enginePacerOff
+			}
 			continue
 		}
 		tcp, err := r.tcpConfig(t)

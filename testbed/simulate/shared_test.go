@@ -64,3 +64,50 @@ sweep:
 		}
 	}
 }
+
+// TestQdiscPacesHoma: with the host qdisc, Homa's own pacer stands aside
+// and the qdisc paces and orders its packets, as HomaModule's Homa skips
+// its old pacer while homa_qdisc is active; without the qdisc the
+// engine's pacer holds the packets the NIC has no room for.
+func TestQdiscPacesHoma(t *testing.T) {
+	src := `name: paced
+topology: {kind: star, hosts: 3}
+link: {rate: 10Gbit}
+transports:
+  - name: homa
+    homa: {max_nic_backlog_us: 5}
+phases:
+  - {name: bulk, clients: [h2, h3], servers: [h1], sizes: "fixed:1000000", arrivals: closed, max_outstanding: 2, response_bytes: 100}
+simulated: true
+warmup: 1ms
+duration: 10ms
+drain: 20ms
+seed: 3
+calibration: {sizes: [100, 100000], samples: 3}
+sweep:
+  - {param: host_qdisc, values: [none, pacer]}
+`
+	s := readSummary(t, runSim(t, load(t, src)))
+	if len(s.Experiments) != 2 {
+		t.Fatalf("%d experiments, want 2", len(s.Experiments))
+	}
+	for _, e := range s.Experiments {
+		if e.Internals == nil {
+			t.Fatalf("%s: no transport counters", e.Name)
+		}
+		c := e.Internals.Counters
+		switch e.Name {
+		case "paced-homa-host_qdiscnone":
+			if c["homa_pacer_waits"] == 0 {
+				t.Errorf("%s: the engine's pacer never held a packet without the qdisc: %v", e.Name, c)
+			}
+		case "paced-homa-host_qdiscpacer":
+			if c["homa_pacer_waits"] != 0 || c["qdisc_homa_deferred"] == 0 {
+				t.Errorf("%s: the engine's pacer held %d times and the qdisc deferred %d Homa packets; want none and some",
+					e.Name, c["homa_pacer_waits"], c["qdisc_homa_deferred"])
+			}
+		default:
+			t.Errorf("unexpected experiment %s", e.Name)
+		}
+	}
+}
