@@ -266,7 +266,8 @@ func byLabel(exps []stats.Experiment, label string) *stats.Experiment {
 	return nil
 }
 
-// cubicAndNV reads one value of cubic's and one of NV's experiment.
+// cubicAndNV reads one value of the unlabelled experiment (cubic's; BIC's
+// in E4) and one of NV's.
 func cubicAndNV(exps []stats.Experiment, f func(*stats.Experiment) float64) ([]float64, error) {
 	out := make([]float64, 2)
 	for i, l := range []string{"", "nv"} {
@@ -331,6 +332,12 @@ func nvRTT(exps []stats.Experiment) ([]float64, error) {
 		}
 		return v
 	})
+}
+
+// nvProbeP99 is E4: the short-message P99 RTT (the probes') of BIC's and
+// NV's experiments, in ms.
+func nvProbeP99(exps []stats.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *stats.Experiment) float64 { return shortP99(e) / 1000 })
 }
 
 // baseRTT is C1's floor: the emulated fabric's unloaded base RTT (µs)

@@ -169,6 +169,17 @@ func TestNewClaimExtraction(t *testing.T) {
 		t.Errorf("no lossy incast: %v, want +Inf", got)
 	}
 
+	probes := []stats.Experiment{
+		{Config: "tcp-bic", Short: stats.Short{P99us: fp(9900)}},
+		{Config: "tcp-nv", Label: "nv", Short: stats.Short{P99us: fp(820)}},
+	}
+	if got, err := nvProbeP99(probes); err != nil || len(got) != 2 || got[0] != 9.9 || got[1] != 0.82 {
+		t.Errorf("nvProbeP99 = %v, %v; want [9.9 0.82]", got, err)
+	}
+	if got, err := nvProbeP99(probes[1:]); err == nil {
+		t.Errorf("nvProbeP99 without BIC's experiment = %v, want an error", got)
+	}
+
 	// The first bin of at least 200 bytes: P99 12 µs at slowdown 6, so an
 	// ideal of 2 µs and 10 µs added, five times the ideal.
 	ndp := []stats.Experiment{{Transport: "ndp", Params: map[string]any{"phases.all2all.sizes": "w4"},
