@@ -53,6 +53,21 @@ type sighting struct {
 	deq     int64
 	seq     uint32 // Homa offset or TCP sequence number
 	payload uint32 // bytes of message or stream data
+	port    uint16 // egress port
+	queue   uint8  // egress queue: a higher one has strict priority
+}
+
+// portKey names one egress port of one switch.
+type portKey struct {
+	sw   int
+	port uint16
+}
+
+// departure is one frame's start on an egress port's link and the queue
+// it left.
+type departure struct {
+	deq   int64
+	queue uint8
 }
 
 // flow holds a flow's data packets in dequeue order.
@@ -70,6 +85,10 @@ type Index struct {
 	switches []string
 	flows    map[flowKey]*flow
 	sieved   bool // the files are a Sieve's (switchstats.PostcardSieved)
+	// ports holds every frame's departure of each egress port, in
+	// dequeue order after Finish: what was on the link when a critical
+	// packet arrived (preemption lag).
+	ports map[portKey][]departure
 }
 
 // Load indexes every switch's postcards of an experiment in run directory
@@ -91,7 +110,7 @@ func Load(dir, experiment string) (*Index, error) {
 }
 
 // NewIndex returns an empty index; Add fills it and Finish readies it.
-func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}} }
+func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}, ports: map[portKey][]departure{}} }
 
 // HasRecords reports whether any switch recorded a data packet.
 func (ix *Index) HasRecords() bool { return len(ix.flows) > 0 }
@@ -124,6 +143,9 @@ func (ix *Index) load(dir, experiment, sw string) error {
 // first TCP segment without data of each direction (the SYN, whose
 // sequence number places the stream's byte offsets).
 func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
+	si := ix.switchIndex(sw)
+	pk := portKey{sw: si, port: p.EgressPort}
+	ix.ports[pk] = append(ix.ports[pk], departure{deq: epochNs + p.DequeueNs, queue: p.Queue})
 	var k flowKey
 	var payload uint32
 	switch p.Kind {
@@ -151,8 +173,8 @@ func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 		}
 		return
 	}
-	f.s = append(f.s, sighting{sw: ix.switchIndex(sw), arr: arr, enq: epochNs + p.EnqueueNs,
-		deq: epochNs + p.DequeueNs, seq: p.Seq, payload: payload})
+	f.s = append(f.s, sighting{sw: si, arr: arr, enq: epochNs + p.EnqueueNs,
+		deq: epochNs + p.DequeueNs, seq: p.Seq, payload: payload, port: p.EgressPort, queue: p.Queue})
 }
 
 func (ix *Index) switchIndex(sw string) int {
@@ -169,6 +191,42 @@ func (ix *Index) Finish() {
 	for _, f := range ix.flows {
 		slices.SortFunc(f.s, func(a, b sighting) int { return cmp.Compare(a.deq, b.deq) })
 	}
+	for _, d := range ix.ports {
+		slices.SortFunc(d, func(a, b departure) int { return cmp.Compare(a.deq, b.deq) })
+	}
+}
+
+// PreemptionKnown reports whether the index holds every frame the
+// switches sent (not a Sieve's choice), which preemption lag needs: the
+// frame on the link when a critical packet arrived may belong to any
+// message.
+func (ix *Index) PreemptionKnown() bool { return ix.HasRecords() && !ix.sieved }
+
+// preemptLag is the part of a critical packet's switch queueing spent
+// waiting for a frame of a lower-priority queue that was already on the
+// link when the packet was enqueued (link-level preemption lag: a packet
+// of a longer message already on the wire), at every hop of p. The frame
+// in service is the port's last departure before the enqueue; it ended
+// when the port's next frame started, since the port does not idle while
+// the critical packet waits. Zero when the index lacks some frames
+// (PreemptionKnown false).
+func (ix *Index) preemptLag(p path) (lag int64) {
+	if !ix.PreemptionKnown() {
+		return 0
+	}
+	for _, s := range p {
+		wait := s.deq - s.enq
+		if wait <= 0 {
+			continue
+		}
+		d := ix.ports[portKey{sw: s.sw, port: s.port}]
+		i, _ := slices.BinarySearchFunc(d, s.enq, func(x departure, t int64) int { return cmp.Compare(x.deq, t) })
+		if i == 0 || i >= len(d) || d[i-1].queue >= s.queue {
+			continue
+		}
+		lag += min(d[i].deq-s.enq, wait)
+	}
+	return lag
 }
 
 // span is a message's bytes in its flow: Homa offsets [lo, hi) of the
@@ -430,6 +488,7 @@ func (j *Joiner) Decompose(r *rundir.RPC) rundir.Anatomy {
 	a.Hops = max(len(req), len(resp))
 	a.ReqQueueNs, a.RespQueueNs = req.queue(), resp.queue()
 	a.QueueNs = a.ReqQueueNs + a.RespQueueNs
+	a.PreemptNs = j.ix.preemptLag(req) + j.ix.preemptLag(resp)
 	a.SwitchNs = req.processing() + resp.processing()
 	a.WireNs = req.transit() + resp.transit()
 	// Host intervals, each carved below where it waited for loss recovery.

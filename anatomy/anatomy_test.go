@@ -280,3 +280,72 @@ func TestTailCauseHOL(t *testing.T) {
 		t.Errorf("tail %+v cause %q, want host_hol 5000 of host 6000 and cause host_hol", s.Tail, s.TailCause)
 	}
 }
+
+// TestPreemptLag: a critical packet's wait at a port splits into the rest
+// of a lower-priority frame already on the link when it was enqueued
+// (preemption lag) and the frames queued ahead of it; a frame of its own
+// or a higher priority on the link is queueing; with a Sieve's records
+// nothing is called preemption lag.
+func TestPreemptLag(t *testing.T) {
+	// The port's frames: a long message's packet (queue 1) on the link
+	// from 0 to 10 µs, then a queue-7 one to 12 µs.
+	low := homaPkt(pc(0, 0, 0), h3, h2, 8, 0, 1400)
+	low.Queue, low.EgressPort = 1, 2
+	hi := homaPkt(pc(1, 1, 10), h3, h2, 10, 0, 1400)
+	hi.Queue, hi.EgressPort = 7, 2
+	for _, tc := range []struct {
+		name     string
+		queue    uint8
+		enq, deq int64 // the critical packet's, µs
+		sieved   bool
+		want     int64 // µs
+	}{
+		{"behind the low frame, then a queued one", 7, 4, 12, false, 6},
+		{"the frame on the link of its own priority", 1, 4, 12, false, 0},
+		{"the frame on the link of a higher priority", 6, 11, 12, false, 0},
+		{"no wait", 7, 12, 12, false, 0},
+		{"sampled records", 7, 4, 12, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := NewIndex()
+			crit := homaPkt(pc(tc.enq, tc.enq, tc.deq), h1, h2, 100, 0, 100)
+			crit.Queue, crit.EgressPort = tc.queue, 2
+			for _, p := range []rundir.Postcard{low, hi, crit} {
+				ix.Add("l2", epoch, &p)
+			}
+			ix.Finish()
+			ix.sieved = tc.sieved
+			p, ok := ix.critical(flowKey{src: h1, dst: h2, id: 100}, span{hi: 100}, "l2", at(0), at(100*us))
+			if !ok {
+				t.Fatal("critical packet not found")
+			}
+			if got := ix.preemptLag(p); got != tc.want*us {
+				t.Errorf("preemption lag %d ns, want %d µs", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestShortestHalfTail: the median request length bounds the shortest
+// half, and its tail is the mean of each part over its RPCs at or above
+// their P99 RTT.
+func TestShortestHalfTail(t *testing.T) {
+	var rpcs []rundir.RPC
+	var rows []rundir.Anatomy
+	for i := range 200 {
+		n := int64(100 + i) // median request 199 bytes
+		rpcs = append(rpcs, rundir.RPC{ReqBytes: n})
+		rows = append(rows, rundir.Anatomy{ReqBytes: n, RTTNs: int64(i+1) * us, QueueNs: int64(i+1) * us / 2, PreemptNs: int64(i+1) * us / 4})
+	}
+	if m := medianReq(rpcs); m != 199 {
+		t.Errorf("medianReq = %d, want 199", m)
+	}
+	if m := medianReq(nil); m != -1 {
+		t.Errorf("medianReq of none = %d, want -1", m)
+	}
+	// Of 200 RTTs of 1-200 µs the P99 is 198 µs: the tail is 198-200.
+	p, n := tailOf(rows)
+	if n != 3 || p.RTT != 199 || p.Queue != 99.5 || p.PreemptLag != 49.75 {
+		t.Errorf("tailOf = %+v over %d, want RTT 199, queue 99.5, preemption lag 49.75 over 3", p, n)
+	}
+}
