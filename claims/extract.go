@@ -438,6 +438,24 @@ func tcpTailQueueShare(exps []stats.Experiment) ([]float64, error) {
 	return []float64{(tail.Queue + tail.HostHOL) / tail.RTT}, nil
 }
 
+// halfTailPreemptShare is B9: of Homa's shortest half's P99 tail (the
+// anatomy's half_tail_mean), the share of its switch queueing that was
+// preemption lag.
+func halfTailPreemptShare(exps []stats.Experiment) ([]float64, error) {
+	h := findExp(exps, isHoma)
+	if h == nil || h.Anatomy == nil || h.Anatomy.HalfTailRPCs == 0 {
+		return nil, errors.New("no Homa experiment with a latency anatomy of its shortest half")
+	}
+	a := h.Anatomy
+	if !a.PreemptionKnown {
+		return nil, errors.New("the switches' records are sampled: preemption lag needs switch.records: all")
+	}
+	if a.HalfTail.Queue <= 0 {
+		return []float64{math.NaN()}, nil
+	}
+	return []float64{a.HalfTail.PreemptLag / a.HalfTail.Queue}, nil
+}
+
 // tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin
 // over that of its largest.
 func tcpShortOverLong(exps []stats.Experiment) ([]float64, error) {
