@@ -144,8 +144,12 @@ func (ix *Index) load(dir, experiment, sw string) error {
 // sequence number places the stream's byte offsets).
 func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 	si := ix.switchIndex(sw)
-	pk := portKey{sw: si, port: p.EgressPort}
-	ix.ports[pk] = append(ix.ports[pk], departure{deq: epochNs + p.DequeueNs, queue: p.Queue})
+	if !ix.sieved {
+		// A Sieve's records may lack the frame on the link: no
+		// preemption lag is read from them, so none is kept.
+		pk := portKey{sw: si, port: p.EgressPort}
+		ix.ports[pk] = append(ix.ports[pk], departure{deq: epochNs + p.DequeueNs, queue: p.Queue})
+	}
 	var k flowKey
 	var payload uint32
 	switch p.Kind {
