@@ -261,6 +261,15 @@ func (p path) queue() (q int64) {
 	return q
 }
 
+// lastHopQueue is the queueing at the path's last switch (the receiver's
+// downlink); zero for an empty path.
+func (p path) lastHopQueue() int64 {
+	if len(p) == 0 {
+		return 0
+	}
+	return p[len(p)-1].deq - p[len(p)-1].enq
+}
+
 func (p path) processing() (d int64) {
 	for _, s := range p {
 		d += s.enq - s.arr
@@ -493,6 +502,7 @@ func (j *Joiner) Decompose(r *rundir.RPC) rundir.Anatomy {
 	a.ReqQueueNs, a.RespQueueNs = req.queue(), resp.queue()
 	a.QueueNs = a.ReqQueueNs + a.RespQueueNs
 	a.PreemptNs = j.ix.preemptLag(req) + j.ix.preemptLag(resp)
+	a.LastHopQueueNs = req.lastHopQueue() + resp.lastHopQueue()
 	a.SwitchNs = req.processing() + resp.processing()
 	a.WireNs = req.transit() + resp.transit()
 	// Host intervals, each carved below where it waited for loss recovery.

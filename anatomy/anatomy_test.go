@@ -124,7 +124,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// loss recovery.
 			rundir.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 50 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 750 * us, WireNs: 15 * us,
-				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
+				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, LastHopQueueNs: 89*us + 594*us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
 		{"homa, the client waited for a lost packet", rundir.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
 			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us,
 			RecoveryFromNs: at(2600 * us)},
@@ -133,7 +133,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// loss recovery.
 			rundir.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 450 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 350 * us, WireNs: 15 * us,
-				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
+				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, LastHopQueueNs: 89*us + 594*us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
 		{"tcp pipelined, split request", rundir.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
 			IntendedNs: at(3900 * us), SentNs: at(3950 * us), DoneNs: at(4900 * us), RTTNs: 1000 * us},
@@ -142,7 +142,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// response while [0,14) did (4601-4610 of 4500-4700).
 			rundir.Anatomy{SendLagNs: 50 * us, ClientTxNs: 70 * us, ServerRxNs: 50 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 200 * us, ClientRxNs: 100 * us, HostNs: 470 * us, HOLNs: 28 * us,
-				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
+				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, LastHopQueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
 		{"tcp held back by a retransmission", rundir.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 158, RespOffset: 28, ReqBytes: 20, RespBytes: 14,
 			IntendedNs: at(5000 * us), SentNs: at(5000 * us), DoneNs: at(5700 * us), RTTNs: 700 * us},
@@ -150,7 +150,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// the wait for its retransmission is loss recovery.
 			rundir.Anatomy{RecoveryNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 300 * us,
-				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
+				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, LastHopQueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
 		{"nothing recorded", rundir.RPC{Transport: "homa", Client: "h3", Server: "10.0.1.2:99", RPCID: 200, ReqBytes: 100,
 			IntendedNs: at(5000 * us), SentNs: at(5010 * us), DoneNs: at(6000 * us), RTTNs: 1000 * us},
 			rundir.Anatomy{SendLagNs: 10 * us, UnattributedNs: 990 * us, Joined: "no-request+no-response+no-server"}},

@@ -36,6 +36,9 @@ type Parts struct {
 	// frame already on the link (rundir.Anatomy.PreemptNs); it is in
 	// Queue, not beside it.
 	PreemptLag float64 `json:"preempt_lag_us"`
+	// LastHopQueue is the part of Queue at the last switch, the receiver's
+	// downlink (rundir.Anatomy.LastHopQueueNs); in Queue too.
+	LastHopQueue float64 `json:"last_hop_queue_us"`
 }
 
 // Summary is one experiment's anatomy of short RPCs (requests of at most
@@ -327,15 +330,15 @@ func (g *ServedGroups) Close() error {
 }
 
 // nParts is how many values partsOf gives.
-const nParts = 10
+const nParts = 11
 
 // partsOf lists a row's RTT and parts in Parts' order.
 func partsOf(a *rundir.Anatomy) [nParts]int64 {
-	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs, a.HOLNs, a.PreemptNs}
+	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs, a.HOLNs, a.PreemptNs, a.LastHopQueueNs}
 }
 
 func toParts(v [nParts]float64) Parts {
-	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7], HostHOL: v[8], PreemptLag: v[9]}
+	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7], HostHOL: v[8], PreemptLag: v[9], LastHopQueue: v[10]}
 }
 
 // Summarize computes the summary of rows (one experiment's short RPCs).

@@ -439,8 +439,8 @@ func tcpTailQueueShare(exps []stats.Experiment) ([]float64, error) {
 }
 
 // halfTailPreemptShare is B9: of Homa's shortest half's P99 tail (the
-// anatomy's half_tail_mean), the share of its switch queueing that was
-// preemption lag.
+// anatomy's half_tail_mean), the shares of its switch queueing that were
+// preemption lag and that were at the receiver's downlink.
 func halfTailPreemptShare(exps []stats.Experiment) ([]float64, error) {
 	h := findExp(exps, isHoma)
 	if h == nil || h.Anatomy == nil || h.Anatomy.HalfTailRPCs == 0 {
@@ -450,10 +450,10 @@ func halfTailPreemptShare(exps []stats.Experiment) ([]float64, error) {
 	if !a.PreemptionKnown {
 		return nil, errors.New("the switches' records are sampled: preemption lag needs switch.records: all")
 	}
-	if a.HalfTail.Queue <= 0 {
-		return []float64{math.NaN()}, nil
+	if q := a.HalfTail.Queue; q > 0 {
+		return []float64{a.HalfTail.PreemptLag / q, a.HalfTail.LastHopQueue / q}, nil
 	}
-	return []float64{a.HalfTail.PreemptLag / a.HalfTail.Queue}, nil
+	return []float64{math.NaN(), math.NaN()}, nil
 }
 
 // tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin

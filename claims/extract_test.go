@@ -181,9 +181,9 @@ func TestNewClaimExtraction(t *testing.T) {
 	}
 
 	lag := []stats.Experiment{{Transport: "homa", Config: "homa", Anatomy: &anatomy.Summary{PreemptionKnown: true, HalfTailRPCs: 20,
-		HalfTail: anatomy.Parts{RTT: 6, Queue: 2, PreemptLag: 0.5}}}}
-	if got, err := halfTailPreemptShare(lag); err != nil || len(got) != 1 || got[0] != 0.25 {
-		t.Errorf("halfTailPreemptShare = %v, %v; want [0.25]", got, err)
+		HalfTail: anatomy.Parts{RTT: 6, Queue: 2, PreemptLag: 0.5, LastHopQueue: 1.5}}}}
+	if got, err := halfTailPreemptShare(lag); err != nil || len(got) != 2 || got[0] != 0.25 || got[1] != 0.75 {
+		t.Errorf("halfTailPreemptShare = %v, %v; want [0.25 0.75]", got, err)
 	}
 	lag[0].Anatomy.PreemptionKnown = false
 	if got, err := halfTailPreemptShare(lag); err == nil {
