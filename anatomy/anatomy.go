@@ -63,12 +63,18 @@ type portKey struct {
 	port uint16
 }
 
-// departure is one frame's start on an egress port's link and the queue
-// it left.
-type departure struct {
-	deq   int64
-	queue uint8
+// departure is one frame's start on an egress port's link, in ns from
+// the index's base, shifted left by three bits, and the queue it left
+// (0-7) in those bits: 8 bytes a frame, where a port logs every frame,
+// and ordered as the starts are.
+type departure int64
+
+func newDeparture(deqRel int64, queue uint8) departure {
+	return departure(deqRel<<3 | int64(queue&7))
 }
+
+func (d departure) deq() int64   { return int64(d) >> 3 }
+func (d departure) queue() uint8 { return uint8(d & 7) }
 
 // flow holds a flow's data packets in dequeue order.
 type flow struct {
@@ -89,6 +95,10 @@ type Index struct {
 	// dequeue order after Finish: what was on the link when a critical
 	// packet arrived (preemption lag).
 	ports map[portKey][]departure
+	// base is the origin of the departures' times (Unix ns): the first
+	// file's clock origin.
+	base    int64
+	hasBase bool
 }
 
 // Load indexes every switch's postcards of an experiment in run directory
@@ -147,8 +157,11 @@ func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 	if !ix.sieved {
 		// A Sieve's records may lack the frame on the link: no
 		// preemption lag is read from them, so none is kept.
+		if !ix.hasBase {
+			ix.base, ix.hasBase = epochNs, true
+		}
 		pk := portKey{sw: si, port: p.EgressPort}
-		ix.ports[pk] = append(ix.ports[pk], departure{deq: epochNs + p.DequeueNs, queue: p.Queue})
+		ix.ports[pk] = append(ix.ports[pk], newDeparture(epochNs+p.DequeueNs-ix.base, p.Queue))
 	}
 	var k flowKey
 	var payload uint32
@@ -196,7 +209,7 @@ func (ix *Index) Finish() {
 		slices.SortFunc(f.s, func(a, b sighting) int { return cmp.Compare(a.deq, b.deq) })
 	}
 	for _, d := range ix.ports {
-		slices.SortFunc(d, func(a, b departure) int { return cmp.Compare(a.deq, b.deq) })
+		slices.Sort(d)
 	}
 }
 
@@ -224,11 +237,12 @@ func (ix *Index) preemptLag(p path) (lag int64) {
 			continue
 		}
 		d := ix.ports[portKey{sw: s.sw, port: s.port}]
-		i, _ := slices.BinarySearchFunc(d, s.enq, func(x departure, t int64) int { return cmp.Compare(x.deq, t) })
-		if i == 0 || i >= len(d) || d[i-1].queue >= s.queue {
+		enq := s.enq - ix.base
+		i, _ := slices.BinarySearchFunc(d, enq, func(x departure, t int64) int { return cmp.Compare(x.deq(), t) })
+		if i == 0 || i >= len(d) || d[i-1].queue() >= s.queue {
 			continue
 		}
-		lag += min(d[i].deq-s.enq, wait)
+		lag += min(d[i].deq()-enq, wait)
 	}
 	return lag
 }
