@@ -349,3 +349,21 @@ func TestShortestHalfTail(t *testing.T) {
 		t.Errorf("tailOf = %+v over %d, want RTT 199, queue 99.5, preemption lag 49.75 over 3", p, n)
 	}
 }
+
+// TestDeparturePacking: a departure keeps its time, negative too (a file
+// whose clock started before the first file's), and its queue, and orders
+// as the times do.
+func TestDeparturePacking(t *testing.T) {
+	for _, tc := range []struct {
+		deq   int64
+		queue uint8
+	}{{0, 0}, {1_234_567_890, 7}, {-42, 3}, {5, 1}} {
+		d := newDeparture(tc.deq, tc.queue)
+		if d.deq() != tc.deq || d.queue() != tc.queue {
+			t.Errorf("newDeparture(%d, %d) reads %d, %d", tc.deq, tc.queue, d.deq(), d.queue())
+		}
+	}
+	if !(newDeparture(-1, 7) < newDeparture(0, 0) && newDeparture(9, 7) < newDeparture(10, 0)) {
+		t.Error("departures do not order by time")
+	}
+}
