@@ -53,7 +53,28 @@ type sighting struct {
 	deq     int64
 	seq     uint32 // Homa offset or TCP sequence number
 	payload uint32 // bytes of message or stream data
+	port    uint16 // egress port
+	queue   uint8  // egress queue: a higher one has strict priority
 }
+
+// portKey names one egress port of one switch.
+type portKey struct {
+	sw   int
+	port uint16
+}
+
+// departure is one frame's start on an egress port's link, in ns from
+// the index's base, shifted left by three bits, and the queue it left
+// (0-7) in those bits: 8 bytes a frame, where a port logs every frame,
+// and ordered as the starts are.
+type departure int64
+
+func newDeparture(deqRel int64, queue uint8) departure {
+	return departure(deqRel<<3 | int64(queue&7))
+}
+
+func (d departure) deq() int64   { return int64(d) >> 3 }
+func (d departure) queue() uint8 { return uint8(d & 7) }
 
 // flow holds a flow's data packets in dequeue order.
 type flow struct {
@@ -70,6 +91,14 @@ type Index struct {
 	switches []string
 	flows    map[flowKey]*flow
 	sieved   bool // the files are a Sieve's (switchstats.PostcardSieved)
+	// ports holds every frame's departure of each egress port, in
+	// dequeue order after Finish: what was on the link when a critical
+	// packet arrived (preemption lag).
+	ports map[portKey][]departure
+	// base is the origin of the departures' times (Unix ns): the first
+	// file's clock origin.
+	base    int64
+	hasBase bool
 }
 
 // Load indexes every switch's postcards of an experiment in run directory
@@ -91,7 +120,7 @@ func Load(dir, experiment string) (*Index, error) {
 }
 
 // NewIndex returns an empty index; Add fills it and Finish readies it.
-func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}} }
+func NewIndex() *Index { return &Index{flows: map[flowKey]*flow{}, ports: map[portKey][]departure{}} }
 
 // HasRecords reports whether any switch recorded a data packet.
 func (ix *Index) HasRecords() bool { return len(ix.flows) > 0 }
@@ -124,6 +153,16 @@ func (ix *Index) load(dir, experiment, sw string) error {
 // first TCP segment without data of each direction (the SYN, whose
 // sequence number places the stream's byte offsets).
 func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
+	si := ix.switchIndex(sw)
+	if !ix.sieved {
+		// A Sieve's records may lack the frame on the link: no
+		// preemption lag is read from them, so none is kept.
+		if !ix.hasBase {
+			ix.base, ix.hasBase = epochNs, true
+		}
+		pk := portKey{sw: si, port: p.EgressPort}
+		ix.ports[pk] = append(ix.ports[pk], newDeparture(epochNs+p.DequeueNs-ix.base, p.Queue))
+	}
 	var k flowKey
 	var payload uint32
 	switch p.Kind {
@@ -151,8 +190,8 @@ func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 		}
 		return
 	}
-	f.s = append(f.s, sighting{sw: ix.switchIndex(sw), arr: arr, enq: epochNs + p.EnqueueNs,
-		deq: epochNs + p.DequeueNs, seq: p.Seq, payload: payload})
+	f.s = append(f.s, sighting{sw: si, arr: arr, enq: epochNs + p.EnqueueNs,
+		deq: epochNs + p.DequeueNs, seq: p.Seq, payload: payload, port: p.EgressPort, queue: p.Queue})
 }
 
 func (ix *Index) switchIndex(sw string) int {
@@ -169,6 +208,43 @@ func (ix *Index) Finish() {
 	for _, f := range ix.flows {
 		slices.SortFunc(f.s, func(a, b sighting) int { return cmp.Compare(a.deq, b.deq) })
 	}
+	for _, d := range ix.ports {
+		slices.Sort(d)
+	}
+}
+
+// PreemptionKnown reports whether the index holds every frame the
+// switches sent (not a Sieve's choice), which preemption lag needs: the
+// frame on the link when a critical packet arrived may belong to any
+// message.
+func (ix *Index) PreemptionKnown() bool { return ix.HasRecords() && !ix.sieved }
+
+// preemptLag is the part of a critical packet's switch queueing spent
+// waiting for a frame of a lower-priority queue that was already on the
+// link when the packet was enqueued (link-level preemption lag: a packet
+// of a longer message already on the wire), at every hop of p. The frame
+// in service is the port's last departure before the enqueue; it ended
+// when the port's next frame started, since the port does not idle while
+// the critical packet waits. Zero when the index lacks some frames
+// (PreemptionKnown false).
+func (ix *Index) preemptLag(p path) (lag int64) {
+	if !ix.PreemptionKnown() {
+		return 0
+	}
+	for _, s := range p {
+		wait := s.deq - s.enq
+		if wait <= 0 {
+			continue
+		}
+		d := ix.ports[portKey{sw: s.sw, port: s.port}]
+		enq := s.enq - ix.base
+		i, _ := slices.BinarySearchFunc(d, enq, func(x departure, t int64) int { return cmp.Compare(x.deq(), t) })
+		if i == 0 || i >= len(d) || d[i-1].queue() >= s.queue {
+			continue
+		}
+		lag += min(d[i].deq()-enq, wait)
+	}
+	return lag
 }
 
 // span is a message's bytes in its flow: Homa offsets [lo, hi) of the
@@ -197,6 +273,15 @@ func (p path) queue() (q int64) {
 		q += s.deq - s.enq
 	}
 	return q
+}
+
+// lastHopQueue is the queueing at the path's last switch (the receiver's
+// downlink); zero for an empty path.
+func (p path) lastHopQueue() int64 {
+	if len(p) == 0 {
+		return 0
+	}
+	return p[len(p)-1].deq - p[len(p)-1].enq
 }
 
 func (p path) processing() (d int64) {
@@ -430,6 +515,8 @@ func (j *Joiner) Decompose(r *rundir.RPC) rundir.Anatomy {
 	a.Hops = max(len(req), len(resp))
 	a.ReqQueueNs, a.RespQueueNs = req.queue(), resp.queue()
 	a.QueueNs = a.ReqQueueNs + a.RespQueueNs
+	a.PreemptNs = j.ix.preemptLag(req) + j.ix.preemptLag(resp)
+	a.LastHopQueueNs = req.lastHopQueue() + resp.lastHopQueue()
 	a.SwitchNs = req.processing() + resp.processing()
 	a.WireNs = req.transit() + resp.transit()
 	// Host intervals, each carved below where it waited for loss recovery.

@@ -124,7 +124,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// loss recovery.
 			rundir.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 50 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 500 * us, HostNs: 750 * us, WireNs: 15 * us,
-				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
+				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, LastHopQueueNs: 89*us + 594*us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
 		{"homa, the client waited for a lost packet", rundir.RPC{Transport: "homa", Client: "h1", Server: "10.0.1.2:99", Local: "10.0.0.1:32768",
 			RPCID: 100, ReqBytes: 100, RespBytes: 200, IntendedNs: at(1000 * us), SentNs: at(1100 * us), DoneNs: at(3000 * us), RTTNs: 2000 * us,
 			RecoveryFromNs: at(2600 * us)},
@@ -133,7 +133,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// loss recovery.
 			rundir.Anatomy{SendLagNs: 100 * us, ClientTxNs: 50 * us, RecoveryNs: 450 * us, ServerRxNs: 100 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 350 * us, WireNs: 15 * us,
-				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
+				ReqQueueNs: 299*us + 89*us, RespQueueNs: 99*us + 594*us, QueueNs: 1081 * us, LastHopQueueNs: 89*us + 594*us, SwitchNs: 4 * us, Hops: 2, Joined: "full"}},
 		{"tcp pipelined, split request", rundir.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 104, RespOffset: 14, ReqBytes: 50, RespBytes: 10,
 			IntendedNs: at(3900 * us), SentNs: at(3950 * us), DoneNs: at(4900 * us), RTTNs: 1000 * us},
@@ -142,7 +142,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// response while [0,14) did (4601-4610 of 4500-4700).
 			rundir.Anatomy{SendLagNs: 50 * us, ClientTxNs: 70 * us, ServerRxNs: 50 * us, ServerAppNs: 50 * us,
 				ServerTxNs: 200 * us, ClientRxNs: 100 * us, HostNs: 470 * us, HOLNs: 28 * us,
-				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
+				ReqQueueNs: 378 * us, RespQueueNs: 98 * us, QueueNs: 476 * us, LastHopQueueNs: 476 * us, SwitchNs: 4 * us, Hops: 1, Joined: "full"}},
 		{"tcp held back by a retransmission", rundir.RPC{Transport: "tcp", Client: "h1", Server: "10.0.0.3:5000", Local: "10.0.0.1:40000",
 			ReqOffset: 158, RespOffset: 28, ReqBytes: 20, RespBytes: 14,
 			IntendedNs: at(5000 * us), SentNs: at(5000 * us), DoneNs: at(5700 * us), RTTNs: 700 * us},
@@ -150,7 +150,7 @@ func TestDecomposeKnownTrace(t *testing.T) {
 			// the wait for its retransmission is loss recovery.
 			rundir.Anatomy{RecoveryNs: 200 * us, ServerRxNs: 50 * us, ServerAppNs: 100 * us,
 				ServerTxNs: 50 * us, ClientRxNs: 100 * us, HostNs: 300 * us,
-				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
+				ReqQueueNs: 99 * us, RespQueueNs: 99 * us, QueueNs: 198 * us, LastHopQueueNs: 198 * us, SwitchNs: 2 * us, Hops: 1, Joined: "full"}},
 		{"nothing recorded", rundir.RPC{Transport: "homa", Client: "h3", Server: "10.0.1.2:99", RPCID: 200, ReqBytes: 100,
 			IntendedNs: at(5000 * us), SentNs: at(5010 * us), DoneNs: at(6000 * us), RTTNs: 1000 * us},
 			rundir.Anatomy{SendLagNs: 10 * us, UnattributedNs: 990 * us, Joined: "no-request+no-response+no-server"}},
@@ -278,5 +278,92 @@ func TestTailCauseHOL(t *testing.T) {
 	s := Summarize(rows)
 	if s.Tail.HostHOL != 5000 || s.Tail.Host != 6000 || s.TailCause != "host_hol" {
 		t.Errorf("tail %+v cause %q, want host_hol 5000 of host 6000 and cause host_hol", s.Tail, s.TailCause)
+	}
+}
+
+// TestPreemptLag: a critical packet's wait at a port splits into the rest
+// of a lower-priority frame already on the link when it was enqueued
+// (preemption lag) and the frames queued ahead of it; a frame of its own
+// or a higher priority on the link is queueing; with a Sieve's records
+// nothing is called preemption lag.
+func TestPreemptLag(t *testing.T) {
+	// The port's frames: a long message's packet (queue 1) on the link
+	// from 0 to 10 µs, then a queue-7 one to 12 µs.
+	low := homaPkt(pc(0, 0, 0), h3, h2, 8, 0, 1400)
+	low.Queue, low.EgressPort = 1, 2
+	hi := homaPkt(pc(1, 1, 10), h3, h2, 10, 0, 1400)
+	hi.Queue, hi.EgressPort = 7, 2
+	for _, tc := range []struct {
+		name     string
+		queue    uint8
+		enq, deq int64 // the critical packet's, µs
+		sieved   bool
+		want     int64 // µs
+	}{
+		{"behind the low frame, then a queued one", 7, 4, 12, false, 6},
+		{"the frame on the link of its own priority", 1, 4, 12, false, 0},
+		{"the frame on the link of a higher priority", 6, 11, 12, false, 0},
+		{"no wait", 7, 12, 12, false, 0},
+		{"sampled records", 7, 4, 12, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := NewIndex()
+			crit := homaPkt(pc(tc.enq, tc.enq, tc.deq), h1, h2, 100, 0, 100)
+			crit.Queue, crit.EgressPort = tc.queue, 2
+			for _, p := range []rundir.Postcard{low, hi, crit} {
+				ix.Add("l2", epoch, &p)
+			}
+			ix.Finish()
+			ix.sieved = tc.sieved
+			p, ok := ix.critical(flowKey{src: h1, dst: h2, id: 100}, span{hi: 100}, "l2", at(0), at(100*us))
+			if !ok {
+				t.Fatal("critical packet not found")
+			}
+			if got := ix.preemptLag(p); got != tc.want*us {
+				t.Errorf("preemption lag %d ns, want %d µs", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestShortestHalfTail: the median request length bounds the shortest
+// half, and its tail is the mean of each part over its RPCs at or above
+// their P99 RTT.
+func TestShortestHalfTail(t *testing.T) {
+	var rpcs []rundir.RPC
+	var rows []rundir.Anatomy
+	for i := range 200 {
+		n := int64(100 + i) // median request 199 bytes
+		rpcs = append(rpcs, rundir.RPC{ReqBytes: n})
+		rows = append(rows, rundir.Anatomy{ReqBytes: n, RTTNs: int64(i+1) * us, QueueNs: int64(i+1) * us / 2, PreemptNs: int64(i+1) * us / 4})
+	}
+	if m := medianReq(rpcs); m != 199 {
+		t.Errorf("medianReq = %d, want 199", m)
+	}
+	if m := medianReq(nil); m != -1 {
+		t.Errorf("medianReq of none = %d, want -1", m)
+	}
+	// Of 200 RTTs of 1-200 µs the P99 is 198 µs: the tail is 198-200.
+	p, n := tailOf(rows)
+	if n != 3 || p.RTT != 199 || p.Queue != 99.5 || p.PreemptLag != 49.75 {
+		t.Errorf("tailOf = %+v over %d, want RTT 199, queue 99.5, preemption lag 49.75 over 3", p, n)
+	}
+}
+
+// TestDeparturePacking: a departure keeps its time, negative too (a file
+// whose clock started before the first file's), and its queue, and orders
+// as the times do.
+func TestDeparturePacking(t *testing.T) {
+	for _, tc := range []struct {
+		deq   int64
+		queue uint8
+	}{{0, 0}, {1_234_567_890, 7}, {-42, 3}, {5, 1}} {
+		d := newDeparture(tc.deq, tc.queue)
+		if d.deq() != tc.deq || d.queue() != tc.queue {
+			t.Errorf("newDeparture(%d, %d) reads %d, %d", tc.deq, tc.queue, d.deq(), d.queue())
+		}
+	}
+	if !(newDeparture(-1, 7) < newDeparture(0, 0) && newDeparture(9, 7) < newDeparture(10, 0)) {
+		t.Error("departures do not order by time")
 	}
 }

@@ -32,6 +32,13 @@ type Parts struct {
 	// connection that a switch held (rundir.Anatomy.HOLNs); it is in Host,
 	// not beside it.
 	HostHOL float64 `json:"host_hol_us"`
+	// PreemptLag is the part of Queue spent waiting for a lower-priority
+	// frame already on the link (rundir.Anatomy.PreemptNs); it is in
+	// Queue, not beside it.
+	PreemptLag float64 `json:"preempt_lag_us"`
+	// LastHopQueue is the part of Queue at the last switch, the receiver's
+	// downlink (rundir.Anatomy.LastHopQueueNs); in Queue too.
+	LastHopQueue float64 `json:"last_hop_queue_us"`
 }
 
 // Summary is one experiment's anatomy of short RPCs (requests of at most
@@ -58,6 +65,17 @@ type Summary struct {
 	TailRPCs int   `json:"tail_rpcs"`
 	// TailCause names the largest part of Tail.
 	TailCause string `json:"tail_cause"`
+	// PreemptionKnown says the switches kept every frame's record
+	// (switch.records: all), which the preemption lag needs; with sampled
+	// records PreemptLag is zero.
+	PreemptionKnown bool `json:"preemption_known"`
+	// HalfMaxBytes is the median request length of the experiment's
+	// completed RPCs, and HalfTail each part's mean over the RPCs at or
+	// below it whose RTT is at or above their P99 (HalfTailRPCs of them):
+	// the shortest half's tail, whatever the short bound.
+	HalfMaxBytes int64 `json:"half_max_bytes"`
+	HalfTail     Parts `json:"half_tail_mean"`
+	HalfTailRPCs int   `json:"half_tail_rpcs"`
 }
 
 // Experiments lists the experiments of the run in dir that have switch
@@ -91,7 +109,8 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 		}
 		kept = s.Kept
 	}
-	var short []rundir.Anatomy
+	half := medianReq(rows)
+	var short, shortest []rundir.Anatomy
 	for i := range rows {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -108,11 +127,34 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 		if rundir.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
 			short = append(short, a)
 		}
+		if a.ReqBytes <= half {
+			shortest = append(shortest, a)
+		}
 	}
 	if len(short) == 0 {
 		return nil, nil
 	}
-	return Summarize(short), nil
+	s := Summarize(short)
+	s.PreemptionKnown = ix.PreemptionKnown()
+	s.HalfMaxBytes = half
+	if len(shortest) > 0 {
+		s.HalfTail, s.HalfTailRPCs = tailOf(shortest)
+	}
+	return s, nil
+}
+
+// medianReq is the median request length of rows (-1 when there are
+// none).
+func medianReq(rows []rundir.RPC) int64 {
+	if len(rows) == 0 {
+		return -1
+	}
+	l := make([]int64, len(rows))
+	for i := range rows {
+		l[i] = rows[i].ReqBytes
+	}
+	slices.Sort(l)
+	return quantile(l, 0.5)
 }
 
 // Writer writes anatomy.csv a row at a time.
@@ -288,15 +330,15 @@ func (g *ServedGroups) Close() error {
 }
 
 // nParts is how many values partsOf gives.
-const nParts = 9
+const nParts = 11
 
 // partsOf lists a row's RTT and parts in Parts' order.
 func partsOf(a *rundir.Anatomy) [nParts]int64 {
-	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs, a.HOLNs}
+	return [nParts]int64{a.RTTNs, a.SendLagNs, a.HostNs, a.RecoveryNs, a.WireNs, a.QueueNs, a.SwitchNs, a.UnattributedNs, a.HOLNs, a.PreemptNs, a.LastHopQueueNs}
 }
 
 func toParts(v [nParts]float64) Parts {
-	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7], HostHOL: v[8]}
+	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7], HostHOL: v[8], PreemptLag: v[9], LastHopQueue: v[10]}
 }
 
 // Summarize computes the summary of rows (one experiment's short RPCs).
@@ -342,6 +384,17 @@ func Summarize(rows []rundir.Anatomy) *Summary {
 	s.Median, _ = meanParts(rows, quantile(rtts, 0.4), quantile(rtts, 0.6))
 	s.TailCause = largest(s.Tail)
 	return s
+}
+
+// tailOf is each part's mean over the rows at or above their P99 RTT, and
+// how many rows that is.
+func tailOf(rows []rundir.Anatomy) (Parts, int) {
+	rtts := make([]int64, len(rows))
+	for i := range rows {
+		rtts[i] = rows[i].RTTNs
+	}
+	slices.Sort(rtts)
+	return meanParts(rows, quantile(rtts, 0.99), math.MaxInt64)
 }
 
 // meanParts is each part's mean over the rows whose RTT is in [lo, hi],

@@ -271,7 +271,8 @@ func byLabel(exps []stats.Experiment, label string) *stats.Experiment {
 	return nil
 }
 
-// cubicAndNV reads one value of cubic's and one of NV's experiment.
+// cubicAndNV reads one value of the unlabelled experiment (cubic's; BIC's
+// in E4) and one of NV's.
 func cubicAndNV(exps []stats.Experiment, f func(*stats.Experiment) float64) ([]float64, error) {
 	out := make([]float64, 2)
 	for i, l := range []string{"", "nv"} {
@@ -336,6 +337,12 @@ func nvRTT(exps []stats.Experiment) ([]float64, error) {
 		}
 		return v
 	})
+}
+
+// nvProbeP99 is E4: the short-message P99 RTT (the probes') of BIC's and
+// NV's experiments, in ms.
+func nvProbeP99(exps []stats.Experiment) ([]float64, error) {
+	return cubicAndNV(exps, func(e *stats.Experiment) float64 { return shortP99(e) / 1000 })
 }
 
 // baseRTT is C1's floor: the emulated fabric's unloaded base RTT (µs)
@@ -434,6 +441,24 @@ func tcpTailQueueShare(exps []stats.Experiment) ([]float64, error) {
 	}
 	tail := t.Anatomy.Tail
 	return []float64{(tail.Queue + tail.HostHOL) / tail.RTT}, nil
+}
+
+// halfTailPreemptShare is B9: of Homa's shortest half's P99 tail (the
+// anatomy's half_tail_mean), the shares of its switch queueing that were
+// preemption lag and that were at the receiver's downlink.
+func halfTailPreemptShare(exps []stats.Experiment) ([]float64, error) {
+	h := findExp(exps, isHoma)
+	if h == nil || h.Anatomy == nil || h.Anatomy.HalfTailRPCs == 0 {
+		return nil, errors.New("no Homa experiment with a latency anatomy of its shortest half")
+	}
+	a := h.Anatomy
+	if !a.PreemptionKnown {
+		return nil, errors.New("the switches' records are sampled: preemption lag needs switch.records: all")
+	}
+	if q := a.HalfTail.Queue; q > 0 {
+		return []float64{a.HalfTail.PreemptLag / q, a.HalfTail.LastHopQueue / q}, nil
+	}
+	return []float64{math.NaN(), math.NaN()}, nil
 }
 
 // tcpShortOverLong is D2: TCP's P99 slowdown of its smallest size bin

@@ -185,6 +185,30 @@ func TestNewClaimExtraction(t *testing.T) {
 		t.Errorf("no lossy incast: %v, want +Inf", got)
 	}
 
+	probes := []stats.Experiment{
+		{Config: "tcp-bic", Short: stats.Short{P99us: fp(9900)}},
+		{Config: "tcp-nv", Label: "nv", Short: stats.Short{P99us: fp(820)}},
+	}
+	if got, err := nvProbeP99(probes); err != nil || len(got) != 2 || got[0] != 9.9 || got[1] != 0.82 {
+		t.Errorf("nvProbeP99 = %v, %v; want [9.9 0.82]", got, err)
+	}
+	if got, err := nvProbeP99(probes[1:]); err == nil {
+		t.Errorf("nvProbeP99 without BIC's experiment = %v, want an error", got)
+	}
+
+	lag := []stats.Experiment{{Transport: "homa", Config: "homa", Anatomy: &anatomy.Summary{PreemptionKnown: true, HalfTailRPCs: 20,
+		HalfTail: anatomy.Parts{RTT: 6, Queue: 2, PreemptLag: 0.5, LastHopQueue: 1.5}}}}
+	if got, err := halfTailPreemptShare(lag); err != nil || len(got) != 2 || got[0] != 0.25 || got[1] != 0.75 {
+		t.Errorf("halfTailPreemptShare = %v, %v; want [0.25 0.75]", got, err)
+	}
+	lag[0].Anatomy.PreemptionKnown = false
+	if got, err := halfTailPreemptShare(lag); err == nil {
+		t.Errorf("halfTailPreemptShare of sampled records = %v, want an error", got)
+	}
+	if got, err := halfTailPreemptShare([]stats.Experiment{{Transport: "homa"}}); err == nil {
+		t.Errorf("halfTailPreemptShare without an anatomy = %v, want an error", got)
+	}
+
 	// The first bin of at least 200 bytes: P99 12 µs at slowdown 6, so an
 	// ideal of 2 µs and 10 µs added, five times the ideal.
 	ndp := []stats.Experiment{{Transport: "ndp", Params: map[string]any{"phases.all2all.sizes": "w4"},

@@ -49,6 +49,11 @@ drain: 3ms
 switch:
   postcards: false
 `,
+	preemptionLag: `
+warmup: 2ms
+duration: 3ms
+drain: 1ms
+`,
 	tcpNV: `
 warmup: 1s
 duration: 5s

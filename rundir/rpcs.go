@@ -228,6 +228,14 @@ type Anatomy struct {
 	HOLNs int64
 	// QueueNs in parts: the request's and the response's critical packet.
 	ReqQueueNs, RespQueueNs int64
+	// PreemptNs is the part of QueueNs spent waiting for a frame of a
+	// lower-priority queue already on the link when the critical packet
+	// was enqueued (link-level preemption lag); zero when the switches'
+	// records are sampled, which may lack that frame.
+	PreemptNs int64
+	// LastHopQueueNs is the part of QueueNs at each critical packet's last
+	// switch, whose egress port is the receiver's downlink.
+	LastHopQueueNs int64
 	// Hops is how many switches each critical packet crossed.
 	Hops int
 }
@@ -262,6 +270,8 @@ func Anatomies() *CSVFormat[Anatomy] {
 			i64Col("resp_queue_ns", func(r *Anatomy) *int64 { return &r.RespQueueNs }),
 			i64Col("host_hol_ns", func(r *Anatomy) *int64 { return &r.HOLNs }),
 			intCol("hops", func(r *Anatomy) *int { return &r.Hops }),
+			i64Col("preempt_lag_ns", func(r *Anatomy) *int64 { return &r.PreemptNs }).opt(),
+			i64Col("last_hop_queue_ns", func(r *Anatomy) *int64 { return &r.LastHopQueueNs }).opt(),
 		},
 	}
 }

@@ -31,7 +31,7 @@ func TestExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	tcp := filepath.Join(dir, "tcp.yaml")
-	if err := os.WriteFile(tcp, []byte(strings.Replace(oneTransport, "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: nv}\n", 1)), 0o644); err != nil {
+	if err := os.WriteFile(tcp, []byte(strings.Replace(oneTransport, "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: bbr}\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sim := filepath.Join(dir, "sim")
@@ -55,7 +55,7 @@ func TestExitCodes(t *testing.T) {
 		{"dry run", []string{"run", "--dry-run", good}, "", exitOK, "1 experiment, about", ""},
 		{"report of no run", []string{"report", filepath.Join(dir, "none")}, "", exitFailed, "", "none"},
 		{"version", []string{"version"}, "", exitOK, "homatb ", ""},
-		{"simulate refuses TCP-NV", []string{"validate", "--simulate", tcp}, "", exitUsage, "", "tcp.yaml:6: transports[1].tcp.congestion: nv is emulation-only"},
+		{"simulate refuses BBR", []string{"validate", "--simulate", tcp}, "", exitUsage, "", "tcp.yaml:6: transports[1].tcp.congestion: bbr is emulation-only"},
 		{"only names none", []string{"run", "--dry-run", "--only", "ndp", good}, "", exitUsage, "", `no configuration of this scenario is "ndp" (it has homa)`},
 		{"simulated run", []string{"run", "--simulate", "--run-dir", sim, good}, "", exitOK, "(simulated)", ""},
 		{"compare into an exact directory", []string{"compare", sim, sim, "--run-dir", filepath.Join(dir, "cmp")}, "", exitOK, filepath.Join(dir, "cmp", "compare.html"), ""},

@@ -11,9 +11,10 @@
 // a lost retransmission too, a tail loss probe two round trips after the
 // last send exposes losses at a window's end (RFC 8985), and a
 // retransmission timeout with Linux's 200 ms floor remains the last
-// resort. One of two window laws: Reno (which stands in for Linux's
-// default, cubic) or DCTCP (ECN-capable data, the receiver echoing the CE
-// state of what it acknowledges, alpha with g = 1/16). PIAS tags each data
+// resort. One of four window laws: Reno (which stands in for Linux's
+// default, cubic), DCTCP (ECN-capable data, the receiver echoing the CE
+// state of what it acknowledges, alpha with g = 1/16), BIC or TCP-NV
+// (laws.go). PIAS tags each data
 // segment's DSCP by the bytes its direction has sent, with
 // hostagent/pias's thresholds and idle restart.
 //
@@ -39,26 +40,46 @@ const (
 	// DCTCP is RFC 8257's: Reno's growth and loss response, and once per
 	// window of ECN echoes cwnd <- cwnd (1 - alpha/2).
 	DCTCP
+	// BIC is binary increase congestion control (Xu, Harfoush and Rhee,
+	// INFOCOM 2004) with Linux tcp_bic's defaults: after a loss the window
+	// goes to 0.8 of itself and grows back by a binary search toward the
+	// window of the loss, then probes beyond it; Reno at or below 14
+	// segments.
+	BIC
+	// NV is TCP-NV (Brakmo) with Linux tcp_nv's defaults: Reno's growth
+	// while the window is within 10 segments of what the best rate of a
+	// round needs at the smallest RTT, a cut of 30% of the excess beyond
+	// that, and 0.8 of the window on a loss.
+	NV
 )
 
 func (l Law) String() string {
-	if l == DCTCP {
+	switch l {
+	case DCTCP:
 		return "dctcp"
+	case BIC:
+		return "bic"
+	case NV:
+		return "nv"
 	}
 	return "reno"
 }
 
-// LawOf is the model's law for a scenario's tcp.congestion: "dctcp" is
-// DCTCP; "reno", "cubic" and "" (the kernel's default, cubic) are Reno.
-// Others (bbr, nv) the model does not have.
+// LawOf is the model's law for a scenario's tcp.congestion: "dctcp",
+// "bic" and "nv" are their laws; "reno", "cubic" and "" (the kernel's
+// default, cubic) are Reno. bbr the model does not have.
 func LawOf(congestion string) (Law, error) {
 	switch congestion {
 	case "dctcp":
 		return DCTCP, nil
+	case "bic":
+		return BIC, nil
+	case "nv":
+		return NV, nil
 	case "reno", "cubic", "":
 		return Reno, nil
 	}
-	return Reno, fmt.Errorf("tcp congestion %q: the simulator's TCP model has reno (also standing in for cubic) and dctcp", congestion)
+	return Reno, fmt.Errorf("tcp congestion %q: the simulator's TCP model has reno (also standing in for cubic), dctcp, bic and nv", congestion)
 }
 
 // PIAS is the tagging by bytes sent (hostagent/pias.Config's meaning).

@@ -67,6 +67,8 @@ type conn struct {
 	alphaEnd            uint64  // the observation window ends when sndUna passes it
 	acked, ackedCE      uint64
 	cwrEnd              uint64 // no ECE reduction until sndUna passes it
+	bic                 bicState
+	nv                  nvState
 
 	// PIAS: payload bytes this direction has sent since its last restart.
 	piasCount uint64
@@ -513,6 +515,9 @@ func (c *conn) complete(now int64, m msg) {
 // was what limited the flight (Linux's tcp_is_cwnd_limited).
 func (c *conn) grow(segs int, flight uint64) {
 	mss := uint64(c.h.cfg.MSS)
+	if c.h.cfg.Law == NV && c.nv.blocked {
+		return // NV has found a queue: no growth until it finds none
+	}
 	if c.cwnd < c.ssthresh {
 		if flight*2 < uint64(c.cwnd)*mss {
 			return
@@ -528,9 +533,40 @@ func (c *conn) grow(segs int, flight uint64) {
 		return
 	}
 	c.cwndCnt += segs
-	if c.cwndCnt >= c.cwnd {
-		c.cwnd, c.cwndCnt = c.cwnd+c.cwndCnt/c.cwnd, c.cwndCnt%c.cwnd
+	if cnt := c.aiCount(); c.cwndCnt >= cnt {
+		c.cwnd, c.cwndCnt = c.cwnd+c.cwndCnt/cnt, c.cwndCnt%cnt
 	}
+}
+
+// aiCount is how many segments acknowledged grow the window by one in
+// congestion avoidance: the window for Reno and DCTCP, the law's own for
+// BIC and NV.
+func (c *conn) aiCount() int {
+	switch c.h.cfg.Law {
+	case BIC:
+		return bicCount(c.cwnd, c.bic)
+	case NV:
+		return nvCount(c.cwnd, &c.nv)
+	}
+	return c.cwnd
+}
+
+// lossThresh is the slow-start threshold after a loss with flight
+// segments in the network: half the flight for Reno and DCTCP, the law's
+// own for BIC and NV (from the window, as Linux's tcp_bic and tcp_nv
+// compute it). timeout says the loss is a retransmission timeout.
+func (c *conn) lossThresh(flight int, timeout bool) int {
+	switch c.h.cfg.Law {
+	case BIC:
+		t := bicLoss(c.cwnd, &c.bic)
+		if timeout {
+			c.bic = bicState{} // Linux resets BIC on a timeout
+		}
+		return t
+	case NV:
+		return nvLoss(c.cwnd, &c.nv, timeout)
+	}
+	return max(flight/2, 2)
 }
 
 // sample updates the RTT estimate and the timeout as Linux does: RTO =

@@ -146,9 +146,13 @@ func (c *conn) onAck(now int64, s *Segment) {
 				c.cwnd, c.cwndCnt = c.ssthresh, 0
 			}
 			c.state = open
+			c.nv.restart(c.sndUna)
 		case c.state == recovery:
 			// RFC 6675: the window holds at ssthresh; pipe paces sending.
 		default:
+			if c.h.cfg.Law == NV {
+				c.cwnd, c.ssthresh = nvSample(&c.nv, c.rackRTT, flight, c.sndUna, c.sndMax, c.h.cfg.MSS, c.cwnd, c.ssthresh)
+			}
 			c.grow(segs, flight)
 		}
 	}
@@ -359,7 +363,7 @@ func (c *conn) detectLoss(now int64) {
 func (c *conn) enterRecovery() {
 	mss := uint64(c.h.cfg.MSS)
 	flight := int((c.sndMax - c.sndUna + mss - 1) / mss)
-	c.ssthresh = max(flight/2, 2)
+	c.ssthresh = c.lossThresh(flight, false)
 	c.cwnd, c.cwndCnt = c.ssthresh, 0
 	c.state, c.recover = recovery, c.sndMax
 	c.tlpEnd, c.ptoAt = 0, 0
@@ -420,7 +424,7 @@ func (c *conn) tlpAck(ack uint64, news bool) {
 	case !c.tlpRetrans, c.tlpDup:
 	case ack > c.tlpEnd:
 		if c.state == open {
-			c.ssthresh = max(c.cwnd/2, 2)
+			c.ssthresh = c.lossThresh(c.cwnd, false)
 			c.cwnd, c.cwndCnt = c.ssthresh, 0
 		}
 	case !news:
@@ -442,7 +446,7 @@ func (c *conn) timeout(now int64) {
 	}
 	mss := uint64(c.h.cfg.MSS)
 	flight := int((c.sndMax - c.sndUna + mss - 1) / mss)
-	c.ssthresh = max(flight/2, 2)
+	c.ssthresh = c.lossThresh(flight, true)
 	c.cwnd, c.cwndCnt = 1, 0
 	for i := c.txh; i < len(c.txq); i++ {
 		if s := &c.txq[i]; s.flags&segSacked == 0 {

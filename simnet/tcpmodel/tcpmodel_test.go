@@ -20,6 +20,9 @@ type pair struct {
 	tap          func(from netip.Addr, s *Segment) // sees every segment sent
 	dataSegs     int
 	cAddr, sAddr netip.Addr
+	// link, when set, carries the client's data segments instead of the
+	// fixed-delay wire (a bottleneck queue, laws_test.go).
+	link func(s Segment, deliver func(now int64))
 }
 
 type event struct {
@@ -71,7 +74,12 @@ func newPair(t *testing.T, cfg Config, drop func(*Segment) bool) *pair {
 				}
 			}
 			seg := *s
-			p.schedule(p.now+p.delay, func(now int64) { p.net.hosts[dst].Deliver(now, from, &seg) })
+			deliver := func(now int64) { p.net.hosts[dst].Deliver(now, from, &seg) }
+			if p.link != nil && s.Len > 0 && from == p.cAddr {
+				p.link(seg, deliver)
+				return
+			}
+			p.schedule(p.now+p.delay, deliver)
 		}
 	}
 	var err error

@@ -532,19 +532,23 @@ func (c *checker) checkReport(s *Scenario) {
 // checkTCP checks a kernel-TCP transport's tcp block (TCP, PIAS).
 func (c *checker) checkTCP(p string, t Transport, s *Scenario) {
 	switch t.TCP.Congestion {
-	case "bbr", "nv":
+	case "bbr":
 		if c.simulate {
 			// The laws simnet/tcpmodel.LawOf knows.
-			c.errorf(p+".tcp.congestion", "%s is emulation-only: the simulator's TCP model has reno (also standing in for cubic) and dctcp; run without --simulate or choose one of those", t.TCP.Congestion)
+			c.errorf(p+".tcp.congestion", "%s is emulation-only: the simulator's TCP model has reno (also standing in for cubic), dctcp, bic and nv; run without --simulate or choose one of those", t.TCP.Congestion)
 		}
-	case "reno", "cubic":
+	case "bic":
+		if !c.simulate {
+			c.errorf(p+".tcp.congestion", "bic is simulation-only (the simulator's TCP model): this kernel has no tcp_bic; run with --simulate, or use cubic, BIC's successor")
+		}
+	case "reno", "cubic", "nv":
 	case "dctcp":
 		// DCTCP reacts only to CE marks, which only the switch sets.
 		if !s.Switch.Marks() {
 			c.errorf(p+".tcp.congestion", "dctcp needs the switch to mark ECN: set switch.ecn_threshold_pkts > 0 (e.g. 20) or switch.ecn")
 		}
 	default:
-		c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)
+		c.errorf(p+".tcp.congestion", "expected reno, cubic, bbr (the kernel's), bic (simulated only), dctcp or nv (homatb's BPF DCTCP and TCP-NV), got %q", t.TCP.Congestion)
 	}
 	if t.TCP.ConnectionsPerPeer > 64 {
 		c.errorf(p+".tcp.connections_per_peer", "expected 1 to 64, got %d", t.TCP.ConnectionsPerPeer)

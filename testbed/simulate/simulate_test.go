@@ -320,18 +320,18 @@ func TestRoCEIncastPFC(t *testing.T) {
 	}
 }
 
-func TestRefusesNV(t *testing.T) {
-	src := strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: nv}\n", 1)
+func TestRefusesBBR(t *testing.T) {
+	src := strings.Replace(strings.Replace(idle, "SEED", "1", 1), "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: bbr}\n", 1)
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := scenario.Load(path, scenario.Options{Simulate: true})
-	if err == nil || !strings.Contains(err.Error(), "s.yaml:7: transports[1].tcp.congestion: nv is emulation-only") {
-		t.Fatalf("Load --simulate = %v, want a refusal of nv naming its line", err)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:7: transports[1].tcp.congestion: bbr is emulation-only") {
+		t.Fatalf("Load --simulate = %v, want a refusal of bbr naming its line", err)
 	}
-	if err := simulate.Check(load(t, src)); err == nil || !strings.Contains(err.Error(), "tcp-nv") {
-		t.Fatalf("Check = %v, want a refusal naming tcp-nv", err)
+	if err := simulate.Check(load(t, src)); err == nil || !strings.Contains(err.Error(), "tcp-bbr") {
+		t.Fatalf("Check = %v, want a refusal naming tcp-bbr", err)
 	}
 }
 
