@@ -138,13 +138,22 @@ func (x *experimentRun) configureSwitches(ctx context.Context) error {
 	return nil
 }
 
+// transports are the experiment's transports: its one, or a shared
+// experiment's, in the order of its parts.
+func (x *experimentRun) transports() []scenario.Transport {
+	if x.e.Shared() {
+		return x.e.Transports
+	}
+	return []scenario.Transport{x.e.Transport}
+}
+
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served. In a shared experiment each host
 // is configured for each transport it takes part in.
 func (x *experimentRun) configure(ctx context.Context) error {
-	parts, transports := []agents.Roles{x.roles}, []scenario.Transport{x.e.Transport}
+	parts, transports := []agents.Roles{x.roles}, x.transports()
 	if x.roles.Parts != nil {
-		parts, transports = x.roles.Parts, x.e.Transports
+		parts = x.roles.Parts
 	}
 	for _, serverPass := range []bool{true, false} {
 		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
@@ -184,7 +193,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
-	if x.e.Transport.Engine() {
+	if slices.ContainsFunc(x.transports(), scenario.Transport.Engine) {
 		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.Used, interval)
 	}
 	x.stopTelemetry = func() {
@@ -362,7 +371,13 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		return nil
 	})
 	err = errors.Join(err, r.records.appendFiles(files))
-	if !x.e.Transport.Engine() {
+	for k, t := range x.transports() {
+		if t.Engine() {
+			continue
+		}
+		if x.roles.Parts != nil { // only the kernel-TCP part's clients sample
+			clients = x.roles.Parts[k].ClientHosts()
+		}
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}
 	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, rundir.ServedRPCs())

@@ -88,17 +88,48 @@ func TestSharedErrors(t *testing.T) {
 			"co.yaml:12: transports[1].tcp.nic_priorities: host_qdisc \"pacer\" stands in front of a NIC with one queue"},
 		{"bad qdisc", shared + "host_qdisc: fq\n",
 			`co.yaml:28: host_qdisc: expected one of none, pacer, got "fq"`},
-		{"emulated", strings.Replace(shared, "simulated: true\n", "", 1),
-			"co.yaml:15: phases[0].transport: phases that name their transports run in the simulator only"},
-		{"emulated pacer", strings.Replace(strings.Replace(shared, "simulated: true\n", "", 1), "    transport: homa\n", "", 1) + "host_qdisc: pacer\n",
-			`host_qdisc: host_qdisc "pacer" is modelled in the simulator only`},
+		{"emulated pacer on tbf", emulated(shared) + "host_qdisc: pacer\n",
+			`co.yaml:7: link.shaper: host_qdisc "pacer" in emulation divides the host link's htb shaper into classes for Homa and TCP: use link.shaper: htb (got "tbf")`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := parseAndPlan("co.yaml", tc.text)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+		// Every mistake is one in emulation too, at the same line.
+		for _, mode := range []struct {
+			name string
+			text func(string) string
+		}{{"simulated", func(s string) string { return s }}, {"emulated", emulated}} {
+			if strings.HasPrefix(tc.name, "emulated") && mode.name == "simulated" {
+				continue
 			}
-		})
+			if tc.name == "qdisc and nic priorities" && mode.name == "emulated" {
+				continue // nic_priorities is the simulator's alone: another error
+			}
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				text := mode.text(tc.text)
+				if tc.name == "emulated pacer on tbf" {
+					text = strings.Replace(text, "  rate: 100Mbit\n", "  rate: 100Mbit\n  shaper: tbf\n", 1)
+				}
+				err := parseAndPlan("co.yaml", text)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// emulated is scenario text s run in emulation: not simulated, at a rate
+// the emulation shapes, on the same lines.
+func emulated(s string) string {
+	s = strings.Replace(s, "simulated: true\n", "simulated: false\n", 1)
+	return strings.Replace(s, "  rate: 10Gbit\n", "  rate: 100Mbit\n", 1)
+}
+
+// TestSharedEmulated: the shared scenario and host_qdisc pacer are valid
+// in emulation on the htb shaper.
+func TestSharedEmulated(t *testing.T) {
+	for _, text := range []string{emulated(shared), emulated(shared) + "host_qdisc: pacer\n"} {
+		if err := parseAndPlan("co.yaml", text); err != nil {
+			t.Errorf("%v\n%s", err, text)
+		}
 	}
 }
 
