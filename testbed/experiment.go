@@ -19,6 +19,7 @@ import (
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/capture"
 	"github.com/homatb/homatb/testbed/faults"
+	"github.com/homatb/homatb/testbed/hostqdisc"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 )
@@ -39,6 +40,9 @@ type experimentRun struct {
 	clock         driver.Scheduler // the experiment's, the timed faults'
 	capture       *capture.Session
 	adversaries   []adversaryProc
+	// qdisc0 are the host links' class counters at the start (host_qdisc:
+	// pacer in emulation), nil otherwise.
+	qdisc0 map[string]hostqdisc.Stats
 
 	mu          sync.Mutex
 	cpuUs       uint64
@@ -61,6 +65,9 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	x.sieveRecords()
 	if err := x.configureSwitches(ctx); err != nil {
+		return err
+	}
+	if err := x.divideHostLinks(); err != nil {
 		return err
 	}
 	sched, notes, err := r.time.Begin(ctx, e, x.roles)
@@ -284,6 +291,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	for host, c := range books.Last {
 		x.addHost(host, rundir.HostRole(x.roles.Clients[host] != nil, x.roles.Servers[host]), c)
 	}
+	x.addQdiscCounters()
 	x.mu.Lock()
 	x.rec.RPCs.Issued += books.Issued
 	x.rec.RPCs.Completed += books.Completed

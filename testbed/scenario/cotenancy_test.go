@@ -145,3 +145,36 @@ func TestSharedClients(t *testing.T) {
 		t.Fatalf("two homa phases on the same clients: got %v, want already a client", err)
 	}
 }
+
+// TestSharedOnly: --only one transport of a shared scenario runs its part
+// of each experiment alone, with the phases, seed and parameters it has
+// beside the other, named after it.
+func TestSharedOnly(t *testing.T) {
+	text := shared + "sweep:\n  - param: host_qdisc\n    values: [none, pacer]\n"
+	whole := mustPlan(t, text)
+	for k, name := range []string{"homa", "tcp-dctcp"} {
+		t.Run(name, func(t *testing.T) {
+			plan := mustPlan(t, text)
+			if err := plan.Only([]string{name}); err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Experiments) != 2 {
+				t.Fatalf("got %d experiments, want 2", len(plan.Experiments))
+			}
+			for i, e := range plan.Experiments {
+				w := whole.Experiments[i].Part(k)
+				if e.Shared() || e.Transport.Config() != name || e.Seed != w.Seed || len(e.Scenario.Phases) != 1 ||
+					e.Scenario.Phases[0].Name != w.Scenario.Phases[0].Name || e.Scenario.HostQdisc != w.Scenario.HostQdisc {
+					t.Errorf("experiment %d: transport %s, seed %d, phases %d, qdisc %s; want %s alone with part %d's seed %d and phase %s",
+						i, e.Transport.Config(), e.Seed, len(e.Scenario.Phases), e.Scenario.HostQdisc, name, k, w.Seed, w.Scenario.Phases[0].Name)
+				}
+				if want := "co-" + e.Transport.ID() + "-host_qdisc" + e.Scenario.HostQdisc; e.Name != want {
+					t.Errorf("experiment %d named %q, want %q", i, e.Name, want)
+				}
+			}
+			if len(plan.Base.Transports) != 1 || len(plan.Base.Phases) != 1 {
+				t.Errorf("base: %d transports, %d phases; want one of each", len(plan.Base.Transports), len(plan.Base.Phases))
+			}
+		})
+	}
+}
