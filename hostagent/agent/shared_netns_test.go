@@ -112,4 +112,3 @@ func TestSharedExperimentInNamespaces(t *testing.T) {
 		}
 	}
 }
-
