@@ -6,7 +6,8 @@
 # seed r, starting each round with another of them, so a change in the
 # machine's load spreads over all. Then prints the table of
 # scripts/cotenancy_table.py. Set EMU_LOCK to a lock file to hold it
-# (flock) for each run, not for the whole series.
+# (flock) for each run, not for the whole series; RATE (as 50Mbit) to run
+# at another link rate than the scenario's 20Mbit.
 #
 #   scripts/cotenancy_emulated.sh HOMATB OUT [ROUNDS]
 set -euo pipefail
@@ -18,8 +19,9 @@ lock=()
 [ -n "${EMU_LOCK:-}" ] && lock=(flock "$EMU_LOCK")
 kinds=(shared homa tcp-cubic)
 for r in $(seq 1 "$rounds"); do
-	sed "s/^seed: 1$/seed: $r/" "$here/scenarios/cotenancy.yaml" >"$out/cotenancy-s$r.yaml"
-	grep -q "^seed: $r$" "$out/cotenancy-s$r.yaml" || { echo "no seed line in scenarios/cotenancy.yaml" >&2; exit 1; }
+	sed -e "s/^seed: 1$/seed: $r/" -e "s/^  rate: [0-9]*Mbit$/  rate: ${RATE:-20Mbit}/" "$here/scenarios/cotenancy.yaml" >"$out/cotenancy-s$r.yaml"
+	grep -q "^seed: $r$" "$out/cotenancy-s$r.yaml" && grep -q "^  rate: ${RATE:-20Mbit}$" "$out/cotenancy-s$r.yaml" ||
+		{ echo "scenarios/cotenancy.yaml has no 'seed: 1' or '  rate: NMbit' line to change" >&2; exit 1; }
 	for i in 0 1 2; do
 		k=${kinds[$(((r - 1 + i) % 3))]}
 		only=()

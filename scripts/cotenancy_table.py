@@ -18,12 +18,16 @@ def summary(out, kind, r):
         return json.load(f)["experiments"]
 
 
-def pick(exps, qdisc, transport):
-    """The P99 in µs of transport's RPCs in the experiment with host_qdisc:
-    Homa's short messages, TCP's every message."""
+def pick(exps, qdisc, transport, what="p99"):
+    """The P99 (or P50) in µs of transport's RPCs in the experiment with
+    host_qdisc: Homa's short messages, TCP's every message; what "lag" is
+    the P99 of Homa's clients' send lag (how late the machine let them
+    issue)."""
     for e in exps:
         if e["params"].get("host_qdisc") == qdisc and e["transport"] == transport:
-            return e["short"]["p99_us"] if transport == "homa" else e["rtt_us"]["p99"]
+            if what == "lag":
+                return e["send_lag_us"]["p99"]
+            return e["short"][what + "_us"] if transport == "homa" else e["rtt_us"][what]
     raise KeyError(f"no {transport} experiment with host_qdisc {qdisc}")
 
 
@@ -43,6 +47,8 @@ def main():
                 "homa_shared": pick(shared, q, "homa"),
                 "tcp_alone": pick(tcp, q, "tcp"), "tcp_alone_none": pick(tcp, "none", "tcp"),
                 "tcp_shared": pick(shared, q, "tcp"),
+                "homa_alone_p50": pick(homa, q, "homa", "p50"), "homa_shared_p50": pick(shared, q, "homa", "p50"),
+                "lag_alone": pick(homa, q, "homa", "lag"), "lag_shared": pick(shared, q, "homa", "lag"),
             })
     print("| host_qdisc | Homa alone (ms) | Homa beside TCP (ms) | ratio to Homa alone, none | ratio to Homa alone, same qdisc | TCP alone (s) | TCP beside Homa (s) | ratio to TCP alone, none |")
     print("|---|---|---|---|---|---|---|---|")
@@ -53,6 +59,17 @@ def main():
               f"{spread(ratio('homa_shared', 'homa_alone_none'), 1)}x | {spread(ratio('homa_shared', 'homa_alone'), 1)}x | "
               f"{spread(col('tcp_alone'), 1e6, '{:.2f}')} | {spread(col('tcp_shared'), 1e6, '{:.2f}')} | "
               f"{spread(ratio('tcp_shared', 'tcp_alone_none'), 1, '{:.2f}')}x |")
+    print()
+    print("| host_qdisc | Homa P50 alone (ms) | Homa P50 beside TCP (ms) | Homa clients' send lag P99, alone (ms) | beside TCP (ms) |")
+    print("|---|---|---|---|---|")
+    for q, rs in rows.items():
+        col = lambda k: [x[k] for x in rs]
+        print(f"| `{q}` | {spread(col('homa_alone_p50'), 1e3, '{:.2f}')} | {spread(col('homa_shared_p50'), 1e3, '{:.2f}')} | "
+              f"{spread(col('lag_alone'))} | {spread(col('lag_shared'))} |")
+    print()
+    for q, rs in rows.items():
+        print(f"{q}: Homa P99 beside TCP / alone without the queue, by round:",
+              ", ".join(f"{x['homa_shared'] / 1e3:.1f}/{x['homa_alone_none'] / 1e3:.1f}" for x in rs))
 
 
 if __name__ == "__main__":
