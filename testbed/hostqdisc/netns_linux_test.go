@@ -3,11 +3,13 @@
 package hostqdisc
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,15 +83,7 @@ func (p pair) read() (Stats, error) {
 // payload from a to b, as the Homa engine's socket does.
 func (p pair) sendHoma(t *testing.T, n, size int) {
 	t.Helper()
-	var fd int
-	err := nsenter.Do(nsPath(p.a), func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW, HomaProtocol)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("raw socket: %v", err)
-	}
+	fd := rawSocket(t, p.a)
 	defer unix.Close(fd)
 	to := &unix.SockaddrInet4{Addr: [4]byte(net.ParseIP(p.bIP).To4())}
 	buf := make([]byte, size)
@@ -100,36 +94,60 @@ func (p pair) sendHoma(t *testing.T, n, size int) {
 	}
 }
 
-// sendTCP writes n bytes from a to b over one TCP connection and waits
-// for b to have read them all.
-func (p pair) sendTCP(t *testing.T, n int) {
+// rawSocket is a raw IP socket of Homa's protocol in namespace ns.
+func rawSocket(t *testing.T, ns string) int {
 	t.Helper()
+	var fd int
+	if err := nsenter.Do(nsPath(ns), func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW, HomaProtocol)
+		return err
+	}); err != nil {
+		t.Fatalf("raw socket: %v", err)
+	}
+	return fd
+}
+
+// dialTCP connects from a to a listener in b, whose one connection serve
+// reads (and which then closes it).
+func (p pair) dialTCP(serve func(net.Conn)) (net.Conn, error) {
 	var ln net.Listener
 	if err := nsenter.Do(nsPath(p.b), func() error {
 		var err error
 		ln, err = net.Listen("tcp4", p.bIP+":0")
 		return err
 	}); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer ln.Close()
-	got := make(chan int64, 1)
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- -1
-			return
+		defer ln.Close()
+		if c, err := ln.Accept(); err == nil {
+			serve(c)
+			c.Close()
 		}
-		defer c.Close()
-		k, _ := io.Copy(io.Discard, c)
-		got <- k
 	}()
 	var c net.Conn
-	if err := nsenter.Do(nsPath(p.a), func() error {
+	err := nsenter.Do(nsPath(p.a), func() error {
 		var err error
 		c, err = net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
 		return err
-	}); err != nil {
+	})
+	if err != nil {
+		ln.Close()
+	}
+	return c, err
+}
+
+// sendTCP writes n bytes from a to b over one TCP connection and waits
+// for b to have read them all.
+func (p pair) sendTCP(t *testing.T, n int) {
+	t.Helper()
+	got := make(chan int64, 1)
+	c, err := p.dialTCP(func(c net.Conn) {
+		k, _ := io.Copy(io.Discard, c)
+		got <- k
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write(make([]byte, n)); err != nil {
@@ -200,5 +218,107 @@ func TestProbe(t *testing.T) {
 	}
 	if err := Probe(); err != nil {
 		t.Fatalf("probe: %v", err)
+	}
+}
+
+// homaDelays sends n Homa packets from a to b every gap while TCP streams
+// from a to b over conns connections, and returns each packet's one-way
+// delay (both ends read the one clock of this machine).
+func (p pair) homaDelays(t *testing.T, n, conns int, gap time.Duration) []time.Duration {
+	t.Helper()
+	rfd, sfd := rawSocket(t, p.b), rawSocket(t, p.a)
+	defer unix.Close(rfd)
+	defer unix.Close(sfd)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for range conns {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			p.streamTCP(t, stop)
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // let the streams fill what they fill
+	got := make(chan []time.Duration, 1)
+	go func() {
+		var ds []time.Duration
+		buf := make([]byte, 2048)
+		tv := unix.NsecToTimeval(int64(2 * time.Second))
+		unix.SetsockoptTimeval(rfd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+		for len(ds) < n {
+			k, _, err := unix.Recvfrom(rfd, buf, 0)
+			if err != nil {
+				break
+			}
+			// The IP header (20 bytes), then the send time.
+			if k >= 28 {
+				ds = append(ds, time.Duration(time.Now().UnixNano()-int64(binary.LittleEndian.Uint64(buf[20:28]))))
+			}
+		}
+		got <- ds
+	}()
+	to := &unix.SockaddrInet4{Addr: [4]byte(net.ParseIP(p.bIP).To4())}
+	msg := make([]byte, 100)
+	for range n {
+		binary.LittleEndian.PutUint64(msg, uint64(time.Now().UnixNano()))
+		if err := unix.Sendto(sfd, msg, 0, to); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(gap)
+	}
+	ds := <-got
+	close(stop)
+	for range conns {
+		<-done
+	}
+	return ds
+}
+
+// streamTCP writes from a to b until stop.
+func (p pair) streamTCP(t *testing.T, stop chan struct{}) {
+	c, err := p.dialTCP(func(c net.Conn) { io.Copy(io.Discard, c) })
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		c.Write(buf)
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// TestHomaServedFirst streams TCP across a 10 Mbit/s link and sends Homa
+// packets beside it, with the link whole (host_qdisc none: one FIFO) and
+// divided: divided, Homa's packets pass TCP's queue, so their median
+// one-way delay is well under half the undivided one's.
+func TestHomaServedFirst(t *testing.T) {
+	p := newPair(t)
+	sh(t, "ip", "netns", "exec", p.a, "tc", "class", "change", "dev", p.a, "parent", "5:0", "classid", "5:1", "htb", "rate", "10mbit", "burst", "15k")
+	const n, conns = 40, 4
+	whole := median(p.homaDelays(t, n, conns, 10*time.Millisecond))
+	plan, err := NewPlan(10_000_000, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.apply(t, &plan)
+	ds := p.homaDelays(t, n, conns, 10*time.Millisecond)
+	if len(ds) < n/2 {
+		t.Fatalf("%d of %d Homa packets arrived across the divided link", len(ds), n)
+	}
+	divided := median(ds)
+	t.Logf("Homa packets' median one-way delay beside %d TCP streams at 10 Mbit/s: %v on the whole link, %v divided", conns, whole, divided)
+	if divided > whole/2 {
+		t.Errorf("divided, Homa's packets took %v (median), the whole link's FIFO %v: Homa's class was not served first", divided, whole)
 	}
 }
