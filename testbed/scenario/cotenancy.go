@@ -130,7 +130,9 @@ func (c *checker) checkCotenancy(s *Scenario) {
 	switch s.HostQdisc {
 	case HostQdiscNone:
 	case HostQdiscPacer:
-		if !c.simulate && s.Link.Shaper != "htb" {
+		if s.Topology.Kind == KindExternal {
+			c.errorf("host_qdisc", "host_qdisc %q divides the links of hosts homatb builds; an external topology's hosts are not: use host_qdisc: none", s.HostQdisc)
+		} else if !c.simulate && s.Link.Shaper != "htb" {
 			// The emulated pacer is classes of the link's htb (testbed/hostqdisc).
 			c.errorf("link.shaper", "host_qdisc %q in emulation divides the host link's htb shaper into classes for Homa and TCP: use link.shaper: htb (got %q)", s.HostQdisc, s.Link.Shaper)
 		}
