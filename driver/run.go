@@ -50,6 +50,8 @@ func NewRun(clock Clock, timed bool, out func(*rundir.RPC)) *Run {
 // Add adds cfg's workload, sending through tr; a host may have one per
 // transport. It must come before Start.
 func (r *Run) Add(cfg Config, tr Transport) {
+	r.mu.Lock() // an agent's Status may be reading the tallies
+	defer r.mu.Unlock()
 	t := r.tallies[cfg.Host]
 	if t == nil {
 		t = newTally(r.timed)

@@ -19,6 +19,7 @@ import (
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/capture"
 	"github.com/homatb/homatb/testbed/faults"
+	"github.com/homatb/homatb/testbed/hostqdisc"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 )
@@ -39,6 +40,9 @@ type experimentRun struct {
 	clock         driver.Scheduler // the experiment's, the timed faults'
 	capture       *capture.Session
 	adversaries   []adversaryProc
+	// qdisc0 are the host links' class counters at the start (host_qdisc:
+	// pacer in emulation), nil otherwise.
+	qdisc0 map[string]hostqdisc.Stats
 
 	mu          sync.Mutex
 	cpuUs       uint64
@@ -61,6 +65,9 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	}
 	x.sieveRecords()
 	if err := x.configureSwitches(ctx); err != nil {
+		return err
+	}
+	if err := x.divideHostLinks(); err != nil {
 		return err
 	}
 	sched, notes, err := r.time.Begin(ctx, e, x.roles)
@@ -138,13 +145,22 @@ func (x *experimentRun) configureSwitches(ctx context.Context) error {
 	return nil
 }
 
+// transports are the experiment's transports: its one, or a shared
+// experiment's, in the order of its parts.
+func (x *experimentRun) transports() []scenario.Transport {
+	if x.e.Shared() {
+		return x.e.Transports
+	}
+	return []scenario.Transport{x.e.Transport}
+}
+
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served. In a shared experiment each host
 // is configured for each transport it takes part in.
 func (x *experimentRun) configure(ctx context.Context) error {
-	parts, transports := []agents.Roles{x.roles}, []scenario.Transport{x.e.Transport}
+	parts, transports := []agents.Roles{x.roles}, x.transports()
 	if x.roles.Parts != nil {
-		parts, transports = x.roles.Parts, x.e.Transports
+		parts = x.roles.Parts
 	}
 	for _, serverPass := range []bool{true, false} {
 		err := x.r.agents.each(ctx, x.roles.Used, func(ctx context.Context, host string, a agentAPI) error {
@@ -184,7 +200,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
-	if x.e.Transport.Engine() {
+	if slices.ContainsFunc(x.transports(), scenario.Transport.Engine) {
 		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.Used, interval)
 	}
 	x.stopTelemetry = func() {
@@ -275,6 +291,7 @@ func (x *experimentRun) stop(ctx context.Context, drain time.Duration, interrupt
 	for host, c := range books.Last {
 		x.addHost(host, rundir.HostRole(x.roles.Clients[host] != nil, x.roles.Servers[host]), c)
 	}
+	x.addQdiscCounters()
 	x.mu.Lock()
 	x.rec.RPCs.Issued += books.Issued
 	x.rec.RPCs.Completed += books.Completed
@@ -362,7 +379,13 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		return nil
 	})
 	err = errors.Join(err, r.records.appendFiles(files))
-	if !x.e.Transport.Engine() {
+	for k, t := range x.transports() {
+		if t.Engine() {
+			continue
+		}
+		if x.roles.Parts != nil { // only the kernel-TCP part's clients sample
+			clients = x.roles.Parts[k].ClientHosts()
+		}
 		fetchDiagnostic(ctx, r, exp, clients, agentpb.FileTCPSamples, rundir.TCPConns())
 	}
 	fetchDiagnostic(ctx, r, exp, x.roles.Receivers, agentpb.FileServed, rundir.ServedRPCs())

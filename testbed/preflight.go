@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/cleanup"
 	"github.com/homatb/homatb/testbed/external"
+	"github.com/homatb/homatb/testbed/hostqdisc"
 	"github.com/homatb/homatb/testbed/mn"
 	"github.com/homatb/homatb/testbed/preflight"
 	"github.com/homatb/homatb/testbed/scenario"
@@ -53,6 +55,7 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 		ps = append(ps, switches.BMv2Problems(context.Background())...)
 	}
 	ps = append(ps, agents.CongestionProblems(plan)...)
+	ps = append(ps, hostQdiscProblems(plan)...)
 	left, err := cleanup.Find(registry, "")
 	if err != nil && os.Geteuid() == 0 {
 		ps = append(ps, Problem{What: fmt.Sprintf("cannot look for leftovers: %v", err), Fix: ""})
@@ -67,4 +70,18 @@ func Preflight(plan *scenario.Plan, binary string, registry string) ([]cleanup.L
 		return dead, &PreflightError{Problems: ps}
 	}
 	return dead, nil
+}
+
+// hostQdiscProblems checks that the kernel can divide a host link between
+// Homa and TCP when an experiment asks for host_qdisc: pacer, by building
+// the division once in a namespace of its own.
+func hostQdiscProblems(plan *scenario.Plan) []Problem {
+	if !slices.ContainsFunc(plan.Experiments, func(e scenario.Experiment) bool { return e.Scenario.HostQdisc == scenario.HostQdiscPacer }) || os.Geteuid() != 0 {
+		return nil
+	}
+	if err := hostqdisc.Probe(); err != nil {
+		return []Problem{{What: fmt.Sprintf("host_qdisc pacer divides each host link's htb with u32 filters, and this kernel cannot: %v", err),
+			Fix: "a kernel with htb and u32 (CONFIG_NET_SCH_HTB, CONFIG_NET_CLS_U32; modprobe sch_htb cls_u32), or host_qdisc: none"}}
+	}
+	return nil
 }

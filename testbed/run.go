@@ -121,8 +121,12 @@ type run struct {
 	requests agents.Requests
 	// killed are the processes fault injection killed on purpose.
 	killed faults.Killed
-	// hostNS is each host's network namespace, for captures.
+	// hostNS is each host's network namespace, for captures and the
+	// host links' division.
 	hostNS map[string]string
+	// linksDivided says the host links are divided between Homa and TCP
+	// (host_qdisc: pacer, hostlinks.go).
+	linksDivided bool
 	// sim is the simulated network of a run in virtual time, nil for an
 	// emulated run.
 	sim *simulate.Network

@@ -173,10 +173,11 @@ func runFake(t *testing.T, w *agentpb.Workload, run, drain time.Duration) (*agen
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newExperiment(t.Context(), driver.Config{Experiment: "fake", Transport: "tcp", Phase: "measure", Host: "h1", Client: spec}, fakeTransport{}, rec)
+	e, err := newExperiment(t.Context(), "fake", "h1", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.add(driver.Config{Experiment: "fake", Transport: "tcp", Phase: "measure", Host: "h1", Client: spec}, fakeTransport{})
 	e.start()
 	// The books balance at every moment, not only after Stop: in_flight is
 	// counted, so a snapshot between an issue and its booking would show.

@@ -68,10 +68,11 @@ func agentCalls(b *testing.B, tr Transport, target string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := newExperiment(context.Background(), driver.Config{Experiment: "bench", Transport: "tcp", Phase: "measure", Host: "h1", Client: spec}, tr, rec)
+	e, err := newExperiment(context.Background(), "bench", "h1", rec)
 	if err != nil {
 		b.Fatal(err)
 	}
+	e.add(driver.Config{Experiment: "bench", Transport: "tcp", Phase: "measure", Host: "h1", Client: spec}, tr)
 	e.start()
 	for c := e.snapshot(); c.Completed+c.Failed < uint64(n); c = e.snapshot() {
 		time.Sleep(time.Millisecond)

@@ -18,14 +18,16 @@ import (
 
 // experiment is one configured workload on this host: the shared drivers
 // and books (driver.Run) on the host's clock, sending through the agent's
-// Transport; the books write the records in the order issued. Every
-// issued RPC is in exactly one of: open, completed, failed, and at Stop
-// the open ones are recorded as in flight.
+// transports (one, or in a shared experiment two, each with its own
+// drivers); the books write the records in the order issued. Every issued
+// RPC is in exactly one of: open, completed, failed, and at Stop the open
+// ones are recorded as in flight.
 type experiment struct {
-	name, host, transport string
-	tr                    Transport
-	rec                   *rundir.CSVStream[rundir.RPC]
-	conns                 *connSampler // TCP clients' connections over time; nil for others
+	name, host string
+	// rec is set before Start: by newExperiment, or by the Configure that
+	// adds the first client.
+	rec   *rundir.CSVStream[rundir.RPC]
+	conns *connSampler // TCP clients' connections over time; nil for others
 
 	clock *driver.HostClock
 	run   *driver.Run
@@ -37,45 +39,57 @@ type experiment struct {
 	stopErr  error
 }
 
-// newExperiment prepares cfg's workload on a host clock of its own, whose
-// loop runs until stop; ctx bounds every call.
-func newExperiment(ctx context.Context, cfg driver.Config, tr Transport, rec *rundir.CSVStream[rundir.RPC]) (*experiment, error) {
+// newExperiment prepares experiment name on host on a host clock of its
+// own, whose loop runs until stop; ctx bounds every call. Its workloads
+// come with add.
+func newExperiment(ctx context.Context, name, host string, rec *rundir.CSVStream[rundir.RPC]) (*experiment, error) {
 	clock, err := driver.NewHostClock()
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	e := &experiment{name: cfg.Experiment, host: cfg.Host, transport: cfg.Transport, tr: tr, rec: rec, clock: clock}
+	e := &experiment{name: name, host: host, rec: rec, clock: clock}
 	e.run = driver.NewRun(clock, true, func(row *rundir.RPC) {
-		if rec != nil {
-			rec.Write(*row)
+		if e.rec != nil {
+			e.rec.Write(*row)
 		}
 	})
 	e.callCtx, e.cancelCalls = context.WithCancel(ctx)
-	e.run.Add(cfg, e)
 	go clock.Run()
 	return e, nil
+}
+
+// add adds cfg's workload, sending through tr, before Start.
+func (e *experiment) add(cfg driver.Config, tr Transport) {
+	e.run.Add(cfg, caller{e, tr})
 }
 
 // start begins issuing.
 func (e *experiment) start() { e.run.Start() }
 
-// arrived tells the drivers of a request this host's servers received,
-// if it is a collective's or matrix's message.
-func (e *experiment) arrived(req []byte) {
+// arrived tells the drivers on transport of a request this host's
+// servers received, if it is a collective's or matrix's message.
+func (e *experiment) arrived(transport string, req []byte) {
 	if !driver.IsStepMessage(req) {
 		return
 	}
 	at := e.clock.Now()
 	hdr := append([]byte(nil), req[:driver.StepHeaderLen]...)
-	e.clock.At(at, func() { e.run.Arrived(e.host, e.transport, hdr, at) })
+	e.clock.At(at, func() { e.run.Arrived(e.host, transport, hdr, at) })
+}
+
+// caller is the experiment's driver.Transport on one of its transports.
+type caller struct {
+	e  *experiment
+	tr Transport
 }
 
 // Call sends one RPC on its own goroutine, as the agent's transports
-// block, and hands its end to the clock's loop (driver.Transport).
-func (e *experiment) Call(row *rundir.RPC, t driver.Target, req []byte, end func(driver.Result)) {
+// block, and hands its end to the clock's loop.
+func (c caller) Call(row *rundir.RPC, t driver.Target, req []byte, end func(driver.Result)) {
+	e := c.e
 	sent := time.Now()
 	go func() {
-		res, err := e.tr.Call(e.callCtx, t.Name, req)
+		res, err := c.tr.Call(e.callCtx, t.Name, req)
 		done := time.Now()
 		r := driver.Result{Err: err, ID: res.ID, Retries: int64(res.Retries), ReqOffset: res.ReqOffset, RespOffset: res.RespOffset,
 			GrantsIn: int64(res.GrantsIn), GrantsOut: int64(res.GrantsOut), RespBytes: int64(res.RespBytes), DoneNs: done.UnixNano(),

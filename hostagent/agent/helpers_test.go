@@ -217,6 +217,12 @@ func waitIssued(t *testing.T, c agentpb.AgentClient, n uint64, limit time.Durati
 // statusOnce reads one Status report.
 func statusOnce(t *testing.T, api agentpb.AgentClient) *agentpb.Counters {
 	t.Helper()
+	return statusReplyOnce(t, api).GetCounters()
+}
+
+// statusReplyOnce is the agent's Status reply, once.
+func statusReplyOnce(t *testing.T, api agentpb.AgentClient) *agentpb.StatusReply {
+	t.Helper()
 	st, err := api.Status(t.Context(), &agentpb.StatusRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +231,7 @@ func statusOnce(t *testing.T, api agentpb.AgentClient) *agentpb.Counters {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.GetCounters()
+	return r
 }
 
 // readRows reads parsed CSV rows (header first) through a run-directory

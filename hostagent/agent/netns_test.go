@@ -79,6 +79,23 @@ func twoNamespaces(t *testing.T) (a, b *nsHost) {
 	return a, b
 }
 
+// twoAgents starts an agent in each of two namespaces joined by a veth
+// pair, or skips the test where that cannot be done.
+func twoAgents(t *testing.T) (a, b *nsHost) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip")
+	}
+	a, b = twoNamespaces(t)
+	dir := t.TempDir()
+	startInNamespace(t, a, dir)
+	startInNamespace(t, b, dir)
+	return a, b
+}
+
 // startInNamespace runs the test binary as an agent inside h's namespace.
 func startInNamespace(t *testing.T, h *nsHost, dir string) {
 	t.Helper()
@@ -120,16 +137,7 @@ func startInNamespace(t *testing.T, h *nsHost, dir string) {
 // every experiment: issued = completed + failed + in flight, one record per
 // issued RPC.
 func TestTwoAgentsInNamespaces(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2's ip")
-	}
-	a, b := twoNamespaces(t)
-	dir := t.TempDir()
-	startInNamespace(t, a, dir)
-	startInNamespace(t, b, dir)
+	a, b := twoAgents(t)
 	ctx := t.Context()
 	const port = 4000
 	tcp := &agentpb.TcpParams{Congestion: "cubic", ConnectionsPerPeer: 2}

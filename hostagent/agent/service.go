@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -45,8 +46,9 @@ type Service struct {
 	mu      sync.Mutex
 	state   string
 	expName string
-	tr      Transport
-	resp    *responder
+	// legs are the configured experiment's transports: one, or in a
+	// shared experiment the Homa engine and kernel TCP.
+	legs    []leg
 	exp     *experiment
 	records map[string]string // experiment -> records file
 	// tcpSamples maps an experiment to its TCP connection samples file.
@@ -86,7 +88,11 @@ func apiError(err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-// Configure sets up the transport, servers and next experiment.
+// Configure sets up the transport, servers and next experiment. A
+// request for the experiment already configured (not yet started) on
+// another transport adds that transport to it: a shared experiment runs
+// the Homa engine and kernel TCP on the host at once, one set of books and
+// records for both.
 func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*agentpb.ConfigureReply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,19 +110,34 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 			return nil, apiError(driver.Invalid("server_ports", p, "expected 1..65535"))
 		}
 	}
-	// The previous experiment ends here even if this request fails: the
-	// agent is then idle, never half-configured.
-	s.closeTransport()
-	s.exp, s.resp, s.expName, s.state = nil, nil, "", StateIdle
+	label := transportLabel(req)
+	extend := s.state == StateConfigured && s.exp != nil && req.GetExperiment() == s.expName
+	if extend {
+		for _, l := range s.legs {
+			if l.label == label {
+				return nil, apiError(driver.Invalid("transport", label, "experiment %q already runs it on this host: one endpoint per transport", s.expName))
+			}
+			if l.kernel == (req.GetTransport() == agentpb.Transport_TRANSPORT_TCP) {
+				return nil, apiError(driver.Invalid("transport", label, "experiment %q already runs %s on this host, of the same kind (one Homa engine and one kernel TCP per host)", s.expName, l.label))
+			}
+		}
+	} else {
+		// The previous experiment ends here even if this request fails:
+		// the agent is then idle, never half-configured.
+		s.closeTransport()
+		s.exp, s.expName, s.state = nil, "", StateIdle
+	}
 	tr, err := newTransport(req, s.log)
 	if err != nil {
+		s.abandon(extend)
 		if !errors.Is(err, ErrUnsupported) {
 			err = &driver.ConfigError{Field: "transport", Value: req.GetTransport().String(), Msg: err.Error()}
 		}
 		return nil, apiError(err)
 	}
 	// What this request opened is closed again if it fails: the transport,
-	// the records, the samples, and the served rows after the servers.
+	// the records, the samples, and the served rows after the servers; an
+	// experiment it was to extend ends too.
 	var rec *rundir.CSVStream[rundir.RPC]
 	var conns *connSampler
 	configured := false
@@ -131,9 +152,9 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		if conns != nil {
 			conns.Close()
 		}
-		s.closeTransport()
+		s.abandon(true)
 	}()
-	cfg, err := driver.ConfigOf(req, transportLabel(req), tr.MaxMessage(), nil)
+	cfg, err := driver.ConfigOf(req, label, tr.MaxMessage(), nil)
 	if err != nil {
 		return nil, apiError(err)
 	}
@@ -142,23 +163,25 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 	}
 	cfg.Log = s.log
 	spec, colls, host := cfg.Client, cfg.Collectives, cfg.Host
-	resp := &responder{}
+	resp := &responder{transport: label}
 	var tell func(*Served)
 	if len(req.GetServerPorts()) > 0 {
-		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.ServedRPCs()))
-		sw, err := rundir.NewCSVStream(path, rundir.ServedRPCs())
-		if err != nil {
-			return nil, apiError(err)
+		if s.servedW == nil {
+			path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.ServedRPCs()))
+			sw, err := rundir.NewCSVStream(path, rundir.ServedRPCs())
+			if err != nil {
+				return nil, apiError(err)
+			}
+			s.servedW, s.served[req.GetExperiment()] = sw, path
 		}
-		s.servedW, s.served[req.GetExperiment()] = sw, path
-		tell = servedRows(sw, req.GetExperiment(), transportLabel(req), host)
+		tell = servedRows(s.servedW, req.GetExperiment(), label, host)
 	}
 	for _, p := range req.GetServerPorts() {
 		if err := tr.Serve(s.ctx, uint16(p), resp.handle, tell); err != nil {
 			return nil, status.Errorf(codes.Unavailable, "serving port %d: %v", p, err)
 		}
 	}
-	if spec != nil || len(colls) > 0 {
+	if (spec != nil || len(colls) > 0) && (s.exp == nil || s.exp.rec == nil) {
 		path := filepath.Join(s.recordsDir, rundir.AgentFile(req.GetExperiment(), host, rundir.RPCs()))
 		if rec, err = rundir.NewCSVStream(path, rundir.RPCs()); err != nil {
 			return nil, apiError(err)
@@ -172,37 +195,69 @@ func (s *Service) Configure(_ context.Context, req *agentpb.ConfigureRequest) (*
 		}
 		s.tcpSamples[req.GetExperiment()] = path
 	}
-	exp, err := newExperiment(s.ctx, cfg, tr, rec)
-	if err != nil {
-		return nil, apiError(err)
+	exp := s.exp
+	if exp == nil {
+		if exp, err = newExperiment(s.ctx, req.GetExperiment(), host, rec); err != nil {
+			return nil, apiError(err)
+		}
+	} else if rec != nil {
+		exp.rec = rec // before Start: no row is written yet
 	}
+	exp.add(cfg, tr)
 	configured = true
-	s.tr, s.resp, s.expName, s.exp = tr, resp, req.GetExperiment(), exp
-	s.exp.conns = conns
+	if conns != nil {
+		exp.conns = conns
+	}
+	s.legs = append(s.legs, leg{tr: tr, resp: resp, label: label, kernel: req.GetTransport() == agentpb.Transport_TRANSPORT_TCP})
+	s.expName, s.exp = req.GetExperiment(), exp
 	if len(colls) > 0 {
 		resp.exp.Store(exp)
 	}
 	s.state = StateConfigured
-	syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
-	s.log.Info("configured", "experiment", s.expName, "transport", transportLabel(req),
+	if !extend {
+		syscall.Getrusage(syscall.RUSAGE_SELF, &s.cpu0)
+	}
+	s.log.Info("configured", "experiment", s.expName, "transport", label, "beside", len(s.legs)-1,
 		"server_ports", req.GetServerPorts(), "client", spec != nil, "collectives", len(colls))
 	return &agentpb.ConfigureReply{}, nil
 }
 
-// closeTransport stops the previous experiment and transport; s.mu held.
+// abandon ends the configured experiment after a failed Configure that
+// was to extend it (all): the agent is idle, never half-configured; s.mu
+// held.
+func (s *Service) abandon(all bool) {
+	if !all {
+		return
+	}
+	s.closeTransport()
+	s.exp, s.expName, s.state = nil, "", StateIdle
+}
+
+// leg is one transport of the configured experiment on this host with the
+// responder of its servers.
+type leg struct {
+	tr    Transport
+	resp  *responder
+	label string
+	// kernel is true for kernel TCP, false for the Homa engine.
+	kernel bool
+}
+
+// closeTransport stops the previous experiment and its transports; s.mu
+// held.
 func (s *Service) closeTransport() {
 	if s.exp != nil {
 		if err := s.exp.stop(0); err != nil {
 			s.log.Error("closing records", "experiment", s.expName, "err", err)
 		}
 	}
-	if s.tr != nil {
-		if err := s.tr.Close(); err != nil {
-			s.log.Warn("closing transport", "err", err)
+	for _, l := range s.legs {
+		if err := l.tr.Close(); err != nil {
+			s.log.Warn("closing transport", "transport", l.label, "err", err)
 		}
-		s.tr = nil
 	}
-	// After the transport: its servers write rows until it closes.
+	s.legs = nil
+	// After the transports: their servers write rows until they close.
 	if s.servedW != nil {
 		if err := s.servedW.Close(); err != nil {
 			s.log.Error("closing served records", "experiment", s.expName, "err", err)
@@ -265,11 +320,10 @@ func (s *Service) countersLocked() *agentpb.Counters {
 		return &agentpb.Counters{Transport: map[string]uint64{}, Failures: map[string]uint64{}}
 	}
 	c := s.exp.snapshot()
-	if s.resp != nil {
-		c.Served = s.resp.Served()
-	}
-	if s.tr != nil {
-		c.Transport = s.tr.Stats()
+	c.Transport = map[string]uint64{}
+	for _, l := range s.legs {
+		c.Served += l.resp.Served()
+		maps.Copy(c.Transport, l.tr.Stats()) // homa_… and tcp_…: no name in common
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {

@@ -95,13 +95,15 @@ var ErrUnsupported = errors.New("transport not supported by this agent")
 // collectives and matrices of their messages first.
 type responder struct {
 	driver.Responder
+	// transport is the records' name of the responder's transport.
+	transport string
 	// exp is the experiment with collectives or matrices; nil without any.
 	exp atomic.Pointer[experiment]
 }
 
 func (r *responder) handle(req []byte) []byte {
 	if e := r.exp.Load(); e != nil {
-		e.arrived(req)
+		e.arrived(r.transport, req)
 	}
 	return r.Answer(req)
 }

@@ -130,8 +130,11 @@ func (c *checker) checkCotenancy(s *Scenario) {
 	switch s.HostQdisc {
 	case HostQdiscNone:
 	case HostQdiscPacer:
-		if !c.simulate {
-			c.errorf("host_qdisc", "host_qdisc %q is modelled in the simulator only (homatb run --simulate, or simulated: true); the emulated hosts' links have no such queue yet", s.HostQdisc)
+		if s.Topology.Kind == KindExternal {
+			c.errorf("host_qdisc", "host_qdisc %q divides the links of hosts homatb builds; an external topology's hosts are not: use host_qdisc: none", s.HostQdisc)
+		} else if !c.simulate && s.Link.Shaper != "htb" {
+			// The emulated pacer is classes of the link's htb (testbed/hostqdisc).
+			c.errorf("link.shaper", "host_qdisc %q in emulation divides the host link's htb shaper into classes for Homa and TCP: use link.shaper: htb (got %q)", s.HostQdisc, s.Link.Shaper)
 		}
 	default:
 		c.errorf("host_qdisc", "expected one of %s, got %q", strings.Join(HostQdiscs, ", "), s.HostQdisc)
@@ -146,6 +149,11 @@ func (c *checker) checkCotenancy(s *Scenario) {
 	if !s.Shared() {
 		return
 	}
+	for i, f := range s.Faults {
+		if f.KillAgent != nil && !c.simulate {
+			c.errorf(fmt.Sprintf("faults[%d].kill_agent", i), "a killed agent of a shared experiment would come back on one of its transports and book the other's RPCs under it: leave kill_agent out of phases that name their transports")
+		}
+	}
 	labels := make([]string, len(s.Transports))
 	for i, t := range s.Transports {
 		labels[i] = t.Config()
@@ -156,9 +164,6 @@ func (c *checker) checkCotenancy(s *Scenario) {
 			named = i
 			break
 		}
-	}
-	if !c.simulate {
-		c.errorf(fmt.Sprintf("phases[%d].transport", named), "phases that name their transports run in the simulator only (homatb run --simulate, or simulated: true); the emulated host agents run one transport per experiment")
 	}
 	// engine and kernel: the phase that first named an engine transport
 	// (one Homa endpoint per host) and a kernel-TCP one (one TCP per host).

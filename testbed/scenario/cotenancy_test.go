@@ -88,17 +88,48 @@ func TestSharedErrors(t *testing.T) {
 			"co.yaml:12: transports[1].tcp.nic_priorities: host_qdisc \"pacer\" stands in front of a NIC with one queue"},
 		{"bad qdisc", shared + "host_qdisc: fq\n",
 			`co.yaml:28: host_qdisc: expected one of none, pacer, got "fq"`},
-		{"emulated", strings.Replace(shared, "simulated: true\n", "", 1),
-			"co.yaml:15: phases[0].transport: phases that name their transports run in the simulator only"},
-		{"emulated pacer", strings.Replace(strings.Replace(shared, "simulated: true\n", "", 1), "    transport: homa\n", "", 1) + "host_qdisc: pacer\n",
-			`host_qdisc: host_qdisc "pacer" is modelled in the simulator only`},
+		{"emulated pacer on tbf", emulated(shared) + "host_qdisc: pacer\n",
+			`co.yaml:7: link.shaper: host_qdisc "pacer" in emulation divides the host link's htb shaper into classes for Homa and TCP: use link.shaper: htb (got "tbf")`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := parseAndPlan("co.yaml", tc.text)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+		// Every mistake is one in emulation too, at the same line.
+		for _, mode := range []struct {
+			name string
+			text func(string) string
+		}{{"simulated", func(s string) string { return s }}, {"emulated", emulated}} {
+			if strings.HasPrefix(tc.name, "emulated") && mode.name == "simulated" {
+				continue
 			}
-		})
+			if tc.name == "qdisc and nic priorities" && mode.name == "emulated" {
+				continue // nic_priorities is the simulator's alone: another error
+			}
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				text := mode.text(tc.text)
+				if tc.name == "emulated pacer on tbf" {
+					text = strings.Replace(text, "  rate: 100Mbit\n", "  rate: 100Mbit\n  shaper: tbf\n", 1)
+				}
+				err := parseAndPlan("co.yaml", text)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v\nwant an error containing %q", err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// emulated is scenario text s run in emulation: not simulated, at a rate
+// the emulation shapes, on the same lines.
+func emulated(s string) string {
+	s = strings.Replace(s, "simulated: true\n", "simulated: false\n", 1)
+	return strings.Replace(s, "  rate: 10Gbit\n", "  rate: 100Mbit\n", 1)
+}
+
+// TestSharedEmulated: the shared scenario and host_qdisc pacer are valid
+// in emulation on the htb shaper.
+func TestSharedEmulated(t *testing.T) {
+	for _, text := range []string{emulated(shared), emulated(shared) + "host_qdisc: pacer\n"} {
+		if err := parseAndPlan("co.yaml", text); err != nil {
+			t.Errorf("%v\n%s", err, text)
+		}
 	}
 }
 
@@ -112,5 +143,38 @@ func TestSharedClients(t *testing.T) {
 	two = strings.Replace(two, "  - name: tcp\n    tcp: {congestion: dctcp}\n", "", 1)
 	if err := parseAndPlan("co.yaml", two); err == nil || !strings.Contains(err.Error(), "already a client") {
 		t.Fatalf("two homa phases on the same clients: got %v, want already a client", err)
+	}
+}
+
+// TestSharedOnly: --only one transport of a shared scenario runs its part
+// of each experiment alone, with the phases, seed and parameters it has
+// beside the other, named after it.
+func TestSharedOnly(t *testing.T) {
+	text := shared + "sweep:\n  - param: host_qdisc\n    values: [none, pacer]\n"
+	whole := mustPlan(t, text)
+	for k, name := range []string{"homa", "tcp-dctcp"} {
+		t.Run(name, func(t *testing.T) {
+			plan := mustPlan(t, text)
+			if err := plan.Only([]string{name}); err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Experiments) != 2 {
+				t.Fatalf("got %d experiments, want 2", len(plan.Experiments))
+			}
+			for i, e := range plan.Experiments {
+				w := whole.Experiments[i].Part(k)
+				if e.Shared() || e.Transport.Config() != name || e.Seed != w.Seed || len(e.Scenario.Phases) != 1 ||
+					e.Scenario.Phases[0].Name != w.Scenario.Phases[0].Name || e.Scenario.HostQdisc != w.Scenario.HostQdisc {
+					t.Errorf("experiment %d: transport %s, seed %d, phases %d, qdisc %s; want %s alone with part %d's seed %d and phase %s",
+						i, e.Transport.Config(), e.Seed, len(e.Scenario.Phases), e.Scenario.HostQdisc, name, k, w.Seed, w.Scenario.Phases[0].Name)
+				}
+				if want := "co-" + e.Transport.ID() + "-host_qdisc" + e.Scenario.HostQdisc; e.Name != want {
+					t.Errorf("experiment %d named %q, want %q", i, e.Name, want)
+				}
+			}
+			if len(plan.Base.Transports) != 1 || len(plan.Base.Phases) != 1 {
+				t.Errorf("base: %d transports, %d phases; want one of each", len(plan.Base.Transports), len(plan.Base.Phases))
+			}
+		})
 	}
 }

@@ -75,6 +75,7 @@ func TestBadExternalScenarios(t *testing.T) {
 		{"rate", "rate: 10Gbit", "rate: 800Gbit", "link.rate", "400Gbit"},
 		{"hosts count on external", "kind: external\n", "kind: external\n  hosts: 4\n", "topology.kind", "not hosts"},
 		{"external on star", "kind: external\n", "kind: star\n  hosts: 4\n", "topology.external", "belongs to kind external"},
+		{"host queue", "link:\n", "host_qdisc: pacer\nlink:\n", "host_qdisc", "external topology's hosts are not"},
 		{"pfabric by hand", "  - name: tcp\n", "  - name: pfabric\n", "", ""},
 	}
 	for _, tc := range tests {
