@@ -166,8 +166,12 @@ type Writer struct {
 }
 
 // Create starts anatomy.csv at path (its header written), replacing any
-// file there.
+// file there and the compressed copy an earlier report's run left
+// (rundir.CompressLarge).
 func Create(path string) (*Writer, error) {
+	if err := os.Remove(path + rundir.ZstdExt); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("anatomy: %w", err)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)

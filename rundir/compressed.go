@@ -77,15 +77,15 @@ func (z zstdFile) Close() error {
 // stay plain for a reader with head and grep.
 const CompressAbove = 64 << 20
 
-// CompressLarge compresses dir's per-RPC files (rpcs.csv, served.csv) of
-// at least minBytes into NAME+ZstdExt, which OpenRunFile and
-// scripts/runfiles.py read as they read the plain file, and removes the
-// plain ones. It returns the files it compressed. A file is replaced only
-// once its compressed copy is whole: killed midway, the run keeps the
-// plain file.
+// CompressLarge compresses dir's per-RPC files (rpcs.csv, served.csv and
+// the report's anatomy.csv) of at least minBytes into NAME+ZstdExt, which
+// OpenRunFile and scripts/runfiles.py read as they read the plain file,
+// and removes the plain ones. It returns the files it compressed. A file
+// is replaced only once its compressed copy is whole: killed midway, the
+// run keeps the plain file.
 func CompressLarge(dir string, minBytes int64) ([]string, error) {
 	var done []string
-	for _, name := range []string{RPCs().File, ServedRPCs().File} {
+	for _, name := range []string{RPCs().File, ServedRPCs().File, Anatomies().File} {
 		path := filepath.Join(dir, name)
 		fi, err := os.Stat(path)
 		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() < minBytes) {

@@ -154,6 +154,10 @@ func mergeAndReport(cmd *cobra.Command, dir string, d *rundir.Dispatch, outcomes
 		if _, err := reports.Build(context.WithoutCancel(cmd.Context()), dir); err != nil {
 			return errors.Join(runErr, fmt.Errorf("report: %w", err))
 		}
+		// The report's anatomy.csv, as a run in one process leaves it.
+		if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
+			return errors.Join(runErr, err)
+		}
 	}
 	printHeadline(cmd.OutOrStdout(), dir, merged.Manifest.Run, merged.Manifest.Incomplete, merged.Manifest)
 	if runErr != nil {
