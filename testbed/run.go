@@ -336,14 +336,15 @@ func (r *run) markEnd(runErr, tdErr error) bool {
 
 // report builds the report from whatever was measured, also after an
 // interrupt (the network is gone by now). Then it gets a short bound,
-// since the user asked to stop; `homatb report DIR` rebuilds it.
+// since the user asked to stop; `homatb report DIR` rebuilds it. After a
+// run that ended by itself it takes as long as it needs (a sweep's runs
+// minutes) and stops only at an interrupt.
 func (r *run) report(ctx context.Context) error {
-	limit := 2 * time.Minute
+	rctx, rcancel := ctx, context.CancelFunc(func() {})
 	if ctx.Err() != nil {
-		limit = InterruptReportTimeout
-		r.log.Info("building the report from what was measured", "limit", limit)
+		r.log.Info("building the report from what was measured", "limit", InterruptReportTimeout)
+		rctx, rcancel = context.WithTimeout(context.WithoutCancel(ctx), InterruptReportTimeout)
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer rcancel()
 	if _, err := reports.Build(rctx, r.dir, reports.WithLogger(r.log)); err != nil {
 		r.log.Error("report", "err", err)
