@@ -4,6 +4,7 @@ package hostqdisc
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -246,6 +247,9 @@ func (p pair) homaDelays(t *testing.T, n, conns int, gap time.Duration) []time.D
 		unix.SetsockoptTimeval(rfd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 		for len(ds) < n {
 			k, _, err := unix.Recvfrom(rfd, buf, 0)
+			if errors.Is(err, unix.EINTR) {
+				continue // the Go runtime's preemption signal, not the timeout
+			}
 			if err != nil {
 				break
 			}
