@@ -34,9 +34,7 @@ const enginePacerOff = time.Hour
 func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 	j.stacks.qdisc = e.Scenario.HostQdisc == scenario.HostQdiscPacer
 	if !e.Shared() {
-		if j.stacks.qdisc && e.Transport.Name == scenario.TransportHoma {
-			j.cfg.MaxNICBacklog = enginePacerOff
-		}
+		j.pacerAside(e.Transport.Name)
 		return nil, nil
 	}
 	j.stacks.shared = true
@@ -44,9 +42,7 @@ func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 	for k, t := range e.Transports {
 		if t.Engine() {
 			j.stacks.engine, j.cfg = t.Name, r.homaConfig(t)
-			if j.stacks.qdisc && t.Name == scenario.TransportHoma {
-				j.cfg.MaxNICBacklog = enginePacerOff
-			}
+			j.pacerAside(t.Name)
 			continue
 		}
 		tcp, err := r.tcpConfig(t)
@@ -59,6 +55,14 @@ func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 		}
 	}
 	return notes, nil
+}
+
+// pacerAside lets the host queue alone pace Homa (enginePacerOff) when
+// the job has one and transport tr is Homa.
+func (j *job) pacerAside(tr string) {
+	if j.stacks.qdisc && tr == scenario.TransportHoma {
+		j.cfg.MaxNICBacklog = enginePacerOff
+	}
 }
 
 // onTCP reports whether transport tr's drivers send on the TCP model.
