@@ -46,10 +46,16 @@ type Config struct {
 	// WireOverhead is what a link charges per frame beyond its bytes
 	// (fabric.WireOverhead: preamble, gap, FCS).
 	WireOverhead int
-	// QueueDepthPkts is each switch egress queue's depth in packets;
-	// PortBufferBytes bounds a port's eight queues together (0: no bound).
-	QueueDepthPkts  int
-	PortBufferBytes int
+	// QueueDepthPkts is each switch egress queue's depth in packets (and
+	// QueueDepthBytes its bytes, 0: no bound); PortBufferBytes and
+	// PortBufferPkts bound a port's eight queues together (0: no bound).
+	QueueDepthPkts, QueueDepthBytes int
+	PortBufferBytes, PortBufferPkts int
+	// SharedBufferBytes, when positive, is each switch's buffer, shared by
+	// the queues of all its ports with dynamic thresholds of SharedAlpha
+	// (0: the embedded switch's default), as the embedded switch's is.
+	SharedBufferBytes int
+	SharedAlpha       float64
 	// Delay is each link's propagation delay.
 	Delay time.Duration
 	// SwitchDelay is a switch's fixed latency: a frame's ingress runs this
@@ -131,6 +137,9 @@ func New(cfg Config) (*Network, error) {
 		}
 		pl.SetClock(func() int64 { return n.clock.now }) // the meters run on virtual time
 		sw := &swtch{n: n, name: name, pl: pl}
+		if cfg.SharedBufferBytes > 0 {
+			sw.shared = dataplane.NewSharedBuffer(cfg.SharedBufferBytes, cfg.SharedAlpha)
+		}
 		for p := range sw.defences {
 			sw.defences[p][0], sw.defences[p][1], sw.defences[p][2] = pl.DefenceCounters(uint16(p))
 		}
@@ -158,12 +167,12 @@ func New(cfg Config) (*Network, error) {
 				tokens: float64(cfg.HostBurstBytes)}
 			node.shaper.releaseFn = node.shaper.release
 		} else {
-			node.nic = n.newPort(toSwitch, toSwitchDelay, cfg.RateBps, nicQueuePkts, 0)
+			node.nic = n.newPort(toSwitch, toSwitchDelay, cfg.RateBps, nil)
 		}
 		if sw.ports.get(h.Port) != nil {
 			return nil, fmt.Errorf("simnet: host %s: port %d of %s used twice", h.Name, h.Port, h.Switch)
 		}
-		hp := n.newPort(node.receive, cfg.Delay+cfg.HostRxDelay, cfg.RateBps, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		hp := n.newPort(node.receive, cfg.Delay+cfg.HostRxDelay, cfg.RateBps, sw)
 		hp.sw, hp.num = sw, h.Port
 		sw.ports.set(h.Port, hp)
 		n.hosts = append(n.hosts, node)
@@ -179,8 +188,8 @@ func New(cfg Config) (*Network, error) {
 		}
 		up := cmp.Or(l.RateBps, cfg.UplinkBps, cfg.RateBps)
 		hop := cfg.Delay + cfg.SwitchDelay
-		ap := n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
-		bp := n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, cfg.QueueDepthPkts, cfg.PortBufferBytes)
+		ap := n.newPort(func(f []byte) { b.receive(f, l.BPort) }, hop, up, a)
+		bp := n.newPort(func(f []byte) { a.receive(f, l.APort) }, hop, up, b)
 		ap.sw, ap.num, bp.sw, bp.num = a, l.APort, b, l.BPort
 		a.ports.set(l.APort, ap)
 		b.ports.set(l.BPort, bp)
@@ -270,10 +279,16 @@ func (q *depthFIFO) pop() (uint32, bool) {
 // nicQueuePkts is a host NIC's queue: Linux's default txqueuelen.
 const nicQueuePkts = 1000
 
-func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64, depthPkts, bufferBytes int) *port {
-	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(dataplane.PortModelConfig{
-		RateBps: rateBps, WireOverhead: n.cfg.WireOverhead,
-		QueueDepthPkts: depthPkts, PortBufferBytes: bufferBytes, SingleCaller: true})}
+// newPort makes a port sending to out: a port of switch sw, with the
+// switches' queue limits and sw's shared buffer, or a host's NIC (sw nil).
+func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64, sw *swtch) *port {
+	pc := dataplane.PortModelConfig{RateBps: rateBps, WireOverhead: n.cfg.WireOverhead, QueueDepthPkts: nicQueuePkts, SingleCaller: true}
+	if sw != nil {
+		c := &n.cfg
+		pc.QueueDepthPkts, pc.QueueDepthBytes = c.QueueDepthPkts, c.QueueDepthBytes
+		pc.PortBufferBytes, pc.PortBufferPkts, pc.Shared = c.PortBufferBytes, c.PortBufferPkts, sw.shared
+	}
+	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(pc)}
 	p.wakeFn = p.wake
 	return p
 }
@@ -432,6 +447,8 @@ type swtch struct {
 	// defences are the pipeline's defence counters by port when the
 	// network was built: the pipeline outlives it, its statistics do not.
 	defences [p4.PortSlots][3]uint64
+	// shared is the buffer the switch's ports share (nil: none).
+	shared *dataplane.SharedBuffer
 }
 
 // receive runs ingress on a frame arriving on inPort and queues it.

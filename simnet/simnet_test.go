@@ -309,3 +309,69 @@ func TestOneWayMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestSwitchBufferLimits checks the switch's buffer settings reach the
+// twin's ports as they reach the embedded switch's: four hosts send a
+// 200 kB request each to h1 at once, so their unscheduled bytes and the
+// first grants' queue at h1's downlink (queues 10,000 packets deep, so
+// only the buffer limits what they hold). A 60 kB buffer shared with
+// alpha 1 lets one queue take about half of it (q+n <= 60 kB - q) and
+// drops the rest; a 20 kB port limit caps every queue below it; with
+// neither, nothing is dropped.
+func TestSwitchBufferLimits(t *testing.T) {
+	const rate = 10_000_000_000
+	tests := []struct {
+		name    string
+		cfg     Config
+		limit   int // the largest a queue may hold; 0: no limit
+		atLeast int // the largest queue's peak must exceed this
+	}{
+		{name: "no limit", atLeast: 31_000},
+		{name: "shared 60 kB alpha 1", cfg: Config{SharedBufferBytes: 60_000, SharedAlpha: 1}, limit: (60_000 + 1514) / 2},
+		{name: "port 20 kB", cfg: Config{PortBufferBytes: 20_000}, limit: 20_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.RateBps, cfg.Delay, cfg.QueueDepthPkts = rate, time.Microsecond, 10_000
+			n := starWith(t, 5, cfg)
+			epoch := time.Unix(1_000_000, 0)
+			for i, h := range n.Nodes() {
+				if err := h.Start(homaCfg(rate), uint64(i)<<40, epoch, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			echo(t, n.Node("h1"), 100)
+			done := 0
+			for _, c := range []string{"h2", "h3", "h4", "h5"} {
+				n.Node(c).Call(netip.AddrPortFrom(n.Node("h1").IP, 4000), make([]byte, 200_000), func(_ []byte, _ homa.CallInfo, err error) {
+					if err != nil {
+						t.Errorf("%s: call: %v", c, err)
+					}
+					done++
+				})
+			}
+			n.Clock().Run(int64(50 * time.Millisecond))
+			if done != 4 {
+				t.Fatalf("%d of 4 calls completed", done)
+			}
+			var peak int
+			var drops uint64
+			for _, p := range n.SwitchStats()["s1"].Ports {
+				if p.Port != 1 {
+					continue
+				}
+				for _, q := range p.Queues {
+					peak = max(peak, q.PeakBytes)
+					drops += q.DropPkts
+				}
+			}
+			switch {
+			case tt.limit == 0 && (drops > 0 || peak <= tt.atLeast):
+				t.Errorf("without a limit h1's downlink dropped %d frames and its largest queue peaked at %d bytes; want no drops and more than %d", drops, peak, tt.atLeast)
+			case tt.limit > 0 && (drops == 0 || peak > tt.limit):
+				t.Errorf("h1's downlink dropped %d frames and its largest queue peaked at %d bytes; want drops and at most %d", drops, peak, tt.limit)
+			}
+		})
+	}
+}

@@ -38,9 +38,15 @@ type PortModelConfig struct {
 	// QueueDepthPkts is each queue's packet capacity (default
 	// DefaultQueueDepthPkts).
 	QueueDepthPkts int
-	// PortBufferBytes bounds the bytes of all eight queues together
-	// (0: no bound).
-	PortBufferBytes int
+	// QueueDepthBytes bounds each queue's bytes (0: no bound).
+	QueueDepthBytes int
+	// PortBufferBytes and PortBufferPkts bound the bytes and the packets
+	// of all eight queues together (0: no bound).
+	PortBufferBytes, PortBufferPkts int
+	// Shared, when set, is the switch's buffer this port's queues share
+	// with its other ports' (NewSharedBuffer): give every port of one
+	// switch the same one.
+	Shared *SharedBuffer
 	// SingleCaller promises that one goroutine calls the port (a
 	// discrete-event simulation's): it then takes no lock, which is a
 	// fifth of a simulated switch port's time.
@@ -69,14 +75,34 @@ type PortModelStats struct {
 	QueuedPkts, QueuedBytes int
 }
 
+// SharedBuffer is one switch's buffer, shared by the queues of all its
+// ports with dynamic thresholds, as the embedded switch's
+// Config.SharedBufferBytes makes it.
+type SharedBuffer struct{ b sharedBuffer }
+
+// NewSharedBuffer makes a buffer of size bytes whose queues may each grow
+// while their bytes stay below alpha times the free buffer (0: the
+// switch's DefaultSharedAlpha).
+func NewSharedBuffer(size int, alpha float64) *SharedBuffer {
+	if alpha == 0 {
+		alpha = DefaultSharedAlpha
+	}
+	return &SharedBuffer{b: sharedBuffer{size: int64(size), alpha: alpha}}
+}
+
 // NewPortModel makes a port as cfg describes.
 func NewPortModel(cfg PortModelConfig) *PortModel {
 	c := Config{LinkRateBps: cfg.RateBps, Unshaped: cfg.RateBps == 0, QueueDepthPkts: cfg.QueueDepthPkts,
-		PortBufferBytes: cfg.PortBufferBytes, MaxFrame: DefaultMaxFrame, ShaperLag: DefaultShaperLag}
+		QueueDepthBytes: cfg.QueueDepthBytes, PortBufferBytes: cfg.PortBufferBytes, PortBufferPkts: cfg.PortBufferPkts,
+		MaxFrame: DefaultMaxFrame, ShaperLag: DefaultShaperLag}
 	if c.QueueDepthPkts == 0 {
 		c.QueueDepthPkts = DefaultQueueDepthPkts
 	}
-	t := newTM(&c, 1, nil)
+	var shared *sharedBuffer
+	if cfg.Shared != nil {
+		shared = &cfg.Shared.b
+	}
+	t := newTM(&c, 1, shared)
 	// The caller's clock wakes it exactly when a frame may leave: no
 	// frame is handed over early (the switch's slack for its thread's
 	// wake-up), so a later, higher-priority arrival still goes first.

@@ -239,6 +239,11 @@ func (r *Network) network(seed uint64) (*simnet.Network, error) {
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout, r.fab),
 		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC),
 		HeadBytes: headBytes}
+	// The switch's own limits, as the embedded switch takes them
+	// (switches.BufferArgs).
+	sw := r.plan.Base.Switch
+	cfg.QueueDepthBytes, cfg.PortBufferBytes, cfg.PortBufferPkts = int(sw.QueueDepthBytes), int(sw.Buffer.PortBytes), sw.Buffer.PortPkts
+	cfg.SharedBufferBytes, cfg.SharedAlpha = int(sw.Buffer.SharedBytes), sw.Buffer.Alpha
 	if m := r.plan.Base.Simulation; m != nil {
 		cfg.Delay, cfg.SwitchDelay = m.LinkDelay.D(), m.SwitchDelay.D()
 		cfg.HostTxDelay, cfg.HostRxDelay = m.HostTxDelay.D(), m.HostRxDelay.D()
