@@ -2,6 +2,7 @@ package claims
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/homatb/homatb/anatomy"
@@ -209,11 +210,18 @@ func TestNewClaimExtraction(t *testing.T) {
 		t.Errorf("halfTailPreemptShare without an anatomy = %v, want an error", got)
 	}
 
-	// The first bin of at least 200 bytes: P99 12 µs at slowdown 6, so an
-	// ideal of 2 µs and 10 µs added, five times the ideal.
+	// The longest wait in a data queue is 11 µs (queue 0; the trimmed
+	// headers' queue 7 is left out). The first bin of at least 200 bytes:
+	// P99 12 µs at slowdown 6, so an ideal of 2 µs, 10 µs added end to end,
+	// and the queue's 11 µs five and a half times the ideal.
 	ndp := []stats.Experiment{{Transport: "ndp", Params: map[string]any{"phases.all2all.sizes": "w4"},
+		Switch: stats.SwitchStats{MaxDelayUs: []float64{11, 0, 0, 0, 0, 0, 0, 30}},
 		BySize: []stats.SizeRow{{Length: 100, P99us: 4, S99: fp(2)}, {Length: 300, P99us: 12, S99: fp(6)}}}}
-	if got, err := ndpAdded200(ndp); err != nil || len(got) != 2 || got[0] != 10 || got[1] != 5 {
-		t.Errorf("ndpAdded200 = %v, %v; want [10 5]", got, err)
+	if got, err := ndpQueueAdds(ndp); err != nil || !slices.Equal(got, []float64{11, 5.5, 10}) {
+		t.Errorf("ndpQueueAdds = %v, %v; want [11 5.5 10]", got, err)
+	}
+	ndp[0].Switch.MaxDelayUs = nil
+	if got, err := ndpQueueAdds(ndp); err == nil {
+		t.Errorf("ndpQueueAdds without queue delays = %v, want an error", got)
 	}
 }
