@@ -157,16 +157,28 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 		byScenario[c.Scenario] = append(byScenario[c.Scenario], i)
 	}
 	var mu sync.Mutex
+	// An emulated run has the machine to itself (its results are the
+	// machine's timing): it waits for the twin's runs to end and none
+	// starts beside it. Twin runs share the machine with each other.
+	var machine sync.RWMutex
 	var g errgroup.Group
 	g.SetLimit(opt.Jobs)
 	var errs []error
 	for _, sc := range order {
 		g.Go(func() error {
+			mode := sel[byScenario[sc][0]].Mode
+			if mode == ModeEmulation {
+				machine.Lock()
+				defer machine.Unlock()
+			} else {
+				machine.RLock()
+				defer machine.RUnlock()
+			}
 			start := time.Now()
 			file, runDir, err := prepare(sc, opt)
 			var sum *stats.Summary
 			if err == nil {
-				sum, err = opt.runner(sel[byScenario[sc][0]].Mode)(ctx, file, len(opt.seeds()), runDir)
+				sum, err = opt.runner(mode)(ctx, file, len(opt.seeds()), runDir)
 			}
 			mu.Lock()
 			defer mu.Unlock()
