@@ -46,7 +46,7 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.quick, "quick", false, "one seed and shorter runs (the whole table in under 30 minutes)")
-	fl.IntVar(&f.jobs, "jobs", 1, "scenario runs at once (1-16)")
+	fl.IntVar(&f.jobs, "jobs", 1, "twin scenario runs at once (1-16; an emulated run always runs alone)")
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
