@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/homatb/homatb/queuemodel"
 	"github.com/homatb/homatb/reports/stats"
+	"github.com/homatb/homatb/rundir"
 )
 
 // Runner runs a scenario (in the twin, homatb run --simulate, or
@@ -52,6 +54,10 @@ type Options struct {
 	Scenarios map[string]string
 	// Quicks overrides the quick overrides of a registry path.
 	Quicks map[string]string
+	// Reuse reads a scenario's run already in Out (a complete one with
+	// as many repetitions as the seeds) instead of running it again: the
+	// claims are judged afresh from its summary.json.
+	Reuse bool
 }
 
 // seeds are the seeds of the scenario runs: one for --quick, three
@@ -177,7 +183,10 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 			start := time.Now()
 			file, runDir, err := prepare(sc, opt)
 			var sum *stats.Summary
-			if err == nil {
+			if err == nil && opt.Reuse {
+				sum = reusable(runDir, len(opt.seeds()))
+			}
+			if err == nil && sum == nil {
 				sum, err = opt.runner(mode)(ctx, file, len(opt.seeds()), runDir)
 			}
 			mu.Lock()
@@ -200,6 +209,24 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 	}
 	_ = g.Wait()
 	return rows, errors.Join(errs...)
+}
+
+// reusable is the summary of the run in dir when the run is complete and
+// has reps repetitions (nil otherwise).
+func reusable(dir string, reps int) *stats.Summary {
+	m, _, err := rundir.ReadManifest(dir)
+	if err != nil || m.Incomplete {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil
+	}
+	var sum stats.Summary
+	if json.Unmarshal(b, &sum) != nil || len(repetitions(sum.Experiments)) != reps {
+		return nil
+	}
+	return &sum
 }
 
 // runner is the runner of a mode.

@@ -2,12 +2,16 @@ package claims
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/homatb/homatb/reports/stats"
+	"github.com/homatb/homatb/rundir"
 )
 
 // TestEmulationRunsAlone checks --jobs runs twin scenarios side by side
@@ -52,5 +56,50 @@ func TestEmulationRunsAlone(t *testing.T) {
 	}
 	if maxTwins < 2 {
 		t.Errorf("at most %d twin runs at once with --jobs 4, want them side by side", maxTwins)
+	}
+}
+
+// TestReuseCompleteRuns checks --reuse judges a complete run already in
+// the output directory instead of running it again, and runs a scenario
+// whose run there is incomplete or has other seeds.
+func TestReuseCompleteRuns(t *testing.T) {
+	tests := []struct {
+		name       string
+		incomplete bool
+		reps       int
+		wantRun    bool
+	}{
+		{"complete, three seeds", false, 3, false},
+		{"incomplete", true, 3, true},
+		{"one seed", false, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			dir := filepath.Join(out, "runs", "receiver-driven")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			man, _ := json.Marshal(rundir.Manifest{Run: "r", Incomplete: tt.incomplete})
+			var sum stats.Summary
+			for r := range tt.reps {
+				sum.Experiments = append(sum.Experiments, stats.Experiment{Name: "e", Transport: "homa", Params: map[string]any{"repetition": r + 1}})
+			}
+			js, _ := json.Marshal(sum)
+			for name, b := range map[string][]byte{"manifest.json": man, "summary.json": js} {
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ran := false
+			twin := func(context.Context, string, int, string) (*stats.Summary, error) {
+				ran = true
+				return nil, errors.New("not run: the test's runner")
+			}
+			rows, _ := Reproduce(t.Context(), Options{IDs: []string{"B3"}, Out: out, Reuse: true, Twin: twin})
+			if ran != tt.wantRun {
+				t.Errorf("ran the scenario: %v, want %v (row: %s, %s)", ran, tt.wantRun, rows[0].Verdict, rows[0].Note)
+			}
+		})
 	}
 }

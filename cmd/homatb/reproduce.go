@@ -27,6 +27,7 @@ type reproduceFlags struct {
 	out    string
 	root   string
 	render string
+	reuse  bool
 }
 
 // newReproduceCmd measures the published claims and gives each a verdict.
@@ -49,6 +50,7 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	fl.IntVar(&f.jobs, "jobs", 1, "twin scenario runs at once (1-16; an emulated run always runs alone)")
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
+	fl.BoolVar(&f.reuse, "reuse", false, "judge the complete runs already in --out (same seeds) afresh instead of running them again; the others run")
 	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
 	return cmd
 }
@@ -70,7 +72,7 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	var progress io.Writer = cmd.ErrOrStderr()
 	opt := claims.Options{
 		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root,
-		Twin: simulateScenario, Progress: progress,
+		Twin: simulateScenario, Progress: progress, Reuse: f.reuse,
 	}
 	if why := cannotEmulate(); why != "" {
 		fmt.Fprintf(progress, "emulation claims not measured: %s\n", why)
