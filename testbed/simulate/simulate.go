@@ -357,8 +357,12 @@ func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
 		law += ", standing in for cubic"
 	}
 	pi := ""
-	if tcp.PIAS != nil {
-		pi = " with PIAS's tagging"
+	if p := tcp.PIAS; p != nil {
+		pi = fmt.Sprintf(" with PIAS's tagging (thresholds %v B", p.Thresholds)
+		if p.PerMessage {
+			pi += ", counted in each message"
+		}
+		pi += ")"
 	}
 	if tcp.OpenWhenBusy {
 		pi += ", a connection opened whenever a pair's are all busy"
