@@ -18,8 +18,9 @@ type Common struct {
 	// odd (client id | 1) from the server.
 	SenderID uint64
 	// Rank is pFabric's rank (bytes 16..19, which Linux leaves unused):
-	// the sender's bytes of the message left after this packet's payload;
-	// 0 in control packets and in every packet of Homa, pHost and NDP.
+	// the sender's bytes of the message left from this packet's payload
+	// on, the payload included (pFabric's remaining flow size); 0 in
+	// control packets and in every packet of Homa, pHost and NDP.
 	Rank uint32
 	// CommonFlags is byte 8 (unused by Linux): CommonTrimmed, which only
 	// a switch sets.

@@ -28,8 +28,9 @@ type policy interface {
 	// START_MSG instead (Homa with start_msg, pHost's RTS), and the
 	// level of that packet.
 	announces(p *peer, n uint32) (level uint8, ok bool)
-	// rank is what a DATA packet of o carries for switches that order
-	// packets by it (pFabric); 0 for the others.
+	// rank is what the next DATA packet of o carries for switches that
+	// order packets by it (pFabric), asked before the packet is accounted
+	// for; 0 for the others.
 	rank(o *msgOut) uint32
 	// staleCutoffs answers a DATA packet with header c from p that
 	// carried another cutoff version than this receiver's (Homa: a

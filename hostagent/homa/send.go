@@ -172,6 +172,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		MessageLength: o.length, Incoming: o.granted, CutoffVersion: r.peer.cutoffs.version, Flags: o.flags}
 	var n uint32
 	var prio uint8
+	d.Rank = st.pol.rank(o) // before the packet is accounted for: its bytes count
 	if len(o.rexmit) > 0 {
 		q := &o.rexmit[0]
 		d.Offset, n, prio, d.Retransmit = q.start, min(st.pkt, q.end-q.start), q.prio, 1
@@ -189,7 +190,6 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 			prio = st.pol.blindLevel(r.peer, o.length)
 		}
 	}
-	d.Rank = st.pol.rank(o)
 	if r.client && len(r.peer.acks) > 0 {
 		a := r.peer.acks[len(r.peer.acks)-1]
 		r.peer.acks = r.peer.acks[:len(r.peer.acks)-1]

@@ -93,6 +93,15 @@ type PIAS struct {
 	// IdleReset restarts a direction's count when it sends data after
 	// sending none for longer than this (0: never).
 	IdleReset time.Duration
+	// PerMessage levels a segment by the offset of its first byte in its
+	// message instead of by the bytes its direction has sent: each
+	// message is a flow, as in the PIAS paper's ns-2 agents (and the Homa
+	// paper's runs of them), which restart the count at every message
+	// they are handed on a pooled connection. The tc program cannot see
+	// where a message begins on a stream and restarts after IdleReset of
+	// silence instead; with PerMessage, IdleReset is unused and a
+	// retransmission keeps its original level.
+	PerMessage bool
 }
 
 // Config configures every connection of a host.

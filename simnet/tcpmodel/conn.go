@@ -1,7 +1,10 @@
 package tcpmodel
 
 import (
+	"cmp"
+	"math"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -231,8 +234,12 @@ func (c *conn) transmit(now int64, seq, n uint64) {
 		if p.IdleReset > 0 && c.lastSend != 0 && now-c.lastSend > p.IdleReset.Nanoseconds() {
 			c.piasCount = 0
 		}
+		sent := c.piasCount
+		if p.PerMessage {
+			sent = c.msgOffset(seq)
+		}
 		level := 0
-		for level < len(p.Thresholds) && c.piasCount >= p.Thresholds[level] {
+		for level < len(p.Thresholds) && sent >= p.Thresholds[level] {
 			level++
 		}
 		dscp = p.DSCP[level]
@@ -247,6 +254,18 @@ func (c *conn) transmit(now int64, seq, n uint64) {
 		c.arm(now)
 	}
 	h.send(c.remote.Addr())
+}
+
+// msgOffset is the offset of stream byte seq in the message that holds
+// it; a byte of a message the peer has received whole already (a
+// spurious retransmission) is past every PIAS threshold.
+func (c *conn) msgOffset(seq uint64) uint64 {
+	ms := c.msgs[c.mh:]
+	i, _ := slices.BinarySearchFunc(ms, seq, func(m msg, seq uint64) int { return cmp.Compare(m.end, seq+1) })
+	if i == len(ms) || ms[i].start > seq {
+		return math.MaxUint64
+	}
+	return seq - ms[i].start
 }
 
 // header fills the fields every segment of c carries: ports, the

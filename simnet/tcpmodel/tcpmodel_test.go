@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -297,6 +298,53 @@ func TestPIASLevels(t *testing.T) {
 	p.run(p.now + int64(2*time.Millisecond)) // idle beyond IdleReset
 	if _, ok := p.call(t, 100, time.Second); !ok || len(dscps) != 1 || dscps[0] != 56 {
 		t.Errorf("after idle: DSCPs %v, want one segment at 56", dscps)
+	}
+}
+
+// TestPIASPerMessage: messages one after another on one connection, well
+// within IdleReset (a minute: the harness's clock runs on to each
+// message's last timer). Counting bytes per direction (the tc program's way),
+// the later ones inherit the earlier ones' count and leave at the lowest
+// level; with PerMessage (the ns-2 agents' flows) each message starts at
+// level 0 and its segments take the level of their offset in it, a
+// retransmission its original's.
+func TestPIASPerMessage(t *testing.T) {
+	for _, tc := range []struct {
+		perMessage bool
+		want       []uint8 // per message, each segment's DSCP in order sent
+	}{
+		{false, []uint8{40, 40, 40, 40, 40, 40}},
+		{true, []uint8{56, 56, 56, 56, 48, 48, 48}}, // the 4th segment (offset 3000) lost and resent at 48
+	} {
+		t.Run(fmt.Sprint("per_message=", tc.perMessage), func(t *testing.T) {
+			pi := &PIAS{Thresholds: []uint64{3000, 12000}, DSCP: []uint8{56, 48, 40}, IdleReset: time.Minute, PerMessage: tc.perMessage}
+			var dscps []uint8
+			lost := false
+			var p *pair
+			p = newPair(t, Config{MSS: 1000, PIAS: pi, Law: DCTCP}, func(s *Segment) bool {
+				dscps = append(dscps, s.TOS>>2)
+				// In the last message, lose the segment at offset 3000
+				// once (its stream offset is 20,000 + 104 + 3,000).
+				if tc.perMessage && !lost && s.Seq == 20_000+104+3000+1 {
+					lost = true
+					return true
+				}
+				return false
+			})
+			if _, ok := p.call(t, 20_000-framing, time.Second); !ok {
+				t.Fatal("first call did not complete")
+			}
+			dscps = nil
+			if _, ok := p.call(t, 100, time.Second); !ok {
+				t.Fatal("second call did not complete")
+			}
+			if _, ok := p.call(t, 5000-framing, time.Second); !ok {
+				t.Fatal("third call did not complete")
+			}
+			if !slices.Equal(dscps, tc.want) {
+				t.Errorf("DSCPs of the second and third messages %v, want %v", dscps, tc.want)
+			}
+		})
 	}
 }
 

@@ -339,7 +339,10 @@ func (r *Network) tcpConfig(t scenario.Transport) (*tcpmodel.Config, error) {
 		return nil, fmt.Errorf("transport %s: %w", t.Config(), err)
 	}
 	if withPIAS {
-		cfg.PIAS = &tcpmodel.PIAS{Thresholds: pc.Thresholds, IdleReset: pc.IdleReset}
+		// With a pool of connections per pair every message is a flow of
+		// its own, as in the ns-2 agents' pool, whose PIAS restarts its
+		// count at each message: so does the model's.
+		cfg.PIAS = &tcpmodel.PIAS{Thresholds: pc.Thresholds, IdleReset: pc.IdleReset, PerMessage: t.TCP.OpenWhenBusy}
 		for i := range pc.Levels() {
 			cfg.PIAS.DSCP = append(cfg.PIAS.DSCP, pc.LevelDSCP(i))
 		}
@@ -359,8 +362,12 @@ func modelNote(t scenario.Transport, tcp *tcpmodel.Config) []string {
 		law += ", standing in for cubic"
 	}
 	pi := ""
-	if tcp.PIAS != nil {
-		pi = " with PIAS's tagging"
+	if p := tcp.PIAS; p != nil {
+		pi = fmt.Sprintf(" with PIAS's tagging (thresholds %v B", p.Thresholds)
+		if p.PerMessage {
+			pi += ", counted in each message"
+		}
+		pi += ")"
 	}
 	if tcp.OpenWhenBusy {
 		pi += ", a connection opened whenever a pair's are all busy"
