@@ -175,3 +175,41 @@ func TestPointJSON(t *testing.T) {
 		t.Errorf("round trip of %s gave %+v", b, out)
 	}
 }
+
+// TestArticleSplitLevels measures A7 and A8 with ArticleSplit on half
+// of the article's messages: every point inside its band. The split
+// today's came from (log-spaced between W4's smallest and largest
+// message) misses A7's 2 levels (about 1.1 against 2.0) and A8's 4 levels
+// (about 11 against 8.2), so a regression of the split fails here.
+func TestArticleSplitLevels(t *testing.T) {
+	rows, err := Reproduce(t.Context(), Options{IDs: []string{"A7", "A8"}, Messages: 200_000, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		for _, p := range r.Points {
+			t.Logf("%s %s: %.3g (seeds %.3g)", r.ID, p.Label, p.Median, p.Values)
+			if !p.Pass {
+				t.Errorf("%s %s: %g (seeds %v) outside [%g, %g]", r.ID, p.Label, p.Median, p.Values, p.Lo, p.Hi)
+			}
+		}
+	}
+}
+
+// TestSplitCandidates: every candidate is a distinct, valid policy, and
+// ArticleSplit is one of them.
+func TestSplitCandidates(t *testing.T) {
+	seen := map[string]bool{}
+	found := false
+	for _, c := range SplitCandidates() {
+		name := withLevels(c.Policy, 8).String()
+		if seen[name] {
+			t.Errorf("two candidates are %s", name)
+		}
+		seen[name] = true
+		found = found || name == withLevels(ArticleSplit, 8).String()
+	}
+	if !found {
+		t.Errorf("ArticleSplit %s is not among the candidates", withLevels(ArticleSplit, 8))
+	}
+}

@@ -27,6 +27,7 @@ type reproduceFlags struct {
 	out    string
 	root   string
 	render string
+	splits bool
 }
 
 // newReproduceCmd measures the published claims and gives each a verdict.
@@ -50,12 +51,16 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
+	fl.BoolVar(&f.splits, "splits", false, "measure the article's level claims (A6-A9) with every candidate level split and print the evidence table")
 	return cmd
 }
 
 func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	if f.render != "" {
 		return renderClaims(cmd.OutOrStdout(), f.render)
+	}
+	if f.splits {
+		return splitTables(cmd)
 	}
 	if f.jobs < 1 || f.jobs > 16 {
 		return usagef("--jobs: expected 1 to 16, got %d", f.jobs)
@@ -92,6 +97,26 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	}
 	fmt.Fprintf(out, "claims: %s, %s\n", filepath.Join(f.out, "claims.json"), filepath.Join(f.out, "claims.html"))
 	return err
+}
+
+// splitTables prints the evidence for the article's level split: every
+// candidate on A6-A9, then the grid the chosen bounds were fitted on (A7
+// and A8).
+func splitTables(cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
+	rows, err := claims.SplitEvidence(cmd.Context(), 0, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if err := claims.WriteSplitTable(out, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	fit, err := claims.SplitFit(cmd.Context(), 0, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	return claims.WriteSplitTable(out, fit)
 }
 
 func quickFlag(q bool) []string {
