@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -211,5 +212,26 @@ func TestSplitCandidates(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("ArticleSplit %s is not among the candidates", withLevels(ArticleSplit, 8))
+	}
+}
+
+// TestQueueSeeds: --queue-seeds N measures the queue model's claims with
+// seeds 1 to N, each seed's value kept, and says so in the row's command.
+func TestQueueSeeds(t *testing.T) {
+	rows, err := Reproduce(t.Context(), Options{IDs: []string{"A2", "D3"}, QueueSeeds: 5, Messages: 20_000, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if len(r.Seeds) != 5 || r.Seeds[4] != 5 || len(r.Points[0].Values) != 5 {
+			t.Errorf("%s: seeds %v, values %v; want seeds 1-5 and a value each", r.ID, r.Seeds, r.Points[0].Values)
+		}
+		if !strings.HasSuffix(r.Command, " --queue-seeds 5") {
+			t.Errorf("%s: command %q does not name the seeds", r.ID, r.Command)
+		}
+		// Different seeds draw different messages.
+		if v := r.Points[0].Values; slices.Min(v) == slices.Max(v) && r.ID == "A2" {
+			t.Errorf("%s: every seed gave %g", r.ID, v[0])
+		}
 	}
 }

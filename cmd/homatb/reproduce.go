@@ -28,6 +28,7 @@ type reproduceFlags struct {
 	root   string
 	render string
 	splits bool
+	seeds  int
 }
 
 // newReproduceCmd measures the published claims and gives each a verdict.
@@ -51,6 +52,7 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
+	fl.IntVar(&f.seeds, "queue-seeds", 0, "run the queue model's claims with seeds 1 to N (default: seeds 1-3)")
 	fl.BoolVar(&f.splits, "splits", false, "measure the article's level claims (A6-A9) with every candidate level split and print the evidence table")
 	return cmd
 }
@@ -65,6 +67,9 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	if f.jobs < 1 || f.jobs > 16 {
 		return usagef("--jobs: expected 1 to 16, got %d", f.jobs)
 	}
+	if f.seeds < 0 || f.seeds > 1000 {
+		return usagef("--queue-seeds: expected 0 (seeds 1-3) to 1000, got %d", f.seeds)
+	}
 	if _, err := claims.Select(ids); err != nil {
 		return usagef("%v", err)
 	}
@@ -74,7 +79,7 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	}
 	var progress io.Writer = cmd.ErrOrStderr()
 	opt := claims.Options{
-		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root,
+		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root, QueueSeeds: f.seeds,
 		Twin: simulateScenario, Progress: progress,
 	}
 	if why := cannotEmulate(); why != "" {
@@ -87,6 +92,9 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 		return err
 	}
 	line := "homatb reproduce " + strings.Join(append(ids, quickFlag(f.quick)...), " ")
+	if f.seeds > 0 {
+		line += fmt.Sprintf(" --queue-seeds %d", f.seeds)
+	}
 	rep := claims.NewReport(strings.TrimSpace(line), start, f.quick, time.Since(start), rows)
 	if werr := claims.WriteFiles(f.out, rep); werr != nil {
 		return fmt.Errorf("write %s: %w", f.out, werr)
