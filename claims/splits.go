@@ -103,7 +103,7 @@ func levelClaims(split queuemodel.Policy) []Claim {
 }
 
 // a9Cause is why A9 does not reproduce with ArticleSplit.
-const a9Cause = "the split's bounds, fitted on W4, put most of W1's and W2's shortest half in the top level with their longer messages (W1 13.6, W2 7.07); no log-spaced candidate gives W2 within 2.75 (2.93-241), while equal shares of the messages or of the bytes give every workload's 8 levels inside the band (1.0-1.86, 2.40-2.59) and miss A6, A7 and A8 (`homatb reproduce --splits`); W2's PS point swings with the seed (20 seeds: 17.1-29.1, median 20.0)"
+const a9Cause = "the split's bounds, fitted on W4, put most of W1's and W2's shortest half in the top level with their longer messages (W1 13.6, W2 7.07); no log-spaced candidate gives W2 within 2.75 (2.93-241), while equal shares of the messages or of the bytes give every workload's 8 levels inside the band (1.0-1.86, 2.40-2.59) and miss A6, A7 and A8 (`homatb reproduce --splits`); W2's and W3's PS points swing with the seed around the steady state's 21 (seeds 1-40, `homatb reproduce A9 --queue-seeds 40`: W2 15.7-31.8, median 19.3, 24 of 40 inside the band; W3 15.0-34.0, median 18.7, 17 of 40)"
 
 // splitNote names the split a level claim was read with.
 func splitNote(split queuemodel.Policy) func(*queueRuns) string {
