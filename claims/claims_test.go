@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -173,5 +174,64 @@ func TestPointJSON(t *testing.T) {
 	}
 	if !math.IsInf(out.Hi, 1) || !math.IsInf(out.Values[0], 1) || !math.IsNaN(out.Values[1]) || !math.IsNaN(out.Median) || *out.Published != 2 || out.Lo != 1 {
 		t.Errorf("round trip of %s gave %+v", b, out)
+	}
+}
+
+// TestArticleSplitLevels measures A7 and A8 with ArticleSplit on half
+// of the article's messages: every point inside its band. The split
+// today's came from (log-spaced between W4's smallest and largest
+// message) misses A7's 2 levels (about 1.1 against 2.0) and A8's 4 levels
+// (about 11 against 8.2), so a regression of the split fails here.
+func TestArticleSplitLevels(t *testing.T) {
+	rows, err := Reproduce(t.Context(), Options{IDs: []string{"A7", "A8"}, Messages: 200_000, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		for _, p := range r.Points {
+			t.Logf("%s %s: %.3g (seeds %.3g)", r.ID, p.Label, p.Median, p.Values)
+			if !p.Pass {
+				t.Errorf("%s %s: %g (seeds %v) outside [%g, %g]", r.ID, p.Label, p.Median, p.Values, p.Lo, p.Hi)
+			}
+		}
+	}
+}
+
+// TestSplitCandidates: every candidate is a distinct, valid policy, and
+// ArticleSplit is one of them.
+func TestSplitCandidates(t *testing.T) {
+	seen := map[string]bool{}
+	found := false
+	for _, c := range SplitCandidates() {
+		name := withLevels(c.Policy, 8).String()
+		if seen[name] {
+			t.Errorf("two candidates are %s", name)
+		}
+		seen[name] = true
+		found = found || name == withLevels(ArticleSplit, 8).String()
+	}
+	if !found {
+		t.Errorf("ArticleSplit %s is not among the candidates", withLevels(ArticleSplit, 8))
+	}
+}
+
+// TestQueueSeeds: --queue-seeds N measures the queue model's claims with
+// seeds 1 to N, each seed's value kept, and says so in the row's command.
+func TestQueueSeeds(t *testing.T) {
+	rows, err := Reproduce(t.Context(), Options{IDs: []string{"A2", "D3"}, QueueSeeds: 5, Messages: 20_000, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if len(r.Seeds) != 5 || r.Seeds[4] != 5 || len(r.Points[0].Values) != 5 {
+			t.Errorf("%s: seeds %v, values %v; want seeds 1-5 and a value each", r.ID, r.Seeds, r.Points[0].Values)
+		}
+		if !strings.HasSuffix(r.Command, " --queue-seeds 5") {
+			t.Errorf("%s: command %q does not name the seeds", r.ID, r.Command)
+		}
+		// Different seeds draw different messages.
+		if v := r.Points[0].Values; slices.Min(v) == slices.Max(v) && r.ID == "A2" {
+			t.Errorf("%s: every seed gave %g", r.ID, v[0])
+		}
 	}
 }

@@ -13,22 +13,8 @@ import (
 // truncated at 1 MB it is 3.75.
 const ArticleWorkload = "w4"
 
-// ArticleSplit is the level split that reproduces the article's
-// priority-level figures best: sizes cut at log-spaced points between the
-// workload's smallest and largest message, processor sharing within a
-// level. Equal shares of bytes (the other reading of the article) leave
-// the shortest half's P99 at 5.7 with 2 levels and 3.0 with 4, where the
-// article gives 2.0 and 1.05.
-var ArticleSplit = queuemodel.Policy{Kind: queuemodel.Priority, Within: queuemodel.PS, Split: queuemodel.LogSpaced}
-
-// levelsPolicy is the article's split with k levels.
-func levelsPolicy(k int, split queuemodel.Split) queuemodel.Policy {
-	p := ArticleSplit
-	p.Levels, p.Split = k, split
-	return p
-}
-
 type runKey struct {
+	kind   queuemodel.Kind
 	spec   string
 	load   float64
 	policy string
@@ -59,9 +45,19 @@ func (q *queueRuns) dist(spec string) (workloads.SizeDist, error) {
 	return d, nil
 }
 
+// dropLevels forgets the runs of priority levels, keeping the others
+// (PS, SRPT, FCFS), which no split changes.
+func (q *queueRuns) dropLevels() {
+	for k := range q.runs {
+		if k.kind == queuemodel.Priority {
+			delete(q.runs, k)
+		}
+	}
+}
+
 // run is one (cached) run of the model.
 func (q *queueRuns) run(spec string, load float64, p queuemodel.Policy, seed uint64) (*queuemodel.Result, error) {
-	k := runKey{spec, load, p.String(), seed}
+	k := runKey{p.Kind, spec, load, p.String(), seed}
 	if r, ok := q.runs[k]; ok {
 		return r, nil
 	}

@@ -59,35 +59,70 @@ const (
 	// the bytes (cuts from the run's own messages).
 	EqualBytes Split = iota
 	// LogSpaced cuts sizes at k-1 points equally spaced in log(size)
-	// between the distribution's smallest and largest message.
+	// between Policy.Lo and Policy.Hi (zero: the distribution's smallest
+	// and largest message).
 	LogSpaced
+	// EqualMessages cuts sizes so that each level holds the same share of
+	// the messages (cuts from the run's own messages).
+	EqualMessages
 )
 
 func (s Split) String() string {
-	if s == LogSpaced {
+	switch s {
+	case EqualBytes:
+		return "equal-bytes"
+	case LogSpaced:
 		return "log-spaced"
+	case EqualMessages:
+		return "equal-messages"
 	}
-	return "equal-bytes"
+	return fmt.Sprintf("Split(%d)", int(s))
 }
 
-// Policy is a scheduling policy; Levels, Within and Split apply to
-// Priority only.
+// Policy is a scheduling policy; Levels, Within, Split, Lo, Hi and Cuts
+// apply to Priority only.
 type Policy struct {
 	Kind   Kind
 	Levels int
 	Within Kind
 	Split  Split
+	// Lo and Hi bound LogSpaced cuts in bytes; zero takes the size
+	// distribution's smallest (Lo) or largest (Hi) message.
+	Lo, Hi float64
 	// Cuts, when set, are the level cuts as they are (Levels-1 sizes,
 	// increasing), instead of Split's.
 	Cuts []float64
 }
 
-// String names the policy, e.g. "srpt" or "4 levels (equal-bytes, ps within)".
+// String names the policy, e.g. "srpt", "4 levels (equal-bytes, ps
+// within)" or "8 levels (log-spaced 1000-1.6e+06 B, fcfs within)". Two
+// policies that cut differently have different names.
 func (p Policy) String() string {
 	if p.Kind != Priority {
 		return p.Kind.String()
 	}
-	return fmt.Sprintf("%d levels (%s, %s within)", p.Levels, p.Split, p.Within)
+	return fmt.Sprintf("%d levels (%s)", p.Levels, p.SplitName())
+}
+
+// SplitName names a Priority policy's split and the discipline within a
+// level, e.g. "log-spaced 1000-1.6e+06 B, ps within".
+func (p Policy) SplitName() string {
+	split := p.Split.String()
+	switch {
+	case p.Cuts != nil:
+		split = fmt.Sprintf("cuts %v", p.Cuts)
+	case p.Split == LogSpaced && (p.Lo != 0 || p.Hi != 0):
+		split += " " + bound(p.Lo, "smallest") + "-" + bound(p.Hi, "largest") + " B"
+	}
+	return split + ", " + p.Within.String() + " within"
+}
+
+// bound prints a LogSpaced bound, zero as the distribution's own.
+func bound(v float64, own string) string {
+	if v == 0 {
+		return own
+	}
+	return fmt.Sprintf("%g", v)
 }
 
 // Config is one run of the model.
@@ -136,13 +171,28 @@ func (c Config) check() error {
 		if c.Policy.Within != PS && c.Policy.Within != FCFS {
 			errs = append(errs, fmt.Errorf("policy: within a level: expected ps or fcfs, got %s", c.Policy.Within))
 		}
-		if c.Policy.Split != EqualBytes && c.Policy.Split != LogSpaced {
-			errs = append(errs, fmt.Errorf("policy: split: expected equal-bytes or log-spaced, got %d", int(c.Policy.Split)))
+		if err := c.Policy.checkSplit(); err != nil {
+			errs = append(errs, fmt.Errorf("policy: %w", err))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("policy: unknown kind %d", int(c.Policy.Kind)))
 	}
 	return errors.Join(errs...)
+}
+
+// checkSplit checks a Priority policy's split.
+func (p Policy) checkSplit() error {
+	switch {
+	case p.Cuts != nil:
+		if len(p.Cuts) != p.Levels-1 || !slices.IsSorted(p.Cuts) {
+			return fmt.Errorf("cuts: expected %d increasing sizes, got %v", p.Levels-1, p.Cuts)
+		}
+	case p.Split != EqualBytes && p.Split != LogSpaced && p.Split != EqualMessages:
+		return fmt.Errorf("split: expected equal-bytes, log-spaced or equal-messages, got %d", int(p.Split))
+	case !(p.Lo >= 0) || !(p.Hi >= 0) || (p.Lo > 0 && p.Hi > 0 && p.Lo >= p.Hi):
+		return fmt.Errorf("split: bounds: expected 0 <= lo < hi bytes (0: the distribution's own), got %g and %g", p.Lo, p.Hi)
+	}
+	return nil
 }
 
 // Run draws the messages of c and runs them through c.Policy. Arrivals go
@@ -256,7 +306,15 @@ func newDiscipline(p Policy, sizes []float64, dist workloads.SizeDist) (discipli
 		if dist != nil {
 			lo, hi = float64(dist.Min()), float64(dist.Max())
 		}
+		if p.Lo > 0 {
+			lo = p.Lo
+		}
+		if p.Hi > 0 {
+			hi = p.Hi
+		}
 		cuts = LogCuts(lo, hi, p.Levels)
+	case p.Split == EqualMessages:
+		cuts = MessageCuts(sizes, p.Levels)
 	default:
 		cuts = ByteCuts(sizes, p.Levels)
 	}
@@ -277,6 +335,18 @@ func LogCuts(lo, hi float64, k int) []float64 {
 	cuts := make([]float64, k-1)
 	for i := range cuts {
 		cuts[i] = lo * math.Pow(hi/lo, float64(i+1)/float64(k))
+	}
+	return cuts
+}
+
+// MessageCuts are the k-1 sizes that split sizes into k equal shares of
+// the messages: cuts[i] is the size at rank (i+1)/k of the sorted sizes, so
+// level i holds the messages at or below it (and above cuts[i-1]).
+func MessageCuts(sizes []float64, k int) []float64 {
+	s := slices.Sorted(slices.Values(sizes))
+	cuts := make([]float64, k-1)
+	for i := range cuts {
+		cuts[i] = s[max(0, (i+1)*len(s)/k-1)]
 	}
 	return cuts
 }

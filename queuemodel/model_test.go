@@ -89,6 +89,72 @@ func TestCuts(t *testing.T) {
 	}
 }
 
+// TestSplits checks where each split cuts, on messages far enough apart
+// that none waits: 1, 2, 4, ..., 128 bytes.
+func TestSplits(t *testing.T) {
+	size := []float64{1, 2, 4, 8, 16, 32, 64, 128}
+	arrive := make([]float64, len(size))
+	for i := range arrive {
+		arrive[i] = float64(1000 * i)
+	}
+	pri := func(k int, s Split, lo, hi float64) Policy {
+		return Policy{Kind: Priority, Levels: k, Within: PS, Split: s, Lo: lo, Hi: hi}
+	}
+	tests := []struct {
+		name string
+		p    Policy
+		want []float64
+	}{
+		{"log-spaced between the messages' own bounds", pri(2, LogSpaced, 0, 0), []float64{math.Sqrt(128)}},
+		{"log-spaced between given bounds", pri(2, LogSpaced, 10, 1000), []float64{100}},
+		{"log-spaced from a given lower bound to the largest", pri(2, LogSpaced, 2, 0), []float64{16}},
+		{"log-spaced from the smallest to a given upper bound", pri(3, LogSpaced, 0, 1000), []float64{10, 100}},
+		// Ranks 2, 4 and 6 of 8.
+		{"equal shares of messages", pri(4, EqualMessages, 0, 0), []float64{2, 8, 32}},
+		// 1+2+...+64 = 127 bytes, below half of 255: the cut is at 128.
+		{"equal shares of bytes", pri(2, EqualBytes, 0, 0), []float64{128}},
+		{"cuts as given", Policy{Kind: Priority, Levels: 2, Within: FCFS, Cuts: []float64{5}}, []float64{5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Simulate(arrive, size, tt.p, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Cuts) != len(tt.want) {
+				t.Fatalf("cuts %v, want %v", r.Cuts, tt.want)
+			}
+			for i, w := range tt.want {
+				if math.Abs(r.Cuts[i]-w) > 1e-9*w {
+					t.Errorf("cuts %v, want %v", r.Cuts, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPolicyNames: policies that cut differently have different names
+// (the claims cache runs by name).
+func TestPolicyNames(t *testing.T) {
+	seen := map[string]Policy{}
+	for _, p := range []Policy{
+		{Kind: PS}, {Kind: SRPT},
+		{Kind: Priority, Levels: 2, Within: PS, Split: LogSpaced},
+		{Kind: Priority, Levels: 2, Within: FCFS, Split: LogSpaced},
+		{Kind: Priority, Levels: 2, Within: PS, Split: LogSpaced, Lo: 1000},
+		{Kind: Priority, Levels: 2, Within: PS, Split: LogSpaced, Lo: 1000, Hi: 1.6e6},
+		{Kind: Priority, Levels: 2, Within: PS, Split: LogSpaced, Hi: 1.6e6},
+		{Kind: Priority, Levels: 2, Within: PS, Split: EqualMessages},
+		{Kind: Priority, Levels: 2, Within: PS, Split: EqualBytes},
+		{Kind: Priority, Levels: 2, Within: PS, Cuts: []float64{5}},
+	} {
+		if q, ok := seen[p.String()]; ok {
+			t.Errorf("%+v and %+v are both named %q", p, q, p.String())
+		}
+		seen[p.String()] = p
+	}
+}
+
 func TestQuantileBySizeRank(t *testing.T) {
 	r := &Result{Sizes: []float64{5, 1, 3, 2, 4}, Slowdowns: []float64{50, 10, 30, 20, 40}}
 	tests := []struct {
@@ -129,6 +195,10 @@ func TestConfigErrors(t *testing.T) {
 		{Sizes: d, Load: 0.5, Messages: 1},
 		{Sizes: d, Load: 0.5, Messages: 10, Policy: Policy{Kind: Priority, Levels: 0, Within: PS}},
 		{Sizes: d, Load: 0.5, Messages: 10, Policy: Policy{Kind: Priority, Levels: 2, Within: SRPT}},
+		{Sizes: d, Load: 0.5, Messages: 10, Policy: Policy{Kind: Priority, Levels: 2, Within: PS, Split: Split(9)}},
+		{Sizes: d, Load: 0.5, Messages: 10, Policy: Policy{Kind: Priority, Levels: 2, Within: PS, Split: LogSpaced, Lo: 1000, Hi: 100}},
+		{Sizes: d, Load: 0.5, Messages: 10, Policy: Policy{Kind: Priority, Levels: 2, Within: PS, Split: LogSpaced, Lo: -1}},
+		{Sizes: d, Load: 0.5, Messages: 10, Policy: Policy{Kind: Priority, Levels: 3, Within: PS, Cuts: []float64{5}}},
 	} {
 		if _, err := Run(c); err == nil {
 			t.Errorf("Run(%+v) gave no error", c)
@@ -154,28 +224,43 @@ func TestPSMeanIsOneOverOneMinusRho(t *testing.T) {
 }
 
 // TestReducedA7 is the article's priority-levels figure on a fifth of its
-// messages: with log-spaced levels (processor sharing within each), the
-// shortest half's P99 slowdown falls from about 20 with one level to
-// near 1 with four, and all messages' stays far above SRPT's.
+// messages, with two log-spaced splits (processor sharing within each
+// level). One level is PS: the shortest half's P99 slowdown is about 21.
+// The split matters for 2 levels: W4 has 8% of its messages (6% of its
+// bytes) between 40 and 52 KB, and a cut above them (log-spaced from 1 KB
+// to 1.6 MB: at 40 KB) leaves the top level enough load that over 1% of
+// the short messages share it with one other (slowdown 2, the article's
+// 2.0), where a cut below them (log-spaced from the smallest message, 53 B,
+// to the largest: at 7.3 KB) leaves it almost empty (about 1.1).
 func TestReducedA7(t *testing.T) {
 	d, err := workloads.ParseSizeSpec("w4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(p Policy) *Result {
+	half := func(p Policy) float64 {
 		r, err := Run(Config{Sizes: d, Load: 0.8, Messages: 80_000, Discard: 0.1, Seed: 1, Policy: p})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r
+		v, err := r.Quantile(0.99, 0, 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
-	half := func(r *Result) float64 { v, _ := r.Quantile(0.99, 0, 0.5); return v }
-	one := half(run(Policy{Kind: Priority, Levels: 1, Within: PS, Split: LogSpaced}))
-	four := half(run(Policy{Kind: Priority, Levels: 4, Within: PS, Split: LogSpaced}))
-	if one < 15 || one > 30 {
+	own := Policy{Kind: Priority, Within: PS, Split: LogSpaced}
+	fitted := Policy{Kind: Priority, Within: PS, Split: LogSpaced, Lo: 1000, Hi: 1.6e6}
+	lv := func(p Policy, k int) Policy { p.Levels = k; return p }
+	if one := half(lv(fitted, 1)); one < 15 || one > 30 {
 		t.Errorf("1 level: shortest half P99 %.2f, want 15-30 (the article: 21.4)", one)
 	}
-	if four > 1.2 {
+	if two := half(lv(fitted, 2)); two < 1.8 || two > 2.2 {
+		t.Errorf("2 levels cut at 40 KB: shortest half P99 %.2f, want 1.8-2.2 (the article: 2.0)", two)
+	}
+	if two := half(lv(own, 2)); two > 1.5 {
+		t.Errorf("2 levels cut at 7.3 KB: shortest half P99 %.2f, want below 1.5", two)
+	}
+	if four := half(lv(fitted, 4)); four > 1.2 {
 		t.Errorf("4 levels: shortest half P99 %.2f, want <= 1.2 (the article: 1.05)", four)
 	}
 }

@@ -28,6 +28,8 @@ type reproduceFlags struct {
 	root   string
 	render string
 	reuse  bool
+	splits bool
+	seeds  int
 }
 
 // newReproduceCmd measures the published claims and gives each a verdict.
@@ -52,6 +54,8 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.BoolVar(&f.reuse, "reuse", false, "judge the complete runs already in --out (same seeds) afresh instead of running them again; the others run")
 	fl.StringVar(&f.render, "render", "", "measure nothing: rebuild DIR's claims.html and claims.md from its claims.json and print its table")
+	fl.IntVar(&f.seeds, "queue-seeds", 0, "run the queue model's claims with seeds 1 to N (default: seeds 1-3)")
+	fl.BoolVar(&f.splits, "splits", false, "measure the article's level claims (A6-A9) with every candidate level split and print the evidence table")
 	return cmd
 }
 
@@ -59,8 +63,14 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	if f.render != "" {
 		return renderClaims(cmd.OutOrStdout(), f.render)
 	}
+	if f.splits {
+		return splitTables(cmd)
+	}
 	if f.jobs < 1 || f.jobs > 16 {
 		return usagef("--jobs: expected 1 to 16, got %d", f.jobs)
+	}
+	if f.seeds < 0 || f.seeds > 1000 {
+		return usagef("--queue-seeds: expected 0 (seeds 1-3) to 1000, got %d", f.seeds)
 	}
 	if _, err := claims.Select(ids); err != nil {
 		return usagef("%v", err)
@@ -71,7 +81,7 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	}
 	var progress io.Writer = cmd.ErrOrStderr()
 	opt := claims.Options{
-		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root,
+		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root, QueueSeeds: f.seeds,
 		Twin: simulateScenario, Progress: progress, Reuse: f.reuse,
 	}
 	if why := cannotEmulate(); why != "" {
@@ -84,6 +94,9 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 		return err
 	}
 	line := "homatb reproduce " + strings.Join(append(ids, quickFlag(f.quick)...), " ")
+	if f.seeds > 0 {
+		line += fmt.Sprintf(" --queue-seeds %d", f.seeds)
+	}
 	rep := claims.NewReport(strings.TrimSpace(line), start, f.quick, time.Since(start), rows)
 	if werr := claims.WriteFiles(f.out, rep); werr != nil {
 		return fmt.Errorf("write %s: %w", f.out, werr)
@@ -94,6 +107,26 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	}
 	fmt.Fprintf(out, "claims: %s, %s\n", filepath.Join(f.out, "claims.json"), filepath.Join(f.out, "claims.html"))
 	return err
+}
+
+// splitTables prints the evidence for the article's level split: every
+// candidate on A6-A9, then the grid the chosen bounds were fitted on (A7
+// and A8).
+func splitTables(cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
+	rows, err := claims.SplitEvidence(cmd.Context(), 0, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if err := claims.WriteSplitTable(out, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	fit, err := claims.SplitFit(cmd.Context(), 0, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	return claims.WriteSplitTable(out, fit)
 }
 
 func quickFlag(q bool) []string {
