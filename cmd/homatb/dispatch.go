@@ -173,10 +173,11 @@ func mergeAndReport(cmd *cobra.Command, dir string, d *rundir.Dispatch, outcomes
 		if _, err := reports.Build(context.WithoutCancel(cmd.Context()), dir, reports.WithJobs(jobs)); err != nil {
 			return errors.Join(runErr, fmt.Errorf("report: %w", err))
 		}
-		// The report's anatomy.csv, as a run in one process leaves it.
-		if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
-			return errors.Join(runErr, err)
-		}
+	}
+	// The merged records and the report's anatomy.csv, once read, as a run
+	// in one process leaves them.
+	if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
+		return errors.Join(runErr, err)
 	}
 	printHeadline(cmd.OutOrStdout(), dir, merged.Manifest.Run, merged.Manifest.Incomplete, merged.Manifest)
 	if runErr != nil {
@@ -302,5 +303,6 @@ func mergeDetached(cmd *cobra.Command, dir string) error {
 		d.Merged = false
 		return rundir.WriteDispatch(dir, d)
 	}
-	return nil
+	_, err = rundir.CompressLarge(dir, rundir.CompressAbove)
+	return err
 }

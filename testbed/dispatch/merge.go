@@ -28,7 +28,9 @@ type Merged struct {
 // each experiment's rows in plan order), and every task's other files and
 // directories (switch/<experiment>/, captures) moved in; each task's log
 // stays under tasks/. Once every experiment is in, the tasks' per-RPC files
-// go and the merged ones are compressed when large (rundir.CompressLarge). An experiment whose task did not measure it is named
+// go; the merged ones stay plain, for the report to read without
+// decompressing them, and the caller compresses them after
+// (rundir.CompressLarge). An experiment whose task did not measure it is named
 // in the manifest's fidelity with its task's outcome, and the run is then
 // incomplete. outcomes may lack tasks (a detached run merged early).
 func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, error) {
@@ -112,9 +114,6 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 		// Every task is in: no later merge reads their copies again. They
 		// go only now that the merged files are whole.
 		if err := dropTaskRecords(taskDirs); err != nil {
-			return res, err
-		}
-		if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
 			return res, err
 		}
 	}
