@@ -2,6 +2,7 @@ package anatomy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -192,6 +193,39 @@ func (w *Writer) Write(a *rundir.Anatomy) error {
 	}
 	return nil
 }
+
+// Append appends the rows of b, formatted as Write formats them.
+func (w *Writer) Append(b *Buffer) error {
+	if err := b.cw.Flush(); err != nil {
+		return fmt.Errorf("anatomy: %w", err)
+	}
+	if err := w.cw.Flush(); err != nil {
+		return fmt.Errorf("anatomy: %s: %w", w.path, err)
+	}
+	if _, err := w.bw.Write(b.buf.Bytes()); err != nil {
+		return fmt.Errorf("anatomy: %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Buffer formats rows of anatomy.csv in memory, for a Writer to append
+// later: experiments decomposed at once keep their rows in the order of
+// the experiments.
+type Buffer struct {
+	buf bytes.Buffer
+	cw  *rundir.CSVWriter[rundir.Anatomy]
+}
+
+// NewBuffer returns an empty Buffer.
+func NewBuffer() *Buffer {
+	b := &Buffer{}
+	// Without a header, NewWriter cannot fail.
+	b.cw, _ = rundir.Anatomies().NewWriter(&b.buf, false)
+	return b
+}
+
+// Write formats one row.
+func (b *Buffer) Write(a *rundir.Anatomy) error { return b.cw.Write(a) }
 
 // Close flushes the rows and closes the file.
 func (w *Writer) Close() error {

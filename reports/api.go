@@ -47,3 +47,6 @@ func WithMinBinSamples(n int) Option { return stats.WithMinBinSamples(n) }
 
 // WithShortMaxLength sets the largest request and response of a short message.
 func WithShortMaxLength(n int64) Option { return stats.WithShortMaxLength(n) }
+
+// WithJobs analyses up to n experiments at once, with the same outputs.
+func WithJobs(n int) Option { return stats.WithJobs(n) }

@@ -117,7 +117,11 @@ func runDispatched(cmd *cobra.Command, plan *scenario.Plan, file string, f runFl
 			fmt.Fprintln(stderr, line)
 		}
 	}
-	var ex dispatch.Executor = dispatch.Local{Binary: bin, Jobs: f.dispatch.jobs}
+	order, err := longestFirst(plan)
+	if err != nil {
+		return err
+	}
+	var ex dispatch.Executor = dispatch.Local{Binary: bin, Jobs: f.dispatch.jobs, Order: order}
 	if f.dispatch.executor == "slurm" {
 		sl := dispatch.Slurm{Binary: bin, Client: slurmClient(f.dispatch, f.simulate), Poll: f.dispatch.poll}
 		if f.dispatch.detach {
@@ -130,7 +134,22 @@ func runDispatched(cmd *cobra.Command, plan *scenario.Plan, file string, f runFl
 		ex = sl
 	}
 	outcomes, runErr := ex.Run(ctx, dir, d, progress)
-	return mergeAndReport(cmd, dir, d, outcomes, runErr, f.noReport)
+	return mergeAndReport(cmd, dir, d, outcomes, runErr, f.noReport, f.dispatch.jobs)
+}
+
+// longestFirst orders plan's experiments for local tasks by what each
+// offers, RPCs and their packets (a simulation's events grow with both),
+// the most first: the jobs then end close together.
+func longestFirst(plan *scenario.Plan) ([]int, error) {
+	work := make([]float64, len(plan.Experiments))
+	for i, e := range plan.Experiments {
+		rpcs, pkts, err := e.Scenario.Offered()
+		if err != nil {
+			return nil, fmt.Errorf("experiment %s: %w", e.Name, err)
+		}
+		work[i] = rpcs + pkts
+	}
+	return dispatch.LongestFirst(work), nil
 }
 
 // slurmClient is the Slurm client of the flags. An emulated task builds a
@@ -143,21 +162,22 @@ func slurmClient(d dispatchFlags, simulate bool) *slurm.Client {
 	return slurm.New(opt)
 }
 
-// mergeAndReport merges a dispatched run's tasks, builds its report and
-// prints its headline.
-func mergeAndReport(cmd *cobra.Command, dir string, d *rundir.Dispatch, outcomes map[int]dispatch.Outcome, runErr error, noReport bool) error {
+// mergeAndReport merges a dispatched run's tasks, builds its report
+// (analysing jobs experiments at once) and prints its headline.
+func mergeAndReport(cmd *cobra.Command, dir string, d *rundir.Dispatch, outcomes map[int]dispatch.Outcome, runErr error, noReport bool, jobs int) error {
 	merged, err := dispatch.Merge(dir, d, outcomes)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	if !noReport {
-		if _, err := reports.Build(context.WithoutCancel(cmd.Context()), dir); err != nil {
+		if _, err := reports.Build(context.WithoutCancel(cmd.Context()), dir, reports.WithJobs(jobs)); err != nil {
 			return errors.Join(runErr, fmt.Errorf("report: %w", err))
 		}
-		// The report's anatomy.csv, as a run in one process leaves it.
-		if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
-			return errors.Join(runErr, err)
-		}
+	}
+	// The merged records and the report's anatomy.csv, once read, as a run
+	// in one process leaves them.
+	if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
+		return errors.Join(runErr, err)
 	}
 	printHeadline(cmd.OutOrStdout(), dir, merged.Manifest.Run, merged.Manifest.Incomplete, merged.Manifest)
 	if runErr != nil {
@@ -283,5 +303,6 @@ func mergeDetached(cmd *cobra.Command, dir string) error {
 		d.Merged = false
 		return rundir.WriteDispatch(dir, d)
 	}
-	return nil
+	_, err = rundir.CompressLarge(dir, rundir.CompressAbove)
+	return err
 }

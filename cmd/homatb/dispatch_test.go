@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,24 +41,67 @@ func homatb(t *testing.T, bin string, env []string, args ...string) string {
 }
 
 // sameRecords fails unless the two run directories hold the same records
-// and statistics, byte for byte.
+// and statistics, byte for byte: every file but the logs, the tasks' own
+// files, the manifest (whose times and model notes differ) and report.html
+// (which says when it was built).
 func sameRecords(t *testing.T, a, b string) {
 	t.Helper()
+	fa, fb := recordFiles(t, a), recordFiles(t, b)
 	for _, f := range []string{"rpcs.csv", "served.csv", "summary.json", "by_size.csv", "anatomy.csv"} {
-		x, errA := os.ReadFile(filepath.Join(a, f))
-		y, errB := os.ReadFile(filepath.Join(b, f))
-		if errA != nil || errB != nil {
-			t.Errorf("%s: %v, %v", f, errA, errB)
-			continue
+		if _, ok := fa[f]; !ok {
+			t.Errorf("%s has no %s", a, f)
 		}
-		if !bytes.Equal(x, y) {
+	}
+	for f, x := range fa {
+		y, ok := fb[f]
+		switch {
+		case !ok:
+			t.Errorf("%s is in %s, not in %s", f, a, b)
+		case !bytes.Equal(x, y):
 			t.Errorf("%s differs between %s (%d bytes) and %s (%d bytes)", f, a, len(x), b, len(y))
+		}
+	}
+	for f := range fb {
+		if _, ok := fa[f]; !ok {
+			t.Errorf("%s is in %s, not in %s", f, b, a)
 		}
 	}
 	ea, eb := experimentNames(t, a), experimentNames(t, b)
 	if strings.Join(ea, ",") != strings.Join(eb, ",") {
 		t.Errorf("manifest experiments %v, want %v", eb, ea)
 	}
+}
+
+// recordFiles reads a run directory's files by their paths in it, but
+// those sameRecords leaves out.
+func recordFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		switch rel {
+		case "logs", "tasks":
+			return filepath.SkipDir
+		case rundir.ManifestFile, rundir.DispatchFile, "report.html":
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func experimentNames(t *testing.T, dir string) []string {

@@ -20,6 +20,7 @@ func newReportCmd() *cobra.Command {
 		maxExact int
 		minBin   int
 		shortMax int64
+		jobs     int
 		quiet    bool
 	)
 	cmd := &cobra.Command{
@@ -39,6 +40,10 @@ func newReportCmd() *cobra.Command {
 				reports.WithMinBinSamples(minBin),
 				reports.WithShortMaxLength(shortMax),
 			}
+			if jobs < 1 || jobs > 64 {
+				return usagef("--jobs: expected 1 to 64, got %d", jobs)
+			}
+			opts = append(opts, reports.WithJobs(jobs))
 			if err := mergeDetached(cmd, args[0]); err != nil {
 				return err
 			}
@@ -78,6 +83,7 @@ func newReportCmd() *cobra.Command {
 	f.IntVar(&maxExact, "max-exact-lengths", 100, "bin by exact request length when there are at most this many distinct lengths, else log-spaced bins")
 	f.IntVar(&minBin, "min-bin-samples", 1000, "fewest samples in a log-spaced size bin")
 	f.Int64Var(&shortMax, "short-max", rundir.ShortMaxBytes, "largest request and response (bytes) of a short message: an RPC is short when both are at most this")
+	f.IntVar(&jobs, "jobs", 1, "analyse this many experiments at once (a core each; the outputs are the same)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	return cmd
 }

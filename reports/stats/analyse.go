@@ -93,6 +93,8 @@ type runAnalysis struct {
 	last  int
 	// done holds each analysed experiment.
 	done map[string]Experiment
+	// jobs analyses experiments, c.jobs at once, in the manifest's order.
+	jobs *inOrder
 }
 
 // analyseRun is one reading of the run directory: with whole, every
@@ -135,6 +137,14 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 			return nil, err
 		}
 	}
+	r.jobs = newInOrder(c.jobs)
+	// Every job has ended before the anatomy's file closes (the deferred
+	// calls run last first).
+	defer func() {
+		if werr := r.jobs.wait(); err == nil && werr != nil {
+			a, err = nil, werr
+		}
+	}()
 	r.sum = &Summary{
 		Run:                  man.Run,
 		PercentileDefinition: PercentileDefinition,
@@ -178,15 +188,23 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 		}
 	}
 	r.prepare(rs)
-	// Experiments in manifest order, then any found only in the records.
+	if err := r.jobs.wait(); err != nil {
+		return nil, err
+	}
+	// The manifest's experiments without records.
 	for _, me := range r.exps {
-		e, ok := r.done[me.Name]
-		if !ok {
-			if e, err = r.build(me, &ExpRecords{Name: me.Name, transport: me.Transport}); err != nil {
+		if _, ok := r.done[me.Name]; !ok {
+			if err := r.submit(me, &ExpRecords{Name: me.Name, transport: me.Transport}); err != nil {
 				return nil, err
 			}
 		}
-		sum.Experiments = append(sum.Experiments, e)
+	}
+	if err := r.jobs.wait(); err != nil {
+		return nil, err
+	}
+	// Experiments in manifest order, then any found only in the records.
+	for _, me := range r.exps {
+		sum.Experiments = append(sum.Experiments, r.done[me.Name])
 	}
 	for _, name := range rs.order {
 		if _, ok := r.metas[name]; !ok {
@@ -291,17 +309,56 @@ func (r *runAnalysis) experiment(rs *RecordSet, er *ExpRecords) error {
 		me = rundir.Experiment{Name: er.Name, Transport: er.transport}
 	}
 	r.prepare(rs)
-	e, err := r.build(me, er)
-	if err != nil {
-		return err
-	}
-	r.done[er.Name] = e
-	return nil
+	return r.submit(me, er)
 }
 
-// build computes one experiment's statistics from its records er and its
-// entry in the manifest me, and writes the exports of its raw records.
-func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, error) {
+// submit has one experiment analysed among r.jobs: its servers' rows are
+// read in turn, its statistics computed beside other experiments', and
+// its rows of anatomy.csv written in turn.
+func (r *runAnalysis) submit(me rundir.Experiment, er *ExpRecords) error {
+	name := cmp.Or(r.partOf[me.Name], me.Name) // a part's network is its experiment's
+	anat := slices.Contains(r.anatExps, name) && len(er.anat) > 0
+	var (
+		served []rundir.Served
+		buf    *anatomy.Buffer
+		e      Experiment
+	)
+	before := func() (err error) {
+		if anat {
+			served, err = r.served(name)
+		}
+		return err
+	}
+	work := func() error {
+		write := func(*rundir.Anatomy) error { return nil }
+		switch {
+		case !anat || r.anat == nil:
+		case r.c.jobs == 1:
+			write = r.anat.Write // in turn already
+		default:
+			buf = anatomy.NewBuffer()
+			write = buf.Write
+		}
+		var err error
+		e, err = r.build(me, er, served, write)
+		return err
+	}
+	after := func() error {
+		if buf != nil {
+			if err := r.anat.Append(buf); err != nil {
+				return err
+			}
+		}
+		r.done[er.Name] = e
+		return nil
+	}
+	return r.jobs.submit(before, work, after)
+}
+
+// build computes one experiment's statistics from its records er, its
+// entry in the manifest me and its servers' rows, hands its rows of the
+// anatomy to write, and writes the exports of its raw records.
+func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords, served []rundir.Served, write func(*rundir.Anatomy) error) (Experiment, error) {
 	if err := r.ctx.Err(); err != nil {
 		return Experiment{}, err
 	}
@@ -347,7 +404,7 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 	exp.HostGauges, exp.Active = analyseHosts(r.hostTel[name], me.Started)
 	exp.Bands = phasesOf(me)
 	if slices.Contains(r.anatExps, name) {
-		if exp.Anatomy, err = r.anatomy(name, er.anat); err != nil {
+		if exp.Anatomy, err = r.anatomy(name, er.anat, served, write); err != nil {
 			return Experiment{}, err
 		}
 		er.anat = nil
@@ -382,20 +439,12 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords) (Experiment, e
 	return exp, nil
 }
 
-// anatomy decomposes one experiment's completed measured RPCs (rows),
-// writing them to anatomy.csv when there is an output directory, and
-// returns the summary of its short ones.
-func (r *runAnalysis) anatomy(exp string, rows []rundir.RPC) (*anatomy.Summary, error) {
+// anatomy decomposes one experiment's completed measured RPCs (rows) with
+// its servers' rows, handing each to write, and returns the summary of its
+// short ones.
+func (r *runAnalysis) anatomy(exp string, rows []rundir.RPC, served []rundir.Served, write func(*rundir.Anatomy) error) (*anatomy.Summary, error) {
 	if len(rows) == 0 {
 		return nil, nil
-	}
-	served, err := r.served(exp)
-	if err != nil {
-		return nil, err
-	}
-	write := func(*rundir.Anatomy) error { return nil }
-	if r.anat != nil {
-		write = r.anat.Write
 	}
 	return anatomy.Experiment(r.ctx, r.dir, exp, r.man.Fabric, rows, served, write)
 }

@@ -26,6 +26,8 @@ type config struct {
 	// matrices are the scenario's connection-matrix phases.
 	matrices   []matrixPhase
 	confidence float64
+	// jobs is how many experiments are analysed at once.
+	jobs int
 }
 
 func DefaultConfig() config {
@@ -35,6 +37,7 @@ func DefaultConfig() config {
 		minBinSamples: 1000,
 		ShortMax:      rundir.ShortMaxBytes,
 		confidence:    0.95,
+		jobs:          1,
 	}
 }
 
@@ -94,6 +97,19 @@ func WithShortMaxLength(n int64) Option {
 			return fmt.Errorf("reports: short max length %d < 1", n)
 		}
 		c.ShortMax = n
+		return nil
+	}
+}
+
+// WithJobs analyses up to n experiments at once (default 1), each on a
+// core of its own while the records are read; the outputs are the same
+// whatever n. The memory is then up to n+1 experiments' records.
+func WithJobs(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("reports: jobs %d < 1", n)
+		}
+		c.jobs = n
 		return nil
 	}
 }

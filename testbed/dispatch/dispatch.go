@@ -7,6 +7,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +74,22 @@ type Local struct {
 	Binary string
 	// Jobs is how many tasks run at once (at least 1).
 	Jobs int
+	// Order is the order the tasks start in, as indices of d.Experiments
+	// (LongestFirst); nil starts them in the plan's order. Either way the
+	// merged run is the same: only when each task ends changes.
+	Order []int
+}
+
+// LongestFirst orders tasks by their expected work, the most first, ties
+// in the plan's order: with a task per experiment and Jobs at once, the
+// last to start are the shortest, so the jobs end close together.
+func LongestFirst(work []float64) []int {
+	order := make([]int, len(work))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(work[b], work[a]) })
+	return order
 }
 
 // Run implements Executor.
@@ -97,8 +115,12 @@ func (l Local) Run(ctx context.Context, dir string, d *rundir.Dispatch, progress
 			}
 		}()
 	}
+	order := l.Order
+	if len(order) != len(d.Experiments) {
+		order = LongestFirst(make([]float64, len(d.Experiments)))
+	}
 feed:
-	for i := range d.Experiments {
+	for _, i := range order {
 		select {
 		case next <- i:
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,9 @@ type Merged struct {
 // each experiment's rows in plan order), and every task's other files and
 // directories (switch/<experiment>/, captures) moved in; each task's log
 // stays under tasks/. Once every experiment is in, the tasks' per-RPC files
-// go and the merged ones are compressed when large (rundir.CompressLarge). An experiment whose task did not measure it is named
+// go; the merged ones stay plain, for the report to read without
+// decompressing them, and the caller compresses them after
+// (rundir.CompressLarge). An experiment whose task did not measure it is named
 // in the manifest's fidelity with its task's outcome, and the run is then
 // incomplete. outcomes may lack tasks (a detached run merged early).
 func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, error) {
@@ -114,9 +117,6 @@ func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, e
 		if err := dropTaskRecords(taskDirs); err != nil {
 			return res, err
 		}
-		if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
-			return res, err
-		}
 	}
 	d.Merged = true
 	if err := rundir.WriteDispatch(dir, d); err != nil {
@@ -160,6 +160,10 @@ func mergeCSV[T any](dir string, tasks []string, f *rundir.CSVFormat[T], exp fun
 	if err := os.Remove(filepath.Join(dir, f.File+rundir.ZstdExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("merge: %w", err)
 	}
+	header, err := headerLine(f)
+	if err != nil {
+		return err
+	}
 	var w *rundir.CSVWriter[T]
 	var out *os.File
 	first := true
@@ -169,11 +173,6 @@ func mergeCSV[T any](dir string, tasks []string, f *rundir.CSVFormat[T], exp fun
 			continue
 		}
 		if err != nil {
-			return err
-		}
-		rd, err := f.NewReader(bufio.NewReader(in), name)
-		if err != nil {
-			in.Close()
 			return err
 		}
 		if w == nil {
@@ -187,25 +186,11 @@ func mergeCSV[T any](dir string, tasks []string, f *rundir.CSVFormat[T], exp fun
 				return err
 			}
 		}
-		var row T
-		for {
-			err := rd.Read(&row)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				in.Close()
-				return err
-			}
-			if !first && isCalibration(exp(&row)) {
-				continue
-			}
-			if err := w.Write(&row); err != nil {
-				in.Close()
-				return err
-			}
-		}
+		err = mergeTask(in, name, f, header, w, out, first, exp)
 		in.Close()
+		if err != nil {
+			return err
+		}
 		first = false
 	}
 	if w == nil {
@@ -215,6 +200,62 @@ func mergeCSV[T any](dir string, tasks []string, f *rundir.CSVFormat[T], exp fun
 		return err
 	}
 	return out.Close()
+}
+
+// mergeTask appends one task's rows (its calibration's too when first) to
+// w. A task's calibration rows come before its experiment's: once past
+// them, a file with the header w writes is copied as it is, its rows
+// being what w would write of them; another header is read row by row.
+func mergeTask[T any](in io.Reader, name string, f *rundir.CSVFormat[T], header []byte, w *rundir.CSVWriter[T], out io.Writer, first bool, exp func(*T) string) error {
+	br := bufio.NewReaderSize(in, 1<<20)
+	peek, _ := br.Peek(len(header))
+	raw := bytes.Equal(peek, header)
+	rd, err := f.NewReader(br, name)
+	if err != nil {
+		return err
+	}
+	var row T
+	for {
+		if raw && first {
+			break // every row, calibration included
+		}
+		err := rd.Read(&row)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !first && isCalibration(exp(&row)) {
+			continue
+		}
+		if err := w.Write(&row); err != nil {
+			return err
+		}
+		if raw {
+			break // the first row past the calibration: the rest as it is
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, br); err != nil {
+		return fmt.Errorf("merge %s: %w", name, err)
+	}
+	return nil
+}
+
+// headerLine is the header line f's writer writes.
+func headerLine[T any](f *rundir.CSVFormat[T]) ([]byte, error) {
+	var b bytes.Buffer
+	w, err := f.NewWriter(&b, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // moveRest moves what a task directory holds besides the files Merge

@@ -43,18 +43,55 @@ func OfferedLinkLoad(s *Scenario) (LinkLoad, error) {
 // engine's DATA packets at the scenario's MTU: its payload, and for each
 // packet the IPv4 and DATA headers and the link's framing.
 func (s *Scenario) WireBytes(st SizeStats) float64 {
+	return st.Mean + s.meanPackets(st)*float64(homaconf.DataHeaderLen+s.Fabric().Framing)
+}
+
+// meanPackets is the mean number of DATA packets of a message of st at
+// the scenario's MTU.
+func (s *Scenario) meanPackets(st SizeStats) float64 {
 	mtu := s.Link.MTU
 	if mtu == 0 {
 		mtu = 1500
 	}
 	payload := mtu - homaconf.DataHeaderLen
-	var pkts float64
 	if st.Dist != nil {
-		pkts = workloads.MeanPackets(st.Dist, payload)
-	} else {
-		pkts = max(1, math.Ceil(st.Mean/float64(payload)))
+		return workloads.MeanPackets(st.Dist, payload)
 	}
-	return st.Mean + pkts*float64(homaconf.DataHeaderLen+s.Fabric().Framing)
+	return max(1, math.Ceil(st.Mean/float64(payload)))
+}
+
+// Offered is what the open-loop phases of a validated scenario offer over
+// its warm-up and measurement, every client together: RPCs, and the DATA
+// packets of their requests and responses. A simulation's events grow
+// with both (per message and per packet), so they rank experiments by how
+// long they take to simulate; closed loops and collectives count nothing.
+func (s *Scenario) Offered() (rpcs, packets float64, err error) {
+	secs := (s.Warmup.D() + s.Duration.D()).Seconds()
+	for _, ph := range s.Phases {
+		if ph.Arrivals != ArrivalsPoisson {
+			continue
+		}
+		st, err := SizeStatsOf(ph.Sizes)
+		if err != nil {
+			return 0, 0, err
+		}
+		clients, err := ExpandHosts(ph.Clients, s.Topology.HostNames())
+		if err != nil {
+			return 0, 0, err
+		}
+		n := phaseRPS(s, ph, st) * float64(len(clients)) * secs
+		per := s.meanPackets(st)
+		switch {
+		case ph.OneWay:
+		case ph.ResponseBytes == 0:
+			per *= 2 // echoed
+		default:
+			per += s.meanPackets(SizeStats{Mean: float64(ph.ResponseBytes)})
+		}
+		rpcs += n
+		packets += n * per
+	}
+	return rpcs, packets, nil
 }
 
 // LoadBytes is what one message of st counts for in ph's load: its bytes,

@@ -800,3 +800,56 @@ duration: 10ms
 		t.Errorf("one-way with a response: %v, want refused at phases[0].response_bytes", err)
 	}
 }
+
+// TestOffered: an open-loop phase offers its rate times its clients times
+// the warm-up and measurement, in RPCs, and their packets: a request of
+// one packet each way when echoed or with a short response, more with a
+// longer one, none back one-way; a closed loop offers nothing a rate fixes.
+func TestOffered(t *testing.T) {
+	const phase = `name: off
+topology: {kind: star, hosts: 4}
+link: {rate: 1Gbit}
+transports:
+  - name: homa
+phases:
+  - name: p
+    clients: [h1-h2]
+    servers: [h3]
+    sizes: fixed:1000
+    rate_rps: 5000
+`
+	const times = "warmup: 100ms\nduration: 1s\n"
+	cases := []struct {
+		name, add, tail string
+		rpcs, pkts      float64
+		sim             bool
+	}{
+		{"echoed", "", "", 11_000, 22_000, false},
+		{"response", "    response_bytes: 100\n", "", 11_000, 22_000, false},
+		{"large response", "    response_bytes: 4000\n", "", 11_000, 11_000 * 4, false},
+		{"one-way", "    one_way: true\n", "simulated: true\n", 11_000, 11_000, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := Parse("off.yaml", []byte(phase+c.add+times+c.tail))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := src.Plan(Options{Simulate: c.sim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rpcs, pkts, err := p.Experiments[0].Scenario.Offered()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(rpcs-c.rpcs) > 1e-6 || math.Abs(pkts-c.pkts) > 1e-6 {
+				t.Errorf("offered %.1f RPCs, %.1f packets; want %.0f, %.0f", rpcs, pkts, c.rpcs, c.pkts)
+			}
+		})
+	}
+	rpcs, pkts, err := mustPlan(t, good).Base.Offered()
+	if err != nil || rpcs != 0 || pkts != 0 {
+		t.Errorf("closed loop offered %v RPCs, %v packets (%v), want none", rpcs, pkts, err)
+	}
+}

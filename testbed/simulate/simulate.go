@@ -19,6 +19,7 @@ import (
 	"github.com/homatb/homatb/driver"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/p4"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/simnet"
@@ -235,9 +236,19 @@ func (r *Network) network(seed uint64) (*simnet.Network, error) {
 	if r.nic == NICShaper {
 		burst = hostBurstBytes
 	}
+	pipes := r.sws.Pipelines()
+	// Each network starts the switches' spray sequence at 0, as a fresh
+	// switch has it: an experiment's packets take the paths they take
+	// whatever ran before it in this process, so that a task running it
+	// alone (homatb run --jobs, --executor slurm) gets its records.
+	for name, p := range pipes {
+		if err := p.SetRegister(p4.RegisterSpraySeq, 0, 0); err != nil {
+			return nil, fmt.Errorf("switch %s: %w", name, err)
+		}
+	}
 	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout, r.fab),
-		Switches: r.sws.Pipelines(), Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC),
+		Switches: pipes, Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC),
 		HeadBytes: headBytes}
 	// The switch's own limits, as the embedded switch takes them
 	// (switches.BufferArgs).
