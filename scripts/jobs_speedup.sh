@@ -30,29 +30,6 @@ run() {
 	awk '{printf "%.1f %.1f %d\n", $1, $2 + $3, $4}' "$d.time"
 }
 
-# same A B: every record file of A is in B with the same content, and B
-# has none A lacks.
-same() {
-	local a=$1 b=$2 bad=0 f
-	while IFS= read -r f; do
-		case $f in ./manifest.json | ./report.html | ./dispatch.json | ./logs/* | ./tasks/*) continue ;; esac
-		if [ ! -e "$b/$f" ]; then
-			echo "  $f missing from $b"
-			bad=1
-			continue
-		fi
-		case $f in
-		*.zst) cmp -s <(zstd -dcq "$a/$f") <(zstd -dcq "$b/$f") ;;
-		*) cmp -s "$a/$f" "$b/$f" ;;
-		esac || { echo "  $f differs"; bad=1; }
-	done < <(cd "$a" && find . -type f | sort)
-	while IFS= read -r f; do
-		case $f in ./manifest.json | ./report.html | ./dispatch.json | ./logs/* | ./tasks/*) continue ;; esac
-		[ -e "$a/$f" ] || { echo "  $f only in $b"; bad=1; }
-	done < <(cd "$b" && find . -type f | sort)
-	return $bad
-}
-
 printf "%-6s %-7s %8s %8s %9s  %s\n" round jobs wall_s cpu_s rss_mib "load average before -> after"
 for r in $(seq "$rounds"); do
 	declare -A wall=()
@@ -69,7 +46,7 @@ for r in $(seq "$rounds"); do
 		wall[$j]=$w
 		printf "%-6s %-7s %8s %8s %9d  %s -> %s\n" "$r" "$j" "$w" "$c" $((m / 1024)) "$before" "$after"
 	done
-	if same "$out/r$r-j1" "$out/r$r-j$jobs"; then
+	if "$(dirname "$0")/same_records.sh" "$out/r$r-j1" "$out/r$r-j$jobs" | sed 's/^/  /'; then
 		echo "round $r: records identical; wall --jobs 1 / --jobs $jobs = $(awk -v a="${wall[1]}" -v b="${wall[$jobs]}" 'BEGIN{printf "%.2f", a/b}')"
 		[ "${KEEP:-0}" = 1 ] || rm -rf "$out/r$r-j1" "$out/r$r-j$jobs"
 	else

@@ -2,7 +2,7 @@
 # Runs each scenario in the twin with two homatb binaries (e.g. main's and
 # a branch's) and checks their records are byte-identical: every file of
 # the run directory but manifest.json (which holds wall times), the report
-# and the logs, compressed records compared decompressed. Prints one line
+# and the logs, compressed records compared decompressed (same_records.sh). Prints one line
 # per scenario and per differing file; exits 1 if any differ.
 #
 #   scripts/twin_identical.sh BASE_HOMATB NEW_HOMATB OUT SCENARIO.yaml...
@@ -25,23 +25,7 @@ for sc in "$@"; do
 			continue 2
 		fi
 	done
-	n=0 bad=0
-	while IFS= read -r f; do
-		case $f in ./manifest.json | ./report.html | ./logs/*) continue ;; esac
-		n=$((n + 1))
-		if [ ! -e "$d/new/$f" ]; then
-			echo "$name: $f missing from the new run"
-			bad=1
-			continue
-		fi
-		case $f in
-		*.zst) cmp -s <(zstd -dcq "$d/base/$f") <(zstd -dcq "$d/new/$f") ;;
-		*) cmp -s "$d/base/$f" "$d/new/$f" ;;
-		esac || { echo "$name: $f differs"; bad=1; }
-	done < <(cd "$d/base" && find . -type f | sort)
-	if [ $bad = 0 ]; then
-		echo "$name: $n files identical"
-	else
+	if ! "$(dirname "$0")/same_records.sh" "$d/base" "$d/new" | sed "s/^/$name: /"; then
 		status=1
 	fi
 done
