@@ -57,11 +57,12 @@ type ClockDefault = rundir.ClockDefault
 // returns what it filled (nil for an emulated scenario, which keeps the
 // emulation's defaults). given reports whether a scenario path was set
 // in the file or by a sweep.
-func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []ClockDefault {
+func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, sizeSpec func(string) (SizeStats, error)) []ClockDefault {
 	if !simulate {
 		return nil
 	}
 	var out []ClockDefault
+	longest := longestMessage(s, sizeSpec)
 	if s.Simulation == nil {
 		s.Simulation = &Simulation{}
 	}
@@ -98,6 +99,11 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []C
 		homaGiven := func(key string) bool { return given(p+".homa."+key) || given(p+".homa.extra."+key) }
 		switch {
 		case t.Engine():
+			if longest > t.MaxMessage() && longest <= MaxSimMessageBytes && t.Homa.MaxMessageBytes == 0 && !homaGiven("max_message_bytes") {
+				t.Homa.MaxMessageBytes = uint32(longest)
+				out = append(out, ClockDefault{Key: p + ".homa.max_message_bytes", Value: fmt.Sprint(longest), Emulated: fmt.Sprint(t.MaxMessage()) + " (Linux Homa's limit)",
+					Source: "HomaSimulation has no message limit: the workload's longest message"})
+			}
 			if t.Homa.MaxNICBacklog == 0 && !homaGiven("max_nic_backlog_us") {
 				t.Homa.MaxNICBacklog = simNICBacklog
 				out = append(out, ClockDefault{Key: p + ".homa.max_nic_backlog_us", Value: "0.001", Emulated: "10 (or 4 full packets' wire time, if longer)",
@@ -120,6 +126,22 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool) []C
 		}
 	}
 	return out
+}
+
+// longestMessage is the longest message s's phases send (0 when a size
+// spec does not parse: validation reports it).
+func longestMessage(s *Scenario, sizeSpec func(string) (SizeStats, error)) int {
+	n := 0
+	for _, ph := range s.Phases {
+		n = max(n, int(ph.ResponseBytes))
+		if ph.Sizes == "" || sizeSpec == nil {
+			continue
+		}
+		if st, err := sizeSpec(ph.Sizes); err == nil {
+			n = max(n, st.Max)
+		}
+	}
+	return n
 }
 
 // pFabric's recovery timeout in a simulated run: the pFabric paper's is

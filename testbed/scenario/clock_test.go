@@ -162,3 +162,81 @@ func TestPFabricClockTimer(t *testing.T) {
 		})
 	}
 }
+
+// TestLongMessagesInTheTwin: the Homa paper's simulations ran W5 whole (up
+// to 29.4 MB). A simulated run lets an engine transport carry the
+// workload's longest message when the file leaves max_message_bytes out,
+// and lists it (with the value per experiment when a sweep changes the
+// workload); an explicit limit is kept, and the emulation refuses such
+// messages, naming the field and the fix.
+func TestLongMessagesInTheTwin(t *testing.T) {
+	long := `name: c
+topology: {kind: star, hosts: 4}
+link: {rate: 10Gbit}
+transports:
+  - name: homa
+  - name: pias
+phases:
+  - name: p
+    clients: [h2-h3]
+    servers: [h1]
+    sizes: w5,max=30MB
+    one_way: true
+    load: 0.1
+duration: 50ms
+`
+	key := "transports[0].homa.max_message_bytes"
+	for _, tc := range []struct {
+		name     string
+		text     string
+		simulate bool
+		want     uint32 // homa's limit in every experiment; 0: the plan fails
+		listed   string // the value listed for key ("" not listed)
+		errWant  string
+	}{
+		{"simulated takes the longest message", long, true, 29_400_000, "29400000", ""},
+		{"simulated keeps an explicit limit", strings.Replace(long, "  - name: homa\n", "  - name: homa\n    homa: {max_message_bytes: 2000000}\n", 1), true,
+			0, "", "carries at most 2000000"},
+		{"emulated refuses", long, false, 0, "", "homa (transports[0]) carries at most 1000000"},
+		{"truncated workload needs no change", strings.Replace(long, "w5,max=30MB", "w5", 1), true, 0, "", ""},
+		{"a swept workload is listed per experiment", strings.Replace(long, "    sizes: w5,max=30MB\n", "    sizes: w4\n", 1) +
+			"sweep:\n  - param: phases.p.sizes\n    values: [\"w4,max=30MB\", \"w5,max=30MB\"]\n", true, 0, "per experiment", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("c.yaml", []byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if tc.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWant) || !strings.Contains(err.Error(), "phases[0].sizes") {
+					t.Fatalf("plan error %v, want one naming phases[0].sizes and %q", err, tc.errWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := ""
+			for _, d := range plan.ClockDefaults {
+				if d.Key == key {
+					listed = d.Value
+				}
+			}
+			if listed != tc.listed {
+				t.Errorf("%s listed as %q, want %q", key, listed, tc.listed)
+			}
+			seen := map[uint32]bool{}
+			for _, e := range plan.Experiments {
+				got := e.Scenario.Transports[0].Homa.MaxMessageBytes
+				seen[got] = true
+				if tc.want != 0 && got != tc.want {
+					t.Errorf("%s: homa carries at most %d, want %d", e.Name, got, tc.want)
+				}
+			}
+			if tc.listed == "per experiment" && (!seen[10_000_000] || !seen[29_400_000]) {
+				t.Errorf("homa's limits per experiment %v, want W4's 10000000 and W5's 29400000", seen)
+			}
+		})
+	}
+}

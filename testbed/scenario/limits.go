@@ -95,7 +95,7 @@ func (c *checker) checkMessageLimits(s *Scenario) {
 			if field == p+".response_bytes" {
 				fix = fmt.Sprintf("expected response_bytes of at most %d", limit)
 			}
-			if t.Engine() && longest <= MaxMessageBytes {
+			if t.Engine() && longest <= c.maxMessage() {
 				fix += fmt.Sprintf(", or raise transports[%d].homa.max_message_bytes to %d", j, longest)
 			}
 			c.errorf(field, "messages up to %d bytes, but %s (transports[%d]) carries at most %d: %s", longest, t.Config(), j, limit, fix)

@@ -177,7 +177,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		base.Repetitions = opt.Repetitions
 	}
 	opt.Simulate = opt.Simulate || base.Simulated
-	clock := clockDefaults(base, opt.Simulate, givenIn(src.idx, nil))
+	clock := clockDefaults(base, opt.Simulate, givenIn(src.idx, nil), opt.sizeSpec())
 	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)
@@ -206,11 +206,12 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	var combos []combination
 	var errs Errors
 	for k := 0; k < nCombos; k++ {
-		s, params, order, err := src.combination(base, sweeps, k, opt)
+		s, params, order, own, err := src.combination(base, sweeps, k, opt)
 		if err != nil {
 			errs = append(errs, err.(Errors)...)
 			continue
 		}
+		clock = withSwept(clock, own)
 		combos = append(combos, combination{s, params, order, sweepIndexes(base, k)})
 	}
 	if len(errs) > 0 {
@@ -437,10 +438,10 @@ func sweepEffect(params []resolvedParam) (transport int, traffic bool) {
 
 // combination builds the k-th combination of sweep values (mixed radix, the
 // last sweep varying fastest) from a fresh decode of the file, and validates it.
-func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, opt Options) (*Scenario, map[string]string, []string, error) {
+func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, opt Options) (*Scenario, map[string]string, []string, []ClockDefault, error) {
 	s, err := src.decode()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	c := &checker{file: src.File, idx: src.idx, overrides: map[string]int{}, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
 	params := map[string]string{}
@@ -456,7 +457,7 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 			}
 			field += " (" + param + ")"
 			if err := src.setSwept(c, s, sweeps[i].params[j], vn, field); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 			params[param] = scalarText(vn)
 			order = append(order, param)
@@ -464,14 +465,30 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
-	clockDefaults(s, opt.Simulate, givenIn(src.idx, c.overrides))
+	clock := clockDefaults(s, opt.Simulate, givenIn(src.idx, c.overrides), opt.sizeSpec())
 	src.resolveFiles(s)
 	s.Repetitions = base.Repetitions // the command line may have changed it
 	c.check(s)
 	if err := c.errs.orNil(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return s, params, order, nil
+	return s, params, order, clock, nil
+}
+
+// withSwept adds to the run's clock defaults ds those an experiment took
+// that the base scenario did not (a swept workload's longest message), its
+// value "per experiment" where experiments differ.
+func withSwept(ds, own []ClockDefault) []ClockDefault {
+	for _, d := range own {
+		i := slices.IndexFunc(ds, func(x ClockDefault) bool { return x.Key == d.Key })
+		switch {
+		case i < 0:
+			ds = append(ds, d)
+		case ds[i].Value != d.Value:
+			ds[i].Value = "per experiment"
+		}
+	}
+	return ds
 }
 
 // unswept is the clock defaults of the base scenario that no sweep sets:
