@@ -129,6 +129,9 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 	if opt.Root == "" {
 		opt.Root = "."
 	}
+	if err := opt.scenariosPresent(sel); err != nil {
+		return nil, err
+	}
 	rows := make([]Row, len(sel))
 	for i := range sel {
 		rows[i] = newRow(&sel[i], opt)
@@ -303,6 +306,30 @@ func newRow(c *Claim, opt Options) Row {
 		r.Verdict, r.Note = NotYetMeasured, c.Pending
 	}
 	return r
+}
+
+// scenariosPresent checks, before anything runs, that the scenario file
+// of every selected claim with a run is there: run from elsewhere than
+// the repository, each would otherwise fail only when its turn came.
+func (o Options) scenariosPresent(sel []Claim) error {
+	var missing []string
+	for _, c := range sel {
+		if c.twin == nil || c.Pending != "" || c.Scenario == "" {
+			continue
+		}
+		file := filepath.Join(o.Root, c.Scenario)
+		if f, ok := o.Scenarios[c.Scenario]; ok {
+			file = f
+		}
+		if _, err := os.Stat(file); err != nil && !slices.Contains(missing, file) {
+			missing = append(missing, file)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("no claim scenario at %s: expected the repository's scenarios/claims/ under --root %q (run homatb reproduce from the repository's root, or give --root)",
+		strings.Join(missing, ", "), o.Root)
 }
 
 // prepare returns the scenario file to run for registry path sc (its

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestEmulationRunsAlone(t *testing.T) {
 		}
 	}
 	// B3, B7 and B6 are three twin scenarios; C2 and E1 two emulated ones.
-	_, _ = Reproduce(t.Context(), Options{IDs: []string{"B3", "C2", "B7", "E1", "B6"}, Jobs: 4, Out: t.TempDir(),
+	_, _ = Reproduce(t.Context(), Options{IDs: []string{"B3", "C2", "B7", "E1", "B6"}, Jobs: 4, Out: t.TempDir(), Root: "..",
 		Twin: run(false), Emulate: run(true)})
 	if len(shared) > 0 {
 		t.Errorf("emulated runs shared the machine with other runs: %v", shared)
@@ -96,10 +97,33 @@ func TestReuseCompleteRuns(t *testing.T) {
 				ran = true
 				return nil, errors.New("not run: the test's runner")
 			}
-			rows, _ := Reproduce(t.Context(), Options{IDs: []string{"B3"}, Out: out, Reuse: true, Twin: twin})
+			rows, _ := Reproduce(t.Context(), Options{IDs: []string{"B3"}, Out: out, Root: "..", Reuse: true, Twin: twin})
 			if ran != tt.wantRun {
 				t.Errorf("ran the scenario: %v, want %v (row: %s, %s)", ran, tt.wantRun, rows[0].Verdict, rows[0].Note)
 			}
 		})
+	}
+}
+
+// TestMissingScenario checks reproduce refuses at once, naming the file and
+// --root, when a selected claim's scenario is not under the root (run from
+// outside the repository), and runs nothing; model-only claims need none.
+func TestMissingScenario(t *testing.T) {
+	ran := false
+	twin := func(context.Context, string, int, string) (*stats.Summary, error) {
+		ran = true
+		return nil, errors.New("not run: the test's runner")
+	}
+	root := t.TempDir()
+	_, err := Reproduce(t.Context(), Options{IDs: []string{"B3", "B1"}, Out: t.TempDir(), Root: root, Twin: twin})
+	want := filepath.Join(root, "scenarios/claims/paper-table.yaml")
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--root") {
+		t.Errorf("error %v, want one naming %s and --root", err, want)
+	}
+	if ran {
+		t.Error("ran a scenario although another was missing")
+	}
+	if _, err := Reproduce(t.Context(), Options{IDs: []string{"D1"}, Quick: true, Messages: 20_000, Out: t.TempDir(), Root: root}); err != nil {
+		t.Errorf("a model-only claim needs no scenario: %v", err)
 	}
 }
