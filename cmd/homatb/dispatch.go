@@ -76,11 +76,7 @@ func (d *dispatchFlags) split(cmd *cobra.Command, simulate bool) (bool, error) {
 // runDispatched runs plan's experiments as tasks, merges their records
 // and builds the report.
 func runDispatched(cmd *cobra.Command, plan *scenario.Plan, file string, f runFlags) error {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return err
-	}
-	hash, err := dispatch.ScenarioHash(abs)
+	d, err := newDispatch(plan, file, f.repetitions, f.only, f.simulate, f.hostNIC, f.dispatch.executor)
 	if err != nil {
 		return err
 	}
@@ -96,11 +92,6 @@ func runDispatched(cmd *cobra.Command, plan *scenario.Plan, file string, f runFl
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("run directory %s is not empty: choose another --run-dir or remove it", dir)
-	}
-	d := &rundir.Dispatch{Scenario: abs, ScenarioSHA256: hash, Repetitions: f.repetitions, Only: f.only,
-		Simulate: f.simulate, HostNIC: f.hostNIC, Executor: f.dispatch.executor}
-	for _, e := range plan.Experiments {
-		d.Experiments = append(d.Experiments, e.Name)
 	}
 	if err := dispatch.Prepare(dir, d); err != nil {
 		return err
@@ -137,6 +128,26 @@ func runDispatched(cmd *cobra.Command, plan *scenario.Plan, file string, f runFl
 	return mergeAndReport(cmd, dir, d, outcomes, runErr, f.noReport, f.dispatch.jobs)
 }
 
+// newDispatch describes plan's run (from scenario file, with the run's
+// options) as tasks: the scenario by absolute path and hash, so that every
+// task runs the same file, and the experiments by name.
+func newDispatch(plan *scenario.Plan, file string, reps int, only []string, simulate bool, hostNIC, executor string) (*rundir.Dispatch, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := dispatch.ScenarioHash(abs)
+	if err != nil {
+		return nil, err
+	}
+	d := &rundir.Dispatch{Scenario: abs, ScenarioSHA256: hash, Repetitions: reps, Only: only,
+		Simulate: simulate, HostNIC: hostNIC, Executor: executor}
+	for _, e := range plan.Experiments {
+		d.Experiments = append(d.Experiments, e.Name)
+	}
+	return d, nil
+}
+
 // longestFirst orders plan's experiments for local tasks by what each
 // offers, RPCs and their packets (a simulation's events grow with both),
 // the most first: the jobs then end close together.
@@ -165,18 +176,8 @@ func slurmClient(d dispatchFlags, simulate bool) *slurm.Client {
 // mergeAndReport merges a dispatched run's tasks, builds its report
 // (analysing jobs experiments at once) and prints its headline.
 func mergeAndReport(cmd *cobra.Command, dir string, d *rundir.Dispatch, outcomes map[int]dispatch.Outcome, runErr error, noReport bool, jobs int) error {
-	merged, err := dispatch.Merge(dir, d, outcomes)
+	merged, err := mergeTasks(cmd.Context(), dir, d, outcomes, noReport, jobs)
 	if err != nil {
-		return errors.Join(runErr, err)
-	}
-	if !noReport {
-		if _, err := reports.Build(context.WithoutCancel(cmd.Context()), dir, reports.WithJobs(jobs)); err != nil {
-			return errors.Join(runErr, fmt.Errorf("report: %w", err))
-		}
-	}
-	// The merged records and the report's anatomy.csv, once read, as a run
-	// in one process leaves them.
-	if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
 		return errors.Join(runErr, err)
 	}
 	printHeadline(cmd.OutOrStdout(), dir, merged.Manifest.Run, merged.Manifest.Incomplete, merged.Manifest)
@@ -187,6 +188,26 @@ func mergeAndReport(cmd *cobra.Command, dir string, d *rundir.Dispatch, outcomes
 		return fmt.Errorf("run %s is incomplete: %d of %d experiments not measured (see its manifest.json's fidelity)", dir, len(merged.Missing), len(d.Experiments))
 	}
 	return nil
+}
+
+// mergeTasks merges a dispatched run's tasks into dir, builds its report
+// (analysing jobs experiments at once) unless noReport, and compresses the
+// large records as a run in one process leaves them.
+func mergeTasks(ctx context.Context, dir string, d *rundir.Dispatch, outcomes map[int]dispatch.Outcome, noReport bool, jobs int) (*dispatch.Merged, error) {
+	merged, err := dispatch.Merge(dir, d, outcomes)
+	if err != nil {
+		return nil, err
+	}
+	if !noReport {
+		if _, err := reports.Build(context.WithoutCancel(ctx), dir, reports.WithJobs(jobs)); err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+	}
+	// The merged records and the report's anatomy.csv, once read.
+	if _, err := rundir.CompressLarge(dir, rundir.CompressAbove); err != nil {
+		return nil, err
+	}
+	return merged, nil
 }
 
 // newRunExperimentCmd is what each task of a dispatched run executes.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/testbed"
 	"github.com/homatb/homatb/testbed/cleanup"
+	"github.com/homatb/homatb/testbed/dispatch"
 	"github.com/homatb/homatb/testbed/scenario"
 )
 
@@ -49,7 +51,7 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.quick, "quick", false, "one seed and shorter runs (the whole table in under 30 minutes)")
-	fl.IntVar(&f.jobs, "jobs", 1, "twin scenario runs at once (1-16; an emulated run always runs alone)")
+	fl.IntVar(&f.jobs, "jobs", 1, "twin experiments at once (1-16), each in a process of its own with records identical to one at a time; scenarios run one after another, and an emulated run always runs alone")
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.BoolVar(&f.reuse, "reuse", false, "judge the complete runs already in --out (same seeds) afresh instead of running them again; the others run")
@@ -81,8 +83,11 @@ func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	}
 	var progress io.Writer = cmd.ErrOrStderr()
 	opt := claims.Options{
-		IDs: ids, Quick: f.quick, Jobs: f.jobs, Out: f.out, Root: f.root, QueueSeeds: f.seeds,
-		Twin: simulateScenario, Progress: progress, Reuse: f.reuse,
+		// The experiments of a twin scenario, not the scenarios, run side
+		// by side: the paper's table, which is most of the work, then keeps
+		// every core busy to its end.
+		IDs: ids, Quick: f.quick, Jobs: 1, Out: f.out, Root: f.root, QueueSeeds: f.seeds,
+		Twin: simulateScenario(f.jobs, ""), Progress: progress, Reuse: f.reuse,
 	}
 	if why := cannotEmulate(); why != "" {
 		fmt.Fprintf(progress, "emulation claims not measured: %s\n", why)
@@ -137,17 +142,64 @@ func quickFlag(q bool) []string {
 }
 
 // simulateScenario runs a scenario in the twin the way `homatb run
-// --simulate` does (scenario.Load, testbed.Run in virtual time) and reads its summary.
-func simulateScenario(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
-	plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions, Simulate: true})
-	if err != nil {
-		return nil, err
+// --simulate --jobs jobs` does and reads its summary: in this process
+// (scenario.Load, testbed.Run in virtual time), or with jobs above one as
+// that many local tasks, each an experiment in a process of its own, whose
+// records are byte-identical to one process's. A large scenario (the paper's
+// table) then keeps every core busy, where running scenarios side by side
+// leaves it alone on one at the end. The tasks run bin ("": this binary).
+func simulateScenario(jobs int, bin string) claims.Runner {
+	return func(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
+		plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions, Simulate: true})
+		if err != nil {
+			return nil, err
+		}
+		if jobs <= 1 || len(plan.Experiments) < 2 {
+			res, err := testbed.Run(ctx, plan, testbed.Options{RunDir: runDir, ScenarioFile: file, Simulate: true})
+			if err != nil {
+				return nil, err
+			}
+			return readRunSummary(res.RunDir)
+		}
+		if err := simulateTasks(ctx, plan, file, runDir, bin, repetitions, jobs); err != nil {
+			return nil, err
+		}
+		return readRunSummary(runDir)
 	}
-	res, err := testbed.Run(ctx, plan, testbed.Options{RunDir: runDir, ScenarioFile: file, Simulate: true})
+}
+
+// simulateTasks runs plan's experiments (file's, with reps repetitions) as
+// jobs local tasks of bin into dir, longest first, then merges them and builds
+// the report.
+func simulateTasks(ctx context.Context, plan *scenario.Plan, file, dir, bin string, reps, jobs int) error {
+	d, err := newDispatch(plan, file, reps, nil, true, "", "local")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return readRunSummary(res.RunDir)
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("find the homatb binary: %w", err)
+		}
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("run directory %s is not empty: remove it, or use --reuse to judge a complete run again", dir)
+	}
+	if err := dispatch.Prepare(dir, d); err != nil {
+		return err
+	}
+	order, err := longestFirst(plan)
+	if err != nil {
+		return err
+	}
+	outcomes, runErr := dispatch.Local{Binary: bin, Jobs: jobs, Order: order}.Run(ctx, dir, d, func(string) {})
+	merged, err := mergeTasks(ctx, dir, d, outcomes, false, jobs)
+	if err != nil || runErr != nil {
+		return errors.Join(runErr, err)
+	}
+	if merged.Manifest.Incomplete {
+		return fmt.Errorf("run %s is incomplete: %d of %d experiments not measured (see its manifest.json's fidelity)", dir, len(merged.Missing), len(d.Experiments))
+	}
+	return nil
 }
 
 // readRunSummary reads a run directory's summary.json.
