@@ -209,6 +209,14 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 				machine.RLock()
 				defer machine.RUnlock()
 			}
+			if ctx.Err() != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, i := range byScenario[sc] {
+					rows[i].Verdict, rows[i].Note = NotYetMeasured, "not run: reproduce was interrupted ("+context.Cause(ctx).Error()+")"
+				}
+				return nil
+			}
 			start := time.Now()
 			file, runDir, err := prepare(sc, opt)
 			var sum *stats.Summary
@@ -223,7 +231,13 @@ func Reproduce(ctx context.Context, opt Options) ([]Row, error) {
 			for _, i := range byScenario[sc] {
 				c, r := &sel[i], &rows[i]
 				r.RunDir = runDir
-				if err != nil {
+				switch {
+				case err != nil && ctx.Err() != nil:
+					// What an interrupted run measured is in its directory, but
+					// not the claim's seeds: no verdict.
+					r.Verdict, r.Note = NotYetMeasured, "interrupted before it was measured: "+err.Error()
+					continue
+				case err != nil:
 					r.Verdict, r.Note = NotReproduced, "the run failed: "+err.Error()
 					continue
 				}

@@ -127,3 +127,26 @@ func TestMissingScenario(t *testing.T) {
 		t.Errorf("a model-only claim needs no scenario: %v", err)
 	}
 }
+
+// TestInterruptedNoVerdict checks that claims whose runs an interrupt cut
+// short, or kept from starting, get no verdict ("not yet measured", with
+// the reason), and that no scenario starts after the interrupt.
+func TestInterruptedNoVerdict(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var started []string
+	twin := func(ctx context.Context, file string, _ int, _ string) (*stats.Summary, error) {
+		started = append(started, filepath.Base(file))
+		cancel() // the user's ^C, during the first run
+		return nil, ctx.Err()
+	}
+	rows, _ := Reproduce(ctx, Options{IDs: []string{"B3", "B7"}, Out: t.TempDir(), Root: "..", Twin: twin})
+	if len(started) != 1 {
+		t.Errorf("scenarios started: %v, want only the first (none after the interrupt)", started)
+	}
+	for _, r := range rows {
+		if r.Verdict != NotYetMeasured || !strings.Contains(r.Note, "interrupted") {
+			t.Errorf("%s: %s (%s), want not yet measured, interrupted", r.ID, r.Verdict, r.Note)
+		}
+	}
+}
