@@ -33,14 +33,19 @@ func TestTwinExtraction(t *testing.T) {
 	if got[0] != 2.5 || got[3] != 2 || !math.IsNaN(got[1]) {
 		t.Errorf("homaHalfBins = %v, want [2.5 NaN NaN 2 NaN]", got)
 	}
-	r, err := ratios([]string{"pias", "pias", "phost"}, []bool{false, true, false})(exps)
+	r, err := ratios([]string{"pias", "pias", "phost", "pias"}, []over{overMin, overMax, overMin, overMedian})(exps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r[0] != 1 || r[1] != 1.5 || r[2] != 4 {
-		t.Errorf("ratios = %v, want [1 1.5 4]", r)
+	// PIAS/Homa 1.5 on W1, 1 on W4: median of two is their mean.
+	if r[0] != 1 || r[1] != 1.5 || r[2] != 4 || r[3] != 1.25 {
+		t.Errorf("ratios = %v, want [1 1.5 4 1.25]", r)
 	}
-	if _, err := ratios([]string{"ndp"}, []bool{false})(exps); err == nil {
+	odd := append(exps, exp("homa", "w2", 1), exp("pias", "w2", 5))
+	if r, err := ratios([]string{"pias"}, []over{overMedian})(odd); err != nil || r[0] != 1.5 {
+		t.Errorf("median over three workloads (1, 1.5, 5) = %v, %v, want 1.5", r, err)
+	}
+	if _, err := ratios([]string{"ndp"}, []over{overMin})(exps); err == nil {
 		t.Error("a transport not in the run gave no error")
 	}
 }
