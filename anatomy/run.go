@@ -111,7 +111,18 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 		kept = s.Kept
 	}
 	half := medianReq(rows)
-	var short, shortest []rundir.Anatomy
+	// Room for the rows each list will likely hold (a decomposed row has
+	// its RPC's lengths): growing them by copying cost more than counting.
+	nShort, nShortest := 0, 0
+	for i := range rows {
+		if rundir.IsShort(rows[i].ReqBytes, rows[i].RespBytes, ShortMaxBytes) {
+			nShort++
+		}
+		if rows[i].ReqBytes <= half {
+			nShortest++
+		}
+	}
+	short, shortest := make([]rundir.Anatomy, 0, nShort), make([]rundir.Anatomy, 0, nShortest)
 	for i := range rows {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -297,6 +308,10 @@ type ServedGroups struct {
 	next rundir.Served
 	has  bool // next holds a row not yet handed out
 	eof  bool
+	// size is how many rows For handed out last: the next experiment's
+	// start with room for as many (a sweep's experiments often have as
+	// many), not growing by copying.
+	size int
 }
 
 // OpenServedGroups opens served.csv of dir, whose experiments ran in
@@ -336,6 +351,9 @@ func (g *ServedGroups) For(exp string) ([]rundir.Served, error) {
 			}
 		}
 		if !g.has {
+			if len(out) > 0 {
+				g.size = len(out)
+			}
 			return out, nil
 		}
 		k := g.next.Experiment
@@ -345,11 +363,17 @@ func (g *ServedGroups) For(exp string) ([]rundir.Served, error) {
 			row := g.next
 			row.Experiment, row.Transport, row.ServerHost = exp, g.strs.Intern(row.Transport), g.strs.Intern(row.ServerHost)
 			row.Server, row.Client = g.strs.Intern(row.Server), g.strs.Intern(row.Client)
+			if out == nil {
+				out = make([]rundir.Served, 0, g.size)
+			}
 			out = append(out, row)
 			g.has = false
 		case !known:
 			return nil, fmt.Errorf("anatomy: served.csv: experiment %s is not the run's: %w", k, rundir.ErrNotGrouped)
 		case kAt > at:
+			if len(out) > 0 {
+				g.size = len(out)
+			}
 			return out, nil // exp's rows end here, or it has none
 		case g.asked[k]:
 			return nil, fmt.Errorf("anatomy: served.csv: experiment %s again after %s: %w", k, exp, rundir.ErrNotGrouped)

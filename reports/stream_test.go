@@ -155,3 +155,35 @@ func sortedLines(b []byte) []byte {
 	slices.Sort(lines)
 	return []byte(strings.Join(lines, "\n"))
 }
+
+// TestReportOfCompressedRecords: the report of a run whose rpcs.csv is
+// compressed (a split run merges it so; a run in one process compresses it
+// after its report) is that of the same run plain, summary.json's records
+// included.
+func TestReportOfCompressedRecords(t *testing.T) {
+	run := streamRun()
+	plain, zst := t.TempDir(), t.TempDir()
+	run.write(t, plain)
+	run.write(t, zst)
+	if done, err := rundir.CompressLarge(zst, 0); err != nil || len(done) == 0 {
+		t.Fatalf("compress: %v, compressed %v", err, done)
+	}
+	for _, dir := range []string{plain, zst} {
+		if _, err := Build(context.Background(), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"summary.json", "by_size.csv"} {
+		a, err := os.ReadFile(filepath.Join(plain, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(zst, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the plain and the compressed records", f)
+		}
+	}
+}

@@ -50,6 +50,10 @@ type Options struct {
 	Registry string
 	// NoReport skips building the report at the end.
 	NoReport bool
+	// Plain leaves the per-RPC files plain at the end, whatever their
+	// size: a dispatched task's, which the task compresses for the merge
+	// (dispatch.CompressTask).
+	Plain bool
 	// Realtime runs switches and agents under SCHED_FIFO instead of at
 	// nice -10 (experimental; docs/emulation.md has the A/B runs).
 	Realtime bool
@@ -207,8 +211,10 @@ func runWith(ctx context.Context, plan *scenario.Plan, opt Options, p parts) (*R
 			runErr = errors.Join(runErr, err)
 		}
 	}
-	if err := r.compress(); err != nil {
-		runErr = errors.Join(runErr, err)
+	if !opt.Plain {
+		if err := r.compress(); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
 	}
 	return res, errors.Join(runErr, tdErr)
 }

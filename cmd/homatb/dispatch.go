@@ -266,7 +266,7 @@ func runExperimentTask(cmd *cobra.Command, args []string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	opt := testbed.Options{RunDir: task, ScenarioFile: d.Scenario, NoReport: true, Experiments: []string{name},
+	opt := testbed.Options{RunDir: task, ScenarioFile: d.Scenario, NoReport: true, Plain: true, Experiments: []string{name},
 		Simulate: d.Simulate, HostNIC: d.HostNIC, Registry: cleanup.DefaultRegistry}
 	if !d.Simulate {
 		bin, err := os.Executable()
@@ -280,6 +280,11 @@ func runExperimentTask(cmd *cobra.Command, args []string) error {
 		}
 	}
 	res, err := testbed.Run(cmd.Context(), plan, opt)
+	// What the task wrote goes to the merge in frames, also when it
+	// stopped early.
+	if cerr := dispatch.CompressTask(task); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	if err != nil {
 		return err
 	}

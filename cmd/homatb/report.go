@@ -22,6 +22,7 @@ func newReportCmd() *cobra.Command {
 		shortMax int64
 		jobs     int
 		quiet    bool
+		profile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -44,6 +45,13 @@ func newReportCmd() *cobra.Command {
 				return usagef("--jobs: expected 1 to 64, got %d", jobs)
 			}
 			opts = append(opts, reports.WithJobs(jobs))
+			if profile != "" {
+				stop, err := cpuProfile(profile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			if err := mergeDetached(cmd, args[0]); err != nil {
 				return err
 			}
@@ -85,6 +93,8 @@ func newReportCmd() *cobra.Command {
 	f.Int64Var(&shortMax, "short-max", rundir.ShortMaxBytes, "largest request and response (bytes) of a short message: an RPC is short when both are at most this")
 	f.IntVar(&jobs, "jobs", 1, "analyse this many experiments at once (a core each; the outputs are the same)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
+	f.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the report to this file (a debugging aid)")
+	_ = f.MarkHidden("cpu-profile")
 	return cmd
 }
 

@@ -172,9 +172,12 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 	if err != nil {
 		return nil, err
 	}
-	sum.Records = rs.file
+	// The file as a run names it, read compressed or not: a split run's
+	// records are merged compressed, a run in one process's compressed
+	// after its report, and their summaries are the same.
+	sum.Records = strings.TrimSuffix(strings.TrimSuffix(rs.file, rundir.ZstdExt), rundir.GzipExt)
 	if rs.empty {
-		sum.Fidelity = append(sum.Fidelity, rs.file+" is empty: the run recorded no RPC")
+		sum.Fidelity = append(sum.Fidelity, sum.Records+" is empty: the run recorded no RPC")
 	}
 	if man.Incomplete {
 		sum.Fidelity = append(sum.Fidelity, "the run is marked incomplete: it stopped before every experiment finished")

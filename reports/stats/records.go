@@ -92,7 +92,15 @@ type RecordSet struct {
 	// strs interns the host and address strings of the rows kept, so they
 	// do not hold on to their CSV lines.
 	strs rundir.Strings
+	// sizes are the lengths of the last experiment handed on whole: the
+	// next one's slices start with room for as many (a sweep's next
+	// experiment is often the same workload over another transport), so
+	// they seldom grow by copying.
+	sizes expSizes
 }
+
+// expSizes are the lengths of an experiment's per-RPC slices.
+type expSizes struct{ samples, lags, spans, anat int }
 
 // maxFailureReasons bounds the distinct error strings kept per experiment.
 const maxFailureReasons = 32
@@ -183,6 +191,9 @@ func ReadRecordsSplit(ctx context.Context, dir string, fabric *rundir.FabricReco
 		}
 		e := rs.Exps[current]
 		delete(rs.Exps, current)
+		if e != nil {
+			rs.sizes = expSizes{len(e.Samples), len(e.lags), len(e.spans), len(e.anat)}
+		}
 		return done(rs, e)
 	}
 	r, err := rundir.RPCs().NewReader(bufio.NewReaderSize(rc, 1<<20), name)
@@ -390,7 +401,12 @@ func (rs *RecordSet) exp(name, transport string) *ExpRecords {
 	if e, ok := rs.Exps[name]; ok {
 		return e
 	}
-	e := &ExpRecords{Name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), Failures: make(map[string]int64)}
+	z := rs.sizes
+	e := &ExpRecords{Name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), Failures: make(map[string]int64),
+		Samples: make([]sample, 0, z.samples), lags: make([]int64, 0, z.lags), spans: make([]span, 0, z.spans)}
+	if rs.anatomy != nil && rs.anatomy(name) {
+		e.anat = make([]rundir.RPC, 0, z.anat)
+	}
 	rs.Exps[name] = e
 	rs.order = append(rs.order, e.Name)
 	return e

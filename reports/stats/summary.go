@@ -10,7 +10,9 @@ import (
 // of the contract in DESIGN.md ("summary.json") are kept as they are; the
 // rest are additions.
 type Summary struct {
-	Run     string `json:"run"`
+	Run string `json:"run"`
+	// Records is the per-RPC file read (rpcs.csv), without the extension
+	// of its compression.
 	Records string `json:"records"`
 	// PercentileDefinition states how every percentile here is computed.
 	PercentileDefinition string `json:"percentile_definition"`

@@ -29,9 +29,9 @@ type Merged struct {
 // each experiment's rows in plan order), and every task's other files and
 // directories (switch/<experiment>/, captures) moved in; each task's log
 // stays under tasks/. Once every experiment is in, the tasks' per-RPC files
-// go; the merged ones stay plain, for the report to read without
-// decompressing them, and the caller compresses them after
-// (rundir.CompressLarge). An experiment whose task did not measure it is named
+// go. The merged files are compressed when the tasks' are in frames
+// (CompressTask), their frames copied; otherwise they are plain, and the
+// caller compresses them after the report (rundir.CompressLarge). An experiment whose task did not measure it is named
 // in the manifest's fidelity with its task's outcome, and the run is then
 // incomplete. outcomes may lack tasks (a detached run merged early).
 func Merge(dir string, d *rundir.Dispatch, outcomes map[int]Outcome) (*Merged, error) {
@@ -154,15 +154,32 @@ func dropTaskRecords(tasks []string) error {
 
 // mergeCSV writes dir's file of format f from the tasks' files, compressed
 // or not, in task order: every row of the first task that has the file,
-// and the other tasks' rows but their calibration. A file no task wrote is
-// not written; an earlier merge's compressed file is replaced.
+// and the other tasks' rows but their calibration. When every task's file
+// is in frames (CompressTask), so is the merged one, their frames copied;
+// otherwise it is plain. A file no task wrote is not written; an earlier
+// merge's file is replaced.
 func mergeCSV[T any](dir string, tasks []string, f *rundir.CSVFormat[T], exp func(*T) string) error {
-	if err := os.Remove(filepath.Join(dir, f.File+rundir.ZstdExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("merge: %w", err)
-	}
 	header, err := headerLine(f)
 	if err != nil {
 		return err
+	}
+	framed, ok, err := framedTasks(tasks, f, header, exp)
+	if err != nil {
+		return err
+	}
+	if ok && len(framed) > 0 {
+		// Every task's file in frames (CompressTask): the merged one is
+		// theirs put together, compressed as they are.
+		if err := os.Remove(filepath.Join(dir, f.File)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("merge: %w", err)
+		}
+		if err := concatFrames(filepath.Join(dir, f.File+rundir.ZstdExt), framed); err != nil {
+			return err
+		}
+		return plainIfSmall(dir, f.File)
+	}
+	if err := os.Remove(filepath.Join(dir, f.File+rundir.ZstdExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("merge: %w", err)
 	}
 	var w *rundir.CSVWriter[T]
 	var out *os.File

@@ -72,17 +72,8 @@ func TestMergeDropsTaskRecords(t *testing.T) {
 	if m, err = Merge(dir, d, nil); err != nil || len(m.Missing) != 0 {
 		t.Fatalf("second merge: %v, missing %v", err, m.Missing)
 	}
-	rc, _, err := rundir.OpenRunFile(dir, rundir.RPCs().File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var exps []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+	for _, line := range strings.Split(strings.TrimSpace(readRPCs(t, dir)), "\n")[1:] {
 		exps = append(exps, line[:strings.IndexByte(line, ',')])
 	}
 	want := rundir.CalibrationExperiment("") + " a a a b b c"
@@ -96,4 +87,19 @@ func TestMergeDropsTaskRecords(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readRPCs is dir's rpcs.csv, decompressed.
+func readRPCs(t *testing.T, dir string) string {
+	t.Helper()
+	rc, _, err := rundir.OpenRunFile(dir, rundir.RPCs().File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
