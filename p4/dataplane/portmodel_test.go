@@ -17,7 +17,8 @@ func TestPortModel(t *testing.T) {
 		frame []byte
 		v     Verdict
 	}
-	data := func(rank, seq uint32) []byte { return makeHomaData(1000, 2, 0, rank, seq) }
+	// Each frame a message of its own.
+	data := func(rank, seq uint32) []byte { return fromSender(makeHomaData(1000, 2, 0, rank, seq), 1, uint64(seq)) }
 	tests := []struct {
 		name       string
 		cfg        PortModelConfig
