@@ -67,17 +67,6 @@ func makeHomaData(size int, dst byte, prio uint8, rank, seq uint32) []byte {
 	return f
 }
 
-// fromSender makes the Homa frame f come from 10.0.0.src with the
-// sender's RPC id id (a message of its own: rank_order's flow), the IPv4
-// header checksum kept valid; it returns f.
-func fromSender(f []byte, src byte, id uint64) []byte {
-	f[ipSrcOffset+3] = src
-	binary.BigEndian.PutUint64(f[HomaSenderIDOffset:], id)
-	binary.BigEndian.PutUint16(f[ipCsumOffset:], 0)
-	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^onesSum(f[14:34]))
-	return f
-}
-
 // makeUETData builds a UET RUD data packet of size bytes to 10.0.0.dst
 // over UDP (port wire.UETPort, a nonzero UDP checksum) with priority prio
 // and seq in its payload, with a valid IPv4 header checksum.

@@ -61,9 +61,6 @@ const (
 	HomaTypeOffset = HomaOffset + wire.TypeOffset
 	// HomaRankOffset is the frame offset of the big-endian 32-bit rank.
 	HomaRankOffset = HomaOffset + wire.RankOffset
-	// HomaSenderIDOffset is the frame offset of the sender's 64-bit RPC
-	// id, which with the IPv4 source names a message (rank_order's flow).
-	HomaSenderIDOffset = HomaOffset + wire.SenderIDOffset
 	// HomaCommonLen is the length of the common header.
 	HomaCommonLen = wire.CommonLen
 	// HomaTypeData is the type of DATA packets.
@@ -93,11 +90,8 @@ const (
 	UETTrimmedDSCP = TrimQueue << 3
 )
 
-// IPv4 and UDP header fields trimming rewrites and rank_order reads
-// (frame offsets).
+// IPv4 and UDP header fields trimming rewrites (frame offsets).
 const (
-	ipProtoOffset    = 23
-	ipSrcOffset      = 26
 	ipTotalLenOffset = 16
 	ipCsumOffset     = 24
 	udpLenOffset     = UDPOffset + 4
@@ -134,37 +128,15 @@ func setIPv4Word(f []byte, off int, v uint16) {
 	binary.BigEndian.PutUint16(f[ipCsumOffset:], ^uint16(sum))
 }
 
-// flowKey names the message a Homa DATA frame belongs to: its sender's
-// IPv4 address and the sender's RPC id (even from a client, odd from a
-// server), so one message in one direction.
-type flowKey struct {
-	src uint32
-	id  uint64
-}
-
-// homaDataFlow returns the flow of frame f when it is a Homa DATA frame
-// (IPv4 without options, protocol wire.IPProto, type DATA); ok is false
-// for every other frame, which rank_order treats as a flow of its own.
-func homaDataFlow(f []byte) (k flowKey, ok bool) {
-	if len(f) < HomaOffset+HomaCommonLen || binary.BigEndian.Uint16(f[12:]) != 0x0800 ||
-		f[ipTOSOffset-1] != 0x45 || f[ipProtoOffset] != wire.IPProto || f[HomaTypeOffset] != HomaTypeData {
-		return flowKey{}, false
-	}
-	return flowKey{src: binary.BigEndian.Uint32(f[ipSrcOffset:]), id: binary.BigEndian.Uint64(f[HomaSenderIDOffset:])}, true
-}
-
 // rankQueue is a port's rank-ordered queue: packets sorted by rank, largest
-// first, and among equal ranks newest first, so the smallest (oldest) is
-// the last and the first to drop (largest, newest) the first. Its slice is
-// allocated once at the port's capacity; an insertion moves at most that
-// many pointers, which pFabric's small buffers keep short.
+// first, and among equal ranks newest first, so the next to leave (smallest,
+// oldest) is the last and the first to drop (largest, newest) the first. Its
+// slice is allocated once at the port's capacity; an insertion moves at most
+// that many pointers, which pFabric's small buffers keep short.
 type rankQueue struct {
 	pkts []*packet
 	// capacity is the most packets it holds; pkts grows to it as needed.
 	capacity int
-	// arrivals numbers the packets pushed, so popMin finds a flow's
-	// earliest.
-	arrivals uint64
 }
 
 func newRankQueue(capacity int) rankQueue {
@@ -176,9 +148,6 @@ func (r *rankQueue) len() int { return len(r.pkts) }
 // push inserts p before every queued packet of rank <= p.rank. The caller
 // checks there is room (len below cap).
 func (r *rankQueue) push(p *packet) {
-	r.arrivals++
-	p.arrival = r.arrivals
-	p.flow, p.hasFlow = homaDataFlow(p.frame())
 	lo, hi := 0, len(r.pkts)
 	for lo < hi { // first index whose rank is <= p.rank
 		mid := int(uint(lo+hi) >> 1)
@@ -211,26 +180,11 @@ func (r *rankQueue) dropLargest() *packet {
 	return p
 }
 
-// popMin removes and returns the next packet to send, as a pFabric port
-// picks it: the flow of the smallest-rank packet (the oldest of equals),
-// and of that flow's queued packets the earliest to arrive. A sender ranks
-// each packet by its message's bytes left, so a message's later packets
-// rank lower than its earlier ones; serving the smallest rank itself sent
-// each message's packets newest first and left its first ones waiting
-// until the message had no later packet queued, which the pFabric paper's
-// dequeue (its starvation prevention) does not do.
+// popMin removes and returns the smallest-rank packet (the oldest of
+// equals).
 func (r *rankQueue) popMin() *packet {
 	last := len(r.pkts) - 1
-	i := last
-	if head := r.pkts[last]; head.hasFlow {
-		for j := range last {
-			if q := r.pkts[j]; q.hasFlow && q.flow == head.flow && q.arrival < r.pkts[i].arrival {
-				i = j
-			}
-		}
-	}
-	p := r.pkts[i]
-	copy(r.pkts[i:], r.pkts[i+1:])
+	p := r.pkts[last]
 	r.pkts[last] = nil
 	r.pkts = r.pkts[:last]
 	return p

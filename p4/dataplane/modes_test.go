@@ -115,75 +115,6 @@ func TestRankOrder(t *testing.T) {
 	}
 }
 
-// A rank_order port sends the flow (message) of its smallest-rank packet,
-// and of that flow's packets the earliest to arrive, as the pFabric
-// paper's dequeue does; frames of other senders, of other RPC ids and
-// other types are flows of their own.
-func TestRankOrderFlowEarliestFirst(t *testing.T) {
-	type msg struct {
-		src  byte
-		id   uint64
-		data bool
-	}
-	a, b := msg{1, 4, true}, msg{1, 6, true}
-	type offer struct {
-		m    msg
-		rank uint32
-		size int
-	}
-	tests := []struct {
-		name    string
-		buffer  uint32
-		offers  []offer
-		want    []int // departures, by arrival index
-		dropped []int
-	}{
-		{name: "a message's packets leave in arrival order", buffer: 10_000,
-			offers: []offer{{a, 3000, 400}, {a, 2000, 400}, {b, 1500, 400}, {a, 1000, 400}},
-			want:   []int{0, 1, 3, 2}},
-		{name: "the same RPC id from two senders is two messages", buffer: 10_000,
-			offers: []offer{{msg{1, 4, true}, 900, 400}, {msg{2, 4, true}, 100, 400}},
-			want:   []int{1, 0}},
-		{name: "a control packet is not its RPC's DATA", buffer: 10_000,
-			offers: []offer{{a, 800, 400}, {msg{1, 4, false}, 0, 100}},
-			want:   []int{1, 0}},
-		{name: "a full port still drops the largest rank, a message's earliest packet", buffer: 1000,
-			offers: []offer{{a, 3000, 400}, {a, 2000, 400}, {b, 100, 400}},
-			want:   []int{2, 1}, dropped: []int{0}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(func(c *Config) { c.Unshaped = true })
-			tmq := newTM(&cfg, 1, nil)
-			var dropped []int
-			for i, o := range tc.offers {
-				f := fromSender(makeHomaData(o.size, 2, 0, o.rank, uint32(i)), o.m.src, o.m.id)
-				if !o.m.data {
-					f[HomaTypeOffset] = byte(wire.TypeGrant)
-				}
-				p := &packet{buf: f, n: len(f)}
-				if !tmq.enqueueRank(p, o.rank, tc.buffer, int64(i)) {
-					dropped = append(dropped, i)
-				}
-			}
-			deps, _, _ := drainAll(tmq, 100, nil)
-			var got []int
-			for _, d := range deps {
-				got = append(got, int(homaSeq(d.pkt.frame())))
-			}
-			for i := range tc.offers {
-				if !slices.Contains(got, i) && !slices.Contains(dropped, i) {
-					dropped = append(dropped, i)
-				}
-			}
-			slices.Sort(dropped)
-			if !slices.Equal(got, tc.want) || !slices.Equal(dropped, tc.dropped) {
-				t.Errorf("departures %v, dropped %v; want %v, %v", got, dropped, tc.want, tc.dropped)
-			}
-		})
-	}
-}
-
 // The rank queue holds at most the port's packet capacity, whatever the
 // byte buffer, so the buffer pools sized from it cannot run dry.
 func TestRankOrderPacketCapacity(t *testing.T) {
@@ -390,13 +321,13 @@ func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]by
 	}
 }
 
-// Through the whole dataplane: Homa DATA frames of falling rank, each a
-// message of its own, and a non-Homa frame (rank max) reach a rank_order
-// port with room for five: the five smallest ranks leave, smallest first.
+// Through the whole dataplane: Homa DATA frames of falling rank and a
+// non-Homa frame (rank max) reach a rank_order port with room for five:
+// the five smallest ranks leave, smallest first.
 func TestRankOrderForwarding(t *testing.T) {
 	var frames [][]byte
 	for i := range 10 {
-		frames = append(frames, fromSender(makeHomaData(1000, 2, 0, uint32(100-i), uint32(i)), 1, uint64(2*i)))
+		frames = append(frames, makeHomaData(1000, 2, 0, uint32(100-i), uint32(i)))
 	}
 	frames = append(frames, makeFrame(1000, 2, 7, 99))
 	sent, d := runModes(t, ModeRankOrder, 5000, frames)

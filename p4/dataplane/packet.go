@@ -19,11 +19,6 @@ type packet struct {
 	arrNs    int64  // when its receive batch returned, on the dataplane clock
 	enqNs    int64  // when it entered its queue, on the dataplane clock
 	home     *pool
-	// arrival, flow and hasFlow are a rank_order port's: the packet's
-	// number among its queue's arrivals and the message it belongs to.
-	arrival uint64
-	flow    flowKey
-	hasFlow bool
 }
 
 // frame is the received frame.

@@ -17,8 +17,7 @@ func TestPortModel(t *testing.T) {
 		frame []byte
 		v     Verdict
 	}
-	// Each frame a message of its own.
-	data := func(rank, seq uint32) []byte { return fromSender(makeHomaData(1000, 2, 0, rank, seq), 1, uint64(seq)) }
+	data := func(rank, seq uint32) []byte { return makeHomaData(1000, 2, 0, rank, seq) }
 	tests := []struct {
 		name       string
 		cfg        PortModelConfig
