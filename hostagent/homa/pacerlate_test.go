@@ -111,6 +111,64 @@ func TestEqualMessagesGoOldestFirst(t *testing.T) {
 	}
 }
 
+// TestPFabricSenderSRPTOnly starts a long message from a Driven pFabric
+// Endpoint, then a shorter one, and checks that no packet of the long
+// message leaves between the short one's first and last: a pFabric host
+// sends by SRPT alone, without the share Homa's pacer gives the oldest
+// message (one pick in twenty).
+func TestPFabricSenderSRPTOnly(t *testing.T) {
+	var now time.Duration
+	o := &outbox{addr: cliAddr}
+	cfg := homaconf.Config{LinkBps: 25e6, MaxNICBacklog: time.Nanosecond, Variant: homaconf.VariantPFabric}
+	d, err := homa.NewDriven(o, cfg, homa.DrivenConfig{Clock: func() time.Duration { return now }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	to := netip.AddrPortFrom(srvAddr, serverPort)
+	d.Call(to, make([]byte, 200_000), func([]byte, homa.CallInfo, error) {})
+	var lengths []uint32 // each DATA packet's message length, in order
+	step := func() bool {
+		for _, p := range o.take() {
+			if dt, _, err := wire.ParseData(p.Buf); err == nil {
+				lengths = append(lengths, dt.MessageLength)
+			}
+		}
+		at, armed := d.Timer()
+		if !armed {
+			return false
+		}
+		now = at
+		d.Wake()
+		return true
+	}
+	for range 5 {
+		step()
+	}
+	d.Call(to, make([]byte, 60_000), func([]byte, homa.CallInfo, error) {})
+	for range 2000 {
+		if !step() {
+			break
+		}
+	}
+	first, last, short := -1, -1, 0
+	for i, n := range lengths {
+		if n == 60_000 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			short++
+		}
+	}
+	if short < 40 {
+		t.Fatalf("the short message sent %d packets, want at least 40", short)
+	}
+	if long := slices.Index(lengths[first:last], 200_000); long >= 0 {
+		t.Errorf("a packet of the long message left between the short one's first and last (after its %d of %d)", long, short)
+	}
+}
+
 // TestRoCEResumeRearmsPacer: a RoCE queue pair paused by PFC arms the
 // pacer for the PAUSE's end; after a resume it sends until the NIC's
 // backlog is full (here one packet: the twin's default; no DCQCN: the

@@ -21,3 +21,8 @@ type pfabricPolicy struct{ familyBase }
 // with such ties and served them first come first served (compare2018:
 // short packets waited behind 22 full-size retransmissions, 52 ms).
 func (*pfabricPolicy) rank(o *msgOut) uint32 { return o.left() }
+
+// oldestShare: pFabric schedules by rank alone, at its hosts as at its
+// switches, so a message with fewer bytes left always goes first and the
+// oldest gets no share of the link.
+func (*pfabricPolicy) oldestShare() bool { return false }

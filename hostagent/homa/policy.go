@@ -32,6 +32,11 @@ type policy interface {
 	// order packets by it (pFabric), asked before the packet is accounted
 	// for; 0 for the others.
 	rank(o *msgOut) uint32
+	// oldestShare reports whether one pick in pacerFIFOEvery serves the
+	// oldest outbound message rather than the one with the fewest bytes
+	// left (Linux Homa's pacer_fifo_fraction); pFabric's hosts send by
+	// SRPT alone.
+	oldestShare() bool
 	// staleCutoffs answers a DATA packet with header c from p that
 	// carried another cutoff version than this receiver's (Homa: a
 	// CUTOFFS packet; the others choose their priorities themselves).
@@ -98,6 +103,8 @@ func (familyBase) blindLevel(*peer, uint32) uint8 { return 0 }
 func (familyBase) announces(*peer, uint32) (uint8, bool) { return 0, false }
 
 func (familyBase) rank(*msgOut) uint32 { return 0 }
+
+func (familyBase) oldestShare() bool { return true }
 
 func (familyBase) staleCutoffs(time.Duration, *peer, wire.Common) {}
 

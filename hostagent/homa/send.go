@@ -8,7 +8,8 @@ import (
 )
 
 // pacerFIFOEvery: one pick in this many serves the oldest outbound message
-// instead of the shortest (pacer_fifo_fraction 50‰).
+// instead of the shortest (pacer_fifo_fraction 50‰), where the policy
+// gives the oldest a share (policy.oldestShare).
 const pacerFIFOEvery = 20
 
 // resendGaps bounds the gaps one RESEND round asks for.
@@ -157,7 +158,7 @@ func (e *Endpoint) pickSender() *rpc {
 		return nil
 	}
 	st.picks++
-	if st.picks%pacerFIFOEvery == 0 {
+	if st.picks%pacerFIFOEvery == 0 && st.pol.oldestShare() {
 		return oldest
 	}
 	return best
