@@ -25,9 +25,17 @@ func WriteJSON(path string, v any) error {
 	})
 }
 
-// writeAtomic writes path by write into a temporary file of the same
-// directory, then renamed over path; on an error the temporary file goes.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
+// writeAtomic is WriteAtomic for a writer that needs only io.Writer.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	return WriteAtomic(path, func(f *os.File) error { return write(f) })
+}
+
+// WriteAtomic writes path by write into a temporary file of the same
+// directory (readable by all, 0644), renamed over path once whole: a reader
+// never sees half a file, and a writer killed midway leaves what was
+// there. On an error the temporary file goes. write gets the *os.File so
+// that it can copy into it with the kernel's help (io.Copy from a file).
+func WriteAtomic(path string, write func(*os.File) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -82,7 +82,7 @@ func compressFrames(src, dst string) (err error) {
 // writeFrames writes dst as a zstd frame of head and, unless rest is nil,
 // one of rest's bytes.
 func writeFrames(dst string, head []byte, rest io.Reader) error {
-	return writeAtomic(dst, func(out *os.File) error {
+	return rundir.WriteAtomic(dst, func(out *os.File) error {
 		bw := bufio.NewWriterSize(out, 1<<20)
 		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(2))
 		if err != nil {
@@ -103,32 +103,6 @@ func writeFrames(dst string, head []byte, rest io.Reader) error {
 		}
 		return bw.Flush()
 	})
-}
-
-// writeAtomic writes dst by write into a temporary file of its directory,
-// renamed over dst once whole: killed midway, the task or the run keeps
-// what it had.
-func writeAtomic(dst string, write func(*os.File) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			err = errors.Join(fmt.Errorf("write %s: %w", dst, err), os.Remove(tmp.Name()))
-		}
-	}()
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
 }
 
 // zstdMagic starts every zstd frame (RFC 8878, 3.1.1), little-endian.
@@ -296,7 +270,7 @@ func checkFrames[T any](path string, f *rundir.CSVFormat[T], header []byte, exp 
 // concatFrames writes dst from the tasks' files: the first's first frame,
 // then every task's second, copied as they are.
 func concatFrames(dst string, tasks []taskFrames) error {
-	return writeAtomic(dst, func(out *os.File) error {
+	return rundir.WriteAtomic(dst, func(out *os.File) error {
 		for i, tf := range tasks {
 			from := tf.head
 			if i == 0 {
@@ -338,7 +312,7 @@ func plainIfSmall(dir, name string) error {
 	if err != nil || n >= rundir.CompressAbove {
 		return err
 	}
-	err = writeAtomic(filepath.Join(dir, name), func(out *os.File) error {
+	err = rundir.WriteAtomic(filepath.Join(dir, name), func(out *os.File) error {
 		_, err := decompress(zst, out, rundir.CompressAbove)
 		return err
 	})
