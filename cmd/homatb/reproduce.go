@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.quick, "quick", false, "one seed and shorter runs (the whole table in under 30 minutes)")
-	fl.IntVar(&f.jobs, "jobs", 1, "twin experiments at once (1-16), each in a process of its own with records identical to one at a time; scenarios run one after another, and an emulated run always runs alone")
+	fl.IntVar(&f.jobs, "jobs", defaultReproduceJobs(), "twin experiments at once (1-16), each in a process of its own with records identical to one at a time; scenarios run one after another, and an emulated run always runs alone (default: this machine's CPUs, at most 4)")
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.BoolVar(&f.reuse, "reuse", false, "judge the complete runs already in --out (same seeds) afresh instead of running them again; the others run")
@@ -60,6 +61,17 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	fl.BoolVar(&f.splits, "splits", false, "measure the article's level claims (A6-A9) with every candidate level split and print the evidence table")
 	return cmd
 }
+
+// maxDefaultJobs bounds reproduce's default --jobs: each task holds a
+// whole simulation and the report analyses as many experiments at once
+// (the whole table with 2 peaked at 6.9 GB), so a machine with many CPUs
+// asks for more when it has the memory.
+const maxDefaultJobs = 4
+
+// defaultReproduceJobs is reproduce's --jobs unless given: the twin's
+// tasks give the same records as one process, so a reproduction uses the
+// machine's CPUs.
+func defaultReproduceJobs() int { return min(runtime.NumCPU(), maxDefaultJobs) }
 
 func runReproduce(cmd *cobra.Command, ids []string, f reproduceFlags) error {
 	if f.render != "" {
