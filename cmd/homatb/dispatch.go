@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/homatb/homatb/executor/slurm"
 	"github.com/homatb/homatb/reports"
@@ -212,15 +216,91 @@ func mergeTasks(ctx context.Context, dir string, d *rundir.Dispatch, outcomes ma
 
 // newRunExperimentCmd is what each task of a dispatched run executes.
 func newRunExperimentCmd() *cobra.Command {
-	return &cobra.Command{
+	var worker bool
+	cmd := &cobra.Command{
 		Use:    "run-experiment RUN_DIR [NAME]",
 		Short:  "Run one experiment of a dispatched run into RUN_DIR/tasks/NAME (a task of --jobs or --executor slurm)",
 		Hidden: true,
 		Args:   cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if worker {
+				if len(args) != 1 {
+					return usagef("run-experiment --worker takes RUN_DIR only: the names come on its standard input")
+				}
+				return runExperimentWorker(cmd, args[0])
+			}
 			return runExperimentTask(cmd, args)
 		},
 	}
+	cmd.Flags().BoolVar(&worker, "worker", false, "run the experiments named on standard input one after another, answering each on file descriptor 3 (a worker of --jobs)")
+	return cmd
+}
+
+// runExperimentWorker runs the experiments of dir's run named on its
+// standard input, one after another in this process (dispatch.Local's
+// worker), each with its output in its own task log, and answers each on
+// file descriptor 3 with "ok" or "error\t<reason>".
+func runExperimentWorker(cmd *cobra.Command, dir string) error {
+	answers := os.NewFile(3, "answers")
+	if answers == nil {
+		return errors.New("run-experiment --worker: no file descriptor 3 to answer on")
+	}
+	defer answers.Close()
+	// Each experiment's output goes to its task log: the worker's own
+	// standard output and error are put back after it.
+	saved := [2]int{-1, -1}
+	for i, fd := range []int{1, 2} {
+		var err error
+		if saved[i], err = unix.Dup(fd); err != nil {
+			return fmt.Errorf("run-experiment --worker: %w", err)
+		}
+		defer unix.Close(saved[i])
+	}
+	redirect := func(fd int) error {
+		for _, to := range []int{1, 2} {
+			if err := unix.Dup3(fd, to, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	in := bufio.NewScanner(cmd.InOrStdin())
+	for in.Scan() {
+		name := strings.TrimSpace(in.Text())
+		if name == "" {
+			continue
+		}
+		err := func() error {
+			log, err := os.Create(rundir.TaskLog(dir, name))
+			if err != nil {
+				return err
+			}
+			defer log.Close()
+			if err := redirect(int(log.Fd())); err != nil {
+				return err
+			}
+			err = runExperimentTask(cmd, []string{dir, name})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "Error:", err)
+			}
+			// Back to the worker's own output before the log closes.
+			if rerr := unix.Dup3(saved[0], 1, 0); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			return errors.Join(err, unix.Dup3(saved[1], 2, 0))
+		}()
+		answer := "ok\n"
+		if err != nil {
+			answer = "error\t" + strings.Join(strings.Fields(err.Error()), " ") + "\n"
+		}
+		if _, werr := io.WriteString(answers, answer); werr != nil {
+			return fmt.Errorf("run-experiment --worker: answer for %s: %w", name, werr)
+		}
+		if cmd.Context().Err() != nil {
+			return context.Cause(cmd.Context())
+		}
+	}
+	return in.Err()
 }
 
 func runExperimentTask(cmd *cobra.Command, args []string) error {

@@ -7,11 +7,13 @@
 package dispatch
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,25 +94,46 @@ func LongestFirst(work []float64) []int {
 	return order
 }
 
-// Run implements Executor.
+// Run implements Executor: Jobs worker processes (homatb run-experiment
+// --worker) each take the next experiment in Order when they finish one,
+// so an experiment does not pay for a process of its own: one starting
+// afresh grows its heap from nothing, which cost a split run about a
+// tenth more CPU (docs/simulation.md, "Where --jobs 2's extra CPU goes").
+// A worker that dies fails its experiment and is replaced for the rest.
 func (l Local) Run(ctx context.Context, dir string, d *rundir.Dispatch, progress func(string)) (map[int]Outcome, error) {
 	jobs := max(l.Jobs, 1)
 	out := make(map[int]Outcome, len(d.Experiments))
 	var mu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range jobs {
+	for n := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var w *worker
+			defer func() { w.close() }()
 			for i := range next {
-				o := l.task(ctx, dir, d.Experiments[i])
+				name := d.Experiments[i]
+				var o Outcome
+				if w == nil {
+					var err error
+					if w, err = l.startWorker(ctx, dir, n); err != nil {
+						o = Outcome{State: "FAILED", Detail: err.Error()}
+					}
+				}
+				if w != nil {
+					o = w.run(ctx, dir, name)
+					if w.dead {
+						w.close()
+						w = nil
+					}
+				}
 				mu.Lock()
 				out[i] = o
-				n := len(out)
+				done := len(out)
 				mu.Unlock()
 				if progress != nil {
-					progress(fmt.Sprintf("task %d/%d %s: %s", n, len(d.Experiments), d.Experiments[i], o))
+					progress(fmt.Sprintf("task %d/%d %s: %s", done, len(d.Experiments), name, o))
 				}
 			}
 		}()
@@ -137,26 +160,109 @@ feed:
 	return out, ctx.Err()
 }
 
-func (l Local) task(ctx context.Context, dir, name string) Outcome {
-	log, err := os.Create(rundir.TaskLog(dir, name))
+// WorkerLog is where worker n of a local run writes what it prints
+// between experiments (each experiment's own output goes to its TaskLog).
+func WorkerLog(dir string, n int) string {
+	return filepath.Join(dir, "tasks", fmt.Sprintf("worker-%d.log", n))
+}
+
+// worker is one `homatb run-experiment --worker DIR` process: it reads
+// experiment names on its standard input and answers each on its fourth
+// file descriptor (a pipe of its own, so nothing the experiment prints can
+// be taken for an answer) with "ok" or "error\t<reason>".
+type worker struct {
+	cmd     *exec.Cmd
+	names   io.WriteCloser
+	answers *bufio.Reader
+	pipe    *os.File
+	log     *os.File
+	dead    bool
+}
+
+// startWorker starts worker n of dir's run.
+func (l Local) startWorker(ctx context.Context, dir string, n int) (*worker, error) {
+	log, err := os.Create(WorkerLog(dir, n))
 	if err != nil {
-		return Outcome{State: "FAILED", Detail: err.Error()}
+		return nil, fmt.Errorf("dispatch: %w", err)
 	}
-	defer log.Close()
-	cmd := exec.CommandContext(ctx, l.Binary, "run-experiment", dir, name)
+	r, wr, err := os.Pipe()
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, l.Binary, "run-experiment", "--worker", dir)
 	cmd.Stdout, cmd.Stderr = log, log
-	// On cancellation the task gets an interrupt, as a user's ^C, so it
-	// keeps what it measured.
+	cmd.ExtraFiles = []*os.File{wr}
+	// On cancellation the worker gets an interrupt, as a user's ^C, so
+	// its experiment keeps what it measured.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 15 * time.Second
-	err = cmd.Run()
+	names, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	wr.Close() // the worker holds its own copy
+	if err != nil {
+		r.Close()
+		log.Close()
+		return nil, fmt.Errorf("dispatch: start a worker: %w", err)
+	}
+	return &worker{cmd: cmd, names: names, answers: bufio.NewReader(r), pipe: r, log: log}, nil
+}
+
+// run has the worker run experiment name and waits for its answer.
+func (w *worker) run(ctx context.Context, dir, name string) Outcome {
+	taskLog := rundir.TaskLog(dir, name)
+	if _, err := io.WriteString(w.names, name+"\n"); err != nil {
+		w.dead = true
+		return w.lost(ctx, name, err)
+	}
+	line, err := w.answers.ReadString('\n')
+	if err != nil {
+		w.dead = true
+		return w.lost(ctx, name, err)
+	}
+	line = strings.TrimSuffix(line, "\n")
 	switch {
-	case err == nil:
+	case line == "ok":
 		return Outcome{State: "COMPLETED"}
 	case ctx.Err() != nil:
 		return Outcome{State: "CANCELLED", Detail: context.Cause(ctx).Error()}
 	}
-	return Outcome{State: "FAILED", Detail: fmt.Sprintf("%v; log %s", err, rundir.TaskLog(dir, name))}
+	reason, _ := strings.CutPrefix(line, "error\t")
+	return Outcome{State: "FAILED", Detail: fmt.Sprintf("%s; log %s", reason, taskLog)}
+}
+
+// lost is the outcome of an experiment whose worker stopped answering.
+func (w *worker) lost(ctx context.Context, name string, err error) Outcome {
+	if werr := w.wait(); werr != nil {
+		err = werr
+	}
+	if ctx.Err() != nil {
+		return Outcome{State: "CANCELLED", Detail: context.Cause(ctx).Error()}
+	}
+	return Outcome{State: "FAILED", Detail: fmt.Sprintf("its worker stopped during %s: %v; log %s", name, err, w.log.Name())}
+}
+
+// wait ends the worker: its input closed, it exits when its experiment
+// (if any) has.
+func (w *worker) wait() error {
+	if w.cmd == nil {
+		return nil
+	}
+	w.names.Close()
+	err := w.cmd.Wait()
+	w.cmd = nil
+	w.pipe.Close()
+	w.log.Close()
+	return err
+}
+
+// close ends a worker that may be nil.
+func (w *worker) close() {
+	if w != nil {
+		w.wait()
+	}
 }
 
 // Slurm runs the tasks as one Slurm job array.
