@@ -41,7 +41,7 @@ type dispatchFlags struct {
 func (d *dispatchFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&d.executor, "executor", "local", `where experiments run: "local" (this process, or --jobs processes of this machine) or "slurm" (one Slurm job array, a task per experiment; docs/multi-machine.md)`)
-	fl.IntVar(&d.jobs, "jobs", 1, "run this many experiments at once, each in a process of its own, results byte-identical to one at a time (--simulate only: emulated experiments share this machine's CPUs and would distort each other)")
+	fl.IntVar(&d.jobs, "jobs", 1, "run this many experiments at once, in as many worker processes, results byte-identical to one at a time (--simulate only: emulated experiments share this machine's CPUs and would distort each other)")
 	fl.BoolVar(&d.detach, "detach", false, "with --executor slurm: submit and return; homatb report RUN_DIR merges what has finished")
 	fl.StringVar(&d.partition, "slurm-partition", "", "with --executor slurm: sbatch --partition")
 	fl.StringVar(&d.time, "slurm-time", "", "with --executor slurm: sbatch --time per task (e.g. 30:00)")

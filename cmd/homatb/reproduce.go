@@ -52,7 +52,7 @@ writes claims.json and claims.html into --out, with the run directories.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.quick, "quick", false, "one seed and shorter runs (the whole table in under 30 minutes)")
-	fl.IntVar(&f.jobs, "jobs", defaultReproduceJobs(), "twin experiments at once (1-16), each in a process of its own with records identical to one at a time; scenarios run one after another, and an emulated run always runs alone (default: this machine's CPUs, at most 4)")
+	fl.IntVar(&f.jobs, "jobs", defaultReproduceJobs(), "twin experiments at once (1-16), in as many worker processes, with records identical to one at a time; scenarios run one after another, and an emulated run always runs alone (default: this machine's CPUs, at most 4)")
 	fl.StringVar(&f.out, "out", "", "output directory (default results/claims-<timestamp>)")
 	fl.StringVar(&f.root, "root", ".", "the repository: the claims' scenarios are under ROOT/scenarios/claims")
 	fl.BoolVar(&f.reuse, "reuse", false, "judge the complete runs already in --out (same seeds) afresh instead of running them again; the others run")
@@ -155,9 +155,9 @@ func quickFlag(q bool) []string {
 
 // simulateScenario runs a scenario in the twin the way `homatb run
 // --simulate --jobs jobs` does and reads its summary: in this process
-// (scenario.Load, testbed.Run in virtual time), or with jobs above one as
-// that many local tasks, each an experiment in a process of its own, whose
-// records are byte-identical to one process's. A large scenario (the paper's
+// (scenario.Load, testbed.Run in virtual time), or with jobs above one in
+// that many local worker processes, each running experiment after
+// experiment, whose records are byte-identical to one process's. A large scenario (the paper's
 // table) then keeps every core busy, where running scenarios side by side
 // leaves it alone on one at the end. The tasks run bin ("": this binary).
 func simulateScenario(jobs int, bin string) claims.Runner {
