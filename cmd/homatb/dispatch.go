@@ -248,21 +248,17 @@ func runExperimentWorker(cmd *cobra.Command, dir string) error {
 	defer answers.Close()
 	// Each experiment's output goes to its task log: the worker's own
 	// standard output and error are put back after it.
-	saved := [2]int{-1, -1}
-	for i, fd := range []int{1, 2} {
+	var saved [2]int
+	for i := range saved {
 		var err error
-		if saved[i], err = unix.Dup(fd); err != nil {
+		if saved[i], err = unix.Dup(i + 1); err != nil {
 			return fmt.Errorf("run-experiment --worker: %w", err)
 		}
 		defer unix.Close(saved[i])
 	}
-	redirect := func(fd int) error {
-		for _, to := range []int{1, 2} {
-			if err := unix.Dup3(fd, to, 0); err != nil {
-				return err
-			}
-		}
-		return nil
+	// point makes file descriptors 1 and 2 those given.
+	point := func(out, errOut int) error {
+		return errors.Join(unix.Dup3(out, 1, 0), unix.Dup3(errOut, 2, 0))
 	}
 	in := bufio.NewScanner(cmd.InOrStdin())
 	for in.Scan() {
@@ -276,7 +272,7 @@ func runExperimentWorker(cmd *cobra.Command, dir string) error {
 				return err
 			}
 			defer log.Close()
-			if err := redirect(int(log.Fd())); err != nil {
+			if err := point(int(log.Fd()), int(log.Fd())); err != nil {
 				return err
 			}
 			err = runExperimentTask(cmd, []string{dir, name})
@@ -284,10 +280,7 @@ func runExperimentWorker(cmd *cobra.Command, dir string) error {
 				fmt.Fprintln(os.Stderr, "Error:", err)
 			}
 			// Back to the worker's own output before the log closes.
-			if rerr := unix.Dup3(saved[0], 1, 0); rerr != nil {
-				return errors.Join(err, rerr)
-			}
-			return errors.Join(err, unix.Dup3(saved[1], 2, 0))
+			return errors.Join(err, point(saved[0], saved[1]))
 		}()
 		answer := "ok\n"
 		if err != nil {

@@ -157,9 +157,9 @@ func quickFlag(q bool) []string {
 // --simulate --jobs jobs` does and reads its summary: in this process
 // (scenario.Load, testbed.Run in virtual time), or with jobs above one in
 // that many local worker processes, each running experiment after
-// experiment, whose records are byte-identical to one process's. A large scenario (the paper's
-// table) then keeps every core busy, where running scenarios side by side
-// leaves it alone on one at the end. The tasks run bin ("": this binary).
+// experiment, whose records are byte-identical to one process's. A large
+// scenario (the paper's table) then keeps every core busy, where running
+// scenarios side by side leaves it alone on one at the end. The tasks run bin ("": this binary).
 func simulateScenario(jobs int, bin string) claims.Runner {
 	return func(ctx context.Context, file string, repetitions int, runDir string) (*reports.Summary, error) {
 		plan, err := scenario.Load(file, scenario.Options{Repetitions: repetitions, Simulate: true})

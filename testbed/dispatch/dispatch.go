@@ -123,8 +123,7 @@ func (l Local) Run(ctx context.Context, dir string, d *rundir.Dispatch, progress
 				}
 				if w != nil {
 					o = w.run(ctx, dir, name)
-					if w.dead {
-						w.close()
+					if w.cmd == nil { // it stopped: another takes the rest
 						w = nil
 					}
 				}
@@ -176,7 +175,6 @@ type worker struct {
 	answers *bufio.Reader
 	pipe    *os.File
 	log     *os.File
-	dead    bool
 }
 
 // startWorker starts worker n of dir's run.
@@ -214,12 +212,10 @@ func (l Local) startWorker(ctx context.Context, dir string, n int) (*worker, err
 func (w *worker) run(ctx context.Context, dir, name string) Outcome {
 	taskLog := rundir.TaskLog(dir, name)
 	if _, err := io.WriteString(w.names, name+"\n"); err != nil {
-		w.dead = true
 		return w.lost(ctx, name, err)
 	}
 	line, err := w.answers.ReadString('\n')
 	if err != nil {
-		w.dead = true
 		return w.lost(ctx, name, err)
 	}
 	line = strings.TrimSuffix(line, "\n")
@@ -245,7 +241,7 @@ func (w *worker) lost(ctx context.Context, name string, err error) Outcome {
 }
 
 // wait ends the worker: its input closed, it exits when its experiment
-// (if any) has.
+// (if any) has; cmd is nil from then on.
 func (w *worker) wait() error {
 	if w.cmd == nil {
 		return nil
