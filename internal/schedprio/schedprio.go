@@ -94,10 +94,14 @@ func Slice(d time.Duration) error {
 }
 
 // eachThread calls fn once with every thread of this process. It reads
-// the list again until a pass finds no new thread: a thread that fn had
-// not yet reached may start another, which inherits its old settings.
+// the list again until two passes in a row find no new thread: a thread
+// that fn had not yet reached may start another, which inherits its old
+// settings, and a thread being started can be missing from the list for a
+// moment after its settings were copied (TestRealtimeAndBack saw one in
+// CI), so the last pass waits a little first.
 func eachThread(fn func(tid int) error) error {
 	seen := map[int]bool{}
+	quiet := 0 // passes in a row that found no new thread
 	for range 20 {
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
@@ -114,8 +118,14 @@ func eachThread(fn func(tid int) error) error {
 				return err
 			}
 		}
-		if !fresh {
+		switch {
+		case fresh:
+			quiet = 0
+		case quiet == 1:
 			return nil
+		default:
+			quiet++
+			time.Sleep(time.Millisecond)
 		}
 	}
 	return nil
