@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4/dataplane"
 	"github.com/homatb/homatb/wire"
 )
@@ -336,7 +335,7 @@ func (q *qdisc) room(now int64) bool {
 // pass hands f to the NIC and moves the estimate on.
 func (q *qdisc) pass(f []byte, now int64) {
 	q.stats.Passed++
-	q.linkIdle = max(q.linkIdle, now*1000) + (int64(len(f)+fabric.WireOverhead)*q.bytePs+1023)/1024
+	q.linkIdle = max(q.linkIdle, now*1000) + (int64(len(f)+q.h.n.cfg.WireOverhead)*q.bytePs+1023)/1024
 	q.out(f)
 }
 

@@ -418,39 +418,52 @@ func TestReplyToForgottenRPC(t *testing.T) {
 // before its CUTOFFS arrive; like Linux the sender picks each unscheduled
 // packet's level when it sends it, so the packets the pacer holds until
 // after the CUTOFFS use the level they name (W4: 6 for 10 KB), not the
-// top level the first packets used.
+// top level the first packets used. A sender told that every host shares
+// its cutoffs (shared_cutoffs, the twin's cutoffs fixed from the
+// workload) uses them from the first packet.
 func TestUnscheduledLevelPerPacket(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		var mu sync.Mutex
-		var levels []uint8
-		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
-			if d, _, err := wire.ParseData(p.Buf); err == nil && src == clientAddr && d.Retransmit == 0 {
+	w4 := []uint32{1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000, 63488, 12288, 3008}
+	for _, tc := range []struct {
+		name                string
+		client              homaconf.Config
+		wantFirst, wantLast uint8
+	}{
+		{"linux", homaconf.Config{}, 7, 6},
+		{"shared cutoffs", homaconf.Config{UnschedCutoffs: w4, SharedCutoffs: true}, 6, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				var mu sync.Mutex
+				var levels []uint8
+				lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+					if d, _, err := wire.ParseData(p.Buf); err == nil && src == clientAddr && d.Retransmit == 0 {
+						mu.Lock()
+						levels = append(levels, homa.Priority(p.TOS))
+						mu.Unlock()
+					}
+					return false
+				}}
+				network := homatest.NewNetwork(lc)
+				t.Cleanup(network.Close)
+				srv, err := attach(t, network, serverAddr, homaconf.Config{UnschedCutoffs: w4}).Listen(serverPort)
+				if err != nil {
+					t.Fatal(err)
+				}
+				serveFixed(ctx, srv, []byte("ok"))
+				client := attach(t, network, clientAddr, tc.client)
+				if _, _, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, 10_000)); err != nil {
+					t.Fatal(err)
+				}
 				mu.Lock()
-				levels = append(levels, homa.Priority(p.TOS))
-				mu.Unlock()
-			}
-			return false
-		}}
-		w4 := []uint32{1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000, 63488, 12288, 3008}
-		network := homatest.NewNetwork(lc)
-		t.Cleanup(network.Close)
-		srv, err := attach(t, network, serverAddr, homaconf.Config{UnschedCutoffs: w4}).Listen(serverPort)
-		if err != nil {
-			t.Fatal(err)
-		}
-		serveFixed(ctx, srv, []byte("ok"))
-		client := attach(t, network, clientAddr, homaconf.Config{})
-		if _, _, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, 10_000)); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(levels) < 2 || levels[0] != 7 || levels[len(levels)-1] != 6 {
-			t.Errorf("levels of the first message's packets %v, want 7 first and 6 last", levels)
-		}
-	})
+				defer mu.Unlock()
+				if len(levels) < 2 || levels[0] != tc.wantFirst || levels[len(levels)-1] != tc.wantLast {
+					t.Errorf("levels of the first message's packets %v, want %d first and %d last", levels, tc.wantFirst, tc.wantLast)
+				}
+			})
+		})
+	}
 }
 
 // TestAbandonedResponseFreed: a client gives a Call up while the server's

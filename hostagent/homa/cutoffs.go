@@ -66,6 +66,23 @@ func maxSchedPriority(c *[wire.MaxPriorities]uint32, prios int, maxMsg uint32) i
 	return 0
 }
 
+// CutoffsFor is what computeCutoffs makes of sizes (sorted in place), in
+// Linux's order as homaconf's UnschedCutoffs takes them: the cutoffs a
+// receiver would settle on after receiving messages of those lengths,
+// for a run that fixes them before the start instead (the Homa paper's
+// simulator computed them from the workload's distribution).
+func CutoffsFor(sizes []uint32, unsched uint32, prios int, maxMsg uint32) []uint32 {
+	c := computeCutoffs(sizes, unsched, prios, maxMsg)
+	// The scheduled levels' entries are 0 here; as a configured table
+	// they take the lowest unscheduled level's (Linux's sysctl form,
+	// entries that never grow with the level), which picks the same
+	// levels (unschedPriority, maxSchedPriority).
+	for i := prios - 2; i > 0; i-- {
+		c[i] = max(c[i], c[i+1])
+	}
+	return append([]uint32(nil), c[:prios]...)
+}
+
 // computeCutoffs derives cutoffs from observed inbound message lengths the
 // way homa_prio does: the unscheduled share of all bytes decides how many
 // levels carry unscheduled bytes (at least one, and one level is kept for

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/wire"
 )
 
 const testPkt = 1000
@@ -304,6 +307,23 @@ func TestComputeCutoffs(t *testing.T) {
 				share := perLevel[lvl] / un
 				if want := 1 / float64(levels); math.Abs(share-want) > 0.05 {
 					t.Errorf("level %d carries %.3f of unscheduled bytes, want %.3f (cutoffs %v)", lvl, share, want, cut)
+				}
+			}
+			// The same cutoffs as a configured table (a simulated run's,
+			// fixed from the workload): valid, and the same levels.
+			tab := CutoffsFor(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg)
+			if _, err := (homaconf.Config{UnschedCutoffs: tab, Priorities: tt.prios, SharedCutoffs: true}).WithDefaults(); err != nil {
+				t.Fatalf("CutoffsFor %v: %v", tab, err)
+			}
+			var conf [wire.MaxPriorities]uint32
+			copy(conf[:], tab)
+			linuxCutoffs(&conf, tt.prios)
+			if got := maxSchedPriority(&conf, tt.prios, maxMsg); got != lowest-1 {
+				t.Errorf("CutoffsFor %v: highest scheduled level %d, want %d", tab, got, lowest-1)
+			}
+			for _, s := range tt.sizes {
+				if a, b := unschedPriority(&conf, tt.prios, s), unschedPriority(&cut, tt.prios, s); a != b {
+					t.Fatalf("CutoffsFor %v puts %d B at level %d, computeCutoffs %v at %d", tab, s, a, cut, b)
 				}
 			}
 		})

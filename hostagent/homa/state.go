@@ -189,6 +189,9 @@ func (e *Endpoint) peer(addr netip.Addr) *peer {
 	p := e.state.peers[k]
 	if p == nil {
 		p = &peer{addr: addr, servers: map[uint64]*rpc{}, tombs: map[uint64]uint64{}}
+		if e.cfg.SharedCutoffs {
+			p.cutoffs = e.state.cut // the peer's own, which it would send
+		}
 		e.state.peers[k] = p
 	}
 	return p

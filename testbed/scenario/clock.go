@@ -109,6 +109,9 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, siz
 				out = append(out, ClockDefault{Key: p + ".homa.max_nic_backlog_us", Value: "0.001", Emulated: "10 (or 4 full packets' wire time, if longer)",
 					Source: "HomaSimulation's SendController: the next packet when the link is idle"})
 			}
+			if d, ok := workloadCutoffs(s, t, p, homaGiven); ok {
+				out = append(out, d)
+			}
 			if t.Name == TransportPFabric && t.Homa.Tick == 0 && !homaGiven("tick_us") {
 				out = append(out, pfabricTimer(s, t, p, homaGiven)...)
 			}
@@ -187,13 +190,47 @@ func pfabricTimer(s *Scenario, t *Transport, p string, homaGiven func(string) bo
 	return out
 }
 
+// workloadCutoffs fixes Homa transport t's unscheduled cutoffs from its
+// workload's size distribution before the start, as the Homa paper's
+// simulator did (STATIC_CBF_GRADUATED), when the file sets neither the
+// cutoffs nor how many messages a receiver recomputes them after, and
+// every phase t carries sends one-way messages (or echoes) of one size
+// spec. Linux Homa's receivers, and an emulated run's, compute them from
+// the first cutoff_samples messages they receive: until then every
+// unscheduled byte shares the top level, which at W1's rates is the first
+// millisecond of a run and, without a warm-up, its P99.
+func workloadCutoffs(s *Scenario, t *Transport, p string, homaGiven func(string) bool) (ClockDefault, bool) {
+	if t.Name != TransportHoma || t.Homa.Basic || t.Homa.Priorities == 1 || len(t.Homa.UnschedCutoffs) > 0 ||
+		homaGiven("unsched_cutoffs") || homaGiven("cutoff_samples") {
+		return ClockDefault{}, false
+	}
+	spec := ""
+	for _, ph := range s.Phases {
+		if ph.Transport != "" && ph.Transport != t.Name {
+			continue
+		}
+		if ph.Collective != nil || ph.ConnectionMatrix != "" || ph.Sizes == "" || (!ph.OneWay && ph.ResponseBytes != 0) ||
+			(spec != "" && ph.Sizes != spec) {
+			return ClockDefault{}, false
+		}
+		spec = ph.Sizes
+	}
+	if spec == "" {
+		return ClockDefault{}, false
+	}
+	t.CutoffsFrom = spec
+	return ClockDefault{Key: p + ".homa.unsched_cutoffs", Value: "fixed before the start from " + spec + "'s size distribution, known to every sender",
+		Emulated: "each receiver's, from the first cutoff_samples messages it receives (Linux's homa_prio)",
+		Source:   "HomaSimulation's STATIC_CBF_GRADUATED: the workload's distribution, unscheduled bytes split evenly over the levels, one resolver for all hosts"}, true
+}
+
 // unloadedRTT is the simulated fabric's longest unloaded round trip: a
 // full packet out and a minimal one back, serialised on every link of a
 // path between racks, with the scenario's fixed latencies (clock defaults
 // filled).
 func unloadedRTT(s *Scenario) time.Duration {
 	f := s.Fabric()
-	full, small := fabric.FrameBytes(f.MTU), fabric.FrameBytes(64)
+	full, small := f.MTU+f.Framing, 64+f.Framing
 	switches, links := 1, 2
 	rtt := 2 * (fabric.WireTime(f.RateBps, full) + fabric.WireTime(f.RateBps, small))
 	if f.InterSwitchLinks > 0 {

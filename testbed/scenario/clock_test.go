@@ -39,7 +39,7 @@ func TestClockDefaults(t *testing.T) {
 		keys             []string
 	}
 	all := []string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
-		"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
+		"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
 	for _, tc := range []struct {
 		name     string
 		text     string
@@ -52,12 +52,13 @@ func TestClockDefaults(t *testing.T) {
 			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, 0, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
 			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 0, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
-			"transports[0].homa.max_nic_backlog_us", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
+			"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
 			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
 			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false, min_rto: 1ms}\n", 1), true,
 			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, Duration(time.Millisecond), simECNPktsSlow,
-				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts", "transports[1].tcp.nic_priorities"}}},
+				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
+					"transports[0].homa.unsched_cutoffs", "transports[1].tcp.nic_priorities"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, err := Parse("c.yaml", []byte(tc.text))
@@ -89,6 +90,45 @@ func TestClockDefaults(t *testing.T) {
 				}
 				if tcp := s.Transports[2].TCP; tcp.OpenWhenBusy || tcp.NICPriorities || tcp.MinRTO != 0 {
 					t.Errorf("%s: kernel TCP took PIAS's connections: %+v", e.Name, tcp)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkloadCutoffs: a simulated run fixes Homa's cutoffs from the
+// workload when every phase sends one size spec one way (or echoed) and
+// the file says nothing of cutoffs; otherwise its receivers compute them
+// as Linux's do, and an emulated run always does.
+func TestWorkloadCutoffs(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		simulate       bool
+		want           string
+	}{
+		{"simulated", "", "", true, "fixed:1000"},
+		{"emulated", "", "switch: {ecn_threshold_pkts: 20}\n", false, ""},
+		{"cutoff_samples given", "  - name: homa\n", "  - name: homa\n    homa: {cutoff_samples: 500}\n", true, ""},
+		{"cutoffs given", "  - name: homa\n", "  - name: homa\n    homa: {unsched_cutoffs: [1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 500]}\n", true, ""},
+		{"responses of their own", "    max_outstanding: 1\n", "    max_outstanding: 1\n    response_bytes: 100\n", true, ""},
+		{"two workloads", "duration: 1ms\n", "  - {name: q, clients: [h4], servers: [h1], sizes: \"fixed:2000\", rate_rps: 100}\nduration: 1ms\n", true, ""},
+		{"one workload twice", "duration: 1ms\n", "  - {name: q, clients: [h4], servers: [h1], sizes: \"fixed:1000\", rate_rps: 100}\nduration: 1ms\n", true, "fixed:1000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("c.yaml", []byte(strings.Replace(clockBase, tc.old, tc.new, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range plan.Experiments {
+				if got := e.Scenario.Transports[0].CutoffsFrom; got != tc.want {
+					t.Errorf("%s: cutoffs from %q, want %q", e.Name, got, tc.want)
+				}
+				if got := e.Scenario.Transports[1].CutoffsFrom; got != "" {
+					t.Errorf("%s: PIAS's cutoffs from %q, want none", e.Name, got)
 				}
 			}
 		})

@@ -115,6 +115,7 @@ func (t Transport) HomaConfig(f *fabric.Fabric) homaconf.Config {
 // the topology out.
 func (s *Scenario) Fabric() *fabric.Fabric {
 	f := fabric.New(uint64(s.Link.Rate), s.Link.MTU, s.Switch.QueueDepthPkts)
+	f.Framing = s.Simulation.framing()
 	switch s.Topology.Kind {
 	case KindLeafSpine, KindRail:
 		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf

@@ -1,6 +1,10 @@
 package scenario
 
-import "time"
+import (
+	"time"
+
+	"github.com/homatb/homatb/internal/fabric"
+)
 
 // Simulation is the simulator's model of the latencies a packet meets
 // beyond its serialisation on each link: `homatb run --simulate` charges
@@ -16,6 +20,25 @@ type Simulation struct {
 	// packet sent and received.
 	HostTxDelay Duration `yaml:"host_tx_delay"`
 	HostRxDelay Duration `yaml:"host_rx_delay"`
+	// WireOverhead is what every frame costs on every link beyond its
+	// bytes; 0 means Ethernet's 24 (preamble and start delimiter, gap,
+	// FCS). It exists to measure a departure: HomaSimulation charges a
+	// DATA packet 96 B beyond its payload where homatb's costs 114 B
+	// (a longer Homa header), and 6 here charges homatb's the same.
+	WireOverhead int `yaml:"wire_overhead"`
+}
+
+// maxWireOverhead bounds simulation.wire_overhead: more than a header's
+// worth is no longer a model of a link's framing.
+const maxWireOverhead = 64
+
+// framing is what a link charges a packet beyond its IP packet in the
+// simulation m describes (m may be nil).
+func (m *Simulation) framing() int {
+	if m == nil || m.WireOverhead == 0 {
+		return fabric.Framing
+	}
+	return fabric.EthernetHeader + m.WireOverhead
 }
 
 // maxSimDelay bounds each latency: beyond it the model is no longer a
@@ -34,5 +57,12 @@ func (c *checker) checkSimulation(s *Scenario) {
 		if d.v < 0 || d.v > maxSimDelay {
 			c.errorf("simulation."+d.key, "expected a latency from 0 to %v, got %v", maxSimDelay.D(), d.v.D())
 		}
+	}
+	switch {
+	case m.WireOverhead == 0:
+	case !c.simulate:
+		c.errorf("simulation.wire_overhead", "expected it only in a simulated run (homatb run --simulate): an emulated link's framing is the kernel's")
+	case m.WireOverhead < 0 || m.WireOverhead > maxWireOverhead:
+		c.errorf("simulation.wire_overhead", "expected bytes from 1 to %d, got %d", maxWireOverhead, m.WireOverhead)
 	}
 }

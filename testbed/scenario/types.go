@@ -314,6 +314,10 @@ type Transport struct {
 	NDP     NDPParams     `yaml:"ndp"`
 	UET     UETParams     `yaml:"uet"`
 	PIAS    PIASParams    `yaml:"pias"`
+	// CutoffsFrom, set only by a simulated run's clock defaults, is the
+	// size spec from whose distribution the run fixes Homa's unscheduled
+	// cutoffs before the start (clock.go, workloadCutoffs).
+	CutoffsFrom string `yaml:"-"`
 }
 
 // Engine reports whether the transport runs on the Homa engine (Homa,

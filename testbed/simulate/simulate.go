@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/homatb/homatb/controller"
 	"github.com/homatb/homatb/driver"
+	"github.com/homatb/homatb/hostagent/homa"
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/p4"
@@ -28,6 +30,7 @@ import (
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/switches"
 	"github.com/homatb/homatb/testbed/topo"
+	"github.com/homatb/homatb/workloads"
 )
 
 // Epoch is the wall time a simulated run's first experiment starts at:
@@ -46,7 +49,7 @@ var model = []string{
 // tcpModel says what stands for the kernel's TCP when a scenario has tcp
 // or pias transports.
 const tcpModel = "tcp, pias: a model of TCP (simnet/tcpmodel), not the kernel's: tcprpc's framing on connections_per_peer connections per client-server pair used in turn (with tcp.open_when_busy: an idle one, another opened when all are busy; tcp.nic_priorities: NICs queue by DSCP class in strict priority), " +
-	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, NewReno fast recovery, RTO floor 200 ms, no wait for the handshake, no SACK, no TSO; " +
+	"MSS segments, delayed ACKs (every second segment, else 40 ms), slow start, congestion avoidance, SACK recovery (RFC 6675) with RACK marking losses, a tail loss probe and D-SACK, RTO floor 200 ms (tcp.min_rto), no wait for the handshake, no TSO; " +
 	"window laws reno (also standing in for cubic) and dctcp (alpha with g = 1/16, the CE state echoed as RFC 8257's receiver does); PIAS tags by bytes sent with the agents' thresholds"
 
 // latencyModel says which fixed latencies the run charged (scenario
@@ -55,8 +58,12 @@ func latencyModel(m *scenario.Simulation) string {
 	if m == nil || *m == (scenario.Simulation{}) {
 		return "latencies: none beyond each frame's serialisation on each link (store and forward)"
 	}
-	return fmt.Sprintf("latencies beyond serialisation: link %v, switch %v, host send %v, host receive %v (scenario simulation:)",
+	s := fmt.Sprintf("latencies beyond serialisation: link %v, switch %v, host send %v, host receive %v (scenario simulation:)",
 		m.LinkDelay.D(), m.SwitchDelay.D(), m.HostTxDelay.D(), m.HostRxDelay.D())
+	if m.WireOverhead != 0 {
+		s += fmt.Sprintf("; each frame costs %d B on a link beyond its bytes, not Ethernet's 24 (simulation.wire_overhead)", m.WireOverhead)
+	}
+	return s
 }
 
 // Host NIC models (Options.HostNIC).
@@ -246,7 +253,7 @@ func (r *Network) network(seed uint64) (*simnet.Network, error) {
 			return nil, fmt.Errorf("switch %s: %w", name, err)
 		}
 	}
-	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: fabric.WireOverhead,
+	cfg := simnet.Config{RateBps: r.fab.RateBps, UplinkBps: r.fab.UplinkBps, WireOverhead: r.fab.Framing - fabric.EthernetHeader,
 		QueueDepthPkts: r.fab.QueueDepthPkts, Hosts: r.hosts, Links: simLinks(r.layout, r.fab),
 		Switches: pipes, Seed: seed, HostBurstBytes: burst, PFC: pfcOf(r.plan.Base.Switch.PFC),
 		HeadBytes: headBytes}
@@ -326,7 +333,40 @@ func (r *Network) BeginCalibration(_ context.Context, t scenario.Transport, oneW
 func (r *Network) homaConfig(t scenario.Transport) homaconf.Config {
 	c := agents.Requests{Fabric: r.fab, Calibration: r.calib}.HomaConfig(t)
 	c.FrameOverhead = r.fab.Framing
+	if t.CutoffsFrom != "" && len(c.UnschedCutoffs) == 0 {
+		c.UnschedCutoffs = workloadCutoffs(t.CutoffsFrom, c)
+		c.SharedCutoffs = c.UnschedCutoffs != nil
+	}
 	return c
+}
+
+// cutoffSamples is how many lengths workloadCutoffs draws: enough that
+// every level's boundary sits within a fraction of a percent of the
+// distribution's bytes.
+const cutoffSamples = 200_000
+
+// workloadCutoffs are the unscheduled cutoffs a receiver of engine
+// configuration c would settle on after receiving messages of size spec
+// spec (scenario's clock defaults, Transport.CutoffsFrom): computed from
+// a fixed draw of the distribution by the engine's own rule, so every
+// host has them from the start. nil (the engine computes its own) if the
+// spec or the configuration does not parse, which validation has ruled
+// out.
+func workloadCutoffs(spec string, c homaconf.Config) []uint32 {
+	d, err := workloads.ParseSizeSpec(spec)
+	if err != nil {
+		return nil
+	}
+	full, err := c.WithDefaults()
+	if err != nil {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	sizes := make([]uint32, cutoffSamples)
+	for i := range sizes {
+		sizes[i] = uint32(min(d.Sample(rng), int(full.MaxMessageBytes)))
+	}
+	return homa.CutoffsFor(sizes, full.UnschedBytes, full.Priorities, full.MaxMessageBytes)
 }
 
 // tcpConfig is the TCP model's configuration for kernel-TCP transport t

@@ -88,6 +88,11 @@ type Config struct {
 	// entry = largest length using it); empty means computed from the
 	// message sizes this host receives.
 	UnschedCutoffs []uint32 `homa:"unsched_cutoffs"`
+	// SharedCutoffs says every host has the same UnschedCutoffs, so a
+	// sender uses them for a peer before its first CUTOFFS, as the Homa
+	// paper's simulator's senders did (one resolver for all); Linux's
+	// sender uses its default level until then.
+	SharedCutoffs bool `homa:"shared_cutoffs"`
 	// CutoffSamples is how many new inbound messages trigger a
 	// recomputation of dynamic cutoffs (default 1000).
 	CutoffSamples int `homa:"cutoff_samples"`
@@ -460,6 +465,9 @@ func (c Config) WithDefaults() (Config, error) {
 		if c.UnschedCutoffs[i] > c.UnschedCutoffs[i-1] {
 			return c, keyErr("unsched_cutoffs", "entry %d is %d after %d: expected Linux's order, index = priority, each at most the one before (the shortest messages on the highest level)", i, c.UnschedCutoffs[i], c.UnschedCutoffs[i-1])
 		}
+	}
+	if c.SharedCutoffs && len(c.UnschedCutoffs) == 0 {
+		return c, keyErr("shared_cutoffs", "set without unsched_cutoffs: expected the cutoffs every host shares")
 	}
 	if c.CutoffSamples == 0 {
 		c.CutoffSamples = 1000
