@@ -16,8 +16,14 @@ func fp(v float64) *float64 { return &v }
 func exp(t, w string, s99 float64) stats.Experiment {
 	return stats.Experiment{Transport: t, Params: map[string]any{"phases.all2all.sizes": w},
 		ShortestHalf: &stats.ShortestHalf{MaxLength: 1000, S99: fp(s99)},
-		BySize:       []stats.SizeRow{{Length: 100, S99: fp(s99 - 0.5)}, {Length: 1000, S99: fp(s99 + 0.5)}, {Length: 5000, S99: fp(50)}}}
+		BySize: []stats.SizeRow{{Length: 100, S99: fp(s99 - 0.5), S99CI: determined(s99 - 0.5)}, {Length: 500, S99: fp(s99 + 9)},
+			{Length: 1000, S99: fp(s99 + 0.5), S99CI: determined(s99 + 0.5)}, {Length: 5000, S99: fp(50), S99CI: determined(50)}}}
 }
+
+// determined is the confidence interval of a bin whose P99 v the run
+// determines (an upper bound exists); a bin without one has too few
+// messages for a P99.
+func determined(v float64) stats.Interval { return stats.Interval{fp(v - 0.1), fp(v + 0.1)} }
 
 func TestTwinExtraction(t *testing.T) {
 	exps := []stats.Experiment{
@@ -29,7 +35,8 @@ func TestTwinExtraction(t *testing.T) {
 		t.Fatal(err)
 	}
 	// W1 and W4: the largest bin of the shortest half (s99 + 0.5), not the
-	// 5,000-byte bin; W2, W3, W5 not in the run.
+	// 5,000-byte bin nor the 500-byte one, whose P99 has no upper bound
+	// (too few messages); W2, W3, W5 not in the run.
 	if got[0] != 2.5 || got[3] != 2 || !math.IsNaN(got[1]) {
 		t.Errorf("homaHalfBins = %v, want [2.5 NaN NaN 2 NaN]", got)
 	}
