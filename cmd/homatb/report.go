@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/rundir"
@@ -23,6 +24,7 @@ func newReportCmd() *cobra.Command {
 		jobs     int
 		quiet    bool
 		profile  string
+		heap     string
 	)
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -51,6 +53,9 @@ func newReportCmd() *cobra.Command {
 					return err
 				}
 				defer stop()
+			}
+			if heap != "" {
+				defer heapProfiles(heap, 10*time.Second, logger)()
 			}
 			if err := mergeDetached(cmd, args[0]); err != nil {
 				return err
@@ -95,6 +100,8 @@ func newReportCmd() *cobra.Command {
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
 	f.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the report to this file (a debugging aid)")
 	_ = f.MarkHidden("cpu-profile")
+	f.StringVar(&heap, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 10 s and at the end (a debugging aid)")
+	_ = f.MarkHidden("heap-profile")
 	return cmd
 }
 
