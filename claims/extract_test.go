@@ -40,6 +40,18 @@ func TestTwinExtraction(t *testing.T) {
 	if got[0] != 2.5 || got[3] != 2 || !math.IsNaN(got[1]) {
 		t.Errorf("homaHalfBins = %v, want [2.5 NaN NaN 2 NaN]", got)
 	}
+	// No bin of the shortest half determined: the half as one bin when
+	// its P99 is, else nothing.
+	few := exp("homa", "w5", 1.8)
+	for i := range few.BySize {
+		few.BySize[i].S99CI = stats.Interval{}
+	}
+	few.ShortestHalf.S99CI = determined(1.8)
+	undetermined := exp("homa", "w2", 1.8)
+	undetermined.BySize = few.BySize
+	if got, err := homaHalfBins([]stats.Experiment{few, undetermined}); err != nil || got[4] != 1.8 || !math.IsNaN(got[1]) {
+		t.Errorf("homaHalfBins = %v, %v, want W5 1.8 (the half as one bin), W2 NaN (nothing determined)", got, err)
+	}
 	r, err := ratios([]string{"pias", "pias", "phost", "pias"}, []over{overMin, overMax, overMin, overMedian})(exps)
 	if err != nil {
 		t.Fatal(err)

@@ -747,8 +747,9 @@ func shortestHalf(s []sample, ideal *idealRTT, conf float64) *ShortestHalf {
 		half = append(half, float64(x.rtt)/ideal.at(x.length, int64(x.resp), int(x.links)))
 	}
 	slices.Sort(half)
+	s99 := estimate(half, 0.99, conf, 1)
 	return &ShortestHalf{MaxLength: medLen, Count: int64(len(half)),
-		S50: Ptr(estimate(half, 0.5, conf, 1).Value), S99: Ptr(estimate(half, 0.99, conf, 1).Value)}
+		S50: Ptr(estimate(half, 0.5, conf, 1).Value), S99: Ptr(s99.Value), S99CI: s99.interval()}
 }
 
 // phase collects, sorted into buf, the nonzero (reported) values of one

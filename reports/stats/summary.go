@@ -370,6 +370,9 @@ type ShortestHalf struct {
 	Count     int64    `json:"count"`
 	S50       *float64 `json:"s50"`
 	S99       *float64 `json:"s99"`
+	// S99CI is S99's confidence interval (an open end: too few messages
+	// to bound it).
+	S99CI Interval `json:"s99_ci"`
 }
 
 // ShortLabel names the RPCs the headline is about: "short-message"
