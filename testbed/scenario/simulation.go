@@ -60,8 +60,8 @@ func (c *checker) checkSimulation(s *Scenario) {
 	}
 	switch {
 	case m.WireOverhead == 0:
-	case !c.simulate:
-		c.errorf("simulation.wire_overhead", "expected it only in a simulated run (homatb run --simulate): an emulated link's framing is the kernel's")
+	case !c.simulate && m.WireOverhead != fabric.WireOverhead:
+		c.errorf("simulation.wire_overhead", "expected %d (Ethernet's) or nothing in an emulated run, got %d: an emulated link's framing is the kernel's; other values only in a simulated run (homatb run --simulate)", fabric.WireOverhead, m.WireOverhead)
 	case m.WireOverhead < 0 || m.WireOverhead > maxWireOverhead:
 		c.errorf("simulation.wire_overhead", "expected bytes from 1 to %d, got %d", maxWireOverhead, m.WireOverhead)
 	}
