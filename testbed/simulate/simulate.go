@@ -60,7 +60,7 @@ func latencyModel(m *scenario.Simulation) string {
 	}
 	s := fmt.Sprintf("latencies beyond serialisation: link %v, switch %v, host send %v, host receive %v (scenario simulation:)",
 		m.LinkDelay.D(), m.SwitchDelay.D(), m.HostTxDelay.D(), m.HostRxDelay.D())
-	if m.WireOverhead != 0 {
+	if m.WireOverhead != 0 && m.WireOverhead != fabric.WireOverhead {
 		s += fmt.Sprintf("; each frame costs %d B on a link beyond its bytes, not Ethernet's 24 (simulation.wire_overhead)", m.WireOverhead)
 	}
 	return s

@@ -30,15 +30,7 @@ duration: 10ms
 drain: 10ms
 `
 	run := func(extra string) (frame int, oneWayUs float64) {
-		path := filepath.Join(t.TempDir(), "s.yaml")
-		if err := os.WriteFile(path, []byte(base+extra), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p, err := scenario.Load(path, scenario.Options{Simulate: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := runSim(t, p)
+		dir := runSim(t, load(t, base+extra))
 		b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 		if err != nil {
 			t.Fatal(err)
