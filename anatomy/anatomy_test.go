@@ -331,12 +331,14 @@ func TestPreemptLag(t *testing.T) {
 // their P99 RTT.
 func TestShortestHalfTail(t *testing.T) {
 	var rpcs []rundir.RPC
-	var rows []rundir.Anatomy
+	var rows []partsRow
 	for i := range 200 {
 		n := int64(100 + i) // median request 199 bytes
 		rpcs = append(rpcs, rundir.RPC{ReqBytes: n})
-		rows = append(rows, rundir.Anatomy{ReqBytes: n, RTTNs: int64(i+1) * us, QueueNs: int64(i+1) * us / 2, PreemptNs: int64(i+1) * us / 4})
+		rows = append(rows, rowOf(&rundir.Anatomy{ReqBytes: n, RTTNs: int64(i+1) * us, QueueNs: int64(i+1) * us / 2, PreemptNs: int64(i+1) * us / 4}, inShortest))
 	}
+	// A row outside the set counts for nothing.
+	rows = append(rows, rowOf(&rundir.Anatomy{ReqBytes: 9000, RTTNs: 9000 * us, QueueNs: 9000 * us}, inShort))
 	if m := medianReq(rpcs); m != 199 {
 		t.Errorf("medianReq = %d, want 199", m)
 	}
@@ -344,7 +346,7 @@ func TestShortestHalfTail(t *testing.T) {
 		t.Errorf("medianReq of none = %d, want -1", m)
 	}
 	// Of 200 RTTs of 1-200 µs the P99 is 198 µs: the tail is 198-200.
-	p, n := tailOf(rows)
+	p, n := tailOf(rows, inShortest)
 	if n != 3 || p.RTT != 199 || p.Queue != 99.5 || p.PreemptLag != 49.75 {
 		t.Errorf("tailOf = %+v over %d, want RTT 199, queue 99.5, preemption lag 49.75 over 3", p, n)
 	}
@@ -365,5 +367,34 @@ func TestDeparturePacking(t *testing.T) {
 	}
 	if !(newDeparture(-1, 7) < newDeparture(0, 0) && newDeparture(9, 7) < newDeparture(10, 0)) {
 		t.Error("departures do not order by time")
+	}
+}
+
+// TestSummarizeSets: a summary over one set of compact rows is the one
+// over that set's whole rows alone; rows of the other set change nothing,
+// and unsampled rows count in the RPCs and the RTT's percentiles only.
+func TestSummarizeSets(t *testing.T) {
+	var whole []rundir.Anatomy
+	var rows []partsRow
+	for i := range 100 {
+		a := rundir.Anatomy{Joined: "full", ReqBytes: 100, HostNs: int64(i) * us, QueueNs: 10 * us, RTTNs: int64(i)*us + 10*us}
+		if i%10 == 0 {
+			a = rundir.Anatomy{Joined: JoinedUnsampled, ReqBytes: 100, RTTNs: int64(i)*us + 10*us}
+		}
+		whole = append(whole, a)
+		rows = append(rows, rowOf(&a, inShort|inShortest))
+		if i < 3 { // a longer RPC of the shortest half only, far slower
+			rows = append(rows, rowOf(&rundir.Anatomy{Joined: "full", ReqBytes: 2000, QueueNs: 900 * us, RTTNs: 1000 * us}, inShortest))
+		}
+	}
+	want, got := Summarize(whole), summarize(rows, inShort)
+	if *got != *want {
+		t.Errorf("summary of the short set\n got %+v\nwant %+v", got, want)
+	}
+	if got.RPCs != 100 || got.Joined != 90 {
+		t.Errorf("rpcs %d joined %d, want 100 and 90 (10 unsampled)", got.RPCs, got.Joined)
+	}
+	if _, n := tailOf(rows, inShortest); n != 3 {
+		t.Errorf("the shortest half's tail has %d rows, want the 3 slow ones at or above its P99", n)
 	}
 }

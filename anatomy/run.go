@@ -102,33 +102,30 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 		return nil, err
 	}
 	j := NewJoiner(ix, fabric, served)
-	var kept func(*rundir.RPC) bool
+	var sieve func(*rundir.RPC) bool
 	if ix.Sieved() {
 		s, err := SieveOf(rows)
 		if err != nil {
 			return nil, err
 		}
-		kept = s.Kept
+		sieve = s.Kept
 	}
 	half := medianReq(rows)
-	// Room for the rows each list will likely hold (a decomposed row has
-	// its RPC's lengths): growing them by copying cost more than counting.
-	nShort, nShortest := 0, 0
+	// The summaries read a compact row of each short or shortest-half RPC:
+	// a W1 experiment's millions of whole rows were most of its memory.
+	n := 0
 	for i := range rows {
-		if rundir.IsShort(rows[i].ReqBytes, rows[i].RespBytes, ShortMaxBytes) {
-			nShort++
-		}
-		if rows[i].ReqBytes <= half {
-			nShortest++
+		if rundir.IsShort(rows[i].ReqBytes, rows[i].RespBytes, ShortMaxBytes) || rows[i].ReqBytes <= half {
+			n++
 		}
 	}
-	short, shortest := make([]rundir.Anatomy, 0, nShort), make([]rundir.Anatomy, 0, nShortest)
+	kept := make([]partsRow, 0, n)
 	for i := range rows {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		var a rundir.Anatomy
-		if kept != nil && !kept(&rows[i]) {
+		if sieve != nil && !sieve(&rows[i]) {
 			a = Unsampled(&rows[i])
 		} else {
 			a = j.Decompose(&rows[i])
@@ -136,22 +133,24 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 		if err := write(&a); err != nil {
 			return nil, err
 		}
+		var in uint8
 		if rundir.IsShort(a.ReqBytes, a.RespBytes, ShortMaxBytes) {
-			short = append(short, a)
+			in |= inShort
 		}
 		if a.ReqBytes <= half {
-			shortest = append(shortest, a)
+			in |= inShortest
+		}
+		if in != 0 {
+			kept = append(kept, rowOf(&a, in))
 		}
 	}
-	if len(short) == 0 {
+	s := summarize(kept, inShort)
+	if s.RPCs == 0 {
 		return nil, nil
 	}
-	s := Summarize(short)
 	s.PreemptionKnown = ix.PreemptionKnown()
 	s.HalfMaxBytes = half
-	if len(shortest) > 0 {
-		s.HalfTail, s.HalfTailRPCs = tailOf(shortest)
-	}
+	s.HalfTail, s.HalfTailRPCs = tailOf(kept, inShortest)
 	return s, nil
 }
 
@@ -403,73 +402,117 @@ func toParts(v [nParts]float64) Parts {
 	return Parts{RTT: v[0], SendLag: v[1], Host: v[2], Recovery: v[3], Wire: v[4], Queue: v[5], Switch: v[6], Unattributed: v[7], HostHOL: v[8], PreemptLag: v[9], LastHopQueue: v[10]}
 }
 
+// partsRow is what the summaries read of one decomposed RPC: its RTT and
+// parts (partsOf) and flags, 96 bytes where a whole rundir.Anatomy is 256.
+type partsRow struct {
+	v    [nParts]int64
+	in   uint8 // the sets the row is in: inShort, inShortest
+	full bool  // joined "full": every record of the RPC found
+	// unsampled: a Sieve passed over the RPC (JoinedUnsampled), so it has
+	// no parts.
+	unsampled bool
+}
+
+// The sets of rows a summary is taken over.
+const (
+	inShort    uint8 = 1 << iota // requests and responses short (rundir.IsShort)
+	inShortest                   // requests at most the median request
+)
+
+func rowOf(a *rundir.Anatomy, in uint8) partsRow {
+	return partsRow{v: partsOf(a), in: in, full: a.Joined == "full", unsampled: a.Joined == JoinedUnsampled}
+}
+
 // Summarize computes the summary of rows (one experiment's short RPCs).
 func Summarize(rows []rundir.Anatomy) *Summary {
-	s := &Summary{ShortMaxBytes: ShortMaxBytes, RPCs: len(rows)}
-	if len(rows) == 0 {
-		return s
-	}
-	// RPCs a Sieve passed over (Joined JoinedUnsampled) have no parts:
-	// they count in the RTT's percentiles, which place the tail and the
-	// middle fifth, and in nothing else.
-	explained, sampled := 0, 0
-	cols := make([][]int64, nParts)
-	var rtts []int64
+	pr := make([]partsRow, len(rows))
 	for i := range rows {
-		a := &rows[i]
-		rtts = append(rtts, a.RTTNs)
-		if a.Joined == JoinedUnsampled {
+		pr[i] = rowOf(&rows[i], inShort)
+	}
+	return summarize(pr, inShort)
+}
+
+// summarize computes the summary of the rows in set in.
+func summarize(rows []partsRow, in uint8) *Summary {
+	s := &Summary{ShortMaxBytes: ShortMaxBytes}
+	// RPCs a Sieve passed over have no parts: they count in the RTT's
+	// percentiles, which place the tail and the middle fifth, and in
+	// nothing else.
+	explained, sampled := 0, 0
+	for i := range rows {
+		r := &rows[i]
+		if r.in&in == 0 {
+			continue
+		}
+		s.RPCs++
+		if r.unsampled {
 			continue
 		}
 		sampled++
-		if a.Joined == "full" {
+		if r.full {
 			s.Joined++
 		}
-		if a.RTTNs > 0 && 5*abs(a.UnattributedNs) <= a.RTTNs {
+		if rtt := r.v[0]; rtt > 0 && 5*abs(r.v[7]) <= rtt {
 			explained++
 		}
-		for k, v := range partsOf(a) {
-			cols[k] = append(cols[k], v)
-		}
+	}
+	if s.RPCs == 0 {
+		return s
 	}
 	s.Explained = float64(explained) / float64(max(sampled, 1))
+	// Each part's percentiles, one column at a time in one buffer.
+	col := make([]int64, 0, sampled)
 	var p50, p99 [nParts]float64
-	for k := range cols {
-		slices.Sort(cols[k])
-		p50[k], p99[k] = micros(quantile(cols[k], 0.5)), micros(quantile(cols[k], 0.99))
+	for k := range nParts {
+		col = col[:0]
+		for i := range rows {
+			if rows[i].in&in != 0 && !rows[i].unsampled {
+				col = append(col, rows[i].v[k])
+			}
+		}
+		slices.Sort(col)
+		p50[k], p99[k] = micros(quantile(col, 0.5)), micros(quantile(col, 0.99))
 	}
 	s.P50, s.P99 = toParts(p50), toParts(p99)
 	// The tail: RPCs at or above the P99 RTT, by their own parts; the
 	// median likewise over the middle fifth.
-	slices.Sort(rtts)
-	s.Tail, s.TailRPCs = meanParts(rows, quantile(rtts, 0.99), math.MaxInt64)
-	s.Median, _ = meanParts(rows, quantile(rtts, 0.4), quantile(rtts, 0.6))
+	rtts := rttsOf(rows, in)
+	s.Tail, s.TailRPCs = meanParts(rows, in, quantile(rtts, 0.99), math.MaxInt64)
+	s.Median, _ = meanParts(rows, in, quantile(rtts, 0.4), quantile(rtts, 0.6))
 	s.TailCause = largest(s.Tail)
 	return s
 }
 
-// tailOf is each part's mean over the rows at or above their P99 RTT, and
-// how many rows that is.
-func tailOf(rows []rundir.Anatomy) (Parts, int) {
-	rtts := make([]int64, len(rows))
+// rttsOf is the sorted RTTs of the rows in set in.
+func rttsOf(rows []partsRow, in uint8) []int64 {
+	var rtts []int64
 	for i := range rows {
-		rtts[i] = rows[i].RTTNs
+		if rows[i].in&in != 0 {
+			rtts = append(rtts, rows[i].v[0])
+		}
 	}
 	slices.Sort(rtts)
-	return meanParts(rows, quantile(rtts, 0.99), math.MaxInt64)
+	return rtts
 }
 
-// meanParts is each part's mean over the rows whose RTT is in [lo, hi],
-// and how many rows that is.
-func meanParts(rows []rundir.Anatomy, lo, hi int64) (Parts, int) {
+// tailOf is each part's mean over the rows in set in at or above their
+// P99 RTT, and how many rows that is.
+func tailOf(rows []partsRow, in uint8) (Parts, int) {
+	return meanParts(rows, in, quantile(rttsOf(rows, in), 0.99), math.MaxInt64)
+}
+
+// meanParts is each part's mean over the sampled rows in set in whose RTT
+// is in [lo, hi], and how many rows that is.
+func meanParts(rows []partsRow, in uint8, lo, hi int64) (Parts, int) {
 	var sum [nParts]float64
 	n := 0
 	for i := range rows {
-		if rows[i].RTTNs < lo || rows[i].RTTNs > hi || rows[i].Joined == JoinedUnsampled {
+		r := &rows[i]
+		if r.in&in == 0 || r.v[0] < lo || r.v[0] > hi || r.unsampled {
 			continue
 		}
 		n++
-		for k, v := range partsOf(&rows[i]) {
+		for k, v := range r.v {
 			sum[k] += float64(v)
 		}
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/rundir"
 	"github.com/spf13/cobra"
@@ -57,6 +59,10 @@ func newReportCmd() *cobra.Command {
 			if heap != "" {
 				defer heapProfiles(heap, 10*time.Second, logger)()
 			}
+			// A report holds an experiment's records at a time (or a few,
+			// with --jobs): at a limit that follows the live heap they are
+			// collected instead of taking new pages, as a run's are.
+			go memlimit.Follow(context.WithoutCancel(cmd.Context()), 100*time.Millisecond)
 			if err := mergeDetached(cmd, args[0]); err != nil {
 				return err
 			}

@@ -22,8 +22,11 @@ package memlimit
 import (
 	"context"
 	"math"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -134,4 +137,35 @@ func Follow(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// Available is the memory the machine can give a process without
+// swapping (MemAvailable of /proc/meminfo, in bytes); false where that
+// is not known.
+func Available() (int64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	return parseAvailable(string(b))
+}
+
+// parseAvailable reads MemAvailable out of /proc/meminfo's text.
+func parseAvailable(meminfo string) (int64, bool) {
+	for line := range strings.Lines(meminfo) {
+		rest, ok := strings.CutPrefix(line, "MemAvailable:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb < 0 {
+			return 0, false
+		}
+		return kb << 10, true
+	}
+	return 0, false
 }

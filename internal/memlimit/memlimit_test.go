@@ -93,3 +93,25 @@ func gcPercent() int64 {
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64())
 }
+
+// TestParseAvailable reads MemAvailable and refuses what is not it.
+func TestParseAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       int64
+		ok         bool
+	}{
+		{"kernel's", "MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   21000000 kB\nBuffers: 5 kB\n", 21000000 << 10, true},
+		{"missing (an old kernel)", "MemTotal:       24000000 kB\nMemFree:         1000 kB\n", 0, false},
+		{"other unit", "MemAvailable:   21000000 MB\n", 0, false},
+		{"not a number", "MemAvailable:   lots kB\n", 0, false},
+	} {
+		got, ok := parseAvailable(tc.text)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	if a, ok := Available(); ok && a <= 0 {
+		t.Errorf("Available() = %d on this machine", a)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/homatb/homatb/anatomy"
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -137,7 +138,7 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 			return nil, err
 		}
 	}
-	r.jobs = newInOrder(c.jobs)
+	r.jobs = newInOrder(c.jobs, cmp.Or(c.memory, jobsMemory()))
 	// Every job has ended before the anatomy's file closes (the deferred
 	// calls run last first).
 	defer func() {
@@ -355,7 +356,34 @@ func (r *runAnalysis) submit(me rundir.Experiment, er *ExpRecords) error {
 		r.done[er.Name] = e
 		return nil
 	}
-	return r.jobs.submit(before, work, after)
+	return r.jobs.submit(er.cost(), before, work, after)
+}
+
+// Estimates of the live heap an experiment's analysis holds at its peak,
+// per measured RPC, and more per completed one the latency anatomy joins
+// (its row, its servers' row, its packets' switch records and its
+// decomposition): from runtime/metrics' live heap at the collections of
+// a W1 report at 144 hosts, 2.35 M RPCs per experiment, rounded up.
+const (
+	rowHeap     = 256
+	anatomyHeap = 1536
+)
+
+// cost is the estimate of the live heap e's analysis holds at its peak.
+func (e *ExpRecords) cost() int64 {
+	return e.Issued*rowHeap + int64(len(e.anat))*anatomyHeap
+}
+
+// jobsMemory is the live heap the experiments analysed at once may hold
+// together: 40% of the memory the machine has available, which with the
+// collector's room over the live heap (memlimit) leaves the rest of the
+// machine some; 0 (no bound) where that is unknown.
+func jobsMemory() int64 {
+	a, ok := memlimit.Available()
+	if !ok {
+		return 0
+	}
+	return a * 2 / 5
 }
 
 // build computes one experiment's statistics from its records er, its

@@ -26,8 +26,11 @@ type config struct {
 	// matrices are the scenario's connection-matrix phases.
 	matrices   []matrixPhase
 	confidence float64
-	// jobs is how many experiments are analysed at once.
-	jobs int
+	// jobs is how many experiments are analysed at once; memory the bytes
+	// of live heap those held at once may take (0: the machine's
+	// jobsMemory).
+	jobs   int
+	memory int64
 }
 
 func DefaultConfig() config {
