@@ -339,10 +339,10 @@ func TestShortestHalfTail(t *testing.T) {
 	}
 	// A row outside the set counts for nothing.
 	rows = append(rows, rowOf(&rundir.Anatomy{ReqBytes: 9000, RTTNs: 9000 * us, QueueNs: 9000 * us}, inShort))
-	if m := medianReq(rpcs); m != 199 {
+	if m := medianReq(RPCs(rpcs)); m != 199 {
 		t.Errorf("medianReq = %d, want 199", m)
 	}
-	if m := medianReq(nil); m != -1 {
+	if m := medianReq(RPCs(nil)); m != -1 {
 		t.Errorf("medianReq of none = %d, want -1", m)
 	}
 	// Of 200 RTTs of 1-200 µs the P99 is 198 µs: the tail is 198-200.

@@ -90,13 +90,32 @@ func Experiments(dir string) ([]string, error) {
 	return exps, nil
 }
 
+// Rows are an experiment's completed measured RPCs as the anatomy reads
+// them, so a caller can hold them in less than a whole rundir.RPC each.
+type Rows interface {
+	Len() int
+	// At fills r with the i-th RPC: at least its columns the anatomy reads
+	// (those of rundir.RPC that Joiner.Decompose and Sieve.Kept read, its
+	// phase and status among them).
+	At(i int, r *rundir.RPC)
+}
+
+// RPCs are Rows held whole.
+type RPCs []rundir.RPC
+
+// Len is how many RPCs there are.
+func (s RPCs) Len() int { return len(s) }
+
+// At copies the i-th RPC into r.
+func (s RPCs) At(i int, r *rundir.RPC) { *r = s[i] }
+
 // Experiment decomposes one experiment's completed measured RPCs (rows,
 // its rows of rpcs.csv) with its switches' postcards in run directory dir
 // and its servers' rows (served), hands each decomposed row to write in
 // the order of rows, and returns the summary of its short RPCs (nil when
 // it has none). Only this experiment's postcards are in memory, and only
 // while it runs.
-func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecord, rows []rundir.RPC, served []rundir.Served, write func(*rundir.Anatomy) error) (*Summary, error) {
+func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecord, rows Rows, served []rundir.Served, write func(*rundir.Anatomy) error) (*Summary, error) {
 	ix, err := Load(dir, exp)
 	if err != nil {
 		return nil, err
@@ -114,21 +133,24 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 	// The summaries read a compact row of each short or shortest-half RPC:
 	// a W1 experiment's millions of whole rows were most of its memory.
 	n := 0
-	for i := range rows {
-		if rundir.IsShort(rows[i].ReqBytes, rows[i].RespBytes, ShortMaxBytes) || rows[i].ReqBytes <= half {
+	var r rundir.RPC
+	for i := range rows.Len() {
+		rows.At(i, &r)
+		if rundir.IsShort(r.ReqBytes, r.RespBytes, ShortMaxBytes) || r.ReqBytes <= half {
 			n++
 		}
 	}
 	kept := make([]partsRow, 0, n)
-	for i := range rows {
+	for i := range rows.Len() {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		rows.At(i, &r)
 		var a rundir.Anatomy
-		if sieve != nil && !sieve(&rows[i]) {
-			a = Unsampled(&rows[i])
+		if sieve != nil && !sieve(&r) {
+			a = Unsampled(&r)
 		} else {
-			a = j.Decompose(&rows[i])
+			a = j.Decompose(&r)
 		}
 		if err := write(&a); err != nil {
 			return nil, err
@@ -156,13 +178,15 @@ func Experiment(ctx context.Context, dir, exp string, fabric *rundir.FabricRecor
 
 // medianReq is the median request length of rows (-1 when there are
 // none).
-func medianReq(rows []rundir.RPC) int64 {
-	if len(rows) == 0 {
+func medianReq(rows Rows) int64 {
+	if rows.Len() == 0 {
 		return -1
 	}
-	l := make([]int64, len(rows))
-	for i := range rows {
-		l[i] = rows[i].ReqBytes
+	l := make([]int64, rows.Len())
+	var r rundir.RPC
+	for i := range l {
+		rows.At(i, &r)
+		l[i] = r.ReqBytes
 	}
 	slices.Sort(l)
 	return quantile(l, 0.5)

@@ -81,10 +81,12 @@ type sieveRow struct {
 const sieveRowLen = 17
 
 // SieveOf makes the Sieve of an experiment's completed measured RPCs.
-func SieveOf(rows []rundir.RPC) (*Sieve, error) {
+func SieveOf(rows Rows) (*Sieve, error) {
 	s := &Sieve{}
-	for i := range rows {
-		s.Add(&rows[i])
+	var r rundir.RPC
+	for i := range rows.Len() {
+		rows.At(i, &r)
+		s.Add(&r)
 	}
 	return s, s.Finish()
 }

@@ -127,7 +127,7 @@ func TestCompactSampled(t *testing.T) {
 		t.Errorf("%d of 200 long RPCs kept, want about %d", long, 200/SampleEvery+2)
 	}
 	// A reader that builds its Sieve from the rows alone chooses the same.
-	if r, err := SieveOf(rows); err != nil || !slices.Equal(r.KeptIDs(), s.KeptIDs()) {
+	if r, err := SieveOf(RPCs(rows)); err != nil || !slices.Equal(r.KeptIDs(), s.KeptIDs()) {
 		t.Errorf("SieveOf(rows) keeps other RPCs than the writer's Sieve (%v)", err)
 	}
 }

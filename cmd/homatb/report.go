@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -59,10 +58,7 @@ func newReportCmd() *cobra.Command {
 			if heap != "" {
 				defer heapProfiles(heap, 10*time.Second, logger)()
 			}
-			// A report holds an experiment's records at a time (or a few,
-			// with --jobs): at a limit that follows the live heap they are
-			// collected instead of taking new pages, as a run's are.
-			go memlimit.Follow(context.WithoutCancel(cmd.Context()), 100*time.Millisecond)
+			memlimit.Machine()
 			if err := mergeDetached(cmd, args[0]); err != nil {
 				return err
 			}

@@ -115,3 +115,25 @@ func TestParseAvailable(t *testing.T) {
 		t.Errorf("Available() = %d on this machine", a)
 	}
 }
+
+// TestMachine: the limit goes to 80% of the available memory, and a limit
+// already set stays.
+func TestMachine(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(before)
+	if _, ok := Available(); !ok {
+		t.Skip("no /proc/meminfo here")
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	Machine()
+	got := debug.SetMemoryLimit(-1)
+	a, _ := Available()
+	if want := a / 5 * 4; got == math.MaxInt64 || math.Abs(float64(got-want)) > 0.1*float64(want) {
+		t.Errorf("limit %d, want about %d (80%% of %d available)", got, want, a)
+	}
+	debug.SetMemoryLimit(1 << 40)
+	Machine()
+	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
+		t.Errorf("a limit set before was changed to %d", got)
+	}
+}

@@ -362,11 +362,12 @@ func (r *runAnalysis) submit(me rundir.Experiment, er *ExpRecords) error {
 // Estimates of the live heap an experiment's analysis holds at its peak,
 // per measured RPC, and more per completed one the latency anatomy joins
 // (its row, its servers' row, its packets' switch records and its
-// decomposition): from runtime/metrics' live heap at the collections of
-// a W1 report at 144 hosts, 2.35 M RPCs per experiment, rounded up.
+// decomposition): W1's report at 144 hosts, 2.35 M RPCs per experiment,
+// peaked at 2.19 GB live (GODEBUG=gctrace=1; docs/reports.md), 930 B an
+// RPC, rounded up.
 const (
 	rowHeap     = 256
-	anatomyHeap = 1536
+	anatomyHeap = 768
 )
 
 // cost is the estimate of the live heap e's analysis holds at its peak.
@@ -375,9 +376,10 @@ func (e *ExpRecords) cost() int64 {
 }
 
 // jobsMemory is the live heap the experiments analysed at once may hold
-// together: 40% of the memory the machine has available, which with the
-// collector's room over the live heap (memlimit) leaves the rest of the
-// machine some; 0 (no bound) where that is unknown.
+// together: 40% of the memory the machine has available, so that with the
+// collector's room over the live heap (up to twice it, less near the soft
+// limit, memlimit.Machine) the rest of the machine keeps some; 0 (no
+// bound) where that is unknown.
 func jobsMemory() int64 {
 	a, ok := memlimit.Available()
 	if !ok {
@@ -435,7 +437,7 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords, served []rundi
 	exp.HostGauges, exp.Active = analyseHosts(r.hostTel[name], me.Started)
 	exp.Bands = phasesOf(me)
 	if slices.Contains(r.anatExps, name) {
-		if exp.Anatomy, err = r.anatomy(name, er.anat, served, write); err != nil {
+		if exp.Anatomy, err = r.anatomy(name, anatRows{exp: er.Name, transport: er.transport, rows: er.anat}, served, write); err != nil {
 			return Experiment{}, err
 		}
 		er.anat = nil
@@ -473,8 +475,8 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords, served []rundi
 // anatomy decomposes one experiment's completed measured RPCs (rows) with
 // its servers' rows, handing each to write, and returns the summary of its
 // short ones.
-func (r *runAnalysis) anatomy(exp string, rows []rundir.RPC, served []rundir.Served, write func(*rundir.Anatomy) error) (*anatomy.Summary, error) {
-	if len(rows) == 0 {
+func (r *runAnalysis) anatomy(exp string, rows anatRows, served []rundir.Served, write func(*rundir.Anatomy) error) (*anatomy.Summary, error) {
+	if rows.Len() == 0 {
 		return nil, nil
 	}
 	return anatomy.Experiment(r.ctx, r.dir, exp, r.man.Fabric, rows, served, write)

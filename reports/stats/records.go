@@ -70,7 +70,37 @@ type ExpRecords struct {
 	flows []rundir.RPC
 	// anat holds the completed measured rows the latency anatomy joins
 	// (only the columns it reads), for an experiment with switch records.
-	anat []rundir.RPC
+	anat []anatRow
+}
+
+// anatRow is a completed measured RPC as the latency anatomy reads it:
+// 128 bytes where a whole rundir.RPC is 360, one per RPC of an
+// experiment with switch records.
+type anatRow struct {
+	client, server, local            string // interned
+	rpcID                            uint64
+	reqBytes, respBytes              int64
+	rtt, intended, sent, done        int64
+	reqOffset, respOffset, recovered int64
+}
+
+// anatRows are an experiment's anatRows as anatomy.Rows.
+type anatRows struct {
+	exp, transport string
+	rows           []anatRow
+}
+
+// Len is how many rows there are.
+func (a anatRows) Len() int { return len(a.rows) }
+
+// At fills r with row i: its phase and status are the measurement's and
+// completed, as every row kept is.
+func (a anatRows) At(i int, r *rundir.RPC) {
+	x := &a.rows[i]
+	*r = rundir.RPC{Experiment: a.exp, Transport: a.transport, Phase: rundir.PhaseMeasure, Status: rundir.StatusCompleted,
+		Client: x.client, Server: x.server, Local: x.local, RPCID: x.rpcID, ReqBytes: x.reqBytes, RespBytes: x.respBytes,
+		RTTNs: x.rtt, IntendedNs: x.intended, SentNs: x.sent, DoneNs: x.done,
+		ReqOffset: x.reqOffset, RespOffset: x.respOffset, RecoveryFromNs: x.recovered}
 }
 
 // RecordSet is everything read from rpcs.csv.
@@ -247,12 +277,11 @@ func ReadRecordsSplit(ctx context.Context, dir string, fabric *rundir.FabricReco
 
 // anatomyRow is the part of rec the latency anatomy reads
 // (anatomy.Joiner.Decompose), its strings interned.
-func (rs *RecordSet) anatomyRow(e *ExpRecords, rec *rundir.RPC) rundir.RPC {
-	return rundir.RPC{Experiment: e.Name, Transport: e.transport,
-		Client: rs.strs.Intern(rec.Client), Server: rs.strs.Intern(rec.Server), Local: rs.strs.Intern(rec.Local),
-		RPCID: rec.RPCID, ReqBytes: rec.ReqBytes, RespBytes: rec.RespBytes, RTTNs: rec.RTTNs,
-		IntendedNs: rec.IntendedNs, SentNs: rec.SentNs, DoneNs: rec.DoneNs,
-		ReqOffset: rec.ReqOffset, RespOffset: rec.RespOffset, RecoveryFromNs: rec.RecoveryFromNs}
+func (rs *RecordSet) anatomyRow(rec *rundir.RPC) anatRow {
+	return anatRow{client: rs.strs.Intern(rec.Client), server: rs.strs.Intern(rec.Server), local: rs.strs.Intern(rec.Local),
+		rpcID: rec.RPCID, reqBytes: rec.ReqBytes, respBytes: rec.RespBytes, rtt: rec.RTTNs,
+		intended: rec.IntendedNs, sent: rec.SentNs, done: rec.DoneNs,
+		reqOffset: rec.ReqOffset, respOffset: rec.RespOffset, recovered: rec.RecoveryFromNs}
 }
 
 // sinceIntended turns a transport time into ns since intended: 0 when the
@@ -344,7 +373,7 @@ func (rs *RecordSet) add(rec *rundir.RPC) error {
 			e.Samples = append(e.Samples, x)
 		}
 		if rs.anatomy != nil && rs.anatomy(cmp.Or(e.of, e.Name)) {
-			e.anat = append(e.anat, rs.anatomyRow(e, rec))
+			e.anat = append(e.anat, rs.anatomyRow(rec))
 		}
 	case rundir.StatusFailed:
 		e.failed++
@@ -405,7 +434,7 @@ func (rs *RecordSet) exp(name, transport string) *ExpRecords {
 	e := &ExpRecords{Name: rs.strs.Intern(name), transport: rs.strs.Intern(transport), Failures: make(map[string]int64),
 		Samples: make([]sample, 0, z.samples), lags: make([]int64, 0, z.lags), spans: make([]span, 0, z.spans)}
 	if rs.anatomy != nil && rs.anatomy(name) {
-		e.anat = make([]rundir.RPC, 0, z.anat)
+		e.anat = make([]anatRow, 0, z.anat)
 	}
 	rs.Exps[name] = e
 	rs.order = append(rs.order, e.Name)
