@@ -105,9 +105,11 @@ func receiverDrivenCut(exps []stats.Experiment) ([]float64, error) {
 // in a switch queue (what a full queue of NDP's 8 packets adds: at a 10
 // Gbit/s port 8 full frames ahead and one on the wire are 11 µs; trimmed
 // headers, in TrimQueue, are left out), that over the ideal one-way time
-// of W4's first size bin of 200 bytes or more, and, for reference, what
-// that bin's P99 adds to its ideal end to end (every hop's queue, the
-// sender's NIC and the resends of trimmed packets).
+// of a 200-byte message between racks (the slowdowns' denominator for it:
+// host, leaf, spine, leaf, host), and, for reference, what W4's first size
+// bin of 200 bytes or more adds to its ideal at its P99 end to end (every
+// hop's queue, the sender's NIC and the resends of trimmed packets) and the
+// wait over the message's ideal within a rack.
 func ndpQueueAdds(exps []stats.Experiment) ([]float64, error) {
 	e := byWorkload(exps)["w4"]["ndp"]
 	if e == nil {
@@ -122,15 +124,26 @@ func ndpQueueAdds(exps []stats.Experiment) ([]float64, error) {
 	if math.IsNaN(wait) {
 		return nil, errors.New("NDP's W4 run has no switch queue delays")
 	}
+	ideal, inRack := e.Ideal.Us(200, 0, betweenRacks), e.Ideal.Us(200, 0, withinRack)
+	if math.IsNaN(ideal) || ideal <= 0 || inRack <= 0 {
+		return nil, errors.New("NDP's W4 run has no ideal to divide by (its summary.json predates ideal.hop_ns: rebuild it with homatb report)")
+	}
 	for _, b := range e.BySize {
 		if b.Length < 200 || b.S99 == nil || *b.S99 <= 0 {
 			continue
 		}
-		ideal := b.P99us / *b.S99
-		return []float64{wait, wait / ideal, b.P99us - ideal}, nil
+		return []float64{wait, wait / ideal, b.P99us - b.P99us / *b.S99, wait / inRack}, nil
 	}
 	return nil, errors.New("NDP's W4 run has no size bin of 200 bytes or more")
 }
+
+// The links a message crosses on a leaf-spine fabric: between racks host
+// to leaf, leaf to spine, spine to leaf, leaf to host; within a rack host
+// to leaf to host.
+const (
+	betweenRacks = 4
+	withinRack   = 2
+)
 
 // over says how a claim reduces a ratio over the workloads.
 type over int

@@ -235,15 +235,27 @@ func TestNewClaimExtraction(t *testing.T) {
 	}
 
 	// The longest wait in a data queue is 11 µs (queue 0; the trimmed
-	// headers' queue 7 is left out). The first bin of at least 200 bytes:
-	// P99 12 µs at slowdown 6, so an ideal of 2 µs, 10 µs added end to end,
-	// and the queue's 11 µs five and a half times the ideal.
+	// headers' queue 7 is left out), five and a half times the 2 µs ideal
+	// of a 200-byte message between racks (the ideal's base itself). The
+	// first bin of at least 200 bytes: P99 12 µs at slowdown 6, so 10 µs
+	// added end to end.
+	zero := 0.0
 	ndp := []stats.Experiment{{Transport: "ndp", Params: map[string]any{"phases.all2all.sizes": "w4"},
 		Switch: stats.SwitchStats{MaxDelayUs: []float64{11, 0, 0, 0, 0, 0, 0, 30}},
-		BySize: []stats.SizeRow{{Length: 100, P99us: 4, S99: fp(2)}, {Length: 300, P99us: 12, S99: fp(6)}}}}
-	if got, err := ndpQueueAdds(ndp); err != nil || !slices.Equal(got, []float64{11, 5.5, 10}) {
-		t.Errorf("ndpQueueAdds = %v, %v; want [11 5.5 10]", got, err)
+		BySize: []stats.SizeRow{{Length: 100, P99us: 4, S99: fp(2)}, {Length: 300, P99us: 12, S99: fp(6)}},
+		Ideal: &stats.Ideal{BaseRTTus: 2, BaseRequest: 200, BaseLinks: 4, LinkBps: 10e9, MTU: 1500, FrameOverhead: 38,
+			HeaderBytes: 40, HopNs: &zero, OneWay: true}}}
+	adds, err := ndpQueueAdds(ndp)
+	if err != nil || len(adds) != 4 || !slices.Equal(adds[:3], []float64{11, 5.5, 10}) {
+		t.Errorf("ndpQueueAdds = %v, %v; want [11 5.5 10 ...]", adds, err)
+	} else if inRack := ndp[0].Ideal.Us(200, 0, 2); inRack >= 2 || adds[3] != 11/inRack {
+		t.Errorf("within a rack: %v over an ideal of %v µs, want 11 over an ideal under the 2 µs between racks", adds[3], inRack)
 	}
+	ndp[0].Ideal.HopNs = nil
+	if got, err := ndpQueueAdds(ndp); err == nil {
+		t.Errorf("ndpQueueAdds of a summary without hop_ns = %v, want an error", got)
+	}
+	ndp[0].Ideal.HopNs = &zero
 	ndp[0].Switch.MaxDelayUs = nil
 	if got, err := ndpQueueAdds(ndp); err == nil {
 		t.Errorf("ndpQueueAdds without queue delays = %v, want an error", got)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homatb/homatb/executor/slurm"
+	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed"
@@ -203,6 +204,10 @@ func mergeTasks(ctx context.Context, dir string, d *rundir.Dispatch, outcomes ma
 		return nil, err
 	}
 	if !noReport {
+		// The report holds an experiment's records at a time, or a few
+		// (jobs): near the machine's memory, collected more often
+		// instead of doubling past it.
+		memlimit.Machine()
 		if _, err := reports.Build(context.WithoutCancel(ctx), dir, reports.WithJobs(jobs)); err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}

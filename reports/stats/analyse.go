@@ -138,7 +138,11 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 			return nil, err
 		}
 	}
-	r.jobs = newInOrder(c.jobs, cmp.Or(c.memory, jobsMemory()))
+	budget := cmp.Or(c.memory, jobsMemory())
+	r.jobs = newInOrder(c.jobs, budget)
+	if c.jobs > 1 {
+		c.Logger.Info("experiments analysed at once share a memory budget", "jobs", c.jobs, "budget_MB", budget>>20)
+	}
 	// Every job has ended before the anatomy's file closes (the deferred
 	// calls run last first).
 	defer func() {
@@ -356,18 +360,21 @@ func (r *runAnalysis) submit(me rundir.Experiment, er *ExpRecords) error {
 		r.done[er.Name] = e
 		return nil
 	}
-	return r.jobs.submit(er.cost(), before, work, after)
+	cost := er.cost()
+	r.c.Logger.Info("analysing experiment", "experiment", me.Name, "rpcs", er.Issued, "estimated_heap_MB", cost>>20)
+	return r.jobs.submit(cost, before, work, after)
 }
 
 // Estimates of the live heap an experiment's analysis holds at its peak,
 // per measured RPC, and more per completed one the latency anatomy joins
-// (its row, its servers' row, its packets' switch records and its
-// decomposition): W1's report at 144 hosts, 2.35 M RPCs per experiment,
-// peaked at 2.19 GB live (GODEBUG=gctrace=1; docs/reports.md), 930 B an
-// RPC, rounded up.
+// (its row, its servers' row, its packets' switch records, its
+// decomposition and, with jobs, its rows of anatomy.csv buffered): W1's
+// report at 144 hosts, 4.7 M RPCs an experiment, peaked at 4.45 GB live
+// analysing one at a time (GODEBUG=gctrace=1; docs/reports.md), 950 B an
+// RPC, and at about 5 GB an experiment with --jobs 2.
 const (
 	rowHeap     = 256
-	anatomyHeap = 768
+	anatomyHeap = 1024
 )
 
 // cost is the estimate of the live heap e's analysis holds at its peak.
@@ -376,16 +383,17 @@ func (e *ExpRecords) cost() int64 {
 }
 
 // jobsMemory is the live heap the experiments analysed at once may hold
-// together: 40% of the memory the machine has available, so that with the
-// collector's room over the live heap (up to twice it, less near the soft
-// limit, memlimit.Machine) the rest of the machine keeps some; 0 (no
-// bound) where that is unknown.
+// together: a third of the memory the machine has available, so that with
+// the collector's room over the live heap (up to as much again, less near
+// the soft limit, memlimit.Machine) and an estimate that is only one, the
+// rest of the machine keeps a third; 0 (no bound) where that is unknown.
+// At 40% two of W1's 10 ms experiments fitted by 2% and took 22 GB.
 func jobsMemory() int64 {
 	a, ok := memlimit.Available()
 	if !ok {
 		return 0
 	}
-	return a * 2 / 5
+	return a / 3
 }
 
 // build computes one experiment's statistics from its records er, its
@@ -623,9 +631,10 @@ func newExperiment(er *ExpRecords, me rundir.Experiment, base *ownBaseline, idea
 		}
 	}
 	if ideal != nil {
+		hop := ideal.hopNs
 		e.Ideal = &Ideal{BaseRTTus: ideal.baseNs / 1e3, BaseRequest: ideal.baseReq, BaseResponse: ideal.baseResp,
-			BaseLinks: ideal.baseLinks, Source: ideal.source, LinkBps: ideal.rateBps, MTU: ideal.mtu,
-			FrameOverhead: ideal.overhead, HeaderBytes: headerBytes}
+			BaseLinks: ideal.baseLinks, Source: ideal.source, LinkBps: ideal.rateBps, UplinkBps: ideal.uplinkBps, MTU: ideal.mtu,
+			FrameOverhead: ideal.overhead, HeaderBytes: headerBytes, HopNs: &hop, OneWay: ideal.oneWay}
 	} else if er.completed > 0 {
 		e.Fidelity = append(e.Fidelity, "no calibration and link rate: slowdown not computed")
 	}

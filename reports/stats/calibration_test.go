@@ -39,6 +39,20 @@ func TestIdealRTT(t *testing.T) {
 	if got, want := id.at(100, 100, 4), 256_000+2*(2*178*160/4.0); math.Abs(got-want) > 1e-6 {
 		t.Errorf("across a spine at 4x: ideal %.0f ns, want %.0f", got, want)
 	}
+	// summary.json's Ideal gives the same ideal, one-way and with a
+	// latency per hop too.
+	id.hopNs, id.oneWay = 250, true
+	sum := &Ideal{BaseRTTus: 256, BaseRequest: 100, BaseResponse: 100, BaseLinks: 2, LinkBps: 50e6, UplinkBps: 200e6,
+		MTU: 1500, FrameOverhead: 38, HeaderBytes: headerBytes, HopNs: &id.hopNs, OneWay: true}
+	for _, links := range []int{2, 4} {
+		if got, want := sum.Us(200, 0, links), id.at(200, 0, links)/1e3; math.Abs(got-want) > 1e-9 {
+			t.Errorf("Ideal.Us(200, 0, %d) = %v µs, want %v", links, got, want)
+		}
+	}
+	sum.HopNs = nil
+	if got := sum.Us(200, 0, 2); !math.IsNaN(got) {
+		t.Errorf("Ideal.Us of a summary without hop_ns = %v, want NaN", got)
+	}
 }
 
 func TestOwnBaselineLinear(t *testing.T) {

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/homatb/homatb/anatomy"
 )
@@ -214,8 +215,10 @@ type Percentiles struct {
 // Ideal describes the ideal RTT that slowdown divides by: BaseRTTus, the
 // unloaded RTT of a BaseRequest-byte request with a BaseResponse-byte
 // response over BaseLinks links each way, plus each message's time on the
-// wire beyond the base's at LinkBps, with HeaderBytes of headers and
-// FrameOverhead of framing per packet of at most MTU bytes.
+// wire beyond the base's at LinkBps (UplinkBps between switches, when
+// set), with HeaderBytes of headers and FrameOverhead of framing per packet
+// of at most MTU bytes, and HopNs for each link beyond the base's (each
+// way, or one way with OneWay).
 type Ideal struct {
 	BaseRTTus     float64 `json:"base_rtt_us"`
 	BaseRequest   int64   `json:"base_request_bytes"`
@@ -223,9 +226,27 @@ type Ideal struct {
 	BaseLinks     int     `json:"base_links"`
 	Source        string  `json:"source"`
 	LinkBps       float64 `json:"link_bps"`
+	UplinkBps     float64 `json:"uplink_bps,omitempty"`
 	MTU           int     `json:"mtu"`
 	FrameOverhead int     `json:"frame_overhead_bytes"`
 	HeaderBytes   int     `json:"header_bytes"`
+	// HopNs and OneWay are nil and false in a summary written before
+	// they were.
+	HopNs  *float64 `json:"hop_ns"`
+	OneWay bool     `json:"one_way"`
+}
+
+// Us is the ideal time, in µs, of a req-byte request with a resp-byte
+// response (a req-byte message, one way) over links links each way: the
+// slowdowns' denominator for such an RPC. NaN for a summary written before
+// Ideal had all it needs (no hop_ns).
+func (i *Ideal) Us(req, resp int64, links int) float64 {
+	if i == nil || i.HopNs == nil || i.HeaderBytes != headerBytes || i.LinkBps <= 0 {
+		return math.NaN()
+	}
+	id := idealRTT{baseNs: i.BaseRTTus * 1e3, baseReq: i.BaseRequest, baseResp: i.BaseResponse, baseLinks: i.BaseLinks,
+		rateBps: i.LinkBps, uplinkBps: i.UplinkBps, mtu: i.MTU, overhead: i.FrameOverhead, hopNs: *i.HopNs, oneWay: i.OneWay}
+	return id.at(req, resp, links) / 1e3
 }
 
 // Calibration describes the transport's own unloaded RTTs (the second
