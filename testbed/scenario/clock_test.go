@@ -280,3 +280,50 @@ duration: 50ms
 		})
 	}
 }
+
+// TestSimulatedDuration: a simulated run whose file gives no duration
+// measures 10 ms, or until its open-loop phases offer simMessages; a
+// duration given, an emulated run and a closed loop keep theirs.
+func TestSimulatedDuration(t *testing.T) {
+	paper := `name: d
+topology: {kind: leaf-spine, leaves: 9, spines: 4, hosts_per_leaf: 16, uplink_rate: 40Gbit}
+link: {rate: 10Gbit}
+transports: [{name: homa}]
+phases:
+  - {name: p, clients: [all], servers: [all], sizes: "SIZES", load: 0.8, load_of: wire, one_way: true}
+`
+	open := strings.Replace(strings.Replace(clockBase, "duration: 1ms\n", "", 1), "    arrivals: closed\n    max_outstanding: 1\n", "    load: 0.5\n", 1)
+	for _, tc := range []struct {
+		name     string
+		text     string
+		simulate bool
+		want     time.Duration
+		listed   bool
+	}{
+		{"W4: 10 ms offer enough", strings.Replace(paper, "SIZES", "w4,max=1000000", 1), true, 10 * time.Millisecond, true},
+		{"W5: until 20,000 messages", strings.Replace(paper, "SIZES", "w5", 1), true, 58 * time.Millisecond, true},
+		{"a few messages a second: at most 1 s", strings.Replace(strings.Replace(paper, "SIZES", "fixed:1000000", 1), "load: 0.8", "load: 0.001", 1), true, time.Second, true},
+		{"given", strings.Replace(paper, "SIZES", "w5", 1) + "duration: 3ms\n", true, 3 * time.Millisecond, false},
+		{"two clients of 1 KB at 1 Gbit/s", open, true, 160 * time.Millisecond, true},
+		{"emulated", open + "switch: {ecn_threshold_pkts: 20}\n", false, 10 * time.Second, false},
+		{"closed loop", strings.Replace(clockBase, "duration: 1ms\n", "", 1), true, 10 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("d.yaml", []byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := false
+			for _, d := range plan.ClockDefaults {
+				listed = listed || d.Key == "duration"
+			}
+			if got := plan.Experiments[0].Scenario.Duration.D(); got != tc.want || listed != tc.listed {
+				t.Errorf("duration %s (listed %v), want %s (listed %v)", got, listed, tc.want, tc.listed)
+			}
+		})
+	}
+}
