@@ -204,6 +204,15 @@ func TestDecomposeServerRecovery(t *testing.T) {
 	}
 }
 
+// summarizeShort is the summary of whole rows, all of them short.
+func summarizeShort(rows []rundir.Anatomy) *Summary {
+	pr := make([]partsRow, len(rows))
+	for i := range rows {
+		pr[i] = rowOf(&rows[i], inShort)
+	}
+	return summarize(pr, inShort)
+}
+
 // TestSummarize checks the short-message summary on rows with known parts.
 func TestSummarize(t *testing.T) {
 	var rows []rundir.Anatomy
@@ -219,7 +228,7 @@ func TestSummarize(t *testing.T) {
 		rows = append(rows, rundir.Anatomy{Joined: "full", ReqBytes: 100, SendLagNs: 5 * us, HostNs: host, QueueNs: queue,
 			UnattributedNs: unattr, RTTNs: 5*us + host + queue + unattr})
 	}
-	s := Summarize(rows)
+	s := summarizeShort(rows)
 	if s.RPCs != 100 || s.Joined != 100 || s.Explained != 0.95 {
 		t.Errorf("rpcs %d joined %d explained %v, want 100 100 0.95", s.RPCs, s.Joined, s.Explained)
 	}
@@ -275,7 +284,7 @@ func TestTailCauseHOL(t *testing.T) {
 		}
 		rows = append(rows, rundir.Anatomy{Joined: "full", HostNs: host, HOLNs: hol, QueueNs: 2000 * us, RTTNs: host + 2000*us + int64(i)})
 	}
-	s := Summarize(rows)
+	s := summarizeShort(rows)
 	if s.Tail.HostHOL != 5000 || s.Tail.Host != 6000 || s.TailCause != "host_hol" {
 		t.Errorf("tail %+v cause %q, want host_hol 5000 of host 6000 and cause host_hol", s.Tail, s.TailCause)
 	}
@@ -387,7 +396,7 @@ func TestSummarizeSets(t *testing.T) {
 			rows = append(rows, rowOf(&rundir.Anatomy{Joined: "full", ReqBytes: 2000, QueueNs: 900 * us, RTTNs: 1000 * us}, inShortest))
 		}
 	}
-	want, got := Summarize(whole), summarize(rows, inShort)
+	want, got := summarizeShort(whole), summarize(rows, inShort)
 	if *got != *want {
 		t.Errorf("summary of the short set\n got %+v\nwant %+v", got, want)
 	}

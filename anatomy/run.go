@@ -447,15 +447,6 @@ func rowOf(a *rundir.Anatomy, in uint8) partsRow {
 	return partsRow{v: partsOf(a), in: in, full: a.Joined == "full", unsampled: a.Joined == JoinedUnsampled}
 }
 
-// Summarize computes the summary of rows (one experiment's short RPCs).
-func Summarize(rows []rundir.Anatomy) *Summary {
-	pr := make([]partsRow, len(rows))
-	for i := range rows {
-		pr[i] = rowOf(&rows[i], inShort)
-	}
-	return summarize(pr, inShort)
-}
-
 // summarize computes the summary of the rows in set in.
 func summarize(rows []partsRow, in uint8) *Summary {
 	s := &Summary{ShortMaxBytes: ShortMaxBytes}

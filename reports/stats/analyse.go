@@ -138,7 +138,7 @@ func analyseRun(ctx context.Context, dir string, c config, out string, whole boo
 			return nil, err
 		}
 	}
-	budget := cmp.Or(c.memory, jobsMemory())
+	budget := jobsMemory()
 	r.jobs = newInOrder(c.jobs, budget)
 	if c.jobs > 1 {
 		c.Logger.Info("experiments analysed at once share a memory budget", "jobs", c.jobs, "budget_MB", budget>>20)
@@ -361,7 +361,9 @@ func (r *runAnalysis) submit(me rundir.Experiment, er *ExpRecords) error {
 		return nil
 	}
 	cost := er.cost()
-	r.c.Logger.Info("analysing experiment", "experiment", me.Name, "rpcs", er.Issued, "estimated_heap_MB", cost>>20)
+	if r.c.jobs > 1 {
+		r.c.Logger.Info("analysing experiment", "experiment", me.Name, "rpcs", er.Issued, "estimated_heap_MB", cost>>20)
+	}
 	return r.jobs.submit(cost, before, work, after)
 }
 

@@ -26,11 +26,8 @@ type config struct {
 	// matrices are the scenario's connection-matrix phases.
 	matrices   []matrixPhase
 	confidence float64
-	// jobs is how many experiments are analysed at once; memory the bytes
-	// of live heap those held at once may take (0: the machine's
-	// jobsMemory).
-	jobs   int
-	memory int64
+	// jobs is how many experiments are analysed at once.
+	jobs int
 }
 
 func DefaultConfig() config {

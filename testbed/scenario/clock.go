@@ -153,7 +153,7 @@ func simulatedDuration(s *Scenario, given func(path string) bool) (ClockDefault,
 		return ClockDefault{}, false
 	}
 	for _, ph := range s.Phases {
-		if ph.Arrivals != ArrivalsPoisson || ph.Collective != nil || ph.ConnectionMatrix != "" {
+		if ph.Arrivals != ArrivalsPoisson { // collectives and matrices have none
 			return ClockDefault{}, false
 		}
 	}
