@@ -30,7 +30,7 @@ func DescribeRPC(e *Endpoint, id uint64) string {
 			e.local, r.client, r.id, r.state, r.dead, r.silent, r.restarts, r.refusals, r.resent,
 			r.out.length, r.out.next, r.out.granted, r.out.unsched, r.out.rexmit, r.out.queued,
 			r.in.started, r.in.length, r.in.received, r.in.granted, r.in.tracked, r.in.credited, r.in.got.prefix, r.in.got.spans, e.state.tick)
-		fmt.Fprintf(&b, " sendq=%d linkIdle=%v now=%v armed=%v armedAt=%v spinning=%v; ", len(e.state.sendq), e.state.linkIdle, e.now(), e.state.armed, e.state.armedAt, e.state.spinning)
+		fmt.Fprintf(&b, " sendq=%d linkIdle=%v now=%v armed=%v armedAt=%v spinning=%v; ", e.state.sendq.Len(), e.state.linkIdle, e.now(), e.state.armed, e.state.armedAt, e.state.spinning)
 	}
 	if r := e.state.clients[id]; r != nil || id == 0 {
 		for _, c := range e.state.clients {

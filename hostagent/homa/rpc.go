@@ -35,13 +35,19 @@ type msgOut struct {
 	unsched   uint32
 	schedPrio uint8 // from the latest GRANT
 	flags     uint8
+	queued    bool   // in the endpoint's send queue
 	pulled    uint32 // NDP: the receiver's PULL count used so far
 	// spare counts NDP PULLs that found nothing to send (no NACKed packet
 	// held, no new byte left): the next NACK spends one at once.
-	spare  uint32
+	spare uint32
+	// slot is the message's index in the send queue's heap, and seq the
+	// queue's count of enqueues when it joined (the last tie-break: 32
+	// bits, placed in what was padding, keep an rpc in its allocation
+	// size class; they wrap only after 4 billion messages of one host).
+	slot   int32
+	seq    uint32
 	rexmit []resendReq
 	birth  time.Duration
-	queued bool // in the endpoint's send queue
 }
 
 // body is an outbound message as the Endpoint keeps it: its length and

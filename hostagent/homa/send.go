@@ -73,16 +73,18 @@ func (e *Endpoint) flush() {
 // messages, with a FIFO share for the oldest; messages with few bytes left
 // bypass the pacer because they cannot build a queue.
 func (e *Endpoint) pumpData(now time.Duration) {
+	st := &e.state
 	for {
 		r := e.pickSender()
 		if r == nil {
-			e.state.paced = false // an idle link now waits for data, not the pacer
+			st.paced = false // an idle link now waits for data, not the pacer
 			return
 		}
 		if r.out.left() > e.cfg.BypassBytes && e.pacerHolds(now) {
 			return
 		}
 		e.sendData(now, r)
+		st.sendq.add(r) // its bytes left fell
 	}
 }
 
@@ -125,41 +127,20 @@ func (e *Endpoint) armPacer(now, at time.Duration) {
 	}
 }
 
-// pickSender returns the outbound message to serve next, dropping queue
-// entries that have nothing to send.
+// pickSender returns the outbound message to serve next. Ties of bytes
+// left go to the older message, as on the receivers (grants, credits) and
+// in Linux Homa's throttled list, then to the one queued first: a
+// collective's equal step messages would otherwise go newest first, its
+// later steps ahead of the one the next host waits for.
 func (e *Endpoint) pickSender() *rpc {
 	st := &e.state
-	var best, oldest *rpc
-	for i := 0; i < len(st.sendq); {
-		r := st.sendq[i]
-		if r.dead || !r.out.sendable() {
-			r.out.queued = false
-			last := len(st.sendq) - 1
-			st.sendq[i] = st.sendq[last]
-			st.sendq[last] = nil
-			st.sendq = st.sendq[:last]
-			continue
-		}
-		// Ties go to the older message, as on the receivers (grants,
-		// credits) and in Linux Homa's throttled list: the queue's order
-		// is no guide once entries are swapped out, and a collective's
-		// equal step messages would otherwise go newest first, its
-		// later steps ahead of the one the next host waits for.
-		if best == nil || r.out.left() < best.out.left() ||
-			(r.out.left() == best.out.left() && r.out.birth < best.out.birth) {
-			best = r
-		}
-		if oldest == nil || r.out.birth < oldest.out.birth {
-			oldest = r
-		}
-		i++
-	}
+	best := st.sendq.head()
 	if best == nil {
 		return nil
 	}
 	st.picks++
 	if st.picks%pacerFIFOEvery == 0 && st.pol.oldestShare() {
-		return oldest
+		return st.sendq.oldest()
 	}
 	return best
 }

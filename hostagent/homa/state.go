@@ -24,7 +24,7 @@ type endpointState struct {
 	resends  resendLimiter    // RESENDs answered per source this tick
 	inHeld   uint64           // charged to incomplete inbound messages (charge)
 	inBufs   bufPool          // incomplete messages' outgrown buffers (growIn)
-	sendq    []*rpc
+	sendq    sendQueue
 	sched    grantSched
 	schedDue bool
 	cut      cutoffTable
@@ -221,18 +221,22 @@ func (e *Endpoint) startMessage(now time.Duration, r *rpc, b body, unsched uint3
 		// announces itself and waits for grants from byte 0.
 		unsched = 0
 	}
+	// A restarted request keeps its place in the send queue (enqueue
+	// reorders it).
 	r.out = msgOut{data: b.data, length: n, unsched: min(n, unsched), granted: min(n, unsched),
-		flags: flags, birth: now, rexmit: r.out.rexmit[:0]}
+		flags: flags, birth: now, rexmit: r.out.rexmit[:0],
+		queued: r.out.queued, slot: r.out.slot, seq: r.out.seq}
 	if announce {
 		e.sendStartMsg(now, r, level)
 	}
 	e.enqueue(r)
 }
 
+// enqueue queues r's outbound message if it has something to send, or
+// reorders it in the queue after a change of its bytes left.
 func (e *Endpoint) enqueue(r *rpc) {
-	if !r.out.queued && r.out.sendable() {
-		r.out.queued = true
-		e.state.sendq = append(e.state.sendq, r)
+	if r.out.queued || r.out.sendable() {
+		e.state.sendq.add(r)
 	}
 }
 

@@ -1,0 +1,95 @@
+package homa
+
+import "container/heap"
+
+// sendQueue holds the outbound messages that may have DATA to send, as a
+// heap in the pacer's SRPT order: fewest bytes left, then the oldest,
+// then the first queued. The pacer picks once per packet, and a host
+// with thousands of messages waiting (a transport overloaded) spent most
+// of a run scanning them all each time.
+//
+// An entry's key changes only through the Endpoint's own sends (the head,
+// fixed after each) and through retransmissions or a restart (enqueue
+// fixes it); entries with nothing to send stay where they are until they
+// reach the head, so a grant that makes one sendable again needs no
+// update.
+type sendQueue struct {
+	q   []*rpc
+	seq uint32 // enqueues so far: the last tie-break
+}
+
+// sendsBefore is the pacer's order (pickSender).
+func sendsBefore(a, b *msgOut) bool {
+	if la, lb := a.left(), b.left(); la != lb {
+		return la < lb
+	}
+	if a.birth != b.birth {
+		return a.birth < b.birth
+	}
+	return a.seq < b.seq
+}
+
+func (s *sendQueue) Len() int           { return len(s.q) }
+func (s *sendQueue) Less(i, j int) bool { return sendsBefore(&s.q[i].out, &s.q[j].out) }
+func (s *sendQueue) Swap(i, j int) {
+	s.q[i], s.q[j] = s.q[j], s.q[i]
+	s.q[i].out.slot = int32(i)
+	s.q[j].out.slot = int32(j)
+}
+
+// Push and Pop are container/heap's; use add and the pops below.
+func (s *sendQueue) Push(x any) {
+	r := x.(*rpc)
+	r.out.slot = int32(len(s.q))
+	s.q = append(s.q, r)
+}
+
+func (s *sendQueue) Pop() any {
+	last := len(s.q) - 1
+	r := s.q[last]
+	s.q[last] = nil
+	s.q = s.q[:last]
+	return r
+}
+
+// add queues r, or reorders it if it is queued and its key changed.
+func (s *sendQueue) add(r *rpc) {
+	if r.out.queued {
+		heap.Fix(s, int(r.out.slot))
+		return
+	}
+	r.out.queued = true
+	s.seq++
+	r.out.seq = s.seq
+	heap.Push(s, r)
+}
+
+// head returns the first message with something to send, dropping the
+// entries before it that have none (finished, or waiting for grants).
+func (s *sendQueue) head() *rpc {
+	for len(s.q) > 0 {
+		r := s.q[0]
+		if !r.dead && r.out.sendable() {
+			return r
+		}
+		heap.Pop(s)
+		r.out.queued = false
+	}
+	return nil
+}
+
+// oldest returns the queued message born first that has something to
+// send (ties to the first queued), or nil.
+func (s *sendQueue) oldest() *rpc {
+	var old *rpc
+	for _, r := range s.q {
+		if r.dead || !r.out.sendable() {
+			continue
+		}
+		if old == nil || r.out.birth < old.out.birth ||
+			(r.out.birth == old.out.birth && r.out.seq < old.out.seq) {
+			old = r
+		}
+	}
+	return old
+}
