@@ -93,12 +93,13 @@ func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 	ring := func(steps int) CollectivePlan {
 		return CollectivePlan{Expect: map[int]int{steps - 1: 1}, ringSteps: steps, ringDests: []int{(r + 1) % n}, ringBytes: chunk}
 	}
+	// others lists the other members from the next one on, as an
+	// all-to-all's pairwise exchange posts them: every member in the
+	// same order would send to the same receiver at once.
 	others := func() []int {
-		var out []int
-		for i := range n {
-			if i != r {
-				out = append(out, i)
-			}
+		out := make([]int, 0, n-1)
+		for i := 1; i < n; i++ {
+			out = append(out, (r+i)%n)
 		}
 		return out
 	}

@@ -48,6 +48,32 @@ func TestPlanCollective(t *testing.T) {
 	}
 }
 
+// TestAllToAllOrder checks that an all-to-all's members post their
+// sends in pairwise-exchange order: at each position of their lists the
+// members send to different receivers, so a transport that sends equal
+// messages in the order posted never has them all converge on one.
+func TestAllToAllOrder(t *testing.T) {
+	for _, n := range []int{2, 3, 8} {
+		at := make([]map[int]bool, n-1) // receivers seen at each position
+		for i := range at {
+			at[i] = map[int]bool{}
+		}
+		for r := range n {
+			p := PlanCollective(KindAllToAll, n, r, 4096)
+			dests := p.Send(0).Dests
+			if len(dests) != n-1 {
+				t.Fatalf("n=%d: rank %d sends to %v", n, r, dests)
+			}
+			for i, d := range dests {
+				if d == r || at[i][d] {
+					t.Errorf("n=%d: rank %d's send %d goes to rank %d, itself or a receiver another rank sends to at that position", n, r, i, d)
+				}
+				at[i][d] = true
+			}
+		}
+	}
+}
+
 // TestCollectiveRun walks rank 1 of a 3-host ring all-reduce through an
 // iteration: an input that arrives before the compute ends waits for it,
 // each later step goes when its input arrives, and the part is done once
