@@ -272,23 +272,24 @@ func (d *Driven) settle() {
 // RPCs there are.
 func (e *Endpoint) checkInOrder(now time.Duration) int {
 	st := &e.state
-	rs := make([]*rpc, 0, len(st.clients))
+	byID := func(a, b *rpc) int { return cmp.Compare(a.id, b.id) }
+	// The tick's buffer: checkRPC may end RPCs while the tick walks it.
+	rs := st.tickRPCs[:0]
 	for _, r := range st.clients {
 		rs = append(rs, r)
 	}
-	byID := func(a, b *rpc) int { return cmp.Compare(a.id, b.id) }
 	slices.SortFunc(rs, byID)
 	for _, r := range rs {
 		e.checkRPC(now, r)
 	}
-	keys := make([]uint32, 0, len(st.peers))
-	for k := range st.peers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	// A copy of the peers too: a finished call's callback may call a
+	// new peer, whom this tick does not visit.
+	st.tickPeers = append(st.tickPeers[:0], st.byAddr...)
 	servers := 0
-	for _, k := range keys {
-		p := st.peers[k]
+	for _, p := range st.tickPeers {
+		if len(p.servers) == 0 {
+			continue
+		}
 		rs = rs[:0]
 		for _, r := range p.servers {
 			rs = append(rs, r)
@@ -299,6 +300,9 @@ func (e *Endpoint) checkInOrder(now time.Duration) int {
 		}
 		servers += len(p.servers)
 	}
+	clear(rs)
+	st.tickRPCs = rs[:0]
+	clear(st.tickPeers)
 	return servers
 }
 

@@ -149,7 +149,7 @@ func (n *ndpPolicy) releaseHeld(r *rpc) bool {
 			n.held = slices.Delete(n.held, i, i+1)
 		case h.r == r:
 			n.held = slices.Delete(n.held, i, i+1)
-			r.out.rexmit = append(r.out.rexmit, resendReq{h.span, n.prio})
+			r.out.resend(resendReq{h.span, n.prio})
 			return true
 		default:
 			i++

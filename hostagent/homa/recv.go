@@ -359,7 +359,7 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 	// A RESEND also grants: the GRANT that allowed these bytes may be lost.
 	o.granted = max(o.granted, end)
 	if sent := min(end, o.next); rs.Offset < sent {
-		o.rexmit = append(o.rexmit, resendReq{span{rs.Offset, sent}, rs.Priority})
+		o.resend(resendReq{span{rs.Offset, sent}, rs.Priority})
 	} else {
 		// Not sent yet (the pacer's SRPT holds it back): say we are alive,
 		// or the receiver would time the message out (homa_resend_pkt).

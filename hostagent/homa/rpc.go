@@ -47,6 +47,7 @@ type msgOut struct {
 	slot   int32
 	seq    uint32
 	rexmit []resendReq
+	owed   uint32 // the bytes rexmit asks for (left, per packet)
 	birth  time.Duration
 }
 
@@ -106,12 +107,12 @@ func (o *msgOut) sendable() bool {
 // bytes put such messages first and past the pacer, so that after heavy
 // loss, as pFabric's drops, their resends filled the NIC queue ahead of
 // short messages).
-func (o *msgOut) left() uint32 {
-	n := o.length - o.next
-	for i := range o.rexmit {
-		n += o.rexmit[i].end - o.rexmit[i].start
-	}
-	return n
+func (o *msgOut) left() uint32 { return o.length - o.next + o.owed }
+
+// resend asks for q's bytes again, after those already asked for.
+func (o *msgOut) resend(q resendReq) {
+	o.rexmit = append(o.rexmit, q)
+	o.owed += q.end - q.start
 }
 
 // rpc is one RPC on either side. Both sides key it by the client's id.

@@ -159,6 +159,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		q := &o.rexmit[0]
 		d.Offset, n, prio, d.Retransmit = q.start, min(st.pkt, q.end-q.start), q.prio, 1
 		q.start += n
+		o.owed -= n
 		if q.start >= q.end {
 			o.rexmit = append(o.rexmit[:0], o.rexmit[1:]...)
 		}

@@ -73,7 +73,7 @@ func TestSendQueueOrder(t *testing.T) {
 					if r.dead || r.out.next == 0 {
 						continue
 					}
-					r.out.rexmit = append(r.out.rexmit, resendReq{span: span{0, r.out.next}})
+					r.out.resend(resendReq{span: span{0, r.out.next}})
 					q.add(r)
 				case k < 9: // a restart: its place kept, its key new
 					r := all[rng.IntN(len(all))]

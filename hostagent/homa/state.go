@@ -1,8 +1,10 @@
 package homa
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
@@ -21,22 +23,28 @@ type endpointState struct {
 	tombHead int
 	ports    map[uint16]*Server
 	peers    map[uint32]*peer // by v4(address)
-	resends  resendLimiter    // RESENDs answered per source this tick
-	inHeld   uint64           // charged to incomplete inbound messages (charge)
-	inBufs   bufPool          // incomplete messages' outgrown buffers (growIn)
-	sendq    sendQueue
-	sched    grantSched
-	schedDue bool
-	cut      cutoffTable
-	dynamic  bool
-	sizes    []uint32 // ring of recent inbound message lengths
-	sizePos  int
-	sizeNew  int
-	scratch  []uint32
-	gaps     []span
-	ackPeers []*peer
-	tx       []Packet
-	txN      int
+	// byAddr is every peer in address order, which a Driven Endpoint's
+	// tick follows (checkInOrder, with its buffers tickRPCs and
+	// tickPeers).
+	byAddr    []*peer
+	tickRPCs  []*rpc
+	tickPeers []*peer
+	resends   resendLimiter // RESENDs answered per source this tick
+	inHeld    uint64        // charged to incomplete inbound messages (charge)
+	inBufs    bufPool       // incomplete messages' outgrown buffers (growIn)
+	sendq     sendQueue
+	sched     grantSched
+	schedDue  bool
+	cut       cutoffTable
+	dynamic   bool
+	sizes     []uint32 // ring of recent inbound message lengths
+	sizePos   int
+	sizeNew   int
+	scratch   []uint32
+	gaps      []span
+	ackPeers  []*peer
+	tx        []Packet
+	txN       int
 	// txPad is the uncarried payload of the packet being built
 	// (appendBody), which txCommitTOS hands on as its Pad.
 	txPad    int
@@ -193,6 +201,8 @@ func (e *Endpoint) peer(addr netip.Addr) *peer {
 			p.cutoffs = e.state.cut // the peer's own, which it would send
 		}
 		e.state.peers[k] = p
+		i, _ := slices.BinarySearchFunc(e.state.byAddr, k, func(q *peer, k uint32) int { return cmp.Compare(v4(q.addr), k) })
+		e.state.byAddr = slices.Insert(e.state.byAddr, i, p)
 	}
 	return p
 }
