@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -134,16 +135,22 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, siz
 	return out
 }
 
-// simDuration is a simulated run's measured time when the scenario gives
-// none: the Homa paper's table measures 10 ms of its fabric
-// (scenarios/claims/paper-table.yaml), where the emulation's 10 s is hours
-// of a 144-host twin and more records than a report holds. A workload of
-// long messages offers few in it (W5: 3,400 over 144 hosts, too few for the
-// P99 of each size bin of its shortest half; the report's intervals say
-// so), but stretching it to 20,000 messages (58 ms) left pFabric, whose
-// backlog grows at 80% of W5, crawling: 25 minutes of one core for part of
-// one experiment, against 82 s for all four transports' 10 ms.
-const simDuration = Duration(10 * time.Millisecond)
+// A simulated run's measured time when the scenario gives none: at least
+// simDuration, which the Homa paper's table measures of its fabric
+// (scenarios/claims/paper-table.yaml; the emulation's 10 s is hours of a
+// 144-host twin and more records than a report holds), and long enough to
+// offer simMessages, so that each size bin of the shortest half holds
+// enough messages for its P99 (W5 offers only 3,400 in 10 ms, 170-320 a
+// bin, and the report's intervals for them had no upper bound); but no
+// longer than simMaxDuration, nor than simMaxPackets DATA packets take
+// (a simulation's time grows with them: W5 at 80% of the paper's fabric
+// offers 20,000 messages in 58 ms, 5.8 million packets).
+const (
+	simDuration    = Duration(10 * time.Millisecond)
+	simMaxDuration = Duration(time.Second)
+	simMessages    = 20000
+	simMaxPackets  = 10e6
+)
 
 // simulatedDuration sets s's measured time when the file gives none and
 // every phase is open-loop (a closed loop, a collective or a connection
@@ -158,8 +165,21 @@ func simulatedDuration(s *Scenario, given func(path string) bool) (ClockDefault,
 		}
 	}
 	s.Duration = simDuration
-	return ClockDefault{Key: "duration", Value: simDuration.D().String(), Emulated: "10s",
-		Source: "the Homa paper's table measures 10 ms of its fabric; the emulation's 10 s is hours of a 144-host twin"}, true
+	source := "the Homa paper's table measures 10 ms of its fabric; the emulation's 10 s is hours of a 144-host twin"
+	rpcs, packets, err := s.offeredPerSecond()
+	if err == nil && rpcs > 0 && rpcs*simDuration.D().Seconds() < simMessages {
+		secs := min(simMessages/rpcs, simMaxDuration.D().Seconds())
+		if packets > 0 {
+			secs = min(secs, simMaxPackets/packets)
+		}
+		// Whole milliseconds, for a duration one can read and write back.
+		if d := Duration(time.Duration(math.Ceil(secs*1e3)) * time.Millisecond); d > simDuration {
+			s.Duration = d
+			source = fmt.Sprintf("%d messages offered (%.0f a millisecond), so that each size bin of the shortest half holds enough for its P99; at least the 10 ms the Homa paper's table measures, at most 1 s or 10 million DATA packets",
+				simMessages, rpcs/1e3)
+		}
+	}
+	return ClockDefault{Key: "duration", Value: s.Duration.D().String(), Emulated: "10s", Source: source}, true
 }
 
 // longestMessage is the longest message s's phases send (0 when a size

@@ -66,7 +66,13 @@ func (s *Scenario) meanPackets(st SizeStats) float64 {
 // with both (per message and per packet), so they rank experiments by how
 // long they take to simulate; closed loops and collectives count nothing.
 func (s *Scenario) Offered() (rpcs, packets float64, err error) {
+	rpcs, packets, err = s.offeredPerSecond()
 	secs := (s.Warmup.D() + s.Duration.D()).Seconds()
+	return rpcs * secs, packets * secs, err
+}
+
+// offeredPerSecond is Offered for one second of the open-loop phases.
+func (s *Scenario) offeredPerSecond() (rpcs, packets float64, err error) {
 	for _, ph := range s.Phases {
 		if ph.Arrivals != ArrivalsPoisson {
 			continue
@@ -79,7 +85,7 @@ func (s *Scenario) Offered() (rpcs, packets float64, err error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		n := phaseRPS(s, ph, st) * float64(len(clients)) * secs
+		n := phaseRPS(s, ph, st) * float64(len(clients))
 		per := s.meanPackets(st)
 		switch {
 		case ph.OneWay:
