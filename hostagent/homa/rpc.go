@@ -41,13 +41,15 @@ type msgOut struct {
 	// held, no new byte left): the next NACK spends one at once.
 	spare uint32
 	// slot is the message's index in the send queue's heap, and seq the
-	// queue's count of enqueues when it joined (the last tie-break: 32
-	// bits, placed in what was padding, keep an rpc in its allocation
-	// size class; they wrap only after 4 billion messages of one host).
+	// queue's count of enqueues when it joined (the last tie-break; it
+	// wraps only after 4 billion messages of one host). They and owed are
+	// 32 bits to fill what was padding: an rpc above 568 bytes moves to
+	// the next allocation size class (Go's 8-byte malloc header), 128
+	// more bytes per RPC (TestRPCSize).
 	slot   int32
 	seq    uint32
-	rexmit []resendReq
 	owed   uint32 // the bytes rexmit asks for (left, per packet)
+	rexmit []resendReq
 	birth  time.Duration
 }
 

@@ -1,7 +1,5 @@
 package homa
 
-import "container/heap"
-
 // sendQueue holds the outbound messages that may have DATA to send, as a
 // heap in the pacer's SRPT order: fewest bytes left, then the oldest,
 // then the first queued. The pacer picks once per packet, and a host
@@ -29,39 +27,75 @@ func sendsBefore(a, b *msgOut) bool {
 	return a.seq < b.seq
 }
 
-func (s *sendQueue) Len() int           { return len(s.q) }
-func (s *sendQueue) Less(i, j int) bool { return sendsBefore(&s.q[i].out, &s.q[j].out) }
-func (s *sendQueue) Swap(i, j int) {
+// Len is the number of queued entries, sendable or not.
+func (s *sendQueue) Len() int { return len(s.q) }
+
+func (s *sendQueue) less(i, j int) bool { return sendsBefore(&s.q[i].out, &s.q[j].out) }
+
+func (s *sendQueue) swap(i, j int) {
 	s.q[i], s.q[j] = s.q[j], s.q[i]
 	s.q[i].out.slot = int32(i)
 	s.q[j].out.slot = int32(j)
 }
 
-// Push and Pop are container/heap's; use add and the pops below.
-func (s *sendQueue) Push(x any) {
-	r := x.(*rpc)
-	r.out.slot = int32(len(s.q))
-	s.q = append(s.q, r)
+// The heap's sifts, typed rather than container/heap's: the pacer picks
+// once per packet, and its comparisons need no interface calls. The
+// order is total (seq is unique), so the head does not depend on the
+// heap's layout.
+func (s *sendQueue) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			return
+		}
+		s.swap(i, p)
+		i = p
+	}
 }
 
-func (s *sendQueue) Pop() any {
-	last := len(s.q) - 1
-	r := s.q[last]
-	s.q[last] = nil
-	s.q = s.q[:last]
-	return r
+func (s *sendQueue) down(i int) bool {
+	start := i
+	for {
+		c := 2*i + 1
+		if c >= len(s.q) {
+			break
+		}
+		if r := c + 1; r < len(s.q) && s.less(r, c) {
+			c = r
+		}
+		if !s.less(c, i) {
+			break
+		}
+		s.swap(i, c)
+		i = c
+	}
+	return i > start
 }
 
 // add queues r, or reorders it if it is queued and its key changed.
 func (s *sendQueue) add(r *rpc) {
 	if r.out.queued {
-		heap.Fix(s, int(r.out.slot))
+		if i := int(r.out.slot); !s.down(i) {
+			s.up(i)
+		}
 		return
 	}
 	r.out.queued = true
 	s.seq++
 	r.out.seq = s.seq
-	heap.Push(s, r)
+	r.out.slot = int32(len(s.q))
+	s.q = append(s.q, r)
+	s.up(len(s.q) - 1)
+}
+
+// pop removes the head.
+func (s *sendQueue) pop() {
+	last := len(s.q) - 1
+	s.swap(0, last)
+	s.q[last].out.queued = false
+	s.q[last] = nil
+	s.q = s.q[:last]
+	s.down(0)
 }
 
 // head returns the first message with something to send, dropping the
@@ -72,8 +106,7 @@ func (s *sendQueue) head() *rpc {
 		if !r.dead && r.out.sendable() {
 			return r
 		}
-		heap.Pop(s)
-		r.out.queued = false
+		s.pop()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // scanFirst is the order sendQueue keeps, found by scanning every queued
@@ -133,5 +134,14 @@ func BenchmarkSendQueue(b *testing.B) {
 				r.out.next = (r.out.next + 1) % r.out.length
 			}
 		})
+	}
+}
+
+// TestRPCSize keeps an rpc within the 576-byte allocation size class with
+// Go's 8-byte malloc header: a client and a server RPC per call took 128
+// bytes more when a field pushed it over (BenchmarkRPCPath's B/op).
+func TestRPCSize(t *testing.T) {
+	if n := unsafe.Sizeof(rpc{}); n > 568 {
+		t.Errorf("rpc is %d bytes, want at most 568: reorder fields into padding", n)
 	}
 }
