@@ -27,6 +27,11 @@ func sendsBefore(a, b *msgOut) bool {
 	return a.seq < b.seq
 }
 
+// bornBefore is the order of the oldest's share (oldest).
+func bornBefore(a, b *msgOut) bool {
+	return a.birth < b.birth || (a.birth == b.birth && a.seq < b.seq)
+}
+
 // Len is the number of queued entries, sendable or not.
 func (s *sendQueue) Len() int { return len(s.q) }
 
@@ -119,8 +124,7 @@ func (s *sendQueue) oldest() *rpc {
 		if r.dead || !r.out.sendable() {
 			continue
 		}
-		if old == nil || r.out.birth < old.out.birth ||
-			(r.out.birth == old.out.birth && r.out.seq < old.out.seq) {
+		if old == nil || bornBefore(&r.out, &old.out) {
 			old = r
 		}
 	}

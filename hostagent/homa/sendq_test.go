@@ -25,9 +25,7 @@ func scanFirst(rs []*rpc, before func(a, b *rpc) bool) *rpc {
 
 func srptFirst(a, b *rpc) bool { return sendsBefore(&a.out, &b.out) }
 
-func oldestFirst(a, b *rpc) bool {
-	return a.out.birth < b.out.birth || (a.out.birth == b.out.birth && a.out.seq < b.out.seq)
-}
+func oldestFirst(a, b *rpc) bool { return bornBefore(&a.out, &b.out) }
 
 // TestSendQueueOrder drives the queue through the changes an Endpoint
 // makes (new messages, packets sent, grants, retransmissions asked for,

@@ -61,14 +61,7 @@ func TestClockDefaults(t *testing.T) {
 					"transports[0].homa.unsched_cutoffs", "transports[1].tcp.nic_priorities"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src, err := Parse("c.yaml", []byte(tc.text))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := src.Plan(Options{Simulate: tc.simulate})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlanWith(t, tc.text, Options{Simulate: tc.simulate})
 			var keys []string
 			for _, d := range plan.ClockDefaults {
 				keys = append(keys, d.Key)
@@ -314,14 +307,7 @@ phases:
 		{"closed loop", strings.Replace(clockBase, "duration: 1ms\n", "", 1), true, 10 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src, err := Parse("d.yaml", []byte(tc.text))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := src.Plan(Options{Simulate: tc.simulate})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlanWith(t, tc.text, Options{Simulate: tc.simulate})
 			listed := false
 			for _, d := range plan.ClockDefaults {
 				listed = listed || d.Key == "duration"

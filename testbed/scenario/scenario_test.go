@@ -545,13 +545,16 @@ func TestOfferedLinkLoad(t *testing.T) {
 	}
 }
 
-func mustPlan(t *testing.T, text string) *Plan {
+func mustPlan(t *testing.T, text string) *Plan { return mustPlanWith(t, text, Options{}) }
+
+// mustPlanWith is the plan of a scenario given as text, with opt.
+func mustPlanWith(t *testing.T, text string, opt Options) *Plan {
 	t.Helper()
 	src, err := Parse("t.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := src.Plan(Options{})
+	plan, err := src.Plan(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
