@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"strings"
 )
 
 // HomaMaxMessage is the longest message the Homa implementations carry:
@@ -33,4 +34,21 @@ func builtinDist(name string) (*piecewise, error) {
 		return nil, fmt.Errorf("built-in workload %s: %w", name, err)
 	}
 	return d, nil
+}
+
+// WholeBuiltin returns spec with its built-in workload kept whole
+// (",max=" the workload's longest published length) when spec names a
+// built-in bare and that workload reaches beyond HomaMaxMessage, where
+// parsing it would cut it; false otherwise (another kind of spec, a
+// ",max=" given, or a workload that HomaMaxMessage does not cut).
+func WholeBuiltin(spec string) (string, bool) {
+	body, maxLen, err := splitMax(strings.TrimSpace(spec))
+	if err != nil || maxLen != 0 || !isBuiltin(body) {
+		return "", false
+	}
+	d, err := builtinDist(strings.ToLower(strings.TrimSpace(body)))
+	if err != nil || d.Max() <= HomaMaxMessage {
+		return "", false
+	}
+	return fmt.Sprintf("%s,max=%d", strings.TrimSpace(body), d.Max()), true
 }

@@ -361,3 +361,41 @@ func TestMeanPackets(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeBuiltin: a bare built-in that the 1 MB cut would shorten gets
+// its own longest length as its limit, and parses to the whole table;
+// other specs are left to the caller.
+func TestWholeBuiltin(t *testing.T) {
+	for _, tc := range []struct {
+		spec, want string
+	}{
+		{"w5", "w5,max=29400000"},
+		{" W4 ", "W4,max=10000000"},
+		{"w2", "w2,max=3529904"},
+		{"w1", ""},             // 100 KB at most: the cut changes nothing
+		{"w5,max=1000000", ""}, // a limit given is kept
+		{"fixed:2000000", ""},  // not a built-in
+		{"mix:w5@1,w1@1", ""},  // a mixture is parsed as written
+		{"w5,max=bad", ""},     // ParseSizeSpec reports it
+	} {
+		got, ok := WholeBuiltin(tc.spec)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("WholeBuiltin(%q) = %q, %v; want %q", tc.spec, got, ok, tc.want)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		whole, err := ParseSizeSpec(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut, err := ParseSizeSpec(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole.Max() <= HomaMaxMessage || cut.Max() != HomaMaxMessage || whole.Mean() <= cut.Mean() {
+			t.Errorf("%s: whole max %d mean %.0f, cut max %d mean %.0f", tc.spec, whole.Max(), whole.Mean(), cut.Max(), cut.Mean())
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/homatb/homatb/internal/fabric"
 	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/workloads"
 )
 
 // Some defaults exist to absorb the emulation's host noise: a 2-vCPU
@@ -62,8 +63,8 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, siz
 	if !simulate {
 		return nil
 	}
-	var out []ClockDefault
-	if d, ok := simulatedDuration(s, given); ok {
+	out := wholeWorkloads(s)
+	if d, ok := simulatedDuration(s, given, sizeSpec); ok {
 		out = append(out, d)
 	}
 	longest := longestMessage(s, sizeSpec)
@@ -135,6 +136,29 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, siz
 	return out
 }
 
+// wholeWorkloads keeps the built-in workloads of s's phases whole, as the
+// Homa paper's simulator drew them (W5 reaches 29.4 MB), where a size
+// spec names one bare: parsing cuts them at workloads.HomaMaxMessage, the
+// longest message Linux Homa carries, which an emulated run keeps (its
+// agents' limit) and which is no part of the papers' fabric. Cut at 1 MB,
+// 30% of W5's messages are 1 MB, 6.6 times as many messages for the same
+// load as the whole W5. It returns what it set; the phase's spec then
+// says the limit, so every later step (the duration, the message limit,
+// the cutoffs, the agents) sees the workload it runs.
+func wholeWorkloads(s *Scenario) []ClockDefault {
+	var out []ClockDefault
+	for i := range s.Phases {
+		ph := &s.Phases[i]
+		if whole, ok := workloads.WholeBuiltin(ph.Sizes); ok {
+			out = append(out, ClockDefault{Key: fmt.Sprintf("phases[%d].sizes", i), Value: whole,
+				Emulated: fmt.Sprintf("%s cut at %d bytes (Linux Homa's longest message, as cp_node cuts it)", ph.Sizes, workloads.HomaMaxMessage),
+				Source:   "the Homa paper's workloads whole, as HomaSimulation draws them"})
+			ph.Sizes = whole
+		}
+	}
+	return out
+}
+
 // A simulated run's measured time when the scenario gives none: at least
 // simDuration, which the Homa paper's table measures of its fabric
 // (scenarios/claims/paper-table.yaml; the emulation's 10 s is hours of a
@@ -154,8 +178,10 @@ const (
 
 // simulatedDuration sets s's measured time when the file gives none and
 // every phase is open-loop (a closed loop, a collective or a connection
-// matrix keeps the 10 s its work may need).
-func simulatedDuration(s *Scenario, given func(path string) bool) (ClockDefault, bool) {
+// matrix keeps the 10 s its work may need), and at least the room
+// validation asks for the longest RPC on its link (whole W3's 15 MB take
+// 12 ms at 10 Gbit/s).
+func simulatedDuration(s *Scenario, given func(path string) bool, sizeSpec func(string) (SizeStats, error)) (ClockDefault, bool) {
 	if given("duration") || len(s.Phases) == 0 {
 		return ClockDefault{}, false
 	}
@@ -179,7 +205,27 @@ func simulatedDuration(s *Scenario, given func(path string) bool) (ClockDefault,
 				simMessages, rpcs/1e3)
 		}
 	}
+	for _, ph := range s.Phases {
+		st, err := sizeStats(ph.Sizes, sizeSpec)
+		if err != nil || s.Link.Rate == 0 {
+			continue
+		}
+		wire := s.Fabric().WireTime(st.Max + ph.longestResponse(st))
+		if need := Duration(roomFor(wire)); wire > s.Duration.D() && need > s.Duration {
+			s.Duration = need
+			source += fmt.Sprintf("; raised to twice the %s phase %s's longest RPC takes on its link", wire.Round(time.Microsecond), ph.Name)
+		}
+	}
 	return ClockDefault{Key: "duration", Value: s.Duration.D().String(), Emulated: "10s", Source: source}, true
+}
+
+// sizeStats is spec's statistics, an error when there is no spec or no
+// parser (validation reports a spec that does not parse).
+func sizeStats(spec string, sizeSpec func(string) (SizeStats, error)) (SizeStats, error) {
+	if spec == "" || sizeSpec == nil {
+		return SizeStats{}, fmt.Errorf("no size spec")
+	}
+	return sizeSpec(spec)
 }
 
 // longestMessage is the longest message s's phases send (0 when a size
@@ -188,10 +234,7 @@ func longestMessage(s *Scenario, sizeSpec func(string) (SizeStats, error)) int {
 	n := 0
 	for _, ph := range s.Phases {
 		n = max(n, int(ph.ResponseBytes))
-		if ph.Sizes == "" || sizeSpec == nil {
-			continue
-		}
-		if st, err := sizeSpec(ph.Sizes); err == nil {
+		if st, err := sizeStats(ph.Sizes, sizeSpec); err == nil {
 			n = max(n, st.Max)
 		}
 	}

@@ -231,7 +231,8 @@ duration: 50ms
 		{"simulated keeps an explicit limit", strings.Replace(long, "  - name: homa\n", "  - name: homa\n    homa: {max_message_bytes: 2000000}\n", 1), true,
 			0, "", "carries at most 2000000"},
 		{"emulated refuses", long, false, 0, "", "homa (transports[0]) carries at most 1000000"},
-		{"truncated workload needs no change", strings.Replace(long, "w5,max=30MB", "w5", 1), true, 0, "", ""},
+		{"truncated workload needs no change", strings.Replace(long, "w5,max=30MB", "w5,max=1000000", 1), true, 0, "", ""},
+		{"a bare built-in runs whole", strings.Replace(long, "w5,max=30MB", "w5", 1), true, 29_400_000, "29400000", ""},
 		{"a swept workload is listed per experiment", strings.Replace(long, "    sizes: w5,max=30MB\n", "    sizes: w4\n", 1) +
 			"sweep:\n  - param: phases.p.sizes\n    values: [\"w4,max=30MB\", \"w5,max=30MB\"]\n", true, 0, "per experiment", ""},
 	} {
@@ -295,11 +296,15 @@ phases:
 	}{
 		// W4 offers 20,000 messages in well under 10 ms; W5, 58 ms.
 		{"W4", strings.Replace(paper, "SIZES", "w4,max=1000000", 1), true, 10 * time.Millisecond, true},
-		{"W5", strings.Replace(paper, "SIZES", "w5", 1), true, 58 * time.Millisecond, true},
-		// Whole, W5 would take 10 million DATA packets before 20,000
-		// messages.
+		{"W5 cut at 1 MB", strings.Replace(paper, "SIZES", "w5,max=1000000", 1), true, 58 * time.Millisecond, true},
+		// Whole (as a bare w5 runs in the twin), W5 would take 10 million
+		// DATA packets before 20,000 messages.
 		{"W5 whole", strings.Replace(paper, "SIZES", "w5,max=30MB", 1), true, 107 * time.Millisecond, true},
-		{"given", strings.Replace(paper, "SIZES", "w5", 1) + "duration: 3ms\n", true, 3 * time.Millisecond, false},
+		{"W5 bare", strings.Replace(paper, "SIZES", "w5", 1), true, 107 * time.Millisecond, true},
+		// W3 whole offers 20,000 messages within 10 ms, but its longest
+		// message (15 MB) takes 12.1 ms on the wire: twice that, rounded up.
+		{"W3 bare", strings.Replace(paper, "SIZES", "w3", 1), true, 25 * time.Millisecond, true},
+		{"given", strings.Replace(paper, "SIZES", "w5,max=1000000", 1) + "duration: 3ms\n", true, 3 * time.Millisecond, false},
 		// 2 x 62,500 a second (half of 1 Gbit/s in 1 KB messages).
 		{"two clients of 1 KB at 1 Gbit/s", open, true, 160 * time.Millisecond, true},
 		{"at most a second", strings.Replace(open, "load: 0.5", "rate_rps: 100", 1), true, time.Second, true},
@@ -314,6 +319,45 @@ phases:
 			}
 			if got := plan.Experiments[0].Scenario.Duration.D(); got != tc.want || listed != tc.listed {
 				t.Errorf("duration %s (listed %v), want %s (listed %v)", got, listed, tc.want, tc.listed)
+			}
+		})
+	}
+}
+
+// TestBuiltinsWholePerClock: a bare w2-w5 is the Homa paper's workload
+// whole in a simulated run, which lists the limit it took; an emulated run
+// keeps cp_node's 1 MB cut and lists nothing.
+func TestBuiltinsWholePerClock(t *testing.T) {
+	text := `name: c
+topology: {kind: star, hosts: 4}
+link: {rate: 1Gbit}
+transports: [{name: homa}]
+phases:
+  - {name: p, clients: [h2-h3], servers: [h1], sizes: w3, response_bytes: 100, load: 0.1}
+duration: 1s
+`
+	for _, tc := range []struct {
+		name     string
+		simulate bool
+		spec     string
+		listed   bool
+	}{
+		{"simulated", true, "w3,max=15158197", true},
+		{"emulated", false, "w3", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := mustPlanWith(t, text, Options{Simulate: tc.simulate})
+			listed := false
+			for _, d := range plan.ClockDefaults {
+				listed = listed || (d.Key == "phases[0].sizes" && d.Value == tc.spec)
+			}
+			for _, e := range plan.Experiments {
+				if got := e.Scenario.Phases[0].Sizes; got != tc.spec {
+					t.Errorf("%s: sizes %q, want %q", e.Name, got, tc.spec)
+				}
+			}
+			if listed != tc.listed {
+				t.Errorf("listed %v, want %v (%v)", listed, tc.listed, plan.ClockDefaults)
 			}
 		})
 	}

@@ -103,14 +103,10 @@ func (c *checker) checkMessageLimits(s *Scenario) {
 		if s.Link.Rate == 0 || ph.Sizes == "" {
 			continue
 		}
-		resp := int(ph.ResponseBytes)
-		if resp == 0 && !ph.OneWay {
-			resp = st.Max // echoed; a one-way message has none
-		}
-		wire := s.Fabric().WireTime(int(st.Max + resp))
-		if wire > s.Duration.D() {
+		resp := ph.longestResponse(st)
+		if wire := s.Fabric().WireTime(st.Max + resp); wire > s.Duration.D() {
 			c.errorf("duration", "the longest RPC of phase %q (%d bytes and a %d-byte response) takes %s at the link rate %s, longer than the measurement: expected a duration of at least %s, or shorter messages",
-				ph.Name, st.Max, resp, wire.Round(time.Microsecond), s.Link.Rate, (2*wire).Truncate(time.Millisecond)+time.Millisecond)
+				ph.Name, st.Max, resp, wire.Round(time.Microsecond), s.Link.Rate, roomFor(wire))
 		}
 	}
 }
@@ -249,4 +245,21 @@ func overloadFix(ph Phase, share, worst float64) string {
 		return fmt.Sprintf("expected a load of at most %.3g here", ph.Load*f)
 	}
 	return fmt.Sprintf("expected a rate_rps of at most %.4g here", ph.RateRPS*f)
+}
+
+// longestResponse is the response to phase ph's longest request, whose
+// length st gives: response_bytes when set, none one way, else the
+// request echoed.
+func (ph *Phase) longestResponse(st SizeStats) int {
+	if ph.ResponseBytes != 0 || ph.OneWay {
+		return int(ph.ResponseBytes)
+	}
+	return st.Max
+}
+
+// roomFor is the measured time that leaves an RPC taking wire on its link
+// as long again to be sent in: twice wire, rounded up to a whole
+// millisecond past it.
+func roomFor(wire time.Duration) time.Duration {
+	return (2 * wire).Truncate(time.Millisecond) + time.Millisecond
 }
