@@ -60,6 +60,7 @@ type schedParams struct {
 	packet       uint32 // grants are rounded up to whole packets
 	increment    uint32 // smallest grant that is not the message's last
 	highPrio     uint8  // priority of FIFO grants
+	boostTail    uint32 // Config.BoostTail: UnschedBytes, else 0
 }
 
 // grantSched is the receiver's grant scheduler (homa_grant.c): it ranks
@@ -72,13 +73,17 @@ type schedParams struct {
 type grantSched struct {
 	p            schedParams
 	maxSchedPrio int
-	msgs         []*msgIn // every incomplete inbound message
-	order        []*msgIn // scratch: grantable messages by rank
-	active       []*msgIn // scratch: the active set by rank
-	out          []grant  // scratch: decisions of the last schedule
-	fifoCredit   int64
-	srptBytes    uint64 // bytes granted by SRPT, for the FIFO share
-	fifoBytes    uint64
+	// cut and prios are the receiver's own unscheduled cutoffs, for grants
+	// boosted to an unscheduled level (schedParams.boostTail).
+	cut        *cutoffTable
+	prios      int
+	msgs       []*msgIn // every incomplete inbound message
+	order      []*msgIn // scratch: grantable messages by rank
+	active     []*msgIn // scratch: the active set by rank
+	out        []grant  // scratch: decisions of the last schedule
+	fifoCredit int64
+	srptBytes  uint64 // bytes granted by SRPT, for the FIFO share
+	fifoBytes  uint64
 }
 
 func (s *grantSched) add(m *msgIn) {
@@ -161,6 +166,9 @@ func (s *grantSched) schedule() []grant {
 	window := s.window()
 	for rank, m := range s.active {
 		prio := s.priority(rank, len(s.active))
+		if left := m.length - m.granted; left < s.p.boostTail {
+			prio = max(prio, unschedPriority(&s.cut.cut, s.prios, left))
+		}
 		target := min(m.length, roundUp(m.received+window, s.p.packet))
 		if target <= m.granted {
 			continue

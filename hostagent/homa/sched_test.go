@@ -378,3 +378,38 @@ func TestSchedUnscheduledNotCounted(t *testing.T) {
 		t.Errorf("long message granted %d bytes, want at least %d", long.granted, want)
 	}
 }
+
+// TestSchedBoostTail: with boostTail, a grant made while fewer bytes than
+// boostTail remain to be granted carries the receiver's unscheduled level
+// for a message that long when that is above its rank's scheduled level
+// (HomaSimulation's boostTailBytesPrio); without it, or with more left,
+// the rank's level.
+func TestSchedBoostTail(t *testing.T) {
+	cut := cutoffTable{version: 1, cut: [wire.MaxPriorities]uint32{anyLength, anyLength, anyLength, anyLength, 100_000, 20_000, 5_000, 1_000}}
+	for _, tc := range []struct {
+		name            string
+		boost           uint32
+		length, granted uint32
+		want            uint8
+	}{
+		{"off", 0, 14_000, 10_000, 0},
+		{"last bytes boosted", 10_000, 14_000, 10_000, 6},
+		{"more left than the boost", 10_000, 100_000, 10_000, 0},
+		{"a longer boost", 200_000, 100_000, 10_000, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := params(4)
+			p.boostTail = tc.boost
+			s := &grantSched{p: p, maxSchedPrio: 3, cut: &cut, prios: 8}
+			m := &msgIn{length: tc.length, granted: tc.granted, received: tc.granted}
+			s.add(m)
+			out := s.schedule()
+			if len(out) != 1 || out[0].m != m {
+				t.Fatalf("grants %+v, want one to the message", out)
+			}
+			if out[0].prio != tc.want {
+				t.Errorf("priority %d, want %d", out[0].prio, tc.want)
+			}
+		})
+	}
+}

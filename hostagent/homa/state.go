@@ -97,9 +97,19 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 		overcommit: cfg.Overcommit, window: cfg.WindowBytes, maxIncoming: cfg.MaxIncoming,
 		basic: cfg.Basic, basicWindow: cfg.UnschedBytes, fifoPermille: cfg.FIFOGrantPermille,
 		fifoBytes: roundUp(cfg.FIFOGrantBytes, st.pkt), packet: st.pkt, increment: roundUp(cfg.GrantIncrement, st.pkt), highPrio: uint8(max(0, cfg.Priorities-2)),
-	}}
+		boostTail: boostTail(cfg),
+	}, cut: &st.cut, prios: cfg.Priorities}
 	st.sched.maxSchedPrio = maxSchedPriority(&st.cut.cut, cfg.Priorities, cfg.MaxMessageBytes)
 	st.pacer = newPacer(conn)
+}
+
+// boostTail is how few bytes left to grant boost a grant to an unscheduled
+// level: one RTT of bytes when cfg.BoostTail, else none.
+func boostTail(cfg homaconf.Config) uint32 {
+	if cfg.BoostTail {
+		return cfg.UnschedBytes
+	}
+	return 0
 }
 
 // lock takes the state for a caller's event; false, with the state not

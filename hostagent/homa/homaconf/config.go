@@ -84,6 +84,13 @@ type Config struct {
 	// each a packet through the emulated switch, when the window holds
 	// several packets.
 	GrantIncrement uint32 `homa:"grant_increment"`
+	// BoostTail: a grant made while fewer than UnschedBytes (one RTT of
+	// bytes) of its message remain to be granted carries the unscheduled
+	// level of a message that long, where that is above the scheduled
+	// level its rank gives, so the last bytes of a long message travel as
+	// a short message would (HomaSimulation's boostTailBytesPrio, set to
+	// rttBytes in the Homa paper's runs). Off by default, as in Linux Homa.
+	BoostTail bool `homa:"boost_tail"`
 	// UnschedCutoffs are static cutoffs in Linux order (index = priority,
 	// entry = largest length using it); empty means computed from the
 	// message sizes this host receives.
