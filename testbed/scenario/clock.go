@@ -117,11 +117,6 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, siz
 			if d, ok := workloadCutoffs(s, t, p, homaGiven); ok {
 				out = append(out, d)
 			}
-			if t.Name == TransportHoma && !t.Homa.Basic && t.Homa.Priorities != 1 && !t.Homa.BoostTail && !homaGiven("boost_tail") {
-				t.Homa.BoostTail = true
-				out = append(out, ClockDefault{Key: p + ".homa.boost_tail", Value: "true", Emulated: "false (Linux Homa grants a message's last bytes at its scheduled level)",
-					Source: "HomaSimulation's boostTailBytesPrio = rttBytes: the grants of a message's last RTT of bytes carry the unscheduled level of a message that long"})
-			}
 			if t.Name == TransportPFabric && t.Homa.Tick == 0 && !homaGiven("tick_us") {
 				out = append(out, pfabricTimer(s, t, p, homaGiven)...)
 			}

@@ -32,7 +32,6 @@ duration: 1ms
 func TestClockDefaults(t *testing.T) {
 	type want struct {
 		backlog          time.Duration // transports[0] (homa)
-		boost            bool          // transports[0] (homa)
 		switchD, hostTxD Duration
 		open, prio       bool     // transports[1] (pias)
 		minRTO           Duration // transports[1] (pias)
@@ -40,7 +39,7 @@ func TestClockDefaults(t *testing.T) {
 		keys             []string
 	}
 	all := []string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
-		"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[0].homa.boost_tail", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
+		"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
 	for _, tc := range []struct {
 		name     string
 		text     string
@@ -50,14 +49,14 @@ func TestClockDefaults(t *testing.T) {
 		{"emulated keeps its own", strings.Replace(clockBase, "  - name: pias\n", "  - name: pias\n    tcp: {congestion: reno}\n", 1), false,
 			want{}},
 		{"simulated, nothing set", clockBase, true,
-			want{simNICBacklog, true, simSwitchDelay, simHostTxDelay, true, true, 0, simECNPktsSlow, all}},
+			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, 0, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
-			"", true, want{simNICBacklog, true, 0, simHostTxDelay, true, true, 0, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
-			"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[0].homa.boost_tail", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
+			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 0, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
+			"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
-			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5, boost_tail: false}\n", 1),
+			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
 			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false, min_rto: 1ms}\n", 1), true,
-			want{5 * time.Microsecond, false, simSwitchDelay, simHostTxDelay, false, true, Duration(time.Millisecond), simECNPktsSlow,
+			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, Duration(time.Millisecond), simECNPktsSlow,
 				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
 					"transports[0].homa.unsched_cutoffs", "transports[1].tcp.nic_priorities"}}},
 	} {
@@ -76,9 +75,9 @@ func TestClockDefaults(t *testing.T) {
 				if s.Simulation != nil {
 					sw, tx = s.Simulation.SwitchDelay, s.Simulation.HostTxDelay
 				}
-				got := want{s.Transports[0].Homa.MaxNICBacklog, s.Transports[0].Homa.BoostTail, sw, tx, s.Transports[1].TCP.OpenWhenBusy, s.Transports[1].TCP.NICPriorities,
+				got := want{s.Transports[0].Homa.MaxNICBacklog, sw, tx, s.Transports[1].TCP.OpenWhenBusy, s.Transports[1].TCP.NICPriorities,
 					s.Transports[1].TCP.MinRTO, s.Switch.ECNThresholdPkts, tc.want.keys}
-				if got.backlog != tc.want.backlog || got.boost != tc.want.boost || got.switchD != tc.want.switchD || got.hostTxD != tc.want.hostTxD ||
+				if got.backlog != tc.want.backlog || got.switchD != tc.want.switchD || got.hostTxD != tc.want.hostTxD ||
 					got.open != tc.want.open || got.prio != tc.want.prio || got.minRTO != tc.want.minRTO || got.ecn != tc.want.ecn {
 					t.Errorf("%s: got %+v, want %+v", e.Name, got, tc.want)
 				}

@@ -89,7 +89,8 @@ type Config struct {
 	// level of a message that long, where that is above the scheduled
 	// level its rank gives, so the last bytes of a long message travel as
 	// a short message would (HomaSimulation's boostTailBytesPrio, set to
-	// rttBytes in the Homa paper's runs). Off by default, as in Linux Homa.
+	// rttBytes in the Homa paper's runs, whose cutoffs also count those
+	// bytes; homatb's do not: docs/homa.md). Off by default, as in Linux.
 	BoostTail bool `homa:"boost_tail"`
 	// UnschedCutoffs are static cutoffs in Linux order (index = priority,
 	// entry = largest length using it); empty means computed from the
