@@ -52,3 +52,13 @@ func WholeBuiltin(spec string) (string, bool) {
 	}
 	return fmt.Sprintf("%s,max=%d", strings.TrimSpace(body), d.Max()), true
 }
+
+// BuiltinOf returns the built-in workload spec names, lower case ("w3"
+// for "W3,max=30MB"), and false when spec names none.
+func BuiltinOf(spec string) (string, bool) {
+	body, _, err := splitMax(strings.TrimSpace(spec))
+	if err != nil || !isBuiltin(body) {
+		return "", false
+	}
+	return strings.ToLower(strings.TrimSpace(body)), true
+}

@@ -70,9 +70,12 @@ func maxSchedPriority(c *[wire.MaxPriorities]uint32, prios int, maxMsg uint32) i
 // Linux's order as homaconf's UnschedCutoffs takes them: the cutoffs a
 // receiver would settle on after receiving messages of those lengths,
 // for a run that fixes them before the start instead (the Homa paper's
-// simulator computed them from the workload's distribution).
-func CutoffsFor(sizes []uint32, unsched uint32, prios int, maxMsg uint32) []uint32 {
-	c := computeCutoffs(sizes, unsched, prios, maxMsg)
+// simulator computed them from the workload's distribution). levels, when
+// above 0, is how many levels carry unscheduled bytes instead of the
+// share of them that computeCutoffs derives (the Homa paper's runs set it
+// per workload).
+func CutoffsFor(sizes []uint32, unsched uint32, prios int, maxMsg uint32, levels int) []uint32 {
+	c := computeCutoffs(sizes, unsched, prios, maxMsg, levels)
 	// The scheduled levels' entries are 0 here; as a configured table
 	// they take the lowest unscheduled level's (Linux's sysctl form,
 	// entries that never grow with the level), which picks the same
@@ -86,10 +89,10 @@ func CutoffsFor(sizes []uint32, unsched uint32, prios int, maxMsg uint32) []uint
 // computeCutoffs derives cutoffs from observed inbound message lengths the
 // way homa_prio does: the unscheduled share of all bytes decides how many
 // levels carry unscheduled bytes (at least one, and one level is kept for
-// scheduled bytes), and the boundaries split the unscheduled bytes evenly
-// among those levels, shortest messages on the highest level. sizes is
-// sorted in place.
-func computeCutoffs(sizes []uint32, unsched uint32, prios int, maxMsg uint32) [wire.MaxPriorities]uint32 {
+// scheduled bytes) unless levels (above 0) says, and the boundaries split
+// the unscheduled bytes evenly among those levels, shortest messages on
+// the highest level. sizes is sorted in place.
+func computeCutoffs(sizes []uint32, unsched uint32, prios int, maxMsg uint32, levels int) [wire.MaxPriorities]uint32 {
 	if prios == 1 || len(sizes) == 0 {
 		return defaultCutoffs(prios, maxMsg)
 	}
@@ -99,7 +102,9 @@ func computeCutoffs(sizes []uint32, unsched uint32, prios int, maxMsg uint32) [w
 		total += float64(s)
 		unschedTotal += float64(min(s, unsched))
 	}
-	levels := int(math.Round(float64(prios) * unschedTotal / total))
+	if levels <= 0 {
+		levels = int(math.Round(float64(prios) * unschedTotal / total))
+	}
 	levels = max(1, min(levels, prios-1))
 	var c [wire.MaxPriorities]uint32
 	lowest := prios - levels

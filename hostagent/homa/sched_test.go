@@ -279,17 +279,21 @@ func TestComputeCutoffs(t *testing.T) {
 		name       string
 		sizes      []uint32
 		prios      int
+		levels     int // given; 0: from the unscheduled share
 		wantLevels int
 	}{
 		// All bytes unscheduled: every level but one (kept for scheduled bytes).
-		{"uniform, 4 levels", uniform, 4, 3},
-		{"uniform, 8 levels", uniform, 8, 7},
+		{"uniform, 4 levels", uniform, 4, 0, 3},
+		{"uniform, 8 levels", uniform, 8, 0, 7},
 		// Unscheduled 5.005 MB + 100 x 10 KB of 25.005 MB: round(8 x 0.24) = 2.
-		{"with large, 8 levels", withLarge, 8, 2},
+		{"with large, 8 levels", withLarge, 8, 0, 2},
+		// The Homa paper's runs chose the split per workload.
+		{"with large, 4 unscheduled levels given", withLarge, 8, 4, 4},
+		{"more levels given than there are", uniform, 4, 9, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			const unsched, maxMsg = 10_000, 1_000_000
-			cut := computeCutoffs(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg)
+			cut := computeCutoffs(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg, tt.levels)
 			lowest := maxSchedPriority(&cut, tt.prios, maxMsg) + 1
 			levels := tt.prios - lowest
 			var un float64
@@ -311,7 +315,7 @@ func TestComputeCutoffs(t *testing.T) {
 			}
 			// The same cutoffs as a configured table (a simulated run's,
 			// fixed from the workload): valid, and the same levels.
-			tab := CutoffsFor(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg)
+			tab := CutoffsFor(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg, tt.levels)
 			if _, err := (homaconf.Config{UnschedCutoffs: tab, Priorities: tt.prios, SharedCutoffs: true}).WithDefaults(); err != nil {
 				t.Fatalf("CutoffsFor %v: %v", tab, err)
 			}

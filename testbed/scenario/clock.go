@@ -313,9 +313,35 @@ func workloadCutoffs(s *Scenario, t *Transport, p string, homaGiven func(string)
 		return ClockDefault{}, false
 	}
 	t.CutoffsFrom = spec
-	return ClockDefault{Key: p + ".homa.unsched_cutoffs", Value: "fixed before the start from " + spec + "'s size distribution, known to every sender",
+	value := "fixed before the start from " + spec + "'s size distribution, known to every sender"
+	if name, n := paperUnschedLevels(spec); n > 0 && (t.Homa.Priorities == 0 || t.Homa.Priorities == 8) {
+		t.CutoffLevels = n
+		value = fmt.Sprintf("fixed before the start from %s's size distribution over %d unscheduled levels (the Homa paper's runs' for %s), known to every sender", spec, n, strings.ToUpper(name))
+	}
+	return ClockDefault{Key: p + ".homa.unsched_cutoffs", Value: value,
 		Emulated: "each receiver's, from the first cutoff_samples messages it receives (Linux's homa_prio)",
 		Source:   "HomaSimulation's STATIC_CBF_GRADUATED: the workload's distribution, unscheduled bytes split evenly over the levels, one resolver for all hosts"}, true
+}
+
+// paperUnschedLevels is how many of 8 levels carried unscheduled bytes in
+// the Homa paper's runs of the built-in workload spec names (0 for any
+// other spec), with its name. HomaSimulation's homaTransportConfig.ini
+// sets each workload's scheduled levels by hand (adaptiveSchedPrioLevels:
+// W1 1, W2 3, W3 4, W4 7, W5 7); the engine's rule, Linux's, derives them
+// from the unscheduled share of the bytes and gives W2 6 and W3 2.
+func paperUnschedLevels(spec string) (string, int) {
+	name, _ := workloads.BuiltinOf(spec)
+	switch name {
+	case "w1":
+		return name, 7
+	case "w2":
+		return name, 5
+	case "w3":
+		return name, 4
+	case "w4", "w5":
+		return name, 1
+	}
+	return name, 0
 }
 
 // unloadedRTT is the simulated fabric's longest unloaded round trip: a

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -358,6 +359,53 @@ duration: 1s
 			}
 			if listed != tc.listed {
 				t.Errorf("listed %v, want %v (%v)", listed, tc.listed, plan.ClockDefaults)
+			}
+		})
+	}
+}
+
+// TestPaperUnschedLevels: cutoffs fixed from a built-in workload split its
+// unscheduled bytes over as many of the 8 levels as the Homa paper's runs
+// did for it, and say so; another spec, or other than 8 levels, keeps the
+// engine's rule.
+func TestPaperUnschedLevels(t *testing.T) {
+	base := `name: c
+topology: {kind: star, hosts: 4}
+link: {rate: 10Gbit}
+transports: [{name: homa}]
+phases:
+  - {name: p, clients: [h2-h3], servers: [h1], sizes: "SIZES", load: 0.3, one_way: true}
+duration: 40ms
+`
+	for _, tc := range []struct {
+		name, sizes, homa string
+		want              int
+	}{
+		{"W3 cut", "w3,max=1000000", "", 4},
+		{"W2 whole", "w2", "", 5},
+		{"W1", "W1", "", 7},
+		{"W5", "w5,max=30MB", "", 1},
+		{"a file of its own", "fixed:3000", "", 0},
+		{"four levels", "w3,max=1000000", "    homa: {priorities: 4}\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(base, "SIZES", tc.sizes, 1)
+			if tc.homa != "" {
+				text = strings.Replace(text, "transports: [{name: homa}]\n", "transports:\n  - name: homa\n"+tc.homa, 1)
+			}
+			plan := mustPlanWith(t, text, Options{Simulate: true})
+			tr := plan.Experiments[0].Scenario.Transports[0]
+			if tr.CutoffsFrom == "" || tr.CutoffLevels != tc.want {
+				t.Fatalf("cutoffs from %q over %d levels, want %d", tr.CutoffsFrom, tr.CutoffLevels, tc.want)
+			}
+			listed := ""
+			for _, d := range plan.ClockDefaults {
+				if d.Key == "transports[0].homa.unsched_cutoffs" {
+					listed = d.Value
+				}
+			}
+			if said := strings.Contains(listed, fmt.Sprintf("over %d unscheduled levels", tc.want)); said != (tc.want > 0) {
+				t.Errorf("listed %q", listed)
 			}
 		})
 	}

@@ -318,6 +318,9 @@ type Transport struct {
 	// size spec from whose distribution the run fixes Homa's unscheduled
 	// cutoffs before the start (clock.go, workloadCutoffs).
 	CutoffsFrom string `yaml:"-"`
+	// CutoffLevels, set with CutoffsFrom, is how many levels those cutoffs
+	// give unscheduled bytes; 0: the engine's rule (their share of bytes).
+	CutoffLevels int `yaml:"-"`
 }
 
 // Engine reports whether the transport runs on the Homa engine (Homa,

@@ -334,7 +334,7 @@ func (r *Network) homaConfig(t scenario.Transport) homaconf.Config {
 	c := agents.Requests{Fabric: r.fab, Calibration: r.calib}.HomaConfig(t)
 	c.FrameOverhead = r.fab.Framing
 	if t.CutoffsFrom != "" && len(c.UnschedCutoffs) == 0 {
-		c.UnschedCutoffs = workloadCutoffs(t.CutoffsFrom, c)
+		c.UnschedCutoffs = workloadCutoffs(t.CutoffsFrom, t.CutoffLevels, c)
 		c.SharedCutoffs = c.UnschedCutoffs != nil
 	}
 	return c
@@ -348,11 +348,11 @@ const cutoffSamples = 200_000
 // workloadCutoffs are the unscheduled cutoffs a receiver of engine
 // configuration c would settle on after receiving messages of size spec
 // spec (scenario's clock defaults, Transport.CutoffsFrom): computed from
-// a fixed draw of the distribution by the engine's own rule, so every
-// host has them from the start. nil (the engine computes its own) if the
-// spec or the configuration does not parse, which validation has ruled
-// out.
-func workloadCutoffs(spec string, c homaconf.Config) []uint32 {
+// a fixed draw of the distribution by the engine's own rule, over levels
+// unscheduled levels when above 0 (Transport.CutoffLevels), so every host
+// has them from the start. nil (the engine computes its own) if the spec
+// or the configuration does not parse, which validation has ruled out.
+func workloadCutoffs(spec string, levels int, c homaconf.Config) []uint32 {
 	d, err := workloads.ParseSizeSpec(spec)
 	if err != nil {
 		return nil
@@ -366,7 +366,7 @@ func workloadCutoffs(spec string, c homaconf.Config) []uint32 {
 	for i := range sizes {
 		sizes[i] = uint32(min(d.Sample(rng), int(full.MaxMessageBytes)))
 	}
-	return homa.CutoffsFor(sizes, full.UnschedBytes, full.Priorities, full.MaxMessageBytes)
+	return homa.CutoffsFor(sizes, full.UnschedBytes, full.Priorities, full.MaxMessageBytes, levels)
 }
 
 // tcpConfig is the TCP model's configuration for kernel-TCP transport t
