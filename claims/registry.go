@@ -223,4 +223,4 @@ func d1(q *queueRuns, _ uint64) ([]float64, error) {
 }
 
 // b1Departure is the one departure B1's band allows for, measured.
-const b1Departure = "a run's slowdowns share one ideal, the fastest transport's unloaded time: with PIAS in the run that is PIAS's 2.042 us for 100 B against Homa's 2.092 us, so Homa's slowdowns read 2.4% higher than in a run of Homa alone (the same seeds alone: W1 2.19-2.21, W3 2.15-2.19); homatb's longer DATA header (114 B on the wire against HomaSimulation's 96 B) was measured and is not a cause (simulation.wire_overhead: 6, W1 2.19-2.21, W3 2.18-2.20; docs/simulation.md, Homa above 2.2 term by term)"
+const b1Departure = "a run's slowdowns share one ideal, the fastest transport's unloaded time: with PIAS in the run that is PIAS's 2.042 us for 100 B against Homa's 2.092 us, so Homa's slowdowns read 2.4% higher than in a run of Homa alone (the same seeds alone: W1 2.19-2.21); homatb's longer DATA header (114 B on the wire against HomaSimulation's 96 B) was measured and is not a cause (simulation.wire_overhead: 6, W1 2.19-2.21; docs/simulation.md, Homa above 2.2 term by term)"
