@@ -42,23 +42,31 @@ func builtinDist(name string) (*piecewise, error) {
 // parsing it would cut it; false otherwise (another kind of spec, a
 // ",max=" given, or a workload that HomaMaxMessage does not cut).
 func WholeBuiltin(spec string) (string, bool) {
-	body, maxLen, err := splitMax(strings.TrimSpace(spec))
-	if err != nil || maxLen != 0 || !isBuiltin(body) {
+	body, maxLen, ok := builtinParts(spec)
+	if !ok || maxLen != 0 {
 		return "", false
 	}
-	d, err := builtinDist(strings.ToLower(strings.TrimSpace(body)))
+	d, err := builtinDist(strings.ToLower(body))
 	if err != nil || d.Max() <= HomaMaxMessage {
 		return "", false
 	}
-	return fmt.Sprintf("%s,max=%d", strings.TrimSpace(body), d.Max()), true
+	return fmt.Sprintf("%s,max=%d", body, d.Max()), true
 }
 
 // BuiltinOf returns the built-in workload spec names, lower case ("w3"
 // for "W3,max=30MB"), and false when spec names none.
 func BuiltinOf(spec string) (string, bool) {
-	body, _, err := splitMax(strings.TrimSpace(spec))
+	body, _, ok := builtinParts(spec)
+	return strings.ToLower(body), ok
+}
+
+// builtinParts splits a spec that names a built-in workload into the
+// name as written and its ",max=" limit (0 when none); false for any
+// other spec, or a limit that does not parse (ParseSizeSpec reports it).
+func builtinParts(spec string) (string, int, bool) {
+	body, maxLen, err := splitMax(strings.TrimSpace(spec))
 	if err != nil || !isBuiltin(body) {
-		return "", false
+		return "", 0, false
 	}
-	return strings.ToLower(strings.TrimSpace(body)), true
+	return strings.TrimSpace(body), maxLen, true
 }

@@ -399,3 +399,12 @@ func TestWholeBuiltin(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinOf: the built-in a spec names, lower case, whatever its limit.
+func TestBuiltinOf(t *testing.T) {
+	for spec, want := range map[string]string{"W3,max=30MB": "w3", " w5 ": "w5", "fixed:1000": "", "mix:w5@1,w1@1": "", "w2,max=bad": ""} {
+		if got, ok := BuiltinOf(spec); got != want || ok != (want != "") {
+			t.Errorf("BuiltinOf(%q) = %q, %v; want %q", spec, got, ok, want)
+		}
+	}
+}
