@@ -405,3 +405,46 @@ func TestGrownBuffersReused(t *testing.T) {
 		}
 	}
 }
+
+// TestLateDataOfAnEarlierIncarnation: a receiver takes what a sender may
+// send unasked from a message's first packet only (homa_message_in_init).
+// A late packet of the same RPC whose earlier incarnation the receiver
+// timed out (its sender has since restarted it) carries that
+// incarnation's grants; taken up, they filled the receiver's window with
+// bytes the restarted sender never meant to send, and the message crawled
+// on one RESEND probe a round (the twin's whole W5 left two 29 MB
+// messages undelivered so). Here the request still completes at the
+// link's pace.
+func TestLateDataOfAnEarlierIncarnation(t *testing.T) {
+	p := newDrivenPair(t, homaconf.Config{LinkBps: 1e9})
+	req := make([]byte, 300_000)
+	for i := range req {
+		req[i] = byte(i / 1000)
+	}
+	var got []byte
+	finished := false
+	p.cli.Call(netip.AddrPortFrom(srvAddr, serverPort), req, func(resp []byte, _ homa.CallInfo, err error) {
+		if err != nil {
+			t.Errorf("Call: %v", err)
+		}
+		got, finished = resp, true
+	})
+	first := p.co.take()
+	d := dataOf(t, first)
+	// The late packet: bytes well past the unscheduled ones, sent by the
+	// earlier incarnation under grants up to the message's end.
+	late := d
+	late.Offset, late.Incoming = 250_000, d.MessageLength
+	buf := append(wire.AppendData(nil, &late), req[late.Offset:late.Offset+1000]...)
+	p.srv.Deliver(from(first, cliAddr))
+	p.srv.Deliver([]homa.Packet{{Buf: buf, Addr: cliAddr}})
+	// 300 KB each way at 1 Gbit/s take under 5 ms; 20 ms is room enough,
+	// and far short of the RESEND rounds a filled window waits for.
+	start := p.now
+	if !p.pump(2_000, func() bool { return finished }) {
+		t.Fatalf("the Call did not end within %v; server %s", p.now-start, homa.DescribeRPC(p.srv.Endpoint(), 0))
+	}
+	if !bytes.Equal(got, req) {
+		t.Fatalf("%d bytes back, want the %d sent", len(got), len(req))
+	}
+}

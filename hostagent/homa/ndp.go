@@ -76,7 +76,6 @@ func (n *ndpPolicy) trimmed(now time.Duration, addr netip.Addr, d wire.Data, r *
 		return
 	}
 	m := &r.in
-	m.granted = max(m.granted, min(d.Incoming, m.length))
 	e.c.trimmed.Add(1)
 	r.lost(now)
 	m.nackOwed++

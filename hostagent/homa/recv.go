@@ -120,7 +120,6 @@ func (e *Endpoint) onData(now time.Duration, addr netip.Addr, b []byte, prio uin
 		e.refuseIn(r)
 		return
 	}
-	m.granted = max(m.granted, min(d.Incoming, m.length))
 	fresh := m.got.add(d.Offset, d.Offset+uint32(len(payload)))
 	if fresh == 0 {
 		e.c.dupData.Add(1)
@@ -185,7 +184,14 @@ func (e *Endpoint) beginIn(now time.Duration, addr netip.Addr, d *wire.Data, pri
 		m.started, m.length, m.birth, m.peer, m.rpc = true, d.MessageLength, now, addr, r
 		m.prio = prio          // the unscheduled level, until a grant sets another
 		m.buf, m.size = nil, 0 // grown as bytes arrive: the length is only a claim
-		m.received, m.granted = 0, 0
+		// What the sender may send unasked comes from the first packet
+		// only, as homa_message_in_init: every later rise is this
+		// receiver's own grant or RESEND. A late packet of a message the
+		// receiver timed out and its sender restarted carries the old
+		// incarnation's grants, which the new one knows nothing of: taken
+		// up, they filled the receiver's window with bytes nobody would
+		// send, and the message crawled a packet a RESEND round.
+		m.received, m.granted = 0, min(d.Incoming, d.MessageLength)
 		m.unschedOnly = d.Incoming >= d.MessageLength
 		e.observeLength(d.MessageLength)
 		if r.client {
