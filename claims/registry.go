@@ -127,7 +127,7 @@ func Registry() []Claim {
 			Points: []Point{band("preemption lag / switch queueing", 0.8, 1, 0.25),
 				{Label: "receiver's downlink / switch queueing", Published: math.NaN(), Lo: 0, Hi: 1}},
 			twin:  halfTailPreemptShare,
-			Cause: "the rest of the tail's switch queueing is behind frames of its own or a higher priority queued ahead of its packet (the second point: where it waited); the tail's wait at its sender's NIC, which no switch records, is in the anatomy's host time, not here"},
+			Cause: "the rest of the tail's switch queueing is behind frames of its own or a higher priority queued ahead of its packet, almost all at the receiver's downlink (the second point): with the paper's own priority scheme (graduated levels and boosted tails, the twin's default) W4's one unscheduled level carries every message's blind bytes and every long message's last RTT of bytes, and a short message waits behind them there; with Linux's levels (`graduated: false, boost_tail: false`) the share was 0.41 (docs/simulation.md, \"The paper's priority scheme\"); the tail's wait at its sender's NIC, which no switch records, is in the anatomy's host time, not here"},
 		{ID: "B10", Text: "NDP's 8-packet queue limit: what a full queue adds, against a ~200-byte message (W4, one way)", Published: "~10 us at 10 Gbit/s, 5x a 200-byte message",
 			Source: srcPaper + " §5.2", Mode: ModeTwin, Scenario: paperTable, Tolerance: "25%",
 			Points: []Point{near("longest wait in a data queue (us)", 10, 0.25), near("over a 200-byte message's ideal between racks", 5, 0.25),

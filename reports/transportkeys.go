@@ -19,7 +19,7 @@ import (
 // reads none.
 var (
 	homaGrantKeys = []string{"overcommit", "basic", "window_bytes", "max_incoming", "fifo_grant_permille",
-		"fifo_grants", "fifo_grant_bytes", "grant_increment", "boost_tail", "unsched_cutoffs", "cutoff_samples",
+		"fifo_grants", "fifo_grant_bytes", "grant_increment", "boost_tail", "graduated", "unsched_cutoffs", "cutoff_samples",
 		"incast_control", "incast_threshold", "incast_unsched_bytes"}
 	creditKeys       = []string{"credit_window_bytes"}
 	roceOverriddenKs = []string{"unsched_bytes", "incast_control", "at_least_once"}

@@ -3,6 +3,7 @@ package homa_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -430,17 +431,21 @@ func TestUnscheduledLevelPerPacket(t *testing.T) {
 	}{
 		{"linux", homaconf.Config{}, 7, 6},
 		{"shared cutoffs", homaconf.Config{UnschedCutoffs: w4, SharedCutoffs: true}, 6, 6},
+		// Graduated (the Homa paper's simulator): each packet at the level
+		// of the bytes left, so the last ones (at most 3,008 B left) climb
+		// to the top.
+		{"graduated", homaconf.Config{UnschedCutoffs: w4, SharedCutoffs: true, Graduated: true}, 6, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
 				var mu sync.Mutex
-				var levels []uint8
+				byOffset := map[uint32]uint8{}
 				lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
 					if d, _, err := wire.ParseData(p.Buf); err == nil && src == clientAddr && d.Retransmit == 0 {
 						mu.Lock()
-						levels = append(levels, homa.Priority(p.TOS))
+						byOffset[d.Offset] = homa.Priority(p.TOS)
 						mu.Unlock()
 					}
 					return false
@@ -458,6 +463,10 @@ func TestUnscheduledLevelPerPacket(t *testing.T) {
 				}
 				mu.Lock()
 				defer mu.Unlock()
+				var levels []uint8 // in the order of the message's bytes
+				for _, off := range slices.Sorted(maps.Keys(byOffset)) {
+					levels = append(levels, byOffset[off])
+				}
 				if len(levels) < 2 || levels[0] != tc.wantFirst || levels[len(levels)-1] != tc.wantLast {
 					t.Errorf("levels of the first message's packets %v, want %d first and %d last", levels, tc.wantFirst, tc.wantLast)
 				}

@@ -1,8 +1,11 @@
 package homa
 
 import (
+	"cmp"
 	"math"
 	"slices"
+
+	"github.com/homatb/homatb/hostagent/homa/homaconf"
 
 	"github.com/homatb/homatb/wire"
 )
@@ -66,67 +69,141 @@ func maxSchedPriority(c *[wire.MaxPriorities]uint32, prios int, maxMsg uint32) i
 	return 0
 }
 
-// CutoffsFor is what computeCutoffs makes of sizes (sorted in place), in
-// Linux's order as homaconf's UnschedCutoffs takes them: the cutoffs a
-// receiver would settle on after receiving messages of those lengths,
-// for a run that fixes them before the start instead (the Homa paper's
-// simulator computed them from the workload's distribution). levels, when
-// above 0, is how many levels carry unscheduled bytes instead of the
-// share of them that computeCutoffs derives (the Homa paper's runs set it
-// per workload).
-func CutoffsFor(sizes []uint32, unsched uint32, prios int, maxMsg uint32, levels int) []uint32 {
-	c := computeCutoffs(sizes, unsched, prios, maxMsg, levels)
+// cutoffRule is how a receiver turns message lengths into cutoffs.
+type cutoffRule struct {
+	unsched, maxMsg uint32
+	prios           int
+	// levels, when above 0, is how many levels carry unscheduled bytes
+	// instead of the share of them Linux's rule derives (the Homa paper's
+	// runs set it per workload).
+	levels int
+	// graduated weighs each packet of a message's first unsched bytes,
+	// and of its last boost bytes, at the bytes the message has left
+	// before it (STATIC_CBF_GRADUATED's remaining-size distribution);
+	// otherwise a message's unscheduled bytes weigh at its length, as
+	// homa_prio does. pkt is the DATA payload of a packet.
+	graduated  bool
+	pkt, boost uint32
+}
+
+// ruleOf is the rule of full (a configuration with its defaults), over
+// levels unscheduled levels when above 0.
+func ruleOf(full homaconf.Config, levels int) cutoffRule {
+	r := cutoffRule{unsched: full.UnschedBytes, maxMsg: full.MaxMessageBytes, prios: full.Priorities, levels: levels,
+		graduated: full.Graduated, pkt: full.PayloadPerPacket()}
+	if full.Graduated {
+		r.boost = boostTail(full)
+	}
+	return r
+}
+
+// CutoffsFor is what a receiver's rule (cutoffRule.compute) makes of sizes (sorted in place)
+// under configuration full (its defaults applied), in Linux's order as
+// homaconf's UnschedCutoffs takes them: the cutoffs a receiver would
+// settle on after receiving messages of those lengths, for a run that
+// fixes them before the start instead (the Homa paper's simulator
+// computed them from the workload's distribution), over levels
+// unscheduled levels when above 0.
+func CutoffsFor(sizes []uint32, full homaconf.Config, levels int) []uint32 {
+	r := ruleOf(full, levels)
+	c := r.compute(sizes, nil)
 	// The scheduled levels' entries are 0 here; as a configured table
 	// they take the lowest unscheduled level's (Linux's sysctl form,
 	// entries that never grow with the level), which picks the same
 	// levels (unschedPriority, maxSchedPriority).
-	for i := prios - 2; i > 0; i-- {
+	for i := r.prios - 2; i > 0; i-- {
 		c[i] = max(c[i], c[i+1])
 	}
-	return append([]uint32(nil), c[:prios]...)
+	return append([]uint32(nil), c[:r.prios]...)
 }
 
-// computeCutoffs derives cutoffs from observed inbound message lengths the
-// way homa_prio does: the unscheduled share of all bytes decides how many
+// weighed is a length (a message's, or a graduated packet's bytes left)
+// and the unscheduled bytes that travel at its level.
+type weighed struct {
+	key uint32
+	w   float64
+}
+
+// weights appends to out what each of sizes puts on the unscheduled
+// levels under r.
+func (r cutoffRule) weights(sizes []uint32, out []weighed) []weighed {
+	for _, s := range sizes {
+		if !r.graduated {
+			out = append(out, weighed{s, float64(min(s, r.unsched))})
+			continue
+		}
+		for off := uint32(0); off < s; {
+			left := s - off
+			if off >= r.unsched && left >= r.boost {
+				// A scheduled packet: skip to the boosted tail.
+				off += ((left-r.boost)/r.pkt + 1) * r.pkt
+				continue
+			}
+			out = append(out, weighed{left, float64(min(r.pkt, left))})
+			off += r.pkt
+		}
+	}
+	return out
+}
+
+// compute derives cutoffs from observed inbound message lengths the way
+// homa_prio does: the unscheduled share of all bytes decides how many
 // levels carry unscheduled bytes (at least one, and one level is kept for
-// scheduled bytes) unless levels (above 0) says, and the boundaries split
-// the unscheduled bytes evenly among those levels, shortest messages on
-// the highest level. sizes is sorted in place.
-func computeCutoffs(sizes []uint32, unsched uint32, prios int, maxMsg uint32, levels int) [wire.MaxPriorities]uint32 {
+// scheduled bytes) unless r.levels says, and the boundaries split the
+// bytes those levels carry evenly among them, shortest messages (or
+// fewest bytes left, r.graduated) on the highest level. sizes is sorted
+// in place; *scratch (if scratch is not nil) is reused for the weights.
+func (r cutoffRule) compute(sizes []uint32, scratch *[]weighed) [wire.MaxPriorities]uint32 {
+	prios := r.prios
 	if prios == 1 || len(sizes) == 0 {
-		return defaultCutoffs(prios, maxMsg)
+		return defaultCutoffs(prios, r.maxMsg)
 	}
 	slices.Sort(sizes)
 	var total, unschedTotal float64
 	for _, s := range sizes {
 		total += float64(s)
-		unschedTotal += float64(min(s, unsched))
+		unschedTotal += float64(min(s, r.unsched))
 	}
+	levels := r.levels
 	if levels <= 0 {
 		levels = int(math.Round(float64(prios) * unschedTotal / total))
 	}
 	levels = max(1, min(levels, prios-1))
+	var ws []weighed
+	if scratch != nil {
+		ws = r.weights(sizes, (*scratch)[:0])
+		*scratch = ws
+	} else {
+		ws = r.weights(sizes, nil)
+	}
+	if r.graduated {
+		slices.SortFunc(ws, func(a, b weighed) int { return cmp.Compare(a.key, b.key) })
+	}
+	var sum float64
+	for _, w := range ws {
+		sum += w.w
+	}
 	var c [wire.MaxPriorities]uint32
 	lowest := prios - levels
-	c[lowest] = maxMsg
-	// Walk sizes in order; each time the running unscheduled bytes pass the
-	// next k/levels share, the current length closes level prios-k.
+	c[lowest] = r.maxMsg
+	// Walk the weights in order of length; each time the running bytes
+	// pass the next k/levels share, the current length closes level
+	// prios-k.
 	level := prios - 1
 	var run float64
-	for _, s := range sizes {
+	for _, w := range ws {
 		if level <= lowest {
 			break
 		}
-		run += float64(min(s, unsched))
-		share := unschedTotal * float64(prios-level) / float64(levels)
-		if run >= share {
-			c[level] = s
+		run += w.w
+		if run >= sum*float64(prios-level)/float64(levels) {
+			c[level] = w.key
 			level--
 		}
 	}
-	for ; level > lowest; level-- { // too few distinct sizes: reuse the largest
+	for ; level > lowest; level-- { // too few distinct lengths: reuse the largest
 		if level == prios-1 {
-			c[level] = sizes[len(sizes)-1]
+			c[level] = ws[len(ws)-1].key
 		} else {
 			c[level] = c[level+1]
 		}

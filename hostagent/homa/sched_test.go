@@ -292,8 +292,13 @@ func TestComputeCutoffs(t *testing.T) {
 		{"more levels given than there are", uniform, 4, 9, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			const unsched, maxMsg = 10_000, 1_000_000
-			cut := computeCutoffs(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg, tt.levels)
+			const maxMsg = 1_000_000
+			full, err := homaconf.Config{UnschedBytes: 10_000, MaxMessageBytes: maxMsg, Priorities: tt.prios}.WithDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			unsched := full.UnschedBytes
+			cut := ruleOf(full, tt.levels).compute(slices.Clone(tt.sizes), nil)
 			lowest := maxSchedPriority(&cut, tt.prios, maxMsg) + 1
 			levels := tt.prios - lowest
 			var un float64
@@ -315,7 +320,7 @@ func TestComputeCutoffs(t *testing.T) {
 			}
 			// The same cutoffs as a configured table (a simulated run's,
 			// fixed from the workload): valid, and the same levels.
-			tab := CutoffsFor(slices.Clone(tt.sizes), unsched, tt.prios, maxMsg, tt.levels)
+			tab := CutoffsFor(slices.Clone(tt.sizes), full, tt.levels)
 			if _, err := (homaconf.Config{UnschedCutoffs: tab, Priorities: tt.prios, SharedCutoffs: true}).WithDefaults(); err != nil {
 				t.Fatalf("CutoffsFor %v: %v", tab, err)
 			}
@@ -327,7 +332,7 @@ func TestComputeCutoffs(t *testing.T) {
 			}
 			for _, s := range tt.sizes {
 				if a, b := unschedPriority(&conf, tt.prios, s), unschedPriority(&cut, tt.prios, s); a != b {
-					t.Fatalf("CutoffsFor %v puts %d B at level %d, computeCutoffs %v at %d", tab, s, a, cut, b)
+					t.Fatalf("CutoffsFor %v puts %d B at level %d, compute %v at %d", tab, s, a, cut, b)
 				}
 			}
 		})
@@ -415,5 +420,65 @@ func TestSchedBoostTail(t *testing.T) {
 				t.Errorf("priority %d, want %d", out[0].prio, tc.want)
 			}
 		})
+	}
+}
+
+// TestGraduatedWeights: under the graduated rule each packet of a
+// message's first unsched bytes, and of its last boost bytes, weighs at
+// the bytes its message has left before it; the scheduled middle weighs
+// nothing.
+func TestGraduatedWeights(t *testing.T) {
+	const p = 1000
+	for _, tc := range []struct {
+		name           string
+		unsched, boost uint32
+		size           uint32
+		want           []weighed
+	}{
+		{"all unscheduled", 5 * p, 0, 2*p + 300, []weighed{{2*p + 300, p}, {p + 300, p}, {300, 300}}},
+		{"scheduled middle skipped", 2 * p, 0, 10 * p, []weighed{{10 * p, p}, {9 * p, p}}},
+		// Boosted as the grant scheduler boosts: fewer than boost bytes left.
+		{"boosted tail counted", 2 * p, 2 * p, 10 * p, []weighed{{10 * p, p}, {9 * p, p}, {p, p}}},
+		{"boosted tail of a ragged message", 2 * p, 2 * p, 10*p + 500, []weighed{{10*p + 500, p}, {9*p + 500, p}, {p + 500, p}, {500, 500}}},
+		{"linux rule", 2 * p, 0, 10 * p, []weighed{{10 * p, 2 * p}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cutoffRule{unsched: tc.unsched, boost: tc.boost, pkt: p, graduated: tc.name != "linux rule"}
+			if got := r.weights([]uint32{tc.size}, nil); !slices.Equal(got, tc.want) {
+				t.Errorf("weights %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGraduatedCutoffs: graduated cutoffs split the bytes the unscheduled
+// levels carry, by the bytes left, evenly over the levels, and sit below
+// the lengths Linux's rule gives (a message's last packets count at what
+// is left of it).
+func TestGraduatedCutoffs(t *testing.T) {
+	var sizes []uint32
+	for i := 1; i <= 2000; i++ {
+		sizes = append(sizes, uint32(25*i)) // 25 B .. 50 KB
+	}
+	const prios, levels = 8, 4
+	linux := cutoffRule{unsched: 10_000, maxMsg: 1_000_000, prios: prios, levels: levels, pkt: 1000}
+	grad := linux
+	grad.graduated, grad.boost = true, 10_000
+	lc := linux.compute(slices.Clone(sizes), nil)
+	gc := grad.compute(slices.Clone(sizes), nil)
+	ws := grad.weights(sizes, nil)
+	var sum float64
+	perLevel := make([]float64, prios)
+	for _, w := range ws {
+		sum += w.w
+		perLevel[unschedPriority(&gc, prios, w.key)] += w.w
+	}
+	for lvl := prios - levels; lvl < prios; lvl++ {
+		if share := perLevel[lvl] / sum; math.Abs(share-1.0/levels) > 0.02 {
+			t.Errorf("level %d carries %.3f of the graduated bytes, want %.3f (cutoffs %v)", lvl, share, 1.0/levels, gc)
+		}
+		if lvl > prios-levels && gc[lvl] >= lc[lvl] {
+			t.Errorf("level %d: graduated cutoff %d, not below Linux's %d", lvl, gc[lvl], lc[lvl])
+		}
 	}
 }

@@ -170,7 +170,11 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		o.next += n
 		prio = o.schedPrio
 		if d.Offset < o.unsched {
-			prio = st.pol.blindLevel(r.peer, o.length)
+			left := o.length
+			if st.graduated {
+				left -= d.Offset
+			}
+			prio = st.pol.blindLevel(r.peer, left)
 		}
 	}
 	if r.client && len(r.peer.acks) > 0 {

@@ -41,6 +41,12 @@ type endpointState struct {
 	sizePos   int
 	sizeNew   int
 	scratch   []uint32
+	// rule turns sizes into cutoffs; weighs is its scratch.
+	rule   cutoffRule
+	weighs []weighed
+	// graduated: unscheduled packets take the level of the bytes their
+	// message has left (homaconf.Config.Graduated).
+	graduated bool
 	gaps      []span
 	ackPeers  []*peer
 	tx        []Packet
@@ -83,6 +89,7 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 	}
 	st.pkt = cfg.PayloadPerPacket()
 	st.prios = cfg.Priorities
+	st.rule, st.graduated = ruleOf(cfg, 0), cfg.Graduated
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
 	if len(cfg.UnschedCutoffs) > 0 {

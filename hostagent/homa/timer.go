@@ -127,7 +127,7 @@ func (e *Endpoint) updateCutoffs() {
 	st := &e.state
 	st.sizeNew = 0
 	st.scratch = append(st.scratch[:0], st.sizes...)
-	cut := computeCutoffs(st.scratch, e.cfg.UnschedBytes, st.prios, e.cfg.MaxMessageBytes, 0)
+	cut := st.rule.compute(st.scratch, &st.weighs)
 	if cut == st.cut.cut {
 		return
 	}

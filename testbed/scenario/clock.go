@@ -116,6 +116,7 @@ func clockDefaults(s *Scenario, simulate bool, given func(path string) bool, siz
 			}
 			if d, ok := workloadCutoffs(s, t, p, homaGiven); ok {
 				out = append(out, d)
+				out = append(out, paperLevels(t, p, homaGiven)...)
 			}
 			if t.Name == TransportPFabric && t.Homa.Tick == 0 && !homaGiven("tick_us") {
 				out = append(out, pfabricTimer(s, t, p, homaGiven)...)
@@ -321,6 +322,30 @@ func workloadCutoffs(s *Scenario, t *Transport, p string, homaGiven func(string)
 	return ClockDefault{Key: p + ".homa.unsched_cutoffs", Value: value,
 		Emulated: "each receiver's, from the first cutoff_samples messages it receives (Linux's homa_prio)",
 		Source:   "HomaSimulation's STATIC_CBF_GRADUATED: the workload's distribution, unscheduled bytes split evenly over the levels, one resolver for all hosts"}, true
+}
+
+// paperLevels gives Homa transport t, whose cutoffs the clock fixes from
+// its workload, the rest of the Homa paper's simulator's priority scheme
+// (HomaSimulation's STATIC_CBF_GRADUATED with boostTailBytesPrio set to
+// rttBytes in every run of the paper) for each key homaGiven says the file
+// leaves out: each blind packet at the level of the bytes its message has
+// left, a long message's last RTT of bytes granted at the level of a
+// message that short, and the cutoffs split the bytes of both. Linux
+// Homa, and an emulated run, pick a message's blind level by its length
+// and grant its tail at its rank's level.
+func paperLevels(t *Transport, p string, homaGiven func(string) bool) []ClockDefault {
+	const src = "HomaSimulation's STATIC_CBF_GRADUATED and boostTailBytesPrio = rttBytes, the Homa paper's runs"
+	var out []ClockDefault
+	for _, k := range []struct {
+		key   string
+		field *bool
+	}{{"graduated", &t.Homa.Graduated}, {"boost_tail", &t.Homa.BoostTail}} {
+		if !*k.field && !homaGiven(k.key) {
+			*k.field = true
+			out = append(out, ClockDefault{Key: p + ".homa." + k.key, Value: "true", Emulated: "false (Linux Homa's)", Source: src})
+		}
+	}
+	return out
 }
 
 // paperUnschedLevels is how many of 8 levels carried unscheduled bytes in

@@ -40,7 +40,7 @@ func TestClockDefaults(t *testing.T) {
 		keys             []string
 	}
 	all := []string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
-		"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
+		"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[0].homa.graduated", "transports[0].homa.boost_tail", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}
 	for _, tc := range []struct {
 		name     string
 		text     string
@@ -53,13 +53,13 @@ func TestClockDefaults(t *testing.T) {
 			want{simNICBacklog, simSwitchDelay, simHostTxDelay, true, true, 0, simECNPktsSlow, all}},
 		{"simulated, explicit values kept", clockBase + "simulation: {switch_delay: 0s}\nswitch: {ecn_threshold_pkts: 30}\n" +
 			"", true, want{simNICBacklog, 0, simHostTxDelay, true, true, 0, 30, []string{"simulation.host_tx_delay", "simulation.host_rx_delay",
-			"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
+			"transports[0].homa.max_nic_backlog_us", "transports[0].homa.unsched_cutoffs", "transports[0].homa.graduated", "transports[0].homa.boost_tail", "transports[1].tcp.open_when_busy", "transports[1].tcp.nic_priorities"}}},
 		{"simulated, explicit false and backlog kept", strings.Replace(strings.Replace(clockBase,
 			"  - name: homa\n", "  - name: homa\n    homa: {max_nic_backlog_us: 5}\n", 1),
 			"  - name: pias\n", "  - name: pias\n    tcp: {open_when_busy: false, min_rto: 1ms}\n", 1), true,
 			want{5 * time.Microsecond, simSwitchDelay, simHostTxDelay, false, true, Duration(time.Millisecond), simECNPktsSlow,
 				[]string{"simulation.switch_delay", "simulation.host_tx_delay", "simulation.host_rx_delay", "switch.ecn_threshold_pkts",
-					"transports[0].homa.unsched_cutoffs", "transports[1].tcp.nic_priorities"}}},
+					"transports[0].homa.unsched_cutoffs", "transports[0].homa.graduated", "transports[0].homa.boost_tail", "transports[1].tcp.nic_priorities"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := mustPlanWith(t, tc.text, Options{Simulate: tc.simulate})
@@ -123,6 +123,34 @@ func TestWorkloadCutoffs(t *testing.T) {
 				}
 				if got := e.Scenario.Transports[1].CutoffsFrom; got != "" {
 					t.Errorf("%s: PIAS's cutoffs from %q, want none", e.Name, got)
+				}
+			}
+		})
+	}
+}
+
+// TestPaperLevels: where the simulated clock fixes Homa's cutoffs from the
+// workload it also runs the Homa paper's simulator's levels (graduated
+// blind levels, boosted tails), each unless the file sets it; Linux's
+// (and an emulated run's) otherwise.
+func TestPaperLevels(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new  string
+		simulate        bool
+		graduated, tail bool
+	}{
+		{"simulated", "", "", true, true, true},
+		{"emulated", "", "switch: {ecn_threshold_pkts: 20}\n", false, false, false},
+		{"boost_tail off kept", "  - name: homa\n", "  - name: homa\n    homa: {boost_tail: false}\n", true, true, false},
+		{"graduated off kept", "  - name: homa\n", "  - name: homa\n    homa: {graduated: false}\n", true, false, true},
+		{"cutoffs given", "  - name: homa\n", "  - name: homa\n    homa: {unsched_cutoffs: [1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 500]}\n", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := mustPlanWith(t, strings.Replace(clockBase, tc.old, tc.new, 1), Options{Simulate: tc.simulate})
+			for _, e := range plan.Experiments {
+				h := e.Scenario.Transports[0].Homa
+				if h.Graduated != tc.graduated || h.BoostTail != tc.tail {
+					t.Errorf("%s: graduated %v, boost_tail %v; want %v, %v", e.Name, h.Graduated, h.BoostTail, tc.graduated, tc.tail)
 				}
 			}
 		})

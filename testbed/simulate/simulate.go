@@ -366,7 +366,7 @@ func workloadCutoffs(spec string, levels int, c homaconf.Config) []uint32 {
 	for i := range sizes {
 		sizes[i] = uint32(min(d.Sample(rng), int(full.MaxMessageBytes)))
 	}
-	return homa.CutoffsFor(sizes, full.UnschedBytes, full.Priorities, full.MaxMessageBytes, levels)
+	return homa.CutoffsFor(sizes, full, levels)
 }
 
 // tcpConfig is the TCP model's configuration for kernel-TCP transport t

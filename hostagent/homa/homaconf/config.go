@@ -92,6 +92,13 @@ type Config struct {
 	// rttBytes in the Homa paper's runs, whose cutoffs also count those
 	// bytes; homatb's do not: docs/homa.md). Off by default, as in Linux.
 	BoostTail bool `homa:"boost_tail"`
+	// Graduated: each unscheduled packet takes the level of the bytes its
+	// message has left before it rather than of the message's length, and
+	// cutoffs computed here split by those bytes left the bytes the
+	// unscheduled levels carry (with BoostTail, a long message's boosted
+	// last UnschedBytes too): HomaSimulation's STATIC_CBF_GRADUATED, the
+	// Homa paper's runs. Off by default, as in Linux (docs/homa.md).
+	Graduated bool `homa:"graduated"`
 	// UnschedCutoffs are static cutoffs in Linux order (index = priority,
 	// entry = largest length using it); empty means computed from the
 	// message sizes this host receives.
