@@ -41,12 +41,6 @@ type endpointState struct {
 	sizePos   int
 	sizeNew   int
 	scratch   []uint32
-	// rule turns sizes into cutoffs; weighs is its scratch.
-	rule   cutoffRule
-	weighs []weighed
-	// graduated: unscheduled packets take the level of the bytes their
-	// message has left (homaconf.Config.Graduated).
-	graduated bool
 	gaps      []span
 	ackPeers  []*peer
 	tx        []Packet
@@ -77,6 +71,13 @@ type endpointState struct {
 	// txOver is what each packet takes on the link beyond its buffer
 	// (IPv4 header, frame overhead, the protocol's encapsulation).
 	txOver int
+	// graduated: unscheduled packets take the level of the bytes their
+	// message has left (homaconf.Config.Graduated).
+	graduated bool
+	// rule turns sizes into cutoffs; weighs is its scratch. Last, with
+	// the other cold fields: the hot ones keep their cache lines.
+	rule   cutoffRule
+	weighs []weighed
 }
 
 // init readies st for an Endpoint with configuration cfg (defaults filled
