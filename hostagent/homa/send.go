@@ -171,7 +171,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		prio = o.schedPrio
 		if d.Offset < o.unsched {
 			left := o.length
-			if st.graduated {
+			if st.rule.graduated { // homaconf.Config.Graduated
 				left -= d.Offset
 			}
 			prio = st.pol.blindLevel(r.peer, left)

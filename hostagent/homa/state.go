@@ -71,9 +71,6 @@ type endpointState struct {
 	// txOver is what each packet takes on the link beyond its buffer
 	// (IPv4 header, frame overhead, the protocol's encapsulation).
 	txOver int
-	// graduated: unscheduled packets take the level of the bytes their
-	// message has left (homaconf.Config.Graduated).
-	graduated bool
 	// rule turns sizes into cutoffs; weighs is its scratch. Last, with
 	// the other cold fields: the hot ones keep their cache lines.
 	rule   cutoffRule
@@ -90,7 +87,7 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 	}
 	st.pkt = cfg.PayloadPerPacket()
 	st.prios = cfg.Priorities
-	st.rule, st.graduated = ruleOf(cfg, 0), cfg.Graduated
+	st.rule = ruleOf(cfg, 0)
 	st.ctrlPrio = uint8(cfg.Priorities - 1)
 	st.cut = cutoffTable{version: 1, cut: defaultCutoffs(cfg.Priorities, cfg.MaxMessageBytes)}
 	if len(cfg.UnschedCutoffs) > 0 {
