@@ -229,14 +229,27 @@ func sizeStats(spec string, sizeSpec func(string) (SizeStats, error)) (SizeStats
 	return sizeSpec(spec)
 }
 
-// longestMessage is the longest message s's phases send (0 when a size
-// spec does not parse: validation reports it).
+// longestMessage is the longest message s's phases send: their sizes'
+// and responses', a connection matrix's largest flow, a collective's step
+// message. What does not parse counts 0: validation reports it.
 func longestMessage(s *Scenario, sizeSpec func(string) (SizeStats, error)) int {
 	n := 0
 	for _, ph := range s.Phases {
 		n = max(n, int(ph.ResponseBytes))
 		if st, err := sizeStats(ph.Sizes, sizeSpec); err == nil {
 			n = max(n, st.Max)
+		}
+		if ph.ConnectionMatrix != "" {
+			if m, err := workloads.LoadMatrix(ph.ConnectionMatrix); err == nil {
+				for _, f := range m.Flows {
+					n = max(n, int(min(f.Size, math.MaxInt32)))
+				}
+			}
+		}
+		if co := ph.Collective; co != nil {
+			if hosts, err := distinctHosts(ph.Hosts, s.Topology.HostNames(), "the collective"); err == nil && len(hosts) > 0 {
+				n = max(n, int(co.Bytes)/len(hosts))
+			}
 		}
 	}
 	return n

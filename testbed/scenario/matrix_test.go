@@ -68,3 +68,55 @@ func TestBadMatrixPhases(t *testing.T) {
 		{"clients", "    hosts: [h2-h5]\n", "    hosts: [h2-h5]\n    clients: [h1]\n", 14, "phases[0].clients", "a connection-matrix phase takes connection_matrix and hosts, not clients"},
 	})
 }
+
+// TestLongFlowsInTheTwin: a simulated run lets Homa carry a connection
+// matrix's longest flow and a collective's step message, as it does a
+// size distribution's longest message, when the file leaves
+// max_message_bytes out; the emulation refuses both, naming the field.
+func TestLongFlowsInTheTwin(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.cm")
+	if err := os.WriteFile(big, []byte("Nodes 2\nConnections 1\n0->1 start 0 size 2097152\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const head = "name: l\ntopology: {kind: star, hosts: 4}\nlink: {rate: 100Gbit}\ntransports:\n  - name: homa\nphases:\n"
+	matrix := head + "  - name: m\n    connection_matrix: " + big + "\n    hosts: [h1, h2]\nduration: 10ms\n"
+	ring := head + "  - name: r\n    hosts: [all]\n    collective: {kind: ring-allreduce, bytes: 8MB, iterations: 1}\nduration: 10ms\n"
+	for _, tc := range []struct {
+		name, text string
+		simulate   bool
+		want       uint32 // homa's limit; 0: the plan fails
+		field      string // the field the emulation's error names
+	}{
+		{"matrix, simulated", matrix, true, 2_097_152, ""},
+		{"matrix, emulated", matrix, false, 0, "phases[0].connection_matrix"},
+		{"collective, simulated", ring, true, 2_000_000, ""},
+		{"collective, emulated", ring, false, 0, "phases[0].collective.bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := Parse("l.yaml", []byte(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{Simulate: tc.simulate})
+			if tc.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "carries at most 1000000") {
+					t.Fatalf("plan error %v, want one naming %s and homa's limit", err, tc.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := plan.Experiments[0].Scenario.Transports[0].Homa.MaxMessageBytes; got != tc.want {
+				t.Errorf("homa carries at most %d, want %d", got, tc.want)
+			}
+			listed := false
+			for _, d := range plan.ClockDefaults {
+				listed = listed || d.Key == "transports[0].homa.max_message_bytes"
+			}
+			if !listed {
+				t.Error("the raised limit is not listed among the clock's defaults")
+			}
+		})
+	}
+}
