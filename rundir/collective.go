@@ -1,17 +1,22 @@
 package rundir
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/homatb/homatb/workloads"
+)
 
 // CheckCollectiveOrder checks from the records that no collective step
-// started before its input arrived: a step k > 0 of iteration i sent by
-// host h depends on every step k-1 message of iteration i sent to h; its
-// input_ns (the last of them arriving at h, on h's clock) must lie between
-// the last one's send and its answer, its intended time must not be
-// earlier than that, and it must not have been sent before its intended
-// time. Rows of several experiments are checked each among its own. It
-// returns how many dependent steps it checked, or the first
-// violation.
-func CheckCollectiveOrder(rows []RPC) (int, error) {
+// started before its input arrived: a step k of iteration i sent by host h
+// depends on every message of iteration i sent to h of the step
+// workloads.CollectiveInputStep names for the phase's kind (kindOf, by
+// phase name; k-1 for k > 0 but in a tree all-reduce); its input_ns (the
+// last of them arriving at h, on h's clock) must lie between the last
+// one's send and its answer, its intended time must not be earlier than
+// that, and it must not have been sent before its intended time. Rows of
+// several experiments are checked each among its own. It returns how many
+// dependent steps it checked, or the first violation.
+func CheckCollectiveOrder(rows []RPC, kindOf func(phase string) string) (int, error) {
 	type key struct {
 		exp, phase, to string
 		iter, step     int64
@@ -34,12 +39,16 @@ func CheckCollectiveOrder(rows []RPC) (int, error) {
 		if r.SentNs < r.IntendedNs || r.IntendedNs < r.InputNs {
 			return checked, fmt.Errorf("%s: sent at %d, intended %d, its input arrived at %d: want input <= intended <= sent", what, r.SentNs, r.IntendedNs, r.InputNs)
 		}
-		if r.Step == 0 {
+		received := func(step int) bool {
+			return len(inputs[key{r.Experiment, r.Collective, r.Client, r.Iteration, int64(step)}]) > 0
+		}
+		dep, ok := workloads.CollectiveInputStep(kindOf(r.Collective), int(r.Step), received)
+		if !ok {
 			continue
 		}
-		in := inputs[key{r.Experiment, r.Collective, r.Client, r.Iteration, r.Step - 1}]
+		in := inputs[key{r.Experiment, r.Collective, r.Client, r.Iteration, int64(dep)}]
 		if len(in) == 0 {
-			return checked, fmt.Errorf("%s: no step %d message to %s", what, r.Step-1, r.Client)
+			return checked, fmt.Errorf("%s: no step %d message to %s", what, dep, r.Client)
 		}
 		var lastSent, lastDone int64
 		for _, q := range in {

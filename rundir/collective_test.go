@@ -3,6 +3,8 @@ package rundir
 import (
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/workloads"
 )
 
 func TestCheckCollectiveOrder(t *testing.T) {
@@ -26,7 +28,7 @@ func TestCheckCollectiveOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ok
 			tc.edit(&r)
-			n, err := CheckCollectiveOrder([]RPC{in, r, {Experiment: "other RPC"}})
+			n, err := CheckCollectiveOrder([]RPC{in, r, {Experiment: "other RPC"}}, func(string) string { return workloads.KindRingAllReduce })
 			switch {
 			case tc.want == "" && (err != nil || n != 1):
 				t.Errorf("checked %d, error %v: want 1 step checked, no error", n, err)
@@ -34,5 +36,27 @@ func TestCheckCollectiveOrder(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckTreeOrder: in a tree all-reduce a member's up chunk (step 2c)
+// waits for its children's chunk c, a leaf's for nothing, and a down chunk
+// (2c+1) for its parent's, or at the root for the children's up chunk c.
+func TestCheckTreeOrder(t *testing.T) {
+	tree := func(string) string { return workloads.KindTreeAllReduce }
+	leafUp := RPC{Collective: "c", Client: "h2", ServerHost: "h1", Step: 2, IntendedNs: 10, SentNs: 10, DoneNs: 100, Status: StatusCompleted}
+	rootDown := RPC{Collective: "c", Client: "h1", ServerHost: "h2", Step: 3, InputNs: 50, IntendedNs: 50, SentNs: 50, DoneNs: 150, Status: StatusCompleted}
+	rows := []RPC{leafUp, rootDown}
+	if n, err := CheckCollectiveOrder(rows, tree); err != nil || n != 1 {
+		t.Fatalf("checked %d, error %v: want the root's down chunk checked against the leaf's up chunk", n, err)
+	}
+	// Read as a ring, the leaf's step 2 would want a step 1 input.
+	if _, err := CheckCollectiveOrder(rows, func(string) string { return workloads.KindRingAllReduce }); err == nil || !strings.Contains(err.Error(), "no step 1 message to h2") {
+		t.Fatalf("as a ring: error %v, want the missing step 1", err)
+	}
+	early := rootDown
+	early.InputNs, early.IntendedNs, early.SentNs = 5, 5, 5
+	if _, err := CheckCollectiveOrder([]RPC{leafUp, early}, tree); err == nil || !strings.Contains(err.Error(), "outside the last input's send 10 .. answer 100") {
+		t.Fatalf("down chunk before its input: error %v", err)
 	}
 }

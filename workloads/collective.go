@@ -1,6 +1,9 @@
 package workloads
 
-import "slices"
+import (
+	"math/bits"
+	"slices"
+)
 
 // Collective kinds: the communication patterns a collective phase runs,
 // each iteration after every member's compute.
@@ -16,10 +19,14 @@ const (
 	// KindIncastBarrier sends bytes/N from every host to the first, which
 	// releases them all with a short message once every one has arrived.
 	KindIncastBarrier = "incast-barrier"
+	// KindTreeAllReduce reduces up a binary tree and broadcasts down it,
+	// pipelined: the buffer goes in N chunks of bytes/N, and each chunk
+	// moves on from a host as soon as that chunk has arrived there.
+	KindTreeAllReduce = "tree-allreduce"
 )
 
 // CollectiveKinds lists every collective kind.
-var CollectiveKinds = []string{KindRingAllReduce, KindAllGather, KindReduceScatter, KindAllToAll, KindIncastBarrier}
+var CollectiveKinds = []string{KindRingAllReduce, KindTreeAllReduce, KindAllGather, KindReduceScatter, KindAllToAll, KindIncastBarrier}
 
 // MinCollectiveMessage is the shortest step message: the agents' header
 // that names the step travels in it. Incast-barrier's release is this long.
@@ -50,32 +57,113 @@ type CollectivePlan struct {
 	// of ringBytes to the next rank.
 	ringSteps, ringBytes int
 	ringDests            []int // the next rank alone, shared by every step
+	// tree, when set, makes the plan a member's part in a tree
+	// all-reduce, its sends computed as a ring's are (Expect is nil).
+	tree *treePlan
+}
+
+// treePlan is one member's part in a pipelined binary-tree all-reduce.
+// The tree is in heap order: rank r's parent is (r-1)/2 and its children
+// 2r+1 and 2r+2. Chunk c travels up as step 2c (a member sends it to its
+// parent once every child's chunk c has arrived; a leaf at once) and down
+// as step 2c+1 (the root sends it to its children once their chunk c has
+// arrived, every other member once its parent's has). Its sends are
+// numbered up chunks first (none at the root), then down chunks (none at
+// a leaf).
+type treePlan struct {
+	parent        int   // -1 at the root
+	up            []int // the parent alone; nil at the root
+	children      []int
+	chunks, bytes int
+}
+
+// ups is how many up sends the member has.
+func (t *treePlan) ups() int {
+	if t.parent < 0 {
+		return 0
+	}
+	return t.chunks
+}
+
+func (t *treePlan) numSends() int {
+	if len(t.children) == 0 {
+		return t.ups()
+	}
+	return t.ups() + t.chunks
+}
+
+func (t *treePlan) send(i int) CollectiveSend {
+	if i < t.ups() {
+		if len(t.children) == 0 {
+			return CollectiveSend{Step: 2 * i, Dests: t.up, Bytes: t.bytes, Dep: -1}
+		}
+		return CollectiveSend{Step: 2 * i, Dests: t.up, Bytes: t.bytes, Dep: 2 * i, Deps: len(t.children)}
+	}
+	c := i - t.ups()
+	if t.parent < 0 {
+		return CollectiveSend{Step: 2*c + 1, Dests: t.children, Bytes: t.bytes, Dep: 2 * c, Deps: len(t.children)}
+	}
+	return CollectiveSend{Step: 2*c + 1, Dests: t.children, Bytes: t.bytes, Dep: 2*c + 1, Deps: 1}
+}
+
+// waiting is the send that waits for step's inputs, -1 for none: an up
+// chunk from the children lets the same chunk go up (or, at the root,
+// down); a down chunk from the parent lets it go on down.
+func (t *treePlan) waiting(step int) int {
+	c := step / 2
+	switch {
+	case c < 0 || c >= t.chunks || len(t.children) == 0:
+		return -1
+	case step%2 == 0:
+		return c // the up send of chunk c, or at the root its down send
+	case t.parent >= 0:
+		return t.ups() + c
+	}
+	return -1
+}
+
+// inputs is how many step messages reach the member in each iteration.
+func (t *treePlan) inputs() int {
+	n := len(t.children) * t.chunks
+	if t.parent >= 0 {
+		n += t.chunks
+	}
+	return n
 }
 
 // NumSends is how many sending steps the plan has.
 func (p *CollectivePlan) NumSends() int {
-	if p.ringSteps > 0 {
+	switch {
+	case p.ringSteps > 0:
 		return p.ringSteps
+	case p.tree != nil:
+		return p.tree.numSends()
 	}
 	return len(p.sends)
 }
 
 // Send is the plan's i-th sending step.
 func (p *CollectivePlan) Send(i int) CollectiveSend {
-	if p.ringSteps > 0 {
+	switch {
+	case p.ringSteps > 0:
 		s := CollectiveSend{Step: i, Dests: p.ringDests, Bytes: p.ringBytes, Dep: i - 1, Deps: 1}
 		if i == 0 {
 			s.Deps = 0
 		}
 		return s
+	case p.tree != nil:
+		return p.tree.send(i)
 	}
 	return p.sends[i]
 }
 
 // Messages is how many messages the member sends in each iteration.
 func (p *CollectivePlan) Messages() int {
-	if p.ringSteps > 0 {
+	switch {
+	case p.ringSteps > 0:
 		return p.ringSteps
+	case p.tree != nil:
+		return p.tree.ups() + len(p.tree.children)*p.tree.chunks
 	}
 	n := 0
 	for _, s := range p.sends {
@@ -115,8 +203,39 @@ func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 			return CollectivePlan{sends: []CollectiveSend{{Step: 1, Dests: others(), Bytes: MinCollectiveMessage, Dep: 0, Deps: n - 1}}, Expect: map[int]int{0: n - 1}}
 		}
 		return CollectivePlan{sends: []CollectiveSend{{Step: 0, Dests: []int{0}, Bytes: chunk, Dep: -1}}, Expect: map[int]int{1: 1}}
+	case KindTreeAllReduce:
+		t := &treePlan{parent: -1, chunks: n, bytes: chunk}
+		if r > 0 {
+			t.parent = (r - 1) / 2
+			t.up = []int{t.parent}
+		}
+		for _, c := range []int{2*r + 1, 2*r + 2} {
+			if c < n {
+				t.children = append(t.children, c)
+			}
+		}
+		return CollectivePlan{tree: t}
 	}
 	return CollectivePlan{}
+}
+
+// CollectiveInputStep is the step whose messages to the sender a send of
+// step by a member of a kind collective waits for; false for none (the
+// sends that go at the compute's end). received says whether any message
+// of a step reached the sender in that iteration: a tree all-reduce's
+// member waits for its children's or its parent's chunk, whichever it
+// has. rundir.CheckCollectiveOrder reads the records with it.
+func CollectiveInputStep(kind string, step int, received func(step int) bool) (int, bool) {
+	if kind != KindTreeAllReduce {
+		return step - 1, step > 0
+	}
+	switch {
+	case step%2 == 0:
+		return step, received(step) // from the children; a leaf waits for nothing
+	case received(step):
+		return step, true // from the parent
+	}
+	return step - 1, true // the root: from its children
 }
 
 // CollectiveShape is how many step messages one iteration of kind among
@@ -146,6 +265,18 @@ func CollectiveShape(kind string, n, bytes int) (messages int, critical []int) {
 	switch kind {
 	case KindRingAllReduce:
 		critical = ring(2 * (n - 1))
+	case KindTreeAllReduce:
+		// The busiest member's uplink carries its chunks up and to each
+		// child; then the last chunk goes the rest of the way up from the
+		// deepest leaf and down to it, one chunk a hop.
+		busiest := 0
+		for r := range n {
+			p := PlanCollective(kind, n, r, bytes)
+			busiest = max(busiest, p.Messages())
+		}
+		if n > 1 {
+			critical = append([]int{busiest * chunk}, ring(2*(bits.Len(uint(n))-1)-1)...)
+		}
 	case KindAllGather, KindReduceScatter:
 		critical = ring(n - 1)
 	case KindAllToAll:
@@ -171,9 +302,12 @@ type CollectiveRun struct {
 	pending               int    // sends launched and not yet answered
 	failed                bool
 	// byDep lists, for each step, the sends that wait for its inputs (a
-	// ring's step k+1 waits for step k: not stored), so an arrival looks
-	// at those alone.
+	// ring's step k+1 waits for step k, a tree's are computed: not
+	// stored), so an arrival looks at those alone.
 	byDep map[int][]int
+	// counts are a tree all-reduce's inputs arrived, by iteration: it
+	// keeps only those a send waits for, and is done once all are in.
+	counts map[int]int
 }
 
 type collArrivals struct {
@@ -193,6 +327,9 @@ type CollectiveLaunch struct {
 // NewCollectiveRun starts a member's run of plan.
 func NewCollectiveRun(plan CollectivePlan) *CollectiveRun {
 	c := &CollectiveRun{plan: plan, in: map[[2]int]*collArrivals{}, iter: -1, byDep: map[int][]int{}}
+	if plan.tree != nil {
+		c.counts = map[int]int{}
+	}
 	if plan.ringSteps == 0 {
 		for i, s := range plan.sends {
 			if s.Dep >= 0 {
@@ -232,6 +369,29 @@ func (c *CollectiveRun) Begin(iter int, end, computeNs int64) []CollectiveLaunch
 		}
 		return out
 	}
+	if t := c.plan.tree; t != nil {
+		for k := range c.counts {
+			if k < iter {
+				delete(c.counts, k)
+			}
+		}
+		if len(t.children) == 0 {
+			for i := range t.ups() {
+				out = c.try(out, i)
+			}
+		}
+		var early []int
+		for k := range c.in {
+			if k[0] == iter {
+				early = append(early, t.waiting(k[1]))
+			}
+		}
+		slices.Sort(early)
+		for _, i := range early {
+			out = c.try(out, i)
+		}
+		return out
+	}
 	for i := range c.launched {
 		out = c.try(out, i)
 	}
@@ -244,6 +404,13 @@ func (c *CollectiveRun) Iter() int { return c.iter }
 // Arrived counts an input, step of iteration iter, arrived at at, and
 // returns the messages it lets go now.
 func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
+	t := c.plan.tree
+	if t != nil {
+		c.counts[iter]++
+		if t.waiting(step) < 0 {
+			return nil // counted; no send waits for it
+		}
+	}
 	a := c.in[[2]int{iter, step}]
 	if a == nil {
 		a = &collArrivals{}
@@ -259,6 +426,9 @@ func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
 			return c.try(nil, step+1)
 		}
 		return nil
+	}
+	if t != nil {
+		return c.try(nil, t.waiting(step))
 	}
 	var out []CollectiveLaunch
 	for _, i := range c.byDep[step] {
@@ -290,6 +460,9 @@ func (c *CollectiveRun) Done() (done, failed bool) {
 	if c.pending > 0 || c.nLaunched < len(c.launched) {
 		return false, false
 	}
+	if t := c.plan.tree; t != nil {
+		return c.counts[c.iter] >= t.inputs(), false
+	}
 	for step, n := range c.plan.Expect {
 		if a := c.in[[2]int{c.iter, step}]; a == nil || a.n < n {
 			return false, false
@@ -316,11 +489,11 @@ func (c *CollectiveRun) try(out []CollectiveLaunch, i int) []CollectiveLaunch {
 	}
 	c.launched[i] = true
 	c.nLaunched++
-	if c.plan.ringSteps > 0 && s.Dep >= 0 {
-		// A ring's input lets one send go and no other send or Done
-		// reads it (Expect names the last step, which no send waits
-		// for): kept, a member would hold 2(N-1) of them an iteration,
-		// 134 million among 8,192 members.
+	if (c.plan.ringSteps > 0 || c.plan.tree != nil) && s.Dep >= 0 {
+		// A ring's or a tree's input lets one send go and no other send
+		// or Done reads it (a ring's Expect names the last step, which no
+		// send waits for; a tree counts): kept, a member would hold 2(N-1)
+		// of them an iteration, 134 million among 8,192 members.
 		delete(c.in, [2]int{c.iter, s.Dep})
 	}
 	compute := int64(0)

@@ -166,3 +166,122 @@ func TestLargeRing(t *testing.T) {
 		t.Errorf("after every input: done %v failed %v", done, failed)
 	}
 }
+
+// TestTreeAllReduce checks every member's plan of a tree all-reduce among
+// n (heap order): a leaf sends its n chunks up at once, an inner member
+// each chunk up once both (or its one) children's have come and down once
+// its parent's has, the root down once its children's have; an iteration
+// sends 2n(n-1) messages, as a ring's.
+func TestTreeAllReduce(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 7, 10} {
+		msgs := 0
+		for r := range n {
+			p := PlanCollective(KindTreeAllReduce, n, r, n*1000)
+			before := msgs
+			children := 0
+			for _, c := range []int{2*r + 1, 2*r + 2} {
+				if c < n {
+					children++
+				}
+			}
+			for i := range p.NumSends() {
+				s := p.Send(i)
+				msgs += len(s.Dests)
+				c, up := s.Step/2, s.Step%2 == 0
+				switch {
+				case s.Bytes != 1000 || c >= n:
+					t.Errorf("n=%d rank %d send %d: %+v", n, r, i, s)
+				case up && (r == 0 || len(s.Dests) != 1 || s.Dests[0] != (r-1)/2):
+					t.Errorf("n=%d rank %d: up chunk %d to %v, want its parent", n, r, c, s.Dests)
+				case up && children == 0 && s.Dep != -1:
+					t.Errorf("n=%d leaf %d: up chunk %d waits for step %d", n, r, c, s.Dep)
+				case up && children > 0 && (s.Dep != s.Step || s.Deps != children):
+					t.Errorf("n=%d rank %d: up chunk %d waits for %d of step %d, want its %d children's", n, r, c, s.Deps, s.Dep, children)
+				case !up && len(s.Dests) != children:
+					t.Errorf("n=%d rank %d: down chunk %d to %v", n, r, c, s.Dests)
+				case !up && r == 0 && (s.Dep != s.Step-1 || s.Deps != children):
+					t.Errorf("n=%d root: down chunk %d waits for %d of step %d", n, c, s.Deps, s.Dep)
+				case !up && r > 0 && (s.Dep != s.Step || s.Deps != 1):
+					t.Errorf("n=%d rank %d: down chunk %d waits for %d of step %d, want its parent's", n, r, c, s.Deps, s.Dep)
+				}
+				for _, d := range s.Dests {
+					received := func(step int) bool { return step%2 == 1 || 2*d+1 < n }
+					if dep, ok := CollectiveInputStep(KindTreeAllReduce, s.Step, received); r == d || (ok && dep != s.Step && dep != s.Step-1) {
+						t.Errorf("n=%d rank %d sends step %d to %d (input step %d)", n, r, s.Step, d, dep)
+					}
+				}
+			}
+			if sent := msgs - before; p.Messages() != sent {
+				t.Errorf("n=%d rank %d: Messages %d, but its sends carry %d", n, r, p.Messages(), sent)
+			}
+		}
+		if m, crit := CollectiveShape(KindTreeAllReduce, n, n*1000); msgs != 2*n*(n-1) || m != msgs || len(crit) == 0 {
+			t.Errorf("n=%d: %d messages sent, shape %d with critical path %v; want %d", n, msgs, m, crit, 2*n*(n-1))
+		}
+	}
+}
+
+// TestTreeRun walks an inner member (rank 1 of 5: parent 0, children 3
+// and 4) through an iteration: a chunk goes up once both children's copy
+// of it has arrived, in any order, and down once the parent's has; the
+// member keeps only inputs a send waits for and is done once every input
+// of the iteration is in and every send answered.
+func TestTreeRun(t *testing.T) {
+	const n = 5
+	c := NewCollectiveRun(PlanCollective(KindTreeAllReduce, n, 1, n*1000))
+	if ls := c.Arrived(0, 0, 5); len(ls) != 0 {
+		t.Fatalf("launched %v before the compute ended", ls)
+	}
+	if ls := c.Begin(0, 10, 10); len(ls) != 0 {
+		t.Fatalf("begin launched %+v with one child's chunk 0 in", ls)
+	}
+	if ls := c.Arrived(0, 0, 20); len(ls) != 1 || ls[0].Step != 0 || ls[0].Dest != 0 || ls[0].Input != 20 || ls[0].ComputeNs != 10 {
+		t.Fatalf("second child's chunk 0 launched %+v: want chunk 0 up to rank 0", ls)
+	}
+	sent := 1
+	for ch := 1; ch < n; ch++ {
+		c.Arrived(0, 2*ch, 30)
+		if ls := c.Arrived(0, 2*ch, 31); len(ls) != 1 || ls[0].Step != 2*ch {
+			t.Fatalf("chunk %d up: %+v", ch, ls)
+		}
+		sent++
+	}
+	for ch := range n {
+		ls := c.Arrived(0, 2*ch+1, 40)
+		if len(ls) != 2 || ls[0].Dest != 3 || ls[1].Dest != 4 || ls[0].Step != 2*ch+1 {
+			t.Fatalf("chunk %d down: %+v", ch, ls)
+		}
+		sent += 2
+		if len(c.in) > 1 {
+			t.Fatalf("holds %d inputs", len(c.in))
+		}
+	}
+	for range sent - 1 {
+		c.Answered(0, true)
+	}
+	if done, _ := c.Done(); done {
+		t.Fatal("done with a send unanswered")
+	}
+	c.Answered(0, true)
+	if done, failed := c.Done(); !done || failed {
+		t.Fatalf("done %v failed %v after every input and answer", done, failed)
+	}
+	// A leaf sends every chunk up at the compute's end and is done once
+	// its parent's n chunks are in, keeping none of them.
+	leaf := NewCollectiveRun(PlanCollective(KindTreeAllReduce, n, 4, n*1000))
+	if ls := leaf.Begin(0, 0, 0); len(ls) != n || ls[n-1].Step != 2*(n-1) || ls[0].Dest != 1 {
+		t.Fatalf("leaf began with %+v", ls)
+	}
+	for range n {
+		leaf.Answered(0, true)
+	}
+	for ch := range n {
+		if done, _ := leaf.Done(); done {
+			t.Fatalf("leaf done before chunk %d came down", ch)
+		}
+		leaf.Arrived(0, 2*ch+1, 50)
+	}
+	if done, _ := leaf.Done(); !done || len(leaf.in) != 0 {
+		t.Fatalf("leaf done %v holding %d inputs", done, len(leaf.in))
+	}
+}

@@ -42,13 +42,13 @@ func TestCollectivesOverTCP(t *testing.T) {
 				}
 				steps[r.Iteration]++
 			}
-			perIter := map[string]int{workloads.KindRingAllReduce: 24, workloads.KindAllGather: 12, workloads.KindReduceScatter: 12, workloads.KindAllToAll: 12, workloads.KindIncastBarrier: 6}[kind]
+			perIter := map[string]int{workloads.KindRingAllReduce: 24, workloads.KindTreeAllReduce: 24, workloads.KindAllGather: 12, workloads.KindReduceScatter: 12, workloads.KindAllToAll: 12, workloads.KindIncastBarrier: 6}[kind]
 			for i := range int64(iterations) {
 				if steps[i] != perIter {
 					t.Errorf("iteration %d: %d step messages, want %d", i, steps[i], perIter)
 				}
 			}
-			n, err := rundir.CheckCollectiveOrder(rows)
+			n, err := rundir.CheckCollectiveOrder(rows, func(string) string { return kind })
 			if err != nil {
 				t.Fatal(err)
 			}

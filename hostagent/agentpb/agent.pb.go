@@ -532,7 +532,7 @@ type Collective struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The scenario's phase name, written into each step's record.
 	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
-	// "ring-allreduce", "allgather", "reduce-scatter", "alltoall" or
+	// "ring-allreduce", "tree-allreduce", "allgather", "reduce-scatter", "alltoall" or
 	// "incast-barrier".
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Every member's server address "ip:port", in ring order, and its host

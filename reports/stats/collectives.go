@@ -178,7 +178,7 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownB
 		cs.Series = append(cs.Series, [2]float64{float64(start-first) / 1e9, float64(end-start) / 1e3})
 	}
 	cs.Iterations = len(ccts)
-	if n, err := rundir.CheckCollectiveOrder(asRows(ss)); err != nil {
+	if n, err := rundir.CheckCollectiveOrder(asRows(ss), func(string) string { return kind }); err != nil {
 		cs.OrderError = err.Error()
 	} else {
 		cs.OrderChecked = n

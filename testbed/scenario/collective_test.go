@@ -47,7 +47,7 @@ func TestGoodCollective(t *testing.T) {
 
 func TestBadCollectives(t *testing.T) {
 	wantBadEdits(t, goodCollective, []badEdit{
-		{"unknown kind", "kind: ring-allreduce", "kind: tree", 14, "phases[0].collective.kind", `expected one of ring-allreduce, allgather, reduce-scatter, alltoall, incast-barrier, got "tree"`},
+		{"unknown kind", "kind: ring-allreduce", "kind: tree", 14, "phases[0].collective.kind", `expected one of ring-allreduce, tree-allreduce, allgather, reduce-scatter, alltoall, incast-barrier, got "tree"`},
 		{"too few bytes", "bytes: 1MB", "bytes: 100", 15, "phases[0].collective.bytes", "expected at least 32 bytes per host (128 bytes among 4 hosts), got 100"},
 		{"step over homa's limit", "bytes: 1MB", "bytes: 8MB", 15, "phases[0].collective.bytes", "each step message is 2000000 bytes (bytes / 4 hosts), but homa (transports[0]) carries at most 1000000"},
 		{"bytes not a size", "bytes: 1MB", "bytes: big", 15, "phases[0].collective.bytes", "expected a size"},

@@ -19,7 +19,7 @@ import (
 // arrived (from the records), and, for the ring all-reduce, that the
 // CCT is close to its ideal on an otherwise idle network.
 func TestCollectiveInTheTwin(t *testing.T) {
-	for _, kind := range []string{"ring-allreduce", "allgather", "reduce-scatter", "alltoall", "incast-barrier"} {
+	for _, kind := range []string{"ring-allreduce", "tree-allreduce", "allgather", "reduce-scatter", "alltoall", "incast-barrier"} {
 		t.Run(kind, func(t *testing.T) {
 			p := load(t, `name: coll
 topology: {kind: star, hosts: 4}
@@ -37,7 +37,7 @@ duration: 1s
 `)
 			dir := runSim(t, p)
 			rows := readRPCs(t, dir)
-			n, err := rundir.CheckCollectiveOrder(rows)
+			n, err := rundir.CheckCollectiveOrder(rows, func(string) string { return kind })
 			if err != nil {
 				t.Fatal(err)
 			}
