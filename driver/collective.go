@@ -161,6 +161,7 @@ type collective struct {
 
 func newCollective(h *Host, s *CollectiveSpec) *collective {
 	p := workloads.PlanCollective(s.Kind, len(s.Targets), s.Rank, s.Bytes)
+	p.SetWindow(s.Window)
 	return &collective{h: h, spec: s, run: workloads.NewCollectiveRun(p), rng: rand.New(rand.NewPCG(s.Seed, uint64(s.Rank)))}
 }
 
@@ -217,11 +218,11 @@ func (c *collective) launch(ls []workloads.CollectiveLaunch) {
 		row := &rundir.RPC{Phase: rundir.PhaseMeasure, ReqBytes: int64(l.Bytes), IntendedNs: l.Ready,
 			Collective: c.spec.Phase, Iteration: int64(l.Iter), Step: int64(l.Step), InputNs: l.Input, ComputeNs: l.ComputeNs}
 		sent := c.h.call(row, c.spec.Targets[l.Dest], req, func(ok bool) {
-			c.run.Answered(l.Iter, ok)
+			c.launch(c.run.Answered(l.Iter, ok, c.h.sched.Now()))
 			c.checkDone()
 		})
 		if !sent {
-			c.run.Answered(l.Iter, false)
+			c.launch(c.run.Answered(l.Iter, false, c.h.sched.Now()))
 		}
 	}
 }

@@ -160,6 +160,9 @@ type CollectiveSpec struct {
 	Duration time.Duration
 	// Matrix is a connection-matrix phase's, nil for a collective.
 	Matrix *workloads.Matrix
+	// Window bounds the member's step messages unanswered at once; 0:
+	// the kind's default.
+	Window int
 }
 
 // ConfigOf is the workload a Configure request gives its host, read as
@@ -224,6 +227,7 @@ func ParseCollective(c *agentpb.Collective, i, maxMessage int, shared *Shared) (
 		Bytes: int(c.GetBytes()), Iterations: int(c.GetIterations()),
 		Compute: time.Duration(c.GetComputeNs()), Jitter: time.Duration(c.GetJitterNs()),
 		Seed: c.GetSeed(), Duration: exactOr(c.GetDurationNs(), c.GetDurationMs()), StartNs: c.GetStartUnixNs(),
+		Window: int(c.GetWindow()),
 	}
 	if s.Phase == "" {
 		return nil, Invalid(f("phase"), "", "expected the phase's name")

@@ -28,6 +28,13 @@ const (
 // CollectiveKinds lists every collective kind.
 var CollectiveKinds = []string{KindRingAllReduce, KindTreeAllReduce, KindAllGather, KindReduceScatter, KindAllToAll, KindIncastBarrier}
 
+// TreeWindow is how many of a tree all-reduce member's step messages may
+// be unanswered at once; a send ready beyond it waits for an answer. A
+// collective library bounds its chunks in flight by its buffer slots
+// (NCCL's NCCL_STEPS, 8); unbounded, a leaf would post all N chunks to its
+// parent at once, with its sibling's beside them.
+const TreeWindow = 8
+
 // MinCollectiveMessage is the shortest step message: the agents' header
 // that names the step travels in it. Incast-barrier's release is this long.
 const MinCollectiveMessage = 32
@@ -60,6 +67,8 @@ type CollectivePlan struct {
 	// tree, when set, makes the plan a member's part in a tree
 	// all-reduce, its sends computed as a ring's are (Expect is nil).
 	tree *treePlan
+	// window bounds the member's unanswered messages (0: no bound).
+	window int
 }
 
 // treePlan is one member's part in a pipelined binary-tree all-reduce.
@@ -129,6 +138,14 @@ func (t *treePlan) inputs() int {
 		n += t.chunks
 	}
 	return n
+}
+
+// SetWindow bounds the member's unanswered messages to w; w <= 0 keeps
+// the kind's default (TreeWindow for a tree all-reduce, none otherwise).
+func (p *CollectivePlan) SetWindow(w int) {
+	if w > 0 {
+		p.window = w
+	}
 }
 
 // NumSends is how many sending steps the plan has.
@@ -214,7 +231,7 @@ func PlanCollective(kind string, n, r, bytes int) CollectivePlan {
 				t.children = append(t.children, c)
 			}
 		}
-		return CollectivePlan{tree: t}
+		return CollectivePlan{tree: t, window: TreeWindow}
 	}
 	return CollectivePlan{}
 }
@@ -308,6 +325,14 @@ type CollectiveRun struct {
 	// counts are a tree all-reduce's inputs arrived, by iteration: it
 	// keeps only those a send waits for, and is done once all are in.
 	counts map[int]int
+	// queued are sends whose inputs are in, waiting for the window
+	// (CollectivePlan.window) to let them go, in the order they came.
+	queued []queuedSend
+}
+
+type queuedSend struct {
+	i            int
+	ready, input int64
 }
 
 type collArrivals struct {
@@ -351,6 +376,7 @@ func (c *CollectiveRun) Begin(iter int, end, computeNs int64) []CollectiveLaunch
 	}
 	c.iter, c.computeEnd, c.computeNs = iter, end, computeNs
 	c.launched, c.nLaunched, c.pending, c.failed = make([]bool, c.plan.NumSends()), 0, 0, false
+	c.queued = c.queued[:0]
 	var out []CollectiveLaunch
 	if c.plan.ringSteps > 0 {
 		// A ring's step 0 goes now and so does each step whose input
@@ -437,13 +463,22 @@ func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
 	return out
 }
 
-// Answered counts the answer to one launched message of iteration iter.
-func (c *CollectiveRun) Answered(iter int, ok bool) {
+// Answered counts the answer to one launched message of iteration iter,
+// which came at at, and returns the messages it lets go now: sends the
+// window held back.
+func (c *CollectiveRun) Answered(iter int, ok bool, at int64) []CollectiveLaunch {
 	if iter != c.iter {
-		return
+		return nil
 	}
 	c.pending--
 	c.failed = c.failed || !ok
+	var out []CollectiveLaunch
+	for len(c.queued) > 0 && c.fits(c.queued[0].i) {
+		q := c.queued[0]
+		c.queued = c.queued[1:]
+		out = c.emit(out, q.i, max(q.ready, at), q.input)
+	}
+	return out
 }
 
 // Done reports whether the member's part of the current iteration is
@@ -457,7 +492,7 @@ func (c *CollectiveRun) Done() (done, failed bool) {
 	if c.failed {
 		return true, true
 	}
-	if c.pending > 0 || c.nLaunched < len(c.launched) {
+	if c.pending > 0 || c.nLaunched < len(c.launched) || len(c.queued) > 0 {
 		return false, false
 	}
 	if t := c.plan.tree; t != nil {
@@ -496,6 +531,25 @@ func (c *CollectiveRun) try(out []CollectiveLaunch, i int) []CollectiveLaunch {
 		// of them an iteration, 134 million among 8,192 members.
 		delete(c.in, [2]int{c.iter, s.Dep})
 	}
+	if len(c.queued) > 0 || !c.fits(i) {
+		c.queued = append(c.queued, queuedSend{i: i, ready: readyAt, input: input})
+		return out
+	}
+	return c.emit(out, i, readyAt, input)
+}
+
+// fits reports whether send i's messages may go now: the window has room
+// for all of them, or nothing is in flight (a window smaller than a send's
+// destinations lets it go alone).
+func (c *CollectiveRun) fits(i int) bool {
+	w := c.plan.window
+	return w <= 0 || c.pending == 0 || c.pending+len(c.plan.Send(i).Dests) <= w
+}
+
+// emit appends to out the messages of send i, ready at readyAt with its
+// last input at input, and counts them pending.
+func (c *CollectiveRun) emit(out []CollectiveLaunch, i int, readyAt, input int64) []CollectiveLaunch {
+	s := c.plan.Send(i)
 	compute := int64(0)
 	if i == 0 {
 		compute = c.computeNs

@@ -90,14 +90,14 @@ func TestCollectiveRun(t *testing.T) {
 	if len(ls) != 2 || ls[0].Step != 0 || ls[0].Ready != 100 || ls[0].ComputeNs != 80 || ls[1].Step != 1 || ls[1].Ready != 100 || ls[1].Input != 50 || ls[1].Dest != 2 || ls[1].Bytes != 1000 {
 		t.Fatalf("begin launched %+v: want steps 0 and 1 at the compute's end, step 1's input at 50", ls)
 	}
-	c.Answered(0, true)
-	c.Answered(0, true)
+	c.Answered(0, true, 0)
+	c.Answered(0, true, 0)
 	for step := 1; step < 3; step++ {
 		ls := c.Arrived(0, step, int64(200+step))
 		if len(ls) != 1 || ls[0].Step != step+1 || ls[0].Ready != int64(200+step) || ls[0].ComputeNs != 0 {
 			t.Fatalf("input of step %d launched %+v", step, ls)
 		}
-		c.Answered(0, true)
+		c.Answered(0, true, 0)
 	}
 	if done, _ := c.Done(); done {
 		t.Fatal("done before the last input arrived")
@@ -110,7 +110,7 @@ func TestCollectiveRun(t *testing.T) {
 		t.Fatalf("done %v failed %v after every input and answer", done, failed)
 	}
 	c.Begin(1, 400, 100)
-	c.Answered(1, false)
+	c.Answered(1, false, 0)
 	if done, failed := c.Done(); !done || !failed {
 		t.Fatalf("done %v failed %v after a failed send: want both", done, failed)
 	}
@@ -133,7 +133,7 @@ func TestLargeRing(t *testing.T) {
 	if ls := c.Begin(0, 0, 0); len(ls) != 1 || ls[0].Step != 0 || ls[0].Dest != 6 || ls[0].Bytes != 1000 {
 		t.Fatalf("begin launched %+v", ls)
 	}
-	c.Answered(0, true)
+	c.Answered(0, true, 0)
 	// Step 2's input before step 1's: step 3 goes at once, step 2 after.
 	if ls := c.Arrived(0, 2, 10); len(ls) != 1 || ls[0].Step != 3 {
 		t.Fatalf("input of step 2 launched %+v", ls)
@@ -144,9 +144,9 @@ func TestLargeRing(t *testing.T) {
 	if ls := c.Arrived(0, 0, 12); len(ls) != 1 || ls[0].Step != 1 {
 		t.Fatalf("input of step 0 launched %+v", ls)
 	}
-	c.Answered(0, true)
-	c.Answered(0, true)
-	c.Answered(0, true)
+	c.Answered(0, true, 0)
+	c.Answered(0, true, 0)
+	c.Answered(0, true, 0)
 	for step := 3; step < 2*(n-1); step++ {
 		ls := c.Arrived(0, step, int64(step))
 		if step+1 < 2*(n-1) && (len(ls) != 1 || ls[0].Step != step+1) {
@@ -156,7 +156,7 @@ func TestLargeRing(t *testing.T) {
 			t.Fatalf("done after the input of step %d", step)
 		}
 		for range ls {
-			c.Answered(0, true)
+			c.Answered(0, true, 0)
 		}
 		if len(c.in) > 1 {
 			t.Fatalf("after the input of step %d the member holds %d inputs, want at most 1", step, len(c.in))
@@ -222,64 +222,93 @@ func TestTreeAllReduce(t *testing.T) {
 }
 
 // TestTreeRun walks an inner member (rank 1 of 5: parent 0, children 3
-// and 4) through an iteration: a chunk goes up once both children's copy
-// of it has arrived, in any order, and down once the parent's has; the
-// member keeps only inputs a send waits for and is done once every input
-// of the iteration is in and every send answered.
+// and 4) through an iteration, answering each message as it goes: a chunk
+// goes up once both children's copy of it has arrived, in any order, and
+// down once the parent's has; the member keeps only inputs a send waits
+// for and is done once every input of the iteration is in and every send
+// answered.
 func TestTreeRun(t *testing.T) {
 	const n = 5
 	c := NewCollectiveRun(PlanCollective(KindTreeAllReduce, n, 1, n*1000))
+	answer := func(ls []CollectiveLaunch) {
+		for range ls {
+			if more := c.Answered(0, true, 99); len(more) != 0 {
+				t.Fatalf("an answer released %+v with the window not full", more)
+			}
+		}
+	}
 	if ls := c.Arrived(0, 0, 5); len(ls) != 0 {
 		t.Fatalf("launched %v before the compute ended", ls)
 	}
 	if ls := c.Begin(0, 10, 10); len(ls) != 0 {
 		t.Fatalf("begin launched %+v with one child's chunk 0 in", ls)
 	}
-	if ls := c.Arrived(0, 0, 20); len(ls) != 1 || ls[0].Step != 0 || ls[0].Dest != 0 || ls[0].Input != 20 || ls[0].ComputeNs != 10 {
+	ls := c.Arrived(0, 0, 20)
+	if len(ls) != 1 || ls[0].Step != 0 || ls[0].Dest != 0 || ls[0].Input != 20 || ls[0].ComputeNs != 10 {
 		t.Fatalf("second child's chunk 0 launched %+v: want chunk 0 up to rank 0", ls)
 	}
-	sent := 1
+	answer(ls)
 	for ch := 1; ch < n; ch++ {
 		c.Arrived(0, 2*ch, 30)
-		if ls := c.Arrived(0, 2*ch, 31); len(ls) != 1 || ls[0].Step != 2*ch {
+		ls := c.Arrived(0, 2*ch, 31)
+		if len(ls) != 1 || ls[0].Step != 2*ch {
 			t.Fatalf("chunk %d up: %+v", ch, ls)
 		}
-		sent++
+		answer(ls)
 	}
 	for ch := range n {
 		ls := c.Arrived(0, 2*ch+1, 40)
 		if len(ls) != 2 || ls[0].Dest != 3 || ls[1].Dest != 4 || ls[0].Step != 2*ch+1 {
 			t.Fatalf("chunk %d down: %+v", ch, ls)
 		}
-		sent += 2
 		if len(c.in) > 1 {
 			t.Fatalf("holds %d inputs", len(c.in))
 		}
+		if ch == n-1 {
+			c.Answered(0, true, 99)
+			if done, _ := c.Done(); done {
+				t.Fatal("done with a send unanswered")
+			}
+			c.Answered(0, true, 99)
+			break
+		}
+		answer(ls)
 	}
-	for range sent - 1 {
-		c.Answered(0, true)
-	}
-	if done, _ := c.Done(); done {
-		t.Fatal("done with a send unanswered")
-	}
-	c.Answered(0, true)
 	if done, failed := c.Done(); !done || failed {
 		t.Fatalf("done %v failed %v after every input and answer", done, failed)
 	}
-	// A leaf sends every chunk up at the compute's end and is done once
-	// its parent's n chunks are in, keeping none of them.
-	leaf := NewCollectiveRun(PlanCollective(KindTreeAllReduce, n, 4, n*1000))
-	if ls := leaf.Begin(0, 0, 0); len(ls) != n || ls[n-1].Step != 2*(n-1) || ls[0].Dest != 1 {
-		t.Fatalf("leaf began with %+v", ls)
+}
+
+// TestTreeWindow: a leaf of a 64-member tree begins with TreeWindow of
+// its 64 chunks in flight; each answer lets the next go, ready when the
+// answer came; it is done once all are answered and its parent's 64
+// chunks are in, keeping none of them.
+func TestTreeWindow(t *testing.T) {
+	const n = 64
+	leaf := NewCollectiveRun(PlanCollective(KindTreeAllReduce, n, n-1, n*1000))
+	ls := leaf.Begin(0, 7, 7)
+	if len(ls) != TreeWindow || ls[0].Dest != (n-2)/2 || ls[0].Ready != 7 || ls[TreeWindow-1].Step != 2*(TreeWindow-1) {
+		t.Fatalf("leaf began with %+v: want chunks 0-%d up at the compute's end", ls, TreeWindow-1)
 	}
-	for range n {
-		leaf.Answered(0, true)
+	for ch := TreeWindow; ch < n; ch++ {
+		more := leaf.Answered(0, true, int64(100+ch))
+		if len(more) != 1 || more[0].Step != 2*ch || more[0].Ready != int64(100+ch) || more[0].Input != 0 {
+			t.Fatalf("answer %d released %+v: want chunk %d, ready at the answer", ch-TreeWindow, more, ch)
+		}
+		if done, _ := leaf.Done(); done {
+			t.Fatalf("done with chunk %d just sent", ch)
+		}
+	}
+	for range TreeWindow {
+		if more := leaf.Answered(0, true, 500); len(more) != 0 {
+			t.Fatalf("released %+v with every chunk sent", more)
+		}
 	}
 	for ch := range n {
 		if done, _ := leaf.Done(); done {
 			t.Fatalf("leaf done before chunk %d came down", ch)
 		}
-		leaf.Arrived(0, 2*ch+1, 50)
+		leaf.Arrived(0, 2*ch+1, 600)
 	}
 	if done, _ := leaf.Done(); !done || len(leaf.in) != 0 {
 		t.Fatalf("leaf done %v holding %d inputs", done, len(leaf.in))

@@ -558,7 +558,10 @@ type Collective struct {
 	Matrix     []byte `protobuf:"bytes,13,opt,name=matrix,proto3" json:"matrix,omitempty"`
 	MatrixFile string `protobuf:"bytes,14,opt,name=matrix_file,json=matrixFile,proto3" json:"matrix_file,omitempty"`
 	// duration_ms to the nanosecond; when set it stands for duration_ms.
-	DurationNs    uint64 `protobuf:"varint,15,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	DurationNs uint64 `protobuf:"varint,15,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	// At most this many of the member's step messages unanswered at once;
+	// 0: the kind's default (workloads.PlanCollective).
+	Window        uint32 `protobuf:"varint,16,opt,name=window,proto3" json:"window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -694,6 +697,13 @@ func (x *Collective) GetMatrixFile() string {
 func (x *Collective) GetDurationNs() uint64 {
 	if x != nil {
 		return x.DurationNs
+	}
+	return 0
+}
+
+func (x *Collective) GetWindow() uint32 {
+	if x != nil {
+		return x.Window
 	}
 	return 0
 }
@@ -1530,7 +1540,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x06client\x18\b \x01(\v2\x19.homatb.agent.v1.WorkloadR\x06client\x12\x14\n" +
 	"\x05phase\x18\t \x01(\tR\x05phase\x12=\n" +
 	"\vcollectives\x18\n" +
-	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\x9f\x03\n" +
+	" \x03(\v2\x1b.homatb.agent.v1.CollectiveR\vcollectives\"\xb7\x03\n" +
 	"\n" +
 	"Collective\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
@@ -1554,7 +1564,8 @@ const file_agent_proto_rawDesc = "" +
 	"\vmatrix_file\x18\x0e \x01(\tR\n" +
 	"matrixFile\x12\x1f\n" +
 	"\vduration_ns\x18\x0f \x01(\x04R\n" +
-	"durationNs\"\x10\n" +
+	"durationNs\x12\x16\n" +
+	"\x06window\x18\x10 \x01(\rR\x06window\"\x10\n" +
 	"\x0eConfigureReply\"\x0e\n" +
 	"\fStartRequest\"\f\n" +
 	"\n" +

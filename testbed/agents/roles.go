@@ -241,6 +241,7 @@ func (ro Roles) addCollective(e *scenario.Experiment, pi int, n *topo.Network, s
 			co := ph.Collective
 			c.Kind, c.Bytes, c.Iterations = co.Kind, uint64(co.Bytes), uint32(co.Iterations)
 			c.ComputeNs, c.JitterNs, c.Seed = uint64(co.Compute.D()), uint64(co.Jitter.D()), e.Seed*7919+uint64(pi)*131
+			c.Window = uint32(co.Window)
 		}
 		ro.Collectives[h] = append(ro.Collectives[h], c)
 	}

@@ -23,7 +23,14 @@ type Collective struct {
 	// uniform draw in [0, Jitter).
 	Compute Duration `yaml:"compute"`
 	Jitter  Duration `yaml:"jitter"`
+	// Window bounds a member's step messages unanswered at once, as a
+	// collective library's buffer slots do; 0: the kind's default
+	// (workloads.TreeWindow for tree-allreduce, no bound for the others).
+	Window int `yaml:"window"`
 }
+
+// MaxCollectiveWindow bounds collective.window.
+const MaxCollectiveWindow = 1 << 20
 
 // MaxIterations bounds a collective's iterations.
 const MaxIterations = 1_000_000
@@ -76,6 +83,9 @@ func (c *checker) checkCollective(s *Scenario, p string, ph Phase) {
 	}
 	if co.Jitter < 0 || co.Jitter > s.Duration {
 		c.errorf(q+".jitter", "expected a jitter from 0 to the duration %s, got %s", s.Duration.D(), co.Jitter.D())
+	}
+	if co.Window < 0 || co.Window > MaxCollectiveWindow {
+		c.errorf(q+".window", "expected 1 to %d step messages in flight per member, or 0 for the kind's default, got %d", MaxCollectiveWindow, co.Window)
 	}
 }
 

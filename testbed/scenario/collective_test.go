@@ -54,6 +54,7 @@ func TestBadCollectives(t *testing.T) {
 		{"no iterations", "iterations: 10", "iterations: -1", 16, "phases[0].collective.iterations", "expected 1 to 1000000 iterations, got -1"},
 		{"compute beyond the run", "compute: 2ms", "compute: 1h", 17, "phases[0].collective.compute", "expected a compute time from 0 to the duration 2s, got 1h0m0s"},
 		{"negative jitter", "jitter: 100us", "jitter: -1ms", 18, "phases[0].collective.jitter", "expected a jitter from 0"},
+		{"negative window", "jitter: 100us", "jitter: 100us\n      window: -3", 19, "phases[0].collective.window", "expected 1 to 1048576 step messages in flight per member, or 0 for the kind's default, got -3"},
 		{"one host", "hosts: [h1-h4]", "hosts: [h2]", 12, "phases[0].hosts", "expected at least 2 hosts in the collective, got 1"},
 		{"unknown host", "hosts: [h1-h4]", "hosts: [h1-h9]", 12, "phases[0].hosts", "h9"},
 		{"host twice", "hosts: [h1-h4]", "hosts: [h1, h2, h1]", 12, "phases[0].hosts", "host h1 is listed twice"},

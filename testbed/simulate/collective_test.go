@@ -1,11 +1,13 @@
 package simulate_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,5 +165,58 @@ duration: 1s
 		if r > 1.05 {
 			t.Errorf("%s: CCT P50 %.0f µs is %.3f of the ideal %.0f µs: want at most 1.05", e.Name, *c.CCT.P50, r, *c.Ideal)
 		}
+	}
+}
+
+// TestCollectiveWindow: a tree all-reduce member keeps at most
+// collective.window step messages unanswered (workloads.TreeWindow when
+// the file leaves it out), read from the records: the most of one
+// member's steps whose send-to-answer intervals overlap.
+func TestCollectiveWindow(t *testing.T) {
+	for _, tc := range []struct {
+		window string
+		bound  int // 0: none
+	}{{"", 8}, {", window: 2", 2}, {", window: 100000", 0}} {
+		t.Run("window"+tc.window, func(t *testing.T) {
+			p := load(t, `name: win
+topology: {kind: star, hosts: 16}
+link: {rate: 10Gbit}
+transports:
+  - name: homa
+phases:
+  - name: tree
+    hosts: [all]
+    collective: {kind: tree-allreduce, bytes: 16000, iterations: 1`+tc.window+`}
+duration: 10ms
+simulated: true
+`)
+			rows := readRPCs(t, runSim(t, p))
+			if len(rows) != 2*16*15 {
+				t.Fatalf("%d step messages, want %d", len(rows), 2*16*15)
+			}
+			type edge struct {
+				at    int64
+				delta int
+			}
+			byClient := map[string][]edge{}
+			for _, r := range rows {
+				byClient[r.Client] = append(byClient[r.Client], edge{r.SentNs, 1}, edge{r.DoneNs, -1})
+			}
+			most := 0
+			for _, es := range byClient {
+				slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
+				n := 0
+				for _, e := range es {
+					n += e.delta
+					most = max(most, n)
+				}
+			}
+			switch {
+			case tc.bound > 0 && most != tc.bound:
+				t.Errorf("at most %d of a member's step messages were unanswered at once, want %d (a leaf fills its window)", most, tc.bound)
+			case tc.bound == 0 && most <= 8:
+				t.Errorf("at most %d of a member's step messages were unanswered at once: want more than the default 8 (a leaf posts its 16 chunks)", most)
+			}
+		})
 	}
 }
