@@ -21,7 +21,8 @@ const (
 	KindIncastBarrier = "incast-barrier"
 	// KindTreeAllReduce reduces up a binary tree and broadcasts down it,
 	// pipelined: the buffer goes in N chunks of bytes/N, and each chunk
-	// moves on from a host as soon as that chunk has arrived there.
+	// moves on from a host once it has arrived there and the host's
+	// window (TreeWindow by default) has room.
 	KindTreeAllReduce = "tree-allreduce"
 )
 
