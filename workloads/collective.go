@@ -326,13 +326,15 @@ type CollectiveRun struct {
 	// counts are a tree all-reduce's inputs arrived, by iteration: it
 	// keeps only those a send waits for, and is done once all are in.
 	counts map[int]int
-	// queued are sends whose inputs are in, waiting for the window
+	// queued are messages whose inputs are in, waiting for the window
 	// (CollectivePlan.window) to let them go, in the order they came.
 	queued []queuedSend
 }
 
+// queuedSend is a message the window holds back: send i's to its dest-th
+// destination.
 type queuedSend struct {
-	i            int
+	i, dest      int
 	ready, input int64
 }
 
@@ -474,10 +476,10 @@ func (c *CollectiveRun) Answered(iter int, ok bool, at int64) []CollectiveLaunch
 	c.pending--
 	c.failed = c.failed || !ok
 	var out []CollectiveLaunch
-	for len(c.queued) > 0 && c.fits(c.queued[0].i) {
+	for len(c.queued) > 0 && c.room() {
 		q := c.queued[0]
 		c.queued = c.queued[1:]
-		out = c.emit(out, q.i, max(q.ready, at), q.input)
+		out = c.emit(out, c.plan.Send(q.i), q.i, q.dest, max(q.ready, at), q.input)
 	}
 	return out
 }
@@ -532,32 +534,29 @@ func (c *CollectiveRun) try(out []CollectiveLaunch, i int) []CollectiveLaunch {
 		// of them an iteration, 134 million among 8,192 members.
 		delete(c.in, [2]int{c.iter, s.Dep})
 	}
-	if len(c.queued) > 0 || !c.fits(i) {
-		c.queued = append(c.queued, queuedSend{i: i, ready: readyAt, input: input})
-		return out
+	for j := range s.Dests {
+		if len(c.queued) > 0 || !c.room() {
+			c.queued = append(c.queued, queuedSend{i: i, dest: j, ready: readyAt, input: input})
+			continue
+		}
+		out = c.emit(out, s, i, j, readyAt, input)
 	}
-	return c.emit(out, i, readyAt, input)
+	return out
 }
 
-// fits reports whether send i's messages may go now: the window has room
-// for all of them, or nothing is in flight (a window smaller than a send's
-// destinations lets it go alone).
-func (c *CollectiveRun) fits(i int) bool {
-	w := c.plan.window
-	return w <= 0 || c.pending == 0 || c.pending+len(c.plan.Send(i).Dests) <= w
+// room reports whether the window lets one more message go now.
+func (c *CollectiveRun) room() bool {
+	return c.plan.window <= 0 || c.pending < c.plan.window
 }
 
-// emit appends to out the messages of send i, ready at readyAt with its
-// last input at input, and counts them pending.
-func (c *CollectiveRun) emit(out []CollectiveLaunch, i int, readyAt, input int64) []CollectiveLaunch {
-	s := c.plan.Send(i)
+// emit appends to out the message of send s (the plan's i-th) to its j-th
+// destination, ready at readyAt with its last input at input, and counts
+// it pending.
+func (c *CollectiveRun) emit(out []CollectiveLaunch, s CollectiveSend, i, j int, readyAt, input int64) []CollectiveLaunch {
 	compute := int64(0)
 	if i == 0 {
 		compute = c.computeNs
 	}
-	for _, d := range s.Dests {
-		c.pending++
-		out = append(out, CollectiveLaunch{Iter: c.iter, Step: s.Step, Dest: d, Bytes: s.Bytes, Ready: readyAt, Input: input, ComputeNs: compute})
-	}
-	return out
+	c.pending++
+	return append(out, CollectiveLaunch{Iter: c.iter, Step: s.Step, Dest: s.Dests[j], Bytes: s.Bytes, Ready: readyAt, Input: input, ComputeNs: compute})
 }

@@ -314,3 +314,32 @@ func TestTreeWindow(t *testing.T) {
 		t.Fatalf("leaf done %v holding %d inputs", done, len(leaf.in))
 	}
 }
+
+// TestWindowPerMessage: the window counts messages, not sends: an
+// all-to-all member's one send to its n-1 peers goes window messages at a
+// time, in its pairwise order, each answer letting the next go.
+func TestWindowPerMessage(t *testing.T) {
+	const n, w = 6, 2
+	p := PlanCollective(KindAllToAll, n, 0, n*100)
+	p.SetWindow(w)
+	c := NewCollectiveRun(p)
+	ls := c.Begin(0, 10, 10)
+	if len(ls) != w || ls[0].Dest != 1 || ls[1].Dest != 2 || ls[1].ComputeNs != 10 {
+		t.Fatalf("began with %+v: want ranks 1 and 2", ls)
+	}
+	for d := w + 1; d < n; d++ {
+		more := c.Answered(0, true, int64(20+d))
+		if len(more) != 1 || more[0].Dest != d || more[0].Ready != int64(20+d) {
+			t.Fatalf("answer released %+v: want rank %d, ready at the answer", more, d)
+		}
+	}
+	for range w {
+		c.Answered(0, true, 50)
+	}
+	for r := 1; r < n; r++ {
+		c.Arrived(0, 0, 60)
+	}
+	if done, failed := c.Done(); !done || failed {
+		t.Fatalf("done %v failed %v after every message and input", done, failed)
+	}
+}
