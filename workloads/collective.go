@@ -317,7 +317,7 @@ type CollectiveRun struct {
 	computeEnd, computeNs int64
 	launched              []bool // by index in the plan's sends
 	nLaunched             int    // how many are true
-	pending               int    // sends launched and not yet answered
+	pending               int    // messages launched and not yet answered
 	failed                bool
 	// byDep lists, for each step, the sends that wait for its inputs (a
 	// ring's step k+1 waits for step k, a tree's are computed: not
@@ -467,7 +467,7 @@ func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
 }
 
 // Answered counts the answer to one launched message of iteration iter,
-// which came at at, and returns the messages it lets go now: sends the
+// which came at at, and returns the messages it lets go now: those the
 // window held back.
 func (c *CollectiveRun) Answered(iter int, ok bool, at int64) []CollectiveLaunch {
 	if iter != c.iter {
