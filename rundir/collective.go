@@ -30,6 +30,10 @@ func CheckCollectiveOrder(rows []RPC, kindOf func(phase string) string) (int, er
 		}
 	}
 	checked := 0
+	var cur *RPC // the row received asks about, made once rather than per row
+	received := func(step int) bool {
+		return len(inputs[key{cur.Experiment, cur.Collective, cur.Client, cur.Iteration, int64(step)}]) > 0
+	}
 	for i := range rows {
 		r := &rows[i]
 		if r.Collective == "" || r.SentNs == 0 {
@@ -39,9 +43,7 @@ func CheckCollectiveOrder(rows []RPC, kindOf func(phase string) string) (int, er
 		if r.SentNs < r.IntendedNs || r.IntendedNs < r.InputNs {
 			return checked, fmt.Errorf("%s: sent at %d, intended %d, its input arrived at %d: want input <= intended <= sent", what, r.SentNs, r.IntendedNs, r.InputNs)
 		}
-		received := func(step int) bool {
-			return len(inputs[key{r.Experiment, r.Collective, r.Client, r.Iteration, int64(step)}]) > 0
-		}
+		cur = r
 		dep, ok := workloads.CollectiveInputStep(kindOf(r.Collective), int(r.Step), received)
 		if !ok {
 			continue

@@ -141,6 +141,44 @@ func (t *treePlan) inputs() int {
 	return n
 }
 
+// computed reports whether the plan's sends are computed (a ring's, a
+// tree's) rather than stored: then firstSends, waiting and inputs say
+// what the stored plan's Dep fields and Expect would.
+func (p *CollectivePlan) computed() bool { return p.ringSteps > 0 || p.tree != nil }
+
+// firstSends is how many of a computed plan's sends, from the first, go
+// at the compute's end: a ring's step 0, a tree leaf's up chunks.
+func (p *CollectivePlan) firstSends() int {
+	switch {
+	case p.ringSteps > 0:
+		return 1
+	case len(p.tree.children) == 0:
+		return p.tree.ups()
+	}
+	return 0
+}
+
+// waiting is the computed plan's send that waits for step's inputs, -1
+// for none (a ring's last step, a tree leaf's down chunks).
+func (p *CollectivePlan) waiting(step int) int {
+	if p.ringSteps > 0 {
+		if step+1 < p.ringSteps {
+			return step + 1
+		}
+		return -1
+	}
+	return p.tree.waiting(step)
+}
+
+// inputs is how many step messages reach a computed plan's member in
+// each iteration.
+func (p *CollectivePlan) inputs() int {
+	if p.ringSteps > 0 {
+		return p.ringSteps
+	}
+	return p.tree.inputs()
+}
+
 // SetWindow bounds the member's unanswered messages to w; w <= 0 keeps
 // the kind's default (TreeWindow for a tree all-reduce, none otherwise).
 func (p *CollectivePlan) SetWindow(w int) {
@@ -320,10 +358,10 @@ type CollectiveRun struct {
 	pending               int    // messages launched and not yet answered
 	failed                bool
 	// byDep lists, for each step, the sends that wait for its inputs (a
-	// ring's step k+1 waits for step k, a tree's are computed: not
-	// stored), so an arrival looks at those alone.
+	// computed plan's are CollectivePlan.waiting's), so an arrival looks
+	// at those alone.
 	byDep map[int][]int
-	// counts are a tree all-reduce's inputs arrived, by iteration: it
+	// counts are a computed plan's inputs arrived, by iteration: it
 	// keeps only those a send waits for, and is done once all are in.
 	counts map[int]int
 	// queued are messages whose inputs are in, waiting for the window
@@ -355,7 +393,7 @@ type CollectiveLaunch struct {
 // NewCollectiveRun starts a member's run of plan.
 func NewCollectiveRun(plan CollectivePlan) *CollectiveRun {
 	c := &CollectiveRun{plan: plan, in: map[[2]int]*collArrivals{}, iter: -1, byDep: map[int][]int{}}
-	if plan.tree != nil {
+	if plan.computed() {
 		c.counts = map[int]int{}
 	}
 	if plan.ringSteps == 0 {
@@ -381,38 +419,23 @@ func (c *CollectiveRun) Begin(iter int, end, computeNs int64) []CollectiveLaunch
 	c.launched, c.nLaunched, c.pending, c.failed = make([]bool, c.plan.NumSends()), 0, 0, false
 	c.queued = c.queued[:0]
 	var out []CollectiveLaunch
-	if c.plan.ringSteps > 0 {
-		// A ring's step 0 goes now and so does each step whose input
-		// came early; trying every step would cost each member 2(N-1)
-		// look-ups an iteration, 134 million among 8,192 members.
-		out = c.try(out, 0)
-		var early []int
-		for k := range c.in {
-			if k[0] == iter && k[1]+1 < c.plan.ringSteps {
-				early = append(early, k[1]+1)
-			}
-		}
-		slices.Sort(early)
-		for _, i := range early {
-			out = c.try(out, i)
-		}
-		return out
-	}
-	if t := c.plan.tree; t != nil {
+	if c.plan.computed() {
+		// A computed plan's first sends go now and so does each send
+		// whose input came early; trying every send would cost each
+		// member 2(N-1) look-ups an iteration, 134 million among 8,192
+		// members.
 		for k := range c.counts {
 			if k < iter {
 				delete(c.counts, k)
 			}
 		}
-		if len(t.children) == 0 {
-			for i := range t.ups() {
-				out = c.try(out, i)
-			}
+		for i := range c.plan.firstSends() {
+			out = c.try(out, i)
 		}
 		var early []int
 		for k := range c.in {
 			if k[0] == iter {
-				early = append(early, t.waiting(k[1]))
+				early = append(early, c.plan.waiting(k[1]))
 			}
 		}
 		slices.Sort(early)
@@ -433,10 +456,10 @@ func (c *CollectiveRun) Iter() int { return c.iter }
 // Arrived counts an input, step of iteration iter, arrived at at, and
 // returns the messages it lets go now.
 func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
-	t := c.plan.tree
-	if t != nil {
+	computed := c.plan.computed()
+	if computed {
 		c.counts[iter]++
-		if t.waiting(step) < 0 {
+		if c.plan.waiting(step) < 0 {
 			return nil // counted; no send waits for it
 		}
 	}
@@ -450,14 +473,8 @@ func (c *CollectiveRun) Arrived(iter, step int, at int64) []CollectiveLaunch {
 	if iter != c.iter {
 		return nil
 	}
-	if c.plan.ringSteps > 0 {
-		if step+1 < c.plan.ringSteps {
-			return c.try(nil, step+1)
-		}
-		return nil
-	}
-	if t != nil {
-		return c.try(nil, t.waiting(step))
+	if computed {
+		return c.try(nil, c.plan.waiting(step))
 	}
 	var out []CollectiveLaunch
 	for _, i := range c.byDep[step] {
@@ -498,8 +515,8 @@ func (c *CollectiveRun) Done() (done, failed bool) {
 	if c.pending > 0 || c.nLaunched < len(c.launched) || len(c.queued) > 0 {
 		return false, false
 	}
-	if t := c.plan.tree; t != nil {
-		return c.counts[c.iter] >= t.inputs(), false
+	if c.plan.computed() {
+		return c.counts[c.iter] >= c.plan.inputs(), false
 	}
 	for step, n := range c.plan.Expect {
 		if a := c.in[[2]int{c.iter, step}]; a == nil || a.n < n {
@@ -527,10 +544,9 @@ func (c *CollectiveRun) try(out []CollectiveLaunch, i int) []CollectiveLaunch {
 	}
 	c.launched[i] = true
 	c.nLaunched++
-	if (c.plan.ringSteps > 0 || c.plan.tree != nil) && s.Dep >= 0 {
-		// A ring's or a tree's input lets one send go and no other send
-		// or Done reads it (a ring's Expect names the last step, which no
-		// send waits for; a tree counts): kept, a member would hold 2(N-1)
+	if c.plan.computed() && s.Dep >= 0 {
+		// A computed plan's input lets one send go and no other send or
+		// Done reads it (Done counts): kept, a member would hold 2(N-1)
 		// of them an iteration, 134 million among 8,192 members.
 		delete(c.in, [2]int{c.iter, s.Dep})
 	}
