@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -225,8 +226,29 @@ func checkKnown(file string, n *yaml.Node, t reflect.Type, path string, errs *Er
 	default:
 		if n.Kind != yaml.ScalarNode {
 			*errs = append(*errs, &Error{File: file, Line: n.Line, Field: path, Msg: "expected " + describeGoType(t.String()) + ", got " + kindName(n.Kind)})
+			return
+		}
+		if fractional(n, t) {
+			*errs = append(*errs, &Error{File: file, Line: n.Line, Field: path, Msg: fmt.Sprintf("expected %s, got the number %s", describeGoType(t.String()), n.Value)})
 		}
 	}
+}
+
+// fractional reports whether scalar n, for a field of integer type t, is a
+// number with a fractional part: yaml.v3 would truncate it (2.5 hosts
+// become 2) where a whole number written as 1e6 or 4.0 is exact.
+func fractional(n *yaml.Node, t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	default:
+		return false
+	}
+	if n.ShortTag() != "!!float" {
+		return false
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+	return err != nil || f != math.Trunc(f) || math.IsInf(f, 0)
 }
 
 func kindName(k yaml.Kind) string {

@@ -540,6 +540,11 @@ func (src *Source) setSwept(c *checker, s *Scenario, rp resolvedParam, vn *yaml.
 	var errs Errors
 	checkKnown(src.File, vn, target.Type(), canon, &errs)
 	if len(errs) > 0 {
+		for _, e := range errs {
+			if e.Field == canon { // the value itself: name it as the sweep does
+				e.Field = field
+			}
+		}
 		return errs
 	}
 	fresh := reflect.New(target.Type())

@@ -94,6 +94,23 @@ func TestGoodScenario(t *testing.T) {
 	}
 }
 
+// A whole number written as a float (4.0, 4e0) is exact, and accepted.
+func TestWholeFloatIsAnInteger(t *testing.T) {
+	for _, v := range []string{"4.0", "4e0"} {
+		src, err := Parse("good.yaml", []byte(strings.Replace(good, "  hosts: 4", "  hosts: "+v, 1)))
+		if err != nil {
+			t.Fatalf("hosts: %s: %v", v, err)
+		}
+		plan, err := src.Plan(Options{})
+		if err != nil {
+			t.Fatalf("hosts: %s: %v", v, err)
+		}
+		if got := plan.Base.Topology.Hosts; got != 4 {
+			t.Errorf("hosts: %s read as %d, want 4", v, got)
+		}
+	}
+}
+
 func TestBadScenarios(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -105,6 +122,10 @@ func TestBadScenarios(t *testing.T) {
 		{"unknown top key", "duration: 2s", "duraton: 2s", 19, "duraton", `unknown field "duraton"`},
 		{"unknown nested key", "  hosts: 4", "  hostz: 4", 4, "topology.hostz", "expected one of"},
 		{"wrong type", "  hosts: 4", "  hosts: four", 4, "topology.hosts", "expected an integer"},
+		// yaml.v3 alone would truncate 4.5 hosts to 4.
+		{"fraction of an integer", "  hosts: 4", "  hosts: 4.5", 4, "topology.hosts", "expected an integer, got the number 4.5"},
+		{"fraction in a homa key", "priorities: 8", "priorities: 8\n      overcommit: 2.5", 11, "transports[0].homa.overcommit", "expected an integer, got 2.5"},
+		{"fraction as a sweep value", "duration: 2s", "duration: 2s\nsweep:\n  - param: seed\n    values: [1, 1.5]", 22, "sweep[0].values[1] (seed)", "expected a non-negative integer, got the number 1.5"},
 		{"bad rate", "rate: 100Mbit", "rate: fast", 6, "link.rate", "expected a rate"},
 		{"rate too high", "rate: 100Mbit", "rate: 10Gbit", 6, "link.rate", "up to 1000 Mbit/s"},
 		{"rate in bytes without /s", "rate: 100Mbit", "rate: 50MB", 6, "link.rate", `"50MB" is a size in bytes, not a rate: write 400Mbit (bits per second) or 50MB/s (bytes per second)`},

@@ -193,7 +193,10 @@ func toInt(value any, lo, hi int64) (int64, error) {
 		}
 		n = int64(v)
 	case float64:
-		if v != math.Trunc(v) || v < math.MinInt64 || v > math.MaxInt64 {
+		if v != math.Trunc(v) {
+			return 0, fmt.Errorf("expected an integer, got %v", v)
+		}
+		if v < math.MinInt64 || v > math.MaxInt64 {
 			return 0, fmt.Errorf("expected an integer from %d to %d, got %v", lo, hi, v)
 		}
 		n = int64(v)
