@@ -123,6 +123,7 @@ func TestBadScenarios(t *testing.T) {
 		{"unknown nested key", "  hosts: 4", "  hostz: 4", 4, "topology.hostz", "expected one of"},
 		{"wrong type", "  hosts: 4", "  hosts: four", 4, "topology.hosts", "expected an integer"},
 		// yaml.v3 alone would truncate 4.5 hosts to 4.
+		{"range written with dots", "clients: [h2-h3]", "clients: [h2..h3]", 14, "phases[0].clients", `expected a host range such as h2-h9, got "h2..h3"`},
 		{"fraction of an integer", "  hosts: 4", "  hosts: 4.5", 4, "topology.hosts", "expected an integer, got the number 4.5"},
 		{"fraction in a homa key", "priorities: 8", "priorities: 8\n      overcommit: 2.5", 11, "transports[0].homa.overcommit", "expected an integer, got 2.5"},
 		{"fraction as a sweep value", "duration: 2s", "duration: 2s\nsweep:\n  - param: seed\n    values: [1, 1.5]", 22, "sweep[0].values[1] (seed)", "expected a non-negative integer, got the number 1.5"},

@@ -843,6 +843,8 @@ func ExpandHosts(set []string, hosts []string) ([]string, error) {
 			}
 		case known[item]:
 			add(item)
+		case strings.Contains(item, ".."):
+			return nil, fmt.Errorf("expected a host range such as h2-h9, got %q", item)
 		default:
 			return nil, fmt.Errorf("host %q does not exist: the topology has %s", item, describeHosts(hosts))
 		}
