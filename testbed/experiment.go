@@ -78,6 +78,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	x.clock = sched
 	x.rec.Fidelity = append(x.rec.Fidelity, notes...)
 	x.rec.Fidelity = append(x.rec.Fidelity, scenario.OverloadWarnings(e.Scenario)...)
+	x.rec.Fidelity = append(x.rec.Fidelity, scenario.MarkingWarnings(e)...)
 	if err := x.configure(ctx); err != nil {
 		return err
 	}

@@ -107,7 +107,8 @@ func (p *Plan) Warnings() []string {
 	var out []string
 	count := map[string]int{}
 	for i := range p.Experiments {
-		for _, w := range append(OverloadWarnings(p.Experiments[i].Scenario), PFCWarnings(p.Experiments[i].Scenario, p.Simulate)...) {
+		e := &p.Experiments[i]
+		for _, w := range slices.Concat(OverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e)) {
 			if count[w] == 0 {
 				out = append(out, w)
 			}
