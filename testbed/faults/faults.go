@@ -259,9 +259,11 @@ func (fr *Run) reroute(ctx context.Context, f scenario.Fault, down bool) {
 	leaf, spine, _ := f.SwitchLink()
 	err := fr.env.Reroute(ctx, leaf, spine, down)
 	fr.mu.Lock()
-	if down && err == nil {
+	if down {
+		// Even when it failed: some switches may have moved, and
+		// Clear must bring them all back before the next experiment.
 		fr.rerouted[f.Link] = f
-	} else if !down {
+	} else if err == nil {
 		delete(fr.rerouted, f.Link)
 	}
 	fr.mu.Unlock()

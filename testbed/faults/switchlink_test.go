@@ -23,6 +23,9 @@ type linkEnv struct {
 	now    func() int64 // virtual time, for the log
 	mu     sync.Mutex
 	events []string
+	// failMoves fails this many Reroutes (after logging them): a
+	// controller that moved some switches' paths and not others.
+	failMoves int
 }
 
 func (e *linkEnv) log(format string, args ...any) {
@@ -40,6 +43,12 @@ func (e *linkEnv) Port(link string) (string, uint16, error) {
 
 func (e *linkEnv) Reroute(_ context.Context, leaf, spine string, down bool) error {
 	e.log("reroute %s-%s down=%v", leaf, spine, down)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failMoves > 0 {
+		e.failMoves--
+		return fmt.Errorf("switch s9: write cancelled")
+	}
 	return nil
 }
 
@@ -69,17 +78,24 @@ func (e *linkEnv) RecordsPath(string) string                { return "" }
 func TestSwitchLinkDownMovesPaths(t *testing.T) {
 	ms := int64(time.Millisecond)
 	for _, tc := range []struct {
-		name string
-		wait int64
-		want []string
+		name      string
+		wait      int64
+		failMoves int // the first Reroutes that fail
+		want      []string
+		warnings  int
 	}{
-		{"whole window", 150 * ms, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "60ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}},
-		{"cut short", 30 * ms, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "200ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}},
-		{"ended before", 5 * ms, nil},
+		{"whole window", 150 * ms, 0, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "60ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}, 0},
+		{"cut short", 30 * ms, 0, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "200ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}, 0},
+		{"ended before", 5 * ms, 0, nil, 0},
+		// A move off the link that failed partway is undone by Clear all
+		// the same, and one back that failed is tried again there.
+		{"move off failed", 150 * ms, 1, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "60ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}, 1},
+		{"move off failed, cut short", 30 * ms, 1, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "200ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}, 1},
+		{"moves failed", 150 * ms, 2, []string{"10ms fault l1:3 down_for=50ms", "10ms reroute l1-p1 down=true", "60ms reroute l1-p1 down=false", "200ms reroute l1-p1 down=false", "200ms fault l1:3 down_for=0s"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var q simnet.Clock
-			env := &linkEnv{now: q.Now}
+			env := &linkEnv{now: q.Now, failMoves: tc.failMoves}
 			f := scenario.Fault{Link: "l1-p1", Down: &scenario.DownWindow{At: scenario.Duration(10 * time.Millisecond), For: scenario.Duration(50 * time.Millisecond)}}
 			epoch := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 			x := Experiment{Experiment: &scenario.Experiment{Scenario: &scenario.Scenario{Faults: []scenario.Fault{f}}}, Start: epoch}
@@ -100,8 +116,8 @@ func TestSwitchLinkDownMovesPaths(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("events %q, want %q", got, tc.want)
 			}
-			if w := fr.Warnings(); len(w) != 0 {
-				t.Errorf("warnings %q", w)
+			if w := fr.Warnings(); len(w) != tc.warnings {
+				t.Errorf("warnings %q, want %d", w, tc.warnings)
 			}
 		})
 	}
