@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -86,7 +87,11 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.slice != 0 && (f.slice < schedprio.MinSlice || f.slice > schedprio.MaxSlice) {
 		return usagef("--slice: expected %v to %v, got %v", schedprio.MinSlice, schedprio.MaxSlice, f.slice)
 	}
-	plan, err := scenario.Load(file, scenario.Options{Repetitions: f.repetitions, Simulate: f.simulate})
+	opt := scenario.Options{Repetitions: f.repetitions, Simulate: f.simulate}
+	if f.dispatch.executor == "local" {
+		opt.CPUs = runtime.NumCPU() // the machine that will emulate it
+	}
+	plan, err := scenario.Load(file, opt)
 	if err != nil {
 		return err
 	}
@@ -110,6 +115,10 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	split, err := f.dispatch.split(cmd, f.simulate)
 	if err != nil {
 		return err
+	}
+	// Said before the run, not only among its fidelity notes after it.
+	for _, w := range plan.Warnings() {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
 	}
 	if f.dryRun {
 		return plan.Describe(stdout)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,7 @@ every file is valid, 2 when one is not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed []string
 			for _, f := range args {
-				plan, err := loadPlan(f, cmd.InOrStdin(), scenario.Options{Simulate: simulated})
+				plan, err := loadPlan(f, cmd.InOrStdin(), scenario.Options{Simulate: simulated, CPUs: runtime.NumCPU()})
 				if err == nil && simulated {
 					if err = simulate.Check(plan); err != nil {
 						err = fmt.Errorf("%s: %w", f, err)

@@ -30,6 +30,8 @@ type Plan struct {
 	ClockDefaults []ClockDefault
 	// Simulate is true for a plan checked for the simulator.
 	Simulate bool
+	// CPUs is Options.CPUs.
+	CPUs int
 }
 
 // Experiment is one measurement: one transport, one combination of sweep
@@ -63,6 +65,9 @@ type Options struct {
 	// Simulate checks the scenario for homatb run --simulate: the limits
 	// that are Mininet's (the hosts' shaped rate) do not apply.
 	Simulate bool
+	// CPUs is the vCPUs of the machine that will emulate the run, for
+	// Warnings' capacity check (CapacityWarning); 0: unknown, no check.
+	CPUs int
 }
 
 // SizeStats is what validation needs of a size distribution.
@@ -108,7 +113,11 @@ func (p *Plan) Warnings() []string {
 	count := map[string]int{}
 	for i := range p.Experiments {
 		e := &p.Experiments[i]
-		for _, w := range slices.Concat(OverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e)) {
+		ws := slices.Concat(OverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e))
+		if w := CapacityWarning(e, p.Simulate, p.CPUs); w != "" {
+			ws = append(ws, w)
+		}
+		for _, w := range ws {
 			if count[w] == 0 {
 				out = append(out, w)
 			}
@@ -219,7 +228,7 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
-	plan := &Plan{File: src.File, Base: base, ClockDefaults: clock, Simulate: opt.Simulate}
+	plan := &Plan{File: src.File, Base: base, ClockDefaults: clock, Simulate: opt.Simulate, CPUs: opt.CPUs}
 	names := map[string]bool{}
 	// Repetitions outermost: each runs every configuration once (ABAB, not
 	// AABB), so a change in the machine's load spreads over all of them.
