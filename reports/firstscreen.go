@@ -3,8 +3,10 @@ package reports
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
@@ -152,24 +154,24 @@ func setupOf(m *stats.Manifest) [][2]string {
 		}
 	}
 	if sim := m.Simulation; m.Mode == rundir.ModeSimulated && sim != nil {
-		add("mode", fmt.Sprintf("simulated in virtual time (homatb run --simulate): %.0f s simulated in %.1f s, %.2g events/s. %s",
-			sim.SimulatedSeconds, sim.WallSeconds, sim.EventsPerSecond, strings.Join(sim.Model, "; ")))
+		add("mode", fmt.Sprintf("simulated in virtual time (homatb run --simulate): %s simulated in %.1f s, %.2g events/s. %s",
+			simulatedTime(sim.SimulatedSeconds), sim.WallSeconds, sim.EventsPerSecond, strings.Join(sim.Model, "; ")))
 	} else if len(m.Machines) > 0 {
 		add("mode", "real machines")
 	} else {
 		add("mode", "emulated: real packets through this machine's network namespaces and switch")
 	}
-	topo := stats.MapOf(sc["topology"])
-	switch kind := stats.Scalar(topo["kind"]); kind {
-	case "leaf-spine":
-		add("topology", fmt.Sprintf("leaf-spine: %s leaves of %s hosts, %s spines", stats.Scalar(topo["leaves"]), stats.Scalar(topo["hosts_per_leaf"]), stats.Scalar(topo["spines"])))
-	case "":
-	default:
-		add("topology", fmt.Sprintf("%s, %s hosts", kind, stats.Scalar(topo["hosts"])))
-	}
+	add("topology", topologyOf(stats.MapOf(sc["topology"]), m.Fabric))
 	link := stats.MapOf(sc["link"])
 	if m.RateBps() > 0 {
-		add("links", fmt.Sprintf("%s, MTU %s, host shaper %s", fmtBitRate(float64(m.RateBps())), stats.Scalar(link["mtu"]), stats.Scalar(link["shaper"])))
+		l := fmt.Sprintf("%s, MTU %s", fmtBitRate(float64(m.RateBps())), stats.Scalar(link["mtu"]))
+		if f := m.Fabric; f != nil && f.UplinkBps > 0 {
+			l += ", " + fmtBitRate(float64(f.UplinkBps)) + " between switches"
+		}
+		if m.Mode != rundir.ModeSimulated { // the twin's NIC is in "mode"
+			l += ", host shaper " + stats.Scalar(link["shaper"])
+		}
+		add("links", l)
 	}
 	sw := stats.MapOf(sc["switch"])
 	if t := stats.Scalar(sw["target"]); t != "" {
@@ -213,8 +215,71 @@ func setupOf(m *stats.Manifest) [][2]string {
 	return kv
 }
 
-// phaseOf describes one phase: who sends to whom, sizes and arrivals.
+// simulatedTime is a twin's virtual time, in the unit that fits it.
+func simulatedTime(seconds float64) string {
+	return time.Duration(math.Round(seconds * 1e9)).String()
+}
+
+// topologyOf describes the fabric: its kind, its shape and its hosts
+// (counted from the manifest's fabric, which every kind lists).
+func topologyOf(topo map[string]any, f *rundir.FabricRecord) string {
+	kind := stats.Scalar(topo["kind"])
+	if kind == "" {
+		return ""
+	}
+	n := stats.Scalar(topo["hosts"])
+	if f != nil && len(f.Hosts) > 0 {
+		n = strconv.Itoa(len(f.Hosts))
+	}
+	var s string
+	switch kind {
+	case "leaf-spine":
+		s = fmt.Sprintf("leaf-spine: %s leaves of %s hosts, %s spines", stats.Scalar(topo["leaves"]), stats.Scalar(topo["hosts_per_leaf"]), stats.Scalar(topo["spines"]))
+	case "fat-tree":
+		s = fmt.Sprintf("fat tree of k=%s: %s hosts", stats.Scalar(topo["k"]), n)
+		if e := stats.Scalar(topo["hosts_per_edge"]); e != "" && e != "0" {
+			s += ", " + e + " per edge switch"
+		}
+	case "rail":
+		s = fmt.Sprintf("rail-optimised: %s groups of %s servers with %s NICs each (%s hosts, one per NIC, on per-rail leaves), %s spines",
+			orOne(stats.Scalar(topo["groups"])), stats.Scalar(topo["servers"]), stats.Scalar(topo["rails"]), n, stats.Scalar(topo["spines"]))
+	default:
+		return fmt.Sprintf("%s, %s hosts", kind, n)
+	}
+	if lb := stats.Scalar(topo["load_balancing"]); lb != "" {
+		s += ", " + lb
+	}
+	return s
+}
+
+func orOne(s string) string {
+	if s == "" || s == "0" {
+		return "1"
+	}
+	return s
+}
+
+// phaseOf describes one phase: who sends to whom, sizes and arrivals, or
+// the collective or connection matrix it runs.
 func phaseOf(p map[string]any) string {
+	if c := stats.MapOf(p["collective"]); len(c) > 0 {
+		s := fmt.Sprintf("%s among %s, %s B buffer, %s iterations, compute %s", stats.Scalar(c["kind"]), hosts(p["hosts"]),
+			stats.Scalar(c["bytes"]), stats.Scalar(c["iterations"]), stats.Scalar(c["compute"]))
+		if j := stats.Scalar(c["jitter"]); j != "" && j != "0s" {
+			s += " + up to " + j
+		}
+		if w := stats.Scalar(c["window"]); w != "" && w != "0" {
+			s += ", window " + w
+		}
+		return s
+	}
+	if cm := stats.Scalar(p["connection_matrix"]); cm != "" {
+		s := "connection matrix " + filepath.Base(cm)
+		if h := hosts(p["hosts"]); h != "" {
+			s += " on " + h
+		}
+		return s
+	}
 	s := fmt.Sprintf("%s → %s, sizes %s, ", hosts(p["clients"]), hosts(p["servers"]), stats.Scalar(p["sizes"]))
 	switch {
 	case stats.Scalar(p["arrivals"]) == "closed":
@@ -226,10 +291,16 @@ func phaseOf(p map[string]any) string {
 	default:
 		s += "Poisson at " + stats.Scalar(p["rate_rps"]) + " RPC/s per client"
 	}
-	if r := stats.Scalar(p["response_bytes"]); r != "" && r != "0" {
+	switch r := stats.Scalar(p["response_bytes"]); {
+	case p["one_way"] == true:
+		s += ", one-way messages"
+	case r != "" && r != "0":
 		s += ", " + r + " B responses"
-	} else {
+	default:
 		s += ", echoed responses"
+	}
+	if stats.Scalar(p["load_of"]) == "wire" {
+		s += ", load counted on the wire"
 	}
 	return s
 }

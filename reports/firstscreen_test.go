@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/homatb/homatb/reports/stats"
+	"github.com/homatb/homatb/rundir"
 )
 
 // demoScenario is a resolved scenario as manifest.json holds it.
@@ -121,6 +124,80 @@ func TestLatencyUnits(t *testing.T) {
 	}{{50e6, "50 Mbit/s"}, {1e9, "1 Gbit/s"}, {2.5e6, "2.5 Mbit/s"}, {12.34e9, "12.3 Gbit/s"}} {
 		if got := fmtBitRate(tc.bps); got != tc.want {
 			t.Errorf("fmtBitRate(%g) = %q, want %q", tc.bps, got, tc.want)
+		}
+	}
+}
+
+// TestSetupOfLargeRuns: the setup box of a twin run of a fat tree, a rail
+// fabric, a collective and a connection matrix says what ran, in the
+// twin's terms (found wanting on a 1,024-host permutation: "fat-tree, 0
+// hosts", "0 s simulated", and the matrix told as "→ , sizes , Poisson at
+// 0 RPC/s").
+func TestSetupOfLargeRuns(t *testing.T) {
+	hostsOf := func(n int) []rundir.FabricHost {
+		hs := make([]rundir.FabricHost, n)
+		for i := range hs {
+			hs[i].Name = "h" + strconv.Itoa(i+1)
+		}
+		return hs
+	}
+	for _, tc := range []struct {
+		name     string
+		topology map[string]any
+		hosts    int
+		phase    map[string]any
+		want     map[string]string // row: its text
+	}{
+		{"fat tree and matrix", map[string]any{"kind": "fat-tree", "k": 16.0, "load_balancing": "spray"}, 1024,
+			map[string]any{"name": "perm", "connection_matrix": "/tmp/x/perm1024.cm", "clients": []any{}, "servers": []any{}},
+			map[string]string{"topology": "fat tree of k=16: 1024 hosts, spray", "workload perm": "connection matrix perm1024.cm",
+				"mode": "simulated in virtual time (homatb run --simulate): 7.25ms simulated in 90.0 s", "links": "100 Gbit/s, MTU 1500"}},
+		{"rail and collective", map[string]any{"kind": "rail", "rails": 4.0, "servers": 4.0, "groups": 2.0, "spines": 2.0}, 32,
+			map[string]any{"name": "ar", "hosts": []any{"all"}, "collective": map[string]any{"kind": "tree-allreduce", "bytes": 32e6, "iterations": 2.0, "compute": "50µs", "jitter": "0s", "window": 8.0}},
+			map[string]string{"topology": "rail-optimised: 2 groups of 4 servers with 4 NICs each (32 hosts, one per NIC, on per-rail leaves), 2 spines",
+				"workload ar": "tree-allreduce among all, 32000000 B buffer, 2 iterations, compute 50µs, window 8"}},
+		{"one-way on the wire", map[string]any{"kind": "star", "hosts": 16.0}, 16,
+			map[string]any{"name": "a", "clients": []any{"all"}, "servers": []any{"all"}, "sizes": "w4", "arrivals": "poisson", "load": 0.8, "load_of": "wire", "one_way": true},
+			map[string]string{"topology": "star, 16 hosts", "workload a": "all → all, sizes w4, Poisson at load 0.8 of the link per client, one-way messages, load counted on the wire"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := demoScenario()
+			sc["topology"], sc["phases"] = tc.topology, []any{tc.phase}
+			m := &stats.Manifest{Manifest: rundir.Manifest{Scenario: sc, Mode: rundir.ModeSimulated,
+				Simulation: &rundir.Simulation{SimulatedSeconds: 0.00725, WallSeconds: 90},
+				Fabric:     &rundir.FabricRecord{LinkBps: 100e9, MTU: 1500, Hosts: hostsOf(tc.hosts)}}}
+			got := map[string]string{}
+			for _, kv := range setupOf(m) {
+				got[kv[0]] = kv[1]
+			}
+			for row, want := range tc.want {
+				if !strings.HasPrefix(got[row], want) || (row != "mode" && got[row] != want) {
+					t.Errorf("%s: %q, want %q", row, got[row], want)
+				}
+			}
+		})
+	}
+}
+
+// TestNoShort: the headline's tables give way to a sentence only when no
+// experiment has an RPC they count.
+func TestNoShort(t *testing.T) {
+	half := &stats.ShortestHalf{Count: 3}
+	for _, tc := range []struct {
+		name string
+		exps []stats.Experiment
+		want bool
+	}{
+		{"collectives alone", []stats.Experiment{{}, {}}, true},
+		{"short RPCs in one", []stats.Experiment{{}, {Short: stats.Short{Count: 5}}}, false},
+		{"a shortest half", []stats.Experiment{{ShortestHalf: half}}, false},
+	} {
+		pg := &reportPage{}
+		for i := range tc.exps {
+			pg.Experiments = append(pg.Experiments, &tc.exps[i])
+		}
+		if got := pg.NoShort(); got != tc.want {
+			t.Errorf("%s: NoShort %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -218,6 +218,18 @@ type reportPage struct {
 	Adversaries []adversaryRow
 }
 
+// NoShort reports whether no experiment has an RPC the headline counts
+// (a run of collectives or connection matrices alone): the headline's
+// tables would hold only dashes.
+func (p *reportPage) NoShort() bool {
+	for _, e := range p.Experiments {
+		if e.Short.Count > 0 || (e.ShortestHalf != nil && e.ShortestHalf.Count > 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // groupExperiments groups experiments by configuration, in first-seen order.
 func groupExperiments(exps []stats.Experiment) ([]string, map[string][]*stats.Experiment) {
 	var keys []string
