@@ -49,6 +49,13 @@ func anatomyChart(id, title string, exps []*stats.Experiment) chart {
 	c := chart{ID: id, Title: title}
 	if len(bars) == 0 {
 		c.Note = "no per-packet switch records (switch.postcards), so no latency anatomy"
+		short := false
+		for _, e := range exps {
+			short = short || e.Short.Count > 0
+		}
+		if !short {
+			c.Note = "no latency anatomy: it takes apart short RPCs, and this run has none"
+		}
 		return c
 	}
 	const (

@@ -201,3 +201,17 @@ func TestNoShort(t *testing.T) {
 		}
 	}
 }
+
+// TestAnatomyNote: without bars, the anatomy chart says why: no switch
+// records, or no short RPC to take apart (a connection matrix's 2 MB
+// flows, whose records were kept, once read "no per-packet switch records").
+func TestAnatomyNote(t *testing.T) {
+	long := []*stats.Experiment{{Name: "perm"}}
+	if n := anatomyChart("a", "t", long).Note; !strings.Contains(n, "takes apart short RPCs, and this run has none") {
+		t.Errorf("no short RPCs: note %q", n)
+	}
+	short := []*stats.Experiment{{Name: "rpcs", Short: stats.Short{Count: 9}}}
+	if n := anatomyChart("a", "t", short).Note; !strings.Contains(n, "no per-packet switch records") {
+		t.Errorf("short RPCs without records: note %q", n)
+	}
+}
