@@ -297,6 +297,9 @@ func buildPage(a *stats.Analysis, now time.Time) (*reportPage, error) {
 				if rows == nil {
 					rows = e.BySize
 				}
+			} else if len(e.BySize) == 0 && e.RPCs.Completed > 0 {
+				// Collective steps and matrix flows are not in the size bins.
+				g.Notes = append(g.Notes, fmt.Sprintf("%s: no RPC of a client phase, so no slowdown chart for it", e.Name))
 			} else if e.RPCs.Completed > 0 {
 				g.Notes = append(g.Notes, fmt.Sprintf("%s: no calibration, so no slowdown chart for it", e.Name))
 			}
@@ -322,7 +325,11 @@ func buildPage(a *stats.Analysis, now time.Time) (*reportPage, error) {
 		}
 		for i, e := range exps {
 			if len(e.Series) == 0 {
-				g.Notes = append(g.Notes, fmt.Sprintf("%s: no telemetry, so no queue-occupancy or utilisation chart", e.Name))
+				why := "no telemetry"
+				if s.Manifest != nil && s.Manifest.Mode == rundir.ModeSimulated {
+					why = "no telemetry (the twin samples no queues: its switches' exact peaks and the anatomy stand in)"
+				}
+				g.Notes = append(g.Notes, fmt.Sprintf("%s: %s, so no queue-occupancy or utilisation chart", e.Name, why))
 				continue
 			}
 			for j, ss := range e.Series {
