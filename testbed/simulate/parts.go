@@ -270,9 +270,10 @@ func (r *Network) Begin(_ context.Context, e *scenario.Experiment, ro agents.Rol
 		oneWay: s.OneWay(), byIP: byIP(net), shared: driver.NewShared(), out: r.out, bookServed: true, configured: map[string]driver.Config{}}
 	fidelity := modelNote(e.Transport, tcp)
 	for _, f := range s.Faults {
+		// What the twin adds to the fault's own note ("fault injected: ...").
 		if _, _, switchLink := f.SwitchLink(); f.Down != nil && switchLink {
-			fidelity = append(fidelity, fmt.Sprintf("link %s down at %s into the measurement for %s; the simulated controller moved the paths off it at that instant and back at its end (no convergence delay)",
-				f.Link, f.Down.At.D(), f.Down.For.D()))
+			fidelity = append(fidelity, "a switch link down: the simulated controller moves the paths off it the instant it goes down and back the instant it comes up (no convergence delay)")
+			break
 		}
 	}
 	notes, err := r.stack(j, e) // shared.go
