@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/homatb/homatb/simnet"
@@ -53,6 +54,11 @@ func (r *Network) stack(j *job, e *scenario.Experiment) ([]string, error) {
 		if k > 0 { // the first transport's note is the experiment's own
 			notes = append(notes, modelNote(t, tcp)...)
 		}
+	}
+	if j.stacks.engine != "" && j.stacks.tcp != "" && !j.stacks.qdisc && !j.nicPrio {
+		// The model's departure that matters most when the two share a host.
+		notes = append(notes, fmt.Sprintf("%s and %s share each host's one FIFO NIC, which every segment the TCP model's window allows enters at once (no TCP Small Queues, no pacing): %s's packets wait behind up to a window of TCP's there; host_qdisc: pacer (or tcp.nic_priorities) separates them",
+			j.stacks.engine, j.stacks.tcp, j.stacks.engine))
 	}
 	return notes, nil
 }

@@ -1,6 +1,8 @@
 package simulate_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/homatb/homatb/testbed/simulate"
@@ -61,6 +63,11 @@ sweep:
 	for _, e := range s.Experiments {
 		if e.Name == pacer && (e.Internals == nil || e.Internals.Counters["qdisc_tcp_deferred"] == 0) {
 			t.Errorf("%s: no TCP packet was deferred by the qdisc: %+v", e.Name, e.Internals)
+		}
+		// The TCP model's shared FIFO NIC is named where it shapes the result.
+		named := slices.ContainsFunc(e.Fidelity, func(f string) bool { return strings.Contains(f, "share each host's one FIFO NIC") })
+		if want := strings.Contains(e.Name, "host_qdiscnone"); named != want {
+			t.Errorf("%s: the shared NIC named %v, want %v: %q", e.Name, named, want, e.Fidelity)
 		}
 	}
 }

@@ -77,6 +77,7 @@ type summary struct {
 		Internals *struct {
 			Counters map[string]uint64 `json:"counters"`
 		} `json:"transport_internals"`
+		Fidelity []string `json:"fidelity"`
 	} `json:"experiments"`
 }
 
