@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
@@ -213,5 +214,26 @@ func TestAnatomyNote(t *testing.T) {
 	short := []*stats.Experiment{{Name: "rpcs", Short: stats.Short{Count: 9}}}
 	if n := anatomyChart("a", "t", short).Note; !strings.Contains(n, "no per-packet switch records") {
 		t.Errorf("short RPCs without records: note %q", n)
+	}
+}
+
+// TestMissingChartNotes: a matrix's experiment (no RPC in the size bins)
+// in the twin (no telemetry) is told why its charts are missing in its own
+// terms, not "no calibration".
+func TestMissingChartNotes(t *testing.T) {
+	sim := &stats.Manifest{Manifest: rundir.Manifest{Mode: rundir.ModeSimulated}}
+	s := &stats.Summary{Manifest: sim, Experiments: []stats.Experiment{{Name: "perm", Transport: "homa", RPCs: stats.RPCCounts{Issued: 4, Completed: 4}}}}
+	pg, err := buildPage(&stats.Analysis{Sum: s}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(pg.Groups[0].Notes, "\n")
+	for _, want := range []string{"perm: no RPC of a client phase, so no slowdown chart", "perm: no telemetry (the twin samples no queues"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q: %s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "no calibration") {
+		t.Errorf("notes blame calibration: %s", notes)
 	}
 }
