@@ -63,6 +63,6 @@ func CapacityWarning(e *Experiment, simulate bool, cpus int) string {
 	if err != nil || need <= float64(cpus) {
 		return ""
 	}
-	return fmt.Sprintf("by the emulation's capacity model (docs/multi-machine.md, \"Capacity\") this needs about %.1f vCPUs, more than this machine's %d (it is faithful within half of them): %.0f DATA packets a second from its open-loop phases at about 85 µs of CPU each (agents, kernel and switches), and %.2f vCPU for the hosts and the orchestrator; expect clients behind their schedules and latencies of the machine, not the transport: lower the load or link.rate, or run it in the twin (homatb run --simulate)",
-		need, cpus, pps, need-pps*capPerFrame)
+	return fmt.Sprintf("by the emulation's capacity model (docs/multi-machine.md, \"Capacity\") this needs about %.1f vCPUs, more than this machine's %d (it is faithful within half of them): %.0f DATA packets a second from its open-loop phases at about %.0f µs of CPU each (agents, kernel and switches), and %.2f vCPU for the hosts and the orchestrator; expect clients behind their schedules and latencies of the machine, not the transport: lower the load or link.rate, or run it in the twin (homatb run --simulate)",
+		need, cpus, pps, capPerFrame*1e6, need-pps*capPerFrame)
 }
