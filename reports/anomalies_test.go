@@ -12,6 +12,14 @@ func TestAnomalies(t *testing.T) {
 		return &stats.Experiment{Name: "x", Homa: &stats.TransportStats{Counters: map[string]uint64{"homa_resends_sent": resends}},
 			Switch: stats.SwitchStats{Present: true, Drops: drops, MaxDelayUs: delays}}
 	}
+	// collective: a ring whose CCT P50 is cct µs against an ideal of
+	// 5,870 µs, beside drops and retries.
+	collective := func(transport string, cct float64, drops, retries int64) *stats.Experiment {
+		ideal := 5870.0
+		return &stats.Experiment{Name: "x", Transport: transport, Homa: &stats.TransportStats{Retries: retries},
+			Switch:      stats.SwitchStats{Present: true, Drops: drops},
+			Collectives: []stats.CollectiveStats{{Phase: "ar", CCT: stats.CCTStats{P50: &cct}, IdealCCT: &ideal}}}
+	}
 	tests := []struct {
 		name string
 		e    *stats.Experiment
@@ -23,6 +31,10 @@ func TestAnomalies(t *testing.T) {
 		{"starved low queue", homa(0, 0, 380_000, 16_000, 0, 7_000), []string{"queue 0 held a packet for up to 380 ms"}},
 		{"slow but nothing above it", homa(0, 0, 0, 0, 380_000), nil},
 		{"slow but not starved", homa(0, 0, 380_000, 200_000), nil},
+		{"collective behind its losses", collective("homa", 32_500, 374, 125), []string{"collective ar took 5.5x its ideal while the switches dropped 374 packets (125 retries"}},
+		{"collective slow without losses", collective("homa", 32_500, 0, 0), nil},
+		{"collective near its ideal", collective("homa", 11_300, 374, 125), nil},
+		{"another transport's recovery", collective("uet", 32_500, 374, 125), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,19 @@ func Anomalies(e *Experiment) []string {
 				"so these are spurious: the packets were waiting in a switch queue (or behind the host's own pacer), not lost.", e.Name, r))
 		}
 	}
+	// A collective is as slow as its slowest step: one lost packet holds
+	// its message until the transport's loss recovery, and every step
+	// after it waits.
+	if lost := e.Switch.Drops + e.Switch.FaultDrops; lost > 0 && e.Transport == "homa" && e.Homa != nil && e.Homa.Retries > 0 {
+		for _, c := range e.Collectives {
+			if c.CCT.P50 == nil || c.IdealCCT == nil || *c.IdealCCT <= 0 || *c.CCT.P50 < 3**c.IdealCCT {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: collective %s took %.1fx its ideal while the switches dropped %d packets (%d retries in the records): "+
+				"a step message that loses a packet waits for Homa's loss recovery, whose resend timer counts in ticks of a millisecond by default, "+
+				"and every step that needs its input waits with it.", e.Name, c.Phase, *c.CCT.P50 / *c.IdealCCT, lost, e.Homa.Retries))
+		}
+	}
 	// Strict priorities starve the low queues while higher ones are busy:
 	// the lowest queue's worst delay dwarfs the others'.
 	d := e.Switch.MaxDelayUs
