@@ -123,6 +123,9 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 	if f.dryRun {
 		return plan.Describe(stdout)
 	}
+	if note := plan.WorkNote(); note != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", file, note)
+	}
 	if f.heapProfile != "" {
 		defer heapProfiles(f.heapProfile, 30*time.Second, slog.Default())()
 		// The run's agents and switches inherit it and profile themselves.

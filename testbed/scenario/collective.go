@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -134,4 +136,64 @@ func clientKeys(ph Phase) []string {
 		}
 	}
 	return out
+}
+
+// Per-message cost of a collective in the twin, as measured on a 2-vCPU
+// machine of the kind DESIGN.md describes (docs/topologies.md,
+// "Collectives at scale"): 20 µs of one core a step message among 128
+// ranks, 49 µs on a fat tree of 8,192 hosts, where nothing stays in the
+// caches.
+const (
+	simSecondsPerStepMin = 20e-6
+	simSecondsPerStepMax = 49e-6
+	// bigCollective is the step messages from which WorkNote speaks.
+	bigCollective = 1_000_000
+)
+
+// WorkNote says, for a simulated plan whose collectives send at least a
+// million step messages in one experiment, how many and about how long
+// the twin takes for them on a machine like this one; empty otherwise.
+// A message's cost, not the fabric's size, sets what such a run costs.
+func (p *Plan) WorkNote() string {
+	if !p.Simulate {
+		return ""
+	}
+	most, what := 0, ""
+	for i := range p.Experiments {
+		s := p.Experiments[i].Scenario
+		n, desc := 0, ""
+		for _, ph := range s.Phases {
+			c := ph.Collective
+			if c == nil {
+				continue
+			}
+			hosts, err := ExpandHosts(ph.Hosts, s.Topology.HostNames())
+			if err != nil || len(hosts) < 2 {
+				continue
+			}
+			msgs, _ := workloads.CollectiveShape(c.Kind, len(hosts), int(c.Bytes))
+			n += msgs * c.Iterations
+			desc = fmt.Sprintf("%s among %d hosts, %d an iteration, %s at most", c.Kind, len(hosts), msgs, units.Count(c.Iterations, "iteration"))
+		}
+		if n > most {
+			most, what = n, desc
+		}
+	}
+	if most < bigCollective {
+		return ""
+	}
+	return fmt.Sprintf("note: an experiment of this run sends up to %.1f million collective step messages (%s); the twin spent %.0f-%.0f µs of one core a step message on a 2-vCPU machine (docs/topologies.md, \"Collectives at scale\"), so expect about %s to %s for them, and two rows of records each",
+		float64(most)/1e6, what, simSecondsPerStepMin*1e6, simSecondsPerStepMax*1e6, roughly(float64(most)*simSecondsPerStepMin), roughly(float64(most)*simSecondsPerStepMax))
+}
+
+// roughly says a time of seconds in minutes, or hours past two.
+func roughly(seconds float64) string {
+	d := time.Duration(seconds * float64(time.Second))
+	switch {
+	case d < time.Minute:
+		return "a minute"
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%.0f minutes", d.Minutes())
+	}
+	return fmt.Sprintf("%.1f hours", d.Hours())
 }

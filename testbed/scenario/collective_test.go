@@ -85,3 +85,37 @@ func wantBadEdits(t *testing.T, good string, edits []badEdit) {
 		})
 	}
 }
+
+// TestWorkNote: a simulated plan whose collectives send a million step
+// messages or more in an experiment says how many and how long; a smaller
+// one and an emulated one say nothing.
+func TestWorkNote(t *testing.T) {
+	const src = `name: ring
+topology: {kind: fat-tree, k: K}
+link: {rate: 100Gbit}
+transports: [{name: homa}]
+phases:
+  - name: ar
+    hosts: [all]
+    collective: {kind: ring-allreduce, bytes: 1024000, iterations: ITER}
+simulated: true
+`
+	for _, tc := range []struct {
+		k, iter  string
+		simulate bool
+		want     string
+	}{
+		{"16", "1", true, "up to 2.1 million collective step messages (ring-allreduce among 1024 hosts, 2095104 an iteration, 1 iteration at most)"},
+		{"8", "1", true, ""}, // 32,512
+		{"8", "40", true, "up to 1.3 million collective step messages"}, // 40 iterations of 32,512
+		{"16", "1", false, ""}, // the same plan, emulated
+	} {
+		text := strings.NewReplacer("K", tc.k, "ITER", tc.iter).Replace(src)
+		plan := mustPlanWith(t, text, Options{Simulate: true})
+		plan.Simulate = tc.simulate
+		got := plan.WorkNote()
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("k=%s, %s iterations, simulate %v: %q, want %q", tc.k, tc.iter, tc.simulate, got, tc.want)
+		}
+	}
+}

@@ -718,7 +718,10 @@ func (p *Plan) Describe(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if note := ClockNote(p.ClockDefaults); note != "" {
+	for _, note := range []string{ClockNote(p.ClockDefaults), p.WorkNote()} {
+		if note == "" {
+			continue
+		}
 		if _, err := fmt.Fprintln(w, note); err != nil {
 			return err
 		}
