@@ -146,20 +146,11 @@ func (x *experimentRun) configureSwitches(ctx context.Context) error {
 	return nil
 }
 
-// transports are the experiment's transports: its one, or a shared
-// experiment's, in the order of its parts.
-func (x *experimentRun) transports() []scenario.Transport {
-	if x.e.Shared() {
-		return x.e.Transports
-	}
-	return []scenario.Transport{x.e.Transport}
-}
-
 // configure configures every host taking part: servers first, so no
 // client reaches a port not yet served. In a shared experiment each host
 // is configured for each transport it takes part in.
 func (x *experimentRun) configure(ctx context.Context) error {
-	parts, transports := []agents.Roles{x.roles}, x.transports()
+	parts, transports := []agents.Roles{x.roles}, x.e.AllTransports()
 	if x.roles.Parts != nil {
 		parts = x.roles.Parts
 	}
@@ -201,7 +192,7 @@ func (x *experimentRun) start(ctx context.Context) error {
 	interval := x.e.Scenario.Telemetry.Interval.D()
 	telDone := r.startTelemetry(ctx, x.e.Name, interval)
 	hostsDone := func() {}
-	if slices.ContainsFunc(x.transports(), scenario.Transport.Engine) {
+	if slices.ContainsFunc(x.e.AllTransports(), scenario.Transport.Engine) {
 		hostsDone = r.startHostTelemetry(ctx, x.e.Name, x.roles.Used, interval)
 	}
 	x.stopTelemetry = func() {
@@ -380,7 +371,7 @@ func (x *experimentRun) collect(ctx context.Context) error {
 		return nil
 	})
 	err = errors.Join(err, r.records.appendFiles(files))
-	for k, t := range x.transports() {
+	for k, t := range x.e.AllTransports() {
 		if t.Engine() {
 			continue
 		}

@@ -36,11 +36,7 @@ func EmulationCPUs(e *Experiment) (cpus, packetsPerSecond float64, err error) {
 		return 0, 0, err
 	}
 	cpus = capFixed + packetsPerSecond*capPerFrame
-	ts := e.Transports
-	if ts == nil {
-		ts = []Transport{e.Transport}
-	}
-	for _, t := range ts {
+	for _, t := range e.AllTransports() {
 		if t.Engine() {
 			cpus += capFixedPerEngineHost * float64(len(s.Topology.HostNames()))
 			break

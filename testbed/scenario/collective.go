@@ -159,6 +159,13 @@ func (p *Plan) WorkNote() string {
 		return ""
 	}
 	most, what := 0, ""
+	// A sweep's experiments share their collectives; an all-to-all's
+	// shape plans every member, O(N²) among N.
+	type key struct {
+		kind     string
+		n, bytes int
+	}
+	shapes := map[key]int{}
 	for i := range p.Experiments {
 		s := p.Experiments[i].Scenario
 		n, desc := 0, ""
@@ -171,7 +178,12 @@ func (p *Plan) WorkNote() string {
 			if err != nil || len(hosts) < 2 {
 				continue
 			}
-			msgs, _ := workloads.CollectiveShape(c.Kind, len(hosts), int(c.Bytes))
+			k := key{c.Kind, len(hosts), int(c.Bytes)}
+			msgs, ok := shapes[k]
+			if !ok {
+				msgs, _ = workloads.CollectiveShape(k.kind, k.n, k.bytes)
+				shapes[k] = msgs
+			}
 			n += msgs * c.Iterations
 			desc = fmt.Sprintf("%s among %d hosts, %d an iteration, %s at most", c.Kind, len(hosts), msgs, units.Count(c.Iterations, "iteration"))
 		}

@@ -75,6 +75,15 @@ func (t Transport) TransportName() string { return t.Name }
 // Shared reports whether the experiment runs several transports at once.
 func (e *Experiment) Shared() bool { return len(e.Transports) > 0 }
 
+// AllTransports is every transport the experiment runs: Transports for a
+// shared one, else Transport alone.
+func (e *Experiment) AllTransports() []Transport {
+	if e.Shared() {
+		return e.Transports
+	}
+	return []Transport{e.Transport}
+}
+
 // describeTransports is "transport=LABEL", or for a shared experiment
 // "transports=LABEL,LABEL" (Plan.Describe).
 func (e *Experiment) describeTransports() string {

@@ -14,13 +14,9 @@ func MarkingWarnings(e *Experiment) []string {
 	if e.Scenario.Switch.Marks() {
 		return nil
 	}
-	ts := e.Transports
-	if ts == nil {
-		ts = []Transport{e.Transport}
-	}
 	const none = "and no switch marks (switch.ecn or switch.ecn_threshold_pkts)"
 	var out []string
-	for _, t := range ts {
+	for _, t := range e.AllTransports() {
 		switch {
 		case t.Name == TransportRoCE && !t.Homa.RoCENoDCQCN:
 			out = append(out, fmt.Sprintf("%s: DCQCN slows a sender only on ECN marks, %s: its senders stay at line rate, as with roce_dcqcn: false", t.Config(), none))
