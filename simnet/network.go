@@ -236,38 +236,33 @@ type port struct {
 	// downFrom and downTo bound the windows the link is down, both ways
 	// (a switch port toward a host; SetDown).
 	downFrom, downTo []int64
-	// depths are, per queue of a switch port, each queued frame's queue
-	// depth when it came (tor.p4's enq_qdepth), in order: what the egress
-	// control's ECN marking reads. Kept while the port queues in strict
-	// priority or trim_above, where each queue is a FIFO; ceMarks counts the frames it
-	// marked CE, per queue.
-	depths  [dataplane.NumQueues]depthFIFO
+	// ceMarks counts, per queue, the frames the egress control marked CE.
 	ceMarks [dataplane.NumQueues]uint64
 	md      pipeline.EgressMeta
 	// ins are, per queue of a switch port under PFC, each queued frame's
 	// ingress port, in order (strict priority only), and pfc the port's
 	// own PFC state as an ingress port.
-	ins [dataplane.NumQueues]depthFIFO
+	ins [dataplane.NumQueues]inFIFO
 	pfc dataplane.PFCIngress
 }
 
-// depthFIFO is a queue's enqueue depths in order, allocation-free once
-// grown.
-type depthFIFO struct {
+// inFIFO is a queue's frames' ingress ports in order, allocation-free
+// once grown.
+type inFIFO struct {
 	d    []uint32
 	head int
 }
 
-func (q *depthFIFO) len() int { return len(q.d) - q.head }
+func (q *inFIFO) len() int { return len(q.d) - q.head }
 
-func (q *depthFIFO) push(v uint32) {
+func (q *inFIFO) push(v uint32) {
 	if q.head > 0 && q.head == len(q.d) {
 		q.d, q.head = q.d[:0], 0
 	}
 	q.d = append(q.d, v)
 }
 
-func (q *depthFIFO) pop() (uint32, bool) {
+func (q *inFIFO) pop() (uint32, bool) {
 	if q.head == len(q.d) {
 		return 0, false
 	}
@@ -296,29 +291,24 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 // enqueue queues frame f, which came in on switch port inPort, as verdict
 // v says; false if the port dropped it.
 func (p *port) enqueue(f []byte, v dataplane.Verdict, inPort uint16) bool {
-	q := min(v.Queue, dataplane.NumQueues-1)
-	depth := uint32(p.depths[q].len())
+	pfc := p.sw != nil && p.n.cfg.PFC.On() && (v.Mode == dataplane.ModeStrictPriority || v.Mode == dataplane.ModeTrimAbove)
 	var trimmed uint64
-	if v.Mode == dataplane.ModeTrimAbove {
+	if pfc && v.Mode == dataplane.ModeTrimAbove {
 		trimmed = p.pm.Trimmed()
 	}
 	ok := p.pm.Enqueue(f, v, p.n.clock.now, inPort)
 	if !ok {
 		p.queueDrops++
 		p.n.freeFrame(f)
-	} else if p.sw != nil && (v.Mode == dataplane.ModeStrictPriority || v.Mode == dataplane.ModeTrimAbove) {
-		// A trim_above port queues by strict priority too, and its ECN
-		// marks by the depth a frame found, as tor.p4's egress does; a
-		// trimmed frame went to TrimQueue and found that queue's depth.
+	} else if pfc {
+		// A trim_above port queues by strict priority too; a trimmed
+		// frame went to TrimQueue.
+		q := min(v.Queue, dataplane.NumQueues-1)
 		if v.Mode == dataplane.ModeTrimAbove && p.pm.Trimmed() != trimmed {
 			q = dataplane.TrimQueue
-			depth = uint32(p.depths[q].len())
 		}
-		p.depths[q].push(depth)
-		if p.n.cfg.PFC.On() {
-			p.ins[q].push(uint32(inPort))
-			p.sw.held(inPort, q)
-		}
+		p.ins[q].push(uint32(inPort))
+		p.sw.held(inPort, q)
 	}
 	p.kick()
 	return ok
@@ -389,20 +379,19 @@ func (p *port) service() {
 }
 
 // egress runs tor.p4's egress control on an ECN-capable frame a switch
-// port sends (the TCP model's and the roce variant's: Homa's never set ECT), with the
-// queue depth it found when it came, so the switch marks CE as the
-// emulation's does.
+// port sends (the TCP model's and the roce variant's: Homa's never set
+// ECT), with the queue depth it found when it came, so the switch marks
+// CE as the emulation's does.
 func (p *port) egress(d *dataplane.PortDeparture) {
-	depth, ok := p.depths[d.Queue&(dataplane.NumQueues-1)].pop()
 	f := d.Frame
-	if !ok || len(f) < frameHdr || f[12] != 0x08 || f[13] != 0x00 {
+	if len(f) < frameHdr || f[12] != 0x08 || f[13] != 0x00 {
 		return
 	}
 	tos := f[ethLen+1]
 	if tos&3 == 0 || tos&3 == 3 {
 		return
 	}
-	p.md = pipeline.EgressMeta{EgressPort: p.num, Queue: d.Queue, EnqDepthPkts: depth, Length: len(f)}
+	p.md = pipeline.EgressMeta{EgressPort: p.num, Queue: d.Queue, EnqDepthPkts: d.EnqDepth, Length: len(f)}
 	p.sw.pl.Egress(f, &p.md)
 	if f[ethLen+1]&3 == 3 {
 		p.ceMarks[d.Queue&(dataplane.NumQueues-1)]++

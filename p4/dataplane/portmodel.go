@@ -62,6 +62,9 @@ type PortDeparture struct {
 	// InPort and EnqueueNs are the frame's Enqueue's inPort and now.
 	InPort    uint16
 	EnqueueNs int64
+	// EnqDepth is how many packets its queue held when it came (tor.p4's
+	// enq_qdepth), what the egress control's ECN marking reads.
+	EnqDepth uint32
 }
 
 // PortModelStats are a PortModel's counters and depth.
@@ -141,7 +144,7 @@ func (m *PortModel) Dequeue(now int64) (d PortDeparture, ok bool, wake int64) {
 	m.t.unlock()
 	p := out[0].pkt
 	d = PortDeparture{Frame: p.frame(), Queue: p.queue, Start: out[0].deqNs, End: max(end, out[0].deqNs),
-		InPort: p.inPort, EnqueueNs: p.enqNs}
+		InPort: p.inPort, EnqueueNs: p.enqNs, EnqDepth: p.enqDepth}
 	*p = packet{}
 	m.putPacket(p)
 	return d, true, 0

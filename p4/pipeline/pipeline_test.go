@@ -605,3 +605,87 @@ func TestEgressREDProfile(t *testing.T) {
 		t.Error("another seed marked the same 200 packets")
 	}
 }
+
+// TestTableDirectIndex checks the direct arrays a fabric's routes get
+// (host /32s of a leaf, a /24 per leaf, addresses far from 0) answer as
+// a scan of every entry does, and that a group too sparse for an array
+// keeps its map and answers the same.
+func TestTableDirectIndex(t *testing.T) {
+	fwd := func(e Entry, port uint64) Entry {
+		e.Action = ActionCall{ID: p4.ActionIPv4Forward, Params: [MaxParams]uint64{port}}
+		return e
+	}
+	leafHosts := func(leaf uint32) []Entry {
+		var es []Entry
+		for j := uint32(1); j <= 8; j++ {
+			es = append(es, fwd(lpm(0x0a000000|leaf<<8|j, 32), uint64(j)))
+		}
+		return es
+	}
+	perLeaf := func(leaves uint32) []Entry {
+		var es []Entry
+		for l := uint32(0); l < leaves; l++ {
+			es = append(es, fwd(lpm(0x0a000000|l<<8, 24), uint64(100+l)))
+		}
+		return es
+	}
+	sparseHosts := func() []Entry { // a /32 per host of 128 leaves: 32,768 slots for 1,024 entries
+		var es []Entry
+		for l := uint32(0); l < 128; l++ {
+			for j := uint32(1); j <= 8; j++ {
+				es = append(es, fwd(lpm(0x0a000000|l<<8|j, 32), uint64(l*8+j)))
+			}
+		}
+		return es
+	}
+	tests := []struct {
+		name    string
+		entries []Entry
+		direct  int // groups indexed by an array
+	}{
+		{"leaf of a fat tree: own hosts, other leaves' /24s, a default", slices.Concat(leafHosts(37), perLeaf(128), []Entry{fwd(lpm(0, 0), 7)}), 3},
+		{"k=32 fat tree's 512 leaves past 10.1.0.0", slices.Concat(leafHosts(300), perLeaf(512)), 2},
+		{"host routes of a fat tree of 1,024 hosts keep a map", slices.Concat(sparseHosts(), perLeaf(4)), 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			def := ActionCall{ID: p4.ActionDrop}
+			tbl := NewTable(tc.entries, def)
+			direct := 0
+			for _, g := range tbl.groups {
+				if g.direct != nil {
+					direct++
+				}
+			}
+			if direct != tc.direct {
+				t.Errorf("%d of %d groups indexed directly, want %d", direct, len(tbl.groups), tc.direct)
+			}
+			scan := func(addr uint64) (ActionCall, bool) {
+				best, found := Entry{}, false
+				for _, e := range tc.entries {
+					if addr&e.Match[0].Mask == e.Match[0].Value&e.Match[0].Mask && (!found || e.Priority > best.Priority) {
+						best, found = e, true
+					}
+				}
+				if !found {
+					return def, false
+				}
+				return best.Action, true
+			}
+			var addrs []uint64
+			for l := uint64(0); l < 520; l++ {
+				for _, j := range []uint64{0, 1, 5, 8, 9, 255} {
+					addrs = append(addrs, 0x0a000000|l<<8|j)
+				}
+			}
+			addrs = append(addrs, 0, 0x09ffffff, 0x0b000001, 0xffffffff)
+			for _, addr := range addrs {
+				key := Key{addr}
+				a, hit := tbl.Lookup(&key)
+				if wa, whit := scan(addr); a != wa || hit != whit {
+					t.Fatalf("Lookup(%#x) = %+v hit %v, a scan gives %+v hit %v", addr, a, hit, wa, whit)
+				}
+			}
+		})
+	}
+}

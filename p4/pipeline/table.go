@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -46,8 +47,10 @@ type slot struct {
 // group holds the entries sharing one mask tuple (tuple space search): a
 // lookup masks the key once and probes one map per group. Groups that mask
 // only the first field (every tor.p4 table) are re-indexed by that field
-// alone: a direct array when the values are small (DSCP, ports), else a map
-// with a one-word key, which hashes far faster than the full Key.
+// alone: a direct array when the values lie close together (DSCP, ports,
+// and the addresses of a fabric's hosts and leaves, which are numbered in
+// order), else a map with a one-word key, which hashes far faster than the
+// full Key.
 type group struct {
 	mask        Key
 	maxPriority int32
@@ -57,10 +60,16 @@ type group struct {
 	// below 1<<pairShift and field 1 below 1<<(64-pairShift): byWord is
 	// keyed by both in one word (an ingress port and an address or a
 	// queue, as tor.p4's defences key them).
-	pair    bool
-	byWord  map[uint64]slot
-	direct  []slot // by field-0 value, when single and values < maxDirect
+	pair   bool
+	byWord map[uint64]slot
+	// direct holds a single group's slots by (value - lo) >> shift, where
+	// shift is the mask's trailing zeros (every masked value is a multiple
+	// of 1<<shift, so the index is one to one); present says which hold an
+	// entry.
+	direct  []slot
 	present []bool
+	lo      uint64
+	shift   uint8
 }
 
 // pairShift is how many low bits of a pair group's word field 0 takes.
@@ -75,8 +84,16 @@ func pairWord(k *Key) (w uint64, ok bool) {
 	return k[0] | k[1]<<pairShift, true
 }
 
-// maxDirect bounds the direct-array index of a single-field group.
-const maxDirect = 1024
+// A single-field group is indexed directly when its values span at most
+// denseDirect slots, or at most maxDirect slots and sparseDirect per
+// entry: a /32 route per host of a leaf-spine of 144 hosts spans about
+// 2,300 slots, the /24 of every leaf of a k=32 fat tree 512, while a /32
+// per host of a fat tree of 1,024 hosts (32,768 slots) keeps its map.
+const (
+	denseDirect  = 1024
+	maxDirect    = 4096
+	sparseDirect = 16
+)
 
 // Table is an immutable, lookup-ready table: built once per change by the
 // control plane and read concurrently by every port without locks.
@@ -146,15 +163,19 @@ func (g *group) index() {
 		}
 	}
 	g.single = true
-	top := uint64(0)
+	lo, hi := ^uint64(0), uint64(0)
 	for k := range g.entries {
-		top = max(top, k[0])
+		lo, hi = min(lo, k[0]), max(hi, k[0])
 	}
-	if top < maxDirect {
-		g.direct = make([]slot, top+1)
-		g.present = make([]bool, top+1)
+	shift := uint8(bits.TrailingZeros64(g.mask[0]))
+	if span := (hi-lo)>>shift + 1; len(g.entries) > 0 && (span <= denseDirect ||
+		span <= maxDirect && span <= sparseDirect*uint64(len(g.entries))) {
+		g.lo, g.shift = lo, shift
+		g.direct = make([]slot, span)
+		g.present = make([]bool, span)
 		for k, s := range g.entries {
-			g.direct[k[0]], g.present[k[0]] = s, true
+			i := (k[0] - lo) >> shift
+			g.direct[i], g.present[i] = s, true
 		}
 		return
 	}
@@ -183,8 +204,10 @@ func (t *Table) Lookup(key *Key) (ActionCall, bool) {
 		)
 		switch {
 		case g.direct != nil:
-			if v := key[0] & g.mask[0]; v < uint64(len(g.direct)) && g.present[v] {
-				s, ok = g.direct[v], true
+			if v := key[0] & g.mask[0]; v >= g.lo {
+				if i := (v - g.lo) >> g.shift; i < uint64(len(g.direct)) && g.present[i] {
+					s, ok = g.direct[i], true
+				}
 			}
 		case g.single:
 			s, ok = g.byWord[key[0]&g.mask[0]]
