@@ -102,8 +102,12 @@ type Network struct {
 	switches map[string]*swtch
 	names    []string // switch names, sorted
 	rng      *rand.Rand
-	// frames are frame buffers back from delivered and dropped frames.
-	frames [][]byte
+	// frames are frame buffers back from delivered and dropped frames,
+	// packets the ports' packets, shared so the next port takes the one
+	// the last let go (both last in, first out: the most recently used
+	// is the likeliest in the cache).
+	frames  [][]byte
+	packets dataplane.PacketPool
 	// postcard, when set, receives every frame a switch sends, as the
 	// embedded switch records it.
 	postcard func(sw string, p *switchstats.Postcard)
@@ -277,7 +281,8 @@ const nicQueuePkts = 1000
 // newPort makes a port sending to out: a port of switch sw, with the
 // switches' queue limits and sw's shared buffer, or a host's NIC (sw nil).
 func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64, sw *swtch) *port {
-	pc := dataplane.PortModelConfig{RateBps: rateBps, WireOverhead: n.cfg.WireOverhead, QueueDepthPkts: nicQueuePkts, SingleCaller: true}
+	pc := dataplane.PortModelConfig{RateBps: rateBps, WireOverhead: n.cfg.WireOverhead, QueueDepthPkts: nicQueuePkts,
+		SingleCaller: true, Packets: &n.packets}
 	if sw != nil {
 		c := &n.cfg
 		pc.QueueDepthPkts, pc.QueueDepthBytes = c.QueueDepthPkts, c.QueueDepthBytes

@@ -16,13 +16,16 @@ import (
 // methods may be called from several goroutines, unless it was made with
 // PortModelConfig.SingleCaller.
 type PortModel struct {
-	t *tm
 	// free keeps the packets frames left in, so a simulation's ports
 	// allocate none per frame (sync.Pool: the methods may be called from
 	// several goroutines); spare is the same for a SingleCaller port,
-	// without sync.Pool's atomics.
-	free  sync.Pool
-	spare []*packet
+	// without sync.Pool's atomics, shared with the other ports of its
+	// PortModelConfig.Packets.
+	spare *PacketPool
+	// t is held, not pointed to: a simulated fabric's ports are many, and
+	// one allocation puts the port's hot fields on neighbouring lines.
+	t    tm
+	free sync.Pool
 }
 
 // PortModelConfig describes a PortModel; zero fields mean the documented
@@ -51,7 +54,15 @@ type PortModelConfig struct {
 	// discrete-event simulation's): it then takes no lock, which is a
 	// fifth of a simulated switch port's time.
 	SingleCaller bool
+	// Packets, with SingleCaller, is where the port keeps the packets
+	// its frames wait in, shared by every port of the caller's (nil: the
+	// port's own). A packet one port let go is the next one any port
+	// takes, while it is still in the cache.
+	Packets *PacketPool
 }
+
+// PacketPool keeps the packets of the SingleCaller ports that share it.
+type PacketPool struct{ free []*packet }
 
 // PortDeparture is a frame the port sends: its bytes, the queue it left
 // and when its serialization starts and ends on the link.
@@ -105,14 +116,20 @@ func NewPortModel(cfg PortModelConfig) *PortModel {
 	if cfg.Shared != nil {
 		shared = &cfg.Shared.b
 	}
-	t := newTM(&c, 1, shared)
+	m := new(PortModel)
+	t := &m.t
+	t.init(&c, 1, shared)
 	// The caller's clock wakes it exactly when a frame may leave: no
 	// frame is handed over early (the switch's slack for its thread's
 	// wake-up), so a later, higher-priority arrival still goes first.
 	t.shaper.early = 0
 	t.shaper.extra = cfg.WireOverhead - wireOverhead
 	t.single = cfg.SingleCaller
-	return &PortModel{t: t}
+	m.spare = cfg.Packets
+	if m.spare == nil {
+		m.spare = new(PacketPool)
+	}
+	return m
 }
 
 // Enqueue offers frame, which came in on inPort, at now, queued as the
@@ -153,9 +170,9 @@ func (m *PortModel) Dequeue(now int64) (d PortDeparture, ok bool, wake int64) {
 // getPacket returns a cleared packet, reused when one is free.
 func (m *PortModel) getPacket() *packet {
 	if m.t.single {
-		if k := len(m.spare); k > 0 {
-			p := m.spare[k-1]
-			m.spare = m.spare[:k-1]
+		if k := len(m.spare.free); k > 0 {
+			p := m.spare.free[k-1]
+			m.spare.free = m.spare.free[:k-1]
 			return p
 		}
 		return new(packet)
@@ -169,7 +186,7 @@ func (m *PortModel) getPacket() *packet {
 // putPacket takes back a cleared packet.
 func (m *PortModel) putPacket(p *packet) {
 	if m.t.single {
-		m.spare = append(m.spare, p)
+		m.spare.free = append(m.spare.free, p)
 		return
 	}
 	m.free.Put(p)

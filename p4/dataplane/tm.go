@@ -49,15 +49,30 @@ func (b *sharedBuffer) release(n int) { b.used.Add(-int64(n)) }
 // port's scheduler calls dequeue; one short critical section each, and no
 // lock is shared between ports.
 type tm struct {
-	mu sync.Mutex
+	// The fields every packet reads or writes come first, so an enqueue
+	// and a dequeue touch few cache lines: a fabric of thousands of ports
+	// is far bigger than the caches.
+
 	// single: one goroutine calls the tm (a PortModel made with
 	// PortModelConfig.SingleCaller), so mu is not taken.
 	single bool
-
-	port     uint16
-	q        [NumQueues]fifo
-	st       [NumQueues]queueStats
-	limBytes [NumQueues]int // 0: no byte limit
+	busy   uint8 // bit q set when queue q is not empty
+	port   uint16
+	// Port-wide occupancy and limits (0: no limit).
+	pkts, bytes               int
+	portLimPkts, portLimBytes int
+	shared                    *sharedBuffer
+	shaper                    shaper
+	lag                       int64
+	q                         [NumQueues]fifo
+	interval                  [NumQueues]int64 // ns between packets from set_queue_rate; 0 unlimited
+	nextAt                    [NumQueues]int64 // earliest next departure of that queue
+	limBytes                  [NumQueues]int   // 0: no byte limit
+	// PFC: queue q may not send before pausedUntil[q] (the peer's PAUSE);
+	// pausedSince[q] is when its current or last pause began, pausedNs[q]
+	// the time of the pauses before it.
+	pausedUntil, pausedSince, pausedNs [NumQueues]int64
+	st                                 [NumQueues]queueStats
 	// rq is the rank_order queue; its packets count as queue 0's. It is
 	// served after the FIFOs, which hold packets on a rank_order port
 	// only while the controller changes its mode.
@@ -66,28 +81,18 @@ type tm struct {
 	// trimmed counts frames trim_above cut to their header.
 	rankDrops, trimmed uint64
 
-	// Port-wide occupancy and limits (0: no limit).
-	pkts, bytes               int
-	portLimPkts, portLimBytes int
-	shared                    *sharedBuffer
-	shaper                    shaper
-	interval                  [NumQueues]int64 // ns between packets from set_queue_rate; 0 unlimited
-	nextAt                    [NumQueues]int64 // earliest next departure of that queue
-	busy                      uint8            // bit q set when queue q is not empty
-	lag                       int64
-	// PFC: queue q may not send before pausedUntil[q] (the peer's PAUSE);
-	// pausedSince[q] is when its current or last pause began, pausedNs[q]
-	// the time of the pauses before it.
-	pausedUntil, pausedSince, pausedNs [NumQueues]int64
+	mu sync.Mutex
 }
 
 func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
-	t := &tm{
-		port:         port,
-		portLimPkts:  cfg.PortBufferPkts,
-		portLimBytes: cfg.PortBufferBytes,
-		shared:       shared,
-	}
+	t := new(tm)
+	t.init(cfg, port, shared)
+	return t
+}
+
+// init makes t, which is zero, the traffic manager of port.
+func (t *tm) init(cfg *Config, port uint16, shared *sharedBuffer) {
+	t.port, t.portLimPkts, t.portLimBytes, t.shared = port, cfg.PortBufferPkts, cfg.PortBufferBytes, shared
 	rate := cfg.portRate(port)
 	t.lag = lagFor(cfg.ShaperLag, rate, min(cfg.MaxFrame, fullFrame))
 	t.shaper = shaper{rate: rate, lag: t.lag, early: shaperEarly}
@@ -101,7 +106,6 @@ func newTM(cfg *Config, port uint16, shared *sharedBuffer) *tm {
 	// As many packets as the FIFOs hold, so the buffer pools sized from
 	// capacityPkts cover a rank_order port too.
 	t.rq = newRankQueue(t.capacityPkts())
-	return t
 }
 
 // capacityPkts is the most packets this port can hold at once.

@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -194,18 +196,39 @@ func (p *Plan) WorkNote() string {
 	if most < bigCollective {
 		return ""
 	}
-	return fmt.Sprintf("note: an experiment of this run sends up to %.1f million collective step messages (%s); the twin spent %.0f-%.0f µs of one core a step message on a 2-vCPU machine (docs/topologies.md, \"Collectives at scale\"), so expect about %s to %s for them, and two rows of records each",
-		float64(most)/1e6, what, simSecondsPerStepMin*1e6, simSecondsPerStepMax*1e6, roughly(float64(most)*simSecondsPerStepMin), roughly(float64(most)*simSecondsPerStepMax))
+	return fmt.Sprintf("note: an experiment of this run sends up to %.1f million collective step messages (%s); the twin spent %.0f-%.0f µs of one core a step message on a 2-vCPU machine (docs/topologies.md, \"Collectives at scale\"), so expect %s for them, and two rows of records each",
+		float64(most)/1e6, what, simSecondsPerStepMin*1e6, simSecondsPerStepMax*1e6, roughly(float64(most)*simSecondsPerStepMin, float64(most)*simSecondsPerStepMax))
 }
 
-// roughly says a time of seconds in minutes, or hours past two.
-func roughly(seconds float64) string {
-	d := time.Duration(seconds * float64(time.Second))
-	switch {
-	case d < time.Minute:
-		return "a minute"
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%.0f minutes", d.Minutes())
+// roughly says a span of lo to hi seconds in whole minutes, or hours
+// past two: "about 3 minutes", "45 to 110 minutes", "up to 2 minutes"
+// when lo is under a minute.
+func roughly(lo, hi float64) string {
+	say := func(s float64) (n float64, unit string) {
+		if d := time.Duration(s * float64(time.Second)); d >= 2*time.Hour {
+			return math.Round(d.Hours()*10) / 10, "hours"
+		}
+		return math.Max(1, math.Round(s/60)), "minutes"
 	}
-	return fmt.Sprintf("%.1f hours", d.Hours())
+	a, au := say(lo)
+	b, bu := say(hi)
+	switch {
+	case hi < 60:
+		return "under a minute"
+	case lo < 60:
+		return "up to " + plural(b, bu)
+	case a == b && au == bu:
+		return "about " + plural(b, bu)
+	case au == bu:
+		return fmt.Sprintf("%s to %s", strconv.FormatFloat(a, 'f', -1, 64), plural(b, bu))
+	}
+	return plural(a, au) + " to " + plural(b, bu)
+}
+
+// plural is n unit, in the singular when n is 1.
+func plural(n float64, unit string) string {
+	if n == 1 {
+		unit = strings.TrimSuffix(unit, "s")
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64) + " " + unit
 }

@@ -119,3 +119,25 @@ simulated: true
 		}
 	}
 }
+
+// TestRoughly: the work note's span of time reads as a person would say it.
+func TestRoughly(t *testing.T) {
+	tests := []struct {
+		lo, hi float64
+		want   string
+	}{
+		{10, 40, "under a minute"},
+		{31, 77, "up to 1 minute"},
+		{31, 130, "up to 2 minutes"},
+		{70, 80, "about 1 minute"},
+		{150, 170, "about 3 minutes"},
+		{2700, 6600, "45 to 110 minutes"},
+		{2700, 9000, "45 minutes to 2.5 hours"},
+		{7300, 9000, "2 to 2.5 hours"},
+	}
+	for _, tc := range tests {
+		if got := roughly(tc.lo, tc.hi); got != tc.want {
+			t.Errorf("roughly(%v, %v) = %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
