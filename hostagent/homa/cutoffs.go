@@ -1,7 +1,6 @@
 package homa
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
@@ -118,18 +117,24 @@ func CutoffsFor(sizes []uint32, full homaconf.Config, levels int) []uint32 {
 }
 
 // weighed is a length (a message's, or a graduated packet's bytes left)
-// and the unscheduled bytes that travel at its level.
-type weighed struct {
-	key uint32
-	w   float64
-}
+// in its high half and the unscheduled bytes that travel at its level in
+// its low half: sorting the words sorts by length, several times faster
+// than sorting pairs with a comparison function (a graduated rule weighs
+// each packet: tens of millions for a workload's 200,000 lengths).
+type weighed uint64
+
+func weigh(key, bytes uint32) weighed { return weighed(uint64(key)<<32 | uint64(bytes)) }
+
+func (w weighed) key() uint32 { return uint32(w >> 32) }
+
+func (w weighed) bytes() float64 { return float64(uint32(w)) }
 
 // weights appends to out what each of sizes puts on the unscheduled
 // levels under r.
 func (r cutoffRule) weights(sizes []uint32, out []weighed) []weighed {
 	for _, s := range sizes {
 		if !r.graduated {
-			out = append(out, weighed{s, float64(min(s, r.unsched))})
+			out = append(out, weigh(s, min(s, r.unsched)))
 			continue
 		}
 		for off := uint32(0); off < s; {
@@ -139,7 +144,7 @@ func (r cutoffRule) weights(sizes []uint32, out []weighed) []weighed {
 				off += ((left-r.boost)/r.pkt + 1) * r.pkt
 				continue
 			}
-			out = append(out, weighed{left, float64(min(r.pkt, left))})
+			out = append(out, weigh(left, min(r.pkt, left)))
 			off += r.pkt
 		}
 	}
@@ -177,11 +182,13 @@ func (r cutoffRule) compute(sizes []uint32, scratch *[]weighed) [wire.MaxPriorit
 		ws = r.weights(sizes, nil)
 	}
 	if r.graduated {
-		slices.SortFunc(ws, func(a, b weighed) int { return cmp.Compare(a.key, b.key) })
+		// Equal lengths may come in any order: the sums are of whole
+		// bytes (exact in a float64), and a level closes at a length.
+		slices.Sort(ws)
 	}
 	var sum float64
 	for _, w := range ws {
-		sum += w.w
+		sum += w.bytes()
 	}
 	var c [wire.MaxPriorities]uint32
 	lowest := prios - levels
@@ -195,15 +202,15 @@ func (r cutoffRule) compute(sizes []uint32, scratch *[]weighed) [wire.MaxPriorit
 		if level <= lowest {
 			break
 		}
-		run += w.w
+		run += w.bytes()
 		if run >= sum*float64(prios-level)/float64(levels) {
-			c[level] = w.key
+			c[level] = w.key()
 			level--
 		}
 	}
 	for ; level > lowest; level-- { // too few distinct lengths: reuse the largest
 		if level == prios-1 {
-			c[level] = ws[len(ws)-1].key
+			c[level] = ws[len(ws)-1].key()
 		} else {
 			c[level] = c[level+1]
 		}

@@ -435,12 +435,12 @@ func TestGraduatedWeights(t *testing.T) {
 		size           uint32
 		want           []weighed
 	}{
-		{"all unscheduled", 5 * p, 0, 2*p + 300, []weighed{{2*p + 300, p}, {p + 300, p}, {300, 300}}},
-		{"scheduled middle skipped", 2 * p, 0, 10 * p, []weighed{{10 * p, p}, {9 * p, p}}},
+		{"all unscheduled", 5 * p, 0, 2*p + 300, []weighed{weigh(2*p+300, p), weigh(p+300, p), weigh(300, 300)}},
+		{"scheduled middle skipped", 2 * p, 0, 10 * p, []weighed{weigh(10*p, p), weigh(9*p, p)}},
 		// Boosted as the grant scheduler boosts: fewer than boost bytes left.
-		{"boosted tail counted", 2 * p, 2 * p, 10 * p, []weighed{{10 * p, p}, {9 * p, p}, {p, p}}},
-		{"boosted tail of a ragged message", 2 * p, 2 * p, 10*p + 500, []weighed{{10*p + 500, p}, {9*p + 500, p}, {p + 500, p}, {500, 500}}},
-		{"linux rule", 2 * p, 0, 10 * p, []weighed{{10 * p, 2 * p}}},
+		{"boosted tail counted", 2 * p, 2 * p, 10 * p, []weighed{weigh(10*p, p), weigh(9*p, p), weigh(p, p)}},
+		{"boosted tail of a ragged message", 2 * p, 2 * p, 10*p + 500, []weighed{weigh(10*p+500, p), weigh(9*p+500, p), weigh(p+500, p), weigh(500, 500)}},
+		{"linux rule", 2 * p, 0, 10 * p, []weighed{weigh(10*p, 2*p)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cutoffRule{unsched: tc.unsched, boost: tc.boost, pkt: p, graduated: tc.name != "linux rule"}
@@ -470,8 +470,8 @@ func TestGraduatedCutoffs(t *testing.T) {
 	var sum float64
 	perLevel := make([]float64, prios)
 	for _, w := range ws {
-		sum += w.w
-		perLevel[unschedPriority(&gc, prios, w.key)] += w.w
+		sum += w.bytes()
+		perLevel[unschedPriority(&gc, prios, w.key())] += w.bytes()
 	}
 	for lvl := prios - levels; lvl < prios; lvl++ {
 		if share := perLevel[lvl] / sum; math.Abs(share-1.0/levels) > 0.02 {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/homatb/homatb/controller"
@@ -127,6 +128,10 @@ type Network struct {
 	out    Records
 	// cur is the experiment under way (Begin to End).
 	cur *job
+	// cutoffs are workloadCutoffs' answers by their question: every
+	// calibration size and every experiment of a transport asks the same
+	// one, and a graduated rule's answer costs a second or more.
+	cutoffs map[string][]uint32
 }
 
 // Start programs the simulated switches of cfg's layout.
@@ -334,7 +339,16 @@ func (r *Network) homaConfig(t scenario.Transport) homaconf.Config {
 	c := agents.Requests{Fabric: r.fab, Calibration: r.calib}.HomaConfig(t)
 	c.FrameOverhead = r.fab.Framing
 	if t.CutoffsFrom != "" && len(c.UnschedCutoffs) == 0 {
-		c.UnschedCutoffs = workloadCutoffs(t.CutoffsFrom, t.CutoffLevels, c)
+		key := fmt.Sprintf("%s|%d|%+v", t.CutoffsFrom, t.CutoffLevels, c)
+		cut, ok := r.cutoffs[key]
+		if !ok {
+			cut = workloadCutoffs(t.CutoffsFrom, t.CutoffLevels, c)
+			if r.cutoffs == nil {
+				r.cutoffs = map[string][]uint32{}
+			}
+			r.cutoffs[key] = cut
+		}
+		c.UnschedCutoffs = slices.Clone(cut)
 		c.SharedCutoffs = c.UnschedCutoffs != nil
 	}
 	return c
