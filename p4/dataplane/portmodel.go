@@ -16,15 +16,14 @@ import (
 // methods may be called from several goroutines, unless it was made with
 // PortModelConfig.SingleCaller.
 type PortModel struct {
-	// free keeps the packets frames left in, so a simulation's ports
-	// allocate none per frame (sync.Pool: the methods may be called from
-	// several goroutines); spare is the same for a SingleCaller port,
-	// without sync.Pool's atomics, shared with the other ports of its
-	// PortModelConfig.Packets.
+	// spare keeps a SingleCaller port's packets, those its frames left,
+	// so a simulation's ports allocate none per frame; the caller's other
+	// ports may share it (PortModelConfig.Packets).
 	spare *PacketPool
 	// t is held, not pointed to: a simulated fabric's ports are many, and
 	// one allocation puts the port's hot fields on neighbouring lines.
-	t    tm
+	t tm
+	// free is spare for a port several goroutines call (sync.Pool).
 	free sync.Pool
 }
 
