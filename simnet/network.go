@@ -213,33 +213,35 @@ func (n *Network) Nodes() []*Node { return n.hosts }
 // port is one direction of a link: its sender's queues and shaper (a
 // switch's egress port, or a host's NIC), then the wire's delay.
 type port struct {
-	n       *Network
-	pm      *dataplane.PortModel
-	out     func([]byte)
-	pending bool // a service event is scheduled
+	// The fields a frame's departure reads come first, in the port's
+	// first two cache lines.
+	n   *Network
+	pm  *dataplane.PortModel
+	out func([]byte)
+	// wakeFn is wake, made once: scheduling it allocates nothing.
+	wakeFn func(int64)
+	// sw and num are a switch port's switch and number (postcards).
+	sw *swtch
 	// wakeAt is when the scheduled service event is due, and onLink says
 	// it is the end of a frame's serialisation, which nothing can bring
 	// forward; otherwise the port waits for a paused or rate-limited queue,
 	// and a resume or a frame for another queue schedules it anew (the
 	// earlier event, superseded, finds wakeAt moved and does nothing).
 	wakeAt int64
-	onLink bool
-	// wakeFn is wake, made once: scheduling it allocates nothing.
-	wakeFn func(int64)
-	rate   uint64 // bit/s
 	// delay is from the end of a frame's serialisation to its arrival:
 	// the wire's, then the receiver's fixed latency.
 	delay int64
-	// sw and num are a switch port's switch and number (postcards).
-	sw  *swtch
-	num uint16
-	// counters of a switch port
-	txPkts, txBytes       uint64
-	lossDrops, queueDrops uint64
-	loss                  float64 // probability a frame is lost on this link
+	loss  float64 // probability a frame is lost on this link
 	// downFrom and downTo bound the windows the link is down, both ways
 	// (a switch port toward a host; SetDown).
 	downFrom, downTo []int64
+	pending          bool // a service event is scheduled
+	onLink           bool
+	num              uint16
+	// counters of a switch port
+	txPkts, txBytes       uint64
+	lossDrops, queueDrops uint64
+	rate                  uint64 // bit/s
 	// ceMarks counts, per queue, the frames the egress control marked CE.
 	ceMarks [dataplane.NumQueues]uint64
 	md      pipeline.EgressMeta
@@ -443,14 +445,19 @@ type swtch struct {
 	defences [p4.PortSlots][3]uint64
 	// shared is the buffer the switch's ports share (nil: none).
 	shared *dataplane.SharedBuffer
+	// faulty says a port of the switch has a window down (setDown), so
+	// an arriving frame's ingress port is looked at.
+	faulty bool
 }
 
 // receive runs ingress on a frame arriving on inPort and queues it.
 func (s *swtch) receive(f []byte, inPort uint16) {
-	if in := s.ports.get(inPort); in != nil && in.isDown(s.n.clock.now) {
-		in.lossDrops++
-		s.n.freeFrame(f)
-		return
+	if s.faulty {
+		if in := s.ports.get(inPort); in != nil && in.isDown(s.n.clock.now) {
+			in.lossDrops++
+			s.n.freeFrame(f)
+			return
+		}
 	}
 	if s.n.cfg.PFC.On() && s.pause(f, inPort) {
 		return
@@ -599,8 +606,7 @@ func (n *Network) SetDown(host string, from, to int64) error {
 	if h == nil {
 		return fmt.Errorf("simnet: no host %q", host)
 	}
-	p := n.switches[h.Switch].ports.get(h.Port)
-	p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
+	n.switches[h.Switch].ports.get(h.Port).setDown(from, to)
 	return nil
 }
 
@@ -614,12 +620,17 @@ func (n *Network) SetLinkDown(a, b string, from, to int64) error {
 			if l.B == a {
 				end, port = l.B, l.BPort
 			}
-			p := n.switches[end].ports.get(port)
-			p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
+			n.switches[end].ports.get(port).setDown(from, to)
 			return nil
 		}
 	}
 	return fmt.Errorf("simnet: no link %s-%s", a, b)
+}
+
+// setDown takes switch port p's link down, both ways, from from until to.
+func (p *port) setDown(from, to int64) {
+	p.downFrom, p.downTo = append(p.downFrom, from), append(p.downTo, to)
+	p.sw.faulty = true
 }
 
 // isDown reports whether the link is down at now.
