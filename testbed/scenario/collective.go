@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/workloads"
@@ -204,31 +203,26 @@ func (p *Plan) WorkNote() string {
 // past two: "about 3 minutes", "45 to 110 minutes", "up to 2 minutes"
 // when lo is under a minute.
 func roughly(lo, hi float64) string {
-	say := func(s float64) (n float64, unit string) {
-		if d := time.Duration(s * float64(time.Second)); d >= 2*time.Hour {
-			return math.Round(d.Hours()*10) / 10, "hours"
+	const twoHours = 2 * 3600
+	minutes := func(s float64) int { return max(1, int(math.Round(s/60))) }
+	hours := func(s float64) string { return strconv.FormatFloat(math.Round(s/360)/10, 'f', -1, 64) }
+	say := func(s float64) string {
+		if s >= twoHours {
+			return hours(s) + " hours"
 		}
-		return math.Max(1, math.Round(s/60)), "minutes"
+		return units.Count(minutes(s), "minute")
 	}
-	a, au := say(lo)
-	b, bu := say(hi)
 	switch {
 	case hi < 60:
 		return "under a minute"
 	case lo < 60:
-		return "up to " + plural(b, bu)
-	case a == b && au == bu:
-		return "about " + plural(b, bu)
-	case au == bu:
-		return fmt.Sprintf("%s to %s", strconv.FormatFloat(a, 'f', -1, 64), plural(b, bu))
+		return "up to " + say(hi)
+	case say(lo) == say(hi):
+		return "about " + say(hi)
+	case hi < twoHours:
+		return fmt.Sprintf("%d to %s", minutes(lo), say(hi))
+	case lo >= twoHours:
+		return hours(lo) + " to " + say(hi)
 	}
-	return plural(a, au) + " to " + plural(b, bu)
-}
-
-// plural is n unit, in the singular when n is 1.
-func plural(n float64, unit string) string {
-	if n == 1 {
-		unit = strings.TrimSuffix(unit, "s")
-	}
-	return strconv.FormatFloat(n, 'f', -1, 64) + " " + unit
+	return say(lo) + " to " + say(hi)
 }
