@@ -259,8 +259,6 @@ type inFIFO struct {
 	head int
 }
 
-func (q *inFIFO) len() int { return len(q.d) - q.head }
-
 func (q *inFIFO) push(v uint32) {
 	if q.head > 0 && q.head == len(q.d) {
 		q.d, q.head = q.d[:0], 0
