@@ -498,7 +498,7 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 
 	e.rates(er, me, c)
 	e.backlog(er, me)
-	e.Collectives = collectiveStats(er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
+	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
 	e.Flows = matrixStats(er.flows, c.matrices, c.confidence)
 	for _, ms := range e.Flows {
 		if ms.OrderError != "" {

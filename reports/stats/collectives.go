@@ -9,17 +9,6 @@ import (
 	"github.com/homatb/homatb/workloads"
 )
 
-// collStep is one step message of a collective, as rpcs.csv records it.
-type collStep struct {
-	phase                           string
-	iter, step                      int
-	client, server                  string
-	bytes                           int64
-	intended, sent, done, computeNs int64
-	input                           int64
-	completed                       bool
-}
-
 // CollectiveStats summarises one collective phase of an experiment: its
 // completion time per iteration and the share of the hosts' time spent
 // waiting on the network.
@@ -93,92 +82,92 @@ func collectiveKinds(m *Manifest) (names []string, kinds map[string]string) {
 }
 
 // collectiveStats summarises the step records of one experiment, one
-// entry per collective phase (order: the scenario's, then by name).
-func collectiveStats(steps []collStep, order []string, kinds map[string]string, ideal *idealRTT, own *ownBaseline, conf float64) []CollectiveStats {
-	byPhase := map[string][]collStep{}
-	for _, s := range steps {
-		byPhase[s.phase] = append(byPhase[s.phase], s)
-	}
+// entry per collective phase (order: the scenario's, then by name). It
+// sorts steps.
+func collectiveStats(steps *rundir.Steps, order []string, kinds map[string]string, ideal *idealRTT, own *ownBaseline, conf float64) []CollectiveStats {
+	steps.Sort()
+	byPhase := map[string][]rundir.Step{}
+	rundir.Runs(steps.All, func(s *rundir.Step) uint64 { return uint64(s.Phase) }, func(lo, hi int) {
+		byPhase[steps.Phases[steps.All[lo].Phase]] = steps.All[lo:hi]
+	})
 	var out []CollectiveStats
 	for _, p := range orderedKeys(order, byPhase) {
-		out = append(out, oneCollective(p, kinds[p], byPhase[p], ideal, own, conf))
+		out = append(out, oneCollective(p, kinds[p], steps, byPhase[p], ideal, own, conf))
 	}
 	return out
 }
 
-type hostIter struct {
-	host string
-	iter int
-}
-
-func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownBaseline, conf float64) CollectiveStats {
+// oneCollective summarises one phase's steps, a run of all's sorted steps.
+func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, ideal *idealRTT, own *ownBaseline, conf float64) CollectiveStats {
 	cs := CollectiveStats{Phase: phase, Kind: kind, Series: [][2]float64{}}
-	hosts := map[string]bool{}
-	byIter := map[int][]collStep{}
+	member := make([]bool, len(all.Hosts))
 	var stepNs []int64
-	for _, s := range ss {
-		hosts[s.client], hosts[s.server] = true, true
-		byIter[s.iter] = append(byIter[s.iter], s)
-		if s.completed {
-			stepNs = append(stepNs, s.done-s.sent)
+	for i := range ss {
+		s := &ss[i]
+		member[s.Client], member[s.Server] = true, true
+		if s.Completed {
+			stepNs = append(stepNs, s.Done-s.Sent)
 		}
 	}
-	for h := range hosts {
-		cs.Hosts = append(cs.Hosts, h)
+	for h, in := range member {
+		if in {
+			cs.Hosts = append(cs.Hosts, all.Hosts[h])
+		}
 	}
 	slices.SortFunc(cs.Hosts, naturalCompare)
 	n := len(cs.Hosts)
-	want, critical := workloads.CollectiveShape(kind, n, bufferBytes(n, ss))
+	want, critical := workloads.CollectiveShape(kind, n, int(all.Longest[ss[0].Phase])*n)
 	var ccts []int64
 	var waitNs, computeNs int64
 	var first int64
-	iters := slices.Sorted(func(yield func(int) bool) {
-		for i := range byIter {
-			if !yield(i) {
-				return
-			}
-		}
-	})
-	for _, i := range iters {
-		its := byIter[i]
+	// Per host of an iteration: its part done, its compute's end (-1:
+	// none) and its compute.
+	doneAt, computeEnd, compute := make([]int64, len(all.Hosts)), make([]int64, len(all.Hosts)), make([]int64, len(all.Hosts))
+	rundir.Runs(ss, rundir.PhaseIteration, func(lo, hi int) {
+		its := ss[lo:hi]
 		complete := len(its) == want
-		for _, s := range its {
-			complete = complete && s.completed
+		for i := range its {
+			complete = complete && its[i].Completed
 		}
 		if !complete {
 			cs.Incomplete++
-			continue
+			return
 		}
-		start, end := its[0].sent, its[0].done
-		doneAt := map[string]int64{}
-		computeEnd := map[string]int64{}
-		for _, s := range its {
-			start, end = min(start, s.sent), max(end, s.done)
-			doneAt[s.client] = max(doneAt[s.client], s.done)
-			doneAt[s.server] = max(doneAt[s.server], s.done)
-			if s.computeNs > 0 || s.step == 0 {
-				if e, ok := computeEnd[s.client]; !ok || s.intended < e {
-					computeEnd[s.client] = s.intended
+		start, end := its[0].Sent, its[0].Done
+		for i := range its {
+			s := &its[i]
+			doneAt[s.Client], doneAt[s.Server], computeEnd[s.Client], compute[s.Client] = 0, 0, -1, 0
+		}
+		for i := range its {
+			s := &its[i]
+			start, end = min(start, s.Sent), max(end, s.Done)
+			doneAt[s.Client] = max(doneAt[s.Client], s.Done)
+			doneAt[s.Server] = max(doneAt[s.Server], s.Done)
+			if s.Compute > 0 || s.Step == 0 {
+				if e := computeEnd[s.Client]; e < 0 || s.Intended < e {
+					computeEnd[s.Client] = s.Intended
 				}
 			}
+			// Each host's compute, once (an all-to-all's first sends each carry it).
+			compute[s.Client] = max(compute[s.Client], s.Compute)
 		}
-		// Each host's compute, once (an all-to-all's first sends each carry it).
-		compute := map[string]int64{}
-		for _, s := range its {
-			compute[s.client] = max(compute[s.client], s.computeNs)
-		}
-		for h, e := range computeEnd {
-			waitNs += max(doneAt[h]-e, 0)
-			computeNs += compute[h]
+		for i := range its {
+			h := its[i].Client
+			if e := computeEnd[h]; e >= 0 {
+				waitNs += max(doneAt[h]-e, 0)
+				computeNs += compute[h]
+				computeEnd[h] = -1 // counted
+			}
 		}
 		if first == 0 {
 			first = start
 		}
 		ccts = append(ccts, end-start)
 		cs.Series = append(cs.Series, [2]float64{float64(start-first) / 1e9, float64(end-start) / 1e3})
-	}
+	})
 	cs.Iterations = len(ccts)
-	if n, err := rundir.CheckCollectiveOrder(asRows(ss), func(string) string { return kind }); err != nil {
+	phase1 := &rundir.Steps{Phases: all.Phases, Hosts: all.Hosts, All: ss}
+	if n, err := phase1.CheckOrder(func(string) string { return kind }); err != nil {
 		cs.OrderError = err.Error()
 	} else {
 		cs.OrderChecked = n
@@ -213,31 +202,6 @@ func oneCollective(phase, kind string, ss []collStep, ideal *idealRTT, own *ownB
 		cs.IdealCCT = Ptr(ns / 1e3)
 	}
 	return cs
-}
-
-// asRows are the steps as the rpcs.csv rows they came from, as far as
-// rundir.CheckCollectiveOrder reads them.
-func asRows(ss []collStep) []rundir.RPC {
-	out := make([]rundir.RPC, len(ss))
-	for i, s := range ss {
-		status := rundir.StatusFailed
-		if s.completed {
-			status = rundir.StatusCompleted
-		}
-		out[i] = rundir.RPC{Collective: s.phase, Client: s.client, ServerHost: s.server, Iteration: int64(s.iter), Step: int64(s.step),
-			IntendedNs: s.intended, SentNs: s.sent, DoneNs: s.done, InputNs: s.input, Status: status}
-	}
-	return out
-}
-
-// bufferBytes is the collective's buffer as its records show it: n
-// times its longest step message (an incast-barrier's release is shorter).
-func bufferBytes(n int, ss []collStep) int {
-	var longest int64
-	for _, s := range ss {
-		longest = max(longest, s.bytes)
-	}
-	return int(longest) * n
 }
 
 // naturalCompare orders host names as people number them: h2 before h10.

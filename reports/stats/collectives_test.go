@@ -4,8 +4,21 @@ import (
 	"math"
 	"testing"
 
+	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
+
+// stepsOf keeps rows as the report reads them.
+func stepsOf(t *testing.T, rows []rundir.RPC) *rundir.Steps {
+	t.Helper()
+	var s rundir.Steps
+	for i := range rows {
+		if err := s.Add(&rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &s
+}
 
 // TestCollectiveStats builds the step records of a 3-host ring all-reduce
 // by hand (every step 1 ms, answered at once, 0.5 ms of compute before
@@ -13,26 +26,28 @@ import (
 func TestCollectiveStats(t *testing.T) {
 	const ms = int64(1e6)
 	hosts := []string{"h1", "h2", "h3"}
-	var steps []collStep
+	var rows []rundir.RPC
 	begin := int64(1e12)
 	for it := range 2 {
 		computeEnd := begin + ms/2
 		for k := range 4 { // 2(N-1) steps
 			for r, h := range hosts {
 				sent := computeEnd + int64(k)*ms
-				s := collStep{phase: "train", iter: it, step: k, client: h, server: hosts[(r+1)%3], bytes: 1000,
-					intended: sent, sent: sent, done: sent + ms, completed: true}
+				s := rundir.RPC{Collective: "train", Iteration: int64(it), Step: int64(k), Client: h, ServerHost: hosts[(r+1)%3], ReqBytes: 1000,
+					IntendedNs: sent, SentNs: sent, DoneNs: sent + ms, Status: rundir.StatusCompleted}
 				if k == 0 {
-					s.computeNs = ms / 2
+					s.ComputeNs = ms / 2
+				} else {
+					s.InputNs = sent
 				}
-				steps = append(steps, s)
+				rows = append(rows, s)
 			}
 		}
 		begin = computeEnd + 4*ms
 	}
 	// A third iteration that lost a step: counted as incomplete.
-	steps = append(steps, collStep{phase: "train", iter: 2, step: 0, client: "h1", server: "h2", bytes: 1000, intended: begin, sent: begin})
-	got := collectiveStats(steps, []string{"train"}, map[string]string{"train": workloads.KindRingAllReduce}, nil, nil, 0.95)
+	rows = append(rows, rundir.RPC{Collective: "train", Iteration: 2, Step: 0, Client: "h1", ServerHost: "h2", ReqBytes: 1000, IntendedNs: begin, SentNs: begin, Status: rundir.StatusFailed})
+	got := collectiveStats(stepsOf(t, rows), []string{"train"}, map[string]string{"train": workloads.KindRingAllReduce}, nil, nil, 0.95)
 	if len(got) != 1 {
 		t.Fatalf("%d collectives, want 1", len(got))
 	}
@@ -50,6 +65,10 @@ func TestCollectiveStats(t *testing.T) {
 	if c.IdealCCT != nil || c.Kind != workloads.KindRingAllReduce || len(c.Hosts) != 3 {
 		t.Errorf("ideal %v kind %q hosts %v: want no ideal without calibration, the kind, 3 hosts", c.IdealCCT, c.Kind, c.Hosts)
 	}
+	// Every step after the first of the two complete iterations waited for its input.
+	if c.OrderChecked != 2*3*3 || c.OrderError != "" {
+		t.Errorf("order checked %d, error %q: want 18 steps, none out of order", c.OrderChecked, c.OrderError)
+	}
 }
 
 // TestOwnIdealCCT: the ideal CCT is the steps on the critical path times
@@ -58,13 +77,14 @@ func TestCollectiveStats(t *testing.T) {
 // replaced by the answer's.
 func TestOwnIdealCCT(t *testing.T) {
 	hosts := []string{"h1", "h2", "h3"}
-	var steps []collStep
+	var rows []rundir.RPC
 	for k := range 4 {
 		for r, h := range hosts {
-			steps = append(steps, collStep{phase: "train", step: k, client: h, server: hosts[(r+1)%3], bytes: 1000,
-				intended: int64(k), sent: int64(k), done: int64(k) + 1, completed: true})
+			rows = append(rows, rundir.RPC{Collective: "train", Step: int64(k), Client: h, ServerHost: hosts[(r+1)%3], ReqBytes: 1000,
+				IntendedNs: int64(k), SentNs: int64(k), DoneNs: int64(k) + 1, Status: rundir.StatusCompleted})
 		}
 	}
+	steps := stepsOf(t, rows)
 	kinds := map[string]string{"train": workloads.KindRingAllReduce}
 	// 100 µs at 100 B and 1000 µs at 10,000 B: 181.8 µs at a step's 1000 B.
 	own := &ownBaseline{lengths: []int64{100, 10_000}, rtts: []float64{100e3, 1000e3}, resps: []int64{1, 1}}

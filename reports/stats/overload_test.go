@@ -17,7 +17,7 @@ func TestDetectOverload(t *testing.T) {
 	steady := func(rtt int64) []span {
 		var out []span
 		for i := range int64(100) {
-			out = append(out, span{issued: i * s / 10, done: i*s/10 + rtt, completed: true, bytes: 1000})
+			out = append(out, newSpan(i*s/10, i*s/10+rtt, 1000, 0, true))
 		}
 		return out
 	}
@@ -25,7 +25,7 @@ func TestDetectOverload(t *testing.T) {
 	// From 4 s on, every RPC issued stays unfinished.
 	for i := range growing {
 		if growing[i].issued >= 4*s {
-			growing[i].done, growing[i].completed = 0, false
+			growing[i] = newSpan(growing[i].issued, 0, 1000, 0, false)
 		}
 	}
 	// The same backlog, cleared by the drain: every RPC ends by 11 s.
@@ -38,7 +38,7 @@ func TestDetectOverload(t *testing.T) {
 	// It grows, but one RPC of the 60 is left at the end: a transport
 	// that lost track of it, not a load it could not carry.
 	oneLeft := slices.Clone(drained)
-	oneLeft[len(oneLeft)-1].done, oneLeft[len(oneLeft)-1].completed = 0, false
+	oneLeft[len(oneLeft)-1] = newSpan(oneLeft[len(oneLeft)-1].issued, 0, 1000, 0, false)
 	tests := []struct {
 		name  string
 		spans []span
@@ -65,6 +65,21 @@ func TestDetectOverload(t *testing.T) {
 	for _, want := range []string{"could not carry the offered load", "from 4.0 s into the measurement", "to 60 at its peak", "60 were still unfinished at the end", "h1 was offered 24.3 Mbit/s"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("sentence %q lacks %q", got, want)
+		}
+	}
+}
+
+// TestSpanPacking: a span gives back the bytes, server and completion it
+// was made with, at the ends of their ranges.
+func TestSpanPacking(t *testing.T) {
+	for _, c := range []struct {
+		bytes     int64
+		server    uint16
+		completed bool
+	}{{0, 0, false}, {1000, 7, true}, {maxSpanBytes, 65535, true}, {maxSpanBytes, 0, false}, {1, 65534, false}} {
+		s := newSpan(5, 9, c.bytes, c.server, c.completed)
+		if s.bytes() != c.bytes || s.server() != c.server || s.completed() != c.completed || s.issued != 5 || s.done != 9 {
+			t.Errorf("span of %+v gives bytes %d server %d completed %v", c, s.bytes(), s.server(), s.completed())
 		}
 	}
 }

@@ -66,7 +66,7 @@ type ExpRecords struct {
 	servers []string
 	// steps are the collectives' step messages, kept out of samples;
 	// flows the connection matrices' rows, kept out of them too.
-	steps []collStep
+	steps rundir.Steps
 	flows []rundir.RPC
 	// anat holds the completed measured rows the latency anatomy joins
 	// (only the columns it reads), for an experiment with switch records.
@@ -340,19 +340,23 @@ func (rs *RecordSet) add(rec *rundir.RPC) error {
 		e.flows = append(e.flows, *rec)
 	}
 	if rec.ServerHost != "" {
-		sp := span{issued: cmp.Or(intended, rec.SentNs), server: indexOf(&e.servers, &e.serverOf, rs.strs.Intern(rec.ServerHost)),
-			completed: rec.Status == rundir.StatusCompleted, bytes: length + rec.RespBytes}
+		bytes := length + rec.RespBytes
+		if bytes < 0 || bytes > maxSpanBytes {
+			return fmt.Errorf("req_bytes %d and resp_bytes %d: want 0 to %d together", length, rec.RespBytes, int64(maxSpanBytes))
+		}
+		issued, done := cmp.Or(intended, rec.SentNs), int64(0)
 		if rec.Status != rundir.StatusInflight {
 			// A failed RPC the records give no end leaves the backlog
 			// when it is issued: when it failed is not known.
-			sp.done = cmp.Or(rec.DoneNs, sp.issued)
+			done = cmp.Or(rec.DoneNs, issued)
 		}
-		e.spans = append(e.spans, sp)
+		server := indexOf(&e.servers, &e.serverOf, rs.strs.Intern(rec.ServerHost))
+		e.spans = append(e.spans, newSpan(issued, done, bytes, server, rec.Status == rundir.StatusCompleted))
 	}
 	if rec.Collective != "" {
-		e.steps = append(e.steps, collStep{phase: rec.Collective, iter: int(rec.Iteration), step: int(rec.Step),
-			client: rec.Client, server: rec.ServerHost, bytes: length, intended: intended, sent: rec.SentNs,
-			done: rec.DoneNs, computeNs: rec.ComputeNs, input: rec.InputNs, completed: rec.Status == rundir.StatusCompleted})
+		if err := e.steps.Add(rec); err != nil {
+			return err
+		}
 	}
 	switch rec.Status {
 	case rundir.StatusCompleted:
