@@ -1,12 +1,15 @@
 package rundir
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // column is one column of a CSV format: its header name and the field of
@@ -42,19 +45,6 @@ func intCol[T any](name string, f func(*T) *int) column[T] {
 func (c column[T]) opt() column[T] {
 	c.optional = true
 	return c
-}
-
-func (c *column[T]) append(dst []string, v *T) []string {
-	switch {
-	case c.str != nil:
-		return append(dst, *c.str(v))
-	case c.i64 != nil:
-		return append(dst, strconv.FormatInt(*c.i64(v), 10))
-	case c.u64 != nil:
-		return append(dst, strconv.FormatUint(*c.u64(v), 10))
-	default:
-		return append(dst, strconv.Itoa(*c.num(v)))
-	}
 }
 
 func (c *column[T]) parse(s string, v *T) error {
@@ -97,23 +87,36 @@ func (f *CSVFormat[T]) Header() []string {
 	return h
 }
 
-// CSVWriter writes rows of one format.
+// CSVWriter writes rows of one format. It writes what encoding/csv's
+// Writer writes, but appends each row's numbers and plain strings to one
+// line buffer instead of formatting a string per field: a simulated
+// collective writes two rows a message, millions a minute.
 type CSVWriter[T any] struct {
-	f   *CSVFormat[T]
-	cw  *csv.Writer
-	buf []string
+	f    *CSVFormat[T]
+	w    *bufio.Writer
+	line []byte
+	// quoted writes the fields that need quotes, as encoding/csv does.
+	quoted *csv.Writer
+	q      bytes.Buffer
 }
 
 // NewWriter returns a writer to w; with header it writes the header line
 // first (leave it out when appending to a file that has one).
 func (f *CSVFormat[T]) NewWriter(w io.Writer, header bool) (*CSVWriter[T], error) {
-	cw := csv.NewWriter(w)
+	cw := &CSVWriter[T]{f: f, w: bufio.NewWriter(w)}
+	cw.quoted = csv.NewWriter(&cw.q)
 	if header {
-		if err := cw.Write(f.Header()); err != nil {
+		for i, h := range f.Header() {
+			if i > 0 {
+				cw.line = append(cw.line, ',')
+			}
+			cw.field(h)
+		}
+		if err := cw.end(); err != nil {
 			return nil, fmt.Errorf("%s header: %w", f.File, err)
 		}
 	}
-	return &CSVWriter[T]{f: f, cw: cw, buf: make([]string, 0, len(f.columns))}, nil
+	return cw, nil
 }
 
 // Write writes one row.
@@ -121,20 +124,75 @@ func (w *CSVWriter[T]) Write(v *T) error {
 	if w.f.prepare != nil {
 		w.f.prepare(v)
 	}
-	w.buf = w.buf[:0]
 	for i := range w.f.columns {
-		w.buf = w.f.columns[i].append(w.buf, v)
+		c := &w.f.columns[i]
+		if i > 0 {
+			w.line = append(w.line, ',')
+		}
+		switch {
+		case c.str != nil:
+			w.field(*c.str(v))
+		case c.i64 != nil:
+			w.line = strconv.AppendInt(w.line, *c.i64(v), 10)
+		case c.u64 != nil:
+			w.line = strconv.AppendUint(w.line, *c.u64(v), 10)
+		default:
+			w.line = strconv.AppendInt(w.line, int64(*c.num(v)), 10)
+		}
 	}
-	if err := w.cw.Write(w.buf); err != nil {
+	if err := w.end(); err != nil {
 		return fmt.Errorf("%s: %w", w.f.File, err)
 	}
 	return nil
 }
 
+// field appends a string field, quoted as encoding/csv quotes it when it
+// has to be.
+func (w *CSVWriter[T]) field(s string) {
+	if plainField(s) {
+		w.line = append(w.line, s...)
+		return
+	}
+	w.q.Reset()
+	_ = w.quoted.Write([]string{s}) // into a bytes.Buffer: cannot fail
+	w.quoted.Flush()
+	w.line = append(w.line, bytes.TrimSuffix(w.q.Bytes(), []byte{'\n'})...)
+}
+
+// plainField says s needs no quotes: no comma, quote or line break, not
+// the end-of-data marker, and not beginning with a space (an ASCII one;
+// encoding/csv decides any other beginning).
+func plainField(s string) bool {
+	if s == `\.` {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ',', '"', '\r', '\n':
+			return false
+		}
+	}
+	if len(s) == 0 {
+		return true
+	}
+	switch c := s[0]; {
+	case c == ' ', c == '\t', c == '\v', c == '\f', c >= utf8.RuneSelf:
+		return false
+	}
+	return true
+}
+
+// end ends the line and hands it to the buffered writer.
+func (w *CSVWriter[T]) end() error {
+	w.line = append(w.line, '\n')
+	_, err := w.w.Write(w.line)
+	w.line = w.line[:0]
+	return err
+}
+
 // Flush writes out buffered rows.
 func (w *CSVWriter[T]) Flush() error {
-	w.cw.Flush()
-	if err := w.cw.Error(); err != nil {
+	if err := w.w.Flush(); err != nil {
 		return fmt.Errorf("%s: %w", w.f.File, err)
 	}
 	return nil
