@@ -79,6 +79,15 @@ func (d departure) queue() uint8 { return uint8(d & 7) }
 // flow holds a flow's data packets in dequeue order.
 type flow struct {
 	s []sighting
+	// maxStay is the longest any of s spent queued (deq - enq): none
+	// dequeued later than that after a time was queued at it.
+	maxStay int64
+	// copies are s's indexes by switch, sequence number, payload and
+	// dequeue, made at the flow's first firstCopy: a packet's copies at
+	// one switch are a run of them. A TCP connection's flow holds every
+	// packet of its life, and scanning them for each RPC took a third of
+	// a report's time.
+	copies []int32
 	// isn is the TCP flow's initial sequence number: the sequence number of
 	// its first packet without data (its SYN) when hasISN.
 	isn    uint32
@@ -192,6 +201,7 @@ func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 	}
 	f.s = append(f.s, sighting{sw: si, arr: arr, enq: epochNs + p.EnqueueNs,
 		deq: epochNs + p.DequeueNs, seq: p.Seq, payload: payload, port: p.EgressPort, queue: p.Queue})
+	f.maxStay = max(f.maxStay, p.DequeueNs-p.EnqueueNs)
 }
 
 func (ix *Index) switchIndex(sw string) int {
@@ -343,13 +353,50 @@ const recoveryWindow = int64(5e9)
 func (ix *Index) firstCopy(k flowKey, p path, from int64) int64 {
 	f, first := ix.flows[k], p[0]
 	earliest := first.arr
-	i, _ := slices.BinarySearchFunc(f.s, first.deq, func(s sighting, t int64) int { return cmp.Compare(s.deq, t) })
-	for i--; i >= 0 && f.s[i].deq >= from-recoveryWindow; i-- {
-		if s := &f.s[i]; s.sw == first.sw && s.seq == first.seq && s.payload == first.payload {
-			earliest = min(earliest, s.arr)
+	if len(f.copies) != len(f.s) {
+		f.copies = make([]int32, len(f.s))
+		for i := range f.copies {
+			f.copies[i] = int32(i)
 		}
+		slices.SortFunc(f.copies, func(a, b int32) int { return f.copyKey(a).compare(f.copyKey(b)) })
+	}
+	// The copies of first at its switch dequeued from the window's start
+	// up to (not at) first's own dequeue.
+	want := copyKey{sw: first.sw, seq: first.seq, payload: first.payload, deq: from - recoveryWindow}
+	i, _ := slices.BinarySearchFunc(f.copies, want, func(x int32, w copyKey) int { return f.copyKey(x).compare(w) })
+	for ; i < len(f.copies); i++ {
+		s := &f.s[f.copies[i]]
+		if s.sw != first.sw || s.seq != first.seq || s.payload != first.payload || s.deq >= first.deq {
+			break
+		}
+		earliest = min(earliest, s.arr)
 	}
 	return earliest
+}
+
+// copyKey orders a flow's sightings for firstCopy.
+type copyKey struct {
+	sw           int
+	seq, payload uint32
+	deq          int64
+}
+
+func (f *flow) copyKey(i int32) copyKey {
+	s := &f.s[i]
+	return copyKey{sw: s.sw, seq: s.seq, payload: s.payload, deq: s.deq}
+}
+
+func (a copyKey) compare(b copyKey) int {
+	if c := cmp.Compare(a.sw, b.sw); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.seq, b.seq); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.payload, b.payload); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.deq, b.deq)
 }
 
 // behindQueued is how long within [from, to] some byte of flow k before
@@ -361,10 +408,12 @@ func (ix *Index) behindQueued(k flowKey, off uint32, from, to int64) int64 {
 		return 0
 	}
 	// Segments by dequeue: those dequeued after from, up to the bound
-	// the recovery search uses on how long one may have been queued.
+	// the recovery search uses on how long one may have been queued, or
+	// the flow's longest stay in a queue when that is shorter (one
+	// dequeued later was enqueued after to).
 	i, _ := slices.BinarySearchFunc(f.s, from+1, func(s sighting, t int64) int { return cmp.Compare(s.deq, t) })
 	var ivs [][2]int64
-	for ; i < len(f.s) && f.s[i].deq <= to+recoveryWindow; i++ {
+	for ; i < len(f.s) && f.s[i].deq <= to+min(recoveryWindow, f.maxStay); i++ {
 		s := &f.s[i]
 		if s.seq-f.isn-1 >= off || s.enq >= to {
 			continue

@@ -1,8 +1,11 @@
 package anatomy
 
 import (
+	"cmp"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/homatb/homatb/p4/switchstats"
@@ -405,5 +408,65 @@ func TestSummarizeSets(t *testing.T) {
 	}
 	if _, n := tailOf(rows, inShortest); n != 3 {
 		t.Errorf("the shortest half's tail has %d rows, want the 3 slow ones at or above its P99", n)
+	}
+}
+
+// TestIndexedQueriesAsScans: firstCopy and behindQueued, which search a
+// flow's packets through an index and a bound, give what a scan of every
+// packet in the recovery window gives, on a long connection whose
+// segments are sent again (copies at several switches) and queued for
+// very different times.
+func TestIndexedQueriesAsScans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	ix := NewIndex()
+	k := flowKey{src: h1, dst: h3, srcPort: 40000, dstPort: 5000}
+	syn := tcpSeg(pc(0, 0, 0), h1, h3, 40000, 5000, 999, 0)
+	ix.Add("l1", 0, &syn)
+	for i := range 3000 {
+		seq := 1000 + uint32(rng.IntN(400))*100 // resent segments share a seq
+		arr := int64(i)*us + rng.Int64N(5*us)
+		enq := arr + rng.Int64N(us)
+		deq := enq + rng.Int64N([]int64{us, 50 * us, 2000 * us}[rng.IntN(3)])
+		p := tcpSeg(pc(arr/us, enq/us, deq/us), h1, h3, 40000, 5000, seq, 100)
+		ix.Add([]string{"l1", "s1", "l2"}[rng.IntN(3)], 0, &p)
+	}
+	ix.Finish()
+	f := ix.flows[k]
+	scanFirst := func(first *sighting, from int64) int64 {
+		earliest := first.arr
+		for _, s := range f.s {
+			if s.deq < first.deq && s.deq >= from-recoveryWindow && s.sw == first.sw && s.seq == first.seq && s.payload == first.payload {
+				earliest = min(earliest, s.arr)
+			}
+		}
+		return earliest
+	}
+	scanBehind := func(off uint32, from, to int64) int64 {
+		var ivs [][2]int64
+		for _, s := range f.s {
+			if s.deq > from && s.deq <= to+recoveryWindow && s.seq-f.isn-1 < off && s.enq < to {
+				ivs = append(ivs, [2]int64{max(s.enq, from), min(s.deq, to)})
+			}
+		}
+		slices.SortFunc(ivs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		var total, end int64 = 0, from
+		for _, iv := range ivs {
+			if lo := max(iv[0], end); iv[1] > lo {
+				total, end = total+iv[1]-lo, iv[1]
+			}
+		}
+		return total
+	}
+	for range 500 {
+		first := f.s[rng.IntN(len(f.s))]
+		from := first.deq - rng.Int64N(3000*us)
+		if got, want := ix.firstCopy(k, path{first}, from), scanFirst(&first, from); got != want {
+			t.Fatalf("firstCopy of %+v from %d: %d, a scan gives %d", first, from, got, want)
+		}
+		off, lo := uint32(rng.IntN(40000)), rng.Int64N(3000*us)
+		hi := lo + rng.Int64N(500*us)
+		if got, want := ix.behindQueued(k, off, lo, hi), scanBehind(off, lo, hi); got != want {
+			t.Fatalf("behindQueued(%d, %d, %d): %d, a scan gives %d", off, lo, hi, got, want)
+		}
 	}
 }
