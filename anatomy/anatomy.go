@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -108,6 +109,8 @@ type Index struct {
 	// file's clock origin.
 	base    int64
 	hasBase bool
+	// intervals is behindQueued's scratch, kept between its calls.
+	intervals [][2]int64
 }
 
 // Load indexes every switch's postcards of an experiment in run directory
@@ -412,7 +415,8 @@ func (ix *Index) behindQueued(k flowKey, off uint32, from, to int64) int64 {
 	// the flow's longest stay in a queue when that is shorter (one
 	// dequeued later was enqueued after to).
 	i, _ := slices.BinarySearchFunc(f.s, from+1, func(s sighting, t int64) int { return cmp.Compare(s.deq, t) })
-	var ivs [][2]int64
+	ivs := ix.intervals[:0]
+	defer func() { ix.intervals = ivs[:0] }()
 	for ; i < len(f.s) && f.s[i].deq <= to+min(recoveryWindow, f.maxStay); i++ {
 		s := &f.s[i]
 		if s.seq-f.isn-1 >= off || s.enq >= to {
@@ -420,14 +424,16 @@ func (ix *Index) behindQueued(k flowKey, off uint32, from, to int64) int64 {
 		}
 		ivs = append(ivs, [2]int64{max(s.enq, from), min(s.deq, to)})
 	}
-	slices.SortFunc(ivs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	var total, end int64 = 0, from
-	for _, iv := range ivs {
-		lo := max(iv[0], end)
-		if iv[1] > lo {
-			total += iv[1] - lo
-			end = iv[1]
-		}
+	// Their union, without sorting: the intervals end in dequeue order,
+	// so going back from the last, everything already counted covers
+	// [earliest start so far, this one's end] and this one adds what lies
+	// before that.
+	var total int64
+	earliest := int64(math.MaxInt64)
+	for j := len(ivs) - 1; j >= 0; j-- {
+		lo, hi := ivs[j][0], min(ivs[j][1], earliest)
+		total += max(hi-lo, 0)
+		earliest = min(earliest, lo)
 	}
 	return total
 }
