@@ -187,11 +187,6 @@ func Registry() []Claim {
 	}
 }
 
-// pending is a claim homatb does not measure yet, and why.
-func pending(id, text, published, source string, mode Mode, why string) Claim {
-	return Claim{ID: id, Text: text, Published: published, Source: source, Mode: mode, Pending: why}
-}
-
 // decreasing says the medians fall from point to point.
 func decreasing(m []float64) bool {
 	for i := 1; i < len(m); i++ {

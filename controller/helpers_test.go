@@ -32,15 +32,6 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func mustMAC(t testing.TB, s string) MAC {
-	t.Helper()
-	m, err := ParseMAC(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // oneSwitchTopology is a switch with three hosts on ports 1..3.
 func oneSwitchTopology(t testing.TB, sw *targettest.Switch) *Topology {
 	t.Helper()

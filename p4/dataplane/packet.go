@@ -112,8 +112,6 @@ func (f *fifo) grow() {
 	f.ring, f.head = r, 0
 }
 
-func (f *fifo) peek() *packet { return f.ring[f.head] }
-
 func (f *fifo) pop() *packet {
 	p := f.ring[f.head]
 	f.ring[f.head] = nil

@@ -258,17 +258,6 @@ func (t *tm) pause(vec uint8, quanta *[NumQueues]uint16, now int64) {
 	}
 }
 
-// pausedMask is the set of queues paused at now (t.mu held).
-func (t *tm) pausedMask(now int64) uint8 {
-	var m uint8
-	for q := range NumQueues {
-		if t.pausedUntil[q] > now {
-			m |= 1 << q
-		}
-	}
-	return m
-}
-
 // pausedTotal is how long queue q has been paused up to now (t.mu held).
 func (t *tm) pausedTotal(q int, now int64) uint64 {
 	return uint64(t.pausedNs[q] + min(now, t.pausedUntil[q]) - t.pausedSince[q])
