@@ -48,19 +48,19 @@ type flowKey struct {
 
 // sighting is one switch's record of one data-carrying packet.
 type sighting struct {
-	sw      int // index into Index.switches
 	arr     int64
 	enq     int64
 	deq     int64
 	seq     uint32 // Homa offset or TCP sequence number
 	payload uint32 // bytes of message or stream data
+	sw      uint16 // index into Index.switches
 	port    uint16 // egress port
 	queue   uint8  // egress queue: a higher one has strict priority
 }
 
 // portKey names one egress port of one switch.
 type portKey struct {
-	sw   int
+	sw   uint16
 	port uint16
 }
 
@@ -107,8 +107,9 @@ type Index struct {
 	ports map[portKey][]departure
 	// base is the origin of the departures' times (Unix ns): the first
 	// file's clock origin.
-	base    int64
-	hasBase bool
+	base       int64
+	hasBase    bool
+	lastSwitch uint16 // switchIndex's last answer
 	// intervals is behindQueued's scratch, kept between its calls.
 	intervals [][2]int64
 }
@@ -120,6 +121,9 @@ func Load(dir, experiment string) (*Index, error) {
 	switches, err := rundir.PostcardSwitches(dir, experiment)
 	if err != nil {
 		return nil, fmt.Errorf("anatomy: %w", err)
+	}
+	if len(switches) > math.MaxUint16 {
+		return nil, fmt.Errorf("anatomy: %s: records of %d switches, more than the %d it indexes", experiment, len(switches), math.MaxUint16)
 	}
 	ix := NewIndex()
 	for _, sw := range switches {
@@ -207,12 +211,20 @@ func (ix *Index) Add(sw string, epochNs int64, p *rundir.Postcard) {
 	f.maxStay = max(f.maxStay, p.DequeueNs-p.EnqueueNs)
 }
 
-func (ix *Index) switchIndex(sw string) int {
-	if i := slices.Index(ix.switches, sw); i >= 0 {
-		return i
+// switchIndex numbers sw; Load reads one switch's records at a time, so
+// the last one asked for is remembered rather than searched for among a
+// fabric's hundreds.
+func (ix *Index) switchIndex(sw string) uint16 {
+	if len(ix.switches) > 0 && ix.switches[ix.lastSwitch] == sw {
+		return ix.lastSwitch
 	}
-	ix.switches = append(ix.switches, sw)
-	return len(ix.switches) - 1
+	i := slices.Index(ix.switches, sw)
+	if i < 0 {
+		i = len(ix.switches)
+		ix.switches = append(ix.switches, sw)
+	}
+	ix.lastSwitch = uint16(i)
+	return ix.lastSwitch
 }
 
 // Finish sorts every flow's packets by dequeue time; call it after the
@@ -319,8 +331,9 @@ func (p path) transit() (d int64) {
 // each earlier switch, latest first, each before the next hop's arrival.
 func (ix *Index) critical(k flowKey, sp span, last string, from, to int64) (path, bool) {
 	f := ix.flows[k]
-	lastSw := slices.Index(ix.switches, last)
-	if f == nil || lastSw < 0 || (sp.tcp && !f.hasISN) {
+	lastSwAt := slices.Index(ix.switches, last)
+	lastSw := uint16(lastSwAt)
+	if f == nil || lastSwAt < 0 || (sp.tcp && !f.hasISN) {
 		return nil, false
 	}
 	// Packets sorted by dequeue: start at the last one not after to.
@@ -334,7 +347,7 @@ func (ix *Index) critical(k flowKey, sp span, last string, from, to int64) (path
 		return nil, false
 	}
 	hops := path{f.s[i]}
-	seen := []int{lastSw}
+	seen := []uint16{lastSw}
 	for j := i - 1; j >= 0 && f.s[j].deq >= from; j-- {
 		s, next := &f.s[j], &hops[len(hops)-1]
 		if s.seq == next.seq && s.payload == next.payload && s.deq <= next.arr && !slices.Contains(seen, s.sw) {
@@ -379,7 +392,7 @@ func (ix *Index) firstCopy(k flowKey, p path, from int64) int64 {
 
 // copyKey orders a flow's sightings for firstCopy.
 type copyKey struct {
-	sw           int
+	sw           uint16
 	seq, payload uint32
 	deq          int64
 }
