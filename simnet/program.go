@@ -117,8 +117,8 @@ func (s *Switches) SetLinkDown(ctx context.Context, a, b string, down bool) erro
 	return nil
 }
 
-// Close disconnects the controller and stops the servers; the pipelines
-// keep their entries.
+// Close disconnects the controller, stops the servers and lets the
+// switches go; pipelines taken before (Pipelines) keep their entries.
 func (s *Switches) Close() error {
 	var errs []error
 	if s.switches != nil {
@@ -132,5 +132,8 @@ func (s *Switches) Close() error {
 		}
 		s.cancel, s.n = nil, 0
 	}
+	// Let the switches go: a run reports after its network closes, and a
+	// fat tree's tables and pipelines are gigabytes.
+	s.sws = nil
 	return errors.Join(errs...)
 }
