@@ -403,16 +403,7 @@ func (f *flow) copyKey(i int32) copyKey {
 }
 
 func (a copyKey) compare(b copyKey) int {
-	if c := cmp.Compare(a.sw, b.sw); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.seq, b.seq); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.payload, b.payload); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.deq, b.deq)
+	return cmp.Or(cmp.Compare(a.sw, b.sw), cmp.Compare(a.seq, b.seq), cmp.Compare(a.payload, b.payload), cmp.Compare(a.deq, b.deq))
 }
 
 // behindQueued is how long within [from, to] some byte of flow k before

@@ -80,19 +80,8 @@ func (s *Steps) host(name string) uint32 {
 // runs of All.
 func (s *Steps) Sort() {
 	slices.SortFunc(s.All, func(a, b Step) int {
-		if c := cmp.Compare(a.Phase, b.Phase); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Iteration, b.Iteration); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Server, b.Server); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Step, b.Step); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Client, b.Client)
+		return cmp.Or(cmp.Compare(a.Phase, b.Phase), cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Server, b.Server),
+			cmp.Compare(a.Step, b.Step), cmp.Compare(a.Client, b.Client))
 	})
 }
 
