@@ -299,6 +299,9 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 			if m.Completion != nil {
 				fmt.Fprintf(w, " in %s", reports.FormatLatency(*m.Completion))
 			}
+			if m.Slowdown.Max != nil {
+				fmt.Fprintf(w, ", slowest %.2fx its ideal", *m.Slowdown.Max)
+			}
 		}
 		fmt.Fprintln(w)
 		for _, n := range sum.Notes(e.Name) {

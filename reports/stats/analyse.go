@@ -499,7 +499,7 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 	e.rates(er, me, c)
 	e.backlog(er, me)
 	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
-	e.Flows = matrixStats(er.flows, c.matrices, c.confidence)
+	e.Flows = matrixStats(er.flows, er.flowLinks, c.matrices, ideal, c.confidence)
 	for _, ms := range e.Flows {
 		if ms.OrderError != "" {
 			e.Fidelity = append(e.Fidelity, fmt.Sprintf("connection matrix %s: %s", ms.Phase, ms.OrderError))

@@ -29,6 +29,11 @@ type MatrixStats struct {
 	// start (its start time, or its trigger firing at its sender) to its
 	// answer (µs).
 	FCT Percentiles `json:"fct_us"`
+	// Slowdown is the completed flows' completion times each over its
+	// ideal: the fabric's ideal RTT of an RPC of the flow's bytes and
+	// answer between its hosts (docs/reports.md, "Slowdown"); no count
+	// without calibration or link rate.
+	Slowdown Percentiles `json:"slowdown"`
 	// Completion is the whole graph's completion time: from the earliest
 	// flow's start to the last flow's answer (µs); null unless every flow
 	// completed.
@@ -63,29 +68,41 @@ func matrixPhases(man *Manifest) []matrixPhase {
 	return out
 }
 
-// matrixStats summarises the matrices' records of one experiment.
-func matrixStats(rows []rundir.RPC, phases []matrixPhase, conf float64) []MatrixStats {
-	byPhase := map[string][]rundir.RPC{}
-	for _, r := range rows {
-		byPhase[r.Matrix] = append(byPhase[r.Matrix], r)
+// matrixStats summarises the matrices' records of one experiment: rows
+// and the links between each row's hosts; ideal is nil without
+// calibration.
+func matrixStats(rows []rundir.RPC, links []uint8, phases []matrixPhase, ideal *idealRTT, conf float64) []MatrixStats {
+	type phaseRows struct {
+		rows  []rundir.RPC
+		links []uint8
+	}
+	byPhase := map[string]*phaseRows{}
+	for i, r := range rows {
+		pr := byPhase[r.Matrix]
+		if pr == nil {
+			pr = &phaseRows{}
+			byPhase[r.Matrix] = pr
+		}
+		pr.rows, pr.links = append(pr.rows, r), append(pr.links, links[i])
 	}
 	var out []MatrixStats
 	for _, ph := range phases {
-		rs, ok := byPhase[ph.name]
+		pr, ok := byPhase[ph.name]
 		if !ok {
 			continue
 		}
-		out = append(out, oneMatrix(ph, rs, conf))
+		out = append(out, oneMatrix(ph, pr.rows, pr.links, ideal, conf))
 	}
 	return out
 }
 
-func oneMatrix(ph matrixPhase, rows []rundir.RPC, conf float64) MatrixStats {
+func oneMatrix(ph matrixPhase, rows []rundir.RPC, links []uint8, ideal *idealRTT, conf float64) MatrixStats {
 	ms := MatrixStats{Phase: ph.name, File: ph.file}
 	var fct []int64
+	var slows []float64
 	var first, last int64
 	seen := 0
-	for _, r := range rows {
+	for i, r := range rows {
 		if r.Flow == 0 {
 			ms.Notifications++
 			continue
@@ -99,6 +116,9 @@ func oneMatrix(ph matrixPhase, rows []rundir.RPC, conf float64) MatrixStats {
 			ms.Completed++
 			fct = append(fct, r.DoneNs-r.IntendedNs)
 			last = max(last, r.DoneNs)
+			if ideal != nil {
+				slows = append(slows, float64(r.DoneNs-r.IntendedNs)/ideal.at(r.ReqBytes, r.RespBytes, int(links[i])))
+			}
 		case rundir.StatusFailed:
 			ms.Failed++
 		default:
@@ -107,6 +127,8 @@ func oneMatrix(ph matrixPhase, rows []rundir.RPC, conf float64) MatrixStats {
 	}
 	slices.Sort(fct)
 	ms.FCT = percentiles(fct, conf, 1e-3)
+	slices.Sort(slows)
+	ms.Slowdown = percentiles(slows, conf, 1)
 	if ph.m == nil {
 		ms.OrderError = fmt.Sprintf("the matrix %s could not be read again: flows not counted, order not checked", ph.file)
 		return ms

@@ -68,6 +68,8 @@ type ExpRecords struct {
 	// flows the connection matrices' rows, kept out of them too.
 	steps rundir.Steps
 	flows []rundir.RPC
+	// flowLinks are the links between each flow's hosts (0: unknown).
+	flowLinks []uint8
 	// anat holds the completed measured rows the latency anatomy joins
 	// (only the columns it reads), for an experiment with switch records.
 	anat []anatRow
@@ -338,6 +340,7 @@ func (rs *RecordSet) add(rec *rundir.RPC) error {
 	}
 	if rec.Matrix != "" {
 		e.flows = append(e.flows, *rec)
+		e.flowLinks = append(e.flowLinks, rs.links(rec))
 	}
 	if rec.ServerHost != "" {
 		bytes := length + rec.RespBytes
