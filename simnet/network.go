@@ -241,7 +241,11 @@ type port struct {
 	// counters of a switch port
 	txPkts, txBytes       uint64
 	lossDrops, queueDrops uint64
-	rate                  uint64 // bit/s
+	// lossAt, when set, is where the frames this port loses count
+	// instead: the switch port at the other end, where the fault is,
+	// which counts them as the embedded switch counts ingress drops.
+	lossAt *uint64
+	rate   uint64 // bit/s
 	// ceMarks counts, per queue, the frames the egress control marked CE.
 	ceMarks [dataplane.NumQueues]uint64
 	md      pipeline.EgressMeta
@@ -370,7 +374,7 @@ func (p *port) service() {
 			p.n.sent(p, &d)
 		}
 		if (p.loss > 0 && p.n.rng.Float64() < p.loss) || p.isDown(now) {
-			p.lossDrops++
+			lost(&p.lossDrops, p.lossAt)
 			p.n.freeFrame(f)
 		} else {
 			p.n.clock.AtFrame(d.End+p.delay, p.out, f)
@@ -587,13 +591,22 @@ func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
 	if h == nil {
 		return fmt.Errorf("simnet: no host %q", host)
 	}
+	sp := n.switches[h.Switch].ports.get(h.Port)
 	if h.nic != nil {
-		h.nic.loss = fromHost
+		h.nic.loss, h.nic.lossAt = fromHost, &sp.lossDrops
 	} else {
-		h.shaper.loss = fromHost
+		h.shaper.loss, h.shaper.lossAt = fromHost, &sp.lossDrops
 	}
-	n.switches[h.Switch].ports.get(h.Port).loss = toHost
+	sp.loss = toHost
 	return nil
+}
+
+// lost counts a frame a fault dropped: at *at when set, else at *own.
+func lost(own, at *uint64) {
+	if at != nil {
+		own = at
+	}
+	*own++
 }
 
 // SetDown takes the link of host down, both ways, from from until to
@@ -606,6 +619,23 @@ func (n *Network) SetDown(host string, from, to int64) error {
 	}
 	n.switches[h.Switch].ports.get(h.Port).setDown(from, to)
 	return nil
+}
+
+// SetLinkLoss has the link between switches a and b lose frames: aToB of
+// those a sends b, bToA of those b sends a, all counted at a's port, where
+// the fault is.
+func (n *Network) SetLinkLoss(a, b string, aToB, bToA float64) error {
+	for _, l := range n.cfg.Links {
+		if l.A == a && l.B == b || l.A == b && l.B == a {
+			pa, pb := n.switches[l.A].ports.get(l.APort), n.switches[l.B].ports.get(l.BPort)
+			if l.A != a {
+				pa, pb = pb, pa
+			}
+			pa.loss, pb.loss, pb.lossAt = aToB, bToA, &pa.lossDrops
+			return nil
+		}
+	}
+	return fmt.Errorf("simnet: no link %s-%s", a, b)
 }
 
 // SetLinkDown takes the link between switches a and b down, both ways,
@@ -658,6 +688,7 @@ type bucket struct {
 	loss      float64
 	// Drops counts frames refused because nicQueuePkts were waiting.
 	drops, lossDrops uint64
+	lossAt           *uint64 // as port.lossAt
 }
 
 func (b *bucket) send(f []byte) {
@@ -690,7 +721,7 @@ func (b *bucket) release() {
 		b.q[0] = nil
 		b.q = b.q[1:]
 		if b.loss > 0 && b.n.rng.Float64() < b.loss {
-			b.lossDrops++
+			lost(&b.lossDrops, b.lossAt)
 			b.n.freeFrame(f)
 			continue
 		}

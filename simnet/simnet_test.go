@@ -179,32 +179,11 @@ func TestRepeatsExactly(t *testing.T) {
 // TestLinkDown checks a link-down window drops what crosses the link both
 // ways, counts it, and that Homa recovers the calls it hit once it is up.
 func TestLinkDown(t *testing.T) {
-	const rate = 1_000_000_000
-	n := star(t, 2, rate)
-	epoch := time.Unix(1_000_000, 0)
-	for i, h := range n.Nodes() {
-		if err := h.Start(homaCfg(rate), uint64(i+1)<<40, epoch, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	echo(t, n.Node("h1"), 100)
+	n := echoStar(t)
 	if err := n.SetDown("h1", int64(2*time.Millisecond), int64(4*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	done, failed := 0, 0
-	srv := netip.AddrPortFrom(n.Node("h1").IP, 4000)
-	for k := range 100 {
-		n.Clock().At(int64(k)*int64(100*time.Microsecond), func() {
-			n.Node("h2").Call(srv, make([]byte, 5000), func(_ []byte, _ homa.CallInfo, err error) {
-				if err != nil {
-					failed++
-					return
-				}
-				done++
-			})
-		})
-	}
-	n.Clock().Run(int64(2 * time.Second))
+	done, failed := callsOf5000(n, 100)
 	if done != 100 || failed != 0 {
 		t.Errorf("%d calls completed and %d failed of 100", done, failed)
 	}
@@ -216,6 +195,72 @@ func TestLinkDown(t *testing.T) {
 	}
 	if drops == 0 {
 		t.Error("the down link dropped nothing")
+	}
+}
+
+// echoStar is two hosts on a switch at 1 Gbit/s, running Homa, h1 an echo
+// server on port 4000 answering with 100 bytes.
+func echoStar(t *testing.T) *Network {
+	t.Helper()
+	const rate = 1_000_000_000
+	n := star(t, 2, rate)
+	epoch := time.Unix(1_000_000, 0)
+	for i, h := range n.Nodes() {
+		if err := h.Start(homaCfg(rate), uint64(i+1)<<40, epoch, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo(t, n.Node("h1"), 100)
+	return n
+}
+
+// callsOf5000 has h2 call h1's echo server (port 4000) k times, 100 µs
+// apart, with 5,000-byte requests, runs the network for 2 s and counts
+// the calls that completed and failed.
+func callsOf5000(n *Network, k int) (done, failed int) {
+	srv := netip.AddrPortFrom(n.Node("h1").IP, 4000)
+	for i := range k {
+		n.Clock().At(int64(i)*int64(100*time.Microsecond), func() {
+			n.Node("h2").Call(srv, make([]byte, 5000), func(_ []byte, _ homa.CallInfo, err error) {
+				if err != nil {
+					failed++
+					return
+				}
+				done++
+			})
+		})
+	}
+	n.Clock().Run(int64(2 * time.Second))
+	return done, failed
+}
+
+// TestLossCounted: loss on a host's link, either way, is counted at the
+// switch's port toward the host, as the embedded switch counts its egress
+// and ingress drops, and Homa recovers every call.
+func TestLossCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		toHost, fromHost float64
+	}{
+		{"to the host", 0.2, 0},
+		{"from the host", 0, 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := echoStar(t)
+			if err := n.SetLoss("h2", tc.toHost, tc.fromHost); err != nil {
+				t.Fatal(err)
+			}
+			if done, _ := callsOf5000(n, 50); done != 50 {
+				t.Errorf("%d calls of 50 completed", done)
+			}
+			drops := map[uint16]uint64{}
+			for _, p := range n.SwitchStats()["s1"].Ports {
+				drops[p.Port] = p.FaultDrops
+			}
+			if drops[2] == 0 || drops[1] != 0 {
+				t.Errorf("fault drops by port %v: want some at port 2 (h2's), none at port 1", drops)
+			}
+		})
 	}
 }
 

@@ -244,9 +244,11 @@ type faultEnv struct{ x *experimentRun }
 
 func (f faultEnv) Port(host string) (string, uint16, error) {
 	r := f.x.r
-	if leaf, spine, ok := strings.Cut(host, "-"); ok {
+	if a, b, ok := strings.Cut(host, "-"); ok {
+		// Either end first, as validation takes it: the fault goes on
+		// the link's first end as the layout lists it.
 		for _, l := range r.layout.Links {
-			if l.A == leaf && l.B == spine {
+			if l.A == a && l.B == b || l.A == b && l.B == a {
 				if r.stats[l.A] == nil {
 					return "", 0, fmt.Errorf("fault: switch %s has no admin socket", l.A)
 				}

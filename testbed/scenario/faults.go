@@ -168,6 +168,9 @@ func (c *checker) checkFaults(s *Scenario) {
 			if f.Direction != "" && f.Loss == nil {
 				c.errorf(p+".direction", "direction applies to loss only (a link that is down drops both ways)")
 			}
+			if _, _, sw := f.SwitchLink(); sw && f.Direction != "" && f.Direction != DirectionBoth {
+				c.errorf(p+".direction", "%s is a link between switches, with no host for %q to mean: its loss is both ways (leave direction out)", f.Link, f.Direction)
+			}
 		default:
 			c.errorf(p+".direction", "expected %q, %q or %q, got %q", DirectionBoth, DirectionToHost, DirectionFromHost, f.Direction)
 		}

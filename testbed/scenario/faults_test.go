@@ -115,6 +115,8 @@ func TestSwitchLinkFaults(t *testing.T) {
 		{"no such spine", "  - {link: l1-p3, loss: 0.1}\n", `f.yaml:10: faults[0].link: expected a leaf-spine link l1..l2-p1..p2 (leaf, spine), got "l1-p3"`},
 		{"two leaves", "  - {link: l1-l2, loss: 0.1}\n", `faults[0].link: expected a leaf-spine link`},
 		{"kill a link", "  - {link: l1-p1, kill_agent: {at: 1s}}\n", `f.yaml:10: faults[0].kill_agent: kill_agent kills a host's agent; "l1-p1" is a link between switches`},
+		{"loss both ways", "  - {link: l1-p1, loss: 0.1, direction: both}\n", ""},
+		{"loss toward a host", "  - {link: l1-p1, loss: 0.1, direction: to_host}\n", `f.yaml:10: faults[0].direction: l1-p1 is a link between switches, with no host for "to_host" to mean`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := parseAndPlan("f.yaml", base+tc.faults)

@@ -146,17 +146,22 @@ func (s *SwitchStats) SetFault(_ context.Context, fs switchstats.FaultSetting) e
 		return fmt.Errorf("switch %s has no link on port %d", s.name, fs.Port)
 	}
 	if fs.DropProb != nil && *fs.DropProb > 0 {
-		if host == "" {
-			return fmt.Errorf("switch %s port %d: the simulator models loss on hosts' links only", s.name, fs.Port)
-		}
-		to, from := *fs.DropProb, *fs.DropProb
+		// out is the loss of what the switch sends on the port, in of
+		// what it receives there.
+		out, in := *fs.DropProb, *fs.DropProb
+		var err error
 		switch *fs.Direction {
-		case switchstats.DirectionEgress: // towards the host
-			from = 0
+		case switchstats.DirectionEgress:
+			in = 0
 		case switchstats.DirectionIngress:
-			to = 0
+			out = 0
 		}
-		if err := j.net.SetLoss(host, to, from); err != nil {
+		if host == "" {
+			err = j.net.SetLinkLoss(s.name, peer, out, in)
+		} else {
+			err = j.net.SetLoss(host, out, in)
+		}
+		if err != nil {
 			return err
 		}
 	}

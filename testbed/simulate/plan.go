@@ -39,9 +39,6 @@ func Check(p *scenario.Plan) error {
 		if f.KillAgent != nil {
 			errs = append(errs, fmt.Sprintf("faults[%d] (kill_agent on %s): the simulator has no agent processes to kill (loss and down it models)", i, f.Link))
 		}
-		if _, _, sw := f.SwitchLink(); sw && f.Loss != nil {
-			errs = append(errs, fmt.Sprintf("faults[%d] (loss on %s): the simulator models loss on hosts' links only; down windows on links between switches it models", i, f.Link))
-		}
 	}
 	for i, a := range s.Adversaries {
 		if a.Kind != "none" {

@@ -498,12 +498,9 @@ func spineSent(t *testing.T, dir, exp, sw string) uint64 {
 	return n
 }
 
-// TestSpinesShareAndLinkDownMovesPaths: two leaves, two spines, traffic
-// across: both spines carry it; with l1-p1 down for most of the
-// measurement the controller's paths put nearly all of it on p2 and every
-// RPC still completes.
-func TestSpinesShareAndLinkDownMovesPaths(t *testing.T) {
-	const base = `name: mp
+// twoSpines is a leaf-spine of two leaves and two spines whose first
+// leaf's hosts call the second's, spread over the spines by LB.
+const twoSpines = `name: mp
 topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2, load_balancing: LB}
 link: {rate: 100Mbit}
 transports:
@@ -514,6 +511,13 @@ warmup: 50ms
 duration: 1s
 drain: 200ms
 `
+
+// TestSpinesShareAndLinkDownMovesPaths: two leaves, two spines, traffic
+// across: both spines carry it; with l1-p1 down for most of the
+// measurement the controller's paths put nearly all of it on p2 and every
+// RPC still completes.
+func TestSpinesShareAndLinkDownMovesPaths(t *testing.T) {
+	base := twoSpines
 	for _, lb := range []string{"spray", "ecmp"} {
 		t.Run(lb, func(t *testing.T) {
 			dir := runSim(t, load(t, strings.Replace(base, "LB", lb, 1)))
@@ -532,4 +536,35 @@ drain: 200ms
 		t.Errorf("with l1-p1 down: %+v, want every RPC completed", r)
 	}
 	t.Logf("l1-p1 down: p1 %d, p2 %d bytes", p1, p2)
+}
+
+// TestLossBetweenSwitches: loss on a leaf-spine link in the twin drops
+// frames both ways on that link only, counted at the leaf's port toward
+// the spine as the embedded switch counts them (its egress and ingress),
+// and Homa still completes every RPC; the link named spine first is the
+// same link.
+func TestLossBetweenSwitches(t *testing.T) {
+	// The drain leaves time for Homa's RESENDs, 50 ms of silence apart
+	// at 100 Mbit/s (homaconf: the tick stretched to 10 ms).
+	scen := strings.NewReplacer("LB", "spray", "drain: 200ms", "drain: 2s").Replace(twoSpines)
+	dir := runSim(t, load(t, scen+"faults:\n  - {link: p1-l1, loss: 0.05}\n"))
+	var s struct {
+		Experiments []struct {
+			RPCs struct {
+				Issued, Completed, Failed uint64
+			} `json:"rpcs"`
+			Switch struct {
+				FaultDropsByPort map[string]int64 `json:"fault_drops_by_port"`
+			} `json:"switch"`
+		} `json:"experiments"`
+	}
+	decodeSummary(t, dir, &s)
+	e := s.Experiments[0]
+	if e.RPCs.Issued == 0 || e.RPCs.Completed != e.RPCs.Issued {
+		t.Errorf("rpcs %+v: want every RPC completed", e.RPCs)
+	}
+	if len(e.Switch.FaultDropsByPort) != 1 || e.Switch.FaultDropsByPort["l1/3"] == 0 {
+		t.Errorf("fault drops %v: want some, all at l1/3 (l1's port toward p1)", e.Switch.FaultDropsByPort)
+	}
+	t.Logf("fault drops %v", e.Switch.FaultDropsByPort)
 }
