@@ -3,6 +3,8 @@ package dataplane
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -285,7 +287,8 @@ func TestTrimAbove(t *testing.T) {
 // runModes forwards frames from port 1 to port 2 through a dataplane whose
 // ports all run mode, and returns what port 2 sent, in order. The frames
 // wait in port 1 before the dataplane starts, so they arrive in one receive
-// batch and are all queued before the first leaves: the order is exact.
+// batch and are usually all queued before the first leaves: then the order
+// is exact (queuedFirst).
 func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]byte, d *Dataplane) {
 	t.Helper()
 	in, out := newMemPort(), newMemPort()
@@ -321,6 +324,23 @@ func runModes(t *testing.T, mode Mode, arg uint32, frames [][]byte) (sent [][]by
 	}
 }
 
+// queuedFirst runs attempt, which forwards a batch through runModes and
+// says what was wrong, up to three times: the egress goroutine may send a
+// frame while the ingress one, preempted on a loaded machine, has queued
+// only part of the batch (seen once in CI), and the order is then not the
+// one the test asks for. A mode that is wrong fails every attempt.
+func queuedFirst(t *testing.T, attempt func() error) {
+	t.Helper()
+	var err error
+	for i := range 3 {
+		if err = attempt(); err == nil {
+			return
+		}
+		t.Logf("attempt %d: %v", i+1, err)
+	}
+	t.Error(err)
+}
+
 // Through the whole dataplane: Homa DATA frames of falling rank and a
 // non-Homa frame (rank max) reach a rank_order port with room for five:
 // the five smallest ranks leave, smallest first.
@@ -330,21 +350,23 @@ func TestRankOrderForwarding(t *testing.T) {
 		frames = append(frames, makeHomaData(1000, 2, 0, uint32(100-i), uint32(i)))
 	}
 	frames = append(frames, makeFrame(1000, 2, 7, 99))
-	sent, d := runModes(t, ModeRankOrder, 5000, frames)
-	var seqs []uint32
-	for _, f := range sent {
-		if f[23] != wire.IPProto {
-			t.Fatal("the non-Homa frame (rank max) was sent")
+	queuedFirst(t, func() error {
+		sent, d := runModes(t, ModeRankOrder, 5000, frames)
+		var seqs []uint32
+		for _, f := range sent {
+			if f[23] != wire.IPProto {
+				return errors.New("the non-Homa frame (rank max) was sent")
+			}
+			seqs = append(seqs, homaSeq(f))
 		}
-		seqs = append(seqs, homaSeq(f))
-	}
-	if want := []uint32{9, 8, 7, 6, 5}; !slices.Equal(seqs, want) {
-		t.Errorf("departures by seq %v, want %v", seqs, want)
-	}
-	p := d.Stats().Ports[1]
-	if p.RankDrops != 6 || p.Queues[0].DropPkts != 6 {
-		t.Errorf("%d rank drops, queue 0 drops %d, want 6", p.RankDrops, p.Queues[0].DropPkts)
-	}
+		if want := []uint32{9, 8, 7, 6, 5}; !slices.Equal(seqs, want) {
+			return fmt.Errorf("departures by seq %v, want %v", seqs, want)
+		}
+		if p := d.Stats().Ports[1]; p.RankDrops != 6 || p.Queues[0].DropPkts != 6 {
+			return fmt.Errorf("%d rank drops, queue 0 drops %d, want 6", p.RankDrops, p.Queues[0].DropPkts)
+		}
+		return nil
+	})
 }
 
 // Through the whole dataplane: Homa DATA frames reach a trim_above port
@@ -356,15 +378,6 @@ func TestTrimAboveForwarding(t *testing.T) {
 		frames = append(frames, makeHomaData(1000, 2, 0, 0, uint32(i)))
 	}
 	frames = append(frames, makeFrame(1000, 2, 0, 99)) // not Homa: queues whole
-	sent, d := runModes(t, ModeTrimAbove, 4, frames)
-	var got []string
-	for _, f := range sent {
-		kind := "full"
-		if len(f) == TrimmedFrameLen {
-			kind = "header"
-		}
-		got = append(got, kind)
-	}
 	var want []string
 	for range 8 {
 		want = append(want, "header")
@@ -372,12 +385,24 @@ func TestTrimAboveForwarding(t *testing.T) {
 	for range 5 {
 		want = append(want, "full")
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("departures %v, want %v", got, want)
-	}
-	if got := d.Stats().Ports[1].TrimmedPkts; got != 8 {
-		t.Errorf("trimmed_pkts %d, want 8", got)
-	}
+	queuedFirst(t, func() error {
+		sent, d := runModes(t, ModeTrimAbove, 4, frames)
+		var got []string
+		for _, f := range sent {
+			kind := "full"
+			if len(f) == TrimmedFrameLen {
+				kind = "header"
+			}
+			got = append(got, kind)
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("departures %v, want %v", got, want)
+		}
+		if got := d.Stats().Ports[1].TrimmedPkts; got != 8 {
+			return fmt.Errorf("trimmed_pkts %d, want 8", got)
+		}
+		return nil
+	})
 }
 
 // TestHomaLayout trims a DATA packet that package wire encoded, framed as
