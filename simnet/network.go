@@ -170,6 +170,7 @@ func New(cfg Config) (*Network, error) {
 			node.shaper = &bucket{n: n, out: toSwitch, delay: toSwitchDelay.Nanoseconds(), rate: fabric.BytesPerSecond(cfg.RateBps) / 1e9, burst: float64(cfg.HostBurstBytes),
 				tokens: float64(cfg.HostBurstBytes)}
 			node.shaper.releaseFn = node.shaper.release
+			node.shaper.lossAt = &node.shaper.lossDrops
 		} else {
 			node.nic = n.newPort(toSwitch, toSwitchDelay, cfg.RateBps, nil)
 		}
@@ -241,9 +242,10 @@ type port struct {
 	// counters of a switch port
 	txPkts, txBytes       uint64
 	lossDrops, queueDrops uint64
-	// lossAt, when set, is where the frames this port loses count
-	// instead: the switch port at the other end, where the fault is,
-	// which counts them as the embedded switch counts ingress drops.
+	// lossAt is where the frames this port loses count: its own
+	// lossDrops, or those of the switch port at the other end where the
+	// fault is, which counts them as the embedded switch counts ingress
+	// drops.
 	lossAt *uint64
 	rate   uint64 // bit/s
 	// ceMarks counts, per queue, the frames the egress control marked CE.
@@ -294,6 +296,7 @@ func (n *Network) newPort(out func([]byte), delay time.Duration, rateBps uint64,
 	}
 	p := &port{n: n, out: out, rate: rateBps, delay: delay.Nanoseconds(), pm: dataplane.NewPortModel(pc)}
 	p.wakeFn = p.wake
+	p.lossAt = &p.lossDrops
 	return p
 }
 
@@ -374,7 +377,7 @@ func (p *port) service() {
 			p.n.sent(p, &d)
 		}
 		if (p.loss > 0 && p.n.rng.Float64() < p.loss) || p.isDown(now) {
-			lost(&p.lossDrops, p.lossAt)
+			*p.lossAt++
 			p.n.freeFrame(f)
 		} else {
 			p.n.clock.AtFrame(d.End+p.delay, p.out, f)
@@ -601,14 +604,6 @@ func (n *Network) SetLoss(host string, toHost, fromHost float64) error {
 	return nil
 }
 
-// lost counts a frame a fault dropped: at *at when set, else at *own.
-func lost(own, at *uint64) {
-	if at != nil {
-		own = at
-	}
-	*own++
-}
-
 // SetDown takes the link of host down, both ways, from from until to
 // (ns on the simulation's clock), as the scenario's link-down faults do:
 // the switch drops what the host sends and what it would send the host.
@@ -721,7 +716,7 @@ func (b *bucket) release() {
 		b.q[0] = nil
 		b.q = b.q[1:]
 		if b.loss > 0 && b.n.rng.Float64() < b.loss {
-			lost(&b.lossDrops, b.lossAt)
+			*b.lossAt++
 			b.n.freeFrame(f)
 			continue
 		}
