@@ -620,34 +620,38 @@ func (n *Network) SetDown(host string, from, to int64) error {
 // those a sends b, bToA of those b sends a, all counted at a's port, where
 // the fault is.
 func (n *Network) SetLinkLoss(a, b string, aToB, bToA float64) error {
+	pa, pb, err := n.linkPorts(a, b)
+	if err != nil {
+		return err
+	}
+	pa.loss, pb.loss, pb.lossAt = aToB, bToA, &pa.lossDrops
+	return nil
+}
+
+// linkPorts are the ports of switch a toward b and of b toward a.
+func (n *Network) linkPorts(a, b string) (pa, pb *port, err error) {
 	for _, l := range n.cfg.Links {
 		if l.A == a && l.B == b || l.A == b && l.B == a {
-			pa, pb := n.switches[l.A].ports.get(l.APort), n.switches[l.B].ports.get(l.BPort)
+			pa, pb = n.switches[l.A].ports.get(l.APort), n.switches[l.B].ports.get(l.BPort)
 			if l.A != a {
 				pa, pb = pb, pa
 			}
-			pa.loss, pb.loss, pb.lossAt = aToB, bToA, &pa.lossDrops
-			return nil
+			return pa, pb, nil
 		}
 	}
-	return fmt.Errorf("simnet: no link %s-%s", a, b)
+	return nil, nil, fmt.Errorf("simnet: no link %s-%s", a, b)
 }
 
 // SetLinkDown takes the link between switches a and b down, both ways,
 // from from until to: the port of a toward b drops what it sends and
 // what it receives, as a leaf-spine link-down fault does on the leaf.
 func (n *Network) SetLinkDown(a, b string, from, to int64) error {
-	for _, l := range n.cfg.Links {
-		if l.A == a && l.B == b || l.A == b && l.B == a {
-			end, port := l.A, l.APort
-			if l.B == a {
-				end, port = l.B, l.BPort
-			}
-			n.switches[end].ports.get(port).setDown(from, to)
-			return nil
-		}
+	pa, _, err := n.linkPorts(a, b)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("simnet: no link %s-%s", a, b)
+	pa.setDown(from, to)
+	return nil
 }
 
 // setDown takes switch port p's link down, both ways, from from until to.
