@@ -363,18 +363,10 @@ func (e *Endpoint) onResend(now time.Duration, addr netip.Addr, b []byte, c *wir
 		return
 	}
 	// A RESEND also grants: the GRANT that allowed these bytes may be lost.
-	lostGrant := end > o.granted
 	o.granted = max(o.granted, end)
-	switch sent := min(end, o.next); {
-	case rs.Offset < sent:
+	if sent := min(end, o.next); rs.Offset < sent {
 		o.resend(resendReq{span{rs.Offset, sent}, rs.Priority})
-	case lostGrant:
-		// Never granted to us as far as we knew: the receiver's GRANT was
-		// lost, and it may have granted more than this RESEND asks. The
-		// bytes go out as retransmissions, so it asks for the rest whole
-		// (resendRest) instead of a packet a resend interval.
-		r.answers = max(r.answers, end)
-	default:
+	} else {
 		// Not sent yet (the pacer's SRPT holds it back): say we are alive,
 		// or the receiver would time the message out (homa_resend_pkt).
 		e.sendControl(now, addr, r.header(wire.TypeBusy))
@@ -403,7 +395,7 @@ func (e *Endpoint) onUnknown(now time.Duration, r *rpc) {
 	if !r.resent {
 		r.refusals++
 	}
-	r.resent, r.answers = false, 0
+	r.resent = false
 	r.info.restarts++
 	e.c.restarts.Add(1)
 	if (r.refusals > maxRefusals || r.restarts > maxRestarts) && !r.in.started {

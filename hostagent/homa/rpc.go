@@ -135,14 +135,9 @@ type rpc struct {
 	in       msgIn
 	silent   int // ticks without a packet from the peer
 	restarts int
-	refusals int  // restarts on an RPC_UNKNOWN that answered DATA
-	resent   bool // a RESEND went out since the request (re)started
-	// answers: new bytes of out below it answer a RESEND for bytes whose
-	// GRANT never reached us; they go out marked as retransmissions,
-	// which makes the receiver ask for the rest of its grant whole. (Here,
-	// not in msgOut, it fills the padding after resent: TestRPCSize.)
-	answers uint32
-	restart uint64 // tick of the last restart
+	refusals int    // restarts on an RPC_UNKNOWN that answered DATA
+	resent   bool   // a RESEND went out since the request (re)started
+	restart  uint64 // tick of the last restart
 	// heard is when the peer last showed progress on r (DATA, GRANT,
 	// BUSY, PULL, NACK; or r began). suspect is heard as of the first
 	// RESEND about r, 0 again once the peer answers BUSY (it was only

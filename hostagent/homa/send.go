@@ -155,8 +155,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 	var n uint32
 	var prio uint8
 	d.Rank = st.pol.rank(o) // before the packet is accounted for: its bytes count
-	fresh := len(o.rexmit) == 0
-	if !fresh {
+	if len(o.rexmit) > 0 {
 		q := &o.rexmit[0]
 		d.Offset, n, prio, d.Retransmit = q.start, min(st.pkt, q.end-q.start), q.prio, 1
 		q.start += n
@@ -170,9 +169,6 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 		d.Offset, n = o.next, min(st.pkt, o.granted-o.next)
 		o.next += n
 		prio = o.schedPrio
-		if d.Offset < r.answers {
-			d.Retransmit = 1
-		}
 		if d.Offset < o.unsched {
 			left := o.length
 			if st.rule.graduated { // homaconf.Config.Graduated
@@ -189,7 +185,7 @@ func (e *Endpoint) sendData(now time.Duration, r *rpc) {
 	buf := wire.AppendData(e.txBuf(), &d)
 	buf = e.appendBody(buf, o, d.Offset, n)
 	e.txCommit(now, buf, r.peer.addr, wire.TypeData, prio)
-	if fresh && o.next == o.length {
+	if d.Retransmit == 0 && o.next == o.length {
 		e.lastByteSent(now, r)
 	}
 }
