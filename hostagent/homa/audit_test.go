@@ -164,6 +164,41 @@ func TestBurstLossRepairedInOneRound(t *testing.T) {
 	})
 }
 
+// TestLostLastGrantRepairedInOneRound loses the GRANT that lets a 40 KB
+// request's sender send its last 30 KB (20 packets: it may send 10 KB
+// unscheduled). The receiver, which granted the whole message, sees
+// silence, asks for one packet of the gap and sends its GRANT again, which
+// lets the sender send the rest at once: the call ends about one resend
+// interval (5 ms here) after it began, not a packet per interval (20
+// intervals: a RESEND grants only the packet it asks for).
+func TestLostLastGrantRepairedInOneRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		const size = 40_000
+		var lost atomic.Int32
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			g, err := wire.ParseGrant(p.Buf)
+			return err == nil && src == serverAddr && g.Type == wire.TypeGrant && g.Offset == size && lost.CompareAndSwap(0, 1)
+		}}
+		client, srv, _ := pair(t, lc, homaconf.Config{UnschedBytes: 10_000})
+		serveFixed(ctx, srv, []byte("ok"))
+		start := time.Now()
+		_, info, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lost.Load() != 1 {
+			t.Fatal("no GRANT of the whole message was lost")
+		}
+		d := time.Since(start)
+		t.Logf("40 KB call after its last GRANT was lost: %v, %d resends", d, info.Resends)
+		if d > 9*time.Millisecond {
+			t.Errorf("call took %v after its last GRANT was lost, want under 9 ms", d)
+		}
+	})
+}
+
 // TestUnscheduledLossResentAtItsLevel: a lost packet of a message that
 // was never granted (it fits in the unscheduled bytes) is asked for and
 // resent at the level its unscheduled packets used, not at the lowest

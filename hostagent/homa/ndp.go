@@ -41,6 +41,10 @@ func (n *ndpPolicy) arrived(m *msgIn) {
 // as NACKed), and asking for them again sent each twice.
 func (n *ndpPolicy) restLost(r *rpc) bool { return r.resent }
 
+// regrant: none. A PULL lets one more packet go; a lost one is made up by
+// the packets that still arrive, and a RESEND asks for the rest.
+func (n *ndpPolicy) regrant(time.Duration, *msgIn) {}
+
 func (n *ndpPolicy) credits() { n.issueDue(n.e, n) }
 
 // eligible: a packet arrived (whole or trimmed) for which no PULL went out

@@ -1,10 +1,6 @@
 package homa
 
-import (
-	"time"
-
-	"github.com/homatb/homatb/wire"
-)
+import "time"
 
 // phostPolicy is pHost's (homaconf.VariantPHost): a message that fits in
 // the credit window goes whole on free tokens; a longer one sends an RTS
@@ -37,10 +33,16 @@ func (p *phostPolicy) announces(*peer, uint32) (uint8, bool) { return p.e.state.
 // does (the paper's token expiry).
 func (p *phostPolicy) eligible(m *msgIn) bool { return m.granted-m.received < p.window }
 
+// regrant: the last token again, which is cumulative.
+func (p *phostPolicy) regrant(now time.Duration, m *msgIn) {
+	if !m.unschedOnly {
+		p.e.sendGrant(now, m.rpc, m.granted, p.prio)
+	}
+}
+
 // give sends a token: a GRANT of one more packet.
 func (p *phostPolicy) give(now time.Duration, m *msgIn) {
 	e, r := p.e, m.rpc
 	m.granted = min(m.length, m.granted+e.state.pkt)
-	g := wire.Grant{Common: r.header(wire.TypeGrant), Offset: m.granted, Priority: p.prio}
-	e.txCommit(now, wire.AppendGrant(e.txBuf(), &g), r.peer.addr, wire.TypeGrant, e.state.ctrlPrio)
+	e.sendGrant(now, r, m.granted, p.prio)
 }

@@ -53,6 +53,10 @@ type policy interface {
 	// restLost reports whether a retransmission that arrives for r shows
 	// the rest of its gap lost (resendRest).
 	restLost(r *rpc) bool
+	// regrant restates the credit m holds, in a resend round that finds
+	// nothing arrived past some of it: the GRANT of those bytes may have
+	// been lost, and a RESEND grants only the packet it asks for.
+	regrant(now time.Duration, m *msgIn)
 	// trimmed handles a DATA packet, header d, whose payload a switch
 	// trimmed; r is its RPC if known.
 	trimmed(now time.Duration, addr netip.Addr, d wire.Data, r *rpc)
@@ -115,6 +119,14 @@ func (familyBase) arrived(*msgIn) {}
 func (familyBase) untrack(*msgIn) {}
 
 func (familyBase) restLost(*rpc) bool { return true }
+
+// regrant: Homa's GRANT again, at the level of the last one. A message
+// sent whole blind was never granted anything.
+func (b familyBase) regrant(now time.Duration, m *msgIn) {
+	if !m.unschedOnly {
+		b.e.sendGrant(now, m.rpc, m.granted, m.prio)
+	}
+}
 
 // trimmed: only NDP's switch ports trim.
 func (b familyBase) trimmed(time.Duration, netip.Addr, wire.Data, *rpc) {

@@ -81,5 +81,13 @@ func (r *rangeSet) gaps(dst []span, limit uint32, maxGaps int) []span {
 	return dst
 }
 
+// end is the end of the highest byte that arrived.
+func (r *rangeSet) end() uint32 {
+	if n := len(r.spans); n > 0 {
+		return r.spans[n-1].end
+	}
+	return r.prefix
+}
+
 // reset forgets every range but keeps the storage.
 func (r *rangeSet) reset() { r.prefix, r.spans = 0, r.spans[:0] }

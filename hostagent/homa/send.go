@@ -231,8 +231,7 @@ func (e *Endpoint) grantNow() {
 	now := e.now()
 	for _, g := range st.sched.schedule() {
 		r := g.m.rpc
-		gr := wire.Grant{Common: r.header(wire.TypeGrant), Offset: g.offset, Priority: g.prio}
-		e.txCommit(now, wire.AppendGrant(e.txBuf(), &gr), r.peer.addr, wire.TypeGrant, st.ctrlPrio)
+		e.sendGrant(now, r, g.offset, g.prio)
 		e.c.grantsBy[g.prio].Add(1)
 		if g.fifo {
 			e.c.fifo.Add(1)
@@ -242,6 +241,13 @@ func (e *Endpoint) grantNow() {
 	}
 	e.c.setActive(st.sched.numActive())
 	e.c.incomingBytes.Store(uint64(st.sched.incoming()))
+}
+
+// sendGrant lets r's sender send up to offset, at level prio: a GRANT, or
+// a pHost token.
+func (e *Endpoint) sendGrant(now time.Duration, r *rpc, offset uint32, prio uint8) {
+	g := wire.Grant{Common: r.header(wire.TypeGrant), Offset: offset, Priority: prio}
+	e.txCommit(now, wire.AppendGrant(e.txBuf(), &g), r.peer.addr, wire.TypeGrant, e.state.ctrlPrio)
 }
 
 // requestResend asks r's peer for the missing bytes of r's inbound
@@ -273,6 +279,12 @@ func (e *Endpoint) requestResend(now time.Duration, r *rpc) {
 	for _, g := range st.gaps {
 		rs.Offset, rs.Length = g.start, min(g.end-g.start, st.pkt)
 		e.sendResend(now, r, &rs)
+	}
+	// Nothing came past some of the granted bytes: the GRANT that let
+	// them go may be what was lost. Asking for one packet of them would
+	// grant only that packet, a packet a resend interval.
+	if len(st.gaps) > 0 && m.got.end() < m.granted {
+		st.pol.regrant(now, m)
 	}
 }
 
