@@ -572,7 +572,7 @@ func (n *Network) SwitchStats() map[string]switchstats.Stats {
 				}
 			}
 			sp := switchstats.Port{Port: pn, TxPkts: p.txPkts, TxBytes: p.txBytes,
-				RateBps: p.rate, Queues: qs, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
+				RateBps: p.rate, Queues: qs, RankDrops: pms.RankDrops, TrimmedPkts: pms.Trimmed, FaultDrops: p.lossDrops,
 				PipelineDrops: s.drops, BadVerdicts: s.noPort}
 			sp.RemarkedPkts, sp.MeteredPkts, sp.SpoofDrops = s.pl.DefenceCounters(pn)
 			if int(pn) < len(s.defences) {

@@ -82,6 +82,9 @@ type PortModelStats struct {
 	// Drops counts frames dropped: tail drops, and frames a rank-ordered
 	// port pushed out or refused.
 	Drops uint64
+	// RankDrops counts the frames of Drops that a rank-ordered port
+	// pushed out or refused (the switch statistics' rank_drops).
+	RankDrops uint64
 	// Trimmed counts frames a trim_above verdict cut to their header.
 	Trimmed uint64
 	// QueuedPkts and QueuedBytes are what the queues hold now.
@@ -204,7 +207,7 @@ func (m *PortModel) Trimmed() uint64 {
 func (m *PortModel) Stats() PortModelStats {
 	m.t.lock()
 	defer m.t.unlock()
-	s := PortModelStats{Trimmed: m.t.trimmed, QueuedPkts: m.t.pkts, QueuedBytes: m.t.bytes}
+	s := PortModelStats{RankDrops: m.t.rankDrops, Trimmed: m.t.trimmed, QueuedPkts: m.t.pkts, QueuedBytes: m.t.bytes}
 	for q := range m.t.st {
 		s.Drops += m.t.st[q].dropPkts
 	}

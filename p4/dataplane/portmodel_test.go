@@ -45,7 +45,7 @@ func TestPortModel(t *testing.T) {
 			// 1 leaves at once; 2 and 3 fill the buffer, and 4 (rank 7) is
 			// the largest, so it is dropped.
 			wantSeqs: []uint32{1, 3, 2}, wantStarts: []int64{0, 8192, 16384}, wantQueues: []uint8{0, 0, 0},
-			wantStats: PortModelStats{Drops: 1}},
+			wantStats: PortModelStats{Drops: 1, RankDrops: 1}},
 		{name: "trim above one packet: the third DATA frame is cut to queue 7",
 			cfg: PortModelConfig{RateBps: rate, WireOverhead: 24},
 			offers: []offer{{0, data(0, 1), Verdict{Mode: ModeTrimAbove, ModeArg: 1, Trim: TrimHomaData}},

@@ -67,6 +67,7 @@ type summary struct {
 		} `json:"anatomy"`
 		Switch struct {
 			Drops        int64    `json:"drops"`
+			RankDrops    int64    `json:"rank_drops"`
 			CEMarks      int64    `json:"ce_marks"`
 			TrimmedPkts  uint64   `json:"trimmed_pkts"`
 			MaxQueuePkts [8]int64 `json:"max_queue_pkts"`
@@ -240,6 +241,26 @@ func TestIncast(t *testing.T) {
 	// The bottleneck carries the 8 senders' bytes at about the link rate.
 	if e.GoodputGbps == nil || *e.GoodputGbps < 0.040 || *e.GoodputGbps > 0.050 {
 		t.Errorf("goodput %v Gbit/s, want 0.040-0.050 of the 0.050 link", e.GoodputGbps)
+	}
+}
+
+// TestRankDropsCounted runs incast.yaml's eight senders with pFabric,
+// whose switch ports are rank-ordered: every frame the receiver's port
+// drops is a rank drop, and the switch statistics say so in rank_drops,
+// as the embedded switch's do (the twin reported 0 before).
+func TestRankDropsCounted(t *testing.T) {
+	src, err := os.ReadFile("../../scenarios/incast.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "transports:\n", "transports:\n  - name: pfabric\n", 1)
+	p := load(t, text)
+	if err := p.Only([]string{"pfabric"}); err != nil {
+		t.Fatal(err)
+	}
+	e := readSummary(t, runSim(t, p)).Experiments[0]
+	if e.Switch.Drops == 0 || e.Switch.RankDrops != e.Switch.Drops {
+		t.Errorf("switch drops %d, rank drops %d: want some, all of them rank drops", e.Switch.Drops, e.Switch.RankDrops)
 	}
 }
 
