@@ -33,6 +33,11 @@ func (p *phostPolicy) announces(*peer, uint32) (uint8, bool) { return p.e.state.
 // does (the paper's token expiry).
 func (p *phostPolicy) eligible(m *msgIn) bool { return m.granted-m.received < p.window }
 
+// restLost: never. pHost's receiver recovers a lost packet with a token
+// for it, at its link's pace; asking for the rest of a gap whole sends it
+// at line rate, past the tokens.
+func (p *phostPolicy) restLost(*rpc) bool { return false }
+
 // regrant: the last token again, which is cumulative.
 func (p *phostPolicy) regrant(now time.Duration, m *msgIn) {
 	if !m.unschedOnly {
