@@ -83,3 +83,41 @@ func TestRangeSetInOrderAllocs(t *testing.T) {
 		t.Errorf("%.1f allocations per in-order add, want 0", a)
 	}
 }
+
+// TestResendQueuedOnce: a RESEND for bytes already queued for
+// retransmission and not sent yet queues only what is new of it (its
+// ends), so a sender that holds them back does not send them twice.
+func TestResendQueuedOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		queued   []span
+		ask      span
+		want     []span
+		wantOwed uint32
+	}{
+		{"nothing queued", nil, span{100, 200}, []span{{100, 200}}, 100},
+		{"the same span again", []span{{100, 200}}, span{100, 200}, []span{{100, 200}}, 100},
+		{"inside a queued span", []span{{100, 200}}, span{120, 180}, []span{{100, 200}}, 100},
+		{"overlapping its end", []span{{100, 200}}, span{150, 250}, []span{{100, 200}, {200, 250}}, 150},
+		{"overlapping its start", []span{{100, 200}}, span{50, 150}, []span{{100, 200}, {50, 100}}, 150},
+		{"covered by two", []span{{100, 150}, {150, 250}}, span{120, 200}, []span{{100, 150}, {150, 250}}, 150},
+		{"an end moved into a span passed before", []span{{120, 130}, {100, 125}}, span{110, 200},
+			[]span{{120, 130}, {100, 120}, {130, 200}}, 100},
+		{"a queued span strictly inside: asked whole", []span{{120, 130}}, span{100, 200}, []span{{120, 130}, {100, 200}}, 110},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var o msgOut
+			for _, q := range tt.queued {
+				o.resend(resendReq{span: q})
+			}
+			o.resend(resendReq{span: tt.ask})
+			var got []span
+			for _, q := range o.rexmit {
+				got = append(got, q.span)
+			}
+			if !slices.Equal(got, tt.want) || o.owed != tt.wantOwed {
+				t.Errorf("queue %v, owed %d; want %v, %d", got, o.owed, tt.want, tt.wantOwed)
+			}
+		})
+	}
+}

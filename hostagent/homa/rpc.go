@@ -111,8 +111,28 @@ func (o *msgOut) sendable() bool {
 // short messages).
 func (o *msgOut) left() uint32 { return o.length - o.next + o.owed }
 
-// resend asks for q's bytes again, after those already asked for.
+// resend asks for q's bytes again, after those already asked for, less
+// any of its ends that are already asked for and not sent yet: a
+// receiver asks again every resend interval while this sender's queue
+// holds the bytes back, and each copy would go out (and count in left,
+// pFabric's rank) once more.
 func (o *msgOut) resend(q resendReq) {
+	// Each pass only shrinks q, and stops when one moves neither end: a
+	// span passed before may hold an end only a later one moved.
+	for moved := true; moved; {
+		moved = false
+		for _, w := range o.rexmit {
+			if w.start <= q.start && q.start < w.end {
+				q.start, moved = w.end, true
+			}
+			if w.start < q.end && q.end <= w.end {
+				q.end, moved = w.start, true
+			}
+			if q.end <= q.start {
+				return
+			}
+		}
+	}
 	o.rexmit = append(o.rexmit, q)
 	o.owed += q.end - q.start
 }
