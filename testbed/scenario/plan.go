@@ -181,6 +181,7 @@ type resolvedSweep struct {
 // experiments (stages two and three).
 func (src *Source) Plan(opt Options) (*Plan, error) {
 	base := src.Raw
+	zeros := explicitZeros(base, givenIn(src.idx, nil))
 	applyDefaults(base)
 	src.resolveFiles(base)
 	if opt.Repetitions > 0 {
@@ -189,6 +190,9 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 	opt.Simulate = opt.Simulate || base.Simulated
 	clock := clockDefaults(base, opt.Simulate, givenIn(src.idx, nil), opt.sizeSpec())
 	c := &checker{file: src.File, idx: src.idx, sizeSpec: opt.sizeSpec(), simulate: opt.Simulate}
+	for _, z := range zeros {
+		c.errorf(z.path, "expected %s, got 0", z.want)
+	}
 	c.check(base)
 	sweeps := src.checkSweeps(c, base)
 	if len(c.errs) > 0 {

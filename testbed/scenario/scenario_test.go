@@ -120,6 +120,11 @@ func TestBadScenarios(t *testing.T) {
 		msgSubstr string
 	}{
 		{"unknown top key", "duration: 2s", "duraton: 2s", 19, "duraton", `unknown field "duraton"`},
+		// Zeros that would silently become the default.
+		{"zero duration", "duration: 2s", "duration: 0s", 19, "duration", "expected a measurement longer than 0 (left out: 10s), got 0"},
+		{"zero spines", "  kind: star\n  hosts: 4", "  kind: leaf-spine\n  leaves: 2\n  hosts_per_leaf: 2\n  spines: 0", 6, "topology.spines", "expected 1 or more spines (left out: 1), got 0"},
+		{"zero MTU", "rate: 100Mbit", "rate: 100Mbit\n  mtu: 0", 7, "link.mtu", "expected an MTU in bytes (left out: 1500), got 0"},
+		{"zero connections", "  - name: tcp", "  - name: tcp\n    tcp: {connections_per_peer: 0}", 12, "transports[1].tcp.connections_per_peer", "expected 1 or more connections (left out: 1), got 0"},
 		{"unknown nested key", "  hosts: 4", "  hostz: 4", 4, "topology.hostz", "expected one of"},
 		{"wrong type", "  hosts: 4", "  hosts: four", 4, "topology.hosts", "expected an integer"},
 		// yaml.v3 alone would truncate 4.5 hosts to 4.

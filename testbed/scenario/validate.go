@@ -75,6 +75,38 @@ func (c *checker) errorf(path, format string, args ...any) {
 	c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// zeroMeansDefault is a setting whose zero value applyDefaults replaces:
+// written as 0 in a file, it would silently become the default, so Plan
+// refuses it.
+type zeroMeansDefault struct {
+	path, want string
+}
+
+// explicitZeros lists the settings of s, before its defaults are applied,
+// that the file sets to a zero applyDefaults would replace.
+func explicitZeros(s *Scenario, given func(string) bool) []zeroMeansDefault {
+	var out []zeroMeansDefault
+	add := func(zero bool, path, want string) {
+		if zero && given(path) {
+			out = append(out, zeroMeansDefault{path, want})
+		}
+	}
+	add(s.Topology.Kind == KindLeafSpine && s.Topology.Spines == 0, "topology.spines", "1 or more spines (left out: 1)")
+	add(s.Link.MTU == 0, "link.mtu", "an MTU in bytes (left out: 1500)")
+	add(s.Switch.QueueDepthPkts == 0, "switch.queue_depth_pkts", "1 or more packets (left out: 512)")
+	add(s.Duration == 0, "duration", "a measurement longer than 0 (left out: 10s)")
+	add(s.Repetitions == 0, "repetitions", "1 or more runs (left out: 1)")
+	add(s.Calibration.Samples == 0, "calibration.samples", "1 or more samples a size (left out: 20; calibration: {skip: true} measures none)")
+	add(s.Telemetry.Interval == 0, "telemetry.interval", "a sampling interval longer than 0 (left out: 100ms)")
+	for i, t := range s.Transports {
+		p := fmt.Sprintf("transports[%d]", i)
+		add(t.TCP.ConnectionsPerPeer == 0, p+".tcp.connections_per_peer", "1 or more connections (left out: 1)")
+		add(t.PFabric.BufferBytes == 0, p+".pfabric.buffer_bytes", "a buffer in bytes (left out: 36KB)")
+		add(t.NDP.TrimThresholdPkts == 0, p+".ndp.trim_threshold_pkts", "1 or more packets (left out: 8)")
+	}
+	return out
+}
+
 // applyDefaults fills what an author may leave out.
 func applyDefaults(s *Scenario) {
 	if s.Topology.Kind == "" {
