@@ -617,6 +617,12 @@ func (u *uetProtocol) onAck(now time.Duration, q *uetPDC, h *wire.UETPDS) {
 	var delay time.Duration
 	sample := false
 	if v, ok := q.unwrap(h.PSN + uint32(h.AckPSNOffset)); ok {
+		// The packet that asked for this ACK arrived, though the SACK
+		// bitmap (64 PSNs past the cumulative one) may not reach it: with
+		// a hole more than 64 PSNs back, its retransmissions were never
+		// acknowledged, each filled the window until its timeout, and a
+		// PDC sent a packet per RTO.
+		acked += u.ackOne(q, v)
 		high = max(high, v+1)
 		s := &q.sent[v%uetWindow]
 		if s.full && !s.resent && s.acked {

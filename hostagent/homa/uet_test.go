@@ -1,7 +1,9 @@
 package homa_test
 
 import (
+	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -201,4 +203,57 @@ func TestUETLiveness(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestUETAckBeyondTheBitmap loses the first packet of a 300 KB request
+// three times. The receiver's cumulative PSN stays at the hole while the
+// packets after it arrive, so its SACK bitmap (64 PSNs past the hole)
+// cannot name those further on; each ACK still names the packet that
+// asked for it, and the sender must take that as acknowledged. It did
+// not: the packets past the bitmap were declared lost and sent again, and
+// the window they held stayed full until their timeouts (14.8 ms and 4
+// needless resends here; a ring all-reduce with 1% loss between switches
+// stalled).
+func TestUETAckBeyondTheBitmap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size = 300_000
+		sends := map[uint32]int{} // data packets seen per PSN offset from the first
+		var first uint32
+		var seen bool
+		lc := homatest.LinkConfig{Rate: 1e9, Delay: 2 * time.Microsecond, Drop: func(src netip.Addr, p homa.Packet) bool {
+			var h wire.UETPDS
+			if src != clientAddr {
+				return false
+			}
+			if _, err := wire.ParseUETPDS(p.Buf, &h); err != nil || (h.Type != wire.UETRUDReq && h.Type != wire.UETRUDCCReq) {
+				return false
+			}
+			if !seen {
+				first, seen = h.PSN, true
+			}
+			off := h.PSN - first
+			sends[off]++
+			return off == 0 && sends[off] <= 3
+		}}
+		client, srv, _ := pair(t, lc, homaconf.Config{Variant: homaconf.VariantUET})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		serveFixed(ctx, srv, []byte("ok"))
+		start := time.Now()
+		if _, _, err := client.Call(ctx, netip.AddrPortFrom(serverAddr, serverPort), make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(start)
+		resent := 0
+		for _, n := range sends {
+			resent += n - 1
+		}
+		t.Logf("300 KB call with its first packet lost three times: %v, %d packets sent again", d, resent)
+		if sends[0] != 4 {
+			t.Fatalf("the first packet went %d times: want it lost three times and sent a fourth", sends[0])
+		}
+		if resent != 3 || d > 8*time.Millisecond {
+			t.Errorf("%d packets sent again in %v: want only the first packet's 3, within 8 ms", resent, d)
+		}
+	})
 }
