@@ -262,9 +262,17 @@ func longestMessage(s *Scenario, sizeSpec func(string) (SizeStats, error)) int {
 // packet waited two of them, 1-2 ms: a few such waits in a run decided
 // pFabric's P99. So pFabric's tick becomes one unloaded round trip of the
 // fabric, its RESEND due after pfabricResendTicks silent ticks (2-3 round
-// trips), and its other timers keep their time (the abort after 100 ms,
-// NEED_ACK after 2 ms) in the finer ticks.
-const pfabricResendTicks = 3
+// trips), NEED_ACK keeps its time (2 ms) in the finer ticks, and the
+// abort waits pfabricAbort: pFabric's hosts never give a flow up (TCP's
+// retransmissions, then its probe mode), while the engine's abort is
+// Homa's test for a dead peer. At 100 ms it failed long messages that
+// pFabric's rank-ordered ports starved: on a 2:1 leaf-spine at 1 Gbit/s
+// with W4 at 30%, 1 and 3 of about 2,370 RPCs in two of three seeds,
+// which took up to 1.5 s to complete with a longer one.
+const (
+	pfabricResendTicks = 3
+	pfabricAbort       = 10 * time.Second
+)
 
 // pfabricTimer sets pFabric transport t's timer (path p) to the fabric's
 // unloaded RTT, for each key homaGiven says the file leaves out, and
@@ -285,14 +293,16 @@ func pfabricTimer(s *Scenario, t *Transport, p string, homaGiven func(string) bo
 		field *int
 		v     int
 		emu   int
+		src   string
 	}{
-		{"resend_ticks", &t.Homa.ResendTicks, pfabricResendTicks, def.ResendTicks},
-		{"timeout_ticks", &t.Homa.TimeoutTicks, inTicks(def.TimeoutTicks), def.TimeoutTicks},
-		{"request_ack_ticks", &t.Homa.RequestAckTicks, inTicks(def.RequestAckTicks), def.RequestAckTicks},
+		{"resend_ticks", &t.Homa.ResendTicks, pfabricResendTicks, def.ResendTicks, src},
+		{"timeout_ticks", &t.Homa.TimeoutTicks, int((pfabricAbort + tick - 1) / tick), def.TimeoutTicks,
+			fmt.Sprintf("pFabric's hosts never give a flow up: an abort after %v of silence, past any run's drain", pfabricAbort)},
+		{"request_ack_ticks", &t.Homa.RequestAckTicks, inTicks(def.RequestAckTicks), def.RequestAckTicks, src},
 	} {
 		if *k.field == 0 && !homaGiven(k.key) {
 			*k.field = k.v
-			out = append(out, ClockDefault{Key: p + ".homa." + k.key, Value: fmt.Sprint(k.v), Emulated: emu(k.emu), Source: src})
+			out = append(out, ClockDefault{Key: p + ".homa." + k.key, Value: fmt.Sprint(k.v), Emulated: emu(k.emu), Source: k.src})
 		}
 	}
 	return out
