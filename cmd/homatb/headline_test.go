@@ -56,3 +56,21 @@ func TestRepetitionLines(t *testing.T) {
 		t.Errorf("one repetition: %q, want the single-run headline instead", got)
 	}
 }
+
+func TestFailuresText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		by   map[string]int64
+		want string
+	}{
+		{"none", nil, ""},
+		{"one reason", map[string]int64{"timeout": 1}, " (timeout 1)"},
+		{"most first, then by name", map[string]int64{"timeout": 3, "peer_unknown": 1, "abandoned": 1}, " (timeout 3, abandoned 1, peer_unknown 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := failuresText(tc.by); got != tc.want {
+				t.Errorf("failuresText(%v) = %q, want %q", tc.by, got, tc.want)
+			}
+		})
+	}
+}

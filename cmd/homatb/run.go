@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -252,6 +253,22 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 	return nil
 }
 
+// failuresText is the reasons of an experiment's failed RPCs, as the
+// terminal's books print them after the count: " (timeout 3, peer_unknown
+// 1)", most frequent first; empty when none failed.
+func failuresText(by map[string]int64) string {
+	if len(by) == 0 {
+		return ""
+	}
+	reasons := slices.Collect(maps.Keys(by))
+	slices.SortFunc(reasons, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, by[r])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // printHeadline prints each experiment's books and, when the report was
 // built, the short-message (or headline phase's) tail latency, the
 // per-phase table, Homa against TCP in each configuration, and where
@@ -269,15 +286,18 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 	short := map[string]float64{}
 	colls := map[string][]reports.CollectiveStats{}
 	mats := map[string][]reports.MatrixStats{}
+	failures := map[string]map[string]int64{}
 	for _, e := range sum.Experiments {
 		if e.Short.P99us != nil {
 			short[e.Name] = *e.Short.P99us
 		}
+		failures[e.Name] = e.RPCs.Failures
 		colls[e.Name] = e.Collectives
 		mats[e.Name] = e.Flows
 	}
 	for _, e := range man.Experiments {
-		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed, e.RPCs.InFlight)
+		fmt.Fprintf(w, "  %-36s issued %d, completed %d, failed %d%s, in flight %d", e.Name, e.RPCs.Issued, e.RPCs.Completed, e.RPCs.Failed,
+			failuresText(failures[e.Name]), e.RPCs.InFlight)
 		if p, ok := short[e.Name]; ok {
 			fmt.Fprintf(w, "; %s P99 %s", sum.ShortLabel(), reports.FormatLatency(p))
 		}
