@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 )
 
 func TestVersusLine(t *testing.T) {
@@ -66,6 +67,8 @@ func TestFailuresText(t *testing.T) {
 		{"none", nil, ""},
 		{"one reason", map[string]int64{"timeout": 1}, " (timeout 1)"},
 		{"most first, then by name", map[string]int64{"timeout": 3, "peer_unknown": 1, "abandoned": 1}, " (timeout 3, abandoned 1, peer_unknown 1)"},
+		{"in flight counted apart", map[string]int64{stats.Unfinished: 2}, ""},
+		{"in flight beside a failure", map[string]int64{stats.Unfinished: 2, "timeout": 1}, " (timeout 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := failuresText(tc.by); got != tc.want {

@@ -255,12 +255,13 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 
 // failuresText is the reasons of an experiment's failed RPCs, as the
 // terminal's books print them after the count: " (timeout 3, peer_unknown
-// 1)", most frequent first; empty when none failed.
+// 1)", most frequent first; empty when none failed. The books count RPCs
+// still in flight apart, so their reason (stats.Unfinished) is left out.
 func failuresText(by map[string]int64) string {
-	if len(by) == 0 {
+	reasons := slices.DeleteFunc(slices.Collect(maps.Keys(by)), func(r string) bool { return r == stats.Unfinished })
+	if len(reasons) == 0 {
 		return ""
 	}
-	reasons := slices.Collect(maps.Keys(by))
 	slices.SortFunc(reasons, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
 	parts := make([]string, len(reasons))
 	for i, r := range reasons {

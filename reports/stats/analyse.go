@@ -27,9 +27,9 @@ const PercentileDefinition = "nearest rank on raw samples: the q-quantile of n s
 // hdrMaxNs bounds the values HdrHistogram tracks: one hour in nanoseconds.
 const hdrMaxNs = 3_600_000_000_000
 
-// unfinished is the failure reason of RPCs still in flight when their
-// experiment ended.
-const unfinished = "unfinished: still in flight when the experiment ended"
+// Unfinished is the failure reason (RPCCounts.Failures) of RPCs still in
+// flight when their experiment ended.
+const Unfinished = "unfinished: still in flight when the experiment ended"
 
 // Analysis is a run directory's summary plus what the exporters need.
 type Analysis struct {
@@ -608,7 +608,7 @@ func newExperiment(er *ExpRecords, me rundir.Experiment, base *ownBaseline, idea
 			e.RPCs.Failures = map[string]int64{}
 		}
 		if er.inFlight > 0 {
-			e.RPCs.Failures[unfinished] = er.inFlight
+			e.RPCs.Failures[Unfinished] = er.inFlight
 		}
 	}
 	for k, v := range me.Params {
