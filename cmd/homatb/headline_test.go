@@ -77,3 +77,27 @@ func TestFailuresText(t *testing.T) {
 		})
 	}
 }
+
+func TestCollectiveText(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	done := reports.CollectiveStats{Phase: "ring", Iterations: 2, IdealCCT: f(1000)}
+	done.CCT.P50 = f(2500)
+	partly := done
+	partly.Incomplete = 1
+	for _, tc := range []struct {
+		name string
+		c    reports.CollectiveStats
+		want string
+	}{
+		{"all finished", done, "; ring CCT P50 2.50 ms (2.50x ideal)"},
+		{"one finished, one not", reports.CollectiveStats{Phase: "ring", Iterations: 1, Incomplete: 1}, "; ring 1 iteration finished, 1 not"},
+		{"one unfinished", partly, "; ring CCT P50 2.50 ms (2.50x ideal); ring 2 iterations finished, 1 not"},
+		{"none finished", reports.CollectiveStats{Phase: "ring", Incomplete: 1}, "; ring 0 iterations finished, 1 not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := collectiveText(tc.c); got != tc.want {
+				t.Errorf("collectiveText = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/internal/schedprio"
+	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/reports"
 	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
@@ -253,6 +254,24 @@ func offerClean(cmd *cobra.Command, left []cleanup.Leftovers, force bool) error 
 	return nil
 }
 
+// collectiveText is what the terminal's books say of a collective phase:
+// its iterations' median CCT against the ideal, and how many iterations
+// did not finish (a failed or unfinished step) when any did not, or none
+// finished.
+func collectiveText(c reports.CollectiveStats) string {
+	var b strings.Builder
+	if c.CCT.P50 != nil {
+		fmt.Fprintf(&b, "; %s CCT P50 %s", c.Phase, reports.FormatLatency(*c.CCT.P50))
+		if c.IdealCCT != nil && *c.IdealCCT > 0 {
+			fmt.Fprintf(&b, " (%.2fx ideal)", *c.CCT.P50 / *c.IdealCCT)
+		}
+	}
+	if c.Iterations == 0 || c.Incomplete > 0 {
+		fmt.Fprintf(&b, "; %s %s finished, %d not", c.Phase, units.Count(c.Iterations, "iteration"), c.Incomplete)
+	}
+	return b.String()
+}
+
 // failuresText is the reasons of an experiment's failed RPCs, as the
 // terminal's books print them after the count: " (timeout 3, peer_unknown
 // 1)", most frequent first; empty when none failed. The books count RPCs
@@ -308,12 +327,7 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 			}
 		}
 		for _, c := range colls[e.Name] {
-			if c.CCT.P50 != nil {
-				fmt.Fprintf(w, "; %s CCT P50 %s", c.Phase, reports.FormatLatency(*c.CCT.P50))
-				if c.IdealCCT != nil && *c.IdealCCT > 0 {
-					fmt.Fprintf(w, " (%.2fx ideal)", *c.CCT.P50 / *c.IdealCCT)
-				}
-			}
+			fmt.Fprint(w, collectiveText(c))
 		}
 		for _, m := range mats[e.Name] {
 			fmt.Fprintf(w, "; %s %d/%d flows", m.Phase, m.Completed, m.Flows)
