@@ -113,7 +113,7 @@ func (p *Plan) Warnings() []string {
 	count := map[string]int{}
 	for i := range p.Experiments {
 		e := &p.Experiments[i]
-		ws := slices.Concat(OverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e))
+		ws := slices.Concat(OverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e), OrderWarnings(e))
 		if w := CapacityWarning(e, p.Simulate, p.CPUs); w != "" {
 			ws = append(ws, w)
 		}
