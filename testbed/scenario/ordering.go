@@ -11,7 +11,7 @@ import "fmt"
 // warning says what it measures and how to keep a queue pair on one path.
 func OrderWarnings(e *Experiment) []string {
 	t := e.Scenario.Topology
-	if !t.MultiTier() || t.LoadBalancing == LoadBalanceECMP || t.paths() < 2 {
+	if t.LoadBalancing == LoadBalanceECMP || t.paths() < 2 {
 		return nil
 	}
 	var out []string

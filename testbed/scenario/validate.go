@@ -75,6 +75,18 @@ func (c *checker) errorf(path, format string, args ...any) {
 	c.errs = append(c.errs, &Error{File: c.file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// Defaults applyDefaults gives settings a file leaves out, named once for
+// it and for the errors that refuse them written as 0 (explicitZeros).
+const (
+	defaultMTU                  = 1500
+	defaultQueueDepthPkts       = 512
+	defaultDuration             = 10 * time.Second
+	defaultCalibrationSamples   = 20
+	defaultTelemetryInterval    = 100 * time.Millisecond
+	defaultPFabricBufferBytes   = 36_000
+	defaultNDPTrimThresholdPkts = 8
+)
+
 // zeroMeansDefault is a setting whose zero value applyDefaults replaces:
 // written as 0 in a file, it would silently become the default, so Plan
 // refuses it.
@@ -92,17 +104,17 @@ func explicitZeros(s *Scenario, given func(string) bool) []zeroMeansDefault {
 		}
 	}
 	add(s.Topology.Kind == KindLeafSpine && s.Topology.Spines == 0, "topology.spines", "1 or more spines (left out: 1)")
-	add(s.Link.MTU == 0, "link.mtu", "an MTU in bytes (left out: 1500)")
-	add(s.Switch.QueueDepthPkts == 0, "switch.queue_depth_pkts", "1 or more packets (left out: 512)")
-	add(s.Duration == 0, "duration", "a measurement longer than 0 (left out: 10s)")
+	add(s.Link.MTU == 0, "link.mtu", fmt.Sprintf("an MTU in bytes (left out: %d)", defaultMTU))
+	add(s.Switch.QueueDepthPkts == 0, "switch.queue_depth_pkts", fmt.Sprintf("1 or more packets (left out: %d)", defaultQueueDepthPkts))
+	add(s.Duration == 0, "duration", fmt.Sprintf("a measurement longer than 0 (left out: %v)", defaultDuration))
 	add(s.Repetitions == 0, "repetitions", "1 or more runs (left out: 1)")
-	add(s.Calibration.Samples == 0, "calibration.samples", "1 or more samples a size (left out: 20; calibration: {skip: true} measures none)")
-	add(s.Telemetry.Interval == 0, "telemetry.interval", "a sampling interval longer than 0 (left out: 100ms)")
+	add(s.Calibration.Samples == 0, "calibration.samples", fmt.Sprintf("1 or more samples a size (left out: %d; calibration: {skip: true} measures none)", defaultCalibrationSamples))
+	add(s.Telemetry.Interval == 0, "telemetry.interval", fmt.Sprintf("a sampling interval longer than 0 (left out: %v)", defaultTelemetryInterval))
 	for i, t := range s.Transports {
 		p := fmt.Sprintf("transports[%d]", i)
 		add(t.TCP.ConnectionsPerPeer == 0, p+".tcp.connections_per_peer", "1 or more connections (left out: 1)")
-		add(t.PFabric.BufferBytes == 0, p+".pfabric.buffer_bytes", "a buffer in bytes (left out: 36KB)")
-		add(t.NDP.TrimThresholdPkts == 0, p+".ndp.trim_threshold_pkts", "1 or more packets (left out: 8)")
+		add(t.PFabric.BufferBytes == 0, p+".pfabric.buffer_bytes", fmt.Sprintf("a buffer in bytes (left out: %d)", defaultPFabricBufferBytes))
+		add(t.NDP.TrimThresholdPkts == 0, p+".ndp.trim_threshold_pkts", fmt.Sprintf("1 or more packets (left out: %d)", defaultNDPTrimThresholdPkts))
 	}
 	return out
 }
@@ -121,7 +133,7 @@ func applyDefaults(s *Scenario) {
 		s.Link.Rate = 100e6
 	}
 	if s.Link.MTU == 0 {
-		s.Link.MTU = 1500
+		s.Link.MTU = defaultMTU
 	}
 	if s.Link.Shaper == "" {
 		s.Link.Shaper = "htb"
@@ -130,7 +142,7 @@ func applyDefaults(s *Scenario) {
 		s.Switch.Target = TargetEmbedded
 	}
 	if s.Switch.QueueDepthPkts == 0 {
-		s.Switch.QueueDepthPkts = 512
+		s.Switch.QueueDepthPkts = defaultQueueDepthPkts
 	}
 	if s.Switch.Postcards == nil {
 		on := s.Switch.Target == TargetEmbedded && s.Switch.Records != rundir.RecordsNone
@@ -157,10 +169,10 @@ func applyDefaults(s *Scenario) {
 			t.TCP.ConnectionsPerPeer = 1
 		}
 		if t.Name == TransportPFabric && t.PFabric.BufferBytes == 0 {
-			t.PFabric.BufferBytes = 36_000
+			t.PFabric.BufferBytes = defaultPFabricBufferBytes
 		}
 		if t.Name == TransportNDP && t.NDP.TrimThresholdPkts == 0 {
-			t.NDP.TrimThresholdPkts = 8
+			t.NDP.TrimThresholdPkts = defaultNDPTrimThresholdPkts
 		}
 	}
 	for i := range s.Phases {
@@ -177,7 +189,7 @@ func applyDefaults(s *Scenario) {
 		}
 	}
 	if s.Duration == 0 {
-		s.Duration = Duration(10 * time.Second)
+		s.Duration = Duration(defaultDuration)
 	}
 	if s.Drain == nil {
 		d := Duration(time.Second)
@@ -197,10 +209,10 @@ func applyDefaults(s *Scenario) {
 		s.Calibration.Sizes = []uint32{100, 1000, 10000, 100000, 1000000}
 	}
 	if s.Calibration.Samples == 0 {
-		s.Calibration.Samples = 20
+		s.Calibration.Samples = defaultCalibrationSamples
 	}
 	if s.Telemetry.Interval == 0 {
-		s.Telemetry.Interval = Duration(100 * time.Millisecond)
+		s.Telemetry.Interval = Duration(defaultTelemetryInterval)
 	}
 }
 
