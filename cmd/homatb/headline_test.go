@@ -78,6 +78,27 @@ func TestFailuresText(t *testing.T) {
 	}
 }
 
+func TestUnfinishedText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    stats.RPCCounts
+		want string
+	}{
+		{"all completed", stats.RPCCounts{Issued: 5, Completed: 5}, ""},
+		{"failed with reasons", stats.RPCCounts{Issued: 5, Completed: 2, Failed: 3, Failures: map[string]int64{"timeout": 2, "peer_unknown": 1}},
+			", failed 3 (timeout 2, peer_unknown 1)"},
+		{"in flight", stats.RPCCounts{Issued: 5, Completed: 4, InFlight: 1, Failures: map[string]int64{stats.Unfinished: 1}}, ", in flight 1"},
+		{"both", stats.RPCCounts{Issued: 5, Completed: 3, Failed: 1, InFlight: 1, Failures: map[string]int64{"timeout": 1, stats.Unfinished: 1}},
+			", failed 1 (timeout 1), in flight 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unfinishedText(tc.c); got != tc.want {
+				t.Errorf("unfinishedText(%+v) = %q, want %q", tc.c, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestCollectiveText(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	done := reports.CollectiveStats{Phase: "ring", Iterations: 2, IdealCCT: f(1000)}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/homatb/homatb/internal/memlimit"
 	"github.com/homatb/homatb/reports"
+	"github.com/homatb/homatb/reports/stats"
 	"github.com/homatb/homatb/rundir"
 	"github.com/spf13/cobra"
 )
@@ -82,8 +83,8 @@ func newReportCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			for _, e := range sum.Experiments {
-				fmt.Fprintf(w, "%-28s %-5s completed %d/%d  %s P50 %s  P99 %s  goodput %.1f Mbit/s\n",
-					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, sum.ShortLabel(), optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps*1e3)
+				fmt.Fprintf(w, "%-28s %-5s completed %d/%d%s  %s P50 %s  P99 %s  goodput %.1f Mbit/s\n",
+					e.Name, e.Transport, e.RPCs.Completed, e.RPCs.Issued, unfinishedText(e.RPCs), sum.ShortLabel(), optUs(e.Short.P50us), optUs(e.Short.P99us), e.GoodputGbps*1e3)
 			}
 			for _, l := range phaseLines(sum) {
 				fmt.Fprintln(w, l)
@@ -105,6 +106,19 @@ func newReportCmd() *cobra.Command {
 	f.StringVar(&heap, "heap-profile", "", "write a heap profile to PREFIX-NNN.pprof every 10 s and at the end (a debugging aid)")
 	_ = f.MarkHidden("heap-profile")
 	return cmd
+}
+
+// unfinishedText is what became of the RPCs that did not complete, with
+// the failures' reasons: "" when every RPC completed.
+func unfinishedText(c stats.RPCCounts) string {
+	var s string
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", failed %d%s", c.Failed, failuresText(c.Failures))
+	}
+	if c.InFlight > 0 {
+		s += fmt.Sprintf(", in flight %d", c.InFlight)
+	}
+	return s
 }
 
 // optUs writes a latency in µs with its unit, "-" for none.
