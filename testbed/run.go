@@ -107,6 +107,8 @@ type run struct {
 	man    *Manifest
 	runner network
 	layout *topo.Network
+	// peers is the node at the other end of each switch port (layout.Peers).
+	peers map[string]map[int]string
 	// fab describes the laid-out network (rate, MTU, framing, hosts).
 	fab    *fabdesc.Fabric
 	agents agentSet
@@ -384,6 +386,7 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.layout = layout
+	r.peers = layout.Peers()
 	r.fab = layout.Fabric(s)
 	r.requests = agents.Requests{Fabric: r.fab, Calibration: r.calib, Simulate: r.opt.Simulate}
 	if err := r.man.update(func(m *Manifest) { m.Fabric = rundir.NewFabricRecord(r.fab) }); err != nil {

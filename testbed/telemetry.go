@@ -40,6 +40,9 @@ func (r *run) collectSwitchStats(ctx context.Context, exp string, start map[stri
 			continue
 		}
 		d := switchstats.Diff(start[name], e)
+		for i := range d.Ports {
+			d.Ports[i].Peer = r.peers[name][int(d.Ports[i].Port)]
+		}
 		if err := rundir.WriteSwitchStats(r.dir, exp, name, d); err != nil {
 			warn = append(warn, fmt.Sprintf("switch %s: %v", name, err))
 			continue

@@ -15,8 +15,13 @@ type Stats struct {
 // Port holds the counters of one port. Drops are split by cause: queue tail
 // drops are per queue, the rest are per port.
 type Port struct {
-	Port       uint16  `json:"port"`
-	Iface      string  `json:"iface"`
+	Port  uint16 `json:"port"`
+	Iface string `json:"iface"`
+	// Peer is the node at the port's other end, a host ("h3") or a switch
+	// ("p1"), as the run laid the network out; "" where the run does not
+	// know it (the switch's own admin socket, an external topology). It
+	// tells a host's downlink from a link between switches.
+	Peer       string  `json:"peer,omitempty"`
 	RxPkts     uint64  `json:"rx_pkts"`
 	TxPkts     uint64  `json:"tx_pkts"`
 	FaultDrops uint64  `json:"fault_drops"`

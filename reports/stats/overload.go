@@ -231,7 +231,8 @@ func OverloadSentence(e *Experiment) string {
 }
 
 // Notes are what the terminal says of an experiment beyond its books: the
-// overload sentence and the shortest half's headline, when there are.
+// overload sentence, where the switches dropped packets and the shortest
+// half's headline, when there are.
 func (s *Summary) Notes(experiment string) []string {
 	var out []string
 	for i := range s.Experiments {
@@ -239,7 +240,7 @@ func (s *Summary) Notes(experiment string) []string {
 		if e.Name != experiment {
 			continue
 		}
-		for _, n := range []string{OverloadSentence(e), HalfFallback(e)} {
+		for _, n := range []string{OverloadSentence(e), DropsSentence(e.Switch), HalfFallback(e)} {
 			if n != "" {
 				out = append(out, n)
 			}

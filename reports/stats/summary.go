@@ -270,9 +270,18 @@ type SwitchStats struct {
 	// scenario's faults were on (those with none are left out).
 	FaultDropsByPort map[string]int64 `json:"fault_drops_by_port"`
 	DropsByQueue     []int64          `json:"drops_by_queue"`
-	MaxQueueBytes    []int64          `json:"max_queue_bytes"`
-	MaxQueuePkts     []int64          `json:"max_queue_pkts"`
-	MaxDelayUs       []float64        `json:"max_queue_delay_us"`
+	// DropsTowardHosts and DropsTowardSwitches split the queues' drops by
+	// what the dropping port faces (its peer in the statistics): a host's
+	// downlink, or a link to another switch. Drops at ports whose peer the
+	// run did not record are in neither. WorstDropPort is the port that
+	// dropped the most ("l3/12 toward p4"), WorstDropPkts its drops.
+	DropsTowardHosts    int64     `json:"drops_toward_hosts"`
+	DropsTowardSwitches int64     `json:"drops_toward_switches"`
+	WorstDropPort       string    `json:"worst_drop_port,omitempty"`
+	WorstDropPkts       int64     `json:"worst_drop_pkts,omitempty"`
+	MaxQueueBytes       []int64   `json:"max_queue_bytes"`
+	MaxQueuePkts        []int64   `json:"max_queue_pkts"`
+	MaxDelayUs          []float64 `json:"max_queue_delay_us"`
 	// CEMarks and CEMarksByQueue count the packets the switch marked CE
 	// (ECN) over the experiment.
 	CEMarks int64 `json:"ce_marks"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
 )
 
@@ -25,10 +26,15 @@ func ReadSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 	if err != nil {
 		return st, rates, err
 	}
+	isSwitch := make(map[string]bool, len(files))
+	for _, sf := range files {
+		isSwitch[sf.Switch] = true
+	}
 	for _, sf := range files {
 		st.Present = true
 		st.Switches = append(st.Switches, sf.Switch)
 		for _, p := range sf.Stats.Ports {
+			st.countDrops(sf.Switch, p, isSwitch)
 			st.FaultDrops += int64(p.FaultDrops)
 			st.RankDrops += int64(p.RankDrops)
 			st.TrimmedPkts += int64(p.TrimmedPkts)
@@ -85,6 +91,50 @@ func ReadSwitchStats(dir, experiment string) (SwitchStats, map[portKey]float64, 
 		}
 	}
 	return st, rates, nil
+}
+
+// countDrops adds port p of switch sw's queue drops to the split by what
+// the port faces.
+func (st *SwitchStats) countDrops(sw string, p switchstats.Port, isSwitch map[string]bool) {
+	var drops int64
+	for _, q := range p.Queues {
+		drops += int64(q.DropPkts)
+	}
+	if drops == 0 {
+		return
+	}
+	switch {
+	case p.Peer == "":
+	case isSwitch[p.Peer]:
+		st.DropsTowardSwitches += drops
+	default:
+		st.DropsTowardHosts += drops
+	}
+	if drops > st.WorstDropPkts {
+		st.WorstDropPkts = drops
+		st.WorstDropPort = fmt.Sprintf("%s/%d", sw, p.Port)
+		if p.Peer != "" {
+			st.WorstDropPort += " toward " + p.Peer
+		}
+	}
+}
+
+// DropsSentence says where an experiment's switches dropped packets: at
+// hosts' downlinks or on links between switches, and the port that
+// dropped the most; "" without drops.
+func DropsSentence(st SwitchStats) string {
+	if st.Drops == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("switch drops: %d packets", st.Drops)
+	if st.DropsTowardHosts+st.DropsTowardSwitches > 0 {
+		s += fmt.Sprintf(", %d at hosts' downlinks and %d on links between switches", st.DropsTowardHosts, st.DropsTowardSwitches)
+	}
+	s += fmt.Sprintf("; the most at %s (%d)", st.WorstDropPort, st.WorstDropPkts)
+	if st.DropsTowardSwitches > st.DropsTowardHosts {
+		s += ": the fabric between the switches, not the receivers' links, was where packets were lost (an oversubscribed tier, or traffic spread unevenly over its paths)"
+	}
+	return s
 }
 
 // lostLinkWarning says when a switch port lost more than 2% of the

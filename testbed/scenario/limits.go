@@ -179,6 +179,7 @@ func (c *checker) checkOverload(s *Scenario) {
 		parts = append(parts, fmt.Sprintf("the %s%s of %s at up to %.0f%%", dir.name, plural, hostList(over), 100*peak))
 	}
 	if len(parts) == 0 {
+		c.checkFabricOverload(s)
 		return
 	}
 	pi, share := 0, 0.0
@@ -193,6 +194,25 @@ func (c *checker) checkOverload(s *Scenario) {
 	}
 	c.errorf(overloadField(s.Phases[pi], pi), "%s %s of the link rate %s (requests and responses together, on the wire for one-way or load_of: wire phases; responses echo the request when response_bytes is 0), beyond what any transport carries: %s, or set allow_overload: true to measure the backlog on purpose",
 		overloadCause(s.Phases[pi]), strings.Join(parts, " and "), s.Link.Rate, overloadFix(s.Phases[pi], share, worst))
+}
+
+// checkFabricOverload refuses open-loop phases that load the uplinks of an
+// oversubscribed tier beyond their rate (fabricOverload), unless
+// allow_overload is set. The error sits on the phase that adds the most.
+func (c *checker) checkFabricOverload(s *Scenario) {
+	xs, err := fabricOverload(s, c.sizeSpec)
+	if err != nil || len(xs) == 0 {
+		return
+	}
+	x := xs[0]
+	pi := 0
+	for i, v := range x.PerPhase {
+		if v > x.PerPhase[pi] {
+			pi = i
+		}
+	}
+	c.errorf(overloadField(s.Phases[pi], pi), "%s %s, beyond what any transport carries across the fabric: %s, more spines or a higher topology.uplink_rate, or set allow_overload: true to measure the backlog on purpose",
+		overloadCause(s.Phases[pi]), x, overloadFix(s.Phases[pi], x.PerPhase[pi], x.Load))
 }
 
 // reported reports whether an error has been found under any of the

@@ -125,6 +125,20 @@ func phaseRPS(s *Scenario, ph Phase, st SizeStats) float64 {
 
 // addPhase adds phase i's load to ll, with statsOf describing a size spec.
 func (ll LinkLoad) addPhase(s *Scenario, i int, statsOf func(string) (SizeStats, error)) error {
+	rate := s.Fabric().BytesPerSecond()
+	return phaseFlows(s, i, statsOf, func(c, t string, req, resp float64) {
+		ll.Up[c] += req / rate
+		ll.Down[t] += req / rate
+		ll.Down[c] += resp / rate
+		ll.Up[t] += resp / rate
+	})
+}
+
+// phaseFlows calls flow for each client c and server t of open-loop phase
+// i with the bytes per second c's requests send to t and t's responses
+// send back, counted as the phase's load counts them. Each client spreads
+// its requests evenly over its servers other than itself.
+func phaseFlows(s *Scenario, i int, statsOf func(string) (SizeStats, error), flow func(c, t string, req, resp float64)) error {
 	ph := s.Phases[i]
 	if ph.Arrivals != ArrivalsPoisson {
 		return nil
@@ -146,7 +160,6 @@ func (ll LinkLoad) addPhase(s *Scenario, i int, statsOf func(string) (SizeStats,
 	if err != nil {
 		return err
 	}
-	rate := s.Fabric().BytesPerSecond()
 	// A phase that counts its load on the wire, or sends one-way messages
 	// as the Homa paper's simulations do, is checked on the wire; other
 	// phases count message bytes, as their load does.
@@ -164,21 +177,18 @@ func (ll LinkLoad) addPhase(s *Scenario, i int, statsOf func(string) (SizeStats,
 		resp = bytes(SizeStats{Mean: float64(ph.ResponseBytes)})
 	}
 	for _, c := range clients {
-		var targets []string
-		for _, sv := range servers {
-			if sv != c {
-				targets = append(targets, sv)
-			}
+		n := len(servers)
+		if slices.Contains(servers, c) {
+			n--
 		}
-		if len(targets) == 0 {
+		if n == 0 {
 			continue
 		}
-		ll.Up[c] += rps * req / rate
-		ll.Down[c] += rps * resp / rate
-		for _, t := range targets {
-			share := rps / float64(len(targets))
-			ll.Down[t] += share * req / rate
-			ll.Up[t] += share * resp / rate
+		share := rps / float64(n)
+		for _, t := range servers {
+			if t != c {
+				flow(c, t, share*req, share*resp)
+			}
 		}
 	}
 	return nil

@@ -113,7 +113,7 @@ func (p *Plan) Warnings() []string {
 	count := map[string]int{}
 	for i := range p.Experiments {
 		e := &p.Experiments[i]
-		ws := slices.Concat(OverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e), OrderWarnings(e))
+		ws := slices.Concat(OverloadWarnings(e.Scenario), FabricOverloadWarnings(e.Scenario), PFCWarnings(e.Scenario, p.Simulate), MarkingWarnings(e), OrderWarnings(e))
 		if w := CapacityWarning(e, p.Simulate, p.CPUs); w != "" {
 			ws = append(ws, w)
 		}
@@ -711,6 +711,9 @@ func (p *Plan) Describe(w io.Writer) error {
 			sw = "1 P4 switch"
 		}
 		topo = fmt.Sprintf("external, %s, %s", units.Count(len(b.Topology.HostNames()), "host"), sw)
+	}
+	for _, o := range b.Topology.Oversubscription(b.Link.Rate) {
+		topo += fmt.Sprintf(", %s switches %.3g:1 oversubscribed (%d x %s down, %d x %s up)", o.Tier, o.Ratio(), o.Down, o.DownRate, o.Up, o.UpRate)
 	}
 	per := fmt.Sprintf("about %s of traffic each (warm-up %s + measure %s + drain %s)", b.Warmup.D()+b.Duration.D()+b.Drain.D(), b.Warmup.D(), b.Duration.D(), b.Drain.D())
 	if lo, hi := p.trafficTimes(); lo != hi {

@@ -224,6 +224,26 @@ func (n *Network) addHost(sw *Switch, index, leaf, j int) {
 	})
 }
 
+// Peers maps each switch port of the network to the node at its other
+// end: a host's name or another switch's.
+func (n *Network) Peers() map[string]map[int]string {
+	out := make(map[string]map[int]string, len(n.Switches))
+	set := func(sw string, port int, peer string) {
+		if out[sw] == nil {
+			out[sw] = map[int]string{}
+		}
+		out[sw][port] = peer
+	}
+	for _, h := range n.Hosts {
+		set(h.Switch, h.Port, h.Name)
+	}
+	for _, l := range n.Links {
+		set(l.A, l.APort, l.B)
+		set(l.B, l.BPort, l.A)
+	}
+	return out
+}
+
 // Host returns the named host.
 func (n *Network) Host(name string) (Host, bool) {
 	for _, h := range n.Hosts {

@@ -66,3 +66,40 @@ func TestLayout(t *testing.T) {
 		t.Error("bad tag accepted")
 	}
 }
+
+// TestPeers checks that every port of every switch has a peer, that a
+// host's port names the host and that a link's ends name each other.
+func TestPeers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		topo scenario.Topology
+		// port of sw must face peer
+		sw   string
+		port int
+		peer string
+	}{
+		{"star", scenario.Topology{Kind: scenario.KindStar, Hosts: 4}, "s1", 3, "h3"},
+		{"leaf-spine host", scenario.Topology{Kind: scenario.KindLeafSpine, Leaves: 3, Spines: 2, HostsPerLeaf: 4}, "l2", 1, "h5"},
+		{"leaf-spine uplink", scenario.Topology{Kind: scenario.KindLeafSpine, Leaves: 3, Spines: 2, HostsPerLeaf: 4}, "p2", 3, "l3"},
+		{"fat tree", scenario.Topology{Kind: scenario.KindFatTree, K: 4}, "e1", 3, "a1"},
+		{"rail", scenario.Topology{Kind: scenario.KindRail, Rails: 2, Servers: 2, Groups: 1, Spines: 2}, "l2", 1, "h2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := Layout(tc.topo, "hb0a1b2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			peers := n.Peers()
+			for _, sw := range n.Switches {
+				for _, p := range sw.Ports {
+					if peers[sw.Name][p] == "" {
+						t.Errorf("%s port %d: no peer", sw.Name, p)
+					}
+				}
+			}
+			if got := peers[tc.sw][tc.port]; got != tc.peer {
+				t.Errorf("%s port %d faces %q, want %q", tc.sw, tc.port, got, tc.peer)
+			}
+		})
+	}
+}
