@@ -12,6 +12,14 @@ type Oversubscribed struct {
 	UpRate   Rate
 }
 
+// RatioText is Ratio for people: "2", "1.25", "20000".
+func (o Oversubscribed) RatioText() string {
+	if r := o.Ratio(); r >= 100 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.3g", o.Ratio())
+}
+
 // Ratio is how many times the tier's capacity from below exceeds its
 // capacity up.
 func (o Oversubscribed) Ratio() float64 {
@@ -101,8 +109,8 @@ type fabricExcess struct {
 }
 
 func (x fabricExcess) String() string {
-	return fmt.Sprintf("the links above %s at %.0f%% of what they carry %s it (%d x %s per %s switch, %.3g:1 oversubscribed; traffic between its hosts and the rest, requests and responses together)",
-		x.Group, 100*x.Load, x.Dir, x.Tier.Up, x.Tier.UpRate, x.Tier.Tier, x.Tier.Ratio())
+	return fmt.Sprintf("the links above %s at %.0f%% of what they carry %s it (%d x %s per %s switch, %s:1 oversubscribed; traffic between its hosts and the rest, requests and responses together)",
+		x.Group, 100*x.Load, x.Dir, x.Tier.Up, x.Tier.UpRate, x.Tier.Tier, x.Tier.RatioText())
 }
 
 // fabricOverload finds, for each oversubscribed tier of s's topology, the

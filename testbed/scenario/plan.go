@@ -409,7 +409,7 @@ func (src *Source) checkSweeps(c *checker, base *Scenario) []resolvedSweep {
 // be swept (the error is in c).
 func (src *Source) resolveParam(c *checker, field, param string, base *Scenario) resolvedParam {
 	rp := resolvedParam{param: param, line: src.idx.lineOf(field), transport: -1}
-	top, _, _ := strings.Cut(param, ".")
+	top := param[:strings.IndexAny(param+".", ".[")] // phases.a.load, phases[0].load
 	if !sweepable[top] && !sweepablePaths[param] {
 		c.errorf(field, "cannot sweep %q: expected a parameter under %s (the network, switch and calibration are built once per run)",
 			param, strings.Join(sortedKeys(sweepable), ", "))
@@ -591,7 +591,8 @@ func scalarText(n *yaml.Node) string {
 // homa block ends in one of homaconf's keys: the field is then the
 // HomaParams and key that key.
 func resolvePath(v reflect.Value, path string) (field reflect.Value, canon, key string, err error) {
-	segs := strings.Split(path, ".")
+	// phases[0].load, as errors name fields, is phases.0.load.
+	segs := strings.Split(strings.ReplaceAll(path, "[", ".["), ".")
 	for si, seg := range segs {
 		for v.Kind() == reflect.Pointer {
 			if v.IsNil() {
@@ -629,7 +630,8 @@ func resolvePath(v reflect.Value, path string) (field reflect.Value, canon, key 
 
 // sliceIndex picks a list element by index or by its name (or transport ID).
 func sliceIndex(v reflect.Value, seg string) (int, error) {
-	if i, err := strconv.Atoi(strings.Trim(seg, "[]")); err == nil {
+	seg = strings.TrimSuffix(strings.TrimPrefix(seg, "["), "]")
+	if i, err := strconv.Atoi(seg); err == nil {
 		if i < 0 || i >= v.Len() {
 			return 0, fmt.Errorf("index %d out of range (the list has %d entries)", i, v.Len())
 		}
@@ -713,7 +715,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		topo = fmt.Sprintf("external, %s, %s", units.Count(len(b.Topology.HostNames()), "host"), sw)
 	}
 	for _, o := range b.Topology.Oversubscription(b.Link.Rate) {
-		topo += fmt.Sprintf(", %s switches %.3g:1 oversubscribed (%d x %s down, %d x %s up)", o.Tier, o.Ratio(), o.Down, o.DownRate, o.Up, o.UpRate)
+		topo += fmt.Sprintf(", %s switches %s:1 oversubscribed (%d x %s down, %d x %s up)", o.Tier, o.RatioText(), o.Down, o.DownRate, o.Up, o.UpRate)
 	}
 	per := fmt.Sprintf("about %s of traffic each (warm-up %s + measure %s + drain %s)", b.Warmup.D()+b.Duration.D()+b.Drain.D(), b.Warmup.D(), b.Duration.D(), b.Drain.D())
 	if lo, hi := p.trafficTimes(); lo != hi {

@@ -410,26 +410,29 @@ repetitions: 2
 }
 
 func TestSweepByIndexAndList(t *testing.T) {
-	sweep := `sweep:
-  - param: phases.0.clients
-    values: [[h2], [h2, h3, h4]]
-`
-	src, err := Parse("ix.yaml", []byte(good+sweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := src.Plan(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(plan.Experiments) != 4 {
-		t.Fatalf("experiments = %d, want 4", len(plan.Experiments))
-	}
-	if got := plan.Experiments[2].Scenario.Phases[0].Clients; len(got) != 3 {
-		t.Errorf("clients of the second combination = %v, want 3 hosts", got)
-	}
-	if name := plan.Experiments[2].Name; name != "t-homa-clientsh2+h3+h4" {
-		t.Errorf("name = %q", name)
+	// phases[0] as error messages name fields, phases.0 and phases[bulk]
+	// all reach the same phase.
+	for _, path := range []string{"phases.0.clients", "phases[0].clients", "phases[bulk].clients"} {
+		t.Run(path, func(t *testing.T) {
+			sweep := "sweep:\n  - param: " + path + "\n    values: [[h2], [h2, h3, h4]]\n"
+			src, err := Parse("ix.yaml", []byte(good+sweep))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := src.Plan(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Experiments) != 4 {
+				t.Fatalf("experiments = %d, want 4", len(plan.Experiments))
+			}
+			if got := plan.Experiments[2].Scenario.Phases[0].Clients; len(got) != 3 {
+				t.Errorf("clients of the second combination = %v, want 3 hosts", got)
+			}
+			if name := plan.Experiments[2].Name; name != "t-homa-clientsh2+h3+h4" {
+				t.Errorf("name = %q", name)
+			}
+		})
 	}
 }
 

@@ -648,7 +648,10 @@ func (c *checker) checkHoma(p string, t Transport, s *Scenario) {
 			c.errorf(p, "%v", err)
 			return
 		}
-		c.errorf(c.homaPath(homaField(p, t, he.Key), ""), "%s", he.Msg)
+		// A link setting the engine refuses has its own error already.
+		if f := homaField(p, t, he.Key); !strings.HasPrefix(f, "link.") || !c.reported("link") {
+			c.errorf(c.homaPath(f, ""), "%s", he.Msg)
+		}
 	}
 	if limit := c.maxMessage(); int(h.MaxMessageBytes) > limit {
 		c.errorf(c.homaPath(p, "max_message_bytes"), "expected at most %d bytes%s, got %d", limit, c.maxMessageWhy(), h.MaxMessageBytes)
