@@ -199,7 +199,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	other.seed = 12
 	dirB, cmpDir := t.TempDir(), t.TempDir()
 	other.write(t, dirB)
-	if err := Compare(ctx, dir, dirB, cmpDir); err != nil {
+	if _, err := Compare(ctx, dir, dirB, cmpDir); err != nil {
 		t.Fatal(err)
 	}
 	cdom, clog := runChromium(ctx, t, bin, "--dump-dom", "file://"+filepath.Join(cmpDir, "compare.html"))

@@ -23,19 +23,19 @@ type comparePage struct {
 // Compare analyses the run directories dirA and dirB (writing nothing into
 // them) and writes compare.json and compare.html into outDir: the paired
 // experiments' headline numbers side by side and their latency charts
-// overlaid, A solid and B dashed.
-func Compare(ctx context.Context, dirA, dirB, outDir string, opts ...stats.Option) error {
+// overlaid, A solid and B dashed. It returns what compare.json holds.
+func Compare(ctx context.Context, dirA, dirB, outDir string, opts ...stats.Option) (*stats.Comparison, error) {
 	c, err := stats.NewConfig(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	aa, err := stats.Analyse(ctx, dirA, c)
 	if err != nil {
-		return fmt.Errorf("compare: run A: %w", err)
+		return nil, fmt.Errorf("compare: run A: %w", err)
 	}
 	ab, err := stats.Analyse(ctx, dirB, c)
 	if err != nil {
-		return fmt.Errorf("compare: run B: %w", err)
+		return nil, fmt.Errorf("compare: run B: %w", err)
 	}
 	cmp := &stats.Comparison{A: dirA, B: dirB, RunA: runName(aa.Sum, dirA), RunB: runName(ab.Sum, dirB)}
 	cmp.Pairs, cmp.OnlyA, cmp.OnlyB = stats.PairExperiments(aa.Sum.Experiments, ab.Sum.Experiments)
@@ -69,13 +69,13 @@ func Compare(ctx context.Context, dirA, dirB, outDir string, opts ...stats.Optio
 		for _, sp := range specs {
 			ch, err := render(sp)
 			if err != nil {
-				return fmt.Errorf("compare: %w", err)
+				return nil, fmt.Errorf("compare: %w", err)
 			}
 			pg.Charts = append(pg.Charts, ch)
 		}
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return fmt.Errorf("compare: %w", err)
+		return nil, fmt.Errorf("compare: %w", err)
 	}
 	err = stats.WriteFile(filepath.Join(outDir, "compare.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -83,20 +83,20 @@ func Compare(ctx context.Context, dirA, dirB, outDir string, opts ...stats.Optio
 		return enc.Encode(cmp)
 	})
 	if err != nil {
-		return fmt.Errorf("compare: %w", err)
+		return nil, fmt.Errorf("compare: %w", err)
 	}
 	t, err := parseTemplates()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = stats.WriteFile(filepath.Join(outDir, "compare.html"), func(w io.Writer) error {
 		return t.ExecuteTemplate(w, "compare.html.tmpl", pg)
 	})
 	if err != nil {
-		return fmt.Errorf("compare: %w", err)
+		return nil, fmt.Errorf("compare: %w", err)
 	}
 	c.Logger.Info("comparison written", "dir", outDir, "pairs", len(cmp.Pairs))
-	return nil
+	return cmp, nil
 }
 
 // runName is the manifest's run name, else the directory's base name.

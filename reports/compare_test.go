@@ -36,7 +36,7 @@ func TestCompare(t *testing.T) {
 		}
 		r.write(t, d)
 	}
-	if err := Compare(context.Background(), da, db, out); err != nil {
+	if _, err := Compare(context.Background(), da, db, out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "compare.json"))

@@ -21,6 +21,9 @@ type Pair struct {
 	B         Headline `json:"b"`
 	RatioP50  *float64 `json:"ratio_short_p50"`
 	RatioP99  *float64 `json:"ratio_short_p99"`
+	// RatioCCT is B's collective completion time P50 over A's, for the
+	// first collective both have.
+	RatioCCT *float64 `json:"ratio_cct_p50,omitempty"`
 
 	ExpA, ExpB *Experiment `json:"-"`
 }
@@ -48,6 +51,11 @@ type Headline struct {
 	// software and send lag, not waits behind the same connection's
 	// queued bytes); null without an anatomy.
 	TailHostShare *float64 `json:"tail_host_share"`
+	// CCTPhase and CCTP50us are the experiment's first collective phase
+	// and the median completion time of its iterations (µs); absent
+	// without a collective.
+	CCTPhase string   `json:"cct_phase,omitempty"`
+	CCTP50us *float64 `json:"cct_p50_us,omitempty"`
 }
 
 func headlineOf(e *Experiment) Headline {
@@ -63,6 +71,9 @@ func headlineOf(e *Experiment) Headline {
 	}
 	for _, q := range e.Switch.MaxQueuePkts {
 		h.MaxQueuePkts = max(h.MaxQueuePkts, q)
+	}
+	if len(e.Collectives) > 0 {
+		h.CCTPhase, h.CCTP50us = e.Collectives[0].Phase, e.Collectives[0].CCT.P50
 	}
 	if a := e.Anatomy; a != nil && a.TailRPCs > 0 && a.Tail.RTT > 0 {
 		share := (a.Tail.Host - a.Tail.HostHOL + a.Tail.SendLag) / a.Tail.RTT
@@ -116,5 +127,8 @@ func newPair(ea, eb *Experiment) Pair {
 	}
 	p.RatioP50 = ratio(ea.Short.P50us, eb.Short.P50us)
 	p.RatioP99 = ratio(ea.Short.P99us, eb.Short.P99us)
+	if p.A.CCTPhase == p.B.CCTPhase {
+		p.RatioCCT = ratio(p.A.CCTP50us, p.B.CCTP50us)
+	}
 	return p
 }
