@@ -87,6 +87,10 @@ func NewFabricRecord(f *fabric.Fabric) *FabricRecord {
 	if f.UplinkBps != 0 && f.UplinkBps != f.RateBps {
 		r.UplinkBps = f.UplinkBps
 	}
+	if f.CoreBps != 0 && f.CoreBps != f.Uplink() {
+		r.CoreBps = f.CoreBps
+	}
+	r.EdgeUplinks, r.PodUplinks = f.EdgeUplinks, f.PodUplinks
 	for _, h := range f.Hosts {
 		r.Hosts = append(r.Hosts, FabricHost{Name: h.Name, IP: h.IP, Switch: h.Switch})
 		if f.PodLinks > 0 {
@@ -135,6 +139,15 @@ type FabricRecord struct {
 	// UplinkBps is the rate of the links between switches when it is not
 	// LinkBps (topology.uplink_rate); 0 otherwise.
 	UplinkBps uint64 `json:"uplink_bps,omitempty"`
+	// CoreBps is the rate of a fat tree's aggregation-to-core links when
+	// it is not the uplinks' (topology.core_rate); 0 otherwise.
+	CoreBps uint64 `json:"core_bps,omitempty"`
+	// EdgeUplinks is how many links join each top-of-rack switch to the
+	// tier above and PodUplinks each fat tree pod to the cores
+	// (internal/fabric's Fabric); 0 where there are none, and in runs
+	// written before they were recorded.
+	EdgeUplinks int `json:"edge_uplinks,omitempty"`
+	PodUplinks  int `json:"pod_uplinks,omitempty"`
 }
 
 // FabricHost is one host of the fabric.

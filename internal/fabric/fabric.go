@@ -53,7 +53,13 @@ type Fabric struct {
 	// CoreBps is the rate of a fat tree's aggregation-to-core links; zero
 	// means Uplink (Core).
 	CoreBps uint64
-	Hosts   []Host
+	// EdgeUplinks is how many links join each top-of-rack switch to the
+	// tier above (a leaf's spines, a fat tree edge's aggregation
+	// switches; 0 on a star), PodUplinks how many join each fat tree pod
+	// to the cores (0: no pods). With the hosts' switches and pods they
+	// say what a collective's own traffic puts on the fabric.
+	EdgeUplinks, PodUplinks int
+	Hosts                   []Host
 }
 
 // Core is the rate of a fat tree's aggregation-to-core links.

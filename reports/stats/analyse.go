@@ -413,6 +413,7 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords, served []rundi
 	ec.headlinePhase = headlinePhase(man, me)
 	ec.phaseOrder, _ = scenarioPhases(man)
 	ec.collOrder, ec.collKinds = collectiveKinds(man)
+	ec.spread = newFabricSpread(man.Fabric)
 	ec.matrices = matrixPhases(man)
 	exp, hist := computeExperiment(er, me, r.ideal, r.baselines[me.Transport], ec)
 	if _, inMan := r.metas[me.Name]; !inMan && r.hasMan {
@@ -498,7 +499,7 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 
 	e.rates(er, me, c)
 	e.backlog(er, me)
-	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collKinds, ideal, base, c.confidence)
+	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collKinds, ideal, base, c.spread, c.confidence)
 	e.Flows = matrixStats(er.flows, er.flowLinks, c.matrices, ideal, c.confidence)
 	for _, ms := range e.Flows {
 		if ms.OrderError != "" {

@@ -3,6 +3,7 @@ package stats
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/homatb/homatb/rundir"
@@ -84,7 +85,7 @@ func collectiveKinds(m *Manifest) (names []string, kinds map[string]string) {
 // collectiveStats summarises the step records of one experiment, one
 // entry per collective phase (order: the scenario's, then by name). It
 // sorts steps.
-func collectiveStats(steps *rundir.Steps, order []string, kinds map[string]string, ideal *idealRTT, own *ownBaseline, conf float64) []CollectiveStats {
+func collectiveStats(steps *rundir.Steps, order []string, kinds map[string]string, ideal *idealRTT, own *ownBaseline, spread *fabricSpread, conf float64) []CollectiveStats {
 	steps.Sort()
 	byPhase := map[string][]rundir.Step{}
 	rundir.Runs(steps.All, func(s *rundir.Step) uint64 { return uint64(s.Phase) }, func(lo, hi int) {
@@ -92,13 +93,13 @@ func collectiveStats(steps *rundir.Steps, order []string, kinds map[string]strin
 	})
 	var out []CollectiveStats
 	for _, p := range orderedKeys(order, byPhase) {
-		out = append(out, oneCollective(p, kinds[p], steps, byPhase[p], ideal, own, conf))
+		out = append(out, oneCollective(p, kinds[p], steps, byPhase[p], ideal, own, spread, conf))
 	}
 	return out
 }
 
 // oneCollective summarises one phase's steps, a run of all's sorted steps.
-func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, ideal *idealRTT, own *ownBaseline, conf float64) CollectiveStats {
+func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, ideal *idealRTT, own *ownBaseline, spread *fabricSpread, conf float64) CollectiveStats {
 	cs := CollectiveStats{Phase: phase, Kind: kind, Series: [][2]float64{}}
 	member := make([]bool, len(all.Hosts))
 	var stepNs []int64
@@ -117,6 +118,7 @@ func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, idea
 	slices.SortFunc(cs.Hosts, naturalCompare)
 	n := len(cs.Hosts)
 	want, critical := workloads.CollectiveShape(kind, n, int(all.Longest[ss[0].Phase])*n)
+	critical = fabricCritical(kind, critical, all, ss, spread)
 	var ccts []int64
 	var waitNs, computeNs int64
 	var first int64
@@ -202,6 +204,36 @@ func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, idea
 		cs.IdealCCT = Ptr(ns / 1e3)
 	}
 	return cs
+}
+
+// fabricCritical scales the critical path's bytes by what the
+// collective's own messages put on the links between switches
+// (fabricSpread.factor), for the kinds whose every step sends as its
+// first does (rings, all-to-all): on an oversubscribed fabric the busiest
+// link of a step is above a switch, not a host's. ss are the phase's
+// steps, sorted by iteration and step.
+func fabricCritical(kind string, critical []int, all *rundir.Steps, ss []rundir.Step, spread *fabricSpread) []int {
+	switch kind {
+	case workloads.KindRingAllReduce, workloads.KindAllGather, workloads.KindReduceScatter, workloads.KindAllToAll:
+	default:
+		return critical
+	}
+	var msgs [][2]string
+	for i := range ss {
+		if ss[i].Iteration != ss[0].Iteration || ss[i].Step != ss[0].Step {
+			break
+		}
+		msgs = append(msgs, [2]string{all.Hosts[ss[i].Client], all.Hosts[ss[i].Server]})
+	}
+	f := spread.factor(msgs)
+	if f == 1 {
+		return critical
+	}
+	out := make([]int, len(critical))
+	for i, b := range critical {
+		out[i] = int(math.Round(float64(b) * f))
+	}
+	return out
 }
 
 // naturalCompare orders host names as people number them: h2 before h10.

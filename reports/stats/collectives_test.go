@@ -47,7 +47,7 @@ func TestCollectiveStats(t *testing.T) {
 	}
 	// A third iteration that lost a step: counted as incomplete.
 	rows = append(rows, rundir.RPC{Collective: "train", Iteration: 2, Step: 0, Client: "h1", ServerHost: "h2", ReqBytes: 1000, IntendedNs: begin, SentNs: begin, Status: rundir.StatusFailed})
-	got := collectiveStats(stepsOf(t, rows), []string{"train"}, map[string]string{"train": workloads.KindRingAllReduce}, nil, nil, 0.95)
+	got := collectiveStats(stepsOf(t, rows), []string{"train"}, map[string]string{"train": workloads.KindRingAllReduce}, nil, nil, nil, 0.95)
 	if len(got) != 1 {
 		t.Fatalf("%d collectives, want 1", len(got))
 	}
@@ -88,13 +88,13 @@ func TestOwnIdealCCT(t *testing.T) {
 	kinds := map[string]string{"train": workloads.KindRingAllReduce}
 	// 100 µs at 100 B and 1000 µs at 10,000 B: 181.8 µs at a step's 1000 B.
 	own := &ownBaseline{lengths: []int64{100, 10_000}, rtts: []float64{100e3, 1000e3}, resps: []int64{1, 1}}
-	c := collectiveStats(steps, []string{"train"}, kinds, nil, own, 0.95)[0]
+	c := collectiveStats(steps, []string{"train"}, kinds, nil, own, nil, 0.95)[0]
 	if want := 4 * (100 + 900.0/9900*900); c.IdealCCT == nil || math.Abs(*c.IdealCCT-want) > 1e-6 {
 		t.Errorf("ideal CCT %v µs, want %v", c.IdealCCT, want)
 	}
 	id := &idealRTT{baseNs: 50e3, baseReq: 100, baseResp: 1, baseLinks: 2, rateBps: 1e9, mtu: 1500}
 	echo := &ownBaseline{lengths: []int64{100, 10_000}, rtts: []float64{100e3, 1000e3}, resps: []int64{100, 10_000}}
-	c = collectiveStats(steps, []string{"train"}, kinds, id, echo, 0.95)[0]
+	c = collectiveStats(steps, []string{"train"}, kinds, id, echo, nil, 0.95)[0]
 	step := 100e3 + 900.0/9900*900e3 + id.transfer(1, 2) - id.transfer(1000, 2)
 	if want := 4 * step / 1e3; c.IdealCCT == nil || math.Abs(*c.IdealCCT-want) > 1e-6 {
 		t.Errorf("ideal CCT from echoed calibration %v µs, want %v", c.IdealCCT, want)

@@ -23,6 +23,9 @@ type config struct {
 	// their kinds; set per experiment.
 	collOrder []string
 	collKinds map[string]string
+	// spread is what the fabric's switches and pods carry, for a
+	// collective's ideal (fabricCritical); set per experiment.
+	spread *fabricSpread
 	// matrices are the scenario's connection-matrix phases.
 	matrices   []matrixPhase
 	confidence float64
