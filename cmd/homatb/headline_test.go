@@ -114,6 +114,11 @@ func TestCollectiveText(t *testing.T) {
 		{"one finished, one not", reports.CollectiveStats{Phase: "ring", Iterations: 1, Incomplete: 1}, "; ring 1 iteration finished, 1 not"},
 		{"one unfinished", partly, "; ring CCT P50 2.50 ms (2.50x ideal); ring 2 iterations finished, 1 not"},
 		{"none finished", reports.CollectiveStats{Phase: "ring", Incomplete: 1}, "; ring 0 iterations finished, 1 not"},
+		{"cut by the measurement's end", reports.CollectiveStats{Phase: "a2a", Iterations: 1, Requested: 2, CCT: done.CCT, IdealCCT: f(1000)},
+			"; a2a CCT P50 2.50 ms (2.50x ideal) over 1 of 2 iterations (the measurement ended before the rest began)"},
+		{"one unfinished, more not begun", reports.CollectiveStats{Phase: "ring", Iterations: 1, Incomplete: 1, Requested: 5},
+			"; ring 1 iteration finished, 1 not, 3 not begun (the measurement ended first)"},
+		{"all asked for finished", reports.CollectiveStats{Phase: "ring", Iterations: 2, Requested: 2, CCT: done.CCT}, "; ring CCT P50 2.50 ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := collectiveText(tc.c); got != tc.want {

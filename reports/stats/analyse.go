@@ -413,6 +413,10 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords, served []rundi
 	ec.headlinePhase = headlinePhase(man, me)
 	ec.phaseOrder, _ = scenarioPhases(man)
 	ec.collOrder, ec.collKinds = collectiveKinds(man)
+	ec.collIterations = map[string]int{}
+	for _, sc := range scenarioCollectives(man) {
+		ec.collIterations[sc.phase] = sc.iterations
+	}
 	ec.spread = newFabricSpread(man.Fabric)
 	ec.matrices = matrixPhases(man)
 	exp, hist := computeExperiment(er, me, r.ideal, r.baselines[me.Transport], ec)
@@ -500,6 +504,9 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 	e.rates(er, me, c)
 	e.backlog(er, me)
 	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collKinds, ideal, base, c.spread, c.confidence)
+	for i := range e.Collectives {
+		e.Collectives[i].Requested = c.collIterations[e.Collectives[i].Phase]
+	}
 	e.Flows = matrixStats(er.flows, er.flowLinks, c.matrices, ideal, c.confidence)
 	for _, ms := range e.Flows {
 		if ms.OrderError != "" {

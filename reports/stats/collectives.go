@@ -22,6 +22,9 @@ type CollectiveStats struct {
 	// step), which enter no statistic.
 	Iterations int `json:"iterations"`
 	Incomplete int `json:"incomplete"`
+	// Requested is the iterations the scenario asked for (0 when the
+	// manifest does not say); the measurement's end may come first.
+	Requested int `json:"iterations_requested,omitempty"`
 	// CCT is an iteration's collective completion time: from the first
 	// step message sent to the last one answered (µs).
 	CCT CCTStats `json:"cct_us"`
@@ -69,17 +72,34 @@ type StepStats struct {
 // kind, in the scenario's order.
 func collectiveKinds(m *Manifest) (names []string, kinds map[string]string) {
 	kinds = map[string]string{}
-	if m == nil {
-		return nil, kinds
+	for _, c := range scenarioCollectives(m) {
+		names = append(names, c.phase)
+		kinds[c.phase] = c.kind
 	}
+	return names, kinds
+}
+
+// scenarioCollective is a collective phase of the run's scenario.
+type scenarioCollective struct {
+	phase, kind string
+	iterations  int
+}
+
+// scenarioCollectives lists the collective phases of the run's scenario,
+// in its order.
+func scenarioCollectives(m *Manifest) []scenarioCollective {
+	if m == nil {
+		return nil
+	}
+	var out []scenarioCollective
 	for _, p := range ListOf(MapOf(m.Scenario)["phases"]) {
 		pm := MapOf(p)
 		if c := MapOf(pm["collective"]); c != nil {
-			names = append(names, Scalar(pm["name"]))
-			kinds[Scalar(pm["name"])] = Scalar(c["kind"])
+			it, _ := c["iterations"].(float64)
+			out = append(out, scenarioCollective{phase: Scalar(pm["name"]), kind: Scalar(c["kind"]), iterations: int(it)})
 		}
 	}
-	return names, kinds
+	return out
 }
 
 // collectiveStats summarises the step records of one experiment, one

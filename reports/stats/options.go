@@ -23,6 +23,8 @@ type config struct {
 	// their kinds; set per experiment.
 	collOrder []string
 	collKinds map[string]string
+	// collIterations are the iterations each collective phase asked for.
+	collIterations map[string]int
 	// spread is what the fabric's switches and pods carry, for a
 	// collective's ideal (fabricCritical); set per experiment.
 	spread *fabricSpread
