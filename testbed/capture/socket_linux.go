@@ -42,7 +42,10 @@ type capturer struct {
 	fds      []int
 	started  bool
 	stopping atomic.Bool
-	readers  sync.WaitGroup
+	// stoppedAt is when stop began (Unix ns): the readers take what their
+	// sockets got before it, and nothing after.
+	stoppedAt atomic.Int64
+	readers   sync.WaitGroup
 
 	mu sync.Mutex // guards the writer, size, the pending frames and rec's counts
 	// pending are frames read but not yet written, earliest first; marks
@@ -137,18 +140,32 @@ func (c *capturer) closeSockets() {
 }
 
 // read takes frames off one socket until stop and writes those t keeps.
+// Once stopping, it still takes what the socket holds, without waiting:
+// frames that reached the socket before the stop belong to the capture.
 func (c *capturer) read(i, fd int, t Tap) {
 	defer c.readers.Done()
 	buf := make([]byte, c.snaplen)
 	oob := make([]byte, unix.CmsgSpace(16))
-	for !c.stopping.Load() {
-		n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, unix.MSG_TRUNC)
+	for {
+		flags := unix.MSG_TRUNC
+		stopping := c.stopping.Load()
+		if stopping {
+			flags |= unix.MSG_DONTWAIT
+		}
+		n, oobn, _, from, err := unix.Recvmsg(fd, buf, oob, flags)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				if stopping {
+					return // drained
+				}
 				continue
 			}
 			c.fail(fmt.Errorf("read %s: %w", t.Intf, err))
 			return
+		}
+		ts := timestamp(oob[:oobn])
+		if stopping && ts.UnixNano() > c.stoppedAt.Load() {
+			return // the rest came after the stop
 		}
 		intf := t.Received
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
@@ -158,7 +175,7 @@ func (c *capturer) read(i, fd int, t Tap) {
 			continue
 		}
 		caplen := min(n, c.snaplen)
-		ci := gopacket.CaptureInfo{Timestamp: timestamp(oob[:oobn]), CaptureLength: caplen, Length: n, InterfaceIndex: intf}
+		ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: caplen, Length: n, InterfaceIndex: intf}
 		if !c.add(i, ci, append([]byte(nil), buf[:caplen]...)) {
 			return
 		}
@@ -257,6 +274,7 @@ func (c *capturer) stop() {
 	if !c.started {
 		return
 	}
+	c.stoppedAt.Store(time.Now().UnixNano())
 	c.stopping.Store(true)
 	c.readers.Wait()
 	c.mu.Lock()
