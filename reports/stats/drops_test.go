@@ -45,7 +45,7 @@ func TestDropsByPeer(t *testing.T) {
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("DropsSentence = %q, want one containing %q", got, tc.want)
 			}
-			if blamed := strings.Contains(got, "the fabric between the switches"); blamed != tc.fabricBlamed {
+			if blamed := strings.Contains(got, "the fabric, not the receivers' links"); blamed != tc.fabricBlamed {
 				t.Errorf("DropsSentence = %q: fabric blamed %v, want %v", got, blamed, tc.fabricBlamed)
 			}
 		})

@@ -132,7 +132,7 @@ func DropsSentence(st SwitchStats) string {
 	}
 	s += fmt.Sprintf("; the most at %s (%d)", st.WorstDropPort, st.WorstDropPkts)
 	if st.DropsTowardSwitches > st.DropsTowardHosts {
-		s += ": the fabric between the switches, not the receivers' links, was where packets were lost (an oversubscribed tier, a link down that left fewer paths, or traffic spread unevenly over them)"
+		s += ": the fabric, not the receivers' links, lost most (an oversubscribed tier, a link down, or paths used unevenly)"
 	}
 	return s
 }
