@@ -125,40 +125,70 @@ func phaseRPS(s *Scenario, ph Phase, st SizeStats) float64 {
 
 // addPhase adds phase i's load to ll, with statsOf describing a size spec.
 func (ll LinkLoad) addPhase(s *Scenario, i int, statsOf func(string) (SizeStats, error)) error {
+	d, err := demandOf(s, i, statsOf)
+	if err != nil || d == nil {
+		return err
+	}
 	rate := s.Fabric().BytesPerSecond()
-	return phaseFlows(s, i, statsOf, func(c, t string, req, resp float64) {
-		ll.Up[c] += req / rate
-		ll.Down[t] += req / rate
-		ll.Down[c] += resp / rate
-		ll.Up[t] += resp / rate
-	})
+	var total float64 // requests a second of every client to each server
+	for j, c := range d.clients {
+		if d.share[j] == 0 {
+			continue
+		}
+		ll.Up[c] += d.rps * d.req / rate
+		ll.Down[c] += d.rps * d.resp / rate
+		total += d.share[j]
+	}
+	for _, t := range d.servers {
+		others := total - d.shareOf(t) // no client sends to itself
+		ll.Down[t] += others * d.req / rate
+		ll.Up[t] += others * d.resp / rate
+	}
+	return nil
 }
 
-// phaseFlows calls flow for each client c and server t of open-loop phase
-// i with the bytes per second c's requests send to t and t's responses
-// send back, counted as the phase's load counts them. Each client spreads
-// its requests evenly over its servers other than itself.
-func phaseFlows(s *Scenario, i int, statsOf func(string) (SizeStats, error), flow func(c, t string, req, resp float64)) error {
+// demand is what an open-loop phase asks of the links: each client sends
+// rps requests a second of req bytes, spread evenly over its servers other
+// than itself (share a second to each), each answered with resp bytes,
+// counted as the phase's load counts them.
+type demand struct {
+	clients, servers []string
+	share            []float64 // by client; 0 for a client with no server but itself
+	isClient         map[string]int
+	rps, req, resp   float64
+}
+
+// shareOf is host h's requests a second to each of its servers, 0 when it
+// is no client.
+func (d *demand) shareOf(h string) float64 {
+	if j, ok := d.isClient[h]; ok {
+		return d.share[j]
+	}
+	return 0
+}
+
+// demandOf is phase i's demand, nil for a phase whose rate nothing fixes
+// (closed loops, collectives, matrices); statsOf describes a size spec.
+func demandOf(s *Scenario, i int, statsOf func(string) (SizeStats, error)) (*demand, error) {
 	ph := s.Phases[i]
 	if ph.Arrivals != ArrivalsPoisson {
-		return nil
+		return nil, nil
 	}
 	st, err := statsOf(ph.Sizes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rps := phaseRPS(s, ph, st)
 	if rps == 0 {
-		return nil
+		return nil, nil
 	}
 	all := s.Topology.HostNames()
-	clients, err := ExpandHosts(ph.Clients, all)
-	if err != nil {
-		return err
+	d := &demand{rps: rps, isClient: map[string]int{}}
+	if d.clients, err = ExpandHosts(ph.Clients, all); err != nil {
+		return nil, err
 	}
-	servers, err := ExpandHosts(ph.Servers, all)
-	if err != nil {
-		return err
+	if d.servers, err = ExpandHosts(ph.Servers, all); err != nil {
+		return nil, err
 	}
 	// A phase that counts its load on the wire, or sends one-way messages
 	// as the Homa paper's simulations do, is checked on the wire; other
@@ -167,31 +197,30 @@ func phaseFlows(s *Scenario, i int, statsOf func(string) (SizeStats, error), flo
 	if ph.OneWay || ph.LoadOf == LoadOfWire {
 		bytes = s.WireBytes
 	}
-	req := bytes(st)
-	var resp float64
+	d.req = bytes(st)
 	switch {
 	case ph.OneWay:
 	case ph.ResponseBytes == 0:
-		resp = req // echoed
+		d.resp = d.req // echoed
 	default:
-		resp = bytes(SizeStats{Mean: float64(ph.ResponseBytes)})
+		d.resp = bytes(SizeStats{Mean: float64(ph.ResponseBytes)})
 	}
-	for _, c := range clients {
-		n := len(servers)
-		if slices.Contains(servers, c) {
+	isServer := make(map[string]bool, len(d.servers))
+	for _, t := range d.servers {
+		isServer[t] = true
+	}
+	d.share = make([]float64, len(d.clients))
+	for j, c := range d.clients {
+		d.isClient[c] = j
+		n := len(d.servers)
+		if isServer[c] {
 			n--
 		}
-		if n == 0 {
-			continue
-		}
-		share := rps / float64(n)
-		for _, t := range servers {
-			if t != c {
-				flow(c, t, share*req, share*resp)
-			}
+		if n > 0 {
+			d.share[j] = rps / float64(n)
 		}
 	}
-	return nil
+	return d, nil
 }
 
 // OverloadWarnings names the links an experiment's open-loop phases load

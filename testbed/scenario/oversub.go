@@ -129,16 +129,34 @@ func fabricOverload(s *Scenario, statsOf func(string) (SizeStats, error)) ([]fab
 			up[g], down[g] = make([]float64, len(s.Phases)), make([]float64, len(s.Phases))
 		}
 		for i := range s.Phases {
-			err := phaseFlows(s, i, statsOf, func(c, t string, req, resp float64) {
-				if gc, gt := group[c], group[t]; gc != gt {
-					up[gc][i] += req
-					down[gt][i] += req
-					up[gt][i] += resp
-					down[gc][i] += resp
-				}
-			})
+			d, err := demandOf(s, i, statsOf)
 			if err != nil {
 				return nil, err
+			}
+			if d == nil {
+				continue
+			}
+			// A client's requests leave its group for the servers outside
+			// it, and come into a group from the clients outside it to
+			// the servers inside; responses go the other way.
+			servers := make([]int, len(names)) // in each group
+			for _, t := range d.servers {
+				servers[group[t]]++
+			}
+			clientShare := make([]float64, len(names)) // in each group
+			var total float64
+			for j, c := range d.clients {
+				g := group[c]
+				out := d.share[j] * float64(len(d.servers)-servers[g])
+				up[g][i] += out * d.req
+				down[g][i] += out * d.resp
+				clientShare[g] += d.share[j]
+				total += d.share[j]
+			}
+			for g := range names {
+				in := float64(servers[g]) * (total - clientShare[g])
+				down[g][i] += in * d.req
+				up[g][i] += in * d.resp
 			}
 		}
 		worst := fabricExcess{Tier: o, Load: 1 + 1e-9}
