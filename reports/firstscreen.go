@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -249,7 +250,34 @@ func topologyOf(topo map[string]any, f *rundir.FabricRecord) string {
 	if lb := stats.Scalar(topo["load_balancing"]); lb != "" {
 		s += ", " + lb
 	}
+	if o := oversubscription(f); o != "" {
+		s += "; " + o
+	}
 	return s
+}
+
+// oversubscription says how far the top-of-rack switches (and a fat
+// tree's pods) take more from their hosts than their uplinks carry, from
+// the manifest's fabric; "" when they do not or the manifest does not say.
+func oversubscription(f *rundir.FabricRecord) string {
+	if f == nil || f.EdgeUplinks == 0 || f.LinkBps == 0 {
+		return ""
+	}
+	perSwitch := map[string]int{}
+	most := 0
+	for _, h := range f.Hosts {
+		perSwitch[h.Switch]++
+		most = max(most, perSwitch[h.Switch])
+	}
+	up := cmp.Or(f.UplinkBps, f.LinkBps)
+	var parts []string
+	if r := float64(most) * float64(f.LinkBps) / (float64(f.EdgeUplinks) * float64(up)); r > 1 {
+		parts = append(parts, fmt.Sprintf("top-of-rack switches %.3g:1 oversubscribed (%d hosts, %d uplinks)", r, most, f.EdgeUplinks))
+	}
+	if f.PodUplinks > 0 && f.CoreBps != 0 && f.CoreBps < up {
+		parts = append(parts, fmt.Sprintf("pods %.3g:1 oversubscribed toward the cores", float64(up)/float64(f.CoreBps)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orOne(s string) string {

@@ -237,3 +237,34 @@ func TestMissingChartNotes(t *testing.T) {
 		t.Errorf("notes blame calibration: %s", notes)
 	}
 }
+
+func TestOversubscription(t *testing.T) {
+	leaves := func(perLeaf, uplinks int, uplinkBps, coreBps uint64, pods bool) *rundir.FabricRecord {
+		f := &rundir.FabricRecord{LinkBps: 100, UplinkBps: uplinkBps, CoreBps: coreBps, EdgeUplinks: uplinks}
+		if pods {
+			f.PodUplinks = 4
+		}
+		for i := range 2 * perLeaf {
+			f.Hosts = append(f.Hosts, rundir.FabricHost{Name: "h" + strconv.Itoa(i+1), Switch: "l" + strconv.Itoa(i/perLeaf+1)})
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		f    *rundir.FabricRecord
+		want string
+	}{
+		{"none recorded", nil, ""},
+		{"star", &rundir.FabricRecord{LinkBps: 100, Hosts: []rundir.FabricHost{{Name: "h1", Switch: "s1"}}}, ""},
+		{"1:1", leaves(4, 4, 0, 0, false), ""},
+		{"2:1", leaves(8, 4, 0, 0, false), "top-of-rack switches 2:1 oversubscribed (8 hosts, 4 uplinks)"},
+		{"fast uplinks", leaves(16, 4, 400, 0, false), ""},
+		{"slow core", leaves(2, 2, 0, 25, true), "pods 4:1 oversubscribed toward the cores"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := oversubscription(tc.f); got != tc.want {
+				t.Errorf("oversubscription = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -266,15 +266,13 @@ func collectiveText(c reports.CollectiveStats) string {
 			fmt.Fprintf(&b, " (%.2fx ideal)", *c.CCT.P50 / *c.IdealCCT)
 		}
 	}
-	// Requested is 0 in runs written before it was recorded.
-	begun := c.Iterations + c.Incomplete
 	switch {
 	case c.Iterations == 0 || c.Incomplete > 0:
 		fmt.Fprintf(&b, "; %s %s finished, %d not", c.Phase, units.Count(c.Iterations, "iteration"), c.Incomplete)
-		if c.Requested > begun {
-			fmt.Fprintf(&b, ", %d not begun (the measurement ended first)", c.Requested-begun)
+		if n := c.NotBegun(); n > 0 {
+			fmt.Fprintf(&b, ", %d not begun (the measurement ended first)", n)
 		}
-	case c.Requested > c.Iterations:
+	case c.NotBegun() > 0:
 		fmt.Fprintf(&b, " over %d of %d iterations (the measurement ended before the rest began)", c.Iterations, c.Requested)
 	}
 	return b.String()

@@ -55,6 +55,12 @@ type CollectiveStats struct {
 	Series [][2]float64 `json:"series"`
 }
 
+// NotBegun is how many of the iterations asked for the measurement's end
+// came before.
+func (c CollectiveStats) NotBegun() int {
+	return max(c.Requested-c.Iterations-c.Incomplete, 0)
+}
+
 // CCTStats are a collective's completion-time percentiles.
 type CCTStats struct {
 	P50 *float64 `json:"p50"`
