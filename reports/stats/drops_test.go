@@ -17,7 +17,7 @@ func TestDropsByPeer(t *testing.T) {
 		}
 		return p
 	}
-	isSwitch := map[string]bool{"l1": true, "p1": true}
+	isSwitch := map[string]bool{"l1": true, "p1": true, "p2": true}
 	for _, tc := range []struct {
 		name                string
 		ports               []switchstats.Port
@@ -27,6 +27,8 @@ func TestDropsByPeer(t *testing.T) {
 	}{
 		{"none", []switchstats.Port{port(1, "h1", 0, 0)}, 0, 0, "", false},
 		{"a receiver's downlink", []switchstats.Port{port(1, "h1", 3, 4), port(9, "p1", 1)}, 7, 1, "the most at l1/1 toward h1 (7)", false},
+		{"only downlinks", []switchstats.Port{port(1, "h1", 3), port(2, "h2", 1)}, 4, 0, "switch drops: 4 packets, all at hosts' downlinks; the most at l1/1 toward h1 (3)", false},
+		{"only uplinks", []switchstats.Port{port(9, "p1", 3), port(10, "p2", 1)}, 0, 4, "switch drops: 4 packets, all on links between switches; the most at l1/9 toward p1 (3)", true},
 		{"uplinks", []switchstats.Port{port(1, "h1", 2), port(9, "p1", 0, 5)}, 2, 5, "2 at hosts' downlinks and 5 on links between switches; the most at l1/9 toward p1 (5)", true},
 		{"peer unknown", []switchstats.Port{port(3, "", 4)}, 0, 0, "switch drops: 4 packets; the most at l1/3 (4)", false},
 	} {

@@ -127,8 +127,13 @@ func DropsSentence(st SwitchStats) string {
 		return ""
 	}
 	s := fmt.Sprintf("switch drops: %d packets", st.Drops)
-	if st.DropsTowardHosts+st.DropsTowardSwitches > 0 {
-		s += fmt.Sprintf(", %d at hosts' downlinks and %d on links between switches", st.DropsTowardHosts, st.DropsTowardSwitches)
+	switch h, w := st.DropsTowardHosts, st.DropsTowardSwitches; {
+	case h > 0 && w > 0:
+		s += fmt.Sprintf(", %d at hosts' downlinks and %d on links between switches", h, w)
+	case h == st.Drops:
+		s += ", all at hosts' downlinks"
+	case w == st.Drops:
+		s += ", all on links between switches"
 	}
 	s += fmt.Sprintf("; the most at %s (%d)", st.WorstDropPort, st.WorstDropPkts)
 	if st.DropsTowardSwitches > st.DropsTowardHosts {
