@@ -158,16 +158,19 @@ func (c *Clock) down(i int, e entry) {
 // freeing its slot.
 func (c *Clock) pop() (int64, event) {
 	e := c.q[0]
+	// The event is read before the heap is restored: its slot was written
+	// when it was scheduled and is seldom in the cache, and the sift, which
+	// does not depend on it, runs while it is fetched.
+	slot := uint32(e.key & (1<<slotBits - 1))
+	ev := c.slots[slot]
+	c.slots[slot] = event{} // the event's functions and frame are no longer held
+	c.free = append(c.free, slot)
 	last := len(c.q) - 1
 	moved := c.q[last]
 	c.q = c.q[:last]
 	if last > 0 {
 		c.down(0, moved)
 	}
-	slot := uint32(e.key & (1<<slotBits - 1))
-	ev := c.slots[slot]
-	c.slots[slot] = event{} // the event's functions and frame are no longer held
-	c.free = append(c.free, slot)
 	return e.at, ev
 }
 
