@@ -309,6 +309,7 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	if executed && !e.cfg.AtLeastOnce {
 		exp := st.tick + 2*uint64(e.cfg.TimeoutTicks)
 		p.tombs[r.id] = exp
+		p.tombMax = max(p.tombMax, r.id)
 		st.tombQ = append(st.tombQ, tomb{p, r.id, exp})
 	}
 }
