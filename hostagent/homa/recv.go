@@ -246,11 +246,9 @@ func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio
 func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data) *rpc {
 	st := &e.state
 	p := e.peer(addr)
-	if d.SenderID <= p.tombMax {
-		if _, ok := p.tombs[d.SenderID]; ok {
-			e.c.dupData.Add(1)
-			return nil
-		}
+	if _, ok := p.tombs.get(d.SenderID); ok {
+		e.c.dupData.Add(1)
+		return nil
 	}
 	if st.ports[d.DPort] == nil {
 		e.sendControl(now, addr, wire.Common{SPort: d.DPort, DPort: d.SPort, SenderID: d.LocalID(), Type: wire.TypeRPCUnknown})

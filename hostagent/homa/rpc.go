@@ -296,14 +296,7 @@ type peer struct {
 	// servers are the peer's RPCs to our servers, by client id, and tombs
 	// the ones forgotten after they ran -> tick the tombstone expires.
 	servers map[uint64]*rpc
-	tombs   map[uint64]uint64
-	// tombMax is the largest id tombs ever held (0: none). A request with
-	// a larger id, as a client's next requests mostly are, has no
-	// tombstone, known without a look-up in tombs: a map of every request
-	// the peer made in the last 2*TimeoutTicks, which a host that serves
-	// many does not keep in the cache (the look-up was 3% of a simulated
-	// collective's run).
-	tombMax uint64
+	tombs   tombstones
 }
 
 type ackRef struct {

@@ -211,7 +211,7 @@ func (e *Endpoint) peer(addr netip.Addr) *peer {
 	k := v4(addr)
 	p := e.state.peers[k]
 	if p == nil {
-		p = &peer{addr: addr, servers: map[uint64]*rpc{}, tombs: map[uint64]uint64{}}
+		p = &peer{addr: addr, servers: map[uint64]*rpc{}}
 		if e.cfg.SharedCutoffs {
 			p.cutoffs = e.state.cut // the peer's own, which it would send
 		}
@@ -308,8 +308,7 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	}
 	if executed && !e.cfg.AtLeastOnce {
 		exp := st.tick + 2*uint64(e.cfg.TimeoutTicks)
-		p.tombs[r.id] = exp
-		p.tombMax = max(p.tombMax, r.id)
+		p.tombs.set(r.id, exp)
 		st.tombQ = append(st.tombQ, tomb{p, r.id, exp})
 	}
 }
