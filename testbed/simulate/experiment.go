@@ -182,7 +182,7 @@ func (j *job) serve(h *simnet.Node) error {
 				} else {
 					_ = t.Reply(j.net.Clock().Now(), sr, n)
 				}
-				return rundir.Served{Client: sr.Peer.String(), ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset}
+				return rundir.Served{Client: srv.peerName(sr.Peer), ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset}
 			})
 		})
 		if err != nil || h.Endpoint() == nil {
@@ -200,7 +200,7 @@ func (j *job) serve(h *simnet.Node) error {
 					c.Delivered(sr.ID())
 				}
 			}
-			return rundir.Served{Client: sr.Peer().String(), RPCID: sr.ID(), RecoveryFromNs: driver.UnixNs(sr.RecoveryFrom())}
+			return rundir.Served{Client: srv.peerName(sr.Peer()), RPCID: sr.ID(), RecoveryFromNs: driver.UnixNs(sr.RecoveryFrom())}
 		})
 	})
 }
@@ -217,6 +217,19 @@ type server struct {
 	// request: the servers start before the drivers are added.
 	drivers *driver.Host
 	found   bool
+	// peer and peerStr are the last client's address and its ip:port as
+	// served.csv writes it: a collective's server hears from one or two
+	// clients, and formatting the address took an allocation a request.
+	peer    netip.AddrPort
+	peerStr string
+}
+
+// peerName is ap as served.csv writes it.
+func (s *server) peerName(ap netip.AddrPort) string {
+	if ap != s.peer || s.peerStr == "" {
+		s.peer, s.peerStr = ap, ap.String()
+	}
+	return s.peerStr
 }
 
 func (j *job) newServer(h *simnet.Node, tr string) *server {
