@@ -297,6 +297,8 @@ type peer struct {
 	// the ones forgotten after they ran -> tick the tombstone expires.
 	servers map[uint64]*rpc
 	tombs   tombstones
+	// num is the peer's place in endpointState.byNum.
+	num uint32
 }
 
 type ackRef struct {
@@ -304,9 +306,12 @@ type ackRef struct {
 	port uint16
 }
 
-// tomb is a tombstone's place in the expiry queue.
+// tomb is a tombstone's place in the expiry queue. It names its peer by
+// number (endpointState.byNum), not pointer: the queue holds every
+// tombstone of the last 2*TimeoutTicks, hundreds of millions in a
+// simulated collective of thousands of hosts, and a queue without
+// pointers is one the garbage collector does not scan.
 type tomb struct {
-	p   *peer
-	id  uint64
-	exp uint64
+	id, exp uint64
+	peer    uint32
 }

@@ -51,13 +51,11 @@ func (e *Endpoint) expireTombs() {
 	st := &e.state
 	for st.tombHead < len(st.tombQ) && st.tombQ[st.tombHead].exp <= st.tick {
 		t := st.tombQ[st.tombHead]
-		t.p.tombs.expire(t.id, t.exp)
-		st.tombQ[st.tombHead] = tomb{}
+		st.byNum[t.peer].tombs.expire(t.id, t.exp)
 		st.tombHead++
 	}
 	if st.tombHead > 64 && st.tombHead >= len(st.tombQ)/2 {
 		n := copy(st.tombQ, st.tombQ[st.tombHead:])
-		clear(st.tombQ[n:])
 		st.tombQ, st.tombHead = st.tombQ[:n], 0
 	}
 }
