@@ -30,7 +30,7 @@ type event struct {
 // slotBits) and the slot of Clock.slots holding its event (the low
 // slotBits). Events of the same time run in the order they were
 // scheduled, so a run repeats exactly. The queue moves these 16 bytes, not
-// the 48 of the event: a parent's four children fill one cache line.
+// the 48 of the event.
 type entry struct {
 	at  int64
 	key uint64
@@ -121,9 +121,10 @@ func runsFirst(a, b *entry) int {
 }
 
 // The queue is a 4-ary heap: half the levels of a binary one, and a
-// parent's four children share a cache line, so a pop, which walks every
-// level, reads a line a level. up and down move the entry into a hole
-// rather than swapping at each level.
+// parent's four children fill 64 bytes, one or two cache lines (four
+// with whole events in the heap), which a pop reads at every level. up
+// and down move the entry into a hole rather than swapping at each
+// level.
 const arity = 4
 
 // up moves e, which belongs at i, toward the root until its parent runs
@@ -157,10 +158,10 @@ func (c *Clock) down(i int, e entry) {
 			// arithmetic rather than branches (which child runs first is a
 			// coin toss the branch predictor loses half the time), and the
 			// pairs compared side by side.
-			c := q[first : first+arity : first+arity]
-			a := runsFirst(&c[1], &c[0])
-			b := 2 + runsFirst(&c[3], &c[2])
-			m = first + a + (b-a)*runsFirst(&c[b], &c[a])
+			ch := q[first : first+arity : first+arity]
+			a := runsFirst(&ch[1], &ch[0])
+			b := 2 + runsFirst(&ch[3], &ch[2])
+			m = first + a + (b-a)*runsFirst(&ch[b], &ch[a])
 		} else {
 			m = first
 			for k := first + 1; k < n; k++ {
