@@ -217,8 +217,9 @@ func (c *collective) launch(ls []workloads.CollectiveLaunch) {
 		req := c.h.stepMessage(l.Bytes, collMagic, CollectiveStep{ID: c.spec.ID, Iter: l.Iter, Step: l.Step, Rank: c.spec.Rank})
 		row := &rundir.RPC{Phase: rundir.PhaseMeasure, ReqBytes: int64(l.Bytes), IntendedNs: l.Ready,
 			Collective: c.spec.Phase, Iteration: int64(l.Iter), Step: int64(l.Step), InputNs: l.Input, ComputeNs: l.ComputeNs}
+		iter := l.Iter // the callback keeps this, not all of l (one allocation less a message)
 		sent := c.h.call(row, c.spec.Targets[l.Dest], req, func(ok bool) {
-			c.launch(c.run.Answered(l.Iter, ok, c.h.sched.Now()))
+			c.launch(c.run.Answered(iter, ok, c.h.sched.Now()))
 			c.checkDone()
 		})
 		if !sent {

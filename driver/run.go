@@ -88,10 +88,15 @@ func (r *Run) Start() {
 // Arrived tells host's workload on transport of a request its server had
 // whole at at; it must run among the clock's events.
 func (r *Run) Arrived(host, transport string, req []byte, at int64) {
-	if h := r.byKey[host+" "+transport]; h != nil {
+	if h := r.Host(host, transport); h != nil {
 		h.Arrived(req, at)
 	}
 }
+
+// Host is host's workload on transport, nil if the run has none: for a
+// caller that tells it of many arrivals (Host.Arrived), which Arrived
+// would look up by name each time.
+func (r *Run) Host(host, transport string) *Host { return r.byKey[host+" "+transport] }
 
 // Pass lets the clock's time pass until t (Unix ns), or until no host may
 // still issue and none has an RPC open.

@@ -10,29 +10,48 @@
 // starts a goroutine, so a run repeats exactly.
 package simnet
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
-// event is something that happens at a time: fn, or frameFn with frame,
-// or timeFn with the event's time. seq orders events of the same time by
-// when they were scheduled, so a run repeats exactly. The three forms let
-// the hot paths schedule with functions made once, not a closure per
-// event.
+// event is what happens at a scheduled time: fn, or frameFn with frame,
+// or timeFn with the event's time. The three forms let the hot paths
+// schedule with functions made once, not a closure per event.
 type event struct {
-	at      int64
-	seq     uint64
 	fn      func()
 	frameFn func([]byte)
 	frame   []byte
 	timeFn  func(int64)
 }
 
+// entry is a scheduled event in the queue: its time, and key, which holds
+// the order it was scheduled in (its sequence number, in the bits above
+// slotBits) and the slot of Clock.slots holding its event (the low
+// slotBits). Events of the same time run in the order they were
+// scheduled, so a run repeats exactly. The queue moves these 16 bytes, not
+// the 48 of the event.
+type entry struct {
+	at  int64
+	key uint64
+}
+
+// slotBits is the width of an entry's slot: up to 16 million events may
+// be pending, and a clock may schedule 2^40 (a million million) events.
+const slotBits = 24
+
 // Clock is a simulation's event queue and virtual time, in nanoseconds
-// from the simulation's start. The queue is a 4-ary heap of events by
-// value, so scheduling allocates nothing once it has grown.
+// from the simulation's start. The queue is a 4-ary heap of entries by
+// value, and the events sit in slots reused as they run, so scheduling
+// allocates nothing once both have grown.
 type Clock struct {
-	now    int64
-	seq    uint64
-	q      []event
+	now int64
+	seq uint64
+	q   []entry
+	// slots hold the pending events; free are the slots not holding one,
+	// the last freed last (the likeliest in the cache).
+	slots  []event
+	free   []uint32
 	events uint64
 	// stop is set by Stop, from any goroutine.
 	stop atomic.Bool
@@ -53,38 +72,64 @@ func (c *Clock) Stop() { c.stop.Store(true) }
 func (c *Clock) Now() int64 { return c.now }
 
 // At schedules fn at time at (now, if at is in the past).
-func (c *Clock) At(at int64, fn func()) { c.push(event{at: at, fn: fn}) }
+func (c *Clock) At(at int64, fn func()) { c.push(at, event{fn: fn}) }
 
 // AtFrame schedules fn(frame) at time at.
 func (c *Clock) AtFrame(at int64, fn func([]byte), frame []byte) {
-	c.push(event{at: at, frameFn: fn, frame: frame})
+	c.push(at, event{frameFn: fn, frame: frame})
 }
 
 // AtTime schedules fn(at) at time at: a timer that knows which arm it is.
-func (c *Clock) AtTime(at int64, fn func(int64)) { c.push(event{at: at, timeFn: fn}) }
+func (c *Clock) AtTime(at int64, fn func(int64)) { c.push(at, event{timeFn: fn}) }
 
-func (c *Clock) push(e event) {
-	e.at = max(e.at, c.now)
+func (c *Clock) push(at int64, ev event) {
+	var slot uint32
+	if n := len(c.free); n > 0 {
+		slot = c.free[n-1]
+		c.free = c.free[:n-1]
+		c.slots[slot] = ev
+	} else {
+		if len(c.slots) == 1<<slotBits {
+			panic("simnet: more than 2^24 events pending")
+		}
+		slot = uint32(len(c.slots))
+		c.slots = append(c.slots, ev)
+	}
 	c.seq++
-	e.seq = c.seq
+	if c.seq == 1<<(64-slotBits) {
+		panic("simnet: 2^40 events scheduled on one clock")
+	}
+	e := entry{at: max(at, c.now), key: c.seq<<slotBits | uint64(slot)}
 	c.q = append(c.q, e)
 	c.up(len(c.q)-1, e)
 }
 
-// before reports whether a runs before b.
-func before(a, b *event) bool {
-	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+// before reports whether a runs before b: the earlier, or of the same
+// time the one scheduled first (the slot bits below the sequence number
+// never decide: sequence numbers differ).
+func before(a, b *entry) bool {
+	return a.at < b.at || (a.at == b.at && a.key < b.key)
+}
+
+// runsFirst is before as 1 or 0, computed without a branch: (at, key)
+// compared as one 128-bit number by a subtraction with borrow (times are
+// never negative).
+func runsFirst(a, b *entry) int {
+	_, borrow := bits.Sub64(a.key, b.key, 0)
+	_, borrow = bits.Sub64(uint64(a.at), uint64(b.at), borrow)
+	return int(borrow)
 }
 
 // The queue is a 4-ary heap: half the levels of a binary one, and a
-// parent's four children share a cache line or two, so a pop, which
-// walks every level, moves half as many 64-byte events. up and down move
-// the event into a hole rather than swapping at each level.
+// parent's four children fill 64 bytes, one or two cache lines (four
+// with whole events in the heap), which a pop reads at every level. up
+// and down move the entry into a hole rather than swapping at each
+// level.
 const arity = 4
 
 // up moves e, which belongs at i, toward the root until its parent runs
 // before it.
-func (c *Clock) up(i int, e event) {
+func (c *Clock) up(i int, e entry) {
 	q := c.q
 	for i > 0 {
 		p := (i - 1) / arity
@@ -99,7 +144,7 @@ func (c *Clock) up(i int, e event) {
 
 // down moves e, which belongs at i, toward the leaves until it runs
 // before each of its children.
-func (c *Clock) down(i int, e event) {
+func (c *Clock) down(i int, e entry) {
 	q := c.q
 	n := len(q)
 	for {
@@ -107,10 +152,22 @@ func (c *Clock) down(i int, e event) {
 		if first >= n {
 			break
 		}
-		m := first
-		for k := first + 1; k < min(first+arity, n); k++ {
-			if before(&q[k], &q[m]) {
-				m = k
+		var m int
+		if first+arity <= n {
+			// A full node: two pairs, then their firsts, chosen by
+			// arithmetic rather than branches (which child runs first is a
+			// coin toss the branch predictor loses half the time), and the
+			// pairs compared side by side.
+			ch := q[first : first+arity : first+arity]
+			a := runsFirst(&ch[1], &ch[0])
+			b := 2 + runsFirst(&ch[3], &ch[2])
+			m = first + a + (b-a)*runsFirst(&ch[b], &ch[a])
+		} else {
+			m = first
+			for k := first + 1; k < n; k++ {
+				if before(&q[k], &q[m]) {
+					m = k
+				}
 			}
 		}
 		if !before(&q[m], &e) {
@@ -122,17 +179,24 @@ func (c *Clock) down(i int, e event) {
 	q[i] = e
 }
 
-// pop removes and returns the earliest event.
-func (c *Clock) pop() event {
+// pop removes the earliest event and returns its time and the event,
+// freeing its slot.
+func (c *Clock) pop() (int64, event) {
 	e := c.q[0]
+	// The event is read before the heap is restored: its slot was written
+	// when it was scheduled and is seldom in the cache, and the sift, which
+	// does not depend on it, runs while it is fetched.
+	slot := uint32(e.key & (1<<slotBits - 1))
+	ev := c.slots[slot]
+	c.slots[slot] = event{} // the event's functions and frame are no longer held
+	c.free = append(c.free, slot)
 	last := len(c.q) - 1
 	moved := c.q[last]
-	c.q[last] = event{}
 	c.q = c.q[:last]
 	if last > 0 {
 		c.down(0, moved)
 	}
-	return e
+	return e.at, ev
 }
 
 // Run runs events in time order until none is left at or before until,
@@ -144,8 +208,8 @@ func (c *Clock) Run(until int64) {
 		if c.events%stopCheck == 0 && c.stop.Load() {
 			break
 		}
-		e := c.pop()
-		c.now = e.at
+		at, e := c.pop()
+		c.now = at
 		c.events++
 		switch {
 		case e.fn != nil:
@@ -153,7 +217,7 @@ func (c *Clock) Run(until int64) {
 		case e.frameFn != nil:
 			e.frameFn(e.frame)
 		default:
-			e.timeFn(e.at)
+			e.timeFn(at)
 		}
 	}
 	c.now = max(c.now, until)

@@ -136,6 +136,9 @@ type run struct {
 	// sim is the simulated network of a run in virtual time, nil for an
 	// emulated run.
 	sim *simulate.Network
+	// simRecords writes sim's experiments' records (nil for an emulated
+	// run); teardown ends its writer before records closes.
+	simRecords *simRecords
 	// time is the experiments' clock: the wall clock, or sim's.
 	time timeline
 }

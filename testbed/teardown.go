@@ -17,6 +17,12 @@ func (r *run) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opt.TeardownTimeout)
 	defer cancel()
 	var errs []error
+	if r.simRecords != nil {
+		// An experiment that failed or was interrupted leaves rows with
+		// the writer goroutine, which the records keep as an emulated
+		// run's do.
+		errs = append(errs, r.simRecords.Close())
+	}
 	if r.records != nil {
 		errs = append(errs, r.records.close())
 	}

@@ -149,8 +149,8 @@ func TestLargeRing(t *testing.T) {
 	c.Answered(0, true, 0)
 	for step := 3; step < 2*(n-1); step++ {
 		ls := c.Arrived(0, step, int64(step))
-		if step+1 < 2*(n-1) && (len(ls) != 1 || ls[0].Step != step+1) {
-			t.Fatalf("input of step %d launched %+v", step, ls)
+		if step+1 < 2*(n-1) && (len(ls) != 1 || ls[0].Step != step+1 || ls[0].Input != int64(step) || ls[0].Ready != int64(step)) {
+			t.Fatalf("input of step %d (at %d) launched %+v", step, step, ls)
 		}
 		if done, _ := c.Done(); done && step+1 < 2*(n-1) {
 			t.Fatalf("done after the input of step %d", step)

@@ -25,9 +25,7 @@ import (
 // A Driven Endpoint is not safe for concurrent use: one goroutine (the
 // simulation's) makes every call, and callbacks run inside them.
 type Driven struct {
-	e *Endpoint
-	// calls are the callbacks of outstanding Calls, by RPC id.
-	calls   map[uint64]func(resp []byte, info CallInfo, err error)
+	e       *Endpoint
 	servers []drivenServer // in port order
 	done    []*rpc         // scratch for finished Calls
 	running bool           // inside settle: callbacks' calls must not re-enter it
@@ -81,7 +79,7 @@ func NewDriven(conn Conn, cfg homaconf.Config, dc DrivenConfig, logger *slog.Log
 	}
 	e.nextID.Store(dc.FirstID &^ 1)
 	e.state.pacer = drivenPacer{}
-	return &Driven{e: e, calls: map[uint64]func([]byte, CallInfo, error){}}, nil
+	return &Driven{e: e}, nil
 }
 
 // Endpoint is the Endpoint behind d, for its configuration and counters.
@@ -198,7 +196,7 @@ func (d *Driven) call(dest netip.AddrPort, req []byte, oneWay bool, done func(re
 		done(nil, e.callInfo(r), fmt.Errorf("homa: call %v: %w", dest, ErrClosed))
 		return id
 	}
-	d.calls[id] = done
+	r.callDone = done // kept on the RPC, not in a map by id: one look-up less a Call
 	e.startCall(e.now(), r, dest, req)
 	e.unlock()
 	d.settle()
@@ -244,20 +242,15 @@ func (d *Driven) settle() {
 		handed := len(d.done)
 		for i, r := range d.done {
 			d.done[i] = nil
-			if cb := d.calls[r.id]; cb != nil {
-				delete(d.calls, r.id)
+			if cb := r.callDone; cb != nil {
+				r.callDone = nil
 				cb(r.resp, e.callInfo(r), r.err)
 			}
 		}
 		for _, s := range d.servers {
-			for more := true; more; {
-				select {
-				case sr := <-s.s.ch:
-					handed++
-					s.handler(sr)
-				default:
-					more = false
-				}
+			for sr, ok := s.s.take(); ok; sr, ok = s.s.take() {
+				handed++
+				s.handler(sr)
 			}
 		}
 		if handed == 0 {

@@ -45,7 +45,7 @@ func DescribeRPC(e *Endpoint, id uint64) string {
 				show(r)
 			}
 		}
-		if exp, ok := p.tombs[id]; ok {
+		if exp, ok := p.tombs.get(id); ok {
 			fmt.Fprintf(&b, "%v: tombstone for %v until tick %d (now %d)", e.local, p.addr, exp, e.state.tick)
 		}
 	}

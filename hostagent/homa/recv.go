@@ -246,7 +246,7 @@ func (e *Endpoint) onStartMsg(now time.Duration, addr netip.Addr, b []byte, prio
 func (e *Endpoint) newServerRPC(now time.Duration, addr netip.Addr, d *wire.Data) *rpc {
 	st := &e.state
 	p := e.peer(addr)
-	if _, ok := p.tombs[d.SenderID]; ok {
+	if _, ok := p.tombs.get(d.SenderID); ok {
 		e.c.dupData.Add(1)
 		return nil
 	}
@@ -269,12 +269,10 @@ func (e *Endpoint) deliver(r *rpc) {
 		r.state = srvServing
 		sr := &r.handle // part of r: one allocation less per request
 		sr.e, sr.r, sr.req, sr.length, sr.from = e, r, r.in.buf, r.in.length, netip.AddrPortFrom(r.peer.addr, r.rport)
-		select {
-		case srv.ch <- sr:
+		if srv.offer(sr) {
 			r.in.buf = nil
 			e.state.handoffs++
 			return
-		default:
 		}
 	}
 	e.c.backlogDrops.Add(1)

@@ -141,22 +141,24 @@ func (o *msgOut) resend(q resendReq) {
 type rpc struct {
 	id     uint64 // client id (even)
 	client bool
-	peer   *peer
-	lport  uint16
-	rport  uint16
 	state  rpcState
 	dead   bool // finished; stale references skip it
 	incast bool // server: the client asked for a small unscheduled response
 	// oneWay marks a client RPC whose server does not reply (Driven.Send):
 	// it ends when Driven.Delivered says the receiver has it whole, and
 	// its server forgets it then, so no ACK follows.
-	oneWay   bool
+	oneWay bool
+	resent bool // a RESEND went out since the request (re)started
+	lport  uint16
+	peer   *peer
+	rport  uint16
+	// refusals counts restarts on an RPC_UNKNOWN that answered DATA. It
+	// and the small fields above fill what was padding (TestRPCSize).
+	refusals int32
 	out      msgOut
 	in       msgIn
 	silent   int // ticks without a packet from the peer
 	restarts int
-	refusals int    // restarts on an RPC_UNKNOWN that answered DATA
-	resent   bool   // a RESEND went out since the request (re)started
 	restart  uint64 // tick of the last restart
 	// heard is when the peer last showed progress on r (DATA, GRANT,
 	// BUSY, PULL, NACK; or r began). suspect is heard as of the first
@@ -166,10 +168,13 @@ type rpc struct {
 	// packet was lost.
 	heard, suspect time.Duration
 	done           chan struct{} // client: signalled once resp and err are set
-	resp           []byte
-	err            error
-	info           callInfo
-	handle         ServerRPC // server: what the application gets
+	// callDone is a Driven Endpoint's client callback, run by settle once
+	// the Call has ended (then cleared).
+	callDone func(resp []byte, info CallInfo, err error)
+	resp     []byte
+	err      error
+	info     callInfo
+	handle   ServerRPC // server: what the application gets
 }
 
 // progress notes that the peer just showed progress on r.
@@ -291,7 +296,9 @@ type peer struct {
 	// servers are the peer's RPCs to our servers, by client id, and tombs
 	// the ones forgotten after they ran -> tick the tombstone expires.
 	servers map[uint64]*rpc
-	tombs   map[uint64]uint64
+	tombs   tombstones
+	// num is the peer's place in endpointState.byNum.
+	num uint32
 }
 
 type ackRef struct {
@@ -299,9 +306,12 @@ type ackRef struct {
 	port uint16
 }
 
-// tomb is a tombstone's place in the expiry queue.
+// tomb is a tombstone's place in the expiry queue. It names its peer by
+// number (endpointState.byNum), not pointer: the queue holds every
+// tombstone of the last 2*TimeoutTicks, hundreds of millions in a
+// simulated collective of thousands of hosts, and a queue without
+// pointers is one the garbage collector does not scan.
 type tomb struct {
-	p   *peer
-	id  uint64
-	exp uint64
+	id, exp uint64
+	peer    uint32
 }

@@ -75,6 +75,9 @@ type endpointState struct {
 	// the other cold fields: the hot ones keep their cache lines.
 	rule   cutoffRule
 	weighs []weighed
+	// byNum is every peer in the order it was first seen (peer.num), for
+	// the tombstones' queue (a tick's).
+	byNum []*peer
 }
 
 // init readies st for an Endpoint with configuration cfg (defaults filled
@@ -211,7 +214,8 @@ func (e *Endpoint) peer(addr netip.Addr) *peer {
 	k := v4(addr)
 	p := e.state.peers[k]
 	if p == nil {
-		p = &peer{addr: addr, servers: map[uint64]*rpc{}, tombs: map[uint64]uint64{}}
+		p = &peer{addr: addr, servers: map[uint64]*rpc{}, num: uint32(len(e.state.byNum))}
+		e.state.byNum = append(e.state.byNum, p)
 		if e.cfg.SharedCutoffs {
 			p.cutoffs = e.state.cut // the peer's own, which it would send
 		}
@@ -308,8 +312,8 @@ func (e *Endpoint) forgetServer(r *rpc, executed bool) {
 	}
 	if executed && !e.cfg.AtLeastOnce {
 		exp := st.tick + 2*uint64(e.cfg.TimeoutTicks)
-		p.tombs[r.id] = exp
-		st.tombQ = append(st.tombQ, tomb{p, r.id, exp})
+		p.tombs.set(r.id, exp)
+		st.tombQ = append(st.tombQ, tomb{id: r.id, exp: exp, peer: p.num})
 	}
 }
 

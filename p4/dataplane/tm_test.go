@@ -305,6 +305,8 @@ func TestHistogramPercentiles(t *testing.T) {
 		{"small exact", func() uint32 { return uint32(rng.IntN(60)) }},
 		{"uniform wide", func() uint32 { return uint32(rng.IntN(100_000)) }},
 		{"exponential", func() uint32 { return uint32(rng.ExpFloat64() * 300) }},
+		{"mostly zero", func() uint32 { return uint32(max(0, rng.IntN(100)-90)) }},
+		{"all zero", func() uint32 { return 0 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -320,6 +322,11 @@ func TestHistogramPercentiles(t *testing.T) {
 				got := h.percentile(q)
 				if got > exact || float64(exact-got) > float64(exact)/subBuckets+1 {
 					t.Errorf("p%v = %d, exact %d", q*100, got, exact)
+				}
+				// The quantile's rank, q*20,000, is whole: the answer is the
+				// low end of the exact value's bucket.
+				if want := min(bucketLow(bucketOf(exact)), h.max); got != want {
+					t.Errorf("p%v = %d, want %d (the bucket of %d)", q*100, got, want, exact)
 				}
 			}
 			if h.max != vals[len(vals)-1] {

@@ -78,6 +78,9 @@ type job struct {
 	// lent is the buffer of every step message (simTransport.LendBuffer):
 	// the endpoints copy only a message's first bytes (headBytes).
 	lent []byte
+	// served is the row answer books each answer in (Records.Served does
+	// not keep it): one allocation less a request.
+	served rundir.Served
 }
 
 // start starts every host's drivers and runs the network through the
@@ -109,7 +112,7 @@ func (j *job) start() error {
 				}
 			}
 		}
-		j.run.Add(hc, simTransport{j: j, h: h, tcp: j.onTCP(hc.Transport)})
+		j.run.Add(hc, j.newSimTransport(h, j.onTCP(hc.Transport)))
 	}
 	j.run.Start()
 	j.end = sched.Now() + j.length.Nanoseconds()
@@ -170,25 +173,25 @@ func (j *job) serve(h *simnet.Node) error {
 		if j.servedBy == nil {
 			j.servedBy = map[string]uint64{}
 		}
-		tr := j.transportOf(true)
+		srv := j.newServer(h, j.transportOf(true))
 		err := t.Serve(ServerPort, func(sr *tcpmodel.ServerRPC) {
 			j.servedBy[h.Name]++
-			j.answer(h, tr, sr.Req, len(sr.Req), func(n int) rundir.Served {
+			j.answer(srv, sr.Req, len(sr.Req), func(n int) rundir.Served {
 				if j.oneWay {
 					_ = t.Delivered(j.net.Clock().Now(), sr) // fails only when replied twice
 				} else {
 					_ = t.Reply(j.net.Clock().Now(), sr, n)
 				}
-				return rundir.Served{Client: sr.Peer.String(), ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset}
+				return rundir.Served{Client: srv.peerName(sr.Peer), ReqOffset: sr.ReqOffset, RespOffset: sr.RespOffset}
 			})
 		})
 		if err != nil || h.Endpoint() == nil {
 			return err
 		}
 	}
-	tr := j.transportOf(false)
+	srv := j.newServer(h, j.transportOf(false))
 	return h.Serve(ServerPort, func(sr *homa.ServerRPC) {
-		j.answer(h, tr, sr.Request(), sr.Length(), func(n int) rundir.Served {
+		j.answer(srv, sr.Request(), sr.Length(), func(n int) rundir.Served {
 			if !j.oneWay {
 				_ = h.Reply(sr, j.zeros.Zeros(n)) // fails only for an RPC its client gave up
 			} else {
@@ -197,28 +200,64 @@ func (j *job) serve(h *simnet.Node) error {
 					c.Delivered(sr.ID())
 				}
 			}
-			return rundir.Served{Client: sr.Peer().String(), RPCID: sr.ID(), RecoveryFromNs: driver.UnixNs(sr.RecoveryFrom())}
+			return rundir.Served{Client: srv.peerName(sr.Peer()), RPCID: sr.ID(), RecoveryFromNs: driver.UnixNs(sr.RecoveryFrom())}
 		})
 	})
 }
 
-// answer is what host h's server on transport tr does with a request it
-// has whole, now: it tells the host's drivers, has reply send the answer
-// of the length the request asks for (none for a one-way message) and,
-// with bookServed set, books it as a served.csv row with the keys reply
-// returns.
-func (j *job) answer(h *simnet.Node, tr string, req []byte, length int, reply func(n int) rundir.Served) {
+// server is one host's server on one transport: what answer needs of it
+// for every request, found once (a collective's server answers a request
+// a step message).
+type server struct {
+	h  *simnet.Node
+	tr string
+	// addr is the server's ip:port as served.csv writes it.
+	addr string
+	// drivers are the host's drivers on tr (nil: none), found at the first
+	// request: the servers start before the drivers are added.
+	drivers *driver.Host
+	found   bool
+	// peer and peerStr are the last client's address and its ip:port as
+	// served.csv writes it: a collective's server hears from one or two
+	// clients, and formatting the address took an allocation a request.
+	peer    netip.AddrPort
+	peerStr string
+}
+
+// peerName is ap as served.csv writes it.
+func (s *server) peerName(ap netip.AddrPort) string {
+	if ap != s.peer || s.peerStr == "" {
+		s.peer, s.peerStr = ap, ap.String()
+	}
+	return s.peerStr
+}
+
+func (j *job) newServer(h *simnet.Node, tr string) *server {
+	return &server{h: h, tr: tr, addr: netip.AddrPortFrom(h.IP, ServerPort).String()}
+}
+
+// answer is what server s does with a request it has whole, now: it
+// tells the host's drivers, has reply send the answer of the length the
+// request asks for (none for a one-way message) and, with bookServed set,
+// books it as a served.csv row with the keys reply returns.
+func (j *job) answer(s *server, req []byte, length int, reply func(n int) rundir.Served) {
 	now := j.epoch.UnixNano() + j.net.Clock().Now()
-	j.run.Arrived(h.Name, tr, req, now)
+	if !s.found {
+		s.drivers, s.found = j.run.Host(s.h.Name, s.tr), true
+	}
+	if s.drivers != nil {
+		s.drivers.Arrived(req, now)
+	}
 	n := driver.ResponseLengthOf(req, length)
 	if j.oneWay {
 		n = 0
 	}
-	row := reply(n)
+	row := &j.served
+	*row = reply(n)
 	if j.bookServed && !j.closed && j.outErr == nil {
-		row.Experiment, row.Transport, row.ServerHost, row.Server = j.name, tr, h.Name, netip.AddrPortFrom(h.IP, ServerPort).String()
+		row.Experiment, row.Transport, row.ServerHost, row.Server = j.name, s.tr, s.h.Name, s.addr
 		row.ReqBytes, row.RespBytes, row.ReqNs, row.ReplyNs = int64(length), int64(n), now, now
-		j.outErr = j.out.Served(&row)
+		j.outErr = j.out.Served(row)
 	}
 }
 
@@ -228,12 +267,24 @@ type simTransport struct {
 	j   *job
 	h   *simnet.Node
 	tcp bool
+	// local is the Homa endpoint's client address (ip:port) as records
+	// write it, "" with tcp or no endpoint: made once, not per RPC.
+	local string
+}
+
+// newSimTransport is host h's transport, h started.
+func (j *job) newSimTransport(h *simnet.Node, tcp bool) simTransport {
+	st := simTransport{j: j, h: h, tcp: tcp}
+	if ep := h.Endpoint(); ep != nil && !tcp {
+		st.local = netip.AddrPortFrom(h.IP, ep.Config().ClientPort).String()
+	}
+	return st
 }
 
 func (st simTransport) Call(row *rundir.RPC, target driver.Target, req []byte, end func(driver.Result)) {
 	j, h := st.j, st.h
-	if h.Endpoint() != nil && !st.tcp {
-		row.Local = netip.AddrPortFrom(h.IP, h.Endpoint().Config().ClientPort).String()
+	if st.local != "" {
+		row.Local = st.local
 	}
 	if t := h.TCP(); t != nil && st.tcp {
 		t.Call(j.net.Clock().Now(), target.Addr, req, func(res tcpmodel.Result, err error) {

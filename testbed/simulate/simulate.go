@@ -293,7 +293,8 @@ func (r *Network) finishJob(j *job) {
 
 // Records receives an experiment's records as each becomes final: its
 // RPCs in the order issued, its servers' answers in the order served;
-// Close, when every row is in.
+// Close, when every row is in. Served does not keep its row (the job
+// books every answer in one).
 type Records interface {
 	RPC(*rundir.RPC) error
 	Served(*rundir.Served) error
