@@ -120,3 +120,35 @@ func TestLongFlowsInTheTwin(t *testing.T) {
 		})
 	}
 }
+
+// TestMatrixRelativeToTheScenario: a matrix named relative to the scenario
+// file is read from beside it wherever the command runs, for the checks
+// and for the simulated clock's defaults (here the message limit its 2 MB
+// flows need), not from the working directory.
+func TestMatrixRelativeToTheScenario(t *testing.T) {
+	dir := t.TempDir()
+	cm := "Nodes 2\nConnections 1\n0->1 id 1 start 0 size 2000000\n"
+	sc := `name: rel
+simulated: true
+topology: {kind: star, hosts: 2}
+link: {rate: 10Gbit}
+transports: [{name: homa}]
+phases:
+  - {name: m, hosts: [all], connection_matrix: two.cm}
+duration: 10ms
+`
+	if err := os.WriteFile(filepath.Join(dir, "two.cm"), []byte(cm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "rel.yaml")
+	if err := os.WriteFile(path, []byte(sc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Load(path, Options{}) // from the package's directory, not dir
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Experiments[0].Scenario.Transports[0].MaxMessage(); got < 2000000 {
+		t.Errorf("message limit %d, want at least the matrix's 2000000-byte flow", got)
+	}
+}

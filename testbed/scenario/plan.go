@@ -479,8 +479,8 @@ func (src *Source) combination(base *Scenario, sweeps []resolvedSweep, k int, op
 	}
 	s.Sweep = base.Sweep
 	applyDefaults(s)
+	src.resolveFiles(s) // before the defaults, which read the files
 	clock := clockDefaults(s, opt.Simulate, givenIn(src.idx, c.overrides), opt.sizeSpec())
-	src.resolveFiles(s)
 	s.Repetitions = base.Repetitions // the command line may have changed it
 	c.check(s)
 	if err := c.errs.orNil(); err != nil {
