@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -269,13 +268,13 @@ func oversubscription(f *rundir.FabricRecord) string {
 		perSwitch[h.Switch]++
 		most = max(most, perSwitch[h.Switch])
 	}
-	up := cmp.Or(f.UplinkBps, f.LinkBps)
+	up, core := f.Uplink(), f.Core()
 	var parts []string
 	if r := float64(most) * float64(f.LinkBps) / (float64(f.EdgeUplinks) * float64(up)); r > 1 {
 		parts = append(parts, fmt.Sprintf("top-of-rack switches %.3g:1 oversubscribed (%d hosts, %d uplinks)", r, most, f.EdgeUplinks))
 	}
-	if f.PodUplinks > 0 && f.CoreBps != 0 && f.CoreBps < up {
-		parts = append(parts, fmt.Sprintf("pods %.3g:1 oversubscribed toward the cores", float64(up)/float64(f.CoreBps)))
+	if f.PodUplinks > 0 && core < up {
+		parts = append(parts, fmt.Sprintf("pods %.3g:1 oversubscribed toward the cores", float64(up)/float64(core)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,6 +150,14 @@ type FabricRecord struct {
 	EdgeUplinks int `json:"edge_uplinks,omitempty"`
 	PodUplinks  int `json:"pod_uplinks,omitempty"`
 }
+
+// Uplink is the rate of the links between switches (bits/s), and Core a
+// fat tree's aggregation-to-core rate: the recorded values, or the rate
+// they default to.
+func (f *FabricRecord) Uplink() uint64 { return cmp.Or(f.UplinkBps, f.LinkBps) }
+
+// Core: see Uplink.
+func (f *FabricRecord) Core() uint64 { return cmp.Or(f.CoreBps, f.Uplink()) }
 
 // FabricHost is one host of the fabric.
 type FabricHost struct {

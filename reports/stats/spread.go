@@ -19,14 +19,7 @@ func newFabricSpread(f *rundir.FabricRecord) *fabricSpread {
 	if f == nil || f.EdgeUplinks == 0 || f.LinkBps == 0 {
 		return nil
 	}
-	up := float64(f.LinkBps)
-	if f.UplinkBps != 0 {
-		up = float64(f.UplinkBps)
-	}
-	core := up
-	if f.CoreBps != 0 {
-		core = float64(f.CoreBps)
-	}
+	up, core := float64(f.Uplink()), float64(f.Core())
 	sp := &fabricSpread{edge: map[string]int{}, edgeCap: float64(f.EdgeUplinks) * up / float64(f.LinkBps)}
 	switches := map[string]int{}
 	for _, h := range f.Hosts {

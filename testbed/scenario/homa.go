@@ -120,14 +120,13 @@ func (s *Scenario) Fabric() *fabric.Fabric {
 	case KindLeafSpine, KindRail:
 		f.InterSwitchLinks = 2 // leaf to spine, spine to leaf
 		f.UplinkBps = uint64(s.Topology.UplinkRate)
-		f.EdgeUplinks = s.Topology.Spines
 	case KindFatTree:
 		// Edge, aggregation, core, aggregation, edge between pods; edge,
 		// aggregation, edge within one.
 		f.InterSwitchLinks, f.PodLinks = 4, 2
 		f.UplinkBps, f.CoreBps = uint64(s.Topology.UplinkRate), uint64(s.Topology.CoreRate)
-		f.EdgeUplinks, f.PodUplinks = s.Topology.K/2, (s.Topology.K/2)*(s.Topology.K/2)
 	}
+	f.EdgeUplinks, f.PodUplinks = s.Topology.edgeUplinks(), s.Topology.podUplinks()
 	return f
 }
 

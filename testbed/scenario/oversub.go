@@ -34,11 +34,11 @@ func (t Topology) Oversubscription(link Rate) []Oversubscribed {
 	var tiers []Oversubscribed
 	switch t.Kind {
 	case KindLeafSpine:
-		tiers = []Oversubscribed{{"leaf", t.HostsPerLeaf, t.Spines, link, up}}
+		tiers = []Oversubscribed{{"leaf", t.HostsPerLeaf, t.edgeUplinks(), link, up}}
 	case KindRail:
-		tiers = []Oversubscribed{{"leaf", t.Servers, t.Spines, link, up}}
+		tiers = []Oversubscribed{{"leaf", t.Servers, t.edgeUplinks(), link, up}}
 	case KindFatTree:
-		tiers = []Oversubscribed{{"edge", t.edgeHosts(), t.K / 2, link, up}, {"aggregation", t.K / 2, t.K / 2, up, cmpRate(t.CoreRate, up)}}
+		tiers = []Oversubscribed{{"edge", t.edgeHosts(), t.edgeUplinks(), link, up}, {"aggregation", t.K / 2, t.K / 2, up, cmpRate(t.CoreRate, up)}}
 	}
 	var out []Oversubscribed
 	for _, o := range tiers {
@@ -47,6 +47,27 @@ func (t Topology) Oversubscription(link Rate) []Oversubscribed {
 		}
 	}
 	return out
+}
+
+// edgeUplinks is how many links join each top-of-rack switch to the tier
+// above (a leaf's spines, a fat tree edge's aggregation switches), and
+// podUplinks how many join each fat tree pod to the cores; 0 where there
+// are none.
+func (t Topology) edgeUplinks() int {
+	switch t.Kind {
+	case KindLeafSpine, KindRail:
+		return t.Spines
+	case KindFatTree:
+		return t.K / 2
+	}
+	return 0
+}
+
+func (t Topology) podUplinks() int {
+	if t.Kind == KindFatTree {
+		return (t.K / 2) * (t.K / 2)
+	}
+	return 0
 }
 
 // cmpRate is r, or def when r is unset.
