@@ -34,6 +34,10 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(tcp, []byte(strings.Replace(oneTransport, "  - name: homa\n", "  - name: homa\n  - name: tcp\n    tcp: {congestion: bbr}\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	simFile := filepath.Join(dir, "simfile.yaml")
+	if err := os.WriteFile(simFile, []byte(oneTransport+"simulated: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	sim := filepath.Join(dir, "sim")
 	for _, tc := range []struct {
 		name    string
@@ -58,6 +62,7 @@ func TestExitCodes(t *testing.T) {
 		{"simulate refuses BBR", []string{"validate", "--simulate", tcp}, "", exitUsage, "", "tcp.yaml:6: transports[1].tcp.congestion: bbr is emulation-only"},
 		{"only names none", []string{"run", "--dry-run", "--only", "ndp", good}, "", exitUsage, "", `no configuration of this scenario is "ndp" (it has homa)`},
 		{"simulated run", []string{"run", "--simulate", "--run-dir", sim, good}, "", exitOK, "(simulated)", ""},
+		{"simulated: true runs in the twin without the flag", []string{"run", "--run-dir", filepath.Join(dir, "sim2"), simFile}, "", exitOK, "(simulated)", ""},
 		{"compare into an exact directory", []string{"compare", sim, sim, "--run-dir", filepath.Join(dir, "cmp")}, "", exitOK, filepath.Join(dir, "cmp", "compare.html"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

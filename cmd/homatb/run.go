@@ -98,9 +98,9 @@ func runRun(cmd *cobra.Command, file string, f runFlags) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if plan.Base.Simulated && !f.simulate && !f.dryRun {
-		return usagef("%s is a scenario for the simulator (simulated: true): run it with --simulate", file)
-	}
+	// A scenario written for the simulator runs there without the flag:
+	// its rates and sizes may be beyond what this machine emulates.
+	f.simulate = f.simulate || plan.Base.Simulated
 	if cmd.Flags().Changed("host-nic") && !f.simulate {
 		return usagef("--host-nic applies to --simulate only: an emulated run's hosts are Mininet's")
 	}
