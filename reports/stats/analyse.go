@@ -412,11 +412,7 @@ func (r *runAnalysis) build(me rundir.Experiment, er *ExpRecords, served []rundi
 	ec := c
 	ec.headlinePhase = headlinePhase(man, me)
 	ec.phaseOrder, _ = scenarioPhases(man)
-	ec.collOrder, ec.collKinds = collectiveKinds(man)
-	ec.collIterations = map[string]int{}
-	for _, sc := range scenarioCollectives(man) {
-		ec.collIterations[sc.phase] = sc.iterations
-	}
+	ec.collOrder, ec.collPhases = collectivePhases(man)
 	ec.spread = newFabricSpread(man.Fabric)
 	ec.matrices = matrixPhases(man)
 	exp, hist := computeExperiment(er, me, r.ideal, r.baselines[me.Transport], ec)
@@ -503,10 +499,7 @@ func computeExperiment(er *ExpRecords, me rundir.Experiment, ideal *idealRTT, ba
 
 	e.rates(er, me, c)
 	e.backlog(er, me)
-	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collKinds, ideal, base, c.spread, c.confidence)
-	for i := range e.Collectives {
-		e.Collectives[i].Requested = c.collIterations[e.Collectives[i].Phase]
-	}
+	e.Collectives = collectiveStats(&er.steps, c.collOrder, c.collPhases, ideal, base, c.spread, c.confidence)
 	e.Flows = matrixStats(er.flows, er.flowLinks, c.matrices, ideal, c.confidence)
 	for _, ms := range e.Flows {
 		if ms.OrderError != "" {

@@ -86,6 +86,20 @@ func (id *idealRTT) at(req, resp int64, links int) float64 {
 		ways*float64(links-id.baseLinks)*id.hopNs
 }
 
+// answerReturn is the one way (ns) of a 1-byte answer on the base path,
+// for a transport whose unloaded RTT of a length-byte request with a
+// 1-byte answer is rtt: half of what that RTT spends beyond the two
+// messages' transfers, plus the answer's transfer. 0 when the
+// calibration timed one-way messages: its ideal has no answer to return.
+func (id *idealRTT) answerReturn(length int64, rtt float64) float64 {
+	if id.oneWay {
+		return 0
+	}
+	answer := id.transfer(1, id.baseLinks)
+	fixed := rtt - id.transfer(length, id.baseLinks) - answer
+	return max(fixed, 0)/2 + answer
+}
+
 // simulatedHop is the fixed latency per link a simulated run charged
 // (its scenario's simulation block), 0 for other runs.
 func simulatedHop(man *Manifest) float64 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/homatb/homatb/internal/hostset"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/workloads"
 )
@@ -74,21 +75,25 @@ type StepStats struct {
 	P99 *float64 `json:"p99"`
 }
 
-// collectiveKinds maps each collective phase of the run's scenario to its
-// kind, in the scenario's order.
-func collectiveKinds(m *Manifest) (names []string, kinds map[string]string) {
-	kinds = map[string]string{}
+// collectivePhases lists the collective phases of the run's scenario, in
+// its order and by name.
+func collectivePhases(m *Manifest) (names []string, phases map[string]scenarioCollective) {
+	phases = map[string]scenarioCollective{}
 	for _, c := range scenarioCollectives(m) {
 		names = append(names, c.phase)
-		kinds[c.phase] = c.kind
+		phases[c.phase] = c
 	}
-	return names, kinds
+	return names, phases
 }
 
 // scenarioCollective is a collective phase of the run's scenario.
 type scenarioCollective struct {
 	phase, kind string
 	iterations  int
+	// members is how many hosts the phase names, resolved against the
+	// fabric's hosts; 0 when that cannot be done (no fabric in the
+	// manifest), and the members are those the records show.
+	members int
 }
 
 // scenarioCollectives lists the collective phases of the run's scenario,
@@ -97,12 +102,26 @@ func scenarioCollectives(m *Manifest) []scenarioCollective {
 	if m == nil {
 		return nil
 	}
+	var fabricHosts []string
+	if m.Fabric != nil {
+		for _, h := range m.Fabric.Hosts {
+			fabricHosts = append(fabricHosts, h.Name)
+		}
+	}
 	var out []scenarioCollective
 	for _, p := range ListOf(MapOf(m.Scenario)["phases"]) {
 		pm := MapOf(p)
 		if c := MapOf(pm["collective"]); c != nil {
 			it, _ := c["iterations"].(float64)
-			out = append(out, scenarioCollective{phase: Scalar(pm["name"]), kind: Scalar(c["kind"]), iterations: int(it)})
+			sc := scenarioCollective{phase: Scalar(pm["name"]), kind: Scalar(c["kind"]), iterations: int(it)}
+			var set []string
+			for _, h := range ListOf(pm["hosts"]) {
+				set = append(set, Scalar(h))
+			}
+			if hs, err := hostset.Expand(set, fabricHosts); err == nil && len(fabricHosts) > 0 {
+				sc.members = len(hs)
+			}
+			out = append(out, sc)
 		}
 	}
 	return out
@@ -111,7 +130,7 @@ func scenarioCollectives(m *Manifest) []scenarioCollective {
 // collectiveStats summarises the step records of one experiment, one
 // entry per collective phase (order: the scenario's, then by name). It
 // sorts steps.
-func collectiveStats(steps *rundir.Steps, order []string, kinds map[string]string, ideal *idealRTT, own *ownBaseline, spread *fabricSpread, conf float64) []CollectiveStats {
+func collectiveStats(steps *rundir.Steps, order []string, phases map[string]scenarioCollective, ideal *idealRTT, own *ownBaseline, spread *fabricSpread, conf float64) []CollectiveStats {
 	steps.Sort()
 	byPhase := map[string][]rundir.Step{}
 	rundir.Runs(steps.All, func(s *rundir.Step) uint64 { return uint64(s.Phase) }, func(lo, hi int) {
@@ -119,14 +138,15 @@ func collectiveStats(steps *rundir.Steps, order []string, kinds map[string]strin
 	})
 	var out []CollectiveStats
 	for _, p := range orderedKeys(order, byPhase) {
-		out = append(out, oneCollective(p, kinds[p], steps, byPhase[p], ideal, own, spread, conf))
+		out = append(out, oneCollective(p, phases[p], steps, byPhase[p], ideal, own, spread, conf))
 	}
 	return out
 }
 
 // oneCollective summarises one phase's steps, a run of all's sorted steps.
-func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, ideal *idealRTT, own *ownBaseline, spread *fabricSpread, conf float64) CollectiveStats {
-	cs := CollectiveStats{Phase: phase, Kind: kind, Series: [][2]float64{}}
+func oneCollective(phase string, sc scenarioCollective, all *rundir.Steps, ss []rundir.Step, ideal *idealRTT, own *ownBaseline, spread *fabricSpread, conf float64) CollectiveStats {
+	kind := sc.kind
+	cs := CollectiveStats{Phase: phase, Kind: kind, Requested: sc.iterations, Series: [][2]float64{}}
 	member := make([]bool, len(all.Hosts))
 	var stepNs []int64
 	for i := range ss {
@@ -142,7 +162,13 @@ func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, idea
 		}
 	}
 	slices.SortFunc(cs.Hosts, naturalCompare)
+	// The scenario's members, not only those the records show: a run cut
+	// short may not have reached every member, and an iteration needs them
+	// all.
 	n := len(cs.Hosts)
+	if sc.members > 0 {
+		n = sc.members
+	}
 	want, critical := workloads.CollectiveShape(kind, n, int(all.Longest[ss[0].Phase])*n)
 	critical = fabricCritical(kind, critical, all, ss, spread)
 	var ccts []int64
@@ -214,18 +240,29 @@ func oneCollective(phase, kind string, all *rundir.Steps, ss []rundir.Step, idea
 		cs.ExposedFraction = Ptr(float64(waitNs) / float64(waitNs+computeNs))
 	}
 	// The busiest link's bytes of each step on the critical path as one
-	// message, with a 1-byte answer.
+	// message, with a 1-byte answer. A step waits for its input's arrival,
+	// not its answer, so every step but the last is one way: each of them
+	// gives back one answer's return.
+	chained := float64(max(len(critical)-1, 0))
 	if ideal != nil && len(critical) > 0 {
 		var ns float64
 		for _, b := range critical {
 			ns += ideal.at(int64(b), 1, 0)
 		}
+		ns -= chained * ideal.answerReturn(1, ideal.at(1, 1, 0))
 		cs.FabricIdealCCT = Ptr(ns / 1e3)
 	}
 	if own != nil && len(critical) > 0 {
 		var ns float64
 		for _, b := range critical {
 			ns += own.withAnswer(int64(b), 1, ideal)
+		}
+		l := own.lengths[0]
+		small := own.withAnswer(l, 1, ideal)
+		if ideal != nil {
+			ns -= chained * ideal.answerReturn(l, small)
+		} else {
+			ns -= chained * small / 2 // no fabric to split it by: half the smallest RPC
 		}
 		cs.IdealCCT = Ptr(ns / 1e3)
 	}

@@ -19,12 +19,10 @@ type config struct {
 	// scenario's report.headline_phase); set per experiment.
 	headlinePhase string
 	phaseOrder    []string
-	// collOrder and collKinds are the scenario's collective phases and
-	// their kinds; set per experiment.
-	collOrder []string
-	collKinds map[string]string
-	// collIterations are the iterations each collective phase asked for.
-	collIterations map[string]int
+	// collOrder and collPhases are the scenario's collective phases, in
+	// its order and by name; set per experiment.
+	collOrder  []string
+	collPhases map[string]scenarioCollective
 	// spread is what the fabric's switches and pods carry, for a
 	// collective's ideal (fabricCritical); set per experiment.
 	spread *fabricSpread

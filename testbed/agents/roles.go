@@ -7,6 +7,7 @@ import (
 
 	"github.com/homatb/homatb/hostagent/agentpb"
 	fabdesc "github.com/homatb/homatb/internal/fabric"
+	"github.com/homatb/homatb/internal/hostset"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/testbed/scenario"
 	"github.com/homatb/homatb/testbed/topo"
@@ -60,11 +61,11 @@ func PlanRoles(e *scenario.Experiment, n *topo.Network, f *fabdesc.Fabric, start
 			}
 			continue
 		}
-		cs, err := scenario.ExpandHosts(ph.Clients, all)
+		cs, err := hostset.Expand(ph.Clients, all)
 		if err != nil {
 			return Roles{}, err
 		}
-		ss, err := scenario.ExpandHosts(ph.Servers, all)
+		ss, err := hostset.Expand(ph.Servers, all)
 		if err != nil {
 			return Roles{}, err
 		}

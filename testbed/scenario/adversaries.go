@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/adversary/kind"
+	"github.com/homatb/homatb/internal/hostset"
 )
 
 // Adversary is one entry of the scenario's adversaries list: a host of the
@@ -44,8 +45,8 @@ func (a Adversary) Peers(s *Scenario) []string {
 	seen := map[string]bool{a.Target: true}
 	var out []string
 	for _, ph := range s.Phases {
-		cl, _ := ExpandHosts(ph.Clients, hosts)
-		sv, _ := ExpandHosts(ph.Servers, hosts)
+		cl, _ := hostset.Expand(ph.Clients, hosts)
+		sv, _ := hostset.Expand(ph.Servers, hosts)
 		for _, pair := range [][2][]string{{sv, cl}, {cl, sv}} {
 			if !slices.Contains(pair[0], a.Target) {
 				continue
@@ -92,7 +93,7 @@ func (c *checker) checkAdversaries(s *Scenario) {
 	victims := map[string]bool{}
 	for _, ph := range s.Phases {
 		for _, set := range [][]string{ph.Clients, ph.Servers} {
-			hs, _ := ExpandHosts(set, hosts) // bad sets are checkPhases' to report
+			hs, _ := hostset.Expand(set, hosts) // bad sets are checkPhases' to report
 			for _, h := range hs {
 				victims[h] = true
 			}
@@ -103,13 +104,13 @@ func (c *checker) checkAdversaries(s *Scenario) {
 		p := fmt.Sprintf("adversaries[%d]", i)
 		switch {
 		case !known[a.Host]:
-			c.errorf(p+".host", "expected a host of the run (%s), got %q", describeHosts(hosts), a.Host)
+			c.errorf(p+".host", "expected a host of the run (%s), got %q", hostset.Describe(hosts), a.Host)
 		case victims[a.Host]:
 			c.errorf(p+".host", "%s is a client or server of a phase; an adversary is a host of its own, outside every phase's books", a.Host)
 		}
 		switch {
 		case !known[a.Target]:
-			c.errorf(p+".target", "expected the victim, a host of the run (%s), got %q", describeHosts(hosts), a.Target)
+			c.errorf(p+".target", "expected the victim, a host of the run (%s), got %q", hostset.Describe(hosts), a.Target)
 		case !victims[a.Target]:
 			c.errorf(p+".target", "%s is no phase's client or server: expected a victim whose traffic the attack can harm", a.Target)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/homatb/homatb/internal/hostset"
 )
 
 // Capture asks for packet captures (pcapng) of chosen experiments: at
@@ -99,7 +101,7 @@ func (c *checker) checkCapture(s *Scenario) {
 			p := fmt.Sprintf("capture.%s[%d]", list.key, i)
 			switch {
 			case !known[h]:
-				c.errorf(p, "expected a host (%s), got %q", describeHosts(hosts), h)
+				c.errorf(p, "expected a host (%s), got %q", hostset.Describe(hosts), h)
 			case seen[h]:
 				c.errorf(p, "%s is listed twice", h)
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/homatb/homatb/internal/hostset"
 	"github.com/homatb/homatb/internal/units"
 	"github.com/homatb/homatb/workloads"
 )
@@ -94,7 +95,7 @@ func (c *checker) checkCollective(s *Scenario, p string, ph Phase) {
 
 // CollectiveHosts are a collective phase's hosts in ring order.
 func (s *Scenario) CollectiveHosts(ph Phase) ([]string, error) {
-	return ExpandHosts(ph.Hosts, s.Topology.HostNames())
+	return hostset.Expand(ph.Hosts, s.Topology.HostNames())
 }
 
 // distinctHosts expands a host list in its order, refusing a host listed
@@ -104,7 +105,7 @@ func distinctHosts(items, all []string, what string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, item := range items {
-		each, err := ExpandHosts([]string{item}, all)
+		each, err := hostset.Expand([]string{item}, all)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +176,7 @@ func (p *Plan) WorkNote() string {
 			if c == nil {
 				continue
 			}
-			hosts, err := ExpandHosts(ph.Hosts, s.Topology.HostNames())
+			hosts, err := hostset.Expand(ph.Hosts, s.Topology.HostNames())
 			if err != nil || len(hosts) < 2 {
 				continue
 			}

@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"slices"
+
+	"github.com/homatb/homatb/internal/hostset"
 )
 
 // Untrusted says what the switch does to an untrusted host's packets: it
@@ -51,7 +53,7 @@ func (s *Scenario) UntrustedHosts() []string {
 		return nil
 	}
 	hosts := s.Topology.HostNames()
-	trusted, _ := ExpandHosts(s.DSCP.Trust, hosts) // checked by checkDefences
+	trusted, _ := hostset.Expand(s.DSCP.Trust, hosts) // checked by checkDefences
 	var out []string
 	for _, h := range hosts {
 		if !slices.Contains(trusted, h) {
@@ -68,7 +70,7 @@ func (s *Scenario) UntrustedHosts() []string {
 // run does not program.
 func (c *checker) checkDefences(s *Scenario) {
 	if len(s.DSCP.Trust) > 0 {
-		if _, err := ExpandHosts(s.DSCP.Trust, s.Topology.HostNames()); err != nil {
+		if _, err := hostset.Expand(s.DSCP.Trust, s.Topology.HostNames()); err != nil {
 			c.errorf("dscp.trust", "%v", err)
 		}
 	}

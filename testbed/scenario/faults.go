@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/homatb/homatb/internal/hostset"
 )
 
 // Directions of a loss fault, seen from the host whose link it is.
@@ -140,7 +142,7 @@ func (c *checker) checkFaults(s *Scenario) {
 		if _, _, sw := f.SwitchLink(); sw {
 			c.checkSwitchLink(s, p, f)
 		} else if !known[f.Link] {
-			c.errorf(p+".link", "expected a host whose link the fault is on (%s) or, on a leaf-spine, a link l<leaf>-p<spine>, got %q", describeHosts(hosts), f.Link)
+			c.errorf(p+".link", "expected a host whose link the fault is on (%s) or, on a leaf-spine, a link l<leaf>-p<spine>, got %q", hostset.Describe(hosts), f.Link)
 		}
 		switch kinds := f.kinds(); len(kinds) {
 		case 0:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/internal/hostset"
 	"github.com/homatb/homatb/workloads"
 )
 
@@ -81,7 +82,7 @@ func (s *Scenario) offeredPerSecond() (rpcs, packets float64, err error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		clients, err := ExpandHosts(ph.Clients, s.Topology.HostNames())
+		clients, err := hostset.Expand(ph.Clients, s.Topology.HostNames())
 		if err != nil {
 			return 0, 0, err
 		}
@@ -184,10 +185,10 @@ func demandOf(s *Scenario, i int, statsOf func(string) (SizeStats, error)) (*dem
 	}
 	all := s.Topology.HostNames()
 	d := &demand{rps: rps, isClient: map[string]int{}}
-	if d.clients, err = ExpandHosts(ph.Clients, all); err != nil {
+	if d.clients, err = hostset.Expand(ph.Clients, all); err != nil {
 		return nil, err
 	}
-	if d.servers, err = ExpandHosts(ph.Servers, all); err != nil {
+	if d.servers, err = hostset.Expand(ph.Servers, all); err != nil {
 		return nil, err
 	}
 	// A phase that counts its load on the wire, or sends one-way messages
@@ -259,8 +260,8 @@ func OverloadWarnings(s *Scenario) []string {
 // sortHosts puts host names in index order (h2 before h10).
 func sortHosts(hosts []string) {
 	slices.SortFunc(hosts, func(a, b string) int {
-		i, _ := hostIndex(a)
-		j, _ := hostIndex(b)
+		i, _ := hostset.Index(a)
+		j, _ := hostset.Index(b)
 		return i - j
 	})
 }

@@ -436,27 +436,6 @@ func TestSweepByIndexAndList(t *testing.T) {
 	}
 }
 
-func TestExpandHosts(t *testing.T) {
-	hosts := Topology{Kind: KindStar, Hosts: 5}.HostNames()
-	tests := []struct {
-		in      []string
-		want    string
-		wantErr bool
-	}{
-		{[]string{"all"}, "h1 h2 h3 h4 h5", false},
-		{[]string{"h2-h4", "h3", "h1"}, "h2 h3 h4 h1", false},
-		{[]string{"h6"}, "", true},
-		{[]string{"h4-h2"}, "", true},
-		{[]string{"x1-x2"}, "", true},
-	}
-	for _, tc := range tests {
-		got, err := ExpandHosts(tc.in, hosts)
-		if (err != nil) != tc.wantErr || strings.Join(got, " ") != tc.want {
-			t.Errorf("ExpandHosts(%v) = %v, %v; want %q (error %v)", tc.in, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
 func TestParseRate(t *testing.T) {
 	tests := []struct {
 		in   string

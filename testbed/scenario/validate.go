@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homatb/homatb/hostagent/homa/homaconf"
+	"github.com/homatb/homatb/internal/hostset"
 	"github.com/homatb/homatb/rundir"
 	"github.com/homatb/homatb/wire"
 )
@@ -697,7 +698,7 @@ func (c *checker) checkPhases(s *Scenario) {
 			c.checkCollective(s, p, ph)
 			continue
 		}
-		clients, err := ExpandHosts(ph.Clients, hosts)
+		clients, err := hostset.Expand(ph.Clients, hosts)
 		if err != nil {
 			c.errorf(p+".clients", "%v", err)
 		} else if len(clients) == 0 {
@@ -711,7 +712,7 @@ func (c *checker) checkPhases(s *Scenario) {
 			}
 			clientOf[h+" "+ph.Transport] = ph.Name
 		}
-		servers, err := ExpandHosts(ph.Servers, hosts)
+		servers, err := hostset.Expand(ph.Servers, hosts)
 		if err != nil {
 			c.errorf(p+".servers", "%v", err)
 		} else if len(servers) == 0 {
@@ -853,69 +854,4 @@ func (t Topology) HostNames() []string {
 		out = append(out, "h"+strconv.Itoa(i))
 	}
 	return out
-}
-
-// ExpandHosts resolves a host set ("all", "h3", "h2-h9") against the
-// topology's hosts, keeping order and dropping repeats.
-func ExpandHosts(set []string, hosts []string) ([]string, error) {
-	known := map[string]bool{}
-	for _, h := range hosts {
-		known[h] = true
-	}
-	seen := map[string]bool{}
-	var out []string
-	add := func(h string) {
-		if !seen[h] {
-			seen[h] = true
-			out = append(out, h)
-		}
-	}
-	for _, item := range set {
-		switch lo, hi, isRange := strings.Cut(item, "-"); {
-		case item == "all":
-			for _, h := range hosts {
-				add(h)
-			}
-		case isRange:
-			a, errA := hostIndex(lo)
-			b, errB := hostIndex(hi)
-			if errA != nil || errB != nil || a > b {
-				return nil, fmt.Errorf("expected a host range such as h2-h9, got %q", item)
-			}
-			if !known["h"+strconv.Itoa(b)] {
-				return nil, fmt.Errorf("host h%d (in %q) does not exist: the topology has %s", b, item, describeHosts(hosts))
-			}
-			for i := a; i <= b; i++ {
-				add("h" + strconv.Itoa(i))
-			}
-		case known[item]:
-			add(item)
-		case strings.Contains(item, ".."):
-			return nil, fmt.Errorf("expected a host range such as h2-h9, got %q", item)
-		default:
-			return nil, fmt.Errorf("host %q does not exist: the topology has %s", item, describeHosts(hosts))
-		}
-	}
-	return out, nil
-}
-
-func hostIndex(h string) (int, error) {
-	if !strings.HasPrefix(h, "h") {
-		return 0, fmt.Errorf("not a host name: %q", h)
-	}
-	n, err := strconv.Atoi(h[1:])
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("not a host name: %q", h)
-	}
-	return n, nil
-}
-
-func describeHosts(hosts []string) string {
-	switch len(hosts) {
-	case 0:
-		return "no hosts"
-	case 1:
-		return hosts[0]
-	}
-	return fmt.Sprintf("%s to %s", hosts[0], hosts[len(hosts)-1])
 }
