@@ -217,10 +217,23 @@ func (c *checker) checkCotenancy(s *Scenario) {
 			c.errorf(fmt.Sprintf("phases[%d].transport", max(engine, kernel)), "%q and %q cannot share a host: RoCE's lossless class pauses the link that %s's packets use, and its go-back-N assumes no loss that TCP's queues cause", e.Config(), k.Config(), k.Config())
 		}
 	}
-	for i, t := range s.Transports {
+}
+
+// checkTransportsUsed refuses, in a scenario whose phases name their
+// transports, an entry of the transports list that no phase names in any
+// of the sweep's combinations (each one's scenario in combos): a sweep of
+// a phase's transport uses every value's entry, each in its own
+// experiments.
+func (c *checker) checkTransportsUsed(base *Scenario, combos []*Scenario) {
+	if !base.Shared() {
+		return
+	}
+	for i, t := range base.Transports {
 		used := false
-		for _, ph := range s.Phases {
-			used = used || ph.Names(t)
+		for _, s := range combos {
+			for _, ph := range s.Phases {
+				used = used || (i < len(s.Transports) && ph.Names(s.Transports[i]))
+			}
 		}
 		if !used {
 			c.errorf(fmt.Sprintf("transports[%d]", i), "transport %q carries no phase's traffic: the phases name their transports, so each entry needs a phase naming it (or leave it out)", t.Config())

@@ -67,6 +67,29 @@ func TestSharedPlan(t *testing.T) {
 	}
 }
 
+// TestSharedTransportSwept: a sweep of a phase's transport compares
+// transports beside the same co-tenant, an experiment per value, and uses
+// every value's entry of the list; an entry none of the values names is
+// still refused.
+func TestSharedTransportSwept(t *testing.T) {
+	text := strings.Replace(shared, "  - name: tcp\n", "  - name: uet\n  - name: tcp\n", 1) +
+		"sweep:\n  - param: phases[rpcs].transport\n    values: [homa, uet]\n"
+	plan := mustPlan(t, text)
+	if len(plan.Experiments) != 2 {
+		t.Fatalf("got %d experiments, want 2 (one per transport of the rpcs phase)", len(plan.Experiments))
+	}
+	for i, want := range []string{TransportHoma, TransportUET} {
+		e := plan.Experiments[i]
+		if len(e.Transports) != 2 || e.Transports[0].Name != want || e.Transports[1].Name != TransportTCP {
+			t.Errorf("experiment %d (%s): transports %v, want %s beside tcp-dctcp", i, e.Name, e.Transports, want)
+		}
+	}
+	unused := strings.Replace(text, "  - name: homa\n", "  - name: homa\n  - name: phost\n", 1)
+	if err := parseAndPlan("co.yaml", unused); err == nil || !strings.Contains(err.Error(), `co.yaml:11: transports[1]: transport "phost" carries no phase's traffic`) {
+		t.Errorf("an entry no sweep value names: got %v, want it refused at its line", err)
+	}
+}
+
 // TestSharedErrors: each mistake is reported at its file and line.
 func TestSharedErrors(t *testing.T) {
 	for _, tc := range []struct {

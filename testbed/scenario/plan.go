@@ -232,6 +232,17 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
+	used := &checker{file: src.File, idx: src.idx}
+	used.checkTransportsUsed(base, func() []*Scenario {
+		out := make([]*Scenario, len(combos))
+		for i, cb := range combos {
+			out[i] = cb.s
+		}
+		return out
+	}())
+	if len(used.errs) > 0 {
+		return nil, used.errs.unique()
+	}
 	plan := &Plan{File: src.File, Base: base, ClockDefaults: clock, Simulate: opt.Simulate, CPUs: opt.CPUs}
 	names := map[string]bool{}
 	// Repetitions outermost: each runs every configuration once (ABAB, not
