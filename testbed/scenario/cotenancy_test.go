@@ -84,6 +84,9 @@ func TestSharedTransportSwept(t *testing.T) {
 			t.Errorf("experiment %d (%s): transports %v, want %s beside tcp-dctcp", i, e.Name, e.Transports, want)
 		}
 	}
+	if a, b := plan.Experiments[0], plan.Experiments[1]; a.Seed != b.Seed {
+		t.Errorf("seeds %d and %d: want the transports compared on the same arrivals", a.Seed, b.Seed)
+	}
 	unused := strings.Replace(text, "  - name: homa\n", "  - name: homa\n  - name: phost\n", 1)
 	if err := parseAndPlan("co.yaml", unused); err == nil || !strings.Contains(err.Error(), `co.yaml:11: transports[1]: transport "phost" carries no phase's traffic`) {
 		t.Errorf("an entry no sweep value names: got %v, want it refused at its line", err)

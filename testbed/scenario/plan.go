@@ -440,6 +440,14 @@ func (src *Source) resolveParam(c *checker, field, param string, base *Scenario)
 	return rp
 }
 
+// choosesTransport reports whether canon is a phase's transport
+// (phases[1].transport): the transports a sweep of it compares carry the
+// same traffic, so they run on the same seeds.
+func choosesTransport(canon string) bool {
+	rest, ok := strings.CutPrefix(canon, "phases[")
+	return ok && strings.HasSuffix(rest, "].transport") && !strings.Contains(strings.TrimSuffix(rest, "].transport"), ".")
+}
+
 // sweepEffect is what a sweep's parameters change together: the one
 // transport they all belong to (else -1), and whether the traffic changes.
 func sweepEffect(params []resolvedParam) (transport int, traffic bool) {
@@ -451,7 +459,7 @@ func sweepEffect(params []resolvedParam) (transport int, traffic bool) {
 		case p.transport != transport:
 			transport = -1
 		}
-		if p.transport < 0 && !sweepablePaths[p.param] {
+		if p.transport < 0 && !sweepablePaths[p.param] && !choosesTransport(p.canon) {
 			traffic = true
 		}
 	}
