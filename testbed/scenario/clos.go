@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/homatb/homatb/internal/clos"
 )
@@ -160,5 +161,44 @@ func (t Topology) switchLinkKnown(a, b string) (bool, string) {
 	if t.Kind == KindFatTree {
 		want += " (edge-aggregation) or " + l.Links[len(l.Links)-1].Name() + " (aggregation-core)"
 	}
+	// Where one end is a switch of the fabric, say whom it joins.
+	for _, end := range []string{a, b} {
+		if peers := switchPeers(l, end); len(peers) > 0 {
+			want += fmt.Sprintf("; %s joins %s", end, strings.Join(peers, ", "))
+			break
+		}
+	}
 	return ok, want
+}
+
+// switchLinkHint is what else a fault may name on t: its links between
+// switches, with an example; none on a star.
+func (t Topology) switchLinkHint() string {
+	switch t.Kind {
+	case KindLeafSpine:
+		return " or a link between a leaf and a spine, l<leaf>-p<spine> (e.g. l1-p2)"
+	case KindFatTree, KindRail:
+		if l, err := t.Clos(); err == nil && l != nil && len(l.Links) > 0 {
+			return " or a link between two of its switches, e.g. " + l.Links[0].Name()
+		}
+	}
+	return ""
+}
+
+// switchPeers lists the switches sw is linked to, the first eight and a
+// count of the rest.
+func switchPeers(l *clos.Layout, sw string) []string {
+	var peers []string
+	for _, k := range l.Links {
+		switch sw {
+		case k.A:
+			peers = append(peers, k.B)
+		case k.B:
+			peers = append(peers, k.A)
+		}
+	}
+	if len(peers) > 8 {
+		peers = append(peers[:8], fmt.Sprintf("and %d more", len(peers)-8))
+	}
+	return peers
 }

@@ -59,7 +59,8 @@ func TestBadClosScenarios(t *testing.T) {
 		{"edge ports", "k: 4", "k: 4\n  hosts_per_edge: 62", 5, "topology.hosts_per_edge", "expected 1 to 61 hosts per edge"},
 		{"leaf-spine key", "k: 4", "k: 4\n  leaves: 2", 3, "topology.kind", "belong to kinds star and leaf-spine"},
 		{"rail key on a fat tree", "k: 4", "k: 4\n  rails: 2", 3, "topology.kind", "belong to kind rail"},
-		{"no such link", "e1-a1", "e1-a3", 18, "faults[0].link", "e.g. e1-a1 (edge-aggregation) or a8-c4 (aggregation-core)"},
+		{"no such link", "e1-a1", "e1-a3", 18, "faults[0].link", "e.g. e1-a1 (edge-aggregation) or a8-c4 (aggregation-core); e1 joins a1, a2, got"},
+		{"a host beyond the fat tree", "e1-a1", "h17", 18, "faults[0].link", `(h1 to h16) or a link between two of its switches, e.g. e1-a1, got "h17"`},
 		{"no such switch", "e1-a1", "e1-p1", 18, "faults[0].link", "expected a link of the fat-tree"},
 		{"bad balancing", "load_balancing: spray", "load_balancing: flowlet", 5, "topology.load_balancing", `"spray"`},
 	} {

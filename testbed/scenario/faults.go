@@ -142,7 +142,7 @@ func (c *checker) checkFaults(s *Scenario) {
 		if _, _, sw := f.SwitchLink(); sw {
 			c.checkSwitchLink(s, p, f)
 		} else if !known[f.Link] {
-			c.errorf(p+".link", "expected a host whose link the fault is on (%s) or, on a leaf-spine, a link l<leaf>-p<spine>, got %q", hostset.Describe(hosts), f.Link)
+			c.errorf(p+".link", "expected a host whose link the fault is on (%s)%s, got %q", hostset.Describe(hosts), s.Topology.switchLinkHint(), f.Link)
 		}
 		switch kinds := f.kinds(); len(kinds) {
 		case 0:
