@@ -127,3 +127,24 @@ func TestCollectiveText(t *testing.T) {
 		})
 	}
 }
+
+func TestMatrixText(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	done := reports.MatrixStats{Phase: "inc", Flows: 30, Completed: 30, Completion: f(2500)}
+	done.Slowdown.Max = f(1.5)
+	half := reports.MatrixStats{Phase: "inc", Flows: 30, Completed: 12, Failed: 1, InFlight: 2, Unstarted: 15}
+	for _, tc := range []struct {
+		name string
+		m    reports.MatrixStats
+		want string
+	}{
+		{"all done", done, "; inc 30/30 flows in 2.50 ms, slowest 1.50x its ideal"},
+		{"the rest said", half, "; inc 12/30 flows (1 failed, 2 still in flight, 15 never started, their trigger not fired by the end)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := matrixText(tc.m); got != tc.want {
+				t.Errorf("matrixText = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

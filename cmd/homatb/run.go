@@ -278,6 +278,34 @@ func collectiveText(c reports.CollectiveStats) string {
 	return b.String()
 }
 
+// matrixText is a connection matrix's part of an experiment's line: its
+// flows completed, the graph's completion and the slowest flow, and what
+// became of the others.
+func matrixText(m reports.MatrixStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "; %s %d/%d flows", m.Phase, m.Completed, m.Flows)
+	if m.Completion != nil {
+		fmt.Fprintf(&b, " in %s", reports.FormatLatency(*m.Completion))
+	}
+	if m.Slowdown.Max != nil {
+		fmt.Fprintf(&b, ", slowest %.2fx its ideal", *m.Slowdown.Max)
+	}
+	var rest []string
+	if m.Failed > 0 {
+		rest = append(rest, fmt.Sprintf("%d failed", m.Failed))
+	}
+	if m.InFlight > 0 {
+		rest = append(rest, fmt.Sprintf("%d still in flight", m.InFlight))
+	}
+	if m.Unstarted > 0 {
+		rest = append(rest, fmt.Sprintf("%d never started, their trigger not fired by the end", m.Unstarted))
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(rest, ", "))
+	}
+	return b.String()
+}
+
 // failuresText is the reasons of an experiment's failed RPCs, as the
 // terminal's books print them after the count: " (timeout 3, peer_unknown
 // 1)", most frequent first; empty when none failed. The books count RPCs
@@ -336,13 +364,7 @@ func printHeadline(w io.Writer, runDir, run string, incomplete bool, man *rundir
 			fmt.Fprint(w, collectiveText(c))
 		}
 		for _, m := range mats[e.Name] {
-			fmt.Fprintf(w, "; %s %d/%d flows", m.Phase, m.Completed, m.Flows)
-			if m.Completion != nil {
-				fmt.Fprintf(w, " in %s", reports.FormatLatency(*m.Completion))
-			}
-			if m.Slowdown.Max != nil {
-				fmt.Fprintf(w, ", slowest %.2fx its ideal", *m.Slowdown.Max)
-			}
+			fmt.Fprint(w, matrixText(m))
 		}
 		fmt.Fprintln(w)
 		for _, n := range sum.Notes(e.Name) {
