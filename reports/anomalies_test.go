@@ -20,6 +20,14 @@ func TestAnomalies(t *testing.T) {
 			Switch:      stats.SwitchStats{Present: true, Drops: drops},
 			Collectives: []stats.CollectiveStats{{Phase: "ar", CCT: stats.CCTStats{P50: &cct}, IdealCCT: &ideal}}}
 	}
+	// matrix: a connection matrix whose slowest flow took slowest times
+	// its ideal, beside drops and retries.
+	matrix := func(slowest float64, drops, retries int64) *stats.Experiment {
+		m := stats.MatrixStats{Phase: "inc"}
+		m.Slowdown.Max = &slowest
+		return &stats.Experiment{Name: "x", Transport: "homa", Homa: &stats.TransportStats{Retries: retries},
+			Switch: stats.SwitchStats{Present: true, Drops: drops}, Flows: []stats.MatrixStats{m}}
+	}
 	tests := []struct {
 		name string
 		e    *stats.Experiment
@@ -35,6 +43,9 @@ func TestAnomalies(t *testing.T) {
 		{"collective slow without losses", collective("homa", 32_500, 0, 0), nil},
 		{"collective near its ideal", collective("homa", 11_300, 374, 125), nil},
 		{"another transport's recovery", collective("uet", 32_500, 374, 125), nil},
+		{"flows behind their losses", matrix(534.2, 428, 60), []string{"the slowest flow of inc took 534.2x its ideal while the switches dropped 428 packets (60 retries"}},
+		{"flows slow without losses", matrix(534.2, 0, 0), nil},
+		{"flows near their ideal", matrix(1.2, 428, 60), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

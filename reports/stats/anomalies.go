@@ -29,6 +29,16 @@ func Anomalies(e *Experiment) []string {
 				"a step message that loses a packet waits for Homa's loss recovery, whose resend timer counts in ticks of a millisecond by default, "+
 				"and every step that needs its input waits with it.", e.Name, c.Phase, *c.CCT.P50 / *c.IdealCCT, lost, e.Homa.Retries))
 		}
+		// The same for a connection matrix's flows, and the flows their
+		// completion triggers.
+		for _, m := range e.Flows {
+			if m.Slowdown.Max == nil || *m.Slowdown.Max < 3 {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: the slowest flow of %s took %.1fx its ideal while the switches dropped %d packets (%d retries in the records): "+
+				"beyond the links it shares, a flow that loses a packet waits for Homa's loss recovery, whose resend timer counts in ticks of a millisecond by default, "+
+				"and the flows its completion triggers wait with it.", e.Name, m.Phase, *m.Slowdown.Max, lost, e.Homa.Retries))
+		}
 	}
 	// Strict priorities starve the low queues while higher ones are busy:
 	// the lowest queue's worst delay dwarfs the others'.

@@ -245,6 +245,11 @@ func (s *Summary) Notes(experiment string) []string {
 				out = append(out, n)
 			}
 		}
+		// What would surprise a reader of the transports' papers, said
+		// under the experiment it is about (the report's groups say it too).
+		for _, n := range Anomalies(e) {
+			out = append(out, strings.TrimPrefix(n, e.Name+": "))
+		}
 	}
 	return out
 }

@@ -83,3 +83,24 @@ func TestSpanPacking(t *testing.T) {
 		}
 	}
 }
+
+// TestNotesSayAnomalies: the notes printed under an experiment include
+// what Anomalies finds, without the experiment's name before it, and only
+// under that experiment.
+func TestNotesSayAnomalies(t *testing.T) {
+	slowest := 534.2
+	m := MatrixStats{Phase: "inc"}
+	m.Slowdown.Max = &slowest
+	s := &Summary{Experiments: []Experiment{
+		{Name: "mx-homa", Transport: "homa", Homa: &TransportStats{Retries: 60}, Switch: SwitchStats{Present: true, Drops: 428}, Flows: []MatrixStats{m}},
+		{Name: "mx-uet", Transport: "uet"},
+	}}
+	notes := s.Notes("mx-homa")
+	want := "the slowest flow of inc took 534.2x its ideal while the switches dropped 428 packets"
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+		t.Errorf("notes %q: want one starting %q", notes, want)
+	}
+	if n := s.Notes("mx-uet"); len(n) != 0 {
+		t.Errorf("notes of the other experiment %q, want none", n)
+	}
+}
