@@ -55,6 +55,10 @@ type Clock struct {
 	events uint64
 	// stop is set by Stop, from any goroutine.
 	stop atomic.Bool
+	// seenNow and seenEvents are now and events as of Run's last look at
+	// stop, for Progress from other goroutines.
+	seenNow    atomic.Int64
+	seenEvents atomic.Uint64
 }
 
 // stopCheck is how many events Run runs between looks at stop: an atomic
@@ -205,8 +209,12 @@ func (c *Clock) pop() (int64, event) {
 // clock at until.
 func (c *Clock) Run(until int64) {
 	for len(c.q) > 0 && c.q[0].at <= until {
-		if c.events%stopCheck == 0 && c.stop.Load() {
-			break
+		if c.events%stopCheck == 0 {
+			if c.stop.Load() {
+				break
+			}
+			c.seenNow.Store(c.now)
+			c.seenEvents.Store(c.events)
 		}
 		at, e := c.pop()
 		c.now = at
@@ -221,6 +229,13 @@ func (c *Clock) Run(until int64) {
 		}
 	}
 	c.now = max(c.now, until)
+}
+
+// Progress is the virtual time and the events run as of Run's last look
+// at Stop (within stopCheck events): safe from any goroutine, for reports
+// of a long run's progress.
+func (c *Clock) Progress() (now int64, events uint64) {
+	return c.seenNow.Load(), c.seenEvents.Load()
 }
 
 // Events counts the events run so far.

@@ -87,6 +87,7 @@ func (r *run) experiment(ctx context.Context, e *scenario.Experiment) error {
 	if err := x.start(ctx); err != nil {
 		return err
 	}
+	defer r.heartbeat(e.Name, heartbeatEvery)()
 	waitErr := r.time.Run(ctx)
 	x.faults.End()
 	interrupted := waitErr != nil

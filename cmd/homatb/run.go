@@ -209,8 +209,12 @@ func runSimulated(cmd *cobra.Command, plan *scenario.Plan, file string, f runFla
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("run timed out after %s (--timeout)", f.timeout))
 		defer cancel()
 	}
+	var progress io.Writer = cmd.ErrOrStderr()
+	if f.quiet {
+		progress = nil
+	}
 	res, runErr := testbed.Run(ctx, plan, testbed.Options{OutDir: f.out, RunDir: f.runDir, ScenarioFile: file, NoReport: f.noReport,
-		Registry: f.registry, Simulate: true, HostNIC: f.hostNIC})
+		Registry: f.registry, Simulate: true, HostNIC: f.hostNIC, Progress: progress})
 	if res == nil {
 		return runErr
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/homatb/homatb/hostagent/agentpb"
 	"github.com/homatb/homatb/p4/switchstats"
 	"github.com/homatb/homatb/rundir"
+	"github.com/homatb/homatb/simnet"
 	"github.com/homatb/homatb/testbed/agents"
 	"github.com/homatb/homatb/testbed/scenario"
 )
@@ -303,7 +304,29 @@ func (r *Network) Begin(_ context.Context, e *scenario.Experiment, ro agents.Rol
 		}
 	}
 	r.cur = j
+	r.live.Store(&liveExperiment{clock: net.Clock(), start: net.Clock().Now(), total: s.Warmup.D() + s.Duration.D() + s.Drain.D()})
 	return driver.OnQueue(net.Clock(), ro.Start), fidelity, nil
+}
+
+// liveExperiment is what Progress reads of the experiment under way.
+type liveExperiment struct {
+	clock *simnet.Clock
+	start int64         // its clock's time at Begin
+	total time.Duration // its warm-up, measurement and drain
+}
+
+// Progress is how far the experiment under way has gone in virtual time
+// of its warm-up, measurement and drain (the drain may end early, once
+// nothing is left in flight), and the events its network has run: safe
+// from any goroutine, for reports of a long run's progress. ok is false
+// between experiments.
+func (r *Network) Progress() (done, total time.Duration, events uint64, ok bool) {
+	l := r.live.Load()
+	if l == nil {
+		return 0, 0, 0, false
+	}
+	now, events := l.clock.Progress()
+	return time.Duration(max(now-l.start, 0)), l.total, events, true
 }
 
 // Run lets the experiment's warm-up and duration pass in virtual time
@@ -329,5 +352,6 @@ func (r *Network) End() {
 		r.log.Info("simulated", "experiment", j.name, "events", j.net.Clock().Events())
 		r.finishJob(j)
 		r.cur = nil
+		r.live.Store(nil)
 	}
 }

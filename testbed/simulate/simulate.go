@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/homatb/homatb/controller"
@@ -132,6 +133,8 @@ type Network struct {
 	// calibration size and every experiment of a transport asks the same
 	// one, and a graduated rule's answer costs a second or more.
 	cutoffs map[string][]uint32
+	// live is the experiment under way, for Progress.
+	live atomic.Pointer[liveExperiment]
 }
 
 // Start programs the simulated switches of cfg's layout.
