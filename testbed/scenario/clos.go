@@ -71,8 +71,9 @@ func (t Topology) EmulationNeeds() (namespaces, switches, agents int) {
 	return 0, 0, 0
 }
 
-// describeClos is a fat tree's or rail fabric's line in the plan.
-func (t Topology) describeClos() string {
+// describeClos is a fat tree's or rail fabric's line in the plan, with
+// what emulating it takes unless the run is simulated.
+func (t Topology) describeClos(simulated bool) string {
 	l, err := t.Clos()
 	if err != nil {
 		return t.Kind + " (invalid)"
@@ -80,6 +81,9 @@ func (t Topology) describeClos() string {
 	edge, agg, core := l.Count()
 	ns, sw, ag := t.EmulationNeeds()
 	needs := fmt.Sprintf("emulated: %d namespaces, %d switch processes, %d agents", ns, sw, ag)
+	if simulated {
+		needs = "simulated"
+	}
 	if t.Kind == KindRail {
 		return fmt.Sprintf("rail, %d groups x %d servers x %d rails = %d hosts, %d leaves, %d spines (%s)",
 			max(t.Groups, 1), t.Servers, t.Rails, len(l.Hosts), edge, agg, needs)

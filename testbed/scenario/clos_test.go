@@ -95,3 +95,26 @@ func TestClosSizesInTheSimulator(t *testing.T) {
 		t.Errorf("k=32 emulated: %v, want a refusal naming 8192 namespaces", err)
 	}
 }
+
+// TestDescribeClos: the dry run's topology line says what emulating a fat
+// tree takes, and only that it is simulated when it is.
+func TestDescribeClos(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		want string
+	}{
+		{"emulated", Options{}, "20 switches (8 edge, 8 aggregation, 4 core) (emulated: 16 namespaces, 20 switch processes, 16 agents)"},
+		{"simulated", Options{Simulate: true}, "20 switches (8 edge, 8 aggregation, 4 core) (simulated)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := mustPlanWith(t, fatTree, tc.opt).Describe(&b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("dry run %q: want %q", b.String(), tc.want)
+			}
+		})
+	}
+}

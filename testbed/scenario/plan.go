@@ -725,7 +725,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		topo = fmt.Sprintf("leaf-spine, %s x %s, %s", leaves, units.Count(b.Topology.HostsPerLeaf, "host"), units.Count(b.Topology.Spines, "spine"))
 	case KindFatTree, KindRail:
-		topo = b.Topology.describeClos()
+		topo = b.Topology.describeClos(p.Simulate)
 	case KindExternal:
 		sw := fmt.Sprintf("%d P4 switches", len(b.Topology.External.Switches))
 		if len(b.Topology.External.Switches) == 1 {
