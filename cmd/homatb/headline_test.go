@@ -139,7 +139,7 @@ func TestMatrixText(t *testing.T) {
 		want string
 	}{
 		{"all done", done, "; inc 30/30 flows in 2.50 ms, slowest 1.50x its ideal"},
-		{"the rest said", half, "; inc 12/30 flows (1 failed, 2 still in flight, 15 never started, their trigger not fired by the end)"},
+		{"the rest said", half, "; inc 12/30 flows (1 failed, 2 still in flight, 15 never started, their trigger not fired by the measurement's end)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := matrixText(tc.m); got != tc.want {

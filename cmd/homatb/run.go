@@ -302,7 +302,7 @@ func matrixText(m reports.MatrixStats) string {
 		rest = append(rest, fmt.Sprintf("%d still in flight", m.InFlight))
 	}
 	if m.Unstarted > 0 {
-		rest = append(rest, fmt.Sprintf("%d never started, their trigger not fired by the end", m.Unstarted))
+		rest = append(rest, fmt.Sprintf("%d never started, their trigger not fired by the measurement's end", m.Unstarted))
 	}
 	if len(rest) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(rest, ", "))
