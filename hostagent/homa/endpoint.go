@@ -223,7 +223,10 @@ func (e *Endpoint) Listen(port uint16) (*Server, error) {
 	if port == e.cfg.ClientPort {
 		return nil, fmt.Errorf("homa: listen %d: port is the client port", port)
 	}
-	s := &Server{e: e, port: port, ch: make(chan *ServerRPC, e.cfg.ServerBacklog), backlog: e.cfg.ServerBacklog, closed: make(chan struct{})}
+	s := &Server{e: e, port: port, backlog: e.cfg.ServerBacklog, closed: make(chan struct{})}
+	if !e.driven { // a Driven Endpoint's requests wait in pending
+		s.ch = make(chan *ServerRPC, e.cfg.ServerBacklog)
+	}
 	if !e.lock() {
 		return nil, fmt.Errorf("homa: listen %d: %w", port, ErrClosed)
 	}

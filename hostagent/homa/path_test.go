@@ -46,7 +46,7 @@ func newDataPath(tb testing.TB) *dataPath {
 	// An inbound request from the peer, already fully granted.
 	dp.in = &rpc{id: 4, peer: e.peer(peerAddr), lport: 99, rport: 0x8000, state: srvReceiving}
 	dp.in.peer.servers[4] = dp.in
-	e.state.ports[99] = &Server{}
+	e.state.ports[99] = &Server{e: e}
 	pkt := e.state.pkt
 	for off := uint32(0); off < n; off += pkt {
 		d := wire.Data{Common: wire.Common{SPort: 0x8000, DPort: 99, SenderID: 4}, MessageLength: n,
@@ -74,7 +74,7 @@ func (dp *dataPath) step(now time.Duration) {
 		dp.in.in.received, dp.in.in.started = 0, false
 		dp.in.dead = false
 		dp.in.peer.servers[4] = dp.in
-		e.state.ports[99] = &Server{ch: make(chan *ServerRPC, 1)}
+		e.state.ports[99] = &Server{e: e, ch: make(chan *ServerRPC, 1)}
 	}
 	e.handlePacket(now, &dp.pkts[dp.next])
 	dp.next++

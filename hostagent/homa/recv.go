@@ -458,7 +458,7 @@ func (e *Endpoint) observeLength(n uint32) {
 	if !st.dynamic {
 		return
 	}
-	if len(st.sizes) < cap(st.sizes) {
+	if len(st.sizes) < st.sizeCap {
 		st.sizes = append(st.sizes, n)
 	} else {
 		st.sizes[st.sizePos] = n

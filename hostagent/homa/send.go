@@ -22,7 +22,11 @@ func (e *Endpoint) txBuf() []byte {
 	if st.txN == len(st.tx) {
 		e.flush()
 	}
-	return st.tx[st.txN].Buf[:0]
+	slot := &st.tx[st.txN]
+	if slot.Buf == nil {
+		slot.Buf = make([]byte, 0, e.cfg.MTU)
+	}
+	return slot.Buf[:0]
 }
 
 // txCommit queues the packet built in buf for addr at priority prio.

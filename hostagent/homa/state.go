@@ -38,6 +38,7 @@ type endpointState struct {
 	cut       cutoffTable
 	dynamic   bool
 	sizes     []uint32 // ring of recent inbound message lengths
+	sizeCap   int      // the ring's length once full (grown to, not allocated up front)
 	sizePos   int
 	sizeNew   int
 	scratch   []uint32
@@ -84,10 +85,9 @@ type endpointState struct {
 // in) on conn, which reads and writes batches of up to batch packets.
 func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 	st.clients, st.ports, st.peers = map[uint64]*rpc{}, map[uint16]*Server{}, map[uint32]*peer{}
+	// The slots' buffers are made at their first use (txBuf): a twin of
+	// thousands of hosts would hold a batch of full frames for each.
 	st.tx = make([]Packet, batch)
-	for i := range st.tx {
-		st.tx[i].Buf = make([]byte, 0, cfg.MTU)
-	}
 	st.pkt = cfg.PayloadPerPacket()
 	st.prios = cfg.Priorities
 	st.rule = ruleOf(cfg, 0)
@@ -99,7 +99,7 @@ func (st *endpointState) init(cfg homaconf.Config, conn Conn, batch int) {
 		linuxCutoffs(&st.cut.cut, cfg.Priorities)
 	} else if !cfg.Basic && cfg.Priorities > 1 {
 		st.dynamic = true
-		st.sizes = make([]uint32, 0, 10*cfg.CutoffSamples)
+		st.sizeCap = 10 * cfg.CutoffSamples
 	}
 	st.sched = grantSched{p: schedParams{
 		overcommit: cfg.Overcommit, window: cfg.WindowBytes, maxIncoming: cfg.MaxIncoming,
