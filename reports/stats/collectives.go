@@ -114,12 +114,14 @@ func scenarioCollectives(m *Manifest) []scenarioCollective {
 		if c := MapOf(pm["collective"]); c != nil {
 			it, _ := c["iterations"].(float64)
 			sc := scenarioCollective{phase: Scalar(pm["name"]), kind: Scalar(c["kind"]), iterations: int(it)}
-			var set []string
-			for _, h := range ListOf(pm["hosts"]) {
-				set = append(set, Scalar(h))
-			}
-			if hs, err := hostset.Expand(set, fabricHosts); err == nil && len(fabricHosts) > 0 {
-				sc.members = len(hs)
+			if len(fabricHosts) > 0 {
+				var set []string
+				for _, h := range ListOf(pm["hosts"]) {
+					set = append(set, Scalar(h))
+				}
+				if hs, err := hostset.Expand(set, fabricHosts); err == nil {
+					sc.members = len(hs)
+				}
 			}
 			out = append(out, sc)
 		}

@@ -232,14 +232,12 @@ func (src *Source) Plan(opt Options) (*Plan, error) {
 		// A bad swept value fails every combination it is part of: say so once.
 		return nil, errs.unique()
 	}
+	scenarios := make([]*Scenario, len(combos))
+	for i, cb := range combos {
+		scenarios[i] = cb.s
+	}
 	used := &checker{file: src.File, idx: src.idx}
-	used.checkTransportsUsed(base, func() []*Scenario {
-		out := make([]*Scenario, len(combos))
-		for i, cb := range combos {
-			out[i] = cb.s
-		}
-		return out
-	}())
+	used.checkTransportsUsed(base, scenarios)
 	if len(used.errs) > 0 {
 		return nil, used.errs.unique()
 	}
